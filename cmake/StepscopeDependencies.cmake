@@ -1,0 +1,22 @@
+# Third-party dependencies, all from the system (scripts/install-deps.sh installs them on
+# Debian). Nothing is downloaded at configure or build time.
+include_guard(GLOBAL)
+
+find_package(ZLIB REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(Threads REQUIRED)
+
+if(STEPSCOPE_TESTS)
+  find_package(GTest REQUIRED)
+  find_package(benchmark REQUIRED)
+endif()
+
+if(STEPSCOPE_VIEWER)
+  find_package(Qt6 COMPONENTS Widgets QUIET)
+  if(NOT Qt6_FOUND)
+    message(STATUS "stepscope: Qt6 Widgets not found; the viewer is off "
+                   "(install qt6-base-dev or configure with -DSTEPSCOPE_VIEWER=OFF)")
+    set(STEPSCOPE_VIEWER OFF CACHE BOOL "" FORCE)
+  endif()
+endif()

@@ -1,0 +1,345 @@
+#include "profiler/analysis/summary.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "profiler/trace/slice_details.h"
+#include "stepscope/tf/run_metadata.pb.h"
+
+namespace stepscope::analysis {
+
+using trace::Slice;
+using trace::SliceKind;
+using trace::Trace;
+using trace::TrackKind;
+
+int64_t UnionLength(std::vector<std::pair<int64_t, int64_t>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  int64_t total = 0;
+  int64_t cur_start = 0;
+  int64_t cur_end = INT64_MIN;
+  for (const auto& [start, end] : intervals) {
+    if (start > cur_end) {
+      if (cur_end != INT64_MIN) total += cur_end - cur_start;
+      cur_start = start;
+      cur_end = end;
+    } else {
+      cur_end = std::max(cur_end, end);
+    }
+  }
+  if (cur_end != INT64_MIN) total += cur_end - cur_start;
+  return total;
+}
+
+namespace {
+
+std::string WhereOf(const Slice& slice) {
+  switch (slice.kind) {
+    case SliceKind::kKernel: return "gpu";
+    case SliceKind::kMemcpy: return "memcpy";
+    case SliceKind::kMemset: return "gpu";
+    case SliceKind::kCollective: return "collective";
+    case SliceKind::kRuntime: return "runtime";
+    default: return "ops";
+  }
+}
+
+// Tensors from outputs with allocation descriptions; created at producer start, released at the
+// last consumer's end (dataflow flows) or the producer's end, as TensorFlow's timeline does.
+std::vector<std::pair<std::string, LiveTensor>> CollectTensors(const Trace& trace) {
+  std::vector<int64_t> last_use(trace.slices().size(), -1);
+  for (const trace::Flow& flow : trace.flows()) {
+    if (flow.kind != trace::FlowKind::kDataflow) continue;
+    last_use[flow.from_slice] =
+        std::max(last_use[flow.from_slice], trace.slices()[flow.to_slice].end_ns());
+  }
+  std::vector<std::pair<std::string, LiveTensor>> tensors;  // (allocator, tensor)
+  for (uint32_t i = 0; i < trace.slices().size(); ++i) {
+    const tf::NodeExecStats* node = trace.node(i);
+    if (node == nullptr || node->output_size() == 0) continue;
+    const Slice& s = trace.slices()[i];
+    for (int k = 0; k < node->output_size(); ++k) {
+      const auto& output = node->output(k);
+      if (!output.tensor_description().has_allocation_description()) continue;
+      const auto& allocation = output.tensor_description().allocation_description();
+      LiveTensor tensor;
+      tensor.name = k == 0 ? node->node_name() : node->node_name() + ":" + std::to_string(k);
+      tensor.bytes = allocation.requested_bytes();
+      tensor.producer_op = std::string(trace.str(s.op_type));
+      tensor.created_ns = s.start_ns;
+      tensor.released_ns = std::max(s.end_ns(), last_use[i]);
+      tensors.emplace_back(allocation.allocator_name(), std::move(tensor));
+    }
+  }
+  return tensors;
+}
+
+}  // namespace
+
+Summary Summarize(const Trace& trace, const SummaryOptions& options) {
+  Summary summary;
+  summary.source = trace.source_path();
+  summary.format = std::string(trace::SourceFormatName(trace.source_format()));
+  summary.epoch_ns = trace.epoch_ns();
+  summary.span_begin_ns = trace.span_begin_ns();
+  summary.span_end_ns = trace.span_end_ns();
+  summary.step = trace.step_info();
+  const auto& tracks = trace.tracks();
+  const auto& slices = trace.slices();
+  const int64_t span = trace.span_end_ns() - trace.span_begin_ns();
+
+  // Source devices: lanes grouped by the producer's name, in first-seen order.
+  std::map<std::string, size_t> source_index;
+  std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> busy_by_device;
+  std::map<int32_t, int64_t> slices_by_device;
+  for (uint32_t t = 0; t < tracks.size(); ++t) {
+    const auto lane = trace.track_slices(t);
+    if (lane.empty()) continue;
+    const std::string name(trace.str(tracks[t].full_name));
+    auto [it, inserted] = source_index.try_emplace(name, summary.devices.size());
+    if (inserted) {
+      summary.devices.push_back({name, std::string(trace::TrackKindName(tracks[t].kind)), 0, true});
+    }
+    SourceDeviceSummary& device = summary.devices[it->second];
+    device.nodes += static_cast<int64_t>(lane.size());
+    summary.nodes += static_cast<int64_t>(lane.size());
+    int32_t physical = trace.DeviceOf(t);
+    if (physical < 0) physical = static_cast<int32_t>(t);
+    // Host-side op lanes and GPU stream lanes of one device are separate resources.
+    const bool gpu = tracks[t].kind == TrackKind::kGpuStream ||
+                     tracks[t].kind == TrackKind::kGpuAllStreams ||
+                     tracks[t].kind == TrackKind::kGpuMemcpy;
+    const int32_t usage_key = physical * 2 + (gpu ? 1 : 0);
+    for (const Slice& s : lane) {
+      if (!s.duplicate()) {
+        device.aggregate_duplicates = false;
+        busy_by_device[usage_key].emplace_back(s.start_ns, s.end_ns());
+        ++slices_by_device[usage_key];
+      }
+    }
+  }
+  for (auto& [key, intervals] : busy_by_device) {
+    DeviceUsage usage;
+    usage.name = std::string(trace.str(tracks[key / 2].full_name));
+    usage.lanes = key % 2 == 1 ? "gpu streams" : "ops";
+    usage.slices = slices_by_device[key];
+    usage.busy_ns = UnionLength(std::move(intervals));
+    usage.utilisation = span > 0 ? static_cast<double>(usage.busy_ns) / static_cast<double>(span) : 0;
+    summary.usage.push_back(std::move(usage));
+  }
+
+  std::map<std::pair<std::string, std::string>, OpTypeStats> op_types;
+  std::map<std::string, MemcpyStats> memcpy;
+  for (uint32_t i = 0; i < slices.size(); ++i) {
+    const Slice& s = slices[i];
+    if (s.duplicate()) continue;
+    const std::string where = WhereOf(s);
+    const std::string op(trace.str(s.op_type));
+    OpTypeStats& stats = op_types[{where, op}];
+    stats.op_type = op;
+    stats.where = where;
+    ++stats.count;
+    stats.total_ns += s.dur_ns;
+    if (auto details = trace::GetMemcpyDetails(trace, i)) {
+      MemcpyStats& m = memcpy[details->kind];
+      m.kind = details->kind;
+      ++m.count;
+      m.bytes += details->bytes;
+      m.total_ns += s.dur_ns;
+    }
+  }
+  for (auto& [key, stats] : op_types) summary.op_types.push_back(stats);
+  std::stable_sort(summary.op_types.begin(), summary.op_types.end(),
+                   [](const OpTypeStats& a, const OpTypeStats& b) { return a.total_ns > b.total_ns; });
+  for (auto& [kind, stats] : memcpy) summary.memcpy.push_back(stats);
+  std::stable_sort(summary.memcpy.begin(), summary.memcpy.end(),
+                   [](const MemcpyStats& a, const MemcpyStats& b) { return a.bytes > b.bytes; });
+
+  const auto tensors = CollectTensors(trace);
+  for (const trace::CounterSeries& counter : trace.counters()) {
+    if (counter.values.empty()) continue;
+    AllocatorPeak peak;
+    peak.allocator = std::string(trace.str(counter.name));
+    peak.curve_origin = counter.origin;
+    peak.samples = static_cast<int64_t>(counter.values.size());
+    const auto max_it = std::max_element(counter.values.begin(), counter.values.end());
+    peak.peak_bytes = *max_it;
+    peak.peak_ns = counter.ts_ns[static_cast<size_t>(max_it - counter.values.begin())];
+    for (const auto& [allocator, tensor] : tensors) {
+      if (allocator == peak.allocator && tensor.created_ns <= peak.peak_ns &&
+          peak.peak_ns <= tensor.released_ns) {
+        peak.live_at_peak.push_back(tensor);
+      }
+    }
+    peak.live_tensors_total = static_cast<int64_t>(peak.live_at_peak.size());
+    std::stable_sort(peak.live_at_peak.begin(), peak.live_at_peak.end(),
+                     [](const LiveTensor& a, const LiveTensor& b) { return a.bytes > b.bytes; });
+    if (peak.live_at_peak.size() > options.live_tensors) peak.live_at_peak.resize(options.live_tensors);
+    summary.allocators.push_back(std::move(peak));
+  }
+  std::stable_sort(summary.allocators.begin(), summary.allocators.end(),
+                   [](const AllocatorPeak& a, const AllocatorPeak& b) { return a.peak_bytes > b.peak_bytes; });
+  for (const auto& [name, count] : trace.import_stats().counts()) {
+    summary.import_stats.emplace_back(name, count);
+  }
+  return summary;
+}
+
+namespace {
+
+std::string Duration(int64_t ns) {
+  char buffer[32];
+  if (ns >= 1000000000) {
+    std::snprintf(buffer, sizeof buffer, "%.3f s", static_cast<double>(ns) / 1e9);
+  } else if (ns >= 1000000) {
+    std::snprintf(buffer, sizeof buffer, "%.3f ms", static_cast<double>(ns) / 1e6);
+  } else if (ns >= 1000) {
+    std::snprintf(buffer, sizeof buffer, "%.1f us", static_cast<double>(ns) / 1e3);
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%lld ns", static_cast<long long>(ns));
+  }
+  return buffer;
+}
+
+std::string Bytes(int64_t bytes) {
+  char buffer[32];
+  const double b = static_cast<double>(bytes);
+  if (bytes >= (1LL << 30)) {
+    std::snprintf(buffer, sizeof buffer, "%.2f GiB", b / (1LL << 30));
+  } else if (bytes >= (1LL << 20)) {
+    std::snprintf(buffer, sizeof buffer, "%.2f MiB", b / (1LL << 20));
+  } else if (bytes >= (1LL << 10)) {
+    std::snprintf(buffer, sizeof buffer, "%.1f KiB", b / (1LL << 10));
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%lld B", static_cast<long long>(bytes));
+  }
+  return buffer;
+}
+
+void Line(std::string& out, const char* format, auto... args) {
+  char buffer[1024];
+  std::snprintf(buffer, sizeof buffer, format, args...);
+  out += buffer;
+  out += '\n';
+}
+
+}  // namespace
+
+std::string FormatSummaryText(const Summary& s, const SummaryOptions& options) {
+  std::string out;
+  Line(out, "trace      %s (%s)", s.source.c_str(), s.format.c_str());
+  if (s.step.step >= 0 || s.step.rank >= 0) {
+    Line(out, "step       %lld  rank %d/%d  host %s  producer %s", static_cast<long long>(s.step.step),
+         s.step.rank, s.step.world_size, s.step.host.c_str(), s.step.producer.c_str());
+  }
+  Line(out, "span       %s (from %lld ns since the Unix epoch)",
+       Duration(s.span_end_ns - s.span_begin_ns).c_str(),
+       static_cast<long long>(s.epoch_ns + s.span_begin_ns));
+  Line(out, "nodes      %lld on %zu devices", static_cast<long long>(s.nodes), s.devices.size());
+  out += "\nDevices (as recorded)\n";
+  Line(out, "  %-60s %-16s %8s", "device", "lane kind", "nodes");
+  for (const auto& d : s.devices) {
+    Line(out, "  %-60s %-16s %8lld%s", d.name.c_str(), d.kind.c_str(), static_cast<long long>(d.nodes),
+         d.aggregate_duplicates ? "  (repeats other lanes)" : "");
+  }
+  out += "\nBusy time per device (union of its lanes, aggregate duplicates excluded)\n";
+  Line(out, "  %-50s %-12s %8s %12s %7s", "device", "lanes", "slices", "busy", "util");
+  for (const auto& u : s.usage) {
+    Line(out, "  %-50s %-12s %8lld %12s %6.1f%%", u.name.c_str(), u.lanes.c_str(), static_cast<long long>(u.slices),
+         Duration(u.busy_ns).c_str(), 100.0 * u.utilisation);
+  }
+  Line(out, "\nTop op types by total time (of %zu)", s.op_types.size());
+  Line(out, "  %-40s %-10s %7s %12s %12s", "op type", "where", "count", "total", "mean");
+  for (size_t i = 0; i < s.op_types.size() && i < options.top_ops; ++i) {
+    const auto& op = s.op_types[i];
+    Line(out, "  %-40s %-10s %7lld %12s %12s", op.op_type.c_str(), op.where.c_str(),
+         static_cast<long long>(op.count), Duration(op.total_ns).c_str(), Duration(op.mean_ns()).c_str());
+  }
+  if (!s.memcpy.empty()) {
+    out += "\nMemcpy\n";
+    Line(out, "  %-8s %7s %12s %12s %12s", "kind", "count", "bytes", "time", "GB/s");
+    for (const auto& m : s.memcpy) {
+      Line(out, "  %-8s %7lld %12s %12s %12.2f", m.kind.c_str(), static_cast<long long>(m.count),
+           Bytes(m.bytes).c_str(), Duration(m.total_ns).c_str(), m.bandwidth_gbps());
+    }
+  }
+  if (!s.allocators.empty()) {
+    out += "\nAllocator peaks (from allocation records)\n";
+    for (const auto& a : s.allocators) {
+      Line(out, "  %-16s peak %s at +%s (%lld samples; %s)", a.allocator.c_str(), Bytes(a.peak_bytes).c_str(),
+           Duration(a.peak_ns - s.span_begin_ns).c_str(), static_cast<long long>(a.samples),
+           a.curve_origin.c_str());
+      if (a.live_tensors_total > 0) {
+        Line(out, "    %lld tensors live at the peak; largest:", static_cast<long long>(a.live_tensors_total));
+        for (const auto& t : a.live_at_peak) {
+          Line(out, "    %12s  %s (%s)", Bytes(t.bytes).c_str(), t.name.c_str(), t.producer_op.c_str());
+        }
+      }
+    }
+  }
+  out += "\nImport\n";
+  if (s.import_stats.empty()) out += "  nothing repaired or skipped\n";
+  for (const auto& [name, count] : s.import_stats) {
+    Line(out, "  %-44s %lld", name.c_str(), static_cast<long long>(count));
+  }
+  return out;
+}
+
+std::string FormatSummaryJson(const Summary& s) {
+  using Json = nlohmann::ordered_json;
+  Json doc;
+  doc["schema"] = "stepscope.summary/1";
+  doc["source"] = s.source;
+  doc["format"] = s.format;
+  doc["step"] = {{"step", s.step.step}, {"rank", s.step.rank}, {"world_size", s.step.world_size},
+                 {"host", s.step.host}, {"producer", s.step.producer}};
+  doc["epoch_ns"] = s.epoch_ns + s.span_begin_ns;
+  doc["span_ns"] = s.span_end_ns - s.span_begin_ns;
+  doc["nodes"] = s.nodes;
+  Json devices = Json::array();
+  for (const auto& d : s.devices) {
+    devices.push_back({{"name", d.name}, {"kind", d.kind}, {"nodes", d.nodes},
+                       {"aggregate_duplicates", d.aggregate_duplicates}});
+  }
+  doc["devices"] = devices;
+  Json usage = Json::array();
+  for (const auto& u : s.usage) {
+    usage.push_back({{"device", u.name}, {"lanes", u.lanes}, {"slices", u.slices}, {"busy_ns", u.busy_ns},
+                     {"utilisation", u.utilisation}});
+  }
+  doc["busy"] = usage;
+  Json ops = Json::array();
+  for (const auto& op : s.op_types) {
+    ops.push_back({{"op_type", op.op_type}, {"where", op.where}, {"count", op.count},
+                   {"total_ns", op.total_ns}, {"mean_ns", op.mean_ns()}});
+  }
+  doc["op_types"] = ops;
+  Json memcpy = Json::array();
+  for (const auto& m : s.memcpy) {
+    memcpy.push_back({{"kind", m.kind}, {"count", m.count}, {"bytes", m.bytes},
+                      {"total_ns", m.total_ns}, {"bandwidth_gbps", m.bandwidth_gbps()}});
+  }
+  doc["memcpy"] = memcpy;
+  Json allocators = Json::array();
+  for (const auto& a : s.allocators) {
+    Json live = Json::array();
+    for (const auto& t : a.live_at_peak) {
+      live.push_back({{"name", t.name}, {"bytes", t.bytes}, {"producer_op", t.producer_op},
+                      {"created_ns", t.created_ns - s.span_begin_ns},
+                      {"released_ns", t.released_ns - s.span_begin_ns}});
+    }
+    allocators.push_back({{"allocator", a.allocator}, {"curve_origin", a.curve_origin},
+                          {"peak_bytes", a.peak_bytes}, {"peak_at_ns", a.peak_ns - s.span_begin_ns},
+                          {"samples", a.samples}, {"live_tensors_at_peak", a.live_tensors_total},
+                          {"largest_live_tensors", live}});
+  }
+  doc["allocators"] = allocators;
+  Json stats = Json::object();
+  for (const auto& [name, count] : s.import_stats) stats[name] = count;
+  doc["import"] = stats;
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace stepscope::analysis

@@ -1,0 +1,97 @@
+// The step summary behind `stepscope summary` (and the viewer's overview): devices and node
+// counts, step span, busy time and utilisation per device, top op types, memcpy traffic with
+// achieved bandwidth, allocator peaks with the tensors live at the peak, and what the import
+// repaired. Records that TensorFlow duplicates on aggregate lanes (/stream:all, /memcpy) are
+// counted as nodes but never twice in times or bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profiler/trace/trace.h"
+
+namespace stepscope::analysis {
+
+struct SourceDeviceSummary {   // one dev_stats entry (or one pid/tid of a JSON trace)
+  std::string name;
+  std::string kind;            // track kind: ops, gpu_stream, gpu_all_streams, gpu_memcpy, ...
+  int64_t nodes = 0;
+  bool aggregate_duplicates = false;  // every record here is also on another lane
+};
+
+struct DeviceUsage {           // one physical device's op lanes, or its GPU streams
+  std::string name;            // "/job:localhost/replica:0/task:0/device:GPU:0"
+  std::string lanes;           // "ops" (executor/host lanes) or "gpu streams"
+  int64_t slices = 0;          // without aggregate duplicates
+  int64_t busy_ns = 0;         // union of its slices' intervals
+  double utilisation = 0;      // busy / step span
+};
+
+struct OpTypeStats {
+  std::string op_type;
+  std::string where;           // "ops" (executor/host), "gpu" (kernels), "memcpy", "collective"
+  int64_t count = 0;
+  int64_t total_ns = 0;
+  int64_t mean_ns() const { return count == 0 ? 0 : total_ns / count; }
+};
+
+struct MemcpyStats {
+  std::string kind;            // HtoD, DtoH, ...
+  int64_t count = 0;
+  int64_t bytes = 0;
+  int64_t total_ns = 0;
+  double bandwidth_gbps() const {  // bytes per ns == GB/s
+    return total_ns == 0 ? 0.0 : static_cast<double>(bytes) / static_cast<double>(total_ns);
+  }
+};
+
+struct LiveTensor {
+  std::string name;            // "node" or "node:slot"
+  int64_t bytes = 0;           // requested bytes
+  std::string producer_op;
+  int64_t created_ns = 0;      // relative to the trace epoch
+  int64_t released_ns = 0;     // last consumer end (or producer end)
+};
+
+struct AllocatorPeak {
+  std::string allocator;
+  std::string curve_origin;    // what the curve was computed from
+  int64_t peak_bytes = 0;
+  int64_t peak_ns = 0;         // relative to the epoch
+  int64_t samples = 0;
+  std::vector<LiveTensor> live_at_peak;  // largest first, from outputs and dataflow lifetimes
+  int64_t live_tensors_total = 0;        // how many were live (the list may be cut)
+};
+
+struct Summary {
+  std::string source;
+  std::string format;
+  int64_t epoch_ns = 0;
+  int64_t span_begin_ns = 0;
+  int64_t span_end_ns = 0;
+  int64_t nodes = 0;
+  std::vector<SourceDeviceSummary> devices;
+  std::vector<DeviceUsage> usage;
+  std::vector<OpTypeStats> op_types;     // by total time, descending
+  std::vector<MemcpyStats> memcpy;       // by bytes, descending
+  std::vector<AllocatorPeak> allocators;
+  std::vector<std::pair<std::string, int64_t>> import_stats;
+  trace::StepInfo step;
+};
+
+struct SummaryOptions {
+  size_t top_ops = 15;
+  size_t live_tensors = 10;
+};
+
+Summary Summarize(const trace::Trace& trace, const SummaryOptions& options = {});
+
+std::string FormatSummaryText(const Summary& summary, const SummaryOptions& options = {});
+// The stable JSON document; keys are documented in docs/summary-json.md.
+std::string FormatSummaryJson(const Summary& summary);
+
+// Total length of the union of [start, end) intervals (input in any order).
+int64_t UnionLength(std::vector<std::pair<int64_t, int64_t>> intervals);
+
+}  // namespace stepscope::analysis

@@ -1,0 +1,183 @@
+#include "profiler/cli/cli.h"
+
+#include <memory>
+
+#include "base/file_io.h"
+#include "profiler/analysis/summary.h"
+#include "profiler/cli/flags.h"
+#include "profiler/trace/reader.h"
+#include "profiler/trace/writer.h"
+
+namespace stepscope::cli {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitUsage = 2;
+
+class Command {
+ public:
+  virtual ~Command() = default;
+  virtual std::string name() const = 0;
+  virtual std::string synopsis() const = 0;     // "IN OUT [--format F]"
+  virtual std::string description() const = 0;  // one paragraph
+  virtual std::vector<FlagSpec> flags() const = 0;
+  virtual size_t min_positional() const = 0;
+  virtual size_t max_positional() const = 0;
+  virtual Status Run(const ParsedArgs& args, std::ostream& out, std::ostream& err) const = 0;
+
+  std::string Help() const {
+    return "usage: stepscope " + name() + " " + synopsis() + "\n\n" + description() + "\n\nflags:\n" +
+           FlagHelp(flags()) +
+           "\nexit codes: 0 ok, 1 runtime failure, 2 usage or bad input\n";
+  }
+};
+
+class ConvertCommand : public Command {
+ public:
+  std::string name() const override { return "convert"; }
+  std::string synopsis() const override { return "IN OUT [--format chrome|tf-timeline|pb|pbtxt]"; }
+  std::string description() const override {
+    return "Converts a trace (RunMetadata/StepStats binary or text, Chrome/Kineto JSON, any of them\n"
+           "gzipped) into OUT. The format comes from --format or from OUT's extension:\n"
+           "  .json, .json.gz -> chrome (the Perfetto-ready flavour)   .pb -> pb   .pbtxt -> pbtxt\n"
+           "chrome: de-duplicated GPU lanes, allocator counters from allocation records, flows,\n"
+           "        ns precision (times rebased on the trace start). Gzipped when OUT ends in .gz.\n"
+           "tf-timeline: the events TensorFlow's timeline.py writes (show_dataflow, show_memory).\n"
+           "pb/pbtxt: a TensorFlow RunMetadata; step stats inputs are kept losslessly.\n"
+           "OUT appears complete or not at all.";
+  }
+  std::vector<FlagSpec> flags() const override {
+    return {{"format", "FORMAT", "chrome (alias perfetto), tf-timeline, pb or pbtxt"}};
+  }
+  size_t min_positional() const override { return 2; }
+  size_t max_positional() const override { return 2; }
+
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+    const std::string& in_path = args.positional[0];
+    const std::string& out_path = args.positional[1];
+    std::optional<trace::OutputFormat> format;
+    if (auto name = args.Get("format")) {
+      format = trace::ParseOutputFormat(*name);
+      if (!format) {
+        return InvalidInput("--format " + *name + ": unknown format (use chrome, tf-timeline, pb or pbtxt)");
+      }
+    } else {
+      format = trace::OutputFormatFromPath(out_path);
+      if (!format) {
+        return InvalidInput(out_path + ": cannot tell the output format from the extension; use "
+                                       ".json, .json.gz, .pb or .pbtxt, or pass --format");
+      }
+    }
+    ASSIGN_OR_RETURN(trace::Trace trace, trace::ReadTrace(in_path));
+    RETURN_IF_ERROR(trace::WriteTrace(trace, out_path, *format));
+    out << "wrote " << out_path << "\n";
+    return Status::Ok();
+  }
+};
+
+class SummaryCommand : public Command {
+ public:
+  std::string name() const override { return "summary"; }
+  std::string synopsis() const override { return "IN [--json] [--top N]"; }
+  std::string description() const override {
+    return "Summarizes one trace: devices and node counts, step span, busy time and utilisation\n"
+           "per device, the top op types by total time, memcpy count, bytes and achieved\n"
+           "bandwidth per kind, allocator peaks (from the allocation records) with the tensors\n"
+           "live at the peak, and what the import repaired or skipped. --json writes the same as\n"
+           "a stable document (keys in docs/summary-json.md).";
+  }
+  std::vector<FlagSpec> flags() const override {
+    return {{"json", "", "write the summary as JSON"},
+            {"top", "N", "how many op types to list in text output (default 15)"}};
+  }
+  size_t min_positional() const override { return 1; }
+  size_t max_positional() const override { return 1; }
+
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+    analysis::SummaryOptions options;
+    if (auto top = args.Get("top")) {
+      char* end = nullptr;
+      const long value = std::strtol(top->c_str(), &end, 10);
+      if (end == top->c_str() || *end != '\0' || value <= 0) {
+        return InvalidInput("--top " + *top + ": expected a positive integer");
+      }
+      options.top_ops = static_cast<size_t>(value);
+    }
+    ASSIGN_OR_RETURN(trace::Trace trace, trace::ReadTrace(args.positional[0]));
+    const analysis::Summary summary = analysis::Summarize(trace, options);
+    out << (args.Has("json") ? analysis::FormatSummaryJson(summary)
+                             : analysis::FormatSummaryText(summary, options));
+    return Status::Ok();
+  }
+};
+
+std::vector<std::unique_ptr<Command>> AllCommands() {
+  std::vector<std::unique_ptr<Command>> commands;
+  commands.push_back(std::make_unique<ConvertCommand>());
+  commands.push_back(std::make_unique<SummaryCommand>());
+  return commands;
+}
+
+std::string TopHelp() {
+  std::string help =
+      "usage: stepscope <command> [args] [--help]\n\n"
+      "Converts, summarizes and analyses training step traces: TensorFlow RunMetadata/StepStats\n"
+      "(binary or text), stepscope-train's traces, Chrome/Kineto JSON (.gz transparently).\n\ncommands:\n";
+  for (const auto& command : AllCommands()) {
+    std::string name = "  " + command->name();
+    name.resize(12, ' ');
+    help += name + command->synopsis() + "\n";
+  }
+  help += "\n'stepscope <command> --help' for details. Exit codes: 0 ok, 1 runtime failure,\n"
+          "2 usage or bad input, 3 a requested check failed.\n";
+  return help;
+}
+
+}  // namespace
+
+int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty()) {
+    err << TopHelp();
+    return kExitUsage;
+  }
+  if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    out << TopHelp();
+    return kExitOk;
+  }
+  if (args[0] == "--version") {
+    out << "stepscope " << STEPSCOPE_VERSION << "\n";
+    return kExitOk;
+  }
+  for (const auto& command : AllCommands()) {
+    if (command->name() != args[0]) continue;
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    auto parsed = ParseFlags(rest, command->flags());
+    if (!parsed.ok()) {
+      err << "stepscope " << command->name() << ": " << parsed.status().message() << "\n"
+          << "usage: stepscope " << command->name() << " " << command->synopsis() << "\n";
+      return kExitUsage;
+    }
+    if (parsed->help) {
+      out << command->Help();
+      return kExitOk;
+    }
+    const size_t count = parsed->positional.size();
+    if (count < command->min_positional() || count > command->max_positional()) {
+      err << "stepscope " << command->name() << ": expected " << command->min_positional()
+          << (command->min_positional() == command->max_positional() ? "" : " or more")
+          << " argument(s), got " << count << "\n"
+          << "usage: stepscope " << command->name() << " " << command->synopsis() << "\n";
+      return kExitUsage;
+    }
+    const Status status = command->Run(*parsed, out, err);
+    if (!status.ok()) {
+      err << "stepscope " << command->name() << ": " << status.message() << "\n";
+      return ExitCodeFor(status);
+    }
+    return kExitOk;
+  }
+  err << "stepscope: unknown command '" << args[0] << "'\n\n" << TopHelp();
+  return kExitUsage;
+}
+
+}  // namespace stepscope::cli

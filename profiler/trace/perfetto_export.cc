@@ -1,0 +1,307 @@
+// The `perfetto` flavour of Chrome JSON export (see chrome_writer.h).
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "profiler/trace/chrome_writer.h"
+#include "profiler/trace/json_out.h"
+#include "profiler/trace/slice_details.h"
+#include "stepscope/tf/run_metadata.pb.h"
+
+namespace stepscope::trace {
+namespace {
+
+class PerfettoExporter {
+ public:
+  explicit PerfettoExporter(const Trace& trace) : trace_(trace), json_(out_) {}
+
+  std::string Run() {
+    out_.reserve(trace_.slices().size() * 160 + 4096);
+    AssignIds();
+    json_.Raw("{\"traceEvents\":[");
+    EmitMetadata();
+    EmitSlices();
+    EmitCounters();
+    EmitFlows();
+    json_.Raw("],\"otherData\":{");
+    json_.Key("stepscope_epoch_ns");
+    json_.Int(trace_.epoch_ns() + trace_.span_begin_ns());
+    json_.Raw(",");
+    json_.Key("source_format");
+    json_.String(SourceFormatName(trace_.source_format()));
+    json_.Raw("}}\n");
+    return std::move(out_);
+  }
+
+ private:
+  // pid per device (or per host track that holds slices itself), tid per lane.
+  void AssignIds() {
+    const auto& tracks = trace_.tracks();
+    pid_.assign(tracks.size(), -1);
+    tid_.assign(tracks.size(), -1);
+    emitted_.assign(tracks.size(), false);
+    // Which lanes hold something to show.
+    for (uint32_t t = 0; t < tracks.size(); ++t) {
+      for (const Slice& s : trace_.track_slices(t)) {
+        if (!s.duplicate()) {
+          emitted_[t] = true;
+          break;
+        }
+      }
+    }
+    // Order of processes: host sort, then device sort; order of threads: lane sort.
+    std::vector<uint32_t> order(tracks.size());
+    std::iota(order.begin(), order.end(), 0u);
+    auto sort_path = [&](uint32_t t) {
+      std::vector<std::pair<int32_t, uint32_t>> path;
+      for (int32_t x = static_cast<int32_t>(t); x >= 0; x = tracks[x].parent) {
+        path.insert(path.begin(), {tracks[x].sort_index, static_cast<uint32_t>(x)});
+      }
+      return path;
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return sort_path(a) < sort_path(b); });
+    int32_t next_pid = 1;
+    for (uint32_t t : order) {
+      if (!emitted_[t]) continue;
+      // The process is the device the lane belongs to (or the lane's own root).
+      int32_t process = trace_.DeviceOf(t);
+      if (process < 0) process = tracks[t].parent >= 0 ? tracks[t].parent : static_cast<int32_t>(t);
+      if (pid_[process] < 0) {
+        pid_[process] = next_pid++;
+        processes_.push_back(static_cast<uint32_t>(process));
+      }
+      pid_[t] = pid_[process];
+      tid_[t] = static_cast<int32_t>(++threads_in_process_[pid_[t]]);
+      lanes_.push_back(t);
+    }
+  }
+
+  void MetadataEvent(std::string_view name, int32_t pid, int32_t tid) {
+    Separator();
+    json_.Raw("{\"ph\":\"M\",\"name\":");
+    json_.String(name);
+    json_.Raw(",\"pid\":");
+    json_.Int(pid);
+    if (tid >= 0) {
+      json_.Raw(",\"tid\":");
+      json_.Int(tid);
+    }
+    json_.Raw(",\"args\":{");
+  }
+
+  void EmitMetadata() {
+    const auto& tracks = trace_.tracks();
+    int32_t sort = 0;
+    for (uint32_t process : processes_) {
+      const int32_t pid = pid_[process];
+      const int32_t host = trace_.HostOf(process);
+      std::string name(trace_.str(tracks[process].name));
+      if (host >= 0 && static_cast<uint32_t>(host) != process) {
+        name = std::string(trace_.str(tracks[host].name)) + " " + name;
+      }
+      MetadataEvent("process_name", pid, -1);
+      json_.Key("name");
+      json_.String(name);
+      json_.Raw("}}");
+      MetadataEvent("process_sort_index", pid, -1);
+      json_.Key("sort_index");
+      json_.Int(sort++);
+      json_.Raw("}}");
+      if (host >= 0) {
+        MetadataEvent("process_labels", pid, -1);
+        json_.Key("labels");
+        std::string labels(trace_.str(tracks[host].full_name));
+        if (trace_.step_info().rank >= 0) labels += ",rank " + std::to_string(trace_.step_info().rank);
+        json_.String(labels);
+        json_.Raw("}}");
+      }
+    }
+    for (uint32_t lane : lanes_) {
+      MetadataEvent("thread_name", pid_[lane], tid_[lane]);
+      json_.Key("name");
+      json_.String(trace_.str(tracks[lane].name));
+      json_.Raw("}}");
+      MetadataEvent("thread_sort_index", pid_[lane], tid_[lane]);
+      json_.Key("sort_index");
+      json_.Int(tid_[lane]);
+      json_.Raw("}}");
+    }
+  }
+
+  void EmitSlices() {
+    const auto& slices = trace_.slices();
+    const int64_t base = trace_.span_begin_ns();
+    for (uint32_t lane : lanes_) {
+      const uint32_t first = trace_.track_first_slice(lane);
+      const auto lane_slices = trace_.track_slices(lane);
+      for (uint32_t k = 0; k < lane_slices.size(); ++k) {
+        const Slice& s = lane_slices[k];
+        if (s.duplicate()) continue;
+        const uint32_t index = first + k;
+        Separator();
+        json_.Raw("{\"ph\":\"X\",\"pid\":");
+        json_.Int(pid_[lane]);
+        json_.Raw(",\"tid\":");
+        json_.Int(tid_[lane]);
+        json_.Raw(",\"ts\":");
+        json_.NanosAsMicros(s.start_ns - base);
+        json_.Raw(",\"dur\":");
+        json_.NanosAsMicros(s.dur_ns);
+        json_.Raw(",\"name\":");
+        json_.String(trace_.str(s.op_type != 0 ? s.op_type : s.name));
+        json_.Raw(",\"cat\":");
+        json_.String(SliceKindName(s.kind));
+        json_.Raw(",\"args\":{\"name\":");
+        json_.String(trace_.str(s.name));
+        SliceArgs(index, s);
+        json_.Raw("}}");
+      }
+    }
+    (void)slices;
+  }
+
+  void SliceArgs(uint32_t index, const Slice& s) {
+    if (s.kind == SliceKind::kMemcpy) {
+      if (auto memcpy = GetMemcpyDetails(trace_, index)) {
+        json_.Raw(",\"kind\":");
+        json_.String(memcpy->kind);
+        json_.Raw(",\"bytes\":");
+        json_.Int(memcpy->bytes);
+        if (!memcpy->src_memory.empty()) {
+          json_.Raw(",\"memory\":");
+          json_.String(memcpy->src_memory + " to " + memcpy->dst_memory);
+        }
+        if (s.dur_ns > 0 && memcpy->bytes > 0) {
+          json_.Raw(",\"bandwidth (GB/s)\":");
+          json_.Double(static_cast<double>(memcpy->bytes) / static_cast<double>(s.dur_ns));
+        }
+      }
+    }
+    const tf::NodeExecStats* node = trace_.node(index);
+    if (node == nullptr) return;
+    if (!node->timeline_label().empty()) {
+      json_.Raw(",\"label\":");
+      json_.String(node->timeline_label());
+    }
+    if (node->has_kernel()) {
+      const auto& k = node->kernel();
+      json_.Raw(",\"grid\":[");
+      json_.UInt(k.grid_x()); json_.Char(','); json_.UInt(k.grid_y()); json_.Char(','); json_.UInt(k.grid_z());
+      json_.Raw("],\"block\":[");
+      json_.UInt(k.block_x()); json_.Char(','); json_.UInt(k.block_y()); json_.Char(','); json_.UInt(k.block_z());
+      json_.Raw("],\"registers per thread\":");
+      json_.UInt(k.registers_per_thread());
+      json_.Raw(",\"shared memory\":");
+      json_.UInt(k.static_shared_memory() + k.dynamic_shared_memory());
+      json_.Raw(",\"stream\":");
+      json_.UInt(k.stream_id());
+    }
+    if (node->has_collective()) {
+      const auto& c = node->collective();
+      json_.Raw(",\"collective\":");
+      json_.String(c.kind());
+      json_.Raw(",\"algorithm\":");
+      json_.String(c.algorithm());
+      json_.Raw(",\"bytes\":");
+      json_.Int(c.bytes());
+      json_.Raw(",\"group size\":");
+      json_.Int(c.group_size());
+    }
+    if (node->correlation_id() != 0) {
+      json_.Raw(",\"correlation\":");
+      json_.UInt(node->correlation_id());
+    }
+  }
+
+  // Counters are process-scoped: each allocator goes on its device's process.
+  void EmitCounters() {
+    const int64_t base = trace_.span_begin_ns();
+    for (const CounterSeries& counter : trace_.counters()) {
+      int32_t pid = counter.track >= 0 ? pid_[counter.track] : -1;
+      if (pid < 0 && !processes_.empty()) pid = pid_[processes_.front()];
+      if (pid < 0) continue;
+      const std::string name = std::string(trace_.str(counter.name)) + " " + counter.unit;
+      for (size_t i = 0; i < counter.ts_ns.size(); ++i) {
+        Separator();
+        json_.Raw("{\"ph\":\"C\",\"pid\":");
+        json_.Int(pid);
+        json_.Raw(",\"name\":");
+        json_.String(name);
+        json_.Raw(",\"ts\":");
+        json_.NanosAsMicros(counter.ts_ns[i] - base);
+        json_.Raw(",\"args\":{\"value\":");
+        json_.Int(counter.values[i]);
+        json_.Raw("}}");
+      }
+    }
+  }
+
+  // A flow point strictly inside its slice when the slice is long enough (Perfetto binds a flow
+  // to the slice enclosing its timestamp).
+  static int64_t InsideEnd(const Slice& s) { return s.dur_ns >= 2 ? s.end_ns() - 1 : s.start_ns; }
+  static int64_t InsideStart(const Slice& s) { return s.dur_ns >= 2 ? s.start_ns + 1 : s.start_ns; }
+
+  void EmitFlows() {
+    const auto& slices = trace_.slices();
+    const int64_t base = trace_.span_begin_ns();
+    int64_t id = 0;
+    for (const Flow& flow : trace_.flows()) {
+      const Slice& from = slices[flow.from_slice];
+      const Slice& to = slices[flow.to_slice];
+      if (from.track == to.track || from.duplicate() || to.duplicate()) continue;
+      if (!emitted_[from.track] || !emitted_[to.track]) continue;
+      // A flow must not go back in time: dataflow into an op that started before its producer
+      // ended (TF µs rounding) is drawn from the producer's start instead.
+      const int64_t from_ts = std::min(InsideEnd(from), std::max(InsideStart(to), from.start_ns));
+      const char* cat = flow.kind == FlowKind::kLaunch ? "launch" : "dataflow";
+      ++id;
+      for (int end = 0; end < 2; ++end) {
+        const Slice& s = end == 0 ? from : to;
+        Separator();
+        json_.Raw(end == 0 ? "{\"ph\":\"s\"" : "{\"ph\":\"f\",\"bp\":\"e\"");
+        json_.Raw(",\"name\":");
+        json_.String(cat);
+        json_.Raw(",\"cat\":");
+        json_.String(cat);
+        json_.Raw(",\"id\":");
+        json_.Int(id);
+        json_.Raw(",\"pid\":");
+        json_.Int(pid_[s.track]);
+        json_.Raw(",\"tid\":");
+        json_.Int(tid_[s.track]);
+        json_.Raw(",\"ts\":");
+        json_.NanosAsMicros((end == 0 ? from_ts : InsideStart(to)) - base);
+        json_.Raw("}");
+      }
+    }
+  }
+
+  void Separator() {
+    if (first_event_) {
+      first_event_ = false;
+    } else {
+      out_.push_back(',');
+    }
+  }
+
+  const Trace& trace_;
+  std::string out_;
+  JsonOut json_;
+  bool first_event_ = true;
+  std::vector<int32_t> pid_, tid_;
+  std::vector<bool> emitted_;
+  std::vector<uint32_t> processes_, lanes_;
+  std::map<int32_t, int32_t> threads_in_process_;
+};
+
+}  // namespace
+
+std::string ExportPerfettoJson(const Trace& trace) { return PerfettoExporter(trace).Run(); }
+
+StatusOr<std::string> ExportChromeJson(const Trace& trace, ChromeFlavour flavour) {
+  if (flavour == ChromeFlavour::kTfTimeline) return ExportTfTimelineJson(trace);
+  return ExportPerfettoJson(trace);
+}
+
+}  // namespace stepscope::trace

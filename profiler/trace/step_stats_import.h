@@ -1,0 +1,24 @@
+// Turns a parsed RunMetadata (TensorFlow's or ours) into a Trace: tracks per host, device and
+// lane; one slice per NodeExecStats; dataflow and launch flows; allocator counters from the
+// allocation records anchored on allocator_bytes_in_use.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "profiler/trace/trace.h"
+
+namespace stepscope::tf {
+class RunMetadata;
+}
+
+namespace stepscope::trace {
+
+Trace ImportRunMetadata(std::shared_ptr<const tf::RunMetadata> metadata, SourceFormat format,
+                        const std::string& path, const ImportStats& parse_stats);
+
+// Node times in ns: the *_nanos fields when the producer wrote them, else micros * 1000.
+int64_t NodeStartNs(const tf::NodeExecStats& node);
+int64_t NodeDurationNs(const tf::NodeExecStats& node);
+
+}  // namespace stepscope::trace

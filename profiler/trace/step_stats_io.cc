@@ -1,0 +1,215 @@
+#include "profiler/trace/step_stats_io.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/text_format.h>
+
+#include <cctype>
+#include <set>
+
+#include "stepscope/tf/run_metadata.pb.h"
+
+namespace stepscope::trace {
+namespace {
+
+namespace pb = google::protobuf;
+
+// Messages whose content we do not model: unknown fields inside them are expected.
+bool IsUnmodelledMessage(std::string_view full_name) {
+  return full_name == "stepscope.tf.GraphDef" || full_name == "stepscope.tf.CostGraphDef";
+}
+
+// Collects text-format errors (first one wins) and unknown-field warnings. The parser reports
+// 0-based lines and columns; users read 1-based ones.
+class TextErrorCollector : public pb::io::ErrorCollector {
+ public:
+  void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    if (first_error_.empty()) first_error_ = Where(line, column) + ": " + message;
+  }
+  void AddWarning(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    // Unknown fields arrive as warnings "Message type \"X\" has no field named \"y\"."; other
+    // warnings (e.g. a deprecated field in use) are not problems of the input.
+    if (message.find("has no field named") == std::string::npos) return;
+    const size_t open = message.find('"');
+    const size_t close = open == std::string::npos ? open : message.find('"', open + 1);
+    const std::string type =
+        close == std::string::npos ? "" : message.substr(open + 1, close - open - 1);
+    if (IsUnmodelledMessage(type)) {
+      ++skipped_unmodelled_;
+    } else if (first_unknown_.empty()) {
+      first_unknown_ = Where(line, column) + ": " + message;
+    }
+  }
+  static std::string Where(int line, pb::io::ColumnNumber column) {
+    return "line " + std::to_string(line + 1) + " column " + std::to_string(column + 1);
+  }
+  std::string first_error_;
+  std::string first_unknown_;
+  int64_t skipped_unmodelled_ = 0;
+};
+
+// The first identifier of a text proto (skipping comments and whitespace).
+std::string_view FirstTextField(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == '#') {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+    } else {
+      break;
+    }
+  }
+  size_t end = i;
+  while (end < text.size() &&
+         (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) {
+    ++end;
+  }
+  return text.substr(i, end - i);
+}
+
+// Reads one varint; false at end of input or on overflow.
+bool ReadVarint(std::string_view bytes, size_t& pos, uint64_t& value) {
+  value = 0;
+  for (int shift = 0; shift < 64 && pos < bytes.size(); shift += 7) {
+    const auto byte = static_cast<uint8_t>(bytes[pos++]);
+    value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// Binary: a StepStats starts with field 1 = DeviceStepStats whose first field is the device
+// *string*; a RunMetadata starts with field 1 = StepStats whose first field is a *message*.
+// Peek two levels down to tell them apart.
+bool BinaryLooksLikeBareStepStats(std::string_view bytes) {
+  size_t pos = 0;
+  uint64_t tag = 0;
+  uint64_t length = 0;
+  if (!ReadVarint(bytes, pos, tag) || tag != 0x0a) return false;
+  if (!ReadVarint(bytes, pos, length) || length > bytes.size() - pos) return false;
+  std::string_view inner = bytes.substr(pos, length);
+  pos = 0;
+  if (!ReadVarint(inner, pos, tag) || tag != 0x0a) return false;
+  if (!ReadVarint(inner, pos, length) || length > inner.size() - pos) return false;
+  const std::string_view first = inner.substr(pos, length);
+  // A device name: printable text starting with '/' (TF's device names always do).
+  if (first.empty() || first[0] != '/') return false;
+  for (char c : first) {
+    if (!std::isprint(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+int64_t CountUnknownBinaryFields(const tf::RunMetadata& metadata) {
+  int64_t count = 0;
+  auto unknown = [](const pb::Message& message) {
+    return message.GetReflection()->GetUnknownFields(message).field_count();
+  };
+  count += unknown(metadata);
+  count += unknown(metadata.step_stats());
+  for (const auto& device : metadata.step_stats().dev_stats()) {
+    count += unknown(device);
+    for (const auto& node : device.node_stats()) count += unknown(node);
+  }
+  return count;
+}
+
+// What a step stats file must have for us to make sense of it.
+Status Validate(const tf::RunMetadata& metadata, const std::string& name) {
+  const auto& step = metadata.step_stats();
+  if (step.dev_stats_size() == 0) {
+    return InvalidInput(name + ": contains no dev_stats: not a step stats trace (or empty)");
+  }
+  for (int d = 0; d < step.dev_stats_size(); ++d) {
+    const auto& device = step.dev_stats(d);
+    if (device.device().empty()) {
+      return InvalidInput(name + ": dev_stats[" + std::to_string(d) +
+                          "] has no `device` name");
+    }
+    for (int n = 0; n < device.node_stats_size(); ++n) {
+      if (device.node_stats(n).node_name().empty()) {
+        return InvalidInput(name + ": dev_stats[" + std::to_string(d) + "] (" + device.device() +
+                            ") node_stats[" + std::to_string(n) + "] has no `node_name`");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool LooksLikeTextProto(std::string_view bytes) {
+  const std::string_view field = FirstTextField(bytes);
+  if (field.empty()) return false;
+  // Text protos are printable; binary step stats start with tag bytes like 0x0a.
+  const size_t probe = std::min<size_t>(bytes.size(), 4096);
+  for (size_t i = 0; i < probe; ++i) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (c < 0x20 && c != '\n' && c != '\r' && c != '\t') return false;
+  }
+  return true;
+}
+
+StatusOr<ParsedStepStats> ParseStepStats(std::string_view bytes, const std::string& name) {
+  ParsedStepStats parsed;
+  parsed.run_metadata = std::make_shared<tf::RunMetadata>();
+  tf::RunMetadata& metadata = *parsed.run_metadata;
+
+  if (LooksLikeTextProto(bytes)) {
+    const std::string_view first = FirstTextField(bytes);
+    pb::Message* target = nullptr;
+    if (first == "dev_stats") {
+      parsed.format = SourceFormat::kStepStatsText;
+      target = metadata.mutable_step_stats();
+    } else {
+      parsed.format = SourceFormat::kRunMetadataText;
+      target = &metadata;
+    }
+    TextErrorCollector errors;
+    pb::TextFormat::Parser parser;
+    parser.RecordErrorsTo(&errors);
+    parser.AllowUnknownField(true);  // so graph contents can be skipped; others checked below
+    pb::io::ArrayInputStream input(bytes.data(), static_cast<int>(bytes.size()));
+    const bool ok = parser.Parse(&input, target);
+    if (!ok || !errors.first_error_.empty()) {
+      return InvalidInput(name + ": malformed text proto at " +
+                          (errors.first_error_.empty() ? std::string("unknown position")
+                                                       : errors.first_error_));
+    }
+    if (!errors.first_unknown_.empty()) {
+      return InvalidInput(name + ": unknown field at " + errors.first_unknown_);
+    }
+    parsed.stats.Add("unmodelled_text_fields_skipped", errors.skipped_unmodelled_);
+  } else {
+    parsed.format = BinaryLooksLikeBareStepStats(bytes) ? SourceFormat::kStepStatsBinary
+                                                        : SourceFormat::kRunMetadataBinary;
+    pb::Message* target = parsed.format == SourceFormat::kStepStatsBinary
+                              ? static_cast<pb::Message*>(metadata.mutable_step_stats())
+                              : &metadata;
+    if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+        !target->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      return InvalidInput(name + ": not a valid binary RunMetadata/StepStats (truncated or "
+                                 "corrupt protobuf, " + std::to_string(bytes.size()) + " bytes)");
+    }
+    parsed.stats.Add("unknown_binary_fields_kept", CountUnknownBinaryFields(metadata));
+  }
+  RETURN_IF_ERROR(Validate(metadata, name));
+  return parsed;
+}
+
+StatusOr<std::string> SerializeRunMetadata(const tf::RunMetadata& metadata,
+                                           StepStatsEncoding encoding) {
+  std::string out;
+  if (encoding == StepStatsEncoding::kBinary) {
+    if (!metadata.SerializeToString(&out)) return Internal("serialising RunMetadata failed");
+    return out;
+  }
+  pb::TextFormat::Printer printer;
+  printer.SetHideUnknownFields(true);  // numbered unknown fields would not parse back in TF
+  if (!printer.PrintToString(metadata, &out)) return Internal("printing RunMetadata failed");
+  return out;
+}
+
+}  // namespace stepscope::trace

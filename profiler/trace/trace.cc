@@ -1,0 +1,258 @@
+#include "profiler/trace/trace.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "base/check.h"
+#include "stepscope/tf/run_metadata.pb.h"
+
+namespace stepscope::trace {
+
+std::string_view TrackKindName(TrackKind kind) {
+  switch (kind) {
+    case TrackKind::kHost: return "host";
+    case TrackKind::kDevice: return "device";
+    case TrackKind::kOpLane: return "ops";
+    case TrackKind::kGpuStream: return "gpu_stream";
+    case TrackKind::kGpuAllStreams: return "gpu_all_streams";
+    case TrackKind::kGpuMemcpy: return "gpu_memcpy";
+    case TrackKind::kCollective: return "collective";
+    case TrackKind::kOther: return "other";
+  }
+  return "other";
+}
+
+std::string_view SliceKindName(SliceKind kind) {
+  switch (kind) {
+    case SliceKind::kOp: return "op";
+    case SliceKind::kKernel: return "kernel";
+    case SliceKind::kMemcpy: return "memcpy";
+    case SliceKind::kMemset: return "memset";
+    case SliceKind::kCollective: return "collective";
+    case SliceKind::kRuntime: return "runtime";
+    case SliceKind::kOther: return "other";
+  }
+  return "other";
+}
+
+std::string_view SourceFormatName(SourceFormat format) {
+  switch (format) {
+    case SourceFormat::kRunMetadataBinary: return "RunMetadata (binary)";
+    case SourceFormat::kRunMetadataText: return "RunMetadata (text)";
+    case SourceFormat::kStepStatsBinary: return "StepStats (binary)";
+    case SourceFormat::kStepStatsText: return "StepStats (text)";
+    case SourceFormat::kChromeJson: return "Chrome trace JSON";
+    case SourceFormat::kSynthetic: return "built in memory";
+  }
+  return "unknown";
+}
+
+Trace::Trace() = default;
+Trace::~Trace() = default;
+Trace::Trace(Trace&&) noexcept = default;
+Trace& Trace::operator=(Trace&&) noexcept = default;
+
+std::span<const Slice> Trace::track_slices(uint32_t track) const {
+  const uint32_t begin = track_begin_[track];
+  return {slices_.data() + begin, track_begin_[track + 1] - begin};
+}
+
+const tf::NodeExecStats* Trace::node(uint32_t slice) const {
+  const NodeRef ref = node_ref(slice);
+  if (!ref.valid() || run_metadata_ == nullptr) return nullptr;
+  const auto& dev = run_metadata_->step_stats().dev_stats(static_cast<int>(ref.device));
+  return &dev.node_stats(static_cast<int>(ref.node));
+}
+
+std::string Trace::TrackPath(uint32_t track) const {
+  std::vector<uint32_t> chain;
+  for (int32_t t = static_cast<int32_t>(track); t >= 0; t = tracks_[t].parent) chain.push_back(t);
+  std::string path;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    if (!path.empty()) path += " / ";
+    path += str(tracks_[*it].name);
+  }
+  return path;
+}
+
+int32_t Trace::DeviceOf(uint32_t track) const {
+  for (int32_t t = static_cast<int32_t>(track); t >= 0; t = tracks_[t].parent) {
+    if (tracks_[t].kind == TrackKind::kDevice) return t;
+  }
+  return -1;
+}
+
+int32_t Trace::HostOf(uint32_t track) const {
+  int32_t t = static_cast<int32_t>(track);
+  while (t >= 0 && tracks_[t].parent >= 0) t = tracks_[t].parent;
+  return t;
+}
+
+TraceBuilder::TraceBuilder() = default;
+TraceBuilder::~TraceBuilder() = default;
+
+uint32_t TraceBuilder::AddTrack(const Track& track) {
+  STEPSCOPE_CHECK(track.parent < static_cast<int32_t>(trace_.tracks_.size()));
+  trace_.tracks_.push_back(track);
+  return static_cast<uint32_t>(trace_.tracks_.size() - 1);
+}
+
+uint32_t TraceBuilder::AddSlice(const Slice& slice, NodeRef ref) {
+  STEPSCOPE_CHECK(slice.track < trace_.tracks_.size());
+  if (ref.valid() && !has_refs_) {
+    has_refs_ = true;
+    trace_.node_refs_.resize(trace_.slices_.size());
+  }
+  trace_.slices_.push_back(slice);
+  if (has_refs_) trace_.node_refs_.push_back(ref);
+  return static_cast<uint32_t>(trace_.slices_.size() - 1);
+}
+
+void TraceBuilder::SetRunMetadata(std::shared_ptr<const tf::RunMetadata> metadata) {
+  trace_.run_metadata_ = std::move(metadata);
+}
+
+namespace {
+
+// Places the slices of one source track onto lanes so that no lane holds a partial overlap.
+// `order` lists the track's slices sorted by (start, longer first). Lane 0 is the track itself;
+// further lanes are sibling tracks created on demand.
+class LaneAssigner {
+ public:
+  LaneAssigner(StringTable& strings, std::vector<Track>& tracks, std::vector<Slice>& slices)
+      : strings_(strings), tracks_(tracks), slices_(slices) {}
+
+  // Returns how many slices had to leave lane 0.
+  int64_t Assign(uint32_t track, std::span<const uint32_t> order) {
+    lanes_.assign(1, Lane{track, {}});
+    const bool nesting = !tracks_[track].concurrent;
+    int64_t moved = 0;
+    for (uint32_t index : order) {
+      Slice& slice = slices_[index];
+      size_t lane = 0;
+      for (;; ++lane) {
+        if (lane == lanes_.size()) lanes_.push_back(Lane{NewLane(track, lane), {}});
+        auto& open = lanes_[lane].open_ends;
+        while (!open.empty() && open.back() <= slice.start_ns) open.pop_back();
+        if (open.empty() || (nesting && slice.end_ns() <= open.back())) break;
+      }
+      auto& open = lanes_[lane].open_ends;
+      slice.depth = static_cast<uint16_t>(std::min<size_t>(open.size(), 0xffff));
+      slice.track = lanes_[lane].track;
+      open.push_back(slice.end_ns());
+      if (lane != 0) ++moved;
+    }
+    return moved;
+  }
+
+ private:
+  struct Lane {
+    uint32_t track;
+    std::vector<int64_t> open_ends;  // ends of the enclosing slices, innermost last
+  };
+
+  uint32_t NewLane(uint32_t track, size_t lane) {
+    Track copy = tracks_[track];
+    copy.lane = static_cast<int32_t>(lane);
+    copy.sort_index = tracks_[track].sort_index;
+    std::string name(strings_.Get(copy.name));
+    name += " #" + std::to_string(lane + 1);
+    copy.name = strings_.Intern(name);
+    tracks_.push_back(copy);
+    return static_cast<uint32_t>(tracks_.size() - 1);
+  }
+
+  StringTable& strings_;
+  std::vector<Track>& tracks_;
+  std::vector<Slice>& slices_;
+  std::vector<Lane> lanes_;
+};
+
+}  // namespace
+
+Trace TraceBuilder::Build() && {
+  auto& slices = trace_.slices_;
+  auto& tracks = trace_.tracks_;
+
+  // Epoch: the earliest instant of the trace, so relative times stay small and exact.
+  int64_t epoch = std::numeric_limits<int64_t>::max();
+  for (const Slice& s : slices) epoch = std::min(epoch, s.start_ns);
+  for (const CounterSeries& c : trace_.counters_) {
+    for (int64_t ts : c.ts_ns) epoch = std::min(epoch, ts);
+  }
+  if (epoch == std::numeric_limits<int64_t>::max()) epoch = 0;
+  trace_.epoch_ns_ = epoch;
+  for (Slice& s : slices) {
+    s.start_ns -= epoch;
+    if (s.dur_ns < 0) {
+      trace_.import_stats_.Add("negative_duration_clamped");
+      s.dur_ns = 0;
+    }
+  }
+  for (CounterSeries& c : trace_.counters_) {
+    for (int64_t& ts : c.ts_ns) ts -= epoch;
+  }
+
+  auto by_track_then_time = [&](uint32_t a, uint32_t b) {
+    const Slice& x = slices[a];
+    const Slice& y = slices[b];
+    if (x.track != y.track) return x.track < y.track;
+    if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+    if (x.dur_ns != y.dur_ns) return x.dur_ns > y.dur_ns;
+    return a < b;
+  };
+  std::vector<uint32_t> order(slices.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(), by_track_then_time);
+
+  // Nesting depth and overlap lanes, track by track.
+  LaneAssigner assigner(trace_.strings_, tracks, slices);
+  const size_t source_tracks = tracks.size();
+  for (size_t begin = 0; begin < order.size();) {
+    const uint32_t track = slices[order[begin]].track;
+    size_t end = begin;
+    while (end < order.size() && slices[order[end]].track == track) ++end;
+    const int64_t moved =
+        assigner.Assign(track, std::span<const uint32_t>(order.data() + begin, end - begin));
+    if (!tracks[track].concurrent) trace_.import_stats_.Add("overlap_moved_to_lane", moved);
+    begin = end;
+  }
+  if (tracks.size() != source_tracks) std::sort(order.begin(), order.end(), by_track_then_time);
+
+  // Apply the permutation to slices, refs and flows.
+  std::vector<Slice> sorted(slices.size());
+  std::vector<uint32_t> new_index(slices.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    sorted[i] = slices[order[i]];
+    new_index[order[i]] = static_cast<uint32_t>(i);
+  }
+  slices.swap(sorted);
+  if (!trace_.node_refs_.empty()) {
+    std::vector<NodeRef> refs(order.size());
+    for (size_t i = 0; i < order.size(); ++i) refs[i] = trace_.node_refs_[order[i]];
+    trace_.node_refs_.swap(refs);
+  }
+  for (Flow& flow : trace_.flows_) {
+    flow.from_slice = new_index[flow.from_slice];
+    flow.to_slice = new_index[flow.to_slice];
+  }
+
+  trace_.track_begin_.assign(tracks.size() + 1, 0);
+  for (const Slice& s : slices) ++trace_.track_begin_[s.track + 1];
+  for (size_t t = 0; t < tracks.size(); ++t) trace_.track_begin_[t + 1] += trace_.track_begin_[t];
+
+  if (!slices.empty()) {
+    int64_t first = std::numeric_limits<int64_t>::max();
+    int64_t last = std::numeric_limits<int64_t>::min();
+    for (const Slice& s : slices) {
+      first = std::min(first, s.start_ns);
+      last = std::max(last, s.end_ns());
+    }
+    trace_.span_begin_ns_ = first;
+    trace_.span_end_ns_ = last;
+  }
+  return std::move(trace_);
+}
+
+}  // namespace stepscope::trace

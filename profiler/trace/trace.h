@@ -1,0 +1,244 @@
+// The Trace: one immutable, columnar, in-memory model that every reader produces and every
+// consumer (analysis, CLI, viewer, writers) reads.
+//
+// Invariants, established by TraceBuilder::Build():
+//  - Times are int64 nanoseconds relative to epoch_ns() (absolute ns since the Unix epoch of the
+//    earliest event); microsecond inputs are scaled, never rounded twice.
+//  - Slices are sorted by (track, start, longer first); each track owns one contiguous range, so
+//    the visible slices of a track are found by binary search.
+//  - On every track slices nest or are disjoint (never partially overlap); depth is the nesting
+//    level. On `concurrent` tracks slices are disjoint (depth 0): overlapping work gets lanes.
+//  - Flows and node references follow the sorted slice order.
+//  - Whatever an import repaired or skipped is counted by name in import_stats().
+// StepStats inputs keep their full RunMetadata, so outputs, allocation descriptions and memory
+// stats stay reachable from each slice (node()), and a pb -> pb conversion loses nothing.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "profiler/trace/string_table.h"
+
+namespace stepscope::tf {
+class RunMetadata;
+class NodeExecStats;
+class DeviceStepStats;
+}  // namespace stepscope::tf
+
+namespace stepscope::trace {
+
+enum class TrackKind : uint8_t {
+  kHost,           // a process: host and rank (the root of a track tree)
+  kDevice,         // a device of that host: CPU:0, GPU:0
+  kOpLane,         // executor ops of a device (one lane per thread, more where ops overlap)
+  kGpuStream,      // kernels and copies the GPU tracer saw on one stream
+  kGpuAllStreams,  // TensorFlow's /stream:all aggregate: every kernel once more
+  kGpuMemcpy,      // TensorFlow's /memcpy lane: every copy once more
+  kCollective,     // communication lane
+  kOther,
+};
+std::string_view TrackKindName(TrackKind kind);
+
+struct Track {
+  StringId name = 0;       // short display name: "GPU:0", "stream:14", "ops (thread 3)"
+  StringId full_name = 0;  // the producer's name, e.g. "/device:GPU:0/stream:14"
+  int32_t parent = -1;     // index of the parent track, -1 for a host
+  TrackKind kind = TrackKind::kOther;
+  int32_t sort_index = 0;  // order among siblings
+  int32_t lane = 0;        // 0 for the first lane of a source, 1.. for overlap lanes
+  int64_t thread_id = -1;  // OS/executor thread id when known
+  int32_t source_device = -1;  // index into StepStats.dev_stats when from a StepStats input
+  // Overlapping slices here are independent concurrent work (executor ops of one device on
+  // several threads, kernels of a stream), not calls within calls: TraceBuilder gives each
+  // overlap its own lane (no nesting) and does not count that as a repair. Otherwise a slice
+  // inside another nests under it, and only partial overlaps move to a lane (counted).
+  bool concurrent = false;
+};
+
+enum class SliceKind : uint8_t { kOp, kKernel, kMemcpy, kMemset, kCollective, kRuntime, kOther };
+std::string_view SliceKindName(SliceKind kind);
+
+enum SliceFlags : uint8_t {
+  // The same record appears on another lane too (TF's /stream:all and /memcpy aggregates):
+  // shown in a faithful export, skipped by analyses and the de-duplicating export.
+  kSliceDuplicate = 1 << 0,
+};
+
+struct Slice {
+  int64_t start_ns = 0;
+  int64_t dur_ns = 0;
+  uint32_t track = 0;
+  StringId name = 0;     // node or event name
+  StringId op_type = 0;  // op type ("MatMul", "MEMCPYHtoD"); "unknown" when not derivable
+  uint16_t depth = 0;
+  SliceKind kind = SliceKind::kOp;
+  uint8_t flags = 0;
+
+  int64_t end_ns() const { return start_ns + dur_ns; }
+  bool duplicate() const { return (flags & kSliceDuplicate) != 0; }
+};
+static_assert(sizeof(Slice) == 32, "keep Slice compact: rare fields go in side tables");
+
+// Where a slice came from in a StepStats input.
+struct NodeRef {
+  static constexpr uint32_t kNone = 0xffffffffu;
+  uint32_t device = kNone;  // index into step_stats.dev_stats
+  uint32_t node = kNone;    // index into dev_stats[device].node_stats
+  bool valid() const { return device != kNone; }
+};
+
+enum class FlowKind : uint8_t { kDataflow, kLaunch };
+
+struct Flow {
+  uint32_t from_slice = 0;
+  uint32_t to_slice = 0;
+  FlowKind kind = FlowKind::kDataflow;
+};
+
+// A value over time, e.g. an allocator's bytes in use.
+struct CounterSeries {
+  StringId name = 0;      // e.g. "GPU_0_bfc"
+  int32_t track = -1;     // the device (or host) track it belongs to
+  std::string unit;       // "bytes"
+  std::string origin;     // how the curve was obtained, e.g. "allocation_records"
+  std::vector<int64_t> ts_ns;
+  std::vector<int64_t> values;
+};
+
+// Per-file facts: which step and rank, who produced it.
+struct StepInfo {
+  int64_t step = -1;
+  int32_t rank = -1;
+  int32_t world_size = 0;
+  std::string host;
+  std::string producer;
+  uint64_t dropped_records = 0;
+};
+
+enum class SourceFormat { kRunMetadataBinary, kRunMetadataText, kStepStatsBinary,
+                          kStepStatsText, kChromeJson, kSynthetic };
+std::string_view SourceFormatName(SourceFormat format);
+
+// Named counts of what an import repaired, skipped or kept as unknown, so that damage is never
+// silent. Keys are stable snake_case names (they appear in `summary --json`).
+class ImportStats {
+ public:
+  void Add(std::string_view name, int64_t count = 1) {
+    if (count != 0) counts_[std::string(name)] += count;
+  }
+  int64_t Get(std::string_view name) const {
+    auto it = counts_.find(std::string(name));
+    return it == counts_.end() ? 0 : it->second;
+  }
+  const std::map<std::string, int64_t>& counts() const { return counts_; }
+  bool empty() const { return counts_.empty(); }
+
+ private:
+  std::map<std::string, int64_t> counts_;
+};
+
+class Trace {
+ public:
+  Trace();
+  ~Trace();
+  Trace(Trace&&) noexcept;
+  Trace& operator=(Trace&&) noexcept;
+  Trace(const Trace&) = delete;
+  Trace& operator=(const Trace&) = delete;
+
+  const StringTable& strings() const { return strings_; }
+  std::string_view str(StringId id) const { return strings_.Get(id); }
+
+  const std::vector<Track>& tracks() const { return tracks_; }
+  const std::vector<Slice>& slices() const { return slices_; }
+  // The slices of one track, sorted by start (longer first at equal start).
+  std::span<const Slice> track_slices(uint32_t track) const;
+  uint32_t track_first_slice(uint32_t track) const { return track_begin_[track]; }
+  const std::vector<Flow>& flows() const { return flows_; }
+  const std::vector<CounterSeries>& counters() const { return counters_; }
+
+  int64_t epoch_ns() const { return epoch_ns_; }
+  // [first start, last end] over all slices, relative to the epoch; {0, 0} when empty.
+  int64_t span_begin_ns() const { return span_begin_ns_; }
+  int64_t span_end_ns() const { return span_end_ns_; }
+
+  const StepInfo& step_info() const { return step_info_; }
+  const ImportStats& import_stats() const { return import_stats_; }
+  SourceFormat source_format() const { return source_format_; }
+  const std::string& source_path() const { return source_path_; }
+
+  // StepStats detail (null / invalid for other inputs).
+  const tf::RunMetadata* run_metadata() const { return run_metadata_.get(); }
+  NodeRef node_ref(uint32_t slice) const {
+    return slice < node_refs_.size() ? node_refs_[slice] : NodeRef{};
+  }
+  const tf::NodeExecStats* node(uint32_t slice) const;
+
+  // Path of a track from its host down, joined with " / " (for messages and tables).
+  std::string TrackPath(uint32_t track) const;
+  // The device track a track belongs to (itself for a device, -1 for a host).
+  int32_t DeviceOf(uint32_t track) const;
+  int32_t HostOf(uint32_t track) const;
+
+ private:
+  friend class TraceBuilder;
+
+  StringTable strings_;
+  std::vector<Track> tracks_;
+  std::vector<Slice> slices_;
+  std::vector<uint32_t> track_begin_;  // size tracks+1: slices of track t are [begin[t], begin[t+1])
+  std::vector<NodeRef> node_refs_;     // parallel to slices_, empty when no StepStats source
+  std::vector<Flow> flows_;
+  std::vector<CounterSeries> counters_;
+  int64_t epoch_ns_ = 0;
+  int64_t span_begin_ns_ = 0;
+  int64_t span_end_ns_ = 0;
+  StepInfo step_info_;
+  ImportStats import_stats_;
+  SourceFormat source_format_ = SourceFormat::kSynthetic;
+  std::string source_path_;
+  std::shared_ptr<const tf::RunMetadata> run_metadata_;
+};
+
+// Builds a Trace. Readers add tracks, slices (with absolute ns times), flows (between added
+// slice indices) and counters in any order; Build() sorts, rebases on the epoch, computes
+// nesting depth and checks the no-partial-overlap invariant (an offending slice is moved to a
+// new overlap lane of its track and counted as `overlap_moved_to_lane`).
+class TraceBuilder {
+ public:
+  TraceBuilder();
+  ~TraceBuilder();
+
+  StringTable& strings() { return trace_.strings_; }
+  StringId Intern(std::string_view text) { return trace_.strings_.Intern(text); }
+
+  uint32_t AddTrack(const Track& track);
+  std::vector<Track>& tracks() { return trace_.tracks_; }
+  // Adds a slice with absolute times; returns its index (valid for AddFlow until Build).
+  uint32_t AddSlice(const Slice& slice, NodeRef ref = {});
+  Slice& MutableSlice(uint32_t index) { return trace_.slices_[index]; }
+  void AddFlow(const Flow& flow) { trace_.flows_.push_back(flow); }
+  // Counter times are absolute ns.
+  void AddCounter(CounterSeries series) { trace_.counters_.push_back(std::move(series)); }
+
+  ImportStats& import_stats() { return trace_.import_stats_; }
+  StepInfo& step_info() { return trace_.step_info_; }
+  void SetSource(SourceFormat format, std::string path) {
+    trace_.source_format_ = format;
+    trace_.source_path_ = std::move(path);
+  }
+  void SetRunMetadata(std::shared_ptr<const tf::RunMetadata> metadata);
+
+  Trace Build() &&;
+
+ private:
+  Trace trace_;
+  bool has_refs_ = false;
+};
+
+}  // namespace stepscope::trace

@@ -1,0 +1,85 @@
+#include "profiler/trace/writer.h"
+
+#include "base/file_io.h"
+#include "profiler/trace/step_stats_io.h"
+#include "stepscope/tf/run_metadata.pb.h"
+
+namespace stepscope::trace {
+
+std::optional<OutputFormat> ParseOutputFormat(std::string_view name) {
+  if (name == "chrome" || name == "perfetto") return OutputFormat::kPerfettoJson;
+  if (name == "tf-timeline") return OutputFormat::kTfTimelineJson;
+  if (name == "pb") return OutputFormat::kRunMetadataBinary;
+  if (name == "pbtxt") return OutputFormat::kRunMetadataText;
+  return std::nullopt;
+}
+
+std::optional<OutputFormat> OutputFormatFromPath(std::string_view path) {
+  if (EndsWith(path, ".json") || EndsWith(path, ".json.gz")) return OutputFormat::kPerfettoJson;
+  if (EndsWith(path, ".pb")) return OutputFormat::kRunMetadataBinary;
+  if (EndsWith(path, ".pbtxt")) return OutputFormat::kRunMetadataText;
+  return std::nullopt;
+}
+
+std::shared_ptr<const tf::RunMetadata> RunMetadataFor(const Trace& trace) {
+  if (trace.run_metadata() != nullptr) {
+    // Aliasing: the Trace owns the source; callers hold the Trace for the pointer's lifetime.
+    return std::shared_ptr<const tf::RunMetadata>(std::shared_ptr<void>(), trace.run_metadata());
+  }
+  auto metadata = std::make_shared<tf::RunMetadata>();
+  auto* step = metadata->mutable_step_stats();
+  const auto& tracks = trace.tracks();
+  std::vector<tf::DeviceStepStats*> devices(tracks.size(), nullptr);
+  for (uint32_t t = 0; t < tracks.size(); ++t) {
+    const auto slices = trace.track_slices(t);
+    if (slices.empty()) continue;
+    tf::DeviceStepStats* device = step->add_dev_stats();
+    device->set_device(trace.TrackPath(t));
+    for (const Slice& s : slices) {
+      const int64_t start = trace.epoch_ns() + s.start_ns;
+      tf::NodeExecStats* node = device->add_node_stats();
+      node->set_node_name(std::string(trace.str(s.name)));
+      node->set_op_type(std::string(trace.str(s.op_type)));
+      node->set_all_start_micros(start / 1000);
+      node->set_op_end_rel_micros(s.dur_ns / 1000);
+      node->set_all_end_rel_micros(s.dur_ns / 1000);
+      node->set_all_start_nanos(start);
+      node->set_op_end_rel_nanos(s.dur_ns);
+      node->set_all_end_rel_nanos(s.dur_ns);
+      if (tracks[t].thread_id > 0) node->set_thread_id(static_cast<uint32_t>(tracks[t].thread_id));
+    }
+  }
+  const StepInfo& info = trace.step_info();
+  if (info.rank >= 0 || info.step >= 0 || !info.host.empty()) {
+    auto* session = metadata->mutable_stepscope_session();
+    session->set_rank(info.rank);
+    session->set_world_size(info.world_size);
+    session->set_host(info.host);
+    session->set_step(info.step);
+    session->set_producer(info.producer);
+  }
+  return metadata;
+}
+
+StatusOr<std::string> Serialize(const Trace& trace, OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kPerfettoJson: return ExportPerfettoJson(trace);
+    case OutputFormat::kTfTimelineJson: return ExportTfTimelineJson(trace);
+    case OutputFormat::kRunMetadataBinary:
+    case OutputFormat::kRunMetadataText: {
+      const auto metadata = RunMetadataFor(trace);
+      return SerializeRunMetadata(*metadata, format == OutputFormat::kRunMetadataBinary
+                                                 ? StepStatsEncoding::kBinary
+                                                 : StepStatsEncoding::kText);
+    }
+  }
+  return Internal("unknown output format");
+}
+
+Status WriteTrace(const Trace& trace, const std::string& path, OutputFormat format) {
+  ASSIGN_OR_RETURN(std::string bytes, Serialize(trace, format));
+  const bool gzip = EndsWith(path, ".gz");
+  return WriteFileAtomically(path, bytes, gzip);
+}
+
+}  // namespace stepscope::trace

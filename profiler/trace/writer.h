@@ -1,0 +1,35 @@
+// Writing a Trace to a file in any output format; the format comes from the caller or from the
+// output path's extension. Output lands atomically (temp file + rename): on any failure nothing
+// is left at the target path.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "profiler/trace/chrome_writer.h"
+#include "profiler/trace/trace.h"
+
+namespace stepscope::tf {
+class RunMetadata;
+}
+
+namespace stepscope::trace {
+
+enum class OutputFormat { kPerfettoJson, kTfTimelineJson, kRunMetadataBinary, kRunMetadataText };
+
+// "chrome"/"perfetto", "tf-timeline", "pb", "pbtxt"; nullopt for anything else.
+std::optional<OutputFormat> ParseOutputFormat(std::string_view name);
+// From the extension: .json/.json.gz -> chrome, .pb -> pb, .pbtxt -> pbtxt.
+std::optional<OutputFormat> OutputFormatFromPath(std::string_view path);
+
+// The bytes of `trace` in `format` (JSON output gzip-compressed when `gzip`).
+StatusOr<std::string> Serialize(const Trace& trace, OutputFormat format);
+
+Status WriteTrace(const Trace& trace, const std::string& path, OutputFormat format);
+
+// The RunMetadata for pb/pbtxt output: the source's own (lossless) or, for traces from other
+// formats, one built from the slices (device = track, node = slice, op_type extension set).
+std::shared_ptr<const tf::RunMetadata> RunMetadataFor(const Trace& trace);
+
+}  // namespace stepscope::trace

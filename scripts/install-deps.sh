@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages stepscope builds with, only those that are missing (idempotent).
+# Needs root or sudo. The CUDA toolkit is optional and not installed here (see README).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config zlib1g-dev
+  protobuf-compiler libprotobuf-dev
+  nlohmann-json3-dev libsimdjson-dev
+  libopenblas-dev
+  libopenmpi-dev openmpi-bin
+  qt6-base-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
