@@ -1,9 +1,11 @@
 #include "profiler/trace/step_stats_io.h"
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 
@@ -154,7 +156,14 @@ bool LooksLikeTextProto(std::string_view bytes) {
 
 StatusOr<ParsedStepStats> ParseStepStats(std::string_view bytes, const std::string& name) {
   ParsedStepStats parsed;
-  parsed.run_metadata = std::make_shared<tf::RunMetadata>();
+  // One arena for the whole message tree: parsing a 2^20-node step allocates millions of small
+  // messages, and the arena makes that (and freeing them) a few large allocations.
+  pb::ArenaOptions arena_options;
+  arena_options.start_block_size = std::min<size_t>(bytes.size() * 2 + 4096, size_t{64} << 20);
+  arena_options.max_block_size = size_t{64} << 20;
+  auto arena = std::make_shared<pb::Arena>(arena_options);
+  parsed.run_metadata = std::shared_ptr<tf::RunMetadata>(
+      arena, pb::Arena::CreateMessage<tf::RunMetadata>(arena.get()));
   tf::RunMetadata& metadata = *parsed.run_metadata;
 
   if (LooksLikeTextProto(bytes)) {
