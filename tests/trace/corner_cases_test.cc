@@ -1,0 +1,91 @@
+// The hand-made corner cases of tests/data/corner (see its README): what our model makes of
+// them, beyond the tf-timeline equality checked in tf_timeline_export_test.cc.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "profiler/analysis/summary.h"
+#include "profiler/trace/reader.h"
+#include "stepscope/tf/run_metadata.pb.h"
+#include "test_util.h"
+
+namespace stepscope::trace {
+namespace {
+
+Trace Load(const std::string& name) {
+  auto trace = ReadTrace(testing::DataPath("corner/" + name));
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  return std::move(trace).value();
+}
+
+std::map<std::pair<std::string, std::string>, int64_t> OpCounts(const Trace& trace) {
+  std::map<std::pair<std::string, std::string>, int64_t> counts;
+  for (const auto& op : analysis::Summarize(trace).op_types) counts[{op.where, op.op_type}] = op.count;
+  return counts;
+}
+
+TEST(CornerCasesTest, TwoColonGpuNamesAndEveryMemcpyKind) {
+  const Trace trace = Load("two_colon_gpu.pbtxt");
+  auto counts = OpCounts(trace);
+  EXPECT_EQ((counts[{"gpu", "Conv2D"}]), 1);  // "foo/bar:Conv2D:Conv2D" on a stream lane
+  const analysis::Summary summary = analysis::Summarize(trace);
+  std::map<std::string, int64_t> kinds;
+  for (const auto& m : summary.memcpy) kinds[m.kind] = m.count;
+  for (const char* kind : {"HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"}) {
+    EXPECT_GE(kinds[kind], 1) << kind;
+  }
+  // The /memcpy lane repeats stream copies: counted once.
+  EXPECT_EQ(kinds["HtoD"], 2);
+}
+
+TEST(CornerCasesTest, MemoryPrefixedLabelsStillGiveTheOpType) {
+  const Trace trace = Load("memory_labels.pbtxt");
+  auto counts = OpCounts(trace);
+  EXPECT_EQ((counts[{"ops", "MatMul"}]), 1);
+  EXPECT_EQ((counts[{"ops", "unknown"}]), 0);
+  const analysis::Summary summary = analysis::Summarize(trace);
+  bool gpu_bfc = false;
+  for (const auto& a : summary.allocators) {
+    if (a.allocator != "GPU_0_bfc") continue;
+    gpu_bfc = true;
+    EXPECT_EQ(a.curve_origin, "allocation_records+allocator_bytes_in_use");
+    EXPECT_GT(a.peak_bytes, 0);
+  }
+  EXPECT_TRUE(gpu_bfc);
+}
+
+TEST(CornerCasesTest, ControlAndPartitionInputs) {
+  const Trace trace = Load("inputs.pbtxt");
+  // Labels without a closing ')' or not matching at all are counted, not guessed.
+  EXPECT_EQ(trace.import_stats().Get("op_type_unknown_label"), 4);
+  int64_t dataflow = 0;
+  for (const Flow& flow : trace.flows()) dataflow += flow.kind == FlowKind::kDataflow ? 1 : 0;
+  EXPECT_GT(dataflow, 0);
+  for (const Flow& flow : trace.flows()) {
+    // A flow never starts at its own consumer.
+    EXPECT_NE(flow.from_slice, flow.to_slice);
+  }
+}
+
+TEST(CornerCasesTest, ZeroDurationsAndOutputsWithoutAllocations) {
+  const Trace trace = Load("zero_and_missing.pbtxt");
+  int64_t zero = 0;
+  for (const Slice& s : trace.slices()) zero += s.dur_ns == 0 ? 1 : 0;
+  EXPECT_GT(zero, 0);
+  const analysis::Summary summary = analysis::Summarize(trace);
+  EXPECT_EQ(summary.nodes, 18);
+  for (const auto& a : summary.allocators) {
+    for (const auto& t : a.live_at_peak) EXPECT_FALSE(t.name.empty());
+  }
+}
+
+TEST(CornerCasesTest, QuirksLoadWithUnmodelledRunMetadataContent) {
+  const Trace trace = Load("quirks.pbtxt");
+  // cost_graph / partition_graphs / function_graphs content is skipped, and counted.
+  EXPECT_GT(trace.import_stats().Get("unmodelled_text_fields_skipped"), 0);
+  EXPECT_TRUE(trace.run_metadata()->has_session_metadata());
+  EXPECT_EQ(trace.slices().size(), 13u);
+}
+
+}  // namespace
+}  // namespace stepscope::trace
