@@ -6,6 +6,9 @@ find_package(ZLIB REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(Threads REQUIRED)
+# OpenBLAS for every CPU GEMM of the kernels (libopenblas-dev).
+set(BLA_VENDOR OpenBLAS)
+find_package(BLAS REQUIRED)
 
 if(STEPSCOPE_TESTS)
   find_package(GTest REQUIRED)

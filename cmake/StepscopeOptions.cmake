@@ -21,6 +21,13 @@ if(NOT STEPSCOPE_CUDA STREQUAL "OFF")
   if(CMAKE_CUDA_COMPILER)
     set(CMAKE_CUDA_ARCHITECTURES ${STEPSCOPE_CUDA_ARCHITECTURES})
     enable_language(CUDA)
+    # CMake 3.25 does not know that nvcc >= 12 takes C++20; our CUDA targets use it.
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION AND CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.0)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+      list(APPEND CMAKE_CUDA_COMPILE_FEATURES cuda_std_20)
+      set(CMAKE_CUDA20_COMPILE_FEATURES cuda_std_20)
+    endif()
     find_package(CUDAToolkit REQUIRED)
     set(STEPSCOPE_WITH_CUDA ON)
     message(STATUS "stepscope: CUDA ${CUDAToolkit_VERSION} found; GPU code on "

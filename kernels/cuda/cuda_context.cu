@@ -1,0 +1,124 @@
+// CudaContext, the call-checking functions, device scratch, the row-major GEMM on cuBLAS and
+// the column sum.
+#include "kernels/cuda/cuda_context.h"
+
+#include <string>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_util.cuh"
+
+namespace stepscope::kernels {
+namespace internal {
+namespace {
+
+std::string Where(const char* call, const char* file, int line) {
+  return std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": ";
+}
+
+}  // namespace
+
+Status CudaCallStatus(cudaError_t error, const char* call, const char* file, int line) {
+  const std::string message = Where(call, file, line) + cudaGetErrorString(error) + " (" +
+                              cudaGetErrorName(error) + ")";
+  switch (error) {
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+    case cudaErrorInvalidDevice:
+    case cudaErrorDevicesUnavailable:
+      return Unavailable(message);
+    default:
+      return Internal(message);
+  }
+}
+
+Status CudaCallStatus(cublasStatus_t error, const char* call, const char* file, int line) {
+  std::string message = Where(call, file, line) + cublasGetStatusString(error) + " (" +
+                        cublasGetStatusName(error) + ")";
+  return error == CUBLAS_STATUS_NOT_INITIALIZED ? Unavailable(message) : Internal(message);
+}
+
+DeviceScratch::~DeviceScratch() {
+  if (ptr_ != nullptr) (void)cudaFreeAsync(ptr_, stream_);  // nothing to report to in a dtor
+}
+
+Status DeviceScratch::Allocate(const CudaContext& ctx, size_t bytes) {
+  if (ptr_ != nullptr) {
+    STEPSCOPE_CUDA_CHECK(cudaFreeAsync(ptr_, stream_));
+    ptr_ = nullptr;
+  }
+  stream_ = ctx.stream();
+  if (bytes == 0) return Status::Ok();
+  STEPSCOPE_CUDA_CHECK(cudaMallocAsync(&ptr_, bytes, stream_));
+  return Status::Ok();
+}
+
+Status RowMajorSgemm(const CudaContext& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                     int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+                     int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return Status::Ok();
+  auto dim = [](int64_t v) { return static_cast<int>(v < 1 ? 1 : v); };
+  STEPSCOPE_CUDA_CHECK(cublasSgemm(ctx.cublas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                   trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, dim(n), dim(m),
+                                   static_cast<int>(k), &alpha, b, dim(ldb), a, dim(lda), &beta,
+                                   c, dim(ldc)));
+  return Status::Ok();
+}
+
+namespace {
+// One block per column; threads stride over the rows and reduce in shared memory.
+__global__ void ColumnSumKernel(const float* x, int64_t rows, int64_t cols, float* out,
+                                bool accumulate) {
+  __shared__ float shared[kThreads];
+  const int64_t col = blockIdx.x;
+  float sum = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) sum += x[r * cols + col];
+  sum = BlockSum(sum, shared);
+  if (threadIdx.x == 0) out[col] = accumulate ? out[col] + sum : sum;
+}
+}  // namespace
+
+Status ColumnSum(const CudaContext& ctx, const float* x, int64_t rows, int64_t cols, float* out,
+                 bool accumulate) {
+  if (cols == 0) return Status::Ok();
+  STEPSCOPE_CUDA_LAUNCH(ColumnSumKernel, static_cast<unsigned int>(cols), kThreads, 0,
+                        ctx.stream(), x, rows, cols, out, accumulate);
+  return Status::Ok();
+}
+
+}  // namespace internal
+
+StatusOr<int> CudaDeviceCount() {
+  int count = 0;
+  STEPSCOPE_CUDA_CHECK(cudaGetDeviceCount(&count));
+  if (count == 0) return Unavailable("no CUDA device is present");
+  return count;
+}
+
+StatusOr<std::unique_ptr<CudaContext>> CudaContext::Create(int device) {
+  ASSIGN_OR_RETURN(const int count, CudaDeviceCount());
+  if (device < 0 || device >= count) {
+    return Unavailable("CUDA device " + std::to_string(device) + " requested, " +
+                       std::to_string(count) + " present");
+  }
+  std::unique_ptr<CudaContext> ctx(new CudaContext());
+  ctx->device_ = device;
+  STEPSCOPE_CUDA_CHECK(cudaSetDevice(device));
+  STEPSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking));
+  STEPSCOPE_CUDA_CHECK(cublasCreate(&ctx->cublas_));
+  STEPSCOPE_CUDA_CHECK(cublasSetStream(ctx->cublas_, ctx->stream_));
+  // fp32 means fp32: the default math mode uses no TF32 tensor-core rounding.
+  STEPSCOPE_CUDA_CHECK(cublasSetMathMode(ctx->cublas_, CUBLAS_DEFAULT_MATH));
+  return StatusOr<std::unique_ptr<CudaContext>>(std::move(ctx));
+}
+
+CudaContext::~CudaContext() {
+  if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
+  if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+}
+
+Status CudaContext::Synchronize() const {
+  STEPSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return Status::Ok();
+}
+
+}  // namespace stepscope::kernels

@@ -1,0 +1,300 @@
+// CUDA: MatMul (cuBLAS), the element-wise ops, L2Loss/global-norm clipping and the updates.
+// The per-element formulas come from the same math headers as the CPU reference.
+#include <algorithm>
+
+#include "kernels/cuda/cuda_util.cuh"
+#include "kernels/elementwise.h"
+#include "kernels/math/elementwise_math.h"
+#include "kernels/math/optimizer_math.h"
+#include "kernels/matmul.h"
+#include "kernels/optimizers.h"
+#include "kernels/shape_check.h"
+
+namespace stepscope::kernels {
+
+using internal::ForEach;
+
+Status MatMul(const CudaContext& ctx, In<float> a, In<float> b, Out<float> c,
+              MatMulOptions options) {
+  ASSIGN_OR_RETURN(const internal::GemmDims d,
+                   internal::CheckMatMul(a.shape, b.shape, c.shape, options));
+  return internal::RowMajorSgemm(ctx, options.transpose_a, options.transpose_b, d.m, d.n, d.k,
+                                 1.0f, a.data, a.dim(1), b.data, b.dim(1),
+                                 options.accumulate ? 1.0f : 0.0f, c.data, d.n);
+}
+
+// The same case analysis as the CPU MatMulGrad (kernels/cpu/matmul.cc).
+Status MatMulGrad(const CudaContext& ctx, In<float> a, In<float> b, In<float> dc, Out<float> da,
+                  Out<float> db, MatMulOptions options) {
+  RETURN_IF_ERROR(internal::CheckMatMul(a.shape, b.shape, dc.shape, options).status());
+  const bool ta = options.transpose_a, tb = options.transpose_b;
+  MatMulOptions o;
+  o.accumulate = options.accumulate;
+  if (da.present()) {
+    RETURN_IF_ERROR(internal::ExpectShape("MatMulGrad", "da", da.shape, a.shape));
+    if (!ta) {
+      o.transpose_a = false;
+      o.transpose_b = !tb;
+      RETURN_IF_ERROR(MatMul(ctx, dc, b, da, o));
+    } else {
+      o.transpose_a = tb;
+      o.transpose_b = true;
+      RETURN_IF_ERROR(MatMul(ctx, b, dc, da, o));
+    }
+  }
+  if (db.present()) {
+    RETURN_IF_ERROR(internal::ExpectShape("MatMulGrad", "db", db.shape, b.shape));
+    if (!tb) {
+      o.transpose_a = !ta;
+      o.transpose_b = false;
+      RETURN_IF_ERROR(MatMul(ctx, a, dc, db, o));
+    } else {
+      o.transpose_a = true;
+      o.transpose_b = ta;
+      RETURN_IF_ERROR(MatMul(ctx, dc, a, db, o));
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+struct BiasAddFn {
+  const float* x;
+  const float* bias;
+  float* y;
+  int64_t c;
+  __device__ void operator()(int64_t i) const { y[i] = x[i] + bias[i % c]; }
+};
+
+constexpr int kMaxAddNInputs = 16;
+struct AddNFn {
+  const float* in[kMaxAddNInputs];
+  int count;
+  bool accumulate;  // add to out (a later batch of inputs)
+  float* out;
+  __device__ void operator()(int64_t i) const {
+    float s = accumulate ? out[i] : 0.0f;
+    for (int k = 0; k < count; ++k) s += in[k][i];
+    out[i] = s;
+  }
+};
+
+struct AddFn {
+  const float *a, *b;
+  float* c;
+  __device__ void operator()(int64_t i) const { c[i] = a[i] + b[i]; }
+};
+struct MulFn {
+  const float *a, *b;
+  float* c;
+  __device__ void operator()(int64_t i) const { c[i] = a[i] * b[i]; }
+};
+struct MulGradFn {
+  const float *a, *b, *dc;
+  float *da, *db;
+  __device__ void operator()(int64_t i) const {
+    if (da != nullptr) da[i] = dc[i] * b[i];
+    if (db != nullptr) db[i] = dc[i] * a[i];
+  }
+};
+struct ScaleFn {
+  const float* x;
+  float alpha;
+  float* y;
+  __device__ void operator()(int64_t i) const { y[i] = alpha * x[i]; }
+};
+struct ReluFn {
+  const float* x;
+  float* y;
+  __device__ void operator()(int64_t i) const { y[i] = math::Relu(x[i]); }
+};
+struct ReluGradFn {
+  const float *dy, *x;
+  float* dx;
+  __device__ void operator()(int64_t i) const { dx[i] = math::ReluGrad(dy[i], x[i]); }
+};
+
+}  // namespace
+
+Status BiasAdd(const CudaContext& ctx, In<float> x, In<float> bias, Out<float> y) {
+  RETURN_IF_ERROR(internal::CheckBiasAdd(x.shape, bias.shape, y.shape));
+  if (bias.size() == 0) return Status::Ok();
+  return ForEach(ctx, y.size(), BiasAddFn{x.data, bias.data, y.data, bias.size()});
+}
+
+Status BiasAddGrad(const CudaContext& ctx, In<float> dy, Out<float> dbias) {
+  if (dy.rank() < 1) return internal::ShapeError("BiasAddGrad", "dy must have rank >= 1");
+  const int64_t c = dy.dim(dy.rank() - 1);
+  RETURN_IF_ERROR(internal::ExpectShape("BiasAddGrad", "dbias", dbias.shape, Shape{c}));
+  if (c == 0) return Status::Ok();
+  return internal::ColumnSum(ctx, dy.data, dy.size() / c, c, dbias.data, false);
+}
+
+// Inputs go in batches of kMaxAddNInputs; `out` may alias one of the first batch's inputs.
+Status AddN(const CudaContext& ctx, std::span<const In<float>> inputs, Out<float> out) {
+  if (inputs.empty()) return internal::ShapeError("AddN", "needs at least one input");
+  for (const In<float>& in : inputs) {
+    RETURN_IF_ERROR(internal::CheckSameShape("AddN", in.shape, out.shape));
+  }
+  for (size_t first = 0; first < inputs.size(); first += kMaxAddNInputs) {
+    AddNFn fn{};
+    fn.count = static_cast<int>(std::min<size_t>(kMaxAddNInputs, inputs.size() - first));
+    for (int k = 0; k < fn.count; ++k) fn.in[k] = inputs[first + static_cast<size_t>(k)].data;
+    fn.accumulate = first > 0;
+    fn.out = out.data;
+    RETURN_IF_ERROR(ForEach(ctx, out.size(), fn));
+  }
+  return Status::Ok();
+}
+
+Status Add(const CudaContext& ctx, In<float> a, In<float> b, Out<float> c) {
+  RETURN_IF_ERROR(internal::CheckSameShape("Add", a.shape, b.shape));
+  RETURN_IF_ERROR(internal::CheckSameShape("Add", a.shape, c.shape));
+  return ForEach(ctx, c.size(), AddFn{a.data, b.data, c.data});
+}
+
+Status Mul(const CudaContext& ctx, In<float> a, In<float> b, Out<float> c) {
+  RETURN_IF_ERROR(internal::CheckSameShape("Mul", a.shape, b.shape));
+  RETURN_IF_ERROR(internal::CheckSameShape("Mul", a.shape, c.shape));
+  return ForEach(ctx, c.size(), MulFn{a.data, b.data, c.data});
+}
+
+Status MulGrad(const CudaContext& ctx, In<float> a, In<float> b, In<float> dc, Out<float> da,
+               Out<float> db) {
+  RETURN_IF_ERROR(internal::CheckSameShape("MulGrad", a.shape, b.shape));
+  RETURN_IF_ERROR(internal::CheckSameShape("MulGrad", a.shape, dc.shape));
+  if (da.present()) RETURN_IF_ERROR(internal::CheckSameShape("MulGrad", a.shape, da.shape));
+  if (db.present()) RETURN_IF_ERROR(internal::CheckSameShape("MulGrad", a.shape, db.shape));
+  return ForEach(ctx, dc.size(), MulGradFn{a.data, b.data, dc.data, da.data, db.data});
+}
+
+Status Scale(const CudaContext& ctx, In<float> x, float alpha, Out<float> y) {
+  RETURN_IF_ERROR(internal::CheckSameShape("Scale", x.shape, y.shape));
+  return ForEach(ctx, y.size(), ScaleFn{x.data, alpha, y.data});
+}
+
+Status Relu(const CudaContext& ctx, In<float> x, Out<float> y) {
+  RETURN_IF_ERROR(internal::CheckSameShape("Relu", x.shape, y.shape));
+  return ForEach(ctx, y.size(), ReluFn{x.data, y.data});
+}
+
+Status ReluGrad(const CudaContext& ctx, In<float> dy, In<float> x, Out<float> dx) {
+  RETURN_IF_ERROR(internal::CheckSameShape("ReluGrad", dy.shape, x.shape));
+  RETURN_IF_ERROR(internal::CheckSameShape("ReluGrad", dy.shape, dx.shape));
+  return ForEach(ctx, dx.size(), ReluGradFn{dy.data, x.data, dx.data});
+}
+
+// ---- L2Loss, global norm, updates -------------------------------------------------------
+
+namespace {
+
+// *acc += Σ x²·scale over the grid (block sums, one atomicAdd per block).
+__global__ void SumSquaresKernel(const float* x, int64_t n, float scale, float* acc) {
+  __shared__ float shared[internal::kThreads];
+  float s = 0;
+  for (int64_t i = internal::GlobalThreadIndex(); i < n; i += internal::GlobalThreadCount()) {
+    s += x[i] * x[i];
+  }
+  s = internal::BlockSum(s, shared);
+  if (threadIdx.x == 0) atomicAdd(acc, s * scale);
+}
+
+__global__ void SqrtKernel(const float* in, float* out) { out[0] = math::Sqrt(in[0]); }
+
+struct L2LossGradFn {
+  const float *x, *dloss;
+  float* dx;
+  __device__ void operator()(int64_t i) const { dx[i] = dloss[0] * x[i]; }
+};
+struct ClipFn {
+  float* t;
+  const float* norm;
+  float clip_norm;
+  __device__ void operator()(int64_t i) const { t[i] *= math::ClipScale(norm[0], clip_norm); }
+};
+struct SgdFn {
+  float* var;
+  float lr;
+  const float* grad;
+  __device__ void operator()(int64_t i) const {
+    var[i] = math::GradientDescent(var[i], lr, grad[i]);
+  }
+};
+struct MomentumFn {
+  float *var, *accum;
+  float lr;
+  const float* grad;
+  float momentum, weight_decay;
+  bool nesterov;
+  __device__ void operator()(int64_t i) const {
+    var[i] = math::Momentum(var[i], &accum[i], lr, grad[i], momentum, weight_decay, nesterov);
+  }
+};
+
+Status ExpectScalar(const char* op, const char* name, const Shape& shape) {
+  if (shape.num_elements() == 1) return Status::Ok();
+  return internal::ShapeError(op, std::string(name) + " must be a scalar, got " + shape.ToString());
+}
+
+Status AccumulateSquares(const CudaContext& ctx, const float* x, int64_t n, float scale,
+                         float* acc) {
+  if (n == 0) return Status::Ok();
+  STEPSCOPE_CUDA_LAUNCH(SumSquaresKernel, internal::BlocksFor(n), internal::kThreads, 0,
+                        ctx.stream(), x, n, scale, acc);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status L2Loss(const CudaContext& ctx, In<float> x, Out<float> loss) {
+  RETURN_IF_ERROR(ExpectScalar("L2Loss", "loss", loss.shape));
+  STEPSCOPE_CUDA_CHECK(cudaMemsetAsync(loss.data, 0, sizeof(float), ctx.stream()));
+  return AccumulateSquares(ctx, x.data, x.size(), 0.5f, loss.data);
+}
+
+Status L2LossGrad(const CudaContext& ctx, In<float> x, In<float> dloss, Out<float> dx) {
+  RETURN_IF_ERROR(ExpectScalar("L2LossGrad", "dloss", dloss.shape));
+  RETURN_IF_ERROR(internal::ExpectShape("L2LossGrad", "dx", dx.shape, x.shape));
+  return ForEach(ctx, x.size(), L2LossGradFn{x.data, dloss.data, dx.data});
+}
+
+Status GlobalNorm(const CudaContext& ctx, std::span<const In<float>> tensors, Out<float> norm) {
+  RETURN_IF_ERROR(ExpectScalar("GlobalNorm", "norm", norm.shape));
+  internal::DeviceScratch acc;
+  RETURN_IF_ERROR(acc.Allocate(ctx, sizeof(float)));
+  STEPSCOPE_CUDA_CHECK(cudaMemsetAsync(acc.as<float>(), 0, sizeof(float), ctx.stream()));
+  for (const In<float>& t : tensors) {
+    RETURN_IF_ERROR(AccumulateSquares(ctx, t.data, t.size(), 1.0f, acc.as<float>()));
+  }
+  STEPSCOPE_CUDA_LAUNCH(SqrtKernel, 1, 1, 0, ctx.stream(), acc.as<float>(), norm.data);
+  return Status::Ok();
+}
+
+Status ClipByGlobalNorm(const CudaContext& ctx, std::span<const TensorView<float>> tensors,
+                        float clip_norm, Out<float> global_norm) {
+  if (!(clip_norm > 0.0f)) return internal::ShapeError("ClipByGlobalNorm", "clip_norm must be > 0");
+  std::vector<In<float>> inputs(tensors.begin(), tensors.end());
+  RETURN_IF_ERROR(GlobalNorm(ctx, std::span<const In<float>>(inputs), global_norm));
+  for (const TensorView<float>& t : tensors) {
+    RETURN_IF_ERROR(ForEach(ctx, t.size(), ClipFn{t.data, global_norm.data, clip_norm}));
+  }
+  return Status::Ok();
+}
+
+Status ApplyGradientDescent(const CudaContext& ctx, Out<float> var, float lr, In<float> grad) {
+  RETURN_IF_ERROR(internal::ExpectShape("ApplyGradientDescent", "grad", grad.shape, var.shape));
+  return ForEach(ctx, var.size(), SgdFn{var.data, lr, grad.data});
+}
+
+Status ApplyMomentum(const CudaContext& ctx, Out<float> var, Out<float> accum, float lr,
+                     In<float> grad, const MomentumOptions& options) {
+  RETURN_IF_ERROR(internal::ExpectShape("ApplyMomentum", "grad", grad.shape, var.shape));
+  RETURN_IF_ERROR(internal::ExpectShape("ApplyMomentum", "accum", accum.shape, var.shape));
+  return ForEach(ctx, var.size(),
+                 MomentumFn{var.data, accum.data, lr, grad.data,
+                            static_cast<float>(options.momentum),
+                            static_cast<float>(options.weight_decay), options.use_nesterov});
+}
+
+}  // namespace stepscope::kernels

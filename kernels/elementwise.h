@@ -1,0 +1,65 @@
+// Element-wise ops: BiasAdd/BiasAddGrad, AddN, Add, Mul/MulGrad, Scale, Relu/ReluGrad.
+// Shapes must match exactly (no general broadcasting); BiasAdd broadcasts a (C) bias over the
+// last dimension (channels last, TF's NHWC / BiasAdd data_format "NHWC").
+// The gradient of Add and AddN with respect to each input is the incoming gradient itself and
+// the gradient of Scale is Scale by the same factor, so they have no separate grad kernel.
+#pragma once
+
+#include <span>
+#include <type_traits>
+
+#include "base/status.h"
+#include "kernels/cpu_context.h"
+#include "kernels/tensor.h"
+
+namespace stepscope::kernels {
+
+class CudaContext;
+
+// y(..., C) = x(..., C) + bias(C).
+template <typename T>
+Status BiasAdd(const CpuContext& ctx, In<T> x, In<T> bias, Out<T> y);
+// dbias(C) = sum of dy(..., C) over all but the last dimension.
+template <typename T>
+Status BiasAddGrad(const CpuContext& ctx, In<T> dy, Out<T> dbias);
+
+// out = sum of inputs (at least one; all of out's shape). out may alias an input.
+template <typename T>
+Status AddN(const CpuContext& ctx, std::span<const In<T>> inputs, Out<T> out);
+// c = a + b.
+template <typename T>
+Status Add(const CpuContext& ctx, In<T> a, In<T> b, Out<T> c);
+// c = a ⊙ b.
+template <typename T>
+Status Mul(const CpuContext& ctx, In<T> a, In<T> b, Out<T> c);
+// da = dc ⊙ b, db = dc ⊙ a (either may be absent).
+template <typename T>
+Status MulGrad(const CpuContext& ctx, In<T> a, In<T> b, In<T> dc, Out<T> da, Out<T> db);
+// y = alpha · x (y may alias x).
+template <typename T>
+Status Scale(const CpuContext& ctx, In<T> x, std::type_identity_t<T> alpha, Out<T> y);
+
+// y = max(x, 0).
+template <typename T>
+Status Relu(const CpuContext& ctx, In<T> x, Out<T> y);
+// dx = dy where x > 0, else 0 (x may be Relu's input or its output: same sign pattern).
+template <typename T>
+Status ReluGrad(const CpuContext& ctx, In<T> dy, In<T> x, Out<T> dx);
+
+Status BiasAdd(const CudaContext& ctx, In<float> x, In<float> bias, Out<float> y);
+Status BiasAddGrad(const CudaContext& ctx, In<float> dy, Out<float> dbias);
+Status AddN(const CudaContext& ctx, std::span<const In<float>> inputs, Out<float> out);
+Status Add(const CudaContext& ctx, In<float> a, In<float> b, Out<float> c);
+Status Mul(const CudaContext& ctx, In<float> a, In<float> b, Out<float> c);
+Status MulGrad(const CudaContext& ctx, In<float> a, In<float> b, In<float> dc, Out<float> da,
+               Out<float> db);
+Status Scale(const CudaContext& ctx, In<float> x, float alpha, Out<float> y);
+Status Relu(const CudaContext& ctx, In<float> x, Out<float> y);
+Status ReluGrad(const CudaContext& ctx, In<float> dy, In<float> x, Out<float> dx);
+
+namespace internal {
+Status CheckSameShape(const char* op, const Shape& a, const Shape& b);
+Status CheckBiasAdd(const Shape& x, const Shape& bias, const Shape& y);
+}  // namespace internal
+
+}  // namespace stepscope::kernels

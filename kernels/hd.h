@@ -1,0 +1,31 @@
+// STEPSCOPE_HD marks the scalar formulas shared by the CPU reference and the CUDA kernels
+// (`__host__ __device__` under nvcc, nothing for the host compiler), plus the few math
+// functions those formulas need, overloaded per element type so that a later fp16/bf16 port
+// adds overloads here instead of touching every formula.
+#pragma once
+
+#include <math.h>  // expf/tanhf/... are declared for both host and device under nvcc
+
+#if defined(__CUDACC__)
+#define STEPSCOPE_HD __host__ __device__
+#else
+#define STEPSCOPE_HD
+#endif
+
+namespace stepscope::kernels::math {
+
+STEPSCOPE_HD inline float Exp(float x) { return expf(x); }
+STEPSCOPE_HD inline double Exp(double x) { return exp(x); }
+STEPSCOPE_HD inline float Log(float x) { return logf(x); }
+STEPSCOPE_HD inline double Log(double x) { return log(x); }
+STEPSCOPE_HD inline float Tanh(float x) { return tanhf(x); }
+STEPSCOPE_HD inline double Tanh(double x) { return tanh(x); }
+STEPSCOPE_HD inline float Sqrt(float x) { return sqrtf(x); }
+STEPSCOPE_HD inline double Sqrt(double x) { return sqrt(x); }
+
+template <typename T>
+STEPSCOPE_HD inline T Max(T a, T b) { return a > b ? a : b; }
+template <typename T>
+STEPSCOPE_HD inline T Min(T a, T b) { return a < b ? a : b; }
+
+}  // namespace stepscope::kernels::math

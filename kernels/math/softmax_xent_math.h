@@ -1,0 +1,18 @@
+// SparseSoftmaxCrossEntropyWithLogits per-row pieces (shared CPU/CUDA). With m = max of the
+// row and s = Σ exp(x − m): loss = log(s) − (x_label − m), backprop_c = exp(x_c − m)/s − [c = y].
+#pragma once
+
+#include "kernels/hd.h"
+
+namespace stepscope::kernels::math {
+
+template <typename T>
+STEPSCOPE_HD inline T XentLoss(T sum_exp, T label_logit, T row_max) {
+  return Log(sum_exp) - (label_logit - row_max);
+}
+template <typename T>
+STEPSCOPE_HD inline T XentBackprop(T logit, T row_max, T sum_exp, bool is_label) {
+  return Exp(logit - row_max) / sum_exp - (is_label ? T(1) : T(0));
+}
+
+}  // namespace stepscope::kernels::math

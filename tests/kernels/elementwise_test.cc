@@ -1,0 +1,130 @@
+// BiasAdd, AddN, Add, Mul, Scale, Relu and their gradients.
+#include "kernels/elementwise.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/kernels/test_util.h"
+
+namespace stepscope::kernels {
+namespace {
+
+using testing::CView;
+using testing::View;
+
+TEST(BiasAdd, MatchesPlainLoopAndGradient) {
+  for (const Shape& shape : {Shape{7}, Shape{3, 5}, Shape{2, 3, 4, 7}}) {
+    const int64_t c = shape[shape.rank - 1];
+    auto x = testing::RandomVector<double>(shape.num_elements(), 1);
+    auto bias = testing::RandomVector<double>(c, 2);
+    std::vector<double> y(x.size());
+    CpuContext ctx;
+    ASSERT_OK(BiasAdd(ctx, CView(x, shape), CView(bias, {c}), View(y, shape)));
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_DOUBLE_EQ(y[i], x[i] + bias[i % static_cast<size_t>(c)]);
+    }
+    const auto w = testing::RandomVector<double>(shape.num_elements(), 3);
+    std::vector<double> dbias(static_cast<size_t>(c));
+    ASSERT_OK(BiasAddGrad(ctx, CView(w, shape), View(dbias, {c})));
+    auto loss = [&] {
+      EXPECT_TRUE(BiasAdd(ctx, CView(x, shape), CView(bias, {c}), View(y, shape)).ok());
+      return testing::Dot(y, w);
+    };
+    testing::ExpectGradientMatches(bias, dbias, loss, "dbias " + shape.ToString());
+  }
+}
+
+TEST(BiasAdd, WrongBiasShapeIsInvalidInput) {
+  std::vector<float> x(12), bias(3), y(12);
+  CpuContext ctx;
+  EXPECT_EQ(BiasAdd(ctx, CView(x, {3, 4}), CView(bias, {3}), View(y, {3, 4})).code(),
+            StatusCode::kInvalidInput);
+}
+
+TEST(BiasAddGrad, SameBitsOnAnyThreadCount) {
+  auto dy = testing::RandomVector<float>(3001 * 13, 9);
+  std::vector<float> serial(13), threaded(13);
+  ASSERT_OK(BiasAddGrad(CpuContext(), CView(dy, {3001, 13}), View(serial, {13})));
+  ThreadPool pool(3);
+  ASSERT_OK(BiasAddGrad(CpuContext(&pool), CView(dy, {3001, 13}), View(threaded, {13})));
+  EXPECT_EQ(serial, threaded);
+  double expected = 0;
+  for (int64_t r = 0; r < 3001; ++r) expected += dy[static_cast<size_t>(r * 13 + 4)];
+  EXPECT_NEAR(serial[4], expected, 1e-4);
+}
+
+TEST(AddN, SumsAllInputsIncludingAliasedOutput) {
+  const Shape s{5, 3};
+  auto a = testing::RandomVector<float>(15, 1), b = testing::RandomVector<float>(15, 2),
+       c = testing::RandomVector<float>(15, 3);
+  std::vector<float> expected(15);
+  for (size_t i = 0; i < 15; ++i) expected[i] = a[i] + b[i] + c[i];
+  std::vector<In<float>> inputs = {CView(a, s), CView(b, s), CView(c, s)};
+  CpuContext ctx;
+  ASSERT_OK(AddN(ctx, std::span<const In<float>>(inputs), View(a, s)));  // out aliases a
+  testing::ExpectAllNear(a, expected, 1e-6, 0, "AddN");
+  std::vector<In<float>> none;
+  EXPECT_FALSE(AddN(ctx, std::span<const In<float>>(none), View(a, s)).ok());
+  std::vector<float> wrong(4);
+  std::vector<In<float>> mismatched = {CView(b, s), CView(wrong, {2, 2})};
+  EXPECT_EQ(AddN(ctx, std::span<const In<float>>(mismatched), View(a, s)).code(),
+            StatusCode::kInvalidInput);
+}
+
+TEST(Elementwise, AddMulScale) {
+  const Shape s{4, 9};
+  auto a = testing::RandomVector<float>(36, 1), b = testing::RandomVector<float>(36, 2);
+  std::vector<float> sum(36), prod(36), scaled(36);
+  CpuContext ctx;
+  ASSERT_OK(Add(ctx, CView(a, s), CView(b, s), View(sum, s)));
+  ASSERT_OK(Mul(ctx, CView(a, s), CView(b, s), View(prod, s)));
+  ASSERT_OK(Scale(ctx, CView(a, s), -2.5f, View(scaled, s)));
+  for (size_t i = 0; i < 36; ++i) {
+    EXPECT_EQ(sum[i], a[i] + b[i]);
+    EXPECT_EQ(prod[i], a[i] * b[i]);
+    EXPECT_EQ(scaled[i], -2.5f * a[i]);
+  }
+  EXPECT_EQ(Add(ctx, CView(a, s), CView(b, {36}), View(sum, s)).code(), StatusCode::kInvalidInput);
+}
+
+TEST(Elementwise, MulGradMatchesFiniteDifferences) {
+  const Shape s{3, 7};
+  auto a = testing::RandomVector<double>(21, 1), b = testing::RandomVector<double>(21, 2);
+  const auto w = testing::RandomVector<double>(21, 3);
+  std::vector<double> c(21), da(21), db(21);
+  CpuContext ctx;
+  ASSERT_OK(MulGrad(ctx, CView(a, s), CView(b, s), CView(w, s), View(da, s), View(db, s)));
+  auto loss = [&] {
+    EXPECT_TRUE(Mul(ctx, CView(a, s), CView(b, s), View(c, s)).ok());
+    return testing::Dot(c, w);
+  };
+  testing::ExpectGradientMatches(a, da, loss, "da");
+  testing::ExpectGradientMatches(b, db, loss, "db");
+}
+
+TEST(Relu, ForwardAndGradient) {
+  const Shape s{5, 11};
+  auto x = testing::RandomAwayFromZero<double>(55, 4, 0.05);
+  const auto w = testing::RandomVector<double>(55, 5);
+  std::vector<double> y(55), dx(55);
+  CpuContext ctx;
+  ASSERT_OK(Relu(ctx, CView(x, s), View(y, s)));
+  int negatives = 0;
+  for (size_t i = 0; i < 55; ++i) {
+    EXPECT_EQ(y[i], x[i] > 0 ? x[i] : 0.0);
+    negatives += x[i] < 0;
+  }
+  EXPECT_GT(negatives, 5);
+  ASSERT_OK(ReluGrad(ctx, CView(w, s), CView(x, s), View(dx, s)));
+  // Relu's output gives the same gradient as its input.
+  std::vector<double> dx_from_y(55);
+  ASSERT_OK(ReluGrad(ctx, CView(w, s), CView(y, s), View(dx_from_y, s)));
+  EXPECT_EQ(dx, dx_from_y);
+  auto loss = [&] {
+    EXPECT_TRUE(Relu(ctx, CView(x, s), View(y, s)).ok());
+    return testing::Dot(y, w);
+  };
+  testing::ExpectGradientMatches(x, dx, loss, "relu dx");
+}
+
+}  // namespace
+}  // namespace stepscope::kernels
