@@ -2,6 +2,7 @@
 #include "kernels/matmul.h"
 
 #include "kernels/cpu/blas.h"
+#include "kernels/matmul_grad.h"
 #include "kernels/shape_check.h"
 
 namespace stepscope::kernels {
@@ -36,42 +37,13 @@ Status MatMul(const CpuContext& /*ctx*/, In<T> a, In<T> b, Out<T> c, MatMulOptio
   return Status::Ok();
 }
 
-// TF's MatMulGrad, case by case on the transposes of c = op(a)·op(b):
-//   (N,N): da = dc·bᵀ,   db = aᵀ·dc      (T,N): da = b·dcᵀ,   db = a·dc
-//   (N,T): da = dc·b,    db = dcᵀ·a      (T,T): da = bᵀ·dcᵀ,  db = dcᵀ·aᵀ
 template <typename T>
 Status MatMulGrad(const CpuContext& ctx, In<T> a, In<T> b, In<T> dc, Out<T> da, Out<T> db,
                   MatMulOptions options) {
-  RETURN_IF_ERROR(internal::CheckMatMul(a.shape, b.shape, dc.shape, options).status());
-  const bool ta = options.transpose_a;
-  const bool tb = options.transpose_b;
-  MatMulOptions o;
-  o.accumulate = options.accumulate;
-  if (da.present()) {
-    RETURN_IF_ERROR(internal::ExpectShape("MatMulGrad", "da", da.shape, a.shape));
-    if (!ta) {
-      o.transpose_a = false;
-      o.transpose_b = !tb;
-      RETURN_IF_ERROR(MatMul<T>(ctx, dc, b, da, o));
-    } else {
-      o.transpose_a = tb;
-      o.transpose_b = true;
-      RETURN_IF_ERROR(MatMul<T>(ctx, b, dc, da, o));
-    }
-  }
-  if (db.present()) {
-    RETURN_IF_ERROR(internal::ExpectShape("MatMulGrad", "db", db.shape, b.shape));
-    if (!tb) {
-      o.transpose_a = !ta;
-      o.transpose_b = false;
-      RETURN_IF_ERROR(MatMul<T>(ctx, a, dc, db, o));
-    } else {
-      o.transpose_a = true;
-      o.transpose_b = ta;
-      RETURN_IF_ERROR(MatMul<T>(ctx, dc, a, db, o));
-    }
-  }
-  return Status::Ok();
+  auto multiply = [&](In<T> x, In<T> y, Out<T> z, MatMulOptions o) {
+    return MatMul<T>(ctx, x, y, z, o);
+  };
+  return internal::MatMulGradByMatMuls<T>(multiply, a, b, dc, da, db, options);
 }
 
 #define INSTANTIATE(T)                                                                    \

@@ -7,6 +7,7 @@
 #include "kernels/math/elementwise_math.h"
 #include "kernels/math/optimizer_math.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_grad.h"
 #include "kernels/optimizers.h"
 #include "kernels/shape_check.h"
 
@@ -23,38 +24,12 @@ Status MatMul(const CudaContext& ctx, In<float> a, In<float> b, Out<float> c,
                                  options.accumulate ? 1.0f : 0.0f, c.data, d.n);
 }
 
-// The same case analysis as the CPU MatMulGrad (kernels/cpu/matmul.cc).
 Status MatMulGrad(const CudaContext& ctx, In<float> a, In<float> b, In<float> dc, Out<float> da,
                   Out<float> db, MatMulOptions options) {
-  RETURN_IF_ERROR(internal::CheckMatMul(a.shape, b.shape, dc.shape, options).status());
-  const bool ta = options.transpose_a, tb = options.transpose_b;
-  MatMulOptions o;
-  o.accumulate = options.accumulate;
-  if (da.present()) {
-    RETURN_IF_ERROR(internal::ExpectShape("MatMulGrad", "da", da.shape, a.shape));
-    if (!ta) {
-      o.transpose_a = false;
-      o.transpose_b = !tb;
-      RETURN_IF_ERROR(MatMul(ctx, dc, b, da, o));
-    } else {
-      o.transpose_a = tb;
-      o.transpose_b = true;
-      RETURN_IF_ERROR(MatMul(ctx, b, dc, da, o));
-    }
-  }
-  if (db.present()) {
-    RETURN_IF_ERROR(internal::ExpectShape("MatMulGrad", "db", db.shape, b.shape));
-    if (!tb) {
-      o.transpose_a = !ta;
-      o.transpose_b = false;
-      RETURN_IF_ERROR(MatMul(ctx, a, dc, db, o));
-    } else {
-      o.transpose_a = true;
-      o.transpose_b = ta;
-      RETURN_IF_ERROR(MatMul(ctx, dc, a, db, o));
-    }
-  }
-  return Status::Ok();
+  auto multiply = [&](In<float> x, In<float> y, Out<float> z, MatMulOptions o) {
+    return MatMul(ctx, x, y, z, o);
+  };
+  return internal::MatMulGradByMatMuls<float>(multiply, a, b, dc, da, db, options);
 }
 
 namespace {

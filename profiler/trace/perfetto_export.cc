@@ -130,7 +130,6 @@ class PerfettoExporter {
   }
 
   void EmitSlices() {
-    const auto& slices = trace_.slices();
     const int64_t base = trace_.span_begin_ns();
     for (uint32_t lane : lanes_) {
       const uint32_t first = trace_.track_first_slice(lane);
@@ -158,7 +157,6 @@ class PerfettoExporter {
         json_.Raw("}}");
       }
     }
-    (void)slices;
   }
 
   void SliceArgs(uint32_t index, const Slice& s) {

@@ -296,7 +296,6 @@ class Importer {
       op_by_device_name[{static_cast<uint32_t>(track.parent),
                          builder_.strings().Get(a.slice.name)}] = i;
     }
-    int64_t launches = 0;
     for (uint32_t i : order) {
       const Added& a = added_[i];
       const Track& track = tracks[a.slice.track];
@@ -313,10 +312,8 @@ class Importer {
       }
       if (from >= 0) {
         builder_.AddFlow(Flow{added_[from].index, a.index, FlowKind::kLaunch});
-        ++launches;
       }
     }
-    (void)launches;
   }
 
   // The allocator's true curve: the recorded allocation deltas in time order, anchored so the

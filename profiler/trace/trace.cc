@@ -155,7 +155,6 @@ class LaneAssigner {
   uint32_t NewLane(uint32_t track, size_t lane) {
     Track copy = tracks_[track];
     copy.lane = static_cast<int32_t>(lane);
-    copy.sort_index = tracks_[track].sort_index;
     std::string name(strings_.Get(copy.name));
     name += " #" + std::to_string(lane + 1);
     copy.name = strings_.Intern(name);
