@@ -17,6 +17,7 @@ enum class StatusCode {
   kNotFound,        // a path that does not exist
   kIoError,         // reading or writing failed for a reason outside the input's content
   kUnavailable,     // a requested resource (GPU, device) is not present
+  kResourceExhausted,  // an allocator or buffer ran out of its budget
   kInternal,        // a failure of ours
   kCancelled,
 };
@@ -51,6 +52,9 @@ inline Status Unavailable(std::string message) {
   return {StatusCode::kUnavailable, std::move(message)};
 }
 inline Status Internal(std::string message) { return {StatusCode::kInternal, std::move(message)}; }
+inline Status ResourceExhausted(std::string message) {
+  return {StatusCode::kResourceExhausted, std::move(message)};
+}
 
 // Exit code of the CLIs for a failed status: 2 for what the user gave us, 1 for the rest.
 inline int ExitCodeFor(const Status& status) {

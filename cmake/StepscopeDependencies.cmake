@@ -9,6 +9,10 @@ find_package(Threads REQUIRED)
 # OpenBLAS for every CPU GEMM of the kernels (libopenblas-dev).
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)
+# simdjson for the streaming Chrome/Kineto JSON import (libsimdjson-dev).
+find_package(simdjson REQUIRED)
+# OpenMPI for multi-process training (libopenmpi-dev); optional so a headless build still works.
+find_package(MPI COMPONENTS CXX QUIET)
 
 if(STEPSCOPE_TESTS)
   find_package(GTest REQUIRED)
@@ -16,7 +20,7 @@ if(STEPSCOPE_TESTS)
 endif()
 
 if(STEPSCOPE_VIEWER)
-  find_package(Qt6 COMPONENTS Widgets QUIET)
+  find_package(Qt6 COMPONENTS Widgets Concurrent Test QUIET)
   if(NOT Qt6_FOUND)
     message(STATUS "stepscope: Qt6 Widgets not found; the viewer is off "
                    "(install qt6-base-dev or configure with -DSTEPSCOPE_VIEWER=OFF)")

@@ -1,0 +1,105 @@
+// Run-time collection of per-op step stats (DESIGN.md "profiler/collect"). The executor reports
+// each op's start and end, its outputs and the allocations it made or freed; the collector keeps
+// them in per-thread buffers with no lock and no allocation on the hot path (buffers keep their
+// capacity from step to step), and turns a finished step into a TensorFlow RunMetadata.
+//
+// Strings are passed as pointers to names that outlive the step (graph node names, device and
+// allocator names), so recording copies no string. This library knows nothing of the trainer.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "stepscope/tf/run_metadata.pb.h"
+
+namespace stepscope::collect {
+
+// One output tensor of an op (TensorDescription + AllocationDescription).
+struct TensorRecord {
+  int dtype = 0;  // tf::DataType value
+  int rank = 0;
+  std::array<int64_t, 4> dims{};
+  int64_t requested_bytes = 0, allocated_bytes = 0, allocation_id = 0;
+  uint64_t ptr = 0;
+  const std::string* allocator = nullptr;
+  bool single_reference = true;
+};
+
+// One allocate (+bytes) or free (−bytes) seen by a device allocator.
+struct AllocationRecord {
+  const std::string* allocator = nullptr;
+  int64_t time_ns = 0;
+  int64_t delta_bytes = 0;
+  int64_t bytes_in_use_after = 0;
+  int64_t allocation_id = 0;
+};
+
+struct OpRecord {
+  const std::string* device = nullptr;
+  const std::string* node_name = nullptr;
+  const std::string* op_type = nullptr;
+  const std::vector<std::string>* inputs = nullptr;
+  uint32_t thread_id = 0;
+  int64_t start_ns = 0, end_ns = 0;
+  uint32_t first_output = 0, num_outputs = 0;          // into the thread's tensor records
+  uint32_t first_allocation = 0, num_allocations = 0;  // into the thread's allocation records
+};
+
+struct CollectorOptions {
+  // Per-thread bound on records per step; past it, records are dropped and counted.
+  size_t max_ops_per_thread = 1 << 20;
+  size_t max_allocations_per_thread = 1 << 22;
+};
+
+class StepCollector {
+ public:
+  explicit StepCollector(CollectorOptions options = {});
+  ~StepCollector();
+  StepCollector(const StepCollector&) = delete;
+  StepCollector& operator=(const StepCollector&) = delete;
+
+  // Start recording (clears the previous step's records; keeps buffer capacity).
+  void BeginStep(int64_t step);
+  bool recording() const { return recording_.load(std::memory_order_acquire); }
+
+  // Hot path, on the thread running the op. Ops on one thread do not nest.
+  void BeginOp(const std::string* device, const std::string* node_name,
+               const std::string* op_type, const std::vector<std::string>* inputs,
+               int64_t start_ns);
+  void AddOutput(const TensorRecord& tensor);
+  void EndOp(int64_t end_ns);
+  // Any thread: attributed to the op running on that thread, else to the op it ran last
+  // (a tensor freed after its op returned), else kept as the thread's unattributed records.
+  void RecordAllocation(const AllocationRecord& record);
+
+  // Stop recording and build the step's RunMetadata: one DeviceStepStats per device with
+  // node_stats sorted by start, times relative to nothing (absolute µs/ns of the steady clock
+  // shifted by `clock_offset_ns`, so different processes can share a timeline).
+  tf::RunMetadata FinishStep(int64_t clock_offset_ns = 0);
+
+  uint64_t dropped_records() const { return dropped_.load(std::memory_order_relaxed); }
+
+ private:
+  struct ThreadBuffer;
+  ThreadBuffer& ThisThread();
+
+  CollectorOptions options_;
+  std::atomic<bool> recording_{false};
+  std::atomic<uint64_t> dropped_{0};
+  int64_t step_ = 0;
+  std::atomic<uint64_t> generation_{0};  // bumps per step so thread buffers clear themselves
+  std::mutex registry_mu_;   // guards buffers_ (taken once per thread, not per op)
+  std::vector<std::unique_ptr<ThreadBuffer>> buffers_;
+  const uint64_t id_;        // distinguishes collectors in the thread-local cache
+};
+
+// TensorFlow's timeline label: "name = Op(in0, in1)".
+std::string TimelineLabel(const std::string& node_name, const std::string& op_type,
+                          const std::vector<std::string>* inputs);
+
+}  // namespace stepscope::collect
