@@ -1,0 +1,177 @@
+// stepscope-train end to end (in-process): flags and data errors with their exit codes, a short
+// real run with metrics, --profile traces that load and hold the model's ops with consistent
+// memory records, and a run stopped by SIGINT leaving only whole trace files.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "base/file_io.h"
+#include "profiler/trace/reader.h"
+#include "profiler/trace/step_stats_io.h"
+#include "stepscope/tf/run_metadata.pb.h"
+#include "test_util.h"
+#include "trainer/main/training_loop.h"
+
+namespace stepscope::trainer {
+namespace {
+
+StatusOr<TrainOptions> Parse(std::vector<std::string> args) { return ParseTrainOptions(args); }
+
+TEST(TrainOptions, BadFlagsAreInvalidInputNamingTheFlag) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--model", "vgg"}, "--model vgg"},
+      {{"--image_size", "33"}, "multiple of 32"},
+      {{"--steps", "-3"}, "--steps"},
+      {{"--batch_size", "x"}, "not an integer"},
+      {{"--profile", "--profile_steps", "3-1"}, "--profile_steps 3-1"},
+      {{"--profile", "--trace_format", "xml"}, "--trace_format xml"},
+      {{"--profile_every", "2"}, "need --profile"},
+      {{"--frobnicate"}, "unknown flag --frobnicate"},
+      {{"stray"}, "unexpected argument 'stray'"},
+  };
+  for (const auto& [args, message] : cases) {
+    auto options = Parse(args);
+    ASSERT_FALSE(options.ok()) << args[0];
+    EXPECT_EQ(ExitCodeFor(options.status()), 2) << args[0];
+    EXPECT_NE(options.status().message().find(message), std::string::npos)
+        << options.status().message();
+  }
+  auto ok = Parse({"--profile", "--profile_steps", "5,10-12", "--profile_every", "50"});
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->profile.steps, (std::set<int64_t>{5, 10, 11, 12}));
+  EXPECT_TRUE(IsProfiledStep(ok->profile, 11, 2));
+  EXPECT_TRUE(IsProfiledStep(ok->profile, 100, 2));
+  EXPECT_FALSE(IsProfiledStep(ok->profile, 6, 2));
+  auto default_step = Parse({"--profile"});
+  EXPECT_TRUE(IsProfiledStep(default_step->profile, 3, 2));  // the first step after warm-up
+  EXPECT_FALSE(IsProfiledStep(default_step->profile, 2, 2));
+}
+
+TEST(TrainRun, MissingDataAndGpuRequestsAreClearErrors) {
+  std::ostringstream log;
+  TrainOptions options = *Parse({"--data_dir", "/nonexistent/ptb", "--steps", "1"});
+  auto report = RunTraining(options, log, false);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(ExitCodeFor(report.status()), 2);
+  EXPECT_NE(report.status().message().find("/nonexistent/ptb"), std::string::npos);
+
+  options = *Parse({"--devices", "gpu:0", "--steps", "1"});
+  report = RunTraining(options, log, false);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(report.status().message().find("GPU"), std::string::npos);
+
+  options = *Parse({"--devices", "tpu:1"});
+  report = RunTraining(options, log, false);
+  EXPECT_EQ(ExitCodeFor(report.status()), 2);
+}
+
+TEST(TrainRun, ProfiledLstmStepHasTheModelsOpsAndConsistentMemory) {
+  const auto dir = testing::ScratchDir("train_profile");
+  TrainOptions options = *Parse({"--steps", "3", "--profile", "--profile_dir", dir.string(),
+                                 "--metrics", (dir / "metrics.jsonl").string()});
+  std::ostringstream log;
+  auto report = RunTraining(options, log, false);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_EQ(report->trace_paths.size(), 1u);
+  EXPECT_NE(log.str().find("trace of step 3: "), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("words/sec"), std::string::npos);
+
+  // Metrics: one line per step and a summary line.
+  std::ifstream metrics(dir / "metrics.jsonl");
+  int lines = 0;
+  std::string line;
+  while (std::getline(metrics, line)) ++lines;
+  EXPECT_EQ(lines, 3 + 1);
+
+  auto bytes = ReadFile(report->trace_paths[0]);
+  ASSERT_TRUE(bytes.ok());
+  auto parsed = trace::ParseStepStats(*bytes, report->trace_paths[0]);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const tf::RunMetadata& metadata = *parsed->run_metadata;
+  EXPECT_EQ(metadata.stepscope_session().step(), 3);
+  ASSERT_EQ(metadata.step_stats().dev_stats_size(), 1);
+  const tf::DeviceStepStats& dev = metadata.step_stats().dev_stats(0);
+  EXPECT_EQ(dev.device(), "/job:localhost/replica:0/task:0/device:CPU:0");
+  std::map<std::string, int> op_counts;
+  for (const auto& node : dev.node_stats()) ++op_counts[node.op_type()];
+  EXPECT_EQ(op_counts["LSTMBlockCell"], 40);
+  EXPECT_EQ(op_counts["LSTMBlockCellGrad"], 40);
+  EXPECT_EQ(op_counts["ApplyGradientDescent"], 6);
+  EXPECT_EQ(op_counts["ScatterSub"], 1);
+  EXPECT_EQ(op_counts["L2Loss"], 7);
+
+  // Replaying the allocation records in order reproduces every op's allocator_bytes_in_use, and
+  // every output's allocation is described with the allocator's id and sizes.
+  int64_t in_use = -1, peak = 0, checked = 0;
+  for (const auto& node : dev.node_stats()) {
+    for (const auto& memory : node.memory()) {
+      ASSERT_EQ(memory.allocator_name(), "cpu");
+      int64_t sum = 0;
+      for (const auto& record : memory.allocation_records()) sum += record.alloc_bytes();
+      if (in_use < 0) in_use = memory.allocator_bytes_in_use() - sum;  // before the first record
+      int64_t running = in_use;
+      for (const auto& record : memory.allocation_records()) {
+        running += record.alloc_bytes();
+        peak = std::max(peak, running);
+      }
+      in_use = running;
+      EXPECT_EQ(in_use, memory.allocator_bytes_in_use()) << node.node_name();
+      ++checked;
+    }
+    for (const auto& output : node.output()) {
+      const auto& alloc = output.tensor_description().allocation_description();
+      EXPECT_GT(alloc.allocation_id(), 0) << node.node_name();
+      EXPECT_GE(alloc.allocated_bytes(), alloc.requested_bytes());
+      EXPECT_EQ(alloc.allocator_name(), "cpu");
+    }
+    EXPECT_EQ(node.timeline_label().find(node.node_name() + " = " + node.op_type() + "("),
+              node.memory_size() ? node.timeline_label().find("] ") + 2 : 0)
+        << node.timeline_label();
+  }
+  EXPECT_GT(checked, 100);
+  EXPECT_GT(peak, 10 << 20);  // the (400, 10000) logits and their gradient
+
+  // It loads as a Trace, as every front end reads it.
+  auto trace = trace::ReadTrace(report->trace_paths[0]);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->slices().size(), static_cast<size_t>(dev.node_stats_size()));
+}
+
+TEST(TrainRun, SigintStopsAfterTheCurrentStepWithOnlyWholeTraces) {
+  const auto dir = testing::ScratchDir("train_sigint");
+  TrainOptions options = *Parse({"--steps", "200", "--profile", "--profile_every", "1",
+                                 "--profile_dir", dir.string(), "--trace_format", "pbtxt"});
+  std::thread interrupter([&] {
+    for (int i = 0; i < 600; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (std::filesystem::exists(dir / "lstm_small_step2.pbtxt")) break;
+    }
+    std::raise(SIGINT);
+  });
+  std::ostringstream log;
+  auto report = RunTraining(options, log, false);
+  interrupter.join();
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), StatusCode::kCancelled);
+  int traces = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    ASSERT_EQ(entry.path().extension(), ".pbtxt") << "left behind: " << name;
+    auto bytes = ReadFile(entry.path().string());
+    ASSERT_TRUE(bytes.ok());
+    EXPECT_TRUE(trace::ParseStepStats(*bytes, name).ok()) << name << " is not a whole trace";
+    ++traces;
+  }
+  EXPECT_GE(traces, 2);
+  EXPECT_LT(traces, 200);
+}
+
+}  // namespace
+}  // namespace stepscope::trainer

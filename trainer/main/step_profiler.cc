@@ -1,0 +1,133 @@
+#include "trainer/main/step_profiler.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "base/file_io.h"
+#include "profiler/trace/step_stats_import.h"
+#include "profiler/trace/step_stats_io.h"
+#include "profiler/trace/writer.h"
+#include "trainer/runtime/clock.h"
+
+namespace stepscope::trainer {
+namespace {
+
+int TfDataType(runtime::DType dtype) {
+  return dtype == runtime::DType::kFloat32 ? tf::DT_FLOAT : tf::DT_INT32;
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+}  // namespace
+
+StepProfiler::StepProfiler(ProfileOptions options, std::string model_name)
+    : options_(std::move(options)), model_name_(std::move(model_name)) {
+  const int64_t wall = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  clock_offset_ns_ = wall - runtime::NowNanos();
+}
+
+StepProfiler::~StepProfiler() {
+  for (runtime::Device* device : devices_) {
+    device->set_op_listener(nullptr);
+    device->allocator().SetObserver(nullptr);
+  }
+}
+
+void StepProfiler::BeginStep(int64_t step, const std::vector<runtime::Device*>& devices) {
+  step_ = step;
+  devices_ = devices;
+  collector_.BeginStep(step);
+  for (runtime::Device* device : devices_) {
+    device->allocator().SetObserver(this);
+    device->set_op_listener(this);
+  }
+}
+
+StatusOr<std::string> StepProfiler::EndStep() {
+  for (runtime::Device* device : devices_) {
+    device->set_op_listener(nullptr);
+    device->allocator().SetObserver(nullptr);
+  }
+  tf::RunMetadata metadata = collector_.FinishStep(clock_offset_ns_);
+  tf::TraceSession* session = metadata.mutable_stepscope_session();
+  session->set_producer("stepscope-train " STEPSCOPE_VERSION);
+  session->set_rank(0);
+  session->set_world_size(1);
+  session->set_host(HostName());
+  session->set_model(model_name_);
+  session->set_clock_sync_nanos(clock_offset_ns_);
+  for (auto& dev : *metadata.mutable_step_stats()->mutable_dev_stats()) {
+    dev.set_host(session->host());
+    dev.set_rank(0);
+  }
+
+  std::error_code ec;
+  std::filesystem::create_directories(options_.dir, ec);
+  if (ec) return IoError("cannot create trace directory " + options_.dir + ": " + ec.message());
+  std::string base = options_.dir + "/" + model_name_ + "_step" + std::to_string(step_);
+  for (char& c : base) {
+    if (c == ' ') c = '_';
+  }
+  if (options_.format == "chrome") {
+    auto shared = std::make_shared<const tf::RunMetadata>(std::move(metadata));
+    const trace::Trace trace = trace::ImportRunMetadata(shared, trace::SourceFormat::kRunMetadataBinary,
+                                                        base, {});
+    const std::string path = base + ".json.gz";
+    RETURN_IF_ERROR(trace::WriteTrace(trace, path, trace::OutputFormat::kPerfettoJson));
+    return path;
+  }
+  const bool text = options_.format == "pbtxt";
+  ASSIGN_OR_RETURN(const std::string bytes,
+                   trace::SerializeRunMetadata(metadata, text ? trace::StepStatsEncoding::kText
+                                                              : trace::StepStatsEncoding::kBinary));
+  const std::string path = base + (text ? ".pbtxt" : ".pb");
+  RETURN_IF_ERROR(WriteFileAtomically(path, bytes));
+  return path;
+}
+
+void StepProfiler::OnOpStart(const runtime::Device& device, const runtime::Node& node,
+                             int64_t start_ns) {
+  collector_.BeginOp(&device.name(), &node.name, &node.op_type, &node.inputs, start_ns);
+}
+
+void StepProfiler::OnOpEnd(const runtime::Device& /*device*/, const runtime::Node& /*node*/,
+                           int64_t /*start_ns*/, int64_t end_ns,
+                           std::span<const runtime::Tensor> outputs) {
+  for (const runtime::Tensor& tensor : outputs) {
+    if (tensor.empty()) continue;
+    collect::TensorRecord record;
+    record.dtype = TfDataType(tensor.dtype());
+    record.rank = tensor.shape().rank;
+    for (int d = 0; d < record.rank; ++d) record.dims[static_cast<size_t>(d)] = tensor.shape()[d];
+    const runtime::TensorBuffer& buffer = *tensor.buffer();
+    const runtime::Allocator& allocator = buffer.allocator();
+    record.requested_bytes = buffer.requested_bytes();
+    record.allocated_bytes = allocator.AllocatedSize(buffer.data());
+    record.allocation_id = allocator.AllocationId(buffer.data());
+    record.ptr = reinterpret_cast<uint64_t>(buffer.data());
+    record.allocator = &allocator.Name();
+    collector_.AddOutput(record);
+  }
+  collector_.EndOp(end_ns);
+}
+
+void StepProfiler::OnAllocation(const runtime::Allocator& allocator,
+                                const runtime::AllocationEvent& event) {
+  collect::AllocationRecord record;
+  record.allocator = &allocator.Name();
+  record.time_ns = event.time_ns;
+  record.delta_bytes = event.delta_bytes;
+  record.bytes_in_use_after = event.bytes_in_use_after;
+  record.allocation_id = event.allocation_id;
+  collector_.RecordAllocation(record);
+}
+
+}  // namespace stepscope::trainer

@@ -1,0 +1,45 @@
+// `--profile` for the trainer: which steps to profile, and the bridge from the runtime's hooks
+// (OpScope's OpListener, the allocators' AllocationObserver) to profiler/collect's StepCollector.
+// Each profiled step becomes one RunMetadata file, written to a temporary name and renamed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "profiler/collect/step_collector.h"
+#include "trainer/runtime/allocator.h"
+#include "trainer/runtime/device.h"
+#include "trainer/runtime/op_scope.h"
+#include "trainer/main/train_options.h"
+
+namespace stepscope::trainer {
+
+class StepProfiler final : public runtime::OpListener, public runtime::AllocationObserver {
+ public:
+  StepProfiler(ProfileOptions options, std::string model_name);
+  ~StepProfiler() override;
+
+  // Hooks every device's op scopes and allocator for one step.
+  void BeginStep(int64_t step, const std::vector<runtime::Device*>& devices);
+  // Unhooks, builds the step's RunMetadata and writes it; returns the path written.
+  StatusOr<std::string> EndStep();
+
+  void OnOpStart(const runtime::Device& device, const runtime::Node& node, int64_t start_ns) override;
+  void OnOpEnd(const runtime::Device& device, const runtime::Node& node, int64_t start_ns,
+               int64_t end_ns, std::span<const runtime::Tensor> outputs) override;
+  void OnAllocation(const runtime::Allocator& allocator,
+                    const runtime::AllocationEvent& event) override;
+
+ private:
+  ProfileOptions options_;
+  std::string model_name_;
+  collect::StepCollector collector_;
+  std::vector<runtime::Device*> devices_;
+  int64_t step_ = 0;
+  int64_t clock_offset_ns_ = 0;  // wall clock minus steady clock, so traces carry epoch times
+};
+
+}  // namespace stepscope::trainer

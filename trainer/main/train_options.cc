@@ -1,0 +1,152 @@
+#include "trainer/main/train_options.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace stepscope::trainer {
+namespace {
+
+StatusOr<std::set<int64_t>> ParseStepList(const std::string& text) {
+  std::set<int64_t> steps;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t comma = std::min(text.find(',', begin), text.size());
+    const std::string part = text.substr(begin, comma - begin);
+    const size_t dash = part.find('-');
+    try {
+      size_t used = 0;
+      const int64_t first = std::stoll(part.substr(0, dash), &used);
+      int64_t last = first;
+      if (used != (dash == std::string::npos ? part.size() : dash)) throw std::invalid_argument(part);
+      if (dash != std::string::npos) {
+        const std::string tail = part.substr(dash + 1);
+        last = std::stoll(tail, &used);
+        if (used != tail.size()) throw std::invalid_argument(part);
+      }
+      if (first < 1 || last < first || last - first > 1'000'000) throw std::invalid_argument(part);
+      for (int64_t s = first; s <= last; ++s) steps.insert(s);
+    } catch (const std::exception&) {
+      return InvalidInput("--profile_steps " + text + ": '" + part +
+                          "' is not a step number or range like 5 or 10-12 (steps count from 1)");
+    }
+    begin = comma + 1;
+  }
+  return steps;
+}
+
+}  // namespace
+
+const std::vector<FlagSpec>& ProfileFlagSpecs() {
+  static const std::vector<FlagSpec> specs = {
+      {"profile", "", "record per-op step stats (RunMetadata) of the profiled steps"},
+      {"profile_steps", "LIST", "steps to profile, e.g. 5,10-12 (default: the first after warm-up)"},
+      {"profile_every", "K", "also profile every K-th step"},
+      {"profile_dir", "DIR", "where traces go (default traces/)"},
+      {"trace_format", "FORMAT", "pb (default), pbtxt, or chrome (Perfetto-ready JSON)"},
+  };
+  return specs;
+}
+
+StatusOr<ProfileOptions> ParseProfileOptions(const ParsedArgs& args) {
+  ProfileOptions o;
+  o.enabled = args.Has("profile");
+  if (auto steps = args.Get("profile_steps")) {
+    ASSIGN_OR_RETURN(o.steps, ParseStepList(*steps));
+  }
+  ASSIGN_OR_RETURN(o.every, args.GetInt("profile_every", 0, 1));
+  o.dir = args.GetOr("profile_dir", o.dir);
+  o.format = args.GetOr("trace_format", o.format);
+  if (o.format != "pb" && o.format != "pbtxt" && o.format != "chrome") {
+    return InvalidInput("--trace_format " + o.format + ": expected pb, pbtxt or chrome");
+  }
+  if (!o.enabled && (args.Has("profile_steps") || args.Has("profile_every"))) {
+    return InvalidInput("--profile_steps and --profile_every need --profile");
+  }
+  return o;
+}
+
+bool IsProfiledStep(const ProfileOptions& options, int64_t step, int warmup_steps) {
+  if (!options.enabled) return false;
+  if (options.steps.empty() && options.every == 0) return step == warmup_steps + 1;
+  return options.steps.count(step) != 0 || (options.every > 0 && step % options.every == 0);
+}
+
+
+const std::vector<FlagSpec>& TrainFlagSpecs() {
+  static const std::vector<FlagSpec> specs = {
+      {"model", "MODEL", "lstm (PTB word LSTM, default) or resnet50"},
+      {"config", "NAME", "LSTM config: small (default), medium, large"},
+      {"devices", "SPEC", "cpu (default), cpu:N, or gpu:0,1,... in GPU builds"},
+      {"batch_size", "N", "examples per device and step (LSTM: the config's, ResNet: 32)"},
+      {"steps", "N", "training steps (default 100 when --epochs is not given)"},
+      {"epochs", "N", "training epochs over the data"},
+      {"learning_rate", "LR", "initial learning rate (LSTM: 1.0; ResNet: 0.1 x batch / 256)"},
+      {"seed", "N", "seed for initial weights and built-in data (default 1)"},
+      {"data_dir", "DIR", "ptb.{train,valid,test}.txt or CIFAR-10 binary batches; default: built-in data"},
+      {"image_size", "N", "ResNet input size, a multiple of 32 (default 224)"},
+      {"depth", "N", "ResNet depth: 14, 26, 38, 50 (default), 101, 152"},
+      {"num_classes", "N", "ResNet classes (default 10)"},
+      {"metrics", "FILE", "write JSON lines: one per step, then a summary line"},
+      {"warmup_steps", "N", "steps left out of throughput figures (default 2)"},
+  };
+  return specs;
+}
+
+// Training and profiling flags: one list for parsing and --help.
+static std::vector<FlagSpec> AllFlagSpecs() {
+  std::vector<FlagSpec> specs = TrainFlagSpecs();
+  specs.insert(specs.end(), ProfileFlagSpecs().begin(), ProfileFlagSpecs().end());
+  return specs;
+}
+
+std::string TrainUsage() {
+  return "usage: stepscope-train [flags]\n\n"
+         "Trains the PTB word LSTM or ResNet on CPU devices and reports loss, perplexity or\n"
+         "accuracy, and throughput (examples/sec +- standard error after warm-up steps).\n"
+         "Without --data_dir it trains on built-in deterministic data.\n\n"
+         "flags:\n" +
+         FlagHelp(AllFlagSpecs()) +
+         "\nexit codes: 0 success, 1 failure while training, 2 bad flags or data.\n";
+}
+
+StatusOr<TrainOptions> ParseTrainOptions(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(const ParsedArgs parsed, ParseFlags(args, AllFlagSpecs()));
+  TrainOptions o;
+  o.help = parsed.help;
+  if (!parsed.positional.empty()) {
+    return InvalidInput("unexpected argument '" + parsed.positional[0] + "' (see --help)");
+  }
+  o.model = parsed.GetOr("model", o.model);
+  if (o.model != "lstm" && o.model != "resnet50" && o.model != "resnet") {
+    return InvalidInput("--model " + o.model + ": expected lstm or resnet50");
+  }
+  if (o.model == "resnet") o.model = "resnet50";
+  o.config = parsed.GetOr("config", o.config);
+  o.devices = parsed.GetOr("devices", o.devices);
+  ASSIGN_OR_RETURN(const int64_t batch, parsed.GetInt("batch_size", 0, 1, 1 << 20));
+  o.batch_size = static_cast<int>(batch);
+  ASSIGN_OR_RETURN(o.steps, parsed.GetInt("steps", 0, 1, int64_t{1} << 40));
+  ASSIGN_OR_RETURN(const int64_t epochs, parsed.GetInt("epochs", 0, 1, 100000));
+  o.epochs = static_cast<int>(epochs);
+  ASSIGN_OR_RETURN(o.learning_rate, parsed.GetDouble("learning_rate", 0, 1e-12, 1e6));
+  ASSIGN_OR_RETURN(const int64_t seed, parsed.GetInt("seed", 1, 0));
+  o.seed = static_cast<uint64_t>(seed);
+  o.data_dir = parsed.GetOr("data_dir", "");
+  ASSIGN_OR_RETURN(const int64_t image_size, parsed.GetInt("image_size", 224, 32, 4096));
+  if (image_size % 32 != 0) {
+    return InvalidInput("--image_size " + std::to_string(image_size) + ": must be a multiple of 32");
+  }
+  o.image_size = static_cast<int>(image_size);
+  ASSIGN_OR_RETURN(const int64_t depth, parsed.GetInt("depth", 50, 1, 1000));
+  o.depth = static_cast<int>(depth);
+  ASSIGN_OR_RETURN(const int64_t classes, parsed.GetInt("num_classes", 0, 2, 100000));
+  o.num_classes = static_cast<int>(classes);
+  o.metrics_path = parsed.GetOr("metrics", "");
+  ASSIGN_OR_RETURN(const int64_t warmup, parsed.GetInt("warmup_steps", 2, 0, 1 << 20));
+  o.warmup_steps = static_cast<int>(warmup);
+  ASSIGN_OR_RETURN(o.profile, ParseProfileOptions(parsed));
+  if (o.steps == 0 && o.epochs == 0) o.steps = 100;
+  return o;
+}
+
+}  // namespace stepscope::trainer

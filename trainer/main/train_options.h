@@ -1,0 +1,53 @@
+// The flags of `stepscope-train`, parsed and checked into TrainOptions.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/flags.h"
+#include "base/status.h"
+
+namespace stepscope::trainer {
+
+struct ProfileOptions {
+  bool enabled = false;
+  std::set<int64_t> steps;    // 1-based step numbers; empty with every==0: one step after warm-up
+  int64_t every = 0;          // also every K-th step
+  std::string dir = "traces";
+  std::string format = "pb";  // pb | pbtxt | chrome
+};
+
+const std::vector<FlagSpec>& ProfileFlagSpecs();
+// Parses --profile, --profile_steps 5,10-12, --profile_every K, --profile_dir, --trace_format.
+StatusOr<ProfileOptions> ParseProfileOptions(const ParsedArgs& args);
+
+// Whether 1-based `step` is profiled, given the warm-up steps of the run.
+bool IsProfiledStep(const ProfileOptions& options, int64_t step, int warmup_steps);
+
+struct TrainOptions {
+  std::string model = "lstm";       // lstm | resnet50
+  std::string config = "small";     // LSTM: small | medium | large
+  std::string devices = "cpu:1";
+  int batch_size = 0;               // per device; 0: the model's default (LSTM config, ResNet 32)
+  int64_t steps = 0;                // 0: run `epochs` epochs (or 100 steps if neither is given)
+  int epochs = 0;
+  double learning_rate = 0;         // 0: the model's default
+  uint64_t seed = 1;
+  std::string data_dir;             // PTB text files or CIFAR-10 binaries; empty: built-in data
+  int image_size = 224;
+  int depth = 50;
+  int num_classes = 0;              // 0: 10 (CIFAR-10 or built-in images)
+  std::string metrics_path;         // JSON lines, one per step, then a summary line
+  int warmup_steps = 2;             // steps left out of the throughput figures
+  ProfileOptions profile;
+  bool help = false;
+};
+
+const std::vector<FlagSpec>& TrainFlagSpecs();
+// kInvalidInput naming the flag for anything out of range.
+StatusOr<TrainOptions> ParseTrainOptions(const std::vector<std::string>& args);
+std::string TrainUsage();
+
+}  // namespace stepscope::trainer

@@ -1,0 +1,294 @@
+#include "trainer/main/training_loop.h"
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trainer/main/batch_source.h"
+#include "trainer/main/step_profiler.h"
+#include "trainer/models/lstm_model.h"
+#include "trainer/models/resnet_model.h"
+#include "trainer/runtime/clock.h"
+#include "trainer/runtime/device.h"
+
+namespace stepscope::trainer {
+namespace {
+
+// Throughput over the steps after warm-up, as tf_cnn_benchmarks' get_perf_timing: the mean of
+// per-step speeds, its standard error, and the jitter (1.4826 × median absolute deviation).
+void FillThroughput(const std::vector<double>& step_seconds, int64_t examples_per_step,
+                    TrainingReport& report) {
+  if (step_seconds.empty()) return;
+  std::vector<double> speeds;
+  double total_seconds = 0;
+  for (double s : step_seconds) {
+    speeds.push_back(static_cast<double>(examples_per_step) / s);
+    total_seconds += s;
+  }
+  const double n = static_cast<double>(speeds.size());
+  double mean = 0;
+  for (double v : speeds) mean += v;
+  mean /= n;
+  double var = 0;
+  for (double v : speeds) var += (v - mean) * (v - mean);
+  var /= n;
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+  };
+  const double med = median(speeds);
+  std::vector<double> deviations;
+  for (double v : speeds) deviations.push_back(std::abs(v - med));
+  report.examples_per_sec = mean;
+  report.examples_per_sec_stderr = std::sqrt(var) / std::sqrt(n);
+  report.examples_per_sec_jitter = 1.4826 * median(deviations);
+  report.mean_step_ms = 1e3 * total_seconds / n;
+}
+
+std::string FormatDuration(double seconds) {
+  char text[32];
+  const int s = static_cast<int>(std::lround(seconds));
+  if (s >= 3600) std::snprintf(text, sizeof(text), "%dh%02dm", s / 3600, (s / 60) % 60);
+  else if (s >= 60) std::snprintf(text, sizeof(text), "%dm%02ds", s / 60, s % 60);
+  else std::snprintf(text, sizeof(text), "%ds", s);
+  return text;
+}
+
+// Appends whole lines: each line reaches the file with one write, so a reader never sees half
+// of one, and lines already written stay if the run stops.
+class MetricsWriter {
+ public:
+  Status Open(const std::string& path) {
+    if (path.empty()) return Status::Ok();
+    path_ = path;
+    file_ = std::fopen(path.c_str(), "w");
+    if (file_ == nullptr) return IoError("cannot write metrics file " + path);
+    return Status::Ok();
+  }
+  ~MetricsWriter() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+  Status Write(const nlohmann::json& line) {
+    if (file_ == nullptr) return Status::Ok();
+    const std::string text = line.dump() + "\n";
+    if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0) {
+      return IoError("writing metrics file " + path_ + " failed");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+};
+
+// SIGINT/SIGTERM end the run after the current step: traces of the steps already profiled are
+// complete files (each written to a temporary name and renamed), and nothing is half-written.
+std::atomic<bool> stop_requested{false};
+extern "C" void RequestStop(int) { stop_requested.store(true); }
+
+class StopSignals {
+ public:
+  StopSignals() {
+    stop_requested.store(false);
+    previous_int_ = std::signal(SIGINT, RequestStop);
+    previous_term_ = std::signal(SIGTERM, RequestStop);
+  }
+  ~StopSignals() {
+    std::signal(SIGINT, previous_int_);
+    std::signal(SIGTERM, previous_term_);
+  }
+
+ private:
+  void (*previous_int_)(int);
+  void (*previous_term_)(int);
+};
+
+}  // namespace
+
+StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& log,
+                                     bool interactive) {
+  ASSIGN_OR_RETURN(const runtime::DeviceSpec spec, runtime::ParseDeviceSpec(options.devices));
+  ASSIGN_OR_RETURN(auto devices, runtime::CreateDevices(spec));
+  if (devices.size() > 1) {
+    return InvalidInput("--devices " + options.devices +
+                        ": training over several devices (data parallelism) is not available in "
+                        "this version; use --devices cpu:1");
+  }
+  runtime::Device& device = *devices[0];
+  std::vector<runtime::Device*> device_list;
+  for (auto& d : devices) device_list.push_back(d.get());
+  const bool lstm = options.model == "lstm";
+
+  std::unique_ptr<BatchSource> data;
+  std::unique_ptr<models::Model> model;
+  models::LstmConfig lstm_config;
+  int64_t examples_per_step = 0;
+  float base_lr = 0;
+  if (lstm) {
+    ASSIGN_OR_RETURN(lstm_config, models::LstmConfigByName(options.config));
+    lstm_config.seed = options.seed;
+    if (options.batch_size > 0) lstm_config.batch_size = options.batch_size;
+    if (options.learning_rate > 0) lstm_config.learning_rate = static_cast<float>(options.learning_rate);
+    int vocab = 0;
+    ASSIGN_OR_RETURN(data, MakePtbSource(options.data_dir, lstm_config.batch_size,
+                                         lstm_config.num_steps, lstm_config.vocab_size,
+                                         options.seed, &vocab));
+    lstm_config.vocab_size = vocab;
+    ASSIGN_OR_RETURN(model, models::MakeLstm(device, lstm_config));
+    examples_per_step = int64_t{lstm_config.batch_size} * lstm_config.num_steps;
+    base_lr = lstm_config.learning_rate;
+  } else {
+    models::ResNetConfig config;
+    config.depth = options.depth;
+    config.image_size = options.image_size;
+    config.num_classes = options.num_classes > 0 ? options.num_classes : 10;
+    config.seed = options.seed;
+    const int batch = options.batch_size > 0 ? options.batch_size : 32;
+    ASSIGN_OR_RETURN(data, MakeImageSource(options.data_dir, batch, options.image_size,
+                                           config.num_classes, options.seed));
+    ASSIGN_OR_RETURN(model, models::MakeResNet(device, config));
+    examples_per_step = batch;
+    // Default: the linear scaling rule, 0.1 per 256 images of global batch (Goyal et al.).
+    base_lr = options.learning_rate > 0 ? static_cast<float>(options.learning_rate)
+                                        : 0.1f * static_cast<float>(batch) / 256.0f;
+  }
+  const int64_t per_epoch = data->batches_per_epoch();
+  const int64_t total_steps = options.steps > 0 ? options.steps : per_epoch * options.epochs;
+  const char* unit = lstm ? "words/sec" : "images/sec";
+  log << "stepscope-train: " << options.model << (lstm ? " " + lstm_config.name : "")
+      << " on " << device.name() << " (" << device.num_threads() << " threads), "
+      << data->Describe() << "; " << total_steps << " steps, " << per_epoch
+      << " batches per epoch\n";
+
+  std::unique_ptr<StepProfiler> profiler;
+  if (options.profile.enabled) {
+    profiler = std::make_unique<StepProfiler>(
+        options.profile, lstm ? "lstm_" + lstm_config.name : "resnet" + std::to_string(options.depth));
+  }
+  StopSignals stop_signals;
+  MetricsWriter metrics;
+  RETURN_IF_ERROR(metrics.Open(options.metrics_path));
+
+  TrainingReport report;
+  report.unit = unit;
+  std::vector<double> timed_steps;
+  double epoch_cost = 0;
+  int64_t epoch_batches = 0;
+  int epoch = -1;
+  const int64_t run_start = runtime::NowNanos();
+  for (int64_t step = 0; step < total_steps; ++step) {
+    if (stop_requested.load()) {
+      if (interactive) log << "\n";
+      log << "stepscope-train: stopped by a signal after step " << step << "\n";
+      return Status(StatusCode::kCancelled, "interrupted after step " + std::to_string(step));
+    }
+    const int64_t index = step % per_epoch;
+    if (index == 0) {
+      ++epoch;
+      data->StartEpoch(epoch);
+      model->ResetState();
+      epoch_cost = 0;
+      epoch_batches = 0;
+    }
+    const float lr = lstm ? models::LstmLearningRate(lstm_config, epoch) / lstm_config.learning_rate * base_lr
+                          : base_lr;
+    const bool profiled = IsProfiledStep(options.profile, step + 1, options.warmup_steps);
+    if (profiled) profiler->BeginStep(step + 1, device_list);
+    const int64_t t0 = runtime::NowNanos();
+    ASSIGN_OR_RETURN(const models::Batch batch, data->Get(device, index));
+    ASSIGN_OR_RETURN(models::StepResult result, model->ComputeGradients(batch));
+    RETURN_IF_ERROR(model->ApplyGradients(result.gradients, lr));
+    const double seconds = static_cast<double>(runtime::NowNanos() - t0) * 1e-9;
+    if (profiled) {
+      ASSIGN_OR_RETURN(const std::string path, profiler->EndStep());
+      if (interactive) log << "\n";
+      log << "trace of step " << step + 1 << ": " << path << "\n";
+      report.trace_paths.push_back(path);
+    }
+    if (!std::isfinite(result.loss)) {
+      return Internal("step " + std::to_string(step + 1) + ": the loss is not finite; lower --learning_rate");
+    }
+    if (step >= options.warmup_steps) timed_steps.push_back(seconds);
+
+    nlohmann::json line = {{"step", step + 1}, {"epoch", epoch}, {"loss", result.loss},
+                           {"learning_rate", lr}, {"step_time_ms", seconds * 1e3},
+                           {"throughput", static_cast<double>(examples_per_step) / seconds},
+                           {"unit", unit}};
+    std::ostringstream progress;
+    progress << "step " << step + 1 << "/" << total_steps << "  loss " << std::fixed
+             << std::setprecision(4) << result.loss;
+    if (lstm) {
+      const double perplexity = std::exp(result.loss / lstm_config.num_steps);
+      epoch_cost += result.loss;
+      ++epoch_batches;
+      report.epoch_perplexity =
+          std::exp(epoch_cost / static_cast<double>(epoch_batches * lstm_config.num_steps));
+      line["perplexity"] = perplexity;
+      progress << "  perplexity " << std::setprecision(1) << perplexity;
+      if (step == 0) report.first_perplexity = perplexity;
+      report.final_perplexity = perplexity;
+    } else {
+      const double accuracy = static_cast<double>(result.correct) / static_cast<double>(examples_per_step);
+      line["accuracy"] = accuracy;
+      progress << "  accuracy " << std::setprecision(3) << accuracy;
+      report.final_accuracy = accuracy;
+    }
+    const double elapsed = static_cast<double>(runtime::NowNanos() - run_start) * 1e-9;
+    const double eta = elapsed / static_cast<double>(step + 1) * static_cast<double>(total_steps - step - 1);
+    progress << "  " << std::setprecision(0) << static_cast<double>(examples_per_step) / seconds << " "
+             << unit << "  ETA " << FormatDuration(eta);
+    RETURN_IF_ERROR(metrics.Write(line));
+    if (step == 0) report.first_loss = result.loss;
+    report.final_loss = result.loss;
+    report.steps = step + 1;
+    const int64_t log_every = std::max<int64_t>(1, total_steps / 20);
+    if (interactive) {
+      log << "\r" << progress.str() << "\033[K" << std::flush;
+    } else if ((step + 1) % log_every == 0 || step + 1 == total_steps) {
+      log << progress.str() << "\n";
+    }
+  }
+  if (interactive) log << "\n";
+  FillThroughput(timed_steps, examples_per_step, report);
+
+  log << std::fixed << std::setprecision(2) << "total " << unit << ": " << report.examples_per_sec
+      << " +/- " << report.examples_per_sec_stderr << " (jitter = " << report.examples_per_sec_jitter
+      << ") over " << timed_steps.size() << " steps after " << options.warmup_steps
+      << " warm-up steps; mean step " << std::setprecision(1) << report.mean_step_ms << " ms\n";
+  if (lstm) {
+    log << "perplexity: first batch " << std::setprecision(1) << report.first_perplexity
+        << ", last batch " << report.final_perplexity << ", last epoch so far "
+        << report.epoch_perplexity << " (vocabulary " << lstm_config.vocab_size << ")\n";
+  } else {
+    log << "loss: first " << std::setprecision(4) << report.first_loss << ", last "
+        << report.final_loss << "; accuracy on the last batch " << std::setprecision(3)
+        << report.final_accuracy << "\n";
+  }
+  nlohmann::json summary = {{"summary", true}, {"steps", report.steps},
+                            {"first_loss", report.first_loss}, {"final_loss", report.final_loss},
+                            {"throughput", report.examples_per_sec},
+                            {"throughput_stderr", report.examples_per_sec_stderr},
+                            {"throughput_jitter", report.examples_per_sec_jitter},
+                            {"mean_step_time_ms", report.mean_step_ms}, {"unit", unit}};
+  if (lstm) {
+    summary["final_perplexity"] = report.final_perplexity;
+    summary["epoch_perplexity"] = report.epoch_perplexity;
+  } else {
+    summary["final_accuracy"] = report.final_accuracy;
+  }
+  RETURN_IF_ERROR(metrics.Write(summary));
+  return report;
+}
+
+}  // namespace stepscope::trainer
