@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything with warnings as errors, and runs every test
-# through ctest; then builds the trace library's tests under ASan+UBSan and runs them.
+# through ctest; then builds the tests labelled `sanitized` under ASan+UBSan and runs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh ci
 ctest --preset ci -j2
-scripts/build.sh asan --target stepscope_trace_tests stepscope_base_tests stepscope_cli_tests
+# Each test is named after the program it runs (benchmark smoke runs: <program>_smoke).
+cmake --preset asan >/dev/null
+sanitized=$(ctest --preset asan -L sanitized -N | awk '/Test +#/ {sub(/_smoke$/, "", $3); print $3}')
+scripts/build.sh asan --target $sanitized
 ctest --preset asan -j2 -L sanitized

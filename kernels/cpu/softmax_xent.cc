@@ -42,16 +42,18 @@ Status SparseSoftmaxCrossEntropyWithLogits(const CpuContext& ctx, In<T> logits,
       T* bp = backprop.data + b * classes;
       T row_max = x[0];
       for (int64_t c = 1; c < classes; ++c) row_max = x[c] > row_max ? x[c] : row_max;
+      // One exp per class: keep exp(x - max) in the backprop row between the two passes.
       double sum = 0;
       for (int64_t c = 0; c < classes; ++c) {
-        sum += static_cast<double>(math::Exp(x[c] - row_max));
+        bp[c] = math::Exp(x[c] - row_max);
+        sum += static_cast<double>(bp[c]);
       }
       const int32_t label = labels.data[b];
       loss.data[b] = static_cast<T>(math::XentLoss<double>(sum, static_cast<double>(x[label]),
                                                            static_cast<double>(row_max)));
       const T sum_t = static_cast<T>(sum);
       for (int64_t c = 0; c < classes; ++c) {
-        bp[c] = math::XentBackprop<T>(x[c], row_max, sum_t, c == label);
+        bp[c] = math::XentBackpropFromExp<T>(bp[c], sum_t, c == label);
       }
     }
   });
