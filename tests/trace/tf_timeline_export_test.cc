@@ -19,8 +19,11 @@ class TfTimelineExportTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TfTimelineExportTest, EqualsTensorFlowsTimeline) {
   const std::string name = GetParam();
+  // The real TF sample, hand-made corner cases, and a trace our trainer wrote (binary).
   const std::string input = testing::DataPath(
-      name == "ptb_lstm_tf1_gpu_step" ? name + ".pbtxt" : "corner/" + name + ".pbtxt");
+      name == "ptb_lstm_tf1_gpu_step" ? name + ".pbtxt"
+      : name == "lstm_small_step3"    ? "trainer/" + name + ".pb"
+                                      : "corner/" + name + ".pbtxt");
   const std::string fixture_base = testing::DataPath("tf_timeline/" + name + ".tf_timeline.json");
   auto fixture_bytes = ReadFile(fixture_base);
   if (!fixture_bytes.ok()) fixture_bytes = ReadFile(fixture_base + ".gz");
@@ -53,7 +56,7 @@ TEST_P(TfTimelineExportTest, EqualsTensorFlowsTimeline) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, TfTimelineExportTest,
                          ::testing::Values("ptb_lstm_tf1_gpu_step", "two_colon_gpu",
                                            "memory_labels", "inputs", "zero_and_missing",
-                                           "quirks"));
+                                           "quirks", "lstm_small_step3"));
 
 TEST(TfTimelineExportTest, NeedsAStepStatsSource) {
   auto trace = ReadTraceFromBytes(R"([{"ph":"X","name":"a","pid":1,"tid":1,"ts":1,"dur":2}])",
