@@ -15,6 +15,22 @@ StatusOr<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
       parsed.help = true;
       continue;
     }
+    if (arg.size() == 2 && arg[0] == '-' && arg[1] != '-') {
+      const FlagSpec* spec = nullptr;
+      for (const FlagSpec& candidate : specs) {
+        if (candidate.short_name == arg[1]) spec = &candidate;
+      }
+      if (spec == nullptr) return InvalidInput("unknown flag " + arg);
+      if (spec->value_name.empty()) {
+        parsed.values[spec->name] = "true";
+      } else {
+        if (i + 1 >= args.size()) {
+          return InvalidInput("flag " + arg + " needs a value (" + spec->value_name + ")");
+        }
+        parsed.values[spec->name] = args[++i];
+      }
+      continue;
+    }
     if (arg.size() < 3 || arg.compare(0, 2, "--") != 0) {
       parsed.positional.push_back(arg);
       continue;
@@ -47,7 +63,9 @@ StatusOr<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
 std::string FlagHelp(const std::vector<FlagSpec>& specs) {
   std::string out;
   for (const FlagSpec& spec : specs) {
-    std::string left = "  --" + spec.name + (spec.value_name.empty() ? "" : " " + spec.value_name);
+    std::string left =
+        std::string(spec.short_name != 0 ? "  -" + std::string(1, spec.short_name) + ", " : "  ") +
+        "--" + spec.name + (spec.value_name.empty() ? "" : " " + spec.value_name);
     if (left.size() < 26) left.resize(26, ' ');
     else left += "\n" + std::string(26, ' ');
     out += left + spec.help + "\n";

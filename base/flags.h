@@ -16,6 +16,7 @@ struct FlagSpec {
   std::string name;        // without dashes: "format"
   std::string value_name;  // empty for a boolean switch: "FORMAT"
   std::string help;
+  char short_name = 0;     // e.g. 'o' for -o; 0 for none
 };
 
 struct ParsedArgs {

@@ -11,6 +11,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   qt6-base-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang-14 libclang-rt-14-dev   # libFuzzer targets (scripts/fuzz.sh)
 )
 
 missing=()

@@ -68,8 +68,8 @@ std::vector<std::pair<std::string, LiveTensor>> CollectTensors(const Trace& trac
       tensor.name = k == 0 ? node->node_name() : node->node_name() + ":" + std::to_string(k);
       tensor.bytes = allocation.requested_bytes();
       tensor.producer_op = std::string(trace.str(s.op_type));
-      tensor.created_ns = s.start_ns;
-      tensor.released_ns = std::max(s.end_ns(), last_use[i]);
+      tensor.alloc_ns = s.start_ns;
+      tensor.free_ns = std::max(s.end_ns(), last_use[i]);
       tensors.emplace_back(allocation.allocator_name(), std::move(tensor));
     }
   }
@@ -168,8 +168,8 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
     peak.peak_bytes = *max_it;
     peak.peak_ns = counter.ts_ns[static_cast<size_t>(max_it - counter.values.begin())];
     for (const auto& [allocator, tensor] : tensors) {
-      if (allocator == peak.allocator && tensor.created_ns <= peak.peak_ns &&
-          peak.peak_ns <= tensor.released_ns) {
+      if (allocator == peak.allocator && tensor.alloc_ns <= peak.peak_ns &&
+          peak.peak_ns <= tensor.free_ns) {
         peak.live_at_peak.push_back(tensor);
       }
     }
@@ -327,8 +327,8 @@ std::string FormatSummaryJson(const Summary& s) {
     Json live = Json::array();
     for (const auto& t : a.live_at_peak) {
       live.push_back({{"name", t.name}, {"bytes", t.bytes}, {"producer_op", t.producer_op},
-                      {"created_ns", t.created_ns - s.span_begin_ns},
-                      {"released_ns", t.released_ns - s.span_begin_ns}});
+                      {"created_ns", t.alloc_ns - s.span_begin_ns},
+                      {"released_ns", t.free_ns - s.span_begin_ns}});
     }
     allocators.push_back({{"allocator", a.allocator}, {"curve_origin", a.curve_origin},
                           {"peak_bytes", a.peak_bytes}, {"peak_at_ns", a.peak_ns - s.span_begin_ns},

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/analysis/memory_timeline.h"
 #include "profiler/trace/trace.h"
 
 namespace stepscope::analysis {
@@ -46,13 +47,6 @@ struct MemcpyStats {
   }
 };
 
-struct LiveTensor {
-  std::string name;            // "node" or "node:slot"
-  int64_t bytes = 0;           // requested bytes
-  std::string producer_op;
-  int64_t created_ns = 0;      // relative to the trace epoch
-  int64_t released_ns = 0;     // last consumer end (or producer end)
-};
 
 struct AllocatorPeak {
   std::string allocator;

@@ -4,7 +4,8 @@
 
 #include "base/file_io.h"
 #include "profiler/analysis/summary.h"
-#include "profiler/cli/flags.h"
+#include "profiler/cli/command.h"
+#include "base/flags.h"
 #include "profiler/trace/reader.h"
 #include "profiler/trace/writer.h"
 
@@ -13,24 +14,6 @@ namespace {
 
 constexpr int kExitOk = 0;
 constexpr int kExitUsage = 2;
-
-class Command {
- public:
-  virtual ~Command() = default;
-  virtual std::string name() const = 0;
-  virtual std::string synopsis() const = 0;     // "IN OUT [--format F]"
-  virtual std::string description() const = 0;  // one paragraph
-  virtual std::vector<FlagSpec> flags() const = 0;
-  virtual size_t min_positional() const = 0;
-  virtual size_t max_positional() const = 0;
-  virtual Status Run(const ParsedArgs& args, std::ostream& out, std::ostream& err) const = 0;
-
-  std::string Help() const {
-    return "usage: stepscope " + name() + " " + synopsis() + "\n\n" + description() + "\n\nflags:\n" +
-           FlagHelp(flags()) +
-           "\nexit codes: 0 ok, 1 runtime failure, 2 usage or bad input\n";
-  }
-};
 
 class ConvertCommand : public Command {
  public:
@@ -115,6 +98,7 @@ std::vector<std::unique_ptr<Command>> AllCommands() {
   std::vector<std::unique_ptr<Command>> commands;
   commands.push_back(std::make_unique<ConvertCommand>());
   commands.push_back(std::make_unique<SummaryCommand>());
+  AddAnalysisCommands(commands);
   return commands;
 }
 
@@ -125,7 +109,7 @@ std::string TopHelp() {
       "(binary or text), stepscope-train's traces, Chrome/Kineto JSON (.gz transparently).\n\ncommands:\n";
   for (const auto& command : AllCommands()) {
     std::string name = "  " + command->name();
-    name.resize(12, ' ');
+    name.resize(16, ' ');
     help += name + command->synopsis() + "\n";
   }
   help += "\n'stepscope <command> --help' for details. Exit codes: 0 ok, 1 runtime failure,\n"

@@ -1,13 +1,60 @@
 #include "profiler/trace/chrome_json_reader.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <simdjson.h>
+#include <unordered_map>
 
 namespace stepscope::trace {
-namespace {
 
-using Json = nlohmann::json;
+namespace od = simdjson::ondemand;
+
+std::optional<int64_t> MicrosTextToNs(std::string_view text) {
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' || text.back() == '\t')) {
+    text.remove_suffix(1);
+  }
+  if (text.empty()) return std::nullopt;
+  size_t i = 0;
+  const bool negative = text[0] == '-';
+  if (negative) ++i;
+  if (i >= text.size() || text[i] < '0' || text[i] > '9') return std::nullopt;
+  // Half the int64 range, so that start + duration and differences of times cannot overflow.
+  constexpr int64_t kLimit = std::numeric_limits<int64_t>::max() / 2 / 1000;
+  int64_t micros = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    if (micros > (kLimit - (text[i] - '0')) / 10) return std::nullopt;  // beyond int64 ns
+    micros = micros * 10 + (text[i] - '0');
+  }
+  int64_t fraction_ns = 0;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    int digits = 0;
+    int round_digit = -1;
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, ++digits) {
+      if (digits < 3) fraction_ns = fraction_ns * 10 + (text[i] - '0');
+      if (digits == 3) round_digit = text[i] - '0';
+    }
+    for (int d = digits; d < 3; ++d) fraction_ns *= 10;
+    if (round_digit >= 5) ++fraction_ns;
+  }
+  if (i < text.size()) {
+    if (text[i] != 'e' && text[i] != 'E') return std::nullopt;
+    // Exponent forms are rare (and never epoch times): go through a double.
+    const std::string copy(text);
+    char* end = nullptr;
+    const double value = std::strtod(copy.c_str(), &end);
+    if (end != copy.c_str() + copy.size() || !std::isfinite(value) || std::fabs(value) * 1000.0 > 9.2e18) {
+      return std::nullopt;
+    }
+    return static_cast<int64_t>(std::llround(value * 1000.0));
+  }
+  const int64_t ns = micros * 1000 + fraction_ns;
+  return negative ? -ns : ns;
+}
+
+namespace {
 
 SliceKind KindOfCategory(std::string_view cat) {
   if (cat == "kernel") return SliceKind::kKernel;
@@ -15,297 +62,707 @@ SliceKind KindOfCategory(std::string_view cat) {
   if (cat == "gpu_memset") return SliceKind::kMemset;
   if (cat == "cuda_runtime" || cat == "cuda_driver") return SliceKind::kRuntime;
   if (cat == "cpu_op" || cat == "Op") return SliceKind::kOp;
+  // Our own perfetto export writes the slice kind as the category.
+  if (cat == "op") return SliceKind::kOp;
+  if (cat == "memcpy") return SliceKind::kMemcpy;
+  if (cat == "memset") return SliceKind::kMemset;
+  if (cat == "collective") return SliceKind::kCollective;
+  if (cat == "runtime") return SliceKind::kRuntime;
   return SliceKind::kOther;
 }
 
-// ts/dur are µs, possibly fractional; returns ns. Non-numbers are rejected by the caller.
-int64_t MicrosToNs(const Json& value) {
-  if (value.is_number_integer()) return value.get<int64_t>() * 1000;
-  if (value.is_number_unsigned()) return static_cast<int64_t>(value.get<uint64_t>()) * 1000;
-  return static_cast<int64_t>(std::llround(value.get<double>() * 1000.0));
+std::string_view Trim(std::string_view text) {
+  while (!text.empty() && std::strchr(" \t\r\n", text.back()) != nullptr) text.remove_suffix(1);
+  return text;
 }
 
-std::string IdText(const Json& id) {
-  if (id.is_string()) return id.get<std::string>();
-  return id.dump();
+// pid/tid/id as text: numbers as written, strings unquoted.
+bool ReadText(od::value value, std::string& out) {
+  od::json_type type;
+  if (value.type().get(type)) return false;
+  if (type == od::json_type::string) {
+    std::string_view text;
+    if (value.get_string().get(text)) return false;
+    out.assign(text);
+    return true;
+  }
+  out.assign(Trim(value.raw_json_token()));
+  if (type == od::json_type::null) out.clear();
+  return true;
 }
+
+// A JSON number's text as a double; nullopt for what strtod cannot read or infinities (integers
+// beyond a double's range, which real Kineto files contain, come out inexact but finite).
+std::optional<double> NumberOf(std::string_view text) {
+  char buffer[64];
+  if (text.empty() || text.size() >= sizeof buffer) return std::nullopt;
+  std::memcpy(buffer, text.data(), text.size());
+  buffer[text.size()] = '\0';
+  char* end = nullptr;
+  const double value = std::strtod(buffer, &end);
+  if (end != buffer + text.size() || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+// The fields of one event an import needs; reused from event to event.
+struct EventFields {
+  std::string_view ph, name, cat, bp;
+  std::string pid, tid, id;
+  std::string_view ts, dur;  // raw number text; empty when absent or not a number
+  bool has_ts = false, has_dur = false, has_id = false, has_args = false;
+  bool args_has_name = false, args_has_op = false;
+  std::string_view args_name, args_op;
+  std::string args_text_name;  // args.name when it is not a string (M events)
+  std::optional<int64_t> sort_index;
+  std::vector<std::pair<std::string_view, std::string_view>> numbers;  // numeric args: key, raw token
+
+  void Clear() {
+    ph = name = cat = bp = {};
+    pid.clear();
+    tid.clear();
+    id.clear();
+    ts = dur = {};
+    has_ts = has_dur = has_id = has_args = args_has_name = args_has_op = false;
+    args_name = args_op = {};
+    args_text_name.clear();
+    sort_index.reset();
+    numbers.clear();
+  }
+};
 
 class ChromeImporter {
  public:
   explicit ChromeImporter(const std::string& name) { builder_.SetSource(SourceFormat::kChromeJson, name); }
 
-  Trace Run(const Json& events, const Json* top) {
-    if (top != nullptr && top->contains("distributedInfo")) {
-      const Json& info = (*top)["distributedInfo"];
-      if (info.is_object() && info.contains("rank") && info["rank"].is_number_integer()) {
-        builder_.step_info().rank = info["rank"].get<int32_t>();
-      }
-      if (info.is_object() && info.contains("world_size") && info["world_size"].is_number_integer()) {
-        builder_.step_info().world_size = info["world_size"].get<int32_t>();
+  ImportStats& stats() { return builder_.import_stats(); }
+  int64_t events() const { return events_; }
+
+  // Reads one event object; a simdjson error stops the import (the caller decides what to keep).
+  simdjson::error_code Event(od::value value) {
+    od::object object;
+    if (value.get_object().get(object)) {
+      ++events_;
+      stats().Add("event_not_an_object_skipped");
+      return simdjson::SUCCESS;
+    }
+    event_.Clear();
+    for (auto field_result : object) {
+      od::field field;
+      if (auto error = std::move(field_result).get(field)) return error;
+      std::string_view key;
+      if (auto error = field.unescaped_key().get(key)) return error;
+      od::value v = field.value();
+      if (key == "ph") {
+        if (v.get_string().get(event_.ph)) event_.ph = "?";
+      } else if (key == "name") {
+        // A name with a broken escape is kept, empty, and counted.
+        if (v.get_string().get(event_.name)) {
+          event_.name = {};
+          stats().Add("string_unreadable_emptied");
+        }
+      } else if (key == "cat") {
+        if (v.get_string().get(event_.cat)) event_.cat = {};
+      } else if (key == "ts") {
+        event_.has_ts = true;
+        event_.ts = v.raw_json_token();
+      } else if (key == "dur") {
+        event_.has_dur = true;
+        event_.dur = v.raw_json_token();
+      } else if (key == "pid") {
+        if (!ReadText(v, event_.pid)) event_.pid.clear();
+      } else if (key == "tid") {
+        if (!ReadText(v, event_.tid)) event_.tid.clear();
+      } else if (key == "id") {
+        event_.has_id = ReadText(v, event_.id);
+      } else if (key == "bp") {
+        if (v.get_string().get(event_.bp)) event_.bp = {};
+      } else if (key == "args") {
+        if (auto error = Args(v)) return error;
       }
     }
-    for (const Json& event : events) Metadata(event);
-    for (const Json& event : events) Event(event);
+    ++events_;
+    Dispatch();
+    return simdjson::SUCCESS;
+  }
+
+  void DistributedInfo(od::value value) {
+    od::object object;
+    if (value.get_object().get(object)) return;
+    for (auto field_result : object) {
+      od::field field;
+      if (std::move(field_result).get(field)) return;
+      std::string_view key;
+      if (field.unescaped_key().get(key)) return;
+      int64_t number = 0;
+      if (key == "rank" && !field.value().get_int64().get(number)) {
+        builder_.step_info().rank = static_cast<int32_t>(number);
+      } else if (key == "world_size" && !field.value().get_int64().get(number)) {
+        builder_.step_info().world_size = static_cast<int32_t>(number);
+      }
+    }
+  }
+
+  Trace Finish() {
     CloseOpenBegins();
+    ApplyMetadata();
     BindFlows();
     for (auto& [key, series] : counters_) builder_.AddCounter(std::move(series));
     return std::move(builder_).Build();
   }
 
  private:
-  using Key = std::pair<std::string, std::string>;  // (pid, tid) as text: ints or strings
-
-  static std::string Text(const Json& value) {
-    if (value.is_string()) return value.get<std::string>();
-    if (value.is_null()) return "";
-    return value.dump();
+  simdjson::error_code Args(od::value value) {
+    od::object object;
+    if (value.get_object().get(object)) return simdjson::SUCCESS;  // args that are not an object
+    event_.has_args = true;
+    for (auto field_result : object) {
+      od::field field;
+      if (auto error = std::move(field_result).get(field)) return error;
+      std::string_view key;
+      if (auto error = field.unescaped_key().get(key)) return error;
+      od::value v = field.value();
+      od::json_type type;
+      if (auto error = v.type().get(type)) return error;
+      if (key == "name") {
+        event_.args_has_name = true;
+        if (type == od::json_type::string) {
+          if (v.get_string().get(event_.args_name)) event_.args_name = {};
+        } else {
+          ReadText(v, event_.args_text_name);
+          event_.args_name = event_.args_text_name;
+        }
+      } else if (key == "op" && type == od::json_type::string) {
+        event_.args_has_op = !v.get_string().get(event_.args_op);
+      } else if (type == od::json_type::number) {
+        // Kept as text: most events never need their numbers (they are parsed for counters,
+        // memory events and sort indices only).
+        event_.numbers.emplace_back(key, Trim(v.raw_json_token()));
+        if (key == "sort_index") {
+          if (auto number = NumberOf(event_.numbers.back().second)) event_.sort_index = static_cast<int64_t>(*number);
+        }
+      }
+    }
+    return simdjson::SUCCESS;
   }
 
-  void Metadata(const Json& event) {
-    if (!event.is_object() || event.value("ph", "") != "M") return;
-    const std::string name = event.value("name", "");
-    const Json& args = event.contains("args") ? event["args"] : Json::object();
-    const std::string pid = Text(event.value("pid", Json()));
-    if (name == "process_name" && args.contains("name")) process_names_[pid] = Text(args["name"]);
-    if (name == "process_sort_index" && args.contains("sort_index") && args["sort_index"].is_number()) {
-      process_sort_[pid] = args["sort_index"].get<int32_t>();
+  void Dispatch() {
+    const std::string_view ph = event_.ph;
+    if (ph == "M") return Metadata();
+    const std::optional<int64_t> ts = event_.has_ts ? MicrosTextToNs(event_.ts) : std::nullopt;
+    if (!ts) {
+      stats().Add(event_.has_ts ? "event_bad_time_skipped" : "event_without_ts_skipped");
+      return;
     }
-    const std::string tid = Text(event.value("tid", Json()));
-    if (name == "thread_name" && args.contains("name")) thread_names_[{pid, tid}] = Text(args["name"]);
-    if (name == "thread_sort_index" && args.contains("sort_index") && args["sort_index"].is_number()) {
-      thread_sort_[{pid, tid}] = args["sort_index"].get<int32_t>();
+    if (ph == "X") {
+      int64_t dur = 0;
+      if (!event_.has_dur) {
+        stats().Add("x_event_without_dur");
+      } else if (auto parsed = MicrosTextToNs(event_.dur)) {
+        dur = *parsed;
+      } else {
+        stats().Add("event_bad_time_skipped");
+        return;
+      }
+      AddSlice(event_.pid, event_.tid, *ts, dur, event_.name, event_.cat,
+               event_.args_has_name && event_.args_has_op ? event_.args_name : std::string_view(),
+               event_.args_has_name && event_.args_has_op ? event_.args_op : std::string_view(),
+               event_.args_has_name && event_.args_has_op);
+    } else if (ph == "B") {
+      OpenSlice open;
+      open.pid = event_.pid;
+      open.tid = event_.tid;
+      open.ts = *ts;
+      open.name = event_.name;
+      open.cat = event_.cat;
+      if (event_.args_has_name && event_.args_has_op) {
+        open.args_name = event_.args_name;
+        open.args_op = event_.args_op;
+        open.tf_args = true;
+      }
+      open_[ThreadKey(event_.pid, event_.tid)].push_back(std::move(open));
+    } else if (ph == "E") {
+      auto& stack = open_[ThreadKey(event_.pid, event_.tid)];
+      if (stack.empty()) {
+        stats().Add("end_without_begin_skipped");
+        return;
+      }
+      const OpenSlice& b = stack.back();
+      AddSlice(b.pid, b.tid, b.ts, *ts - b.ts, b.name, b.cat, b.args_name, b.args_op, b.tf_args);
+      stack.pop_back();
+    } else if (ph == "C") {
+      Counter(*ts);
+    } else if (ph == "i" || ph == "I") {
+      if (event_.name == "[memory]") {
+        Memory(*ts);
+      } else {
+        stats().Add("instant_event_ignored");
+      }
+    } else if (ph == "s" || ph == "t" || ph == "f") {
+      if (!event_.has_id) {
+        stats().Add("flow_without_id_skipped");
+        return;
+      }
+      FlowEnd end;
+      end.thread = ThreadSlot(event_.pid, event_.tid);
+      end.ts = *ts;
+      end.bind_enclosing = ph != "f" || event_.bp == "e";
+      end.set = true;
+      FlowKey key{builder_.Intern(event_.cat), 0, 0};
+      char* parse_end = nullptr;
+      const unsigned long long numeric = std::strtoull(event_.id.c_str(), &parse_end, 10);
+      if (!event_.id.empty() && parse_end == event_.id.c_str() + event_.id.size()) {
+        key.number = numeric;
+      } else {
+        key.text = builder_.Intern(event_.id);
+      }
+      FlowPair& pair = flows_[key];
+      (ph == "s" ? pair.start : pair.end) = end;
+    } else {
+      stats().Add("event_phase_" + std::string(ph.empty() ? "missing" : ph) + "_ignored");
     }
+  }
+
+  void Metadata() {
+    const std::string_view name = event_.name;
+    if (name == "process_name" && event_.args_has_name) {
+      process_names_[event_.pid] = std::string(event_.args_name);
+    } else if (name == "process_sort_index" && event_.sort_index) {
+      process_sort_[event_.pid] = static_cast<int32_t>(*event_.sort_index);
+    } else if (name == "thread_name" && event_.args_has_name) {
+      thread_names_[ThreadKey(event_.pid, event_.tid)] = std::string(event_.args_name);
+    } else if (name == "thread_sort_index" && event_.sort_index) {
+      thread_sort_[ThreadKey(event_.pid, event_.tid)] = static_cast<int32_t>(*event_.sort_index);
+    }
+  }
+
+  static std::string ThreadKey(std::string_view pid, std::string_view tid) {
+    std::string key;
+    key.reserve(pid.size() + tid.size() + 1);
+    key.append(pid);
+    key.push_back('\0');
+    key.append(tid);
+    return key;
   }
 
   uint32_t ProcessTrack(const std::string& pid) {
     auto [it, inserted] = process_tracks_.try_emplace(pid, 0);
     if (inserted) {
       Track track;
-      auto name = process_names_.find(pid);
-      track.name = builder_.Intern(name != process_names_.end() ? name->second : "process " + pid);
+      track.name = builder_.Intern("process " + pid);
       track.full_name = builder_.Intern(pid);
       track.kind = TrackKind::kHost;
-      auto sort = process_sort_.find(pid);
-      track.sort_index = sort != process_sort_.end() ? sort->second : static_cast<int32_t>(process_tracks_.size());
+      track.sort_index = static_cast<int32_t>(process_tracks_.size());
       it->second = builder_.AddTrack(track);
     }
     return it->second;
   }
 
-  uint32_t ThreadTrack(const Key& key, SliceKind kind) {
-    auto [it, inserted] = thread_tracks_.try_emplace(key, 0);
-    if (inserted) {
-      const uint32_t process = ProcessTrack(key.first);
+  // A (pid, tid) pair as a small integer; its track is made when its first slice arrives.
+  uint32_t ThreadSlot(std::string_view pid, std::string_view tid) {
+    thread_key_.assign(pid);
+    thread_key_.push_back('\0');
+    thread_key_.append(tid);
+    if (last_slot_ != nullptr && last_slot_->first == thread_key_) return last_slot_->second;
+    auto [it, inserted] = thread_slots_.try_emplace(thread_key_, static_cast<uint32_t>(slot_tracks_.size()));
+    if (inserted) slot_tracks_.push_back(-1);
+    last_slot_ = &*it;
+    return it->second;
+  }
+
+  uint32_t ThreadTrack(std::string_view pid, std::string_view tid, SliceKind kind) {
+    const uint32_t slot = ThreadSlot(pid, tid);
+    if (slot_tracks_[slot] >= 0) return static_cast<uint32_t>(slot_tracks_[slot]);
+    auto it = thread_tracks_.find(thread_key_);
+    if (it == thread_tracks_.end()) {
+      const uint32_t process = ProcessTrack(std::string(pid));
       Track track;
-      auto name = thread_names_.find(key);
-      track.name = builder_.Intern(name != thread_names_.end() ? name->second : "thread " + key.second);
-      track.full_name = builder_.Intern(key.first + "/" + key.second);
+      track.name = builder_.Intern("thread " + std::string(tid));
+      track.full_name = builder_.Intern(std::string(pid) + "/" + std::string(tid));
       track.parent = static_cast<int32_t>(process);
       track.kind = kind == SliceKind::kKernel || kind == SliceKind::kMemcpy || kind == SliceKind::kMemset
                        ? TrackKind::kGpuStream
                        : TrackKind::kOpLane;
-      auto sort = thread_sort_.find(key);
-      track.sort_index = sort != thread_sort_.end() ? sort->second : static_cast<int32_t>(thread_tracks_.size());
-      try {
-        track.thread_id = std::stoll(key.second);
-      } catch (...) {
-        track.thread_id = -1;
-      }
-      it->second = builder_.AddTrack(track);
+      track.sort_index = static_cast<int32_t>(thread_tracks_.size());
+      char* end = nullptr;
+      const std::string tid_text(tid);
+      const long long id = std::strtoll(tid_text.c_str(), &end, 10);
+      track.thread_id = !tid_text.empty() && end == tid_text.c_str() + tid_text.size() ? id : -1;
+      it = thread_tracks_.emplace(thread_key_, builder_.AddTrack(track)).first;
+      track_keys_.emplace_back(it->second, thread_key_);
     }
+    slot_tracks_[slot] = it->second;
     return it->second;
   }
 
-  void AddSlice(const Json& event, int64_t start, int64_t dur) {
-    const std::string cat = event.value("cat", "");
+  void AddSlice(std::string_view pid, std::string_view tid, int64_t start, int64_t dur, std::string_view name,
+                std::string_view cat, std::string_view args_name, std::string_view args_op, bool tf_args) {
     const SliceKind kind = KindOfCategory(cat);
     Slice slice;
     slice.start_ns = start;
     slice.dur_ns = dur;
     slice.kind = kind;
-    slice.track = ThreadTrack({Text(event.value("pid", Json())), Text(event.value("tid", Json()))}, kind);
-    const std::string name = event.contains("name") ? Text(event["name"]) : "";
-    slice.name = builder_.Intern(name);
+    slice.track = ThreadTrack(pid, tid, kind);
     // TensorFlow's timeline keeps the node name in args.name and the op type as the event name.
-    if (event.contains("args") && event["args"].is_object() && event["args"].contains("name") &&
-        event["args"].contains("op")) {
-      slice.name = builder_.Intern(Text(event["args"]["name"]));
-      slice.op_type = builder_.Intern(Text(event["args"]["op"]));
+    if (tf_args) {
+      slice.name = builder_.Intern(args_name);
+      slice.op_type = builder_.Intern(args_op);
     } else {
+      slice.name = builder_.Intern(name);
       slice.op_type = slice.name;
     }
     slices_.push_back(builder_.AddSlice(slice));
     positions_.push_back({slice.track, start, dur});
   }
 
-  void Event(const Json& event) {
-    if (!event.is_object()) {
-      builder_.import_stats().Add("event_not_an_object_skipped");
+  void Counter(int64_t ts) {
+    if (!event_.has_args) return;
+    const std::string pid = event_.pid;
+    for (const auto& [key, text] : event_.numbers) {
+      const std::optional<double> value = NumberOf(text);
+      if (!value) {
+        stats().Add("counter_value_unreadable_skipped");
+        continue;
+      }
+      std::string series_name = event_.name == key ? std::string(key) : std::string(event_.name) + "." + std::string(key);
+      std::string unit;
+      // Allocator counters: "<allocator> bytes" (our export) or cat "Memory" (timeline.py).
+      if (series_name.size() > 6 && series_name.compare(series_name.size() - 6, 6, " bytes") == 0) {
+        series_name.resize(series_name.size() - 6);
+        unit = "bytes";
+      } else if (event_.cat == "Memory") {
+        unit = "bytes";
+      }
+      auto [it, inserted] = counters_.try_emplace({pid, series_name});
+      if (inserted) {
+        it->second.name = builder_.Intern(series_name);
+        it->second.track = static_cast<int32_t>(ProcessTrack(pid));
+        it->second.unit = unit;
+        it->second.origin = "chrome_counter_events";
+      }
+      it->second.ts_ns.push_back(ts);
+      it->second.values.push_back(static_cast<int64_t>(*value));
+    }
+  }
+
+  // PyTorch's `[memory]` events: the allocator's Total Allocated after each allocation or free.
+  void Memory(int64_t ts) {
+    std::optional<double> total, device_type, device_id;
+    for (const auto& [key, text] : event_.numbers) {
+      if (key == "Total Allocated") total = NumberOf(text);
+      if (key == "Device Type") device_type = NumberOf(text);
+      if (key == "Device Id") device_id = NumberOf(text);
+    }
+    if (!total) {
+      stats().Add("memory_event_without_total_skipped");
       return;
     }
-    const std::string ph = event.value("ph", "");
-    if (ph == "M") return;
-    const bool timed = event.contains("ts") && event["ts"].is_number();
-    if (!timed) {
-      builder_.import_stats().Add("event_without_ts_skipped");
-      return;
+    // Device Type 0 is the CPU; others are accelerators (1: CUDA).
+    const std::string allocator =
+        device_type.value_or(0) == 0 ? "cpu" : "cuda:" + std::to_string(static_cast<int64_t>(device_id.value_or(0)));
+    auto [it, inserted] = counters_.try_emplace({std::string(), allocator});
+    if (inserted) {
+      it->second.name = builder_.Intern(allocator);
+      it->second.track = static_cast<int32_t>(ProcessTrack(event_.pid));
+      it->second.unit = "bytes";
+      it->second.origin = "kineto_memory_events";
     }
-    const int64_t ts = MicrosToNs(event["ts"]);
-    if (ph == "X") {
-      int64_t dur = 0;
-      if (event.contains("dur") && event["dur"].is_number()) {
-        dur = MicrosToNs(event["dur"]);
-      } else {
-        builder_.import_stats().Add("x_event_without_dur");
-      }
-      AddSlice(event, ts, dur);
-    } else if (ph == "B") {
-      open_[{Text(event.value("pid", Json())), Text(event.value("tid", Json()))}].push_back({event, ts});
-    } else if (ph == "E") {
-      auto& stack = open_[{Text(event.value("pid", Json())), Text(event.value("tid", Json()))}];
-      if (stack.empty()) {
-        builder_.import_stats().Add("end_without_begin_skipped");
-        return;
-      }
-      AddSlice(stack.back().first, stack.back().second, ts - stack.back().second);
-      stack.pop_back();
-    } else if (ph == "C") {
-      if (!event.contains("args") || !event["args"].is_object()) return;
-      const std::string pid = Text(event.value("pid", Json()));
-      for (const auto& [key, value] : event["args"].items()) {
-        if (!value.is_number()) continue;
-        const std::string series_name = event.value("name", "") == key ? key : event.value("name", "") + "." + key;
-        auto [it, inserted] = counters_.try_emplace({pid, series_name});
-        if (inserted) {
-          it->second.name = builder_.Intern(series_name);
-          it->second.track = static_cast<int32_t>(ProcessTrack(pid));
-        }
-        it->second.ts_ns.push_back(ts);
-        it->second.values.push_back(value.is_number_float() ? static_cast<int64_t>(value.get<double>())
-                                                            : value.get<int64_t>());
-      }
-    } else if (ph == "s" || ph == "t" || ph == "f") {
-      if (!event.contains("id")) {
-        builder_.import_stats().Add("flow_without_id_skipped");
-        return;
-      }
-      FlowEnd end;
-      end.key = {Text(event.value("pid", Json())), Text(event.value("tid", Json()))};
-      end.ts = ts;
-      end.bind_enclosing = ph != "f" || event.value("bp", "") == "e";
-      std::string id = event.value("cat", "") + "/" + IdText(event["id"]);
-      (ph == "s" ? flow_starts_ : flow_ends_)[id] = end;
-      flow_is_launch_[id] = event.value("cat", "") == "ac2g";
-    } else {
-      builder_.import_stats().Add("event_phase_" + ph + "_ignored");
-    }
+    it->second.ts_ns.push_back(ts);
+    it->second.values.push_back(static_cast<int64_t>(*total));
   }
 
   void CloseOpenBegins() {
     for (auto& [key, stack] : open_) {
-      builder_.import_stats().Add("begin_without_end_skipped", static_cast<int64_t>(stack.size()));
+      stats().Add("begin_without_end_skipped", static_cast<int64_t>(stack.size()));
     }
   }
 
-  // Flows bind to the slice enclosing their timestamp on their thread (the next slice for an
-  // `f` without bp:e).
+  // Names and sort keys from M events, which may come anywhere in the file.
+  void ApplyMetadata() {
+    auto& tracks = builder_.tracks();
+    for (const auto& [pid, track] : process_tracks_) {
+      if (auto name = process_names_.find(pid); name != process_names_.end()) {
+        tracks[track].name = builder_.Intern(name->second);
+      }
+      if (auto sort = process_sort_.find(pid); sort != process_sort_.end()) tracks[track].sort_index = sort->second;
+    }
+    for (const auto& [track, key] : track_keys_) {
+      if (auto name = thread_names_.find(key); name != thread_names_.end()) {
+        tracks[track].name = builder_.Intern(name->second);
+      }
+      if (auto sort = thread_sort_.find(key); sort != thread_sort_.end()) tracks[track].sort_index = sort->second;
+    }
+  }
+
+  // Flows bind to the innermost slice enclosing their timestamp on their thread (the next slice
+  // for an `f` without bp:e). Per track, slices sorted by start; the search walks back from the
+  // last slice starting at or before the timestamp, no further than the track's longest slice.
   void BindFlows() {
-    std::map<uint32_t, std::vector<size_t>> by_track;
-    for (size_t i = 0; i < positions_.size(); ++i) by_track[positions_[i].track].push_back(i);
+    if (flows_.empty()) return;
+    struct TrackIndex {
+      std::vector<uint32_t> order;  // positions_ indices sorted by start
+      int64_t longest = 0;
+    };
+    std::unordered_map<uint32_t, TrackIndex> by_track;
+    for (uint32_t i = 0; i < positions_.size(); ++i) {
+      TrackIndex& index = by_track[positions_[i].track];
+      index.order.push_back(i);
+      index.longest = std::max(index.longest, positions_[i].dur);
+    }
+    for (auto& [track, index] : by_track) {
+      std::stable_sort(index.order.begin(), index.order.end(),
+                       [&](uint32_t a, uint32_t b) { return positions_[a].start < positions_[b].start; });
+    }
     auto find = [&](const FlowEnd& end) -> int64_t {
-      auto track_it = thread_tracks_.find(end.key);
-      if (track_it == thread_tracks_.end()) return -1;
-      auto it = by_track.find(track_it->second);
+      if (slot_tracks_[end.thread] < 0) return -1;
+      auto it = by_track.find(static_cast<uint32_t>(slot_tracks_[end.thread]));
       if (it == by_track.end()) return -1;
+      const auto& order = it->second.order;
+      auto upper = std::upper_bound(order.begin(), order.end(), end.ts,
+                                    [&](int64_t ts, uint32_t i) { return ts < positions_[i].start; });
+      if (!end.bind_enclosing) {
+        auto next = std::lower_bound(order.begin(), order.end(), end.ts,
+                                     [&](uint32_t i, int64_t ts) { return positions_[i].start < ts; });
+        return next == order.end() ? -1 : static_cast<int64_t>(*next);
+      }
       int64_t best = -1;
-      for (size_t i : it->second) {
-        const Position& p = positions_[i];
-        if (end.bind_enclosing) {
-          if (p.start <= end.ts && end.ts <= p.start + p.dur &&
-              (best < 0 || p.dur < positions_[best].dur)) {
-            best = static_cast<int64_t>(i);
-          }
-        } else if (p.start >= end.ts && (best < 0 || p.start < positions_[best].start)) {
-          best = static_cast<int64_t>(i);
+      for (auto p = upper; p != order.begin();) {
+        --p;
+        const Position& pos = positions_[*p];
+        if (pos.start + it->second.longest < end.ts) break;
+        if (end.ts <= pos.start + pos.dur && (best < 0 || pos.dur < positions_[static_cast<size_t>(best)].dur)) {
+          best = *p;
         }
       }
       return best;
     };
-    for (const auto& [id, start] : flow_starts_) {
-      auto end = flow_ends_.find(id);
-      if (end == flow_ends_.end()) {
-        builder_.import_stats().Add("flow_unmatched_skipped");
+    // In file order of their first event would be nicer; the builder sorts flows anyway.
+    const StringId launch_category = builder_.Intern("ac2g");
+    for (const auto& [key, pair] : flows_) {
+      if (!pair.start.set || !pair.end.set) {
+        stats().Add("flow_unmatched_skipped");
         continue;
       }
-      const int64_t from = find(start);
-      const int64_t to = find(end->second);
+      const int64_t from = find(pair.start);
+      const int64_t to = find(pair.end);
       if (from < 0 || to < 0) {
-        builder_.import_stats().Add("flow_not_bound_skipped");
+        stats().Add("flow_not_bound_skipped");
         continue;
       }
-      builder_.AddFlow(Flow{slices_[from], slices_[to],
-                            flow_is_launch_[id] ? FlowKind::kLaunch : FlowKind::kDataflow});
+      builder_.AddFlow(Flow{slices_[static_cast<size_t>(from)], slices_[static_cast<size_t>(to)],
+                            key.category == launch_category ? FlowKind::kLaunch : FlowKind::kDataflow});
     }
   }
 
   struct FlowEnd {
-    Key key;
+    uint32_t thread = 0;  // thread slot
     int64_t ts = 0;
     bool bind_enclosing = true;
+    bool set = false;
+  };
+  struct FlowPair {
+    FlowEnd start, end;
+  };
+  struct FlowKey {  // flows match by category and id (numeric ids without a string)
+    StringId category;
+    StringId text;
+    uint64_t number;
+    bool operator==(const FlowKey&) const = default;
+  };
+  struct FlowKeyHash {
+    size_t operator()(const FlowKey& k) const {
+      return std::hash<uint64_t>()(k.number * 1000003u + (static_cast<uint64_t>(k.category) << 32) + k.text);
+    }
   };
   struct Position {
     uint32_t track;
     int64_t start, dur;
   };
+  struct OpenSlice {
+    std::string pid, tid, name, cat, args_name, args_op;
+    int64_t ts = 0;
+    bool tf_args = false;
+  };
 
   TraceBuilder builder_;
+  EventFields event_;
+  int64_t events_ = 0;
+  std::string thread_key_;
+  const std::pair<const std::string, uint32_t>* last_slot_ = nullptr;
+  std::unordered_map<std::string, uint32_t> thread_slots_;
+  std::vector<int64_t> slot_tracks_;  // track of each thread slot, -1 before its first slice
   std::map<std::string, std::string> process_names_;
   std::map<std::string, int32_t> process_sort_;
-  std::map<Key, std::string> thread_names_;
-  std::map<Key, int32_t> thread_sort_;
+  std::map<std::string, std::string> thread_names_;
+  std::map<std::string, int32_t> thread_sort_;
   std::map<std::string, uint32_t> process_tracks_;
-  std::map<Key, uint32_t> thread_tracks_;
-  std::map<Key, std::vector<std::pair<Json, int64_t>>> open_;
+  std::unordered_map<std::string, uint32_t> thread_tracks_;
+  std::vector<std::pair<uint32_t, std::string>> track_keys_;
+  std::map<std::string, std::vector<OpenSlice>> open_;
   std::map<std::pair<std::string, std::string>, CounterSeries> counters_;
-  std::map<std::string, FlowEnd> flow_starts_, flow_ends_;
-  std::map<std::string, bool> flow_is_launch_;
+  std::unordered_map<FlowKey, FlowPair, FlowKeyHash> flows_;
   std::vector<uint32_t> slices_;
   std::vector<Position> positions_;
 };
 
+// Replaces every byte that is not part of a valid UTF-8 sequence with '?'; returns how many.
+int64_t ReplaceInvalidUtf8(char* data, size_t size) {
+  int64_t replaced = 0;
+  size_t i = 0;
+  auto* bytes = reinterpret_cast<unsigned char*>(data);
+  while (i < size) {
+    const unsigned char c = bytes[i];
+    size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool valid = length > 0 && i + length <= size;
+    for (size_t k = 1; valid && k < length; ++k) valid = (bytes[i + k] & 0xC0) == 0x80;
+    if (valid && length == 2) valid = c >= 0xC2;
+    if (valid && length == 3) {
+      const unsigned cp = ((c & 0x0Fu) << 12) | ((bytes[i + 1] & 0x3Fu) << 6) | (bytes[i + 2] & 0x3Fu);
+      valid = cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF);
+    }
+    if (valid && length == 4) {
+      const unsigned cp = ((c & 0x07u) << 18) | ((bytes[i + 1] & 0x3Fu) << 12) | ((bytes[i + 2] & 0x3Fu) << 6) |
+                          (bytes[i + 3] & 0x3Fu);
+      valid = cp >= 0x10000 && cp <= 0x10FFFF;
+    }
+    if (!valid) {
+      bytes[i] = '?';
+      ++replaced;
+      ++i;
+    } else {
+      i += length;
+    }
+  }
+  return replaced;
+}
+
+struct Attempt {
+  simdjson::error_code error = simdjson::SUCCESS;
+  size_t error_offset = 0;
+  bool not_a_trace = false;
+  std::string not_a_trace_detail;
+  std::unique_ptr<ChromeImporter> importer;
+};
+
+// One pass over `json` (padded). Stops at the first JSON error, keeping what came before it.
+Attempt Import(const simdjson::padded_string& json, const std::string& name) {
+  Attempt attempt;
+  attempt.importer = std::make_unique<ChromeImporter>(name);
+  ChromeImporter& importer = *attempt.importer;
+  od::parser parser;
+  od::document doc;
+  if (auto error = parser.iterate(json).get(doc)) {
+    attempt.error = error;
+    attempt.error_offset = json.size();
+    return attempt;
+  }
+  auto fail = [&](simdjson::error_code error) {
+    attempt.error = error;
+    const char* location = nullptr;
+    attempt.error_offset = doc.current_location().get(location) == simdjson::SUCCESS
+                               ? static_cast<size_t>(location - json.data())
+                               : json.size();
+    return std::move(attempt);
+  };
+  auto read_events = [&](od::array events) -> simdjson::error_code {
+    bool first = true;
+    for (auto element : events) {
+      od::value value;
+      if (auto error = std::move(element).get(value)) return error;
+      if (first) {
+        first = false;
+        od::json_type type;
+        if (auto error = value.type().get(type)) return error;
+        if (type != od::json_type::object) {
+          attempt.not_a_trace = true;
+          attempt.not_a_trace_detail = "traceEvents holds values that are not event objects";
+          return simdjson::SUCCESS;
+        }
+      }
+      if (auto error = importer.Event(value)) return error;
+    }
+    return simdjson::SUCCESS;
+  };
+  od::json_type type;
+  if (auto error = doc.type().get(type)) return fail(error);
+  if (type == od::json_type::array) {
+    od::array events;
+    if (auto error = doc.get_array().get(events)) return fail(error);
+    if (auto error = read_events(events)) return fail(error);
+  } else if (type == od::json_type::object) {
+    od::object top;
+    if (auto error = doc.get_object().get(top)) return fail(error);
+    bool found = false;
+    for (auto field_result : top) {
+      od::field field;
+      if (auto error = std::move(field_result).get(field)) return fail(error);
+      std::string_view key;
+      if (auto error = field.unescaped_key().get(key)) return fail(error);
+      if (key == "traceEvents") {
+        od::array events;
+        if (field.value().get_array().get(events)) continue;
+        found = true;
+        if (auto error = read_events(events)) return fail(error);
+        if (attempt.not_a_trace) return attempt;
+      } else if (key == "distributedInfo") {
+        importer.DistributedInfo(field.value());
+      }
+    }
+    if (!found) {
+      attempt.not_a_trace = true;
+      attempt.not_a_trace_detail = "expected an array of events or an object with a \"traceEvents\" array";
+    }
+  } else {
+    attempt.not_a_trace = true;
+    attempt.not_a_trace_detail = "expected an array of events or an object with a \"traceEvents\" array";
+  }
+  return attempt;
+}
+
 }  // namespace
 
 StatusOr<Trace> ReadChromeJson(std::string_view bytes, const std::string& name) {
-  Json document = Json::parse(bytes.begin(), bytes.end(), nullptr, /*allow_exceptions=*/false);
-  if (document.is_discarded()) {
-    // Find where it broke, for the message.
-    try {
-      const Json again = Json::parse(bytes.begin(), bytes.end());
-      (void)again;
-    } catch (const Json::parse_error& error) {
-      return InvalidInput(name + ": invalid JSON at byte " + std::to_string(error.byte) + ": " +
-                          error.what());
+  simdjson::padded_string json(bytes.data(), bytes.size());
+  int64_t utf8_replaced = 0;
+  if (simdjson::validate_utf8(json.data(), json.size()) == false) {
+    utf8_replaced = ReplaceInvalidUtf8(json.data(), json.size());
+  }
+  Attempt attempt = Import(json, name);
+  if (attempt.not_a_trace) return InvalidInput(name + ": JSON is not a trace: " + attempt.not_a_trace_detail);
+  if (attempt.error != simdjson::SUCCESS) {
+    // Salvage the events before the damage: cut after an event's closing brace before the error
+    // and close the event list. The last few braces are tried (the one just before the error
+    // may close an args object rather than an event).
+    const size_t start = bytes.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
+    const bool array_form = start != std::string_view::npos && bytes[start] == '[';
+    const std::string_view closing = array_form ? "]" : "]}";
+    // Errors found while indexing (an unclosed string or object) have no useful position.
+    size_t cut = attempt.error_offset == 0 ? bytes.size() : std::min(attempt.error_offset, bytes.size());
+    std::unique_ptr<ChromeImporter> salvaged;
+    size_t kept_bytes = 0;
+    for (int tries = 0; tries < 16 && cut > 0; ++tries) {
+      const size_t brace = std::string_view(json.data(), cut).rfind('}');
+      if (brace == std::string_view::npos) break;
+      std::string prefix(json.data(), brace + 1);
+      prefix.append(closing);
+      const simdjson::padded_string candidate(prefix);
+      Attempt retry = Import(candidate, name);
+      if (retry.error == simdjson::SUCCESS && !retry.not_a_trace && retry.importer->events() > 0) {
+        salvaged = std::move(retry.importer);
+        kept_bytes = brace + 1;
+        break;
+      }
+      cut = brace;
     }
-    return InvalidInput(name + ": invalid JSON");
+    if (salvaged == nullptr) {
+      return InvalidInput(name + ": invalid JSON at byte " + std::to_string(attempt.error_offset) + ": " +
+                          simdjson::error_message(attempt.error));
+    }
+    salvaged->stats().Add("json_truncated_events_kept", salvaged->events());
+    salvaged->stats().Add("json_truncated_bytes_dropped", static_cast<int64_t>(bytes.size() - kept_bytes));
+    attempt.importer = std::move(salvaged);
   }
-  const Json* events = nullptr;
-  const Json* top = nullptr;
-  if (document.is_array()) {
-    events = &document;
-  } else if (document.is_object() && document.contains("traceEvents") &&
-             document["traceEvents"].is_array()) {
-    events = &document["traceEvents"];
-    top = &document;
-  }
-  if (events == nullptr) {
-    return InvalidInput(name + ": JSON is not a trace: expected an array of events or an object "
-                               "with a \"traceEvents\" array");
-  }
-  if (!events->empty() && !(*events)[0].is_object()) {
-    return InvalidInput(name + ": JSON is not a trace: traceEvents holds " +
-                        std::string((*events)[0].type_name()) + "s, not event objects");
-  }
-  return ChromeImporter(name).Run(*events, top);
+  attempt.importer->stats().Add("invalid_utf8_bytes_replaced", utf8_replaced);
+  return attempt.importer->Finish();
 }
 
 }  // namespace stepscope::trace

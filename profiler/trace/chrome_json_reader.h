@@ -1,10 +1,24 @@
 // Chrome Trace Event Format import (array or {"traceEvents": [...]}), including what TensorFlow's
 // timeline.py and the PyTorch profiler (Kineto) write: X and B/E slices, M metadata, C counters,
-// s/t/f flows (ac2g launch links), Kineto categories mapped to slice kinds.
+// s/t/f flows (ac2g launch links), Kineto categories mapped to slice kinds, `[memory]` instant
+// events as per-device allocator counters, distributedInfo's rank and world size.
 // pid -> host/process track, tid -> lane track. Partially overlapping slices on one tid are
 // moved to overlap lanes by TraceBuilder and counted.
+//
+// Parsing streams over the bytes with simdjson's on-demand API: no document tree is built, and
+// memory grows with the slices kept, not with the JSON. Damage is repaired where the rest can
+// still be read, and every repair is counted in import_stats():
+//  - a file cut short: the events before the cut are kept (`json_truncated_events_kept`,
+//    `json_truncated_bytes_dropped`);
+//  - invalid UTF-8: each bad byte becomes '?' (`invalid_utf8_bytes_replaced`);
+//  - numbers beyond int64 or not numbers where times belong: the event is skipped
+//    (`event_bad_time_skipped`); times are read from the number's text, so epoch microseconds
+//    with a fraction keep nanosecond precision.
+// JSON that cannot be read at all, or that is not a trace, is kInvalidInput naming the file and
+// the byte offset.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,5 +28,10 @@
 namespace stepscope::trace {
 
 StatusOr<Trace> ReadChromeJson(std::string_view bytes, const std::string& name);
+
+// A JSON number's text in microseconds ("12", "1.5", "1.7e3") as nanoseconds, exactly for
+// decimals; nullopt for non-numbers and values beyond half the int64 nanosecond range (so sums
+// and differences of times stay exact).
+std::optional<int64_t> MicrosTextToNs(std::string_view text);
 
 }  // namespace stepscope::trace

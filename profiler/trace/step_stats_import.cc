@@ -1,6 +1,7 @@
 #include "profiler/trace/step_stats_import.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
@@ -334,7 +335,7 @@ class Importer {
         Series& series = by_allocator[memory.allocator_name()];
         if (series.device_track < 0) series.device_track = tracks[a.slice.track].parent;
         for (const auto& record : memory.allocation_records()) {
-          series.deltas.emplace_back(record.alloc_micros() * 1000, record.alloc_bytes());
+          series.deltas.emplace_back(MicrosToNanos(record.alloc_micros()), record.alloc_bytes());
         }
         if (memory.allocator_bytes_in_use() > 0) {
           series.in_use.emplace_back(a.slice.start_ns + a.slice.dur_ns,
@@ -408,13 +409,20 @@ class Importer {
 
 }  // namespace
 
+int64_t MicrosToNanos(int64_t micros) {
+  // Saturates: a corrupt or hostile file may hold times no int64 nanosecond count can carry.
+  constexpr int64_t kLimit = std::numeric_limits<int64_t>::max() / 1000;
+  return std::clamp(micros, -kLimit, kLimit) * 1000;
+}
+
 int64_t NodeStartNs(const tf::NodeExecStats& node) {
-  return node.all_start_nanos() != 0 ? node.all_start_nanos() : node.all_start_micros() * 1000;
+  return node.all_start_nanos() != 0 ? node.all_start_nanos()
+                                     : MicrosToNanos(node.all_start_micros());
 }
 
 int64_t NodeDurationNs(const tf::NodeExecStats& node) {
   if (node.all_start_nanos() != 0 || node.all_end_rel_nanos() != 0) return node.all_end_rel_nanos();
-  return node.all_end_rel_micros() * 1000;
+  return MicrosToNanos(node.all_end_rel_micros());
 }
 
 Trace ImportRunMetadata(std::shared_ptr<const tf::RunMetadata> metadata, SourceFormat format,

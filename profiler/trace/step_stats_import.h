@@ -17,6 +17,9 @@ namespace stepscope::trace {
 Trace ImportRunMetadata(std::shared_ptr<const tf::RunMetadata> metadata, SourceFormat format,
                         const std::string& path, const ImportStats& parse_stats);
 
+// Microseconds as nanoseconds, saturated at the int64 range.
+int64_t MicrosToNanos(int64_t micros);
+
 // Node times in ns: the *_nanos fields when the producer wrote them, else micros * 1000.
 int64_t NodeStartNs(const tf::NodeExecStats& node);
 int64_t NodeDurationNs(const tf::NodeExecStats& node);

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_io.h"
+#include "profiler/trace/chrome_json_reader.h"
 #include "profiler/trace/chrome_writer.h"
 #include "profiler/trace/reader.h"
 #include "test_util.h"
@@ -55,6 +56,112 @@ TEST(ChromeJsonReaderTest, JsonThatIsNotATrace) {
   trace = ReadTraceFromBytes(R"({"traceEvents": [{"ph": "X", "ts": 1)", "cut.json");
   ASSERT_FALSE(trace.ok());
   EXPECT_NE(trace.status().message().find("invalid JSON"), std::string::npos);
+}
+
+std::string KinetoSmall() {
+  auto bytes = ReadFile(testing::DataPath("analysis/kineto_small.json"));
+  EXPECT_TRUE(bytes.ok());
+  return *bytes;
+}
+
+TEST(ChromeJsonReaderTest, KinetoConventions) {
+  auto trace = ReadTraceFromBytes(KinetoSmall(), "kineto_small.json");
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->step_info().rank, 1);
+  EXPECT_EQ(trace->step_info().world_size, 2);
+  EXPECT_EQ(trace->slices().size(), 16u);  // 10 host-side, 6 on the GPU
+  int64_t launches = 0;
+  for (const Flow& f : trace->flows()) launches += f.kind == FlowKind::kLaunch ? 1 : 0;
+  EXPECT_EQ(launches, 4);
+  // [memory] events become per-device allocator counters of Total Allocated.
+  const CounterSeries* cuda = nullptr;
+  for (const auto& c : trace->counters()) {
+    if (trace->str(c.name) == "cuda:0") cuda = &c;
+  }
+  ASSERT_NE(cuda, nullptr);
+  EXPECT_EQ(cuda->unit, "bytes");
+  EXPECT_EQ(cuda->values, (std::vector<int64_t>{1048576, 3145728, 2097152}));
+  // Track names from M events that come after the events they name.
+  bool named = false;
+  for (const Track& t : trace->tracks()) named |= trace->str(t.name) == "stream 20 nccl";
+  EXPECT_TRUE(named);
+  EXPECT_TRUE(trace->import_stats().empty()) << "nothing to repair in a clean file";
+}
+
+TEST(ChromeJsonReaderTest, FractionalMicrosecondsKeepNanoseconds) {
+  EXPECT_EQ(MicrosTextToNs("1700000000000000.123"), 1700000000000000123);
+  EXPECT_EQ(MicrosTextToNs("1.5"), 1500);
+  EXPECT_EQ(MicrosTextToNs("2.0004"), 2000);
+  EXPECT_EQ(MicrosTextToNs("2.0005"), 2001);
+  EXPECT_EQ(MicrosTextToNs("-3"), -3000);
+  EXPECT_EQ(MicrosTextToNs("1e3"), 1000000);
+  EXPECT_EQ(MicrosTextToNs("99999999999999999999"), std::nullopt);  // beyond int64 ns
+  EXPECT_EQ(MicrosTextToNs("\"12\""), std::nullopt);
+  EXPECT_EQ(MicrosTextToNs(""), std::nullopt);
+}
+
+TEST(ChromeJsonReaderTest, FilesCutShortKeepTheEventsBeforeTheCut) {
+  const std::string full = KinetoSmall();
+  auto whole = ReadTraceFromBytes(full, "whole.json");
+  ASSERT_TRUE(whole.ok());
+  size_t previous_slices = 0;
+  // Every cut point from the first event on: either the events before the cut, counted, or a
+  // clear error when no event is complete. Never a crash.
+  const size_t first_event = full.find("{\"ph\"");
+  for (size_t cut = first_event; cut < full.size(); cut += 7) {
+    auto trace = ReadTraceFromBytes(std::string_view(full).substr(0, cut), "cut.json");
+    if (!trace.ok()) {
+      EXPECT_EQ(trace.status().code(), StatusCode::kInvalidInput);
+      EXPECT_NE(trace.status().message().find("cut.json"), std::string::npos);
+      continue;
+    }
+    EXPECT_LE(trace->slices().size(), whole->slices().size());
+    EXPECT_GE(trace->slices().size() + 1, previous_slices) << "at " << cut;  // ~monotonic in the cut
+    previous_slices = trace->slices().size();
+    if (cut + 80 < full.size()) {
+      EXPECT_GT(trace->import_stats().Get("json_truncated_events_kept"), 0) << "at " << cut;
+    }
+  }
+  auto half = ReadTraceFromBytes(std::string_view(full).substr(0, full.size() / 2), "half.json");
+  ASSERT_TRUE(half.ok()) << half.status().message();
+  EXPECT_GT(half->slices().size(), 3u);
+}
+
+TEST(ChromeJsonReaderTest, InvalidUtf8IsReplacedAndCounted) {
+  const std::string json = "[{\"ph\":\"X\",\"name\":\"op\xff\xfe\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":2},"
+                           "{\"ph\":\"X\",\"name\":\"ok \xe2\x82\xac\",\"pid\":1,\"tid\":1,\"ts\":5,\"dur\":1},"
+                           "{\"ph\":\"X\",\"name\":\"bad escape \\q\",\"pid\":1,\"tid\":1,\"ts\":7,\"dur\":1}]";
+  auto trace = ReadTraceFromBytes(json, "utf8.json");
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->slices().size(), 3u);
+  EXPECT_EQ(trace->import_stats().Get("invalid_utf8_bytes_replaced"), 2);
+  EXPECT_EQ(trace->import_stats().Get("string_unreadable_emptied"), 1);
+  EXPECT_EQ(trace->str(trace->slices()[0].name), "op??");
+  EXPECT_EQ(trace->str(trace->slices()[1].name), "ok \xe2\x82\xac");  // valid UTF-8 stays
+}
+
+TEST(ChromeJsonReaderTest, HugeIntegersAndNonNumbersAreSkippedAndCounted) {
+  const std::string json = R"({"traceEvents":[)"
+      R"({"ph":"X","name":"a","pid":1,"tid":1,"ts":99999999999999999999999,"dur":1},)"
+      R"({"ph":"X","name":"b","pid":1,"tid":1,"ts":"soon","dur":1},)"
+      R"({"ph":"X","name":"c","pid":1,"tid":1,"ts":3,"dur":1,"args":{"big":184467440737095516150000}},)"
+      R"({"ph":"C","name":"mem","pid":1,"ts":4,"args":{"v":1e400}},)"
+      R"({"ph":"X","name":"d","pid":18446744073709551616,"tid":1,"ts":4,"dur":1}]})";
+  auto trace = ReadTraceFromBytes(json, "huge.json");
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->slices().size(), 2u);
+  EXPECT_EQ(trace->import_stats().Get("event_bad_time_skipped"), 2);
+  EXPECT_EQ(trace->import_stats().Get("counter_value_unreadable_skipped"), 1);
+}
+
+TEST(ChromeJsonReaderTest, OverlappingSlicesOnOneThreadAreCounted) {
+  const std::string json = R"([{"ph":"X","name":"a","pid":1,"tid":1,"ts":0,"dur":10},)"
+                           R"({"ph":"X","name":"b","pid":1,"tid":1,"ts":5,"dur":10},)"
+                           R"({"ph":"X","name":"c","pid":1,"tid":1,"ts":6,"dur":2}])";
+  auto trace = ReadTraceFromBytes(json, "overlap.json");
+  ASSERT_TRUE(trace.ok());
+  EXPECT_EQ(trace->slices().size(), 3u);
+  EXPECT_EQ(trace->import_stats().Get("overlap_moved_to_lane"), 1);
 }
 
 }  // namespace

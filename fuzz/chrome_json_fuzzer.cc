@@ -1,0 +1,15 @@
+// libFuzzer target: Chrome/Kineto JSON import (streaming reader, salvage of damaged input), then
+// every analysis on what it read. Seeds: fuzz/corpus/json.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "fuzz/fuzz_analyses.h"
+#include "profiler/trace/chrome_json_reader.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  auto trace = stepscope::trace::ReadChromeJson(bytes, "fuzz.json");
+  if (trace.ok()) stepscope::fuzz::RunAnalyses(*trace);
+  return 0;
+}

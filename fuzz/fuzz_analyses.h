@@ -1,0 +1,23 @@
+// What every reader fuzzer does with a trace it could read: run each analysis over it, so the
+// analyses meet the odd traces the readers accept (empty tracks, zero lengths, huge times).
+#pragma once
+
+#include "profiler/analysis/breakdowns.h"
+#include "profiler/analysis/memory_report.h"
+#include "profiler/analysis/op_stats.h"
+#include "profiler/analysis/step_analyses.h"
+#include "profiler/trace/trace.h"
+
+namespace stepscope::fuzz {
+
+inline void RunAnalyses(const trace::Trace& trace) {
+  (void)analysis::ComputeOpStats(trace);
+  (void)analysis::ComputeKernelStats(trace);
+  (void)analysis::ComputeMemcpyStats(trace);
+  (void)analysis::ComputeStreamStats(trace);
+  (void)analysis::ComputeOverlap(trace);
+  (void)analysis::ComputeCriticalPath(trace);
+  (void)analysis::ComputeMemoryReport(trace);
+}
+
+}  // namespace stepscope::fuzz

@@ -1,0 +1,309 @@
+#include "profiler/analysis/breakdowns.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <unordered_map>
+
+#include "profiler/trace/slice_details.h"
+#include "stepscope/tf/run_metadata.pb.h"
+
+namespace stepscope::analysis {
+
+using trace::Slice;
+using trace::SliceKind;
+using trace::Trace;
+using trace::TrackKind;
+
+std::vector<std::pair<int64_t, int64_t>> MergeIntervals(std::vector<std::pair<int64_t, int64_t>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  std::vector<std::pair<int64_t, int64_t>> merged;
+  for (const auto& [start, end] : intervals) {
+    if (end <= start) continue;
+    if (!merged.empty() && start <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, end);
+    } else {
+      merged.emplace_back(start, end);
+    }
+  }
+  return merged;
+}
+
+int64_t IntersectionLength(const std::vector<std::pair<int64_t, int64_t>>& a,
+                           const std::vector<std::pair<int64_t, int64_t>>& b) {
+  int64_t total = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const int64_t lo = std::max(a[i].first, b[j].first);
+    const int64_t hi = std::min(a[i].second, b[j].second);
+    if (hi > lo) total += hi - lo;
+    (a[i].second < b[j].second) ? ++i : ++j;
+  }
+  return total;
+}
+
+// ---- kernels ---------------------------------------------------------------------------------
+
+bool IsCommunicationKernel(std::string_view name) {
+  std::string lower(name.substr(0, 64));
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("nccl") != std::string::npos;
+}
+
+namespace {
+
+std::string Triple(uint32_t x, uint32_t y, uint32_t z) {
+  return std::to_string(x) + "," + std::to_string(y) + "," + std::to_string(z);
+}
+
+// "grid:1,2,3" inside a TensorFlow 2 kernel label.
+std::string LabelField(std::string_view label, std::string_view key) {
+  const size_t at = label.find(key);
+  if (at == std::string_view::npos) return "";
+  const size_t begin = at + key.size();
+  size_t end = begin;
+  while (end < label.size() && (std::isdigit(static_cast<unsigned char>(label[end])) || label[end] == ',')) ++end;
+  return std::string(label.substr(begin, end - begin));
+}
+
+}  // namespace
+
+std::vector<uint32_t> SourceLanes(const Trace& trace) {
+  const auto& tracks = trace.tracks();
+  std::map<std::tuple<int32_t, trace::StringId, TrackKind, int64_t>, uint32_t> first;
+  std::vector<uint32_t> source(tracks.size());
+  for (uint32_t t = 0; t < tracks.size(); ++t) {
+    // Lane 0 comes first: overlap lanes are appended by TraceBuilder::Build.
+    auto [it, inserted] = first.try_emplace({tracks[t].parent, tracks[t].full_name, tracks[t].kind, tracks[t].thread_id}, t);
+    source[t] = tracks[t].lane > 0 ? it->second : t;
+  }
+  return source;
+}
+
+LaunchGeometry KernelGeometry(const Trace& trace, uint32_t slice) {
+  const tf::NodeExecStats* node = trace.node(slice);
+  if (node == nullptr) return {};
+  if (node->has_kernel()) {
+    const auto& k = node->kernel();
+    return {Triple(k.grid_x(), k.grid_y(), k.grid_z()), Triple(k.block_x(), k.block_y(), k.block_z())};
+  }
+  return {LabelField(node->timeline_label(), " grid:"), LabelField(node->timeline_label(), " block:")};
+}
+
+KernelStats ComputeKernelStats(const Trace& trace) {
+  KernelStats stats;
+  struct Acc {
+    KernelRow row;
+    bool geometry_seen = false;
+  };
+  std::vector<Acc> rows;
+  std::unordered_map<trace::StringId, size_t> index;
+  std::map<uint32_t, KernelStream> streams;  // by the stream's source track
+  const auto& slices = trace.slices();
+  const std::vector<uint32_t> source_lane = SourceLanes(trace);
+  for (uint32_t i = 0; i < slices.size(); ++i) {
+    const Slice& s = slices[i];
+    if (s.kind != SliceKind::kKernel || s.duplicate()) continue;
+    auto [it, inserted] = index.try_emplace(s.name, rows.size());
+    if (inserted) {
+      rows.emplace_back();
+      rows.back().row.name = std::string(trace.str(s.name));
+      rows.back().row.op_type = std::string(trace.str(s.op_type));
+      rows.back().row.min_ns = s.dur_ns;
+      rows.back().row.communication = IsCommunicationKernel(rows.back().row.name);
+    }
+    Acc& acc = rows[it->second];
+    KernelRow& row = acc.row;
+    ++row.launches;
+    row.total_ns += s.dur_ns;
+    row.min_ns = std::min(row.min_ns, s.dur_ns);
+    row.max_ns = std::max(row.max_ns, s.dur_ns);
+    const LaunchGeometry geometry = KernelGeometry(trace, i);
+    if (!acc.geometry_seen) {
+      row.grid = geometry.grid;
+      row.block = geometry.block;
+      acc.geometry_seen = true;
+    } else {
+      if (row.grid != geometry.grid) row.grid = "varied";
+      if (row.block != geometry.block) row.block = "varied";
+    }
+    // Overlap lanes of a stream ("stream:7 #2") count with their stream.
+    const uint32_t stream = source_lane[s.track];
+    KernelStream& k = streams[stream];
+    if (k.stream.empty()) k.stream = trace.TrackPath(stream);
+    ++k.launches;
+    k.total_ns += s.dur_ns;
+    ++stats.launches;
+    stats.total_ns += s.dur_ns;
+  }
+  for (Acc& acc : rows) {
+    acc.row.mean_ns = static_cast<double>(acc.row.total_ns) / static_cast<double>(acc.row.launches);
+    acc.row.share = stats.total_ns > 0 ? static_cast<double>(acc.row.total_ns) / static_cast<double>(stats.total_ns) : 0;
+    stats.kernels.push_back(std::move(acc.row));
+  }
+  std::sort(stats.kernels.begin(), stats.kernels.end(), [](const KernelRow& a, const KernelRow& b) {
+    return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+  });
+  for (auto& [track, k] : streams) {
+    k.share = stats.total_ns > 0 ? static_cast<double>(k.total_ns) / static_cast<double>(stats.total_ns) : 0;
+    stats.streams.push_back(std::move(k));
+  }
+  std::stable_sort(stats.streams.begin(), stats.streams.end(),
+                   [](const KernelStream& a, const KernelStream& b) { return a.total_ns > b.total_ns; });
+  return stats;
+}
+
+// ---- memcpy ----------------------------------------------------------------------------------
+
+CopyName ParseCopyName(std::string_view name) {
+  CopyName copy;
+  if (name.substr(0, 6) == "MEMCPY") {
+    copy.kind = std::string(name.substr(6));
+    return copy;
+  }
+  if (name.substr(0, 7) == "Memcpy ") {
+    name.remove_prefix(7);
+    const size_t space = name.find(' ');
+    copy.kind = std::string(name.substr(0, space));
+    const size_t open = name.find('(');
+    const size_t arrow = name.find(" -> ");
+    const size_t close = name.rfind(')');
+    if (open != std::string_view::npos && arrow != std::string_view::npos && close != std::string_view::npos &&
+        open < arrow && arrow < close) {
+      copy.src_memory = std::string(name.substr(open + 1, arrow - open - 1));
+      copy.dst_memory = std::string(name.substr(arrow + 4, close - arrow - 4));
+    }
+  }
+  return copy;
+}
+
+MemcpyStats ComputeMemcpyStats(const Trace& trace) {
+  MemcpyStats stats;
+  stats.span_ns = trace.span_end_ns() - trace.span_begin_ns();
+  std::map<std::pair<std::string, std::string>, MemcpyRow> rows;
+  std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> timed_bytes;  // bytes, ns
+  const auto& slices = trace.slices();
+  for (uint32_t i = 0; i < slices.size(); ++i) {
+    const Slice& s = slices[i];
+    if (s.kind != SliceKind::kMemcpy || s.duplicate()) continue;
+    std::string kind, memory;
+    int64_t bytes = 0;
+    if (auto details = trace::GetMemcpyDetails(trace, i)) {
+      kind = details->kind;
+      bytes = details->bytes;
+      if (!details->src_memory.empty()) memory = details->src_memory + " to " + details->dst_memory;
+    } else {
+      CopyName copy = ParseCopyName(trace.str(s.name));
+      if (copy.kind.empty()) copy = ParseCopyName(trace.str(s.op_type));
+      kind = copy.kind.empty() ? "unknown" : copy.kind;
+      if (!copy.src_memory.empty()) memory = copy.src_memory + " to " + copy.dst_memory;
+    }
+    MemcpyRow& row = rows[{kind, memory}];
+    row.kind = kind;
+    row.memory = memory;
+    ++row.count;
+    row.bytes += bytes;
+    row.total_ns += s.dur_ns;
+    if (bytes > 0) {
+      auto& tb = timed_bytes[{kind, memory}];
+      tb.first += bytes;
+      tb.second += s.dur_ns;
+    } else {
+      ++stats.without_bytes;
+    }
+    ++stats.count;
+    stats.bytes += bytes;
+    stats.total_ns += s.dur_ns;
+  }
+  for (auto& [key, row] : rows) {
+    const auto& tb = timed_bytes[key];
+    row.bandwidth_gbps = tb.second > 0 ? static_cast<double>(tb.first) / static_cast<double>(tb.second) : 0;
+    row.step_share = stats.span_ns > 0 ? static_cast<double>(row.total_ns) / static_cast<double>(stats.span_ns) : 0;
+    stats.rows.push_back(row);
+  }
+  std::stable_sort(stats.rows.begin(), stats.rows.end(),
+                   [](const MemcpyRow& a, const MemcpyRow& b) { return a.total_ns > b.total_ns; });
+  return stats;
+}
+
+// ---- streams ---------------------------------------------------------------------------------
+
+StreamStats ComputeStreamStats(const Trace& trace, size_t gaps) {
+  StreamStats stats;
+  stats.span_begin_ns = trace.span_begin_ns();
+  stats.span_ns = trace.span_end_ns() - trace.span_begin_ns();
+  const auto& tracks = trace.tracks();
+  // A lane > 0 joins the lane-0 track of the same source.
+  const std::vector<uint32_t> source_lane = SourceLanes(trace);
+  std::map<uint32_t, size_t> group_of;
+  std::vector<std::vector<uint32_t>> groups;
+  for (uint32_t t = 0; t < tracks.size(); ++t) {
+    if (trace.track_slices(t).empty()) continue;
+    auto [it, inserted] = group_of.try_emplace(source_lane[t], groups.size());
+    if (inserted) groups.emplace_back();
+    groups[it->second].push_back(t);
+  }
+  for (const auto& group : groups) {
+    struct Busy {
+      int64_t start, end;
+      uint32_t first, last;  // slices starting / ending the run
+    };
+    std::vector<uint32_t> members;
+    for (uint32_t t : group) {
+      const uint32_t first = trace.track_first_slice(t);
+      const auto lane = trace.track_slices(t);
+      for (uint32_t k = 0; k < lane.size(); ++k) {
+        if (!lane[k].duplicate()) members.push_back(first + k);
+      }
+    }
+    if (members.empty()) continue;  // an aggregate lane that only repeats others
+    const auto& slices = trace.slices();
+    std::sort(members.begin(), members.end(), [&](uint32_t a, uint32_t b) {
+      return slices[a].start_ns != slices[b].start_ns ? slices[a].start_ns < slices[b].start_ns : a < b;
+    });
+    std::vector<Busy> busy;
+    for (uint32_t i : members) {
+      const Slice& s = slices[i];
+      if (!busy.empty() && s.start_ns <= busy.back().end) {
+        if (s.end_ns() > busy.back().end) {
+          busy.back().end = s.end_ns();
+          busy.back().last = i;
+        }
+      } else {
+        busy.push_back({s.start_ns, s.end_ns(), i, i});
+      }
+    }
+    const trace::Track& source = tracks[group.front()];
+    StreamUsage usage;
+    const int32_t device = trace.DeviceOf(group.front());
+    usage.device = device >= 0 ? trace.TrackPath(static_cast<uint32_t>(device))
+                               : (source.parent >= 0 ? trace.TrackPath(static_cast<uint32_t>(source.parent)) : "");
+    usage.stream = std::string(trace.str(source.name));
+    usage.kind = std::string(trace::TrackKindName(source.kind));
+    usage.slices = static_cast<int64_t>(members.size());
+    for (const Busy& b : busy) usage.busy_ns += b.end - b.start;
+    usage.idle_ns = stats.span_ns - usage.busy_ns;
+    usage.utilisation = stats.span_ns > 0 ? static_cast<double>(usage.busy_ns) / static_cast<double>(stats.span_ns) : 0;
+    usage.first_ns = busy.front().start;
+    usage.last_ns = busy.back().end;
+    std::vector<IdleGap> all;
+    auto name = [&](uint32_t i) { return std::string(trace.str(slices[i].name)); };
+    if (busy.front().start > trace.span_begin_ns()) {
+      all.push_back({trace.span_begin_ns(), busy.front().start, "", name(busy.front().first)});
+    }
+    for (size_t k = 1; k < busy.size(); ++k) {
+      all.push_back({busy[k - 1].end, busy[k].start, name(busy[k - 1].last), name(busy[k].first)});
+    }
+    if (busy.back().end < trace.span_end_ns()) {
+      all.push_back({busy.back().end, trace.span_end_ns(), name(busy.back().last), ""});
+    }
+    std::stable_sort(all.begin(), all.end(),
+                     [](const IdleGap& a, const IdleGap& b) { return a.length() > b.length(); });
+    if (all.size() > gaps) all.resize(gaps);
+    usage.largest_gaps = std::move(all);
+    stats.streams.push_back(std::move(usage));
+  }
+  return stats;
+}
+
+}  // namespace stepscope::analysis

@@ -1,0 +1,99 @@
+// Breakdowns of one trace by resource: GPU kernels, copies, and per-stream busy time and idle
+// gaps. Each counts slices that are not aggregate duplicates (TensorFlow's /stream:all and
+// /memcpy repeats), so a kernel is counted once whichever lanes repeat it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profiler/trace/trace.h"
+
+namespace stepscope::analysis {
+
+// ---- kernels ---------------------------------------------------------------------------------
+struct KernelRow {
+  std::string name;           // kernel name (TF: the launching node; ours/PyTorch: the kernel)
+  std::string op_type;
+  int64_t launches = 0, total_ns = 0, min_ns = 0, max_ns = 0;
+  double mean_ns = 0;
+  double share = 0;           // of all kernel time
+  std::string grid, block;    // "x,y,z"; "varied" when launches differ; empty when unknown
+  bool communication = false; // an NCCL kernel
+};
+struct KernelStream {
+  std::string stream;         // track path of the stream
+  int64_t launches = 0, total_ns = 0;
+  double share = 0;           // of all kernel time
+};
+struct KernelStats {
+  std::vector<KernelRow> kernels;    // by total_ns descending
+  std::vector<KernelStream> streams; // by total_ns descending
+  int64_t launches = 0, total_ns = 0;
+};
+KernelStats ComputeKernelStats(const trace::Trace& trace);
+
+// Launch geometry from our KernelLaunch records or TensorFlow 2 labels ("grid:x,y,z block:...").
+struct LaunchGeometry {
+  std::string grid, block;
+};
+LaunchGeometry KernelGeometry(const trace::Trace& trace, uint32_t slice);
+
+// True for NCCL kernels ("ncclKernel_AllReduce_...", "ncclDevKernel_...").
+bool IsCommunicationKernel(std::string_view name);
+
+// ---- memcpy ----------------------------------------------------------------------------------
+struct MemcpyRow {
+  std::string kind;           // HtoD, DtoH, DtoD, ...
+  std::string memory;         // "Pageable to Device"; empty when unknown
+  int64_t count = 0, bytes = 0, total_ns = 0;
+  double bandwidth_gbps = 0;  // bytes / ns of the copies that report bytes
+  double step_share = 0;      // total_ns / step span
+};
+struct MemcpyStats {
+  std::vector<MemcpyRow> rows;  // by total_ns descending
+  int64_t count = 0, bytes = 0, total_ns = 0, span_ns = 0;
+  int64_t without_bytes = 0;    // copies whose byte count the trace does not record
+};
+MemcpyStats ComputeMemcpyStats(const trace::Trace& trace);
+
+// Kind and memory kinds from a copy's name when no record describes it: PyTorch writes
+// "Memcpy HtoD (Pageable -> Device)", TensorFlow "MEMCPYHtoD".
+struct CopyName {
+  std::string kind, src_memory, dst_memory;
+};
+CopyName ParseCopyName(std::string_view name);
+
+// ---- streams ---------------------------------------------------------------------------------
+struct IdleGap {
+  int64_t begin_ns = 0, end_ns = 0;  // trace time
+  std::string before, after;         // slice names either side; "" at the step's edges
+  int64_t length() const { return end_ns - begin_ns; }
+};
+struct StreamUsage {
+  std::string device;         // device track path
+  std::string stream;         // lane name: "stream:14", "ops", "thread 3"
+  std::string kind;           // track kind: ops, gpu_stream, collective, ...
+  int64_t slices = 0, busy_ns = 0, idle_ns = 0;
+  double utilisation = 0;     // busy / step span
+  int64_t first_ns = 0, last_ns = 0;  // first start, last end
+  std::vector<IdleGap> largest_gaps;  // longest first
+};
+struct StreamStats {
+  std::vector<StreamUsage> streams;  // in track order
+  int64_t span_begin_ns = 0, span_ns = 0;
+};
+// A source lane and its overlap lanes count as one stream. `gaps` caps the listed gaps.
+StreamStats ComputeStreamStats(const trace::Trace& trace, size_t gaps = 5);
+
+// For each track, the lane-0 track of its source: an overlap lane ("stream:7 #2") maps to
+// "stream:7", every other track to itself.
+std::vector<uint32_t> SourceLanes(const trace::Trace& trace);
+
+// Union of intervals, merged and sorted.
+std::vector<std::pair<int64_t, int64_t>> MergeIntervals(std::vector<std::pair<int64_t, int64_t>> intervals);
+// Total length of the intersection of two merged interval lists.
+int64_t IntersectionLength(const std::vector<std::pair<int64_t, int64_t>>& a,
+                           const std::vector<std::pair<int64_t, int64_t>>& b);
+
+}  // namespace stepscope::analysis

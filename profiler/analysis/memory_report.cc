@@ -1,0 +1,45 @@
+#include "profiler/analysis/memory_report.h"
+
+#include <algorithm>
+
+#include "stepscope/tf/run_metadata.pb.h"
+
+namespace stepscope::analysis {
+
+std::vector<AllocatorReport> ComputeMemoryReport(const trace::Trace& trace, size_t top) {
+  std::vector<AllocatorReport> reports;
+  for (AllocatorTimeline& timeline : ComputeMemoryTimelines(trace)) {
+    AllocatorReport report;
+    report.live_at_peak = LiveTensorsAt(trace, timeline, timeline.peak_ns);
+    report.live_tensors = static_cast<int64_t>(report.live_at_peak.size());
+    for (const LiveTensor& t : report.live_at_peak) {
+      report.live_requested_bytes += t.bytes;
+      if (t.allocated_bytes > 0) {
+        report.live_allocated_bytes += t.allocated_bytes;
+        report.live_requested_with_allocated += t.bytes;
+      }
+    }
+    if (report.live_allocated_bytes > 0) {
+      report.fragmentation = 1.0 - static_cast<double>(report.live_requested_with_allocated) /
+                                       static_cast<double>(report.live_allocated_bytes);
+    }
+    const int64_t attributed = std::max(report.live_allocated_bytes + report.live_requested_bytes -
+                                            report.live_requested_with_allocated,
+                                        int64_t{0});
+    report.unattributed_bytes = std::max<int64_t>(0, timeline.peak_bytes - attributed);
+    if (report.live_at_peak.size() > top) report.live_at_peak.resize(top);
+    // Temporary and persistent bytes of the ops that ran on the allocator's device.
+    for (uint32_t i = 0; i < trace.slices().size() && timeline.device_track >= 0; ++i) {
+      const tf::NodeExecStats* node = trace.node(i);
+      if (node == nullptr || !node->has_memory_stats()) continue;
+      if (trace.DeviceOf(trace.slices()[i].track) != timeline.device_track) continue;
+      report.temp_bytes += node->memory_stats().temp_memory_size();
+      report.persistent_bytes += node->memory_stats().persistent_memory_size();
+    }
+    report.timeline = std::move(timeline);
+    reports.push_back(std::move(report));
+  }
+  return reports;
+}
+
+}  // namespace stepscope::analysis

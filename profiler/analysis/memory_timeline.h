@@ -1,0 +1,63 @@
+// Bytes in use per allocator over time, and what was live at a given instant.
+//
+// Where a curve comes from, best source first:
+//  - the trace's allocator counters: our traces and TensorFlow's allocation_records (anchored on
+//    allocator_bytes_in_use by the importer), PyTorch's `[memory]` events (Total Allocated);
+//  - otherwise, for TensorFlow traces without allocation records, the outputs' allocation
+//    descriptions, as timeline.py does: a tensor is live from its producer's start until the end
+//    of its last consumer (its producer's end when nothing consumed it). Such curves are marked
+//    derived_from_outputs.
+// Tensor lifetimes are half-open [alloc_ns, free_ns) and frees sort before allocations at equal
+// times, so on a derived curve the bytes at any instant equal the sum of LiveTensorsAt().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profiler/trace/trace.h"
+
+namespace stepscope::analysis {
+
+struct MemoryPoint {
+  int64_t time_ns;
+  int64_t bytes;
+  bool operator==(const MemoryPoint&) const = default;
+};
+
+struct LiveTensor {
+  std::string name;        // tensor ("node" or "node:slot") or producing op
+  int64_t bytes = 0;       // requested bytes
+  int64_t alloc_ns = 0, free_ns = -1;  // trace time; free_ns -1: still live at the end
+  int64_t producer_slice = -1;         // slice index of the producing op, -1 if unknown
+  std::string producer_op;   // op type of the producer
+  std::string allocator;
+  int64_t allocated_bytes = 0;  // what the allocator handed out (>= bytes; 0 when unknown)
+  bool LiveAt(int64_t time_ns) const { return alloc_ns <= time_ns && (free_ns < 0 || time_ns < free_ns); }
+};
+
+struct AllocatorTimeline {
+  std::string allocator;      // e.g. "GPU_0_bfc", "cpu"
+  std::string device;         // device track name (path from the host)
+  int32_t device_track = -1;
+  bool derived_from_outputs = false;  // true: TF traces without allocation records, curve from outputs as timeline.py does
+  std::string origin;         // "allocation_records", "kineto_memory_events", "outputs", ...
+  std::vector<MemoryPoint> curve;     // step function, time-sorted, one point per instant
+  int64_t peak_bytes = 0, peak_ns = 0;  // the first instant the maximum is reached
+};
+
+// Sorted by allocator name.
+std::vector<AllocatorTimeline> ComputeMemoryTimelines(const trace::Trace& trace);
+
+// Tensors of the timeline's allocator live at time_ns, sorted by bytes descending (then name).
+// Empty when the trace records no tensors (e.g. PyTorch traces).
+std::vector<LiveTensor> LiveTensorsAt(const trace::Trace& trace, const AllocatorTimeline& timeline,
+                                      int64_t time_ns);
+
+// Every output tensor with an allocation description (StepStats inputs), in slice order.
+std::vector<LiveTensor> TensorsFromOutputs(const trace::Trace& trace);
+
+// Value of a step-function curve at time_ns (0 before the first point).
+int64_t BytesAt(const std::vector<MemoryPoint>& curve, int64_t time_ns);
+
+}  // namespace stepscope::analysis

@@ -1,0 +1,250 @@
+#include "profiler/analysis/merge.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "base/file_io.h"
+#include "profiler/trace/reader.h"
+#include "stepscope/tf/run_metadata.pb.h"
+
+namespace stepscope::analysis {
+
+using trace::Trace;
+using trace::TraceBuilder;
+
+namespace {
+
+bool IsTraceFileName(const std::string& name) {
+  for (const char* suffix : {".pb", ".pbtxt", ".json", ".pb.gz", ".pbtxt.gz", ".json.gz"}) {
+    if (EndsWith(name, suffix)) return true;
+  }
+  return false;
+}
+
+int64_t ClockSyncOf(const Trace& trace) {
+  const tf::RunMetadata* metadata = trace.run_metadata();
+  return metadata != nullptr && metadata->has_stepscope_session() ? metadata->stepscope_session().clock_sync_nanos()
+                                                                  : 0;
+}
+
+std::string ProcessName(const Trace& trace, size_t index) {
+  const trace::StepInfo& info = trace.step_info();
+  std::string name;
+  if (info.rank >= 0) {
+    name = "rank " + std::to_string(info.rank);
+  } else {
+    name = std::filesystem::path(trace.source_path()).filename().string();
+    if (name.empty()) name = "trace " + std::to_string(index);
+  }
+  if (!info.host.empty()) name += " (" + info.host + ")";
+  if (info.step >= 0) name += " step " + std::to_string(info.step);
+  return name;
+}
+
+// The device (or, without device tracks, the process) that finished last, and its lead over the
+// first to finish.
+void LastDevice(const Trace& trace, MergedInput& input) {
+  std::map<int32_t, int64_t> ends;
+  for (const trace::Slice& s : trace.slices()) {
+    if (s.duplicate()) continue;
+    int32_t device = trace.DeviceOf(s.track);
+    if (device < 0) device = trace.HostOf(s.track);
+    auto [it, inserted] = ends.try_emplace(device, s.end_ns());
+    if (!inserted) it->second = std::max(it->second, s.end_ns());
+  }
+  if (ends.empty()) return;
+  auto last = ends.begin(), first = ends.begin();
+  for (auto it = ends.begin(); it != ends.end(); ++it) {
+    if (it->second > last->second) last = it;
+    if (it->second < first->second) first = it;
+  }
+  input.last_device = last->first >= 0 ? trace.TrackPath(static_cast<uint32_t>(last->first)) : "";
+  input.last_device_lag_ns = last->second - first->second;
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> ExpandTracePaths(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& path : paths) {
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) {
+      std::vector<std::string> found;
+      for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+        if (entry.is_regular_file() && IsTraceFileName(entry.path().filename().string())) {
+          found.push_back(entry.path().string());
+        }
+      }
+      if (error) return IoError(path + ": cannot list the directory: " + error.message());
+      if (found.empty()) {
+        return InvalidInput(path + ": no trace files in the directory (expected .pb, .pbtxt, .json or "
+                                   "their .gz)");
+      }
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else {
+      files.push_back(path);
+    }
+  }
+  return files;
+}
+
+StatusOr<std::vector<Trace>> LoadTraces(const std::vector<std::string>& paths) {
+  ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandTracePaths(paths));
+  std::vector<Trace> traces;
+  traces.reserve(files.size());
+  for (const std::string& file : files) {
+    ASSIGN_OR_RETURN(Trace trace, trace::ReadTrace(file));
+    traces.push_back(std::move(trace));
+  }
+  return traces;
+}
+
+MergeResult MergeTraces(std::vector<Trace> traces) {
+  MergeResult result;
+  MergeReport& report = result.report;
+  TraceBuilder builder;
+  builder.SetSource(trace::SourceFormat::kSynthetic, "merge of " + std::to_string(traces.size()) + " traces");
+
+  // Reference per step: the lowest rank (the first input when ranks are unknown).
+  std::map<int64_t, size_t> reference;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    auto [it, inserted] = reference.try_emplace(traces[i].step_info().step, i);
+    if (!inserted && traces[i].step_info().rank >= 0 &&
+        (traces[it->second].step_info().rank < 0 || traces[i].step_info().rank < traces[it->second].step_info().rank)) {
+      it->second = i;
+    }
+  }
+
+  std::shared_ptr<tf::RunMetadata> metadata;
+  for (const Trace& t : traces) {
+    if (t.run_metadata() != nullptr) metadata = std::make_shared<tf::RunMetadata>();
+  }
+  int32_t world_size = 0;
+  std::vector<std::pair<int64_t, int64_t>> absolute_spans;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const Trace& input = traces[i];
+    const trace::StepInfo& info = input.step_info();
+    world_size = std::max(world_size, info.world_size);
+    MergedInput merged;
+    merged.source = input.source_path();
+    merged.process = ProcessName(input, i);
+    merged.rank = info.rank;
+    merged.step = info.step;
+    merged.host = info.host;
+    const size_t ref = reference[info.step];
+    const Trace& ref_trace = traces[ref];
+    if (ref == i) {
+      merged.alignment = "reference";
+    } else if (ref_trace.step_info().host == info.host) {
+      merged.alignment = "same host";
+    } else if (ClockSyncOf(input) != 0 && ClockSyncOf(ref_trace) != 0) {
+      merged.alignment = "clock_sync";
+      merged.offset_ns = ClockSyncOf(ref_trace) - ClockSyncOf(input);
+    } else {
+      merged.alignment = "unaligned";
+      ++report.unaligned;
+    }
+    LastDevice(input, merged);
+
+    // Tracks: one process per input, its hosts below.
+    trace::Track process;
+    process.name = builder.Intern(merged.process);
+    process.full_name = builder.Intern(merged.process);
+    process.kind = trace::TrackKind::kHost;
+    process.sort_index = static_cast<int32_t>(info.rank >= 0 ? info.rank : static_cast<int32_t>(i)) * 1000;
+    const uint32_t process_track = builder.AddTrack(process);
+    std::vector<uint32_t> track_map(input.tracks().size());
+    for (uint32_t t = 0; t < input.tracks().size(); ++t) {
+      trace::Track copy = input.tracks()[t];
+      copy.name = builder.Intern(input.str(copy.name));
+      copy.full_name = builder.Intern(input.str(copy.full_name));
+      if (copy.parent >= 0) {
+        copy.parent = static_cast<int32_t>(track_map[static_cast<size_t>(copy.parent)]);
+      } else {
+        // The input's host becomes a device-like level under its process.
+        copy.parent = static_cast<int32_t>(process_track);
+        if (copy.kind == trace::TrackKind::kHost) copy.kind = trace::TrackKind::kDevice;
+      }
+      track_map[t] = builder.AddTrack(copy);
+    }
+    uint32_t device_base = 0;
+    if (metadata != nullptr && input.run_metadata() != nullptr) {
+      device_base = static_cast<uint32_t>(metadata->step_stats().dev_stats_size());
+      for (const auto& device : input.run_metadata()->step_stats().dev_stats()) {
+        auto* copy = metadata->mutable_step_stats()->add_dev_stats();
+        *copy = device;
+        copy->set_rank(info.rank);
+        if (!info.host.empty()) copy->set_host(info.host);
+      }
+    }
+    const int64_t shift = input.epoch_ns() + merged.offset_ns;
+    uint32_t base = 0;
+    for (uint32_t s = 0; s < input.slices().size(); ++s) {
+      trace::Slice copy = input.slices()[s];
+      copy.start_ns += shift;
+      copy.track = track_map[copy.track];
+      copy.name = builder.Intern(input.str(copy.name));
+      copy.op_type = builder.Intern(input.str(copy.op_type));
+      trace::NodeRef node_ref = input.node_ref(s);
+      if (node_ref.valid() && metadata != nullptr && input.run_metadata() != nullptr) {
+        node_ref.device += device_base;
+      } else {
+        node_ref = {};
+      }
+      const uint32_t index = builder.AddSlice(copy, node_ref);
+      if (s == 0) base = index;
+    }
+    for (const trace::Flow& flow : input.flows()) {
+      builder.AddFlow({flow.from_slice + base, flow.to_slice + base, flow.kind});
+    }
+    for (const trace::CounterSeries& counter : input.counters()) {
+      trace::CounterSeries copy = counter;
+      copy.name = builder.Intern(input.str(counter.name));
+      copy.track = counter.track >= 0 ? static_cast<int32_t>(track_map[static_cast<size_t>(counter.track)]) : -1;
+      for (int64_t& ts : copy.ts_ns) ts += shift;
+      builder.AddCounter(std::move(copy));
+    }
+    for (const auto& [name, count] : input.import_stats().counts()) builder.import_stats().Add(name, count);
+    absolute_spans.emplace_back(input.span_begin_ns() + shift, input.span_end_ns() + shift);
+    report.inputs.push_back(std::move(merged));
+  }
+  builder.import_stats().Add("merge_clock_unaligned", report.unaligned);
+  builder.step_info().world_size = world_size;
+  if (metadata != nullptr) builder.SetRunMetadata(metadata);
+  result.trace = std::move(builder).Build();
+  for (size_t i = 0; i < report.inputs.size(); ++i) {
+    report.inputs[i].begin_ns = absolute_spans[i].first - result.trace.epoch_ns();
+    report.inputs[i].end_ns = absolute_spans[i].second - result.trace.epoch_ns();
+  }
+
+  std::map<int64_t, std::vector<size_t>> by_step;
+  for (size_t i = 0; i < report.inputs.size(); ++i) by_step[report.inputs[i].step].push_back(i);
+  for (const auto& [step, members] : by_step) {
+    if (members.size() < 2) continue;
+    std::vector<int64_t> ends;
+    for (size_t i : members) ends.push_back(report.inputs[i].end_ns);
+    std::sort(ends.begin(), ends.end());
+    StepStraggler straggler;
+    straggler.step = step;
+    straggler.ranks = members.size();
+    straggler.input = members.front();
+    for (size_t i : members) {
+      if (report.inputs[i].end_ns > report.inputs[straggler.input].end_ns) straggler.input = i;
+    }
+    straggler.lag_ns = ends.back() - ends.front();
+    straggler.lag_vs_median_ns = ends.back() - ends[(ends.size() - 1) / 2];  // lower median
+    report.stragglers.push_back(straggler);
+  }
+  return result;
+}
+
+StatusOr<Trace> LoadAsOneTrace(const std::vector<std::string>& paths) {
+  ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandTracePaths(paths));
+  if (files.size() == 1) return trace::ReadTrace(files.front());
+  ASSIGN_OR_RETURN(std::vector<Trace> traces, LoadTraces(files));
+  return MergeTraces(std::move(traces)).trace;
+}
+
+}  // namespace stepscope::analysis

@@ -1,0 +1,64 @@
+// Several traces (ranks, steps) as one: loading a directory of per-rank traces, merging them
+// into one timeline with aligned clocks, and reporting stragglers.
+//
+// Clock alignment: traces from the same host share its clock and are not shifted. A trace from
+// another host is shifted so that its TraceSession.clock_sync_nanos (the host clock at a barrier
+// every rank passed together) coincides with the reference trace's (the lowest rank of the same
+// step). Without a sync record on both sides a trace from another host stays unshifted and is
+// reported (and counted as `merge_clock_unaligned`).
+// Each input becomes one process ("rank 1 (host-b) step 12"); tracks, slices, flows, counters
+// and StepStats details (outputs, memcpy and kernel records) carry over.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "profiler/trace/trace.h"
+
+namespace stepscope::analysis {
+
+// Files given, or every trace file (.pb, .pbtxt, .json, and their .gz) in a directory given,
+// sorted by name. Fails with a message naming the file on the first unreadable one.
+StatusOr<std::vector<std::string>> ExpandTracePaths(const std::vector<std::string>& paths);
+StatusOr<std::vector<trace::Trace>> LoadTraces(const std::vector<std::string>& paths);
+
+struct MergedInput {
+  std::string source;        // path
+  std::string process;       // process name in the merged trace
+  int32_t rank = -1;
+  int64_t step = -1;
+  std::string host;
+  int64_t offset_ns = 0;     // added to this input's clock
+  std::string alignment;     // "reference", "same host", "clock_sync", "unaligned"
+  int64_t begin_ns = 0, end_ns = 0;  // aligned, merged trace time
+  std::string last_device;   // the device (tower) that finished last in this input
+  int64_t last_device_lag_ns = 0;    // by how much after the earliest-finishing device
+};
+
+struct StepStraggler {
+  int64_t step = -1;
+  size_t input = 0;          // index into MergeReport::inputs of the rank that finished last
+  int64_t lag_ns = 0;        // its end minus the earliest end among the step's ranks
+  int64_t lag_vs_median_ns = 0;
+  size_t ranks = 0;
+};
+
+struct MergeReport {
+  std::vector<MergedInput> inputs;
+  std::vector<StepStraggler> stragglers;  // one per step with more than one rank
+  int64_t unaligned = 0;
+};
+
+struct MergeResult {
+  trace::Trace trace;
+  MergeReport report;
+};
+
+MergeResult MergeTraces(std::vector<trace::Trace> traces);
+
+// One trace for analyses: the file itself, or the merge of several (files or a directory).
+StatusOr<trace::Trace> LoadAsOneTrace(const std::vector<std::string>& paths);
+
+}  // namespace stepscope::analysis

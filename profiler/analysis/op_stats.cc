@@ -1,0 +1,177 @@
+#include "profiler/analysis/op_stats.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace stepscope::analysis {
+
+using trace::Slice;
+using trace::Trace;
+using trace::TrackKind;
+
+const char* WhereOfTrack(const Trace& trace, uint32_t track) {
+  switch (trace.tracks()[track].kind) {
+    case TrackKind::kGpuStream:
+    case TrackKind::kGpuAllStreams:
+    case TrackKind::kGpuMemcpy:
+      return "device";
+    default:
+      return "host";
+  }
+}
+
+double Percentile(const std::vector<int64_t>& sorted, double fraction) {
+  if (sorted.empty()) return 0;
+  const double position = fraction * static_cast<double>(sorted.size() - 1);
+  const size_t below = static_cast<size_t>(position);
+  if (below + 1 >= sorted.size()) return static_cast<double>(sorted.back());
+  const double weight = position - static_cast<double>(below);
+  return static_cast<double>(sorted[below]) * (1 - weight) + static_cast<double>(sorted[below + 1]) * weight;
+}
+
+namespace {
+
+// Tracks to count: the listed ones and every track below them.
+std::vector<char> SelectTracks(const Trace& trace, const std::vector<uint32_t>& wanted) {
+  const auto& tracks = trace.tracks();
+  std::vector<char> selected(tracks.size(), wanted.empty() ? 1 : 0);
+  for (uint32_t t : wanted) {
+    if (t < tracks.size()) selected[t] = 1;
+  }
+  if (wanted.empty()) return selected;
+  // Parents precede children (AddTrack requires it), so one forward pass propagates.
+  for (size_t t = 0; t < tracks.size(); ++t) {
+    if (tracks[t].parent >= 0 && selected[static_cast<size_t>(tracks[t].parent)]) selected[t] = 1;
+  }
+  return selected;
+}
+
+struct Accumulator {
+  std::string_view name;
+  trace::StringId op_type = 0;
+  const char* where = "host";
+  trace::SliceKind kind = trace::SliceKind::kOp;
+  int64_t total = 0, self = 0;
+  std::vector<int64_t> durations;
+  uint32_t longest = 0;
+  int64_t longest_ns = -1;
+};
+
+struct KeyHash {
+  size_t operator()(const std::pair<trace::StringId, bool>& key) const {
+    return std::hash<uint64_t>()((static_cast<uint64_t>(key.first) << 1) | (key.second ? 1u : 0u));
+  }
+};
+
+std::vector<OpStatsRow> Finish(const Trace& trace, std::vector<Accumulator>& accumulators,
+                               int64_t window_ns) {
+  std::vector<OpStatsRow> rows;
+  rows.reserve(accumulators.size());
+  for (Accumulator& a : accumulators) {
+    std::sort(a.durations.begin(), a.durations.end());
+    OpStatsRow row;
+    row.name = std::string(a.name);
+    row.op_type = std::string(trace.str(a.op_type));
+    row.where = a.where;
+    row.kind = std::string(trace::SliceKindName(a.kind));
+    row.count = static_cast<int64_t>(a.durations.size());
+    row.total_ns = a.total;
+    row.self_ns = a.self;
+    row.min_ns = a.durations.front();
+    row.max_ns = a.durations.back();
+    row.mean_ns = static_cast<double>(a.total) / static_cast<double>(row.count);
+    row.p50_ns = Percentile(a.durations, 0.5);
+    row.p95_ns = Percentile(a.durations, 0.95);
+    row.share = window_ns > 0 ? static_cast<double>(a.total) / static_cast<double>(window_ns) : 0;
+    row.longest_slice = a.longest;
+    rows.push_back(std::move(row));
+  }
+  std::sort(rows.begin(), rows.end(), [](const OpStatsRow& x, const OpStatsRow& y) {
+    if (x.total_ns != y.total_ns) return x.total_ns > y.total_ns;
+    if (x.name != y.name) return x.name < y.name;
+    return x.where < y.where;
+  });
+  return rows;
+}
+
+}  // namespace
+
+OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
+  OpStats stats;
+  const auto& tracks = trace.tracks();
+  const auto& slices = trace.slices();
+  const int64_t begin = std::max(options.begin_ns, trace.span_begin_ns());
+  const int64_t end = std::min(options.end_ns, trace.span_end_ns());
+  stats.window_begin_ns = begin;
+  stats.window_ns = end > begin ? end - begin : 0;
+  if (slices.empty() || end < begin) return stats;
+  const std::vector<char> selected = SelectTracks(trace, options.tracks);
+
+  std::vector<Accumulator> by_type, by_node;
+  std::unordered_map<std::pair<trace::StringId, bool>, uint32_t, KeyHash> type_index, node_index;
+  auto slot = [](std::vector<Accumulator>& rows, auto& index, trace::StringId id, bool device) {
+    auto [it, inserted] = index.try_emplace({id, device}, static_cast<uint32_t>(rows.size()));
+    if (inserted) rows.emplace_back();
+    return it->second;
+  };
+
+  struct Open {
+    int64_t end;
+    uint32_t type_row, node_row;
+  };
+  std::vector<Open> open;
+  for (uint32_t t = 0; t < tracks.size(); ++t) {
+    if (!selected[t]) continue;
+    const bool device = WhereOfTrack(trace, t)[0] == 'd';
+    const bool nesting = !tracks[t].concurrent;
+    open.clear();
+    const uint32_t first = trace.track_first_slice(t);
+    const auto lane = trace.track_slices(t);
+    // Slices are sorted by start: past the window's end nothing more can count.
+    for (uint32_t k = 0; k < lane.size(); ++k) {
+      const Slice& s = lane[k];
+      if (s.start_ns > end) break;
+      if (s.duplicate()) continue;
+      const int64_t clip_start = std::max(s.start_ns, begin);
+      const int64_t clip_end = std::min(s.end_ns(), end);
+      // A zero-length slice counts when it lies in the closed window (so one at the very end of
+      // the trace is not lost); a longer one when a positive part of it does.
+      const bool inside = s.dur_ns == 0 ? s.start_ns >= begin : clip_end > clip_start;
+      if (nesting) {
+        while (!open.empty() && open.back().end <= s.start_ns) open.pop_back();
+      }
+      if (!inside) continue;
+      const int64_t clipped = std::max<int64_t>(0, clip_end - clip_start);
+      const uint32_t type_row = slot(by_type, type_index, s.op_type, device);
+      const uint32_t node_row = slot(by_node, node_index, s.name, device);
+      for (auto [rows, row, label] : {std::tuple{&by_type, type_row, s.op_type}, std::tuple{&by_node, node_row, s.name}}) {
+        Accumulator& a = (*rows)[row];
+        if (a.durations.empty()) {
+          a.name = trace.str(label);
+          a.op_type = s.op_type;
+          a.where = device ? "device" : "host";
+          a.kind = s.kind;
+        }
+        a.total += clipped;
+        a.self += clipped;
+        a.durations.push_back(clipped);
+        if (clipped > a.longest_ns) {
+          a.longest_ns = clipped;
+          a.longest = first + k;
+        }
+      }
+      if (nesting && !open.empty() && s.end_ns() <= open.back().end) {
+        by_type[open.back().type_row].self -= clipped;
+        by_node[open.back().node_row].self -= clipped;
+      }
+      if (nesting) open.push_back({s.end_ns(), type_row, node_row});
+      ++stats.slices;
+      (device ? stats.device_total_ns : stats.host_total_ns) += clipped;
+    }
+  }
+  stats.by_op_type = Finish(trace, by_type, stats.window_ns);
+  stats.by_node = Finish(trace, by_node, stats.window_ns);
+  return stats;
+}
+
+}  // namespace stepscope::analysis

@@ -1,0 +1,59 @@
+// Per-op-type and per-node statistics over a trace or a window of it: count, total and self time,
+// min/max/mean/p50/p95, share of the window. Shared by `stepscope ops` and the viewer's
+// statistics pane (which passes the visible window and the selected tracks).
+//
+// What is counted: every slice that is not an aggregate duplicate (TensorFlow's /stream:all and
+// /memcpy repeats), clipped to the window. A zero-length slice counts when its start lies in the
+// window. Self time is the clipped duration minus the clipped durations of the slices nested
+// directly inside it on the same track (Kineto CPU ops call each other; executor ops and kernels
+// never nest, so there self == total).
+// Rows are keyed by (name, where): the same op type as an executor op on the host and as a kernel
+// on a GPU stream are different resources and get different rows.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "profiler/trace/trace.h"
+
+namespace stepscope::analysis {
+
+struct OpStatsOptions {
+  int64_t begin_ns = std::numeric_limits<int64_t>::min();  // window in trace time (Trace's ns)
+  int64_t end_ns = std::numeric_limits<int64_t>::max();    // slices are clipped to the window
+  // Empty: every track. A host or device track stands for all the tracks below it.
+  std::vector<uint32_t> tracks;
+};
+
+struct OpStatsRow {
+  std::string name;       // op type (by_op_type) or node name (by_node)
+  std::string op_type;
+  std::string where;      // "host" (executor ops, CPU ops, runtime calls) or "device" (GPU lanes)
+  std::string kind;       // slice kind of the first slice seen: op, kernel, memcpy, collective, ...
+  int64_t count = 0, total_ns = 0, self_ns = 0, min_ns = 0, max_ns = 0;
+  double mean_ns = 0, p50_ns = 0, p95_ns = 0;  // percentiles interpolate linearly between ranks
+  double share = 0;       // total_ns / window_ns
+  uint32_t longest_slice = 0;  // slice index to jump to (the longest clipped slice)
+
+  bool operator==(const OpStatsRow&) const = default;
+};
+
+struct OpStats {
+  std::vector<OpStatsRow> by_op_type, by_node;  // sorted by total_ns descending, then name
+  int64_t window_ns = 0;   // the window clipped to the trace span
+  int64_t window_begin_ns = 0;
+  int64_t slices = 0;      // slices counted
+  int64_t host_total_ns = 0, device_total_ns = 0;  // summed total_ns per side
+};
+
+OpStats ComputeOpStats(const trace::Trace& trace, const OpStatsOptions& options = {});
+
+// "host" or "device" for a track (GPU stream, /stream:all and /memcpy lanes are the device).
+const char* WhereOfTrack(const trace::Trace& trace, uint32_t track);
+
+// Linear-interpolated percentile (0..1) of a sorted vector; 0 for an empty one.
+double Percentile(const std::vector<int64_t>& sorted, double fraction);
+
+}  // namespace stepscope::analysis

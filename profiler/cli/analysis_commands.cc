@@ -1,0 +1,678 @@
+// The analysis subcommands: ops, kernels, memory, memcpy, streams, overlap, critical-path, diff,
+// merge. Each takes a trace file, several files or a directory of per-rank traces (merged into
+// one timeline, see analysis/merge.h; overlap and critical-path report each step on its own),
+// prints tables for people or, with --json, one stable document for machines.
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "base/file_io.h"
+#include "profiler/analysis/breakdowns.h"
+#include "profiler/analysis/diff.h"
+#include "profiler/analysis/memory_report.h"
+#include "profiler/analysis/merge.h"
+#include "profiler/analysis/op_stats.h"
+#include "profiler/analysis/step_analyses.h"
+#include "profiler/cli/command.h"
+#include "profiler/cli/report_format.h"
+#include "profiler/trace/writer.h"
+
+namespace stepscope::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using trace::Trace;
+
+constexpr size_t kDefaultTop = 15;
+
+std::string I(int64_t value) { return std::to_string(value); }
+
+std::string Header(const Trace& trace) {
+  std::string out = "trace  " + trace.source_path() + " (" + std::string(trace::SourceFormatName(trace.source_format())) + ")\n";
+  out += "span   " + FormatDuration(trace.span_end_ns() - trace.span_begin_ns()) + "\n";
+  return out;
+}
+
+Json Document(const std::string& schema, const Trace& trace) {
+  Json doc;
+  doc["schema"] = "stepscope." + schema + "/1";
+  doc["source"] = trace.source_path();
+  doc["span_ns"] = trace.span_end_ns() - trace.span_begin_ns();
+  return doc;
+}
+
+void Emit(std::ostream& out, const Json& doc) { out << doc.dump(2) << "\n"; }
+
+// Commands that analyse one trace (a directory or several files are merged first).
+class SingleTraceCommand : public Command {
+ public:
+  std::string synopsis() const override { return "TRACE|DIR... [--json] [--top N]"; }
+  std::vector<FlagSpec> flags() const override {
+    return {{"json", "", "write the result as JSON"},
+            {"top", "N", "rows per table in text output (default 15)"}};
+  }
+  size_t min_positional() const override { return 1; }
+  size_t max_positional() const override { return std::numeric_limits<size_t>::max(); }
+
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+    ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
+    ASSIGN_OR_RETURN(Trace trace, analysis::LoadAsOneTrace(args.positional));
+    if (args.Has("json")) {
+      Emit(out, ToJson(trace, top));
+    } else {
+      out << Header(trace) << Text(trace, top);
+    }
+    return Status::Ok();
+  }
+
+ protected:
+  virtual std::string Text(const Trace& trace, size_t top) const = 0;
+  virtual Json ToJson(const Trace& trace, size_t top) const = 0;
+};
+
+// ---- ops -------------------------------------------------------------------------------------
+
+Json OpRowsJson(const std::vector<analysis::OpStatsRow>& rows) {
+  Json list = Json::array();
+  for (const auto& r : rows) {
+    list.push_back({{"name", r.name}, {"op_type", r.op_type}, {"where", r.where}, {"kind", r.kind},
+                    {"count", r.count}, {"total_ns", r.total_ns}, {"self_ns", r.self_ns},
+                    {"min_ns", r.min_ns}, {"max_ns", r.max_ns}, {"mean_ns", r.mean_ns},
+                    {"p50_ns", r.p50_ns}, {"p95_ns", r.p95_ns}, {"share", r.share}});
+  }
+  return list;
+}
+
+std::string OpRowsText(const std::vector<analysis::OpStatsRow>& rows, size_t top, const char* title,
+                       const char* first_column) {
+  std::string out = std::string("\n") + title + " (top " + std::to_string(std::min(top, rows.size())) + " of " +
+                    std::to_string(rows.size()) + ")\n";
+  TextTable table({-40, -6, 7, 12, 12, 11, 11, 11, 7});
+  table.Row({first_column, "where", "count", "total", "self", "mean", "p50", "p95", "share"});
+  for (size_t i = 0; i < rows.size() && i < top; ++i) {
+    const auto& r = rows[i];
+    table.Row({Truncate(r.name, 40), r.where, I(r.count), FormatDuration(r.total_ns), FormatDuration(r.self_ns),
+               FormatDuration(r.mean_ns), FormatDuration(r.p50_ns), FormatDuration(r.p95_ns),
+               FormatPercent(r.share)});
+  }
+  return out + table.str();
+}
+
+class OpsCommand : public SingleTraceCommand {
+ public:
+  std::string name() const override { return "ops"; }
+  std::string description() const override {
+    return "Time per op type and per node: count, total and self time (self excludes nested\n"
+           "calls), mean, p50/p95, share of the step; host (executor and CPU ops) and device (GPU\n"
+           "lanes) apart. TensorFlow's /stream:all and /memcpy repeats are not counted twice.";
+  }
+
+ protected:
+  std::string Text(const Trace& trace, size_t top) const override {
+    const analysis::OpStats stats = analysis::ComputeOpStats(trace);
+    std::string out = "slices " + I(stats.slices) + "  host time " + FormatDuration(stats.host_total_ns) +
+                      "  device time " + FormatDuration(stats.device_total_ns) + "\n";
+    out += OpRowsText(stats.by_op_type, top, "Op types by total time", "op type");
+    out += OpRowsText(stats.by_node, top, "Nodes by total time", "node");
+    return out;
+  }
+  Json ToJson(const Trace& trace, size_t) const override {
+    const analysis::OpStats stats = analysis::ComputeOpStats(trace);
+    auto doc = Document("ops", trace);
+    doc["slices"] = stats.slices;
+    doc["host_total_ns"] = stats.host_total_ns;
+    doc["device_total_ns"] = stats.device_total_ns;
+    doc["by_op_type"] = OpRowsJson(stats.by_op_type);
+    doc["by_node"] = OpRowsJson(stats.by_node);
+    return doc;
+  }
+};
+
+// ---- kernels ---------------------------------------------------------------------------------
+
+class KernelsCommand : public SingleTraceCommand {
+ public:
+  std::string name() const override { return "kernels"; }
+  std::string description() const override {
+    return "GPU kernel breakdown: time, launches, mean, share of all kernel time, launch grid and\n"
+           "block (from stepscope's kernel records or TensorFlow 2 labels; 'varied' when launches\n"
+           "differ), NCCL kernels marked; then kernel time per stream.";
+  }
+
+ protected:
+  std::string Text(const Trace& trace, size_t top) const override {
+    const analysis::KernelStats stats = analysis::ComputeKernelStats(trace);
+    std::string out = "kernels " + I(stats.launches) + " launches, " + FormatDuration(stats.total_ns) + "\n";
+    if (stats.launches == 0) return out + "  (no GPU kernels in this trace)\n";
+    out += "\nKernels by total time (top " + std::to_string(std::min(top, stats.kernels.size())) + " of " +
+           std::to_string(stats.kernels.size()) + ")\n";
+    TextTable table({-48, 8, 12, 11, 7, -12, -12});
+    table.Row({"kernel", "launches", "total", "mean", "share", "grid", "block"});
+    for (size_t i = 0; i < stats.kernels.size() && i < top; ++i) {
+      const auto& k = stats.kernels[i];
+      table.Row({Truncate(k.name, 48) + (k.communication ? " [nccl]" : ""), I(k.launches),
+                 FormatDuration(k.total_ns), FormatDuration(k.mean_ns), FormatPercent(k.share),
+                 k.grid.empty() ? "-" : k.grid, k.block.empty() ? "-" : k.block});
+    }
+    out += table.str() + "\nPer stream\n";
+    TextTable streams({-60, 8, 12, 7});
+    streams.Row({"stream", "launches", "total", "share"});
+    for (const auto& s : stats.streams) {
+      streams.Row({s.stream, I(s.launches), FormatDuration(s.total_ns), FormatPercent(s.share)});
+    }
+    return out + streams.str();
+  }
+  Json ToJson(const Trace& trace, size_t) const override {
+    const analysis::KernelStats stats = analysis::ComputeKernelStats(trace);
+    auto doc = Document("kernels", trace);
+    doc["launches"] = stats.launches;
+    doc["total_ns"] = stats.total_ns;
+    auto kernels = nlohmann::ordered_json::array();
+    for (const auto& k : stats.kernels) {
+      kernels.push_back({{"name", k.name}, {"op_type", k.op_type}, {"launches", k.launches},
+                         {"total_ns", k.total_ns}, {"min_ns", k.min_ns}, {"max_ns", k.max_ns},
+                         {"mean_ns", k.mean_ns}, {"share", k.share}, {"grid", k.grid}, {"block", k.block},
+                         {"communication", k.communication}});
+    }
+    doc["kernels"] = kernels;
+    auto streams = nlohmann::ordered_json::array();
+    for (const auto& s : stats.streams) {
+      streams.push_back({{"stream", s.stream}, {"launches", s.launches}, {"total_ns", s.total_ns}, {"share", s.share}});
+    }
+    doc["streams"] = streams;
+    return doc;
+  }
+};
+
+// ---- memory ----------------------------------------------------------------------------------
+
+class MemoryCommand : public SingleTraceCommand {
+ public:
+  std::string name() const override { return "memory"; }
+  std::string description() const override {
+    return "Per allocator: where the bytes-in-use curve comes from, its peak and when, the tensors\n"
+           "live at the peak (size, producing op, lifetime), fragmentation over them (allocated vs\n"
+           "requested bytes), bytes no live tensor accounts for, and the temporary and persistent\n"
+           "memory the device's ops reported. Curves come from allocation records (or PyTorch's\n"
+           "[memory] events); without them from the outputs, as TensorFlow's timeline does.";
+  }
+
+ protected:
+  std::string Text(const Trace& trace, size_t top) const override {
+    const auto reports = analysis::ComputeMemoryReport(trace, top);
+    if (reports.empty()) return "\n(no allocator records, memory events or tensor outputs in this trace)\n";
+    std::string out;
+    const int64_t base = trace.span_begin_ns();
+    for (const auto& r : reports) {
+      const auto& t = r.timeline;
+      out += "\n" + t.allocator + "  (" + (t.device.empty() ? "no device" : t.device) + ")\n";
+      out += "  curve       " + I(static_cast<int64_t>(t.curve.size())) + " points from " + t.origin + "\n";
+      out += "  peak        " + FormatBytes(t.peak_bytes) + " at +" + FormatDuration(t.peak_ns - base) + "\n";
+      if (r.live_tensors > 0) {
+        out += "  live        " + I(r.live_tensors) + " tensors, " + FormatBytes(r.live_requested_bytes) +
+               " requested\n";
+        if (r.live_allocated_bytes > 0) {
+          out += "  fragmentation " + FormatPercent(r.fragmentation) + " (" + FormatBytes(r.live_allocated_bytes) +
+                 " allocated for " + FormatBytes(r.live_requested_with_allocated) + " requested)\n";
+        }
+        out += "  unattributed " + FormatBytes(r.unattributed_bytes) + " of the peak\n";
+      }
+      if (r.temp_bytes > 0 || r.persistent_bytes > 0) {
+        out += "  device ops  temporary " + FormatBytes(r.temp_bytes) + ", persistent " +
+               FormatBytes(r.persistent_bytes) + "\n";
+      }
+      if (!r.live_at_peak.empty()) {
+        TextTable table({12, 12, -40, -16, 12, 12});
+        table.Row({"bytes", "allocated", "tensor", "producer op", "from", "until"});
+        for (const auto& tensor : r.live_at_peak) {
+          table.Row({FormatBytes(tensor.bytes), tensor.allocated_bytes > 0 ? FormatBytes(tensor.allocated_bytes) : "-",
+                     Truncate(tensor.name, 40), Truncate(tensor.producer_op, 16),
+                     "+" + FormatDuration(tensor.alloc_ns - base),
+                     tensor.free_ns < 0 ? "end" : "+" + FormatDuration(tensor.free_ns - base)});
+        }
+        out += table.str();
+      }
+    }
+    return out;
+  }
+  Json ToJson(const Trace& trace, size_t top) const override {
+    const auto reports = analysis::ComputeMemoryReport(trace, top);
+    auto doc = Document("memory", trace);
+    const int64_t base = trace.span_begin_ns();
+    auto allocators = nlohmann::ordered_json::array();
+    for (const auto& r : reports) {
+      const auto& t = r.timeline;
+      auto curve = nlohmann::ordered_json::array();
+      for (const auto& p : t.curve) curve.push_back({p.time_ns - base, p.bytes});
+      auto live = nlohmann::ordered_json::array();
+      for (const auto& tensor : r.live_at_peak) {
+        live.push_back({{"name", tensor.name}, {"bytes", tensor.bytes}, {"allocated_bytes", tensor.allocated_bytes},
+                        {"producer_op", tensor.producer_op}, {"alloc_ns", tensor.alloc_ns - base},
+                        {"free_ns", tensor.free_ns < 0 ? -1 : tensor.free_ns - base}});
+      }
+      allocators.push_back({{"allocator", t.allocator}, {"device", t.device}, {"origin", t.origin},
+                            {"derived_from_outputs", t.derived_from_outputs}, {"peak_bytes", t.peak_bytes},
+                            {"peak_at_ns", t.peak_ns - base}, {"live_tensors", r.live_tensors},
+                            {"live_requested_bytes", r.live_requested_bytes},
+                            {"live_allocated_bytes", r.live_allocated_bytes}, {"fragmentation", r.fragmentation},
+                            {"unattributed_bytes", r.unattributed_bytes}, {"temp_bytes", r.temp_bytes},
+                            {"persistent_bytes", r.persistent_bytes}, {"largest_live_tensors", live},
+                            {"curve", curve}});
+    }
+    doc["allocators"] = allocators;
+    return doc;
+  }
+};
+
+// ---- memcpy ----------------------------------------------------------------------------------
+
+class MemcpyCommand : public SingleTraceCommand {
+ public:
+  std::string name() const override { return "memcpy"; }
+  std::string description() const override {
+    return "Copies per kind (HtoD, DtoH, DtoD, ...) and memory kinds (Pageable, Pinned, Device):\n"
+           "count, bytes, time, achieved bandwidth (GB/s, over the copies that record bytes) and\n"
+           "share of the step.";
+  }
+
+ protected:
+  std::string Text(const Trace& trace, size_t top) const override {
+    const analysis::MemcpyStats stats = analysis::ComputeMemcpyStats(trace);
+    std::string out = "copies " + I(stats.count) + ", " + FormatBytes(stats.bytes) + ", " +
+                      FormatDuration(stats.total_ns) + "\n";
+    if (stats.count == 0) return out;
+    if (stats.without_bytes > 0) out += "(" + I(stats.without_bytes) + " copies record no byte count)\n";
+    TextTable table({-8, -24, 7, 12, 12, 9, 7});
+    table.Row({"kind", "memory", "count", "bytes", "time", "GB/s", "step"});
+    for (size_t i = 0; i < stats.rows.size() && i < top; ++i) {
+      const auto& r = stats.rows[i];
+      char bandwidth[32];
+      std::snprintf(bandwidth, sizeof bandwidth, "%.2f", r.bandwidth_gbps);
+      table.Row({r.kind, r.memory.empty() ? "-" : r.memory, I(r.count), FormatBytes(r.bytes),
+                 FormatDuration(r.total_ns), bandwidth, FormatPercent(r.step_share)});
+    }
+    return out + "\n" + table.str();
+  }
+  Json ToJson(const Trace& trace, size_t) const override {
+    const analysis::MemcpyStats stats = analysis::ComputeMemcpyStats(trace);
+    auto doc = Document("memcpy", trace);
+    doc["count"] = stats.count;
+    doc["bytes"] = stats.bytes;
+    doc["total_ns"] = stats.total_ns;
+    doc["without_bytes"] = stats.without_bytes;
+    auto rows = nlohmann::ordered_json::array();
+    for (const auto& r : stats.rows) {
+      rows.push_back({{"kind", r.kind}, {"memory", r.memory}, {"count", r.count}, {"bytes", r.bytes},
+                      {"total_ns", r.total_ns}, {"bandwidth_gbps", r.bandwidth_gbps}, {"step_share", r.step_share}});
+    }
+    doc["kinds"] = rows;
+    return doc;
+  }
+};
+
+// ---- streams ---------------------------------------------------------------------------------
+
+class StreamsCommand : public SingleTraceCommand {
+ public:
+  std::string name() const override { return "streams"; }
+  std::string description() const override {
+    return "Per device lane and GPU stream: busy time (union of its slices), utilisation of the\n"
+           "step, and the largest idle gaps with where they are (the slices either side).";
+  }
+
+ protected:
+  std::string Text(const Trace& trace, size_t top) const override {
+    const analysis::StreamStats stats = analysis::ComputeStreamStats(trace, 3);
+    std::string out;
+    const int64_t base = stats.span_begin_ns;
+    TextTable table({-44, -18, 8, 12, 7, 12});
+    table.Row({"device", "lane", "slices", "busy", "util", "idle"});
+    for (const auto& s : stats.streams) {
+      table.Row({Truncate(s.device, 44), Truncate(s.stream, 18), I(s.slices), FormatDuration(s.busy_ns),
+                 FormatPercent(s.utilisation), FormatDuration(s.idle_ns)});
+    }
+    out += "\n" + table.str() + "\nLargest idle gaps\n";
+    size_t shown = 0;
+    for (const auto& s : stats.streams) {
+      for (const auto& gap : s.largest_gaps) {
+        if (shown++ >= top) break;
+        out += "  " + Truncate(s.device + " " + s.stream, 50) + "  " + FormatDuration(gap.length()) + " at +" +
+               FormatDuration(gap.begin_ns - base) + "  after " + (gap.before.empty() ? "(start)" : Truncate(gap.before, 40)) +
+               ", before " + (gap.after.empty() ? "(end)" : Truncate(gap.after, 40)) + "\n";
+      }
+    }
+    return out;
+  }
+  Json ToJson(const Trace& trace, size_t top) const override {
+    const analysis::StreamStats stats = analysis::ComputeStreamStats(trace, top);
+    auto doc = Document("streams", trace);
+    const int64_t base = stats.span_begin_ns;
+    auto streams = nlohmann::ordered_json::array();
+    for (const auto& s : stats.streams) {
+      auto gaps = nlohmann::ordered_json::array();
+      for (const auto& g : s.largest_gaps) {
+        gaps.push_back({{"begin_ns", g.begin_ns - base}, {"length_ns", g.length()}, {"after", g.before},
+                        {"before", g.after}});
+      }
+      streams.push_back({{"device", s.device}, {"lane", s.stream}, {"kind", s.kind}, {"slices", s.slices},
+                         {"busy_ns", s.busy_ns}, {"idle_ns", s.idle_ns}, {"utilisation", s.utilisation},
+                         {"first_ns", s.first_ns - base}, {"last_ns", s.last_ns - base}, {"largest_gaps", gaps}});
+    }
+    doc["streams"] = streams;
+    return doc;
+  }
+};
+
+// ---- per-step commands: overlap, critical-path -------------------------------------------------
+
+class PerStepCommand : public SingleTraceCommand {
+ public:
+  std::string synopsis() const override { return "TRACE|DIR... [--json] [--top N]"; }
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+    ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
+    ASSIGN_OR_RETURN(std::vector<Trace> traces, analysis::LoadTraces(args.positional));
+    if (args.Has("json")) {
+      nlohmann::ordered_json doc;
+      doc["schema"] = "stepscope." + name() + "/1";
+      auto steps = nlohmann::ordered_json::array();
+      for (const Trace& trace : traces) steps.push_back(ToJson(trace, top));
+      doc["traces"] = steps;
+      Emit(out, doc);
+    } else {
+      for (size_t i = 0; i < traces.size(); ++i) {
+        if (i > 0) out << "\n";
+        out << Header(traces[i]) << Text(traces[i], top);
+      }
+    }
+    return Status::Ok();
+  }
+};
+
+std::string OverlapDescription() {
+  return "Communication (collectives, NCCL kernels, fusion-buffer copies) against computation\n"
+         "(other ops and kernels) per device, as HTA reports it: total communication time, the\n"
+         "part hidden behind computation, the exposed part and its share of the step. Each input\n"
+         "trace (step, rank) is reported on its own.";
+}
+
+class OverlapCommand : public PerStepCommand {
+ public:
+  std::string name() const override { return "overlap"; }
+  std::string description() const override { return OverlapDescription(); }
+
+ protected:
+  std::string Text(const Trace& trace, size_t) const override {
+    const analysis::OverlapStats stats = analysis::ComputeOverlap(trace);
+    std::string out = "communication " + FormatDuration(stats.comm_ns) + ", hidden " + FormatDuration(stats.hidden_ns) +
+                      " (" + FormatPercent(stats.hidden_share) + "), exposed " + FormatDuration(stats.exposed_ns) +
+                      " (" + FormatPercent(stats.exposed_share_of_step) + " of the step)\n\n";
+    TextTable table({-50, 6, 12, 12, 12, 12, 7});
+    table.Row({"device", "comms", "comm", "compute", "hidden", "exposed", "hidden"});
+    for (const auto& d : stats.devices) {
+      table.Row({Truncate(d.device, 50), I(d.comm_slices), FormatDuration(d.comm_ns), FormatDuration(d.compute_ns),
+                 FormatDuration(d.hidden_ns), FormatDuration(d.exposed_ns), FormatPercent(d.hidden_share)});
+    }
+    return out + table.str();
+  }
+  Json ToJson(const Trace& trace, size_t) const override {
+    const analysis::OverlapStats stats = analysis::ComputeOverlap(trace);
+    auto doc = Document("overlap", trace);
+    doc["step"] = trace.step_info().step;
+    doc["rank"] = trace.step_info().rank;
+    doc["comm_ns"] = stats.comm_ns;
+    doc["hidden_ns"] = stats.hidden_ns;
+    doc["exposed_ns"] = stats.exposed_ns;
+    doc["hidden_share"] = stats.hidden_share;
+    doc["exposed_share_of_step"] = stats.exposed_share_of_step;
+    auto devices = nlohmann::ordered_json::array();
+    for (const auto& d : stats.devices) {
+      devices.push_back({{"device", d.device}, {"comm_slices", d.comm_slices}, {"comm_ns", d.comm_ns},
+                         {"compute_ns", d.compute_ns}, {"hidden_ns", d.hidden_ns}, {"exposed_ns", d.exposed_ns},
+                         {"hidden_share", d.hidden_share}});
+    }
+    doc["devices"] = devices;
+    return doc;
+  }
+};
+
+class CriticalPathCommand : public PerStepCommand {
+ public:
+  std::string name() const override { return "critical-path"; }
+  std::string description() const override {
+    return "The chain of ops, copies, kernels and collectives that bounds the step, from dataflow\n"
+           "and launch edges and lane order: walking back from the last slice to end, each link is\n"
+           "the predecessor that became ready last. Prints the path's time per op type and the\n"
+           "longest links (--top) in time order. Each input trace is reported on its own.";
+  }
+
+ protected:
+  std::string Text(const Trace& trace, size_t top) const override {
+    const analysis::CriticalPath path = analysis::ComputeCriticalPath(trace);
+    std::string out = "path   " + I(static_cast<int64_t>(path.elements.size())) + " slices, " +
+                      FormatDuration(path.length_ns) + " (busy " + FormatDuration(path.busy_ns) + ", waiting " +
+                      FormatDuration(path.wait_ns) + ")\n\nBy op type\n";
+    TextTable shares({-40, 7, 12, 7});
+    shares.Row({"op type", "count", "time", "share"});
+    for (size_t i = 0; i < path.by_op_type.size() && i < top; ++i) {
+      const auto& s = path.by_op_type[i];
+      shares.Row({Truncate(s.op_type, 40), I(s.count), FormatDuration(s.total_ns), FormatPercent(s.share)});
+    }
+    out += shares.str();
+    // The longest links, shown in path order.
+    std::vector<size_t> order(path.elements.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return path.elements[a].dur_ns + path.elements[a].wait_ns > path.elements[b].dur_ns + path.elements[b].wait_ns;
+    });
+    if (order.size() > top) order.resize(top);
+    std::sort(order.begin(), order.end());
+    out += "\nPath (" + std::to_string(order.size()) + " of " + std::to_string(path.elements.size()) +
+           " links, the longest, in order)\n";
+    TextTable links({12, 11, 10, -9, -40, -30});
+    links.Row({"start", "duration", "wait", "edge", "slice", "lane"});
+    const int64_t base = trace.span_begin_ns();
+    for (size_t i : order) {
+      const auto& e = path.elements[i];
+      links.Row({"+" + FormatDuration(e.start_ns - base), FormatDuration(e.dur_ns), FormatDuration(e.wait_ns),
+                 e.edge.empty() ? "start" : e.edge, Truncate(e.name, 40), Truncate(e.lane, 30)});
+    }
+    return out + links.str();
+  }
+  Json ToJson(const Trace& trace, size_t) const override {
+    const analysis::CriticalPath path = analysis::ComputeCriticalPath(trace);
+    auto doc = Document("critical-path", trace);
+    doc["length_ns"] = path.length_ns;
+    doc["busy_ns"] = path.busy_ns;
+    doc["wait_ns"] = path.wait_ns;
+    auto shares = nlohmann::ordered_json::array();
+    for (const auto& s : path.by_op_type) {
+      shares.push_back({{"op_type", s.op_type}, {"count", s.count}, {"total_ns", s.total_ns}, {"share", s.share}});
+    }
+    doc["by_op_type"] = shares;
+    const int64_t base = trace.span_begin_ns();
+    auto elements = nlohmann::ordered_json::array();
+    for (const auto& e : path.elements) {
+      elements.push_back({{"name", e.name}, {"op_type", e.op_type}, {"kind", e.kind}, {"lane", e.lane},
+                          {"start_ns", e.start_ns - base}, {"dur_ns", e.dur_ns}, {"wait_ns", e.wait_ns},
+                          {"edge", e.edge}});
+    }
+    doc["path"] = elements;
+    return doc;
+  }
+};
+
+// ---- diff ------------------------------------------------------------------------------------
+
+class DiffCommand : public Command {
+ public:
+  std::string name() const override { return "diff"; }
+  std::string synopsis() const override { return "A B [--json] [--top N]"; }
+  std::string description() const override {
+    return "Per op type and per node, count and time deltas from A to B (each a trace file or a\n"
+           "directory of per-rank traces), sorted by impact (absolute time delta). Ops present on one\n"
+           "side only are marked, so runs of different configurations compare too.";
+  }
+  std::vector<FlagSpec> flags() const override {
+    return {{"json", "", "write the result as JSON"},
+            {"top", "N", "rows per table in text output (default 15)"}};
+  }
+  size_t min_positional() const override { return 2; }
+  size_t max_positional() const override { return 2; }
+
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+    ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
+    ASSIGN_OR_RETURN(Trace a, analysis::LoadAsOneTrace({args.positional[0]}));
+    ASSIGN_OR_RETURN(Trace b, analysis::LoadAsOneTrace({args.positional[1]}));
+    const analysis::TraceDiff diff = analysis::DiffTraces(a, b);
+    if (args.Has("json")) {
+      nlohmann::ordered_json doc;
+      doc["schema"] = "stepscope.diff/1";
+      doc["a"] = a.source_path();
+      doc["b"] = b.source_path();
+      doc["span_a_ns"] = diff.span_a;
+      doc["span_b_ns"] = diff.span_b;
+      doc["total_a_ns"] = diff.total_a;
+      doc["total_b_ns"] = diff.total_b;
+      auto rows = [](const std::vector<analysis::DiffRow>& list) {
+        auto json = nlohmann::ordered_json::array();
+        for (const auto& r : list) {
+          json.push_back({{"name", r.name}, {"op_type", r.op_type}, {"where", r.where}, {"presence", r.presence},
+                          {"count_a", r.count_a}, {"count_b", r.count_b}, {"total_a_ns", r.total_a},
+                          {"total_b_ns", r.total_b}, {"delta_ns", r.delta_ns}, {"delta_count", r.delta_count},
+                          {"ratio", r.ratio}});
+        }
+        return json;
+      };
+      doc["by_op_type"] = rows(diff.by_op_type);
+      doc["by_node"] = rows(diff.by_node);
+      Emit(out, doc);
+      return Status::Ok();
+    }
+    out << "A      " << a.source_path() << "  span " << FormatDuration(diff.span_a) << ", op time "
+        << FormatDuration(diff.total_a) << "\n";
+    out << "B      " << b.source_path() << "  span " << FormatDuration(diff.span_b) << ", op time "
+        << FormatDuration(diff.total_b) << "\n";
+    out << "delta  span " << FormatDuration(diff.span_b - diff.span_a) << ", op time "
+        << FormatDuration(diff.total_b - diff.total_a) << "\n";
+    auto table = [&](const std::vector<analysis::DiffRow>& list, const char* title, const char* column) {
+      out << "\n" << title << " by impact (top " << std::min(top, list.size()) << " of " << list.size() << ")\n";
+      TextTable t({-40, -6, 13, 12, 12, 12, 7});
+      t.Row({column, "where", "count A>B", "A", "B", "delta", "B/A"});
+      for (size_t i = 0; i < list.size() && i < top; ++i) {
+        const auto& r = list[i];
+        char ratio[32];
+        std::snprintf(ratio, sizeof ratio, "%.2f", r.ratio);
+        t.Row({Truncate(r.name, 40), r.where, I(r.count_a) + ">" + I(r.count_b), FormatDuration(r.total_a),
+               FormatDuration(r.total_b), (r.delta_ns > 0 ? "+" : "") + FormatDuration(r.delta_ns),
+               r.presence == "only_b" ? "new" : r.presence == "only_a" ? "gone" : ratio});
+      }
+      out << t.str();
+    };
+    table(diff.by_op_type, "Op types", "op type");
+    table(diff.by_node, "Nodes", "node");
+    return Status::Ok();
+  }
+};
+
+// ---- merge -----------------------------------------------------------------------------------
+
+class MergeCommand : public Command {
+ public:
+  std::string name() const override { return "merge"; }
+  std::string synopsis() const override { return "DIR|TRACES... [-o OUT.json[.gz]] [--json]"; }
+  std::string description() const override {
+    return "Merges per-rank (and per-step) traces into one timeline: one process per input (rank,\n"
+           "host, step), clocks aligned (same host: its shared clock; other hosts: the barrier\n"
+           "timestamp each rank records, TraceSession.clock_sync_nanos), and reports stragglers:\n"
+           "per step the rank that finished last and by how much, and per rank the device (tower)\n"
+           "that finished last. With -o, writes the merged trace as Chrome JSON (Perfetto-ready).";
+  }
+  std::vector<FlagSpec> flags() const override {
+    return {{"output", "OUT", "write the merged trace here (.json or .json.gz)", 'o'},
+            {"json", "", "write the merge report as JSON"}};
+  }
+  size_t min_positional() const override { return 1; }
+  size_t max_positional() const override { return std::numeric_limits<size_t>::max(); }
+
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+    const std::optional<std::string> output = args.Get("output");
+    if (output && !EndsWith(*output, ".json") && !EndsWith(*output, ".json.gz")) {
+      return InvalidInput(*output + ": merge writes Chrome JSON; use a .json or .json.gz name");
+    }
+    ASSIGN_OR_RETURN(std::vector<Trace> traces, analysis::LoadTraces(args.positional));
+    analysis::MergeResult merged = analysis::MergeTraces(std::move(traces));
+    if (output) RETURN_IF_ERROR(trace::WriteTrace(merged.trace, *output, trace::OutputFormat::kPerfettoJson));
+    const analysis::MergeReport& report = merged.report;
+    if (args.Has("json")) {
+      nlohmann::ordered_json doc;
+      doc["schema"] = "stepscope.merge/1";
+      doc["output"] = output.value_or("");
+      doc["span_ns"] = merged.trace.span_end_ns() - merged.trace.span_begin_ns();
+      auto inputs = nlohmann::ordered_json::array();
+      for (const auto& in : report.inputs) {
+        inputs.push_back({{"source", in.source}, {"process", in.process}, {"rank", in.rank}, {"step", in.step},
+                          {"host", in.host}, {"alignment", in.alignment}, {"offset_ns", in.offset_ns},
+                          {"begin_ns", in.begin_ns}, {"end_ns", in.end_ns}, {"last_device", in.last_device},
+                          {"last_device_lag_ns", in.last_device_lag_ns}});
+      }
+      doc["inputs"] = inputs;
+      auto stragglers = nlohmann::ordered_json::array();
+      for (const auto& s : report.stragglers) {
+        stragglers.push_back({{"step", s.step}, {"ranks", s.ranks}, {"process", report.inputs[s.input].process},
+                              {"rank", report.inputs[s.input].rank}, {"lag_ns", s.lag_ns},
+                              {"lag_vs_median_ns", s.lag_vs_median_ns}});
+      }
+      doc["stragglers"] = stragglers;
+      doc["unaligned"] = report.unaligned;
+      Emit(out, doc);
+      return Status::Ok();
+    }
+    out << "merged " << report.inputs.size() << " traces, span "
+        << FormatDuration(merged.trace.span_end_ns() - merged.trace.span_begin_ns()) << "\n\n";
+    TextTable table({-32, -11, 12, 12, 12, -30, 10});
+    table.Row({"process", "clock", "offset", "start", "end", "last device", "its lead"});
+    for (const auto& in : report.inputs) {
+      table.Row({Truncate(in.process, 32), in.alignment, FormatDuration(in.offset_ns), "+" + FormatDuration(in.begin_ns),
+                 "+" + FormatDuration(in.end_ns), Truncate(in.last_device, 30), FormatDuration(in.last_device_lag_ns)});
+    }
+    out << table.str();
+    if (report.unaligned > 0) {
+      out << "\nwarning: " << report.unaligned
+          << " trace(s) from another host carry no clock sync record; their clocks are not aligned\n";
+    }
+    if (!report.stragglers.empty()) out << "\nStragglers (the rank that finished last per step)\n";
+    for (const auto& s : report.stragglers) {
+      out << "  step " << s.step << ": " << report.inputs[s.input].process << " finished "
+          << FormatDuration(s.lag_ns) << " after the first of " << s.ranks << " ranks ("
+          << FormatDuration(s.lag_vs_median_ns) << " after the median)\n";
+    }
+    if (output) out << "\nwrote " << *output << "\n";
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+StatusOr<size_t> PositiveFlag(const ParsedArgs& args, const std::string& name, size_t fallback) {
+  const auto text = args.Get(name);
+  if (!text) return fallback;
+  char* end = nullptr;
+  const long value = std::strtol(text->c_str(), &end, 10);
+  if (end == text->c_str() || *end != '\0' || value <= 0) {
+    return InvalidInput("--" + name + " " + *text + ": expected a positive integer");
+  }
+  return static_cast<size_t>(value);
+}
+
+void AddAnalysisCommands(std::vector<std::unique_ptr<Command>>& commands) {
+  commands.push_back(std::make_unique<OpsCommand>());
+  commands.push_back(std::make_unique<KernelsCommand>());
+  commands.push_back(std::make_unique<MemoryCommand>());
+  commands.push_back(std::make_unique<MemcpyCommand>());
+  commands.push_back(std::make_unique<StreamsCommand>());
+  commands.push_back(std::make_unique<OverlapCommand>());
+  commands.push_back(std::make_unique<CriticalPathCommand>());
+  commands.push_back(std::make_unique<DiffCommand>());
+  commands.push_back(std::make_unique<MergeCommand>());
+}
+
+}  // namespace stepscope::cli

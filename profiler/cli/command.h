@@ -1,0 +1,39 @@
+// A `stepscope` subcommand: a small class with a declarative flag table; RunCli parses the flags,
+// checks the argument count and prints the generated help.
+#pragma once
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/flags.h"
+
+namespace stepscope::cli {
+
+class Command {
+ public:
+  virtual ~Command() = default;
+  virtual std::string name() const = 0;
+  virtual std::string synopsis() const = 0;     // "IN OUT [--format F]"
+  virtual std::string description() const = 0;  // one paragraph
+  virtual std::vector<FlagSpec> flags() const = 0;
+  virtual size_t min_positional() const = 0;
+  virtual size_t max_positional() const = 0;
+  virtual Status Run(const ParsedArgs& args, std::ostream& out, std::ostream& err) const = 0;
+
+  std::string Help() const {
+    return "usage: stepscope " + name() + " " + synopsis() + "\n\n" + description() + "\n\nflags:\n" +
+           FlagHelp(flags()) +
+           "\nexit codes: 0 ok, 1 runtime failure, 2 usage or bad input\n";
+  }
+};
+
+// ops, kernels, memory, memcpy, streams, overlap, critical-path, diff, merge.
+void AddAnalysisCommands(std::vector<std::unique_ptr<Command>>& commands);
+
+// A positive integer flag value, or `fallback` when the flag is absent.
+StatusOr<size_t> PositiveFlag(const ParsedArgs& args, const std::string& name, size_t fallback);
+
+}  // namespace stepscope::cli

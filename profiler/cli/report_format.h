@@ -1,0 +1,29 @@
+// Plain-text formatting shared by the analysis commands: durations, byte sizes, shares, and
+// left/right aligned table columns.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stepscope::cli {
+
+std::string FormatDuration(int64_t ns);   // "1.234 ms", "12.0 us", "850 ns"
+std::string FormatDuration(double ns);
+std::string FormatBytes(int64_t bytes);   // "1.50 MiB"
+std::string FormatPercent(double share);  // "12.3%"
+std::string Truncate(const std::string& text, size_t width);
+
+// Columns: a positive width right-aligns, a negative one left-aligns.
+class TextTable {
+ public:
+  explicit TextTable(std::vector<int> widths) : widths_(std::move(widths)) {}
+  void Row(const std::vector<std::string>& cells);
+  std::string str() const { return out_; }
+
+ private:
+  std::vector<int> widths_;
+  std::string out_;
+};
+
+}  // namespace stepscope::cli

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/) with clang + ASan/UBSan in build/fuzz and runs each for a
+# short time from its seed corpus (fuzz/corpus/<reader>). A crash, leak or sanitizer report fails
+# the script and leaves the reproducer in build/fuzz/artifacts.
+#   scripts/fuzz.sh            # 30 s per fuzzer (CI)
+#   FUZZ_SECONDS=600 scripts/fuzz.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${FUZZ_SECONDS:-30}"
+build=build/fuzz
+CC="${CC_FUZZ:-clang-14}" CXX="${CXX_FUZZ:-clang++-14}" \
+  cmake -S fuzz -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j2 --target chrome_json_fuzzer step_stats_pb_fuzzer step_stats_pbtxt_fuzzer
+mkdir -p "$build/artifacts"
+run() {
+  local fuzzer="$1" seeds="$2"
+  local corpus="$build/corpus/$seeds"
+  mkdir -p "$corpus"
+  echo "fuzzing $fuzzer for ${seconds}s"
+  "$build/$fuzzer" "$corpus" "fuzz/corpus/$seeds" -max_total_time="$seconds" -max_len=65536 \
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build/artifacts/$fuzzer-" \
+    2>"$build/$fuzzer.log" || { tail -40 "$build/$fuzzer.log"; echo "$fuzzer failed"; exit 1; }
+  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$build/$fuzzer.log" | sed "s/^/  /"
+}
+run chrome_json_fuzzer json
+run step_stats_pb_fuzzer pb
+run step_stats_pbtxt_fuzzer pbtxt
+echo "fuzzing: no crashes"

@@ -1,0 +1,196 @@
+// Each analysis on traces where the right answer is known by construction.
+#include <gtest/gtest.h>
+
+#include "profiler/analysis/breakdowns.h"
+#include "profiler/analysis/diff.h"
+#include "profiler/analysis/merge.h"
+#include "profiler/analysis/step_analyses.h"
+#include "profiler/trace/reader.h"
+#include "test_util.h"
+#include "trace_fixtures.h"
+
+namespace stepscope::analysis {
+namespace {
+
+using testing::TraceMaker;
+using trace::SliceKind;
+using trace::TrackKind;
+
+TEST(OverlapTest, CommHalfCoveredByComputeIsExactlyHalfHidden) {
+  TraceMaker m;
+  const uint32_t gpu = m.Device("GPU:0", m.Host("host"));
+  const uint32_t compute = m.Lane("stream:7", gpu, TrackKind::kGpuStream);
+  const uint32_t comm = m.Lane("stream:20", gpu, TrackKind::kGpuStream);
+  m.Slice(comm, 0, 100, "ncclKernel_AllReduce_RING_LL_Sum_float", "", SliceKind::kKernel);
+  m.Slice(compute, 50, 150, "gemm", "", SliceKind::kKernel);
+  const trace::Trace trace = std::move(m).Build();
+  const OverlapStats stats = ComputeOverlap(trace);
+  EXPECT_EQ(stats.comm_ns, 100);
+  EXPECT_EQ(stats.hidden_ns, 50);
+  EXPECT_EQ(stats.exposed_ns, 50);
+  EXPECT_DOUBLE_EQ(stats.hidden_share, 0.5);
+  EXPECT_DOUBLE_EQ(stats.exposed_share_of_step, 50.0 / 150.0);
+}
+
+TEST(OverlapTest, ComputeOnAnotherDeviceHidesNothing) {
+  TraceMaker m;
+  const uint32_t host = m.Host("host");
+  const uint32_t gpu0 = m.Device("GPU:0", host);
+  const uint32_t gpu1 = m.Device("GPU:1", host);
+  m.Slice(m.Lane("ops", gpu0, TrackKind::kOpLane), 0, 100, "allreduce", "NcclAllReduce", SliceKind::kCollective);
+  m.Slice(m.Lane("ops", gpu1, TrackKind::kOpLane), 0, 100, "matmul", "MatMul", SliceKind::kOp);
+  const OverlapStats stats = ComputeOverlap(std::move(m).Build());
+  EXPECT_EQ(stats.comm_ns, 100);
+  EXPECT_EQ(stats.hidden_ns, 0);
+  EXPECT_EQ(stats.exposed_ns, 100);
+}
+
+// a -> b (dataflow), c runs on another lane and ends earlier; d waits for b (lane) and c
+// (dataflow). The path is a, b, d: b ends later than c.
+TEST(CriticalPathTest, FollowsTheLastReadyPredecessor) {
+  TraceMaker m;
+  const uint32_t device = m.Device("CPU:0", m.Host("host"));
+  const uint32_t lane1 = m.Lane("thread 1", device, TrackKind::kOpLane);
+  const uint32_t lane2 = m.Lane("thread 2", device, TrackKind::kOpLane);
+  const uint32_t a = m.Slice(lane1, 0, 10, "a");
+  const uint32_t b = m.Slice(lane2, 15, 40, "b");
+  const uint32_t c = m.Slice(lane1, 12, 30, "c");
+  const uint32_t d = m.Slice(lane2, 45, 60, "d");
+  m.Flow(a, b);
+  m.Flow(c, d);
+  const trace::Trace trace = std::move(m).Build();
+  const CriticalPath path = ComputeCriticalPath(trace);
+  ASSERT_EQ(path.elements.size(), 3u);
+  EXPECT_EQ(path.elements[0].name, "a");
+  EXPECT_EQ(path.elements[1].name, "b");
+  EXPECT_EQ(path.elements[1].edge, "dataflow");
+  EXPECT_EQ(path.elements[1].wait_ns, 5);
+  EXPECT_EQ(path.elements[2].name, "d");
+  EXPECT_EQ(path.elements[2].edge, "lane");
+  EXPECT_EQ(path.elements[2].wait_ns, 5);
+  EXPECT_EQ(path.length_ns, 60);
+  EXPECT_EQ(path.wait_ns, 10);
+  EXPECT_EQ(path.busy_ns, 50);
+  int64_t held = 0;
+  for (const auto& s : path.by_op_type) held += s.total_ns;
+  EXPECT_EQ(held + path.wait_ns, path.length_ns);
+}
+
+TEST(StreamsTest, BusyTimeAndLargestGaps) {
+  TraceMaker m;
+  const uint32_t gpu = m.Device("GPU:0", m.Host("host"));
+  const uint32_t stream = m.Lane("stream:7", gpu, TrackKind::kGpuStream);
+  m.Slice(stream, 0, 10, "k1", "", SliceKind::kKernel);
+  m.Slice(stream, 5, 20, "k2", "", SliceKind::kKernel);  // overlaps k1: its own lane, same stream
+  m.Slice(stream, 50, 60, "k3", "", SliceKind::kKernel);
+  m.Slice(stream, 62, 100, "k4", "", SliceKind::kKernel);
+  const StreamStats stats = ComputeStreamStats(std::move(m).Build(), 2);
+  ASSERT_EQ(stats.streams.size(), 1u);
+  const StreamUsage& s = stats.streams[0];
+  EXPECT_EQ(s.slices, 4);
+  EXPECT_EQ(s.busy_ns, 20 + 10 + 38);
+  EXPECT_EQ(s.idle_ns, 32);
+  ASSERT_EQ(s.largest_gaps.size(), 2u);
+  EXPECT_EQ(s.largest_gaps[0].begin_ns, 20);
+  EXPECT_EQ(s.largest_gaps[0].length(), 30);
+  EXPECT_EQ(s.largest_gaps[0].before, "k2");
+  EXPECT_EQ(s.largest_gaps[0].after, "k3");
+  EXPECT_EQ(s.largest_gaps[1].length(), 2);
+}
+
+trace::Trace Rank(int r) {
+  auto trace = trace::ReadTrace(stepscope::testing::DataPath("analysis/ranks/rank" + std::to_string(r) + ".pbtxt"));
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  return std::move(trace).value();
+}
+
+TEST(KernelsTest, LaunchGeometryAndNcclFromOurRecords) {
+  const KernelStats stats = ComputeKernelStats(Rank(0));
+  ASSERT_EQ(stats.kernels.size(), 3u);
+  EXPECT_EQ(stats.launches, 3);
+  EXPECT_EQ(stats.total_ns, 80000 + 180000 + 180000);
+  const KernelRow* nccl = nullptr;
+  for (const auto& k : stats.kernels) {
+    if (k.communication) nccl = &k;
+  }
+  ASSERT_NE(nccl, nullptr);
+  EXPECT_EQ(nccl->grid, "2,1,1");
+  EXPECT_EQ(nccl->block, "512,1,1");
+  ASSERT_EQ(stats.streams.size(), 2u);
+}
+
+TEST(MemcpyTest, BandwidthFromRecordedBytes) {
+  const MemcpyStats stats = ComputeMemcpyStats(Rank(0));
+  ASSERT_EQ(stats.rows.size(), 2u);
+  EXPECT_EQ(stats.rows[0].kind, "HtoD");
+  EXPECT_EQ(stats.rows[0].memory, "Pinned to Device");
+  EXPECT_EQ(stats.rows[0].bytes, 1048576);
+  EXPECT_DOUBLE_EQ(stats.rows[0].bandwidth_gbps, 1048576.0 / 50000.0);
+  EXPECT_DOUBLE_EQ(stats.rows[0].step_share, 50000.0 / 450000.0);
+  const CopyName kineto = ParseCopyName("Memcpy DtoH (Device -> Pinned)");
+  EXPECT_EQ(kineto.kind, "DtoH");
+  EXPECT_EQ(kineto.src_memory, "Device");
+  EXPECT_EQ(kineto.dst_memory, "Pinned");
+}
+
+TEST(DiffTest, DeltasSortedByImpact) {
+  const TraceDiff diff = DiffTraces(Rank(0), Rank(1));
+  ASSERT_FALSE(diff.by_op_type.empty());
+  // Rank 1's backward pass is 60 us slower on the host and its kernel 60 us slower on the GPU.
+  EXPECT_EQ(diff.by_op_type[0].name, "Conv2DBackpropFilter");
+  EXPECT_EQ(diff.by_op_type[0].delta_ns, 60000);
+  EXPECT_EQ(diff.by_op_type[0].presence, "both");
+  EXPECT_EQ(diff.by_op_type[1].delta_ns, 60000);
+  EXPECT_EQ(diff.by_op_type[2].delta_ns, 0);
+  EXPECT_EQ(diff.span_b - diff.span_a, 60000);
+}
+
+TEST(MergeTest, ClocksAlignedBySyncRecordAndStragglerFound) {
+  std::vector<trace::Trace> traces;
+  traces.push_back(Rank(0));
+  traces.push_back(Rank(1));
+  const MergeResult merged = MergeTraces(std::move(traces));
+  const MergeReport& report = merged.report;
+  ASSERT_EQ(report.inputs.size(), 2u);
+  EXPECT_EQ(report.inputs[0].alignment, "reference");
+  EXPECT_EQ(report.inputs[1].alignment, "clock_sync");
+  EXPECT_EQ(report.inputs[1].offset_ns, -1000000000);  // host-b's clock runs 1 s ahead
+  EXPECT_EQ(report.inputs[0].begin_ns, report.inputs[1].begin_ns);
+  ASSERT_EQ(report.stragglers.size(), 1u);
+  EXPECT_EQ(report.inputs[report.stragglers[0].input].rank, 1);
+  EXPECT_EQ(report.stragglers[0].lag_ns, 60000);
+  EXPECT_EQ(merged.trace.span_end_ns() - merged.trace.span_begin_ns(), 510000);
+  EXPECT_EQ(merged.trace.slices().size(), 2 * Rank(0).slices().size());
+  EXPECT_EQ(merged.trace.flows().size(), 2 * Rank(0).flows().size());
+  // StepStats details survive: the merged trace still finds each copy's bytes.
+  EXPECT_EQ(ComputeMemcpyStats(merged.trace).bytes, 2 * (1048576 + 4096));
+}
+
+TEST(MergeTest, OtherHostWithoutSyncRecordIsReportedUnaligned) {
+  auto a = trace::ReadTraceFromBytes(R"pb(stepscope_session { rank: 0 host: "a" step: 1 }
+      step_stats { dev_stats { device: "/device:CPU:0" node_stats { node_name: "x" all_start_micros: 10 all_end_rel_micros: 5 } } })pb",
+                                     "a.pbtxt");
+  auto b = trace::ReadTraceFromBytes(R"pb(stepscope_session { rank: 1 host: "b" step: 1 }
+      step_stats { dev_stats { device: "/device:CPU:0" node_stats { node_name: "x" all_start_micros: 12 all_end_rel_micros: 5 } } })pb",
+                                     "b.pbtxt");
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<trace::Trace> traces;
+  traces.push_back(std::move(a).value());
+  traces.push_back(std::move(b).value());
+  const MergeResult merged = MergeTraces(std::move(traces));
+  EXPECT_EQ(merged.report.unaligned, 1);
+  EXPECT_EQ(merged.report.inputs[1].alignment, "unaligned");
+  EXPECT_EQ(merged.trace.import_stats().Get("merge_clock_unaligned"), 1);
+}
+
+TEST(MergeTest, DirectoryWithoutTracesIsAClearError) {
+  const auto dir = stepscope::testing::ScratchDir("empty_ranks");
+  auto traces = LoadTraces({dir.string()});
+  ASSERT_FALSE(traces.ok());
+  EXPECT_EQ(traces.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(traces.status().message().find(dir.string()), std::string::npos);
+  EXPECT_NE(traces.status().message().find("no trace files"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stepscope::analysis

@@ -1,0 +1,119 @@
+// Speed of the streaming Chrome/Kineto JSON import and of every analysis.
+//   Import: a generated Kineto-format trace (500 MB with --json_mb=500; 16 MB by default so the
+//   ctest smoke run stays short) -> MB/s, events/s, and resident memory per event.
+//   Analyses: each on a trace of --events=N slices (1000000 for the quoted figures).
+// Run: build/release/tests/analysis/stepscope_analysis_benchmark --json_mb=500 --events=1000000
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "kineto_generator.h"
+#include "profiler/analysis/breakdowns.h"
+#include "profiler/analysis/diff.h"
+#include "profiler/analysis/memory_timeline.h"
+#include "profiler/analysis/op_stats.h"
+#include "profiler/analysis/step_analyses.h"
+#include "profiler/trace/reader.h"
+
+namespace stepscope::analysis {
+namespace {
+
+size_t g_json_mb = 16;
+size_t g_events = 100000;
+
+const testing::GeneratedJson& Json() {
+  static const testing::GeneratedJson* json = new testing::GeneratedJson(testing::GenerateKinetoJson(g_json_mb << 20));
+  return *json;
+}
+
+int64_t MaxRssBytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+void BM_ImportKinetoJson(benchmark::State& state) {
+  const auto& json = Json();
+  const int64_t rss_before = MaxRssBytes();
+  int64_t slices = 0;
+  for (auto _ : state) {
+    auto trace = trace::ReadTraceFromBytes(json.json, "generated.json");
+    if (!trace.ok()) {
+      state.SkipWithError(trace.status().message().c_str());
+      return;
+    }
+    slices = static_cast<int64_t>(trace->slices().size());
+    benchmark::DoNotOptimize(trace);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * json.json.size()));
+  state.counters["events/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * json.events), benchmark::Counter::kIsRate);
+  state.counters["events"] = static_cast<double>(json.events);
+  state.counters["slices"] = static_cast<double>(slices);
+  state.counters["MB"] = static_cast<double>(json.json.size()) / 1e6;
+  // Peak resident growth during import (the padded JSON copy and the trace), per event.
+  state.counters["peak_rss_B/event"] = static_cast<double>(MaxRssBytes() - rss_before) / static_cast<double>(json.events);
+}
+BENCHMARK(BM_ImportKinetoJson)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A trace of about g_events slices: the generated JSON cut to size.
+const trace::Trace& Events() {
+  static const trace::Trace* trace = [] {
+    const size_t bytes = g_events * 382;  // ~382 bytes of JSON per slice in the generated mix
+    const auto json = testing::GenerateKinetoJson(bytes);
+    return new trace::Trace(trace::ReadTraceFromBytes(json.json, "events.json").value());
+  }();
+  return *trace;
+}
+
+template <typename F>
+void RunAnalysis(benchmark::State& state, F analysis) {
+  const trace::Trace& trace = Events();
+  for (auto _ : state) benchmark::DoNotOptimize(analysis(trace));
+  state.counters["slices"] = static_cast<double>(trace.slices().size());
+  state.counters["slices/s"] = benchmark::Counter(
+      static_cast<double>(state.iterations() * trace.slices().size()), benchmark::Counter::kIsRate);
+}
+
+void BM_OpStats(benchmark::State& s) { RunAnalysis(s, [](const trace::Trace& t) { return ComputeOpStats(t); }); }
+void BM_Kernels(benchmark::State& s) { RunAnalysis(s, [](const trace::Trace& t) { return ComputeKernelStats(t); }); }
+void BM_Memcpy(benchmark::State& s) { RunAnalysis(s, [](const trace::Trace& t) { return ComputeMemcpyStats(t); }); }
+void BM_Streams(benchmark::State& s) { RunAnalysis(s, [](const trace::Trace& t) { return ComputeStreamStats(t); }); }
+void BM_Overlap(benchmark::State& s) { RunAnalysis(s, [](const trace::Trace& t) { return ComputeOverlap(t); }); }
+void BM_CriticalPath(benchmark::State& s) { RunAnalysis(s, [](const trace::Trace& t) { return ComputeCriticalPath(t); }); }
+void BM_Memory(benchmark::State& s) { RunAnalysis(s, [](const trace::Trace& t) { return ComputeMemoryTimelines(t); }); }
+void BM_Diff(benchmark::State& s) { RunAnalysis(s, [](const trace::Trace& t) { return DiffTraces(t, t); }); }
+BENCHMARK(BM_OpStats)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Kernels)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Streams)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Overlap)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CriticalPath)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Memory)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Diff)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace stepscope::analysis
+
+int main(int argc, char** argv) {
+  // Our own flags first; Google Benchmark rejects what it does not know.
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--json_mb=", 10) == 0) {
+      stepscope::analysis::g_json_mb = std::strtoul(argv[i] + 10, nullptr, 10);
+    } else if (std::strncmp(argv[i], "--events=", 9) == 0) {
+      stepscope::analysis::g_events = std::strtoul(argv[i] + 9, nullptr, 10);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

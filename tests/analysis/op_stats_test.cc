@@ -1,0 +1,161 @@
+// ComputeOpStats on traces whose statistics are known by construction, and on the real sample.
+#include "profiler/analysis/op_stats.h"
+
+#include <gtest/gtest.h>
+
+#include "profiler/trace/reader.h"
+#include "test_util.h"
+#include "trace_fixtures.h"
+
+namespace stepscope::analysis {
+namespace {
+
+using testing::TraceMaker;
+using trace::SliceKind;
+using trace::TrackKind;
+
+const OpStatsRow* Row(const std::vector<OpStatsRow>& rows, const std::string& name) {
+  for (const auto& r : rows) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+// Host thread (nesting): A [1000,1100) holds B [1010,1040) and B [1050,1060).
+// GPU stream: K [1000,1030), K [1040,1100); a /stream:all repeat of the first K (duplicate).
+trace::Trace Constructed() {
+  TraceMaker m;
+  const uint32_t host = m.Host("host");
+  const uint32_t cpu = m.Device("CPU:0", host);
+  const uint32_t gpu = m.Device("GPU:0", host);
+  const uint32_t thread = m.Lane("thread 1", cpu, TrackKind::kOpLane, /*concurrent=*/false);
+  const uint32_t stream = m.Lane("stream:7", gpu, TrackKind::kGpuStream);
+  const uint32_t all = m.Lane("stream:all", gpu, TrackKind::kGpuAllStreams);
+  m.Slice(thread, 1000, 1100, "A");
+  m.Slice(thread, 1010, 1040, "B");
+  m.Slice(thread, 1050, 1060, "B");
+  m.Slice(stream, 1000, 1030, "K", "", SliceKind::kKernel);
+  m.Slice(stream, 1040, 1100, "K", "", SliceKind::kKernel);
+  m.Slice(all, 1000, 1030, "K", "", SliceKind::kKernel, trace::kSliceDuplicate);
+  return std::move(m).Build();
+}
+
+TEST(OpStatsTest, TotalsSelfTimeAndPercentilesByConstruction) {
+  const trace::Trace trace = Constructed();
+  const OpStats stats = ComputeOpStats(trace);
+  EXPECT_EQ(stats.window_ns, 100);
+  EXPECT_EQ(stats.slices, 5);  // the duplicate is not counted
+  ASSERT_EQ(stats.by_op_type.size(), 3u);
+  const OpStatsRow* a = Row(stats.by_op_type, "A");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->count, 1);
+  EXPECT_EQ(a->total_ns, 100);
+  EXPECT_EQ(a->self_ns, 60);
+  EXPECT_EQ(a->where, "host");
+  EXPECT_DOUBLE_EQ(a->share, 1.0);
+  const OpStatsRow* b = Row(stats.by_op_type, "B");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->count, 2);
+  EXPECT_EQ(b->total_ns, 40);
+  EXPECT_EQ(b->self_ns, 40);
+  EXPECT_EQ(b->min_ns, 10);
+  EXPECT_EQ(b->max_ns, 30);
+  EXPECT_DOUBLE_EQ(b->mean_ns, 20);
+  EXPECT_DOUBLE_EQ(b->p50_ns, 20);
+  EXPECT_DOUBLE_EQ(b->p95_ns, 29);  // 10 + 0.95 * (30 - 10)
+  EXPECT_EQ(trace.slices()[b->longest_slice].dur_ns, 30);
+  const OpStatsRow* k = Row(stats.by_op_type, "K");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->count, 2);
+  EXPECT_EQ(k->total_ns, 90);
+  EXPECT_EQ(k->where, "device");
+  EXPECT_EQ(k->kind, "kernel");
+  EXPECT_EQ(stats.host_total_ns, 140);
+  EXPECT_EQ(stats.device_total_ns, 90);
+  // Sorted by total time.
+  EXPECT_EQ(stats.by_op_type[0].name, "A");
+  EXPECT_EQ(stats.by_op_type[1].name, "K");
+}
+
+TEST(OpStatsTest, WindowClipsSlicesAndSelfTime) {
+  const trace::Trace trace = Constructed();
+  OpStatsOptions options;
+  options.begin_ns = 20;  // trace time: the epoch is the first start (1000)
+  options.end_ns = 55;
+  const OpStats stats = ComputeOpStats(trace, options);
+  EXPECT_EQ(stats.window_ns, 35);
+  const OpStatsRow* a = Row(stats.by_op_type, "A");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->total_ns, 35);
+  EXPECT_EQ(a->self_ns, 10);  // 35 - (20 + 5)
+  const OpStatsRow* b = Row(stats.by_op_type, "B");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->count, 2);
+  EXPECT_EQ(b->total_ns, 25);
+  const OpStatsRow* k = Row(stats.by_op_type, "K");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->total_ns, 10 + 15);
+  EXPECT_DOUBLE_EQ(k->share, 25.0 / 35.0);
+}
+
+TEST(OpStatsTest, TrackSelectionIncludesChildTracks) {
+  const trace::Trace trace = Constructed();
+  uint32_t gpu = 0;
+  for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+    if (trace.str(trace.tracks()[t].name) == "GPU:0") gpu = t;
+  }
+  OpStatsOptions options;
+  options.tracks = {gpu};
+  const OpStats stats = ComputeOpStats(trace, options);
+  ASSERT_EQ(stats.by_op_type.size(), 1u);
+  EXPECT_EQ(stats.by_op_type[0].name, "K");
+  EXPECT_EQ(stats.by_op_type[0].total_ns, 90);
+  EXPECT_EQ(stats.host_total_ns, 0);
+}
+
+TEST(OpStatsTest, EmptyTraceAndEmptyWindow) {
+  TraceMaker m;
+  m.Host("empty");
+  const trace::Trace empty = std::move(m).Build();
+  const OpStats stats = ComputeOpStats(empty);
+  EXPECT_TRUE(stats.by_op_type.empty());
+  EXPECT_EQ(stats.window_ns, 0);
+  OpStatsOptions past_the_end;
+  past_the_end.begin_ns = 1000000;
+  const OpStats none = ComputeOpStats(Constructed(), past_the_end);
+  EXPECT_TRUE(none.by_node.empty());
+  EXPECT_EQ(none.window_ns, 0);
+}
+
+TEST(OpStatsTest, RealSampleTotalsMatchTheSlices) {
+  auto trace = trace::ReadTrace(stepscope::testing::DataPath("ptb_lstm_tf1_gpu_step.pbtxt"));
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  int64_t expected_total = 0, expected_count = 0;
+  for (const trace::Slice& s : trace->slices()) {
+    if (s.duplicate()) continue;
+    expected_total += s.dur_ns;
+    ++expected_count;
+  }
+  const OpStats stats = ComputeOpStats(*trace);
+  int64_t total = 0, count = 0;
+  for (const auto& row : stats.by_op_type) {
+    total += row.total_ns;
+    count += row.count;
+    EXPECT_EQ(row.self_ns, row.total_ns) << row.name;  // executor ops and kernels never nest
+    const trace::Slice& longest = trace->slices()[row.longest_slice];
+    EXPECT_EQ(trace->str(longest.op_type), row.name);
+    EXPECT_EQ(longest.dur_ns, row.max_ns);
+    EXPECT_LE(row.p50_ns, row.p95_ns);
+  }
+  EXPECT_EQ(total, expected_total);
+  EXPECT_EQ(count, expected_count);
+  int64_t node_total = 0;
+  for (const auto& row : stats.by_node) node_total += row.total_ns;
+  EXPECT_EQ(node_total, expected_total);
+  for (size_t i = 1; i < stats.by_op_type.size(); ++i) {
+    EXPECT_GE(stats.by_op_type[i - 1].total_ns, stats.by_op_type[i].total_ns);
+  }
+}
+
+}  // namespace
+}  // namespace stepscope::analysis

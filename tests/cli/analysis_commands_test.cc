@@ -1,0 +1,111 @@
+// The analysis commands through RunCli: help, JSON documents, directories, and clear errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "base/file_io.h"
+#include "profiler/cli/cli.h"
+#include "profiler/trace/reader.h"
+#include "test_util.h"
+
+namespace stepscope::cli {
+namespace {
+
+using testing::DataPath;
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result Stepscope(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  const int code = RunCli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+const char* const kCommands[] = {"ops", "kernels", "memory", "memcpy", "streams",
+                                 "overlap", "critical-path", "diff", "merge"};
+
+TEST(AnalysisCommandsTest, EveryCommandHasHelpAndIsListed) {
+  const Result top = Stepscope({"--help"});
+  for (const char* command : kCommands) {
+    EXPECT_NE(top.out.find(std::string("  ") + command + " "), std::string::npos) << command;
+    const Result help = Stepscope({command, "--help"});
+    EXPECT_EQ(help.code, 0) << command;
+    EXPECT_NE(help.out.find("usage: stepscope " + std::string(command)), std::string::npos);
+    EXPECT_NE(help.out.find("--json"), std::string::npos) << command;
+  }
+}
+
+TEST(AnalysisCommandsTest, JsonDocumentsOnAFileAndOnADirectory) {
+  for (const char* command : {"ops", "kernels", "memory", "memcpy", "streams", "overlap", "critical-path"}) {
+    for (const std::string& input : {DataPath("analysis/ranks/rank0.pbtxt"), DataPath("analysis/ranks")}) {
+      const Result r = Stepscope({command, input, "--json"});
+      ASSERT_EQ(r.code, 0) << command << " " << input << ": " << r.err;
+      const auto doc = nlohmann::json::parse(r.out);
+      EXPECT_EQ(doc["schema"], std::string("stepscope.") + command + "/1");
+    }
+  }
+  const auto ops = nlohmann::json::parse(Stepscope({"ops", DataPath("analysis/ranks"), "--json"}).out);
+  int64_t count = 0;
+  for (const auto& row : ops["by_op_type"]) count += row["count"].get<int64_t>();
+  EXPECT_EQ(count, 18);  // 9 slices per rank, both ranks
+  const auto overlap = nlohmann::json::parse(Stepscope({"overlap", DataPath("analysis/ranks"), "--json"}).out);
+  ASSERT_EQ(overlap["traces"].size(), 2u);  // one per step and rank
+  EXPECT_EQ(overlap["traces"][1]["rank"], 1);
+}
+
+TEST(AnalysisCommandsTest, MergeWritesAChromeTraceThatReadsBack) {
+  const std::string out = (testing::ScratchDir("merge") / "merged.json.gz").string();
+  const Result r = Stepscope({"merge", DataPath("analysis/ranks"), "-o", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("rank 1 (host-b) step 5 finished 60.0 us after"), std::string::npos) << r.out;
+  auto merged = trace::ReadTrace(out);
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_EQ(merged->slices().size(), 18u);
+  EXPECT_EQ(merged->span_end_ns() - merged->span_begin_ns(), 510000);
+}
+
+TEST(AnalysisCommandsTest, BadInputIsAClearErrorNamingIt) {
+  Result r = Stepscope({"ops", "/no/such/trace.pb"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("/no/such/trace.pb"), std::string::npos);
+  const auto empty = testing::ScratchDir("empty_dir");
+  r = Stepscope({"kernels", empty.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no trace files"), std::string::npos);
+  r = Stepscope({"merge", DataPath("analysis/ranks"), "-o", "out.pb"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("Chrome JSON"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists("out.pb"));
+  r = Stepscope({"ops", DataPath("analysis/ranks"), "--top", "0"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--top"), std::string::npos);
+  r = Stepscope({"diff", DataPath("analysis/ranks/rank0.pbtxt")});
+  EXPECT_EQ(r.code, 2);
+  const std::string garbage = (testing::ScratchDir("garbage") / "bad.json").string();
+  ASSERT_TRUE(WriteFileAtomically(garbage, "[{\"ph\": \"X\", \"ts\": }]").ok());
+  r = Stepscope({"streams", garbage});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bad.json"), std::string::npos);
+  EXPECT_NE(r.err.find("invalid JSON at byte"), std::string::npos);
+}
+
+TEST(AnalysisCommandsTest, DiffMarksOpsOnOneSideOnly) {
+  const Result r = Stepscope({"diff", DataPath("analysis/ranks/rank0.pbtxt"), DataPath("analysis/kineto_small.json"), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  bool only_a = false, only_b = false;
+  for (const auto& row : doc["by_op_type"]) {
+    only_a |= row["presence"] == "only_a";
+    only_b |= row["presence"] == "only_b";
+  }
+  EXPECT_TRUE(only_a);
+  EXPECT_TRUE(only_b);
+}
+
+}  // namespace
+}  // namespace stepscope::cli

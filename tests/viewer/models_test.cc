@@ -1,0 +1,229 @@
+// The viewer's item models on the real TensorFlow sample step, each wrapped in
+// QAbstractItemModelTester (which fails the test on any broken model contract), plus search,
+// CSV and the details of a known op.
+#include <QAbstractItemModelTester>
+#include <QSortFilterProxyModel>
+#include <QtTest/QtTest>
+
+#include "profiler/trace/slice_details.h"
+#include "stepscope/tf/run_metadata.pb.h"
+#include "tests/test_util.h"
+#include "viewer/load/document.h"
+#include "viewer/models/csv.h"
+#include "viewer/models/live_tensor_model.h"
+#include "viewer/models/op_stats_model.h"
+#include "viewer/models/roles.h"
+#include "viewer/models/search_model.h"
+#include "viewer/models/slice_details.h"
+#include "viewer/models/track_tree_model.h"
+
+using namespace stepscope;
+using namespace stepscope::viewer;
+
+namespace {
+
+std::shared_ptr<const TraceDocument> LoadSample() {
+  auto document = OpenDocument(testing::DataPath("ptb_lstm_tf1_gpu_step.pbtxt"));
+  if (!document.ok()) qFatal("%s", document.status().message().c_str());
+  return *document;
+}
+
+// Collects every string shown under `parent` (keys and values), depth first.
+void CollectTexts(const QAbstractItemModel& model, const QModelIndex& parent, QStringList* out) {
+  for (int r = 0; r < model.rowCount(parent); ++r) {
+    for (int c = 0; c < model.columnCount(parent); ++c) out->append(model.index(r, c, parent).data().toString());
+    CollectTexts(model, model.index(r, 0, parent), out);
+  }
+}
+
+}  // namespace
+
+class ModelsTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() { document_ = LoadSample(); }
+
+  void TrackTreeFollowsTheTrace() {
+    TrackTreeModel model(document_);
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    const trace::Trace& trace = document_->trace();
+    // Every track appears once, under its parent.
+    int seen = 0;
+    std::function<void(const QModelIndex&)> walk = [&](const QModelIndex& parent) {
+      for (int r = 0; r < model.rowCount(parent); ++r) {
+        const QModelIndex index = model.index(r, 0, parent);
+        const uint32_t track = index.data(kTrackRole).toUInt();
+        QCOMPARE(parent.isValid() ? static_cast<int32_t>(parent.data(kTrackRole).toUInt()) : -1,
+                 trace.tracks()[track].parent);
+        ++seen;
+        walk(index);
+      }
+    };
+    walk({});
+    QCOMPARE(seen, static_cast<int>(trace.tracks().size()));
+    // The single host holds every slice.
+    QCOMPARE(model.rowCount(), 1);
+    QCOMPARE(model.index(0, TrackTreeModel::kSlicesColumn).data().toLongLong(),
+             static_cast<qlonglong>(trace.slices().size()));
+    // Unchecking hides.
+    QSignalSpy spy(&model, &TrackTreeModel::visibilityChanged);
+    const QModelIndex device = model.index(0, 0, model.index(0, 0));
+    QVERIFY(model.setData(device, Qt::Unchecked, Qt::CheckStateRole));
+    QCOMPARE(spy.count(), 1);
+    QCOMPARE(spy.at(0).at(1).toBool(), false);
+    QCOMPARE(device.data(Qt::CheckStateRole).toInt(), int(Qt::Unchecked));
+  }
+
+  void OpStatsSortFilterAndCsv() {
+    auto analysis = AnalyseDocument(*document_);
+    OpStatsModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.SetRows(analysis->op_stats.by_op_type);
+    QCOMPARE(model.rowCount(), static_cast<int>(analysis->op_stats.by_op_type.size()));
+    QVERIFY(model.rowCount() > 10);
+    QSortFilterProxyModel proxy;
+    QAbstractItemModelTester proxy_tester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    proxy.setSourceModel(&model);
+    proxy.setSortRole(kSortRole);
+    proxy.sort(OpStatsModel::kCount, Qt::DescendingOrder);
+    for (int r = 1; r < proxy.rowCount(); ++r) {
+      QVERIFY(proxy.index(r - 1, OpStatsModel::kCount).data(kSortRole).toLongLong() >=
+              proxy.index(r, OpStatsModel::kCount).data(kSortRole).toLongLong());
+    }
+    // Numeric sort on a formatted column: "9.000 us" must not sort above "10.00 us".
+    proxy.sort(OpStatsModel::kTotal, Qt::AscendingOrder);
+    for (int r = 1; r < proxy.rowCount(); ++r) {
+      QVERIFY(proxy.index(r - 1, OpStatsModel::kTotal).data(kSortRole).toDouble() <=
+              proxy.index(r, OpStatsModel::kTotal).data(kSortRole).toDouble());
+    }
+    proxy.setFilterKeyColumn(-1);
+    proxy.setFilterFixedString("MatMul");
+    int expected = 0;
+    for (const auto& row : analysis->op_stats.by_op_type) {
+      expected += (QString::fromStdString(row.name + row.op_type).contains("MatMul")) ? 1 : 0;
+    }
+    QCOMPARE(proxy.rowCount(), expected);
+    QVERIFY(expected >= 1);
+    const QString csv = TableToCsv(proxy);
+    const QStringList lines = csv.split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), expected + 1);
+    QVERIFY(lines[0].startsWith("Name,Op type,Where,Count,Total"));
+    // Raw numbers, not formatted text.
+    const QStringList first = lines[1].split(',');
+    bool numeric = false;
+    first[OpStatsModel::kTotal].toLongLong(&numeric);
+    QVERIFY2(numeric, qPrintable(lines[1]));
+    // The jump target is a slice of that op type.
+    const uint32_t slice = proxy.index(0, 0).data(kSliceRole).toUInt();
+    const auto& s = document_->trace().slices()[slice];
+    QCOMPARE(QString::fromUtf8(document_->trace().str(s.op_type)), proxy.index(0, OpStatsModel::kOpType).data().toString());
+  }
+
+  void SearchByTextAndRegex() {
+    SearchModel model(document_);
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    const trace::Trace& trace = document_->trace();
+    auto brute = [&](const QRegularExpression& expression) {
+      int count = 0;
+      for (const auto& s : trace.slices()) {
+        count += expression.match(QString::fromUtf8(trace.str(s.name))).hasMatch() ||
+                         expression.match(QString::fromUtf8(trace.str(s.op_type))).hasMatch()
+                     ? 1
+                     : 0;
+      }
+      return count;
+    };
+    QVERIFY(model.SetQuery("lstmblockcell", false).isEmpty());
+    const int text_matches = model.rowCount();
+    QCOMPARE(text_matches, brute(QRegularExpression("LSTMBlockCell", QRegularExpression::CaseInsensitiveOption)));
+    QVERIFY(text_matches > 100);
+    // Copies by op type, and one regular expression that also matches names.
+    QVERIFY(model.SetQuery("^MEMCPY(HtoD|DtoH)$", true).isEmpty());
+    QCOMPARE(model.rowCount(), brute(QRegularExpression("^MEMCPY(HtoD|DtoH)$",
+                                                        QRegularExpression::CaseInsensitiveOption)));
+    QVERIFY(model.rowCount() > 10);
+    QVERIFY(model.SetQuery("cell_[01]/lstm_cell/LSTMBlockCell_1\\d$", true).isEmpty());
+    QCOMPARE(model.rowCount(), brute(QRegularExpression("cell_[01]/lstm_cell/LSTMBlockCell_1\\d$",
+                                                        QRegularExpression::CaseInsensitiveOption)));
+    QVERIFY(model.rowCount() > 0);
+    // Time order, next/previous wrap.
+    for (int r = 1; r < model.rowCount(); ++r) {
+      QVERIFY(model.index(r - 1).data(kTimeRole).toLongLong() <= model.index(r).data(kTimeRole).toLongLong());
+    }
+    const int64_t first = model.Next();
+    QCOMPARE(first, static_cast<int64_t>(model.matches().front()));
+    QCOMPARE(model.Previous(), static_cast<int64_t>(model.matches().back()));
+    QCOMPARE(model.Next(), first);
+    // A broken expression says where; the list empties.
+    const QString error = model.SetQuery("MatMul(", true);
+    QVERIFY(!error.isEmpty());
+    QVERIFY(error.contains("offset"));
+    QCOMPARE(model.rowCount(), 0);
+    QCOMPARE(model.Next(), int64_t{-1});
+  }
+
+  void DetailsListEveryFieldOfTheRecord() {
+    const trace::Trace& trace = document_->trace();
+    // An executor op with outputs and memory: shapes, allocation descriptions, allocators.
+    int64_t slice = -1;
+    for (uint32_t i = 0; i < trace.slices().size() && slice < 0; ++i) {
+      const auto* node = trace.node(i);
+      if (node != nullptr && node->output_size() > 0 && node->memory_size() > 0) slice = i;
+    }
+    QVERIFY(slice >= 0);
+    SliceDetailsModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.ShowSlice(*document_, static_cast<uint32_t>(slice));
+    QStringList texts;
+    CollectTexts(model, {}, &texts);
+    const auto& s = trace.slices()[static_cast<size_t>(slice)];
+    QVERIFY(texts.contains(QString::fromUtf8(trace.str(s.name))));
+    for (const char* field : {"op type", "duration", "source record", "output", "tensor_description", "shape",
+                              "allocation_description", "requested_bytes", "memory", "allocator_name",
+                              "all_start_micros", "timeline_label"}) {
+      QVERIFY2(texts.contains(field), field);
+    }
+    // Flows link to their slices.
+    QVERIFY(texts.contains("flows in") || texts.contains("flows out"));
+    model.ShowNothing();
+    QCOMPARE(model.rowCount(), 0);
+    // A memcpy gets its kind and bytes.
+    int64_t copy = -1;
+    for (uint32_t i = 0; i < trace.slices().size() && copy < 0; ++i) {
+      const auto details = trace::GetMemcpyDetails(trace, i);
+      if (details && details->bytes == 320000) copy = i;
+    }
+    QVERIFY(copy >= 0);
+    model.ShowSlice(*document_, static_cast<uint32_t>(copy));
+    texts.clear();
+    CollectTexts(model, {}, &texts);
+    QVERIFY(texts.contains("memcpy"));
+    QVERIFY(texts.contains("DtoH"));
+    QVERIFY(texts.contains("320000"));
+  }
+
+  void LiveTensorsAtThePeak() {
+    auto analysis = AnalyseDocument(*document_);
+    QVERIFY(!analysis->memory.empty());
+    const auto& timeline = analysis->memory.front();
+    LiveTensorModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    auto tensors = analysis::LiveTensorsAt(document_->trace(), timeline, timeline.peak_ns);
+    const size_t count = tensors.size();
+    model.SetTensors(std::move(tensors));
+    QCOMPARE(model.rowCount(), static_cast<int>(count));
+    for (int r = 1; r < model.rowCount(); ++r) {
+      QVERIFY(model.index(r - 1, LiveTensorModel::kBytes).data(kSortRole).toLongLong() >=
+              model.index(r, LiveTensorModel::kBytes).data(kSortRole).toLongLong());
+    }
+    QCOMPARE(FormatBytes(1536), QString("1.5 KiB"));
+    QCOMPARE(FormatBytes(830), QString("830 B"));
+  }
+
+ private:
+  std::shared_ptr<const TraceDocument> document_;
+};
+
+QTEST_GUILESS_MAIN(ModelsTest)
+#include "models_test.moc"

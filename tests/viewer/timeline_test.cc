@@ -1,0 +1,255 @@
+// The timeline's arithmetic with no widget: time <-> pixel mapping, the ruler, the per-level
+// index and visible range, sub-pixel folding on 10^6-slice tracks, the row layout, colours and
+// the per-pixel decimation of memory curves.
+#include <QElapsedTimer>
+#include <QtTest/QtTest>
+#include <algorithm>
+#include <random>
+
+#include "viewer/load/synthetic_trace.h"
+#include "viewer/memory/decimate.h"
+#include "viewer/timeline/slice_colors.h"
+#include "viewer/timeline/time_mapping.h"
+#include "viewer/timeline/timeline_index.h"
+#include "viewer/timeline/track_layout.h"
+
+using namespace stepscope;
+using namespace stepscope::viewer;
+
+namespace {
+
+// One track of `count` back-to-back slices of 1..100 ns with 0..50 ns gaps: at any zoom-out
+// most of them are far below a pixel.
+trace::Trace MakeDenseTrack(int64_t count) {
+  trace::TraceBuilder builder;
+  trace::Track track;
+  track.name = builder.Intern("dense");
+  track.concurrent = true;
+  const uint32_t t = builder.AddTrack(track);
+  std::mt19937 random(7);
+  int64_t clock = 0;
+  const trace::StringId name = builder.Intern("op");
+  for (int64_t i = 0; i < count; ++i) {
+    trace::Slice slice;
+    slice.track = t;
+    slice.name = name;
+    slice.op_type = name;
+    slice.start_ns = clock + static_cast<int64_t>(random() % 51);
+    slice.dur_ns = 1 + static_cast<int64_t>(random() % 100);
+    // Every 10000th slice is long enough to be drawn on its own at full zoom-out.
+    if (i % 10000 == 0) slice.dur_ns = 2'000'000;
+    clock = slice.start_ns + slice.dur_ns;
+    builder.AddSlice(slice);
+  }
+  return std::move(builder).Build();
+}
+
+// Brute force: positions of a level's slices intersecting [begin, end].
+std::pair<size_t, size_t> BruteVisible(const TimelineIndex& index, uint32_t track, int depth, double begin,
+                                       double end) {
+  const auto level = index.level(track, depth);
+  const auto& slices = index.trace().slices();
+  size_t first = level.size(), last = 0;
+  for (size_t i = 0; i < level.size(); ++i) {
+    const auto& s = slices[level[i]];
+    if (static_cast<double>(s.end_ns()) >= begin && static_cast<double>(s.start_ns) <= end) {
+      first = std::min(first, i);
+      last = i + 1;
+    }
+  }
+  if (first == level.size()) return {0, 0};
+  return {first, last};
+}
+
+}  // namespace
+
+class TimelineTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void MappingRoundTrips() {
+    const TimeMapping mapping(1000, 11000, 500);
+    QCOMPARE(mapping.ns_per_px(), 20.0);
+    QCOMPARE(mapping.NsToPx(1000), 0.0);
+    QCOMPARE(mapping.NsToPx(11000), 500.0);
+    QCOMPARE(mapping.PxToNs(250), 6000.0);
+    for (double px : {0.0, 13.5, 499.0}) QCOMPARE(mapping.NsToPx(mapping.PxToNs(px)), px);
+  }
+
+  void ZoomKeepsTheAnchor() {
+    TimeMapping mapping(0, 1'000'000, 1000);
+    const double anchor_ns = mapping.PxToNs(300);
+    mapping.ZoomAt(300, 4);
+    QCOMPARE(mapping.span_ns(), 250'000.0);
+    QCOMPARE(mapping.PxToNs(300), anchor_ns);
+    mapping.ZoomAt(300, 0.25);
+    QCOMPARE(mapping.span_ns(), 1'000'000.0);
+    QCOMPARE(mapping.begin_ns(), 0.0);
+    // Never narrower than the minimum span.
+    for (int i = 0; i < 100; ++i) mapping.ZoomAt(500, 10);
+    QCOMPARE(mapping.span_ns(), TimeMapping::kMinSpanNs);
+  }
+
+  void PanFitAndClamp() {
+    TimeMapping mapping(0, 1000, 100);
+    mapping.PanPx(10);  // 10 px of 10 ns
+    QCOMPARE(mapping.begin_ns(), 100.0);
+    QCOMPARE(mapping.end_ns(), 1100.0);
+    mapping.Fit(2000, 4000, 0.1);
+    QCOMPARE(mapping.begin_ns(), 1800.0);
+    QCOMPARE(mapping.end_ns(), 4200.0);
+    // Zoomed far out: brought back to 1.2x the data; panned far away: back within half a view.
+    mapping.SetRange(-1e9, 1e9);
+    mapping.ClampTo(0, 1000);
+    QCOMPARE(mapping.span_ns(), 1200.0);
+    mapping.SetRange(50'000, 50'100);
+    mapping.ClampTo(0, 1000);
+    QCOMPARE(mapping.span_ns(), 100.0);
+    QCOMPARE(mapping.begin_ns(), 950.0);
+    mapping.SetRange(5, 5);  // empty: widened to the minimum span around it
+    QCOMPARE(mapping.span_ns(), TimeMapping::kMinSpanNs);
+  }
+
+  void RulerUsesNiceStepsAndUnits() {
+    const TimeMapping mapping(0, 10'000'000, 1000);  // 10 ms over 1000 px
+    QCOMPARE(RulerStepNs(mapping, 90), 1'000'000.0);  // 90 px = 0.9 ms -> 1 ms
+    const auto ticks = RulerTicks(mapping, 90);
+    int majors = 0;
+    for (const auto& tick : ticks) majors += tick.major ? 1 : 0;
+    QCOMPARE(majors, 11);  // 0, 1, ..., 10 ms
+    QCOMPARE(QString::fromStdString(ticks.front().label), QString("0 ms"));
+    QCOMPARE(QString::fromStdString(ticks.back().label), QString("10 ms"));
+    QCOMPARE(QString::fromStdString(FormatTimeAt(2'500'000, 500'000)), QString("2.5 ms"));
+    QCOMPARE(QString::fromStdString(FormatDuration(830)), QString("830 ns"));
+    QCOMPARE(QString::fromStdString(FormatDuration(12'500)), QString("12.50 us"));
+    QCOMPARE(QString::fromStdString(FormatDuration(1'250'000)), QString("1.250 ms"));
+    QCOMPARE(QString::fromStdString(FormatDuration(2e9)), QString("2.000 s"));
+    const TimeMapping tiny(1000, 1100, 1000);
+    QCOMPARE(RulerStepNs(tiny, 90), 10.0);
+  }
+
+  void ColoursAreStable() {
+    QCOMPARE(ColorForName("MatMul"), ColorForName("MatMul"));
+    QVERIFY(ColorForName("MatMul") != ColorForName("Conv2D"));
+    QVERIFY(ColorForName("MatMul") != ColorForName("matmul"));
+  }
+
+  void VisibleRangeMatchesBruteForceOnAMillionSlices() {
+    const trace::Trace trace = MakeDenseTrack(1'000'000);
+    const TimelineIndex index(trace);
+    QCOMPARE(index.depth_count(0), 1);
+    QCOMPARE(index.level(0, 0).size(), size_t{1'000'000});
+    std::mt19937_64 random(3);
+    const double span = static_cast<double>(trace.span_end_ns());
+    for (int i = 0; i < 20; ++i) {
+      const double begin = std::uniform_real_distribution<double>(-1000, span)(random);
+      const double end = begin + std::uniform_real_distribution<double>(0, span / 50)(random);
+      QCOMPARE(index.VisibleRange(0, 0, begin, end), BruteVisible(index, 0, 0, begin, end));
+    }
+    QCOMPARE(index.VisibleRange(0, 0, span + 10, span + 20), std::make_pair(size_t{1'000'000}, size_t{1'000'000}));
+  }
+
+  void FoldingBoundsTheBoxesAndAccountsForEverySlice() {
+    const trace::Trace trace = MakeDenseTrack(1'000'000);
+    const TimelineIndex index(trace);
+    const double width = 1600;
+    TimeMapping mapping;
+    mapping.SetWidth(width);
+    mapping.Fit(static_cast<double>(trace.span_begin_ns()), static_cast<double>(trace.span_end_ns()));
+    std::vector<DrawBox> boxes;
+    QElapsedTimer timer;
+    timer.start();
+    const size_t covered = CollectBoxes(index, 0, 0, mapping, &boxes);
+    const double ms = static_cast<double>(timer.nsecsElapsed()) / 1e6;
+    // Every slice is in exactly one box, and there are at most ~2 boxes per pixel, not 10^6.
+    QCOMPARE(covered, size_t{1'000'000});
+    QVERIFY2(boxes.size() <= 2 * static_cast<size_t>(width), qPrintable(QString::number(boxes.size())));
+    size_t counted = 0;
+    for (const DrawBox& box : boxes) {
+      counted += box.count;
+      QVERIFY(box.x1 - box.x0 >= 1.0f - 1e-3f);
+    }
+    QCOMPARE(counted, size_t{1'000'000});
+    for (size_t i = 1; i < boxes.size(); ++i) QVERIFY(boxes[i].x0 >= boxes[i - 1].x0);
+    // The long slices are never folded away.
+    size_t long_boxes = 0;
+    for (const DrawBox& box : boxes) long_boxes += !box.folded() && trace.slices()[box.slice].dur_ns == 2'000'000;
+    QCOMPARE(long_boxes, size_t{100});
+    // Time is reported, not asserted (sanitizer builds and loaded machines vary); the box count
+    // above is what bounds the work.
+    qInfo("folding a 10^6-slice level into %zu boxes took %.2f ms", boxes.size(), ms);
+
+    // Zoomed in to 2 us: nothing is narrower than a pixel of 1.25 ns... most are whole boxes.
+    mapping.SetRange(1'000'000, 1'002'000);
+    boxes.clear();
+    const size_t visible = CollectBoxes(index, 0, 0, mapping, &boxes);
+    const auto [first, last] = index.VisibleRange(0, 0, mapping.begin_ns(), mapping.end_ns());
+    QCOMPARE(visible, last - first);
+    size_t single = 0;
+    for (const DrawBox& box : boxes) single += box.folded() ? 0 : 1;
+    QVERIFY(single * 10 >= boxes.size() * 9);
+  }
+
+  void SyntheticTraceNestsAndIndexesEveryLevel() {
+    const trace::Trace trace = MakeSyntheticTrace(200'000);
+    QCOMPARE(trace.slices().size(), size_t{200'000});
+    QVERIFY(trace.import_stats().Get("overlap_moved_to_lane") == 0);
+    const TimelineIndex index(trace);
+    size_t indexed = 0;
+    int deepest = 0;
+    for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+      deepest = std::max(deepest, index.depth_count(t));
+      for (int d = 0; d < index.depth_count(t); ++d) {
+        const auto level = index.level(t, d);
+        indexed += level.size();
+        for (size_t i = 1; i < level.size(); ++i) {
+          // Disjoint within a level: ends sorted along with starts.
+          QVERIFY(trace.slices()[level[i - 1]].end_ns() <= trace.slices()[level[i]].start_ns);
+        }
+      }
+    }
+    QCOMPARE(indexed, trace.slices().size());
+    QCOMPARE(deepest, 3);
+  }
+
+  void LayoutRowsFollowTheTrackTree() {
+    const trace::Trace trace = MakeSyntheticTrace(10'000);
+    const TimelineIndex index(trace);
+    TrackLayout layout(trace, index);
+    // host header, CPU header, 4 threads x 3 levels, GPU header, 4 streams x 1 level.
+    QCOMPARE(layout.rows().size(), size_t{1 + 1 + 12 + 1 + 4});
+    QCOMPARE(layout.rows()[0].kind, TimelineRow::Kind::kHeader);
+    const uint32_t cpu = layout.children(static_cast<int32_t>(layout.roots()[0]))[0];
+    layout.SetCollapsed(cpu, true);
+    QCOMPARE(layout.rows().size(), size_t{1 + 1 + 1 + 4});
+    const uint32_t thread = layout.children(static_cast<int32_t>(cpu))[0];
+    const uint32_t slice = trace.track_first_slice(thread);
+    QCOMPARE(layout.RowOfSlice(slice), -1);
+    layout.SetCollapsed(cpu, false);
+    QCOMPARE(layout.RowOfSlice(slice), 2 + trace.slices()[slice].depth);
+    const uint32_t gpu = layout.children(static_cast<int32_t>(layout.roots()[0]))[1];
+    layout.SetHidden(gpu, true);
+    QCOMPARE(layout.rows().size(), size_t{1 + 1 + 12});
+    layout.SetCollapsed(layout.roots()[0], true);
+    QCOMPARE(layout.rows().size(), size_t{1});
+  }
+
+  void DecimationKeepsPeaks() {
+    // 0 -> 100 bytes for 1 ns at t=5000, then 10 from t=9000: far below one pixel of 100 ns.
+    const std::vector<analysis::MemoryPoint> curve = {{0, 0}, {5000, 100}, {5001, 0}, {9000, 10}};
+    const TimeMapping mapping(0, 10'000, 100);
+    const auto columns = DecimateCurve(curve, mapping);
+    QCOMPARE(columns.size(), size_t{100});
+    QCOMPARE(columns[50], (ColumnExtent{0, 100}));   // the spike survives
+    QCOMPARE(columns[49], (ColumnExtent{0, 0}));
+    QCOMPARE(columns[51], (ColumnExtent{0, 0}));
+    QCOMPARE(columns[95], (ColumnExtent{10, 10}));   // carried in from the last point
+    QCOMPARE(columns[90], (ColumnExtent{0, 10}));
+    int64_t high = 0;
+    for (const auto& column : columns) high = std::max(high, column.high);
+    QCOMPARE(high, int64_t{100});
+  }
+};
+
+QTEST_GUILESS_MAIN(TimelineTest)
+#include "timeline_test.moc"

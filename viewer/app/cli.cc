@@ -1,0 +1,318 @@
+#include "viewer/app/cli.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QElapsedTimer>
+#include <QImage>
+#include <QPainter>
+#include <QRegularExpression>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "profiler/trace/writer.h"
+#include "viewer/app/document_view.h"
+#include "viewer/app/main_window.h"
+#include "viewer/load/document.h"
+#include "viewer/load/synthetic_trace.h"
+#include "viewer/load/trace_loader.h"
+#include "viewer/memory/memory_chart.h"
+#include "viewer/memory/memory_panel.h"
+#include "viewer/timeline/time_axis.h"
+#include "viewer/timeline/timeline_view.h"
+
+namespace stepscope::viewer {
+namespace {
+
+// Targets of the viewer (see docs/viewer.md).
+constexpr double kFirstFrameTargetMs = 2000;
+constexpr double kFrameTargetMs = 16;
+constexpr double kBytesPerSliceTarget = 100;
+
+void Print(const QString& text) { std::fprintf(stdout, "%s\n", text.toLocal8Bit().constData()); }
+void PrintError(const QString& text) {
+  std::fprintf(stderr, "stepscope-view: %s\n", text.toLocal8Bit().constData());
+}
+
+double Ms(const QElapsedTimer& timer) { return static_cast<double>(timer.nsecsElapsed()) / 1e6; }
+
+int RunScreenshot(const QStringList& traces, bool merge, const QString& out, QSize size, int pane) {
+  MainWindow window(/*interactive=*/false);
+  window.resize(size);
+  window.show();
+  window.Open(traces, merge);
+  window.loader()->WaitForIdle();
+  if (window.document_count() == 0) {
+    for (const QString& error : window.errors()) PrintError(error);
+    if (window.errors().isEmpty()) PrintError(traces.join(", ") + ": nothing could be opened");
+    return 2;
+  }
+  DocumentView* document = window.current_document();
+  document->ShowPane(static_cast<DocumentView::Pane>(pane));
+  if (pane == DocumentView::kMemoryPane) {
+    // Show what was live at the first allocator's peak, as a click on its marker would.
+    MemoryPanel* memory = document->memory_panel();
+    if (memory->chart_count() > 0) memory->ShowLiveAt(0, memory->chart(0)->timeline().peak_ns);
+  }
+  QApplication::processEvents();
+  const QImage image = window.grab().toImage();
+  const QString error = SavePngAtomically(image, out);
+  if (!error.isEmpty()) {
+    PrintError(error);
+    return 1;
+  }
+  Print(QStringLiteral("wrote %1 (%2x%3)").arg(out).arg(image.width()).arg(image.height()));
+  return 0;
+}
+
+// One timeline frame, drawn as the window would (paintEvent) into an offscreen image.
+double RenderFrame(TimelineView* timeline, QImage* image) {
+  QElapsedTimer timer;
+  timer.start();
+  timeline->render(image);
+  return Ms(timer);
+}
+
+int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, int frames, bool log_frames) {
+  MainWindow window(/*interactive=*/false);
+  window.resize(size);
+  window.show();
+  QApplication::processEvents();
+  ReleaseFreeMemory();
+  const int64_t rss_before = ResidentBytes();
+
+  QElapsedTimer opening;
+  opening.start();
+  std::shared_ptr<const TraceDocument> document;
+  if (synthetic_slices > 0) {
+    document = std::make_shared<TraceDocument>(MakeSyntheticTrace(synthetic_slices),
+                                               "synthetic:" + std::to_string(synthetic_slices));
+  } else {
+    auto opened = OpenDocument(trace_path.toStdString());
+    if (!opened.ok()) {
+      PrintError(QString::fromStdString(opened.status().message()));
+      return 2;
+    }
+    document = *opened;
+  }
+  const double load_ms = Ms(opening);
+  DocumentView* view = window.AddDocument(document);
+  QApplication::processEvents();
+  TimelineView* timeline = view->timeline();
+  QImage image(timeline->size(), QImage::Format_RGB32);
+  const double first_paint_ms = RenderFrame(timeline, &image);
+  const double first_frame_ms = Ms(opening);
+  ReleaseFreeMemory();
+  const int64_t rss_timeline = ResidentBytes();
+
+  QElapsedTimer analysing;
+  analysing.start();
+  view->SetAnalysis(AnalyseDocument(*document));
+  const double analysis_ms = Ms(analysing);
+  QApplication::processEvents();
+  ReleaseFreeMemory();
+  const int64_t rss_analysed = ResidentBytes();
+
+  // A fixed sequence: zoom in at the middle, pan across, zoom out at the left, then jump deep.
+  TimeAxis* axis = view->axis();
+  const double width = timeline->mapping().width_px();
+  std::vector<double> frame_ms;
+  for (int i = 0; i < frames; ++i) {
+    const int phase = i % 40;
+    if (phase == 0) {
+      axis->FitAll();
+    } else if (phase < 12) {
+      timeline->ZoomAtPx(width / 2, 1.6);
+    } else if (phase < 22) {
+      timeline->PanPx(width * 0.3);
+    } else if (phase < 32) {
+      timeline->ZoomAtPx(width * 0.1, 1 / 1.6);
+    } else {
+      timeline->PanPx(-width * 0.5);
+    }
+    frame_ms.push_back(RenderFrame(timeline, &image));
+    if (log_frames) {
+      Print(QStringLiteral("frame %1: view %2, %3 ms")
+                .arg(i)
+                .arg(QString::fromStdString(FormatDuration(axis->end_ns() - axis->begin_ns())))
+                .arg(frame_ms.back(), 0, 'f', 2));
+    }
+  }
+  std::vector<double> sorted = frame_ms;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+  const double worst = sorted.empty() ? 0 : sorted.back();
+
+  const trace::Trace& trace = document->trace();
+  const double slices = static_cast<double>(std::max<size_t>(1, trace.slices().size()));
+  const double per_slice_timeline = static_cast<double>(rss_timeline - rss_before) / slices;
+  const double per_slice_all = static_cast<double>(rss_analysed - rss_before) / slices;
+  auto verdict = [](bool ok) { return ok ? QStringLiteral("ok") : QStringLiteral("MISSED"); };
+  Print(QStringLiteral("trace: %1 (%2 slices, %3 tracks, %4 flows)")
+            .arg(QString::fromStdString(document->path()))
+            .arg(trace.slices().size())
+            .arg(trace.tracks().size())
+            .arg(trace.flows().size()));
+  Print(QStringLiteral("load: %1 ms (read + build + index%2)")
+            .arg(load_ms, 0, 'f', 1)
+            .arg(synthetic_slices > 0 ? QStringLiteral(", generated in memory") : QString()));
+  Print(QStringLiteral("first frame: %1 ms after opening (paint %2 ms)  target <= %3 ms: %4")
+            .arg(first_frame_ms, 0, 'f', 1)
+            .arg(first_paint_ms, 0, 'f', 1)
+            .arg(kFirstFrameTargetMs, 0, 'f', 0)
+            .arg(verdict(first_frame_ms <= kFirstFrameTargetMs)));
+  Print(QStringLiteral("analysis: %1 ms (op statistics + memory timelines, after the first frame)")
+            .arg(analysis_ms, 0, 'f', 1));
+  Print(QStringLiteral("frames: %1 at %2x%3, median %4 ms, max %5 ms  target <= %6 ms: %7")
+            .arg(frame_ms.size())
+            .arg(timeline->width())
+            .arg(timeline->height())
+            .arg(median, 0, 'f', 2)
+            .arg(worst, 0, 'f', 2)
+            .arg(kFrameTargetMs, 0, 'f', 0)
+            .arg(verdict(worst <= kFrameTargetMs)));
+  // Below this many slices the window's own fixed costs (fonts, glyph caches, the StepStats
+  // detail kept for the details pane) dominate and a per-slice figure says nothing.
+  constexpr size_t kMinSlicesForPerSlice = 100'000;
+  Print(QStringLiteral("resident: +%1 MB with the timeline (%2 bytes/slice), +%3 MB with the analyses "
+                       "(%4 bytes/slice)  target <= %5 bytes/slice: %6")
+            .arg(static_cast<double>(rss_timeline - rss_before) / 1e6, 0, 'f', 1)
+            .arg(per_slice_timeline, 0, 'f', 1)
+            .arg(static_cast<double>(rss_analysed - rss_before) / 1e6, 0, 'f', 1)
+            .arg(per_slice_all, 0, 'f', 1)
+            .arg(kBytesPerSliceTarget, 0, 'f', 0)
+            .arg(trace.slices().size() < kMinSlicesForPerSlice
+                     ? QStringLiteral("n/a below %1 slices").arg(kMinSlicesForPerSlice)
+                     : verdict(per_slice_all <= kBytesPerSliceTarget)));
+  return 0;
+}
+
+// The offscreen platform reports what it cannot do (window size hints); in headless modes that
+// is expected and would only bury the output.
+void QuietOffscreenNotes(QtMsgType type, const QMessageLogContext&, const QString& message) {
+  if (message.contains(QLatin1String("propagateSizeHints")) || message.contains(QLatin1String("XDG_RUNTIME_DIR"))) {
+    return;
+  }
+  std::fprintf(stderr, "%s\n", message.toLocal8Bit().constData());
+  if (type == QtFatalMsg) std::abort();
+}
+
+}  // namespace
+
+int RunViewer(int argc, char** argv) {
+  // Parsed before any QApplication exists: a usage error or --help needs no display.
+  QCommandLineParser parser;
+  parser.setApplicationDescription(
+      "Timelines, memory charts, op statistics and search for stepscope traces: TensorFlow "
+      "RunMetadata/StepStats (.pb, .pbtxt) and Chrome/PyTorch profiler JSON (.json, .json.gz).");
+  parser.addHelpOption();
+  const QCommandLineOption screenshot("screenshot", "Render the window offscreen to OUT.png and exit.", "OUT.png");
+  const QCommandLineOption size_option("size", "Window size for --screenshot and --bench (default 1600x1000).",
+                                       "WxH", "1600x1000");
+  const QCommandLineOption bench("bench", "Time loading, the first frame and a fixed zoom/pan sequence.");
+  const QCommandLineOption synthetic("synthetic", "With --bench: a generated trace of N slices instead of a file.", "N");
+  const QCommandLineOption frames("frames", "With --bench: frames to render (default 200).", "N", "200");
+  const QCommandLineOption write_synthetic(
+      "write-synthetic", "With --synthetic N: write the generated trace to OUT (.pb, .pbtxt, .json, .json.gz) and exit.",
+      "OUT");
+  const QCommandLineOption frame_log("frame-log", "With --bench: print the time of every frame.");
+  const QCommandLineOption merge("merge", "Merge all TRACEs into one timeline (a directory is always merged).");
+  const QCommandLineOption pane("pane",
+                                "With --screenshot: the pane below the timeline: details, stats, range, "
+                                "memory, search or tracks (default stats).",
+                                "NAME", "stats");
+  parser.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane});
+  parser.addPositionalArgument("traces", "Trace files or directories of traces to open.", "[TRACE...]");
+  QStringList arguments;
+  for (int i = 0; i < argc; ++i) arguments << QString::fromLocal8Bit(argv[i]);
+  if (!parser.parse(arguments)) {
+    PrintError(parser.errorText());
+    return 2;
+  }
+  if (parser.isSet("help")) {
+    // No application object exists yet, so Qt cannot name the executable itself.
+    Print(parser.helpText().replace(QLatin1String("<executable_name>"), QLatin1String("stepscope-view")));
+    return 0;
+  }
+  const QStringList traces = parser.positionalArguments();
+  const auto size_match = QRegularExpression("^(\\d+)x(\\d+)$").match(parser.value(size_option));
+  if (!size_match.hasMatch()) {
+    PrintError("--size wants WIDTHxHEIGHT, e.g. 1600x1000, not '" + parser.value(size_option) + "'");
+    return 2;
+  }
+  const QSize size(std::clamp(size_match.captured(1).toInt(), 400, 8000),
+                   std::clamp(size_match.captured(2).toInt(), 300, 8000));
+
+  if (parser.isSet(screenshot) || parser.isSet(bench) || parser.isSet(write_synthetic)) {
+    if (std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
+    qInstallMessageHandler(QuietOffscreenNotes);
+  } else if (std::getenv("QT_QPA_PLATFORM") == nullptr && std::getenv("DISPLAY") == nullptr &&
+             std::getenv("WAYLAND_DISPLAY") == nullptr) {
+    PrintError("no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset); use "
+               "--screenshot or --bench, which run offscreen, or set QT_QPA_PLATFORM");
+    return 1;
+  }
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName("stepscope");
+  QApplication::setApplicationName("stepscope-view");
+
+  if (parser.isSet(write_synthetic)) {
+    bool ok = false;
+    const int64_t slices = parser.value(synthetic).toLongLong(&ok);
+    const std::string out = parser.value(write_synthetic).toStdString();
+    const auto format = trace::OutputFormatFromPath(out);
+    if (!ok || slices < 1 || !format) {
+      PrintError("--write-synthetic OUT needs --synthetic N and OUT ending in .pb, .pbtxt, .json or .json.gz");
+      return 2;
+    }
+    const Status status = trace::WriteTrace(MakeSyntheticTrace(slices), out, *format);
+    if (!status.ok()) {
+      PrintError(QString::fromStdString(status.message()));
+      return ExitCodeFor(status);
+    }
+    Print(QStringLiteral("wrote %1 (%2 slices)").arg(QString::fromStdString(out)).arg(slices));
+    return 0;
+  }
+  if (parser.isSet(screenshot)) {
+    if (traces.isEmpty()) {
+      PrintError("--screenshot needs a TRACE");
+      return 2;
+    }
+    const QStringList panes = {"details", "stats", "range", "memory", "search", "tracks"};
+    const int pane_index = static_cast<int>(panes.indexOf(parser.value(pane)));
+    if (pane_index < 0) {
+      PrintError("--pane wants one of " + panes.join(", ") + ", not '" + parser.value(pane) + "'");
+      return 2;
+    }
+    return RunScreenshot(traces, parser.isSet(merge), parser.value(screenshot), size, pane_index);
+  }
+  if (parser.isSet(bench)) {
+    bool ok = true;
+    const int frame_count = parser.value(frames).toInt(&ok);
+    if (!ok || frame_count < 1) {
+      PrintError("--frames wants a positive number");
+      return 2;
+    }
+    int64_t slices = 0;
+    if (parser.isSet(synthetic)) {
+      slices = parser.value(synthetic).toLongLong(&ok);
+      if (!ok || slices < 1 || slices > 200'000'000) {
+        PrintError("--synthetic wants a number of slices between 1 and 200000000");
+        return 2;
+      }
+    } else if (traces.size() != 1) {
+      PrintError("--bench takes one TRACE, or --synthetic N");
+      return 2;
+    }
+    return RunBench(slices > 0 ? QString() : traces.front(), slices, size, frame_count, parser.isSet(frame_log));
+  }
+
+  MainWindow window;
+  window.show();
+  window.Open(traces, parser.isSet(merge));
+  return QApplication::exec();
+}
+
+}  // namespace stepscope::viewer

@@ -1,0 +1,263 @@
+#include "viewer/app/document_view.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListView>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTreeView>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include "viewer/memory/memory_panel.h"
+#include "viewer/models/csv.h"
+#include "viewer/models/op_stats_model.h"
+#include "viewer/models/roles.h"
+#include "viewer/models/search_model.h"
+#include "viewer/models/slice_details.h"
+#include "viewer/models/track_tree_model.h"
+#include "viewer/timeline/time_axis.h"
+#include "viewer/timeline/timeline_view.h"
+
+namespace stepscope::viewer {
+namespace {
+
+QTableView* MakeTable(QAbstractItemModel* model, QWidget* parent) {
+  auto* table = new QTableView(parent);
+  table->setModel(model);
+  table->setSortingEnabled(true);
+  table->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table->setAlternatingRowColors(true);
+  table->verticalHeader()->setDefaultSectionSize(20);
+  table->verticalHeader()->hide();
+  table->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+  table->horizontalHeader()->setDefaultSectionSize(90);
+  return table;
+}
+
+}  // namespace
+
+DocumentView::DocumentView(std::shared_ptr<const TraceDocument> document, QWidget* parent)
+    : QWidget(parent), document_(std::move(document)) {
+  const trace::Trace& trace = document_->trace();
+  axis_ = new TimeAxis(static_cast<double>(trace.span_begin_ns()), static_cast<double>(trace.span_end_ns()), this);
+  auto* splitter = new QSplitter(Qt::Vertical, this);
+  timeline_ = new TimelineView(document_, axis_, splitter);
+  panes_ = new QTabWidget(splitter);
+  panes_->setDocumentMode(true);  // no frame: the memory charts line up with the timeline
+  splitter->setStretchFactor(0, 3);
+  splitter->setStretchFactor(1, 2);
+  splitter->setSizes({640, 360});
+
+  // Details.
+  details_model_ = new SliceDetailsModel(this);
+  details_view_ = new QTreeView(panes_);
+  details_view_->setModel(details_model_);
+  details_view_->setAlternatingRowColors(true);
+  details_view_->header()->setDefaultSectionSize(220);
+  panes_->addTab(details_view_, tr("Details"));
+  connect(details_view_, &QTreeView::doubleClicked, this, [this](const QModelIndex& index) {
+    const QVariant slice = index.data(kSliceRole);
+    if (slice.isValid()) JumpToSlice(slice.toUInt());
+  });
+
+  // Op statistics.
+  auto* stats = new QWidget(panes_);
+  stats_model_ = new OpStatsModel(this);
+  stats_proxy_ = new QSortFilterProxyModel(this);
+  stats_proxy_->setSourceModel(stats_model_);
+  stats_proxy_->setSortRole(kSortRole);
+  stats_proxy_->setFilterKeyColumn(-1);
+  stats_proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  stats_table_ = MakeTable(stats_proxy_, stats);
+  stats_table_->horizontalHeader()->resizeSection(OpStatsModel::kName, 260);
+  stats_table_->sortByColumn(OpStatsModel::kTotal, Qt::DescendingOrder);
+  stats_granularity_ = new QComboBox(stats);
+  stats_granularity_->addItems({tr("per op type"), tr("per node")});
+  stats_filter_ = new QLineEdit(stats);
+  stats_filter_->setPlaceholderText(tr("Filter by name, op type or place"));
+  stats_filter_->setClearButtonEnabled(true);
+  stats_caption_ = new QLabel(tr("Computing statistics..."), stats);
+  auto* stats_bar = new QHBoxLayout;
+  stats_bar->addWidget(stats_granularity_);
+  stats_bar->addWidget(stats_filter_, 1);
+  stats_bar->addWidget(stats_caption_);
+  auto* stats_layout = new QVBoxLayout(stats);
+  stats_layout->setContentsMargins(2, 2, 2, 2);
+  stats_layout->addLayout(stats_bar);
+  stats_layout->addWidget(stats_table_);
+  panes_->addTab(stats, tr("Statistics"));
+  connect(stats_granularity_, &QComboBox::currentIndexChanged, this, [this] { FillStatsTable(); });
+  connect(stats_filter_, &QLineEdit::textChanged, stats_proxy_, &QSortFilterProxyModel::setFilterFixedString);
+  connect(stats_table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+    const QVariant slice = index.data(kSliceRole);
+    if (slice.isValid()) JumpToSlice(slice.toUInt());
+  });
+
+  // Range statistics.
+  auto* range = new QWidget(panes_);
+  range_model_ = new OpStatsModel(this);
+  auto* range_proxy = new QSortFilterProxyModel(this);
+  range_proxy->setSourceModel(range_model_);
+  range_proxy->setSortRole(kSortRole);
+  auto* range_table = MakeTable(range_proxy, range);
+  range_table->horizontalHeader()->resizeSection(OpStatsModel::kName, 260);
+  range_table->sortByColumn(OpStatsModel::kTotal, Qt::DescendingOrder);
+  range_caption_ = new QLabel(tr("Shift+drag on the timeline (or drag on the ruler) to select a time range."), range);
+  auto* range_layout = new QVBoxLayout(range);
+  range_layout->setContentsMargins(2, 2, 2, 2);
+  range_layout->addWidget(range_caption_);
+  range_layout->addWidget(range_table);
+  panes_->addTab(range, tr("Range"));
+  connect(range_table, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+    const QVariant slice = index.data(kSliceRole);
+    if (slice.isValid()) JumpToSlice(slice.toUInt());
+  });
+  connect(&range_watcher_, &QFutureWatcher<analysis::OpStats>::finished, this, [this] {
+    const analysis::OpStats result = range_watcher_.result();
+    const auto selected = timeline_->selected_range();
+    range_caption_->setText(
+        tr("%1 to %2 (%3): %4 slices, %5 op types; host busy %6, device busy %7")
+            .arg(QString::fromStdString(FormatDuration(selected ? static_cast<double>(selected->first) : 0)),
+                 QString::fromStdString(FormatDuration(selected ? static_cast<double>(selected->second) : 0)),
+                 QString::fromStdString(FormatDuration(static_cast<double>(result.window_ns))))
+            .arg(result.slices)
+            .arg(result.by_op_type.size())
+            .arg(QString::fromStdString(FormatDuration(static_cast<double>(result.host_total_ns))),
+                 QString::fromStdString(FormatDuration(static_cast<double>(result.device_total_ns)))));
+    range_model_->SetRows(result.by_op_type);
+  });
+  connect(timeline_, &TimelineView::rangeSelected, this, &DocumentView::ComputeRangeStats);
+
+  // Memory.
+  memory_panel_ = new MemoryPanel(document_, axis_, panes_);
+  panes_->addTab(memory_panel_, tr("Memory"));
+  connect(memory_panel_, &MemoryPanel::sliceActivated, this, &DocumentView::JumpToSlice);
+
+  // Search results.
+  search_model_ = new SearchModel(document_, this);
+  search_view_ = new QListView(panes_);
+  search_view_->setModel(search_model_);
+  search_view_->setUniformItemSizes(true);
+  panes_->addTab(search_view_, tr("Search"));
+  connect(search_view_, &QListView::activated, this, [this](const QModelIndex& index) {
+    search_model_->SetCurrent(index.row());
+    JumpToSlice(index.data(kSliceRole).toUInt());
+  });
+
+  // Tracks.
+  track_model_ = new TrackTreeModel(document_, this);
+  auto* tracks_view = new QTreeView(panes_);
+  tracks_view->setModel(track_model_);
+  tracks_view->expandAll();
+  tracks_view->header()->setDefaultSectionSize(300);
+  panes_->addTab(tracks_view, tr("Tracks"));
+  connect(track_model_, &TrackTreeModel::visibilityChanged, timeline_,
+          [this](uint32_t track, bool visible) { timeline_->SetTrackHidden(track, !visible); });
+
+  connect(timeline_, &TimelineView::sliceSelected, this, &DocumentView::ShowDetails);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(splitter);
+  panes_->setCurrentIndex(kStatsPane);
+}
+
+DocumentView::~DocumentView() = default;
+
+void DocumentView::ShowPane(Pane pane) { panes_->setCurrentIndex(pane); }
+
+void DocumentView::SetAnalysis(std::shared_ptr<const DocumentAnalysis> analysis) {
+  analysis_ = std::move(analysis);
+  FillStatsTable();
+  memory_panel_->SetAnalysis(analysis_);
+}
+
+void DocumentView::FillStatsTable() {
+  if (analysis_ == nullptr) return;
+  const bool by_node = stats_granularity_->currentIndex() == 1;
+  const analysis::OpStats& stats = analysis_->op_stats;
+  stats_model_->SetRows(by_node ? stats.by_node : stats.by_op_type);
+  stats_caption_->setText(tr("%1 slices over %2")
+                              .arg(stats.slices)
+                              .arg(QString::fromStdString(FormatDuration(static_cast<double>(stats.window_ns)))));
+}
+
+void DocumentView::SetStatsByNode(bool by_node) { stats_granularity_->setCurrentIndex(by_node ? 1 : 0); }
+
+void DocumentView::SetStatsFilter(const QString& text) { stats_filter_->setText(text); }
+
+QString DocumentView::StatsCsv() const { return TableToCsv(*stats_proxy_); }
+
+QString DocumentView::range_caption() const { return range_caption_->text(); }
+
+void DocumentView::ShowDetails(int64_t slice) {
+  if (slice < 0) {
+    details_model_->ShowNothing();
+    return;
+  }
+  details_model_->ShowSlice(*document_, static_cast<uint32_t>(slice));
+  details_view_->expandToDepth(0);
+  ShowPane(kDetailsPane);
+  const trace::Slice& s = document_->trace().slices()[static_cast<size_t>(slice)];
+  emit statusMessage(tr("%1 (%2), %3")
+                         .arg(QString::fromUtf8(document_->trace().str(s.name)),
+                              QString::fromUtf8(document_->trace().str(s.op_type)),
+                              QString::fromStdString(FormatDuration(static_cast<double>(s.dur_ns)))));
+}
+
+void DocumentView::ComputeRangeStats(int64_t begin_ns, int64_t end_ns) {
+  range_caption_->setText(tr("Computing statistics for %1 ...")
+                              .arg(QString::fromStdString(FormatDuration(static_cast<double>(end_ns - begin_ns)))));
+  ShowPane(kRangePane);
+  std::shared_ptr<const TraceDocument> document = document_;
+  // setFuture() forgets the previous job: a stale result never reaches the table.
+  range_watcher_.setFuture(QtConcurrent::run([document, begin_ns, end_ns] {
+    analysis::OpStatsOptions options;
+    options.begin_ns = begin_ns;
+    options.end_ns = end_ns;
+    return analysis::ComputeOpStats(document->trace(), options);
+  }));
+}
+
+QString DocumentView::Search(const QString& pattern, bool regex) {
+  const QString error = search_model_->SetQuery(pattern, regex);
+  if (error.isEmpty() && !pattern.isEmpty()) ShowPane(kSearchPane);
+  return error;
+}
+
+void DocumentView::SearchNext() {
+  const int64_t slice = search_model_->Next();
+  if (slice < 0) return;
+  search_view_->setCurrentIndex(search_model_->index(search_model_->current()));
+  JumpToSlice(static_cast<uint32_t>(slice));
+}
+
+void DocumentView::SearchPrevious() {
+  const int64_t slice = search_model_->Previous();
+  if (slice < 0) return;
+  search_view_->setCurrentIndex(search_model_->index(search_model_->current()));
+  JumpToSlice(static_cast<uint32_t>(slice));
+}
+
+QString DocumentView::search_status() const {
+  const int count = search_model_->rowCount();
+  if (count == 0) return tr("no matches");
+  if (search_model_->current() < 0) return tr("%1 matches").arg(count);
+  return tr("%1 of %2").arg(search_model_->current() + 1).arg(count);
+}
+
+void DocumentView::JumpToSlice(uint32_t slice) {
+  if (slice >= document_->trace().slices().size()) return;
+  const int pane = panes_->currentIndex();
+  timeline_->FocusSlice(slice);
+  // Keep the pane the jump came from in front (details follow the selection anyway).
+  panes_->setCurrentIndex(pane);
+}
+
+}  // namespace stepscope::viewer

@@ -1,0 +1,110 @@
+// Everything shown for one open trace: the timeline on top; below it the panes: slice details,
+// op statistics (per op type or per node, sortable and filterable), statistics of a selected
+// time range, memory charts, search results and the track tree. All panes read the same
+// immutable document; the analyses arrive later (SetAnalysis) and range statistics are computed
+// off the UI thread, stale results dropped.
+#pragma once
+
+#include <QFutureWatcher>
+#include <QWidget>
+#include <memory>
+
+#include "viewer/load/document.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QListView;
+class QSortFilterProxyModel;
+class QTabWidget;
+class QTableView;
+class QTreeView;
+
+namespace stepscope::viewer {
+
+class MemoryPanel;
+class OpStatsModel;
+class SearchModel;
+class SliceDetailsModel;
+class TimeAxis;
+class TimelineView;
+class TrackTreeModel;
+
+class DocumentView : public QWidget {
+  Q_OBJECT
+
+ public:
+  enum Pane { kDetailsPane, kStatsPane, kRangePane, kMemoryPane, kSearchPane, kTracksPane };
+
+  explicit DocumentView(std::shared_ptr<const TraceDocument> document, QWidget* parent = nullptr);
+  ~DocumentView() override;
+
+  const TraceDocument& document() const { return *document_; }
+  std::shared_ptr<const TraceDocument> shared_document() const { return document_; }
+  TimelineView* timeline() const { return timeline_; }
+  TimeAxis* axis() const { return axis_; }
+  QTabWidget* panes() const { return panes_; }
+  void ShowPane(Pane pane);
+
+  void SetAnalysis(std::shared_ptr<const DocumentAnalysis> analysis);
+  bool analysed() const { return analysis_ != nullptr; }
+
+  // Search: returns an error for a bad regular expression, else an empty string.
+  QString Search(const QString& pattern, bool regex);
+  void SearchNext();
+  void SearchPrevious();
+  QString search_status() const;
+  SearchModel* search_model() const { return search_model_; }
+
+  OpStatsModel* stats_model() const { return stats_model_; }
+  QSortFilterProxyModel* stats_proxy() const { return stats_proxy_; }
+  OpStatsModel* range_model() const { return range_model_; }
+  bool range_stats_pending() const { return range_watcher_.isRunning(); }
+  QString range_caption() const;
+  // The statistics table as shown (sorted, filtered) in CSV.
+  QString StatsCsv() const;
+  void SetStatsByNode(bool by_node);
+  void SetStatsFilter(const QString& text);
+
+  MemoryPanel* memory_panel() const { return memory_panel_; }
+  SliceDetailsModel* details_model() const { return details_model_; }
+  TrackTreeModel* track_model() const { return track_model_; }
+
+ public slots:
+  void JumpToSlice(uint32_t slice);
+
+ signals:
+  void statusMessage(const QString& message);
+
+ private:
+  void ShowDetails(int64_t slice);
+  void ComputeRangeStats(int64_t begin_ns, int64_t end_ns);
+  void FillStatsTable();
+
+  std::shared_ptr<const TraceDocument> document_;
+  std::shared_ptr<const DocumentAnalysis> analysis_;
+  TimeAxis* axis_;
+  TimelineView* timeline_;
+  QTabWidget* panes_;
+
+  SliceDetailsModel* details_model_;
+  QTreeView* details_view_;
+
+  OpStatsModel* stats_model_;
+  QSortFilterProxyModel* stats_proxy_;
+  QTableView* stats_table_;
+  QComboBox* stats_granularity_;
+  QLineEdit* stats_filter_;
+  QLabel* stats_caption_;
+
+  OpStatsModel* range_model_;
+  QLabel* range_caption_;
+  QFutureWatcher<analysis::OpStats> range_watcher_;
+
+  MemoryPanel* memory_panel_;
+  SearchModel* search_model_;
+  QListView* search_view_;
+  TrackTreeModel* track_model_;
+};
+
+}  // namespace stepscope::viewer

@@ -1,0 +1,377 @@
+#include "viewer/app/main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QBuffer>
+#include <QCheckBox>
+#include <QCloseEvent>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QStackedWidget>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QToolBar>
+
+#include "base/file_io.h"
+#include "profiler/trace/writer.h"
+#include "viewer/app/document_view.h"
+#include "viewer/load/trace_loader.h"
+#include "viewer/timeline/timeline_view.h"
+
+namespace stepscope::viewer {
+namespace {
+
+constexpr int kMaxRecent = 10;
+const char* const kTraceFilter =
+    "Traces (*.pb *.pbtxt *.json *.json.gz *.gz *.trace);;All files (*)";
+
+}  // namespace
+
+MainWindow::MainWindow(bool interactive, QWidget* parent)
+    : QMainWindow(parent), interactive_(interactive), loader_(new TraceLoader(this)) {
+  setWindowTitle(tr("stepscope-view"));
+  setAcceptDrops(true);
+  auto* stack = new QStackedWidget(this);
+  welcome_ = new QLabel(tr("<h3>stepscope-view</h3><p>Open a trace: File &gt; Open (Ctrl+O), or drop "
+                           "files or a directory of per-step or per-rank traces here.</p><p>TensorFlow "
+                           "RunMetadata/StepStats (.pb, .pbtxt), Chrome and PyTorch profiler JSON "
+                           "(.json, .json.gz).</p>"),
+                        stack);
+  welcome_->setAlignment(Qt::AlignCenter);
+  tabs_ = new QTabWidget(stack);
+  tabs_->setTabsClosable(true);
+  tabs_->setDocumentMode(true);
+  stack->addWidget(welcome_);
+  stack->addWidget(tabs_);
+  setCentralWidget(stack);
+  connect(tabs_, &QTabWidget::tabCloseRequested, this, [this, stack](int index) {
+    QWidget* page = tabs_->widget(index);
+    tabs_->removeTab(index);
+    page->deleteLater();
+    if (tabs_->count() == 0) stack->setCurrentWidget(welcome_);
+  });
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] { RunSearch(); });
+
+  progress_ = new QProgressBar(this);
+  progress_->setMaximumWidth(240);
+  progress_->hide();
+  cancel_ = new QPushButton(tr("Cancel"), this);
+  cancel_->hide();
+  statusBar()->addPermanentWidget(progress_);
+  statusBar()->addPermanentWidget(cancel_);
+  connect(cancel_, &QPushButton::clicked, loader_, &TraceLoader::Cancel);
+
+  connect(loader_, &TraceLoader::progress, this, [this](int done, int total, const QString& current) {
+    if (current.isEmpty()) return;
+    progress_->show();
+    cancel_->show();
+    // A single file has no measurable progress: the bar runs busy.
+    progress_->setRange(0, total == 1 ? 0 : total);
+    progress_->setValue(done);
+    statusBar()->showMessage(tr("Opening %1 ...").arg(current));
+  });
+  connect(loader_, &TraceLoader::documentLoaded, this,
+          [this, stack](std::shared_ptr<const TraceDocument> document, double load_ms) {
+            AddDocument(document);
+            stack->setCurrentWidget(tabs_);
+            // Merged documents are named after their inputs, not a file: nothing to reopen.
+            const QString path = QString::fromStdString(document->path());
+            if (QFileInfo(path).isFile()) AddRecent(path);
+            statusBar()->showMessage(tr("Opened %1: %2 slices in %3 ms")
+                                         .arg(QString::fromStdString(document->path()))
+                                         .arg(document->trace().slices().size())
+                                         .arg(load_ms, 0, 'f', 0));
+          });
+  connect(loader_, &TraceLoader::documentAnalysed, this,
+          [this](std::shared_ptr<const TraceDocument> document, std::shared_ptr<const DocumentAnalysis> analysis) {
+            for (int i = 0; i < document_count(); ++i) {
+              if (this->document(i)->shared_document() == document) this->document(i)->SetAnalysis(analysis);
+            }
+          });
+  connect(loader_, &TraceLoader::failed, this, &MainWindow::ReportError);
+  connect(loader_, &TraceLoader::note, this, [this](const QString& message) { statusBar()->showMessage(message); });
+  connect(loader_, &TraceLoader::finished, this, [this](bool cancelled) {
+    progress_->hide();
+    cancel_->hide();
+    if (cancelled) statusBar()->showMessage(tr("Opening cancelled; what was open stays open."));
+  });
+
+  BuildMenus();
+  BuildSearchBar();
+  resize(1400, 900);
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::BuildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("&Open..."), QKeySequence::Open, this, [this] {
+    const QStringList paths = QFileDialog::getOpenFileNames(this, tr("Open traces"), QString(), tr(kTraceFilter));
+    if (!paths.isEmpty()) Open(paths);
+  });
+  file->addAction(tr("Open &Directory as One Timeline..."), this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a directory of per-rank or per-step traces"));
+    if (!dir.isEmpty()) Open({dir});
+  });
+  file->addAction(tr("Open Files as One &Timeline..."), this, [this] {
+    const QStringList paths =
+        QFileDialog::getOpenFileNames(this, tr("Open traces to merge (ranks, steps)"), QString(), tr(kTraceFilter));
+    if (!paths.isEmpty()) Open(paths, /*merge_all=*/true);
+  });
+  recent_menu_ = file->addMenu(tr("Open &Recent"));
+  RebuildRecentMenu();
+  file->addSeparator();
+  QMenu* exports = file->addMenu(tr("&Export"));
+  auto export_to = [this](const QString& title, const QString& filter, auto action) {
+    if (current_document() == nullptr) return;
+    const QString path = QFileDialog::getSaveFileName(this, title, QString(), filter);
+    if (path.isEmpty()) return;
+    const QString error = action(path);
+    if (error.isEmpty()) {
+      statusBar()->showMessage(tr("Wrote %1").arg(path));
+    } else {
+      ReportError(error);
+    }
+  };
+  exports->addAction(tr("Chrome JSON for &Perfetto..."), this, [this, export_to] {
+    export_to(tr("Export Chrome JSON"), tr("Chrome JSON (*.json *.json.gz)"),
+              [this](const QString& path) { return ExportChromeJson(path, false); });
+  });
+  exports->addAction(tr("Chrome JSON as TensorFlow's &timeline..."), this, [this, export_to] {
+    export_to(tr("Export TensorFlow timeline JSON"), tr("Chrome JSON (*.json *.json.gz)"),
+              [this](const QString& path) { return ExportChromeJson(path, true); });
+  });
+  exports->addAction(tr("&PNG of the view..."), this, [this, export_to] {
+    export_to(tr("Export PNG"), tr("PNG images (*.png)"), [this](const QString& path) { return ExportPng(path); });
+  });
+  exports->addAction(tr("&Statistics as CSV..."), this, [this, export_to] {
+    export_to(tr("Export statistics"), tr("CSV (*.csv)"), [this](const QString& path) { return ExportStatsCsv(path); });
+  });
+  file->addSeparator();
+  file->addAction(tr("&Close Tab"), QKeySequence::Close, this, [this] {
+    if (tabs_->count() > 0) emit tabs_->tabCloseRequested(tabs_->currentIndex());
+  });
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  view->addAction(tr("Fit &All"), this, [this] {
+    if (auto* doc = current_document()) doc->axis()->FitAll();
+  });
+  view->addAction(tr("&Fit Selection (F)"), this, [this] {
+    if (auto* doc = current_document()) doc->timeline()->FitSelection();
+  });
+  QAction* flows = view->addAction(tr("Show &Flows of the Selection (L)"));
+  flows->setCheckable(true);
+  flows->setChecked(true);
+  connect(flows, &QAction::toggled, this, [this](bool on) {
+    for (int i = 0; i < document_count(); ++i) document(i)->timeline()->SetShowFlows(on);
+  });
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&Keys and Mouse"), QKeySequence::HelpContents, this, &MainWindow::ShowKeys);
+}
+
+void MainWindow::BuildSearchBar() {
+  QToolBar* bar = addToolBar(tr("Search"));
+  bar->setMovable(false);
+  search_field_ = new QLineEdit(bar);
+  search_field_->setPlaceholderText(tr("Search slice names and op types (Ctrl+F)"));
+  search_field_->setClearButtonEnabled(true);
+  search_field_->setMaximumWidth(420);
+  search_regex_ = new QCheckBox(tr("Regex"), bar);
+  search_status_ = new QLabel(bar);
+  bar->addWidget(search_field_);
+  bar->addWidget(search_regex_);
+  QAction* previous = bar->addAction(tr("Previous"), this, [this] {
+    if (auto* doc = current_document()) doc->SearchPrevious();
+    UpdateSearchStatus();
+  });
+  previous->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F3));
+  QAction* next = bar->addAction(tr("Next"), this, [this] {
+    if (auto* doc = current_document()) doc->SearchNext();
+    UpdateSearchStatus();
+  });
+  next->setShortcut(QKeySequence(Qt::Key_F3));
+  bar->addWidget(search_status_);
+  auto* focus = new QAction(this);
+  focus->setShortcut(QKeySequence::Find);
+  connect(focus, &QAction::triggered, search_field_, [this] {
+    search_field_->setFocus();
+    search_field_->selectAll();
+  });
+  addAction(focus);
+  connect(search_field_, &QLineEdit::textChanged, this, &MainWindow::RunSearch);
+  connect(search_regex_, &QCheckBox::toggled, this, &MainWindow::RunSearch);
+  connect(search_field_, &QLineEdit::returnPressed, next, &QAction::trigger);
+}
+
+void MainWindow::RunSearch() {
+  DocumentView* doc = current_document();
+  if (doc == nullptr) {
+    search_status_->clear();
+    return;
+  }
+  const QString error = doc->Search(search_field_->text(), search_regex_->isChecked());
+  if (!error.isEmpty()) {
+    search_status_->setText(error);
+    return;
+  }
+  UpdateSearchStatus();
+}
+
+void MainWindow::UpdateSearchStatus() {
+  DocumentView* doc = current_document();
+  search_status_->setText(doc == nullptr || search_field_->text().isEmpty() ? QString() : doc->search_status());
+}
+
+void MainWindow::Open(const QStringList& paths, bool merge_all) {
+  if (paths.isEmpty()) return;
+  std::vector<LoadRequest> requests;
+  if (merge_all) {
+    requests.push_back(LoadRequest{paths, true});
+  } else {
+    LoadRequest files{{}, false};
+    for (const QString& path : paths) {
+      if (QFileInfo(path).isDir()) {
+        requests.push_back(LoadRequest{{path}, true});
+      } else {
+        files.paths << path;
+      }
+    }
+    if (!files.paths.isEmpty()) requests.insert(requests.begin(), files);
+  }
+  loader_->Load(std::move(requests));
+}
+
+DocumentView* MainWindow::AddDocument(std::shared_ptr<const TraceDocument> document) {
+  auto* view = new DocumentView(document, tabs_);
+  const QString name = QFileInfo(QString::fromStdString(document->path())).fileName();
+  const int index = tabs_->addTab(view, name.isEmpty() ? QString::fromStdString(document->path()) : name);
+  tabs_->setTabToolTip(index, QString::fromStdString(document->path()));
+  tabs_->setCurrentIndex(index);
+  static_cast<QStackedWidget*>(centralWidget())->setCurrentWidget(tabs_);
+  connect(view, &DocumentView::statusMessage, this, [this](const QString& message) {
+    statusBar()->showMessage(message);
+  });
+  view->timeline()->setFocus();
+  return view;
+}
+
+int MainWindow::document_count() const { return tabs_->count(); }
+
+DocumentView* MainWindow::document(int i) const { return qobject_cast<DocumentView*>(tabs_->widget(i)); }
+
+DocumentView* MainWindow::current_document() const {
+  return qobject_cast<DocumentView*>(tabs_->currentWidget());
+}
+
+void MainWindow::ReportError(const QString& message) {
+  errors_.push_back(message);
+  statusBar()->showMessage(message);
+  if (!interactive_) return;
+  // Non-modal: the window stays usable and what was open stays open.
+  auto* box = new QMessageBox(QMessageBox::Warning, tr("stepscope-view"), message, QMessageBox::Ok, this);
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  box->open();
+}
+
+QString MainWindow::ExportChromeJson(const QString& path, bool tf_timeline) {
+  DocumentView* doc = current_document();
+  if (doc == nullptr) return tr("nothing to export: no trace is open");
+  const Status status = trace::WriteTrace(doc->document().trace(), path.toStdString(),
+                                          tf_timeline ? trace::OutputFormat::kTfTimelineJson
+                                                      : trace::OutputFormat::kPerfettoJson);
+  return status.ok() ? QString() : QString::fromStdString(status.message()).prepend(path + ": ");
+}
+
+QString SavePngAtomically(const QImage& image, const QString& path) {
+  QByteArray bytes;
+  QBuffer buffer(&bytes);
+  buffer.open(QIODevice::WriteOnly);
+  if (!image.save(&buffer, "PNG")) return QStringLiteral("%1: the image could not be encoded as PNG").arg(path);
+  const Status status = WriteFileAtomically(path.toStdString(), std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
+  return status.ok() ? QString() : QString::fromStdString(status.message());
+}
+
+QString MainWindow::ExportPng(const QString& path) {
+  DocumentView* doc = current_document();
+  if (doc == nullptr) return tr("nothing to export: no trace is open");
+  return SavePngAtomically(doc->timeline()->grab().toImage(), path);
+}
+
+QString MainWindow::ExportStatsCsv(const QString& path) {
+  DocumentView* doc = current_document();
+  if (doc == nullptr) return tr("nothing to export: no trace is open");
+  if (!doc->analysed()) return tr("the statistics are still being computed; try again in a moment");
+  const Status status = WriteFileAtomically(path.toStdString(), doc->StatsCsv().toStdString());
+  return status.ok() ? QString() : QString::fromStdString(status.message());
+}
+
+void MainWindow::AddRecent(const QString& path) {
+  QSettings settings;
+  QStringList recent = settings.value("recent_files").toStringList();
+  recent.removeAll(path);
+  recent.prepend(QFileInfo(path).absoluteFilePath());
+  while (recent.size() > kMaxRecent) recent.removeLast();
+  settings.setValue("recent_files", recent);
+  RebuildRecentMenu();
+}
+
+void MainWindow::RebuildRecentMenu() {
+  recent_menu_->clear();
+  const QStringList recent = QSettings().value("recent_files").toStringList();
+  for (const QString& path : recent) {
+    recent_menu_->addAction(path, this, [this, path] { Open({path}); });
+  }
+  recent_menu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::ShowKeys() {
+  QMessageBox::information(
+      this, tr("Keys and mouse"),
+      tr("<table>"
+         "<tr><td><b>W / S</b></td><td>zoom in / out at the cursor</td></tr>"
+         "<tr><td><b>A / D</b>, arrows</td><td>pan left / right</td></tr>"
+         "<tr><td><b>Ctrl+wheel</b></td><td>zoom at the cursor</td></tr>"
+         "<tr><td><b>wheel</b>, Shift+wheel</td><td>scroll rows, pan</td></tr>"
+         "<tr><td><b>drag</b></td><td>pan</td></tr>"
+         "<tr><td><b>click</b></td><td>select a slice (details pane)</td></tr>"
+         "<tr><td><b>double-click</b>, F</td><td>fit the slice or range; 0 fits all</td></tr>"
+         "<tr><td><b>Shift+drag</b>, drag on the ruler</td><td>select a time range (Range pane)</td></tr>"
+         "<tr><td><b>L</b></td><td>flows of the selected slice on/off</td></tr>"
+         "<tr><td><b>Esc</b></td><td>clear the selection</td></tr>"
+         "<tr><td><b>Ctrl+F</b>, F3, Shift+F3</td><td>search, next, previous</td></tr>"
+         "</table>"));
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (event->mimeData()->hasUrls()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  QStringList paths;
+  for (const QUrl& url : event->mimeData()->urls()) {
+    if (url.isLocalFile()) paths << url.toLocalFile();
+  }
+  if (!paths.isEmpty()) {
+    Open(paths);
+    event->acceptProposedAction();
+  }
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  loader_->Cancel();
+  event->accept();
+}
+
+}  // namespace stepscope::viewer

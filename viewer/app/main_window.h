@@ -1,0 +1,84 @@
+// The main window: one tab per open trace (DocumentView), File/View/Help menus, the search
+// bar, a status bar with the load progress and Cancel, drag and drop, recent files. Failures
+// are reported without blocking (status bar and a non-modal message box) and never close what
+// is already open.
+#pragma once
+
+#include <QMainWindow>
+#include <QStringList>
+#include <memory>
+
+#include "viewer/load/document.h"
+
+class QCheckBox;
+class QImage;
+class QLabel;
+class QLineEdit;
+class QMenu;
+class QProgressBar;
+class QPushButton;
+class QTabWidget;
+
+namespace stepscope::viewer {
+
+class DocumentView;
+class TraceLoader;
+
+// Writes `image` as a PNG completely or not at all (temp file + rename). Returns the error, or an
+// empty string.
+QString SavePngAtomically(const QImage& image, const QString& path);
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  // `interactive`: errors also pop up a message box (off in headless modes and tests).
+  explicit MainWindow(bool interactive = true, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Files open as one tab each; a directory opens as one tab with its traces (ranks, steps)
+  // merged into one timeline. `merge_all` merges everything given into one tab.
+  void Open(const QStringList& paths, bool merge_all = false);
+  // Adds an already built document (the synthetic benchmark trace).
+  DocumentView* AddDocument(std::shared_ptr<const TraceDocument> document);
+  TraceLoader* loader() const { return loader_; }
+  int document_count() const;
+  DocumentView* document(int i) const;
+  DocumentView* current_document() const;
+  // Every error reported since the window opened, newest last.
+  const QStringList& errors() const { return errors_; }
+
+  // Exports of the current document; the error message is empty on success.
+  QString ExportChromeJson(const QString& path, bool tf_timeline);
+  QString ExportPng(const QString& path);
+  QString ExportStatsCsv(const QString& path);
+
+ protected:
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void BuildMenus();
+  void BuildSearchBar();
+  void ReportError(const QString& message);
+  void AddRecent(const QString& path);
+  void RebuildRecentMenu();
+  void RunSearch();
+  void UpdateSearchStatus();
+  void ShowKeys();
+
+  bool interactive_;
+  TraceLoader* loader_;
+  QTabWidget* tabs_;
+  QLabel* welcome_;
+  QProgressBar* progress_;
+  QPushButton* cancel_;
+  QMenu* recent_menu_;
+  QLineEdit* search_field_;
+  QCheckBox* search_regex_;
+  QLabel* search_status_;
+  QStringList errors_;
+};
+
+}  // namespace stepscope::viewer

@@ -1,0 +1,92 @@
+#include "viewer/load/document.h"
+
+#include <malloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <numeric>
+
+#include "profiler/trace/reader.h"
+#include "viewer/timeline/slice_colors.h"
+
+namespace stepscope::viewer {
+
+TraceDocument::TraceDocument(trace::Trace trace, std::string path)
+    : path_(std::move(path)),
+      trace_(std::make_unique<const trace::Trace>(std::move(trace))),
+      index_(std::make_unique<TimelineIndex>(*trace_)) {
+  const trace::StringTable& strings = trace_->strings();
+  // Colours only for the ids slices use as their colour key; the rest stay 0.
+  colors_.assign(strings.size(), 0);
+  std::vector<bool> used(strings.size(), false);
+  for (const trace::Slice& s : trace_->slices()) used[s.op_type != 0 ? s.op_type : s.name] = true;
+  for (size_t id = 0; id < used.size(); ++id) {
+    if (used[id]) colors_[id] = ColorForName(strings.Get(static_cast<trace::StringId>(id)));
+  }
+  const auto& flows = trace_->flows();
+  flows_by_from_.resize(flows.size());
+  std::iota(flows_by_from_.begin(), flows_by_from_.end(), 0u);
+  flows_by_to_ = flows_by_from_;
+  std::stable_sort(flows_by_from_.begin(), flows_by_from_.end(),
+                   [&](uint32_t a, uint32_t b) { return flows[a].from_slice < flows[b].from_slice; });
+  std::stable_sort(flows_by_to_.begin(), flows_by_to_.end(),
+                   [&](uint32_t a, uint32_t b) { return flows[a].to_slice < flows[b].to_slice; });
+}
+
+std::vector<uint32_t> TraceDocument::FlowsFrom(uint32_t slice) const {
+  const auto& flows = trace_->flows();
+  auto first = std::partition_point(flows_by_from_.begin(), flows_by_from_.end(),
+                                    [&](uint32_t f) { return flows[f].from_slice < slice; });
+  auto last = std::partition_point(first, flows_by_from_.end(),
+                                   [&](uint32_t f) { return flows[f].from_slice == slice; });
+  return {first, last};
+}
+
+std::vector<uint32_t> TraceDocument::FlowsTo(uint32_t slice) const {
+  const auto& flows = trace_->flows();
+  auto first = std::partition_point(flows_by_to_.begin(), flows_by_to_.end(),
+                                    [&](uint32_t f) { return flows[f].to_slice < slice; });
+  auto last = std::partition_point(first, flows_by_to_.end(),
+                                   [&](uint32_t f) { return flows[f].to_slice == slice; });
+  return {first, last};
+}
+
+size_t TraceDocument::extra_bytes() const {
+  return index_->memory_bytes() +
+         (colors_.capacity() + flows_by_from_.capacity() + flows_by_to_.capacity()) * sizeof(uint32_t);
+}
+
+StatusOr<std::shared_ptr<const TraceDocument>> OpenDocument(const std::string& path,
+                                                            const std::atomic<bool>* cancel) {
+  auto cancelled = [&] { return cancel != nullptr && cancel->load(); };
+  if (cancelled()) return Status(StatusCode::kCancelled, "opening " + path + " was cancelled");
+  ASSIGN_OR_RETURN(trace::Trace trace, trace::ReadTrace(path));
+  if (cancelled()) return Status(StatusCode::kCancelled, "opening " + path + " was cancelled");
+  return MakeDocument(std::move(trace), path);
+}
+
+StatusOr<std::shared_ptr<const TraceDocument>> MakeDocument(trace::Trace trace, const std::string& name) {
+  if (trace.slices().empty()) {
+    return InvalidInput(name + ": the trace holds no slices (no ops, kernels or events to show)");
+  }
+  return std::shared_ptr<const TraceDocument>(std::make_shared<TraceDocument>(std::move(trace), name));
+}
+
+std::shared_ptr<const DocumentAnalysis> AnalyseDocument(const TraceDocument& document) {
+  auto result = std::make_shared<DocumentAnalysis>();
+  result->op_stats = analysis::ComputeOpStats(document.trace());
+  result->memory = analysis::ComputeMemoryTimelines(document.trace());
+  return result;
+}
+
+int64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages_total = 0, pages_resident = 0;
+  if (!(statm >> pages_total >> pages_resident)) return 0;
+  return pages_resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+void ReleaseFreeMemory() { malloc_trim(0); }
+
+}  // namespace stepscope::viewer

@@ -1,0 +1,68 @@
+// A trace opened in the viewer: the immutable Trace plus what the timeline draws from (the
+// per-level index, op type colours, flows by endpoint). Built once off the UI thread and then
+// only read, so widgets paint from it without locks. The analyses (op statistics, memory
+// timelines) arrive separately, after the first frame, as DocumentAnalysis.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "profiler/analysis/memory_timeline.h"
+#include "profiler/analysis/op_stats.h"
+#include "profiler/trace/trace.h"
+#include "viewer/timeline/timeline_index.h"
+
+namespace stepscope::viewer {
+
+class TraceDocument {
+ public:
+  TraceDocument(trace::Trace trace, std::string path);
+  TraceDocument(const TraceDocument&) = delete;
+  TraceDocument& operator=(const TraceDocument&) = delete;
+
+  const std::string& path() const { return path_; }
+  const trace::Trace& trace() const { return *trace_; }
+  const TimelineIndex& index() const { return *index_; }
+  // 0xRRGGBB of a slice, by op type (by name when the op type is empty).
+  uint32_t ColorOf(const trace::Slice& slice) const {
+    return colors_[slice.op_type != 0 ? slice.op_type : slice.name];
+  }
+  // Indices into trace().flows() leaving / entering `slice`.
+  std::vector<uint32_t> FlowsFrom(uint32_t slice) const;
+  std::vector<uint32_t> FlowsTo(uint32_t slice) const;
+  // Bytes held by the index, colours and flow tables (the Trace is counted by the caller).
+  size_t extra_bytes() const;
+
+ private:
+  std::string path_;
+  std::unique_ptr<const trace::Trace> trace_;
+  std::unique_ptr<TimelineIndex> index_;
+  std::vector<uint32_t> colors_;      // per StringId
+  std::vector<uint32_t> flows_by_from_;  // flow indices sorted by from_slice
+  std::vector<uint32_t> flows_by_to_;
+};
+
+struct DocumentAnalysis {
+  analysis::OpStats op_stats;
+  std::vector<analysis::AllocatorTimeline> memory;
+};
+
+// Reads one trace file (any format the Trace library reads) and builds its document. The
+// error names the file. `cancel` is polled between stages; a cancelled load returns kCancelled.
+StatusOr<std::shared_ptr<const TraceDocument>> OpenDocument(const std::string& path,
+                                                            const std::atomic<bool>* cancel = nullptr);
+// Builds the document of a trace already in memory (a merge of several files, a generated one).
+StatusOr<std::shared_ptr<const TraceDocument>> MakeDocument(trace::Trace trace, const std::string& name);
+std::shared_ptr<const DocumentAnalysis> AnalyseDocument(const TraceDocument& document);
+
+// Resident set size of this process in bytes (from /proc/self/statm), 0 when unknown.
+int64_t ResidentBytes();
+// Returns freed heap pages to the system so that resident size reflects live data.
+void ReleaseFreeMemory();
+
+}  // namespace stepscope::viewer

@@ -1,0 +1,16 @@
+// A generated trace of any size for benchmarks and scale tests (`stepscope-view --bench
+// --synthetic N`): one host with a CPU device (four executor threads whose ops nest up to three
+// levels, as PyTorch CPU ops do) and a GPU device (four streams of back-to-back kernels, a
+// quarter of them with a launch flow from a CPU op). 120 op types, about 5000 node names, a
+// fixed seed: the same N always gives the same trace.
+#pragma once
+
+#include <cstdint>
+
+#include "profiler/trace/trace.h"
+
+namespace stepscope::viewer {
+
+trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed = 1);
+
+}  // namespace stepscope::viewer

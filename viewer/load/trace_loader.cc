@@ -1,0 +1,156 @@
+#include "viewer/load/trace_loader.h"
+
+#include <QCoreApplication>
+#include <QElapsedTimer>
+#include <QMetaObject>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include "profiler/analysis/merge.h"
+#include "profiler/trace/reader.h"
+
+namespace stepscope::viewer {
+namespace {
+
+struct PlannedRequest {
+  std::vector<std::string> files;
+  bool merge = false;
+  std::string name;  // what a merged document is called
+};
+
+}  // namespace
+
+TraceLoader::TraceLoader(QObject* parent) : QObject(parent) {}
+
+TraceLoader::~TraceLoader() {
+  if (cancel_ != nullptr) cancel_->store(true);
+  for (auto& job : jobs_) job.waitForFinished();
+}
+
+void TraceLoader::Post(uint64_t generation, std::function<void()> action) {
+  // Runs on the UI thread; dropped when a newer job started or this loader is gone.
+  QMetaObject::invokeMethod(
+      this,
+      [this, generation, action = std::move(action)] {
+        if (generation == generation_) action();
+      },
+      Qt::QueuedConnection);
+}
+
+void TraceLoader::Load(std::vector<LoadRequest> requests) {
+  // A newer request supersedes the running one: its results are dropped by the generation.
+  if (busy_) cancel_->store(true);
+  const uint64_t generation = ++generation_;
+  cancel_ = std::make_shared<std::atomic<bool>>(false);
+  busy_ = true;
+  std::vector<std::pair<std::vector<std::string>, bool>> wanted;
+  for (const LoadRequest& request : requests) {
+    std::vector<std::string> paths;
+    for (const QString& path : request.paths) paths.push_back(path.toStdString());
+    wanted.emplace_back(std::move(paths), request.merge);
+  }
+  std::erase_if(jobs_, [](const QFuture<void>& job) { return job.isFinished(); });
+  jobs_.push_back(QtConcurrent::run([this, generation, wanted, cancel = cancel_] {
+    auto fail = [&](const std::string& message) {
+      const QString text = QString::fromStdString(message);
+      Post(generation, [this, text] { emit failed(text); });
+    };
+    // Expand directories first so that progress counts files.
+    std::vector<PlannedRequest> plan;
+    int total = 0;
+    for (const auto& [paths, merge] : wanted) {
+      auto files = analysis::ExpandTracePaths(paths);
+      if (!files.ok()) {
+        fail(files.status().message());
+        continue;
+      }
+      PlannedRequest planned{*files, merge, {}};
+      if (merge) {
+        planned.name = (paths.size() == 1 ? paths.front() : paths.front() + " and " + std::to_string(paths.size() - 1) + " more") +
+                       " (" + std::to_string(planned.files.size()) + " traces merged)";
+      }
+      total += static_cast<int>(planned.files.size());
+      plan.push_back(std::move(planned));
+    }
+    int done = 0;
+    auto step = [&](const std::string& file) {
+      const QString current = QString::fromStdString(file);
+      const int now = done++;
+      Post(generation, [this, now, total, current] { emit progress(now, total, current); });
+    };
+    auto deliver = [&](std::shared_ptr<const TraceDocument> document, double load_ms) {
+      Post(generation, [this, document, load_ms] { emit documentLoaded(document, load_ms); });
+      auto analysis = AnalyseDocument(*document);
+      if (cancel->load()) return;
+      Post(generation, [this, document, analysis] { emit documentAnalysed(document, analysis); });
+    };
+    for (const PlannedRequest& request : plan) {
+      if (cancel->load()) break;
+      QElapsedTimer timer;
+      timer.start();
+      if (!request.merge) {
+        for (const std::string& file : request.files) {
+          if (cancel->load()) break;
+          step(file);
+          timer.restart();
+          auto document = OpenDocument(file, cancel.get());
+          if (cancel->load()) break;
+          if (!document.ok()) {
+            fail(document.status().message());
+            continue;
+          }
+          deliver(*document, static_cast<double>(timer.nsecsElapsed()) / 1e6);
+        }
+        continue;
+      }
+      std::vector<trace::Trace> traces;
+      bool failed_read = false;
+      for (const std::string& file : request.files) {
+        if (cancel->load()) break;
+        step(file);
+        auto trace = trace::ReadTrace(file);
+        if (!trace.ok()) {
+          // A merge with a rank missing would mislead: the whole merge fails, naming the file.
+          fail(trace.status().message() + " (nothing from this merge was opened)");
+          failed_read = true;
+          break;
+        }
+        traces.push_back(std::move(trace).value());
+      }
+      if (cancel->load()) break;
+      if (failed_read) continue;
+      analysis::MergeResult merged = analysis::MergeTraces(std::move(traces));
+      const QString summary = QStringLiteral("Merged %1 traces: %2 not clock-aligned, %3 steps with a straggler")
+                                  .arg(merged.report.inputs.size())
+                                  .arg(merged.report.unaligned)
+                                  .arg(merged.report.stragglers.size());
+      auto document = MakeDocument(std::move(merged.trace), request.name);
+      if (!document.ok()) {
+        fail(document.status().message());
+        continue;
+      }
+      Post(generation, [this, summary] { emit note(summary); });
+      deliver(*document, static_cast<double>(timer.nsecsElapsed()) / 1e6);
+    }
+    Post(generation, [this, total] {
+      busy_ = false;
+      emit progress(total, total, QString());
+      emit finished(false);
+    });
+  }));
+}
+
+void TraceLoader::Cancel() {
+  if (!busy_) return;
+  cancel_->store(true);
+  ++generation_;  // whatever the cancelled job still posts is dropped
+  busy_ = false;
+  emit finished(true);
+}
+
+void TraceLoader::WaitForIdle() {
+  if (!jobs_.empty()) jobs_.back().waitForFinished();
+  // Deliver what the job posted.
+  while (busy_) QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
+}
+
+}  // namespace stepscope::viewer

@@ -1,0 +1,63 @@
+// Opens traces off the UI thread: reading and indexing on a pool thread, then the analyses
+// (op statistics, memory timelines) as a second stage so the timeline shows first. Progress and
+// results are posted back to the UI thread; Cancel() returns at once and drops whatever the
+// cancelled load still produces (every job carries a generation, stale results are ignored).
+//
+// A request either opens each file as its own document, or merges its files (typically a
+// directory of per-rank or per-step traces) into one timeline with aligned clocks
+// (analysis::MergeTraces).
+#pragma once
+
+#include <QFuture>
+#include <QObject>
+#include <QStringList>
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "viewer/load/document.h"
+
+namespace stepscope::viewer {
+
+struct LoadRequest {
+  QStringList paths;   // files and directories (a directory stands for the traces inside)
+  bool merge = false;  // one document for all of them
+};
+
+class TraceLoader : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit TraceLoader(QObject* parent = nullptr);
+  ~TraceLoader() override;  // cancels and waits for the pool thread
+
+  // Runs the requests in order. A load in progress is superseded (its results are dropped).
+  void Load(std::vector<LoadRequest> requests);
+  void Cancel();
+  bool busy() const { return busy_; }
+  // Blocks until the current job has finished and its results are delivered (tests, headless).
+  void WaitForIdle();
+
+ signals:
+  void progress(int done, int total, const QString& current);
+  void documentLoaded(std::shared_ptr<const stepscope::viewer::TraceDocument> document,
+                      double load_ms);
+  void documentAnalysed(std::shared_ptr<const stepscope::viewer::TraceDocument> document,
+                        std::shared_ptr<const stepscope::viewer::DocumentAnalysis> analysis);
+  // One file (or merge) could not be opened; the others still load. `message` names the file.
+  void failed(const QString& message);
+  // What a merge did (alignment, stragglers), for the status bar.
+  void note(const QString& message);
+  void finished(bool cancelled);
+
+ private:
+  void Post(uint64_t generation, std::function<void()> action);
+
+  uint64_t generation_ = 0;
+  bool busy_ = false;
+  std::shared_ptr<std::atomic<bool>> cancel_;
+  std::vector<QFuture<void>> jobs_;  // a cancelled job may still be finishing its read
+};
+
+}  // namespace stepscope::viewer

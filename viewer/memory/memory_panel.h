@@ -1,0 +1,54 @@
+// The memory pane of a document: one chart per allocator on the shared time axis, and below
+// them the tensors live at the instant last clicked (the peak when the click was near it),
+// largest first. Double-clicking a tensor jumps to the op that produced it.
+#pragma once
+
+#include <QWidget>
+#include <memory>
+#include <vector>
+
+#include "viewer/load/document.h"
+#include "viewer/timeline/time_axis.h"
+
+class QLabel;
+class QSplitter;
+class QTableView;
+class QVBoxLayout;
+
+namespace stepscope::viewer {
+
+class LiveTensorModel;
+class MemoryChart;
+
+class MemoryPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  MemoryPanel(std::shared_ptr<const TraceDocument> document, TimeAxis* axis, QWidget* parent = nullptr);
+
+  void SetAnalysis(std::shared_ptr<const DocumentAnalysis> analysis);
+  int chart_count() const { return static_cast<int>(charts_.size()); }
+  MemoryChart* chart(int i) const { return charts_[static_cast<size_t>(i)]; }
+  LiveTensorModel* live_model() const { return live_model_; }
+  QString live_caption() const;
+
+ public slots:
+  void ShowLiveAt(int chart, int64_t time_ns);
+
+ signals:
+  void sliceActivated(uint32_t slice);
+
+ private:
+  std::shared_ptr<const TraceDocument> document_;
+  std::shared_ptr<const DocumentAnalysis> analysis_;
+  TimeAxis* axis_;
+  QVBoxLayout* charts_layout_;
+  QLabel* placeholder_;
+  std::vector<MemoryChart*> charts_;
+  QLabel* live_caption_;
+  LiveTensorModel* live_model_;
+  QTableView* live_table_;
+  QSplitter* splitter_;
+};
+
+}  // namespace stepscope::viewer

@@ -1,0 +1,114 @@
+#include "viewer/models/track_tree_model.h"
+
+#include "viewer/models/roles.h"
+#include "viewer/timeline/track_layout.h"
+
+namespace stepscope::viewer {
+
+TrackTreeModel::TrackTreeModel(std::shared_ptr<const TraceDocument> document, QObject* parent)
+    : QAbstractItemModel(parent), document_(std::move(document)),
+      children_(TrackChildren(document_->trace())) {
+  const trace::Trace& trace = document_->trace();
+  const size_t tracks = trace.tracks().size();
+  row_in_parent_.assign(tracks, 0);
+  for (const auto& list : children_) {
+    for (size_t row = 0; row < list.size(); ++row) row_in_parent_[list[row]] = static_cast<int>(row);
+  }
+  subtree_slices_.assign(tracks, 0);
+  for (uint32_t t = 0; t < tracks; ++t) {
+    const auto count = static_cast<int64_t>(trace.track_slices(t).size());
+    for (int32_t p = static_cast<int32_t>(t); p >= 0; p = trace.tracks()[p].parent) {
+      subtree_slices_[p] += count;
+    }
+  }
+  visible_.assign(tracks, true);
+}
+
+QModelIndex TrackTreeModel::index(int row, int column, const QModelIndex& parent) const {
+  if (!hasIndex(row, column, parent)) return {};
+  const size_t slot = parent.isValid() ? parent.internalId() : 0;  // internalId = track + 1
+  return createIndex(row, column, static_cast<quintptr>(children_[slot][row]) + 1);
+}
+
+QModelIndex TrackTreeModel::parent(const QModelIndex& child) const {
+  if (!child.isValid()) return {};
+  const uint32_t track = static_cast<uint32_t>(child.internalId() - 1);
+  const int32_t parent_track = document_->trace().tracks()[track].parent;
+  if (parent_track < 0) return {};
+  return createIndex(row_in_parent_[parent_track], 0, static_cast<quintptr>(parent_track) + 1);
+}
+
+int TrackTreeModel::rowCount(const QModelIndex& parent) const {
+  if (parent.isValid() && parent.column() != 0) return 0;
+  const size_t slot = parent.isValid() ? parent.internalId() : 0;
+  return static_cast<int>(children_[slot].size());
+}
+
+int TrackTreeModel::columnCount(const QModelIndex&) const { return kColumnCount; }
+
+QVariant TrackTreeModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
+  const uint32_t track = static_cast<uint32_t>(index.internalId() - 1);
+  const trace::Trace& trace = document_->trace();
+  const trace::Track& info = trace.tracks()[track];
+  if (role == kTrackRole) return QVariant::fromValue(track);
+  switch (index.column()) {
+    case kNameColumn:
+      if (role == Qt::DisplayRole) return QString::fromUtf8(trace.str(info.name));
+      if (role == Qt::ToolTipRole) return QString::fromUtf8(trace.str(info.full_name));
+      if (role == Qt::CheckStateRole) return visible_[track] ? Qt::Checked : Qt::Unchecked;
+      if (role == kSortRole) return QString::fromUtf8(trace.str(info.name));
+      break;
+    case kSlicesColumn:
+      if (role == Qt::DisplayRole || role == kSortRole) {
+        return QVariant::fromValue<qint64>(subtree_slices_[track]);
+      }
+      if (role == Qt::TextAlignmentRole) return int(Qt::AlignRight | Qt::AlignVCenter);
+      break;
+    case kKindColumn:
+      if (role == Qt::DisplayRole || role == kSortRole) {
+        return QString::fromUtf8(trace::TrackKindName(info.kind));
+      }
+      break;
+    default: break;
+  }
+  return {};
+}
+
+bool TrackTreeModel::setData(const QModelIndex& index, const QVariant& value, int role) {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid) || index.column() != kNameColumn ||
+      role != Qt::CheckStateRole) {
+    return false;
+  }
+  const uint32_t track = static_cast<uint32_t>(index.internalId() - 1);
+  const bool visible = value.value<Qt::CheckState>() == Qt::Checked || value.toInt() == Qt::Checked;
+  if (visible_[track] == visible) return true;
+  visible_[track] = visible;
+  emit dataChanged(index, index, {Qt::CheckStateRole});
+  emit visibilityChanged(track, visible);
+  return true;
+}
+
+Qt::ItemFlags TrackTreeModel::flags(const QModelIndex& index) const {
+  if (!index.isValid()) return Qt::NoItemFlags;
+  Qt::ItemFlags result = Qt::ItemIsEnabled | Qt::ItemIsSelectable;
+  if (index.column() == kNameColumn) result |= Qt::ItemIsUserCheckable;
+  return result;
+}
+
+QVariant TrackTreeModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case kNameColumn: return tr("Track");
+    case kSlicesColumn: return tr("Slices");
+    case kKindColumn: return tr("Kind");
+    default: return {};
+  }
+}
+
+QModelIndex TrackTreeModel::IndexOfTrack(uint32_t track, int column) const {
+  if (track >= row_in_parent_.size()) return {};
+  return createIndex(row_in_parent_[track], column, static_cast<quintptr>(track) + 1);
+}
+
+}  // namespace stepscope::viewer

@@ -1,0 +1,45 @@
+// The track tree (host/rank -> device -> stream/thread lanes) as a Qt item model. Column 0
+// is checkable: unchecking a track hides it and its subtree from the timeline
+// (visibilityChanged). Read-only otherwise.
+#pragma once
+
+#include <QAbstractItemModel>
+#include <memory>
+#include <vector>
+
+#include "viewer/load/document.h"
+
+namespace stepscope::viewer {
+
+class TrackTreeModel : public QAbstractItemModel {
+  Q_OBJECT
+
+ public:
+  enum Column { kNameColumn, kSlicesColumn, kKindColumn, kColumnCount };
+
+  explicit TrackTreeModel(std::shared_ptr<const TraceDocument> document, QObject* parent = nullptr);
+
+  QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
+  QModelIndex parent(const QModelIndex& child) const override;
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
+  Qt::ItemFlags flags(const QModelIndex& index) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+  QModelIndex IndexOfTrack(uint32_t track, int column = 0) const;
+  bool visible(uint32_t track) const { return visible_[track]; }
+
+ signals:
+  void visibilityChanged(uint32_t track, bool visible);
+
+ private:
+  std::shared_ptr<const TraceDocument> document_;
+  std::vector<std::vector<uint32_t>> children_;  // slot 0: roots; slot t + 1: children of t
+  std::vector<int> row_in_parent_;
+  std::vector<int64_t> subtree_slices_;
+  std::vector<bool> visible_;
+};
+
+}  // namespace stepscope::viewer

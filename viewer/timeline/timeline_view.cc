@@ -1,0 +1,572 @@
+#include "viewer/timeline/timeline_view.h"
+
+#include <QHelpEvent>
+#include <QKeyEvent>
+#include <QPainter>
+#include <QPainterPath>
+#include <QScrollBar>
+#include <QToolTip>
+#include <algorithm>
+#include <cmath>
+
+namespace stepscope::viewer {
+namespace {
+
+constexpr double kZoomStep = 1.25;    // per W/S press
+constexpr double kPanStep = 0.1;      // of the width per A/D press
+constexpr int kIndentPx = 12;
+const QColor kBackground(0xff, 0xff, 0xff);
+const QColor kStripe(0xf5, 0xf6, 0xf8);
+const QColor kHeaderBand(0xe4, 0xe7, 0xee);
+const QColor kRulerBand(0xee, 0xef, 0xf2);
+const QColor kGridLine(0xe0, 0xe2, 0xe8);
+const QColor kFoldedColor(0x9a, 0xa0, 0xb0);
+const QColor kDataflowColor(0x1f, 0x4e, 0xa8);
+const QColor kLaunchColor(0xc0, 0x5a, 0x00);
+const QColor kRangeFill(0x46, 0x82, 0xdc, 0x38);
+
+}  // namespace
+
+TimelineView::TimelineView(std::shared_ptr<const TraceDocument> document, TimeAxis* axis, QWidget* parent)
+    : QWidget(parent), document_(std::move(document)), axis_(axis),
+      layout_(document_->trace(), document_->index()), scroll_bar_(new QScrollBar(Qt::Vertical, this)) {
+  setFocusPolicy(Qt::StrongFocus);
+  setMouseTracking(true);
+  setAttribute(Qt::WA_OpaquePaintEvent);
+  setMinimumSize(kTimeAreaLeft + 200, kRulerHeight + 4 * kRowHeight);
+  label_font_ = font();
+  label_font_.setPointSizeF(8);
+  connect(axis_, &TimeAxis::changed, this, qOverload<>(&QWidget::update));
+  connect(scroll_bar_, &QScrollBar::valueChanged, this, [this](int value) {
+    scroll_y_ = value;
+    update();
+  });
+  UpdateScrollBar();
+}
+
+TimelineView::~TimelineView() = default;
+
+double TimelineView::time_width() const {
+  return std::max(1, width() - kTimeAreaLeft - kTimeAreaRight);
+}
+
+TimeMapping TimelineView::mapping() const { return axis_->MappingFor(time_width()); }
+
+int TimelineView::RowAt(int y) const {
+  if (y < kRulerHeight) return -1;
+  const int row = (y - kRulerHeight + scroll_y_) / kRowHeight;
+  return row < row_count() ? row : -1;
+}
+
+void TimelineView::UpdateScrollBar() {
+  const int content = row_count() * kRowHeight;
+  const int visible = std::max(0, height() - kRulerHeight);
+  scroll_bar_->setGeometry(width() - kTimeAreaRight, kRulerHeight, kTimeAreaRight, visible);
+  scroll_bar_->setRange(0, std::max(0, content - visible));
+  scroll_bar_->setPageStep(visible);
+  scroll_bar_->setSingleStep(kRowHeight);
+  scroll_y_ = scroll_bar_->value();
+}
+
+void TimelineView::ScrollTo(int y) { scroll_bar_->setValue(y); }
+
+void TimelineView::EnsureRowVisible(int row) {
+  const int top = row * kRowHeight;
+  const int visible = height() - kRulerHeight;
+  if (top < scroll_y_) {
+    ScrollTo(top);
+  } else if (top + kRowHeight > scroll_y_ + visible) {
+    ScrollTo(top + kRowHeight - visible + kRowHeight);
+  }
+}
+
+QRect TimelineView::SliceRect(uint32_t slice) const {
+  const int row = layout_.RowOfSlice(slice);
+  if (row < 0) return {};
+  const int top = RowTop(row);
+  if (top + kRowHeight <= kRulerHeight || top >= height()) return {};
+  const TimeMapping map = mapping();
+  const trace::Slice& s = document_->trace().slices()[slice];
+  double x0 = map.NsToPx(static_cast<double>(s.start_ns));
+  double x1 = map.NsToPx(static_cast<double>(s.end_ns()));
+  if (x1 < 0 || x0 > map.width_px()) return {};
+  x0 = std::max(0.0, x0);
+  x1 = std::min(map.width_px(), std::max(x1, x0 + 1));
+  return QRect(kTimeAreaLeft + static_cast<int>(std::floor(x0)), top + 1,
+               std::max(1, static_cast<int>(std::ceil(x1 - x0))), kRowHeight - 2);
+}
+
+int64_t TimelineView::SliceAt(const QPoint& pos) const {
+  const int row = RowAt(pos.y());
+  if (row < 0 || pos.x() < kTimeAreaLeft || pos.x() >= width() - kTimeAreaRight) return -1;
+  const TimelineRow& info = layout_.rows()[static_cast<size_t>(row)];
+  if (info.kind != TimelineRow::Kind::kSlices) return -1;
+  const uint32_t track = info.track;
+  if (info.depth >= document_->index().depth_count(track)) return -1;
+  const TimeMapping map = mapping();
+  const double t = map.PxToNs(pos.x() - kTimeAreaLeft);
+  const double tolerance = 2 * map.ns_per_px();
+  const auto level = document_->index().level(track, info.depth);
+  const auto [first, last] = document_->index().VisibleRange(track, info.depth, t - tolerance, t + tolerance);
+  const auto& slices = document_->trace().slices();
+  int64_t best = -1;
+  double best_distance = tolerance + 1;
+  for (size_t i = first; i < last; ++i) {
+    const trace::Slice& s = slices[level[i]];
+    const double start = static_cast<double>(s.start_ns);
+    const double end = static_cast<double>(s.end_ns());
+    const double distance = t < start ? start - t : t > end ? t - end : 0;
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = level[i];
+    }
+  }
+  return best;
+}
+
+void TimelineView::SelectSlice(int64_t slice) {
+  if (slice == selected_) return;
+  selected_ = slice;
+  update();
+  emit sliceSelected(slice);
+}
+
+void TimelineView::FocusSlice(uint32_t slice) {
+  const trace::Trace& trace = document_->trace();
+  const trace::Slice& s = trace.slices()[slice];
+  for (int32_t t = static_cast<int32_t>(s.track); t >= 0; t = trace.tracks()[t].parent) {
+    layout_.SetCollapsed(static_cast<uint32_t>(t), false);
+  }
+  UpdateScrollBar();
+  const int row = layout_.RowOfSlice(slice);
+  if (row >= 0) EnsureRowVisible(row);
+  // Keep the zoom when the slice is comfortably visible; otherwise show it at a fifth of the view.
+  const TimeMapping map = mapping();
+  const double start = static_cast<double>(s.start_ns);
+  const double end = static_cast<double>(s.end_ns());
+  const double px = (end - start) / map.ns_per_px();
+  if (px < 3 || end - start > map.span_ns()) {
+    const double span = std::max(5 * (end - start), 1000.0);
+    axis_->SetRange((start + end) / 2 - span / 2, (start + end) / 2 + span / 2);
+  } else if (end < map.begin_ns() || start > map.end_ns()) {
+    axis_->SetRange((start + end) / 2 - map.span_ns() / 2, (start + end) / 2 + map.span_ns() / 2);
+  }
+  SelectSlice(slice);
+  update();
+}
+
+void TimelineView::SelectRange(int64_t begin_ns, int64_t end_ns) {
+  range_ = std::make_pair(std::min(begin_ns, end_ns), std::max(begin_ns, end_ns));
+  update();
+  emit rangeSelected(range_->first, range_->second);
+}
+
+void TimelineView::ClearSelection() {
+  range_.reset();
+  SelectSlice(-1);
+  update();
+}
+
+void TimelineView::SetShowFlows(bool show) {
+  show_flows_ = show;
+  update();
+}
+
+void TimelineView::ZoomAtPx(double px, double factor) {
+  TimeMapping map = mapping();
+  map.ZoomAt(px, factor);
+  axis_->Apply(map);
+}
+
+void TimelineView::PanPx(double dx) {
+  TimeMapping map = mapping();
+  map.PanPx(dx);
+  axis_->Apply(map);
+}
+
+void TimelineView::FitSelection() {
+  if (range_) {
+    TimeMapping map = mapping();
+    map.Fit(static_cast<double>(range_->first), static_cast<double>(range_->second));
+    axis_->Apply(map);
+  } else if (selected_ >= 0) {
+    const trace::Slice& s = document_->trace().slices()[static_cast<size_t>(selected_)];
+    TimeMapping map = mapping();
+    map.Fit(static_cast<double>(s.start_ns), static_cast<double>(s.end_ns()), 0.1);
+    axis_->Apply(map);
+  } else {
+    axis_->FitAll();
+  }
+}
+
+void TimelineView::SetTrackHidden(uint32_t track, bool hidden) {
+  layout_.SetHidden(track, hidden);
+  UpdateScrollBar();
+  update();
+}
+
+void TimelineView::SetTrackCollapsed(uint32_t track, bool collapsed) {
+  layout_.SetCollapsed(track, collapsed);
+  UpdateScrollBar();
+  update();
+}
+
+void TimelineView::resizeEvent(QResizeEvent*) { UpdateScrollBar(); }
+
+void TimelineView::paintEvent(QPaintEvent*) {
+  QElapsedTimer timer;
+  timer.start();
+  QPainter painter(this);
+  painter.fillRect(rect(), kBackground);
+  const TimeMapping map = mapping();
+  PaintRows(painter, map);
+  PaintSelection(painter, map);
+  if (show_flows_) PaintFlows(painter, map);
+  PaintRuler(painter, map);
+  last_paint_ms_ = static_cast<double>(timer.nsecsElapsed()) / 1e6;
+}
+
+void TimelineView::PaintRuler(QPainter& painter, const TimeMapping& map) {
+  painter.setClipping(false);
+  painter.fillRect(0, 0, width(), kRulerHeight, kRulerBand);
+  painter.setPen(QColor(0x60, 0x64, 0x70));
+  painter.drawLine(0, kRulerHeight - 1, width(), kRulerHeight - 1);
+  QFont font = painter.font();
+  font.setPointSizeF(8);
+  painter.setFont(font);
+  painter.drawText(QRect(6, 0, kTimeAreaLeft - 12, kRulerHeight), Qt::AlignVCenter | Qt::AlignLeft,
+                   tr("view %1").arg(QString::fromStdString(FormatDuration(map.span_ns()))));
+  painter.setClipRect(kTimeAreaLeft, 0, static_cast<int>(map.width_px()), kRulerHeight);
+  for (const RulerTick& tick : RulerTicks(map)) {
+    const int x = kTimeAreaLeft + static_cast<int>(std::lround(tick.px));
+    painter.drawLine(x, kRulerHeight - (tick.major ? 10 : 4), x, kRulerHeight - 1);
+    if (tick.major) painter.drawText(x + 3, kRulerHeight - 12, QString::fromStdString(tick.label));
+  }
+  if (range_) {
+    const double x0 = map.NsToPx(static_cast<double>(range_->first));
+    const double x1 = map.NsToPx(static_cast<double>(range_->second));
+    const QString text = QString::fromStdString(FormatDuration(static_cast<double>(range_->second - range_->first)));
+    const QRectF band(kTimeAreaLeft + x0, 2, std::max(1.0, x1 - x0), kRulerHeight - 4);
+    painter.fillRect(band, QColor(0x46, 0x82, 0xdc, 0x90));
+    painter.setPen(Qt::white);
+    painter.drawText(band, Qt::AlignCenter, text);
+  }
+  painter.setClipping(false);
+}
+
+void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
+  const auto& rows = layout_.rows();
+  const auto& trace = document_->trace();
+  const auto& slices = trace.slices();
+  const int first = std::max(0, scroll_y_ / kRowHeight);
+  const int last = std::min(row_count(), (scroll_y_ + height() - kRulerHeight) / kRowHeight + 1);
+  const int time_right = kTimeAreaLeft + static_cast<int>(map.width_px());
+  const QFont font = label_font_;
+  painter.setFont(font);
+  const QFontMetricsF metrics(font);
+  const double char_width = std::max(1.0, metrics.averageCharWidth());
+  const double text_top = (kRowHeight - metrics.height()) / 2;
+
+  // Bands and the label column.
+  painter.setClipRect(0, kRulerHeight, width(), height() - kRulerHeight);
+  for (int r = first; r < last; ++r) {
+    const TimelineRow& row = rows[static_cast<size_t>(r)];
+    const int y = RowTop(r);
+    const QColor band = row.kind == TimelineRow::Kind::kHeader ? kHeaderBand
+                        : (row.track % 2 == 0)                 ? kBackground
+                                                               : kStripe;
+    painter.fillRect(0, y, time_right, kRowHeight, band);
+    if (row.kind == TimelineRow::Kind::kHeader || row.first_of_track) {
+      const int x = 6 + row.indent * kIndentPx;
+      QString label = QString::fromUtf8(trace.str(trace.tracks()[row.track].name));
+      if (row.kind == TimelineRow::Kind::kHeader) {
+        label = (layout_.collapsed(row.track) ? QStringLiteral("\u25B8 ") : QStringLiteral("\u25BE ")) + label;
+      }
+      painter.setPen(row.kind == TimelineRow::Kind::kHeader ? QColor(0x20, 0x24, 0x30) : QColor(0x40, 0x44, 0x50));
+      QFont label_font = font;
+      label_font.setBold(row.kind == TimelineRow::Kind::kHeader);
+      painter.setFont(label_font);
+      painter.drawText(QRect(x, y, kTimeAreaLeft - x - 4, kRowHeight), Qt::AlignVCenter | Qt::AlignLeft,
+                       QFontMetrics(label_font).elidedText(label, Qt::ElideMiddle, kTimeAreaLeft - x - 4));
+      painter.setFont(font);
+      painter.setPen(kGridLine);
+      painter.drawLine(0, y, time_right, y);
+    }
+  }
+  painter.setPen(QColor(0xc0, 0xc4, 0xcc));
+  painter.drawLine(kTimeAreaLeft - 1, kRulerHeight, kTimeAreaLeft - 1, height());
+
+  // Slices, clipped to the time area.
+  painter.setClipRect(kTimeAreaLeft, kRulerHeight, static_cast<int>(map.width_px()), height() - kRulerHeight);
+  painter.setPen(kGridLine);
+  for (const RulerTick& tick : RulerTicks(map)) {
+    if (!tick.major) continue;
+    const int x = kTimeAreaLeft + static_cast<int>(std::lround(tick.px));
+    painter.drawLine(x, kRulerHeight, x, height());
+  }
+  painter.setPen(Qt::black);
+  const double right = map.width_px() + 1;
+  for (int r = first; r < last; ++r) {
+    const TimelineRow& row = rows[static_cast<size_t>(r)];
+    if (row.kind != TimelineRow::Kind::kSlices || row.depth >= document_->index().depth_count(row.track)) continue;
+    const int y = RowTop(r);
+    boxes_.clear();
+    CollectBoxes(document_->index(), row.track, row.depth, map, &boxes_);
+    // Adjacent folded runs are painted as one rectangle: a zoomed-out dense row is a handful
+    // of fills, not one per pixel.
+    double fold_x0 = 0, fold_x1 = -1e9;
+    auto flush_fold = [&] {
+      if (fold_x1 > fold_x0) {
+        painter.fillRect(QRectF(kTimeAreaLeft + fold_x0, y + 1, fold_x1 - fold_x0, kRowHeight - 2), kFoldedColor);
+      }
+      fold_x1 = -1e9;
+    };
+    for (const DrawBox& box : boxes_) {
+      const double x0 = std::max<double>(box.x0, -1.0);
+      const double x1 = std::max(x0 + 1, std::min<double>(box.x1, right));
+      if (box.folded()) {
+        if (x0 > fold_x1 + 0.5) {
+          flush_fold();
+          fold_x0 = x0;
+        }
+        fold_x1 = std::max(fold_x1, x1);
+        continue;
+      }
+      flush_fold();
+      const QRectF area(kTimeAreaLeft + x0, y + 1, x1 - x0, kRowHeight - 2);
+      const trace::Slice& s = slices[box.slice];
+      painter.fillRect(area, QColor::fromRgb(document_->ColorOf(s)));
+      if (area.width() > 3 * char_width + 4) {
+        const auto fit = static_cast<uint32_t>((area.width() - 4) / char_width);
+        painter.drawStaticText(QPointF(area.left() + 2, y + text_top), Label(s.name, fit));
+      }
+    }
+    flush_fold();
+  }
+  painter.setClipping(false);
+}
+
+void TimelineView::PaintSelection(QPainter& painter, const TimeMapping& map) {
+  painter.setClipRect(kTimeAreaLeft, kRulerHeight, static_cast<int>(map.width_px()), height() - kRulerHeight);
+  if (range_) {
+    const double x0 = map.NsToPx(static_cast<double>(range_->first));
+    const double x1 = map.NsToPx(static_cast<double>(range_->second));
+    painter.fillRect(QRectF(kTimeAreaLeft + x0, kRulerHeight, std::max(1.0, x1 - x0), height()), kRangeFill);
+    painter.setPen(QColor(0x46, 0x82, 0xdc));
+    painter.drawLine(QPointF(kTimeAreaLeft + x0, kRulerHeight), QPointF(kTimeAreaLeft + x0, height()));
+    painter.drawLine(QPointF(kTimeAreaLeft + x1, kRulerHeight), QPointF(kTimeAreaLeft + x1, height()));
+  }
+  if (selected_ >= 0) {
+    const QRect box = SliceRect(static_cast<uint32_t>(selected_));
+    if (!box.isEmpty()) {
+      painter.setPen(QPen(Qt::black, 2));
+      painter.setBrush(Qt::NoBrush);
+      painter.drawRect(box.adjusted(0, 0, -1, -1));
+    }
+  }
+  painter.setClipping(false);
+}
+
+void TimelineView::PaintFlows(QPainter& painter, const TimeMapping& map) {
+  if (selected_ < 0) return;
+  const uint32_t slice = static_cast<uint32_t>(selected_);
+  const auto& trace = document_->trace();
+  const auto& flows = trace.flows();
+  painter.setClipRect(kTimeAreaLeft, kRulerHeight, static_cast<int>(map.width_px()), height() - kRulerHeight);
+  painter.setRenderHint(QPainter::Antialiasing, true);
+  auto anchor = [&](uint32_t s, bool at_end) -> std::optional<QPointF> {
+    const int row = layout_.RowOfSlice(s);
+    if (row < 0) return std::nullopt;
+    const trace::Slice& info = trace.slices()[s];
+    const double t = static_cast<double>(at_end ? info.end_ns() : info.start_ns);
+    return QPointF(kTimeAreaLeft + map.NsToPx(t), RowTop(row) + kRowHeight / 2.0);
+  };
+  auto draw = [&](const trace::Flow& flow) {
+    const auto from = anchor(flow.from_slice, true);
+    const auto to = anchor(flow.to_slice, false);
+    if (!from || !to) return;
+    const QColor color = flow.kind == trace::FlowKind::kLaunch ? kLaunchColor : kDataflowColor;
+    painter.setPen(QPen(color, 1.5));
+    QPainterPath path(*from);
+    const double bend = std::max(20.0, std::fabs(to->x() - from->x()) / 3);
+    path.cubicTo(from->x() + bend, from->y(), to->x() - bend, to->y(), to->x(), to->y());
+    painter.setBrush(Qt::NoBrush);
+    painter.drawPath(path);
+    QPolygonF head;
+    head << *to << QPointF(to->x() - 7, to->y() - 4) << QPointF(to->x() - 7, to->y() + 4);
+    painter.setBrush(color);
+    painter.drawPolygon(head);
+  };
+  for (uint32_t f : document_->FlowsFrom(slice)) draw(flows[f]);
+  for (uint32_t f : document_->FlowsTo(slice)) draw(flows[f]);
+  painter.setRenderHint(QPainter::Antialiasing, false);
+  painter.setBrush(Qt::NoBrush);
+  painter.setClipping(false);
+}
+
+const QStaticText& TimelineView::Label(trace::StringId name, uint32_t max_chars) {
+  const std::string_view text = document_->trace().str(name);
+  const uint32_t chars = static_cast<uint32_t>(std::min<size_t>(text.size(), max_chars));
+  const uint64_t key = static_cast<uint64_t>(name) << 32 | chars;
+  auto it = label_cache_.find(key);
+  if (it != label_cache_.end()) return it->second;
+  // Laid out once and reused while zooming: drawing prepared text is several times cheaper.
+  if (label_cache_.size() > 20000) label_cache_.clear();
+  QString label = chars == text.size()
+                      ? QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()))
+                      : QString::fromUtf8(text.data(), static_cast<qsizetype>(std::max<uint32_t>(chars, 2) - 1)) +
+                            QChar(0x2026);
+  QStaticText prepared(label);
+  prepared.setTextFormat(Qt::PlainText);
+  prepared.setPerformanceHint(QStaticText::AggressiveCaching);
+  prepared.prepare(QTransform(), label_font_);
+  return label_cache_.emplace(key, std::move(prepared)).first->second;
+}
+
+QString TimelineView::TooltipAt(const QPoint& pos) const {
+  const int row = RowAt(pos.y());
+  if (row < 0) return {};
+  const TimelineRow& info = layout_.rows()[static_cast<size_t>(row)];
+  const auto& trace = document_->trace();
+  if (pos.x() < kTimeAreaLeft) return QString::fromStdString(trace.TrackPath(info.track));
+  if (info.kind != TimelineRow::Kind::kSlices || info.depth >= document_->index().depth_count(info.track)) return {};
+  // A folded run says so instead of naming one of its slices.
+  std::vector<DrawBox> boxes;
+  const TimeMapping map = mapping();
+  CollectBoxes(document_->index(), info.track, info.depth, map, &boxes);
+  const double x = pos.x() - kTimeAreaLeft;
+  for (const DrawBox& box : boxes) {
+    if (x >= box.x0 - 1 && x <= box.x1 + 1 && box.folded()) {
+      return tr("%1 slices, too narrow to tell apart: zoom in").arg(box.count);
+    }
+  }
+  const int64_t slice = SliceAt(pos);
+  if (slice < 0) return {};
+  const trace::Slice& s = trace.slices()[static_cast<size_t>(slice)];
+  return QStringLiteral("<b>%1</b><br>%2 &middot; %3<br>start %4, duration <b>%5</b><br>%6")
+      .arg(QString::fromUtf8(trace.str(s.name)).toHtmlEscaped(),
+           QString::fromUtf8(trace.str(s.op_type)).toHtmlEscaped(),
+           QString::fromUtf8(trace::SliceKindName(s.kind)),
+           QString::fromStdString(FormatDuration(static_cast<double>(s.start_ns))),
+           QString::fromStdString(FormatDuration(static_cast<double>(s.dur_ns))),
+           QString::fromStdString(trace.TrackPath(s.track)).toHtmlEscaped());
+}
+
+bool TimelineView::event(QEvent* event) {
+  if (event->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(event);
+    const QString text = TooltipAt(help->pos());
+    if (text.isEmpty()) {
+      QToolTip::hideText();
+    } else {
+      QToolTip::showText(help->globalPos(), text, this);
+    }
+    return true;
+  }
+  return QWidget::event(event);
+}
+
+void TimelineView::keyPressEvent(QKeyEvent* event) {
+  const double anchor = cursor_pos_.x() >= kTimeAreaLeft && cursor_pos_.x() < width() - kTimeAreaRight
+                            ? cursor_pos_.x() - kTimeAreaLeft
+                            : time_width() / 2;
+  switch (event->key()) {
+    case Qt::Key_W: ZoomAtPx(anchor, kZoomStep); break;
+    case Qt::Key_S: ZoomAtPx(anchor, 1 / kZoomStep); break;
+    case Qt::Key_A:
+    case Qt::Key_Left: PanPx(-kPanStep * time_width()); break;
+    case Qt::Key_D:
+    case Qt::Key_Right: PanPx(kPanStep * time_width()); break;
+    case Qt::Key_F: FitSelection(); break;
+    case Qt::Key_0:
+    case Qt::Key_Home: axis_->FitAll(); break;
+    case Qt::Key_L: SetShowFlows(!show_flows_); break;
+    case Qt::Key_Escape: ClearSelection(); break;
+    case Qt::Key_Up: ScrollTo(scroll_y_ - kRowHeight); break;
+    case Qt::Key_Down: ScrollTo(scroll_y_ + kRowHeight); break;
+    case Qt::Key_PageUp: ScrollTo(scroll_y_ - (height() - kRulerHeight)); break;
+    case Qt::Key_PageDown: ScrollTo(scroll_y_ + (height() - kRulerHeight)); break;
+    default: QWidget::keyPressEvent(event); return;
+  }
+  event->accept();
+}
+
+void TimelineView::wheelEvent(QWheelEvent* event) {
+  const QPoint delta = event->angleDelta();
+  const double x = event->position().x() - kTimeAreaLeft;
+  if (event->modifiers() & Qt::ControlModifier) {
+    ZoomAtPx(std::clamp(x, 0.0, time_width()), std::pow(1.0015, delta.y()));
+  } else if (delta.x() != 0 || (event->modifiers() & Qt::ShiftModifier)) {
+    PanPx(-(delta.x() != 0 ? delta.x() : delta.y()) * time_width() / 1200.0);
+  } else {
+    ScrollTo(scroll_y_ - delta.y() / 2);
+  }
+  event->accept();
+}
+
+void TimelineView::mousePressEvent(QMouseEvent* event) {
+  setFocus();
+  if (event->button() != Qt::LeftButton) return;
+  press_pos_ = last_pos_ = event->position().toPoint();
+  const TimeMapping map = mapping();
+  if (press_pos_.x() >= kTimeAreaLeft &&
+      (press_pos_.y() < kRulerHeight || (event->modifiers() & Qt::ShiftModifier))) {
+    drag_ = Drag::kRange;
+    range_anchor_ns_ = map.PxToNs(press_pos_.x() - kTimeAreaLeft);
+    return;
+  }
+  if (press_pos_.x() < kTimeAreaLeft) {
+    const int row = RowAt(press_pos_.y());
+    if (row >= 0) {
+      const TimelineRow& info = layout_.rows()[static_cast<size_t>(row)];
+      if (info.kind == TimelineRow::Kind::kHeader) SetTrackCollapsed(info.track, !layout_.collapsed(info.track));
+    }
+    drag_ = Drag::kNone;
+    return;
+  }
+  drag_ = Drag::kPending;
+}
+
+void TimelineView::mouseMoveEvent(QMouseEvent* event) {
+  const QPoint pos = event->position().toPoint();
+  cursor_pos_ = pos;
+  if (drag_ == Drag::kPending && (pos - press_pos_).manhattanLength() > 3) drag_ = Drag::kPan;
+  if (drag_ == Drag::kPan) {
+    PanPx(-(pos.x() - last_pos_.x()));
+    ScrollTo(scroll_y_ - (pos.y() - last_pos_.y()));
+  } else if (drag_ == Drag::kRange) {
+    const double t = mapping().PxToNs(pos.x() - kTimeAreaLeft);
+    range_ = std::make_pair(static_cast<int64_t>(std::llround(std::min(t, range_anchor_ns_))),
+                            static_cast<int64_t>(std::llround(std::max(t, range_anchor_ns_))));
+    update();
+  }
+  last_pos_ = pos;
+}
+
+void TimelineView::mouseReleaseEvent(QMouseEvent* event) {
+  const QPoint pos = event->position().toPoint();
+  if (drag_ == Drag::kPending) {
+    SelectSlice(SliceAt(pos));
+  } else if (drag_ == Drag::kRange) {
+    if (std::abs(pos.x() - press_pos_.x()) > 2 && range_) {
+      emit rangeSelected(range_->first, range_->second);
+    } else {
+      range_.reset();
+      update();
+    }
+  }
+  drag_ = Drag::kNone;
+}
+
+void TimelineView::mouseDoubleClickEvent(QMouseEvent* event) {
+  const int64_t slice = SliceAt(event->position().toPoint());
+  if (slice >= 0) {
+    range_.reset();
+    SelectSlice(slice);
+    FitSelection();
+  } else if (event->position().x() >= kTimeAreaLeft) {
+    axis_->FitAll();
+  }
+}
+
+}  // namespace stepscope::viewer

@@ -1,0 +1,122 @@
+// The timeline widget: a ruler, the track tree as rows (collapsible headers, one row per nesting
+// level) and the slices of the visible window, drawn from the document's frozen index: per
+// level a binary search for the window and sub-pixel runs folded (CollectBoxes), so a frame
+// costs the same for a thousand slices or a million.
+//
+// Navigation as in Perfetto: W/S zoom at the cursor, A/D pan, Ctrl+wheel zoom at the cursor,
+// wheel scrolls rows, Shift+wheel pans, drag pans; a click selects a slice, a double-click or F
+// fits it; Shift+drag (or a drag on the ruler) selects a time range; Esc clears; L toggles flows.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QFont>
+#include <QStaticText>
+#include <QWidget>
+#include <unordered_map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "viewer/load/document.h"
+#include "viewer/timeline/time_axis.h"
+#include "viewer/timeline/timeline_index.h"
+#include "viewer/timeline/track_layout.h"
+
+class QScrollBar;
+
+namespace stepscope::viewer {
+
+class TimelineView : public QWidget {
+  Q_OBJECT
+
+ public:
+  static constexpr int kRulerHeight = 26;
+  static constexpr int kRowHeight = 18;
+
+  TimelineView(std::shared_ptr<const TraceDocument> document, TimeAxis* axis, QWidget* parent = nullptr);
+  ~TimelineView() override;
+
+  TrackLayout& layout() { return layout_; }
+  const TrackLayout& layout() const { return layout_; }
+  int row_count() const { return static_cast<int>(layout_.rows().size()); }
+  // Widget y of the top of a row (may be outside the widget when scrolled away).
+  int RowTop(int row) const { return kRulerHeight + row * kRowHeight - scroll_y_; }
+  // Where a slice is drawn: its box in widget coordinates (clipped to the time area), or an
+  // empty rect when it is not on screen.
+  QRect SliceRect(uint32_t slice) const;
+  // The slice under a widget position (within two pixels), or -1.
+  int64_t SliceAt(const QPoint& pos) const;
+  TimeMapping mapping() const;
+
+  int64_t selected_slice() const { return selected_; }
+  std::optional<std::pair<int64_t, int64_t>> selected_range() const { return range_; }
+  bool show_flows() const { return show_flows_; }
+  // Milliseconds the last paintEvent took.
+  double last_paint_ms() const { return last_paint_ms_; }
+
+ public slots:
+  void SelectSlice(int64_t slice);  // -1 clears
+  // Selects a slice and brings it into view: expands what hides it, scrolls to its row and
+  // zooms in when it is too narrow to see.
+  void FocusSlice(uint32_t slice);
+  void SelectRange(int64_t begin_ns, int64_t end_ns);
+  void ClearSelection();
+  void SetShowFlows(bool show);
+  void ZoomAtPx(double px, double factor);  // px within the time area
+  void PanPx(double dx);
+  void FitSelection();  // the selected slice or range, else everything
+  void SetTrackHidden(uint32_t track, bool hidden);
+  void SetTrackCollapsed(uint32_t track, bool collapsed);
+
+ signals:
+  void sliceSelected(int64_t slice);
+  void rangeSelected(int64_t begin_ns, int64_t end_ns);
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
+  bool event(QEvent* event) override;
+
+ private:
+  double time_width() const;
+  int RowAt(int y) const;
+  void ScrollTo(int y);
+  void UpdateScrollBar();
+  void EnsureRowVisible(int row);
+  void PaintRuler(QPainter& painter, const TimeMapping& mapping);
+  void PaintRows(QPainter& painter, const TimeMapping& mapping);
+  void PaintFlows(QPainter& painter, const TimeMapping& mapping);
+  void PaintSelection(QPainter& painter, const TimeMapping& mapping);
+  QString TooltipAt(const QPoint& pos) const;
+
+  std::shared_ptr<const TraceDocument> document_;
+  TimeAxis* axis_;
+  TrackLayout layout_;
+  QScrollBar* scroll_bar_;
+  int scroll_y_ = 0;
+  int64_t selected_ = -1;
+  std::optional<std::pair<int64_t, int64_t>> range_;
+  bool show_flows_ = true;
+
+  enum class Drag { kNone, kPending, kPan, kRange };
+  Drag drag_ = Drag::kNone;
+  QPoint press_pos_;
+  QPoint last_pos_;
+  double range_anchor_ns_ = 0;
+  QPoint cursor_pos_{-1, -1};
+
+  const QStaticText& Label(trace::StringId name, uint32_t max_chars);
+
+  std::vector<DrawBox> boxes_;  // reused between frames
+  QFont label_font_;
+  std::unordered_map<uint64_t, QStaticText> label_cache_;  // (name, chars) -> laid-out label
+  double last_paint_ms_ = 0;
+};
+
+}  // namespace stepscope::viewer

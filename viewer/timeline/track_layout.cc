@@ -1,0 +1,89 @@
+#include "viewer/timeline/track_layout.h"
+
+#include <algorithm>
+
+#include "viewer/timeline/timeline_index.h"
+
+namespace stepscope::viewer {
+
+std::vector<std::vector<uint32_t>> TrackChildren(const trace::Trace& trace) {
+  const auto& tracks = trace.tracks();
+  std::vector<std::vector<uint32_t>> children(tracks.size() + 1);
+  for (uint32_t t = 0; t < tracks.size(); ++t) {
+    children[static_cast<size_t>(tracks[t].parent + 1)].push_back(t);
+  }
+  for (auto& list : children) {
+    std::stable_sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
+      if (tracks[a].sort_index != tracks[b].sort_index) {
+        return tracks[a].sort_index < tracks[b].sort_index;
+      }
+      return tracks[a].lane < tracks[b].lane;
+    });
+  }
+  return children;
+}
+
+TrackLayout::TrackLayout(const trace::Trace& trace, const TimelineIndex& index)
+    : trace_(&trace), index_(&index), children_(TrackChildren(trace)) {
+  const auto& tracks = trace.tracks();
+  collapsed_.assign(tracks.size(), false);
+  hidden_.assign(tracks.size(), false);
+  Rebuild();
+}
+
+const std::vector<uint32_t>& TrackLayout::children(int32_t track) const {
+  return children_[static_cast<size_t>(track + 1)];
+}
+
+void TrackLayout::SetCollapsed(uint32_t track, bool collapsed) {
+  if (collapsed_[track] == collapsed) return;
+  collapsed_[track] = collapsed;
+  Rebuild();
+}
+
+void TrackLayout::SetHidden(uint32_t track, bool hidden) {
+  if (hidden_[track] == hidden) return;
+  hidden_[track] = hidden;
+  Rebuild();
+}
+
+int TrackLayout::RowOfSlice(uint32_t slice) const {
+  const trace::Slice& s = trace_->slices()[slice];
+  const int first = first_row_[s.track];
+  if (first < 0) return -1;
+  const bool leaf = children(static_cast<int32_t>(s.track)).empty();
+  if (collapsed_[s.track]) return leaf ? first : -1;
+  // A track with children starts with its header row.
+  return first + (leaf ? 0 : 1) + s.depth;
+}
+
+void TrackLayout::Rebuild() {
+  rows_.clear();
+  first_row_.assign(trace_->tracks().size(), -1);
+  for (uint32_t root : roots()) Append(root, 0);
+}
+
+void TrackLayout::Append(uint32_t track, int indent) {
+  if (hidden_[track]) return;
+  const auto& kids = children(static_cast<int32_t>(track));
+  const int levels = index_->depth_count(track);
+  first_row_[track] = static_cast<int>(rows_.size());
+  if (!kids.empty()) {
+    rows_.push_back(TimelineRow{TimelineRow::Kind::kHeader, track, 0, indent, true});
+    if (collapsed_[track]) return;
+  } else if (collapsed_[track]) {
+    // A collapsed leaf keeps one row: its outermost level.
+    rows_.push_back(TimelineRow{TimelineRow::Kind::kSlices, track, 0, indent, true});
+    return;
+  }
+  for (int depth = 0; depth < levels; ++depth) {
+    rows_.push_back(TimelineRow{TimelineRow::Kind::kSlices, track, depth, indent,
+                                kids.empty() && depth == 0});
+  }
+  if (kids.empty() && levels == 0) {
+    rows_.push_back(TimelineRow{TimelineRow::Kind::kSlices, track, 0, indent, true});
+  }
+  for (uint32_t child : kids) Append(child, indent + 1);
+}
+
+}  // namespace stepscope::viewer

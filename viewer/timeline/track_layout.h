@@ -1,0 +1,62 @@
+// The rows of the timeline: the track tree (host/rank -> device -> stream/thread lanes) flattened
+// in display order, one header row per track that has children and one row per nesting level
+// of a track that has slices. Collapsing a track hides everything below it; hiding a track
+// removes it and its subtree. No Qt: the row arithmetic is tested on its own.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profiler/trace/trace.h"
+
+namespace stepscope::viewer {
+
+class TimelineIndex;
+
+// Children of every track in display order (sort index, then lane): slot 0 holds the roots,
+// slot t + 1 the children of track t.
+std::vector<std::vector<uint32_t>> TrackChildren(const trace::Trace& trace);
+
+struct TimelineRow {
+  enum class Kind : uint8_t { kHeader, kSlices };
+  Kind kind = Kind::kSlices;
+  uint32_t track = 0;
+  int depth = 0;       // nesting level shown on this row (kSlices)
+  int indent = 0;      // tree depth of the track
+  bool first_of_track = true;  // the row that carries the track's label
+};
+
+class TrackLayout {
+ public:
+  TrackLayout(const trace::Trace& trace, const TimelineIndex& index);
+
+  // Children of a track (roots for -1) in display order: sort index, then creation order.
+  const std::vector<uint32_t>& children(int32_t track) const;
+  const std::vector<uint32_t>& roots() const { return children(-1); }
+
+  void SetCollapsed(uint32_t track, bool collapsed);
+  bool collapsed(uint32_t track) const { return collapsed_[track]; }
+  void SetHidden(uint32_t track, bool hidden);
+  bool hidden(uint32_t track) const { return hidden_[track]; }
+
+  const std::vector<TimelineRow>& rows() const { return rows_; }
+  // The first row of a track, or -1 when it is hidden or collapsed away.
+  int FirstRowOf(uint32_t track) const { return first_row_[track]; }
+  // The row showing `slice`, or -1.
+  int RowOfSlice(uint32_t slice) const;
+
+ private:
+  void Rebuild();
+  void Append(uint32_t track, int indent);
+
+  const trace::Trace* trace_;
+  const TimelineIndex* index_;
+  std::vector<std::vector<uint32_t>> children_;  // [track + 1]; slot 0 holds the roots
+  std::vector<bool> collapsed_;
+  std::vector<bool> hidden_;
+  std::vector<TimelineRow> rows_;
+  std::vector<int> first_row_;
+};
+
+}  // namespace stepscope::viewer
