@@ -59,7 +59,7 @@ class Model {
   virtual const runtime::Graph& graph() const = 0;
 
   // Forward and backward on `batch`; `loss_scale` multiplies the loss before differentiating
-  // (1/N for towers that sum gradients, as Detectron does).
+  // (1/N for towers that sum gradients, as Detectron does); StepResult.loss is not scaled.
   virtual StatusOr<StepResult> ComputeGradients(const Batch& batch, float loss_scale = 1.0f) = 0;
   // The model's optimizer step (with its clipping) on gradients shaped like ComputeGradients's.
   virtual Status ApplyGradients(std::span<const Gradient> gradients, float learning_rate) = 0;

@@ -599,7 +599,8 @@ StatusOr<StepResult> ResNetModel::ComputeGradients(const Batch& batch, float los
   double loss_sum = 0;
   const float* losses = xent.loss.data<float>();
   for (int64_t i = 0; i < batch_size; ++i) loss_sum += losses[i];
-  result.loss = loss_sum / static_cast<double>(batch_size) * loss_scale;
+  // Unscaled: loss_scale only scales the gradients.
+  result.loss = loss_sum / static_cast<double>(batch_size);
   const int64_t classes = logits.shape()[1];
   const float* l = logits.data<float>();
   const int32_t* labels = batch.labels.data<int32_t>();

@@ -1,0 +1,126 @@
+// MpiSession over OpenMPI, or a one-process stand-in when the build has no MPI.
+#include "trainer/parallel/mpi_session.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <string>
+
+#ifdef STEPSCOPE_WITH_MPI
+#include <mpi.h>
+#endif
+
+namespace stepscope::parallel {
+
+#ifdef STEPSCOPE_WITH_MPI
+namespace {
+
+Status MpiError(int code, const char* call, const char* file, int line) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return Internal(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                  std::string(text, static_cast<size_t>(length)));
+}
+
+// Largest count per MPI call: counts are ints.
+constexpr int64_t kMaxMpiCount = INT_MAX / 2;
+
+}  // namespace
+
+// Every MPI call goes through this: on failure, a Status with the call text and file:line.
+#define STEPSCOPE_MPI_RETURN_IF_ERROR(call)                                         \
+  do {                                                                              \
+    int mpi_code_ = (call);                                                         \
+    if (mpi_code_ != MPI_SUCCESS) return MpiError(mpi_code_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+bool MpiSession::CompiledWithMpi() { return true; }
+
+StatusOr<std::unique_ptr<MpiSession>> MpiSession::Create() {
+  int finalized = 0;
+  STEPSCOPE_MPI_RETURN_IF_ERROR(MPI_Finalized(&finalized));
+  if (finalized) return Unavailable("MPI was already finalized in this process");
+  int initialized = 0;
+  STEPSCOPE_MPI_RETURN_IF_ERROR(MPI_Initialized(&initialized));
+  if (!initialized) {
+    int provided = 0;
+    STEPSCOPE_MPI_RETURN_IF_ERROR(
+        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
+    if (provided < MPI_THREAD_SERIALIZED) {
+      MPI_Finalize();
+      return Unavailable("the MPI library does not support MPI_THREAD_SERIALIZED");
+    }
+  }
+  STEPSCOPE_MPI_RETURN_IF_ERROR(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  int rank = 0;
+  int size = 1;
+  STEPSCOPE_MPI_RETURN_IF_ERROR(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  STEPSCOPE_MPI_RETURN_IF_ERROR(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  return std::unique_ptr<MpiSession>(new MpiSession(rank, size, !initialized));
+}
+
+MpiSession::~MpiSession() {
+  if (finalize_) MPI_Finalize();
+}
+
+Status MpiSession::AllReduceSum(std::span<float> data) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t begin = 0; begin < data.size(); begin += kMaxMpiCount) {
+    int count = static_cast<int>(std::min<int64_t>(kMaxMpiCount, data.size() - begin));
+    STEPSCOPE_MPI_RETURN_IF_ERROR(MPI_Allreduce(MPI_IN_PLACE, data.data() + begin, count,
+                                                MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+  }
+  return Status::Ok();
+}
+
+Status MpiSession::Broadcast(std::span<float> data, int root) {
+  if (root < 0 || root >= world_size_) {
+    return InvalidInput("broadcast root " + std::to_string(root) + " is not a rank of " +
+                        std::to_string(world_size_));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t begin = 0; begin < data.size(); begin += kMaxMpiCount) {
+    int count = static_cast<int>(std::min<int64_t>(kMaxMpiCount, data.size() - begin));
+    STEPSCOPE_MPI_RETURN_IF_ERROR(
+        MPI_Bcast(data.data() + begin, count, MPI_FLOAT, root, MPI_COMM_WORLD));
+  }
+  return Status::Ok();
+}
+
+Status MpiSession::Barrier() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  STEPSCOPE_MPI_RETURN_IF_ERROR(MPI_Barrier(MPI_COMM_WORLD));
+  return Status::Ok();
+}
+
+#else  // no MPI in this build
+
+bool MpiSession::CompiledWithMpi() { return false; }
+
+StatusOr<std::unique_ptr<MpiSession>> MpiSession::Create() {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {
+    const char* value = std::getenv(variable);
+    if (value != nullptr && std::atoi(value) > 1) {
+      return Unavailable(std::string("started by an MPI launcher with ") + variable + "=" +
+                         value + ", but this build has no MPI (install libopenmpi-dev and "
+                         "rebuild)");
+    }
+  }
+  return std::unique_ptr<MpiSession>(new MpiSession(0, 1, false));
+}
+
+MpiSession::~MpiSession() = default;
+
+Status MpiSession::AllReduceSum(std::span<float>) { return Status::Ok(); }
+
+Status MpiSession::Broadcast(std::span<float>, int root) {
+  if (root != 0) return InvalidInput("broadcast root " + std::to_string(root) + " is not a rank of 1");
+  return Status::Ok();
+}
+
+Status MpiSession::Barrier() { return Status::Ok(); }
+
+#endif
+
+}  // namespace stepscope::parallel

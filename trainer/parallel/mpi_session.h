@@ -1,0 +1,45 @@
+// MPI for the processes of one run (mpirun -np N): initialization and finalization, rank and
+// world size, the cross-process sum and the parameter broadcast from rank 0. Builds without MPI
+// get a one-process session, and refuse to start under an MPI launcher with several ranks
+// (which would silently train N unrelated replicas).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <span>
+
+#include "base/status.h"
+
+namespace stepscope::parallel {
+
+class MpiSession {
+ public:
+  // Initializes MPI (thread level SERIALIZED: calls are serialized by this session) unless the
+  // process already did; the destructor finalizes only what this session initialized.
+  static StatusOr<std::unique_ptr<MpiSession>> Create();
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  static bool CompiledWithMpi();
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+
+  // In-place sum over all ranks (MPI_Allreduce). Every rank must call it with the same length.
+  Status AllReduceSum(std::span<float> data);
+  // Overwrites `data` on every rank with rank `root`'s values (MPI_Bcast).
+  Status Broadcast(std::span<float> data, int root = 0);
+  Status Barrier();
+
+ private:
+  MpiSession(int rank, int world_size, bool finalize) :
+      rank_(rank), world_size_(world_size), finalize_(finalize) {}
+
+  std::mutex mutex_;
+  int rank_ = 0;
+  int world_size_ = 1;
+  bool finalize_ = false;
+};
+
+}  // namespace stepscope::parallel
