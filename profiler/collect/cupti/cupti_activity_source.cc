@@ -1,0 +1,228 @@
+// The real CuptiActivitySource over CUPTI's activity API; see the header for threads and locks.
+#include "profiler/collect/cupti/cupti_activity_source.h"
+
+#include "profiler/collect/cupti/activity_buffer_pool.h"
+
+#include <cupti.h>
+#include <dlfcn.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace stepscope::collect::cupti {
+
+std::vector<CUpti_ActivityKind> DefaultActivityKinds() {
+  return {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,  // first: links must exist before launches
+          CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,     CUPTI_ACTIVITY_KIND_MEMCPY,
+          CUPTI_ACTIVITY_KIND_MEMCPY2,               CUPTI_ACTIVITY_KIND_MEMSET,
+          CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,       CUPTI_ACTIVITY_KIND_OVERHEAD,
+          CUPTI_ACTIVITY_KIND_RUNTIME};
+}
+
+int64_t SteadyNowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Status CuptiCallStatus(CUptiResult result, const char* call, const char* file, int line) {
+  const char* name = nullptr;
+  if (cuptiGetResultString(result, &name) != CUPTI_SUCCESS || name == nullptr) {
+    name = "unrecognised CUPTI error";
+  }
+  std::string message = std::string("CUPTI call ") + call + " failed: " + name + " (" +
+                        std::to_string(static_cast<int>(result)) + ") at " + file + ":" +
+                        std::to_string(line);
+  switch (result) {
+    // What CUPTI answers when there is no driver, no device or no permission to trace.
+    case CUPTI_ERROR_UNKNOWN:
+    case CUPTI_ERROR_NOT_INITIALIZED:
+    case CUPTI_ERROR_INVALID_DEVICE:
+    case CUPTI_ERROR_NOT_COMPATIBLE:
+    case CUPTI_ERROR_NOT_SUPPORTED:
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+    case CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_HARDWARE_BUSY:
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      return Unavailable(message +
+                         "; GPU tracing needs an NVIDIA GPU and a driver that CUPTI can use");
+    default: return Internal(message);
+  }
+}
+
+namespace {
+
+class CuptiActivitySourceImpl;
+
+// CUPTI's buffer callbacks take no user pointer: the one started source is reached through this.
+std::atomic<CuptiActivitySourceImpl*> g_active_source{nullptr};
+
+Status ProbeDriver() {
+  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver == nullptr) {
+    const char* why = ::dlerror();
+    return Unavailable(std::string("CUPTI tracer unavailable: no NVIDIA driver on this machine "
+                                   "(loading libcuda.so.1 failed: ") +
+                       (why != nullptr ? why : "unknown reason") +
+                       "); GPU tracing needs an NVIDIA GPU and its driver");
+  }
+  ::dlclose(driver);
+  return Status::Ok();
+}
+
+class CuptiActivitySourceImpl final : public CuptiActivitySource {
+ public:
+  explicit CuptiActivitySourceImpl(CuptiSourceOptions options)
+      : options_(std::move(options)),
+        pool_(options_.buffer_bytes, options_.buffer_budget_bytes) {}
+
+  ~CuptiActivitySourceImpl() override { (void)Stop(); }
+
+  Status Start(ActivityRecordSink* sink) override {
+    if (started_) return Internal("CUPTI tracer already started");
+    if (options_.probe_driver) RETURN_IF_ERROR(ProbeDriver());
+    CuptiActivitySourceImpl* expected = nullptr;
+    if (!g_active_source.compare_exchange_strong(expected, this)) {
+      return Internal("another CUPTI tracer is already running in this process");
+    }
+    {
+      std::lock_guard<std::mutex> lock(sink_mu_);
+      sink_ = sink;
+    }
+    Status status = EnableAll();
+    if (!status.ok()) {
+      DisableEnabled();
+      g_active_source.store(nullptr);
+      return status;
+    }
+    started_ = true;
+    return Status::Ok();
+  }
+
+  Status Flush() override {
+    if (!started_) return Status::Ok();
+    // No lock of ours is held here: the completion callback takes sink_mu_.
+    STEPSCOPE_CUPTI_RETURN_IF_ERROR(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    const uint64_t refused = pool_.refused();
+    std::lock_guard<std::mutex> lock(sink_mu_);
+    if (refused > reported_refused_ && sink_ != nullptr) {
+      sink_->OnDropped(DropReason::kBufferBudget, refused - reported_refused_);
+    }
+    reported_refused_ = refused;
+    return Status::Ok();
+  }
+
+  Status Stop() override {
+    if (!started_) return Status::Ok();
+    Status status = Flush();
+    DisableEnabled();
+    // A last flush so buffers of the just-disabled kinds come back to the pool.
+    (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    {
+      std::lock_guard<std::mutex> lock(sink_mu_);
+      sink_ = nullptr;
+    }
+    g_active_source.store(nullptr);
+    started_ = false;
+    return status;
+  }
+
+  Status PushExternalCorrelation(uint64_t external_id) override {
+    STEPSCOPE_CUPTI_RETURN_IF_ERROR(
+        cuptiActivityPushExternalCorrelationId(kOpCorrelationKind, external_id));
+    return Status::Ok();
+  }
+
+  Status PopExternalCorrelation() override {
+    uint64_t last_id = 0;
+    STEPSCOPE_CUPTI_RETURN_IF_ERROR(
+        cuptiActivityPopExternalCorrelationId(kOpCorrelationKind, &last_id));
+    return Status::Ok();
+  }
+
+  ClockAlignment clock_alignment() const override { return clock_; }
+
+  // CUPTI callbacks (static, C linkage-compatible); nothing may throw out of them.
+  static void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
+    *max_records = 0;  // as many as fit
+    CuptiActivitySourceImpl* self = g_active_source.load();
+    *buffer = self != nullptr ? self->pool_.Acquire() : nullptr;
+    *size = *buffer != nullptr ? self->pool_.buffer_bytes() : 0;
+  }
+
+  static void CUPTIAPI BufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* buffer,
+                                       size_t /*size*/, size_t valid_size) {
+    CuptiActivitySourceImpl* self = g_active_source.load();
+    if (self == nullptr) return;  // not ours (cannot happen once started); nothing to return
+    self->Deliver(context, stream_id, buffer, valid_size);
+  }
+
+ private:
+  Status EnableAll() {
+    STEPSCOPE_CUPTI_RETURN_IF_ERROR(cuptiActivityRegisterCallbacks(BufferRequested,
+                                                                   BufferCompleted));
+    for (CUpti_ActivityKind kind : options_.kinds) {
+      const CUptiResult result = cuptiActivityEnable(kind);
+      if (result != CUPTI_SUCCESS) {
+        return CuptiCallStatus(
+            result, ("cuptiActivityEnable(kind " + std::to_string(kind) + ")").c_str(), __FILE__,
+            __LINE__);
+      }
+      enabled_.push_back(kind);
+    }
+    // One reading of both clocks; the host reading is the midpoint around CUPTI's.
+    uint64_t cupti_ns = 0;
+    const int64_t before = options_.host_clock();
+    STEPSCOPE_CUPTI_RETURN_IF_ERROR(cuptiGetTimestamp(&cupti_ns));
+    const int64_t after = options_.host_clock();
+    clock_ = ClockAlignment{static_cast<int64_t>(cupti_ns), before + (after - before) / 2};
+    return Status::Ok();
+  }
+
+  void DisableEnabled() {
+    for (CUpti_ActivityKind kind : enabled_) (void)cuptiActivityDisable(kind);
+    enabled_.clear();
+  }
+
+  void Deliver(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t valid_size) {
+    try {
+      std::lock_guard<std::mutex> lock(sink_mu_);
+      if (sink_ != nullptr && buffer != nullptr) {
+        CUpti_Activity* record = nullptr;
+        while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
+          sink_->OnRecord(*record);
+        }
+        size_t dropped = 0;
+        if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS &&
+            dropped > 0) {
+          sink_->OnDropped(DropReason::kCupti, dropped);
+        }
+      }
+    } catch (...) {
+      // Out of memory in the sink: the rest of this buffer is lost; never unwind into CUPTI.
+    }
+    pool_.Release(buffer);
+  }
+
+  CuptiSourceOptions options_;
+  ActivityBufferPool pool_;
+  bool started_ = false;  // Start/Flush/Stop are called from one controlling thread
+  std::vector<CUpti_ActivityKind> enabled_;
+  ClockAlignment clock_;
+  std::mutex sink_mu_;  // guards sink_ and reported_refused_; taken by buffer deliveries
+  ActivityRecordSink* sink_ = nullptr;
+  uint64_t reported_refused_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<CuptiActivitySource> MakeCuptiActivitySource(CuptiSourceOptions options) {
+  return std::make_unique<CuptiActivitySourceImpl>(std::move(options));
+}
+
+}  // namespace stepscope::collect::cupti

@@ -1,0 +1,93 @@
+// The CUPTI-facing side of the GPU tracer: enables activity kinds, lends CUPTI bounded buffers,
+// and hands every delivered record to an ActivityRecordSink (normally a GpuActivityConverter).
+// It sits behind the CuptiActivitySource interface so the rest of the profiler is tested without
+// a GPU; the real implementation (MakeCuptiActivitySource) calls CUPTI's activity API.
+//
+// Every CUPTI call is checked: a failure becomes a Status naming the call, CUPTI's error and
+// where it was made. Without an NVIDIA driver (our development and CI machines), Start() returns
+// kUnavailable with a message naming CUPTI and the driver; nothing crashes.
+//
+// Threads and locks: CUPTI requests buffers and delivers completed ones on its own threads.
+// Deliveries take the source's sink lock while they call the sink, so the sink sees one record
+// at a time. Flush() and Stop() call cuptiActivityFlushAll, which waits for those deliveries:
+// they never hold the sink lock themselves (that would deadlock), and neither may their caller
+// hold a lock the sink takes.
+//
+// CUPTI's buffer callbacks carry no user pointer, so one source can be started at a time per
+// process; Start() on a second one fails cleanly.
+#pragma once
+
+#include <cupti_activity.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "profiler/collect/cupti/gpu_activity_converter.h"
+
+namespace stepscope::collect::cupti {
+
+// The external-correlation kind stepscope pushes its op ids under.
+inline constexpr CUpti_ExternalCorrelationKind kOpCorrelationKind =
+    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+
+// FORMATS.md §5: kernels, copies (peer copies too), memsets, the op links, synchronisation and
+// CUPTI's overhead, and the runtime API records that give launch times.
+std::vector<CUpti_ActivityKind> DefaultActivityKinds();
+
+// Host clock the collector uses (steady clock, ns).
+int64_t SteadyNowNanos();
+
+struct CuptiSourceOptions {
+  std::vector<CUpti_ActivityKind> kinds = DefaultActivityKinds();
+  size_t buffer_bytes = size_t{4} << 20;          // CUPTI recommends 1-10 MB
+  size_t buffer_budget_bytes = size_t{64} << 20;  // then requests are refused and counted
+  // Check that the NVIDIA driver library loads before calling CUPTI, for a clear error: CUPTI
+  // itself only reports CUPTI_ERROR_UNKNOWN when there is no driver.
+  bool probe_driver = true;
+  std::function<int64_t()> host_clock = SteadyNowNanos;
+};
+
+class CuptiActivitySource {
+ public:
+  virtual ~CuptiActivitySource() = default;
+
+  // Registers the buffer callbacks, enables the activity kinds and measures the clock offset.
+  // `sink` must outlive Stop(). On failure nothing stays enabled.
+  virtual Status Start(ActivityRecordSink* sink) = 0;
+  // Delivers every buffer CUPTI holds, complete or not, to the sink, then reports drops (CUPTI's
+  // and refused buffers) through OnDropped. Returns after the sink has seen them all.
+  virtual Status Flush() = 0;
+  // Flush, then disable the kinds. Idempotent.
+  virtual Status Stop() = 0;
+
+  // Hot path, on the thread launching an op's GPU work: GPU work launched between Push and Pop
+  // is linked to `external_id` through an EXTERNAL_CORRELATION record.
+  virtual Status PushExternalCorrelation(uint64_t external_id) = 0;
+  virtual Status PopExternalCorrelation() = 0;
+
+  // CUPTI's clock against the host clock, read in Start().
+  virtual ClockAlignment clock_alignment() const = 0;
+};
+
+std::unique_ptr<CuptiActivitySource> MakeCuptiActivitySource(CuptiSourceOptions options = {});
+
+// A failed CUPTI call as a Status: "<call> failed: <CUPTI error name> (<file>:<line>)", code
+// kUnavailable when the error means no usable driver/device/permission, else kInternal.
+Status CuptiCallStatus(CUptiResult result, const char* call, const char* file, int line);
+
+}  // namespace stepscope::collect::cupti
+
+// Checks a CUPTI call, keeping its text and file:line; returns the Status from the enclosing
+// function on failure.
+#define STEPSCOPE_CUPTI_RETURN_IF_ERROR(call)                                                   \
+  do {                                                                                          \
+    const CUptiResult _cupti_result_ = (call);                                                  \
+    if (_cupti_result_ != CUPTI_SUCCESS) {                                                      \
+      return ::stepscope::collect::cupti::CuptiCallStatus(_cupti_result_, #call, __FILE__,      \
+                                                          __LINE__);                            \
+    }                                                                                           \
+  } while (0)

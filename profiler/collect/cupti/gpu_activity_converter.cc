@@ -1,0 +1,320 @@
+// CUPTI activity records -> TensorFlow GPU lanes. See the header for the names and layout.
+#include "profiler/collect/cupti/gpu_activity_converter.h"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <string_view>
+#include <memory>
+#include <utility>
+
+namespace stepscope::collect::cupti {
+namespace {
+
+std::string Demangle(const char* name) {
+  if (name == nullptr || *name == '\0') return "unknown_kernel";
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> demangled(
+      abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+  return status == 0 && demangled ? std::string(demangled.get()) : std::string(name);
+}
+
+uint32_t NonNegative(int32_t value) { return value < 0 ? 0u : static_cast<uint32_t>(value); }
+
+void SetTimes(int64_t start_ns, int64_t duration_ns, tf::NodeExecStats* node) {
+  // GPU records last at least 1 µs in TF's µs fields; the ns fields keep the real duration.
+  const int64_t duration_us = std::max<int64_t>(1, duration_ns / 1000);
+  node->set_all_start_micros(start_ns / 1000);
+  node->set_all_start_nanos(start_ns);
+  node->set_op_start_rel_micros(0);
+  node->set_op_start_rel_nanos(0);
+  node->set_op_end_rel_micros(duration_us);
+  node->set_op_end_rel_nanos(duration_ns);
+  node->set_all_end_rel_micros(duration_us);
+  node->set_all_end_rel_nanos(duration_ns);
+}
+
+}  // namespace
+
+std::string MemcpyKindName(uint8_t copy_kind) {
+  switch (copy_kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "HtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "AtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "AtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "AtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "DtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
+    default: return "Unknown";
+  }
+}
+
+std::string MemoryKindName(uint8_t memory_kind) {
+  switch (memory_kind) {
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return "Pageable";
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return "Pinned";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return "Device";
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return "Array";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return "Managed";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return "DeviceStatic";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return "ManagedStatic";
+    default: return "Unknown";
+  }
+}
+
+GpuActivityConverter::GpuActivityConverter(ClockAlignment clock, ConverterOptions options)
+    : clock_(clock), options_(std::move(options)) {}
+
+void GpuActivityConverter::RegisterOp(uint64_t external_id, std::string node_name,
+                                      std::string op_type, int64_t host_start_ns) {
+  std::lock_guard<std::mutex> lock(ops_mu_);
+  ops_[external_id] = OpInfo{std::move(node_name), std::move(op_type), host_start_ns};
+}
+
+void GpuActivityConverter::OnDropped(DropReason reason, uint64_t count) {
+  switch (reason) {
+    case DropReason::kCupti: stats_.dropped_by_cupti += count; break;
+    case DropReason::kBufferBudget: stats_.dropped_buffers += count; break;
+    case DropReason::kRecordLimit: stats_.dropped_by_record_limit += count; break;
+  }
+}
+
+void GpuActivityConverter::AddGpuRecord(GpuRecord record) {
+  if (records_.size() >= options_.max_records) {
+    ++stats_.dropped_by_record_limit;
+    return;
+  }
+  switch (record.kind) {
+    case RecordKind::kKernel: ++stats_.kernels; break;
+    case RecordKind::kMemcpy: ++stats_.memcpys; break;
+    case RecordKind::kMemset: ++stats_.memsets; break;
+  }
+  records_.push_back(std::move(record));
+}
+
+// The casts below are how CUPTI's activity API is read: `kind` says which struct the record is.
+void GpuActivityConverter::OnRecord(const CUpti_Activity& record) {
+  switch (record.kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const auto& k = reinterpret_cast<const CUpti_ActivityKernel10&>(record);
+      GpuRecord r{RecordKind::kKernel};
+      r.device_id = k.deviceId;
+      r.stream_id = k.streamId;
+      r.correlation_id = k.correlationId;
+      r.start = k.start;
+      r.end = k.end;
+      r.launch.set_grid_x(NonNegative(k.gridX));
+      r.launch.set_grid_y(NonNegative(k.gridY));
+      r.launch.set_grid_z(NonNegative(k.gridZ));
+      r.launch.set_block_x(NonNegative(k.blockX));
+      r.launch.set_block_y(NonNegative(k.blockY));
+      r.launch.set_block_z(NonNegative(k.blockZ));
+      r.launch.set_registers_per_thread(k.registersPerThread);
+      r.launch.set_static_shared_memory(NonNegative(k.staticSharedMemory));
+      r.launch.set_dynamic_shared_memory(NonNegative(k.dynamicSharedMemory));
+      r.launch.set_stream_id(k.streamId);
+      r.launch.set_device_id(k.deviceId);
+      r.kernel_name = Demangle(k.name);  // CUPTI owns k.name; keep our own copy
+      AddGpuRecord(std::move(r));
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto& m = reinterpret_cast<const CUpti_ActivityMemcpy6&>(record);
+      GpuRecord r{RecordKind::kMemcpy};
+      r.device_id = m.deviceId;
+      r.stream_id = m.streamId;
+      r.correlation_id = m.correlationId;
+      r.start = m.start;
+      r.end = m.end;
+      r.bytes = m.bytes;
+      r.copy_kind = m.copyKind;
+      r.src_kind = m.srcKind;
+      r.dst_kind = m.dstKind;
+      AddGpuRecord(std::move(r));
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer-to-peer copies
+      const auto& m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4&>(record);
+      GpuRecord r{RecordKind::kMemcpy};
+      r.device_id = m.deviceId;
+      r.stream_id = m.streamId;
+      r.correlation_id = m.correlationId;
+      r.start = m.start;
+      r.end = m.end;
+      r.bytes = m.bytes;
+      r.copy_kind = m.copyKind;
+      r.src_kind = m.srcKind;
+      r.dst_kind = m.dstKind;
+      AddGpuRecord(std::move(r));
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto& m = reinterpret_cast<const CUpti_ActivityMemset4&>(record);
+      GpuRecord r{RecordKind::kMemset};
+      r.device_id = m.deviceId;
+      r.stream_id = m.streamId;
+      r.correlation_id = m.correlationId;
+      r.start = m.start;
+      r.end = m.end;
+      r.bytes = m.bytes;
+      r.src_kind = static_cast<uint8_t>(m.memoryKind);
+      AddGpuRecord(std::move(r));
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const auto& e = reinterpret_cast<const CUpti_ActivityExternalCorrelation&>(record);
+      ++stats_.external_correlations;
+      external_by_correlation_[e.correlationId] = e.externalId;
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const auto& api = reinterpret_cast<const CUpti_ActivityAPI&>(record);
+      ++stats_.api_records;
+      // A driver call made inside a runtime call shares its id; keep the earliest (the runtime).
+      auto [it, inserted] = launch_start_by_correlation_.emplace(api.correlationId, api.start);
+      if (!inserted) it->second = std::min(it->second, api.start);
+      return;
+    }
+    default:
+      ++stats_.other_records;  // synchronization, overhead, ...: counted, not drawn
+      return;
+  }
+}
+
+tf::NodeExecStats GpuActivityConverter::ToNodeStats(const GpuRecord& r, int64_t clock_offset_ns,
+                                                    uint64_t* external_id_out) const {
+  const int64_t to_host = clock_.offset() + clock_offset_ns;
+  tf::NodeExecStats node;
+  SetTimes(static_cast<int64_t>(r.start) + to_host,
+           r.end > r.start ? static_cast<int64_t>(r.end - r.start) : 0, &node);
+  if (auto launch = launch_start_by_correlation_.find(r.correlation_id);
+      launch != launch_start_by_correlation_.end()) {
+    const int64_t scheduled = static_cast<int64_t>(launch->second) + to_host;
+    node.set_scheduled_micros(scheduled / 1000);
+    node.set_scheduled_nanos(scheduled);
+  }
+
+  // The op behind the record: CUPTI correlation id -> external id -> registered op.
+  std::string annotation;  // "<op node>:<OpType>", empty when not linked
+  *external_id_out = 0;
+  if (auto ext = external_by_correlation_.find(r.correlation_id);
+      ext != external_by_correlation_.end()) {
+    *external_id_out = ext->second;
+    node.set_correlation_id(ext->second);
+    if (auto op = ops_.find(ext->second); op != ops_.end()) {
+      annotation = op->second.node_name + ":" + op->second.op_type;
+    }
+  }
+
+  switch (r.kind) {
+    case RecordKind::kKernel: {
+      node.set_node_name(annotation.empty() ? r.kernel_name : annotation);
+      const tf::KernelLaunch& l = r.launch;
+      std::string label = r.kernel_name + " regs:" + std::to_string(l.registers_per_thread()) +
+                          " shm:" +
+                          std::to_string(uint64_t{l.static_shared_memory()} +
+                                         l.dynamic_shared_memory()) +
+                          " grid:" + std::to_string(l.grid_x()) + "," +
+                          std::to_string(l.grid_y()) + "," + std::to_string(l.grid_z()) +
+                          " block:" + std::to_string(l.block_x()) + "," +
+                          std::to_string(l.block_y()) + "," + std::to_string(l.block_z());
+      if (!annotation.empty()) label += "@@" + annotation;
+      node.set_timeline_label(std::move(label));
+      *node.mutable_kernel() = l;
+      break;
+    }
+    case RecordKind::kMemcpy: {
+      const std::string kind = MemcpyKindName(r.copy_kind);
+      const std::string src = MemoryKindName(r.src_kind), dst = MemoryKindName(r.dst_kind);
+      node.set_node_name((annotation.empty() ? std::string("unknown") : annotation) + ":MEMCPY" +
+                         kind);
+      node.set_timeline_label("MEMCPY" + kind + " " + std::to_string(r.bytes) + " bytes (" + src +
+                              " to " + dst + ")");
+      tf::MemcpyInfo* info = node.mutable_memcpy();
+      info->set_kind(kind);
+      info->set_bytes(static_cast<int64_t>(r.bytes));
+      info->set_src_memory(src);
+      info->set_dst_memory(dst);
+      break;
+    }
+    case RecordKind::kMemset:
+      node.set_node_name((annotation.empty() ? std::string("unknown") : annotation) + ":MEMSET");
+      node.set_timeline_label("MEMSET " + std::to_string(r.bytes) + " bytes (" +
+                              MemoryKindName(r.src_kind) + ")");
+      break;
+  }
+  return node;
+}
+
+ConvertedStep GpuActivityConverter::Finish(int64_t clock_offset_ns) {
+  std::lock_guard<std::mutex> lock(ops_mu_);
+  ConvertedStep out;
+  std::map<std::string, std::vector<tf::NodeExecStats>> lanes;  // sorted by device name
+  std::map<uint64_t, LaunchedOp> launched;
+  for (const GpuRecord& r : records_) {
+    uint64_t external_id = 0;
+    tf::NodeExecStats node = ToNodeStats(r, clock_offset_ns, &external_id);
+    if (auto op = ops_.find(external_id); external_id != 0 && op != ops_.end()) {
+      ++stats_.linked_records;
+      LaunchedOp& l = launched[external_id];
+      l.external_id = external_id;
+      l.node_name = op->second.node_name;
+      l.start_nanos = op->second.host_start_ns != 0 ? op->second.host_start_ns + clock_offset_ns : 0;
+    } else {
+      ++stats_.unlinked_records;
+    }
+    const std::string device = options_.device_prefix + std::to_string(r.device_id);
+    if (r.kind == RecordKind::kMemcpy) lanes[device + "/memcpy"].push_back(node);
+    lanes[device + "/stream:all"].push_back(node);
+    lanes[device + "/stream:" + std::to_string(r.stream_id)].push_back(std::move(node));
+  }
+  for (auto& [device, nodes] : lanes) {
+    std::stable_sort(nodes.begin(), nodes.end(),
+                     [](const tf::NodeExecStats& a, const tf::NodeExecStats& b) {
+                       return a.all_start_nanos() < b.all_start_nanos();
+                     });
+    tf::DeviceStepStats* dev = out.step_stats.add_dev_stats();
+    dev->set_device(device);
+    for (auto& node : nodes) *dev->add_node_stats() = std::move(node);
+  }
+  for (auto& [id, op] : launched) out.launched_ops.push_back(std::move(op));
+  out.stats = stats_;
+
+  records_.clear();
+  external_by_correlation_.clear();
+  launch_start_by_correlation_.clear();
+  ops_.clear();
+  stats_ = {};
+  return out;
+}
+
+size_t GpuActivityConverter::LinkOps(const std::vector<LaunchedOp>& launched_ops,
+                                     tf::StepStats* host_stats) {
+  std::multimap<std::string_view, const LaunchedOp*> by_name;
+  for (const LaunchedOp& op : launched_ops) by_name.emplace(op.node_name, &op);
+  size_t marked = 0;
+  for (tf::DeviceStepStats& dev : *host_stats->mutable_dev_stats()) {
+    for (tf::NodeExecStats& node : *dev.mutable_node_stats()) {
+      if (node.correlation_id() != 0 || node.has_kernel() || node.has_memcpy()) continue;
+      auto [first, last] = by_name.equal_range(node.node_name());
+      for (auto it = first; it != last; ++it) {
+        const LaunchedOp& op = *it->second;
+        if (op.start_nanos != 0 && op.start_nanos != node.all_start_nanos()) continue;
+        node.set_correlation_id(op.external_id);
+        ++marked;
+        by_name.erase(it);  // one host op per launch id
+        break;
+      }
+    }
+  }
+  return marked;
+}
+
+}  // namespace stepscope::collect::cupti

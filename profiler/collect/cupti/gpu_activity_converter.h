@@ -1,0 +1,173 @@
+// Turns CUPTI activity records into TensorFlow's GPU step-stats lanes (FORMATS.md §1 and §5).
+//
+// The converter is pure: it is fed the activity records CUPTI delivers (the real CUPTI structs of
+// the toolkit we build with) and knows nothing of CUPTI's library, so it is tested with synthetic
+// records on machines with no GPU. The real source (cupti_activity_source.h) feeds it from CUPTI's
+// buffer-completion callback.
+//
+// Output, per GPU k (CUPTI device id), in TensorFlow's layout:
+//   /device:GPU:k/stream:S   kernels, memcpys and memsets that ran on stream S
+//   /device:GPU:k/stream:all every one of those records once more
+//   /device:GPU:k/memcpy     every memcpy once more
+// Names and labels:
+//   kernel  node_name "<op node>:<OpType>" (the op that launched it, through the external
+//           correlation id), else the demangled kernel name; timeline_label
+//           "<kernel> regs:R shm:S grid:x,y,z block:x,y,z@@<op node>:<OpType>" (no "@@..." when
+//           the kernel is not linked to an op); `kernel` extension filled.
+//   memcpy  node_name "<op node>:<OpType>:MEMCPY<kind>" (or "unknown:MEMCPY<kind>"), label
+//           "MEMCPY<kind> <bytes> bytes (<src kind> to <dst kind>)"; `memcpy` extension filled.
+//   memset  node_name "<op node>:<OpType>:MEMSET" (or "unknown:MEMSET"), label
+//           "MEMSET <bytes> bytes (<memory kind>)".
+// A linked record carries correlation_id = the op's external correlation id; LinkOps() sets the
+// same id on the op's own NodeExecStats so the two can be joined. scheduled_* of a GPU record is
+// the host time of the runtime/driver call that launched it, when that record was seen.
+//
+// Times: CUPTI timestamps (ns of CUPTI's clock) are put on the host clock (the collector's
+// steady-clock ns) with one offset measured at start (ClockAlignment), then shifted by the same
+// `clock_offset_ns` StepCollector::FinishStep takes, so host and GPU lanes share a timeline.
+//
+// Bounded memory: at most `max_records` kernel/memcpy/memset records are kept per step; past it
+// records are dropped and counted, as are the records CUPTI itself dropped and the buffers the
+// source refused for lack of budget (reported through OnDropped).
+//
+// Threads: OnRecord/OnDropped are serialised by the owner (the CUPTI source calls them under its
+// sink lock); RegisterOp may be called from any executor thread (it takes its own short lock);
+// SetClock, Finish and LinkOps run on the thread that ends the step, after the source's Flush().
+#pragma once
+
+#include <cupti_activity.h>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "stepscope/tf/step_stats.pb.h"
+
+namespace stepscope::collect::cupti {
+
+// One reading of both clocks taken together at start: host_ns = cupti_ns + offset().
+struct ClockAlignment {
+  int64_t cupti_ns = 0;  // cuptiGetTimestamp()
+  int64_t host_ns = 0;   // the host clock the collector uses (steady clock ns)
+  int64_t offset() const { return host_ns - cupti_ns; }
+  bool operator==(const ClockAlignment&) const = default;
+};
+
+enum class DropReason {
+  kCupti,         // CUPTI's own count (cuptiActivityGetNumDroppedRecords): its buffer was full
+  kBufferBudget,  // CUPTI asked for a buffer and the byte budget was spent: records lost
+  kRecordLimit,   // the converter's own bound on records per step
+};
+
+// Counts a converted step reports; the dropped ones are written next to the trace.
+struct ConversionStats {
+  uint64_t kernels = 0, memcpys = 0, memsets = 0;
+  uint64_t api_records = 0;              // runtime/driver API records (launch times)
+  uint64_t external_correlations = 0;    // EXTERNAL_CORRELATION records
+  uint64_t linked_records = 0;           // GPU records tied to an op
+  uint64_t unlinked_records = 0;         // GPU records with no external correlation
+  uint64_t other_records = 0;            // kinds we enable but do not put on a lane
+  uint64_t dropped_by_cupti = 0;
+  uint64_t dropped_buffers = 0;          // buffer requests refused (budget)
+  uint64_t dropped_by_record_limit = 0;
+  uint64_t dropped_total() const {
+    return dropped_by_cupti + dropped_buffers + dropped_by_record_limit;
+  }
+  bool operator==(const ConversionStats&) const = default;
+};
+
+// Where activity records go: the converter, or a test double.
+class ActivityRecordSink {
+ public:
+  virtual ~ActivityRecordSink() = default;
+  virtual void OnRecord(const CUpti_Activity& record) = 0;
+  virtual void OnDropped(DropReason reason, uint64_t count) = 0;
+};
+
+struct ConverterOptions {
+  size_t max_records = 1 << 20;  // TF caps a step at 2^20 node stats
+  // Device name prefix; lanes are "<prefix><device id>/stream:S" etc.
+  std::string device_prefix = "/device:GPU:";
+};
+
+// An op that launched GPU work in the step, for LinkOps.
+struct LaunchedOp {
+  uint64_t external_id = 0;
+  std::string node_name;
+  int64_t start_nanos = 0;  // registered host start shifted by clock_offset_ns; 0 if unknown
+  bool operator==(const LaunchedOp&) const = default;
+};
+
+struct ConvertedStep {
+  tf::StepStats step_stats;  // the GPU lanes only, sorted by device name, records by start
+  std::vector<LaunchedOp> launched_ops;  // sorted by external id
+  ConversionStats stats;
+};
+
+class GpuActivityConverter : public ActivityRecordSink {
+ public:
+  explicit GpuActivityConverter(ClockAlignment clock, ConverterOptions options = {});
+  GpuActivityConverter(const GpuActivityConverter&) = delete;
+  GpuActivityConverter& operator=(const GpuActivityConverter&) = delete;
+
+  // The source measures the alignment in Start(), after the converter exists as its sink.
+  void SetClock(ClockAlignment clock) { clock_ = clock; }
+  const ClockAlignment& clock() const { return clock_; }
+
+  // The executor names the op behind an external correlation id it pushed. `host_start_ns`
+  // (collector clock, 0 if unknown) tells apart several runs of one node in LinkOps.
+  void RegisterOp(uint64_t external_id, std::string node_name, std::string op_type,
+                  int64_t host_start_ns = 0);
+
+  // ActivityRecordSink. Records of any kind may arrive in any order across buffers; linking is
+  // resolved in Finish.
+  void OnRecord(const CUpti_Activity& record) override;
+  void OnDropped(DropReason reason, uint64_t count) override;
+
+  // Builds the step's GPU lanes and clears the records (registered ops and counts too), keeping
+  // the clock alignment.
+  ConvertedStep Finish(int64_t clock_offset_ns = 0);
+
+  // Sets correlation_id on the host ops (StepCollector output built with the same
+  // clock_offset_ns) that launched GPU work: matched by node name and, when the start is known,
+  // by all_start_nanos. Returns how many host ops were marked.
+  static size_t LinkOps(const std::vector<LaunchedOp>& launched_ops, tf::StepStats* host_stats);
+
+ private:
+  enum class RecordKind { kKernel, kMemcpy, kMemset };
+  // One GPU record in our own words (CUPTI's pointers, such as kernel names, are copied).
+  struct GpuRecord {
+    RecordKind kind;
+    uint32_t device_id = 0, stream_id = 0, correlation_id = 0;
+    uint64_t start = 0, end = 0;  // CUPTI ns
+    uint64_t bytes = 0;
+    uint8_t copy_kind = 0, src_kind = 0, dst_kind = 0;  // memcpy; src_kind = memory kind (memset)
+    tf::KernelLaunch launch;      // kernels
+    std::string kernel_name;      // demangled
+  };
+  struct OpInfo {
+    std::string node_name, op_type;
+    int64_t host_start_ns = 0;
+  };
+
+  void AddGpuRecord(GpuRecord record);
+  tf::NodeExecStats ToNodeStats(const GpuRecord& record, int64_t clock_offset_ns,
+                                uint64_t* external_id_out) const;
+
+  ClockAlignment clock_;
+  ConverterOptions options_;
+  std::vector<GpuRecord> records_;
+  std::unordered_map<uint32_t, uint64_t> external_by_correlation_;  // CUPTI id -> op's id
+  std::unordered_map<uint32_t, uint64_t> launch_start_by_correlation_;  // CUPTI ns of the API call
+  std::mutex ops_mu_;  // guards ops_ (RegisterOp runs on executor threads)
+  std::unordered_map<uint64_t, OpInfo> ops_;
+  ConversionStats stats_;
+};
+
+// TF's names for CUPTI's enums: "HtoD", ..., "PtoP"; "Pageable", "Pinned", "Device", ...
+std::string MemcpyKindName(uint8_t copy_kind);
+std::string MemoryKindName(uint8_t memory_kind);
+
+}  // namespace stepscope::collect::cupti
