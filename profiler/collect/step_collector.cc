@@ -79,6 +79,10 @@ StepCollector::ThreadBuffer& StepCollector::ThisThread() {
 
 void StepCollector::BeginStep(int64_t step) {
   step_ = step;
+  {
+    std::lock_guard<std::mutex> lock(registry_mu_);
+    collectives_.clear();
+  }
   generation_.fetch_add(1, std::memory_order_acq_rel);
   dropped_.store(0, std::memory_order_relaxed);
   recording_.store(true, std::memory_order_release);
@@ -136,6 +140,12 @@ void StepCollector::RecordAllocation(const AllocationRecord& record) {
   }
 }
 
+void StepCollector::RecordCollective(CollectiveRecord record) {
+  if (!recording()) return;
+  std::lock_guard<std::mutex> lock(registry_mu_);
+  collectives_.push_back(std::move(record));
+}
+
 std::string TimelineLabel(const std::string& node_name, const std::string& op_type,
                           const std::vector<std::string>* inputs) {
   std::string label = node_name + " = " + op_type + "(";
@@ -163,6 +173,7 @@ tf::RunMetadata StepCollector::FinishStep(int64_t clock_offset_ns) {
       if (buffer->generation != generation_.load()) continue;  // this thread ran nothing this step
       for (const OpRecord& op : buffer->ops) ops_by_device[*op.device].push_back({&op, buffer.get()});
     }
+    for (const CollectiveRecord& c : collectives_) ops_by_device[*c.device];  // device may have no ops
   }
   for (auto& [device, placed] : ops_by_device) {
     std::sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) {
@@ -244,6 +255,44 @@ tf::RunMetadata StepCollector::FinishStep(int64_t clock_offset_ns) {
       if (op.inputs != nullptr) {
         for (const std::string& input : *op.inputs) node->add_input(input);
       }
+    }
+  }
+  // Collectives on each device's communication lane, merged into start order.
+  for (auto& dev : *metadata.mutable_step_stats()->mutable_dev_stats()) {
+    bool added = false;
+    for (const CollectiveRecord& c : collectives_) {
+      if (*c.device != dev.device()) continue;
+      const int64_t start = c.start_ns + clock_offset_ns;
+      const int64_t duration = std::max<int64_t>(0, c.end_ns - c.start_ns);
+      tf::NodeExecStats* node = dev.add_node_stats();
+      node->set_node_name(c.name);
+      node->set_op_type(c.op_type);
+      node->set_all_start_micros(start / 1000);
+      node->set_all_start_nanos(start);
+      node->set_scheduled_micros(start / 1000);
+      node->set_scheduled_nanos(start);
+      node->set_op_end_rel_micros(duration / 1000);
+      node->set_op_end_rel_nanos(duration);
+      node->set_all_end_rel_micros(duration / 1000);
+      node->set_all_end_rel_nanos(duration);
+      node->set_thread_id(kCollectiveLaneThreadId);
+      node->set_timeline_label(c.name + " = " + c.op_type + "()");
+      tf::CollectiveInfo* info = node->mutable_collective();
+      info->set_kind(c.op_type == "ALLREDUCE" ? "all_reduce" : c.op_type);
+      info->set_algorithm(c.algorithm);
+      info->set_bytes(c.bytes);
+      info->set_group_size(c.group_size);
+      for (int peer = 0; peer < c.group_size; ++peer) info->add_peers(peer);
+      info->set_reduction(c.reduction);
+      info->set_fused_tensors(c.fused_tensors);
+      added = true;
+    }
+    if (added) {
+      (*dev.mutable_thread_names())[kCollectiveLaneThreadId] = "collectives";
+      std::stable_sort(dev.mutable_node_stats()->begin(), dev.mutable_node_stats()->end(),
+                       [](const tf::NodeExecStats& a, const tf::NodeExecStats& b) {
+                         return a.all_start_nanos() < b.all_start_nanos();
+                       });
     }
   }
   tf::TraceSession* session = metadata.mutable_stepscope_session();

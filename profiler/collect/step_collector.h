@@ -50,6 +50,24 @@ struct OpRecord {
   uint32_t first_allocation = 0, num_allocations = 0;  // into the thread's allocation records
 };
 
+// A collective (all-reduce of a gradient bucket, fusion-buffer copy) one device took part in;
+// it goes on that device's communication lane with its CollectiveInfo. Few per step, so it
+// owns its strings.
+struct CollectiveRecord {
+  const std::string* device = nullptr;
+  std::string name;       // e.g. "AllReduce/Model/softmax_w"
+  std::string op_type;    // e.g. "ALLREDUCE", "MEMCPY_IN_FUSION_BUFFER"
+  std::string algorithm;  // e.g. "ring#2"
+  int64_t bytes = 0;
+  int group_size = 0;
+  std::string reduction;  // "sum", "mean"
+  int64_t fused_tensors = 0;
+  int64_t start_ns = 0, end_ns = 0;
+};
+
+// The thread id of the communication lane in DeviceStepStats (its thread_names say so).
+inline constexpr uint32_t kCollectiveLaneThreadId = 0x7fff0000u;
+
 struct CollectorOptions {
   // Per-thread bound on records per step; past it, records are dropped and counted.
   size_t max_ops_per_thread = 1 << 20;
@@ -76,6 +94,8 @@ class StepCollector {
   // Any thread: attributed to the op running on that thread, else to the op it ran last
   // (a tensor freed after its op returned), else kept as the thread's unattributed records.
   void RecordAllocation(const AllocationRecord& record);
+  // Any thread, outside ops.
+  void RecordCollective(CollectiveRecord record);
 
   // Stop recording and build the step's RunMetadata: one DeviceStepStats per device with
   // node_stats sorted by start, times relative to nothing (absolute µs/ns of the steady clock
@@ -95,6 +115,7 @@ class StepCollector {
   std::atomic<uint64_t> generation_{0};  // bumps per step so thread buffers clear themselves
   std::mutex registry_mu_;   // guards buffers_ (taken once per thread, not per op)
   std::vector<std::unique_ptr<ThreadBuffer>> buffers_;
+  std::vector<CollectiveRecord> collectives_;  // guarded by registry_mu_
   const uint64_t id_;        // distinguishes collectors in the thread-local cache
 };
 

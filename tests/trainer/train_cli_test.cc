@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/file_io.h"
+#include "profiler/collect/step_collector.h"
 #include "profiler/trace/reader.h"
 #include "profiler/trace/step_stats_io.h"
 #include "stepscope/tf/run_metadata.pb.h"
@@ -142,6 +143,35 @@ TEST(TrainRun, ProfiledLstmStepHasTheModelsOpsAndConsistentMemory) {
   auto trace = trace::ReadTrace(report->trace_paths[0]);
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   EXPECT_EQ(trace->slices().size(), static_cast<size_t>(dev.node_stats_size()));
+}
+
+TEST(TrainRun, TwoDeviceProfiledStepHasCollectivesOnEveryDevice) {
+  const auto dir = testing::ScratchDir("train_two_devices");
+  TrainOptions options = *Parse({"--devices", "cpu:2", "--batch_size", "4", "--steps", "3",
+                                 "--profile", "--profile_dir", dir.string()});
+  std::ostringstream log;
+  auto report = RunTraining(options, log, false);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_EQ(report->trace_paths.size(), 1u);
+  auto parsed = trace::ParseStepStats(*ReadFile(report->trace_paths[0]), "two devices");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const auto& step_stats = parsed->run_metadata->step_stats();
+  ASSERT_EQ(step_stats.dev_stats_size(), 2);
+  for (const auto& dev : step_stats.dev_stats()) {
+    int cells = 0, collectives = 0;
+    for (const auto& node : dev.node_stats()) {
+      if (node.op_type() == "LSTMBlockCell") ++cells;
+      if (node.has_collective()) {
+        ++collectives;
+        EXPECT_EQ(node.collective().group_size(), 2);
+        EXPECT_EQ(node.collective().algorithm(), "ring");
+        EXPECT_GT(node.collective().bytes(), 0);
+      }
+    }
+    EXPECT_EQ(cells, 40) << dev.device();
+    EXPECT_GT(collectives, 0) << dev.device();  // the dense gradients' all-reduce
+    EXPECT_EQ(dev.thread_names().at(collect::kCollectiveLaneThreadId), "collectives");
+  }
 }
 
 TEST(TrainRun, SigintStopsAfterTheCurrentStepWithOnlyWholeTraces) {

@@ -130,4 +130,21 @@ void StepProfiler::OnAllocation(const runtime::Allocator& allocator,
   collector_.RecordAllocation(record);
 }
 
+void StepProfiler::OnCollective(const parallel::CollectiveEvent& event) {
+  if (!collector_.recording()) return;
+  for (runtime::Device* device : devices_) {
+    collect::CollectiveRecord record;
+    record.device = &device->name();
+    record.name = event.name;
+    record.op_type = std::string(parallel::CollectivePhaseName(event.phase));
+    record.algorithm = event.algorithm;
+    record.bytes = event.bytes;
+    record.group_size = event.peers;
+    record.fused_tensors = static_cast<int64_t>(event.tensors.size());
+    record.start_ns = event.start_ns;
+    record.end_ns = event.end_ns;
+    collector_.RecordCollective(std::move(record));
+  }
+}
+
 }  // namespace stepscope::trainer

@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "profiler/collect/step_collector.h"
+#include "trainer/parallel/collective_event.h"
 #include "trainer/runtime/allocator.h"
 #include "trainer/runtime/device.h"
 #include "trainer/runtime/op_scope.h"
@@ -17,7 +18,9 @@
 
 namespace stepscope::trainer {
 
-class StepProfiler final : public runtime::OpListener, public runtime::AllocationObserver {
+class StepProfiler final : public runtime::OpListener,
+                           public runtime::AllocationObserver,
+                           public parallel::CollectiveObserver {
  public:
   StepProfiler(ProfileOptions options, std::string model_name);
   ~StepProfiler() override;
@@ -32,6 +35,8 @@ class StepProfiler final : public runtime::OpListener, public runtime::Allocatio
                int64_t end_ns, std::span<const runtime::Tensor> outputs) override;
   void OnAllocation(const runtime::Allocator& allocator,
                     const runtime::AllocationEvent& event) override;
+  // Each collective goes on the communication lane of every device that took part.
+  void OnCollective(const parallel::CollectiveEvent& event) override;
 
  private:
   ProfileOptions options_;

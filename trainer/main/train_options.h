@@ -42,6 +42,11 @@ struct TrainOptions {
   std::string metrics_path;         // JSON lines, one per step, then a summary line
   int warmup_steps = 2;             // steps left out of the throughput figures
   ProfileOptions profile;
+  // Data parallelism over the devices (see towers.h for the reduction semantics).
+  std::string variable_update = "replicated";  // replicated | parameter_server | independent
+  std::string allreduce_spec = "ring";
+  int64_t agg_small_grads_max_bytes = 0;
+  int agg_small_grads_max_group = 10;
   bool help = false;
 };
 

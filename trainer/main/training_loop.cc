@@ -15,6 +15,7 @@
 
 #include "trainer/main/batch_source.h"
 #include "trainer/main/step_profiler.h"
+#include "trainer/main/towers.h"
 #include "trainer/models/lstm_model.h"
 #include "trainer/models/resnet_model.h"
 #include "trainer/runtime/clock.h"
@@ -120,18 +121,15 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
                                      bool interactive) {
   ASSIGN_OR_RETURN(const runtime::DeviceSpec spec, runtime::ParseDeviceSpec(options.devices));
   ASSIGN_OR_RETURN(auto devices, runtime::CreateDevices(spec));
-  if (devices.size() > 1) {
-    return InvalidInput("--devices " + options.devices +
-                        ": training over several devices (data parallelism) is not available in "
-                        "this version; use --devices cpu:1");
-  }
-  runtime::Device& device = *devices[0];
+  const int num_devices = static_cast<int>(devices.size());
   std::vector<runtime::Device*> device_list;
   for (auto& d : devices) device_list.push_back(d.get());
+  const runtime::Device& device = *devices[0];
   const bool lstm = options.model == "lstm";
 
+  // One replica per device, built from the same seed; the data source serves the global batch.
   std::unique_ptr<BatchSource> data;
-  std::unique_ptr<models::Model> model;
+  std::vector<std::unique_ptr<models::Model>> replicas;
   models::LstmConfig lstm_config;
   int64_t examples_per_step = 0;
   float base_lr = 0;
@@ -141,12 +139,15 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
     if (options.batch_size > 0) lstm_config.batch_size = options.batch_size;
     if (options.learning_rate > 0) lstm_config.learning_rate = static_cast<float>(options.learning_rate);
     int vocab = 0;
-    ASSIGN_OR_RETURN(data, MakePtbSource(options.data_dir, lstm_config.batch_size,
+    ASSIGN_OR_RETURN(data, MakePtbSource(options.data_dir, lstm_config.batch_size * num_devices,
                                          lstm_config.num_steps, lstm_config.vocab_size,
                                          options.seed, &vocab));
     lstm_config.vocab_size = vocab;
-    ASSIGN_OR_RETURN(model, models::MakeLstm(device, lstm_config));
-    examples_per_step = int64_t{lstm_config.batch_size} * lstm_config.num_steps;
+    for (auto& d : devices) {
+      ASSIGN_OR_RETURN(auto model, models::MakeLstm(*d, lstm_config));
+      replicas.push_back(std::move(model));
+    }
+    examples_per_step = int64_t{lstm_config.batch_size} * lstm_config.num_steps * num_devices;
     base_lr = lstm_config.learning_rate;
   } else {
     models::ResNetConfig config;
@@ -155,27 +156,40 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
     config.num_classes = options.num_classes > 0 ? options.num_classes : 10;
     config.seed = options.seed;
     const int batch = options.batch_size > 0 ? options.batch_size : 32;
-    ASSIGN_OR_RETURN(data, MakeImageSource(options.data_dir, batch, options.image_size,
+    ASSIGN_OR_RETURN(data, MakeImageSource(options.data_dir, batch * num_devices, options.image_size,
                                            config.num_classes, options.seed));
-    ASSIGN_OR_RETURN(model, models::MakeResNet(device, config));
-    examples_per_step = batch;
+    for (auto& d : devices) {
+      ASSIGN_OR_RETURN(auto model, models::MakeResNet(*d, config));
+      replicas.push_back(std::move(model));
+    }
+    examples_per_step = int64_t{batch} * num_devices;
     // Default: the linear scaling rule, 0.1 per 256 images of global batch (Goyal et al.).
     base_lr = options.learning_rate > 0 ? static_cast<float>(options.learning_rate)
-                                        : 0.1f * static_cast<float>(batch) / 256.0f;
+                                        : 0.1f * static_cast<float>(examples_per_step) / 256.0f;
   }
-  const int64_t per_epoch = data->batches_per_epoch();
-  const int64_t total_steps = options.steps > 0 ? options.steps : per_epoch * options.epochs;
-  const char* unit = lstm ? "words/sec" : "images/sec";
-  log << "stepscope-train: " << options.model << (lstm ? " " + lstm_config.name : "")
-      << " on " << device.name() << " (" << device.num_threads() << " threads), "
-      << data->Describe() << "; " << total_steps << " steps, " << per_epoch
-      << " batches per epoch\n";
-
   std::unique_ptr<StepProfiler> profiler;
   if (options.profile.enabled) {
     profiler = std::make_unique<StepProfiler>(
         options.profile, lstm ? "lstm_" + lstm_config.name : "resnet" + std::to_string(options.depth));
   }
+  TowerOptions tower_options;
+  ASSIGN_OR_RETURN(tower_options.update, ParseVariableUpdate(options.variable_update));
+  tower_options.allreduce_spec = options.allreduce_spec;
+  tower_options.agg_small_grads_max_bytes = options.agg_small_grads_max_bytes;
+  tower_options.agg_small_grads_max_group = options.agg_small_grads_max_group;
+  tower_options.observer = profiler.get();
+  ASSIGN_OR_RETURN(auto towers, Towers::Create(std::move(replicas), tower_options));
+  const int64_t per_epoch = data->batches_per_epoch();
+  const int64_t total_steps = options.steps > 0 ? options.steps : per_epoch * options.epochs;
+  const char* unit = lstm ? "words/sec" : "images/sec";
+  log << "stepscope-train: " << options.model << (lstm ? " " + lstm_config.name : "") << " on "
+      << (num_devices == 1 ? device.name()
+                           : std::to_string(num_devices) + " devices (" + options.variable_update +
+                                 ", all-reduce " + options.allreduce_spec + ")")
+      << " (" << device.num_threads() << " threads each), "
+      << data->Describe() << "; " << total_steps << " steps, " << per_epoch
+      << " batches per epoch\n";
+
   StopSignals stop_signals;
   MetricsWriter metrics;
   RETURN_IF_ERROR(metrics.Open(options.metrics_path));
@@ -197,7 +211,7 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
     if (index == 0) {
       ++epoch;
       data->StartEpoch(epoch);
-      model->ResetState();
+      towers->ResetState();
       epoch_cost = 0;
       epoch_batches = 0;
     }
@@ -207,8 +221,10 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
     if (profiled) profiler->BeginStep(step + 1, device_list);
     const int64_t t0 = runtime::NowNanos();
     ASSIGN_OR_RETURN(const models::Batch batch, data->Get(device, index));
-    ASSIGN_OR_RETURN(models::StepResult result, model->ComputeGradients(batch));
-    RETURN_IF_ERROR(model->ApplyGradients(result.gradients, lr));
+    ASSIGN_OR_RETURN(const TowerStepResult tower_result, towers->Step(batch, lr));
+    models::StepResult result;  // the towers' mean loss, their summed hits
+    for (double loss : tower_result.losses) result.loss += loss / num_devices;
+    result.correct = tower_result.correct;
     const double seconds = static_cast<double>(runtime::NowNanos() - t0) * 1e-9;
     if (profiled) {
       ASSIGN_OR_RETURN(const std::string path, profiler->EndStep());
@@ -221,7 +237,7 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
     }
     if (step >= options.warmup_steps) timed_steps.push_back(seconds);
 
-    nlohmann::json line = {{"step", step + 1}, {"epoch", epoch}, {"loss", result.loss},
+    nlohmann::json line = {{"step", step + 1}, {"device_losses", tower_result.losses}, {"epoch", epoch}, {"loss", result.loss},
                            {"learning_rate", lr}, {"step_time_ms", seconds * 1e3},
                            {"throughput", static_cast<double>(examples_per_step) / seconds},
                            {"unit", unit}};
