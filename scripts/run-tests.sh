@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything with warnings as errors, and runs every test
-# through ctest; then builds the tests labelled `sanitized` under ASan+UBSan and runs them.
+# through ctest; then builds the tests labelled `sanitized` under ASan+UBSan and runs them; then
+# fuzzes every reader briefly (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -11,3 +12,4 @@ cmake --preset asan >/dev/null
 sanitized=$(ctest --preset asan -L sanitized -N | awk '/Test +#/ {sub(/_smoke$/, "", $3); print $3}')
 scripts/build.sh asan --target $sanitized
 ctest --preset asan -j2 -L sanitized
+scripts/fuzz.sh

@@ -180,6 +180,13 @@ class Importer {
       Slice slice;
       slice.start_ns = NodeStartNs(node);
       slice.dur_ns = NodeDurationNs(node);
+      // A negative duration, or an end past the int64 nanosecond range, cannot be drawn or
+      // summed: clamp it and count the repair.
+      const int64_t longest = (int64_t{1} << 62) - std::max<int64_t>(slice.start_ns, 0);
+      if (slice.dur_ns < 0 || slice.dur_ns > longest) {
+        slice.dur_ns = std::clamp<int64_t>(slice.dur_ns, 0, longest);
+        builder_.import_stats().Add("durations_clamped");
+      }
       slice.track = lane_track(gpu_lane ? 0 : node.thread_id());
       std::string_view op;
       if (gpu_lane) {
@@ -353,7 +360,11 @@ class Importer {
       int64_t level = 0;
       int64_t lowest = 0;
       for (size_t i = 0; i < series.deltas.size(); ++i) {
-        level += series.deltas[i].second;
+        // Saturating: byte counts in a corrupt file may sum past int64.
+        if (__builtin_add_overflow(level, series.deltas[i].second, &level)) {
+          level = series.deltas[i].second > 0 ? std::numeric_limits<int64_t>::max()
+                                              : std::numeric_limits<int64_t>::min();
+        }
         cumulative[i] = level;
         lowest = std::min(lowest, level);
       }
@@ -409,19 +420,28 @@ class Importer {
 
 }  // namespace
 
+namespace {
+// Times are kept within ±2^62 ns (±146 years around the epoch) so that any difference or sum of
+// two of them fits in int64; a corrupt file's larger values are clamped (and a slice's duration
+// counted as repaired where it is built).
+constexpr int64_t kTimeLimitNs = int64_t{1} << 62;
+int64_t ClampTime(int64_t ns) { return std::clamp(ns, -kTimeLimitNs, kTimeLimitNs); }
+}  // namespace
+
 int64_t MicrosToNanos(int64_t micros) {
-  // Saturates: a corrupt or hostile file may hold times no int64 nanosecond count can carry.
-  constexpr int64_t kLimit = std::numeric_limits<int64_t>::max() / 1000;
-  return std::clamp(micros, -kLimit, kLimit) * 1000;
+  constexpr int64_t kLimitMicros = kTimeLimitNs / 1000;
+  return std::clamp(micros, -kLimitMicros, kLimitMicros) * 1000;
 }
 
 int64_t NodeStartNs(const tf::NodeExecStats& node) {
-  return node.all_start_nanos() != 0 ? node.all_start_nanos()
+  return node.all_start_nanos() != 0 ? ClampTime(node.all_start_nanos())
                                      : MicrosToNanos(node.all_start_micros());
 }
 
 int64_t NodeDurationNs(const tf::NodeExecStats& node) {
-  if (node.all_start_nanos() != 0 || node.all_end_rel_nanos() != 0) return node.all_end_rel_nanos();
+  if (node.all_start_nanos() != 0 || node.all_end_rel_nanos() != 0) {
+    return ClampTime(node.all_end_rel_nanos());
+  }
   return MicrosToNanos(node.all_end_rel_micros());
 }
 

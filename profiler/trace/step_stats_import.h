@@ -17,7 +17,7 @@ namespace stepscope::trace {
 Trace ImportRunMetadata(std::shared_ptr<const tf::RunMetadata> metadata, SourceFormat format,
                         const std::string& path, const ImportStats& parse_stats);
 
-// Microseconds as nanoseconds, saturated at the int64 range.
+// Microseconds as nanoseconds, clamped to ±2^62 ns (so sums and differences of times fit).
 int64_t MicrosToNanos(int64_t micros);
 
 // Node times in ns: the *_nanos fields when the producer wrote them, else micros * 1000.

@@ -89,7 +89,12 @@ StatusOr<std::vector<std::unique_ptr<Device>>> CreateDevices(const DeviceSpec& s
   if (spec.ids.empty()) return InvalidInput("no devices requested");
   if (spec.kind == DeviceKind::kGpu) {
 #ifdef STEPSCOPE_WITH_CUDA
-    ASSIGN_OR_RETURN(const int count, kernels::CudaDeviceCount());
+    const StatusOr<int> usable = kernels::CudaDeviceCount();
+    if (!usable.ok()) {
+      return Unavailable("GPU devices requested (--devices gpu:...) but none is usable: " +
+                         usable.status().message());
+    }
+    const int count = *usable;
     for (int id : spec.ids) {
       if (id >= count) {
         return Unavailable("GPU " + std::to_string(id) + " requested but this machine has " +
