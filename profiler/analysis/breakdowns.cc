@@ -177,8 +177,8 @@ CopyName ParseCopyName(std::string_view name) {
   return copy;
 }
 
-MemcpyStats ComputeMemcpyStats(const Trace& trace) {
-  MemcpyStats stats;
+MemcpyBreakdown ComputeMemcpyStats(const Trace& trace) {
+  MemcpyBreakdown stats;
   stats.span_ns = trace.span_end_ns() - trace.span_begin_ns();
   std::map<std::pair<std::string, std::string>, MemcpyRow> rows;
   std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> timed_bytes;  // bytes, ns

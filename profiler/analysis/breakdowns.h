@@ -50,12 +50,12 @@ struct MemcpyRow {
   double bandwidth_gbps = 0;  // bytes / ns of the copies that report bytes
   double step_share = 0;      // total_ns / step span
 };
-struct MemcpyStats {
+struct MemcpyBreakdown {
   std::vector<MemcpyRow> rows;  // by total_ns descending
   int64_t count = 0, bytes = 0, total_ns = 0, span_ns = 0;
   int64_t without_bytes = 0;    // copies whose byte count the trace does not record
 };
-MemcpyStats ComputeMemcpyStats(const trace::Trace& trace);
+MemcpyBreakdown ComputeMemcpyStats(const trace::Trace& trace);
 
 // Kind and memory kinds from a copy's name when no record describes it: PyTorch writes
 // "Memcpy HtoD (Pageable -> Device)", TensorFlow "MEMCPYHtoD".

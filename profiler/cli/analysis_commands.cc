@@ -276,7 +276,7 @@ class MemcpyCommand : public SingleTraceCommand {
 
  protected:
   std::string Text(const Trace& trace, size_t top) const override {
-    const analysis::MemcpyStats stats = analysis::ComputeMemcpyStats(trace);
+    const analysis::MemcpyBreakdown stats = analysis::ComputeMemcpyStats(trace);
     std::string out = "copies " + I(stats.count) + ", " + FormatBytes(stats.bytes) + ", " +
                       FormatDuration(stats.total_ns) + "\n";
     if (stats.count == 0) return out;
@@ -293,7 +293,7 @@ class MemcpyCommand : public SingleTraceCommand {
     return out + "\n" + table.str();
   }
   Json ToJson(const Trace& trace, size_t) const override {
-    const analysis::MemcpyStats stats = analysis::ComputeMemcpyStats(trace);
+    const analysis::MemcpyBreakdown stats = analysis::ComputeMemcpyStats(trace);
     auto doc = Document("memcpy", trace);
     doc["count"] = stats.count;
     doc["bytes"] = stats.bytes;

@@ -120,7 +120,7 @@ TEST(KernelsTest, LaunchGeometryAndNcclFromOurRecords) {
 }
 
 TEST(MemcpyTest, BandwidthFromRecordedBytes) {
-  const MemcpyStats stats = ComputeMemcpyStats(Rank(0));
+  const MemcpyBreakdown stats = ComputeMemcpyStats(Rank(0));
   ASSERT_EQ(stats.rows.size(), 2u);
   EXPECT_EQ(stats.rows[0].kind, "HtoD");
   EXPECT_EQ(stats.rows[0].memory, "Pinned to Device");

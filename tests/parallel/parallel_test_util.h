@@ -59,7 +59,8 @@ class GradientSet {
     for (size_t t = 0; t < storage_.size(); ++t) {
       const auto& first = storage_[t][0];
       for (int p = 1; p < participants_; ++p) {
-        if (std::memcmp(first.data(), storage_[t][p].data(), first.size() * sizeof(float)) != 0) {
+        if (!first.empty() &&
+            std::memcmp(first.data(), storage_[t][p].data(), first.size() * sizeof(float)) != 0) {
           return ::testing::AssertionFailure()
                  << "tensor " << t << ": participant " << p << " differs from participant 0";
         }
