@@ -5,7 +5,8 @@
 // Padding: VALID, SAME (TF's rule: out = ceil(in / stride), the odd padding pixel goes to the
 // bottom/right) or explicit per-side amounts.
 //
-// CPU: im2col over a bounded slab of whole images + one GEMM per slab (sgemm). BackpropInput
+// CPU: im2col over bounded slabs of output rows (a slab may cross images) + one GEMM per slab
+// (sgemm); BackpropFilter accumulates dfilterᵀ = doutᵀ·col over the whole batch. BackpropInput
 // with stride 1 is the forward convolution of dout with the flipped filter; with other strides
 // it is GEMM + col2im, written as a gather (each input pixel sums the patches that read it) so
 // threads never write the same element. A 1×1 stride-1 unpadded convolution is a plain GEMM.
