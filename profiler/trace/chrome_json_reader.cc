@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <map>
 #include <simdjson.h>
@@ -55,6 +56,14 @@ std::optional<int64_t> MicrosTextToNs(std::string_view text) {
 }
 
 namespace {
+
+// A JSON number as int64: NaN is 0, values past the int64 range saturate (a cast would be UB).
+int64_t SaturatedInt64(double value) {
+  if (std::isnan(value)) return 0;
+  if (value >= 9.2e18) return std::numeric_limits<int64_t>::max();
+  if (value <= -9.2e18) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(value);
+}
 
 SliceKind KindOfCategory(std::string_view cat) {
   if (cat == "kernel") return SliceKind::kKernel;
@@ -238,7 +247,7 @@ class ChromeImporter {
         // memory events and sort indices only).
         event_.numbers.emplace_back(key, Trim(v.raw_json_token()));
         if (key == "sort_index") {
-          if (auto number = NumberOf(event_.numbers.back().second)) event_.sort_index = static_cast<int64_t>(*number);
+          if (auto number = NumberOf(event_.numbers.back().second)) event_.sort_index = SaturatedInt64(*number);
         }
       }
     }
@@ -440,7 +449,7 @@ class ChromeImporter {
         it->second.origin = "chrome_counter_events";
       }
       it->second.ts_ns.push_back(ts);
-      it->second.values.push_back(static_cast<int64_t>(*value));
+      it->second.values.push_back(SaturatedInt64(*value));
     }
   }
 
@@ -458,7 +467,7 @@ class ChromeImporter {
     }
     // Device Type 0 is the CPU; others are accelerators (1: CUDA).
     const std::string allocator =
-        device_type.value_or(0) == 0 ? "cpu" : "cuda:" + std::to_string(static_cast<int64_t>(device_id.value_or(0)));
+        device_type.value_or(0) == 0 ? "cpu" : "cuda:" + std::to_string(SaturatedInt64(device_id.value_or(0)));
     auto [it, inserted] = counters_.try_emplace({std::string(), allocator});
     if (inserted) {
       it->second.name = builder_.Intern(allocator);
@@ -467,7 +476,7 @@ class ChromeImporter {
       it->second.origin = "kineto_memory_events";
     }
     it->second.ts_ns.push_back(ts);
-    it->second.values.push_back(static_cast<int64_t>(*total));
+    it->second.values.push_back(SaturatedInt64(*total));
   }
 
   void CloseOpenBegins() {
@@ -522,7 +531,7 @@ class ChromeImporter {
       if (!end.bind_enclosing) {
         auto next = std::lower_bound(order.begin(), order.end(), end.ts,
                                      [&](uint32_t i, int64_t ts) { return positions_[i].start < ts; });
-        return next == order.end() ? -1 : static_cast<int64_t>(*next);
+        return next == order.end() ? -1 : SaturatedInt64(*next);
       }
       int64_t best = -1;
       for (auto p = upper; p != order.begin();) {

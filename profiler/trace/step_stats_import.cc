@@ -11,6 +11,18 @@
 namespace stepscope::trace {
 namespace {
 
+// Byte counts of a corrupt file may be anywhere in int64: the memory curve saturates instead.
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
+int64_t SaturatingSub(int64_t a, int64_t b) {
+  int64_t difference = 0;
+  if (!__builtin_sub_overflow(a, b, &difference)) return difference;
+  return b < 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
+
 // Sort keys so that devices read CPU, then GPU, by index; lanes read executor, streams by id,
 // memcpy, then the stream:all aggregate.
 int DeviceSortKey(std::string_view device) {
@@ -360,22 +372,18 @@ class Importer {
       int64_t level = 0;
       int64_t lowest = 0;
       for (size_t i = 0; i < series.deltas.size(); ++i) {
-        // Saturating: byte counts in a corrupt file may sum past int64.
-        if (__builtin_add_overflow(level, series.deltas[i].second, &level)) {
-          level = series.deltas[i].second > 0 ? std::numeric_limits<int64_t>::max()
-                                              : std::numeric_limits<int64_t>::min();
-        }
+        level = SaturatingAdd(level, series.deltas[i].second);
         cumulative[i] = level;
         lowest = std::min(lowest, level);
       }
-      int64_t baseline = -lowest;  // never below zero
+      int64_t baseline = SaturatingSub(0, lowest);  // never below zero
       if (!series.in_use.empty()) {
         std::vector<int64_t> offsets;
         for (const auto& [when, bytes] : series.in_use) {
           auto it = std::upper_bound(series.deltas.begin(), series.deltas.end(),
                                      std::make_pair(when, INT64_MAX));
           const size_t count = static_cast<size_t>(it - series.deltas.begin());
-          offsets.push_back(bytes - (count == 0 ? 0 : cumulative[count - 1]));
+          offsets.push_back(SaturatingSub(bytes, count == 0 ? 0 : cumulative[count - 1]));
         }
         std::nth_element(offsets.begin(), offsets.begin() + offsets.size() / 2, offsets.end());
         baseline = std::max(baseline, offsets[offsets.size() / 2]);
@@ -392,10 +400,10 @@ class Importer {
       for (size_t i = 0; i < series.deltas.size(); ++i) {
         // One sample per instant: later deltas at the same time overwrite the value.
         if (counter.ts_ns.back() == series.deltas[i].first && i > 0) {
-          counter.values.back() = baseline + cumulative[i];
+          counter.values.back() = SaturatingAdd(baseline, cumulative[i]);
         } else {
           counter.ts_ns.push_back(series.deltas[i].first);
-          counter.values.push_back(baseline + cumulative[i]);
+          counter.values.push_back(SaturatingAdd(baseline, cumulative[i]));
         }
       }
       builder_.AddCounter(std::move(counter));
