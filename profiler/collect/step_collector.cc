@@ -35,6 +35,21 @@ uint32_t ThisThreadId() {
   return id;
 }
 
+// Scheduled = start, and the op runs for the whole record: TF's µs and ns fields alike.
+void SetTimes(int64_t start_ns, int64_t duration_ns, tf::NodeExecStats& node) {
+  const int64_t duration = std::max<int64_t>(0, duration_ns);
+  node.set_all_start_micros(start_ns / 1000);
+  node.set_all_start_nanos(start_ns);
+  node.set_scheduled_micros(start_ns / 1000);
+  node.set_scheduled_nanos(start_ns);
+  node.set_op_start_rel_micros(0);
+  node.set_op_start_rel_nanos(0);
+  node.set_op_end_rel_micros(duration / 1000);
+  node.set_op_end_rel_nanos(duration);
+  node.set_all_end_rel_micros(duration / 1000);
+  node.set_all_end_rel_nanos(duration);
+}
+
 std::string Megabytes(int64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1fMB", static_cast<double>(bytes) / (1024.0 * 1024.0));
@@ -183,21 +198,10 @@ tf::RunMetadata StepCollector::FinishStep(int64_t clock_offset_ns) {
     dev->set_device(device);
     for (const Placed& p : placed) {
       const OpRecord& op = *p.op;
-      const int64_t start = op.start_ns + clock_offset_ns;
-      const int64_t duration = std::max<int64_t>(0, op.end_ns - op.start_ns);
       tf::NodeExecStats* node = dev->add_node_stats();
       node->set_node_name(*op.node_name);
       node->set_op_type(*op.op_type);
-      node->set_all_start_micros(start / 1000);
-      node->set_all_start_nanos(start);
-      node->set_scheduled_micros(start / 1000);
-      node->set_scheduled_nanos(start);
-      node->set_op_start_rel_micros(0);
-      node->set_op_start_rel_nanos(0);
-      node->set_op_end_rel_micros(duration / 1000);
-      node->set_op_end_rel_nanos(duration);
-      node->set_all_end_rel_micros(duration / 1000);
-      node->set_all_end_rel_nanos(duration);
+      SetTimes(op.start_ns + clock_offset_ns, op.end_ns - op.start_ns, *node);
       node->set_thread_id(op.thread_id);
       (*dev->mutable_thread_names())[op.thread_id] = "executor thread " + std::to_string(op.thread_id);
 
@@ -262,19 +266,10 @@ tf::RunMetadata StepCollector::FinishStep(int64_t clock_offset_ns) {
     bool added = false;
     for (const CollectiveRecord& c : collectives_) {
       if (*c.device != dev.device()) continue;
-      const int64_t start = c.start_ns + clock_offset_ns;
-      const int64_t duration = std::max<int64_t>(0, c.end_ns - c.start_ns);
       tf::NodeExecStats* node = dev.add_node_stats();
       node->set_node_name(c.name);
       node->set_op_type(c.op_type);
-      node->set_all_start_micros(start / 1000);
-      node->set_all_start_nanos(start);
-      node->set_scheduled_micros(start / 1000);
-      node->set_scheduled_nanos(start);
-      node->set_op_end_rel_micros(duration / 1000);
-      node->set_op_end_rel_nanos(duration);
-      node->set_all_end_rel_micros(duration / 1000);
-      node->set_all_end_rel_nanos(duration);
+      SetTimes(c.start_ns + clock_offset_ns, c.end_ns - c.start_ns, *node);
       node->set_thread_id(kCollectiveLaneThreadId);
       node->set_timeline_label(c.name + " = " + c.op_type + "()");
       tf::CollectiveInfo* info = node->mutable_collective();

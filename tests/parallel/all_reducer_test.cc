@@ -16,16 +16,7 @@ namespace {
 
 using testing::GradientSet;
 using testing::MixedSizes;
-
-class RecordingObserver : public CollectiveObserver {
- public:
-  void OnCollective(const CollectiveEvent& event) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    events.push_back(event);
-  }
-  std::mutex mutex_;
-  std::vector<CollectiveEvent> events;
-};
+using testing::RecordingObserver;
 
 std::unique_ptr<AllReducer> MakeReducer(const std::string& spec_text, int participants,
                                         AllReduceOptions options = {}) {

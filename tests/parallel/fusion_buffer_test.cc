@@ -18,16 +18,7 @@ namespace {
 
 using testing::GradientSet;
 using testing::MixedSizes;
-
-class RecordingObserver : public CollectiveObserver {
- public:
-  void OnCollective(const CollectiveEvent& event) override {
-    std::lock_guard<std::mutex> lock(mutex);
-    events.push_back(event);
-  }
-  std::mutex mutex;
-  std::vector<CollectiveEvent> events;
-};
+using testing::RecordingObserver;
 
 std::unique_ptr<FusionBuffer> MakeFusion(const std::string& spec_text, int participants,
                                          FusionOptions fusion, AllReduceOptions options = {}) {

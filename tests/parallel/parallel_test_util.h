@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +17,17 @@
 #include "trainer/parallel/all_reducer.h"
 
 namespace stepscope::parallel::testing {
+
+// Keeps every collective event it is told of (from any thread).
+class RecordingObserver : public CollectiveObserver {
+ public:
+  void OnCollective(const CollectiveEvent& event) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    events.push_back(event);
+  }
+  std::mutex mutex;
+  std::vector<CollectiveEvent> events;
+};
 
 class GradientSet {
  public:

@@ -34,7 +34,9 @@ StepProfiler::StepProfiler(ProfileOptions options, std::string model_name)
   clock_offset_ns_ = wall - runtime::NowNanos();
 }
 
-StepProfiler::~StepProfiler() {
+StepProfiler::~StepProfiler() { Unhook(); }
+
+void StepProfiler::Unhook() {
   for (runtime::Device* device : devices_) {
     device->set_op_listener(nullptr);
     device->allocator().SetObserver(nullptr);
@@ -52,10 +54,7 @@ void StepProfiler::BeginStep(int64_t step, const std::vector<runtime::Device*>& 
 }
 
 StatusOr<std::string> StepProfiler::EndStep() {
-  for (runtime::Device* device : devices_) {
-    device->set_op_listener(nullptr);
-    device->allocator().SetObserver(nullptr);
-  }
+  Unhook();
   tf::RunMetadata metadata = collector_.FinishStep(clock_offset_ns_);
   tf::TraceSession* session = metadata.mutable_stepscope_session();
   session->set_producer("stepscope-train " STEPSCOPE_VERSION);

@@ -39,6 +39,8 @@ class StepProfiler final : public runtime::OpListener,
   void OnCollective(const parallel::CollectiveEvent& event) override;
 
  private:
+  void Unhook();
+
   ProfileOptions options_;
   std::string model_name_;
   collect::StepCollector collector_;

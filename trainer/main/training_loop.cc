@@ -132,7 +132,7 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
   std::vector<std::unique_ptr<models::Model>> replicas;
   models::LstmConfig lstm_config;
   int64_t examples_per_step = 0;
-  float base_lr = 0;
+  float base_lr = 0;  // ResNet's; the LSTM follows its config's schedule
   if (lstm) {
     ASSIGN_OR_RETURN(lstm_config, models::LstmConfigByName(options.config));
     lstm_config.seed = options.seed;
@@ -148,7 +148,6 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
       replicas.push_back(std::move(model));
     }
     examples_per_step = int64_t{lstm_config.batch_size} * lstm_config.num_steps * num_devices;
-    base_lr = lstm_config.learning_rate;
   } else {
     models::ResNetConfig config;
     config.depth = options.depth;
@@ -215,8 +214,7 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
       epoch_cost = 0;
       epoch_batches = 0;
     }
-    const float lr = lstm ? models::LstmLearningRate(lstm_config, epoch) / lstm_config.learning_rate * base_lr
-                          : base_lr;
+    const float lr = lstm ? models::LstmLearningRate(lstm_config, epoch) : base_lr;
     const bool profiled = IsProfiledStep(options.profile, step + 1, options.warmup_steps);
     if (profiled) profiler->BeginStep(step + 1, device_list);
     const int64_t t0 = runtime::NowNanos();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/lstm.h"
+#include "trainer/models/rng.h"
 #include "trainer/runtime/op_scope.h"
 #include "trainer/runtime/ops.h"
 
@@ -23,21 +24,14 @@ namespace ops = runtime::ops;
 constexpr char kScope[] = "Train/Model";
 constexpr char kGradients[] = "Train/Model/gradients";
 
-// Deterministic uniform numbers (splitmix64): the same initial weights on every platform.
-class UniformInit {
- public:
-  explicit UniformInit(uint64_t seed) : state_(seed) {}
-  float Next(float lo, float hi) {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return lo + (hi - lo) * static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
+// Copies `rows` rows of `width` floats between strided layouts: the (B, T, H) b-major batch
+// and its (B, H) time steps, [x, h] concatenations and their halves are all such copies.
+void CopyRows(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t rows,
+              int64_t width) {
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(dst + r * dst_stride, src + r * src_stride, static_cast<size_t>(width) * sizeof(float));
   }
-
- private:
-  uint64_t state_;
-};
+}
 
 // The nodes of one LSTM cell at one time step, forward and backward.
 struct CellNodes {
@@ -80,7 +74,7 @@ class LstmModel final : public Model {
   int softmax_b_var() const { return 2 + 2 * config_.num_layers; }
 
   StatusOr<Tensor> AddVariable(const std::string& name, const runtime::Shape& shape,
-                               VariableRole role, bool zero, UniformInit& init);
+                               VariableRole role, bool zero, Rng& init);
   void BuildGraph();
   Status EnsureState();
   StatusOr<Tensor> SliceStep(const Tensor& rows_bt, int t, const Node& node);
@@ -121,11 +115,11 @@ class LstmModel final : public Model {
 };
 
 StatusOr<Tensor> LstmModel::AddVariable(const std::string& name, const runtime::Shape& shape,
-                                        VariableRole role, bool zero, UniformInit& init) {
+                                        VariableRole role, bool zero, Rng& init) {
   ASSIGN_OR_RETURN(Tensor value, device_.Allocate(DType::kFloat32, shape));
   float* data = value.data<float>();
   for (int64_t k = 0; k < value.num_elements(); ++k) {
-    data[k] = zero ? 0.0f : init.Next(-config_.init_scale, config_.init_scale);
+    data[k] = zero ? 0.0f : init.UniformFloat(-config_.init_scale, config_.init_scale);
   }
   variables_.push_back(Variable{name, value, role});
   return value;
@@ -138,7 +132,7 @@ Status LstmModel::Build() {
     return InvalidInput("LSTM config '" + c.name + "': layers, hidden size, steps and batch size "
                         "must be positive and the vocabulary at least 2 words");
   }
-  UniformInit init(c.seed);
+  Rng init(c.seed);
   const int64_t H = c.hidden_size;
   RETURN_IF_ERROR(AddVariable("Model/embedding", {c.vocab_size, H}, VariableRole::kEmbedding,
                               false, init).status());
@@ -290,11 +284,7 @@ StatusOr<Tensor> LstmModel::SliceStep(const Tensor& rows_bt, int t, const Node& 
   OpScope scope(device_, node);
   ASSIGN_OR_RETURN(Tensor out, device_.Allocate(DType::kFloat32, {B, H}));
   scope.Output(out);
-  const float* src = rows_bt.data<float>();
-  float* dst = out.data<float>();
-  for (int64_t b = 0; b < B; ++b) {
-    std::memcpy(dst + b * H, src + (b * T + t) * H, static_cast<size_t>(H) * sizeof(float));
-  }
+  CopyRows(rows_bt.data<float>() + t * H, T * H, out.data<float>(), H, B, H);
   return out;
 }
 
@@ -349,12 +339,9 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
     OpScope scope(device_, *concat_);
     ASSIGN_OR_RETURN(outputs, device_.Allocate(DType::kFloat32, {B * T, H}));
     scope.Output(outputs);
-    float* dst = outputs.data<float>();
     for (int t = 0; t < T; ++t) {
-      const float* h = acts[static_cast<size_t>(t)][static_cast<size_t>(L - 1)].h.data<float>();
-      for (int64_t b = 0; b < B; ++b) {
-        std::memcpy(dst + (b * T + t) * H, h + b * H, static_cast<size_t>(H) * sizeof(float));
-      }
+      CopyRows(acts[static_cast<size_t>(t)][static_cast<size_t>(L - 1)].h.data<float>(), H,
+               outputs.data<float>() + t * H, T * H, B, H);
     }
   }
   ASSIGN_OR_RETURN(Tensor logits_mm, ops::MatMul(device_, *logits_matmul_, outputs,
@@ -397,11 +384,8 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
     for (int t = 0; t < T; ++t) {
       ASSIGN_OR_RETURN(dh_top[static_cast<size_t>(t)], device_.Allocate(DType::kFloat32, {B, H}));
       scope.Output(dh_top[static_cast<size_t>(t)]);
-      const float* src = d_outputs.data<float>();
-      float* dst = dh_top[static_cast<size_t>(t)].data<float>();
-      for (int64_t b = 0; b < B; ++b) {
-        std::memcpy(dst + b * H, src + (b * T + t) * H, static_cast<size_t>(H) * sizeof(float));
-      }
+      CopyRows(d_outputs.data<float>() + t * H, T * H, dh_top[static_cast<size_t>(t)].data<float>(),
+               H, B, H);
     }
   }
   d_outputs = Tensor();
@@ -456,13 +440,8 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
         OpScope scope(device_, *n.concat);
         ASSIGN_OR_RETURN(xh, device_.Allocate(DType::kFloat32, {B, 2 * H}));
         scope.Output(xh);
-        float* dst = xh.data<float>();
-        const float* x = a.x.data<float>();
-        const float* h = a.h_prev.data<float>();
-        for (int64_t b = 0; b < B; ++b) {
-          std::memcpy(dst + b * 2 * H, x + b * H, static_cast<size_t>(H) * sizeof(float));
-          std::memcpy(dst + b * 2 * H + H, h + b * H, static_cast<size_t>(H) * sizeof(float));
-        }
+        CopyRows(a.x.data<float>(), H, xh.data<float>(), 2 * H, B, H);
+        CopyRows(a.h_prev.data<float>(), H, xh.data<float>() + H, 2 * H, B, H);
       }
       ASSIGN_OR_RETURN(Tensor dxh, ops::MatMul(device_, *n.matmul, dgates,
                                                variables_[static_cast<size_t>(kernel_var(l))].value,
@@ -473,11 +452,7 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
         OpScope scope(device_, *node);
         ASSIGN_OR_RETURN(*dst_tensor, device_.Allocate(DType::kFloat32, {B, H}));
         scope.Output(*dst_tensor);
-        float* dst = dst_tensor->data<float>();
-        const float* src = dxh.data<float>();
-        for (int64_t b = 0; b < B; ++b) {
-          std::memcpy(dst + b * H, src + b * 2 * H + offset, static_cast<size_t>(H) * sizeof(float));
-        }
+        CopyRows(dxh.data<float>() + offset, 2 * H, dst_tensor->data<float>(), H, B, H);
       }
       // The kernel's gradient is summed over steps in one buffer (TF: AddN of per-step MatMul_1).
       RETURN_IF_ERROR(ops::MatMulInto(device_, *n.matmul_w, xh, dgates, d_kernel[static_cast<size_t>(l)],
@@ -498,12 +473,9 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
     OpScope scope(device_, *embedding_grad_);
     ASSIGN_OR_RETURN(d_embedding, device_.Allocate(DType::kFloat32, {B * T, H}));
     scope.Output(d_embedding);
-    float* dst = d_embedding.data<float>();
     for (int t = 0; t < T; ++t) {
-      const float* src = dx_bottom[static_cast<size_t>(t)].data<float>();
-      for (int64_t b = 0; b < B; ++b) {
-        std::memcpy(dst + (b * T + t) * H, src + b * H, static_cast<size_t>(H) * sizeof(float));
-      }
+      CopyRows(dx_bottom[static_cast<size_t>(t)].data<float>(), H, d_embedding.data<float>() + t * H,
+               T * H, B, H);
     }
   }
   ASSIGN_OR_RETURN(Tensor ids, batch.inputs.Reshaped({B * T}));

@@ -14,6 +14,7 @@
 #include "kernels/optimizers.h"
 #include "kernels/pad.h"
 #include "kernels/pooling.h"
+#include "trainer/models/rng.h"
 #include "trainer/runtime/graph.h"
 #include "trainer/runtime/op_scope.h"
 #include "trainer/runtime/ops.h"
@@ -41,55 +42,6 @@ constexpr std::array<std::array<int, 4>, 6> kBlocksPerStage = {
 constexpr std::array<int, 4> kStageFilters = {64, 128, 256, 512};  // bottleneck width
 constexpr int kBottleneckExpansion = 4;
 
-// SplitMix64 with Box-Muller normals: the same stream for a seed on every platform we build on
-// (std::normal_distribution's algorithm is left to the library).
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }  // [0, 1)
-  double Normal() {
-    if (has_spare_) {
-      has_spare_ = false;
-      return spare_;
-    }
-    double u1 = Uniform();
-    while (u1 <= 0.0) u1 = Uniform();
-    const double radius = std::sqrt(-2.0 * std::log(u1));
-    const double angle = 2.0 * 3.14159265358979323846 * Uniform();
-    spare_ = radius * std::sin(angle);
-    has_spare_ = true;
-    return radius * std::cos(angle);
-  }
-  // Keras' truncated normal: redrawn beyond two standard deviations.
-  double TruncatedNormal() {
-    for (;;) {
-      const double z = Normal();
-      if (std::abs(z) <= 2.0) return z;
-    }
-  }
-
- private:
-  uint64_t state_;
-  double spare_ = 0;
-  bool has_spare_ = false;
-};
-
-// y = a + b (TF's AddV2, what Keras' Add layer runs for two inputs). ops.h has no two-input add.
-StatusOr<Tensor> AddV2(const runtime::Device& device, const Node& node, const Tensor& a,
-                       const Tensor& b) {
-  runtime::OpScope scope(device, node);
-  ASSIGN_OR_RETURN(Tensor c, device.Allocate(DType::kFloat32, a.shape()));
-  scope.Output(c);
-  RETURN_IF_ERROR(kernels::Add(device.cpu(), a.in<float>(), b.in<float>(), c.view<float>()));
-  return c;
-}
 
 kernels::Paddings SpatialPadding(int64_t amount) {
   kernels::Paddings p;
@@ -545,7 +497,7 @@ StatusOr<Tensor> ResNetModel::BlockForward(Block& b, const Tensor& x) {
   ASSIGN_OR_RETURN(y, ConvBnForward(layers_[static_cast<size_t>(b.main[1])], b.relu1_y));
   ASSIGN_OR_RETURN(b.relu2_y, ops::Relu(device_, *b.relu2, y));
   ASSIGN_OR_RETURN(y, ConvBnForward(layers_[static_cast<size_t>(b.main[2])], b.relu2_y));
-  ASSIGN_OR_RETURN(Tensor sum, AddV2(device_, *b.add, shortcut, y));
+  ASSIGN_OR_RETURN(Tensor sum, ops::Add(device_, *b.add, shortcut, y));
   ASSIGN_OR_RETURN(b.out_y, ops::Relu(device_, *b.out, sum));
   return b.out_y;
 }

@@ -76,6 +76,14 @@ StatusOr<Tensor> AddN(const Device& device, const Node& node, std::span<const Te
   return out;
 }
 
+StatusOr<Tensor> Add(const Device& device, const Node& node, const Tensor& a, const Tensor& b) {
+  OpScope scope(device, node);
+  ASSIGN_OR_RETURN(Tensor c, device.Allocate(DType::kFloat32, a.shape()));
+  scope.Output(c);
+  RETURN_IF_ERROR(kernels::Add(device.cpu(), a.in<float>(), b.in<float>(), c.view<float>()));
+  return c;
+}
+
 StatusOr<Tensor> Relu(const Device& device, const Node& node, const Tensor& x) {
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor y, device.Allocate(DType::kFloat32, x.shape()));

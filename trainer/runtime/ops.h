@@ -31,6 +31,8 @@ StatusOr<Tensor> BiasAdd(const Device& device, const Node& node, const Tensor& x
                          const Tensor& bias);
 StatusOr<Tensor> BiasAddGrad(const Device& device, const Node& node, const Tensor& dy);
 StatusOr<Tensor> AddN(const Device& device, const Node& node, std::span<const Tensor> inputs);
+// y = a + b, same shapes (TF's AddV2, what Keras' Add layer runs for two inputs).
+StatusOr<Tensor> Add(const Device& device, const Node& node, const Tensor& a, const Tensor& b);
 StatusOr<Tensor> Relu(const Device& device, const Node& node, const Tensor& x);
 StatusOr<Tensor> ReluGrad(const Device& device, const Node& node, const Tensor& dy,
                           const Tensor& y);

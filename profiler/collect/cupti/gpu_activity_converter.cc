@@ -38,6 +38,21 @@ void SetTimes(int64_t start_ns, int64_t duration_ns, tf::NodeExecStats* node) {
 
 }  // namespace
 
+template <typename CuptiMemcpy>
+GpuActivityConverter::GpuRecord GpuActivityConverter::MemcpyRecord(const CuptiMemcpy& m) {
+  GpuRecord r{RecordKind::kMemcpy};
+  r.device_id = m.deviceId;
+  r.stream_id = m.streamId;
+  r.correlation_id = m.correlationId;
+  r.start = m.start;
+  r.end = m.end;
+  r.bytes = m.bytes;
+  r.copy_kind = m.copyKind;
+  r.src_kind = m.srcKind;
+  r.dst_kind = m.dstKind;
+  return r;
+}
+
 std::string MemcpyKindName(uint8_t copy_kind) {
   switch (copy_kind) {
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
@@ -124,36 +139,12 @@ void GpuActivityConverter::OnRecord(const CUpti_Activity& record) {
       AddGpuRecord(std::move(r));
       return;
     }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const auto& m = reinterpret_cast<const CUpti_ActivityMemcpy6&>(record);
-      GpuRecord r{RecordKind::kMemcpy};
-      r.device_id = m.deviceId;
-      r.stream_id = m.streamId;
-      r.correlation_id = m.correlationId;
-      r.start = m.start;
-      r.end = m.end;
-      r.bytes = m.bytes;
-      r.copy_kind = m.copyKind;
-      r.src_kind = m.srcKind;
-      r.dst_kind = m.dstKind;
-      AddGpuRecord(std::move(r));
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      AddGpuRecord(MemcpyRecord(reinterpret_cast<const CUpti_ActivityMemcpy6&>(record)));
       return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer-to-peer copies
-      const auto& m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4&>(record);
-      GpuRecord r{RecordKind::kMemcpy};
-      r.device_id = m.deviceId;
-      r.stream_id = m.streamId;
-      r.correlation_id = m.correlationId;
-      r.start = m.start;
-      r.end = m.end;
-      r.bytes = m.bytes;
-      r.copy_kind = m.copyKind;
-      r.src_kind = m.srcKind;
-      r.dst_kind = m.dstKind;
-      AddGpuRecord(std::move(r));
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:  // peer-to-peer copies: the same fields
+      AddGpuRecord(MemcpyRecord(reinterpret_cast<const CUpti_ActivityMemcpyPtoP4&>(record)));
       return;
-    }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto& m = reinterpret_cast<const CUpti_ActivityMemset4&>(record);
       GpuRecord r{RecordKind::kMemset};

@@ -153,6 +153,9 @@ class GpuActivityConverter : public ActivityRecordSink {
   };
 
   void AddGpuRecord(GpuRecord record);
+  // CUPTI's device and peer-to-peer memcpy records carry the same fields.
+  template <typename CuptiMemcpy>
+  static GpuRecord MemcpyRecord(const CuptiMemcpy& m);
   tf::NodeExecStats ToNodeStats(const GpuRecord& record, int64_t clock_offset_ns,
                                 uint64_t* external_id_out) const;
 
