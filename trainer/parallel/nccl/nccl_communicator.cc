@@ -1,0 +1,171 @@
+#include "trainer/parallel/nccl/nccl_communicator.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace stepscope::parallel {
+namespace {
+
+Status NcclError(const char* call, ncclResult_t result) {
+  std::string message = std::string(call) + " failed: " + ncclGetErrorString(result);
+  // Errors from CUDA or the system mean the GPUs are not usable here; the rest are misuse.
+  if (result == ncclUnhandledCudaError || result == ncclSystemError ||
+      result == ncclRemoteError) {
+    return Unavailable("nccl: " + message);
+  }
+  return Internal("nccl: " + message);
+}
+
+#define STEPSCOPE_NCCL_CHECK(call)                                 \
+  do {                                                             \
+    const ncclResult_t nccl_result_ = (call);                      \
+    if (nccl_result_ != ncclSuccess) return NcclError(#call, nccl_result_); \
+  } while (false)
+
+std::string OrdinalList(std::span<const int> gpus) {
+  std::string list;
+  for (int gpu : gpus) list += (list.empty() ? "" : ",") + std::to_string(gpu);
+  return list;
+}
+
+// NCCL needs the GPUs to exist; asking CUDA first gives the user CUDA's reason (no driver, no
+// device) instead of NCCL's generic "unhandled cuda error".
+Status RequireGpus(std::span<const int> gpus) {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    return Unavailable("nccl needs GPUs " + OrdinalList(gpus) + " but CUDA reports: " +
+                       cudaGetErrorString(error));
+  }
+  for (int gpu : gpus) {
+    if (gpu >= count) {
+      return Unavailable("nccl needs GPU " + std::to_string(gpu) + " but this machine has " +
+                         std::to_string(count) + " GPU(s)");
+    }
+  }
+  return Status::Ok();
+}
+
+ncclRedOp_t NcclOp(ReduceOp op) { return op == ReduceOp::kMean ? ncclAvg : ncclSum; }
+
+}  // namespace
+
+Status ValidateNcclClique(std::span<const int> gpu_ordinals, int world_size, int first_rank) {
+  if (gpu_ordinals.empty()) return InvalidInput("nccl: no GPUs given");
+  std::vector<int> sorted(gpu_ordinals.begin(), gpu_ordinals.end());
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted.front() < 0) {
+    return InvalidInput("nccl: GPU ordinal " + std::to_string(sorted.front()) + " is negative");
+  }
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    return InvalidInput("nccl: GPU list " + OrdinalList(gpu_ordinals) + " names a GPU twice");
+  }
+  const int64_t last_rank = int64_t{first_rank} + static_cast<int64_t>(gpu_ordinals.size());
+  if (first_rank < 0 || world_size < 1 || last_rank > world_size) {
+    return InvalidInput("nccl: local ranks [" + std::to_string(first_rank) + ", " +
+                        std::to_string(last_rank) + ") do not fit a clique of " +
+                        std::to_string(world_size) + " ranks");
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::CreateInProcess(
+    std::span<const int> gpu_ordinals) {
+  const int n = static_cast<int>(gpu_ordinals.size());
+  RETURN_IF_ERROR(ValidateNcclClique(gpu_ordinals, n, 0));
+  RETURN_IF_ERROR(RequireGpus(gpu_ordinals));
+  std::vector<ncclComm_t> comms(gpu_ordinals.size(), nullptr);
+  STEPSCOPE_NCCL_CHECK(ncclCommInitAll(comms.data(), n, gpu_ordinals.data()));
+  return std::unique_ptr<NcclCommunicator>(new NcclCommunicator(
+      std::vector<int>(gpu_ordinals.begin(), gpu_ordinals.end()), std::move(comms), n));
+}
+
+StatusOr<NcclUniqueIdBytes> NcclCommunicator::NewUniqueId() {
+  ncclUniqueId id;
+  STEPSCOPE_NCCL_CHECK(ncclGetUniqueId(&id));
+  NcclUniqueIdBytes bytes;
+  std::memcpy(bytes.data(), id.internal, bytes.size());
+  return bytes;
+}
+
+StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::CreateForRanks(
+    const NcclUniqueIdBytes& id_bytes, int world_size, int first_rank,
+    std::span<const int> gpu_ordinals) {
+  RETURN_IF_ERROR(ValidateNcclClique(gpu_ordinals, world_size, first_rank));
+  RETURN_IF_ERROR(RequireGpus(gpu_ordinals));
+  ncclUniqueId id;
+  std::memcpy(id.internal, id_bytes.data(), id_bytes.size());
+  std::vector<ncclComm_t> comms(gpu_ordinals.size(), nullptr);
+  // Several ranks in one process must be initialized inside one group.
+  STEPSCOPE_NCCL_CHECK(ncclGroupStart());
+  for (size_t i = 0; i < gpu_ordinals.size(); ++i) {
+    if (cudaSetDevice(gpu_ordinals[i]) != cudaSuccess) {
+      (void)ncclGroupEnd();
+      return Unavailable("nccl: cudaSetDevice(" + std::to_string(gpu_ordinals[i]) + ") failed");
+    }
+    const ncclResult_t result =
+        ncclCommInitRank(&comms[i], world_size, id, first_rank + static_cast<int>(i));
+    if (result != ncclSuccess) {
+      (void)ncclGroupEnd();
+      return NcclError("ncclCommInitRank", result);
+    }
+  }
+  STEPSCOPE_NCCL_CHECK(ncclGroupEnd());
+  return std::unique_ptr<NcclCommunicator>(new NcclCommunicator(
+      std::vector<int>(gpu_ordinals.begin(), gpu_ordinals.end()), std::move(comms), world_size));
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  for (ncclComm_t comm : comms_) {
+    if (comm != nullptr) (void)ncclCommDestroy(comm);
+  }
+}
+
+Status NcclCommunicator::CheckLocal(std::span<float* const> device_buffers,
+                                    std::span<const cudaStream_t> streams, const char* what) const {
+  if (device_buffers.size() != comms_.size() || streams.size() != comms_.size()) {
+    return InvalidInput(std::string("nccl ") + what + ": " + std::to_string(comms_.size()) +
+                        " local GPUs but " + std::to_string(device_buffers.size()) +
+                        " buffers and " + std::to_string(streams.size()) + " streams");
+  }
+  return Status::Ok();
+}
+
+Status NcclCommunicator::AllReduce(std::span<float* const> device_buffers, size_t count,
+                                   ReduceOp op, std::span<const cudaStream_t> streams) {
+  RETURN_IF_ERROR(CheckLocal(device_buffers, streams, "all-reduce"));
+  STEPSCOPE_NCCL_CHECK(ncclGroupStart());
+  for (size_t i = 0; i < comms_.size(); ++i) {
+    const ncclResult_t result = ncclAllReduce(device_buffers[i], device_buffers[i], count,
+                                              ncclFloat32, NcclOp(op), comms_[i], streams[i]);
+    if (result != ncclSuccess) {
+      (void)ncclGroupEnd();
+      return NcclError("ncclAllReduce", result);
+    }
+  }
+  STEPSCOPE_NCCL_CHECK(ncclGroupEnd());
+  return Status::Ok();
+}
+
+Status NcclCommunicator::Broadcast(std::span<float* const> device_buffers, size_t count, int root,
+                                   std::span<const cudaStream_t> streams) {
+  RETURN_IF_ERROR(CheckLocal(device_buffers, streams, "broadcast"));
+  if (root < 0 || root >= world_size_) {
+    return InvalidInput("nccl broadcast: root " + std::to_string(root) + " outside a clique of " +
+                        std::to_string(world_size_));
+  }
+  STEPSCOPE_NCCL_CHECK(ncclGroupStart());
+  for (size_t i = 0; i < comms_.size(); ++i) {
+    const ncclResult_t result = ncclBroadcast(device_buffers[i], device_buffers[i], count,
+                                              ncclFloat32, root, comms_[i], streams[i]);
+    if (result != ncclSuccess) {
+      (void)ncclGroupEnd();
+      return NcclError("ncclBroadcast", result);
+    }
+  }
+  STEPSCOPE_NCCL_CHECK(ncclGroupEnd());
+  return Status::Ok();
+}
+
+}  // namespace stepscope::parallel
