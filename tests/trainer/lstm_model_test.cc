@@ -1,5 +1,6 @@
 // The PTB word LSTM: TF's op names (checked against a real TF step), real learning, gradients
-// against finite differences, determinism, and the state carried across batches.
+// against finite differences, determinism, the state carried across batches, and dropout
+// (TF's dropout ops, mask statistics, gradients with a fixed mask, repeatability per seed).
 #include "trainer/models/lstm_model.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,9 @@
 
 #include "base/file_io.h"
 #include "test_util.h"
+#include "trainer/runtime/bfc_allocator.h"
+#include "trainer/runtime/cpu_sub_allocator.h"
+#include "trainer/runtime/op_scope.h"
 
 namespace stepscope::models {
 namespace {
@@ -105,6 +109,11 @@ TEST(LstmModel, SmallConfigHasTheOpsAndNamesOfTheTensorFlowStep) {
   EXPECT_EQ(counts.at("ScatterSub"), 1);
   EXPECT_EQ(counts.at("L2Loss"), 7);
   EXPECT_EQ(counts.at("SparseSoftmaxCrossEntropyWithLogits"), 1);
+  // keep_prob 1: no dropout op at all.
+  for (const char* op : {"RandomUniform", "Floor", "RealDiv"}) EXPECT_EQ(counts.count(op), 0u) << op;
+  // Mul: the loss gradient, the clip factor, the 7 clipped gradients, the embedding's update.
+  EXPECT_EQ(counts.at("Mul"), 10);
+  EXPECT_EQ((*model)->graph().nodes().size(), 418u);
 
   // Every cell, cell gradient, update and clipping node is named exactly as TF named it.
   const std::set<std::string> sample = SampleNodeNames();
@@ -196,14 +205,8 @@ TEST(LstmModel, StateIsCarriedAcrossBatchesUntilReset) {
 
 // The whole backward pass against central differences of the loss, on the largest gradient
 // entries of every variable (float model: relative tolerance 3e-2).
-TEST(LstmModel, GradientsMatchFiniteDifferences) {
+void ExpectGradientsMatchFiniteDifferences(const LstmConfig& c) {
   auto device = MakeCpuDevice();
-  LstmConfig c = TinyConfig();
-  c.hidden_size = 8;
-  c.num_steps = 3;
-  c.batch_size = 2;
-  c.vocab_size = 7;
-  c.init_scale = 0.5f;
   const auto corpus = PatternCorpus(c.vocab_size, 200);
   auto model = MakeLstm(*device, c).value();
   const Batch batch = MakeBatch(*device, corpus, c, 0);
@@ -241,6 +244,245 @@ TEST(LstmModel, GradientsMatchFiniteDifferences) {
     EXPECT_NEAR(analytic, numeric, 3e-2 * std::max(1e-2, std::abs(numeric)))
         << var.name << "[" << largest << "]";
   }
+}
+
+LstmConfig GradientCheckConfig() {
+  LstmConfig c = TinyConfig();
+  c.hidden_size = 8;
+  c.num_steps = 3;
+  c.batch_size = 2;
+  c.vocab_size = 7;
+  c.init_scale = 0.5f;
+  return c;
+}
+
+TEST(LstmModel, GradientsMatchFiniteDifferences) {
+  ExpectGradientsMatchFiniteDifferences(GradientCheckConfig());
+}
+
+// With dropout: the same masks on every evaluation (a fixed mask), so the loss is a smooth
+// function of the weights and the backward pass (masks and 1/keep_prob) can be checked.
+TEST(LstmModel, GradientsWithDropoutMatchFiniteDifferencesForAFixedMask) {
+  LstmConfig c = GradientCheckConfig();
+  c.keep_prob = 0.5f;
+  c.fixed_dropout_masks = true;
+  ExpectGradientsMatchFiniteDifferences(c);
+}
+
+LstmConfig DropoutConfig(float keep_prob) {
+  LstmConfig c = TinyConfig();
+  c.keep_prob = keep_prob;
+  return c;
+}
+
+// Keeps the outputs of every op of one type (copied: the tensors die after the op).
+class OutputRecorder : public runtime::OpListener {
+ public:
+  explicit OutputRecorder(std::string op_type) : op_type_(std::move(op_type)) {}
+  void OnOpStart(const runtime::Device&, const runtime::Node&, int64_t) override {}
+  void OnOpEnd(const runtime::Device&, const runtime::Node& node, int64_t, int64_t,
+               std::span<const Tensor> outputs) override {
+    if (node.op_type != op_type_) return;
+    ++ops;
+    for (const Tensor& t : outputs) {
+      values.insert(values.end(), t.data<float>(), t.data<float>() + t.num_elements());
+    }
+  }
+  int ops = 0;
+  std::vector<float> values;
+
+ private:
+  std::string op_type_;
+};
+
+TEST(LstmDropout, GraphHasTensorFlowsDropoutOpsPerSite) {
+  auto device = MakeCpuDevice();
+  const LstmConfig c = DropoutConfig(0.5f);  // 2 layers, 6 steps
+  auto model = MakeLstm(*device, c).value();
+  const auto counts = CountOpTypes(model->graph());
+  const int sites = 1 + c.num_layers * c.num_steps;  // embedding + each cell output
+  EXPECT_EQ(counts.at("RandomUniform"), sites);
+  EXPECT_EQ(counts.at("Floor"), sites);
+  EXPECT_EQ(counts.at("Add"), sites);
+  EXPECT_EQ(counts.at("RealDiv"), 2 * sites);  // forward div and div_grad
+  EXPECT_EQ(counts.at("LSTMBlockCell"), 2 * 6);
+
+  std::map<std::string, const runtime::Node*> by_name;
+  for (const runtime::Node& node : model->graph().nodes()) by_name[node.name] = &node;
+  const auto node = [&](const std::string& name) -> const runtime::Node& {
+    EXPECT_TRUE(by_name.count(name)) << name << " is not in the graph";
+    static const runtime::Node kMissing;
+    return by_name.count(name) ? *by_name[name] : kMissing;
+  };
+  const std::string cell = "Train/Model/RNN/RNN/multi_rnn_cell/cell_";
+  EXPECT_EQ(node("Train/Model/dropout/random_uniform/RandomUniform").op_type, "RandomUniform");
+  EXPECT_EQ(node("Train/Model/dropout/mul").inputs,
+            std::vector<std::string>({"Train/Model/dropout/div", "Train/Model/dropout/Floor"}));
+  EXPECT_EQ(node("Train/Model/dropout/div").inputs[0], "Train/Model/embedding_lookup");
+  // The embedding's dropout feeds the time steps; each cell's output dropout feeds the layer
+  // above and, for the top layer, the softmax's concat; the state goes on undropped.
+  EXPECT_EQ(node("Train/Model/RNN/strided_slice_3").inputs[0], "Train/Model/dropout/mul");
+  EXPECT_EQ(node(cell + "0/dropout_3/div").inputs[0], cell + "0/lstm_cell/LSTMBlockCell_3:6");
+  EXPECT_EQ(node(cell + "1/lstm_cell/LSTMBlockCell_3").inputs[0], cell + "0/dropout_3/mul");
+  EXPECT_EQ(node(cell + "1/lstm_cell/LSTMBlockCell_3").inputs[2], cell + "1/lstm_cell/LSTMBlockCell_2:6");
+  EXPECT_EQ(node("Train/Model/concat").inputs[5], cell + "1/dropout_5/mul");
+  EXPECT_EQ(by_name.count(cell + "1/dropout_6/mul"), 0u);  // one site per step: 0..5
+  // Gradients: the mask, then 1/keep_prob; the embedding's is what gets clipped and applied.
+  const std::string g = "Train/Model/gradients/";
+  EXPECT_EQ(node(g + "Train/Model/dropout/mul_grad/Mul").inputs,
+            std::vector<std::string>({g + "Train/Model/RNN/strided_slice_grad/StridedSliceGrad",
+                                      "Train/Model/dropout/Floor"}));
+  EXPECT_EQ(node(g + "Train/Model/dropout/div_grad/RealDiv").op_type, "RealDiv");
+  EXPECT_EQ(node(g + cell + "1/dropout_5/mul_grad/Mul").inputs[0], g + "Train/Model/concat_grad/split:5");
+  EXPECT_EQ(node(g + cell + "0/dropout_2/mul_grad/Mul").inputs[0],
+            g + cell + "1/lstm_cell/LSTMBlockCell_2_grad/Slice");
+  EXPECT_EQ(node("Train/Model/global_norm/L2Loss").inputs[0],
+            g + "Train/Model/dropout/div_grad/RealDiv");
+}
+
+TEST(LstmDropout, MasksKeepTheRightShareAndScaleTheKeptValues) {
+  for (const float keep : {0.5f, 0.35f}) {  // medium's and large's keep_prob
+    auto device = MakeCpuDevice();
+    LstmConfig c = DropoutConfig(keep);
+    c.hidden_size = 50;
+    auto model = MakeLstm(*device, c).value();
+    const auto corpus = PatternCorpus(c.vocab_size, 2000);
+    OutputRecorder masks("Floor");
+    device->set_op_listener(&masks);
+    auto result = model->ComputeGradients(MakeBatch(*device, corpus, c, 0));
+    device->set_op_listener(nullptr);
+    ASSERT_TRUE(result.ok()) << result.status().message();
+    EXPECT_EQ(masks.ops, 1 + c.num_layers * c.num_steps);
+    ASSERT_EQ(masks.values.size(), size_t{4 * 50} * (6 + 2 * 6));  // (B·T, H) + L·T of (B, H)
+    double ones = 0;
+    for (float m : masks.values) {
+      ASSERT_TRUE(m == 0.0f || m == 1.0f) << m;
+      ones += m;
+    }
+    // 3600 Bernoulli(keep) draws: the share is within 4 standard deviations (~0.033).
+    EXPECT_NEAR(ones / static_cast<double>(masks.values.size()), keep, 0.035) << keep;
+  }
+  // The site's output is x / keep_prob where kept, 0 elsewhere.
+  auto device = MakeCpuDevice();
+  const LstmConfig c = DropoutConfig(0.5f);
+  auto model = MakeLstm(*device, c).value();
+  OutputRecorder divs("RealDiv"), muls("Mul");
+  struct Both : runtime::OpListener {
+    OutputRecorder *a, *b;
+    void OnOpStart(const runtime::Device&, const runtime::Node&, int64_t) override {}
+    void OnOpEnd(const runtime::Device& d, const runtime::Node& n, int64_t s, int64_t e,
+                 std::span<const Tensor> out) override {
+      if (n.name == "Train/Model/dropout/div") a->OnOpEnd(d, n, s, e, out);
+      if (n.name == "Train/Model/dropout/mul") b->OnOpEnd(d, n, s, e, out);
+    }
+  } both;
+  both.a = &divs, both.b = &muls;
+  device->set_op_listener(&both);
+  ASSERT_TRUE(model->ComputeGradients(MakeBatch(*device, PatternCorpus(c.vocab_size, 2000), c, 0)).ok());
+  device->set_op_listener(nullptr);
+  ASSERT_EQ(divs.values.size(), muls.values.size());
+  ASSERT_FALSE(divs.values.empty());
+  int zeroed = 0;
+  for (size_t k = 0; k < muls.values.size(); ++k) {
+    if (muls.values[k] == 0.0f) {
+      ++zeroed;
+    } else {
+      EXPECT_EQ(muls.values[k], divs.values[k]);
+    }
+  }
+  EXPECT_GT(zeroed, 0);
+  EXPECT_LT(zeroed, static_cast<int>(muls.values.size()));
+}
+
+TEST(LstmDropout, RepeatableForASeedNewMasksEachStepAndPerDevice) {
+  const LstmConfig c = DropoutConfig(0.5f);
+  const auto corpus = PatternCorpus(c.vocab_size, 2000);
+  auto losses = [&](const LstmConfig& config, const runtime::Device& device) {
+    auto model = MakeLstm(device, config).value();
+    std::vector<double> out;
+    for (int step = 0; step < 4; ++step) {
+      model->ResetState();  // same batch, same weights: only the masks can change the loss
+      out.push_back(model->ComputeGradients(MakeBatch(device, corpus, config, 0))->loss);
+    }
+    return out;
+  };
+  auto devices = runtime::CreateDevices(*runtime::ParseDeviceSpec("cpu:2")).value();
+  const std::vector<double> first = losses(c, *devices[0]);
+  EXPECT_EQ(first, losses(c, *devices[0]));  // the same seed gives the same run
+  EXPECT_NE(first[0], first[1]);             // each step draws new masks
+  EXPECT_NE(first[1], first[2]);
+  EXPECT_NE(first, losses(c, *devices[1]));  // another tower draws other masks
+  LstmConfig other_seed = c;
+  other_seed.seed = 8;
+  EXPECT_NE(losses(other_seed, *devices[0])[0], first[0]);
+  LstmConfig fixed = c;
+  fixed.fixed_dropout_masks = true;
+  const std::vector<double> repeated = losses(fixed, *devices[0]);
+  EXPECT_EQ(repeated, std::vector<double>(4, first[0]));  // the first step's masks, every step
+  // Without dropout the tower does not matter, and the loss differs from the dropped one.
+  LstmConfig none = c;
+  none.keep_prob = 1.0f;
+  const std::vector<double> plain = losses(none, *devices[0]);
+  EXPECT_EQ(plain, losses(none, *devices[1]));
+  EXPECT_EQ(plain, std::vector<double>(4, plain[0]));
+  EXPECT_NE(plain[0], first[0]);
+}
+
+TEST(LstmDropout, TrainingWithDropoutStillLearns) {
+  auto device = MakeCpuDevice();
+  const LstmConfig c = DropoutConfig(0.8f);
+  auto model = MakeLstm(*device, c).value();
+  const auto corpus = PatternCorpus(c.vocab_size, 4000);
+  const int epoch_size = static_cast<int>((corpus.size() / c.batch_size - 1) / c.num_steps);
+  double first = 0, recent = 0;
+  constexpr int kSteps = 1000, kAveraged = 100;
+  for (int step = 0; step < kSteps; ++step) {
+    if (step % epoch_size == 0) model->ResetState();
+    auto result = model->ComputeGradients(MakeBatch(*device, corpus, c, step % epoch_size));
+    ASSERT_TRUE(result.ok()) << result.status().message();
+    const double perplexity = std::exp(result->loss / c.num_steps);
+    if (step == 0) first = perplexity;
+    if (step >= kSteps - kAveraged) recent += perplexity / kAveraged;
+    ASSERT_TRUE(model->ApplyGradients(result->gradients, 1.0f).ok());
+  }
+  EXPECT_NEAR(first, 16.0, 2.0);
+  EXPECT_LT(recent, 6.0) << "first " << first;
+}
+
+TEST(LstmDropout, KeepProbOutsideZeroToOneIsRejected) {
+  auto device = MakeCpuDevice();
+  for (const float bad : {0.0f, -0.5f, 1.5f, std::nanf("")}) {
+    const auto model = MakeLstm(*device, DropoutConfig(bad));
+    ASSERT_FALSE(model.ok()) << bad;
+    EXPECT_EQ(model.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(model.status().message().find("keep_prob"), std::string::npos)
+        << model.status().message();
+  }
+  EXPECT_EQ(LstmConfigByName("small")->keep_prob, 1.0f);
+  EXPECT_EQ(LstmConfigByName("medium")->keep_prob, 0.5f);
+  EXPECT_EQ(LstmConfigByName("large")->keep_prob, 0.35f);
+}
+
+// What a GPU device looks like to a model, without a GPU: the LSTM refuses it (its ops run CPU
+// kernels on host memory) before touching its memory.
+class FakeGpu final : public runtime::GpuResources {
+ public:
+  int ordinal() const override { return 0; }
+};
+
+TEST(LstmModel, RefusesAGpuDevice) {
+  auto host_arena = [] {
+    return std::make_unique<runtime::BFCAllocator>(std::make_unique<runtime::CpuSubAllocator>(),
+                                                   int64_t{1} << 30, "cpu");
+  };
+  const runtime::Device gpu(0, {}, std::make_unique<FakeGpu>(), host_arena(), host_arena());
+  EXPECT_EQ(gpu.name(), "/job:localhost/replica:0/task:0/device:GPU:0");
+  const auto model = MakeLstm(gpu, TinyConfig());
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(model.status().message().find("CPU devices only; " + gpu.name()), std::string::npos)
+      << model.status().message();
+  EXPECT_EQ(gpu.allocator().Stats().num_allocs, 0);
 }
 
 TEST(LstmModel, ConfigsAndLearningRateSchedule) {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/elementwise.h"
 #include "kernels/lstm.h"
 #include "trainer/models/rng.h"
 #include "trainer/runtime/op_scope.h"
@@ -46,16 +47,34 @@ struct CellNodes {
   const Node* dh_addn = nullptr;    // AddN of the two gradients reaching h (null at the last step)
 };
 
+// The nodes of one dropout site (tf.nn.dropout of TF 1.x), forward and backward.
+struct DropoutNodes {
+  const Node* random_uniform = nullptr;  // RandomUniform: u ~ U[0, 1)
+  const Node* add = nullptr;             // Add: keep_prob + u
+  const Node* floor = nullptr;           // Floor: the 0/1 mask
+  const Node* div = nullptr;             // RealDiv: x / keep_prob
+  const Node* mul = nullptr;             // Mul: the site's output
+  const Node* mul_grad = nullptr;        // Mul: dy · mask
+  const Node* div_grad = nullptr;        // RealDiv: (dy · mask) / keep_prob
+};
+
 // What the backward pass needs of a cell's forward.
 struct CellActivations {
   Tensor x, cs_prev, h_prev;
   Tensor i, cs, f, o, ci, co, h;
+  Tensor output_mask;  // the dropout mask of h on its way up (empty without dropout)
 };
+
+// The dropout masks' random stream: its own, derived from the seed and the device's index
+// (towers draw different masks, as TF's per-tower dropout ops do).
+uint64_t DropoutSeed(uint64_t seed, int device_index) {
+  return Rng(seed ^ 0xD6E8FEB86659FD93ull).Next() + static_cast<uint64_t>(device_index);
+}
 
 class LstmModel final : public Model {
  public:
   LstmModel(const runtime::Device& device, const LstmConfig& config)
-      : device_(device), config_(config) {}
+      : device_(device), config_(config), dropout_rng_(DropoutSeed(config.seed, device.index())) {}
 
   Status Build();
 
@@ -79,6 +98,13 @@ class LstmModel final : public Model {
   Status EnsureState();
   StatusOr<Tensor> SliceStep(const Tensor& rows_bt, int t, const Node& node);
 
+  bool dropout() const { return config_.keep_prob < 1.0f; }
+  DropoutNodes AddDropoutNodes(const std::string& scope, const std::string& input);
+  // y = dropout(x) with a fresh mask from dropout_rng_ (returned in *mask for the backward).
+  StatusOr<Tensor> DropoutForward(const DropoutNodes& nodes, const Tensor& x, Tensor* mask);
+  // The gradient of x given the gradient of y and the forward's mask.
+  StatusOr<Tensor> DropoutBackward(const DropoutNodes& nodes, const Tensor& dy, const Tensor& mask);
+
   const runtime::Device& device_;
   LstmConfig config_;
   std::vector<Variable> variables_;
@@ -89,6 +115,9 @@ class LstmModel final : public Model {
   const Node* embedding_lookup_ = nullptr;
   std::vector<const Node*> strided_slice_;     // [t]
   std::vector<std::vector<CellNodes>> cells_;  // [t][layer]
+  // Dropout sites (only when keep_prob < 1): the embedding output, each cell's output.
+  DropoutNodes embedding_dropout_;
+  std::vector<std::vector<DropoutNodes>> cell_dropout_;  // [t][layer]
   const Node* concat_ = nullptr;
   const Node* logits_matmul_ = nullptr;
   const Node* logits_bias_ = nullptr;
@@ -112,6 +141,7 @@ class LstmModel final : public Model {
   std::vector<const Node*> update_;      // [variable]
 
   std::vector<Tensor> state_cs_, state_h_;  // [layer], carried across batches
+  Rng dropout_rng_;
 };
 
 StatusOr<Tensor> LstmModel::AddVariable(const std::string& name, const runtime::Shape& shape,
@@ -131,6 +161,10 @@ Status LstmModel::Build() {
       c.vocab_size < 2) {
     return InvalidInput("LSTM config '" + c.name + "': layers, hidden size, steps and batch size "
                         "must be positive and the vocabulary at least 2 words");
+  }
+  if (!(c.keep_prob > 0.0f && c.keep_prob <= 1.0f)) {
+    return InvalidInput("LSTM config '" + c.name + "': keep_prob " + std::to_string(c.keep_prob) +
+                        " is not in (0, 1]");
   }
   Rng init(c.seed);
   const int64_t H = c.hidden_size;
@@ -160,13 +194,25 @@ void LstmModel::BuildGraph() {
   zero_state_ = &graph_.AddNode(P + "/MultiRNNCellZeroState/LSTMBlockCellZeroState/zeros", "Fill");
   embedding_lookup_ = &graph_.AddNode(P + "/embedding_lookup", "GatherV2",
                                       {"Model/embedding/read", "Train/TrainInput/StridedSlice"});
+  std::string inputs_name = embedding_lookup_->name;
+  if (dropout()) {
+    embedding_dropout_ = AddDropoutNodes(graph_.UniqueName(P + "/dropout"), inputs_name);
+    inputs_name = embedding_dropout_.mul->name;
+  }
   cells_.assign(static_cast<size_t>(T), std::vector<CellNodes>(static_cast<size_t>(L)));
+  if (dropout()) {
+    cell_dropout_.assign(static_cast<size_t>(T), std::vector<DropoutNodes>(static_cast<size_t>(L)));
+  }
+  // What the cell of layer l at step t hands upward: h, or h through its dropout.
+  const auto output_of = [&](int t, int l) {
+    return dropout() ? cell_dropout_[static_cast<size_t>(t)][static_cast<size_t>(l)].mul->name
+                     : cells_[static_cast<size_t>(t)][static_cast<size_t>(l)].cell->name + ":6";
+  };
   for (int t = 0; t < T; ++t) {
     strided_slice_.push_back(&graph_.AddNode(P + "/RNN/strided_slice", "StridedSlice",
-                                             {embedding_lookup_->name}));
+                                             {inputs_name}));
     for (int l = 0; l < L; ++l) {
-      const std::string x = l == 0 ? strided_slice_.back()->name
-                                   : cells_[static_cast<size_t>(t)][static_cast<size_t>(l - 1)].cell->name + ":6";
+      const std::string x = l == 0 ? strided_slice_.back()->name : output_of(t, l - 1);
       const std::string zeros = zero_state_->name;
       const std::string cs_prev = t == 0 ? zeros : cells_[static_cast<size_t>(t - 1)][static_cast<size_t>(l)].cell->name + ":1";
       const std::string h_prev = t == 0 ? zeros : cells_[static_cast<size_t>(t - 1)][static_cast<size_t>(l)].cell->name + ":6";
@@ -174,10 +220,16 @@ void LstmModel::BuildGraph() {
       cells_[static_cast<size_t>(t)][static_cast<size_t>(l)].cell = &graph_.AddNode(
           P + "/RNN/RNN/multi_rnn_cell/cell_" + std::to_string(l) + "/lstm_cell/LSTMBlockCell",
           "LSTMBlockCell", {x, cs_prev, h_prev, var + "/kernel/read", var + "/bias/read"});
+      if (dropout()) {
+        // DropoutWrapper(output_keep_prob) around the cell: its ops sit in the cell's scope.
+        cell_dropout_[static_cast<size_t>(t)][static_cast<size_t>(l)] = AddDropoutNodes(
+            graph_.UniqueName(P + "/RNN/RNN/multi_rnn_cell/cell_" + std::to_string(l) + "/dropout"),
+            cells_[static_cast<size_t>(t)][static_cast<size_t>(l)].cell->name + ":6");
+      }
     }
   }
   std::vector<std::string> top_outputs;
-  for (int t = 0; t < T; ++t) top_outputs.push_back(cells_[static_cast<size_t>(t)].back().cell->name + ":6");
+  for (int t = 0; t < T; ++t) top_outputs.push_back(output_of(t, L - 1));
   concat_ = &graph_.AddNode(P + "/concat", "ConcatV2", top_outputs);
   logits_matmul_ = &graph_.AddNode(P + "/xw_plus_b/MatMul", "MatMul",
                                    {P + "/Reshape", "Model/softmax_w/read"});
@@ -200,14 +252,25 @@ void LstmModel::BuildGraph() {
   concat_grad_ = &graph_.AddNode(grad_of(P + "/concat_grad/split"), "Split",
                                  {logits_matmul_grad_x_->name});
   cs_grad_zeros_ = &graph_.AddNode(G + "/zeros_like", "ZerosLike", {cells_.back()[0].cell->name + ":1"});
+  // Each dropout site's gradient ops: y's gradient times the mask, then / keep_prob.
+  const auto add_dropout_grad = [&](DropoutNodes& d, const std::string& dy) {
+    d.mul_grad = &graph_.AddNode(grad_of(d.mul->name) + "_grad/Mul", "Mul", {dy, d.floor->name});
+    d.div_grad = &graph_.AddNode(grad_of(d.div->name) + "_grad/RealDiv", "RealDiv",
+                                 {d.mul_grad->name, d.div->inputs[1]});
+  };
   for (int t = T - 1; t >= 0; --t) {
     for (int l = L - 1; l >= 0; --l) {
       CellNodes& n = cells_[static_cast<size_t>(t)][static_cast<size_t>(l)];
       const std::string g = grad_of(n.cell->name) + "_grad";
+      std::string from_above =
+          l == L - 1 ? concat_grad_->name + ":" + std::to_string(t)
+                     : grad_of(cells_[static_cast<size_t>(t)][static_cast<size_t>(l + 1)].cell->name) + "_grad/Slice";
+      if (dropout()) {
+        DropoutNodes& d = cell_dropout_[static_cast<size_t>(t)][static_cast<size_t>(l)];
+        add_dropout_grad(d, from_above);
+        from_above = d.div_grad->name;
+      }
       if (t < T - 1) {
-        const std::string from_above =
-            l == L - 1 ? concat_grad_->name + ":" + std::to_string(t)
-                       : grad_of(cells_[static_cast<size_t>(t)][static_cast<size_t>(l + 1)].cell->name) + "_grad/Slice";
         n.dh_addn = &graph_.AddNode(
             G + "/AddN", "AddN",
             {from_above, grad_of(cells_[static_cast<size_t>(t + 1)][static_cast<size_t>(l)].cell->name) + "_grad/Slice_1"});
@@ -233,10 +296,11 @@ void LstmModel::BuildGraph() {
   }
   embedding_grad_ = &graph_.AddNode(grad_of(P + "/RNN/strided_slice_grad/StridedSliceGrad"),
                                     "StridedSliceGrad", {cells_[0][0].slice_x->name});
+  if (dropout()) add_dropout_grad(embedding_dropout_, embedding_grad_->name);
 
   // Global-norm clipping and the SGD update (Train/Model/GradientDescent).
   const auto gradient_name = [&](int v) -> std::string {
-    if (v == 0) return embedding_grad_->name;
+    if (v == 0) return dropout() ? embedding_dropout_.div_grad->name : embedding_grad_->name;
     if (v == softmax_w_var()) return logits_matmul_grad_w_->name;
     if (v == softmax_b_var()) return logits_bias_grad_->name;
     const int layer = (v - 1) / 2;
@@ -288,6 +352,86 @@ StatusOr<Tensor> LstmModel::SliceStep(const Tensor& rows_bt, int t, const Node& 
   return out;
 }
 
+DropoutNodes LstmModel::AddDropoutNodes(const std::string& scope, const std::string& input) {
+  DropoutNodes d;
+  d.random_uniform = &graph_.AddNode(scope + "/random_uniform/RandomUniform", "RandomUniform",
+                                     {scope + "/Shape"});
+  d.add = &graph_.AddNode(scope + "/add", "Add", {scope + "/keep_prob", d.random_uniform->name});
+  d.floor = &graph_.AddNode(scope + "/Floor", "Floor", {d.add->name});
+  d.div = &graph_.AddNode(scope + "/div", "RealDiv", {input, scope + "/keep_prob"});
+  d.mul = &graph_.AddNode(scope + "/mul", "Mul", {d.div->name, d.floor->name});
+  return d;
+}
+
+StatusOr<Tensor> LstmModel::DropoutForward(const DropoutNodes& nodes, const Tensor& x, Tensor* mask) {
+  const float keep = config_.keep_prob;
+  const int64_t n = x.num_elements();
+  Tensor uniform, kept, scaled, y;
+  {
+    // TF's float RandomUniform: 23 random mantissa bits; ours takes 24 from the models' Rng.
+    OpScope scope(device_, *nodes.random_uniform);
+    ASSIGN_OR_RETURN(uniform, device_.Allocate(DType::kFloat32, x.shape()));
+    scope.Output(uniform);
+    float* u = uniform.data<float>();
+    for (int64_t k = 0; k < n; ++k) u[k] = dropout_rng_.UniformFloat(0.0f, 1.0f);
+  }
+  {
+    OpScope scope(device_, *nodes.add);
+    ASSIGN_OR_RETURN(kept, device_.Allocate(DType::kFloat32, x.shape()));
+    scope.Output(kept);
+    const float* u = uniform.data<float>();
+    float* out = kept.data<float>();
+    for (int64_t k = 0; k < n; ++k) out[k] = keep + u[k];
+  }
+  uniform = Tensor();
+  {
+    // floor(keep_prob + u) is 1 exactly when u >= 1 - keep_prob: probability keep_prob.
+    OpScope scope(device_, *nodes.floor);
+    ASSIGN_OR_RETURN(*mask, device_.Allocate(DType::kFloat32, x.shape()));
+    scope.Output(*mask);
+    const float* in = kept.data<float>();
+    float* out = mask->data<float>();
+    for (int64_t k = 0; k < n; ++k) out[k] = std::floor(in[k]);
+  }
+  kept = Tensor();
+  {
+    OpScope scope(device_, *nodes.div);
+    ASSIGN_OR_RETURN(scaled, device_.Allocate(DType::kFloat32, x.shape()));
+    scope.Output(scaled);
+    const float* in = x.data<float>();
+    float* out = scaled.data<float>();
+    for (int64_t k = 0; k < n; ++k) out[k] = in[k] / keep;
+  }
+  {
+    OpScope scope(device_, *nodes.mul);
+    ASSIGN_OR_RETURN(y, device_.Allocate(DType::kFloat32, x.shape()));
+    scope.Output(y);
+    RETURN_IF_ERROR(kernels::Mul(device_.cpu(), scaled.in<float>(), mask->in<float>(), y.view<float>()));
+  }
+  return y;
+}
+
+StatusOr<Tensor> LstmModel::DropoutBackward(const DropoutNodes& nodes, const Tensor& dy,
+                                            const Tensor& mask) {
+  const float keep = config_.keep_prob;
+  Tensor masked, dx;
+  {
+    OpScope scope(device_, *nodes.mul_grad);
+    ASSIGN_OR_RETURN(masked, device_.Allocate(DType::kFloat32, dy.shape()));
+    scope.Output(masked);
+    RETURN_IF_ERROR(kernels::Mul(device_.cpu(), dy.in<float>(), mask.in<float>(), masked.view<float>()));
+  }
+  {
+    OpScope scope(device_, *nodes.div_grad);
+    ASSIGN_OR_RETURN(dx, device_.Allocate(DType::kFloat32, dy.shape()));
+    scope.Output(dx);
+    const float* in = masked.data<float>();
+    float* out = dx.data<float>();
+    for (int64_t k = 0; k < dx.num_elements(); ++k) out[k] = in[k] / keep;
+  }
+  return dx;
+}
+
 StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_scale) {
   const int T = config_.num_steps, L = config_.num_layers;
   const int64_t B = config_.batch_size, H = config_.hidden_size;
@@ -303,11 +447,18 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
   kernels::LstmBlockCellOptions cell_options;
   cell_options.forget_bias = 0.0;  // ptb_word_lm builds LSTMBlockCell(forget_bias=0.0)
 
+  if (config_.fixed_dropout_masks) dropout_rng_ = Rng(DropoutSeed(config_.seed, device_.index()));
+
   // ---- Forward.
   ASSIGN_OR_RETURN(Tensor embedded,
                    ops::Gather(device_, *embedding_lookup_, variables_[0].value, batch.inputs));
+  Tensor embedding_mask;
+  if (dropout()) {
+    ASSIGN_OR_RETURN(embedded, DropoutForward(embedding_dropout_, embedded, &embedding_mask));
+  }
   std::vector<std::vector<CellActivations>> acts(static_cast<size_t>(T),
                                                  std::vector<CellActivations>(static_cast<size_t>(L)));
+  std::vector<Tensor> top_outputs(static_cast<size_t>(T));  // [t]: what the top layer hands up
   for (int t = 0; t < T; ++t) {
     ASSIGN_OR_RETURN(Tensor x, SliceStep(embedded, t, *strided_slice_[static_cast<size_t>(t)]));
     for (int l = 0; l < L; ++l) {
@@ -315,22 +466,30 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
       a.x = x;
       a.cs_prev = t == 0 ? state_cs_[static_cast<size_t>(l)] : acts[static_cast<size_t>(t - 1)][static_cast<size_t>(l)].cs;
       a.h_prev = t == 0 ? state_h_[static_cast<size_t>(l)] : acts[static_cast<size_t>(t - 1)][static_cast<size_t>(l)].h;
-      OpScope scope(device_, *cells_[static_cast<size_t>(t)][static_cast<size_t>(l)].cell);
-      for (Tensor* out : {&a.i, &a.cs, &a.f, &a.o, &a.ci, &a.co, &a.h}) {
-        ASSIGN_OR_RETURN(*out, device_.Allocate(DType::kFloat32, {B, H}));
-        scope.Output(*out);
+      {
+        OpScope scope(device_, *cells_[static_cast<size_t>(t)][static_cast<size_t>(l)].cell);
+        for (Tensor* out : {&a.i, &a.cs, &a.f, &a.o, &a.ci, &a.co, &a.h}) {
+          ASSIGN_OR_RETURN(*out, device_.Allocate(DType::kFloat32, {B, H}));
+          scope.Output(*out);
+        }
+        ASSIGN_OR_RETURN(Tensor gates, device_.Allocate(DType::kFloat32, {B, 4 * H}));
+        kernels::LstmBlockCellInputs<float> in{a.x.in<float>(), a.cs_prev.in<float>(),
+                                               a.h_prev.in<float>(),
+                                               variables_[static_cast<size_t>(kernel_var(l))].value.in<float>(),
+                                               variables_[static_cast<size_t>(bias_var(l))].value.in<float>()};
+        kernels::LstmBlockCellOutputs<float> out{a.i.view<float>(),  a.cs.view<float>(),
+                                                 a.f.view<float>(),  a.o.view<float>(),
+                                                 a.ci.view<float>(), a.co.view<float>(),
+                                                 a.h.view<float>()};
+        RETURN_IF_ERROR(kernels::LstmBlockCell(ctx, in, out, gates.view<float>(), cell_options));
       }
-      ASSIGN_OR_RETURN(Tensor gates, device_.Allocate(DType::kFloat32, {B, 4 * H}));
-      kernels::LstmBlockCellInputs<float> in{a.x.in<float>(), a.cs_prev.in<float>(),
-                                             a.h_prev.in<float>(),
-                                             variables_[static_cast<size_t>(kernel_var(l))].value.in<float>(),
-                                             variables_[static_cast<size_t>(bias_var(l))].value.in<float>()};
-      kernels::LstmBlockCellOutputs<float> out{a.i.view<float>(),  a.cs.view<float>(),
-                                               a.f.view<float>(),  a.o.view<float>(),
-                                               a.ci.view<float>(), a.co.view<float>(),
-                                               a.h.view<float>()};
-      RETURN_IF_ERROR(kernels::LstmBlockCell(ctx, in, out, gates.view<float>(), cell_options));
       x = a.h;
+      if (dropout()) {
+        // Only the output going up is dropped; the state carried to step t + 1 is a.h itself.
+        ASSIGN_OR_RETURN(x, DropoutForward(cell_dropout_[static_cast<size_t>(t)][static_cast<size_t>(l)],
+                                           a.h, &a.output_mask));
+      }
+      top_outputs[static_cast<size_t>(t)] = x;
     }
   }
   // Top outputs, b-major: row b·T + t is h_t[b] (TF: reshape(concat(outputs, 1), [-1, H])).
@@ -340,10 +499,11 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
     ASSIGN_OR_RETURN(outputs, device_.Allocate(DType::kFloat32, {B * T, H}));
     scope.Output(outputs);
     for (int t = 0; t < T; ++t) {
-      CopyRows(acts[static_cast<size_t>(t)][static_cast<size_t>(L - 1)].h.data<float>(), H,
+      CopyRows(top_outputs[static_cast<size_t>(t)].data<float>(), H,
                outputs.data<float>() + t * H, T * H, B, H);
     }
   }
+  top_outputs.clear();
   ASSIGN_OR_RETURN(Tensor logits_mm, ops::MatMul(device_, *logits_matmul_, outputs,
                                                  variables_[static_cast<size_t>(softmax_w_var())].value));
   ASSIGN_OR_RETURN(Tensor logits, ops::BiasAdd(device_, *logits_bias_, logits_mm,
@@ -405,7 +565,11 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
     for (int l = L - 1; l >= 0; --l) {
       const CellNodes& n = cells_[static_cast<size_t>(t)][static_cast<size_t>(l)];
       CellActivations& a = acts[static_cast<size_t>(t)][static_cast<size_t>(l)];
-      const Tensor& above = l == L - 1 ? dh_top[static_cast<size_t>(t)] : dx_from_above;
+      Tensor above = l == L - 1 ? dh_top[static_cast<size_t>(t)] : dx_from_above;
+      if (dropout()) {
+        ASSIGN_OR_RETURN(above, DropoutBackward(cell_dropout_[static_cast<size_t>(t)][static_cast<size_t>(l)],
+                                                above, a.output_mask));
+      }
       Tensor dh = above;
       if (n.dh_addn != nullptr) {
         const Tensor terms[] = {above, dh_next[static_cast<size_t>(l)]};
@@ -478,8 +642,13 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
                T * H, B, H);
     }
   }
+  const Node* embedding_gradient_producer = embedding_grad_;
+  if (dropout()) {
+    ASSIGN_OR_RETURN(d_embedding, DropoutBackward(embedding_dropout_, d_embedding, embedding_mask));
+    embedding_gradient_producer = embedding_dropout_.div_grad;
+  }
   ASSIGN_OR_RETURN(Tensor ids, batch.inputs.Reshaped({B * T}));
-  result.gradients.push_back(Gradient{0, d_embedding, ids, embedding_grad_});
+  result.gradients.push_back(Gradient{0, d_embedding, ids, embedding_gradient_producer});
   for (int l = 0; l < L; ++l) {
     ASSIGN_OR_RETURN(Tensor d_bias, ops::AddN(device_, *bias_grad_sum_[static_cast<size_t>(l)],
                                               d_bias_steps[static_cast<size_t>(l)]));
@@ -558,6 +727,10 @@ float LstmLearningRate(const LstmConfig& config, int epoch) {
 }
 
 StatusOr<std::unique_ptr<Model>> MakeLstm(const runtime::Device& device, const LstmConfig& config) {
+  if (device.kind() != runtime::DeviceKind::kCpu) {
+    // Variables are initialised in place from the host and every op runs a CPU kernel.
+    return Unavailable("the PTB LSTM runs on CPU devices only; " + device.name() + " is not one");
+  }
   auto model = std::make_unique<LstmModel>(device, config);
   RETURN_IF_ERROR(model->Build());
   return std::unique_ptr<Model>(std::move(model));

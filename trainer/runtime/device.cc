@@ -5,10 +5,11 @@
 #include <optional>
 #include <thread>
 
+#include "base/check.h"
 #include "trainer/runtime/bfc_allocator.h"
 #include "trainer/runtime/cpu_sub_allocator.h"
 #ifdef STEPSCOPE_WITH_CUDA
-#include "kernels/cuda/cuda_context.h"
+#include "trainer/runtime/cuda/gpu_device.h"
 #endif
 
 namespace stepscope::runtime {
@@ -21,12 +22,43 @@ std::optional<int> ParseInt(std::string_view text) {
   return value;
 }
 
-std::string DeviceName(DeviceKind kind, int index, const DevicePlacement& placement) {
+}  // namespace
+
+DevicePlacement DevicePlacement::ForRank(int rank, int world_size) {
+  if (world_size <= 1) return DevicePlacement{};
+  return DevicePlacement{"worker", rank};
+}
+
+Status ValidatePlacement(const DevicePlacement& placement) {
+  const std::string& job = placement.job;
+  const auto is_alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  const bool valid_job =
+      !job.empty() && is_alpha(job[0]) && std::all_of(job.begin(), job.end(), [&](char c) {
+        return is_alpha(c) || (c >= '0' && c <= '9') || c == '_';
+      });
+  if (!valid_job) {
+    return InvalidInput("device job name '" + job +
+                        "' is not a TensorFlow job name (a letter, then letters, digits or _)");
+  }
+  if (placement.task < 0) {
+    return InvalidInput("device task " + std::to_string(placement.task) + " of job '" + job +
+                        "' is negative");
+  }
+  return Status::Ok();
+}
+
+std::string FullDeviceName(DeviceKind kind, int index, const DevicePlacement& placement) {
   return "/job:" + placement.job + "/replica:0/task:" + std::to_string(placement.task) +
          (kind == DeviceKind::kCpu ? "/device:CPU:" : "/device:GPU:") + std::to_string(index);
 }
 
-}  // namespace
+bool GpuSupportCompiledIn() {
+#ifdef STEPSCOPE_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
 
 StatusOr<DeviceSpec> ParseDeviceSpec(const std::string& text) {
   const std::string usage = " (expected cpu, cpu:N or gpu:0,1,...)";
@@ -77,33 +109,33 @@ Device::Device(DeviceKind kind, int index, const DevicePlacement& placement, int
                std::unique_ptr<Allocator> allocator)
     : kind_(kind),
       index_(index),
-      name_(DeviceName(kind, index, placement)),
+      name_(FullDeviceName(kind, index, placement)),
       pool_(std::make_unique<kernels::ThreadPool>(std::max(0, num_threads - 1))),
       cpu_(pool_.get()),
       allocator_(std::move(allocator)) {}
+
+Device::Device(int index, const DevicePlacement& placement, std::unique_ptr<GpuResources> gpu,
+               std::unique_ptr<Allocator> allocator, std::unique_ptr<Allocator> host_allocator)
+    : kind_(DeviceKind::kGpu),
+      index_(index),
+      name_(FullDeviceName(DeviceKind::kGpu, index, placement)),
+      pool_(std::make_unique<kernels::ThreadPool>(0)),
+      cpu_(pool_.get()),
+      gpu_(std::move(gpu)),
+      allocator_(std::move(allocator)),
+      host_allocator_(std::move(host_allocator)) {
+  STEPSCOPE_CHECK(gpu_ != nullptr && allocator_ != nullptr && host_allocator_ != nullptr);
+}
 
 Device::~Device() = default;
 
 StatusOr<std::vector<std::unique_ptr<Device>>> CreateDevices(const DeviceSpec& spec,
                                                              const DeviceOptions& options) {
   if (spec.ids.empty()) return InvalidInput("no devices requested");
+  RETURN_IF_ERROR(ValidatePlacement(options.placement));
   if (spec.kind == DeviceKind::kGpu) {
 #ifdef STEPSCOPE_WITH_CUDA
-    const StatusOr<int> usable = kernels::CudaDeviceCount();
-    if (!usable.ok()) {
-      return Unavailable("GPU devices requested (--devices gpu:...) but none is usable: " +
-                         usable.status().message());
-    }
-    const int count = *usable;
-    for (int id : spec.ids) {
-      if (id >= count) {
-        return Unavailable("GPU " + std::to_string(id) + " requested but this machine has " +
-                           std::to_string(count) + " usable GPU(s)");
-      }
-    }
-    return Unavailable(
-        "GPU devices were found, but this version trains on CPU devices only "
-        "(use --devices cpu:N)");
+    return cuda::CreateGpuDevices(spec.ids, options);
 #else
     return Unavailable("GPU devices requested (--devices gpu:...) but this build has no CUDA "
                        "support; rebuild with the CUDA toolkit or use --devices cpu:N");

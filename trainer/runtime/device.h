@@ -1,7 +1,17 @@
 // Devices of the trainer. A CPU device is a slice of the machine's cores (its own thread pool)
 // with its own allocator ("cpu" as TensorFlow names it; one per device so each tower's memory is
-// its own); `--devices cpu:N` makes N of them in one process. CUDA devices exist only in GPU
-// builds; asking for one where there is no GPU is a clear kUnavailable error.
+// its own); `--devices cpu:N` makes N of them in one process.
+//
+// A GPU device (GPU builds only, trainer/runtime/cuda/) holds what TensorFlow's StreamExecutor
+// GPU device holds: the GPU's primary CUDA context, a compute stream and two copy streams
+// (host-to-device, device-to-host), a BFC allocator "GPU_<k>_bfc" over cudaMalloc and a pinned
+// host allocator "cuda_host_bfc" over cudaHostAlloc. Asking for one where there is no GPU or no
+// driver is a clear kUnavailable error naming the GPU and the CUDA error. The models' ops run on
+// CPU devices only (see docs/runtime.md); they refuse a GPU device when built.
+//
+// Names are TensorFlow's: `/job:<job>/replica:0/task:<task>/device:<CPU|GPU>:<k>`, with
+// job/task from DevicePlacement (`localhost`/0 for one process, `worker`/R for rank R of an MPI
+// run).
 #pragma once
 
 #include <atomic>
@@ -33,12 +43,41 @@ StatusOr<DeviceSpec> ParseDeviceSpec(const std::string& text);
 struct DevicePlacement {
   std::string job = "localhost";
   int task = 0;
+
+  // The placement of `rank` in a run of `world_size` processes: localhost/0 for a single
+  // process, worker/rank otherwise (TF's convention for multi-worker runs).
+  static DevicePlacement ForRank(int rank, int world_size);
+
+  bool operator==(const DevicePlacement&) const = default;
+};
+
+// kInvalidInput unless the job is a TF job name ([A-Za-z][A-Za-z0-9_]*) and the task is >= 0.
+Status ValidatePlacement(const DevicePlacement& placement);
+
+// "/job:localhost/replica:0/task:0/device:CPU:0" (no validation: see ValidatePlacement).
+std::string FullDeviceName(DeviceKind kind, int index, const DevicePlacement& placement);
+
+// True when this build can drive CUDA GPUs (STEPSCOPE_CUDA on and the toolkit found).
+bool GpuSupportCompiledIn();
+
+// What a GPU device holds beyond a CPU device's parts: its CUDA context and streams
+// (cuda::GpuStreams, trainer/runtime/cuda/). Opaque here so that code using devices, and CPU-only
+// builds, need no CUDA header.
+class GpuResources {
+ public:
+  virtual ~GpuResources() = default;
+  virtual int ordinal() const = 0;  // the CUDA device number
 };
 
 class Device {
  public:
+  // A CPU device with `num_threads` threads (this one included) and its allocator.
   Device(DeviceKind kind, int index, const DevicePlacement& placement, int num_threads,
          std::unique_ptr<Allocator> allocator);
+  // A GPU device: `allocator` hands out device memory ("GPU_<k>_bfc"), `host_allocator` pinned
+  // host memory ("cuda_host_bfc"); host-side work runs on one thread.
+  Device(int index, const DevicePlacement& placement, std::unique_ptr<GpuResources> gpu,
+         std::unique_ptr<Allocator> allocator, std::unique_ptr<Allocator> host_allocator);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -47,7 +86,12 @@ class Device {
   int index() const { return index_; }
   // "/job:localhost/replica:0/task:0/device:CPU:0"
   const std::string& name() const { return name_; }
+  // Where this device's tensors live: host memory on a CPU device, device memory on a GPU.
   Allocator& allocator() const { return *allocator_; }
+  // Pinned host memory for copies to and from a GPU; null on a CPU device.
+  Allocator* host_allocator() const { return host_allocator_.get(); }
+  // The CUDA context and streams of a GPU device; null on a CPU device.
+  const GpuResources* gpu() const { return gpu_.get(); }
   const kernels::CpuContext& cpu() const { return cpu_; }
   int num_threads() const { return cpu_.num_threads(); }
 
@@ -65,18 +109,26 @@ class Device {
   std::string name_;
   std::unique_ptr<kernels::ThreadPool> pool_;
   kernels::CpuContext cpu_;
+  // Declared before the allocators so that their regions go back to the GPU while its context
+  // and streams still exist.
+  std::unique_ptr<GpuResources> gpu_;
   std::unique_ptr<Allocator> allocator_;
+  std::unique_ptr<Allocator> host_allocator_;
   std::atomic<OpListener*> listener_{nullptr};
 };
 
 struct DeviceOptions {
-  DevicePlacement placement;
-  int64_t memory_limit_bytes = int64_t{16} << 30;  // per device allocator
-  int total_threads = 0;                           // 0: the machine's hardware threads
+  DevicePlacement placement;  // job and task in the device names
+  // Per device allocator; a GPU's is also capped by the memory free on it at creation.
+  int64_t memory_limit_bytes = int64_t{16} << 30;
+  // Per GPU device's pinned host allocator (TF's default TF_GPU_HOST_MEM_LIMIT_IN_MB, 64 GiB).
+  int64_t pinned_memory_limit_bytes = int64_t{64} << 30;
+  int total_threads = 0;  // CPU devices: 0 = the machine's hardware threads
 };
 
-// Creates the devices of `spec`. GPU devices: kUnavailable when this build has no CUDA or the
-// machine has no usable GPU (the message says which).
+// Creates the devices of `spec`, named with `options.placement` (kInvalidInput when it is not
+// valid). GPU devices: kUnavailable when this build has no CUDA, or the driver or a requested GPU
+// is missing (the message names the GPU and carries the CUDA error); no device is created then.
 StatusOr<std::vector<std::unique_ptr<Device>>> CreateDevices(const DeviceSpec& spec,
                                                              const DeviceOptions& options = {});
 

@@ -1,0 +1,123 @@
+// Device specs, TensorFlow device names (job/task of a multi-process run), CPU device parts, and
+// what a GPU request gives in a build without CUDA (GPU builds: gpu_device_test.cc).
+#include "trainer/runtime/device.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace stepscope::runtime {
+namespace {
+
+std::vector<int> IdsOf(const std::string& text) {
+  auto spec = ParseDeviceSpec(text);
+  EXPECT_TRUE(spec.ok()) << text << ": " << spec.status().message();
+  return spec.ok() ? spec->ids : std::vector<int>{};
+}
+
+TEST(DeviceSpec, ParsesCpuCountsAndGpuLists) {
+  EXPECT_EQ(ParseDeviceSpec("cpu")->kind, DeviceKind::kCpu);
+  EXPECT_EQ(IdsOf("cpu"), std::vector<int>({0}));
+  EXPECT_EQ(IdsOf("cpu:3"), std::vector<int>({0, 1, 2}));
+  EXPECT_EQ(ParseDeviceSpec("gpu:0")->kind, DeviceKind::kGpu);
+  EXPECT_EQ(IdsOf("gpu:0"), std::vector<int>({0}));
+  EXPECT_EQ(IdsOf("gpu:0,1"), std::vector<int>({0, 1}));
+  // Order is kept: device k of the run is the k-th GPU listed.
+  EXPECT_EQ(IdsOf("gpu:3,0,12"), std::vector<int>({3, 0, 12}));
+}
+
+TEST(DeviceSpec, RejectsBadSpecsNamingTheBadPart) {
+  struct Case {
+    std::string text, expected_in_message;
+  };
+  const Case cases[] = {
+      {"gpu", "no GPU ids"},          {"gpu:", "no GPU ids"},
+      {"gpu:0,,1", "'' is not a GPU id"}, {"gpu:0,", "'' is not a GPU id"},
+      {"gpu:-1", "'-1' is not a GPU id"}, {"gpu:x", "'x' is not a GPU id"},
+      {"gpu:1,1", "GPU 1 given twice"},   {"gpu:0 ", "'0 ' is not a GPU id"},
+      {"tpu:0", "unknown device kind 'tpu'"}, {"cpu:0", "'0' is not a device count"},
+      {"cpu:65", "'65' is not a device count"}, {"", "unknown device kind ''"},
+  };
+  for (const Case& c : cases) {
+    const auto spec = ParseDeviceSpec(c.text);
+    ASSERT_FALSE(spec.ok()) << c.text;
+    EXPECT_EQ(spec.status().code(), StatusCode::kInvalidInput) << c.text;
+    EXPECT_NE(spec.status().message().find(c.expected_in_message), std::string::npos)
+        << c.text << ": " << spec.status().message();
+    EXPECT_NE(spec.status().message().find("--devices " + c.text), std::string::npos)
+        << spec.status().message();
+  }
+}
+
+TEST(DeviceNames, SingleProcessDevicesAreLocalhostTaskZero) {
+  auto devices = CreateDevices(*ParseDeviceSpec("cpu:2"), {.total_threads = 2});
+  ASSERT_TRUE(devices.ok()) << devices.status().message();
+  ASSERT_EQ(devices->size(), 2u);
+  EXPECT_EQ((*devices)[0]->name(), "/job:localhost/replica:0/task:0/device:CPU:0");
+  EXPECT_EQ((*devices)[1]->name(), "/job:localhost/replica:0/task:0/device:CPU:1");
+  for (const auto& device : *devices) {
+    EXPECT_EQ(device->kind(), DeviceKind::kCpu);
+    EXPECT_EQ(device->allocator().Name(), "cpu");
+    EXPECT_EQ(device->host_allocator(), nullptr);
+    EXPECT_EQ(device->gpu(), nullptr);
+    EXPECT_EQ(device->num_threads(), 1);
+  }
+}
+
+TEST(DeviceNames, RankOfAMultiProcessRunIsAWorkerTask) {
+  EXPECT_EQ(DevicePlacement::ForRank(0, 1), DevicePlacement{});
+  EXPECT_EQ(DevicePlacement::ForRank(0, 4), (DevicePlacement{"worker", 0}));
+  EXPECT_EQ(DevicePlacement::ForRank(3, 4), (DevicePlacement{"worker", 3}));
+
+  DeviceOptions options;
+  options.placement = DevicePlacement::ForRank(3, 4);
+  options.total_threads = 2;
+  auto devices = CreateDevices(*ParseDeviceSpec("cpu:2"), options);
+  ASSERT_TRUE(devices.ok()) << devices.status().message();
+  EXPECT_EQ((*devices)[0]->name(), "/job:worker/replica:0/task:3/device:CPU:0");
+  EXPECT_EQ((*devices)[1]->name(), "/job:worker/replica:0/task:3/device:CPU:1");
+  EXPECT_EQ(FullDeviceName(DeviceKind::kGpu, 1, {"worker", 12}),
+            "/job:worker/replica:0/task:12/device:GPU:1");
+  EXPECT_EQ(FullDeviceName(DeviceKind::kCpu, 0, {"ps", 0}), "/job:ps/replica:0/task:0/device:CPU:0");
+}
+
+TEST(DeviceNames, BadJobOrTaskIsRejectedBeforeAnyDeviceExists) {
+  EXPECT_TRUE(ValidatePlacement({"worker_2", 0}).ok());
+  for (const DevicePlacement& bad : {DevicePlacement{"", 0}, DevicePlacement{"2worker", 0},
+                                     DevicePlacement{"my-job", 0}, DevicePlacement{"a/b", 0},
+                                     DevicePlacement{"worker", -1}}) {
+    DeviceOptions options;
+    options.placement = bad;
+    const auto devices = CreateDevices(*ParseDeviceSpec("cpu"), options);
+    ASSERT_FALSE(devices.ok()) << bad.job << " " << bad.task;
+    EXPECT_EQ(devices.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(devices.status().message().find(bad.task < 0 ? "task -1" : "'" + bad.job + "'"),
+              std::string::npos)
+        << devices.status().message();
+  }
+}
+
+TEST(CpuDevice, ThreadsAreSplitAndTheAllocatorWorks) {
+  auto devices = CreateDevices(*ParseDeviceSpec("cpu:3"), {.total_threads = 7});
+  ASSERT_TRUE(devices.ok());
+  for (const auto& device : *devices) EXPECT_EQ(device->num_threads(), 2);  // 7 / 3
+  auto tensor = (*devices)[2]->Allocate(DType::kFloat32, {16, 4});
+  ASSERT_TRUE(tensor.ok()) << tensor.status().message();
+  EXPECT_EQ((*devices)[2]->allocator().Stats().num_allocs, 1);
+  EXPECT_EQ((*devices)[0]->allocator().Stats().num_allocs, 0);  // each device its own arena
+  EXPECT_EQ(CreateDevices(DeviceSpec{}).status().code(), StatusCode::kInvalidInput);
+}
+
+TEST(GpuRequest, CpuOnlyBuildSaysItHasNoCudaSupport) {
+  if (GpuSupportCompiledIn()) GTEST_SKIP() << "GPU build: see gpu_device_test.cc";
+  const auto devices = CreateDevices(*ParseDeviceSpec("gpu:0"));
+  ASSERT_FALSE(devices.ok());
+  EXPECT_EQ(devices.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(ExitCodeFor(devices.status()), 1);
+  EXPECT_NE(devices.status().message().find("this build has no CUDA support"), std::string::npos)
+      << devices.status().message();
+}
+
+}  // namespace
+}  // namespace stepscope::runtime

@@ -1,0 +1,178 @@
+// GPU devices (GPU builds): the error a GPU request gives without a driver or GPU (the machines we
+// build on), the CUDA sub-allocators' failures kept with the CUDA call and error, TF's allocator
+// names, and, where a GPU is present, the device's parts.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "trainer/models/lstm_model.h"
+#include "trainer/runtime/cuda/cuda_allocators.h"
+#include "trainer/runtime/cuda/gpu_device.h"
+#include "trainer/runtime/device.h"
+
+namespace stepscope::runtime {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+// The driver's answer to "how many GPUs": cudaSuccess and a count, or the error.
+struct Probe {
+  cudaError_t error = cudaSuccess;
+  int count = 0;
+  bool has_gpu() const { return error == cudaSuccess && count > 0; }
+};
+
+Probe ProbeGpus() {
+  Probe probe;
+  probe.error = cudaGetDeviceCount(&probe.count);
+  if (probe.error != cudaSuccess) probe.count = 0;
+  return probe;
+}
+
+void ExpectCarriesCudaError(const std::string& message, cudaError_t error) {
+  EXPECT_NE(message.find(cudaGetErrorString(error)), std::string::npos) << message;
+  EXPECT_NE(message.find(cudaGetErrorName(error)), std::string::npos) << message;
+}
+
+TEST(GpuDevices, BuildHasGpuSupport) { EXPECT_TRUE(GpuSupportCompiledIn()); }
+
+TEST(GpuDevices, RequestWithoutDriverOrGpuIsUnavailableNamingTheGpuAndTheCudaError) {
+  const Probe probe = ProbeGpus();
+  if (probe.has_gpu()) GTEST_SKIP() << "this machine has a GPU";
+  for (const auto& [spec, asked] : {std::pair<std::string, std::string>{"gpu:0", "GPU 0 requested (--devices gpu:0)"},
+                                    {"gpu:1,0", "GPUs 1,0 requested (--devices gpu:1,0)"}}) {
+    const auto devices = CreateDevices(*ParseDeviceSpec(spec));
+    ASSERT_FALSE(devices.ok()) << spec;
+    EXPECT_EQ(devices.status().code(), StatusCode::kUnavailable);
+    EXPECT_EQ(ExitCodeFor(devices.status()), 1);
+    const std::string& message = devices.status().message();
+    EXPECT_EQ(message.find(asked + " but no GPU is usable: cudaGetDeviceCount(&count) failed at "), 0u)
+        << message;
+    if (probe.error != cudaErrorNoDevice) ExpectCarriesCudaError(message, probe.error);
+  }
+}
+
+TEST(GpuDevices, CreatingStreamsWithoutDriverFailsAtTheContext) {
+  const Probe probe = ProbeGpus();
+  if (probe.has_gpu()) GTEST_SKIP() << "this machine has a GPU";
+  const auto streams = cuda::GpuStreams::Create(0);
+  ASSERT_FALSE(streams.ok());
+  EXPECT_EQ(streams.status().code(), StatusCode::kUnavailable) << streams.status().message();
+  EXPECT_NE(streams.status().message().find("cudaSetDevice(ordinal) failed at "), std::string::npos)
+      << streams.status().message();
+  EXPECT_NE(streams.status().message().find("gpu_device.cc:"), std::string::npos);
+}
+
+TEST(GpuDevices, AllocatorsHaveTensorFlowsNames) {
+  EXPECT_EQ(cuda::GpuBfcAllocatorName(0), "GPU_0_bfc");
+  EXPECT_EQ(cuda::GpuBfcAllocatorName(7), "GPU_7_bfc");
+  EXPECT_EQ(cuda::NewGpuBfcAllocator(3, 64 * kMiB)->Name(), "GPU_3_bfc");
+  EXPECT_EQ(cuda::NewCudaHostBfcAllocator(64 * kMiB)->Name(), "cuda_host_bfc");
+  EXPECT_EQ(cuda::NewGpuBfcAllocator(3, 64 * kMiB)->Stats().bytes_limit, 64 * kMiB);
+}
+
+TEST(CudaSubAllocators, DeviceMemoryFailureIsKeptWithTheCudaCall) {
+  const Probe probe = ProbeGpus();
+  cuda::CudaDeviceSubAllocator sub(0);
+  EXPECT_TRUE(sub.last_error().ok());
+  EXPECT_EQ(sub.Alloc(256, 0), nullptr);  // nothing asked, nothing called
+  EXPECT_EQ(sub.num_failures(), 0);
+  sub.Free(nullptr, 0);
+  EXPECT_EQ(sub.num_failures(), 0);
+
+  // More than any GPU has: fails with or without a GPU.
+  const size_t huge = size_t{1} << 62;
+  EXPECT_EQ(sub.Alloc(256, huge), nullptr);
+  EXPECT_EQ(sub.num_failures(), 1);
+  const Status error = sub.last_error();
+  ASSERT_FALSE(error.ok());
+  EXPECT_EQ(error.message().find("GPU 0: allocating " + std::to_string(huge) +
+                                 " bytes of device memory: "), 0u) << error.message();
+  EXPECT_NE(error.message().find("cuda_allocators.cc:"), std::string::npos) << error.message();
+  if (probe.has_gpu()) {
+    EXPECT_NE(error.message().find("cudaMalloc(ptr, bytes) failed at "), std::string::npos)
+        << error.message();
+    ExpectCarriesCudaError(error.message(), cudaErrorMemoryAllocation);
+  } else {
+    // Without a driver the device cannot even be made current.
+    EXPECT_EQ(error.code(), StatusCode::kUnavailable);
+    EXPECT_NE(error.message().find("cudaSetDevice(ordinal) failed at "), std::string::npos)
+        << error.message();
+    if (probe.error != cudaErrorNoDevice) ExpectCarriesCudaError(error.message(), probe.error);
+  }
+}
+
+TEST(CudaSubAllocators, PinnedHostFailureIsKeptWithTheCudaCall) {
+  const Probe probe = ProbeGpus();
+  if (probe.has_gpu()) GTEST_SKIP() << "pinned memory is available on this machine";
+  cuda::CudaHostSubAllocator sub;
+  EXPECT_EQ(sub.Alloc(256, kMiB), nullptr);
+  const Status error = sub.last_error();
+  ASSERT_FALSE(error.ok());
+  EXPECT_EQ(error.message().find("allocating 1048576 bytes of pinned host memory: "
+                                 "cudaHostAlloc(ptr, bytes, cudaHostAllocPortable) failed at "),
+            0u)
+      << error.message();
+  if (probe.error != cudaErrorNoDevice) ExpectCarriesCudaError(error.message(), probe.error);
+  EXPECT_EQ(sub.Alloc(256, kMiB), nullptr);
+  EXPECT_EQ(sub.num_failures(), 2);
+}
+
+TEST(CudaSubAllocators, BfcOverAFailingSubAllocatorReportsExhaustionWithoutCrashing) {
+  if (ProbeGpus().has_gpu()) GTEST_SKIP() << "device memory is available on this machine";
+  std::unique_ptr<Allocator> allocators[] = {cuda::NewGpuBfcAllocator(0, 256 * kMiB),
+                                             cuda::NewCudaHostBfcAllocator(256 * kMiB)};
+  for (const auto& allocator : allocators) {
+    auto ptr = allocator->Allocate(4096);
+    ASSERT_FALSE(ptr.ok()) << allocator->Name();
+    EXPECT_EQ(ptr.status().code(), StatusCode::kResourceExhausted);
+    EXPECT_NE(ptr.status().message().find(allocator->Name()), std::string::npos)
+        << ptr.status().message();
+    EXPECT_FALSE(allocator->Allocate(4096).ok());  // and again, after the first retry pass
+    EXPECT_EQ(allocator->Stats().bytes_reserved, 0);
+    EXPECT_EQ(allocator->Stats().num_allocs, 0);
+    auto none = allocator->Allocate(0);
+    ASSERT_TRUE(none.ok());
+    EXPECT_EQ(*none, nullptr);
+  }
+}
+
+// Only where a GPU exists: the device's parts, and that models refuse it.
+TEST(GpuDevices, DeviceHoldsContextStreamsAndAllocators) {
+  const Probe probe = ProbeGpus();
+  if (!probe.has_gpu()) GTEST_SKIP() << "no GPU on this machine";
+  const auto missing = CreateDevices(*ParseDeviceSpec("gpu:" + std::to_string(probe.count)));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(missing.status().message().find("does not exist"), std::string::npos);
+
+  DeviceOptions options;
+  options.placement = {"worker", 2};
+  options.memory_limit_bytes = 256 * kMiB;
+  auto devices = CreateDevices(*ParseDeviceSpec("gpu:0"), options);
+  ASSERT_TRUE(devices.ok()) << devices.status().message();
+  const Device& device = *(*devices)[0];
+  EXPECT_EQ(device.kind(), DeviceKind::kGpu);
+  EXPECT_EQ(device.name(), "/job:worker/replica:0/task:2/device:GPU:0");
+  EXPECT_EQ(device.allocator().Name(), "GPU_0_bfc");
+  ASSERT_NE(device.host_allocator(), nullptr);
+  EXPECT_EQ(device.host_allocator()->Name(), "cuda_host_bfc");
+  const auto* streams = dynamic_cast<const cuda::GpuStreams*>(device.gpu());
+  ASSERT_NE(streams, nullptr);
+  EXPECT_EQ(streams->ordinal(), 0);
+  EXPECT_NE(streams->compute(), streams->host_to_device());
+  EXPECT_NE(streams->host_to_device(), streams->device_to_host());
+  auto tensor = device.Allocate(DType::kFloat32, {1024, 1024});
+  ASSERT_TRUE(tensor.ok()) << tensor.status().message();
+  EXPECT_EQ(device.allocator().Stats().num_allocs, 1);
+  EXPECT_TRUE(streams->Synchronize().ok());
+  const auto model = models::MakeLstm(device, models::LstmConfig{});
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace stepscope::runtime

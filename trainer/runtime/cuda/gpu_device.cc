@@ -1,0 +1,88 @@
+#include "trainer/runtime/cuda/gpu_device.h"
+
+#include <algorithm>
+#include <string>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_context.h"
+#include "trainer/runtime/cuda/cuda_allocators.h"
+
+namespace stepscope::runtime::cuda {
+namespace {
+
+std::string IdList(std::span<const int> ids) {
+  std::string text;
+  for (int id : ids) text += (text.empty() ? "" : ",") + std::to_string(id);
+  return text;
+}
+
+Status FreeDeviceMemory(int ordinal, int64_t* free_bytes) {
+  size_t free = 0, total = 0;
+  STEPSCOPE_CUDA_CHECK(cudaSetDevice(ordinal));
+  STEPSCOPE_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  *free_bytes = static_cast<int64_t>(free);
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<GpuStreams>> GpuStreams::Create(int ordinal) {
+  std::unique_ptr<GpuStreams> streams(new GpuStreams(ordinal));
+  // Since CUDA 12, cudaSetDevice initialises the device's primary context right away.
+  STEPSCOPE_CUDA_CHECK(cudaSetDevice(ordinal));
+  STEPSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&streams->compute_, cudaStreamNonBlocking));
+  STEPSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&streams->host_to_device_, cudaStreamNonBlocking));
+  STEPSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&streams->device_to_host_, cudaStreamNonBlocking));
+  return StatusOr<std::unique_ptr<GpuStreams>>(std::move(streams));
+}
+
+GpuStreams::~GpuStreams() {
+  // Nothing to report to from a destructor; a failure here leaks a stream at worst.
+  for (cudaStream_t stream : {compute_, host_to_device_, device_to_host_}) {
+    if (stream != nullptr) (void)cudaStreamDestroy(stream);
+  }
+}
+
+Status GpuStreams::Synchronize() const {
+  STEPSCOPE_CUDA_CHECK(cudaSetDevice(ordinal_));
+  STEPSCOPE_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  STEPSCOPE_CUDA_CHECK(cudaStreamSynchronize(host_to_device_));
+  STEPSCOPE_CUDA_CHECK(cudaStreamSynchronize(device_to_host_));
+  return Status::Ok();
+}
+
+Status CheckGpusAvailable(std::span<const int> ids) {
+  const std::string asked = (ids.size() == 1 ? "GPU " : "GPUs ") + IdList(ids) +
+                            " requested (--devices gpu:" + IdList(ids) + ")";
+  const StatusOr<int> count = kernels::CudaDeviceCount();
+  if (!count.ok()) {
+    return Unavailable(asked + " but no GPU is usable: " + count.status().message());
+  }
+  for (int id : ids) {
+    if (id >= *count) {
+      return Unavailable(asked + " but GPU " + std::to_string(id) + " does not exist: this machine has " +
+                         std::to_string(*count) + " usable GPU(s), numbered from 0");
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(std::span<const int> ids,
+                                                                const DeviceOptions& options) {
+  RETURN_IF_ERROR(CheckGpusAvailable(ids));
+  std::vector<std::unique_ptr<Device>> devices;
+  for (int id : ids) {
+    const std::string which = "creating GPU " + std::to_string(id);
+    auto streams = GpuStreams::Create(id);
+    if (!streams.ok()) return streams.status().WithContext(which);
+    int64_t free_bytes = 0;
+    RETURN_IF_ERROR(FreeDeviceMemory(id, &free_bytes).WithContext(which));
+    const int64_t limit = std::min(options.memory_limit_bytes, free_bytes);
+    devices.push_back(std::make_unique<Device>(
+        id, options.placement, std::move(*streams), NewGpuBfcAllocator(id, limit),
+        NewCudaHostBfcAllocator(options.pinned_memory_limit_bytes)));
+  }
+  return devices;
+}
+
+}  // namespace stepscope::runtime::cuda

@@ -1,0 +1,56 @@
+// GPU devices of the trainer (GPU builds only): what TensorFlow's StreamExecutor GPU device sets
+// up for GPU k, on the CUDA runtime API.
+//   context  the GPU's primary context, made current with cudaSetDevice(k)
+//   streams  one compute stream and two copy streams (host-to-device, device-to-host), all
+//            non-blocking with respect to the legacy default stream, as TF's
+//   memory   "GPU_<k>_bfc" over cudaMalloc and "cuda_host_bfc" over cudaHostAlloc
+//            (cuda_allocators.h)
+// Every CUDA call is checked; a failure is a Status with the call, file:line and
+// cudaGetErrorString. Without a driver or GPU, creation fails with kUnavailable before anything is
+// allocated, naming the GPU asked for and the CUDA error.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "trainer/runtime/device.h"
+
+namespace stepscope::runtime::cuda {
+
+class GpuStreams final : public GpuResources {
+ public:
+  // Makes GPU `ordinal`'s primary context current on this thread and creates the streams.
+  static StatusOr<std::unique_ptr<GpuStreams>> Create(int ordinal);
+  ~GpuStreams() override;
+
+  int ordinal() const override { return ordinal_; }
+  cudaStream_t compute() const { return compute_; }
+  cudaStream_t host_to_device() const { return host_to_device_; }
+  cudaStream_t device_to_host() const { return device_to_host_; }
+
+  // Waits for the three streams; reports asynchronous errors.
+  Status Synchronize() const;
+
+ private:
+  explicit GpuStreams(int ordinal) : ordinal_(ordinal) {}
+  int ordinal_;
+  cudaStream_t compute_ = nullptr;
+  cudaStream_t host_to_device_ = nullptr;
+  cudaStream_t device_to_host_ = nullptr;
+};
+
+// kUnavailable unless the driver works and every id in `ids` is a present GPU. The message names
+// the GPUs asked for ("gpu:0,1") and carries the CUDA error.
+Status CheckGpusAvailable(std::span<const int> ids);
+
+// The GPU devices for `ids` (CheckGpusAvailable first, so nothing is created when one is
+// missing). Each device allocator's limit is min(options.memory_limit_bytes, the memory free on
+// the GPU now).
+StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(std::span<const int> ids,
+                                                                const DeviceOptions& options);
+
+}  // namespace stepscope::runtime::cuda
