@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "profiler/trace/node_store.h"
 #include "profiler/trace/slice_details.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
@@ -81,13 +82,28 @@ std::vector<uint32_t> SourceLanes(const Trace& trace) {
 }
 
 LaunchGeometry KernelGeometry(const Trace& trace, uint32_t slice) {
-  const tf::NodeExecStats* node = trace.node(slice);
+  trace::NodeReader nodes(trace, trace::kNodeKernel | trace::kNodeLabel);
+  return KernelGeometry(trace, slice, nodes);
+}
+
+LaunchGeometry KernelGeometry(const Trace& trace, uint32_t slice, trace::NodeReader& nodes) {
+  if (const trace::KernelArgs* args = trace.kernel_args(slice)) {
+    LaunchGeometry geometry;
+    if (args->has_grid()) {
+      geometry.grid = Triple(args->grid[0], args->grid[1], args->grid[2]);
+      geometry.block = Triple(args->block[0], args->block[1], args->block[2]);
+    }
+    if (args->registers_per_thread >= 0) geometry.registers = std::to_string(args->registers_per_thread);
+    return geometry;
+  }
+  const tf::NodeExecStats* node = nodes.Get(slice);
   if (node == nullptr) return {};
   if (node->has_kernel()) {
     const auto& k = node->kernel();
-    return {Triple(k.grid_x(), k.grid_y(), k.grid_z()), Triple(k.block_x(), k.block_y(), k.block_z())};
+    return {Triple(k.grid_x(), k.grid_y(), k.grid_z()), Triple(k.block_x(), k.block_y(), k.block_z()),
+            k.registers_per_thread() > 0 ? std::to_string(k.registers_per_thread()) : std::string()};
   }
-  return {LabelField(node->timeline_label(), " grid:"), LabelField(node->timeline_label(), " block:")};
+  return {LabelField(node->timeline_label(), " grid:"), LabelField(node->timeline_label(), " block:"), ""};
 }
 
 KernelStats ComputeKernelStats(const Trace& trace) {
@@ -101,6 +117,7 @@ KernelStats ComputeKernelStats(const Trace& trace) {
   std::map<uint32_t, KernelStream> streams;  // by the stream's source track
   const auto& slices = trace.slices();
   const std::vector<uint32_t> source_lane = SourceLanes(trace);
+  trace::NodeReader nodes(trace, trace::kNodeKernel | trace::kNodeLabel);
   for (uint32_t i = 0; i < slices.size(); ++i) {
     const Slice& s = slices[i];
     if (s.kind != SliceKind::kKernel || s.duplicate()) continue;
@@ -118,14 +135,16 @@ KernelStats ComputeKernelStats(const Trace& trace) {
     row.total_ns += s.dur_ns;
     row.min_ns = std::min(row.min_ns, s.dur_ns);
     row.max_ns = std::max(row.max_ns, s.dur_ns);
-    const LaunchGeometry geometry = KernelGeometry(trace, i);
+    const LaunchGeometry geometry = KernelGeometry(trace, i, nodes);
     if (!acc.geometry_seen) {
       row.grid = geometry.grid;
       row.block = geometry.block;
+      row.registers = geometry.registers;
       acc.geometry_seen = true;
     } else {
       if (row.grid != geometry.grid) row.grid = "varied";
       if (row.block != geometry.block) row.block = "varied";
+      if (row.registers != geometry.registers) row.registers = "varied";
     }
     // Overlap lanes of a stream ("stream:7 #2") count with their stream.
     const uint32_t stream = source_lane[s.track];
@@ -155,40 +174,19 @@ KernelStats ComputeKernelStats(const Trace& trace) {
 
 // ---- memcpy ----------------------------------------------------------------------------------
 
-CopyName ParseCopyName(std::string_view name) {
-  CopyName copy;
-  if (name.substr(0, 6) == "MEMCPY") {
-    copy.kind = std::string(name.substr(6));
-    return copy;
-  }
-  if (name.substr(0, 7) == "Memcpy ") {
-    name.remove_prefix(7);
-    const size_t space = name.find(' ');
-    copy.kind = std::string(name.substr(0, space));
-    const size_t open = name.find('(');
-    const size_t arrow = name.find(" -> ");
-    const size_t close = name.rfind(')');
-    if (open != std::string_view::npos && arrow != std::string_view::npos && close != std::string_view::npos &&
-        open < arrow && arrow < close) {
-      copy.src_memory = std::string(name.substr(open + 1, arrow - open - 1));
-      copy.dst_memory = std::string(name.substr(arrow + 4, close - arrow - 4));
-    }
-  }
-  return copy;
-}
-
 MemcpyBreakdown ComputeMemcpyStats(const Trace& trace) {
   MemcpyBreakdown stats;
   stats.span_ns = trace.span_end_ns() - trace.span_begin_ns();
   std::map<std::pair<std::string, std::string>, MemcpyRow> rows;
   std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> timed_bytes;  // bytes, ns
   const auto& slices = trace.slices();
+  trace::NodeReader nodes(trace, trace::kNodeMemcpy | trace::kNodeLabel);
   for (uint32_t i = 0; i < slices.size(); ++i) {
     const Slice& s = slices[i];
     if (s.kind != SliceKind::kMemcpy || s.duplicate()) continue;
     std::string kind, memory;
     int64_t bytes = 0;
-    if (auto details = trace::GetMemcpyDetails(trace, i)) {
+    if (auto details = trace::GetMemcpyDetails(trace, i, nodes)) {
       kind = details->kind;
       bytes = details->bytes;
       if (!details->src_memory.empty()) memory = details->src_memory + " to " + details->dst_memory;

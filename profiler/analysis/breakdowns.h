@@ -7,7 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "profiler/trace/slice_details.h"
 #include "profiler/trace/trace.h"
+
+namespace stepscope::trace {
+class NodeReader;
+}
 
 namespace stepscope::analysis {
 
@@ -19,6 +24,7 @@ struct KernelRow {
   double mean_ns = 0;
   double share = 0;           // of all kernel time
   std::string grid, block;    // "x,y,z"; "varied" when launches differ; empty when unknown
+  std::string registers;      // registers per thread; "varied" / empty likewise
   bool communication = false; // an NCCL kernel
 };
 struct KernelStream {
@@ -33,11 +39,13 @@ struct KernelStats {
 };
 KernelStats ComputeKernelStats(const trace::Trace& trace);
 
-// Launch geometry from our KernelLaunch records or TensorFlow 2 labels ("grid:x,y,z block:...").
+// Launch geometry from our KernelLaunch records, TensorFlow 2 labels ("grid:x,y,z block:...")
+// or the PyTorch profiler's kernel args. Empty strings when unknown.
 struct LaunchGeometry {
-  std::string grid, block;
+  std::string grid, block, registers;
 };
 LaunchGeometry KernelGeometry(const trace::Trace& trace, uint32_t slice);
+LaunchGeometry KernelGeometry(const trace::Trace& trace, uint32_t slice, trace::NodeReader& nodes);
 
 // True for NCCL kernels ("ncclKernel_AllReduce_...", "ncclDevKernel_...").
 bool IsCommunicationKernel(std::string_view name);
@@ -57,12 +65,9 @@ struct MemcpyBreakdown {
 };
 MemcpyBreakdown ComputeMemcpyStats(const trace::Trace& trace);
 
-// Kind and memory kinds from a copy's name when no record describes it: PyTorch writes
-// "Memcpy HtoD (Pageable -> Device)", TensorFlow "MEMCPYHtoD".
-struct CopyName {
-  std::string kind, src_memory, dst_memory;
-};
-CopyName ParseCopyName(std::string_view name);
+// Kind and memory kinds from a copy's name (profiler/trace/slice_details.h).
+using trace::CopyName;
+using trace::ParseCopyName;
 
 // ---- streams ---------------------------------------------------------------------------------
 struct IdleGap {

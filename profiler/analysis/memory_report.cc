@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "profiler/trace/node_store.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::analysis {
@@ -29,8 +30,10 @@ std::vector<AllocatorReport> ComputeMemoryReport(const trace::Trace& trace, size
     report.unattributed_bytes = std::max<int64_t>(0, timeline.peak_bytes - attributed);
     if (report.live_at_peak.size() > top) report.live_at_peak.resize(top);
     // Temporary and persistent bytes of the ops that ran on the allocator's device.
+    trace::NodeReader nodes(trace, trace::kNodeMemoryStats);
     for (uint32_t i = 0; i < trace.slices().size() && timeline.device_track >= 0; ++i) {
-      const tf::NodeExecStats* node = trace.node(i);
+      if (trace.DeviceOf(trace.slices()[i].track) != timeline.device_track) continue;
+      const tf::NodeExecStats* node = nodes.Get(i);
       if (node == nullptr || !node->has_memory_stats()) continue;
       if (trace.DeviceOf(trace.slices()[i].track) != timeline.device_track) continue;
       report.temp_bytes += node->memory_stats().temp_memory_size();

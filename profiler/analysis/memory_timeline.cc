@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "profiler/trace/node_store.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::analysis {
@@ -13,7 +14,7 @@ using trace::Trace;
 
 std::vector<LiveTensor> TensorsFromOutputs(const Trace& trace) {
   std::vector<LiveTensor> tensors;
-  if (trace.run_metadata() == nullptr) return tensors;
+  if (!trace.has_step_stats()) return tensors;
   const auto& slices = trace.slices();
   // A tensor is released when its last consumer ends (dataflow flows), at the earliest when its
   // producer ends.
@@ -22,8 +23,9 @@ std::vector<LiveTensor> TensorsFromOutputs(const Trace& trace) {
     if (flow.kind != trace::FlowKind::kDataflow) continue;
     last_use[flow.from_slice] = std::max(last_use[flow.from_slice], slices[flow.to_slice].end_ns());
   }
+  trace::NodeReader nodes(trace, trace::kNodeOutputs);
   for (uint32_t i = 0; i < slices.size(); ++i) {
-    const tf::NodeExecStats* node = trace.node(i);
+    const tf::NodeExecStats* node = nodes.Get(i);
     if (node == nullptr || node->output_size() == 0) continue;
     const Slice& s = slices[i];
     if (s.duplicate()) continue;

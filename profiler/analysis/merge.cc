@@ -23,9 +23,7 @@ bool IsTraceFileName(const std::string& name) {
 }
 
 int64_t ClockSyncOf(const Trace& trace) {
-  const tf::RunMetadata* metadata = trace.run_metadata();
-  return metadata != nullptr && metadata->has_stepscope_session() ? metadata->stepscope_session().clock_sync_nanos()
-                                                                  : 0;
+  return trace.step_info().clock_sync_ns;
 }
 
 std::string ProcessName(const Trace& trace, size_t index) {
@@ -119,7 +117,7 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
 
   std::shared_ptr<tf::RunMetadata> metadata;
   for (const Trace& t : traces) {
-    if (t.run_metadata() != nullptr) metadata = std::make_shared<tf::RunMetadata>();
+    if (t.has_step_stats()) metadata = std::make_shared<tf::RunMetadata>();
   }
   int32_t world_size = 0;
   std::vector<std::pair<int64_t, int64_t>> absolute_spans;
@@ -170,11 +168,13 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
       track_map[t] = builder.AddTrack(copy);
     }
     uint32_t device_base = 0;
-    if (metadata != nullptr && input.run_metadata() != nullptr) {
+    if (metadata != nullptr && input.has_step_stats()) {
       device_base = static_cast<uint32_t>(metadata->step_stats().dev_stats_size());
-      for (const auto& device : input.run_metadata()->step_stats().dev_stats()) {
+      // Parsed one input at a time and moved over, so only one input is ever whole in memory.
+      std::shared_ptr<tf::RunMetadata> source = input.LoadRunMetadata();
+      for (auto& device : *source->mutable_step_stats()->mutable_dev_stats()) {
         auto* copy = metadata->mutable_step_stats()->add_dev_stats();
-        *copy = device;
+        copy->Swap(&device);
         copy->set_rank(info.rank);
         if (!info.host.empty()) copy->set_host(info.host);
       }
@@ -188,7 +188,7 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
       copy.name = builder.Intern(input.str(copy.name));
       copy.op_type = builder.Intern(input.str(copy.op_type));
       trace::NodeRef node_ref = input.node_ref(s);
-      if (node_ref.valid() && metadata != nullptr && input.run_metadata() != nullptr) {
+      if (node_ref.valid() && metadata != nullptr && input.has_step_stats()) {
         node_ref.device += device_base;
       } else {
         node_ref = {};

@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "profiler/trace/node_store.h"
 #include "profiler/trace/slice_details.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
@@ -56,8 +57,9 @@ std::vector<std::pair<std::string, LiveTensor>> CollectTensors(const Trace& trac
         std::max(last_use[flow.from_slice], trace.slices()[flow.to_slice].end_ns());
   }
   std::vector<std::pair<std::string, LiveTensor>> tensors;  // (allocator, tensor)
+  trace::NodeReader nodes(trace, trace::kNodeOutputs);
   for (uint32_t i = 0; i < trace.slices().size(); ++i) {
-    const tf::NodeExecStats* node = trace.node(i);
+    const tf::NodeExecStats* node = nodes.Get(i);
     if (node == nullptr || node->output_size() == 0) continue;
     const Slice& s = trace.slices()[i];
     for (int k = 0; k < node->output_size(); ++k) {

@@ -133,9 +133,10 @@ class KernelsCommand : public SingleTraceCommand {
  public:
   std::string name() const override { return "kernels"; }
   std::string description() const override {
-    return "GPU kernel breakdown: time, launches, mean, share of all kernel time, launch grid and\n"
-           "block (from stepscope's kernel records or TensorFlow 2 labels; 'varied' when launches\n"
-           "differ), NCCL kernels marked; then kernel time per stream.";
+    return "GPU kernel breakdown: time, launches, mean, share of all kernel time, launch grid,\n"
+           "block and registers per thread (from stepscope's kernel records, TensorFlow 2 labels or\n"
+           "the PyTorch profiler's kernel args; 'varied' when launches differ), NCCL kernels marked;\n"
+           "then kernel time per stream.";
   }
 
  protected:
@@ -145,13 +146,14 @@ class KernelsCommand : public SingleTraceCommand {
     if (stats.launches == 0) return out + "  (no GPU kernels in this trace)\n";
     out += "\nKernels by total time (top " + std::to_string(std::min(top, stats.kernels.size())) + " of " +
            std::to_string(stats.kernels.size()) + ")\n";
-    TextTable table({-48, 8, 12, 11, 7, -12, -12});
-    table.Row({"kernel", "launches", "total", "mean", "share", "grid", "block"});
+    TextTable table({-48, 8, 12, 11, 7, -12, -12, 5});
+    table.Row({"kernel", "launches", "total", "mean", "share", "grid", "block", "regs"});
     for (size_t i = 0; i < stats.kernels.size() && i < top; ++i) {
       const auto& k = stats.kernels[i];
       table.Row({Truncate(k.name, 48) + (k.communication ? " [nccl]" : ""), I(k.launches),
                  FormatDuration(k.total_ns), FormatDuration(k.mean_ns), FormatPercent(k.share),
-                 k.grid.empty() ? "-" : k.grid, k.block.empty() ? "-" : k.block});
+                 k.grid.empty() ? "-" : k.grid, k.block.empty() ? "-" : k.block,
+                 k.registers.empty() ? "-" : k.registers});
     }
     out += table.str() + "\nPer stream\n";
     TextTable streams({-60, 8, 12, 7});
@@ -171,7 +173,7 @@ class KernelsCommand : public SingleTraceCommand {
       kernels.push_back({{"name", k.name}, {"op_type", k.op_type}, {"launches", k.launches},
                          {"total_ns", k.total_ns}, {"min_ns", k.min_ns}, {"max_ns", k.max_ns},
                          {"mean_ns", k.mean_ns}, {"share", k.share}, {"grid", k.grid}, {"block", k.block},
-                         {"communication", k.communication}});
+                         {"registers_per_thread", k.registers}, {"communication", k.communication}});
     }
     doc["kernels"] = kernels;
     auto streams = nlohmann::ordered_json::array();

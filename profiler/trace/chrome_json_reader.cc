@@ -124,6 +124,7 @@ struct EventFields {
   std::string args_text_name;  // args.name when it is not a string (M events)
   std::optional<int64_t> sort_index;
   std::vector<std::pair<std::string_view, std::string_view>> numbers;  // numeric args: key, raw token
+  uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};  // kernel args "grid"/"block", 0 when absent
 
   void Clear() {
     ph = name = cat = bp = {};
@@ -136,6 +137,7 @@ struct EventFields {
     args_text_name.clear();
     sort_index.reset();
     numbers.clear();
+    for (int i = 0; i < 3; ++i) grid[i] = block[i] = 0;
   }
 };
 
@@ -242,6 +244,8 @@ class ChromeImporter {
         }
       } else if (key == "op" && type == od::json_type::string) {
         event_.args_has_op = !v.get_string().get(event_.args_op);
+      } else if (type == od::json_type::array && (key == "grid" || key == "block")) {
+        ReadTriple(v, key == "grid" ? event_.grid : event_.block);
       } else if (type == od::json_type::number) {
         // Kept as text: most events never need their numbers (they are parsed for counters,
         // memory events and sort indices only).
@@ -252,6 +256,94 @@ class ChromeImporter {
       }
     }
     return simdjson::SUCCESS;
+  }
+
+  // "grid": [x, y, z]; anything else (fewer numbers, non-numbers, beyond uint32) leaves zeros.
+  void ReadTriple(od::value value, uint32_t* out) {
+    od::array array;
+    if (value.get_array().get(array)) return;
+    uint32_t parsed[3] = {0, 0, 0};
+    size_t count = 0;
+    for (auto element : array) {
+      uint64_t number = 0;
+      if (element.get_uint64().get(number) || count >= 3 || number > UINT32_MAX) {
+        stats().Add("kernel_launch_dims_unreadable");
+        return;
+      }
+      parsed[count++] = static_cast<uint32_t>(number);
+    }
+    if (count != 3) {
+      stats().Add("kernel_launch_dims_unreadable");
+      return;
+    }
+    std::copy(parsed, parsed + 3, out);
+  }
+
+  // The PyTorch profiler's launch and transfer args, for slices that have them.
+  void KeepArgs(uint32_t slice, SliceKind kind) {
+    if (!event_.has_args) return;
+    auto integer = [&](std::string_view text, int64_t limit) -> int64_t {
+      const std::optional<double> value = NumberOf(text);
+      if (!value || *value < 0 || *value > static_cast<double>(limit) || *value != std::floor(*value)) return -1;
+      return static_cast<int64_t>(*value);
+    };
+    auto real = [&](std::string_view text) -> float {
+      const std::optional<double> value = NumberOf(text);
+      return value && *value >= 0 && *value < 1e30 ? static_cast<float>(*value) : -1.0f;
+    };
+    constexpr int64_t kInt32 = INT32_MAX;
+    constexpr int64_t kInt62 = int64_t{1} << 62;
+    if (kind == SliceKind::kKernel) {
+      KernelArgs args;
+      args.slice = slice;
+      bool any = event_.grid[0] != 0;
+      std::copy(event_.grid, event_.grid + 3, args.grid);
+      std::copy(event_.block, event_.block + 3, args.block);
+      for (const auto& [key, text] : event_.numbers) {
+        if (key == "registers per thread") {
+          args.registers_per_thread = static_cast<int32_t>(integer(text, kInt32));
+        } else if (key == "shared memory") {
+          args.shared_memory_bytes = static_cast<int32_t>(integer(text, kInt32));
+        } else if (key == "device") {
+          args.device = static_cast<int32_t>(integer(text, kInt32));
+        } else if (key == "stream") {
+          args.stream = static_cast<int32_t>(integer(text, kInt32));
+        } else if (key == "correlation") {
+          args.correlation = integer(text, kInt62);
+        } else if (key == "blocks per SM") {
+          args.blocks_per_sm = real(text);
+        } else if (key == "warps per SM") {
+          args.warps_per_sm = real(text);
+        } else if (key == "est. achieved occupancy %") {
+          args.occupancy_percent = real(text);
+        } else {
+          continue;
+        }
+        any = true;
+      }
+      if (any) builder_.AddKernelArgs(args);
+    } else if (kind == SliceKind::kMemcpy || kind == SliceKind::kMemset) {
+      TransferArgs args;
+      args.slice = slice;
+      bool any = false;
+      for (const auto& [key, text] : event_.numbers) {
+        if (key == "bytes") {
+          args.bytes = integer(text, kInt62);
+        } else if (key == "memory bandwidth (GB/s)") {
+          args.bandwidth_gbps = real(text);
+        } else if (key == "device") {
+          args.device = static_cast<int32_t>(integer(text, kInt32));
+        } else if (key == "stream") {
+          args.stream = static_cast<int32_t>(integer(text, kInt32));
+        } else if (key == "correlation") {
+          args.correlation = integer(text, kInt62);
+        } else {
+          continue;
+        }
+        any = true;
+      }
+      if (any) builder_.AddTransferArgs(args);
+    }
   }
 
   void Dispatch() {
@@ -276,6 +368,7 @@ class ChromeImporter {
                event_.args_has_name && event_.args_has_op ? event_.args_name : std::string_view(),
                event_.args_has_name && event_.args_has_op ? event_.args_op : std::string_view(),
                event_.args_has_name && event_.args_has_op);
+      KeepArgs(slices_.back(), KindOfCategory(event_.cat));
     } else if (ph == "B") {
       OpenSlice open;
       open.pid = event_.pid;
@@ -653,7 +746,7 @@ struct Attempt {
 };
 
 // One pass over `json` (padded). Stops at the first JSON error, keeping what came before it.
-Attempt Import(const simdjson::padded_string& json, const std::string& name) {
+Attempt Import(simdjson::padded_string_view json, const std::string& name) {
   Attempt attempt;
   attempt.importer = std::make_unique<ChromeImporter>(name);
   ChromeImporter& importer = *attempt.importer;
@@ -730,10 +823,16 @@ Attempt Import(const simdjson::padded_string& json, const std::string& name) {
 }  // namespace
 
 StatusOr<Trace> ReadChromeJson(std::string_view bytes, const std::string& name) {
-  simdjson::padded_string json(bytes.data(), bytes.size());
+  return ReadChromeJson(PaddedBytes::Copy(bytes), name);
+}
+
+StatusOr<Trace> ReadChromeJson(PaddedBytes padded, const std::string& name) {
+  static_assert(PaddedBytes::kPadding >= simdjson::SIMDJSON_PADDING);
+  const simdjson::padded_string_view json(padded.data(), padded.size(), padded.capacity());
+  const std::string_view bytes = padded.view();
   int64_t utf8_replaced = 0;
   if (simdjson::validate_utf8(json.data(), json.size()) == false) {
-    utf8_replaced = ReplaceInvalidUtf8(json.data(), json.size());
+    utf8_replaced = ReplaceInvalidUtf8(padded.data(), padded.size());
   }
   Attempt attempt = Import(json, name);
   if (attempt.not_a_trace) return InvalidInput(name + ": JSON is not a trace: " + attempt.not_a_trace_detail);

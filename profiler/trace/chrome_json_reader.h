@@ -23,11 +23,14 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "profiler/trace/padded_bytes.h"
 #include "profiler/trace/trace.h"
 
 namespace stepscope::trace {
 
 StatusOr<Trace> ReadChromeJson(std::string_view bytes, const std::string& name);
+// Parses in place (no copy); invalid UTF-8 is repaired in `bytes`.
+StatusOr<Trace> ReadChromeJson(PaddedBytes bytes, const std::string& name);
 
 // A JSON number's text in microseconds ("12", "1.5", "1.7e3") as nanoseconds, exactly for
 // decimals; nullopt for non-numbers and values beyond half the int64 nanosecond range (so sums

@@ -5,6 +5,7 @@
 
 #include "profiler/trace/chrome_writer.h"
 #include "profiler/trace/json_out.h"
+#include "profiler/trace/node_store.h"
 #include "profiler/trace/slice_details.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
@@ -161,7 +162,7 @@ class PerfettoExporter {
 
   void SliceArgs(uint32_t index, const Slice& s) {
     if (s.kind == SliceKind::kMemcpy) {
-      if (auto memcpy = GetMemcpyDetails(trace_, index)) {
+      if (auto memcpy = GetMemcpyDetails(trace_, index, nodes_)) {
         json_.Raw(",\"kind\":");
         json_.String(memcpy->kind);
         json_.Raw(",\"bytes\":");
@@ -176,7 +177,9 @@ class PerfettoExporter {
         }
       }
     }
-    const tf::NodeExecStats* node = trace_.node(index);
+    KernelArgsJson(index);
+    TransferArgsJson(index, s);
+    const tf::NodeExecStats* node = nodes_.Get(index);
     if (node == nullptr) return;
     if (!node->timeline_label().empty()) {
       json_.Raw(",\"label\":");
@@ -210,6 +213,46 @@ class PerfettoExporter {
       json_.Raw(",\"correlation\":");
       json_.UInt(node->correlation_id());
     }
+  }
+
+  // The PyTorch profiler's kernel args, under the names it uses (so our own import reads them).
+  void KernelArgsJson(uint32_t index) {
+    const KernelArgs* args = trace_.kernel_args(index);
+    if (args == nullptr) return;
+    if (args->has_grid()) {
+      json_.Raw(",\"grid\":[");
+      json_.UInt(args->grid[0]); json_.Char(','); json_.UInt(args->grid[1]); json_.Char(','); json_.UInt(args->grid[2]);
+      json_.Raw("],\"block\":[");
+      json_.UInt(args->block[0]); json_.Char(','); json_.UInt(args->block[1]); json_.Char(','); json_.UInt(args->block[2]);
+      json_.Raw("]");
+    }
+    auto integer = [&](const char* key, int64_t value) {
+      if (value < 0) return;
+      json_.Raw(key);
+      json_.Int(value);
+    };
+    auto real = [&](const char* key, float value) {
+      if (!(value >= 0)) return;
+      json_.Raw(key);
+      json_.Double(value);
+    };
+    integer(",\"registers per thread\":", args->registers_per_thread);
+    integer(",\"shared memory\":", args->shared_memory_bytes);
+    real(",\"blocks per SM\":", args->blocks_per_sm);
+    real(",\"warps per SM\":", args->warps_per_sm);
+    real(",\"est. achieved occupancy %\":", args->occupancy_percent);
+    integer(",\"device\":", args->device);
+    integer(",\"stream\":", args->stream);
+    integer(",\"correlation\":", args->correlation);
+  }
+
+  // Memsets (copies have their bytes written with the memcpy details).
+  void TransferArgsJson(uint32_t index, const Slice& s) {
+    if (s.kind != SliceKind::kMemset) return;
+    const TransferArgs* args = trace_.transfer_args(index);
+    if (args == nullptr || args->bytes < 0) return;
+    json_.Raw(",\"bytes\":");
+    json_.Int(args->bytes);
   }
 
   // Counters are process-scoped: each allocator goes on its device's process.
@@ -284,6 +327,7 @@ class PerfettoExporter {
   }
 
   const Trace& trace_;
+  NodeReader nodes_{trace_};
   std::string out_;
   JsonOut json_;
   bool first_event_ = true;

@@ -4,6 +4,7 @@
 
 #include "base/file_io.h"
 #include "profiler/trace/chrome_json_reader.h"
+#include "profiler/trace/padded_bytes.h"
 #include "profiler/trace/step_stats_import.h"
 #include "profiler/trace/step_stats_io.h"
 
@@ -34,8 +35,11 @@ StatusOr<Trace> ReadTraceFromBytes(std::string_view bytes, const std::string& na
 }
 
 StatusOr<Trace> ReadTrace(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
-  return ReadTraceFromBytes(bytes, path);
+  ASSIGN_OR_RETURN(PaddedBytes bytes, PaddedBytes::ReadFile(path));
+  if (bytes.size() == 0) return InvalidInput(path + ": file is empty");
+  // JSON is parsed in the buffer it was read into; step stats parse from it as it is.
+  if (DetectFormat(bytes.view()) == DetectedFormat::kChromeJson) return ReadChromeJson(std::move(bytes), path);
+  return ReadTraceFromBytes(bytes.view(), path);
 }
 
 }  // namespace stepscope::trace

@@ -73,7 +73,7 @@ std::string_view ProducerOf(std::string_view input) {
 
 class Importer {
  public:
-  Importer(std::shared_ptr<const tf::RunMetadata> metadata, SourceFormat format,
+  Importer(std::shared_ptr<tf::RunMetadata> metadata, SourceFormat format,
            const std::string& path)
       : metadata_(std::move(metadata)) {
     builder_.SetSource(format, path);
@@ -90,7 +90,7 @@ class Importer {
     MarkAggregateDuplicates();
     AddFlows();
     AddAllocatorCounters();
-    builder_.SetRunMetadata(metadata_);
+    builder_.SetRunMetadata(std::move(metadata_));
     return std::move(builder_).Build();
   }
 
@@ -101,6 +101,7 @@ class Importer {
     StepInfo& info = builder_.step_info();
     info.step = session.step();
     info.rank = session.rank();
+    info.clock_sync_ns = session.clock_sync_nanos();
     info.world_size = session.world_size();
     info.host = session.host();
     info.producer = session.producer();
@@ -286,7 +287,13 @@ class Importer {
     auto& tracks = builder_.tracks();
     std::unordered_map<std::string_view, uint32_t> producer;       // node name -> added index
     std::unordered_map<uint64_t, uint32_t> op_by_correlation;
-    std::map<std::pair<uint32_t, std::string_view>, uint32_t> op_by_device_name;
+    // Hashed: a million-op step looks a name up once per op and once per kernel.
+    struct DeviceNameHash {
+      size_t operator()(const std::pair<uint32_t, std::string_view>& key) const {
+        return std::hash<std::string_view>()(key.second) * 31 + key.first;
+      }
+    };
+    std::unordered_map<std::pair<uint32_t, std::string_view>, uint32_t, DeviceNameHash> op_by_device_name;
     std::vector<uint32_t> order(added_.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
@@ -417,7 +424,7 @@ class Importer {
     Slice slice;     // a copy of what was added (absolute times)
   };
 
-  std::shared_ptr<const tf::RunMetadata> metadata_;
+  std::shared_ptr<tf::RunMetadata> metadata_;
   TraceBuilder builder_;
   std::vector<TfDeviceName> device_names_;
   std::string default_task_;
@@ -453,7 +460,7 @@ int64_t NodeDurationNs(const tf::NodeExecStats& node) {
   return MicrosToNanos(node.all_end_rel_micros());
 }
 
-Trace ImportRunMetadata(std::shared_ptr<const tf::RunMetadata> metadata, SourceFormat format,
+Trace ImportRunMetadata(std::shared_ptr<tf::RunMetadata> metadata, SourceFormat format,
                         const std::string& path, const ImportStats& parse_stats) {
   return Importer(std::move(metadata), format, path).Run(parse_stats);
 }

@@ -14,7 +14,7 @@ class RunMetadata;
 
 namespace stepscope::trace {
 
-Trace ImportRunMetadata(std::shared_ptr<const tf::RunMetadata> metadata, SourceFormat format,
+Trace ImportRunMetadata(std::shared_ptr<tf::RunMetadata> metadata, SourceFormat format,
                         const std::string& path, const ImportStats& parse_stats);
 
 // Microseconds as nanoseconds, clamped to ±2^62 ns (so sums and differences of times fit).

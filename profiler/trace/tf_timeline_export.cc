@@ -281,13 +281,14 @@ class TfTimelineExporter {
 }  // namespace
 
 StatusOr<std::string> ExportTfTimelineJson(const Trace& trace) {
-  if (trace.run_metadata() == nullptr) {
+  const auto metadata = trace.LoadRunMetadata();
+  if (metadata == nullptr) {
     return InvalidInput(trace.source_path() +
                         ": the tf-timeline flavour needs a step stats input (RunMetadata or "
                         "StepStats); this trace is " +
                         std::string(SourceFormatName(trace.source_format())));
   }
-  return TfTimelineExporter(trace.run_metadata()->step_stats()).Run();
+  return TfTimelineExporter(metadata->step_stats()).Run();
 }
 
 }  // namespace stepscope::trace

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "base/check.h"
+#include "profiler/trace/node_store.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {
@@ -58,11 +59,47 @@ std::span<const Slice> Trace::track_slices(uint32_t track) const {
   return {slices_.data() + begin, track_begin_[track + 1] - begin};
 }
 
-const tf::NodeExecStats* Trace::node(uint32_t slice) const {
-  const NodeRef ref = node_ref(slice);
-  if (!ref.valid() || run_metadata_ == nullptr) return nullptr;
-  const auto& dev = run_metadata_->step_stats().dev_stats(static_cast<int>(ref.device));
-  return &dev.node_stats(static_cast<int>(ref.node));
+uint32_t Trace::node_entry(uint32_t slice) const {
+  if (node_store_ == nullptr || slice >= slices_.size()) return NodeRef::kNone;
+  if (!node_entries_.empty()) return node_entries_[slice];
+  return node_ref(slice).valid() ? slice : NodeRef::kNone;
+}
+
+std::unique_ptr<tf::NodeExecStats> Trace::node(uint32_t slice) const {
+  const uint32_t entry = node_entry(slice);
+  if (entry == NodeRef::kNone) return nullptr;
+  auto node = std::make_unique<tf::NodeExecStats>();
+  NodeStore::Reader reader(*node_store_);
+  if (!reader.ParseInto(entry, node.get())) return nullptr;
+  return node;
+}
+
+std::shared_ptr<tf::RunMetadata> Trace::LoadRunMetadata() const {
+  if (node_store_ == nullptr) return nullptr;
+  return node_store_->Rebuild(node_refs_, node_entries_);
+}
+
+namespace {
+template <typename Args>
+const Args* FindBySlice(const std::vector<Args>& table, uint32_t slice) {
+  auto it = std::lower_bound(table.begin(), table.end(), slice,
+                             [](const Args& args, uint32_t s) { return args.slice < s; });
+  return it != table.end() && it->slice == slice ? &*it : nullptr;
+}
+}  // namespace
+
+const KernelArgs* Trace::kernel_args(uint32_t slice) const { return FindBySlice(kernel_args_, slice); }
+const TransferArgs* Trace::transfer_args(uint32_t slice) const { return FindBySlice(transfer_args_, slice); }
+
+NodeReader::NodeReader(const Trace& trace, uint32_t needed_fields) : trace_(trace) {
+  if (trace.node_store() != nullptr) reader_ = std::make_unique<NodeStore::Reader>(*trace.node_store(), needed_fields);
+}
+NodeReader::~NodeReader() = default;
+
+const tf::NodeExecStats* NodeReader::Get(uint32_t slice) {
+  if (reader_ == nullptr) return nullptr;
+  const uint32_t entry = trace_.node_entry(slice);
+  return entry == NodeRef::kNone ? nullptr : reader_->Get(entry);
 }
 
 std::string Trace::TrackPath(uint32_t track) const {
@@ -109,8 +146,8 @@ uint32_t TraceBuilder::AddSlice(const Slice& slice, NodeRef ref) {
   return static_cast<uint32_t>(trace_.slices_.size() - 1);
 }
 
-void TraceBuilder::SetRunMetadata(std::shared_ptr<const tf::RunMetadata> metadata) {
-  trace_.run_metadata_ = std::move(metadata);
+void TraceBuilder::SetRunMetadata(std::shared_ptr<tf::RunMetadata> metadata) {
+  run_metadata_ = std::move(metadata);
 }
 
 namespace {
@@ -235,6 +272,17 @@ Trace TraceBuilder::Build() && {
   for (Flow& flow : trace_.flows_) {
     flow.from_slice = new_index[flow.from_slice];
     flow.to_slice = new_index[flow.to_slice];
+  }
+  auto remap_args = [&](auto& table) {
+    for (auto& args : table) args.slice = new_index[args.slice];
+    std::sort(table.begin(), table.end(), [](const auto& a, const auto& b) { return a.slice < b.slice; });
+    table.shrink_to_fit();
+  };
+  remap_args(trace_.kernel_args_);
+  remap_args(trace_.transfer_args_);
+  if (run_metadata_ != nullptr) {
+    trace_.node_store_ = NodeStore::Build(*run_metadata_, trace_.node_refs_, &trace_.node_entries_);
+    run_metadata_.reset();
   }
 
   trace_.track_begin_.assign(tracks.size() + 1, 0);

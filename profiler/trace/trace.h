@@ -10,8 +10,10 @@
 //    level. On `concurrent` tracks slices are disjoint (depth 0): overlapping work gets lanes.
 //  - Flows and node references follow the sorted slice order.
 //  - Whatever an import repaired or skipped is counted by name in import_stats().
-// StepStats inputs keep their full RunMetadata, so outputs, allocation descriptions and memory
-// stats stay reachable from each slice (node()), and a pb -> pb conversion loses nothing.
+// StepStats inputs keep their full RunMetadata, compactly (NodeStore: each node serialised and
+// deflated, parsed back on demand), so outputs, allocation descriptions and memory stats stay
+// reachable from each slice (node(), NodeReader) and a pb -> pb conversion loses nothing.
+// Kineto kernel and copy arguments live in side tables holding only the slices that have them.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +33,8 @@ class DeviceStepStats;
 }  // namespace stepscope::tf
 
 namespace stepscope::trace {
+
+class NodeStore;
 
 enum class TrackKind : uint8_t {
   kHost,           // a process: host and rank (the root of a track tree)
@@ -118,6 +122,35 @@ struct StepInfo {
   std::string host;
   std::string producer;
   uint64_t dropped_records = 0;
+  int64_t clock_sync_ns = 0;  // the producer's clock sync point, 0 when not recorded
+};
+
+// A GPU kernel's launch as the PyTorch profiler records it (args of a `kernel` event).
+// Absent values are -1 (integers) or NaN (occupancy).
+struct KernelArgs {
+  int64_t correlation = -1;
+  uint32_t slice = 0;
+  uint32_t grid[3] = {0, 0, 0};   // 0 when the event had no grid
+  uint32_t block[3] = {0, 0, 0};
+  int32_t registers_per_thread = -1;
+  int32_t shared_memory_bytes = -1;
+  int32_t device = -1;
+  int32_t stream = -1;
+  float blocks_per_sm = -1;
+  float warps_per_sm = -1;
+  float occupancy_percent = -1;   // "est. achieved occupancy %"
+  bool has_grid() const { return grid[0] != 0; }
+};
+static_assert(sizeof(KernelArgs) == 64, "one cache line per kernel launch");
+
+// A copy's or memset's size as the PyTorch profiler records it (args of gpu_memcpy/gpu_memset).
+struct TransferArgs {
+  uint32_t slice = 0;
+  int32_t device = -1;
+  int32_t stream = -1;
+  float bandwidth_gbps = -1;      // "memory bandwidth (GB/s)", -1 when absent
+  int64_t bytes = -1;             // -1 when absent
+  int64_t correlation = -1;
 };
 
 enum class SourceFormat { kRunMetadataBinary, kRunMetadataText, kStepStatsBinary,
@@ -172,12 +205,26 @@ class Trace {
   SourceFormat source_format() const { return source_format_; }
   const std::string& source_path() const { return source_path_; }
 
-  // StepStats detail (null / invalid for other inputs).
-  const tf::RunMetadata* run_metadata() const { return run_metadata_.get(); }
+  // StepStats detail (absent for other inputs).
+  bool has_step_stats() const { return node_store_ != nullptr; }
+  // The source RunMetadata, rebuilt from the node store (every node parsed: for writers and
+  // merging, not per-slice lookups); a fresh copy the caller owns; null for other inputs.
+  std::shared_ptr<tf::RunMetadata> LoadRunMetadata() const;
   NodeRef node_ref(uint32_t slice) const {
     return slice < node_refs_.size() ? node_refs_[slice] : NodeRef{};
   }
-  const tf::NodeExecStats* node(uint32_t slice) const;
+  // One slice's NodeExecStats, parsed on demand (null when it has none). For passes over many
+  // slices use NodeReader, which inflates each block once.
+  std::unique_ptr<tf::NodeExecStats> node(uint32_t slice) const;
+  const NodeStore* node_store() const { return node_store_.get(); }
+  // The store entry of a slice's node, NodeRef::kNone when it has none.
+  uint32_t node_entry(uint32_t slice) const;
+
+  // Kineto arguments; null when the slice has none.
+  const KernelArgs* kernel_args(uint32_t slice) const;
+  const TransferArgs* transfer_args(uint32_t slice) const;
+  const std::vector<KernelArgs>& all_kernel_args() const { return kernel_args_; }
+  const std::vector<TransferArgs>& all_transfer_args() const { return transfer_args_; }
 
   // Path of a track from its host down, joined with " / " (for messages and tables).
   std::string TrackPath(uint32_t track) const;
@@ -202,8 +249,12 @@ class Trace {
   ImportStats import_stats_;
   SourceFormat source_format_ = SourceFormat::kSynthetic;
   std::string source_path_;
-  std::shared_ptr<const tf::RunMetadata> run_metadata_;
+  std::shared_ptr<const NodeStore> node_store_;
+  std::vector<uint32_t> node_entries_;  // store entry per slice; empty when entry == slice
+  std::vector<KernelArgs> kernel_args_;       // sorted by slice
+  std::vector<TransferArgs> transfer_args_;   // sorted by slice
 };
+
 
 // Builds a Trace. Readers add tracks, slices (with absolute ns times), flows (between added
 // slice indices) and counters in any order; Build() sorts, rebases on the epoch, computes
@@ -232,13 +283,18 @@ class TraceBuilder {
     trace_.source_format_ = format;
     trace_.source_path_ = std::move(path);
   }
-  void SetRunMetadata(std::shared_ptr<const tf::RunMetadata> metadata);
+  // The builder takes the metadata over: Build() moves its nodes into the Trace's node store.
+  void SetRunMetadata(std::shared_ptr<tf::RunMetadata> metadata);
+  // Kineto arguments of a slice added before (`slice` is the AddSlice index).
+  void AddKernelArgs(const KernelArgs& args) { trace_.kernel_args_.push_back(args); }
+  void AddTransferArgs(const TransferArgs& args) { trace_.transfer_args_.push_back(args); }
 
   Trace Build() &&;
 
  private:
   Trace trace_;
   bool has_refs_ = false;
+  std::shared_ptr<tf::RunMetadata> run_metadata_;
 };
 
 }  // namespace stepscope::trace

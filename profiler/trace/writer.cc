@@ -22,10 +22,7 @@ std::optional<OutputFormat> OutputFormatFromPath(std::string_view path) {
 }
 
 std::shared_ptr<const tf::RunMetadata> RunMetadataFor(const Trace& trace) {
-  if (trace.run_metadata() != nullptr) {
-    // Aliasing: the Trace owns the source; callers hold the Trace for the pointer's lifetime.
-    return std::shared_ptr<const tf::RunMetadata>(std::shared_ptr<void>(), trace.run_metadata());
-  }
+  if (trace.has_step_stats()) return trace.LoadRunMetadata();
   auto metadata = std::make_shared<tf::RunMetadata>();
   auto* step = metadata->mutable_step_stats();
   const auto& tracks = trace.tracks();

@@ -46,6 +46,9 @@ std::vector<GoldenCase> Cases() {
       {"rank0.memcpy.txt", {"memcpy", rank0}},
       {"rank0.critical-path.json", {"critical-path", rank0, "--json"}},
       {"rank0.kernels.json", {"kernels", rank0, "--json"}},
+      // The real PyTorch profiler trace: launch geometry, registers, copy bytes from event args.
+      {"alexnet.kernels.txt", {"kernels", "pytorch_kineto_alexnet_train.json.gz", "--top", "12"}},
+      {"alexnet.memcpy.txt", {"memcpy", "pytorch_kineto_alexnet_train.json.gz"}},
       {"rank0-rank1.diff.txt", {"diff", rank0, rank1}},
       {"rank0-rank1.diff.json", {"diff", rank0, rank1, "--json"}},
   };

@@ -7,6 +7,7 @@
 #include "profiler/trace/chrome_json_reader.h"
 #include "profiler/trace/chrome_writer.h"
 #include "profiler/trace/reader.h"
+#include "profiler/trace/slice_details.h"
 #include "test_util.h"
 
 namespace stepscope::trace {
@@ -42,6 +43,102 @@ TEST(ChromeJsonReaderTest, ReadsARealKinetoTrace) {
   int64_t launches = 0;
   for (const Flow& f : trace->flows()) launches += f.kind == FlowKind::kLaunch ? 1 : 0;
   EXPECT_GT(launches, 0);
+}
+
+// Kernel launch and copy arguments of the real AlexNet trace, kept per slice.
+TEST(ChromeJsonReaderTest, KeepsKinetoKernelAndCopyArgs) {
+  auto trace = ReadTrace(testing::DataPath("pytorch_kineto_alexnet_train.json.gz"));
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->all_kernel_args().size(), 79u);  // every `kernel` event of the file
+  auto find = [&](std::string_view prefix, int64_t absolute_us) -> int64_t {
+    for (uint32_t i = 0; i < trace->slices().size(); ++i) {
+      const Slice& s = trace->slices()[i];
+      if (trace->str(s.name).substr(0, prefix.size()) == prefix &&
+          trace->epoch_ns() + s.start_ns == absolute_us * 1000) {
+        return i;
+      }
+    }
+    return -1;
+  };
+  const int64_t kernel = find("void cask_cudnn::computeOffsetsKernel<false, false>", 1695835583881571);
+  ASSERT_GE(kernel, 0);
+  const KernelArgs* launch = trace->kernel_args(static_cast<uint32_t>(kernel));
+  ASSERT_NE(launch, nullptr);
+  EXPECT_EQ(launch->grid[0], 12u);
+  EXPECT_EQ(launch->grid[1], 1u);
+  EXPECT_EQ(launch->grid[2], 1u);
+  EXPECT_EQ(launch->block[0], 256u);
+  EXPECT_EQ(launch->registers_per_thread, 16);
+  EXPECT_EQ(launch->shared_memory_bytes, 0);
+  EXPECT_EQ(launch->stream, 7);
+  EXPECT_EQ(launch->device, 0);
+  EXPECT_EQ(launch->correlation, 5110);
+  EXPECT_NEAR(launch->warps_per_sm, 0.8888889f, 1e-6);
+  EXPECT_EQ(trace->transfer_args(static_cast<uint32_t>(kernel)), nullptr);
+
+  const int64_t copy = find("Memcpy HtoD (Pageable -> Device)", 1695835572943613);
+  ASSERT_GE(copy, 0);
+  const TransferArgs* transfer = trace->transfer_args(static_cast<uint32_t>(copy));
+  ASSERT_NE(transfer, nullptr);
+  EXPECT_EQ(transfer->bytes, 92928);
+  EXPECT_NEAR(transfer->bandwidth_gbps, 7.744f, 1e-4);
+  EXPECT_EQ(transfer->correlation, 14);
+  auto details = GetMemcpyDetails(*trace, static_cast<uint32_t>(copy));
+  ASSERT_TRUE(details.has_value());
+  EXPECT_EQ(details->kind, "HtoD");
+  EXPECT_EQ(details->bytes, 92928);
+  EXPECT_EQ(details->src_memory, "Pageable");
+  EXPECT_EQ(details->dst_memory, "Device");
+  EXPECT_EQ(trace->kernel_args(static_cast<uint32_t>(copy)), nullptr);
+
+  const int64_t memset = find("Memset (Device)", 1695835573847842);
+  ASSERT_GE(memset, 0);
+  ASSERT_NE(trace->transfer_args(static_cast<uint32_t>(memset)), nullptr);
+  EXPECT_EQ(trace->transfer_args(static_cast<uint32_t>(memset))->bytes, 20736);
+
+  // Our perfetto export writes the args under Kineto's names, so they survive a round trip.
+  auto again = ReadTraceFromBytes(ExportPerfettoJson(*trace), "export.json");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->all_kernel_args().size(), trace->all_kernel_args().size());
+  int64_t bytes_before = 0, bytes_after = 0;
+  for (const TransferArgs& t : trace->all_transfer_args()) bytes_before += std::max<int64_t>(t.bytes, 0);
+  for (const TransferArgs& t : again->all_transfer_args()) bytes_after += std::max<int64_t>(t.bytes, 0);
+  EXPECT_GT(bytes_before, 0);
+  EXPECT_EQ(bytes_after, bytes_before);
+}
+
+// The file path (read into the parse buffer) and the in-memory path agree, gzip or not.
+TEST(ChromeJsonReaderTest, ReadingAFileMatchesReadingItsBytes) {
+  auto bytes = ReadFile(testing::DataPath("pytorch_kineto_alexnet_train.json.gz"));
+  ASSERT_TRUE(bytes.ok());
+  const auto dir = testing::ScratchDir("chrome_padded");
+  const std::string plain_path = (dir / "alexnet.json").string();
+  ASSERT_TRUE(WriteFileAtomically(plain_path, *bytes).ok());
+  auto from_bytes = ReadTraceFromBytes(*bytes, "alexnet.json");
+  auto from_gz = ReadTrace(testing::DataPath("pytorch_kineto_alexnet_train.json.gz"));
+  auto from_plain = ReadTrace(plain_path);
+  ASSERT_TRUE(from_bytes.ok() && from_gz.ok() && from_plain.ok());
+  for (const Trace* t : {&*from_gz, &*from_plain}) {
+    EXPECT_EQ(t->slices().size(), from_bytes->slices().size());
+    EXPECT_EQ(t->flows().size(), from_bytes->flows().size());
+    EXPECT_EQ(t->all_kernel_args().size(), from_bytes->all_kernel_args().size());
+    EXPECT_EQ(t->import_stats().counts(), from_bytes->import_stats().counts());
+  }
+  // A truncated gzip names the file.
+  auto compressed = Gzip(*bytes);
+  ASSERT_TRUE(compressed.ok());
+  const std::string cut_path = (dir / "cut.json.gz").string();
+  {
+    std::FILE* f = std::fopen(cut_path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(compressed->data(), 1, compressed->size() / 2, f);
+    std::fclose(f);
+  }
+  auto cut = ReadTrace(cut_path);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find(cut_path + ": gzip data is truncated"), std::string::npos)
+      << cut.status().message();
+  EXPECT_EQ(ReadTrace((dir / "missing.json").string()).status().code(), ReadFile((dir / "missing.json").string()).status().code());
 }
 
 TEST(ChromeJsonReaderTest, JsonThatIsNotATrace) {

@@ -83,7 +83,7 @@ TEST(CornerCasesTest, QuirksLoadWithUnmodelledRunMetadataContent) {
   const Trace trace = Load("quirks.pbtxt");
   // cost_graph / partition_graphs / function_graphs content is skipped, and counted.
   EXPECT_GT(trace.import_stats().Get("unmodelled_text_fields_skipped"), 0);
-  EXPECT_TRUE(trace.run_metadata()->has_session_metadata());
+  EXPECT_TRUE(trace.LoadRunMetadata()->has_session_metadata());
   EXPECT_EQ(trace.slices().size(), 13u);
 }
 

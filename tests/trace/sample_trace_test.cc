@@ -29,7 +29,8 @@ const Trace& Sample() {
 TEST(SampleTraceTest, DevicesAndNodeCounts) {
   const Trace& trace = Sample();
   EXPECT_EQ(trace.source_format(), SourceFormat::kStepStatsText);
-  const auto& step = trace.run_metadata()->step_stats();
+  const auto metadata = trace.LoadRunMetadata();
+  const auto& step = metadata->step_stats();
   std::map<std::string, int> nodes;
   for (const auto& device : step.dev_stats()) nodes[device.device()] = device.node_stats_size();
   const std::map<std::string, int> expected = {
@@ -80,7 +81,8 @@ TEST(SampleTraceTest, OpTypeBreakdownMatchesTheModel) {
 
 TEST(SampleTraceTest, MemcpyBytesEqualTheLabelsOfTheStreamRecords) {
   // Independent count straight from the proto: stream lanes only (not the /memcpy repeat).
-  const auto& step = Sample().run_metadata()->step_stats();
+  const auto metadata = Sample().LoadRunMetadata();
+  const auto& step = metadata->step_stats();
   std::map<std::string, std::pair<int64_t, int64_t>> expected;  // kind -> (count, bytes)
   for (const auto& device : step.dev_stats()) {
     if (device.device().find("/stream:") == std::string::npos ||
@@ -108,7 +110,8 @@ TEST(SampleTraceTest, MemcpyBytesEqualTheLabelsOfTheStreamRecords) {
 TEST(SampleTraceTest, AllocatorPeakAgreesWithRecordedBytesInUse) {
   const Trace& trace = Sample();
   int64_t max_in_use = 0;
-  for (const auto& device : trace.run_metadata()->step_stats().dev_stats()) {
+  const auto metadata = trace.LoadRunMetadata();
+  for (const auto& device : metadata->step_stats().dev_stats()) {
     for (const auto& node : device.node_stats()) {
       for (const auto& memory : node.memory()) {
         if (memory.allocator_name() == "GPU_0_bfc") {
@@ -153,7 +156,7 @@ TEST(SampleTraceTest, TextBinaryTextIsIdentity) {
 
 TEST(SampleTraceTest, BareBinaryStepStatsIsDetectedAndGzipIsTransparent) {
   std::string bare;
-  ASSERT_TRUE(Sample().run_metadata()->step_stats().SerializeToString(&bare));
+  ASSERT_TRUE(Sample().LoadRunMetadata()->step_stats().SerializeToString(&bare));
   auto trace = ReadTraceFromBytes(bare, "bare.pb");
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   EXPECT_EQ(trace->source_format(), SourceFormat::kStepStatsBinary);
@@ -167,7 +170,7 @@ TEST(SampleTraceTest, BareBinaryStepStatsIsDetectedAndGzipIsTransparent) {
 }
 
 TEST(SampleTraceTest, UnknownBinaryFieldsSurvivePbToPb) {
-  tf::RunMetadata metadata = *Sample().run_metadata();
+  tf::RunMetadata metadata = *Sample().LoadRunMetadata();
   // A field TensorFlow might add one day, on a node and at the top level.
   metadata.mutable_step_stats()->mutable_dev_stats(0)->mutable_node_stats(0)
       ->GetReflection()->MutableUnknownFields(

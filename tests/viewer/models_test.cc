@@ -168,7 +168,7 @@ class ModelsTest : public QObject {
     // An executor op with outputs and memory: shapes, allocation descriptions, allocators.
     int64_t slice = -1;
     for (uint32_t i = 0; i < trace.slices().size() && slice < 0; ++i) {
-      const auto* node = trace.node(i);
+      const auto node = trace.node(i);
       if (node != nullptr && node->output_size() > 0 && node->memory_size() > 0) slice = i;
     }
     QVERIFY(slice >= 0);

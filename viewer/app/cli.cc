@@ -173,8 +173,8 @@ int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, in
             .arg(worst, 0, 'f', 2)
             .arg(kFrameTargetMs, 0, 'f', 0)
             .arg(verdict(worst <= kFrameTargetMs)));
-  // Below this many slices the window's own fixed costs (fonts, glyph caches, the StepStats
-  // detail kept for the details pane) dominate and a per-slice figure says nothing.
+  // Below this many slices the window's own fixed costs (fonts, glyph caches)
+  // dominate and a per-slice figure says nothing.
   constexpr size_t kMinSlicesForPerSlice = 100'000;
   Print(QStringLiteral("resident: +%1 MB with the timeline (%2 bytes/slice), +%3 MB with the analyses "
                        "(%4 bytes/slice)  target <= %5 bytes/slice: %6")

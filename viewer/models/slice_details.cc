@@ -128,6 +128,43 @@ std::vector<DetailItem> DescribeSlice(const TraceDocument& document, uint32_t sl
       item.children.push_back({"bandwidth", std::to_string(static_cast<double>(memcpy->bytes) /
                                                            static_cast<double>(slice.dur_ns)) + " GB/s", {}});
     }
+    if (memcpy->bandwidth_gbps >= 0) {
+      item.children.push_back({"reported bandwidth", std::to_string(memcpy->bandwidth_gbps) + " GB/s", {}});
+    }
+    items.push_back(std::move(item));
+  }
+  if (const trace::TransferArgs* transfer = trace.transfer_args(slice_index);
+      transfer != nullptr && slice.kind == trace::SliceKind::kMemset) {
+    DetailItem item{"memset", transfer->bytes >= 0 ? std::to_string(transfer->bytes) + " bytes" : "", {}};
+    if (transfer->bytes >= 0) item.children.push_back({"bytes", std::to_string(transfer->bytes), {}});
+    if (transfer->bandwidth_gbps >= 0) {
+      item.children.push_back({"reported bandwidth", std::to_string(transfer->bandwidth_gbps) + " GB/s", {}});
+    }
+    items.push_back(std::move(item));
+  }
+  if (const trace::KernelArgs* kernel = trace.kernel_args(slice_index)) {
+    auto triple = [](const uint32_t* v) {
+      return std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]);
+    };
+    DetailItem item{"kernel launch", kernel->has_grid() ? "grid " + triple(kernel->grid) + " block " + triple(kernel->block) : "", {}};
+    if (kernel->has_grid()) {
+      item.children.push_back({"grid", triple(kernel->grid), {}});
+      item.children.push_back({"block", triple(kernel->block), {}});
+    }
+    auto integer = [&](const char* key, int64_t value) {
+      if (value >= 0) item.children.push_back({key, std::to_string(value), {}});
+    };
+    auto real = [&](const char* key, float value) {
+      if (value >= 0) item.children.push_back({key, std::to_string(value), {}});
+    };
+    integer("registers per thread", kernel->registers_per_thread);
+    integer("shared memory (bytes)", kernel->shared_memory_bytes);
+    real("blocks per SM", kernel->blocks_per_sm);
+    real("warps per SM", kernel->warps_per_sm);
+    real("est. achieved occupancy %", kernel->occupancy_percent);
+    integer("device", kernel->device);
+    integer("stream", kernel->stream);
+    integer("correlation", kernel->correlation);
     items.push_back(std::move(item));
   }
   auto add_flows = [&](const char* key, const std::vector<uint32_t>& flows, bool incoming) {
@@ -144,7 +181,7 @@ std::vector<DetailItem> DescribeSlice(const TraceDocument& document, uint32_t sl
   };
   add_flows("flows in", document.FlowsTo(slice_index), true);
   add_flows("flows out", document.FlowsFrom(slice_index), false);
-  if (const tf::NodeExecStats* node = trace.node(slice_index)) {
+  if (const std::unique_ptr<tf::NodeExecStats> node = trace.node(slice_index)) {
     DetailItem record{"source record", "NodeExecStats of " + std::string(trace.str(trace.tracks()[slice.track].full_name)), {}};
     DescribeMessage(*node, &record.children);
     items.push_back(std::move(record));

@@ -1,0 +1,111 @@
+// The StepStats detail of a Trace, kept compact: every NodeExecStats serialised and deflated in
+// blocks of about 32 KB (in slice order, so a pass over the slices inflates each block once),
+// and the rest of the RunMetadata (devices, thread names, graphs, session) serialised once.
+// A parsed RunMetadata costs about 420 bytes per node; this costs 15-40, and one node is parsed
+// back on demand (details pane, analyses that need outputs or allocation records, pb export).
+//
+// Invariants: entries are immutable after Build; entry k lives in the block b with
+// block_first_entry_[b] <= k < block_first_entry_[b + 1]; inside an inflated block each entry
+// is a varint length followed by that many bytes of NodeExecStats wire format.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "profiler/trace/trace.h"
+
+namespace stepscope::trace {
+
+// Fields a pass may need; a block none of whose nodes has any of them is not inflated.
+enum NodeField : uint32_t {
+  kNodeOutputs = 1u << 0,       // output
+  kNodeMemory = 1u << 1,        // memory (allocators, allocation records)
+  kNodeMemoryStats = 1u << 2,   // memory_stats
+  kNodeLabel = 1u << 3,         // timeline_label
+  kNodeKernel = 1u << 4,        // kernel
+  kNodeMemcpy = 1u << 5,        // memcpy
+  kNodeCollective = 1u << 6,    // collective
+  kNodeAnyField = 0xffffffffu,
+};
+
+class NodeStore {
+ public:
+  // Stores the nodes `slice_refs` point at, in that order (entry k = k-th valid ref), then every
+  // node no slice points at. `entry_of_slice` gets the entry of each slice, or stays empty when
+  // every slice has a node (entry = slice index).
+  // Takes the nodes out of `metadata` (its node_stats are cleared).
+  static std::shared_ptr<const NodeStore> Build(tf::RunMetadata& metadata,
+                                                std::span<const NodeRef> slice_refs,
+                                                std::vector<uint32_t>* entry_of_slice);
+
+  size_t entry_count() const { return entry_count_; }
+  size_t block_count() const { return blocks_.size(); }
+  // Bytes held (deflated blocks, the serialised rest, indices), for memory reports and tests.
+  size_t memory_bytes() const;
+
+  // The whole RunMetadata again, node order as in the source. `slice_refs` and
+  // `entry_of_slice` as given to (and produced by) Build.
+  std::shared_ptr<tf::RunMetadata> Rebuild(std::span<const NodeRef> slice_refs,
+                                           std::span<const uint32_t> entry_of_slice) const;
+
+  // Reads entries; keeps the last inflated block, so reading in entry order inflates each block
+  // once. Not shared between threads (each pass makes its own).
+  class Reader {
+   public:
+    explicit Reader(const NodeStore& store, uint32_t needed_fields = kNodeAnyField);
+    ~Reader();
+    Reader(const Reader&) = delete;
+    Reader& operator=(const Reader&) = delete;
+    // The entry's node, valid until the next call; null when the block holds none of the
+    // needed fields, or (never for a store Build made) when the entry does not parse.
+    const tf::NodeExecStats* Get(uint32_t entry);
+    // Parses the entry into `node` (all fields); false when it does not parse.
+    bool ParseInto(uint32_t entry, tf::NodeExecStats* node);
+
+   private:
+    bool LoadBlock(size_t block);
+    std::string_view EntryBytes(uint32_t entry);
+
+    const NodeStore& store_;
+    uint32_t needed_fields_;
+    size_t block_ = SIZE_MAX;
+    std::string plain_;              // the inflated block
+    std::vector<std::pair<uint32_t, uint32_t>> spans_;  // (start, size) of each entry in plain_
+    std::unique_ptr<tf::NodeExecStats> node_;
+  };
+
+ private:
+  size_t BlockOf(uint32_t entry) const;
+
+  std::string rest_;                         // RunMetadata without node_stats, serialised
+  std::vector<uint32_t> device_node_counts_;  // node_stats size of each dev_stats
+  std::vector<std::string> blocks_;           // deflated entries
+  std::vector<uint32_t> block_first_entry_;   // size blocks + 1
+  std::vector<uint32_t> block_fields_;        // NodeField bits present in each block
+  std::vector<NodeRef> unreferenced_;         // nodes of entries past the referenced ones
+  size_t entry_count_ = 0;
+};
+
+// Reads the NodeExecStats of many slices, inflating each stored block once when slices are
+// visited in order. `needed_fields` (NodeField bits) lets a pass skip blocks where no node has
+// what it looks for: Get() is then null for their slices. One reader per thread.
+class NodeReader {
+ public:
+  explicit NodeReader(const Trace& trace, uint32_t needed_fields = 0xffffffffu);
+  ~NodeReader();
+  NodeReader(const NodeReader&) = delete;
+  NodeReader& operator=(const NodeReader&) = delete;
+  // Valid until the next call; null when the slice has no node.
+  const tf::NodeExecStats* Get(uint32_t slice);
+
+ private:
+  const Trace& trace_;
+  std::unique_ptr<NodeStore::Reader> reader_;
+};
+
+}  // namespace stepscope::trace
