@@ -97,6 +97,7 @@ void StepCollector::BeginStep(int64_t step) {
   {
     std::lock_guard<std::mutex> lock(registry_mu_);
     collectives_.clear();
+    copies_.clear();
   }
   generation_.fetch_add(1, std::memory_order_acq_rel);
   dropped_.store(0, std::memory_order_relaxed);
@@ -159,6 +160,12 @@ void StepCollector::RecordCollective(CollectiveRecord record) {
   if (!recording()) return;
   std::lock_guard<std::mutex> lock(registry_mu_);
   collectives_.push_back(std::move(record));
+}
+
+void StepCollector::RecordCopy(CopyRecord record) {
+  if (!recording()) return;
+  std::lock_guard<std::mutex> lock(registry_mu_);
+  copies_.push_back(std::move(record));
 }
 
 std::string TimelineLabel(const std::string& node_name, const std::string& op_type,
@@ -288,6 +295,33 @@ tf::RunMetadata StepCollector::FinishStep(int64_t clock_offset_ns) {
                        [](const tf::NodeExecStats& a, const tf::NodeExecStats& b) {
                          return a.all_start_nanos() < b.all_start_nanos();
                        });
+    }
+  }
+  // Copies on each destination device's memcpy lane, as TF's tracer records them.
+  std::vector<CopyRecord> copies;
+  {
+    std::lock_guard<std::mutex> lock(registry_mu_);  // a copy may still be ending on another thread
+    copies.swap(copies_);
+  }
+  std::map<std::string, std::vector<const CopyRecord*>> copies_by_lane;
+  for (const CopyRecord& c : copies) copies_by_lane[*c.device + "/memcpy"].push_back(&c);
+  for (auto& [lane, on_lane] : copies_by_lane) {
+    std::stable_sort(on_lane.begin(), on_lane.end(), [](const CopyRecord* a, const CopyRecord* b) {
+      return a->start_ns < b->start_ns;
+    });
+    tf::DeviceStepStats* dev = metadata.mutable_step_stats()->add_dev_stats();
+    dev->set_device(lane);
+    for (const CopyRecord* c : on_lane) {
+      tf::NodeExecStats* node = dev->add_node_stats();
+      node->set_node_name(c->annotation + ":MEMCPY" + c->kind);
+      SetTimes(c->start_ns + clock_offset_ns, c->end_ns - c->start_ns, *node);
+      node->set_timeline_label("MEMCPY" + c->kind + " " + std::to_string(c->bytes) + " bytes (" +
+                               c->src_memory + " to " + c->dst_memory + ")");
+      tf::MemcpyInfo* info = node->mutable_memcpy();
+      info->set_kind(c->kind);
+      info->set_bytes(c->bytes);
+      info->set_src_memory(c->src_memory);
+      info->set_dst_memory(c->dst_memory);
     }
   }
   tf::TraceSession* session = metadata.mutable_stepscope_session();

@@ -65,6 +65,20 @@ struct CollectiveRecord {
   int64_t start_ns = 0, end_ns = 0;
 };
 
+// A copy between memories (input staging, a cross-device gather, a fusion-buffer copy) onto
+// `device`. It goes on the device's memcpy lane (`<device>/memcpy`, as TF's GPU tracer puts its
+// copies) named `<annotation>:MEMCPY<kind>` with the label "MEMCPY<kind> <bytes> bytes (<src>
+// to <dst>)" and a MemcpyInfo. Few per step, so it owns its strings.
+struct CopyRecord {
+  const std::string* device = nullptr;  // the destination device
+  std::string annotation;  // e.g. "tower_0/TrainInput/split:Slice"
+  std::string kind;        // "HtoD", "DtoD", ...
+  std::string src_memory;  // "Pageable", "Device", ...
+  std::string dst_memory;
+  int64_t bytes = 0;
+  int64_t start_ns = 0, end_ns = 0;
+};
+
 // The thread id of the communication lane in DeviceStepStats (its thread_names say so).
 inline constexpr uint32_t kCollectiveLaneThreadId = 0x7fff0000u;
 
@@ -96,9 +110,11 @@ class StepCollector {
   void RecordAllocation(const AllocationRecord& record);
   // Any thread, outside ops.
   void RecordCollective(CollectiveRecord record);
+  // Any thread, inside or outside ops (takes the registry lock: copies are few per step).
+  void RecordCopy(CopyRecord record);
 
   // Stop recording and build the step's RunMetadata: one DeviceStepStats per device with
-  // node_stats sorted by start, times relative to nothing (absolute µs/ns of the steady clock
+  // node_stats sorted by start (and one `<device>/memcpy` per device that received copies), times relative to nothing (absolute µs/ns of the steady clock
   // shifted by `clock_offset_ns`, so different processes can share a timeline).
   tf::RunMetadata FinishStep(int64_t clock_offset_ns = 0);
 
@@ -116,6 +132,7 @@ class StepCollector {
   std::mutex registry_mu_;   // guards buffers_ (taken once per thread, not per op)
   std::vector<std::unique_ptr<ThreadBuffer>> buffers_;
   std::vector<CollectiveRecord> collectives_;  // guarded by registry_mu_
+  std::vector<CopyRecord> copies_;             // guarded by registry_mu_
   const uint64_t id_;        // distinguishes collectors in the thread-local cache
 };
 

@@ -8,6 +8,8 @@
 #include <simdjson.h>
 #include <unordered_map>
 
+#include "profiler/trace/utf8.h"
+
 namespace stepscope::trace {
 
 namespace od = simdjson::ondemand;
@@ -706,37 +708,6 @@ class ChromeImporter {
   std::vector<Position> positions_;
 };
 
-// Replaces every byte that is not part of a valid UTF-8 sequence with '?'; returns how many.
-int64_t ReplaceInvalidUtf8(char* data, size_t size) {
-  int64_t replaced = 0;
-  size_t i = 0;
-  auto* bytes = reinterpret_cast<unsigned char*>(data);
-  while (i < size) {
-    const unsigned char c = bytes[i];
-    size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool valid = length > 0 && i + length <= size;
-    for (size_t k = 1; valid && k < length; ++k) valid = (bytes[i + k] & 0xC0) == 0x80;
-    if (valid && length == 2) valid = c >= 0xC2;
-    if (valid && length == 3) {
-      const unsigned cp = ((c & 0x0Fu) << 12) | ((bytes[i + 1] & 0x3Fu) << 6) | (bytes[i + 2] & 0x3Fu);
-      valid = cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF);
-    }
-    if (valid && length == 4) {
-      const unsigned cp = ((c & 0x07u) << 18) | ((bytes[i + 1] & 0x3Fu) << 12) | ((bytes[i + 2] & 0x3Fu) << 6) |
-                          (bytes[i + 3] & 0x3Fu);
-      valid = cp >= 0x10000 && cp <= 0x10FFFF;
-    }
-    if (!valid) {
-      bytes[i] = '?';
-      ++replaced;
-      ++i;
-    } else {
-      i += length;
-    }
-  }
-  return replaced;
-}
-
 struct Attempt {
   simdjson::error_code error = simdjson::SUCCESS;
   size_t error_offset = 0;
@@ -828,12 +799,19 @@ StatusOr<Trace> ReadChromeJson(std::string_view bytes, const std::string& name) 
 
 StatusOr<Trace> ReadChromeJson(PaddedBytes padded, const std::string& name) {
   static_assert(PaddedBytes::kPadding >= simdjson::SIMDJSON_PADDING);
+  int64_t utf8_replaced = 0;
+  PaddedBytes original;  // the file as read, kept only when it needed repair (for error offsets)
+  if (simdjson::validate_utf8(padded.data(), padded.size()) == false) {
+    // Rare, so the copy is fine: U+FFFD is longer than the byte it replaces.
+    PaddedBytes repaired = PaddedBytes::Copy(RepairUtf8(padded.view(), &utf8_replaced));
+    original = std::move(padded);
+    padded = std::move(repaired);
+  }
+  const auto file_offset = [&](size_t offset) {
+    return utf8_replaced == 0 ? offset : Utf8OriginalOffset(original.view(), offset);
+  };
   const simdjson::padded_string_view json(padded.data(), padded.size(), padded.capacity());
   const std::string_view bytes = padded.view();
-  int64_t utf8_replaced = 0;
-  if (simdjson::validate_utf8(json.data(), json.size()) == false) {
-    utf8_replaced = ReplaceInvalidUtf8(padded.data(), padded.size());
-  }
   Attempt attempt = Import(json, name);
   if (attempt.not_a_trace) return InvalidInput(name + ": JSON is not a trace: " + attempt.not_a_trace_detail);
   if (attempt.error != simdjson::SUCCESS) {
@@ -862,11 +840,12 @@ StatusOr<Trace> ReadChromeJson(PaddedBytes padded, const std::string& name) {
       cut = brace;
     }
     if (salvaged == nullptr) {
-      return InvalidInput(name + ": invalid JSON at byte " + std::to_string(attempt.error_offset) + ": " +
+      return InvalidInput(name + ": invalid JSON at byte " + std::to_string(file_offset(attempt.error_offset)) + ": " +
                           simdjson::error_message(attempt.error));
     }
     salvaged->stats().Add("json_truncated_events_kept", salvaged->events());
-    salvaged->stats().Add("json_truncated_bytes_dropped", static_cast<int64_t>(bytes.size() - kept_bytes));
+    salvaged->stats().Add("json_truncated_bytes_dropped",
+                          static_cast<int64_t>(file_offset(bytes.size()) - file_offset(kept_bytes)));
     attempt.importer = std::move(salvaged);
   }
   attempt.importer->stats().Add("invalid_utf8_bytes_replaced", utf8_replaced);

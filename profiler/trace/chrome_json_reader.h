@@ -10,7 +10,8 @@
 // still be read, and every repair is counted in import_stats():
 //  - a file cut short: the events before the cut are kept (`json_truncated_events_kept`,
 //    `json_truncated_bytes_dropped`);
-//  - invalid UTF-8: each bad byte becomes '?' (`invalid_utf8_bytes_replaced`);
+//  - invalid UTF-8: each bad byte becomes U+FFFD, as in every reader (utf8.h)
+//    (`invalid_utf8_bytes_replaced`);
 //  - numbers beyond int64 or not numbers where times belong: the event is skipped
 //    (`event_bad_time_skipped`); times are read from the number's text, so epoch microseconds
 //    with a fraction keep nanosecond precision.

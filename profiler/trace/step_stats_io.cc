@@ -3,12 +3,15 @@
 #include <google/protobuf/arena.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/text_format.h>
+#include <simdjson.h>
 
 #include <algorithm>
 #include <cctype>
 #include <set>
 
+#include "profiler/trace/proto_utf8.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {
@@ -96,10 +99,12 @@ bool BinaryLooksLikeBareStepStats(std::string_view bytes) {
   if (!ReadVarint(inner, pos, tag) || tag != 0x0a) return false;
   if (!ReadVarint(inner, pos, length) || length > inner.size() - pos) return false;
   const std::string_view first = inner.substr(pos, length);
-  // A device name: printable text starting with '/' (TF's device names always do).
+  // A device name: text starting with '/' (TF's device names always do); bytes past ASCII are
+  // allowed (UTF-8, or invalid UTF-8 the parse below repairs).
   if (first.empty() || first[0] != '/') return false;
   for (char c : first) {
-    if (!std::isprint(static_cast<unsigned char>(c))) return false;
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x80 && !std::isprint(byte)) return false;
   }
   return true;
 }
@@ -138,6 +143,21 @@ Status Validate(const tf::RunMetadata& metadata, const std::string& name) {
     }
   }
   return Status::Ok();
+}
+
+// Whether a text proto can hold a string that is not UTF-8: its bytes are not UTF-8, or an
+// escape spells a byte (octal, hex) or a code point. Conservative, and cheap next to the parse:
+// valid input without such escapes (the common case) skips the walk over every string field.
+bool TextMayHoldInvalidUtf8(std::string_view text) {
+  if (!simdjson::validate_utf8(text.data(), text.size())) return true;
+  for (size_t at = text.find('\\'); at != std::string_view::npos; at = text.find('\\', at + 2)) {
+    if (at + 1 == text.size()) return true;
+    const char escaped = text[at + 1];
+    if ((escaped >= '0' && escaped <= '7') || escaped == 'x' || escaped == 'X' || escaped == 'u' || escaped == 'U') {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -191,16 +211,42 @@ StatusOr<ParsedStepStats> ParseStepStats(std::string_view bytes, const std::stri
       return InvalidInput(name + ": unknown field at " + errors.first_unknown_);
     }
     parsed.stats.Add("unmodelled_text_fields_skipped", errors.skipped_unmodelled_);
+    // Octal or hex escapes can spell bytes that are not UTF-8; a node keeping them could not be
+    // parsed back from the node store, so its details would be lost.
+    if (TextMayHoldInvalidUtf8(bytes)) {
+      parsed.stats.Add(kInvalidUtf8StringsRepaired, RepairInvalidUtf8Strings(metadata));
+    }
   } else {
     parsed.format = BinaryLooksLikeBareStepStats(bytes) ? SourceFormat::kStepStatsBinary
                                                         : SourceFormat::kRunMetadataBinary;
     pb::Message* target = parsed.format == SourceFormat::kStepStatsBinary
                               ? static_cast<pb::Message*>(metadata.mutable_step_stats())
                               : &metadata;
-    if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
-        !target->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    const auto invalid = [&] {
       return InvalidInput(name + ": not a valid binary RunMetadata/StepStats (truncated or "
                                  "corrupt protobuf, " + std::to_string(bytes.size()) + " bytes)");
+    };
+    if (bytes.size() > static_cast<size_t>(INT32_MAX)) return invalid();
+    bool ok = false;
+    {
+      // A failed parse is reported below with the file name; protobuf's own log line (e.g.
+      // about invalid UTF-8 in a string field) would only repeat it without one.
+      pb::LogSilencer silence;
+      ok = target->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+    }
+    if (!ok) {
+      // The parser refuses strings that are not UTF-8; the text parser accepts them and we
+      // repair them, so binary input gets the same treatment: repair the wire bytes, parse again.
+      std::string repaired_bytes;
+      int64_t repaired = 0;
+      if (!RepairInvalidUtf8InWireFormat(bytes, *target->GetDescriptor(), &repaired_bytes, &repaired) ||
+          repaired == 0 || repaired_bytes.size() > static_cast<size_t>(INT32_MAX)) {
+        return invalid();
+      }
+      target->Clear();
+      pb::LogSilencer silence;
+      if (!target->ParseFromString(repaired_bytes)) return invalid();
+      parsed.stats.Add(kInvalidUtf8StringsRepaired, repaired);
     }
     parsed.stats.Add("unknown_binary_fields_kept", CountUnknownBinaryFields(metadata));
   }

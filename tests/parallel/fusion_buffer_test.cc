@@ -130,6 +130,18 @@ TEST(FusionBufferTest, FusedBatchReportsThePhasesInOrder) {
   EXPECT_LE(observer.events[0].end_ns, observer.events[1].start_ns);
   EXPECT_LE(observer.events[1].end_ns, observer.events[2].start_ns);
   EXPECT_EQ(fusion->batches_reduced(), 1);
+  EXPECT_EQ(observer.events[1].name, "HorovodAllreduce_fused_0");
+  // Each copy phase carries every participant's own copy time, inside the phase's span.
+  for (size_t e : {size_t{0}, size_t{2}}) {
+    const CollectiveEvent& copy = observer.events[e];
+    ASSERT_EQ(copy.participant_times.size(), 2u);
+    for (const auto& [start, end] : copy.participant_times) {
+      EXPECT_LE(copy.start_ns, start);
+      EXPECT_LE(start, end);
+      EXPECT_LE(end, copy.end_ns);
+    }
+  }
+  EXPECT_TRUE(observer.events[1].participant_times.empty());
 }
 
 TEST(FusionBufferTest, FullBufferGoesOutWithoutWaitingForTheCycle) {

@@ -1,12 +1,16 @@
 // Trace library throughput on the real PTB LSTM step: load text, load binary, export each Chrome
-// flavour. Reports MB/s (bytes of input read, or of JSON written) and events/s (node stats).
+// flavour, and the UTF-8 check of text imports. Reports MB/s (bytes of input read, or of JSON
+// written) and events/s (node stats).
 // Run: build/release/tests/trace/stepscope_trace_benchmark
 #include <benchmark/benchmark.h>
 
 #include "base/file_io.h"
 #include "profiler/trace/chrome_writer.h"
+#include "profiler/trace/proto_utf8.h"
 #include "profiler/trace/reader.h"
+#include "profiler/trace/step_stats_io.h"
 #include "profiler/trace/writer.h"
+#include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {
 namespace {
@@ -41,6 +45,15 @@ void BM_LoadBinary(benchmark::State& state) {
   Report(state, binary.size());
 }
 BENCHMARK(BM_LoadBinary)->Unit(benchmark::kMillisecond);
+
+// The UTF-8 walk over every string field, which a text import makes when its text has escapes
+// that could spell invalid UTF-8 (this sample has none, so BM_LoadText skips it).
+void BM_Utf8CheckOfText(benchmark::State& state) {
+  auto parsed = ParseStepStats(SampleText(), "sample").value();
+  for (auto _ : state) benchmark::DoNotOptimize(RepairInvalidUtf8Strings(*parsed.run_metadata));
+  Report(state, SampleText().size());
+}
+BENCHMARK(BM_Utf8CheckOfText)->Unit(benchmark::kMillisecond);
 
 void BM_ExportPerfetto(benchmark::State& state) {
   size_t bytes = 0;

@@ -1,13 +1,17 @@
 // Data parallelism in one process: N towers on the same global batch train like one device
-// (within float tolerance), replicas stay bit-identical, `independent` replicas diverge.
+// (within float tolerance), replicas stay bit-identical, `independent` replicas diverge; with
+// tensor fusion during backward both models train as without it, and the fused collectives run.
 #include "trainer/main/towers.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "trainer/models/lstm_model.h"
+#include "trainer/models/resnet_model.h"
 
 namespace stepscope::trainer {
 namespace {
@@ -31,7 +35,8 @@ struct TowerRun {
   std::unique_ptr<Towers> towers;
 };
 
-TowerRun MakeTowers(int n, int global_batch, VariableUpdate update, const std::string& spec = "ring") {
+TowerRun MakeTowers(int n, int global_batch, VariableUpdate update, const std::string& spec = "ring",
+                    int64_t fusion_threshold_bytes = 0) {
   TowerRun run;
   run.devices = std::move(runtime::CreateDevices(*runtime::ParseDeviceSpec("cpu:" + std::to_string(n))).value());
   std::vector<std::unique_ptr<models::Model>> replicas;
@@ -39,6 +44,7 @@ TowerRun MakeTowers(int n, int global_batch, VariableUpdate update, const std::s
   TowerOptions options;
   options.update = update;
   options.allreduce_spec = spec;
+  options.fusion_threshold_bytes = fusion_threshold_bytes;
   run.towers = Towers::Create(std::move(replicas), options).value();
   return run;
 }
@@ -136,6 +142,211 @@ TEST(Towers, BadSpecAndBadBatchAreInvalidInput) {
   TowerRun run = MakeTowers(2, 4, VariableUpdate::kReplicated);
   auto odd = run.towers->Step(GlobalBatch(*run.devices[0], 5, 0), 0.1f);
   EXPECT_FALSE(odd.ok());
+}
+
+// ---- tensor fusion during backward ------------------------------------------------------------
+
+class CountingObserver : public parallel::CollectiveObserver {
+ public:
+  void OnCollective(const parallel::CollectiveEvent& event) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++phases_[std::string(parallel::CollectivePhaseName(event.phase))];
+    if (event.phase == parallel::CollectivePhase::kAllReduce) {
+      for (const std::string& tensor : event.tensors) ++reduced_[tensor];
+    }
+  }
+  int phase(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return phases_[name];
+  }
+  std::map<std::string, int> reduced() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return reduced_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, int> phases_;
+  std::map<std::string, int> reduced_;
+};
+
+// Tiny ResNet: 7 classes (a bias of 7, a kernel of 2048 x 7: odd sizes among the 64-multiples).
+models::ResNetConfig TinyResNet() {
+  models::ResNetConfig c;
+  c.depth = 14;
+  c.image_size = 32;
+  c.num_classes = 7;
+  c.seed = 5;
+  return c;
+}
+
+models::Batch ImageBatch(const runtime::Device& device, int global_batch, int step) {
+  const models::ResNetConfig c = TinyResNet();
+  models::Batch batch;
+  batch.inputs = *device.Allocate(DType::kFloat32, {global_batch, c.image_size, c.image_size, 3});
+  batch.labels = *device.Allocate(DType::kInt32, {global_batch});
+  float* x = batch.inputs.data<float>();
+  for (int64_t k = 0; k < batch.inputs.num_elements(); ++k) {
+    x[k] = static_cast<float>(((k * 37 + step * 11) % 101) - 50) / 50.0f;
+  }
+  for (int i = 0; i < global_batch; ++i) {
+    batch.labels.data<int32_t>()[i] = (i * 3 + step) % c.num_classes;
+  }
+  return batch;
+}
+
+enum class ModelKind { kLstm, kResNet };
+
+struct FusionCase {
+  ModelKind model;
+  int towers;
+  int64_t threshold_bytes;  // 0: reduce after backward
+  double cycle_ms;
+  VariableUpdate update;
+};
+
+// The parameters the update writes: not BatchNorm's moving statistics, which each tower's
+// forward pass updates from its own share of the batch (Keras does the same per replica).
+std::vector<float> TrainedParameters(models::Model& model) {
+  std::vector<float> all;
+  for (const models::Variable& v : model.variables()) {
+    if (v.name.find("moving_") != std::string::npos) continue;
+    const float* p = v.value.data<float>();
+    all.insert(all.end(), p, p + v.value.num_elements());
+  }
+  return all;
+}
+
+TowerRun MakeFusionTowers(const FusionCase& c, int global_batch,
+                          parallel::CollectiveObserver* observer) {
+  TowerRun run;
+  run.devices = std::move(
+      runtime::CreateDevices(*runtime::ParseDeviceSpec("cpu:" + std::to_string(c.towers))).value());
+  std::vector<std::unique_ptr<models::Model>> replicas;
+  for (auto& d : run.devices) {
+    replicas.push_back(c.model == ModelKind::kLstm
+                           ? models::MakeLstm(*d, TinyLstm(global_batch / c.towers)).value()
+                           : models::MakeResNet(*d, TinyResNet()).value());
+  }
+  TowerOptions options;
+  options.update = c.update;
+  options.fusion_threshold_bytes = c.threshold_bytes;
+  options.cycle_time_ms = c.cycle_ms;
+  options.observer = observer;
+  auto towers = Towers::Create(std::move(replicas), options);
+  EXPECT_TRUE(towers.ok()) << towers.status().message();
+  if (towers.ok()) run.towers = std::move(*towers);
+  return run;
+}
+
+std::vector<float> TrainFusion(const FusionCase& c, int steps, CountingObserver* observer) {
+  const int global_batch = 6;  // 3 or 2 per tower
+  TowerRun run = MakeFusionTowers(c, global_batch, observer);
+  if (run.towers == nullptr) return {};
+  EXPECT_EQ(run.towers->fusing(), c.threshold_bytes > 0);
+  for (int step = 0; step < steps; ++step) {
+    const models::Batch batch = c.model == ModelKind::kLstm
+                                    ? GlobalBatch(*run.devices[0], global_batch, step)
+                                    : ImageBatch(*run.devices[0], global_batch, step);
+    auto result = run.towers->Step(batch, c.model == ModelKind::kLstm ? 0.5f : 0.05f);
+    EXPECT_TRUE(result.ok()) << result.status().message();
+    if (!result.ok()) return {};
+  }
+  const std::vector<float> first = TrainedParameters(run.towers->tower(0));
+  for (int d = 1; d < c.towers; ++d) {
+    const std::vector<float> other = TrainedParameters(run.towers->tower(d));
+    EXPECT_EQ(0, std::memcmp(first.data(), other.data(), first.size() * sizeof(float)))
+        << "replica " << d << " differs from replica 0 with fusion threshold " << c.threshold_bytes;
+  }
+  return first;
+}
+
+class FusionMatchesReduceAfterBackward
+    : public ::testing::TestWithParam<std::tuple<ModelKind, int>> {};
+
+TEST_P(FusionMatchesReduceAfterBackward, SameParametersAndBitIdenticalReplicas) {
+  const auto [model, n] = GetParam();
+  // ResNet compares after one step: with 2 images per tower its last BatchNorm normalizes 2
+  // values per channel, which magnifies the rounding of a different summation order within a
+  // few steps; the update itself is what fusion may change. The LSTM compares after three.
+  const int steps = model == ModelKind::kLstm ? 3 : 1;
+  const std::vector<float> reference =
+      TrainFusion({model, n, 0, 5.0, VariableUpdate::kReplicated}, steps, nullptr);
+  ASSERT_FALSE(reference.empty());
+  // Horovod's 64 MiB buffer (everything of a cycle fuses), a buffer smaller than some gradients
+  // (those go alone, the rest in several batches), and no cycle wait at all.
+  const std::vector<std::pair<int64_t, double>> settings = {
+      {int64_t{64} << 20, 5.0}, {10000, 1.0}, {4096, 0.0}};
+  for (const auto& [threshold, cycle] : settings) {
+    SCOPED_TRACE("threshold " + std::to_string(threshold) + " cycle " + std::to_string(cycle));
+    CountingObserver observer;
+    const std::vector<float> fused =
+        TrainFusion({model, n, threshold, cycle, VariableUpdate::kReplicated}, steps, &observer);
+    ASSERT_EQ(fused.size(), reference.size());
+    double worst = 0;
+    size_t worst_at = 0;
+    for (size_t k = 0; k < reference.size(); ++k) {
+      const double diff = std::abs(static_cast<double>(reference[k]) - fused[k]) /
+                          (1.0 + std::abs(static_cast<double>(reference[k])));
+      if (diff > worst) {
+        worst = diff;
+        worst_at = k;
+      }
+    }
+    EXPECT_LT(worst, 2e-5) << "at parameter " << worst_at;  // summation grouping only
+    // The reduction really ran through the fusion buffer, each dense gradient once per step.
+    const std::map<std::string, int> reduced = observer.reduced();
+    EXPECT_FALSE(reduced.empty());
+    for (const auto& [name, count] : reduced) {
+      EXPECT_EQ(count, steps) << name;
+      EXPECT_EQ(name.rfind("HorovodAllreduce_", 0), 0u) << name;
+    }
+    if (threshold == int64_t{64} << 20) {
+      EXPECT_GT(observer.phase("MEMCPY_IN_FUSION_BUFFER"), 0);
+    }
+    EXPECT_EQ(observer.phase("MEMCPY_IN_FUSION_BUFFER"),
+              observer.phase("MEMCPY_OUT_FUSION_BUFFER"));
+  }
+}
+
+TEST(TowersFusion, ResNetStepsReduceEveryGradientOncePerStep) {
+  CountingObserver observer;
+  const FusionCase c{ModelKind::kResNet, 2, 10000, 1.0, VariableUpdate::kReplicated};
+  ASSERT_FALSE(TrainFusion(c, 2, &observer).empty());  // replicas bit-identical inside
+  const std::map<std::string, int> reduced = observer.reduced();
+  EXPECT_EQ(reduced.size(), 4u * 17 + 2);  // 17 conv+BN layers of 4 variables, the dense layer's 2
+  for (const auto& [name, count] : reduced) EXPECT_EQ(count, 2) << name;
+  EXPECT_EQ(reduced.count("HorovodAllreduce_conv1_conv_kernel_0"), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, FusionMatchesReduceAfterBackward,
+                         ::testing::Combine(::testing::Values(ModelKind::kLstm, ModelKind::kResNet),
+                                            ::testing::Values(2, 3)));
+
+TEST(TowersFusion, ParameterServerAveragesWithFusionToo) {
+  const std::vector<float> after =
+      TrainFusion({ModelKind::kLstm, 2, 0, 5.0, VariableUpdate::kParameterServer}, 2, nullptr);
+  const std::vector<float> fused = TrainFusion(
+      {ModelKind::kLstm, 2, int64_t{64} << 20, 1.0, VariableUpdate::kParameterServer}, 2, nullptr);
+  ASSERT_EQ(after.size(), fused.size());
+  for (size_t k = 0; k < after.size(); ++k) ASSERT_NEAR(after[k], fused[k], 2e-5) << k;
+}
+
+TEST(TowersFusion, NegativeThresholdIsInvalidAndOneTowerDoesNotFuse) {
+  auto devices = runtime::CreateDevices(*runtime::ParseDeviceSpec("cpu:2")).value();
+  std::vector<std::unique_ptr<models::Model>> replicas;
+  for (auto& d : devices) replicas.push_back(models::MakeLstm(*d, TinyLstm(2)).value());
+  TowerOptions options;
+  options.fusion_threshold_bytes = -1;
+  auto towers = Towers::Create(std::move(replicas), options);
+  ASSERT_FALSE(towers.ok());
+  EXPECT_EQ(ExitCodeFor(towers.status()), 2);
+  EXPECT_NE(towers.status().message().find("fusion_threshold_bytes"), std::string::npos);
+
+  TowerRun one = MakeTowers(1, 4, VariableUpdate::kReplicated, "ring", int64_t{64} << 20);
+  EXPECT_FALSE(one.towers->fusing());  // nothing to communicate
+  TowerRun independent = MakeTowers(2, 4, VariableUpdate::kIndependent, "ring", int64_t{64} << 20);
+  EXPECT_FALSE(independent.towers->fusing());
 }
 
 }  // namespace

@@ -35,6 +35,9 @@ TEST(TrainOptions, BadFlagsAreInvalidInputNamingTheFlag) {
       {{"--profile_every", "2"}, "need --profile"},
       {{"--frobnicate"}, "unknown flag --frobnicate"},
       {{"stray"}, "unexpected argument 'stray'"},
+      {{"--fusion_threshold_bytes", "-1"}, "--fusion_threshold_bytes"},
+      {{"--cycle_time_ms", "-0.5"}, "--cycle_time_ms"},
+      {{"--cycle_time_ms", "fast"}, "--cycle_time_ms"},
   };
   for (const auto& [args, message] : cases) {
     auto options = Parse(args);
@@ -49,6 +52,13 @@ TEST(TrainOptions, BadFlagsAreInvalidInputNamingTheFlag) {
   EXPECT_TRUE(IsProfiledStep(ok->profile, 11, 2));
   EXPECT_TRUE(IsProfiledStep(ok->profile, 100, 2));
   EXPECT_FALSE(IsProfiledStep(ok->profile, 6, 2));
+  // Fusion is off unless asked for (see --help); the cycle is ours (see docs/parallel.md).
+  EXPECT_EQ(ok->fusion_threshold_bytes, 0);
+  EXPECT_EQ(ok->cycle_time_ms, 5.0);
+  auto fusion = Parse({"--fusion_threshold_bytes", "67108864", "--cycle_time_ms", "0.5"});
+  ASSERT_TRUE(fusion.ok()) << fusion.status().message();
+  EXPECT_EQ(fusion->fusion_threshold_bytes, int64_t{64} << 20);
+  EXPECT_EQ(fusion->cycle_time_ms, 0.5);
   auto default_step = Parse({"--profile"});
   EXPECT_TRUE(IsProfiledStep(default_step->profile, 3, 2));  // the first step after warm-up
   EXPECT_FALSE(IsProfiledStep(default_step->profile, 2, 2));
@@ -97,9 +107,19 @@ TEST(TrainRun, ProfiledLstmStepHasTheModelsOpsAndConsistentMemory) {
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   const tf::RunMetadata& metadata = *parsed->run_metadata;
   EXPECT_EQ(metadata.stepscope_session().step(), 3);
-  ASSERT_EQ(metadata.step_stats().dev_stats_size(), 1);
+  // The executor lane and its memcpy lane (the staging of the batch onto the device).
+  ASSERT_EQ(metadata.step_stats().dev_stats_size(), 2);
   const tf::DeviceStepStats& dev = metadata.step_stats().dev_stats(0);
   EXPECT_EQ(dev.device(), "/job:localhost/replica:0/task:0/device:CPU:0");
+  const tf::DeviceStepStats& memcpy = metadata.step_stats().dev_stats(1);
+  EXPECT_EQ(memcpy.device(), "/job:localhost/replica:0/task:0/device:CPU:0/memcpy");
+  ASSERT_EQ(memcpy.node_stats_size(), 2);  // word ids and targets, (20, 20) int32 each
+  for (const auto& node : memcpy.node_stats()) {
+    EXPECT_EQ(node.node_name(), "tower_0/TrainInput/split:Slice:MEMCPYHtoD");
+    EXPECT_EQ(node.timeline_label(), "MEMCPYHtoD 1600 bytes (Pageable to Device)");
+    ASSERT_TRUE(node.has_memcpy());
+    EXPECT_EQ(node.memcpy().bytes(), 1600);
+  }
   std::map<std::string, int> op_counts;
   for (const auto& node : dev.node_stats()) ++op_counts[node.op_type()];
   EXPECT_EQ(op_counts["LSTMBlockCell"], 40);
@@ -142,7 +162,13 @@ TEST(TrainRun, ProfiledLstmStepHasTheModelsOpsAndConsistentMemory) {
   // It loads as a Trace, as every front end reads it.
   auto trace = trace::ReadTrace(report->trace_paths[0]);
   ASSERT_TRUE(trace.ok()) << trace.status().message();
-  EXPECT_EQ(trace->slices().size(), static_cast<size_t>(dev.node_stats_size()));
+  EXPECT_EQ(trace->slices().size(),
+            static_cast<size_t>(dev.node_stats_size() + memcpy.node_stats_size()));
+  int memcpy_slices = 0;
+  for (const trace::Slice& slice : trace->slices()) {
+    memcpy_slices += slice.kind == trace::SliceKind::kMemcpy;
+  }
+  EXPECT_EQ(memcpy_slices, 2);
 }
 
 TEST(TrainRun, TwoDeviceProfiledStepHasCollectivesOnEveryDevice) {
@@ -156,15 +182,29 @@ TEST(TrainRun, TwoDeviceProfiledStepHasCollectivesOnEveryDevice) {
   auto parsed = trace::ParseStepStats(*ReadFile(report->trace_paths[0]), "two devices");
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   const auto& step_stats = parsed->run_metadata->step_stats();
-  ASSERT_EQ(step_stats.dev_stats_size(), 2);
+  ASSERT_EQ(step_stats.dev_stats_size(), 4);  // two executors, two memcpy lanes
   for (const auto& dev : step_stats.dev_stats()) {
+    if (dev.device().ends_with("/memcpy")) {
+      // Staging (HtoD) and the embedding gradient's gather from both towers (DtoD).
+      int staging = 0, gathers = 0;
+      for (const auto& node : dev.node_stats()) {
+        ASSERT_TRUE(node.has_memcpy()) << node.node_name();
+        staging += node.memcpy().kind() == "HtoD";
+        gathers += node.node_name().ends_with("/gradients/AllGather:AllGather:MEMCPYDtoD");
+      }
+      EXPECT_EQ(staging, 2) << dev.device();
+      EXPECT_EQ(gathers, 2) << dev.device();
+      continue;
+    }
     int cells = 0, collectives = 0;
     for (const auto& node : dev.node_stats()) {
       if (node.op_type() == "LSTMBlockCell") ++cells;
       if (node.has_collective()) {
         ++collectives;
         EXPECT_EQ(node.collective().group_size(), 2);
-        EXPECT_EQ(node.collective().algorithm(), "ring");
+        if (node.op_type() == "ALLREDUCE") {
+          EXPECT_EQ(node.collective().algorithm(), "ring");
+        }
         EXPECT_GT(node.collective().bytes(), 0);
       }
     }

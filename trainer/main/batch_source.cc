@@ -113,3 +113,38 @@ StatusOr<std::unique_ptr<BatchSource>> MakeImageSource(const std::string& data_d
 }
 
 }  // namespace stepscope::trainer
+
+namespace stepscope::trainer {
+namespace {
+
+StatusOr<runtime::Tensor> TensorRows(const runtime::Tensor& from, int64_t first, int64_t count,
+                                     const runtime::Device& device) {
+  runtime::Shape shape = from.shape();
+  const int64_t row_bytes = from.bytes() / shape[0];
+  shape.dims[0] = count;
+  ASSIGN_OR_RETURN(runtime::Tensor to, device.Allocate(from.dtype(), shape));
+  std::memcpy(to.buffer()->data(),
+              static_cast<const char*>(from.buffer()->data()) + first * row_bytes,
+              static_cast<size_t>(count * row_bytes));
+  return to;
+}
+
+}  // namespace
+
+StatusOr<models::Batch> BatchRows(const models::Batch& batch, int64_t first, int64_t count,
+                                  const runtime::Device& device) {
+  const int64_t rows = batch.inputs.empty() || batch.inputs.shape().rank < 1
+                           ? 0 : batch.inputs.shape()[0];
+  if (batch.labels.empty() || batch.labels.shape().rank < 1 || batch.labels.shape()[0] != rows ||
+      first < 0 || count < 1 || first + count > rows) {
+    return InvalidInput("rows [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                        ") of a batch with inputs " + batch.inputs.DebugString() + " and labels " +
+                        batch.labels.DebugString());
+  }
+  models::Batch rows_batch;
+  ASSIGN_OR_RETURN(rows_batch.inputs, TensorRows(batch.inputs, first, count, device));
+  ASSIGN_OR_RETURN(rows_batch.labels, TensorRows(batch.labels, first, count, device));
+  return rows_batch;
+}
+
+}  // namespace stepscope::trainer

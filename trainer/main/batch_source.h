@@ -35,4 +35,9 @@ StatusOr<std::unique_ptr<BatchSource>> MakeImageSource(const std::string& data_d
                                                        int image_size, int num_classes,
                                                        uint64_t seed);
 
+// Rows [first, first + count) of `batch` (inputs and labels share the first dimension) copied into
+// new tensors on `device`: a rank's share of the global batch, a resident minibatch.
+StatusOr<models::Batch> BatchRows(const models::Batch& batch, int64_t first, int64_t count,
+                                  const runtime::Device& device);
+
 }  // namespace stepscope::trainer

@@ -36,6 +36,13 @@ StepProfiler::StepProfiler(ProfileOptions options, std::string model_name)
 
 StepProfiler::~StepProfiler() { Unhook(); }
 
+void StepProfiler::SetRank(int rank, int world_size) {
+  rank_ = rank;
+  world_size_ = world_size;
+}
+
+void StepProfiler::MarkClockSync() { clock_sync_ns_ = runtime::NowNanos() + clock_offset_ns_; }
+
 void StepProfiler::Unhook() {
   for (runtime::Device* device : devices_) {
     device->set_op_listener(nullptr);
@@ -58,25 +65,26 @@ StatusOr<std::string> StepProfiler::EndStep() {
   tf::RunMetadata metadata = collector_.FinishStep(clock_offset_ns_);
   tf::TraceSession* session = metadata.mutable_stepscope_session();
   session->set_producer("stepscope-train " STEPSCOPE_VERSION);
-  session->set_rank(0);
-  session->set_world_size(1);
+  session->set_rank(rank_);
+  session->set_world_size(world_size_);
   session->set_host(HostName());
   session->set_model(model_name_);
-  session->set_clock_sync_nanos(clock_offset_ns_);
+  session->set_clock_sync_nanos(clock_sync_ns_);
   for (auto& dev : *metadata.mutable_step_stats()->mutable_dev_stats()) {
     dev.set_host(session->host());
-    dev.set_rank(0);
+    dev.set_rank(rank_);
   }
 
   std::error_code ec;
   std::filesystem::create_directories(options_.dir, ec);
   if (ec) return IoError("cannot create trace directory " + options_.dir + ": " + ec.message());
-  std::string base = options_.dir + "/" + model_name_ + "_step" + std::to_string(step_);
+  std::string base = options_.dir + "/" + model_name_ + "_step" + std::to_string(step_) +
+                     (world_size_ > 1 ? "_rank" + std::to_string(rank_) : "");
   for (char& c : base) {
     if (c == ' ') c = '_';
   }
   if (options_.format == "chrome") {
-    auto shared = std::make_shared<const tf::RunMetadata>(std::move(metadata));
+    auto shared = std::make_shared<tf::RunMetadata>(std::move(metadata));
     const trace::Trace trace = trace::ImportRunMetadata(shared, trace::SourceFormat::kRunMetadataBinary,
                                                         base, {});
     const std::string path = base + ".json.gz";
@@ -129,12 +137,42 @@ void StepProfiler::OnAllocation(const runtime::Allocator& allocator,
   collector_.RecordAllocation(record);
 }
 
+void StepProfiler::OnCopy(const runtime::Device& device, const runtime::CopyEvent& copy) {
+  if (!collector_.recording()) return;
+  collect::CopyRecord record;
+  record.device = &device.name();
+  record.annotation = std::string(copy.annotation);
+  record.kind = std::string(runtime::CopyKindName(copy.kind));
+  record.src_memory = std::string(runtime::CopySourceMemory(copy.kind));
+  record.dst_memory = "Device";
+  record.bytes = copy.bytes;
+  record.start_ns = copy.start_ns;
+  record.end_ns = copy.end_ns;
+  collector_.RecordCopy(std::move(record));
+}
+
 void StepProfiler::OnCollective(const parallel::CollectiveEvent& event) {
   if (!collector_.recording()) return;
-  for (runtime::Device* device : devices_) {
+  const bool fusion_copy = event.phase == parallel::CollectivePhase::kMemcpyInFusionBuffer ||
+                           event.phase == parallel::CollectivePhase::kMemcpyOutFusionBuffer;
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    const runtime::Device* device = devices_[d];
+    const std::string op_name = "tower_" + std::to_string(d) + "/" + event.name;
+    if (fusion_copy && d < event.participant_times.size()) {
+      // `<op>:<OpType>:MEMCPYDtoD`, as TF names a copy an op made.
+      runtime::CopyEvent copy;
+      const std::string annotation =
+          op_name + ":" + std::string(parallel::CollectivePhaseName(event.phase));
+      copy.annotation = annotation;
+      copy.kind = runtime::CopyKind::kDeviceToDevice;
+      copy.bytes = event.bytes;
+      copy.start_ns = event.participant_times[d].first;
+      copy.end_ns = event.participant_times[d].second;
+      OnCopy(*device, copy);
+    }
     collect::CollectiveRecord record;
     record.device = &device->name();
-    record.name = event.name;
+    record.name = op_name;
     record.op_type = std::string(parallel::CollectivePhaseName(event.phase));
     record.algorithm = event.algorithm;
     record.bytes = event.bytes;

@@ -25,6 +25,13 @@ class StepProfiler final : public runtime::OpListener,
   StepProfiler(ProfileOptions options, std::string model_name);
   ~StepProfiler() override;
 
+  // This process's place in an MPI run: written into every trace, and `_rank<R>` in file names
+  // when there are several ranks.
+  void SetRank(int rank, int world_size);
+  // Records now (in the traces' epoch clock) as the clock sync point: called by every rank right
+  // after a barrier, it lets `stepscope merge` align ranks on different hosts.
+  void MarkClockSync();
+
   // Hooks every device's op scopes and allocator for one step.
   void BeginStep(int64_t step, const std::vector<runtime::Device*>& devices);
   // Unhooks, builds the step's RunMetadata and writes it; returns the path written.
@@ -35,7 +42,12 @@ class StepProfiler final : public runtime::OpListener,
                int64_t end_ns, std::span<const runtime::Tensor> outputs) override;
   void OnAllocation(const runtime::Allocator& allocator,
                     const runtime::AllocationEvent& event) override;
-  // Each collective goes on the communication lane of every device that took part.
+  // A copy goes on its destination device's memcpy lane.
+  void OnCopy(const runtime::Device& device, const runtime::CopyEvent& copy) override;
+  // Each collective goes on the communication lane of every device that took part, named
+  // `tower_<d>/<name>` as the towers' ops are; a fusion-buffer copy is also a MEMCPYDtoD on each
+  // device's memcpy lane with that participant's own copy time. Participant d is the d-th device
+  // of BeginStep's list.
   void OnCollective(const parallel::CollectiveEvent& event) override;
 
  private:
@@ -47,6 +59,8 @@ class StepProfiler final : public runtime::OpListener,
   std::vector<runtime::Device*> devices_;
   int64_t step_ = 0;
   int64_t clock_offset_ns_ = 0;  // wall clock minus steady clock, so traces carry epoch times
+  int64_t clock_sync_ns_ = 0;    // epoch time of the sync point; 0 = none recorded
+  int rank_ = 0, world_size_ = 1;
 };
 
 }  // namespace stepscope::trainer

@@ -1,14 +1,33 @@
 #include "trainer/main/towers.h"
 
 #include <cstring>
+#include <span>
 
 #include "trainer/runtime/op_scope.h"
 
 namespace stepscope::trainer {
 
+using runtime::CopyKind;
+using runtime::CopyScope;
 using runtime::DType;
 using runtime::OpScope;
 using runtime::Tensor;
+
+namespace {
+
+// Horovod's default op name for the all-reduce of a tensor: "HorovodAllreduce_" and the tensor
+// name with every character outside [A-Za-z0-9_] replaced by '_' (its _normalize_name); the
+// tensor is the variable's gradient, output 0.
+std::string HorovodAllreduceName(const std::string& variable) {
+  std::string name = "HorovodAllreduce_" + variable + "_0";
+  for (char& c : name) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!keep) c = '_';
+  }
+  return name;
+}
+
+}  // namespace
 
 StatusOr<VariableUpdate> ParseVariableUpdate(const std::string& text) {
   if (text == "replicated") return VariableUpdate::kReplicated;
@@ -31,20 +50,71 @@ StatusOr<std::unique_ptr<Towers>> Towers::Create(std::vector<std::unique_ptr<mod
   reduce.agg_small_grads_max_bytes = options.agg_small_grads_max_bytes;
   reduce.agg_small_grads_max_group = options.agg_small_grads_max_group;
   reduce.observer = options.observer;
-  ASSIGN_OR_RETURN(auto reducer, parallel::AllReducer::Create(
-                                     std::move(spec), static_cast<int>(models.size()), reduce));
-  return std::unique_ptr<Towers>(new Towers(std::move(models), options, std::move(reducer)));
+  reduce.mpi = options.mpi;
+  const int n = static_cast<int>(models.size());
+  const bool several_ranks = options.mpi != nullptr && options.mpi->world_size() > 1;
+  if (options.fusion_threshold_bytes < 0) {
+    return InvalidInput("--fusion_threshold_bytes " +
+                        std::to_string(options.fusion_threshold_bytes) +
+                        ": must be 0 (off) or a positive byte count");
+  }
+  std::unique_ptr<parallel::FusionBuffer> fusion;
+  if (options.fusion_threshold_bytes > 0 && options.update != VariableUpdate::kIndependent &&
+      n > 1 && !several_ranks) {
+    // Its own participant threads: the towers' team is busy with backward while it reduces.
+    parallel::FusionOptions fusion_options;
+    fusion_options.fusion_threshold_bytes = options.fusion_threshold_bytes;
+    fusion_options.cycle_time_ms = options.cycle_time_ms;
+    ASSIGN_OR_RETURN(fusion, parallel::FusionBuffer::Create(spec, n, reduce, fusion_options));
+  }
+  ASSIGN_OR_RETURN(auto reducer, parallel::AllReducer::Create(std::move(spec), n, reduce));
+  return std::unique_ptr<Towers>(
+      new Towers(std::move(models), options, std::move(reducer), std::move(fusion)));
 }
 
 Towers::Towers(std::vector<std::unique_ptr<models::Model>> models, const TowerOptions& options,
-               std::unique_ptr<parallel::AllReducer> reducer)
+               std::unique_ptr<parallel::AllReducer> reducer,
+               std::unique_ptr<parallel::FusionBuffer> fusion)
     : models_(std::move(models)), options_(options), reducer_(std::move(reducer)),
-      team_(reducer_->team()) {
+      fusion_(std::move(fusion)), team_(reducer_->team()),
+      handed_in_(models_.size()) {
   for (int d = 0; d < size(); ++d) {
     const std::string tower = "tower_" + std::to_string(d);
     split_nodes_.push_back(&graph_.AddNode(tower + "/TrainInput/split", "Slice", {"TrainInput"}));
     gather_nodes_.push_back(&graph_.AddNode(tower + "/gradients/AllGather", "AllGather"));
+    split_copy_names_.push_back(split_nodes_.back()->name + ":Slice");
+    gather_copy_names_.push_back(gather_nodes_.back()->name + ":AllGather");
   }
+  for (const models::Variable& variable : models_[0]->variables()) {
+    fusion_names_.push_back(HorovodAllreduceName(variable.name));
+  }
+  if (fusion_ != nullptr) {
+    for (int d = 0; d < size(); ++d) {
+      models_[static_cast<size_t>(d)]->set_gradient_ready_callback(
+          [this, d](const models::Gradient& gradient) { return HandInGradient(d, gradient); });
+    }
+  }
+}
+
+Towers::~Towers() {
+  // The models' callbacks point at this object: no model keeps one past it.
+  for (auto& model : models_) model->set_gradient_ready_callback(nullptr);
+}
+
+Status Towers::HandInGradient(int tower, const models::Gradient& gradient) {
+  if (gradient.sparse()) return Status::Ok();  // gathered after backward, not summed
+  const models::Model& model = *models_[static_cast<size_t>(tower)];
+  if (gradient.variable < 0 || gradient.variable >= static_cast<int>(fusion_names_.size()) ||
+      gradient.values.empty() || gradient.values.dtype() != DType::kFloat32) {
+    return Internal(model.device().name() + ": gradient of variable " +
+                    std::to_string(gradient.variable) + " is not a dense float gradient of a "
+                    "known variable");
+  }
+  handed_in_[static_cast<size_t>(tower)].push_back(gradient.values);
+  const Tensor& values = handed_in_[static_cast<size_t>(tower)].back();
+  return fusion_->Ready(tower, fusion_names_[static_cast<size_t>(gradient.variable)],
+                        std::span<float>(values.data<float>(),
+                                         static_cast<size_t>(values.num_elements())));
 }
 
 void Towers::ResetState() {
@@ -65,8 +135,14 @@ StatusOr<models::Batch> Towers::TowerBatch(const models::Batch& global, int towe
     shape.dims[0] /= size();
     ASSIGN_OR_RETURN(*to, device.Allocate(from->dtype(), shape));
     const int64_t bytes = to->bytes();
-    std::memcpy(to->buffer()->data(), static_cast<const char*>(from->buffer()->data()) + bytes * tower,
-                static_cast<size_t>(bytes));
+    {
+      // The tower's rows, from the input pipeline's host memory into the device's.
+      CopyScope copy(device, split_copy_names_[static_cast<size_t>(tower)],
+                     CopyKind::kHostToDevice, bytes);
+      std::memcpy(to->buffer()->data(),
+                  static_cast<const char*>(from->buffer()->data()) + bytes * tower,
+                  static_cast<size_t>(bytes));
+    }
     scope.Output(*to);
   }
   return batch;
@@ -91,6 +167,11 @@ Status Towers::GatherSparse(std::vector<models::StepResult>& results, size_t gra
       return;
     }
     for (int s = 0; s < n; ++s) {
+      // Tower s's rows and ids, from its device into this one.
+      CopyScope copy(device, gather_copy_names_[static_cast<size_t>(d)],
+                     CopyKind::kDeviceToDevice,
+                     rows * cols * static_cast<int64_t>(sizeof(float)) +
+                         rows * static_cast<int64_t>(sizeof(int32_t)));
       const models::Gradient& g = results[static_cast<size_t>(s)].gradients[gradient];
       const float* src = g.values.data<float>();
       float* dst = values->data<float>() + s * rows * cols;
@@ -106,35 +187,92 @@ Status Towers::GatherSparse(std::vector<models::StepResult>& results, size_t gra
     out.indices = *ids;
   });
   RETURN_IF_ERROR(status);
+  if (options_.mpi != nullptr && options_.mpi->world_size() > 1) {
+    RETURN_IF_ERROR(GatherSparseAcrossRanks(gathered));
+  }
   for (int d = 0; d < n; ++d) results[static_cast<size_t>(d)].gradients[gradient] = gathered[static_cast<size_t>(d)];
   return Status::Ok();
+}
+
+Status Towers::GatherSparseAcrossRanks(std::vector<models::Gradient>& gathered) {
+  parallel::MpiSession& mpi = *options_.mpi;
+  const int64_t world = mpi.world_size();
+  const Tensor& local_values = gathered[0].values;
+  const Tensor& local_ids = gathered[0].indices;
+  const int64_t rows = local_values.shape()[0], cols = local_values.shape()[1];
+  // Tower 0 takes part in the MPI gather; the other towers copy its result onto their devices.
+  const runtime::Device& first = models_[0]->device();
+  ASSIGN_OR_RETURN(Tensor values, first.Allocate(DType::kFloat32, {rows * world, cols}));
+  ASSIGN_OR_RETURN(Tensor ids, first.Allocate(DType::kInt32, {rows * world}));
+  RETURN_IF_ERROR(mpi.AllGather(
+      std::span<const float>(local_values.data<float>(), static_cast<size_t>(rows * cols)),
+      std::span<float>(values.data<float>(), static_cast<size_t>(rows * world * cols))));
+  RETURN_IF_ERROR(mpi.AllGather(
+      std::span<const int32_t>(local_ids.data<int32_t>(), static_cast<size_t>(rows)),
+      std::span<int32_t>(ids.data<int32_t>(), static_cast<size_t>(rows * world))));
+  for (int d = 0; d < size(); ++d) {
+    models::Gradient& out = gathered[static_cast<size_t>(d)];
+    if (d == 0) {
+      out.values = values;
+      out.indices = ids;
+      continue;
+    }
+    const runtime::Device& device = models_[static_cast<size_t>(d)]->device();
+    ASSIGN_OR_RETURN(out.values, device.Allocate(DType::kFloat32, {rows * world, cols}));
+    ASSIGN_OR_RETURN(out.indices, device.Allocate(DType::kInt32, {rows * world}));
+    CopyScope copy(device, gather_copy_names_[static_cast<size_t>(d)], CopyKind::kDeviceToDevice,
+                   values.bytes() + ids.bytes());
+    std::memcpy(out.values.buffer()->data(), values.buffer()->data(), static_cast<size_t>(values.bytes()));
+    std::memcpy(out.indices.buffer()->data(), ids.buffer()->data(), static_cast<size_t>(ids.bytes()));
+  }
+  return Status::Ok();
+}
+
+int Towers::run_towers() const {
+  return size() * (options_.mpi != nullptr ? options_.mpi->world_size() : 1);
 }
 
 StatusOr<TowerStepResult> Towers::Step(const models::Batch& global, float learning_rate) {
   const int n = size();
   const bool replicated = options_.update == VariableUpdate::kReplicated;
-  const float loss_scale = replicated ? 1.0f / static_cast<float>(n) : 1.0f;
+  // Sums over every tower of the run equal one device's gradient on the whole batch.
+  const float loss_scale = replicated ? 1.0f / static_cast<float>(run_towers()) : 1.0f;
+  const float sparse_scale = replicated ? 1.0f : 1.0f / static_cast<float>(run_towers());
   std::vector<StatusOr<models::StepResult>> outcomes(static_cast<size_t>(n), Status(StatusCode::kInternal, "not run"));
+  for (auto& held : handed_in_) held.clear();
   team_.Run([&](int d) {
     auto batch = TowerBatch(global, d);
     if (!batch.ok()) {
       outcomes[static_cast<size_t>(d)] = batch.status();
       return;
     }
-    outcomes[static_cast<size_t>(d)] = models_[static_cast<size_t>(d)]->ComputeGradients(*batch, loss_scale);
+    models::Model& model = *models_[static_cast<size_t>(d)];
+    outcomes[static_cast<size_t>(d)] =
+        fusion_ != nullptr ? model.ComputeGradientsReportingReady(*batch, loss_scale)
+                           : model.ComputeGradients(*batch, loss_scale);
   });
+  // With fusion, the reductions still running write into the handed-in buffers: wait for them
+  // before anything can be returned (or freed), failed towers included.
+  Status fused = fusion_ != nullptr ? fusion_->Synchronize() : Status::Ok();
+  for (auto& held : handed_in_) held.clear();
   std::vector<models::StepResult> results;
   for (auto& outcome : outcomes) {
     RETURN_IF_ERROR(outcome.status());
     results.push_back(std::move(outcome.value()));
   }
+  RETURN_IF_ERROR(fused);
 
-  if (options_.update != VariableUpdate::kIndependent && n > 1) {
+  if (fusion_ != nullptr) {
+    for (size_t g = 0; g < results[0].gradients.size(); ++g) {
+      if (!results[0].gradients[g].sparse()) continue;
+      RETURN_IF_ERROR(GatherSparse(results, g, sparse_scale));
+    }
+  } else if (options_.update != VariableUpdate::kIndependent && run_towers() > 1) {
     std::vector<parallel::GradientReplicas> dense;
     for (size_t g = 0; g < results[0].gradients.size(); ++g) {
       const models::Gradient& gradient = results[0].gradients[g];
       if (gradient.sparse()) {
-        RETURN_IF_ERROR(GatherSparse(results, g, replicated ? 1.0f : 1.0f / static_cast<float>(n)));
+        RETURN_IF_ERROR(GatherSparse(results, g, sparse_scale));
         continue;
       }
       parallel::GradientReplicas replicas;

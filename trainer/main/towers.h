@@ -12,6 +12,17 @@
 // - independent: no communication; each tower trains on its own share (a compute baseline).
 // Sparse gradients (the LSTM's embedding rows) are gathered from every tower, not summed.
 // Clipping by global norm happens after the reduction (inside the model's ApplyGradients).
+//
+// Tensor fusion (Horovod's, --fusion_threshold_bytes > 0): each tower hands its dense gradients
+// to a FusionBuffer as backward finishes them (the model's gradient-ready callback); a
+// communication thread copies ready gradients into the fusion buffer, all-reduces it and copies
+// back while backward goes on; the update waits for all of it. Each value is still reduced once
+// by one thread and copied, so replicas stay bit-identical; only the summation grouping differs
+// from reducing after backward (within float rounding). Threshold 0 reduces everything after
+// backward with the all-reduce spec and small-gradient packing (which fusion supersedes).
+//
+// Copies the towers make are reported to the profiler as MEMCPY records: the staging of each
+// tower's share of the input (HtoD) and the sparse gathers between devices (DtoD).
 #pragma once
 
 #include <memory>
@@ -21,6 +32,8 @@
 #include "base/status.h"
 #include "trainer/models/model.h"
 #include "trainer/parallel/all_reducer.h"
+#include "trainer/parallel/fusion_buffer.h"
+#include "trainer/parallel/mpi_session.h"
 #include "trainer/runtime/graph.h"
 
 namespace stepscope::trainer {
@@ -33,7 +46,15 @@ struct TowerOptions {
   std::string allreduce_spec = "ring";
   int64_t agg_small_grads_max_bytes = 0;
   int agg_small_grads_max_group = 0;
+  // HOROVOD_FUSION_THRESHOLD: bytes of the fusion buffer; 0 turns fusion off. Fusion works
+  // within one process: across MPI ranks the groups fused would have to be negotiated.
+  int64_t fusion_threshold_bytes = 0;
+  // HOROVOD_CYCLE_TIME: how long a ready gradient may wait for more to fuse with.
+  double cycle_time_ms = 5.0;
   parallel::CollectiveObserver* observer = nullptr;  // the profiler's, when profiling
+  // Several processes (mpirun): gradients are reduced across every rank's towers, the loss
+  // scaled by 1/(towers × ranks), sparse rows gathered from every rank. Not owned.
+  parallel::MpiSession* mpi = nullptr;
 };
 
 struct TowerStepResult {
@@ -46,8 +67,13 @@ class Towers {
   // `models` are replicas built with the same seed, one per device.
   static StatusOr<std::unique_ptr<Towers>> Create(std::vector<std::unique_ptr<models::Model>> models,
                                                  const TowerOptions& options);
+  ~Towers();
+  Towers(const Towers&) = delete;
+  Towers& operator=(const Towers&) = delete;
 
   int size() const { return static_cast<int>(models_.size()); }
+  // Whether gradients are reduced during backward (fusion on, several towers communicating).
+  bool fusing() const { return fusion_ != nullptr; }
   models::Model& tower(int index) { return *models_[static_cast<size_t>(index)]; }
 
   // One step on `global`, whose first dimension is size() × the per-tower batch.
@@ -56,16 +82,29 @@ class Towers {
 
  private:
   Towers(std::vector<std::unique_ptr<models::Model>> models, const TowerOptions& options,
-         std::unique_ptr<parallel::AllReducer> reducer);
+         std::unique_ptr<parallel::AllReducer> reducer,
+         std::unique_ptr<parallel::FusionBuffer> fusion);
   StatusOr<models::Batch> TowerBatch(const models::Batch& global, int tower);
   Status GatherSparse(std::vector<models::StepResult>& results, size_t gradient, float scale);
+  // The towers' gathered rows of one sparse gradient, gathered again from every rank.
+  Status GatherSparseAcrossRanks(std::vector<models::Gradient>& gathered);
+  // Towers in the whole run: this process's times the ranks.
+  int run_towers() const;
+  // Tower `tower`'s gradient is final: into the fusion buffer (dense ones).
+  Status HandInGradient(int tower, const models::Gradient& gradient);
 
   std::vector<std::unique_ptr<models::Model>> models_;
   TowerOptions options_;
-  std::unique_ptr<parallel::AllReducer> reducer_;
+  std::unique_ptr<parallel::AllReducer> reducer_;  // after backward; its team runs the towers
+  std::unique_ptr<parallel::FusionBuffer> fusion_;  // during backward; null when off
   parallel::ParticipantTeam& team_;
   runtime::Graph graph_;                   // names of the split and gather ops
   std::vector<const runtime::Node*> split_nodes_, gather_nodes_;  // per tower
+  std::vector<std::string> split_copy_names_, gather_copy_names_;  // "<node>:<OpType>" per tower
+  std::vector<std::string> fusion_names_;  // per variable: Horovod's op name for its all-reduce
+  // Per tower, the gradients handed to the fusion buffer this step: held so their buffers
+  // outlive the in-place reduction even when a tower's step fails half-way.
+  std::vector<std::vector<runtime::Tensor>> handed_in_;
 };
 
 }  // namespace stepscope::trainer

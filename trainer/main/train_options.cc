@@ -95,6 +95,13 @@ const std::vector<FlagSpec>& TrainFlagSpecs() {
                                  "pscpu:32k:ring (sizes in elements); default ring"},
       {"agg_small_grads_max_bytes", "N", "pack gradients of at most N bytes before reducing (0: off)"},
       {"agg_small_grads_max_group", "N", "at most N gradients per pack (default 10)"},
+      {"fusion_threshold_bytes", "N",
+       "Horovod tensor fusion: all-reduce gradients during backward through a buffer of N bytes "
+       "(Horovod's default is 67108864 = 64 MiB). Default 0 = off (reduce after backward, with "
+       "packing): CPU devices share the cores, so the overlapped reduction competes with backward "
+       "and measured slower. Within one process only (ranks would have to agree on each fused "
+       "group)"},
+      {"cycle_time_ms", "MS", "fusion: how long a ready gradient waits for others (default 5)"},
   };
   return specs;
 }
@@ -162,6 +169,10 @@ StatusOr<TrainOptions> ParseTrainOptions(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(o.agg_small_grads_max_bytes, parsed.GetInt("agg_small_grads_max_bytes", 0, 0));
   ASSIGN_OR_RETURN(const int64_t group, parsed.GetInt("agg_small_grads_max_group", 10, 1, 1 << 20));
   o.agg_small_grads_max_group = static_cast<int>(group);
+  ASSIGN_OR_RETURN(o.fusion_threshold_bytes,
+                   parsed.GetInt("fusion_threshold_bytes", o.fusion_threshold_bytes, 0,
+                                 int64_t{1} << 40));
+  ASSIGN_OR_RETURN(o.cycle_time_ms, parsed.GetDouble("cycle_time_ms", o.cycle_time_ms, 0, 60000));
   if (o.steps == 0 && o.epochs == 0) o.steps = 100;
   return o;
 }

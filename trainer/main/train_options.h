@@ -47,6 +47,10 @@ struct TrainOptions {
   std::string allreduce_spec = "ring";
   int64_t agg_small_grads_max_bytes = 0;
   int agg_small_grads_max_group = 10;
+  // Horovod's tensor fusion during backward (towers.h): HOROVOD_FUSION_THRESHOLD and
+  // HOROVOD_CYCLE_TIME. A threshold of 0 reduces after backward.
+  int64_t fusion_threshold_bytes = 0;  // off: see --help
+  double cycle_time_ms = 5.0;
   bool help = false;
 };
 

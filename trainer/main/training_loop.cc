@@ -8,7 +8,9 @@
 #include <fstream>
 #include <iomanip>
 #include <memory>
+#include <span>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +18,7 @@
 #include "trainer/main/batch_source.h"
 #include "trainer/main/step_profiler.h"
 #include "trainer/main/towers.h"
+#include "trainer/parallel/mpi_session.h"
 #include "trainer/models/lstm_model.h"
 #include "trainer/models/resnet_model.h"
 #include "trainer/runtime/clock.h"
@@ -115,13 +118,58 @@ class StopSignals {
   void (*previous_term_)(int);
 };
 
+// Every tower's loss (in rank order) and the summed hits of the whole run; without MPI, this
+// process's towers.
+struct RunStepOutcome {
+  std::vector<double> losses;
+  int64_t correct = 0;
+};
+
+StatusOr<RunStepOutcome> GatherAcrossRanks(const TowerStepResult& mine, int rank,
+                                           parallel::MpiSession* mpi) {
+  RunStepOutcome outcome{mine.losses, mine.correct};
+  if (mpi == nullptr || mpi->world_size() == 1) return outcome;
+  const size_t local = mine.losses.size();
+  // One sum over a zero-padded vector: every rank fills its own slots and the hit count.
+  std::vector<float> slots(local * static_cast<size_t>(mpi->world_size()) + 1, 0.0f);
+  for (size_t t = 0; t < local; ++t) {
+    slots[static_cast<size_t>(rank) * local + t] = static_cast<float>(mine.losses[t]);
+  }
+  slots.back() = static_cast<float>(mine.correct);
+  RETURN_IF_ERROR(mpi->AllReduceSum(slots));
+  outcome.losses.assign(slots.begin(), slots.end() - 1);
+  outcome.correct = std::llround(slots.back());
+  return outcome;
+}
+
 }  // namespace
 
-StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& log,
+StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& rank_log,
                                      bool interactive) {
+  // Under mpirun every rank runs this with its own devices; rank 0 speaks for the run.
+  std::unique_ptr<parallel::MpiSession> mpi;
+  if (parallel::MpiSession::LaunchedByMpi()) {
+    ASSIGN_OR_RETURN(mpi, parallel::MpiSession::Create());
+  }
+  const int rank = mpi != nullptr ? mpi->rank() : 0;
+  const int world = mpi != nullptr ? mpi->world_size() : 1;
+  std::ostringstream quiet;  // other ranks' progress goes nowhere; their errors still surface
+  std::ostream& log = rank == 0 ? rank_log : quiet;
+  interactive = interactive && rank == 0;
+
   ASSIGN_OR_RETURN(const runtime::DeviceSpec spec, runtime::ParseDeviceSpec(options.devices));
-  ASSIGN_OR_RETURN(auto devices, runtime::CreateDevices(spec));
+  runtime::DeviceOptions device_options;
+  device_options.placement = runtime::DevicePlacement::ForRank(rank, world);
+  // Ranks sharing a host share its cores.
+  device_options.total_threads =
+      world > 1 ? std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                                  parallel::MpiSession::LocalRanks())
+                : 0;
+  ASSIGN_OR_RETURN(auto devices, runtime::CreateDevices(spec, device_options));
   const int num_devices = static_cast<int>(devices.size());
+  // Towers across the whole run: the data source serves all of them and this rank takes its
+  // share, so N ranks of M devices train exactly as one process of N·M devices would.
+  const int run_towers = num_devices * world;
   std::vector<runtime::Device*> device_list;
   for (auto& d : devices) device_list.push_back(d.get());
   const runtime::Device& device = *devices[0];
@@ -139,7 +187,7 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
     if (options.batch_size > 0) lstm_config.batch_size = options.batch_size;
     if (options.learning_rate > 0) lstm_config.learning_rate = static_cast<float>(options.learning_rate);
     int vocab = 0;
-    ASSIGN_OR_RETURN(data, MakePtbSource(options.data_dir, lstm_config.batch_size * num_devices,
+    ASSIGN_OR_RETURN(data, MakePtbSource(options.data_dir, lstm_config.batch_size * run_towers,
                                          lstm_config.num_steps, lstm_config.vocab_size,
                                          options.seed, &vocab));
     lstm_config.vocab_size = vocab;
@@ -147,7 +195,7 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
       ASSIGN_OR_RETURN(auto model, models::MakeLstm(*d, lstm_config));
       replicas.push_back(std::move(model));
     }
-    examples_per_step = int64_t{lstm_config.batch_size} * lstm_config.num_steps * num_devices;
+    examples_per_step = int64_t{lstm_config.batch_size} * lstm_config.num_steps * run_towers;
   } else {
     models::ResNetConfig config;
     config.depth = options.depth;
@@ -155,43 +203,64 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
     config.num_classes = options.num_classes > 0 ? options.num_classes : 10;
     config.seed = options.seed;
     const int batch = options.batch_size > 0 ? options.batch_size : 32;
-    ASSIGN_OR_RETURN(data, MakeImageSource(options.data_dir, batch * num_devices, options.image_size,
+    ASSIGN_OR_RETURN(data, MakeImageSource(options.data_dir, batch * run_towers, options.image_size,
                                            config.num_classes, options.seed));
     for (auto& d : devices) {
       ASSIGN_OR_RETURN(auto model, models::MakeResNet(*d, config));
       replicas.push_back(std::move(model));
     }
-    examples_per_step = int64_t{batch} * num_devices;
+    examples_per_step = int64_t{batch} * run_towers;
     // Default: the linear scaling rule, 0.1 per 256 images of global batch (Goyal et al.).
     base_lr = options.learning_rate > 0 ? static_cast<float>(options.learning_rate)
                                         : 0.1f * static_cast<float>(examples_per_step) / 256.0f;
+  }
+  if (world > 1) {
+    // Replicas start from rank 0's parameters (Horovod's broadcast_global_variables).
+    for (auto& replica : replicas) {
+      for (models::Variable& variable : replica->variables()) {
+        if (variable.value.dtype() != runtime::DType::kFloat32) continue;
+        RETURN_IF_ERROR(mpi->Broadcast(
+            std::span<float>(variable.value.data<float>(),
+                             static_cast<size_t>(variable.value.num_elements())), 0));
+      }
+    }
   }
   std::unique_ptr<StepProfiler> profiler;
   if (options.profile.enabled) {
     profiler = std::make_unique<StepProfiler>(
         options.profile, lstm ? "lstm_" + lstm_config.name : "resnet" + std::to_string(options.depth));
   }
+  if (profiler != nullptr) {
+    profiler->SetRank(rank, world);
+    if (mpi != nullptr) RETURN_IF_ERROR(mpi->Barrier());  // every rank's clock at one moment
+    profiler->MarkClockSync();
+  }
   TowerOptions tower_options;
   ASSIGN_OR_RETURN(tower_options.update, ParseVariableUpdate(options.variable_update));
   tower_options.allreduce_spec = options.allreduce_spec;
   tower_options.agg_small_grads_max_bytes = options.agg_small_grads_max_bytes;
   tower_options.agg_small_grads_max_group = options.agg_small_grads_max_group;
+  tower_options.fusion_threshold_bytes = options.fusion_threshold_bytes;
+  tower_options.cycle_time_ms = options.cycle_time_ms;
   tower_options.observer = profiler.get();
+  tower_options.mpi = mpi.get();
   ASSIGN_OR_RETURN(auto towers, Towers::Create(std::move(replicas), tower_options));
   const int64_t per_epoch = data->batches_per_epoch();
   const int64_t total_steps = options.steps > 0 ? options.steps : per_epoch * options.epochs;
   const char* unit = lstm ? "words/sec" : "images/sec";
   log << "stepscope-train: " << options.model << (lstm ? " " + lstm_config.name : "") << " on "
-      << (num_devices == 1 ? device.name()
-                           : std::to_string(num_devices) + " devices (" + options.variable_update +
-                                 ", all-reduce " + options.allreduce_spec + ")")
+      << (run_towers == 1 ? device.name()
+                          : (world > 1 ? std::to_string(world) + " ranks x " : std::string()) +
+                                std::to_string(num_devices) + " devices (" +
+                                options.variable_update + ", all-reduce " +
+                                options.allreduce_spec + ")")
       << " (" << device.num_threads() << " threads each), "
       << data->Describe() << "; " << total_steps << " steps, " << per_epoch
       << " batches per epoch\n";
 
   StopSignals stop_signals;
   MetricsWriter metrics;
-  RETURN_IF_ERROR(metrics.Open(options.metrics_path));
+  if (rank == 0) RETURN_IF_ERROR(metrics.Open(options.metrics_path));
 
   TrainingReport report;
   report.unit = unit;
@@ -218,16 +287,21 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
     const bool profiled = IsProfiledStep(options.profile, step + 1, options.warmup_steps);
     if (profiled) profiler->BeginStep(step + 1, device_list);
     const int64_t t0 = runtime::NowNanos();
-    ASSIGN_OR_RETURN(const models::Batch batch, data->Get(device, index));
+    ASSIGN_OR_RETURN(models::Batch batch, data->Get(device, index));
+    if (world > 1) {
+      const int64_t rows = batch.inputs.shape()[0] / world;
+      ASSIGN_OR_RETURN(batch, BatchRows(batch, rank * rows, rows, device));
+    }
     ASSIGN_OR_RETURN(const TowerStepResult tower_result, towers->Step(batch, lr));
-    models::StepResult result;  // the towers' mean loss, their summed hits
-    for (double loss : tower_result.losses) result.loss += loss / num_devices;
-    result.correct = tower_result.correct;
+    ASSIGN_OR_RETURN(const RunStepOutcome outcome, GatherAcrossRanks(tower_result, rank, mpi.get()));
+    models::StepResult result;  // every tower's mean loss, their summed hits
+    for (double loss : outcome.losses) result.loss += loss / run_towers;
+    result.correct = outcome.correct;
     const double seconds = static_cast<double>(runtime::NowNanos() - t0) * 1e-9;
     if (profiled) {
       ASSIGN_OR_RETURN(const std::string path, profiler->EndStep());
       if (interactive) log << "\n";
-      log << "trace of step " << step + 1 << ": " << path << "\n";
+      rank_log << "trace of step " << step + 1 << ": " << path << "\n";  // every rank's own
       report.trace_paths.push_back(path);
     }
     if (!std::isfinite(result.loss)) {
@@ -235,7 +309,7 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
     }
     if (step >= options.warmup_steps) timed_steps.push_back(seconds);
 
-    nlohmann::json line = {{"step", step + 1}, {"device_losses", tower_result.losses}, {"epoch", epoch}, {"loss", result.loss},
+    nlohmann::json line = {{"step", step + 1}, {"device_losses", outcome.losses}, {"epoch", epoch}, {"loss", result.loss},
                            {"learning_rate", lr}, {"step_time_ms", seconds * 1e3},
                            {"throughput", static_cast<double>(examples_per_step) / seconds},
                            {"unit", unit}};

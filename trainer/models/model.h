@@ -4,6 +4,7 @@
 // model's device under a TensorFlow-named node (see trainer/runtime/graph.h).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -50,6 +51,11 @@ struct StepResult {
   std::vector<Gradient> gradients;
 };
 
+// Told that a variable's gradient is final: no later op of the step writes it, so it can be
+// communicated while backward goes on. Runs on the thread computing the gradients; an error
+// stops the step with that error.
+using GradientReadyCallback = std::function<Status(const Gradient& gradient)>;
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -65,6 +71,37 @@ class Model {
   virtual Status ApplyGradients(std::span<const Gradient> gradients, float learning_rate) = 0;
   // Forget carried state (the LSTM's state across batches); a new epoch starts.
   virtual void ResetState() {}
+
+  // Who is told of each gradient as it becomes final (empty: nobody). Set it before
+  // ComputeGradientsReportingReady; it stays until replaced.
+  void set_gradient_ready_callback(GradientReadyCallback callback) {
+    gradient_ready_ = std::move(callback);
+  }
+  // ComputeGradients, with every gradient of the result passed to the callback exactly once:
+  // during backward, in the order backward finishes them, by models that report as they go
+  // (ReportsGradientsDuringBackward); otherwise after backward, in order.
+  StatusOr<StepResult> ComputeGradientsReportingReady(const Batch& batch, float loss_scale = 1.0f) {
+    reporting_ = true;
+    StatusOr<StepResult> result = ComputeGradients(batch, loss_scale);
+    reporting_ = false;
+    if (!result.ok() || !gradient_ready_ || ReportsGradientsDuringBackward()) return result;
+    for (const Gradient& gradient : result->gradients) RETURN_IF_ERROR(gradient_ready_(gradient));
+    return result;
+  }
+
+ protected:
+  // True for models that call ReportGradientReady for every gradient during ComputeGradients.
+  virtual bool ReportsGradientsDuringBackward() const { return false; }
+  // For those models: `gradient` is final. Only reported inside ComputeGradientsReportingReady,
+  // so a plain ComputeGradients call never reaches the callback.
+  Status ReportGradientReady(const Gradient& gradient) const {
+    if (!reporting_ || !gradient_ready_) return Status::Ok();
+    return gradient_ready_(gradient);
+  }
+
+ private:
+  GradientReadyCallback gradient_ready_;
+  bool reporting_ = false;
 };
 
 }  // namespace stepscope::models

@@ -130,13 +130,17 @@ class ResNetModel final : public Model {
   const std::string& VarName(int index) const {
     return variables_[static_cast<size_t>(index)].name;
   }
-  void SetGradient(std::vector<Gradient>& gradients, int variable, Tensor values,
-                   const Node* producer) const {
+  // Stores a gradient and reports it: backward never writes it again, so the caller may start
+  // communicating it now (layer by layer, the last layers first).
+  Status SetGradient(std::vector<Gradient>& gradients, int variable, Tensor values,
+                     const Node* producer) const {
     Gradient& g = gradients[static_cast<size_t>(variable)];
     g.variable = variable;
     g.values = std::move(values);
     g.producer = producer;
+    return ReportGradientReady(g);
   }
+  bool ReportsGradientsDuringBackward() const override { return true; }
   Status CheckBatch(const Batch& batch) const;
   StatusOr<Tensor> ConvBnForward(ConvBn& layer, const Tensor& x);
   StatusOr<Tensor> ConvBnBackward(ConvBn& layer, const Tensor& dy,
@@ -469,10 +473,10 @@ StatusOr<Tensor> ResNetModel::ConvBnBackward(ConvBn& l, const Tensor& dy,
   ASSIGN_OR_RETURN(ops::BatchNormGradResult bn,
                    ops::FusedBatchNormGrad(device_, *l.bn_grad, dy, l.pre_bn, Var(l.gamma),
                                            l.saved_mean, l.saved_inv_std, bn_options_));
-  SetGradient(gradients, l.gamma, std::move(bn.dscale), l.bn_grad);
-  SetGradient(gradients, l.beta, std::move(bn.doffset), l.bn_grad);
+  RETURN_IF_ERROR(SetGradient(gradients, l.gamma, std::move(bn.dscale), l.bn_grad));
+  RETURN_IF_ERROR(SetGradient(gradients, l.beta, std::move(bn.doffset), l.bn_grad));
   ASSIGN_OR_RETURN(Tensor dbias, ops::BiasAddGrad(device_, *l.bias_add_grad, bn.dx));
-  SetGradient(gradients, l.bias, std::move(dbias), l.bias_add_grad);
+  RETURN_IF_ERROR(SetGradient(gradients, l.bias, std::move(dbias), l.bias_add_grad));
   Tensor dinput;
   if (l.input_grad != nullptr) {
     ASSIGN_OR_RETURN(dinput, ops::Conv2DBackpropInput(device_, *l.input_grad, l.input.shape(),
@@ -481,7 +485,7 @@ StatusOr<Tensor> ResNetModel::ConvBnBackward(ConvBn& l, const Tensor& dy,
   ASSIGN_OR_RETURN(Tensor dkernel,
                    ops::Conv2DBackpropFilter(device_, *l.filter_grad, l.input,
                                              Var(l.kernel).shape(), bn.dx, l.options));
-  SetGradient(gradients, l.kernel, std::move(dkernel), l.filter_grad);
+  RETURN_IF_ERROR(SetGradient(gradients, l.kernel, std::move(dkernel), l.filter_grad));
   // Activations are dropped as soon as the backward pass is done with them (lower peak).
   l.input = l.pre_bn = l.saved_mean = l.saved_inv_std = Tensor();
   return dinput;
@@ -566,7 +570,8 @@ StatusOr<StepResult> ResNetModel::ComputeGradients(const Batch& batch, float los
   ASSIGN_OR_RETURN(Tensor dlogits, ops::Scale(device_, *xent_grad_, xent.backprop,
                                               loss_scale / static_cast<float>(batch_size)));
   ASSIGN_OR_RETURN(Tensor dbias, ops::BiasAddGrad(device_, *predictions_bias_grad_, dlogits));
-  SetGradient(gradients, predictions_bias_, std::move(dbias), predictions_bias_grad_);
+  RETURN_IF_ERROR(
+      SetGradient(gradients, predictions_bias_, std::move(dbias), predictions_bias_grad_));
   kernels::MatMulOptions input_grad_options;
   input_grad_options.transpose_b = true;
   ASSIGN_OR_RETURN(Tensor dpooled, ops::MatMul(device_, *predictions_input_grad_, dlogits,
@@ -575,7 +580,8 @@ StatusOr<StepResult> ResNetModel::ComputeGradients(const Batch& batch, float los
   kernel_grad_options.transpose_a = true;
   ASSIGN_OR_RETURN(Tensor dkernel, ops::MatMul(device_, *predictions_kernel_grad_, pooled_, dlogits,
                                                kernel_grad_options));
-  SetGradient(gradients, predictions_kernel_, std::move(dkernel), predictions_kernel_grad_);
+  RETURN_IF_ERROR(
+      SetGradient(gradients, predictions_kernel_, std::move(dkernel), predictions_kernel_grad_));
   pooled_ = Tensor();
   ASSIGN_OR_RETURN(Tensor dh,
                    ops::GlobalAvgPoolGrad(device_, *avg_pool_grad_, dpooled, last_block_shape_));

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace stepscope::parallel {
@@ -29,7 +30,7 @@ inline std::string_view CollectivePhaseName(CollectivePhase phase) {
 }
 
 struct CollectiveEvent {
-  std::string name;  // op name, e.g. "AllReduce/conv1/kernel" or "FusionBuffer/ALLREDUCE_3"
+  std::string name;  // op name, e.g. "AllReduce/conv1/kernel" or "HorovodAllreduce_fused_3"
   CollectivePhase phase = CollectivePhase::kAllReduce;
   std::string algorithm;             // spec text of the range used, e.g. "ring#2", "pscpu/mpi"
   int64_t bytes = 0;                 // per participant
@@ -37,6 +38,9 @@ struct CollectiveEvent {
   int64_t start_ns = 0;              // steady clock, as trainer/runtime/clock.h
   int64_t end_ns = 0;
   std::vector<std::string> tensors;  // the gradients this event covers
+  // Fusion-buffer copies only: each participant copies its own gradients on its own thread;
+  // entry p is participant p's [start, end) (start_ns/end_ns span them all). Empty otherwise.
+  std::vector<std::pair<int64_t, int64_t>> participant_times;
 };
 
 // Receives events on the thread that ran the operation: the caller of AllReducer::AllReduce, or

@@ -169,16 +169,19 @@ Status FusionBuffer::ReduceBatch(const Batch& batch) {
   const int peers = n * reducer_->world_size();
   std::vector<std::string> names;
   for (const auto& g : batch.gradients) names.push_back(g.name);
-  const std::string batch_name = "FusionBuffer/" + (batch.gradients.size() == 1
-                                                        ? batch.gradients[0].name
-                                                        : "fused_" + std::to_string(batches_));
+  // Horovod names a collective after its tensor; a fused one here after its batch number.
+  const std::string batch_name = batch.gradients.size() == 1
+                                     ? batch.gradients[0].name
+                                     : "HorovodAllreduce_fused_" + std::to_string(batches_);
   const int range = SplitBySize(reducer_->spec(), std::span<const int64_t>(&batch.num_elements, 1))[0];
   const std::string algorithm = FormatAllReduceSpec(AllReduceSpec{{reducer_->spec().ranges[range]}, {}});
-  auto report = [&](CollectivePhase phase, int64_t start, int64_t end) {
+  auto report = [&](CollectivePhase phase, int64_t start, int64_t end,
+                    std::vector<std::pair<int64_t, int64_t>> participant_times = {}) {
     if (observer_ == nullptr) return;
     observer_->OnCollective({batch_name, phase,
                              phase == CollectivePhase::kAllReduce ? algorithm : std::string(),
-                             batch.num_elements * 4, peers, start, end, names});
+                             batch.num_elements * 4, peers, start, end, names,
+                             std::move(participant_times)});
   };
   if (batch.gradients.size() == 1) {
     // Alone: reduced in place, no copies through the buffer.
@@ -192,9 +195,11 @@ Status FusionBuffer::ReduceBatch(const Batch& batch) {
       buffer.resize(static_cast<size_t>(batch.num_elements));
     }
   }
-  // Each participant copies its own gradients, on its own thread.
+  // Each participant copies its own gradients, on its own thread, and times its own copy.
+  std::vector<std::pair<int64_t, int64_t>> times(static_cast<size_t>(n));
   auto copy_all = [&](bool into_buffer) {
     reducer_->team().Run([&](int p) {
+      times[static_cast<size_t>(p)].first = NowNanos();
       float* fused = fusion_buffers_[p].data();
       for (const GradientReplicas& g : batch.gradients) {
         const auto bytes = static_cast<size_t>(g.num_elements) * sizeof(float);
@@ -207,12 +212,13 @@ Status FusionBuffer::ReduceBatch(const Batch& batch) {
         }
         fused += g.num_elements;
       }
+      times[static_cast<size_t>(p)].second = NowNanos();
     });
   };
   int64_t start = NowNanos();
   copy_all(true);
   int64_t end = NowNanos();
-  report(CollectivePhase::kMemcpyInFusionBuffer, start, end);
+  report(CollectivePhase::kMemcpyInFusionBuffer, start, end, times);
 
   GradientReplicas fused{batch_name, {}, batch.num_elements};
   for (int p = 0; p < n; ++p) fused.replicas.push_back(fusion_buffers_[p].data());
@@ -224,7 +230,7 @@ Status FusionBuffer::ReduceBatch(const Batch& batch) {
   start = NowNanos();
   copy_all(false);
   end = NowNanos();
-  report(CollectivePhase::kMemcpyOutFusionBuffer, start, end);
+  report(CollectivePhase::kMemcpyOutFusionBuffer, start, end, times);
   return Status::Ok();
 }
 

@@ -3,7 +3,9 @@
 // communication thread copies queued gradients into a fusion buffer of fusion_threshold_bytes,
 // all-reduces the buffer at once and copies the results back, while backward goes on. A batch
 // goes out when the buffer would be full or cycle_time_ms after its first gradient was queued.
-// The three steps are reported as MEMCPY_IN_FUSION_BUFFER, ALLREDUCE, MEMCPY_OUT_FUSION_BUFFER.
+// The three steps are reported as MEMCPY_IN_FUSION_BUFFER, ALLREDUCE, MEMCPY_OUT_FUSION_BUFFER
+// (a fused batch named "HorovodAllreduce_fused_<k>", a gradient alone by its own name); the copy
+// phases also carry each participant's own copy time.
 // A gradient larger than the buffer is reduced alone, in place; a threshold of 0 turns fusion
 // off (every gradient alone).
 #pragma once

@@ -94,6 +94,39 @@ Status MpiSession::Barrier() {
   return Status::Ok();
 }
 
+namespace {
+
+Status CheckGatherSizes(size_t mine, size_t all, int world_size) {
+  if (all != mine * static_cast<size_t>(world_size) || mine > static_cast<size_t>(kMaxMpiCount)) {
+    return InvalidInput("all-gather of " + std::to_string(mine) + " elements per rank over " +
+                        std::to_string(world_size) + " ranks needs room for exactly " +
+                        std::to_string(mine * static_cast<size_t>(world_size)) + ", got " +
+                        std::to_string(all) + " (at most " + std::to_string(kMaxMpiCount) +
+                        " per rank)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status MpiSession::AllGather(std::span<const float> mine, std::span<float> all) {
+  RETURN_IF_ERROR(CheckGatherSizes(mine.size(), all.size(), world_size_));
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int count = static_cast<int>(mine.size());
+  STEPSCOPE_MPI_RETURN_IF_ERROR(MPI_Allgather(mine.data(), count, MPI_FLOAT, all.data(), count,
+                                              MPI_FLOAT, MPI_COMM_WORLD));
+  return Status::Ok();
+}
+
+Status MpiSession::AllGather(std::span<const int32_t> mine, std::span<int32_t> all) {
+  RETURN_IF_ERROR(CheckGatherSizes(mine.size(), all.size(), world_size_));
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int count = static_cast<int>(mine.size());
+  STEPSCOPE_MPI_RETURN_IF_ERROR(MPI_Allgather(mine.data(), count, MPI_INT32_T, all.data(), count,
+                                              MPI_INT32_T, MPI_COMM_WORLD));
+  return Status::Ok();
+}
+
 #else  // no MPI in this build
 
 bool MpiSession::CompiledWithMpi() { return false; }
@@ -121,6 +154,34 @@ Status MpiSession::Broadcast(std::span<float>, int root) {
 
 Status MpiSession::Barrier() { return Status::Ok(); }
 
+// One rank: the gather is a copy.
+Status MpiSession::AllGather(std::span<const float> mine, std::span<float> all) {
+  if (all.size() != mine.size()) return InvalidInput("all-gather over one rank needs equal sizes");
+  std::copy(mine.begin(), mine.end(), all.begin());
+  return Status::Ok();
+}
+
+Status MpiSession::AllGather(std::span<const int32_t> mine, std::span<int32_t> all) {
+  if (all.size() != mine.size()) return InvalidInput("all-gather over one rank needs equal sizes");
+  std::copy(mine.begin(), mine.end(), all.begin());
+  return Status::Ok();
+}
+
 #endif
+
+bool MpiSession::LaunchedByMpi() {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    if (std::getenv(variable) != nullptr) return true;
+  }
+  return false;
+}
+
+int MpiSession::LocalRanks() {
+  for (const char* variable : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
+    const char* value = std::getenv(variable);
+    if (value != nullptr && std::atoi(value) > 0) return std::atoi(value);
+  }
+  return 1;
+}
 
 }  // namespace stepscope::parallel

@@ -4,6 +4,7 @@
 // (which would silently train N unrelated replicas).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -22,6 +23,11 @@ class MpiSession {
   MpiSession& operator=(const MpiSession&) = delete;
 
   static bool CompiledWithMpi();
+  // True when an MPI launcher (mpirun, srun with PMI/PMIx) started this process: only then does
+  // the trainer create a session, so a plain run never initializes MPI.
+  static bool LaunchedByMpi();
+  // How many ranks the launcher placed on this host (1 when not launched by MPI).
+  static int LocalRanks();
 
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
@@ -31,6 +37,10 @@ class MpiSession {
   // Overwrites `data` on every rank with rank `root`'s values (MPI_Bcast).
   Status Broadcast(std::span<float> data, int root = 0);
   Status Barrier();
+  // Rank r's `mine` lands at all[r·mine.size(), (r+1)·mine.size()) on every rank
+  // (MPI_Allgather); every rank passes the same size and all.size() == world_size·mine.size().
+  Status AllGather(std::span<const float> mine, std::span<float> all);
+  Status AllGather(std::span<const int32_t> mine, std::span<int32_t> all);
 
  private:
   MpiSession(int rank, int world_size, bool finalize) :

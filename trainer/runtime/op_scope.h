@@ -1,10 +1,13 @@
 // Running an op under its node. Every op of a model runs inside an OpScope naming its Node; when
 // the device has an OpListener (the profiler, only with --profile), the scope reports the op's
-// start, end, thread and outputs; otherwise it costs one atomic load and a branch.
+// start, end, thread and outputs; otherwise it costs one atomic load and a branch. Copies the
+// runtime makes between memories (input staging, cross-device gathers, fusion-buffer packing)
+// are reported the same way through a CopyScope, as TensorFlow's MEMCPY records.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "trainer/runtime/clock.h"
@@ -14,13 +17,36 @@
 
 namespace stepscope::runtime {
 
-// What the profiler implements. Called on the thread that runs the op.
+// TensorFlow's copy kinds (the `MEMCPY<kind>` of its records) that CPU devices make: from host
+// memory into a device's, and between two devices' memories.
+enum class CopyKind : uint8_t { kHostToDevice, kDeviceToDevice };
+
+inline std::string_view CopyKindName(CopyKind kind) {
+  return kind == CopyKind::kHostToDevice ? "HtoD" : "DtoD";
+}
+// The memory kinds of TF's label "(Pageable to Device)" for each copy kind.
+inline std::string_view CopySourceMemory(CopyKind kind) {
+  return kind == CopyKind::kHostToDevice ? "Pageable" : "Device";
+}
+
+// One copy onto `device` (the destination). `annotation` names what made it, as TF's memcpy
+// node names do (`<op>:<OpType>` or an edge name); it only has to live until the call returns.
+struct CopyEvent {
+  std::string_view annotation;
+  CopyKind kind = CopyKind::kDeviceToDevice;
+  int64_t bytes = 0;
+  int64_t start_ns = 0, end_ns = 0;
+};
+
+// What the profiler implements. Called on the thread that runs the op or the copy.
 class OpListener {
  public:
   virtual ~OpListener() = default;
   virtual void OnOpStart(const Device& device, const Node& node, int64_t start_ns) = 0;
   virtual void OnOpEnd(const Device& device, const Node& node, int64_t start_ns, int64_t end_ns,
                        std::span<const Tensor> outputs) = 0;
+  // A copy into `device`'s memory ended. Listeners that do not record copies ignore it.
+  virtual void OnCopy(const Device& /*device*/, const CopyEvent& /*copy*/) {}
 };
 
 // Ops do not nest: one scope at a time per thread, so its outputs can live in a per-thread
@@ -63,6 +89,36 @@ class OpScope {
     thread_local std::vector<Tensor> outputs;
     return outputs;
   }
+};
+
+// Times one copy into `device` and reports it at scope end (nothing when not profiling):
+//   { CopyScope copy(device, "tower_0/TrainInput/split:Slice", CopyKind::kHostToDevice, bytes);
+//     std::memcpy(dst, src, bytes); }
+// May nest inside an OpScope (the copy an op makes) or stand alone.
+class CopyScope {
+ public:
+  CopyScope(const Device& device, std::string_view annotation, CopyKind kind, int64_t bytes)
+      : device_(device), listener_(device.op_listener()) {
+    if (listener_ != nullptr) {
+      event_.annotation = annotation;
+      event_.kind = kind;
+      event_.bytes = bytes;
+      event_.start_ns = NowNanos();
+    }
+  }
+  ~CopyScope() {
+    if (listener_ != nullptr) {
+      event_.end_ns = NowNanos();
+      listener_->OnCopy(device_, event_);
+    }
+  }
+  CopyScope(const CopyScope&) = delete;
+  CopyScope& operator=(const CopyScope&) = delete;
+
+ private:
+  const Device& device_;
+  OpListener* listener_;
+  CopyEvent event_;
 };
 
 }  // namespace stepscope::runtime
