@@ -214,6 +214,36 @@ TEST(TrainRun, TwoDeviceProfiledStepHasCollectivesOnEveryDevice) {
   }
 }
 
+// Resident data: two global batches stay on the devices for four SGD epochs; the passes over
+// the same images fit them better and better.
+TEST(TrainRun, ResidentDataEpochsFitTheLoadedBatches) {
+  const auto dir = testing::ScratchDir("train_resident");
+  const std::string metrics = (dir / "metrics.jsonl").string();
+  TrainOptions options = *Parse({"--model", "resnet50", "--depth", "14", "--image_size", "32",
+                                 "--batch_size", "4", "--devices", "cpu:2", "--resident_batches",
+                                 "2", "--sgd_epochs", "4", "--steps", "8", "--metrics", metrics});
+  EXPECT_EQ(options.resident_batches, 2);
+  EXPECT_EQ(options.sgd_epochs, 4);
+  std::ostringstream log;
+  auto report = RunTraining(options, log, false);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_NE(log.str().find("resident data: 2 global batches per load, 4 SGD epoch(s)"),
+            std::string::npos) << log.str();
+  std::vector<double> losses;
+  std::ifstream in(metrics);
+  for (std::string line; std::getline(in, line);) {
+    const size_t at = line.find("\"loss\":");
+    if (line.find("\"summary\"") == std::string::npos && at != std::string::npos) {
+      losses.push_back(std::stod(line.substr(at + 7)));
+    }
+  }
+  ASSERT_EQ(losses.size(), 8u);
+  const double first_pass = (losses[0] + losses[1]) / 2, last_pass = (losses[6] + losses[7]) / 2;
+  EXPECT_LT(last_pass, 0.6 * first_pass) << "first pass " << first_pass << ", last " << last_pass;
+  auto bad = Parse({"--resident_batches", "-1"});
+  EXPECT_FALSE(bad.ok());
+}
+
 TEST(TrainRun, SigintStopsAfterTheCurrentStepWithOnlyWholeTraces) {
   const auto dir = testing::ScratchDir("train_sigint");
   TrainOptions options = *Parse({"--steps", "200", "--profile", "--profile_every", "1",

@@ -147,4 +147,32 @@ StatusOr<models::Batch> BatchRows(const models::Batch& batch, int64_t first, int
   return rows_batch;
 }
 
+StatusOr<models::Batch> ConcatBatches(std::span<const models::Batch> batches,
+                                      const runtime::Device& device) {
+  if (batches.empty()) return InvalidInput("no batches to concatenate");
+  models::Batch out;
+  for (auto [member, into] : {std::pair{&models::Batch::inputs, &out.inputs},
+                              std::pair{&models::Batch::labels, &out.labels}}) {
+    runtime::Shape shape = (batches[0].*member).shape();
+    int64_t rows = 0;
+    for (const models::Batch& b : batches) {
+      runtime::Shape other = (b.*member).shape();
+      other.dims[0] = shape[0];
+      if (!(other == shape) || (b.*member).dtype() != (batches[0].*member).dtype()) {
+        return InvalidInput("cannot concatenate batches of shapes " +
+                            (batches[0].*member).DebugString() + " and " + (b.*member).DebugString());
+      }
+      rows += (b.*member).shape()[0];
+    }
+    shape.dims[0] = rows;
+    ASSIGN_OR_RETURN(*into, device.Allocate((batches[0].*member).dtype(), shape));
+    char* dst = static_cast<char*>(into->buffer()->data());
+    for (const models::Batch& b : batches) {
+      std::memcpy(dst, (b.*member).buffer()->data(), static_cast<size_t>((b.*member).bytes()));
+      dst += (b.*member).bytes();
+    }
+  }
+  return out;
+}
+
 }  // namespace stepscope::trainer

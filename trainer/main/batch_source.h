@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "base/status.h"
@@ -39,5 +40,10 @@ StatusOr<std::unique_ptr<BatchSource>> MakeImageSource(const std::string& data_d
 // new tensors on `device`: a rank's share of the global batch, a resident minibatch.
 StatusOr<models::Batch> BatchRows(const models::Batch& batch, int64_t first, int64_t count,
                                   const runtime::Device& device);
+
+// The batches one after another (same shapes past the first dimension) in new tensors on
+// `device`: several global batches loaded as one resident train batch.
+StatusOr<models::Batch> ConcatBatches(std::span<const models::Batch> batches,
+                                      const runtime::Device& device);
 
 }  // namespace stepscope::trainer

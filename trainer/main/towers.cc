@@ -233,6 +233,20 @@ int Towers::run_towers() const {
 }
 
 StatusOr<TowerStepResult> Towers::Step(const models::Batch& global, float learning_rate) {
+  return StepOn([&](int d) { return TowerBatch(global, d); }, learning_rate);
+}
+
+StatusOr<TowerStepResult> Towers::StepResident(const ResidentData& data, int64_t index,
+                                               float learning_rate) {
+  if (data.num_devices() != size()) {
+    return InvalidInput("resident data on " + std::to_string(data.num_devices()) +
+                        " devices for " + std::to_string(size()) + " towers");
+  }
+  return StepOn([&](int d) { return data.Minibatch(d, index); }, learning_rate);
+}
+
+StatusOr<TowerStepResult> Towers::StepOn(
+    const std::function<StatusOr<models::Batch>(int)>& batch_for, float learning_rate) {
   const int n = size();
   const bool replicated = options_.update == VariableUpdate::kReplicated;
   // Sums over every tower of the run equal one device's gradient on the whole batch.
@@ -241,7 +255,7 @@ StatusOr<TowerStepResult> Towers::Step(const models::Batch& global, float learni
   std::vector<StatusOr<models::StepResult>> outcomes(static_cast<size_t>(n), Status(StatusCode::kInternal, "not run"));
   for (auto& held : handed_in_) held.clear();
   team_.Run([&](int d) {
-    auto batch = TowerBatch(global, d);
+    auto batch = batch_for(d);
     if (!batch.ok()) {
       outcomes[static_cast<size_t>(d)] = batch.status();
       return;

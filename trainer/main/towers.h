@@ -25,11 +25,13 @@
 // tower's share of the input (HtoD) and the sparse gathers between devices (DtoD).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "trainer/main/resident_data.h"
 #include "trainer/models/model.h"
 #include "trainer/parallel/all_reducer.h"
 #include "trainer/parallel/fusion_buffer.h"
@@ -78,12 +80,19 @@ class Towers {
 
   // One step on `global`, whose first dimension is size() × the per-tower batch.
   StatusOr<TowerStepResult> Step(const models::Batch& global, float learning_rate);
+  // One step on minibatch `index` of resident data (one share per tower, already on the
+  // towers' devices): RLlib's optimize(batch_index).
+  StatusOr<TowerStepResult> StepResident(const ResidentData& data, int64_t index,
+                                         float learning_rate);
   void ResetState();
 
  private:
   Towers(std::vector<std::unique_ptr<models::Model>> models, const TowerOptions& options,
          std::unique_ptr<parallel::AllReducer> reducer,
          std::unique_ptr<parallel::FusionBuffer> fusion);
+  // The step itself, with tower d's batch from batch_for(d) (on tower d's thread).
+  StatusOr<TowerStepResult> StepOn(const std::function<StatusOr<models::Batch>(int)>& batch_for,
+                                   float learning_rate);
   StatusOr<models::Batch> TowerBatch(const models::Batch& global, int tower);
   Status GatherSparse(std::vector<models::StepResult>& results, size_t gradient, float scale);
   // The towers' gathered rows of one sparse gradient, gathered again from every rank.

@@ -102,6 +102,12 @@ const std::vector<FlagSpec>& TrainFlagSpecs() {
        "and measured slower. Within one process only (ranks would have to agree on each fused "
        "group)"},
       {"cycle_time_ms", "MS", "fusion: how long a ready gradient waits for others (default 5)"},
+      {"resident_batches", "R",
+       "resident data (RLlib's LocalSyncParallelOptimizer): split R global batches across the "
+       "devices once, keep them there and train on them for --sgd_epochs passes, each in a new "
+       "shuffled order of per-device minibatches of --batch_size rows (default 0: off). The "
+       "LSTM's state restarts for every minibatch (they are not consecutive)"},
+      {"sgd_epochs", "K", "passes over the resident batches before loading new ones (default 1)"},
   };
   return specs;
 }
@@ -173,6 +179,10 @@ StatusOr<TrainOptions> ParseTrainOptions(const std::vector<std::string>& args) {
                    parsed.GetInt("fusion_threshold_bytes", o.fusion_threshold_bytes, 0,
                                  int64_t{1} << 40));
   ASSIGN_OR_RETURN(o.cycle_time_ms, parsed.GetDouble("cycle_time_ms", o.cycle_time_ms, 0, 60000));
+  ASSIGN_OR_RETURN(const int64_t resident, parsed.GetInt("resident_batches", 0, 0, 1 << 16));
+  o.resident_batches = static_cast<int>(resident);
+  ASSIGN_OR_RETURN(const int64_t sgd_epochs, parsed.GetInt("sgd_epochs", 1, 1, 1 << 16));
+  o.sgd_epochs = static_cast<int>(sgd_epochs);
   if (o.steps == 0 && o.epochs == 0) o.steps = 100;
   return o;
 }

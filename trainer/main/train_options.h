@@ -51,6 +51,10 @@ struct TrainOptions {
   // HOROVOD_CYCLE_TIME. A threshold of 0 reduces after backward.
   int64_t fusion_threshold_bytes = 0;  // off: see --help
   double cycle_time_ms = 5.0;
+  // Resident-data mode (RLlib's LocalSyncParallelOptimizer): load this many global batches onto
+  // the devices at once, then run `sgd_epochs` passes over them in shuffled minibatch order.
+  int resident_batches = 0;  // 0: off, every step reads a fresh batch
+  int sgd_epochs = 1;
   bool help = false;
 };
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iomanip>
 #include <memory>
+#include <optional>
 #include <span>
 #include <sstream>
 #include <thread>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainer/main/batch_source.h"
+#include "trainer/main/resident_data.h"
 #include "trainer/main/step_profiler.h"
 #include "trainer/main/towers.h"
 #include "trainer/parallel/mpi_session.h"
@@ -180,6 +182,7 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
   std::vector<std::unique_ptr<models::Model>> replicas;
   models::LstmConfig lstm_config;
   int64_t examples_per_step = 0;
+  int64_t per_tower_rows = 0;  // rows of one tower's batch (sequences or images)
   float base_lr = 0;  // ResNet's; the LSTM follows its config's schedule
   if (lstm) {
     ASSIGN_OR_RETURN(lstm_config, models::LstmConfigByName(options.config));
@@ -196,6 +199,7 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
       replicas.push_back(std::move(model));
     }
     examples_per_step = int64_t{lstm_config.batch_size} * lstm_config.num_steps * run_towers;
+    per_tower_rows = lstm_config.batch_size;
   } else {
     models::ResNetConfig config;
     config.depth = options.depth;
@@ -210,6 +214,7 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
       replicas.push_back(std::move(model));
     }
     examples_per_step = int64_t{batch} * run_towers;
+    per_tower_rows = batch;
     // Default: the linear scaling rule, 0.1 per 256 images of global batch (Goyal et al.).
     base_lr = options.learning_rate > 0 ? static_cast<float>(options.learning_rate)
                                         : 0.1f * static_cast<float>(examples_per_step) / 256.0f;
@@ -258,6 +263,17 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
       << data->Describe() << "; " << total_steps << " steps, " << per_epoch
       << " batches per epoch\n";
 
+  const bool resident_mode = options.resident_batches > 0;
+  const int64_t resident_batches = options.resident_batches;
+  std::optional<ResidentData> resident;
+  std::vector<int64_t> resident_order;
+  int64_t batches_read = 0;
+  if (resident_mode) {
+    log << "resident data: " << resident_batches << " global batches per load, "
+        << options.sgd_epochs << " SGD epoch(s) over them, minibatches of " << per_tower_rows
+        << " rows per device\n";
+  }
+
   StopSignals stop_signals;
   MetricsWriter metrics;
   if (rank == 0) RETURN_IF_ERROR(metrics.Open(options.metrics_path));
@@ -275,24 +291,54 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
       log << "stepscope-train: stopped by a signal after step " << step << "\n";
       return Status(StatusCode::kCancelled, "interrupted after step " + std::to_string(step));
     }
-    const int64_t index = step % per_epoch;
-    if (index == 0) {
-      ++epoch;
-      data->StartEpoch(epoch);
-      towers->ResetState();
-      epoch_cost = 0;
-      epoch_batches = 0;
+    // The data source's next batch index, advancing its epochs (before the learning rate, which
+    // follows the epoch); then that global batch, this rank's share of it.
+    auto next_index = [&]() {
+      const int64_t index = batches_read++ % per_epoch;
+      if (index == 0) {
+        ++epoch;
+        data->StartEpoch(epoch);
+        towers->ResetState();
+        epoch_cost = 0;
+        epoch_batches = 0;
+      }
+      return index;
+    };
+    auto fetch = [&](int64_t index) -> StatusOr<models::Batch> {
+      ASSIGN_OR_RETURN(models::Batch batch, data->Get(device, index));
+      if (world == 1) return batch;
+      const int64_t rows = batch.inputs.shape()[0] / world;
+      return BatchRows(batch, rank * rows, rows, device);
+    };
+    const int64_t cycle_pos = resident_mode ? step % (resident_batches * options.sgd_epochs) : 0;
+    if (resident_mode && cycle_pos == 0) {  // RLlib's load_data: once per cycle, before its steps
+      std::vector<models::Batch> loaded;
+      for (int64_t r = 0; r < resident_batches; ++r) {
+        ASSIGN_OR_RETURN(models::Batch batch, fetch(next_index()));
+        loaded.push_back(std::move(batch));
+      }
+      ASSIGN_OR_RETURN(const models::Batch train_batch, ConcatBatches(loaded, device));
+      ASSIGN_OR_RETURN(resident, ResidentData::Load(train_batch, device_list, per_tower_rows));
     }
+    const int64_t index = resident_mode ? -1 : next_index();
     const float lr = lstm ? models::LstmLearningRate(lstm_config, epoch) : base_lr;
     const bool profiled = IsProfiledStep(options.profile, step + 1, options.warmup_steps);
     if (profiled) profiler->BeginStep(step + 1, device_list);
     const int64_t t0 = runtime::NowNanos();
-    ASSIGN_OR_RETURN(models::Batch batch, data->Get(device, index));
-    if (world > 1) {
-      const int64_t rows = batch.inputs.shape()[0] / world;
-      ASSIGN_OR_RETURN(batch, BatchRows(batch, rank * rows, rows, device));
+    TowerStepResult tower_result;
+    if (resident_mode) {
+      // RLlib's optimize(batch_index): a new shuffled order for every pass over the data.
+      if (cycle_pos % resident_batches == 0) {
+        resident_order = resident->EpochOrder(options.seed, step / resident_batches);
+      }
+      towers->ResetState();  // minibatches are not consecutive text
+      ASSIGN_OR_RETURN(tower_result,
+                       towers->StepResident(*resident, resident_order[static_cast<size_t>(
+                                                           cycle_pos % resident_batches)], lr));
+    } else {
+      ASSIGN_OR_RETURN(const models::Batch batch, fetch(index));
+      ASSIGN_OR_RETURN(tower_result, towers->Step(batch, lr));
     }
-    ASSIGN_OR_RETURN(const TowerStepResult tower_result, towers->Step(batch, lr));
     ASSIGN_OR_RETURN(const RunStepOutcome outcome, GatherAcrossRanks(tower_result, rank, mpi.get()));
     models::StepResult result;  // every tower's mean loss, their summed hits
     for (double loss : outcome.losses) result.loss += loss / run_towers;
