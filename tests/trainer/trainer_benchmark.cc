@@ -95,6 +95,9 @@ void ProfileOverhead(benchmark::State& state, StatusOr<TrainingFixture> (*make)(
   ProfileOptions options;
   options.enabled = true;
   options.dir = (std::filesystem::temp_directory_path() / "stepscope_trainer_benchmark").string();
+  // A fresh directory, as a new run's: renaming over an earlier run's trace makes ext4 flush the
+  // new file first (auto_da_alloc), a wait a first write does not have.
+  std::filesystem::remove_all(options.dir);
   StepProfiler profiler(options, f.name);
   std::vector<runtime::Device*> device_list = {f.devices[0].get()};
   int64_t step = 0;
