@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -48,19 +49,28 @@ bool EndsWith(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-StatusOr<std::string> Gunzip(std::string_view compressed, const std::string& name_for_errors) {
+StatusOr<size_t> GunzipInto(std::string_view compressed, const std::string& name_for_errors,
+                            size_t size_hint,
+                            const std::function<std::span<char>(size_t, size_t)>& grow) {
   z_stream stream{};
   if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) return Internal("zlib init failed");
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
-  stream.avail_in = static_cast<uInt>(compressed.size());
-  std::string out;
-  out.resize(compressed.size() * 4 + 4096);
+  const auto* input = reinterpret_cast<const Bytef*>(compressed.data());
+  stream.next_in = const_cast<Bytef*>(input);
+  std::span<char> out = grow(0, std::max<size_t>(size_hint, 4096));
+  size_t produced = 0;
   int rc = Z_OK;
   while (true) {
-    if (stream.total_out >= out.size()) out.resize(out.size() * 2);
-    stream.next_out = reinterpret_cast<Bytef*>(out.data() + stream.total_out);
-    stream.avail_out = static_cast<uInt>(out.size() - stream.total_out);
+    // zlib counts in 32 bits: hand it the input, and room, at most 4 GiB at a time.
+    const size_t consumed = static_cast<size_t>(stream.next_in - input);
+    if (stream.avail_in == 0 && consumed < compressed.size()) {
+      stream.avail_in = static_cast<uInt>(std::min<size_t>(compressed.size() - consumed, UINT32_MAX));
+    }
+    if (produced >= out.size()) out = grow(produced, out.size() + out.size() / 2);
+    const size_t room = std::min<size_t>(out.size() - produced, UINT32_MAX);
+    stream.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
+    stream.avail_out = static_cast<uInt>(room);
     rc = inflate(&stream, Z_NO_FLUSH);
+    produced += room - stream.avail_out;
     if (rc == Z_STREAM_END) {
       // Concatenated gzip members are legal; continue with the next one if any bytes remain.
       if (stream.avail_in == 0) break;
@@ -72,13 +82,23 @@ StatusOr<std::string> Gunzip(std::string_view compressed, const std::string& nam
     if (rc == Z_BUF_ERROR) continue;
     break;
   }
-  const size_t produced = stream.total_out;
   inflateEnd(&stream);
   if (rc != Z_STREAM_END) {
     return InvalidInput(name_for_errors + ": gzip data is " +
                         (rc == Z_BUF_ERROR ? std::string("truncated") : "corrupt") +
                         " (inflated " + std::to_string(produced) + " bytes before the error)");
   }
+  return produced;
+}
+
+StatusOr<std::string> Gunzip(std::string_view compressed, const std::string& name_for_errors) {
+  std::string out;
+  ASSIGN_OR_RETURN(const size_t produced,
+                   GunzipInto(compressed, name_for_errors, compressed.size() * 4 + 4096,
+                              [&out](size_t /*written*/, size_t at_least) {
+                                out.resize(at_least);  // keeps what was written
+                                return std::span<char>(out);
+                              }));
   out.resize(produced);
   return out;
 }

@@ -4,7 +4,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -130,43 +129,14 @@ StatusOr<PaddedBytes> PaddedBytes::ReadFile(const std::string& path) {
 
   // Inflate straight into the padded buffer.
   PaddedBytes out;
-  out.Reserve(GzipSizeHint(raw.view()));
-  z_stream stream{};
-  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) return Internal("zlib init failed");
-  stream.next_in = reinterpret_cast<Bytef*>(raw.data_);
-  stream.avail_in = static_cast<uInt>(std::min<size_t>(raw.size_, UINT32_MAX));
-  size_t consumed_before = 0;  // input handed to zlib in earlier chunks
-  int rc = Z_OK;
-  while (true) {
-    if (stream.avail_in == 0) {
-      consumed_before += static_cast<size_t>(stream.next_in - reinterpret_cast<Bytef*>(raw.data_ + consumed_before));
-      if (consumed_before < raw.size_) {
-        stream.avail_in = static_cast<uInt>(std::min<size_t>(raw.size_ - consumed_before, UINT32_MAX));
-      }
-    }
-    if (out.size_ + kPadding >= out.capacity_) out.Reserve(out.capacity_ + out.capacity_ / 2);
-    const size_t room = std::min<size_t>(out.capacity_ - kPadding - out.size_, UINT32_MAX);
-    stream.next_out = reinterpret_cast<Bytef*>(out.data_ + out.size_);
-    stream.avail_out = static_cast<uInt>(room);
-    rc = inflate(&stream, Z_NO_FLUSH);
-    out.size_ += room - stream.avail_out;
-    if (rc == Z_STREAM_END) {
-      // Concatenated gzip members are legal; continue with the next one if any bytes remain.
-      if (stream.avail_in == 0) break;
-      if (inflateReset(&stream) != Z_OK) break;
-      continue;
-    }
-    if (rc == Z_OK) continue;
-    if (rc == Z_BUF_ERROR && stream.avail_in == 0) break;  // input ended mid-stream
-    if (rc == Z_BUF_ERROR) continue;
-    break;
-  }
-  inflateEnd(&stream);
-  if (rc != Z_STREAM_END) {
-    return InvalidInput(path + ": gzip data is " + (rc == Z_BUF_ERROR ? std::string("truncated") : "corrupt") +
-                        " (inflated " + std::to_string(out.size_) + " bytes before the error)");
-  }
-  out.Resize(out.size_);
+  ASSIGN_OR_RETURN(const size_t inflated,
+                   GunzipInto(raw.view(), path, GzipSizeHint(raw.view()),
+                              [&out](size_t written, size_t at_least) {
+                                out.size_ = written;  // what Reserve keeps
+                                out.Reserve(at_least);
+                                return std::span<char>(out.data_, out.capacity_ - kPadding);
+                              }));
+  out.Resize(inflated);
   return out;
 }
 
