@@ -1,5 +1,7 @@
 #include "base/file_io.h"
 
+#include "base/file_reader.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -13,31 +15,6 @@ namespace {
 
 std::string ErrnoText() { return std::strerror(errno); }
 
-StatusOr<std::string> ReadRaw(const std::string& path) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) {
-    if (errno == ENOENT) return NotFound(path + ": no such file");
-    return IoError(path + ": " + ErrnoText());
-  }
-  if (S_ISDIR(info.st_mode)) return InvalidInput(path + ": is a directory, expected a file");
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    return InvalidInput(path + ": cannot open for reading: " + ErrnoText());
-  }
-  std::string bytes;
-  bytes.resize(static_cast<size_t>(info.st_size));
-  size_t got = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), file);
-  // Files whose size stat does not know (pipes, /proc) are read to the end in chunks.
-  char chunk[1 << 16];
-  size_t more;
-  bytes.resize(got);
-  while ((more = std::fread(chunk, 1, sizeof chunk, file)) > 0) bytes.append(chunk, more);
-  const bool failed = std::ferror(file) != 0;
-  std::fclose(file);
-  if (failed) return IoError(path + ": read failed: " + ErrnoText());
-  return bytes;
-}
-
 }  // namespace
 
 bool IsGzip(std::string_view bytes) {
@@ -49,57 +26,18 @@ bool EndsWith(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-StatusOr<size_t> GunzipInto(std::string_view compressed, const std::string& name_for_errors,
-                            size_t size_hint,
-                            const std::function<std::span<char>(size_t, size_t)>& grow) {
-  z_stream stream{};
-  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) return Internal("zlib init failed");
-  const auto* input = reinterpret_cast<const Bytef*>(compressed.data());
-  stream.next_in = const_cast<Bytef*>(input);
-  std::span<char> out = grow(0, std::max<size_t>(size_hint, 4096));
-  size_t produced = 0;
-  int rc = Z_OK;
-  while (true) {
-    // zlib counts in 32 bits: hand it the input, and room, at most 4 GiB at a time.
-    const size_t consumed = static_cast<size_t>(stream.next_in - input);
-    if (stream.avail_in == 0 && consumed < compressed.size()) {
-      stream.avail_in = static_cast<uInt>(std::min<size_t>(compressed.size() - consumed, UINT32_MAX));
-    }
-    if (produced >= out.size()) out = grow(produced, out.size() + out.size() / 2);
-    const size_t room = std::min<size_t>(out.size() - produced, UINT32_MAX);
-    stream.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
-    stream.avail_out = static_cast<uInt>(room);
-    rc = inflate(&stream, Z_NO_FLUSH);
-    produced += room - stream.avail_out;
-    if (rc == Z_STREAM_END) {
-      // Concatenated gzip members are legal; continue with the next one if any bytes remain.
-      if (stream.avail_in == 0) break;
-      if (inflateReset(&stream) != Z_OK) break;
-      continue;
-    }
-    if (rc == Z_OK) continue;
-    if (rc == Z_BUF_ERROR && stream.avail_in == 0) break;  // input ended mid-stream
-    if (rc == Z_BUF_ERROR) continue;
-    break;
-  }
-  inflateEnd(&stream);
-  if (rc != Z_STREAM_END) {
-    return InvalidInput(name_for_errors + ": gzip data is " +
-                        (rc == Z_BUF_ERROR ? std::string("truncated") : "corrupt") +
-                        " (inflated " + std::to_string(produced) + " bytes before the error)");
-  }
-  return produced;
-}
-
 StatusOr<std::string> Gunzip(std::string_view compressed, const std::string& name_for_errors) {
-  std::string out;
-  ASSIGN_OR_RETURN(const size_t produced,
-                   GunzipInto(compressed, name_for_errors, compressed.size() * 4 + 4096,
-                              [&out](size_t /*written*/, size_t at_least) {
-                                out.resize(at_least);  // keeps what was written
-                                return std::span<char>(out);
-                              }));
-  out.resize(produced);
+  GzipInflater inflater(name_for_errors);
+  std::string out(compressed.size() * 4 + 4096, '\0');
+  size_t size = 0;
+  while (true) {
+    if (size == out.size()) out.resize(out.size() + out.size() / 2);
+    ASSIGN_OR_RETURN(const size_t n, inflater.Inflate(compressed, {out.data() + size, out.size() - size}));
+    size += n;
+    if (compressed.empty() && size < out.size()) break;
+  }
+  RETURN_IF_ERROR(inflater.Finish());
+  out.resize(size);
   return out;
 }
 
@@ -123,9 +61,10 @@ StatusOr<std::string> Gzip(std::string_view plain) {
 }
 
 StatusOr<std::string> ReadFileAllowEmpty(const std::string& path) {
-  StatusOr<std::string> raw = ReadRaw(path);
-  if (!raw.ok() || !IsGzip(raw.value())) return raw;
-  return Gunzip(raw.value(), path);
+  ASSIGN_OR_RETURN(std::unique_ptr<FileReader> reader, FileReader::Open(path));
+  std::string bytes;
+  RETURN_IF_ERROR(reader->ReadToEnd(bytes));
+  return bytes;
 }
 
 StatusOr<std::string> ReadFile(const std::string& path) {

@@ -1,11 +1,9 @@
-// File input and output shared by every module: whole-file reads with transparent gzip, and
-// atomic writes (temp file in the target's directory, renamed on Commit) so that a failed or
-// interrupted run never leaves a half-written output behind.
+// File input and output shared by every module: whole-file reads with transparent gzip (a piece
+// at a time: file_reader.h), and atomic writes (temp file in the target's directory, renamed on
+// Commit) so that a failed or interrupted run never leaves a half-written output behind.
 #pragma once
 
 #include <cstdio>
-#include <functional>
-#include <span>
 #include <string>
 #include <string_view>
 
@@ -22,13 +20,6 @@ StatusOr<std::string> ReadFileAllowEmpty(const std::string& path);
 
 bool IsGzip(std::string_view bytes);
 StatusOr<std::string> Gunzip(std::string_view compressed, const std::string& name_for_errors);
-// The inflate loop behind Gunzip, for callers that own their output memory (e.g. a padded parse
-// buffer): `grow(written, at_least)` must keep the first `written` bytes and return the output,
-// at least `at_least` bytes long. Concatenated gzip members are inflated one after another;
-// cut or corrupt data is kInvalidInput naming `name_for_errors`. Returns the inflated size.
-StatusOr<size_t> GunzipInto(std::string_view compressed, const std::string& name_for_errors,
-                            size_t size_hint,
-                            const std::function<std::span<char>(size_t written, size_t at_least)>& grow);
 StatusOr<std::string> Gzip(std::string_view plain);
 
 bool EndsWith(std::string_view text, std::string_view suffix);

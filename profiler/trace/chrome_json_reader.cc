@@ -6,6 +6,10 @@
 #include <cstring>
 #include <map>
 #include <simdjson.h>
+
+#include <functional>
+#include <memory>
+#include <span>
 #include <unordered_map>
 
 #include "profiler/trace/utf8.h"
@@ -708,148 +712,417 @@ class ChromeImporter {
   std::vector<Position> positions_;
 };
 
-struct Attempt {
-  simdjson::error_code error = simdjson::SUCCESS;
-  size_t error_offset = 0;
-  bool not_a_trace = false;
-  std::string not_a_trace_detail;
-  std::unique_ptr<ChromeImporter> importer;
-};
+constexpr size_t kNone = std::string::npos;
 
-// One pass over `json` (padded). Stops at the first JSON error, keeping what came before it.
-Attempt Import(simdjson::padded_string_view json, const std::string& name) {
-  Attempt attempt;
-  attempt.importer = std::make_unique<ChromeImporter>(name);
-  ChromeImporter& importer = *attempt.importer;
-  od::parser parser;
-  od::document doc;
-  if (auto error = parser.iterate(json).get(doc)) {
-    attempt.error = error;
-    attempt.error_offset = json.size();
-    return attempt;
+bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Import in pieces. The buffer holds the part of the input not consumed yet, refilled from the
+// source; the outer object is walked by a small scanner, and the event array is parsed a batch
+// at a time: from the consumed position to the last `},` in the buffer, whose comma is turned
+// into `]` (with a `[` written just before the batch) so that simdjson reads the batch as one
+// array. The parser and the buffer are reused batch after batch, so memory stays a few chunks
+// whatever the file's size, and the parser's index stays in the cache.
+class StreamingImport {
+ public:
+  using Source = std::function<StatusOr<size_t>(std::span<char>)>;  // short read: the end
+
+  StreamingImport(Source source, const std::string& name, size_t chunk_bytes)
+      : source_(std::move(source)), name_(name), chunk_bytes_(std::max<size_t>(chunk_bytes, 64)), importer_(name) {}
+
+  StatusOr<Trace> Run() {
+    RETURN_IF_ERROR(ReadTop());
+    ImportStats& stats = importer_.stats();
+    if (damage_) {
+      if (importer_.events() == 0) {
+        return InvalidInput(name_ + ": invalid JSON at byte " + std::to_string(damage_->offset) + ": " + damage_->reason);
+      }
+      ASSIGN_OR_RETURN(const int64_t total, BytesToEnd());
+      stats.Add("json_truncated_events_kept", importer_.events());
+      stats.Add("json_truncated_bytes_dropped", total - last_event_end_);
+    }
+    stats.Add("invalid_utf8_bytes_replaced", utf8_replaced_);
+    return importer_.Finish();
   }
-  auto fail = [&](simdjson::error_code error) {
-    attempt.error = error;
-    const char* location = nullptr;
-    attempt.error_offset = doc.current_location().get(location) == simdjson::SUCCESS
-                               ? static_cast<size_t>(location - json.data())
-                               : json.size();
-    return std::move(attempt);
+
+ private:
+  static constexpr size_t kLead = 64;  // room before the data for the batch's `[`
+  static constexpr size_t kTail = simdjson::SIMDJSON_PADDING;
+
+  struct Damage {
+    int64_t offset;
+    std::string reason;
   };
-  auto read_events = [&](od::array events) -> simdjson::error_code {
-    bool first = true;
-    for (auto element : events) {
-      od::value value;
-      if (auto error = std::move(element).get(value)) return error;
-      if (first) {
-        first = false;
-        od::json_type type;
-        if (auto error = value.type().get(type)) return error;
-        if (type != od::json_type::object) {
-          attempt.not_a_trace = true;
-          attempt.not_a_trace_detail = "traceEvents holds values that are not event objects";
-          return simdjson::SUCCESS;
+
+  struct Batch {
+    enum Outcome { kWhole, kArrayClosed, kError } outcome = kError;
+    size_t end = 0;           // one past the batch's last byte
+    size_t next = 0;          // kArrayClosed: the token after the array
+    size_t failed_start = 0;  // kError: where the element that failed starts
+    size_t error_index = 0;
+    std::string error;
+    int64_t parsed = 0;
+    bool repaired = false;  // parsed from a UTF-8-repaired copy
+  };
+
+  int64_t Offset(size_t index) const { return origin_ + static_cast<int64_t>(index); }
+  bool AtEnd() const { return pos_ == end_; }
+  void SetDamage(size_t index, std::string reason) {
+    if (!damage_) damage_ = Damage{Offset(index), std::move(reason)};
+  }
+  Status NotATrace(const std::string& detail) { return InvalidInput(name_ + ": JSON is not a trace: " + detail); }
+
+  // Moves the unconsumed bytes to the front and reads more; the buffer doubles only when one
+  // piece of JSON fills it.
+  Status Fill() {
+    if (eof_) return Status::Ok();
+    if (buffer_ != nullptr && pos_ > kLead) {
+      std::memmove(buffer_.get() + kLead, buffer_.get() + pos_, end_ - pos_);
+      origin_ += static_cast<int64_t>(pos_ - kLead);
+      end_ -= pos_ - kLead;
+      pos_ = kLead;
+    }
+    if (buffer_ != nullptr && end_ == kLead + chunk_bytes_) chunk_bytes_ *= 2;
+    if (kLead + chunk_bytes_ + kTail > capacity_) {
+      capacity_ = kLead + chunk_bytes_ + kTail;
+      auto grown = std::make_unique_for_overwrite<char[]>(capacity_);
+      if (buffer_ != nullptr) std::memcpy(grown.get() + kLead, buffer_.get() + kLead, end_ - kLead);
+      buffer_ = std::move(grown);
+    }
+    const size_t room = kLead + chunk_bytes_ - end_;
+    ASSIGN_OR_RETURN(const size_t got, source_({buffer_.get() + end_, room}));
+    end_ += got;
+    eof_ = got < room;
+    std::memset(buffer_.get() + end_, ' ', kTail);
+    return Status::Ok();
+  }
+
+  Status SkipSpace() {
+    while (true) {
+      while (pos_ < end_ && IsJsonSpace(buffer_[pos_])) ++pos_;
+      if (pos_ < end_ || eof_) return Status::Ok();
+      RETURN_IF_ERROR(Fill());
+    }
+  }
+
+  // The length of the JSON value at pos_, read into the buffer whole; damage at the end of input.
+  Status ScanValue(size_t* length) {
+    size_t k = 0;
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    while (true) {
+      if (pos_ + k == end_) {
+        if (eof_) {
+          SetDamage(end_, "the file ends inside a value");
+          return Status::Ok();
+        }
+        RETURN_IF_ERROR(Fill());
+        continue;
+      }
+      const char c = buffer_[pos_ + k];
+      if (in_string) {
+        if (escaped) {
+          escaped = false;
+        } else if (c == '\\') {
+          escaped = true;
+        } else if (c == '"') {
+          in_string = false;
+          if (depth == 0) break;
+        }
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        if (depth == 0) {  // a number or literal ended by its container's close
+          *length = k;
+          return Status::Ok();
+        }
+        if (--depth == 0) break;
+      } else if (depth == 0 && (c == ',' || c == ':' || IsJsonSpace(c))) {
+        *length = k;
+        return Status::Ok();
+      }
+      ++k;
+    }
+    *length = k + 1;
+    return Status::Ok();
+  }
+
+  // The outer value: an event array, or an object with "traceEvents" (and "distributedInfo").
+  Status ReadTop() {
+    RETURN_IF_ERROR(Fill());
+    if (end_ - pos_ >= 3 && std::memcmp(buffer_.get() + pos_, "\xEF\xBB\xBF", 3) == 0) pos_ += 3;
+    RETURN_IF_ERROR(SkipSpace());
+    const std::string expected = "expected an array of events or an object with a \"traceEvents\" array";
+    if (AtEnd()) return NotATrace(expected);
+    if (buffer_[pos_] == '[') {
+      ++pos_;
+      return ReadEvents();
+    }
+    if (buffer_[pos_] != '{') return NotATrace(expected);
+    ++pos_;
+    bool found = false;
+    const std::string ends = "the file ends inside the top-level object";
+    while (true) {
+      RETURN_IF_ERROR(SkipSpace());
+      if (AtEnd()) return SetDamage(end_, ends), Status::Ok();
+      if (buffer_[pos_] == '}') break;
+      if (buffer_[pos_] != '"') return SetDamage(pos_, "expected a key in the top-level object"), Status::Ok();
+      size_t length = 0;
+      RETURN_IF_ERROR(ScanValue(&length));
+      if (damage_) return Status::Ok();
+      const std::string key(buffer_.get() + pos_ + 1, length - 2);
+      pos_ += length;
+      RETURN_IF_ERROR(SkipSpace());
+      if (AtEnd() || buffer_[pos_] != ':') {
+        return SetDamage(pos_, "expected ':' after the key \"" + key + "\""), Status::Ok();
+      }
+      ++pos_;
+      RETURN_IF_ERROR(SkipSpace());
+      if (AtEnd()) return SetDamage(end_, ends), Status::Ok();
+      if (key == "traceEvents" && buffer_[pos_] == '[') {
+        ++pos_;
+        found = true;
+        RETURN_IF_ERROR(ReadEvents());
+        if (damage_) return Status::Ok();
+      } else {
+        RETURN_IF_ERROR(ScanValue(&length));
+        if (damage_) return Status::Ok();
+        if (length == 0) return SetDamage(pos_, "expected a value for the key \"" + key + "\""), Status::Ok();
+        if (key == "distributedInfo") DistributedInfo({buffer_.get() + pos_, length});
+        pos_ += length;
+      }
+      RETURN_IF_ERROR(SkipSpace());
+      if (AtEnd()) return SetDamage(end_, ends), Status::Ok();
+      if (buffer_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (buffer_[pos_] == '}') break;
+      return SetDamage(pos_, "expected ',' or '}' in the top-level object"), Status::Ok();
+    }
+    if (!found) return NotATrace(expected);
+    return Status::Ok();
+  }
+
+  void DistributedInfo(std::string_view text) {
+    const simdjson::padded_string padded(IsValidUtf8(text) ? std::string(text) : RepairUtf8(text));
+    od::parser parser;
+    od::document doc;
+    od::value value;
+    if (parser.iterate(padded).get(doc) || doc.get_value().get(value)) return;
+    importer_.DistributedInfo(value);
+  }
+
+  // The last `},` after `from` and before `before`: the comma's index, or kNone.
+  size_t FindCut(size_t from, size_t before) const {
+    const char* data = buffer_.get();
+    while (before > from + 1) {
+      const void* hit = memrchr(data + from + 1, ',', before - from - 1);
+      if (hit == nullptr) return kNone;
+      const size_t comma = static_cast<size_t>(static_cast<const char*>(hit) - data);
+      size_t k = comma;
+      while (k > from && IsJsonSpace(data[k - 1])) --k;
+      if (k > from && data[k - 1] == '}') return comma;
+      before = comma;
+    }
+    return kNone;
+  }
+
+  // The end of the element before `index` (which follows its `,` or the array's `]`).
+  size_t EndOfElementBefore(size_t index) const {
+    const char* data = buffer_.get();
+    while (index > kLead && IsJsonSpace(data[index - 1])) --index;
+    if (index > kLead && (data[index - 1] == ',' || data[index - 1] == ']')) --index;
+    while (index > kLead && IsJsonSpace(data[index - 1])) --index;
+    return index;
+  }
+
+  // Consumes up to `index`, counting the UTF-8 repairs of a repaired batch.
+  void Advance(size_t index, bool repaired) {
+    if (repaired) utf8_replaced_ += CountInvalidUtf8Bytes({buffer_.get() + pos_, index - pos_});
+    pos_ = index;
+  }
+
+  // The elements from pos_ up to `close`, the byte after the last one, which is read as the
+  // array's end (simdjson wants a root array's last token to be its `]`).
+  Batch ParseBatch(size_t close) {
+    Batch batch;
+    const size_t open = pos_ - 1;
+    buffer_[open] = '[';
+    batch.end = close + 1;
+    const char saved = buffer_[close];
+    buffer_[close] = ']';
+    const std::string_view text(buffer_.get() + open, batch.end - open);
+    simdjson::padded_string repaired;
+    simdjson::padded_string_view json(text.data(), text.size(), capacity_ - open);
+    if (!simdjson::validate_utf8(text.data(), text.size())) {
+      repaired = simdjson::padded_string(RepairUtf8(text));
+      json = simdjson::padded_string_view(repaired.data(), repaired.size(), repaired.size() + simdjson::SIMDJSON_PADDING);
+      batch.repaired = true;
+    }
+    auto index_of = [&](const char* at) {
+      const size_t offset = static_cast<size_t>(at - json.data());
+      return open + (batch.repaired ? Utf8OriginalOffset(text, offset) : offset);
+    };
+    batch.failed_start = pos_;
+    od::document doc;
+    simdjson::error_code error = parser_.iterate(json).get(doc);
+    if (error) {
+      batch.error_index = batch.end;  // indexing errors (an unclosed string) have no position
+    } else {
+      od::array events;
+      error = doc.get_array().get(events);
+      if (!error) {
+        for (auto element : events) {
+          od::value value;
+          if ((error = std::move(element).get(value))) {
+            // Between elements: what was read is kept, the rest starts at the bad token.
+            const char* at = nullptr;
+            batch.failed_start = doc.current_location().get(at) == simdjson::SUCCESS ? index_of(at) : batch.end;
+            break;
+          }
+          batch.failed_start = index_of(value.raw_json_token().data());
+          if ((error = importer_.Event(value))) break;
+          ++batch.parsed;
         }
       }
-      if (auto error = importer.Event(value)) return error;
-    }
-    return simdjson::SUCCESS;
-  };
-  od::json_type type;
-  if (auto error = doc.type().get(type)) return fail(error);
-  if (type == od::json_type::array) {
-    od::array events;
-    if (auto error = doc.get_array().get(events)) return fail(error);
-    if (auto error = read_events(events)) return fail(error);
-  } else if (type == od::json_type::object) {
-    od::object top;
-    if (auto error = doc.get_object().get(top)) return fail(error);
-    bool found = false;
-    for (auto field_result : top) {
-      od::field field;
-      if (auto error = std::move(field_result).get(field)) return fail(error);
-      std::string_view key;
-      if (auto error = field.unescaped_key().get(key)) return fail(error);
-      if (key == "traceEvents") {
-        od::array events;
-        if (field.value().get_array().get(events)) continue;
-        found = true;
-        if (auto error = read_events(events)) return fail(error);
-        if (attempt.not_a_trace) return attempt;
-      } else if (key == "distributedInfo") {
-        importer.DistributedInfo(field.value());
+      const char* at = nullptr;
+      const bool located = doc.current_location().get(at) == simdjson::SUCCESS;
+      if (error) {
+        batch.error_index = located ? index_of(at) : batch.end;
+      } else if (located) {
+        batch.outcome = Batch::kArrayClosed;
+        batch.next = index_of(at);
+      } else {
+        batch.outcome = Batch::kWhole;
       }
     }
-    if (!found) {
-      attempt.not_a_trace = true;
-      attempt.not_a_trace_detail = "expected an array of events or an object with a \"traceEvents\" array";
-    }
-  } else {
-    attempt.not_a_trace = true;
-    attempt.not_a_trace_detail = "expected an array of events or an object with a \"traceEvents\" array";
+    if (error) batch.error = simdjson::error_message(error);
+    buffer_[close] = saved;
+    return batch;
   }
-  return attempt;
-}
+
+  Status ReadEvents() {
+    bool first = true;
+    bool after_element = false;  // the last batch ended after an element, before its `,`
+    bool scan_next = false;      // no cut works at the end of the input: scan the next element
+    bool need_more = false;      // no cut works in the buffer: read more
+    while (true) {
+      if (need_more || end_ - pos_ < chunk_bytes_ / 2) RETURN_IF_ERROR(Fill());  // keep batches large
+      need_more = false;
+      RETURN_IF_ERROR(SkipSpace());
+      if (after_element && !AtEnd() && buffer_[pos_] == ',') {
+        ++pos_;
+        RETURN_IF_ERROR(SkipSpace());
+      }
+      after_element = false;
+      if (AtEnd()) return SetDamage(end_, "the file ends inside the event array"), Status::Ok();
+      if (buffer_[pos_] == ']') {
+        ++pos_;
+        return Status::Ok();
+      }
+      if (first && buffer_[pos_] != '{') return NotATrace("traceEvents holds values that are not event objects");
+      first = false;
+      size_t close = scan_next ? kNone : FindCut(pos_, end_);
+      bool scanned = false;
+      scan_next = false;
+      if (close == kNone) {
+        if (!eof_) {
+          need_more = true;  // no whole element in the buffer
+          continue;
+        }
+        // The input's last elements: one at a time, their extent found by scanning.
+        size_t length = 0;
+        RETURN_IF_ERROR(ScanValue(&length));
+        if (damage_) return Status::Ok();
+        if (length == 0) return SetDamage(pos_, "expected an event"), Status::Ok();
+        close = pos_ + length;
+        scanned = true;
+      }
+      while (true) {
+        const Batch batch = ParseBatch(close);
+        if (batch.parsed > 0 && batch.outcome == Batch::kError) {
+          Advance(batch.failed_start, batch.repaired);
+          last_event_end_ = Offset(EndOfElementBefore(pos_));
+        }
+        if (batch.outcome == Batch::kWhole) {
+          Advance(scanned ? close : close + 1, batch.repaired);
+          last_event_end_ = Offset(scanned ? close : EndOfElementBefore(pos_));
+          after_element = scanned;
+          break;
+        }
+        if (batch.outcome == Batch::kArrayClosed) {
+          Advance(batch.next, batch.repaired);
+          last_event_end_ = Offset(EndOfElementBefore(EndOfElementBefore(pos_)));
+          return Status::Ok();
+        }
+        // An error before the batch's end is damage in the file; at its end, the cut fell inside
+        // an element (a `},` in a string or in nested args): an earlier cut is tried, then more
+        // input.
+        if (batch.error_index + 1 < batch.end || scanned) {
+          return SetDamage(batch.error_index, batch.error), Status::Ok();
+        }
+        close = FindCut(pos_, close);
+        if (close == kNone) {
+          scan_next = eof_;
+          need_more = !eof_;
+          break;
+        }
+      }
+    }
+  }
+
+  StatusOr<int64_t> BytesToEnd() {
+    while (!eof_) {
+      pos_ = end_;
+      RETURN_IF_ERROR(Fill());
+    }
+    return Offset(end_);
+  }
+
+  Source source_;
+  std::string name_;
+  size_t chunk_bytes_;
+  ChromeImporter importer_;
+  od::parser parser_;
+  std::unique_ptr<char[]> buffer_;
+  size_t capacity_ = 0;
+  size_t pos_ = kLead, end_ = kLead;  // unconsumed bytes
+  int64_t origin_ = -static_cast<int64_t>(kLead);  // input offset of buffer index 0
+  bool eof_ = false;
+  int64_t last_event_end_ = 0;  // input offset just past the last event read whole
+  int64_t utf8_replaced_ = 0;
+  std::optional<Damage> damage_;
+};
 
 }  // namespace
 
-StatusOr<Trace> ReadChromeJson(std::string_view bytes, const std::string& name) {
-  return ReadChromeJson(PaddedBytes::Copy(bytes), name);
+StatusOr<Trace> ReadChromeJson(std::string_view bytes, const std::string& name, const ChromeJsonReadOptions& options) {
+  size_t offset = 0;
+  StreamingImport import(
+      [bytes, &offset](std::span<char> out) -> StatusOr<size_t> {
+        const size_t n = std::min(out.size(), bytes.size() - offset);
+        if (n > 0) std::memcpy(out.data(), bytes.data() + offset, n);
+        offset += n;
+        return n;
+      },
+      name, options.chunk_bytes);
+  return import.Run();
 }
 
-StatusOr<Trace> ReadChromeJson(PaddedBytes padded, const std::string& name) {
-  static_assert(PaddedBytes::kPadding >= simdjson::SIMDJSON_PADDING);
-  int64_t utf8_replaced = 0;
-  PaddedBytes original;  // the file as read, kept only when it needed repair (for error offsets)
-  if (simdjson::validate_utf8(padded.data(), padded.size()) == false) {
-    // Rare, so the copy is fine: U+FFFD is longer than the byte it replaces.
-    PaddedBytes repaired = PaddedBytes::Copy(RepairUtf8(padded.view(), &utf8_replaced));
-    original = std::move(padded);
-    padded = std::move(repaired);
-  }
-  const auto file_offset = [&](size_t offset) {
-    return utf8_replaced == 0 ? offset : Utf8OriginalOffset(original.view(), offset);
-  };
-  const simdjson::padded_string_view json(padded.data(), padded.size(), padded.capacity());
-  const std::string_view bytes = padded.view();
-  Attempt attempt = Import(json, name);
-  if (attempt.not_a_trace) return InvalidInput(name + ": JSON is not a trace: " + attempt.not_a_trace_detail);
-  if (attempt.error != simdjson::SUCCESS) {
-    // Salvage the events before the damage: cut after an event's closing brace before the error
-    // and close the event list. The last few braces are tried (the one just before the error
-    // may close an args object rather than an event).
-    const size_t start = bytes.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
-    const bool array_form = start != std::string_view::npos && bytes[start] == '[';
-    const std::string_view closing = array_form ? "]" : "]}";
-    // Errors found while indexing (an unclosed string or object) have no useful position.
-    size_t cut = attempt.error_offset == 0 ? bytes.size() : std::min(attempt.error_offset, bytes.size());
-    std::unique_ptr<ChromeImporter> salvaged;
-    size_t kept_bytes = 0;
-    for (int tries = 0; tries < 16 && cut > 0; ++tries) {
-      const size_t brace = std::string_view(json.data(), cut).rfind('}');
-      if (brace == std::string_view::npos) break;
-      std::string prefix(json.data(), brace + 1);
-      prefix.append(closing);
-      const simdjson::padded_string candidate(prefix);
-      Attempt retry = Import(candidate, name);
-      if (retry.error == simdjson::SUCCESS && !retry.not_a_trace && retry.importer->events() > 0) {
-        salvaged = std::move(retry.importer);
-        kept_bytes = brace + 1;
-        break;
-      }
-      cut = brace;
-    }
-    if (salvaged == nullptr) {
-      return InvalidInput(name + ": invalid JSON at byte " + std::to_string(file_offset(attempt.error_offset)) + ": " +
-                          simdjson::error_message(attempt.error));
-    }
-    salvaged->stats().Add("json_truncated_events_kept", salvaged->events());
-    salvaged->stats().Add("json_truncated_bytes_dropped",
-                          static_cast<int64_t>(file_offset(bytes.size()) - file_offset(kept_bytes)));
-    attempt.importer = std::move(salvaged);
-  }
-  attempt.importer->stats().Add("invalid_utf8_bytes_replaced", utf8_replaced);
-  return attempt.importer->Finish();
+StatusOr<Trace> ReadChromeJson(FileReader& reader, std::string_view prefix, const ChromeJsonReadOptions& options) {
+  StreamingImport import(
+      [&reader, &prefix](std::span<char> out) -> StatusOr<size_t> {
+        const size_t n = std::min(out.size(), prefix.size());
+        if (n > 0) std::memcpy(out.data(), prefix.data(), n);
+        prefix.remove_prefix(n);
+        if (n == out.size()) return n;
+        ASSIGN_OR_RETURN(const size_t more, reader.Read(out.subspan(n)));
+        return n + more;
+      },
+      reader.path(), options.chunk_bytes);
+  return import.Run();
 }
 
 }  // namespace stepscope::trace

@@ -5,11 +5,13 @@
 // pid -> host/process track, tid -> lane track. Partially overlapping slices on one tid are
 // moved to overlap lanes by TraceBuilder and counted.
 //
-// Parsing streams over the bytes with simdjson's on-demand API: no document tree is built, and
-// memory grows with the slices kept, not with the JSON. Damage is repaired where the rest can
-// still be read, and every repair is counted in import_stats():
-//  - a file cut short: the events before the cut are kept (`json_truncated_events_kept`,
-//    `json_truncated_bytes_dropped`);
+// The input streams through a buffer of a few megabytes, parsed a batch of whole events at a
+// time with simdjson's on-demand API: no document tree is built, the file is never in memory
+// whole, and memory grows with the slices kept, not with the JSON. Damage is repaired where the
+// rest can still be read, and every repair is counted in import_stats():
+//  - a file cut short, or damaged: the events before the damage are kept
+//    (`json_truncated_events_kept`, `json_truncated_bytes_dropped`: bytes after the last event
+//    read whole);
 //  - invalid UTF-8: each bad byte becomes U+FFFD, as in every reader (utf8.h)
 //    (`invalid_utf8_bytes_replaced`);
 //  - numbers beyond int64 or not numbers where times belong: the event is skipped
@@ -24,14 +26,21 @@
 #include <string_view>
 
 #include "base/status.h"
-#include "profiler/trace/padded_bytes.h"
+#include "base/file_reader.h"
 #include "profiler/trace/trace.h"
 
 namespace stepscope::trace {
 
-StatusOr<Trace> ReadChromeJson(std::string_view bytes, const std::string& name);
-// Parses in place (no copy); invalid UTF-8 is repaired in `bytes`.
-StatusOr<Trace> ReadChromeJson(PaddedBytes bytes, const std::string& name);
+// The JSON is parsed in pieces of about `chunk_bytes` (a piece grows only to hold one event
+// larger than that): memory for parsing stays a few pieces, whatever the file's size.
+struct ChromeJsonReadOptions {
+  size_t chunk_bytes = size_t{4} << 20;
+};
+
+StatusOr<Trace> ReadChromeJson(std::string_view bytes, const std::string& name,
+                               const ChromeJsonReadOptions& options = {});
+// Streams the rest of `reader` (gzip inflated) after `prefix`, the bytes already read from it.
+StatusOr<Trace> ReadChromeJson(FileReader& reader, std::string_view prefix, const ChromeJsonReadOptions& options = {});
 
 // A JSON number's text in microseconds ("12", "1.5", "1.7e3") as nanoseconds, exactly for
 // decimals; nullopt for non-numbers and values beyond half the int64 nanosecond range (so sums

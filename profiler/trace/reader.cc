@@ -2,9 +2,8 @@
 
 #include <cctype>
 
-#include "base/file_io.h"
+#include "base/file_reader.h"
 #include "profiler/trace/chrome_json_reader.h"
-#include "profiler/trace/padded_bytes.h"
 #include "profiler/trace/step_stats_import.h"
 #include "profiler/trace/step_stats_io.h"
 
@@ -35,11 +34,15 @@ StatusOr<Trace> ReadTraceFromBytes(std::string_view bytes, const std::string& na
 }
 
 StatusOr<Trace> ReadTrace(const std::string& path) {
-  ASSIGN_OR_RETURN(PaddedBytes bytes, PaddedBytes::ReadFile(path));
-  if (bytes.size() == 0) return InvalidInput(path + ": file is empty");
-  // JSON is parsed in the buffer it was read into; step stats parse from it as it is.
-  if (DetectFormat(bytes.view()) == DetectedFormat::kChromeJson) return ReadChromeJson(std::move(bytes), path);
-  return ReadTraceFromBytes(bytes.view(), path);
+  ASSIGN_OR_RETURN(std::unique_ptr<FileReader> reader, FileReader::Open(path));
+  // The first bytes tell the format: JSON streams from here, step stats are read whole.
+  std::string bytes(size_t{64} << 10, '\0');
+  ASSIGN_OR_RETURN(const size_t got, reader->Read({bytes.data(), bytes.size()}));
+  bytes.resize(got);
+  if (bytes.empty()) return InvalidInput(path + ": file is empty");
+  if (DetectFormat(bytes) == DetectedFormat::kChromeJson) return ReadChromeJson(*reader, bytes);
+  RETURN_IF_ERROR(reader->ReadToEnd(bytes));
+  return ReadTraceFromBytes(bytes, path);
 }
 
 }  // namespace stepscope::trace

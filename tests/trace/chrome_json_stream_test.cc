@@ -1,0 +1,159 @@
+// The streaming Chrome JSON import: the pieces the input is parsed in must never show in the
+// result. Every input is read with pieces from 64 bytes (smaller than one event, so pieces grow
+// and batches are a single event) to the default, and must give the same trace: the same
+// export, the same repairs counted.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "base/file_io.h"
+#include "profiler/trace/chrome_json_reader.h"
+#include "profiler/trace/chrome_writer.h"
+#include "profiler/trace/reader.h"
+#include "test_util.h"
+
+namespace stepscope::trace {
+namespace {
+
+const std::vector<size_t> kPieceSizes = {64, 100, 257, 1000, 4096, 65536};
+
+std::string Read(const std::string& name) {
+  auto bytes = ReadFile(testing::DataPath(name));
+  EXPECT_TRUE(bytes.ok()) << bytes.status().message();
+  return bytes.ok() ? *bytes : std::string();
+}
+
+// Reads `json` with every piece size and checks each against the default.
+void ExpectSameWhateverThePieces(const std::string& json, const std::string& name) {
+  auto whole = ReadChromeJson(json, name);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  const std::string expected = ExportPerfettoJson(*whole);
+  for (const size_t piece : kPieceSizes) {
+    auto trace = ReadChromeJson(json, name, ChromeJsonReadOptions{piece});
+    ASSERT_TRUE(trace.ok()) << piece << ": " << trace.status().message();
+    EXPECT_EQ(trace->slices().size(), whole->slices().size()) << name << " in pieces of " << piece;
+    EXPECT_EQ(trace->flows().size(), whole->flows().size()) << name << " in pieces of " << piece;
+    EXPECT_EQ(trace->all_kernel_args().size(), whole->all_kernel_args().size());
+    EXPECT_EQ(trace->import_stats().counts(), whole->import_stats().counts()) << name << " in pieces of " << piece;
+    EXPECT_EQ(trace->step_info().rank, whole->step_info().rank);
+    EXPECT_TRUE(ExportPerfettoJson(*trace) == expected) << name << " in pieces of " << piece;
+  }
+}
+
+TEST(ChromeJsonStreamTest, RealKinetoTraceInPiecesOfAnySize) {
+  // The AlexNet trace has kernel names with `},` inside strings ("{lambda()#1}, at::..."), where
+  // a cut between events must not fall.
+  const std::string json = Read("pytorch_kineto_alexnet_train.json.gz");
+  ASSERT_NE(json.find("}, at::"), std::string::npos);
+  ExpectSameWhateverThePieces(json, "alexnet.json");
+  auto trace = ReadChromeJson(json, "alexnet.json", ChromeJsonReadOptions{64});
+  ASSERT_TRUE(trace.ok());
+  EXPECT_EQ(trace->slices().size(), 868u);
+}
+
+TEST(ChromeJsonStreamTest, HandMadeAndExportedTracesInPiecesOfAnySize) {
+  ExpectSameWhateverThePieces(Read("analysis/kineto_small.json"), "kineto_small.json");
+  auto tf = ReadTrace(testing::DataPath("ptb_lstm_tf1_gpu_step.pbtxt"));
+  ASSERT_TRUE(tf.ok());
+  ExpectSameWhateverThePieces(ExportPerfettoJson(*tf), "export.json");
+}
+
+// Everything that looks like the end of an event but is not: `},` in strings and in nested args
+// (objects in objects, arrays of objects), keys before and after the events, the array form.
+TEST(ChromeJsonStreamTest, CutsNeverFallInsideAnEvent) {
+  std::string events;
+  const int kEvents = 40;
+  for (int i = 0; i < kEvents; ++i) {
+    if (i > 0) events += ",\n";
+    events += R"({"ph": "X", "name": "op},{\"x\"}, {)" + std::to_string(i) + R"(", "pid": 1, "tid": 2, "ts": )" +
+              std::to_string(10 * i) + R"(, "dur": 5, "args": {"frames": [{"f": 1}, {"f": [2, {"g": "},"}]}], )" +
+              R"("nested": {"a": {"b": {}}, "c": [[], {}]}, "s": "]}]}"}})";
+  }
+  const std::string object_form = R"({"schemaVersion": 1, "deviceProperties": [{"id": 0}, {"id": 1}],)"
+                                  "\n\"traceEvents\": [\n" + events + "\n],\n" +
+                                  R"("distributedInfo": {"rank": 3, "world_size": 4}, "more": [{"a": 1}, {"b": "},"}]})";
+  auto trace = ReadChromeJson(object_form, "cuts.json");
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  ASSERT_EQ(trace->slices().size(), static_cast<size_t>(kEvents));
+  EXPECT_EQ(trace->str(trace->slices()[7].name), "op},{\"x\"}, {7");
+  EXPECT_EQ(trace->step_info().rank, 3);  // distributedInfo after the events
+  EXPECT_EQ(trace->step_info().world_size, 4);
+  EXPECT_TRUE(trace->import_stats().empty());
+  ExpectSameWhateverThePieces(object_form, "cuts.json");
+  const std::string array_form = "[" + events + "]";
+  ExpectSameWhateverThePieces(array_form, "cuts_array.json");
+  auto array_trace = ReadChromeJson(array_form, "cuts_array.json", ChromeJsonReadOptions{64});
+  ASSERT_TRUE(array_trace.ok());
+  EXPECT_EQ(array_trace->slices().size(), static_cast<size_t>(kEvents));
+}
+
+// A file cut anywhere keeps the same events, and counts the same repairs, whatever the pieces.
+TEST(ChromeJsonStreamTest, FilesCutShortGiveTheSameResultInPieces) {
+  const std::string full = Read("analysis/kineto_small.json");
+  for (size_t cut = full.find("{\"ph\""); cut < full.size(); cut += 13) {
+    const std::string_view part = std::string_view(full).substr(0, cut);
+    auto whole = ReadChromeJson(part, "cut.json");
+    auto pieces = ReadChromeJson(part, "cut.json", ChromeJsonReadOptions{64});
+    ASSERT_EQ(whole.ok(), pieces.ok()) << "at " << cut;
+    if (!whole.ok()) {
+      EXPECT_EQ(whole.status().message(), pieces.status().message()) << "at " << cut;
+      continue;
+    }
+    EXPECT_EQ(pieces->slices().size(), whole->slices().size()) << "at " << cut;
+    EXPECT_EQ(pieces->import_stats().counts(), whole->import_stats().counts()) << "at " << cut;
+  }
+}
+
+// Damage in the middle of a long file: the events before it are kept, the bytes from the end of
+// the last whole event on are counted as dropped, and nothing after the damage is read as events.
+TEST(ChromeJsonStreamTest, DamageInTheMiddleKeepsTheEventsBeforeIt) {
+  std::string json = "{\"traceEvents\": [";
+  size_t damage_at = 0, last_good_end = 0;
+  const int kEvents = 2000;
+  for (int i = 0; i < kEvents; ++i) {
+    if (i > 0) json += ", ";
+    if (i == 1200) {
+      damage_at = json.size();
+      json += "{\"ph\": \"X\" \"name\": \"missing comma\"},";  // damage
+      json += " ";
+    }
+    json += R"({"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": )" + std::to_string(i * 10) + R"(, "dur": 5})";
+    if (i == 1199) last_good_end = json.size();
+  }
+  json += "]}";
+  for (const size_t piece : {size_t{256}, size_t{4096}, size_t{4} << 20}) {
+    auto trace = ReadChromeJson(json, "damaged.json", ChromeJsonReadOptions{piece});
+    ASSERT_TRUE(trace.ok()) << trace.status().message();
+    EXPECT_EQ(trace->slices().size(), 1200u) << "pieces of " << piece;
+    EXPECT_EQ(trace->import_stats().Get("json_truncated_events_kept"), 1200) << "pieces of " << piece;
+    EXPECT_EQ(trace->import_stats().Get("json_truncated_bytes_dropped"),
+              static_cast<int64_t>(json.size() - last_good_end)) << "pieces of " << piece;
+  }
+  EXPECT_GT(damage_at, last_good_end);
+  // Damage before any event is an error naming the file and the byte.
+  auto broken = ReadChromeJson(R"({"traceEvents": [{"ph" "X"}]})", "broken.json", ChromeJsonReadOptions{64});
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(broken.status().message().find("broken.json: invalid JSON at byte "), std::string::npos)
+      << broken.status().message();
+}
+
+// Invalid UTF-8 across pieces: repaired and counted once, whatever the pieces.
+TEST(ChromeJsonStreamTest, InvalidUtf8IsCountedOnceInPieces) {
+  std::string json = "[";
+  for (int i = 0; i < 300; ++i) {
+    if (i > 0) json += ",";
+    json += R"({"ph":"X","name":"op)" + std::string(i % 7 == 0 ? "\xff" : "") + R"(","pid":1,"tid":1,"ts":)" +
+            std::to_string(i) + R"(,"dur":1})";
+  }
+  json += "]";
+  ExpectSameWhateverThePieces(json, "utf8.json");
+  auto trace = ReadChromeJson(json, "utf8.json", ChromeJsonReadOptions{100});
+  ASSERT_TRUE(trace.ok());
+  EXPECT_EQ(trace->import_stats().Get("invalid_utf8_bytes_replaced"), 43);  // i = 0, 7, ..., 294
+  EXPECT_EQ(trace->str(trace->slices()[7].name), "op\xEF\xBF\xBD");
+}
+
+}  // namespace
+}  // namespace stepscope::trace
