@@ -34,7 +34,7 @@ namespace stepscope::trace {
 // The JSON is parsed in pieces of about `chunk_bytes` (a piece grows only to hold one event
 // larger than that): memory for parsing stays a few pieces, whatever the file's size.
 struct ChromeJsonReadOptions {
-  size_t chunk_bytes = size_t{4} << 20;
+  size_t chunk_bytes = size_t{1} << 20;
 };
 
 StatusOr<Trace> ReadChromeJson(std::string_view bytes, const std::string& name,
