@@ -137,7 +137,11 @@ StatusOr<size_t> FileReader::Read(std::span<char> out) {
     ASSIGN_OR_RETURN(const size_t produced, inflater_->Inflate(pending_, out.subspan(written)));
     written += produced;
     if (pending_.empty() && raw_ended_) {
-      if (written < out.size()) RETURN_IF_ERROR(inflater_->Finish());
+      if (written < out.size() && !cut_short_) {
+        Status finished = inflater_->Finish();
+        if (!finished.ok() && !accept_cut_gzip_) return finished;
+        cut_short_ = !finished.ok();
+      }
       break;
     }
   }

@@ -56,6 +56,11 @@ class FileReader {
   // Appends the rest of the file to `out`.
   Status ReadToEnd(std::string& out);
 
+  // From now on a gzip stream cut short ends the content instead of failing, for readers that
+  // keep what came before the cut; cut_short() then tells whether it happened.
+  void AcceptCutGzip() { accept_cut_gzip_ = true; }
+  bool cut_short() const { return cut_short_; }
+
   const std::string& path() const { return path_; }
   // Size on disk as stat reports it (0 for pipes); a hint, not a promise.
   int64_t size_on_disk() const { return size_on_disk_; }
@@ -74,6 +79,8 @@ class FileReader {
   std::string_view pending_;  // unconsumed part of raw_
   bool raw_ended_ = false;
   std::unique_ptr<GzipInflater> inflater_;  // set for gzip files
+  bool accept_cut_gzip_ = false;
+  bool cut_short_ = false;
 };
 
 }  // namespace stepscope

@@ -726,8 +726,12 @@ class StreamingImport {
  public:
   using Source = std::function<StatusOr<size_t>(std::span<char>)>;  // short read: the end
 
-  StreamingImport(Source source, const std::string& name, size_t chunk_bytes)
-      : source_(std::move(source)), name_(name), chunk_bytes_(std::max<size_t>(chunk_bytes, 64)), importer_(name) {}
+  StreamingImport(Source source, const std::string& name, size_t chunk_bytes, const FileReader* file = nullptr)
+      : source_(std::move(source)),
+        name_(name),
+        chunk_bytes_(std::max<size_t>(chunk_bytes, 64)),
+        file_(file),
+        importer_(name) {}
 
   StatusOr<Trace> Run() {
     RETURN_IF_ERROR(ReadTop());
@@ -741,6 +745,7 @@ class StreamingImport {
       stats.Add("json_truncated_bytes_dropped", total - last_event_end_);
     }
     stats.Add("invalid_utf8_bytes_replaced", utf8_replaced_);
+    if (file_ != nullptr && file_->cut_short()) stats.Add("gzip_cut_short_read_to_the_cut");
     return importer_.Finish();
   }
 
@@ -1084,6 +1089,7 @@ class StreamingImport {
   Source source_;
   std::string name_;
   size_t chunk_bytes_;
+  const FileReader* file_;  // the file streamed from, if any
   ChromeImporter importer_;
   od::parser parser_;
   std::unique_ptr<char[]> buffer_;
@@ -1112,6 +1118,7 @@ StatusOr<Trace> ReadChromeJson(std::string_view bytes, const std::string& name, 
 }
 
 StatusOr<Trace> ReadChromeJson(FileReader& reader, std::string_view prefix, const ChromeJsonReadOptions& options) {
+  reader.AcceptCutGzip();  // a .json.gz cut short is a JSON file cut short
   StreamingImport import(
       [&reader, &prefix](std::span<char> out) -> StatusOr<size_t> {
         const size_t n = std::min(out.size(), prefix.size());
@@ -1121,7 +1128,7 @@ StatusOr<Trace> ReadChromeJson(FileReader& reader, std::string_view prefix, cons
         ASSIGN_OR_RETURN(const size_t more, reader.Read(out.subspan(n)));
         return n + more;
       },
-      reader.path(), options.chunk_bytes);
+      reader.path(), options.chunk_bytes, &reader);
   return import.Run();
 }
 

@@ -11,7 +11,7 @@
 // rest can still be read, and every repair is counted in import_stats():
 //  - a file cut short, or damaged: the events before the damage are kept
 //    (`json_truncated_events_kept`, `json_truncated_bytes_dropped`: bytes after the last event
-//    read whole);
+//    read whole); a `.json.gz` cut short is read to the cut (`gzip_cut_short_read_to_the_cut`);
 //  - invalid UTF-8: each bad byte becomes U+FFFD, as in every reader (utf8.h)
 //    (`invalid_utf8_bytes_replaced`);
 //  - numbers beyond int64 or not numbers where times belong: the event is skipped
