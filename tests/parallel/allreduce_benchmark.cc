@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "tests/parallel/memcpy_bandwidth.h"
 #include "trainer/parallel/all_reducer.h"
 
 namespace stepscope::parallel {
@@ -16,27 +17,6 @@ namespace {
 
 constexpr int64_t kMinBytes = int64_t{1} << 10;
 constexpr int64_t kMaxBytes = int64_t{256} << 20;
-
-// memcpy bandwidth (bytes copied per second) for `bytes`, measured right after each all-reduce
-// run so both see the same machine load: best of 3 rounds of at least 20 ms each.
-double MemcpyBandwidth(int64_t bytes) {
-  std::vector<char> source(static_cast<size_t>(bytes), 1), target(static_cast<size_t>(bytes), 0);
-  std::memcpy(target.data(), source.data(), source.size());  // fault the pages in
-  double best = 0;
-  for (int round = 0; round < 3; ++round) {
-    const auto start = std::chrono::steady_clock::now();
-    int64_t copies = 0;
-    double seconds = 0;
-    do {
-      std::memcpy(target.data(), source.data(), source.size());
-      benchmark::ClobberMemory();
-      ++copies;
-      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    } while (seconds < 0.02);
-    best = std::max(best, static_cast<double>(bytes) * static_cast<double>(copies) / seconds);
-  }
-  return best;
-}
 
 void BM_Memcpy(benchmark::State& state) {
   const int64_t bytes = state.range(0);
@@ -76,7 +56,7 @@ void BM_RingAllReduce(benchmark::State& state) {
   const double algbw = static_cast<double>(bytes) * static_cast<double>(state.iterations()) /
                        seconds;
   const double busbw = algbw * 2.0 * (participants - 1) / participants;
-  const double memcpy_bw = MemcpyBandwidth(bytes);
+  const double memcpy_bw = testing::MemcpyBandwidth(bytes);
   // Plain numbers in bytes per second (printed with k/M/G prefixes), and their ratio.
   state.counters["algbw"] = algbw;
   state.counters["busbw"] = busbw;

@@ -1,10 +1,11 @@
 // Run under `mpirun -np 2`: two MPI ranks must reduce to what two in-process participants give
 // (bit for bit, a sum of two is exact in any order), hierarchical ring/mpi over 2 ranks x 2
 // participants must match 4 in-process participants within fp tolerance and be identical on
-// every rank, and the parameter broadcast from rank 0 must overwrite rank 1. Exits non-zero on
-// any mismatch, naming it.
+// every rank, and the parameter broadcast from rank 0 (floats and integers) must overwrite
+// rank 1. Exits non-zero on any mismatch, naming it.
 #include <cstdio>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,13 @@ void BroadcastFromRankZero(MpiSession& mpi) {
   for (size_t i = 0; i < parameters.size(); ++i) equal &= parameters[i] == static_cast<float>(i) * 0.5f;
   Expect(equal, mpi.rank(), "parameters after broadcast differ from rank 0's");
   Expect(!mpi.Broadcast(parameters, 5).ok(), mpi.rank(), "broadcast from a missing rank fails");
+
+  // Integers beyond float precision arrive exactly (the benchmark's commands use them).
+  std::vector<int64_t> command = {mpi.rank() == 0 ? (int64_t{1} << 40) + 3 : 0, -7};
+  if (mpi.rank() != 0) command[1] = 0;
+  Expect(mpi.Broadcast(std::span<int64_t>(command), 0).ok(), mpi.rank(), "integer broadcast");
+  Expect(command == std::vector<int64_t>({(int64_t{1} << 40) + 3, -7}), mpi.rank(),
+         "integers after broadcast differ from rank 0's");
 }
 
 int Main() {

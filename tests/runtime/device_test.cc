@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
+
+#include "kernels/blas_threads.h"
 
 namespace stepscope::runtime {
 namespace {
@@ -107,6 +110,52 @@ TEST(CpuDevice, ThreadsAreSplitAndTheAllocatorWorks) {
   EXPECT_EQ((*devices)[2]->allocator().Stats().num_allocs, 1);
   EXPECT_EQ((*devices)[0]->allocator().Stats().num_allocs, 0);  // each device its own arena
   EXPECT_EQ(CreateDevices(DeviceSpec{}).status().code(), StatusCode::kInvalidInput);
+}
+
+TEST(CpuDevice, MpiRanksOnOneHostShareItsThreads) {
+  EXPECT_EQ(ProcessThreadBudget(2, 1), 2);
+  EXPECT_EQ(ProcessThreadBudget(2, 2), 1);
+  EXPECT_EQ(ProcessThreadBudget(2, 4), 1);  // oversubscribed: still one each
+  EXPECT_EQ(ProcessThreadBudget(8, 2), 4);
+  EXPECT_EQ(ProcessThreadBudget(8, 3), 2);
+  EXPECT_EQ(ProcessThreadBudget(0, 1), 1);
+  EXPECT_EQ(ProcessThreadBudget(8, 0), 8);
+}
+
+// Creating devices sets OpenBLAS's threads per GEMM: a lone device's share of the budget, one
+// with several devices; 2 local ranks of one device each on 2 cores get one.
+TEST(CpuDevice, BlasThreadsFollowTheDevices) {
+  if (kernels::BlasThreadsFromEnvironment() != 0) {
+    GTEST_SKIP() << "OPENBLAS_NUM_THREADS (or GOTO_/OMP_) is set: the user's count wins";
+  }
+  struct Case {
+    const char* devices;
+    int total_threads;
+    int blas_threads;
+  };
+  const Case cases[] = {{"cpu", 3, 3},   {"cpu:2", 2, 1},
+                        {"cpu:4", 2, 1}, {"cpu", ProcessThreadBudget(2, 2), 1},
+                        {"cpu:2", 8, 1}, {"cpu", ProcessThreadBudget(8, 2), 4}};
+  for (const Case& c : cases) {
+    auto devices = CreateDevices(*ParseDeviceSpec(c.devices), {.total_threads = c.total_threads});
+    ASSERT_TRUE(devices.ok()) << devices.status().message();
+    EXPECT_EQ(kernels::BlasThreads(), c.blas_threads) << c.devices << " of " << c.total_threads;
+  }
+}
+
+TEST(CpuDevice, AnExplicitOpenBlasThreadCountWins) {
+  const char* saved = std::getenv("OPENBLAS_NUM_THREADS");
+  const std::string saved_value = saved ? saved : "";
+  ASSERT_TRUE(CreateDevices(*ParseDeviceSpec("cpu"), {.total_threads = 3}).ok());
+  const int before = kernels::BlasThreads();
+  setenv("OPENBLAS_NUM_THREADS", std::to_string(before).c_str(), 1);
+  ASSERT_TRUE(CreateDevices(*ParseDeviceSpec("cpu:2"), {.total_threads = 2}).ok());
+  EXPECT_EQ(kernels::BlasThreads(), before);
+  if (saved) {
+    setenv("OPENBLAS_NUM_THREADS", saved_value.c_str(), 1);
+  } else {
+    unsetenv("OPENBLAS_NUM_THREADS");
+  }
 }
 
 TEST(GpuRequest, CpuOnlyBuildSaysItHasNoCudaSupport) {

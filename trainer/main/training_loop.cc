@@ -164,8 +164,9 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
   device_options.placement = runtime::DevicePlacement::ForRank(rank, world);
   // Ranks sharing a host share its cores.
   device_options.total_threads =
-      world > 1 ? std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
-                                  parallel::MpiSession::LocalRanks())
+      world > 1 ? runtime::ProcessThreadBudget(
+                      static_cast<int>(std::thread::hardware_concurrency()),
+                      parallel::MpiSession::LocalRanks())
                 : 0;
   ASSIGN_OR_RETURN(auto devices, runtime::CreateDevices(spec, device_options));
   const int num_devices = static_cast<int>(devices.size());

@@ -74,18 +74,37 @@ Status MpiSession::AllReduceSum(std::span<float> data) {
   return Status::Ok();
 }
 
-Status MpiSession::Broadcast(std::span<float> data, int root) {
-  if (root < 0 || root >= world_size_) {
+namespace {
+
+Status CheckRoot(int root, int world_size) {
+  if (root < 0 || root >= world_size) {
     return InvalidInput("broadcast root " + std::to_string(root) + " is not a rank of " +
-                        std::to_string(world_size_));
-  }
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (size_t begin = 0; begin < data.size(); begin += kMaxMpiCount) {
-    int count = static_cast<int>(std::min<int64_t>(kMaxMpiCount, data.size() - begin));
-    STEPSCOPE_MPI_RETURN_IF_ERROR(
-        MPI_Bcast(data.data() + begin, count, MPI_FLOAT, root, MPI_COMM_WORLD));
+                        std::to_string(world_size));
   }
   return Status::Ok();
+}
+
+template <typename T>
+Status BroadcastChunks(std::span<T> data, MPI_Datatype type, int root) {
+  for (size_t begin = 0; begin < data.size(); begin += kMaxMpiCount) {
+    int count = static_cast<int>(std::min<int64_t>(kMaxMpiCount, data.size() - begin));
+    STEPSCOPE_MPI_RETURN_IF_ERROR(MPI_Bcast(data.data() + begin, count, type, root, MPI_COMM_WORLD));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status MpiSession::Broadcast(std::span<float> data, int root) {
+  RETURN_IF_ERROR(CheckRoot(root, world_size_));
+  std::lock_guard<std::mutex> lock(mutex_);
+  return BroadcastChunks(data, MPI_FLOAT, root);
+}
+
+Status MpiSession::Broadcast(std::span<int64_t> data, int root) {
+  RETURN_IF_ERROR(CheckRoot(root, world_size_));
+  std::lock_guard<std::mutex> lock(mutex_);
+  return BroadcastChunks(data, MPI_INT64_T, root);
 }
 
 Status MpiSession::Barrier() {
@@ -148,6 +167,11 @@ MpiSession::~MpiSession() = default;
 Status MpiSession::AllReduceSum(std::span<float>) { return Status::Ok(); }
 
 Status MpiSession::Broadcast(std::span<float>, int root) {
+  if (root != 0) return InvalidInput("broadcast root " + std::to_string(root) + " is not a rank of 1");
+  return Status::Ok();
+}
+
+Status MpiSession::Broadcast(std::span<int64_t>, int root) {
   if (root != 0) return InvalidInput("broadcast root " + std::to_string(root) + " is not a rank of 1");
   return Status::Ok();
 }

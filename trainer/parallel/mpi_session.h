@@ -36,6 +36,8 @@ class MpiSession {
   Status AllReduceSum(std::span<float> data);
   // Overwrites `data` on every rank with rank `root`'s values (MPI_Bcast).
   Status Broadcast(std::span<float> data, int root = 0);
+  // The same for integers (sizes, counts, commands).
+  Status Broadcast(std::span<int64_t> data, int root = 0);
   Status Barrier();
   // Rank r's `mine` lands at all[r·mine.size(), (r+1)·mine.size()) on every rank
   // (MPI_Allgather); every rank passes the same size and all.size() == world_size·mine.size().

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "base/check.h"
+#include "kernels/blas_threads.h"
 #include "trainer/runtime/bfc_allocator.h"
 #include "trainer/runtime/cpu_sub_allocator.h"
 #ifdef STEPSCOPE_WITH_CUDA
@@ -58,6 +59,10 @@ bool GpuSupportCompiledIn() {
 #else
   return false;
 #endif
+}
+
+int ProcessThreadBudget(int hardware_threads, int local_ranks) {
+  return std::max(1, hardware_threads / std::max(1, local_ranks));
 }
 
 StatusOr<DeviceSpec> ParseDeviceSpec(const std::string& text) {
@@ -144,7 +149,10 @@ StatusOr<std::vector<std::unique_ptr<Device>>> CreateDevices(const DeviceSpec& s
   const int hardware = options.total_threads > 0
                            ? options.total_threads
                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int per_device = std::max(1, hardware / static_cast<int>(spec.ids.size()));
+  const int num_devices = static_cast<int>(spec.ids.size());
+  const int per_device = std::max(1, hardware / num_devices);
+  // Several devices call GEMMs concurrently from their own threads: one BLAS thread each.
+  kernels::ConfigureBlasThreads(num_devices, per_device);
   std::vector<std::unique_ptr<Device>> devices;
   for (int id : spec.ids) {
     // TensorFlow's CPU allocator is called "cpu"; ours is one BFC arena per device.

@@ -123,12 +123,20 @@ struct DeviceOptions {
   int64_t memory_limit_bytes = int64_t{16} << 30;
   // Per GPU device's pinned host allocator (TF's default TF_GPU_HOST_MEM_LIMIT_IN_MB, 64 GiB).
   int64_t pinned_memory_limit_bytes = int64_t{64} << 30;
-  int total_threads = 0;  // CPU devices: 0 = the machine's hardware threads
+  // CPU devices: the threads all devices share (split evenly); 0 = the machine's hardware
+  // threads.
+  int total_threads = 0;
 };
+
+// The CPU threads one process may use when an MPI launcher placed `local_ranks` processes on a
+// host with `hardware_threads`: an even share, at least one.
+int ProcessThreadBudget(int hardware_threads, int local_ranks);
 
 // Creates the devices of `spec`, named with `options.placement` (kInvalidInput when it is not
 // valid). GPU devices: kUnavailable when this build has no CUDA, or the driver or a requested GPU
 // is missing (the message names the GPU and carries the CUDA error); no device is created then.
+// CPU devices also set OpenBLAS's threads per GEMM for the whole process (kernels/blas_threads.h):
+// a single device's threads, one with several devices, unless the environment chose a count.
 StatusOr<std::vector<std::unique_ptr<Device>>> CreateDevices(const DeviceSpec& spec,
                                                              const DeviceOptions& options = {});
 

@@ -49,6 +49,22 @@ Status RequireGpus(std::span<const int> gpus) {
 
 ncclRedOp_t NcclOp(ReduceOp op) { return op == ReduceOp::kMean ? ncclAvg : ncclSum; }
 
+// Issues call(i) for every local communicator i inside one NCCL group (one thread driving several
+// GPUs must, or it can deadlock); a failed call closes the group and names `call_name`.
+template <typename Call>
+Status GroupCall(size_t num_comms, const char* call_name, const Call& call) {
+  STEPSCOPE_NCCL_CHECK(ncclGroupStart());
+  for (size_t i = 0; i < num_comms; ++i) {
+    const ncclResult_t result = call(i);
+    if (result != ncclSuccess) {
+      (void)ncclGroupEnd();
+      return NcclError(call_name, result);
+    }
+  }
+  STEPSCOPE_NCCL_CHECK(ncclGroupEnd());
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ValidateNcclClique(std::span<const int> gpu_ordinals, int world_size, int first_rank) {
@@ -135,17 +151,10 @@ Status NcclCommunicator::CheckLocal(std::span<float* const> device_buffers,
 Status NcclCommunicator::AllReduce(std::span<float* const> device_buffers, size_t count,
                                    ReduceOp op, std::span<const cudaStream_t> streams) {
   RETURN_IF_ERROR(CheckLocal(device_buffers, streams, "all-reduce"));
-  STEPSCOPE_NCCL_CHECK(ncclGroupStart());
-  for (size_t i = 0; i < comms_.size(); ++i) {
-    const ncclResult_t result = ncclAllReduce(device_buffers[i], device_buffers[i], count,
-                                              ncclFloat32, NcclOp(op), comms_[i], streams[i]);
-    if (result != ncclSuccess) {
-      (void)ncclGroupEnd();
-      return NcclError("ncclAllReduce", result);
-    }
-  }
-  STEPSCOPE_NCCL_CHECK(ncclGroupEnd());
-  return Status::Ok();
+  return GroupCall(comms_.size(), "ncclAllReduce", [&](size_t i) {
+    return ncclAllReduce(device_buffers[i], device_buffers[i], count, ncclFloat32, NcclOp(op),
+                         comms_[i], streams[i]);
+  });
 }
 
 Status NcclCommunicator::Broadcast(std::span<float* const> device_buffers, size_t count, int root,
@@ -155,17 +164,10 @@ Status NcclCommunicator::Broadcast(std::span<float* const> device_buffers, size_
     return InvalidInput("nccl broadcast: root " + std::to_string(root) + " outside a clique of " +
                         std::to_string(world_size_));
   }
-  STEPSCOPE_NCCL_CHECK(ncclGroupStart());
-  for (size_t i = 0; i < comms_.size(); ++i) {
-    const ncclResult_t result = ncclBroadcast(device_buffers[i], device_buffers[i], count,
-                                              ncclFloat32, root, comms_[i], streams[i]);
-    if (result != ncclSuccess) {
-      (void)ncclGroupEnd();
-      return NcclError("ncclBroadcast", result);
-    }
-  }
-  STEPSCOPE_NCCL_CHECK(ncclGroupEnd());
-  return Status::Ok();
+  return GroupCall(comms_.size(), "ncclBroadcast", [&](size_t i) {
+    return ncclBroadcast(device_buffers[i], device_buffers[i], count, ncclFloat32, root, comms_[i],
+                         streams[i]);
+  });
 }
 
 }  // namespace stepscope::parallel
