@@ -1,7 +1,8 @@
-// Bus bandwidth of the all-reduce across MPI ranks (MpiSession::AllReduceSum, MPI_Allreduce in
-// place: what the trainer runs between processes), as nccl-tests reports it: algbw = bytes per
-// rank / time, busbw = algbw x 2(n-1)/n, beside this machine's memcpy bandwidth for the same size
-// measured in the same run; `vs_memcpy` = busbw / memcpy_bw. 1 KB ... 256 MB per rank.
+// Bus bandwidth of the all-reduce across MPI ranks (MpiSession::AllReduceSum in place: the
+// shared-memory window on one host, what the trainer runs between processes), as nccl-tests
+// reports it: algbw = bytes per rank / time, busbw = algbw x 2(n-1)/n, beside this machine's
+// memcpy bandwidth for the same size measured in the same run; `vs_memcpy` = busbw / memcpy_bw.
+// 1 KB ... 256 MB per rank.
 //
 //   OMPI_MCA_btl=self,vader mpirun --oversubscribe --allow-run-as-root -np 2
 //       build/.../tests/parallel/parallel_mpi_allreduce_benchmark --benchmark_counters_tabular=true
@@ -58,7 +59,7 @@ int PrepareAndCheck(RankState& rank_state, int64_t bytes) {
   const int64_t elements = bytes / 4;
   rank_state.buffer.resize(static_cast<size_t>(elements));
   for (int64_t i = 0; i < elements; ++i) rank_state.buffer[i] = ValueOf(i, mpi.rank());
-  if (!mpi.AllReduceSum(rank_state.buffer).ok()) AbortJob(mpi, "MPI_Allreduce failed");
+  if (!mpi.AllReduceSum(rank_state.buffer).ok()) AbortJob(mpi, "all-reduce failed");
   const int n = mpi.world_size();
   bool correct = true;
   for (int64_t i = 0; i < elements && correct; ++i) {
@@ -67,7 +68,7 @@ int PrepareAndCheck(RankState& rank_state, int64_t bytes) {
   if (!correct) std::fprintf(stderr, "rank %d: wrong all-reduce sum for %lld bytes\n", mpi.rank(),
                              static_cast<long long>(bytes));
   std::vector<float> wrong_ranks = {correct ? 0.0f : 1.0f};
-  if (!mpi.AllReduceSum(wrong_ranks).ok()) AbortJob(mpi, "MPI_Allreduce failed");
+  if (!mpi.AllReduceSum(wrong_ranks).ok()) AbortJob(mpi, "all-reduce failed");
   return static_cast<int>(wrong_ranks[0]);
 }
 
@@ -76,7 +77,7 @@ int PrepareAndCheck(RankState& rank_state, int64_t bytes) {
 void RunAllReduces(RankState& rank_state, int64_t iterations) {
   for (int64_t k = 0; k < iterations; ++k) {
     if (!rank_state.mpi->AllReduceSum(rank_state.buffer).ok()) {
-      AbortJob(*rank_state.mpi, "MPI_Allreduce failed");
+      AbortJob(*rank_state.mpi, "all-reduce failed");
     }
   }
 }
@@ -102,7 +103,7 @@ void BM_MpiAllReduce(benchmark::State& state, RankState* rank_state) {
   }
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    if (!mpi.AllReduceSum(rank_state->buffer).ok()) AbortJob(mpi, "MPI_Allreduce failed");
+    if (!mpi.AllReduceSum(rank_state->buffer).ok()) AbortJob(mpi, "all-reduce failed");
     benchmark::ClobberMemory();
   }
   const double seconds =

@@ -1,8 +1,10 @@
-// Run under `mpirun -np 2`: two MPI ranks must reduce to what two in-process participants give
-// (bit for bit, a sum of two is exact in any order), hierarchical ring/mpi over 2 ranks x 2
-// participants must match 4 in-process participants within fp tolerance and be identical on
-// every rank, and the parameter broadcast from rank 0 (floats and integers) must overwrite
-// rank 1. Exits non-zero on any mismatch, naming it.
+// Run under `mpirun -np 2` (ctest) or -np 3 and more by hand. Two MPI ranks must reduce to what
+// two in-process participants give (bit for bit, a sum of two is exact in any order); with any
+// rank count, ranks of one host must sum through shared memory, lengths that are no multiple of
+// the piece or of the rank count must match a double sum and be identical on every rank,
+// hierarchical ring/mpi over n ranks x 2 participants must match 2n in-process participants
+// within fp tolerance and be identical on every rank, and the parameter broadcast from rank 0
+// (floats and integers) must overwrite the other ranks. Exits non-zero on any mismatch, naming it.
 #include <cstdio>
 #include <cstring>
 #include <span>
@@ -80,14 +82,15 @@ void TwoRanksEqualTwoParticipants(MpiSession& mpi, ReduceOp op) {
 
 void HierarchicalMatchesFourParticipants(MpiSession& mpi, const char* spec) {
   const int rank = mpi.rank();
-  GradientSet distributed(MixedSizes(), 4, 7u);
+  const int participants = 2 * mpi.world_size();
+  GradientSet distributed(MixedSizes(), participants, 7u);
   auto share = LocalShare(distributed, rank, 2);
   Status status = Reducer(spec, 2, &mpi)->AllReduce(share);
   Expect(status.ok(), rank, std::string(spec) + ": " + status.message());
   // The other rank's participants were reduced there; take its results into this copy so the
-  // whole set can be checked against the 4-participant reference.
+  // whole set can be checked against the 2n-participant reference.
   for (size_t t = 0; t < distributed.size(); ++t) {
-    for (int p = 0; p < 4; ++p) {
+    for (int p = 0; p < participants; ++p) {
       if (p / 2 != rank) distributed.buffer(t, p) = distributed.buffer(t, rank * 2);
     }
     Expect(SameAsRankZero(mpi, distributed.buffer(t, rank * 2)), rank,
@@ -95,6 +98,30 @@ void HierarchicalMatchesFourParticipants(MpiSession& mpi, const char* spec) {
   }
   ::testing::AssertionResult reduced = distributed.Reduced();
   Expect(static_cast<bool>(reduced), rank, std::string(spec) + ": " + reduced.message());
+}
+
+// MpiSession::AllReduceSum straight on lengths around the piece size and the rank count: every
+// rank fills rank-dependent values from the same generator, and each rank checks its sum against
+// the double-precision sum of all ranks' values and against rank 0's bits.
+void OddLengthsMatchDoubleSum(MpiSession& mpi) {
+  const int rank = mpi.rank();
+  Expect(mpi.uses_shared_memory(), rank, "ranks of one host do not sum through shared memory");
+  const int64_t piece = MpiSession::kSharedPieceElements;
+  const std::vector<int64_t> lengths = {1, 3, 0, 5, 1001, piece - 1, piece, piece + 7,
+                                        2 * piece + 12345, 3 * piece + 1};
+  GradientSet set(lengths, mpi.world_size(), 99u);  // same values on every rank
+  for (size_t t = 0; t < lengths.size(); ++t) {
+    const std::string what = "length " + std::to_string(lengths[t]);
+    std::vector<float>& mine = set.buffer(t, rank);
+    Status status = mpi.AllReduceSum(mine);
+    Expect(status.ok(), rank, what + ": " + status.message());
+    for (int p = 0; p < mpi.world_size(); ++p) {
+      if (p != rank) set.buffer(t, p) = mine;
+    }
+    Expect(SameAsRankZero(mpi, mine), rank, what + ": differs across ranks");
+  }
+  ::testing::AssertionResult reduced = set.Reduced();
+  Expect(static_cast<bool>(reduced), rank, std::string("odd lengths: ") + reduced.message());
 }
 
 void BroadcastFromRankZero(MpiSession& mpi) {
@@ -123,12 +150,15 @@ int Main() {
     return 1;
   }
   MpiSession& mpi = **session;
-  if (mpi.world_size() != 2) {
-    std::fprintf(stderr, "run with mpirun -np 2 (world size is %d)\n", mpi.world_size());
+  if (mpi.world_size() < 2) {
+    std::fprintf(stderr, "run with mpirun -np 2 or more (world size is %d)\n", mpi.world_size());
     return 2;
   }
-  TwoRanksEqualTwoParticipants(mpi, ReduceOp::kSum);
-  TwoRanksEqualTwoParticipants(mpi, ReduceOp::kMean);
+  if (mpi.world_size() == 2) {
+    TwoRanksEqualTwoParticipants(mpi, ReduceOp::kSum);
+    TwoRanksEqualTwoParticipants(mpi, ReduceOp::kMean);
+  }
+  OddLengthsMatchDoubleSum(mpi);
   HierarchicalMatchesFourParticipants(mpi, "ring/mpi");
   HierarchicalMatchesFourParticipants(mpi, "mpi");
   HierarchicalMatchesFourParticipants(mpi, "pscpu:1k:psgpu#2/mpi");
@@ -136,8 +166,8 @@ int Main() {
   std::vector<float> total = {static_cast<float>(failures)};
   if (!mpi.AllReduceSum(total).ok()) return 1;
   if (mpi.rank() == 0) {
-    std::printf("%s: %d failure(s) over 2 ranks\n", total[0] == 0 ? "PASSED" : "FAILED",
-                static_cast<int>(total[0]));
+    std::printf("%s: %d failure(s) over %d ranks\n", total[0] == 0 ? "PASSED" : "FAILED",
+                static_cast<int>(total[0]), mpi.world_size());
   }
   return total[0] == 0 ? 0 : 1;
 }

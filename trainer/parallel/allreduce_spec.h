@@ -25,7 +25,7 @@ enum class Algorithm {
   kRing,        // reduce-scatter + all-gather around the participants ("xring" in the original)
   kPsCpu,       // gather to a host accumulator, sum, broadcast; round-robin over reducers
   kPsGpu,       // gather to one participant's buffer, sum, broadcast; round-robin over reducers
-  kMpi,         // across processes with MPI_Allreduce
+  kMpi,         // across processes: shared memory on one host, MPI_Allreduce across hosts
   kCollective,  // TF collective ops; here the ring
 };
 
