@@ -299,6 +299,19 @@ class ChromeImporter {
     };
     constexpr int64_t kInt32 = INT32_MAX;
     constexpr int64_t kInt62 = int64_t{1} << 62;
+    // Where it ran, kernels and transfers alike: device, stream, correlation id.
+    auto launch = [&](auto& args, std::string_view key, std::string_view text) {
+      if (key == "device") {
+        args.device = static_cast<int32_t>(integer(text, kInt32));
+      } else if (key == "stream") {
+        args.stream = static_cast<int32_t>(integer(text, kInt32));
+      } else if (key == "correlation") {
+        args.correlation = integer(text, kInt62);
+      } else {
+        return false;
+      }
+      return true;
+    };
     if (kind == SliceKind::kKernel) {
       KernelArgs args;
       args.slice = slice;
@@ -310,12 +323,7 @@ class ChromeImporter {
           args.registers_per_thread = static_cast<int32_t>(integer(text, kInt32));
         } else if (key == "shared memory") {
           args.shared_memory_bytes = static_cast<int32_t>(integer(text, kInt32));
-        } else if (key == "device") {
-          args.device = static_cast<int32_t>(integer(text, kInt32));
-        } else if (key == "stream") {
-          args.stream = static_cast<int32_t>(integer(text, kInt32));
-        } else if (key == "correlation") {
-          args.correlation = integer(text, kInt62);
+        } else if (launch(args, key, text)) {  // read into args
         } else if (key == "blocks per SM") {
           args.blocks_per_sm = real(text);
         } else if (key == "warps per SM") {
@@ -337,12 +345,7 @@ class ChromeImporter {
           args.bytes = integer(text, kInt62);
         } else if (key == "memory bandwidth (GB/s)") {
           args.bandwidth_gbps = real(text);
-        } else if (key == "device") {
-          args.device = static_cast<int32_t>(integer(text, kInt32));
-        } else if (key == "stream") {
-          args.stream = static_cast<int32_t>(integer(text, kInt32));
-        } else if (key == "correlation") {
-          args.correlation = integer(text, kInt62);
+        } else if (launch(args, key, text)) {  // read into args
         } else {
           continue;
         }

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "base/check.h"
+#include "profiler/trace/varint.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {
@@ -25,14 +26,6 @@ uint32_t FieldsOf(const tf::NodeExecStats& node) {
   if (node.has_memcpy()) fields |= kNodeMemcpy;
   if (node.has_collective()) fields |= kNodeCollective;
   return fields;
-}
-
-void AppendVarint(std::string& out, uint64_t value) {
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
 }
 
 std::string Deflate(const std::string& plain) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "profiler/trace/utf8.h"
+#include "profiler/trace/varint.h"
 
 namespace stepscope::trace {
 namespace {
@@ -115,24 +116,6 @@ class MessageRepairer {
  private:
   StringReach reach_;
 };
-
-bool ReadVarint(std::string_view bytes, size_t& pos, uint64_t& value) {
-  value = 0;
-  for (int shift = 0; shift < 64 && pos < bytes.size(); shift += 7) {
-    const auto byte = static_cast<uint8_t>(bytes[pos++]);
-    value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) return true;
-  }
-  return false;
-}
-
-void AppendVarint(std::string& out, uint64_t value) {
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
-}
 
 enum WireType : uint64_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kStartGroup = 3, kEndGroup = 4, kFixed32 = 5 };
 

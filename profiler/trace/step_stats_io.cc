@@ -12,6 +12,7 @@
 #include <set>
 
 #include "profiler/trace/proto_utf8.h"
+#include "profiler/trace/varint.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {
@@ -72,17 +73,6 @@ std::string_view FirstTextField(std::string_view text) {
     ++end;
   }
   return text.substr(i, end - i);
-}
-
-// Reads one varint; false at end of input or on overflow.
-bool ReadVarint(std::string_view bytes, size_t& pos, uint64_t& value) {
-  value = 0;
-  for (int shift = 0; shift < 64 && pos < bytes.size(); shift += 7) {
-    const auto byte = static_cast<uint8_t>(bytes[pos++]);
-    value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) return true;
-  }
-  return false;
 }
 
 // Binary: a StepStats starts with field 1 = DeviceStepStats whose first field is the device

@@ -1,0 +1,31 @@
+// Protobuf wire-format varints, for the readers and stores that walk or write encoded messages
+// without a parser (format sniffing, UTF-8 repair, the node store's framing).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace stepscope::trace {
+
+// Reads one varint at `pos` and advances it; false at the end of input or on overflow.
+inline bool ReadVarint(std::string_view bytes, size_t& pos, uint64_t& value) {
+  value = 0;
+  for (int shift = 0; shift < 64 && pos < bytes.size(); shift += 7) {
+    const auto byte = static_cast<uint8_t>(bytes[pos++]);
+    value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+inline void AppendVarint(std::string& out, uint64_t value) {
+  while (value >= 0x80) {
+    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<char>(value));
+}
+
+}  // namespace stepscope::trace
