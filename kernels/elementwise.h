@@ -1,4 +1,5 @@
-// Element-wise ops: BiasAdd/BiasAddGrad, AddN, Add, Mul/MulGrad, Scale, Relu/ReluGrad.
+// Element-wise ops: BiasAdd/BiasAddGrad, AddN, Add, Mul/MulGrad, Scale, Relu/ReluGrad, and the
+// scalar forms dropout is built of (AddScalar, Floor, DivideByScalar).
 // Shapes must match exactly (no general broadcasting); BiasAdd broadcasts a (C) bias over the
 // last dimension (channels last, TF's NHWC / BiasAdd data_format "NHWC").
 // The gradient of Add and AddN with respect to each input is the incoming gradient itself and
@@ -39,6 +40,16 @@ Status MulGrad(const CpuContext& ctx, In<T> a, In<T> b, In<T> dc, Out<T> da, Out
 template <typename T>
 Status Scale(const CpuContext& ctx, In<T> x, std::type_identity_t<T> alpha, Out<T> y);
 
+// y = x + s (TF's Add of a tensor and a scalar).
+template <typename T>
+Status AddScalar(const CpuContext& ctx, In<T> x, std::type_identity_t<T> s, Out<T> y);
+// y = floor(x).
+template <typename T>
+Status Floor(const CpuContext& ctx, In<T> x, Out<T> y);
+// y = x / d (TF's RealDiv by a scalar: a division, which a multiply by 1/d does not round alike).
+template <typename T>
+Status DivideByScalar(const CpuContext& ctx, In<T> x, std::type_identity_t<T> d, Out<T> y);
+
 // y = max(x, 0).
 template <typename T>
 Status Relu(const CpuContext& ctx, In<T> x, Out<T> y);
@@ -54,6 +65,9 @@ Status Mul(const CudaContext& ctx, In<float> a, In<float> b, Out<float> c);
 Status MulGrad(const CudaContext& ctx, In<float> a, In<float> b, In<float> dc, Out<float> da,
                Out<float> db);
 Status Scale(const CudaContext& ctx, In<float> x, float alpha, Out<float> y);
+Status AddScalar(const CudaContext& ctx, In<float> x, float s, Out<float> y);
+Status Floor(const CudaContext& ctx, In<float> x, Out<float> y);
+Status DivideByScalar(const CudaContext& ctx, In<float> x, float d, Out<float> y);
 Status Relu(const CudaContext& ctx, In<float> x, Out<float> y);
 Status ReluGrad(const CudaContext& ctx, In<float> dy, In<float> x, Out<float> dx);
 

@@ -22,6 +22,8 @@ STEPSCOPE_HD inline float Tanh(float x) { return tanhf(x); }
 STEPSCOPE_HD inline double Tanh(double x) { return tanh(x); }
 STEPSCOPE_HD inline float Sqrt(float x) { return sqrtf(x); }
 STEPSCOPE_HD inline double Sqrt(double x) { return sqrt(x); }
+STEPSCOPE_HD inline float Floor(float x) { return floorf(x); }
+STEPSCOPE_HD inline double Floor(double x) { return floor(x); }
 
 template <typename T>
 STEPSCOPE_HD inline T Max(T a, T b) { return a > b ? a : b; }

@@ -129,6 +129,27 @@ Status Scale(const CpuContext& ctx, In<T> x, std::type_identity_t<T> alpha, Out<
 }
 
 template <typename T>
+Status AddScalar(const CpuContext& ctx, In<T> x, std::type_identity_t<T> s, Out<T> y) {
+  RETURN_IF_ERROR(internal::CheckSameShape("AddScalar", x.shape, y.shape));
+  ForEachIndex(ctx, y.size(), [&](int64_t i) { y.data[i] = s + x.data[i]; });
+  return Status::Ok();
+}
+
+template <typename T>
+Status Floor(const CpuContext& ctx, In<T> x, Out<T> y) {
+  RETURN_IF_ERROR(internal::CheckSameShape("Floor", x.shape, y.shape));
+  ForEachIndex(ctx, y.size(), [&](int64_t i) { y.data[i] = math::Floor(x.data[i]); });
+  return Status::Ok();
+}
+
+template <typename T>
+Status DivideByScalar(const CpuContext& ctx, In<T> x, std::type_identity_t<T> d, Out<T> y) {
+  RETURN_IF_ERROR(internal::CheckSameShape("DivideByScalar", x.shape, y.shape));
+  ForEachIndex(ctx, y.size(), [&](int64_t i) { y.data[i] = x.data[i] / d; });
+  return Status::Ok();
+}
+
+template <typename T>
 Status Relu(const CpuContext& ctx, In<T> x, Out<T> y) {
   RETURN_IF_ERROR(internal::CheckSameShape("Relu", x.shape, y.shape));
   ForEachIndex(ctx, y.size(), [&](int64_t i) { y.data[i] = math::Relu(x.data[i]); });
@@ -151,6 +172,10 @@ Status ReluGrad(const CpuContext& ctx, In<T> dy, In<T> x, Out<T> dx) {
   template Status Mul<T>(const CpuContext&, In<T>, In<T>, Out<T>);                          \
   template Status MulGrad<T>(const CpuContext&, In<T>, In<T>, In<T>, Out<T>, Out<T>);       \
   template Status Scale<T>(const CpuContext&, In<T>, std::type_identity_t<T>, Out<T>);      \
+  template Status AddScalar<T>(const CpuContext&, In<T>, std::type_identity_t<T>, Out<T>);  \
+  template Status Floor<T>(const CpuContext&, In<T>, Out<T>);                               \
+  template Status DivideByScalar<T>(const CpuContext&, In<T>, std::type_identity_t<T>,      \
+                                    Out<T>);                                                \
   template Status Relu<T>(const CpuContext&, In<T>, Out<T>);                                \
   template Status ReluGrad<T>(const CpuContext&, In<T>, In<T>, Out<T>);
 STEPSCOPE_KERNELS_FOR_CPU_TYPES(INSTANTIATE)

@@ -79,6 +79,23 @@ struct ScaleFn {
   float* y;
   __device__ void operator()(int64_t i) const { y[i] = alpha * x[i]; }
 };
+struct AddScalarFn {
+  const float* x;
+  float s;
+  float* y;
+  __device__ void operator()(int64_t i) const { y[i] = s + x[i]; }
+};
+struct FloorFn {
+  const float* x;
+  float* y;
+  __device__ void operator()(int64_t i) const { y[i] = math::Floor(x[i]); }
+};
+struct DivideByScalarFn {
+  const float* x;
+  float d;
+  float* y;
+  __device__ void operator()(int64_t i) const { y[i] = x[i] / d; }
+};
 struct ReluFn {
   const float* x;
   float* y;
@@ -147,6 +164,21 @@ Status MulGrad(const CudaContext& ctx, In<float> a, In<float> b, In<float> dc, O
 Status Scale(const CudaContext& ctx, In<float> x, float alpha, Out<float> y) {
   RETURN_IF_ERROR(internal::CheckSameShape("Scale", x.shape, y.shape));
   return ForEach(ctx, y.size(), ScaleFn{x.data, alpha, y.data});
+}
+
+Status AddScalar(const CudaContext& ctx, In<float> x, float s, Out<float> y) {
+  RETURN_IF_ERROR(internal::CheckSameShape("AddScalar", x.shape, y.shape));
+  return ForEach(ctx, y.size(), AddScalarFn{x.data, s, y.data});
+}
+
+Status Floor(const CudaContext& ctx, In<float> x, Out<float> y) {
+  RETURN_IF_ERROR(internal::CheckSameShape("Floor", x.shape, y.shape));
+  return ForEach(ctx, y.size(), FloorFn{x.data, y.data});
+}
+
+Status DivideByScalar(const CudaContext& ctx, In<float> x, float d, Out<float> y) {
+  RETURN_IF_ERROR(internal::CheckSameShape("DivideByScalar", x.shape, y.shape));
+  return ForEach(ctx, y.size(), DivideByScalarFn{x.data, d, y.data});
 }
 
 Status Relu(const CudaContext& ctx, In<float> x, Out<float> y) {

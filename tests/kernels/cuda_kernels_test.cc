@@ -148,6 +148,25 @@ TEST_F(CudaKernelsTest, ElementwiseMatchCpu) {
   testing::ExpectAllNear(gout.ToHost(), out, 0, 0, "ReluGrad");
 }
 
+TEST_F(CudaKernelsTest, DropoutScalarOpsMatchCpuExactly) {
+  const Shape s{5, 9};
+  auto x = testing::RandomVector<float>(45, 4);
+  DeviceVector<float> gx(x), gout(std::vector<float>(45));
+  std::vector<float> out(45);
+  ASSERT_OK(AddScalar(cpu_, CView(x, s), 0.7f, View(out, s)));
+  ASSERT_OK(AddScalar(*ctx_, gx.cview(s), 0.7f, gout.view(s)));
+  Sync();
+  EXPECT_EQ(gout.ToHost(), out) << "AddScalar";
+  ASSERT_OK(Floor(cpu_, CView(x, s), View(out, s)));
+  ASSERT_OK(Floor(*ctx_, gx.cview(s), gout.view(s)));
+  Sync();
+  EXPECT_EQ(gout.ToHost(), out) << "Floor";
+  ASSERT_OK(DivideByScalar(cpu_, CView(x, s), 0.35f, View(out, s)));
+  ASSERT_OK(DivideByScalar(*ctx_, gx.cview(s), 0.35f, gout.view(s)));
+  Sync();
+  EXPECT_EQ(gout.ToHost(), out) << "DivideByScalar (IEEE division on both)";
+}
+
 TEST_F(CudaKernelsTest, LstmBlockCellMatchesCpu) {
   const int64_t b = 5, in = 7, h = 6;
   const Shape bh{b, h};

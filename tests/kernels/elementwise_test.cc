@@ -1,7 +1,9 @@
-// BiasAdd, AddN, Add, Mul, Scale, Relu and their gradients.
+// BiasAdd, AddN, Add, Mul, Scale, Relu and their gradients; the scalar ops of dropout.
 #include "kernels/elementwise.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "tests/kernels/test_util.h"
 
@@ -84,6 +86,30 @@ TEST(Elementwise, AddMulScale) {
     EXPECT_EQ(scaled[i], -2.5f * a[i]);
   }
   EXPECT_EQ(Add(ctx, CView(a, s), CView(b, {36}), View(sum, s)).code(), StatusCode::kInvalidInput);
+}
+
+// Dropout's pieces: keep + u, its floor (the 0/1 mask), x / keep (a true division: x · (1/keep)
+// rounds differently for some x).
+TEST(Elementwise, AddScalarFloorAndDivideByScalar) {
+  const Shape s{3, 11};
+  auto x = testing::RandomVector<float>(33, 5);
+  std::vector<float> added(33), floored(33), divided(33);
+  ThreadPool pool(2);
+  const CpuContext ctx(&pool);
+  ASSERT_OK(AddScalar(ctx, CView(x, s), 0.6f, View(added, s)));
+  ASSERT_OK(Floor(ctx, CView(added, s), View(floored, s)));
+  ASSERT_OK(DivideByScalar(ctx, CView(x, s), 0.6f, View(divided, s)));
+  bool division_differs_from_reciprocal = false;
+  for (size_t i = 0; i < 33; ++i) {
+    EXPECT_EQ(added[i], 0.6f + x[i]);
+    EXPECT_EQ(floored[i], std::floor(added[i]));
+    EXPECT_EQ(divided[i], x[i] / 0.6f);
+    division_differs_from_reciprocal |= divided[i] != x[i] * (1.0f / 0.6f);
+  }
+  EXPECT_TRUE(division_differs_from_reciprocal);
+  EXPECT_EQ(Floor(ctx, CView(x, s), View(floored, {33})).code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(DivideByScalar(ctx, CView(x, s), 2.0f, View(divided, {11, 3})).code(),
+            StatusCode::kInvalidInput);
 }
 
 TEST(Elementwise, MulGradMatchesFiniteDifferences) {

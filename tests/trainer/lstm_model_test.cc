@@ -17,6 +17,8 @@
 #include "trainer/runtime/bfc_allocator.h"
 #include "trainer/runtime/cpu_sub_allocator.h"
 #include "trainer/runtime/op_scope.h"
+#include "trainer/runtime/transfers.h"
+#include "host_memory_gpu.h"
 
 namespace stepscope::models {
 namespace {
@@ -62,16 +64,19 @@ std::vector<int32_t> PatternCorpus(int vocab, int length) {
 Batch MakeBatch(const runtime::Device& device, const std::vector<int32_t>& corpus,
                 const LstmConfig& c, int i) {
   const int64_t batch_len = static_cast<int64_t>(corpus.size()) / c.batch_size;
-  Batch batch;
-  batch.inputs = *device.Allocate(DType::kInt32, {c.batch_size, c.num_steps});
-  batch.labels = *device.Allocate(DType::kInt32, {c.batch_size, c.num_steps});
+  std::vector<int32_t> inputs, labels;
   for (int b = 0; b < c.batch_size; ++b) {
     for (int t = 0; t < c.num_steps; ++t) {
       const int64_t k = b * batch_len + static_cast<int64_t>(i) * c.num_steps + t;
-      batch.inputs.data<int32_t>()[b * c.num_steps + t] = corpus[static_cast<size_t>(k)];
-      batch.labels.data<int32_t>()[b * c.num_steps + t] = corpus[static_cast<size_t>(k + 1)];
+      inputs.push_back(corpus[static_cast<size_t>(k)]);
+      labels.push_back(corpus[static_cast<size_t>(k + 1)]);
     }
   }
+  Batch batch;
+  batch.inputs = *device.Allocate(DType::kInt32, {c.batch_size, c.num_steps});
+  batch.labels = *device.Allocate(DType::kInt32, {c.batch_size, c.num_steps});
+  EXPECT_TRUE(runtime::CopyFromHost<int32_t>(device, inputs, batch.inputs).ok());
+  EXPECT_TRUE(runtime::CopyFromHost<int32_t>(device, labels, batch.labels).ok());
   return batch;
 }
 
@@ -463,26 +468,43 @@ TEST(LstmDropout, KeepProbOutsideZeroToOneIsRejected) {
   EXPECT_EQ(LstmConfigByName("large")->keep_prob, 0.35f);
 }
 
-// What a GPU device looks like to a model, without a GPU: the LSTM refuses it (its ops run CPU
-// kernels on host memory) before touching its memory.
-class FakeGpu final : public runtime::GpuResources {
- public:
-  int ordinal() const override { return 0; }
-};
-
-TEST(LstmModel, RefusesAGpuDevice) {
-  auto host_arena = [] {
-    return std::make_unique<runtime::BFCAllocator>(std::make_unique<runtime::CpuSubAllocator>(),
-                                                   int64_t{1} << 30, "cpu");
-  };
-  const runtime::Device gpu(0, {}, std::make_unique<FakeGpu>(), host_arena(), host_arena());
-  EXPECT_EQ(gpu.name(), "/job:localhost/replica:0/task:0/device:GPU:0");
-  const auto model = MakeLstm(gpu, TinyConfig());
-  ASSERT_FALSE(model.ok());
-  EXPECT_EQ(model.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(model.status().message().find("CPU devices only; " + gpu.name()), std::string::npos)
-      << model.status().message();
-  EXPECT_EQ(gpu.allocator().Stats().num_allocs, 0);
+// On a GPU device every byte moves through the device's copies: initial values, dropout's
+// uniforms, the strided time-step slices, the loss and the clipping norm. On a stand-in GPU whose
+// memory is host memory (no GPU here) the model must train exactly as on a CPU device, with each
+// of those copies made.
+TEST(LstmModel, TrainsOnAGpuDeviceThroughItsCopiesAsOnACpuDevice) {
+  LstmConfig c = TinyConfig();
+  c.keep_prob = 0.6f;  // dropout's masks are drawn on the host and copied in
+  testing::GpuTransferCounts counts;
+  const auto gpu = testing::MakeHostMemoryGpuDevice(0, &counts);
+  EXPECT_EQ(gpu->name(), "/job:localhost/replica:0/task:0/device:GPU:0");
+  // One thread, as the stand-in's kernels run on its single host thread.
+  const runtime::Device cpu(runtime::DeviceKind::kCpu, 0, {}, 1,
+                            std::make_unique<runtime::BFCAllocator>(
+                                std::make_unique<runtime::CpuSubAllocator>(), int64_t{1} << 30, "cpu"));
+  auto on_gpu = MakeLstm(*gpu, c);
+  ASSERT_TRUE(on_gpu.ok()) << on_gpu.status().message();
+  auto on_cpu = MakeLstm(cpu, c).value();
+  EXPECT_GT(counts.to_device.load(), 0);  // the initial values
+  const auto corpus = PatternCorpus(c.vocab_size, 2000);
+  for (int step = 0; step < 3; ++step) {
+    auto gpu_result = (*on_gpu)->ComputeGradients(MakeBatch(*gpu, corpus, c, step));
+    auto cpu_result = on_cpu->ComputeGradients(MakeBatch(cpu, corpus, c, step));
+    ASSERT_TRUE(gpu_result.ok()) << gpu_result.status().message();
+    ASSERT_TRUE(cpu_result.ok());
+    EXPECT_EQ(gpu_result->loss, cpu_result->loss) << "step " << step;
+    ASSERT_TRUE((*on_gpu)->ApplyGradients(gpu_result->gradients, 1.0f).ok());
+    ASSERT_TRUE(on_cpu->ApplyGradients(cpu_result->gradients, 1.0f).ok());
+  }
+  for (size_t v = 0; v < on_cpu->variables().size(); ++v) {
+    const auto gpu_values = runtime::ToHostVector<float>(*gpu, (*on_gpu)->variables()[v].value);
+    const auto cpu_values = runtime::ToHostVector<float>(cpu, on_cpu->variables()[v].value);
+    ASSERT_TRUE(gpu_values.ok() && cpu_values.ok());
+    EXPECT_EQ(*gpu_values, *cpu_values) << on_cpu->variables()[v].name;
+  }
+  EXPECT_GT(counts.to_host.load(), 6);            // losses and the norms' L2 terms, every step
+  EXPECT_GE(counts.row_copies.load(), 3 * 6 * 4);  // slices, concats and their gradients
+  EXPECT_GT(counts.memsets.load(), 0);             // the zero state
 }
 
 TEST(LstmModel, ConfigsAndLearningRateSchedule) {

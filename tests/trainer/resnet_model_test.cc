@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "host_memory_gpu.h"
 #include "trainer/runtime/op_scope.h"
+#include "trainer/runtime/transfers.h"
 
 namespace stepscope::models {
 namespace {
@@ -507,6 +509,52 @@ TEST(ResNetModelTest, GradientMatchesFiniteDifferences) {
     const double numeric = (plus - minus) / (2.0 * h);
     EXPECT_NEAR(grad[e], numeric, 0.03 * std::abs(numeric) + 1e-4) << name << "[" << e << "]";
   }
+}
+
+// A copy of `batch` (on `from`) on device `to`, moved through the host as the input pipeline does.
+Batch CopyBatch(const runtime::Device& from, const Batch& batch, const runtime::Device& to) {
+  Batch copy;
+  copy.inputs = *to.Allocate(DType::kFloat32, batch.inputs.shape());
+  copy.labels = *to.Allocate(DType::kInt32, batch.labels.shape());
+  EXPECT_TRUE(runtime::CopyFromHost<float>(
+      to, *runtime::ToHostVector<float>(from, batch.inputs), copy.inputs).ok());
+  EXPECT_TRUE(runtime::CopyFromHost<int32_t>(
+      to, *runtime::ToHostVector<int32_t>(from, batch.labels), copy.labels).ok());
+  return copy;
+}
+
+// On a GPU device the initial values, labels, losses and logits move through the device's
+// copies; on a stand-in GPU over host memory the model trains exactly as on a CPU device.
+TEST(ResNetModelTest, TrainsOnAGpuDeviceThroughItsCopiesAsOnACpuDevice) {
+  testing::GpuTransferCounts counts;
+  const auto gpu = testing::MakeHostMemoryGpuDevice(0, &counts);
+  const runtime::Device cpu(runtime::DeviceKind::kCpu, 0, {}, 1,
+                            std::make_unique<runtime::BFCAllocator>(
+                                std::make_unique<runtime::CpuSubAllocator>(), int64_t{1} << 30, "cpu"));
+  const ResNetConfig config = SmallConfig();
+  auto on_gpu = Make(*gpu, config);
+  auto on_cpu = Make(cpu, config);
+  ASSERT_TRUE(on_gpu != nullptr && on_cpu != nullptr);
+  for (int step = 0; step < 2; ++step) {
+    const Batch cpu_batch = SyntheticBatch(cpu, 4, config.image_size, config.num_classes, 1.0f,
+                                           static_cast<uint32_t>(11 + step));
+    const int64_t copies_before = counts.to_host.load();
+    auto gpu_result = on_gpu->ComputeGradients(CopyBatch(cpu, cpu_batch, *gpu));
+    auto cpu_result = on_cpu->ComputeGradients(cpu_batch);
+    ASSERT_TRUE(gpu_result.ok()) << gpu_result.status().message();
+    ASSERT_TRUE(cpu_result.ok());
+    EXPECT_GE(counts.to_host.load() - copies_before, 3);  // labels to check, losses, logits
+    EXPECT_EQ(gpu_result->loss, cpu_result->loss);
+    EXPECT_EQ(gpu_result->correct, cpu_result->correct);
+    ASSERT_TRUE(on_gpu->ApplyGradients(gpu_result->gradients, 0.1f).ok());
+    ASSERT_TRUE(on_cpu->ApplyGradients(cpu_result->gradients, 0.1f).ok());
+  }
+  for (size_t v = 0; v < on_cpu->variables().size(); ++v) {
+    EXPECT_EQ(*runtime::ToHostVector<float>(*gpu, on_gpu->variables()[v].value),
+              *runtime::ToHostVector<float>(cpu, on_cpu->variables()[v].value))
+        << on_cpu->variables()[v].name;
+  }
+  EXPECT_GE(counts.memsets.load(), 1);  // the momentum accumulators start at zero
 }
 
 }  // namespace

@@ -10,8 +10,10 @@
 #include <map>
 #include <mutex>
 
+#include "host_memory_gpu.h"
 #include "trainer/models/lstm_model.h"
 #include "trainer/models/resnet_model.h"
+#include "trainer/runtime/transfers.h"
 
 namespace stepscope::trainer {
 namespace {
@@ -66,8 +68,8 @@ models::Batch GlobalBatch(const runtime::Device& device, int global_batch, int s
 std::vector<float> Parameters(models::Model& model) {
   std::vector<float> all;
   for (const models::Variable& v : model.variables()) {
-    const float* p = v.value.data<float>();
-    all.insert(all.end(), p, p + v.value.num_elements());
+    const std::vector<float> values = runtime::ToHostVector<float>(model.device(), v.value).value();
+    all.insert(all.end(), values.begin(), values.end());
   }
   return all;
 }
@@ -127,6 +129,49 @@ TEST(Towers, IndependentReplicasDiverge) {
   Train(run, global_batch, 1);
   EXPECT_NE(Parameters(run.towers->tower(0)), Parameters(run.towers->tower(1)));
 }
+
+// GPU towers reduce host copies of their gradients (every algorithm but nccl) and gather the
+// embedding rows through the host. On stand-in GPUs over host memory, each tower must end with
+// exactly the parameters CPU towers reach, after and during backward (fusion), and every tower's
+// gradients must have gone through its copies.
+class GpuTowersMatchCpuTowers : public ::testing::TestWithParam<std::tuple<std::string, int64_t>> {};
+
+TEST_P(GpuTowersMatchCpuTowers, SameParametersThroughHostCopies) {
+  const auto [spec, fusion_threshold] = GetParam();
+  const int n = 2, global_batch = 8;
+  TowerRun cpu = MakeTowers(n, global_batch, VariableUpdate::kReplicated, spec, fusion_threshold);
+  testing::GpuTransferCounts counts;
+  TowerRun gpu;
+  std::vector<std::unique_ptr<models::Model>> replicas;
+  for (int d = 0; d < n; ++d) {
+    gpu.devices.push_back(testing::MakeHostMemoryGpuDevice(d, &counts));
+    replicas.push_back(models::MakeLstm(*gpu.devices.back(), TinyLstm(global_batch / n)).value());
+  }
+  TowerOptions options;
+  options.allreduce_spec = spec;
+  options.fusion_threshold_bytes = fusion_threshold;
+  gpu.towers = Towers::Create(std::move(replicas), options).value();
+  for (int step = 0; step < 3; ++step) {
+    // The global batch is the input pipeline's, in host memory (a CPU device's).
+    const models::Batch batch = GlobalBatch(*cpu.devices[0], global_batch, step);
+    const int64_t to_host_before = counts.to_host.load();
+    auto on_gpus = gpu.towers->Step(batch, 0.5f);
+    auto on_cpus = cpu.towers->Step(batch, 0.5f);
+    ASSERT_TRUE(on_gpus.ok()) << on_gpus.status().message();
+    ASSERT_TRUE(on_cpus.ok());
+    EXPECT_EQ(on_gpus->losses, on_cpus->losses) << "step " << step;
+    // Each tower's 5 dense gradients and its embedding rows and ids, at least.
+    EXPECT_GE(counts.to_host.load() - to_host_before, n * (5 + 2)) << "step " << step;
+  }
+  for (int d = 0; d < n; ++d) {
+    EXPECT_EQ(Parameters(gpu.towers->tower(d)), Parameters(cpu.towers->tower(d))) << "tower " << d;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Specs, GpuTowersMatchCpuTowers,
+                         ::testing::Values(std::tuple{"ring", int64_t{0}},
+                                           std::tuple{"pscpu:64:ring", int64_t{0}},
+                                           std::tuple{"ring", int64_t{1} << 20}));
 
 TEST(Towers, BadSpecAndBadBatchAreInvalidInput) {
   auto devices = runtime::CreateDevices(*runtime::ParseDeviceSpec("cpu:2")).value();

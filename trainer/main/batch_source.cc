@@ -6,6 +6,7 @@
 #include "trainer/data/images.h"
 #include "trainer/data/ptb.h"
 #include "trainer/data/synthetic_text.h"
+#include "trainer/runtime/transfers.h"
 
 namespace stepscope::trainer {
 namespace {
@@ -117,15 +118,22 @@ StatusOr<std::unique_ptr<BatchSource>> MakeImageSource(const std::string& data_d
 namespace stepscope::trainer {
 namespace {
 
+// Rows of `from` (in host memory, or already on `device`) into a new tensor on `device`.
 StatusOr<runtime::Tensor> TensorRows(const runtime::Tensor& from, int64_t first, int64_t count,
                                      const runtime::Device& device) {
   runtime::Shape shape = from.shape();
-  const int64_t row_bytes = from.bytes() / shape[0];
+  const int64_t row_elements = from.num_elements() / shape[0];
   shape.dims[0] = count;
   ASSIGN_OR_RETURN(runtime::Tensor to, device.Allocate(from.dtype(), shape));
-  std::memcpy(to.buffer()->data(),
-              static_cast<const char*>(from.buffer()->data()) + first * row_bytes,
-              static_cast<size_t>(count * row_bytes));
+  if (&from.buffer()->allocator() == &device.allocator()) {
+    RETURN_IF_ERROR(runtime::CopyRowsWithin(
+        device, from, to,
+        {.rows = 1, .row_elements = count * row_elements, .src_offset = first * row_elements}));
+  } else {
+    RETURN_IF_ERROR(runtime::CopyFromHost(
+        device, static_cast<const char*>(from.buffer()->data()) + first * (from.bytes() / from.shape()[0]),
+        to));
+  }
   return to;
 }
 
@@ -150,6 +158,9 @@ StatusOr<models::Batch> BatchRows(const models::Batch& batch, int64_t first, int
 StatusOr<models::Batch> ConcatBatches(std::span<const models::Batch> batches,
                                       const runtime::Device& device) {
   if (batches.empty()) return InvalidInput("no batches to concatenate");
+  if (device.gpu() != nullptr) {
+    return Internal("batches are concatenated in host memory, not on " + device.name());
+  }
   models::Batch out;
   for (auto [member, into] : {std::pair{&models::Batch::inputs, &out.inputs},
                               std::pair{&models::Batch::labels, &out.labels}}) {

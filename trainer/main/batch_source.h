@@ -19,7 +19,8 @@ class BatchSource {
   virtual int64_t batches_per_epoch() const = 0;
   // Called before the first batch of each epoch (image data reshuffles here).
   virtual void StartEpoch(int epoch) = 0;
-  // Batch `index` (< batches_per_epoch) of the current epoch, on `device`.
+  // Batch `index` (< batches_per_epoch) of the current epoch, on `device`: a CPU device (the
+  // input pipeline fills host memory; GPU runs give it a CPU device of its own).
   virtual StatusOr<models::Batch> Get(const runtime::Device& device, int64_t index) = 0;
   // What the data is, for the log ("PTB from DIR: 929589 words, vocabulary 10000").
   virtual std::string Describe() const = 0;
@@ -36,13 +37,14 @@ StatusOr<std::unique_ptr<BatchSource>> MakeImageSource(const std::string& data_d
                                                        int image_size, int num_classes,
                                                        uint64_t seed);
 
-// Rows [first, first + count) of `batch` (inputs and labels share the first dimension) copied into
-// new tensors on `device`: a rank's share of the global batch, a resident minibatch.
+// Rows [first, first + count) of `batch` (inputs and labels share the first dimension; in host
+// memory, or on `device` itself) copied into new tensors on `device`: a rank's share of the global
+// batch, a device's resident share and its minibatches.
 StatusOr<models::Batch> BatchRows(const models::Batch& batch, int64_t first, int64_t count,
                                   const runtime::Device& device);
 
 // The batches one after another (same shapes past the first dimension) in new tensors on
-// `device`: several global batches loaded as one resident train batch.
+// `device`, a CPU device: several global batches loaded as one resident train batch.
 StatusOr<models::Batch> ConcatBatches(std::span<const models::Batch> batches,
                                       const runtime::Device& device);
 

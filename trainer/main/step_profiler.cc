@@ -2,14 +2,21 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <iostream>
 
 #include "base/file_io.h"
 #include "profiler/trace/step_stats_import.h"
 #include "profiler/trace/step_stats_io.h"
 #include "profiler/trace/writer.h"
 #include "trainer/runtime/clock.h"
+#ifdef STEPSCOPE_WITH_CUPTI
+#include "profiler/collect/cupti/cupti_activity_source.h"
+#include "trainer/main/gpu_step_tracer.h"
+#endif
 
 namespace stepscope::trainer {
 namespace {
@@ -26,8 +33,19 @@ std::string HostName() {
 
 }  // namespace
 
+struct StepProfiler::GpuTracing {
+#ifdef STEPSCOPE_WITH_CUPTI
+  std::unique_ptr<GpuStepTracer> tracer;  // started on the first step with a GPU device
+  bool failed = false;                    // could not start, or failed later: host ops only
+  // This step traces its GPU devices' ops. Set before the devices are hooked, read by the ops.
+  std::atomic<bool> in_step{false};
+#endif
+};
+
 StepProfiler::StepProfiler(ProfileOptions options, std::string model_name)
-    : options_(std::move(options)), model_name_(std::move(model_name)) {
+    : options_(std::move(options)),
+      model_name_(std::move(model_name)),
+      gpu_(std::make_unique<GpuTracing>()) {
   const int64_t wall = std::chrono::duration_cast<std::chrono::nanoseconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
@@ -54,15 +72,57 @@ void StepProfiler::BeginStep(int64_t step, const std::vector<runtime::Device*>& 
   step_ = step;
   devices_ = devices;
   collector_.BeginStep(step);
+  BeginGpuStep();
   for (runtime::Device* device : devices_) {
     device->allocator().SetObserver(this);
     device->set_op_listener(this);
   }
 }
 
+void StepProfiler::BeginGpuStep() {
+#ifdef STEPSCOPE_WITH_CUPTI
+  gpu_->in_step.store(false, std::memory_order_relaxed);
+  const bool has_gpu = std::any_of(devices_.begin(), devices_.end(), [](const runtime::Device* d) {
+    return d->kind() == runtime::DeviceKind::kGpu;
+  });
+  if (!has_gpu || gpu_->failed) return;
+  if (gpu_->tracer == nullptr) {
+    auto tracer = GpuStepTracer::Start(collect::cupti::MakeCuptiActivitySource());
+    if (!tracer.ok()) {
+      GpuTracingFailed(tracer.status());
+      return;
+    }
+    gpu_->tracer = std::move(tracer).value();
+  }
+  const Status ready = gpu_->tracer->BeginStep();
+  if (!ready.ok()) {
+    GpuTracingFailed(ready);
+    return;
+  }
+  gpu_->in_step.store(true, std::memory_order_relaxed);  // published by set_op_listener
+#endif
+}
+
+void StepProfiler::GpuTracingFailed(const Status& status) {
+#ifdef STEPSCOPE_WITH_CUPTI
+  gpu_->failed = true;
+  gpu_->in_step.store(false, std::memory_order_relaxed);
+  // The tracer, if any, stays until the profiler goes: an op still ending may be using it.
+#endif
+  std::cerr << "stepscope-train: warning: " << status.message()
+            << "; --profile records host ops only (no GPU kernels or copies)" << std::endl;
+}
+
 StatusOr<std::string> StepProfiler::EndStep() {
   Unhook();
   tf::RunMetadata metadata = collector_.FinishStep(clock_offset_ns_);
+#ifdef STEPSCOPE_WITH_CUPTI
+  if (gpu_->in_step.exchange(false, std::memory_order_relaxed)) {
+    // The same offset as the host ops, so GPU lanes share their timeline.
+    auto gpu_step = gpu_->tracer->EndStep(clock_offset_ns_, &metadata);
+    if (!gpu_step.ok()) GpuTracingFailed(gpu_step.status());
+  }
+#endif
   tf::TraceSession* session = metadata.mutable_stepscope_session();
   session->set_producer("stepscope-train " STEPSCOPE_VERSION);
   session->set_rank(rank_);
@@ -103,11 +163,25 @@ StatusOr<std::string> StepProfiler::EndStep() {
 void StepProfiler::OnOpStart(const runtime::Device& device, const runtime::Node& node,
                              int64_t start_ns) {
   collector_.BeginOp(&device.name(), &node.name, &node.op_type, &node.inputs, start_ns);
+#ifdef STEPSCOPE_WITH_CUPTI
+  // Last, so the correlation covers only the op's own launches.
+  if (device.kind() == runtime::DeviceKind::kGpu && gpu_->in_step.load(std::memory_order_relaxed)) {
+    gpu_->tracer->OnOpStart(node.name, node.op_type, start_ns);
+  }
+#endif
 }
 
-void StepProfiler::OnOpEnd(const runtime::Device& /*device*/, const runtime::Node& /*node*/,
+void StepProfiler::OnOpEnd(const runtime::Device& device, const runtime::Node& /*node*/,
                            int64_t /*start_ns*/, int64_t end_ns,
                            std::span<const runtime::Tensor> outputs) {
+#ifdef STEPSCOPE_WITH_CUPTI
+  // Pops only what this thread's OnOpStart pushed.
+  if (device.kind() == runtime::DeviceKind::kGpu && gpu_->tracer != nullptr) {
+    gpu_->tracer->OnOpEnd();
+  }
+#else
+  (void)device;
+#endif
   for (const runtime::Tensor& tensor : outputs) {
     if (tensor.empty()) continue;
     collect::TensorRecord record;

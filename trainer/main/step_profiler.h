@@ -1,6 +1,9 @@
 // `--profile` for the trainer: which steps to profile, and the bridge from the runtime's hooks
 // (OpScope's OpListener, the allocators' AllocationObserver) to profiler/collect's StepCollector.
 // Each profiled step becomes one RunMetadata file, written to a temporary name and renamed.
+// In GPU builds with CUPTI, a profiled step with a GPU device also gets what its GPU ran: the
+// CUPTI tracer (GpuStepTracer) starts on the first such step and stays for the run; when it
+// cannot start (no driver), one warning goes to stderr and the traces hold host ops only.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +55,14 @@ class StepProfiler final : public runtime::OpListener,
 
  private:
   void Unhook();
+  // GPU builds with CUPTI: starts the GPU tracer on the first step with a GPU device and gets it
+  // ready for this step; on failure warns once and leaves GPU tracing off for the run.
+  void BeginGpuStep();
+  void GpuTracingFailed(const Status& status);
+
+  // The GPU tracer's state; empty in builds without CUPTI (defined in step_profiler.cc so this
+  // header needs no CUDA header).
+  struct GpuTracing;
 
   ProfileOptions options_;
   std::string model_name_;
@@ -61,6 +72,7 @@ class StepProfiler final : public runtime::OpListener,
   int64_t clock_offset_ns_ = 0;  // wall clock minus steady clock, so traces carry epoch times
   int64_t clock_sync_ns_ = 0;    // epoch time of the sync point; 0 = none recorded
   int rank_ = 0, world_size_ = 1;
+  std::unique_ptr<GpuTracing> gpu_;
 };
 
 }  // namespace stepscope::trainer

@@ -1,9 +1,9 @@
 #include "trainer/main/towers.h"
 
-#include <cstring>
 #include <span>
 
 #include "trainer/runtime/op_scope.h"
+#include "trainer/runtime/transfers.h"
 
 namespace stepscope::trainer {
 
@@ -110,11 +110,18 @@ Status Towers::HandInGradient(int tower, const models::Gradient& gradient) {
                     std::to_string(gradient.variable) + " is not a dense float gradient of a "
                     "known variable");
   }
-  handed_in_[static_cast<size_t>(tower)].push_back(gradient.values);
-  const Tensor& values = handed_in_[static_cast<size_t>(tower)].back();
-  return fusion_->Ready(tower, fusion_names_[static_cast<size_t>(gradient.variable)],
-                        std::span<float>(values.data<float>(),
-                                         static_cast<size_t>(values.num_elements())));
+  std::vector<StagedGradient>& held = handed_in_[static_cast<size_t>(tower)];
+  held.push_back(StagedGradient{&model.device(), gradient.values, {}});
+  StagedGradient& staged = held.back();
+  std::span<float> values(gradient.values.data<float>(),
+                          static_cast<size_t>(gradient.values.num_elements()));
+  if (model.device().gpu() != nullptr) {
+    // The fusion buffer reduces host memory: a GPU's gradient goes through a host copy.
+    staged.host.resize(values.size());
+    RETURN_IF_ERROR(runtime::CopyToHost(model.device(), gradient.values, staged.host.data()));
+    values = staged.host;
+  }
+  return fusion_->Ready(tower, fusion_names_[static_cast<size_t>(gradient.variable)], values);
 }
 
 void Towers::ResetState() {
@@ -139,91 +146,76 @@ StatusOr<models::Batch> Towers::TowerBatch(const models::Batch& global, int towe
       // The tower's rows, from the input pipeline's host memory into the device's.
       CopyScope copy(device, split_copy_names_[static_cast<size_t>(tower)],
                      CopyKind::kHostToDevice, bytes);
-      std::memcpy(to->buffer()->data(),
-                  static_cast<const char*>(from->buffer()->data()) + bytes * tower,
-                  static_cast<size_t>(bytes));
+      RETURN_IF_ERROR(runtime::CopyFromHost(
+          device, static_cast<const char*>(from->buffer()->data()) + bytes * tower, *to));
     }
     scope.Output(*to);
   }
   return batch;
 }
 
-// Every tower gets all towers' rows (values scaled by `scale`) and their ids.
+// Every tower gets all towers' rows (values scaled by `scale`) and their ids, and with several
+// ranks every rank's: gathered once in host memory (each tower reads its own rows on its thread),
+// then copied onto every device.
 Status Towers::GatherSparse(std::vector<models::StepResult>& results, size_t gradient, float scale) {
   const int n = size();
-  std::vector<models::Gradient> gathered(static_cast<size_t>(n));
   const Tensor& first = results[0].gradients[gradient].values;
   const int64_t rows = first.shape()[0], cols = first.shape()[1];
-  Status status;
-  std::mutex status_mu;
+  std::vector<float> values(static_cast<size_t>(rows * cols * n));
+  std::vector<int32_t> ids(static_cast<size_t>(rows * n));
+  std::vector<Status> read(static_cast<size_t>(n));
+  team_.Run([&](int s) {
+    const models::Gradient& g = results[static_cast<size_t>(s)].gradients[gradient];
+    const runtime::Device& device = models_[static_cast<size_t>(s)]->device();
+    float* rows_of_s = values.data() + s * rows * cols;
+    Status status = runtime::CopyToHost(device, g.values, rows_of_s);
+    if (status.ok()) status = runtime::CopyToHost(device, g.indices, ids.data() + s * rows);
+    for (int64_t k = 0; k < rows * cols; ++k) rows_of_s[k] *= scale;
+    read[static_cast<size_t>(s)] = std::move(status);
+  });
+  for (const Status& status : read) RETURN_IF_ERROR(status);
+  if (options_.mpi != nullptr && options_.mpi->world_size() > 1) {
+    const size_t world = static_cast<size_t>(options_.mpi->world_size());
+    std::vector<float> all_values(values.size() * world);
+    std::vector<int32_t> all_ids(ids.size() * world);
+    RETURN_IF_ERROR(options_.mpi->AllGather(std::span<const float>(values), std::span<float>(all_values)));
+    RETURN_IF_ERROR(options_.mpi->AllGather(std::span<const int32_t>(ids), std::span<int32_t>(all_ids)));
+    values = std::move(all_values);
+    ids = std::move(all_ids);
+  }
+  const int64_t gathered_rows = static_cast<int64_t>(ids.size());
+  std::vector<Status> written(static_cast<size_t>(n));
   team_.Run([&](int d) {
     const runtime::Device& device = models_[static_cast<size_t>(d)]->device();
-    OpScope scope(device, *gather_nodes_[static_cast<size_t>(d)]);
-    auto values = device.Allocate(DType::kFloat32, {rows * n, cols});
-    auto ids = device.Allocate(DType::kInt32, {rows * n});
-    if (!values.ok() || !ids.ok()) {
-      std::lock_guard<std::mutex> lock(status_mu);
-      status = values.ok() ? ids.status() : values.status();
-      return;
-    }
-    for (int s = 0; s < n; ++s) {
-      // Tower s's rows and ids, from its device into this one.
-      CopyScope copy(device, gather_copy_names_[static_cast<size_t>(d)],
-                     CopyKind::kDeviceToDevice,
-                     rows * cols * static_cast<int64_t>(sizeof(float)) +
-                         rows * static_cast<int64_t>(sizeof(int32_t)));
-      const models::Gradient& g = results[static_cast<size_t>(s)].gradients[gradient];
-      const float* src = g.values.data<float>();
-      float* dst = values->data<float>() + s * rows * cols;
-      for (int64_t k = 0; k < rows * cols; ++k) dst[k] = src[k] * scale;
-      std::memcpy(ids->data<int32_t>() + s * rows, g.indices.data<int32_t>(),
-                  static_cast<size_t>(rows) * sizeof(int32_t));
-    }
-    scope.Output(*values);
-    scope.Output(*ids);
-    models::Gradient& out = gathered[static_cast<size_t>(d)];
-    out = results[static_cast<size_t>(d)].gradients[gradient];
-    out.values = *values;
-    out.indices = *ids;
+    models::Gradient& out = results[static_cast<size_t>(d)].gradients[gradient];
+    written[static_cast<size_t>(d)] = [&]() -> Status {
+      OpScope scope(device, *gather_nodes_[static_cast<size_t>(d)]);
+      ASSIGN_OR_RETURN(Tensor gathered_values, device.Allocate(DType::kFloat32, {gathered_rows, cols}));
+      ASSIGN_OR_RETURN(Tensor gathered_ids, device.Allocate(DType::kInt32, {gathered_rows}));
+      {
+        // Every tower's rows and ids, onto this device.
+        CopyScope copy(device, gather_copy_names_[static_cast<size_t>(d)],
+                       CopyKind::kDeviceToDevice, gathered_values.bytes() + gathered_ids.bytes());
+        RETURN_IF_ERROR(runtime::CopyFromHost<float>(device, values, gathered_values));
+        RETURN_IF_ERROR(runtime::CopyFromHost<int32_t>(device, ids, gathered_ids));
+      }
+      scope.Output(gathered_values);
+      scope.Output(gathered_ids);
+      out.values = std::move(gathered_values);
+      out.indices = std::move(gathered_ids);
+      return Status::Ok();
+    }();
   });
-  RETURN_IF_ERROR(status);
-  if (options_.mpi != nullptr && options_.mpi->world_size() > 1) {
-    RETURN_IF_ERROR(GatherSparseAcrossRanks(gathered));
-  }
-  for (int d = 0; d < n; ++d) results[static_cast<size_t>(d)].gradients[gradient] = gathered[static_cast<size_t>(d)];
+  for (const Status& status : written) RETURN_IF_ERROR(status);
   return Status::Ok();
 }
 
-Status Towers::GatherSparseAcrossRanks(std::vector<models::Gradient>& gathered) {
-  parallel::MpiSession& mpi = *options_.mpi;
-  const int64_t world = mpi.world_size();
-  const Tensor& local_values = gathered[0].values;
-  const Tensor& local_ids = gathered[0].indices;
-  const int64_t rows = local_values.shape()[0], cols = local_values.shape()[1];
-  // Tower 0 takes part in the MPI gather; the other towers copy its result onto their devices.
-  const runtime::Device& first = models_[0]->device();
-  ASSIGN_OR_RETURN(Tensor values, first.Allocate(DType::kFloat32, {rows * world, cols}));
-  ASSIGN_OR_RETURN(Tensor ids, first.Allocate(DType::kInt32, {rows * world}));
-  RETURN_IF_ERROR(mpi.AllGather(
-      std::span<const float>(local_values.data<float>(), static_cast<size_t>(rows * cols)),
-      std::span<float>(values.data<float>(), static_cast<size_t>(rows * world * cols))));
-  RETURN_IF_ERROR(mpi.AllGather(
-      std::span<const int32_t>(local_ids.data<int32_t>(), static_cast<size_t>(rows)),
-      std::span<int32_t>(ids.data<int32_t>(), static_cast<size_t>(rows * world))));
-  for (int d = 0; d < size(); ++d) {
-    models::Gradient& out = gathered[static_cast<size_t>(d)];
-    if (d == 0) {
-      out.values = values;
-      out.indices = ids;
-      continue;
-    }
-    const runtime::Device& device = models_[static_cast<size_t>(d)]->device();
-    ASSIGN_OR_RETURN(out.values, device.Allocate(DType::kFloat32, {rows * world, cols}));
-    ASSIGN_OR_RETURN(out.indices, device.Allocate(DType::kInt32, {rows * world}));
-    CopyScope copy(device, gather_copy_names_[static_cast<size_t>(d)], CopyKind::kDeviceToDevice,
-                   values.bytes() + ids.bytes());
-    std::memcpy(out.values.buffer()->data(), values.buffer()->data(), static_cast<size_t>(values.bytes()));
-    std::memcpy(out.indices.buffer()->data(), ids.buffer()->data(), static_cast<size_t>(ids.bytes()));
+bool Towers::on_gpus() const { return models_[0]->device().gpu() != nullptr; }
+
+Status Towers::CopyBackToDevices(const std::vector<StagedGradient>& staged) {
+  for (const StagedGradient& gradient : staged) {
+    if (gradient.host.empty()) continue;  // reduced in place (host memory)
+    RETURN_IF_ERROR(runtime::CopyFromHost<float>(*gradient.device, gradient.host, gradient.values));
   }
   return Status::Ok();
 }
@@ -268,7 +260,10 @@ StatusOr<TowerStepResult> Towers::StepOn(
   // With fusion, the reductions still running write into the handed-in buffers: wait for them
   // before anything can be returned (or freed), failed towers included.
   Status fused = fusion_ != nullptr ? fusion_->Synchronize() : Status::Ok();
-  for (auto& held : handed_in_) held.clear();
+  for (auto& held : handed_in_) {
+    if (fused.ok()) fused = CopyBackToDevices(held);
+    held.clear();
+  }
   std::vector<models::StepResult> results;
   for (auto& outcome : outcomes) {
     RETURN_IF_ERROR(outcome.status());
@@ -283,6 +278,7 @@ StatusOr<TowerStepResult> Towers::StepOn(
     }
   } else if (options_.update != VariableUpdate::kIndependent && run_towers() > 1) {
     std::vector<parallel::GradientReplicas> dense;
+    std::vector<StagedGradient> staged;  // GPU towers: host copies of the dense gradients
     for (size_t g = 0; g < results[0].gradients.size(); ++g) {
       const models::Gradient& gradient = results[0].gradients[g];
       if (gradient.sparse()) {
@@ -293,17 +289,34 @@ StatusOr<TowerStepResult> Towers::StepOn(
       replicas.name = models_[0]->variables()[static_cast<size_t>(gradient.variable)].name;
       replicas.num_elements = gradient.values.num_elements();
       for (int d = 0; d < n; ++d) {
-        replicas.replicas.push_back(results[static_cast<size_t>(d)].gradients[g].values.data<float>());
+        const Tensor& values = results[static_cast<size_t>(d)].gradients[g].values;
+        replicas.replicas.push_back(values.data<float>());
+        if (on_gpus()) {
+          // The CPU algorithms reduce host memory: GPU gradients go through host copies, as
+          // TensorFlow's pscpu copies GPU towers' gradients to the CPU.
+          const runtime::Device& device = models_[static_cast<size_t>(d)]->device();
+          staged.push_back(StagedGradient{&device, values,
+                                          std::vector<float>(static_cast<size_t>(values.num_elements()))});
+          RETURN_IF_ERROR(runtime::CopyToHost(device, values, staged.back().host.data()));
+          replicas.replicas.back() = staged.back().host.data();
+        }
       }
       dense.push_back(std::move(replicas));
     }
     RETURN_IF_ERROR(reducer_->AllReduce(dense));
+    RETURN_IF_ERROR(CopyBackToDevices(staged));
   }
 
   std::vector<Status> applied(static_cast<size_t>(n));
   team_.Run([&](int d) {
+    models::Model& model = *models_[static_cast<size_t>(d)];
     applied[static_cast<size_t>(d)] =
-        models_[static_cast<size_t>(d)]->ApplyGradients(results[static_cast<size_t>(d)].gradients, learning_rate);
+        model.ApplyGradients(results[static_cast<size_t>(d)].gradients, learning_rate);
+    // A step ends when its updates have run (a GPU's are still queued when ApplyGradients
+    // returns): step times and profiled steps cover them.
+    if (applied[static_cast<size_t>(d)].ok()) {
+      applied[static_cast<size_t>(d)] = runtime::SynchronizeDevice(model.device());
+    }
   });
   TowerStepResult step;
   for (int d = 0; d < n; ++d) {

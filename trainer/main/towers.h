@@ -23,6 +23,10 @@
 //
 // Copies the towers make are reported to the profiler as MEMCPY records: the staging of each
 // tower's share of the input (HtoD) and the sparse gathers between devices (DtoD).
+//
+// GPU towers: the `nccl` spec all-reduces the gradients in device memory; every other algorithm
+// (and tensor fusion) reduces host memory, so GPU gradients are copied to the host and back
+// around the reduction, as TensorFlow's pscpu does for GPU towers.
 #pragma once
 
 #include <functional>
@@ -95,8 +99,16 @@ class Towers {
                                    float learning_rate);
   StatusOr<models::Batch> TowerBatch(const models::Batch& global, int tower);
   Status GatherSparse(std::vector<models::StepResult>& results, size_t gradient, float scale);
-  // The towers' gathered rows of one sparse gradient, gathered again from every rank.
-  Status GatherSparseAcrossRanks(std::vector<models::Gradient>& gathered);
+  // A device's gradient and, for a GPU, the host copy a reduction works on.
+  struct StagedGradient {
+    const runtime::Device* device = nullptr;
+    runtime::Tensor values;
+    std::vector<float> host;  // empty: reduced in place
+  };
+  // Whether the towers' devices are GPUs (all towers share one kind).
+  bool on_gpus() const;
+  // Host copies of reduced GPU gradients back into their device tensors.
+  static Status CopyBackToDevices(const std::vector<StagedGradient>& staged);
   // Towers in the whole run: this process's times the ranks.
   int run_towers() const;
   // Tower `tower`'s gradient is final: into the fusion buffer (dense ones).
@@ -112,8 +124,8 @@ class Towers {
   std::vector<std::string> split_copy_names_, gather_copy_names_;  // "<node>:<OpType>" per tower
   std::vector<std::string> fusion_names_;  // per variable: Horovod's op name for its all-reduce
   // Per tower, the gradients handed to the fusion buffer this step: held so their buffers
-  // outlive the in-place reduction even when a tower's step fails half-way.
-  std::vector<std::vector<runtime::Tensor>> handed_in_;
+  // (a GPU's host copy) outlive the in-place reduction even when a tower's step fails half-way.
+  std::vector<std::vector<StagedGradient>> handed_in_;
 };
 
 }  // namespace stepscope::trainer

@@ -25,6 +25,7 @@
 #include "trainer/models/resnet_model.h"
 #include "trainer/runtime/clock.h"
 #include "trainer/runtime/device.h"
+#include "trainer/runtime/transfers.h"
 
 namespace stepscope::trainer {
 namespace {
@@ -175,7 +176,17 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
   const int run_towers = num_devices * world;
   std::vector<runtime::Device*> device_list;
   for (auto& d : devices) device_list.push_back(d.get());
-  const runtime::Device& device = *devices[0];
+  // The input pipeline fills host memory: GPU runs give it a CPU device of its own, as TF has a
+  // CPU device beside the GPUs; CPU runs use the first tower's device.
+  std::vector<std::unique_ptr<runtime::Device>> input_devices;
+  if (spec.kind == runtime::DeviceKind::kGpu) {
+    runtime::DeviceOptions input_options = device_options;
+    input_options.total_threads = 1;
+    ASSIGN_OR_RETURN(input_devices,
+                     runtime::CreateDevices(runtime::DeviceSpec{runtime::DeviceKind::kCpu, {0}},
+                                            input_options));
+  }
+  const runtime::Device& device = input_devices.empty() ? *devices[0] : *input_devices[0];
   const bool lstm = options.model == "lstm";
 
   // One replica per device, built from the same seed; the data source serves the global batch.
@@ -225,9 +236,11 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
     for (auto& replica : replicas) {
       for (models::Variable& variable : replica->variables()) {
         if (variable.value.dtype() != runtime::DType::kFloat32) continue;
-        RETURN_IF_ERROR(mpi->Broadcast(
-            std::span<float>(variable.value.data<float>(),
-                             static_cast<size_t>(variable.value.num_elements())), 0));
+        // Through host memory: MPI moves host buffers, and a GPU's variables are on the GPU.
+        ASSIGN_OR_RETURN(std::vector<float> values,
+                         runtime::ToHostVector<float>(replica->device(), variable.value));
+        RETURN_IF_ERROR(mpi->Broadcast(std::span<float>(values), 0));
+        RETURN_IF_ERROR(runtime::CopyFromHost<float>(replica->device(), values, variable.value));
       }
     }
   }

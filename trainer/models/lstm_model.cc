@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "kernels/elementwise.h"
@@ -10,6 +9,8 @@
 #include "trainer/models/rng.h"
 #include "trainer/runtime/op_scope.h"
 #include "trainer/runtime/ops.h"
+#include "trainer/runtime/run_kernel.h"
+#include "trainer/runtime/transfers.h"
 
 namespace stepscope::models {
 namespace {
@@ -17,6 +18,7 @@ namespace {
 using runtime::DType;
 using runtime::Node;
 using runtime::OpScope;
+using runtime::RunKernel;
 using runtime::Scoped;
 using runtime::Tensor;
 namespace ops = runtime::ops;
@@ -25,13 +27,16 @@ namespace ops = runtime::ops;
 constexpr char kScope[] = "Train/Model";
 constexpr char kGradients[] = "Train/Model/gradients";
 
-// Copies `rows` rows of `width` floats between strided layouts: the (B, T, H) b-major batch
-// and its (B, H) time steps, [x, h] concatenations and their halves are all such copies.
-void CopyRows(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t rows,
-              int64_t width) {
-  for (int64_t r = 0; r < rows; ++r) {
-    std::memcpy(dst + r * dst_stride, src + r * src_stride, static_cast<size_t>(width) * sizeof(float));
-  }
+// Copies `rows` rows of `width` floats between strided layouts within the device: the (B, T, H)
+// b-major batch and its (B, H) time steps, [x, h] concatenations and their halves are all such
+// copies. Offsets and strides in elements.
+Status CopyRows(const runtime::Device& device, const Tensor& src, int64_t src_offset,
+                int64_t src_stride, const Tensor& dst, int64_t dst_offset, int64_t dst_stride,
+                int64_t rows, int64_t width) {
+  return runtime::CopyRowsWithin(device, src, dst,
+                                 {.rows = rows, .row_elements = width, .src_offset = src_offset,
+                                  .src_stride = src_stride, .dst_offset = dst_offset,
+                                  .dst_stride = dst_stride});
 }
 
 // The nodes of one LSTM cell at one time step, forward and backward.
@@ -147,10 +152,12 @@ class LstmModel final : public Model {
 StatusOr<Tensor> LstmModel::AddVariable(const std::string& name, const runtime::Shape& shape,
                                         VariableRole role, bool zero, Rng& init) {
   ASSIGN_OR_RETURN(Tensor value, device_.Allocate(DType::kFloat32, shape));
-  float* data = value.data<float>();
-  for (int64_t k = 0; k < value.num_elements(); ++k) {
-    data[k] = zero ? 0.0f : init.UniformFloat(-config_.init_scale, config_.init_scale);
+  // Drawn on the host in one order whatever the device, so every device starts alike.
+  std::vector<float> initial(static_cast<size_t>(value.num_elements()), 0.0f);
+  if (!zero) {
+    for (float& x : initial) x = init.UniformFloat(-config_.init_scale, config_.init_scale);
   }
+  RETURN_IF_ERROR(runtime::CopyFromHost<float>(device_, initial, value));
   variables_.push_back(Variable{name, value, role});
   return value;
 }
@@ -348,7 +355,7 @@ StatusOr<Tensor> LstmModel::SliceStep(const Tensor& rows_bt, int t, const Node& 
   OpScope scope(device_, node);
   ASSIGN_OR_RETURN(Tensor out, device_.Allocate(DType::kFloat32, {B, H}));
   scope.Output(out);
-  CopyRows(rows_bt.data<float>() + t * H, T * H, out.data<float>(), H, B, H);
+  RETURN_IF_ERROR(CopyRows(device_, rows_bt, t * H, T * H, out, 0, H, B, H));
   return out;
 }
 
@@ -368,20 +375,22 @@ StatusOr<Tensor> LstmModel::DropoutForward(const DropoutNodes& nodes, const Tens
   const int64_t n = x.num_elements();
   Tensor uniform, kept, scaled, y;
   {
-    // TF's float RandomUniform: 23 random mantissa bits; ours takes 24 from the models' Rng.
+    // TF's float RandomUniform: 23 random mantissa bits; ours takes 24 from the models' Rng,
+    // drawn on the host (one sequence whatever the device) and copied in.
     OpScope scope(device_, *nodes.random_uniform);
     ASSIGN_OR_RETURN(uniform, device_.Allocate(DType::kFloat32, x.shape()));
     scope.Output(uniform);
-    float* u = uniform.data<float>();
-    for (int64_t k = 0; k < n; ++k) u[k] = dropout_rng_.UniformFloat(0.0f, 1.0f);
+    std::vector<float> u(static_cast<size_t>(n));
+    for (float& value : u) value = dropout_rng_.UniformFloat(0.0f, 1.0f);
+    RETURN_IF_ERROR(runtime::CopyFromHost<float>(device_, u, uniform));
   }
   {
     OpScope scope(device_, *nodes.add);
     ASSIGN_OR_RETURN(kept, device_.Allocate(DType::kFloat32, x.shape()));
     scope.Output(kept);
-    const float* u = uniform.data<float>();
-    float* out = kept.data<float>();
-    for (int64_t k = 0; k < n; ++k) out[k] = keep + u[k];
+    RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
+      return kernels::AddScalar(ctx, uniform.in<float>(), keep, kept.view<float>());
+    }));
   }
   uniform = Tensor();
   {
@@ -389,24 +398,26 @@ StatusOr<Tensor> LstmModel::DropoutForward(const DropoutNodes& nodes, const Tens
     OpScope scope(device_, *nodes.floor);
     ASSIGN_OR_RETURN(*mask, device_.Allocate(DType::kFloat32, x.shape()));
     scope.Output(*mask);
-    const float* in = kept.data<float>();
-    float* out = mask->data<float>();
-    for (int64_t k = 0; k < n; ++k) out[k] = std::floor(in[k]);
+    RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
+      return kernels::Floor(ctx, kept.in<float>(), mask->view<float>());
+    }));
   }
   kept = Tensor();
   {
     OpScope scope(device_, *nodes.div);
     ASSIGN_OR_RETURN(scaled, device_.Allocate(DType::kFloat32, x.shape()));
     scope.Output(scaled);
-    const float* in = x.data<float>();
-    float* out = scaled.data<float>();
-    for (int64_t k = 0; k < n; ++k) out[k] = in[k] / keep;
+    RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
+      return kernels::DivideByScalar(ctx, x.in<float>(), keep, scaled.view<float>());
+    }));
   }
   {
     OpScope scope(device_, *nodes.mul);
     ASSIGN_OR_RETURN(y, device_.Allocate(DType::kFloat32, x.shape()));
     scope.Output(y);
-    RETURN_IF_ERROR(kernels::Mul(device_.cpu(), scaled.in<float>(), mask->in<float>(), y.view<float>()));
+    RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
+      return kernels::Mul(ctx, scaled.in<float>(), mask->in<float>(), y.view<float>());
+    }));
   }
   return y;
 }
@@ -419,15 +430,17 @@ StatusOr<Tensor> LstmModel::DropoutBackward(const DropoutNodes& nodes, const Ten
     OpScope scope(device_, *nodes.mul_grad);
     ASSIGN_OR_RETURN(masked, device_.Allocate(DType::kFloat32, dy.shape()));
     scope.Output(masked);
-    RETURN_IF_ERROR(kernels::Mul(device_.cpu(), dy.in<float>(), mask.in<float>(), masked.view<float>()));
+    RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
+      return kernels::Mul(ctx, dy.in<float>(), mask.in<float>(), masked.view<float>());
+    }));
   }
   {
     OpScope scope(device_, *nodes.div_grad);
     ASSIGN_OR_RETURN(dx, device_.Allocate(DType::kFloat32, dy.shape()));
     scope.Output(dx);
-    const float* in = masked.data<float>();
-    float* out = dx.data<float>();
-    for (int64_t k = 0; k < dx.num_elements(); ++k) out[k] = in[k] / keep;
+    RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
+      return kernels::DivideByScalar(ctx, masked.in<float>(), keep, dx.view<float>());
+    }));
   }
   return dx;
 }
@@ -443,7 +456,6 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
                         ", labels " + batch.labels.DebugString());
   }
   RETURN_IF_ERROR(EnsureState());
-  const auto& ctx = device_.cpu();
   kernels::LstmBlockCellOptions cell_options;
   cell_options.forget_bias = 0.0;  // ptb_word_lm builds LSTMBlockCell(forget_bias=0.0)
 
@@ -481,7 +493,9 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
                                                  a.f.view<float>(),  a.o.view<float>(),
                                                  a.ci.view<float>(), a.co.view<float>(),
                                                  a.h.view<float>()};
-        RETURN_IF_ERROR(kernels::LstmBlockCell(ctx, in, out, gates.view<float>(), cell_options));
+        RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
+          return kernels::LstmBlockCell(ctx, in, out, gates.view<float>(), cell_options);
+        }));
       }
       x = a.h;
       if (dropout()) {
@@ -499,8 +513,8 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
     ASSIGN_OR_RETURN(outputs, device_.Allocate(DType::kFloat32, {B * T, H}));
     scope.Output(outputs);
     for (int t = 0; t < T; ++t) {
-      CopyRows(top_outputs[static_cast<size_t>(t)].data<float>(), H,
-               outputs.data<float>() + t * H, T * H, B, H);
+      RETURN_IF_ERROR(CopyRows(device_, top_outputs[static_cast<size_t>(t)], 0, H, outputs, t * H,
+                               T * H, B, H));
     }
   }
   top_outputs.clear();
@@ -516,9 +530,9 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
   StepResult result;
   {
     OpScope scope(device_, *loss_sum_);
+    ASSIGN_OR_RETURN(const std::vector<float> loss, runtime::ToHostVector<float>(device_, xent.loss));
     double sum = 0;
-    const float* loss = xent.loss.data<float>();
-    for (int64_t k = 0; k < B * T; ++k) sum += loss[k];
+    for (float l : loss) sum += l;
     result.loss = sum / static_cast<double>(B);  // sum over time of the batch mean
   }
   result.examples = B * T;
@@ -544,8 +558,8 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
     for (int t = 0; t < T; ++t) {
       ASSIGN_OR_RETURN(dh_top[static_cast<size_t>(t)], device_.Allocate(DType::kFloat32, {B, H}));
       scope.Output(dh_top[static_cast<size_t>(t)]);
-      CopyRows(d_outputs.data<float>() + t * H, T * H, dh_top[static_cast<size_t>(t)].data<float>(),
-               H, B, H);
+      RETURN_IF_ERROR(CopyRows(device_, d_outputs, t * H, T * H, dh_top[static_cast<size_t>(t)], 0,
+                               H, B, H));
     }
   }
   d_outputs = Tensor();
@@ -597,15 +611,17 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
         kernels::LstmBlockCellGradOutputs<float> out;
         out.cs_prev_grad = dcs_prev.view<float>();
         out.dgates = dgates.view<float>();
-        RETURN_IF_ERROR(kernels::LstmBlockCellGrad(ctx, in, out));
+        RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
+          return kernels::LstmBlockCellGrad(ctx, in, out);
+        }));
       }
       Tensor xh;
       {
         OpScope scope(device_, *n.concat);
         ASSIGN_OR_RETURN(xh, device_.Allocate(DType::kFloat32, {B, 2 * H}));
         scope.Output(xh);
-        CopyRows(a.x.data<float>(), H, xh.data<float>(), 2 * H, B, H);
-        CopyRows(a.h_prev.data<float>(), H, xh.data<float>() + H, 2 * H, B, H);
+        RETURN_IF_ERROR(CopyRows(device_, a.x, 0, H, xh, 0, 2 * H, B, H));
+        RETURN_IF_ERROR(CopyRows(device_, a.h_prev, 0, H, xh, H, 2 * H, B, H));
       }
       ASSIGN_OR_RETURN(Tensor dxh, ops::MatMul(device_, *n.matmul, dgates,
                                                variables_[static_cast<size_t>(kernel_var(l))].value,
@@ -616,7 +632,7 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
         OpScope scope(device_, *node);
         ASSIGN_OR_RETURN(*dst_tensor, device_.Allocate(DType::kFloat32, {B, H}));
         scope.Output(*dst_tensor);
-        CopyRows(dxh.data<float>() + offset, 2 * H, dst_tensor->data<float>(), H, B, H);
+        RETURN_IF_ERROR(CopyRows(device_, dxh, offset, 2 * H, *dst_tensor, 0, H, B, H));
       }
       // The kernel's gradient is summed over steps in one buffer (TF: AddN of per-step MatMul_1).
       RETURN_IF_ERROR(ops::MatMulInto(device_, *n.matmul_w, xh, dgates, d_kernel[static_cast<size_t>(l)],
@@ -638,8 +654,8 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
     ASSIGN_OR_RETURN(d_embedding, device_.Allocate(DType::kFloat32, {B * T, H}));
     scope.Output(d_embedding);
     for (int t = 0; t < T; ++t) {
-      CopyRows(dx_bottom[static_cast<size_t>(t)].data<float>(), H, d_embedding.data<float>() + t * H,
-               T * H, B, H);
+      RETURN_IF_ERROR(CopyRows(device_, dx_bottom[static_cast<size_t>(t)], 0, H, d_embedding,
+                               t * H, T * H, B, H));
     }
   }
   const Node* embedding_gradient_producer = embedding_grad_;
@@ -671,7 +687,8 @@ Status LstmModel::ApplyGradients(std::span<const Gradient> gradients, float lear
   double sum_of_squares_halves = 0;
   for (const Gradient& g : gradients) {
     ASSIGN_OR_RETURN(Tensor l2, ops::L2Loss(device_, *l2loss_[static_cast<size_t>(g.variable)], g.values));
-    sum_of_squares_halves += *l2.data<float>();
+    ASSIGN_OR_RETURN(const std::vector<float> half_squares, runtime::ToHostVector<float>(device_, l2));
+    sum_of_squares_halves += half_squares.at(0);
   }
   double global_norm = 0;
   {
@@ -727,10 +744,6 @@ float LstmLearningRate(const LstmConfig& config, int epoch) {
 }
 
 StatusOr<std::unique_ptr<Model>> MakeLstm(const runtime::Device& device, const LstmConfig& config) {
-  if (device.kind() != runtime::DeviceKind::kCpu) {
-    // Variables are initialised in place from the host and every op runs a CPU kernel.
-    return Unavailable("the PTB LSTM runs on CPU devices only; " + device.name() + " is not one");
-  }
   auto model = std::make_unique<LstmModel>(device, config);
   RETURN_IF_ERROR(model->Build());
   return std::unique_ptr<Model>(std::move(model));

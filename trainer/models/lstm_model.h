@@ -52,8 +52,7 @@ StatusOr<LstmConfig> LstmConfigByName(const std::string& name);
 // The learning rate of `epoch` (0-based): lr · lr_decay^max(epoch + 1 − max_epoch, 0).
 float LstmLearningRate(const LstmConfig& config, int epoch);
 
-// The model on a CPU device; kInvalidInput for a config out of range, kUnavailable for a GPU
-// device (its ops run on CPU devices only). Dropout masks come from `config.seed` and the
+// The model on `device` (CPU or GPU); kInvalidInput for a config out of range. Dropout masks come from `config.seed` and the
 // device's index, so towers of one run draw different masks, and a run is repeatable.
 StatusOr<std::unique_ptr<Model>> MakeLstm(const runtime::Device& device, const LstmConfig& config);
 

@@ -18,6 +18,7 @@
 #include "trainer/runtime/graph.h"
 #include "trainer/runtime/op_scope.h"
 #include "trainer/runtime/ops.h"
+#include "trainer/runtime/transfers.h"
 
 namespace stepscope::models {
 namespace {
@@ -249,21 +250,20 @@ Status ResNetModel::CreateVariables() {
     v.name = p.name;
     v.role = p.role;
     ASSIGN_OR_RETURN(v.value, device_.Allocate(DType::kFloat32, p.shape));
-    float* data = v.value.data<float>();
-    const int64_t n = v.value.num_elements();
+    // Drawn on the host in one order whatever the device, then copied in.
+    std::vector<float> initial(static_cast<size_t>(v.value.num_elements()), p.fill);
     if (p.fan_in > 0) {
       // He normal (Keras' he_normal): truncated normal with the variance 2 / fan_in.
       const double stddev = std::sqrt(2.0 / p.fan_in) / 0.87962566103423978;
-      for (int64_t e = 0; e < n; ++e) data[e] = static_cast<float>(stddev * rng.TruncatedNormal());
-    } else {
-      std::fill_n(data, n, p.fill);
+      for (float& x : initial) x = static_cast<float>(stddev * rng.TruncatedNormal());
     }
+    RETURN_IF_ERROR(runtime::CopyFromHost<float>(device_, initial, v.value));
   }
   for (int i = 0; i < num_trainable_; ++i) {
     ASSIGN_OR_RETURN(
         Tensor accum,
         device_.Allocate(DType::kFloat32, variables_[static_cast<size_t>(i)].value.shape()));
-    std::fill_n(accum.data<float>(), accum.num_elements(), 0.0f);
+    RETURN_IF_ERROR(runtime::ZeroFill(device_, accum));
     accumulators_.push_back(std::move(accum));
   }
   pending_.clear();
@@ -445,8 +445,8 @@ Status ResNetModel::CheckBatch(const Batch& batch) const {
     return InvalidInput(scope_ + ": labels must be int32 (" + std::to_string(x.shape()[0]) +
                         "), got " + (y.empty() ? std::string("none") : y.DebugString()));
   }
-  const int32_t* labels = y.data<int32_t>();
-  for (int64_t i = 0; i < y.num_elements(); ++i) {
+  ASSIGN_OR_RETURN(const std::vector<int32_t> labels, runtime::ToHostVector<int32_t>(device_, y));
+  for (size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] < 0 || labels[i] >= config_.num_classes) {
       return InvalidInput(scope_ + ": label " + std::to_string(labels[i]) + " of example " +
                           std::to_string(i) + " is outside [0, " +
@@ -553,16 +553,17 @@ StatusOr<StepResult> ResNetModel::ComputeGradients(const Batch& batch, float los
   StepResult result;
   result.examples = batch_size;
   double loss_sum = 0;
-  const float* losses = xent.loss.data<float>();
-  for (int64_t i = 0; i < batch_size; ++i) loss_sum += losses[i];
+  ASSIGN_OR_RETURN(const std::vector<float> losses, runtime::ToHostVector<float>(device_, xent.loss));
+  for (float loss : losses) loss_sum += loss;
   // Unscaled: loss_scale only scales the gradients.
   result.loss = loss_sum / static_cast<double>(batch_size);
   const int64_t classes = logits.shape()[1];
-  const float* l = logits.data<float>();
-  const int32_t* labels = batch.labels.data<int32_t>();
+  ASSIGN_OR_RETURN(const std::vector<float> host_logits, runtime::ToHostVector<float>(device_, logits));
+  ASSIGN_OR_RETURN(const std::vector<int32_t> labels,
+                   runtime::ToHostVector<int32_t>(device_, batch.labels));
   for (int64_t i = 0; i < batch_size; ++i) {
-    const float* row = l + i * classes;
-    result.correct += (std::max_element(row, row + classes) - row) == labels[i];
+    const float* row = host_logits.data() + i * classes;
+    result.correct += (std::max_element(row, row + classes) - row) == labels[static_cast<size_t>(i)];
   }
 
   // Backward. d(mean loss · scale)/dlogits = backprop · scale / batch.
@@ -677,10 +678,6 @@ StatusOr<std::unique_ptr<Model>> MakeResNet(const runtime::Device& device,
   if (!(config.momentum >= 0 && config.momentum < 1)) {
     return InvalidInput("ResNet momentum must be in [0, 1), got " +
                         std::to_string(config.momentum));
-  }
-  if (device.kind() != runtime::DeviceKind::kCpu) {
-    // Variables are initialised in place from the host.
-    return Unavailable("ResNet runs on CPU devices only; " + device.name() + " is not one");
   }
   auto model = std::make_unique<ResNetModel>(
       device, config, kBlocksPerStage[static_cast<size_t>(depth - kDepths.begin())]);

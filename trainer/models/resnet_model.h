@@ -49,7 +49,7 @@ struct ResNetConfig {
 std::span<const int> ResNetDepths();
 
 // Builds the model's variables (He-normal kernels, zero biases, BN gamma 1, beta 0, moving mean
-// 0, moving variance 1) and every node of its training step on `device` (a CPU device).
+// 0, moving variance 1) and every node of its training step on `device` (CPU or GPU).
 // kInvalidInput for a depth not in ResNetDepths(), an image size that is not a multiple of 32
 // of at least 32, or fewer than 2 classes.
 StatusOr<std::unique_ptr<Model>> MakeResNet(const runtime::Device& device,

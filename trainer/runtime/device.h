@@ -6,8 +6,9 @@
 // GPU device holds: the GPU's primary CUDA context, a compute stream and two copy streams
 // (host-to-device, device-to-host), a BFC allocator "GPU_<k>_bfc" over cudaMalloc and a pinned
 // host allocator "cuda_host_bfc" over cudaHostAlloc. Asking for one where there is no GPU or no
-// driver is a clear kUnavailable error naming the GPU and the CUDA error. The models' ops run on
-// CPU devices only (see docs/runtime.md); they refuse a GPU device when built.
+// driver is a clear kUnavailable error naming the GPU and the CUDA error. An op on a GPU device
+// enqueues its CUDA kernels on the compute stream (ops.h); data moves between host and device
+// through transfers.h, the same calls on either kind of device.
 //
 // Names are TensorFlow's: `/job:<job>/replica:0/task:<task>/device:<CPU|GPU>:<k>`, with
 // job/task from DevicePlacement (`localhost`/0 for one process, `worker`/R for rank R of an MPI
@@ -23,6 +24,10 @@
 #include "kernels/cpu_context.h"
 #include "trainer/runtime/allocator.h"
 #include "trainer/runtime/tensor.h"
+
+namespace stepscope::kernels {
+class CudaContext;  // kernels/cuda/cuda_context.h (GPU builds)
+}  // namespace stepscope::kernels
 
 namespace stepscope::runtime {
 
@@ -60,13 +65,31 @@ std::string FullDeviceName(DeviceKind kind, int index, const DevicePlacement& pl
 // True when this build can drive CUDA GPUs (STEPSCOPE_CUDA on and the toolkit found).
 bool GpuSupportCompiledIn();
 
-// What a GPU device holds beyond a CPU device's parts: its CUDA context and streams
-// (cuda::GpuStreams, trainer/runtime/cuda/). Opaque here so that code using devices, and CPU-only
-// builds, need no CUDA header.
+// What a GPU device holds beyond a CPU device's parts: its CUDA context, its streams and the
+// kernels' context on the compute stream (cuda::GpuStreams, trainer/runtime/cuda/). Opaque here
+// so that code using devices, and CPU-only builds, need no CUDA header. Device pointers below come
+// from the device's allocator; host pointers are ordinary (pageable or pinned) host memory.
 class GpuResources {
  public:
   virtual ~GpuResources() = default;
   virtual int ordinal() const = 0;  // the CUDA device number
+  // The compute stream and its cuBLAS handle, where every op's kernels are enqueued. Null only
+  // for a stand-in whose "device memory" is host memory (tests of the data movement without a
+  // GPU): ops then run their CPU kernels on it.
+  virtual const kernels::CudaContext* kernel_context() const = 0;
+  // Makes this GPU current on the calling thread (each tower thread drives its own GPU).
+  virtual Status MakeCurrent() const = 0;
+  // Copies on the copy streams, ordered after the work already on the compute stream and before
+  // any enqueued later; both return once the copy is done, so `host` may be reused at once.
+  virtual Status CopyHostToDevice(const void* host, void* device, int64_t bytes) const = 0;
+  virtual Status CopyDeviceToHost(const void* device, void* host, int64_t bytes) const = 0;
+  // `rows` rows of `row_bytes` from `src` to `dst` (pitches in bytes), on the compute stream.
+  virtual Status CopyRowsOnDevice(void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch,
+                                  int64_t row_bytes, int64_t rows) const = 0;
+  // Sets `bytes` bytes to `value` on the compute stream.
+  virtual Status MemsetOnDevice(void* device, int value, int64_t bytes) const = 0;
+  // Waits for every stream of the device; reports asynchronous errors.
+  virtual Status Synchronize() const = 0;
 };
 
 class Device {

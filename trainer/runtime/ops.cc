@@ -1,12 +1,14 @@
 #include "trainer/runtime/ops.h"
 
 #include <algorithm>
-#include <cstring>
+#include <vector>
 
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
 #include "kernels/softmax_xent.h"
 #include "trainer/runtime/op_scope.h"
+#include "trainer/runtime/run_kernel.h"
+#include "trainer/runtime/transfers.h"
 
 namespace stepscope::runtime::ops {
 namespace {
@@ -34,8 +36,10 @@ StatusOr<Tensor> MatMul(const Device& device, const Node& node, const Tensor& a,
                                              {Rows(a, options.transpose_a),
                                               Cols(b, options.transpose_b)}));
   scope.Output(c);
-  RETURN_IF_ERROR(kernels::MatMul(device.cpu(), a.in<float>(), b.in<float>(), c.view<float>(),
-                                  options));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::MatMul(ctx, a.in<float>(), b.in<float>(), c.view<float>(),
+                                  options);
+  }));
   return c;
 }
 
@@ -43,7 +47,9 @@ Status MatMulInto(const Device& device, const Node& node, const Tensor& a, const
                   const Tensor& c, kernels::MatMulOptions options) {
   OpScope scope(device, node);
   scope.Output(c);
-  return kernels::MatMul(device.cpu(), a.in<float>(), b.in<float>(), c.view<float>(), options);
+  return RunKernel(device, [&](const auto& ctx) {
+    return kernels::MatMul(ctx, a.in<float>(), b.in<float>(), c.view<float>(), options);
+  });
 }
 
 StatusOr<Tensor> BiasAdd(const Device& device, const Node& node, const Tensor& x,
@@ -51,7 +57,9 @@ StatusOr<Tensor> BiasAdd(const Device& device, const Node& node, const Tensor& x
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor y, device.Allocate(DType::kFloat32, x.shape()));
   scope.Output(y);
-  RETURN_IF_ERROR(kernels::BiasAdd(device.cpu(), x.in<float>(), bias.in<float>(), y.view<float>()));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::BiasAdd(ctx, x.in<float>(), bias.in<float>(), y.view<float>());
+  }));
   return y;
 }
 
@@ -60,7 +68,9 @@ StatusOr<Tensor> BiasAddGrad(const Device& device, const Node& node, const Tenso
   const Shape& s = dy.shape();
   ASSIGN_OR_RETURN(Tensor db, device.Allocate(DType::kFloat32, {s[s.rank - 1]}));
   scope.Output(db);
-  RETURN_IF_ERROR(kernels::BiasAddGrad(device.cpu(), dy.in<float>(), db.view<float>()));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::BiasAddGrad(ctx, dy.in<float>(), db.view<float>());
+  }));
   return db;
 }
 
@@ -72,7 +82,9 @@ StatusOr<Tensor> AddN(const Device& device, const Node& node, std::span<const Te
   std::vector<kernels::In<float>> views;
   views.reserve(inputs.size());
   for (const Tensor& t : inputs) views.push_back(t.in<float>());
-  RETURN_IF_ERROR(kernels::AddN<float>(device.cpu(), views, out.view<float>()));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::AddN(ctx, std::span<const kernels::In<float>>(views), out.view<float>());
+  }));
   return out;
 }
 
@@ -80,7 +92,9 @@ StatusOr<Tensor> Add(const Device& device, const Node& node, const Tensor& a, co
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor c, device.Allocate(DType::kFloat32, a.shape()));
   scope.Output(c);
-  RETURN_IF_ERROR(kernels::Add(device.cpu(), a.in<float>(), b.in<float>(), c.view<float>()));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::Add(ctx, a.in<float>(), b.in<float>(), c.view<float>());
+  }));
   return c;
 }
 
@@ -88,7 +102,9 @@ StatusOr<Tensor> Relu(const Device& device, const Node& node, const Tensor& x) {
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor y, device.Allocate(DType::kFloat32, x.shape()));
   scope.Output(y);
-  RETURN_IF_ERROR(kernels::Relu(device.cpu(), x.in<float>(), y.view<float>()));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::Relu(ctx, x.in<float>(), y.view<float>());
+  }));
   return y;
 }
 
@@ -98,7 +114,9 @@ StatusOr<Tensor> ReluGrad(const Device& device, const Node& node, const Tensor& 
   ASSIGN_OR_RETURN(Tensor dx, device.Allocate(DType::kFloat32, dy.shape()));
   scope.Output(dx);
   // ReluGrad masks by the forward's features; relu(x) > 0 exactly where x > 0.
-  RETURN_IF_ERROR(kernels::ReluGrad(device.cpu(), dy.in<float>(), y.in<float>(), dx.view<float>()));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::ReluGrad(ctx, dy.in<float>(), y.in<float>(), dx.view<float>());
+  }));
   return dx;
 }
 
@@ -106,7 +124,9 @@ StatusOr<Tensor> Scale(const Device& device, const Node& node, const Tensor& x, 
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor y, device.Allocate(DType::kFloat32, x.shape()));
   scope.Output(y);
-  RETURN_IF_ERROR(kernels::Scale(device.cpu(), x.in<float>(), alpha, y.view<float>()));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::Scale(ctx, x.in<float>(), alpha, y.view<float>());
+  }));
   return y;
 }
 
@@ -117,7 +137,9 @@ StatusOr<Tensor> Gather(const Device& device, const Node& node, const Tensor& pa
                                                {ids.num_elements(), params.shape()[1]}));
   scope.Output(out);
   const kernels::TensorView<const int32_t> flat_ids(ids.data<int32_t>(), {ids.num_elements()});
-  RETURN_IF_ERROR(kernels::Gather(device.cpu(), params.in<float>(), flat_ids, out.view<float>()));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::Gather(ctx, params.in<float>(), flat_ids, out.view<float>());
+  }));
   return out;
 }
 
@@ -134,9 +156,11 @@ StatusOr<SoftmaxXentResult> SparseSoftmaxCrossEntropyWithLogits(const Device& de
   scope.Output(result.backprop);
   const kernels::TensorView<const int32_t> flat_labels(labels.data<int32_t>(),
                                                        {labels.num_elements()});
-  RETURN_IF_ERROR(kernels::SparseSoftmaxCrossEntropyWithLogits(
-      device.cpu(), logits.in<float>(), flat_labels, result.loss.view<float>(),
-      result.backprop.view<float>()));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::SparseSoftmaxCrossEntropyWithLogits(
+        ctx, logits.in<float>(), flat_labels, result.loss.view<float>(),
+        result.backprop.view<float>());
+  }));
   return result;
 }
 
@@ -147,8 +171,10 @@ StatusOr<Tensor> Conv2D(const Device& device, const Node& node, const Tensor& in
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor out, device.Allocate(DType::kFloat32, g.output_shape()));
   scope.Output(out);
-  RETURN_IF_ERROR(kernels::Conv2D(device.cpu(), input.in<float>(), filter.in<float>(),
-                                  out.view<float>(), options));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::Conv2D(ctx, input.in<float>(), filter.in<float>(),
+                                  out.view<float>(), options);
+  }));
   return out;
 }
 
@@ -158,8 +184,10 @@ StatusOr<Tensor> Conv2DBackpropInput(const Device& device, const Node& node,
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor dinput, device.Allocate(DType::kFloat32, input_shape));
   scope.Output(dinput);
-  RETURN_IF_ERROR(kernels::Conv2DBackpropInput(device.cpu(), filter.in<float>(), dout.in<float>(),
-                                               dinput.view<float>(), options));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::Conv2DBackpropInput(ctx, filter.in<float>(), dout.in<float>(),
+                                               dinput.view<float>(), options);
+  }));
   return dinput;
 }
 
@@ -169,8 +197,10 @@ StatusOr<Tensor> Conv2DBackpropFilter(const Device& device, const Node& node, co
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor dfilter, device.Allocate(DType::kFloat32, filter_shape));
   scope.Output(dfilter);
-  RETURN_IF_ERROR(kernels::Conv2DBackpropFilter(device.cpu(), input.in<float>(), dout.in<float>(),
-                                                dfilter.view<float>(), options));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::Conv2DBackpropFilter(ctx, input.in<float>(), dout.in<float>(),
+                                                dfilter.view<float>(), options);
+  }));
   return dfilter;
 }
 
@@ -196,7 +226,9 @@ StatusOr<BatchNormResult> FusedBatchNorm(const Device& device, const Node& node,
   args.y = r.y.view<float>();
   args.saved_mean = r.saved_mean.view<float>();
   args.saved_inv_std = r.saved_inv_std.view<float>();
-  RETURN_IF_ERROR(kernels::FusedBatchNorm(device.cpu(), args, options));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::FusedBatchNorm(ctx, args, options);
+  }));
   return r;
 }
 
@@ -223,7 +255,9 @@ StatusOr<BatchNormGradResult> FusedBatchNormGrad(const Device& device, const Nod
   args.dx = r.dx.view<float>();
   args.dscale = r.dscale.view<float>();
   args.doffset = r.doffset.view<float>();
-  RETURN_IF_ERROR(kernels::FusedBatchNormGrad(device.cpu(), args, options));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::FusedBatchNormGrad(ctx, args, options);
+  }));
   return r;
 }
 
@@ -234,7 +268,9 @@ StatusOr<Tensor> MaxPool(const Device& device, const Node& node, const Tensor& x
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor y, device.Allocate(DType::kFloat32, g.output_shape()));
   scope.Output(y);
-  RETURN_IF_ERROR(kernels::MaxPool(device.cpu(), x.in<float>(), y.view<float>(), options));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::MaxPool(ctx, x.in<float>(), y.view<float>(), options);
+  }));
   return y;
 }
 
@@ -243,8 +279,10 @@ StatusOr<Tensor> MaxPoolGrad(const Device& device, const Node& node, const Tenso
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor dx, device.Allocate(DType::kFloat32, x.shape()));
   scope.Output(dx);
-  RETURN_IF_ERROR(kernels::MaxPoolGrad(device.cpu(), x.in<float>(), dy.in<float>(),
-                                       dx.view<float>(), options));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::MaxPoolGrad(ctx, x.in<float>(), dy.in<float>(),
+                                       dx.view<float>(), options);
+  }));
   return dx;
 }
 
@@ -253,7 +291,9 @@ StatusOr<Tensor> Pad(const Device& device, const Node& node, const Tensor& x,
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor y, device.Allocate(DType::kFloat32, paddings.PaddedShape(x.shape())));
   scope.Output(y);
-  RETURN_IF_ERROR(kernels::Pad(device.cpu(), x.in<float>(), paddings, y.view<float>()));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::Pad(ctx, x.in<float>(), paddings, y.view<float>());
+  }));
   return y;
 }
 
@@ -267,7 +307,9 @@ StatusOr<Tensor> PadGrad(const Device& device, const Node& node, const Tensor& d
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor dx, device.Allocate(DType::kFloat32, x_shape));
   scope.Output(dx);
-  RETURN_IF_ERROR(kernels::PadGrad(device.cpu(), dy.in<float>(), paddings, dx.view<float>()));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::PadGrad(ctx, dy.in<float>(), paddings, dx.view<float>());
+  }));
   return dx;
 }
 
@@ -276,7 +318,9 @@ StatusOr<Tensor> GlobalAvgPool(const Device& device, const Node& node, const Ten
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor y, device.Allocate(DType::kFloat32, {x.shape()[0], x.shape()[3]}));
   scope.Output(y);
-  RETURN_IF_ERROR(kernels::GlobalAvgPool(device.cpu(), x.in<float>(), y.view<float>()));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::GlobalAvgPool(ctx, x.in<float>(), y.view<float>());
+  }));
   return y;
 }
 
@@ -285,7 +329,9 @@ StatusOr<Tensor> GlobalAvgPoolGrad(const Device& device, const Node& node, const
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor dx, device.Allocate(DType::kFloat32, x_shape));
   scope.Output(dx);
-  RETURN_IF_ERROR(kernels::GlobalAvgPoolGrad(device.cpu(), dy.in<float>(), dx.view<float>()));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::GlobalAvgPoolGrad(ctx, dy.in<float>(), dx.view<float>());
+  }));
   return dx;
 }
 
@@ -293,7 +339,9 @@ StatusOr<Tensor> L2Loss(const Device& device, const Node& node, const Tensor& x)
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor loss, device.Allocate(DType::kFloat32, {}));
   scope.Output(loss);
-  RETURN_IF_ERROR(kernels::L2Loss(device.cpu(), x.in<float>(), loss.view<float>()));
+  RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
+    return kernels::L2Loss(ctx, x.in<float>(), loss.view<float>());
+  }));
   return loss;
 }
 
@@ -301,7 +349,9 @@ Status ApplyGradientDescent(const Device& device, const Node& node, const Tensor
                             const Tensor& grad) {
   OpScope scope(device, node);
   scope.Output(var);
-  return kernels::ApplyGradientDescent(device.cpu(), var.view<float>(), lr, grad.in<float>());
+  return RunKernel(device, [&](const auto& ctx) {
+    return kernels::ApplyGradientDescent(ctx, var.view<float>(), lr, grad.in<float>());
+  });
 }
 
 Status ApplyMomentum(const Device& device, const Node& node, const Tensor& var,
@@ -309,8 +359,10 @@ Status ApplyMomentum(const Device& device, const Node& node, const Tensor& var,
                      const kernels::MomentumOptions& options) {
   OpScope scope(device, node);
   scope.Output(var);
-  return kernels::ApplyMomentum(device.cpu(), var.view<float>(), accum.view<float>(), lr,
+  return RunKernel(device, [&](const auto& ctx) {
+    return kernels::ApplyMomentum(ctx, var.view<float>(), accum.view<float>(), lr,
                                 grad.in<float>(), options);
+  });
 }
 
 Status ScatterSub(const Device& device, const Node& node, const Tensor& var, const Tensor& ids,
@@ -318,8 +370,10 @@ Status ScatterSub(const Device& device, const Node& node, const Tensor& var, con
   OpScope scope(device, node);
   scope.Output(var);
   const kernels::TensorView<const int32_t> flat_ids(ids.data<int32_t>(), {ids.num_elements()});
-  return kernels::ScatterSub(device.cpu(), var.view<float>(), flat_ids, updates.in<float>(),
+  return RunKernel(device, [&](const auto& ctx) {
+    return kernels::ScatterSub(ctx, var.view<float>(), flat_ids, updates.in<float>(),
                              scale);
+  });
 }
 
 StatusOr<Tensor> Fill(const Device& device, const Node& node, DType dtype, const Shape& shape,
@@ -327,10 +381,15 @@ StatusOr<Tensor> Fill(const Device& device, const Node& node, DType dtype, const
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor t, device.Allocate(dtype, shape));
   scope.Output(t);
-  if (dtype == DType::kFloat32) {
-    std::fill_n(t.data<float>(), t.num_elements(), value);
+  if (value == 0.0f) {
+    RETURN_IF_ERROR(ZeroFill(device, t));  // zeros are all-zero bytes in both dtypes
+  } else if (dtype == DType::kFloat32) {
+    const std::vector<float> host(static_cast<size_t>(t.num_elements()), value);
+    RETURN_IF_ERROR(CopyFromHost<float>(device, host, t));
   } else {
-    std::fill_n(t.data<int32_t>(), t.num_elements(), static_cast<int32_t>(value));
+    const std::vector<int32_t> host(static_cast<size_t>(t.num_elements()),
+                                    static_cast<int32_t>(value));
+    RETURN_IF_ERROR(CopyFromHost<int32_t>(device, host, t));
   }
   return t;
 }
@@ -339,7 +398,7 @@ StatusOr<Tensor> Copy(const Device& device, const Node& node, const Tensor& x) {
   OpScope scope(device, node);
   ASSIGN_OR_RETURN(Tensor y, device.Allocate(x.dtype(), x.shape()));
   scope.Output(y);
-  if (x.bytes() > 0) std::memcpy(y.buffer()->data(), x.buffer()->data(), static_cast<size_t>(x.bytes()));
+  RETURN_IF_ERROR(CopyRowsWithin(device, x, y, {.rows = 1, .row_elements = x.num_elements()}));
   return y;
 }
 

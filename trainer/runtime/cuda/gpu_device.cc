@@ -4,7 +4,6 @@
 #include <string>
 
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/cuda_context.h"
 #include "trainer/runtime/cuda/cuda_allocators.h"
 
 namespace stepscope::runtime::cuda {
@@ -30,7 +29,7 @@ StatusOr<std::unique_ptr<GpuStreams>> GpuStreams::Create(int ordinal) {
   std::unique_ptr<GpuStreams> streams(new GpuStreams(ordinal));
   // Since CUDA 12, cudaSetDevice initialises the device's primary context right away.
   STEPSCOPE_CUDA_CHECK(cudaSetDevice(ordinal));
-  STEPSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&streams->compute_, cudaStreamNonBlocking));
+  ASSIGN_OR_RETURN(streams->kernels_, kernels::CudaContext::Create(ordinal));
   STEPSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&streams->host_to_device_, cudaStreamNonBlocking));
   STEPSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&streams->device_to_host_, cudaStreamNonBlocking));
   return StatusOr<std::unique_ptr<GpuStreams>>(std::move(streams));
@@ -38,14 +37,70 @@ StatusOr<std::unique_ptr<GpuStreams>> GpuStreams::Create(int ordinal) {
 
 GpuStreams::~GpuStreams() {
   // Nothing to report to from a destructor; a failure here leaks a stream at worst.
-  for (cudaStream_t stream : {compute_, host_to_device_, device_to_host_}) {
+  for (cudaStream_t stream : {host_to_device_, device_to_host_}) {
     if (stream != nullptr) (void)cudaStreamDestroy(stream);
   }
 }
 
+cudaStream_t GpuStreams::compute() const { return kernels_->stream(); }
+
+Status GpuStreams::MakeCurrent() const {
+  STEPSCOPE_CUDA_CHECK(cudaSetDevice(ordinal_));
+  return Status::Ok();
+}
+
+Status GpuStreams::CopyOnStream(cudaStream_t copy_stream, void* dst, const void* src,
+                                int64_t bytes, cudaMemcpyKind kind) const {
+  if (bytes <= 0) return Status::Ok();
+  RETURN_IF_ERROR(MakeCurrent());
+  // TF's GPU device orders copies against compute with events the same way: the copy waits for
+  // the kernels that produced (or last read) the buffer, later kernels wait for the copy.
+  cudaEvent_t compute_done = nullptr, copy_done = nullptr;
+  STEPSCOPE_CUDA_CHECK(cudaEventCreateWithFlags(&compute_done, cudaEventDisableTiming));
+  const Status status = [&]() -> Status {
+    STEPSCOPE_CUDA_CHECK(cudaEventCreateWithFlags(&copy_done, cudaEventDisableTiming));
+    STEPSCOPE_CUDA_CHECK(cudaEventRecord(compute_done, compute()));
+    STEPSCOPE_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, compute_done, 0));
+    STEPSCOPE_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), kind, copy_stream));
+    STEPSCOPE_CUDA_CHECK(cudaEventRecord(copy_done, copy_stream));
+    STEPSCOPE_CUDA_CHECK(cudaStreamWaitEvent(compute(), copy_done, 0));
+    STEPSCOPE_CUDA_CHECK(cudaEventSynchronize(copy_done));
+    return Status::Ok();
+  }();
+  (void)cudaEventDestroy(compute_done);
+  if (copy_done != nullptr) (void)cudaEventDestroy(copy_done);
+  return status;
+}
+
+Status GpuStreams::CopyHostToDevice(const void* host, void* device, int64_t bytes) const {
+  return CopyOnStream(host_to_device_, device, host, bytes, cudaMemcpyHostToDevice);
+}
+
+Status GpuStreams::CopyDeviceToHost(const void* device, void* host, int64_t bytes) const {
+  return CopyOnStream(device_to_host_, host, device, bytes, cudaMemcpyDeviceToHost);
+}
+
+Status GpuStreams::CopyRowsOnDevice(void* dst, int64_t dst_pitch, const void* src,
+                                    int64_t src_pitch, int64_t row_bytes, int64_t rows) const {
+  if (row_bytes <= 0 || rows <= 0) return Status::Ok();
+  RETURN_IF_ERROR(MakeCurrent());
+  STEPSCOPE_CUDA_CHECK(cudaMemcpy2DAsync(dst, static_cast<size_t>(dst_pitch), src,
+                                         static_cast<size_t>(src_pitch),
+                                         static_cast<size_t>(row_bytes), static_cast<size_t>(rows),
+                                         cudaMemcpyDeviceToDevice, compute()));
+  return Status::Ok();
+}
+
+Status GpuStreams::MemsetOnDevice(void* device, int value, int64_t bytes) const {
+  if (bytes <= 0) return Status::Ok();
+  RETURN_IF_ERROR(MakeCurrent());
+  STEPSCOPE_CUDA_CHECK(cudaMemsetAsync(device, value, static_cast<size_t>(bytes), compute()));
+  return Status::Ok();
+}
+
 Status GpuStreams::Synchronize() const {
   STEPSCOPE_CUDA_CHECK(cudaSetDevice(ordinal_));
-  STEPSCOPE_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  STEPSCOPE_CUDA_CHECK(cudaStreamSynchronize(compute()));
   STEPSCOPE_CUDA_CHECK(cudaStreamSynchronize(host_to_device_));
   STEPSCOPE_CUDA_CHECK(cudaStreamSynchronize(device_to_host_));
   return Status::Ok();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "kernels/cuda/cuda_context.h"
 #include "trainer/runtime/device.h"
 
 namespace stepscope::runtime::cuda {
@@ -28,17 +29,30 @@ class GpuStreams final : public GpuResources {
   ~GpuStreams() override;
 
   int ordinal() const override { return ordinal_; }
-  cudaStream_t compute() const { return compute_; }
+  const kernels::CudaContext* kernel_context() const override { return kernels_.get(); }
+  cudaStream_t compute() const;
   cudaStream_t host_to_device() const { return host_to_device_; }
   cudaStream_t device_to_host() const { return device_to_host_; }
 
+  Status MakeCurrent() const override;
+  Status CopyHostToDevice(const void* host, void* device, int64_t bytes) const override;
+  Status CopyDeviceToHost(const void* device, void* host, int64_t bytes) const override;
+  Status CopyRowsOnDevice(void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch,
+                          int64_t row_bytes, int64_t rows) const override;
+  Status MemsetOnDevice(void* device, int value, int64_t bytes) const override;
   // Waits for the three streams; reports asynchronous errors.
-  Status Synchronize() const;
+  Status Synchronize() const override;
 
  private:
   explicit GpuStreams(int ordinal) : ordinal_(ordinal) {}
+  // Runs a copy on `copy_stream` after the compute stream's work so far, and makes the compute
+  // stream's later work wait for it; returns when the copy is done.
+  Status CopyOnStream(cudaStream_t copy_stream, void* dst, const void* src, int64_t bytes,
+                      cudaMemcpyKind kind) const;
+
   int ordinal_;
-  cudaStream_t compute_ = nullptr;
+  // The compute stream is the kernels' context's own (with its cuBLAS handle bound to it).
+  std::unique_ptr<kernels::CudaContext> kernels_;
   cudaStream_t host_to_device_ = nullptr;
   cudaStream_t device_to_host_ = nullptr;
 };

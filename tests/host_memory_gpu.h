@@ -1,0 +1,75 @@
+// A GPU device's data movement without a GPU: GpuResources whose "device memory" is host memory
+// (the allocators given to the Device), whose copies are memcpy and which has no kernel context,
+// so ops run their CPU kernels on it (runtime/run_kernel.h). A model or the towers on such a
+// device move every byte the way they would on a GPU: through the GpuResources calls, which count
+// what they moved. Tests compare its results with a CPU device's.
+#pragma once
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+
+#include "trainer/runtime/bfc_allocator.h"
+#include "trainer/runtime/cpu_sub_allocator.h"
+#include "trainer/runtime/device.h"
+
+namespace stepscope::testing {
+
+struct GpuTransferCounts {
+  std::atomic<int64_t> to_device{0}, to_host{0}, row_copies{0}, memsets{0};
+};
+
+class HostMemoryGpu final : public runtime::GpuResources {
+ public:
+  HostMemoryGpu(int ordinal, GpuTransferCounts* counts) : ordinal_(ordinal), counts_(counts) {}
+  int ordinal() const override { return ordinal_; }
+  const kernels::CudaContext* kernel_context() const override { return nullptr; }
+  Status MakeCurrent() const override { return Status::Ok(); }
+  Status CopyHostToDevice(const void* host, void* device, int64_t bytes) const override {
+    ++counts_->to_device;
+    std::memcpy(device, host, static_cast<size_t>(bytes));
+    return Status::Ok();
+  }
+  Status CopyDeviceToHost(const void* device, void* host, int64_t bytes) const override {
+    ++counts_->to_host;
+    std::memcpy(host, device, static_cast<size_t>(bytes));
+    return Status::Ok();
+  }
+  Status CopyRowsOnDevice(void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch,
+                          int64_t row_bytes, int64_t rows) const override {
+    ++counts_->row_copies;
+    // cudaMemcpy2D's contract: pitches of at least the row's width.
+    if (dst_pitch < row_bytes || src_pitch < row_bytes) {
+      return Internal("row copy with a pitch shorter than its rows");
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(static_cast<char*>(dst) + r * dst_pitch,
+                  static_cast<const char*>(src) + r * src_pitch, static_cast<size_t>(row_bytes));
+    }
+    return Status::Ok();
+  }
+  Status MemsetOnDevice(void* device, int value, int64_t bytes) const override {
+    ++counts_->memsets;
+    std::memset(device, value, static_cast<size_t>(bytes));
+    return Status::Ok();
+  }
+  Status Synchronize() const override { return Status::Ok(); }
+
+ private:
+  int ordinal_;
+  GpuTransferCounts* counts_;
+};
+
+// GPU device `index` over host memory, named /job:localhost/replica:0/task:0/device:GPU:<index>.
+inline std::unique_ptr<runtime::Device> MakeHostMemoryGpuDevice(int index,
+                                                               GpuTransferCounts* counts) {
+  auto arena = [](const char* name) {
+    return std::make_unique<runtime::BFCAllocator>(std::make_unique<runtime::CpuSubAllocator>(),
+                                                   int64_t{4} << 30, name);
+  };
+  return std::make_unique<runtime::Device>(index, runtime::DevicePlacement{},
+                                           std::make_unique<HostMemoryGpu>(index, counts),
+                                           arena("GPU_bfc"), arena("cuda_host_bfc"));
+}
+
+}  // namespace stepscope::testing

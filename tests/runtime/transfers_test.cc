@@ -1,0 +1,97 @@
+// Data movement of the runtime (transfers.h): host to device and back, strided row blocks within
+// a device, zero fills, on a CPU device and through a GPU device's calls (a stand-in over host
+// memory: no GPU here), with clear errors for blocks that do not fit.
+#include "trainer/runtime/transfers.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "host_memory_gpu.h"
+#include "trainer/runtime/graph.h"
+#include "trainer/runtime/ops.h"
+
+namespace stepscope::runtime {
+namespace {
+
+std::unique_ptr<Device> NewCpuDevice() {
+  return std::move(CreateDevices(*ParseDeviceSpec("cpu:1")).value()[0]);
+}
+
+std::vector<float> Iota(size_t n) {
+  std::vector<float> v(n);
+  std::iota(v.begin(), v.end(), 1.0f);
+  return v;
+}
+
+TEST(Transfers, RoundTripAndStridedRowsOnEveryKindOfDevice) {
+  testing::GpuTransferCounts counts;
+  const auto gpu = testing::MakeHostMemoryGpuDevice(0, &counts);
+  const auto cpu = NewCpuDevice();
+  for (const Device* device : {cpu.get(), gpu.get()}) {
+    SCOPED_TRACE(device->name());
+    Tensor src = *device->Allocate(DType::kFloat32, {4, 6});
+    const std::vector<float> values = Iota(24);
+    ASSERT_TRUE(CopyFromHost<float>(*device, values, src).ok());
+    EXPECT_EQ(*ToHostVector<float>(*device, src), values);
+    // Column block [2, 5) of every row into rows 1..4 of a (5, 3) tensor.
+    Tensor dst = *device->Allocate(DType::kFloat32, {5, 3});
+    ASSERT_TRUE(ZeroFill(*device, dst).ok());
+    ASSERT_TRUE(CopyRowsWithin(*device, src, dst,
+                               {.rows = 4, .row_elements = 3, .src_offset = 2, .src_stride = 6,
+                                .dst_offset = 3, .dst_stride = 3})
+                    .ok());
+    const std::vector<float> expected = {0, 0, 0, 3, 4, 5, 9, 10, 11, 15, 16, 17, 21, 22, 23};
+    EXPECT_EQ(*ToHostVector<float>(*device, dst), expected);
+    // One row needs no stride.
+    ASSERT_TRUE(CopyRowsWithin(*device, src, dst, {.rows = 1, .row_elements = 15, .src_offset = 9}).ok());
+    const std::vector<float> tail(values.begin() + 9, values.end());
+    EXPECT_EQ(*ToHostVector<float>(*device, dst), tail);
+    // The ops that copy and fill go through the same calls.
+    Graph graph;
+    const Node& fill = graph.AddNode("zeros", "Fill");
+    const Node& copy = graph.AddNode("copy", "Identity");
+    EXPECT_EQ(*ToHostVector<float>(*device, *ops::Fill(*device, fill, DType::kFloat32, {3}, 0.0f)),
+              std::vector<float>(3, 0.0f));
+    EXPECT_EQ(*ToHostVector<float>(*device, *ops::Fill(*device, fill, DType::kFloat32, {2}, 2.5f)),
+              std::vector<float>(2, 2.5f));
+    EXPECT_EQ(*ToHostVector<float>(*device, *ops::Copy(*device, copy, src)), values);
+  }
+  EXPECT_GT(counts.to_device.load(), 0);
+  EXPECT_GT(counts.to_host.load(), 0);
+  EXPECT_EQ(counts.row_copies.load(), 3);  // two blocks and the Copy op
+  EXPECT_EQ(counts.memsets.load(), 2);     // ZeroFill and the zero Fill
+}
+
+TEST(Transfers, BlocksThatDoNotFitAndMismatchedHostDataAreInvalidInput) {
+  const auto cpu = NewCpuDevice();
+  Tensor src = *cpu->Allocate(DType::kFloat32, {4, 6});
+  Tensor dst = *cpu->Allocate(DType::kFloat32, {3, 3});
+  const auto past_end = CopyRowsWithin(*cpu, src, dst,
+                                       {.rows = 4, .row_elements = 3, .src_offset = 0,
+                                        .src_stride = 6, .dst_offset = 0, .dst_stride = 3});
+  EXPECT_EQ(past_end.code(), StatusCode::kInvalidInput);
+  EXPECT_NE(past_end.message().find("float [3,3]"), std::string::npos) << past_end.message();
+  // Rows that would overlap (stride shorter than a row).
+  EXPECT_EQ(CopyRowsWithin(*cpu, src, dst,
+                           {.rows = 2, .row_elements = 3, .src_offset = 0, .src_stride = 2,
+                            .dst_offset = 0, .dst_stride = 3})
+                .code(),
+            StatusCode::kInvalidInput);
+  EXPECT_EQ(CopyRowsWithin(*cpu, src, dst, {.rows = 1, .row_elements = 2, .src_offset = -1}).code(),
+            StatusCode::kInvalidInput);
+  Tensor ids = *cpu->Allocate(DType::kInt32, {9});
+  EXPECT_EQ(CopyRowsWithin(*cpu, dst, ids, {.rows = 1, .row_elements = 9}).code(),
+            StatusCode::kInvalidInput);  // float rows into an int32 tensor
+  const std::vector<float> too_few(5);
+  EXPECT_EQ(CopyFromHost<float>(*cpu, too_few, dst).code(), StatusCode::kInvalidInput);
+  const std::vector<int32_t> wrong_type(9);
+  EXPECT_EQ(CopyFromHost<int32_t>(*cpu, wrong_type, dst).code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(ToHostVector<int32_t>(*cpu, dst).status().code(), StatusCode::kInvalidInput);
+  // Nothing to move is fine.
+  EXPECT_TRUE(CopyRowsWithin(*cpu, src, dst, {.rows = 0, .row_elements = 3}).ok());
+  EXPECT_TRUE(ToHostVector<float>(*cpu, Tensor()).value().empty());
+}
+
+}  // namespace
+}  // namespace stepscope::runtime

@@ -1,0 +1,437 @@
+// The trainer's CUPTI bridge (GpuStepTracer) driven by a source that delivers synthetic CUPTI
+// records (the toolkit's own structs, built as CUPTI fills them) through the real converter: GPU
+// lanes named after the ops that launched them, host ops carrying the same correlation ids, times
+// on the host clock, only the profiled step's work, drops in the trace. Then the real CUPTI source
+// on this driverless machine: a kUnavailable naming CUPTI, and StepProfiler's single warning.
+#include "trainer/main/gpu_step_tracer.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/file_io.h"
+#include "host_memory_gpu.h"
+#include "profiler/collect/step_collector.h"
+#include "test_util.h"
+#include "trainer/main/step_profiler.h"
+#include "trainer/runtime/bfc_allocator.h"
+#include "trainer/runtime/cpu_sub_allocator.h"
+#include "trainer/runtime/op_scope.h"
+
+namespace stepscope::trainer {
+namespace {
+
+namespace cupti = collect::cupti;
+
+constexpr int64_t kCuptiAtStart = 1'795'000'000'000'000'000;  // CUPTI ns when the source started
+constexpr int64_t kHostAtStart = 40'000'000'000;              // steady-clock ns at that instant
+constexpr int64_t kEpochOffset = 1'700'000'000'000'000'000;   // the profiler's wall-minus-steady
+const cupti::ClockAlignment kClock{kCuptiAtStart, kHostAtStart};
+const std::string kGpuDevice = "/job:localhost/replica:0/task:0/device:GPU:0";
+
+// Stands in for CUPTI: keeps the pushed external ids per thread as CUPTI does, and for each
+// "launch" queues the EXTERNAL_CORRELATION record (when an id is pushed) and the GPU record with
+// a new CUPTI correlation id, delivered to the sink at Flush, as CUPTI delivers its buffers.
+class SyntheticCuptiSource final : public cupti::CuptiActivitySource {
+ public:
+  explicit SyntheticCuptiSource(Status start_status = Status::Ok())
+      : start_status_(std::move(start_status)) {}
+
+  Status Start(cupti::ActivityRecordSink* sink) override {
+    if (!start_status_.ok()) return start_status_;
+    sink_ = sink;
+    return Status::Ok();
+  }
+  Status Flush() override {
+    for (const Record& record : queued_) {
+      std::visit(
+          [&](const auto& r) { sink_->OnRecord(reinterpret_cast<const CUpti_Activity&>(r)); },
+          record);
+    }
+    queued_.clear();
+    if (dropped_ > 0) sink_->OnDropped(cupti::DropReason::kCupti, dropped_);
+    dropped_ = 0;
+    ++flushes_;
+    return Status::Ok();
+  }
+  Status Stop() override {
+    if (sink_ != nullptr) (void)Flush();
+    sink_ = nullptr;
+    return Status::Ok();
+  }
+  Status PushExternalCorrelation(uint64_t external_id) override {
+    if (fail_pushes_) return Internal("CUPTI call cuptiActivityPushExternalCorrelationId failed");
+    pushed_.push_back(external_id);
+    ++pushes_;
+    return Status::Ok();
+  }
+  Status PopExternalCorrelation() override {
+    if (pushed_.empty()) return Internal("CUPTI: pop with nothing pushed");
+    pushed_.pop_back();
+    ++pops_;
+    return Status::Ok();
+  }
+  cupti::ClockAlignment clock_alignment() const override { return kClock; }
+
+  // A kernel that started at `host_start_ns` on the host clock.
+  void LaunchKernel(uint32_t stream, int64_t host_start_ns, int64_t duration_ns, const char* name) {
+    CUpti_ActivityKernel10 k{};
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.deviceId = 0;
+    k.streamId = stream;
+    k.correlationId = Correlate();
+    k.start = static_cast<uint64_t>(host_start_ns - kClock.offset());
+    k.end = k.start + static_cast<uint64_t>(duration_ns);
+    k.name = name;
+    k.gridX = 4, k.gridY = 2, k.gridZ = 1;
+    k.blockX = 256, k.blockY = 1, k.blockZ = 1;
+    k.registersPerThread = 64;
+    queued_.emplace_back(k);
+  }
+  void LaunchHostToDeviceCopy(uint32_t stream, int64_t host_start_ns, int64_t duration_ns,
+                              uint64_t bytes) {
+    CUpti_ActivityMemcpy6 m{};
+    m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+    m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    m.bytes = bytes;
+    m.deviceId = 0;
+    m.streamId = stream;
+    m.correlationId = Correlate();
+    m.start = static_cast<uint64_t>(host_start_ns - kClock.offset());
+    m.end = m.start + static_cast<uint64_t>(duration_ns);
+    queued_.emplace_back(m);
+  }
+  void DropRecords(uint64_t count) { dropped_ += count; }
+
+  bool fail_pushes_ = false;
+  int pushes_ = 0, pops_ = 0, flushes_ = 0;
+  std::vector<uint64_t> pushed_;
+
+ private:
+  using Record = std::variant<CUpti_ActivityKernel10, CUpti_ActivityMemcpy6,
+                              CUpti_ActivityExternalCorrelation>;
+
+  // CUPTI emits the link before the API record of every launch made under a pushed id.
+  uint32_t Correlate() {
+    const uint32_t correlation = next_correlation_++;
+    if (!pushed_.empty()) {
+      CUpti_ActivityExternalCorrelation link{};
+      link.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+      link.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+      link.externalId = pushed_.back();
+      link.correlationId = correlation;
+      queued_.emplace_back(link);
+    }
+    return correlation;
+  }
+
+  Status start_status_;
+  cupti::ActivityRecordSink* sink_ = nullptr;
+  std::vector<Record> queued_;
+  uint64_t dropped_ = 0;
+  uint32_t next_correlation_ = 100;
+};
+
+struct Started {
+  std::unique_ptr<GpuStepTracer> tracer;
+  SyntheticCuptiSource* source = nullptr;  // owned by the tracer
+};
+
+Started StartSynthetic() {
+  auto owned = std::make_unique<SyntheticCuptiSource>();
+  SyntheticCuptiSource* source = owned.get();
+  auto tracer = GpuStepTracer::Start(std::move(owned));
+  EXPECT_TRUE(tracer.ok()) << tracer.status().message();
+  return {tracer.ok() ? std::move(tracer).value() : nullptr, source};
+}
+
+// One op on the GPU device as StepProfiler reports it: host record and GPU registration.
+struct HostOp {
+  std::string name, type;
+  std::vector<std::string> inputs;
+  int64_t start_ns = 0;
+};
+
+std::map<std::string, const tf::DeviceStepStats*> Lanes(const tf::RunMetadata& metadata) {
+  std::map<std::string, const tf::DeviceStepStats*> lanes;
+  for (const auto& dev : metadata.step_stats().dev_stats()) lanes[dev.device()] = &dev;
+  return lanes;
+}
+
+const tf::NodeExecStats* FindNode(const tf::DeviceStepStats& lane, const std::string& name) {
+  for (const auto& node : lane.node_stats()) {
+    if (node.node_name() == name) return &node;
+  }
+  return nullptr;
+}
+
+TEST(GpuStepTracerTest, OpsGetTheirKernelsAndCopiesOnGpuLanesOnTheHostClock) {
+  Started started = StartSynthetic();
+  ASSERT_NE(started.tracer, nullptr);
+  GpuStepTracer& tracer = *started.tracer;
+  SyntheticCuptiSource& source = *started.source;
+
+  // GPU work of an unprofiled step, delivered at the next BeginStep: not in the trace.
+  source.LaunchKernel(7, kHostAtStart + 10'000, 2'000, "warmup_kernel");
+  source.DropRecords(9);
+
+  collect::StepCollector collector;
+  collector.BeginStep(3);
+  ASSERT_TRUE(tracer.BeginStep().ok());
+  const HostOp matmul{"lstm/MatMul", "MatMul", {"lstm/concat", "lstm/kernel"},
+                      kHostAtStart + 100'000};
+  const HostOp add{"lstm/add", "AddV2", {"lstm/MatMul", "lstm/bias"}, kHostAtStart + 150'000};
+
+  collector.BeginOp(&kGpuDevice, &matmul.name, &matmul.type, &matmul.inputs, matmul.start_ns);
+  tracer.OnOpStart(matmul.name, matmul.type, matmul.start_ns);
+  source.LaunchHostToDeviceCopy(15, matmul.start_ns + 1'000, 2'500, 4096);
+  source.LaunchKernel(7, matmul.start_ns + 5'000, 3'500, "volta_sgemm_128x64_nn");
+  tracer.OnOpEnd();
+  collector.EndOp(matmul.start_ns + 20'000);
+
+  collector.BeginOp(&kGpuDevice, &add.name, &add.type, &add.inputs, add.start_ns);
+  tracer.OnOpStart(add.name, add.type, add.start_ns);
+  source.LaunchKernel(7, add.start_ns + 4'000, 1'200, "add_kernel");
+  tracer.OnOpEnd();
+  collector.EndOp(add.start_ns + 9'000);
+  source.DropRecords(5);
+
+  tf::RunMetadata metadata = collector.FinishStep(kEpochOffset);
+  auto summary = tracer.EndStep(kEpochOffset, &metadata);
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  EXPECT_EQ(source.pushes_, 2);
+  EXPECT_EQ(source.pops_, 2);
+  EXPECT_TRUE(source.pushed_.empty());
+
+  auto lanes = Lanes(metadata);
+  std::set<std::string> names;
+  for (const auto& [name, lane] : lanes) names.insert(name);
+  EXPECT_EQ(names, (std::set<std::string>{kGpuDevice, "/device:GPU:0/memcpy",
+                                          "/device:GPU:0/stream:15", "/device:GPU:0/stream:7",
+                                          "/device:GPU:0/stream:all"}));
+  ASSERT_EQ(names.size(), 5u);
+
+  const tf::DeviceStepStats& stream7 = *lanes["/device:GPU:0/stream:7"];
+  ASSERT_EQ(stream7.node_stats_size(), 2);  // the unprofiled step's kernel is gone
+  const tf::NodeExecStats& sgemm = stream7.node_stats(0);
+  const tf::NodeExecStats& add_kernel = stream7.node_stats(1);
+  EXPECT_EQ(sgemm.node_name(), "lstm/MatMul:MatMul");
+  EXPECT_EQ(sgemm.timeline_label(),
+            "volta_sgemm_128x64_nn regs:64 shm:0 grid:4,2,1 block:256,1,1@@lstm/MatMul:MatMul");
+  EXPECT_EQ(add_kernel.node_name(), "lstm/add:AddV2");
+  // CUPTI times on the host clock, shifted by the host ops' own offset.
+  EXPECT_EQ(sgemm.all_start_nanos(), matmul.start_ns + 5'000 + kEpochOffset);
+  EXPECT_EQ(sgemm.all_end_rel_nanos(), 3'500);
+  EXPECT_EQ(add_kernel.all_start_nanos(), add.start_ns + 4'000 + kEpochOffset);
+
+  ASSERT_EQ(lanes["/device:GPU:0/stream:15"]->node_stats_size(), 1);
+  const tf::NodeExecStats& copy = lanes["/device:GPU:0/stream:15"]->node_stats(0);
+  EXPECT_EQ(copy.node_name(), "lstm/MatMul:MatMul:MEMCPYHtoD");
+  EXPECT_EQ(copy.timeline_label(), "MEMCPYHtoD 4096 bytes (Pinned to Device)");
+  EXPECT_EQ(copy.all_start_nanos(), matmul.start_ns + 1'000 + kEpochOffset);
+  EXPECT_EQ(lanes["/device:GPU:0/memcpy"]->node_stats_size(), 1);
+  EXPECT_EQ(lanes["/device:GPU:0/stream:all"]->node_stats_size(), 3);
+
+  // The host ops carry the ids of the GPU work they launched; each launch has its own id.
+  const tf::NodeExecStats* host_matmul = FindNode(*lanes[kGpuDevice], "lstm/MatMul");
+  const tf::NodeExecStats* host_add = FindNode(*lanes[kGpuDevice], "lstm/add");
+  ASSERT_NE(host_matmul, nullptr);
+  ASSERT_NE(host_add, nullptr);
+  EXPECT_NE(sgemm.correlation_id(), 0u);
+  EXPECT_NE(sgemm.correlation_id(), add_kernel.correlation_id());
+  EXPECT_EQ(host_matmul->correlation_id(), sgemm.correlation_id());
+  EXPECT_EQ(copy.correlation_id(), sgemm.correlation_id());
+  EXPECT_EQ(host_add->correlation_id(), add_kernel.correlation_id());
+  // Each kernel starts inside its launching op on one timeline.
+  EXPECT_EQ(host_matmul->all_start_nanos(), matmul.start_ns + kEpochOffset);
+  EXPECT_GT(sgemm.all_start_nanos(), host_matmul->all_start_nanos());
+  EXPECT_LT(sgemm.all_start_nanos(),
+            host_matmul->all_start_nanos() + host_matmul->all_end_rel_nanos());
+
+  EXPECT_EQ(summary->linked_host_ops, 2u);
+  EXPECT_EQ(summary->stats.kernels, 2u);
+  EXPECT_EQ(summary->stats.memcpys, 1u);
+  EXPECT_EQ(summary->stats.linked_records, 3u);
+  EXPECT_EQ(summary->stats.unlinked_records, 0u);
+  // Only the drops reported during the step, next to the collector's own count.
+  EXPECT_EQ(metadata.stepscope_session().dropped_gpu_records(), 5u);
+  EXPECT_EQ(metadata.stepscope_session().dropped_records(), 0u);
+  EXPECT_EQ(tracer.correlation_errors(), 0u);
+}
+
+TEST(GpuStepTracerTest, EachStepHoldsItsOwnWorkAndEachOpRunItsOwnId) {
+  Started started = StartSynthetic();
+  ASSERT_NE(started.tracer, nullptr);
+  GpuStepTracer& tracer = *started.tracer;
+  SyntheticCuptiSource& source = *started.source;
+  const HostOp op{"tower_0/conv1/Conv2D", "Conv2D", {}, kHostAtStart + 1'000'000};
+
+  std::vector<uint64_t> ids;
+  for (int step = 0; step < 2; ++step) {
+    collect::StepCollector collector;
+    collector.BeginStep(step + 1);
+    ASSERT_TRUE(tracer.BeginStep().ok());
+    const int64_t start = op.start_ns + step * 10'000'000;
+    collector.BeginOp(&kGpuDevice, &op.name, &op.type, &op.inputs, start);
+    tracer.OnOpStart(op.name, op.type, start);
+    source.LaunchKernel(3, start + 2'000, 50'000, "implicit_convolve_sgemm");
+    tracer.OnOpEnd();
+    collector.EndOp(start + 60'000);
+    tf::RunMetadata metadata = collector.FinishStep(0);
+    ASSERT_TRUE(tracer.EndStep(0, &metadata).ok());
+    // Between steps: work no op of a profiled step launched.
+    source.LaunchKernel(3, start + 5'000'000, 1'000, "optimizer_kernel");
+
+    auto lanes = Lanes(metadata);
+    ASSERT_EQ(lanes.count("/device:GPU:0/stream:3"), 1u);
+    const tf::DeviceStepStats& stream = *lanes["/device:GPU:0/stream:3"];
+    ASSERT_EQ(stream.node_stats_size(), 1);
+    EXPECT_EQ(stream.node_stats(0).node_name(), "tower_0/conv1/Conv2D:Conv2D");
+    EXPECT_EQ(stream.node_stats(0).all_start_nanos(), start + 2'000);
+    EXPECT_EQ(FindNode(*lanes[kGpuDevice], op.name)->correlation_id(),
+              stream.node_stats(0).correlation_id());
+    ids.push_back(stream.node_stats(0).correlation_id());
+  }
+  EXPECT_NE(ids[0], ids[1]);
+  EXPECT_EQ(source.flushes_, 4);  // one at every BeginStep and EndStep
+}
+
+TEST(GpuStepTracerTest, RefusedPushLeavesTheOpUnlinkedAndIsCounted) {
+  Started started = StartSynthetic();
+  ASSERT_NE(started.tracer, nullptr);
+  SyntheticCuptiSource& source = *started.source;
+  source.fail_pushes_ = true;
+  const HostOp op{"lstm/MatMul", "MatMul", {}, kHostAtStart + 100'000};
+
+  collect::StepCollector collector;
+  collector.BeginStep(1);
+  ASSERT_TRUE(started.tracer->BeginStep().ok());
+  collector.BeginOp(&kGpuDevice, &op.name, &op.type, &op.inputs, op.start_ns);
+  started.tracer->OnOpStart(op.name, op.type, op.start_ns);
+  source.LaunchKernel(7, op.start_ns + 1'000, 1'000, "volta_sgemm_128x64_nn");
+  started.tracer->OnOpEnd();
+  collector.EndOp(op.start_ns + 5'000);
+  tf::RunMetadata metadata = collector.FinishStep(0);
+  auto summary = started.tracer->EndStep(0, &metadata);
+  ASSERT_TRUE(summary.ok());
+
+  EXPECT_EQ(started.tracer->correlation_errors(), 1u);
+  EXPECT_EQ(source.pops_, 0);  // nothing was pushed, so nothing is popped
+  EXPECT_EQ(summary->linked_host_ops, 0u);
+  EXPECT_EQ(summary->stats.unlinked_records, 1u);
+  auto lanes = Lanes(metadata);
+  ASSERT_EQ(lanes.count("/device:GPU:0/stream:7"), 1u);
+  EXPECT_EQ(lanes["/device:GPU:0/stream:7"]->node_stats(0).node_name(), "volta_sgemm_128x64_nn");
+  EXPECT_EQ(FindNode(*lanes[kGpuDevice], op.name)->correlation_id(), 0u);
+}
+
+TEST(GpuStepTracerTest, SourceThatCannotStartIsUnavailableNamingCupti) {
+  auto tracer = GpuStepTracer::Start(std::make_unique<SyntheticCuptiSource>(
+      Internal("cuptiActivityEnable(kind 10) failed: CUPTI_ERROR_UNKNOWN")));
+  ASSERT_FALSE(tracer.ok());
+  EXPECT_EQ(tracer.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(tracer.status().message().find("CUPTI_ERROR_UNKNOWN"), std::string::npos);
+
+  auto unnamed = GpuStepTracer::Start(
+      std::make_unique<SyntheticCuptiSource>(Internal("tracer already running")));
+  ASSERT_FALSE(unnamed.ok());
+  EXPECT_EQ(unnamed.status().message(), "CUPTI: tracer already running");
+}
+
+bool DriverPresent() {
+  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver != nullptr) ::dlclose(driver);
+  return driver != nullptr;
+}
+
+TEST(GpuStepTracerTest, RealCuptiWithoutDriverIsUnavailable) {
+  if (DriverPresent()) GTEST_SKIP() << "an NVIDIA driver is installed here";
+  auto tracer = GpuStepTracer::Start(cupti::MakeCuptiActivitySource());
+  ASSERT_FALSE(tracer.ok());
+  EXPECT_EQ(tracer.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(tracer.status().message().find("CUPTI"), std::string::npos)
+      << tracer.status().message();
+  EXPECT_NE(tracer.status().message().find("driver"), std::string::npos)
+      << tracer.status().message();
+}
+
+void RunOneOp(const runtime::Device& device, const runtime::Node& node) {
+  runtime::OpScope scope(device, node);
+  auto output = device.Allocate(runtime::DType::kFloat32, {4, 8});
+  ASSERT_TRUE(output.ok());
+  scope.Output(*output);
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+TEST(StepProfilerGpuTest, WithoutDriverWarnsOnceAndRecordsHostOps) {
+  if (DriverPresent()) GTEST_SKIP() << "an NVIDIA driver is installed here";
+  testing::GpuTransferCounts transfers;
+  auto gpu = testing::MakeHostMemoryGpuDevice(0, &transfers);
+  std::vector<std::unique_ptr<runtime::Device>> cpus;
+  cpus.push_back(std::make_unique<runtime::Device>(
+      runtime::DeviceKind::kCpu, 0, runtime::DevicePlacement{}, 1,
+      std::make_unique<runtime::BFCAllocator>(std::make_unique<runtime::CpuSubAllocator>(),
+                                              int64_t{64} << 20, "cpu")));
+  const runtime::Node node{"tower_0/MatMul", "MatMul", {"tower_0/x", "tower_0/w"}};
+  ProfileOptions options;
+  options.enabled = true;
+  options.dir = testing::ScratchDir("gpu_step_profiler").string();
+  StepProfiler profiler(options, "lstm_small");
+
+  ::testing::internal::CaptureStderr();
+  std::vector<std::string> paths;
+  // A CPU-only step starts no GPU tracer; then two steps with the GPU device.
+  for (int step = 1; step <= 3; ++step) {
+    runtime::Device& device = step == 1 ? *cpus[0] : *gpu;
+    profiler.BeginStep(step, {&device});
+    RunOneOp(device, node);
+    auto path = profiler.EndStep();
+    ASSERT_TRUE(path.ok()) << path.status().message();
+    paths.push_back(*path);
+    if (step == 1) {
+      EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+      ::testing::internal::CaptureStderr();
+    }
+  }
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(Count(warnings, "warning"), 1u) << warnings;
+  EXPECT_EQ(Count(warnings, "\n"), 1u) << warnings;
+  EXPECT_NE(warnings.find("CUPTI"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("libcuda.so.1"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("host ops only"), std::string::npos) << warnings;
+
+  // The GPU steps' traces hold the op on its GPU device, and nothing else.
+  for (size_t k = 1; k < paths.size(); ++k) {
+    auto bytes = ReadFile(paths[k]);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+    tf::RunMetadata metadata;
+    ASSERT_TRUE(metadata.ParseFromString(*bytes));
+    ASSERT_EQ(metadata.step_stats().dev_stats_size(), 1);
+    const tf::DeviceStepStats& dev = metadata.step_stats().dev_stats(0);
+    EXPECT_EQ(dev.device(), kGpuDevice);
+    ASSERT_EQ(dev.node_stats_size(), 1);
+    EXPECT_EQ(dev.node_stats(0).node_name(), node.name);
+    EXPECT_EQ(dev.node_stats(0).correlation_id(), 0u);
+    EXPECT_EQ(metadata.stepscope_session().dropped_gpu_records(), 0u);
+  }
+  std::filesystem::remove_all(options.dir);
+}
+
+}  // namespace
+}  // namespace stepscope::trainer

@@ -1,0 +1,98 @@
+// StepProfiler's CUPTI bridge; see the header for the step protocol, threads and locks.
+#include "trainer/main/gpu_step_tracer.h"
+
+#include <utility>
+
+namespace stepscope::trainer {
+namespace {
+
+namespace cupti = collect::cupti;
+
+// Whether this thread's running op pushed an external correlation id (ops on a thread do not
+// nest), so OnOpEnd pops only what OnOpStart pushed.
+thread_local bool t_correlation_pushed = false;
+
+}  // namespace
+
+StatusOr<std::unique_ptr<GpuStepTracer>> GpuStepTracer::Start(
+    std::unique_ptr<cupti::CuptiActivitySource> source, cupti::ConverterOptions options) {
+  if (source == nullptr) return Unavailable("CUPTI GPU tracer: no activity source");
+  std::unique_ptr<GpuStepTracer> tracer(new GpuStepTracer(std::move(source), std::move(options)));
+  const Status started = tracer->source_->Start(tracer.get());
+  if (!started.ok()) {
+    // Whatever CUPTI answered, for the caller the GPU tracer is not there.
+    const bool names_cupti = started.message().find("CUPTI") != std::string::npos;
+    return Unavailable((names_cupti ? "" : "CUPTI: ") + started.message());
+  }
+  std::lock_guard<std::mutex> lock(tracer->records_mu_);
+  tracer->converter_.SetClock(tracer->source_->clock_alignment());
+  return tracer;
+}
+
+GpuStepTracer::GpuStepTracer(std::unique_ptr<cupti::CuptiActivitySource> source,
+                             cupti::ConverterOptions options)
+    : source_(std::move(source)), converter_(cupti::ClockAlignment{}, std::move(options)) {}
+
+GpuStepTracer::~GpuStepTracer() { (void)source_->Stop(); }
+
+Status GpuStepTracer::BeginStep() {
+  // Delivered while keeping_ is false, the records of the work since the last step are dropped.
+  Status flushed = source_->Flush();
+  std::lock_guard<std::mutex> lock(records_mu_);
+  (void)converter_.Finish();  // anything left over (ops registered after the last EndStep)
+  keeping_ = flushed.ok();
+  return flushed;
+}
+
+void GpuStepTracer::OnOpStart(const std::string& node_name, const std::string& op_type,
+                              int64_t host_start_ns) {
+  const uint64_t external_id = next_external_id_.fetch_add(1, std::memory_order_relaxed);
+  converter_.RegisterOp(external_id, node_name, op_type, host_start_ns);
+  t_correlation_pushed = source_->PushExternalCorrelation(external_id).ok();
+  if (!t_correlation_pushed) correlation_errors_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void GpuStepTracer::OnOpEnd() {
+  if (!t_correlation_pushed) return;
+  t_correlation_pushed = false;
+  if (!source_->PopExternalCorrelation().ok()) {
+    correlation_errors_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+StatusOr<GpuStepSummary> GpuStepTracer::EndStep(int64_t clock_offset_ns,
+                                                 tf::RunMetadata* metadata) {
+  // No lock of ours is held: Flush waits for deliveries, which take records_mu_.
+  const Status flushed = source_->Flush();
+  cupti::ConvertedStep step;
+  {
+    std::lock_guard<std::mutex> lock(records_mu_);
+    keeping_ = false;
+    step = converter_.Finish(clock_offset_ns);
+  }
+  if (!flushed.ok()) return flushed.WithContext("flushing the CUPTI GPU tracer");
+
+  GpuStepSummary summary;
+  summary.stats = step.stats;
+  tf::StepStats* step_stats = metadata->mutable_step_stats();
+  // Before the GPU lanes are added: only host ops take the launch ids.
+  summary.linked_host_ops = cupti::GpuActivityConverter::LinkOps(step.launched_ops, step_stats);
+  for (tf::DeviceStepStats& lane : *step.step_stats.mutable_dev_stats()) {
+    *step_stats->add_dev_stats() = std::move(lane);
+  }
+  tf::TraceSession* session = metadata->mutable_stepscope_session();
+  session->set_dropped_gpu_records(session->dropped_gpu_records() + step.stats.dropped_total());
+  return summary;
+}
+
+void GpuStepTracer::OnRecord(const CUpti_Activity& record) {
+  std::lock_guard<std::mutex> lock(records_mu_);
+  if (keeping_) converter_.OnRecord(record);
+}
+
+void GpuStepTracer::OnDropped(cupti::DropReason reason, uint64_t count) {
+  std::lock_guard<std::mutex> lock(records_mu_);
+  if (keeping_) converter_.OnDropped(reason, count);
+}
+
+}  // namespace stepscope::trainer

@@ -1,0 +1,88 @@
+// The GPU half of `--profile` (GPU builds with CUPTI): drives the CUPTI tracer
+// (profiler/collect/cupti) for the trainer's profiled steps, as TensorFlow's GPU tracer does for
+// its session runs. StepProfiler owns one for the run once a profiled step has a GPU device.
+//
+// Per op on a GPU device, on the thread that launches its kernels: OnOpStart registers the op
+// with the converter under a fresh external id and pushes that id as CUPTI's external
+// correlation, so every kernel, copy and memset launched until OnOpEnd (which pops it) is linked
+// to the op. At the step's end, EndStep flushes CUPTI, converts the records on the collector's
+// clock, appends the `/device:GPU:k/stream:S`, `/stream:all` and `/memcpy` lanes to the step's
+// RunMetadata, writes each launching host op's correlation id, and records the GPU records lost
+// in TraceSession.dropped_gpu_records.
+//
+// The source is kept started for the whole run; records CUPTI delivers between profiled steps
+// (GPU work of unprofiled steps) are discarded, so a step's lanes hold only that step's work.
+// The source is an interface so tests drive the tracer with synthetic CUPTI records.
+//
+// Threads and locks: OnOpStart/OnOpEnd run on executor threads (RegisterOp takes the converter's
+// short lock; the push/pop are CUPTI's per-thread stack). BeginStep/EndStep run on the thread
+// that owns the step. CUPTI delivers records on its own threads under the source's sink lock,
+// then this tracer's `records_mu_`; BeginStep/EndStep call the source's Flush() without holding
+// `records_mu_` (Flush waits for those deliveries) and take it only afterwards.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "base/status.h"
+#include "profiler/collect/cupti/cupti_activity_source.h"
+#include "profiler/collect/cupti/gpu_activity_converter.h"
+#include "stepscope/tf/run_metadata.pb.h"
+
+namespace stepscope::trainer {
+
+// What one profiled step's GPU trace added.
+struct GpuStepSummary {
+  collect::cupti::ConversionStats stats;
+  size_t linked_host_ops = 0;  // host ops given the correlation id of the GPU work they launched
+};
+
+class GpuStepTracer final : private collect::cupti::ActivityRecordSink {
+ public:
+  // Starts `source` with this tracer as its sink. When it cannot start (no driver, a CUPTI
+  // error, another tracer running), kUnavailable whose message names CUPTI and the reason.
+  static StatusOr<std::unique_ptr<GpuStepTracer>> Start(
+      std::unique_ptr<collect::cupti::CuptiActivitySource> source,
+      collect::cupti::ConverterOptions options = {});
+  ~GpuStepTracer() override;  // stops the source
+  GpuStepTracer(const GpuStepTracer&) = delete;
+  GpuStepTracer& operator=(const GpuStepTracer&) = delete;
+
+  // Discards what CUPTI delivered since the last step, then keeps records for this one.
+  Status BeginStep();
+
+  // Hot path, on the thread launching the op's GPU work; ops on one thread do not nest.
+  // `host_start_ns` is the op's start on the collector's (steady) clock.
+  void OnOpStart(const std::string& node_name, const std::string& op_type, int64_t host_start_ns);
+  void OnOpEnd();
+
+  // Flushes CUPTI, converts the step's records with `clock_offset_ns` (the one the host
+  // RunMetadata was built with), links `metadata`'s host ops to their GPU work, appends the GPU
+  // lanes and records the drops in its TraceSession. On a Flush error `metadata` is unchanged.
+  StatusOr<GpuStepSummary> EndStep(int64_t clock_offset_ns, tf::RunMetadata* metadata);
+
+  // Correlation pushes/pops CUPTI refused since the tracer started (their ops stay unlinked).
+  uint64_t correlation_errors() const {
+    return correlation_errors_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  GpuStepTracer(std::unique_ptr<collect::cupti::CuptiActivitySource> source,
+                collect::cupti::ConverterOptions options);
+
+  // ActivityRecordSink, called on CUPTI's threads (serialised by the source).
+  void OnRecord(const CUpti_Activity& record) override;
+  void OnDropped(collect::cupti::DropReason reason, uint64_t count) override;
+
+  std::unique_ptr<collect::cupti::CuptiActivitySource> source_;
+  std::mutex records_mu_;  // guards converter_'s records and keeping_; after the source's lock
+  collect::cupti::GpuActivityConverter converter_;
+  bool keeping_ = false;   // inside a profiled step: records go to the converter
+  std::atomic<uint64_t> next_external_id_{1};
+  std::atomic<uint64_t> correlation_errors_{0};
+};
+
+}  // namespace stepscope::trainer

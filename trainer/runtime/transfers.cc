@@ -1,0 +1,83 @@
+#include "trainer/runtime/transfers.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace stepscope::runtime {
+namespace {
+
+// Whether a block's rows lie inside a tensor of `elements` elements without overlapping.
+bool BlockFits(int64_t offset, int64_t stride, const RowBlock& block, int64_t elements) {
+  if (block.rows < 0 || block.row_elements < 0 || offset < 0) return false;
+  if (block.rows == 0 || block.row_elements == 0) return true;
+  if (block.rows > 1 && stride < block.row_elements) return false;
+  return offset + (block.rows - 1) * stride + block.row_elements <= elements;
+}
+
+}  // namespace
+
+Status CopyFromHost(const Device& device, const void* host, const Tensor& dst) {
+  const int64_t bytes = dst.empty() ? 0 : dst.bytes();
+  if (bytes == 0) return Status::Ok();
+  if (const GpuResources* gpu = device.gpu()) {
+    return gpu->CopyHostToDevice(host, dst.buffer()->data(), bytes);
+  }
+  std::memcpy(dst.buffer()->data(), host, static_cast<size_t>(bytes));
+  return Status::Ok();
+}
+
+Status CopyToHost(const Device& device, const Tensor& src, void* host) {
+  const int64_t bytes = src.empty() ? 0 : src.bytes();
+  if (bytes == 0) return Status::Ok();
+  if (const GpuResources* gpu = device.gpu()) {
+    return gpu->CopyDeviceToHost(src.buffer()->data(), host, bytes);
+  }
+  std::memcpy(host, src.buffer()->data(), static_cast<size_t>(bytes));
+  return Status::Ok();
+}
+
+Status CopyRowsWithin(const Device& device, const Tensor& src, const Tensor& dst,
+                      const RowBlock& block) {
+  if (src.dtype() != dst.dtype() || !BlockFits(block.src_offset, block.src_stride, block,
+                                               src.num_elements()) ||
+      !BlockFits(block.dst_offset, block.dst_stride, block, dst.num_elements())) {
+    return InvalidInput("row copy of " + std::to_string(block.rows) + " x " +
+                        std::to_string(block.row_elements) + " from " + src.DebugString() +
+                        " (offset " + std::to_string(block.src_offset) + ", stride " +
+                        std::to_string(block.src_stride) + ") to " + dst.DebugString() +
+                        " (offset " + std::to_string(block.dst_offset) + ", stride " +
+                        std::to_string(block.dst_stride) + ") does not fit");
+  }
+  if (block.rows == 0 || block.row_elements == 0) return Status::Ok();
+  const int64_t size = DTypeSize(src.dtype());
+  const auto* from = static_cast<const char*>(src.buffer()->data()) + block.src_offset * size;
+  auto* to = static_cast<char*>(dst.buffer()->data()) + block.dst_offset * size;
+  if (const GpuResources* gpu = device.gpu()) {
+    // A single row's stride is free; CUDA wants pitches of at least the row's width.
+    const int64_t width = block.row_elements * size;
+    return gpu->CopyRowsOnDevice(to, std::max(block.dst_stride * size, width), from,
+                                 std::max(block.src_stride * size, width), width, block.rows);
+  }
+  for (int64_t r = 0; r < block.rows; ++r) {
+    std::memcpy(to + r * block.dst_stride * size, from + r * block.src_stride * size,
+                static_cast<size_t>(block.row_elements * size));
+  }
+  return Status::Ok();
+}
+
+Status ZeroFill(const Device& device, const Tensor& t) {
+  const int64_t bytes = t.empty() ? 0 : t.bytes();
+  if (bytes == 0) return Status::Ok();
+  if (const GpuResources* gpu = device.gpu()) {
+    return gpu->MemsetOnDevice(t.buffer()->data(), 0, bytes);
+  }
+  std::memset(t.buffer()->data(), 0, static_cast<size_t>(bytes));
+  return Status::Ok();
+}
+
+Status SynchronizeDevice(const Device& device) {
+  if (const GpuResources* gpu = device.gpu()) return gpu->Synchronize();
+  return Status::Ok();
+}
+
+}  // namespace stepscope::runtime
