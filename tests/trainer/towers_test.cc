@@ -173,6 +173,50 @@ INSTANTIATE_TEST_SUITE_P(Specs, GpuTowersMatchCpuTowers,
                                            std::tuple{"pscpu:64:ring", int64_t{0}},
                                            std::tuple{"ring", int64_t{1} << 20}));
 
+// `nccl` reduces GPU towers in device memory. Here (no GPU, stand-in devices without CUDA
+// streams) it must fail cleanly; specs that mix nccl with host algorithms, fusion with nccl, and
+// towers on different kinds of device are refused before anything runs.
+TEST(Towers, NcclOnGpuTowersNeedsNcclAndCudaAndIsRefusedInMixedSpecs) {
+  testing::GpuTransferCounts counts;
+  std::vector<std::unique_ptr<runtime::Device>> gpus;
+  auto replicas_on = [&](std::initializer_list<const runtime::Device*> devices) {
+    std::vector<std::unique_ptr<models::Model>> replicas;
+    for (const runtime::Device* d : devices) replicas.push_back(models::MakeLstm(*d, TinyLstm(2)).value());
+    return replicas;
+  };
+  for (int d = 0; d < 2; ++d) gpus.push_back(testing::MakeHostMemoryGpuDevice(d, &counts));
+  TowerOptions options;
+  options.allreduce_spec = "nccl";
+  const auto no_streams = Towers::Create(replicas_on({gpus[0].get(), gpus[1].get()}), options);
+  ASSERT_FALSE(no_streams.ok());
+  EXPECT_EQ(no_streams.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(no_streams.status().message().find(GpuAllReduce::CompiledIn() ? "no CUDA stream" : "NCCL"),
+            std::string::npos)
+      << no_streams.status().message();
+
+  options.allreduce_spec = "pscpu:64:nccl";
+  const auto mixed = Towers::Create(replicas_on({gpus[0].get(), gpus[1].get()}), options);
+  EXPECT_EQ(mixed.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(mixed.status().message().find("nccl alone"), std::string::npos) << mixed.status().message();
+
+  options.allreduce_spec = "nccl";
+  options.fusion_threshold_bytes = 1 << 20;
+  const auto fused = Towers::Create(replicas_on({gpus[0].get(), gpus[1].get()}), options);
+  EXPECT_EQ(fused.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(fused.status().message().find("fusion"), std::string::npos) << fused.status().message();
+
+  auto cpus = runtime::CreateDevices(*runtime::ParseDeviceSpec("cpu:1")).value();
+  options = TowerOptions();
+  const auto kinds = Towers::Create(replicas_on({gpus[0].get(), cpus[0].get()}), options);
+  EXPECT_EQ(kinds.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(kinds.status().message().find("same kind of device"), std::string::npos);
+  // CPU towers cannot take nccl at all.
+  options.allreduce_spec = "nccl";
+  auto two_cpus = runtime::CreateDevices(*runtime::ParseDeviceSpec("cpu:2")).value();
+  EXPECT_EQ(Towers::Create(replicas_on({two_cpus[0].get(), two_cpus[1].get()}), options).status().code(),
+            StatusCode::kUnavailable);
+}
+
 TEST(Towers, BadSpecAndBadBatchAreInvalidInput) {
   auto devices = runtime::CreateDevices(*runtime::ParseDeviceSpec("cpu:2")).value();
   std::vector<std::unique_ptr<models::Model>> replicas;

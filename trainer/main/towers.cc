@@ -44,6 +44,17 @@ StatusOr<std::unique_ptr<Towers>> Towers::Create(std::vector<std::unique_ptr<mod
   const std::string spec_text =
       options.update == VariableUpdate::kParameterServer ? "pscpu" : options.allreduce_spec;
   ASSIGN_OR_RETURN(parallel::AllReduceSpec spec, parallel::ParseAllReduceSpec(spec_text));
+  const bool gpus = models[0]->device().gpu() != nullptr;
+  for (const auto& model : models) {
+    if ((model->device().gpu() != nullptr) != gpus) {
+      return InvalidInput("towers on " + models[0]->device().name() + " and " +
+                          model->device().name() + ": every tower must be on the same kind of device");
+    }
+  }
+  if (gpus && parallel::UsesAlgorithm(spec, parallel::Algorithm::kNccl) &&
+      options.update != VariableUpdate::kIndependent) {
+    return CreateWithNccl(std::move(models), options, spec);
+  }
   parallel::AllReduceOptions reduce;
   reduce.op = options.update == VariableUpdate::kParameterServer ? parallel::ReduceOp::kMean
                                                                  : parallel::ReduceOp::kSum;
@@ -69,14 +80,41 @@ StatusOr<std::unique_ptr<Towers>> Towers::Create(std::vector<std::unique_ptr<mod
   }
   ASSIGN_OR_RETURN(auto reducer, parallel::AllReducer::Create(std::move(spec), n, reduce));
   return std::unique_ptr<Towers>(
-      new Towers(std::move(models), options, std::move(reducer), std::move(fusion)));
+      new Towers(std::move(models), options, std::move(reducer), std::move(fusion), nullptr));
+}
+
+StatusOr<std::unique_ptr<Towers>> Towers::CreateWithNccl(
+    std::vector<std::unique_ptr<models::Model>> models, const TowerOptions& options,
+    const parallel::AllReduceSpec& spec) {
+  const bool nccl_alone = spec.ranges.size() == 1 && spec.ranges[0].algorithm == parallel::Algorithm::kNccl &&
+                          (!spec.ranges[0].across_workers ||
+                           *spec.ranges[0].across_workers == parallel::Algorithm::kNccl);
+  if (!nccl_alone) {
+    return InvalidInput("--allreduce_spec " + options.allreduce_spec +
+                        ": GPU towers take nccl alone (NCCL spans processes itself); size ranges "
+                        "and hierarchies mixing nccl with host algorithms are for CPU devices");
+  }
+  if (options.fusion_threshold_bytes > 0) {
+    return InvalidInput("--fusion_threshold_bytes with --allreduce_spec nccl: tensor fusion "
+                        "reduces through host memory; use ring or pscpu, or turn fusion off");
+  }
+  std::vector<const runtime::Device*> devices;
+  for (const auto& model : models) devices.push_back(&model->device());
+  ASSIGN_OR_RETURN(auto gpu_reduce, GpuAllReduce::Create(devices, options.mpi, options.observer));
+  return std::unique_ptr<Towers>(
+      new Towers(std::move(models), options, nullptr, nullptr, std::move(gpu_reduce)));
 }
 
 Towers::Towers(std::vector<std::unique_ptr<models::Model>> models, const TowerOptions& options,
                std::unique_ptr<parallel::AllReducer> reducer,
-               std::unique_ptr<parallel::FusionBuffer> fusion)
+               std::unique_ptr<parallel::FusionBuffer> fusion,
+               std::unique_ptr<GpuAllReduce> gpu_reduce)
     : models_(std::move(models)), options_(options), reducer_(std::move(reducer)),
-      fusion_(std::move(fusion)), team_(reducer_->team()),
+      fusion_(std::move(fusion)), gpu_reduce_(std::move(gpu_reduce)),
+      own_team_(reducer_ == nullptr ? std::make_unique<parallel::ParticipantTeam>(
+                                          static_cast<int>(models_.size()))
+                                    : nullptr),
+      team_(reducer_ != nullptr ? reducer_->team() : *own_team_),
       handed_in_(models_.size()) {
   for (int d = 0; d < size(); ++d) {
     const std::string tower = "tower_" + std::to_string(d);
@@ -291,7 +329,7 @@ StatusOr<TowerStepResult> Towers::StepOn(
       for (int d = 0; d < n; ++d) {
         const Tensor& values = results[static_cast<size_t>(d)].gradients[g].values;
         replicas.replicas.push_back(values.data<float>());
-        if (on_gpus()) {
+        if (on_gpus() && gpu_reduce_ == nullptr) {
           // The CPU algorithms reduce host memory: GPU gradients go through host copies, as
           // TensorFlow's pscpu copies GPU towers' gradients to the CPU.
           const runtime::Device& device = models_[static_cast<size_t>(d)]->device();
@@ -303,8 +341,12 @@ StatusOr<TowerStepResult> Towers::StepOn(
       }
       dense.push_back(std::move(replicas));
     }
-    RETURN_IF_ERROR(reducer_->AllReduce(dense));
-    RETURN_IF_ERROR(CopyBackToDevices(staged));
+    if (gpu_reduce_ != nullptr) {
+      RETURN_IF_ERROR(gpu_reduce_->AllReduce(dense, parallel::ReduceOp::kSum));
+    } else {
+      RETURN_IF_ERROR(reducer_->AllReduce(dense));
+      RETURN_IF_ERROR(CopyBackToDevices(staged));
+    }
   }
 
   std::vector<Status> applied(static_cast<size_t>(n));

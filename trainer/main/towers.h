@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "trainer/main/gpu_all_reduce.h"
 #include "trainer/main/resident_data.h"
 #include "trainer/models/model.h"
 #include "trainer/parallel/all_reducer.h"
@@ -93,7 +94,12 @@ class Towers {
  private:
   Towers(std::vector<std::unique_ptr<models::Model>> models, const TowerOptions& options,
          std::unique_ptr<parallel::AllReducer> reducer,
-         std::unique_ptr<parallel::FusionBuffer> fusion);
+         std::unique_ptr<parallel::FusionBuffer> fusion,
+         std::unique_ptr<GpuAllReduce> gpu_reduce);
+  // GPU towers with the `nccl` spec: NCCL reduces device memory (no AllReducer, no fusion).
+  static StatusOr<std::unique_ptr<Towers>> CreateWithNccl(
+      std::vector<std::unique_ptr<models::Model>> models, const TowerOptions& options,
+      const parallel::AllReduceSpec& spec);
   // The step itself, with tower d's batch from batch_for(d) (on tower d's thread).
   StatusOr<TowerStepResult> StepOn(const std::function<StatusOr<models::Batch>(int)>& batch_for,
                                    float learning_rate);
@@ -118,6 +124,8 @@ class Towers {
   TowerOptions options_;
   std::unique_ptr<parallel::AllReducer> reducer_;  // after backward; its team runs the towers
   std::unique_ptr<parallel::FusionBuffer> fusion_;  // during backward; null when off
+  std::unique_ptr<GpuAllReduce> gpu_reduce_;        // GPU towers with nccl; then no reducer_
+  std::unique_ptr<parallel::ParticipantTeam> own_team_;  // the towers' threads without reducer_
   parallel::ParticipantTeam& team_;
   runtime::Graph graph_;                   // names of the split and gather ops
   std::vector<const runtime::Node*> split_nodes_, gather_nodes_;  // per tower

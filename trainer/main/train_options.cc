@@ -92,7 +92,9 @@ const std::vector<FlagSpec>& TrainFlagSpecs() {
        "with several devices: replicated (default; loss x 1/N, gradients summed), "
        "parameter_server (gradients averaged through one place), independent (no communication)"},
       {"allreduce_spec", "SPEC", "all-reduce algorithms by size, e.g. ring, pscpu, ring#2, "
-                                 "pscpu:32k:ring (sizes in elements); default ring"},
+                                 "pscpu:32k:ring (sizes in elements); default ring. GPU towers: "
+                                 "nccl reduces in device memory (GPU builds with NCCL); the others "
+                                 "reduce host copies"},
       {"agg_small_grads_max_bytes", "N", "pack gradients of at most N bytes before reducing (0: off)"},
       {"agg_small_grads_max_group", "N", "at most N gradients per pack (default 10)"},
       {"fusion_threshold_bytes", "N",

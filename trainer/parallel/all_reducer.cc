@@ -54,13 +54,10 @@ StatusOr<std::unique_ptr<AllReducer>> AllReducer::Create(AllReduceSpec spec, int
                         " ranges and " + std::to_string(spec.limits.size()) +
                         " size limits; expected one limit fewer than ranges");
   }
-  for (const AllReduceRange& range : spec.ranges) {
-    if (range.algorithm == Algorithm::kNccl ||
-        (range.across_workers && *range.across_workers == Algorithm::kNccl)) {
-      return Unavailable("all-reduce algorithm nccl (in '" + FormatAllReduceSpec(spec) +
-                         "') needs GPU participants; use ring, pscpu, psgpu or mpi for CPU "
-                         "devices");
-    }
+  if (UsesAlgorithm(spec, Algorithm::kNccl)) {
+    return Unavailable("all-reduce algorithm nccl (in '" + FormatAllReduceSpec(spec) +
+                       "') needs GPU participants; use ring, pscpu, psgpu or mpi for CPU "
+                       "devices");
   }
   if (options.ring_chunk_bytes < static_cast<int64_t>(sizeof(float))) {
     return InvalidInput("ring chunk must be at least 4 bytes, got " +

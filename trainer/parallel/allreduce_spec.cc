@@ -2,6 +2,8 @@
 // point at the byte where the spec goes wrong.
 #include "trainer/parallel/allreduce_spec.h"
 
+#include <algorithm>
+
 #include <array>
 #include <cctype>
 #include <limits>
@@ -249,6 +251,13 @@ std::string FormatAllReduceSpec(const AllReduceSpec& spec) {
     if (range.across_workers) text += "/" + std::string(AlgorithmName(*range.across_workers));
   }
   return text;
+}
+
+bool UsesAlgorithm(const AllReduceSpec& spec, Algorithm algorithm) {
+  return std::any_of(spec.ranges.begin(), spec.ranges.end(), [&](const AllReduceRange& range) {
+    return range.algorithm == algorithm ||
+           (range.across_workers && *range.across_workers == algorithm);
+  });
 }
 
 std::vector<int> SplitBySize(const AllReduceSpec& spec, std::span<const int64_t> num_elements) {

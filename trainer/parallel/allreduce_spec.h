@@ -58,6 +58,9 @@ StatusOr<AllReduceSpec> ParseAllReduceSpec(std::string_view text);
 // suffix ("32K").
 std::string FormatAllReduceSpec(const AllReduceSpec& spec);
 
+// Whether any range of `spec` uses `algorithm`, within or across workers.
+bool UsesAlgorithm(const AllReduceSpec& spec, Algorithm algorithm);
+
 // Which range of `spec` reduces each gradient: split_grads_by_size semantics, so a gradient with
 // num_elements <= limits[i] goes to the first such range i, everything else to the last range.
 std::vector<int> SplitBySize(const AllReduceSpec& spec, std::span<const int64_t> num_elements);
