@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/collect/cupti_records.h"
+
 namespace stepscope::collect::cupti {
 namespace {
 
@@ -23,16 +25,9 @@ void Feed(GpuActivityConverter& converter, const Record& record) {
 
 CUpti_ActivityKernel10 Kernel(uint32_t device, uint32_t stream, uint32_t correlation,
                               int64_t start_rel, int64_t duration, const char* name) {
-  CUpti_ActivityKernel10 k{};
-  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.deviceId = device;
-  k.streamId = stream;
-  k.correlationId = correlation;
-  k.start = static_cast<uint64_t>(kCuptiStart + start_rel);
-  k.end = k.start + static_cast<uint64_t>(duration);
-  k.name = name;
-  k.gridX = 4, k.gridY = 2, k.gridZ = 1;
-  k.blockX = 256, k.blockY = 1, k.blockZ = 1;
+  const auto start = static_cast<uint64_t>(kCuptiStart + start_rel);
+  CUpti_ActivityKernel10 k = testing::KernelRecord(device, stream, correlation, start,
+                                                   start + static_cast<uint64_t>(duration), name);
   k.registersPerThread = 128;
   k.staticSharedMemory = 12288;
   k.dynamicSharedMemory = 4096;
@@ -41,27 +36,13 @@ CUpti_ActivityKernel10 Kernel(uint32_t device, uint32_t stream, uint32_t correla
 
 CUpti_ActivityMemcpy6 Memcpy(uint8_t copy_kind, uint8_t src, uint8_t dst, uint64_t bytes,
                              uint32_t stream, uint32_t correlation, int64_t start_rel) {
-  CUpti_ActivityMemcpy6 m{};
-  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-  m.copyKind = copy_kind;
-  m.srcKind = src;
-  m.dstKind = dst;
-  m.bytes = bytes;
-  m.deviceId = 0;
-  m.streamId = stream;
-  m.correlationId = correlation;
-  m.start = static_cast<uint64_t>(kCuptiStart + start_rel);
-  m.end = m.start + 2500;
-  return m;
+  const auto start = static_cast<uint64_t>(kCuptiStart + start_rel);
+  return testing::MemcpyRecord(copy_kind, src, dst, bytes, 0, stream, correlation, start,
+                               start + 2500);
 }
 
 CUpti_ActivityExternalCorrelation Link(uint32_t correlation, uint64_t external_id) {
-  CUpti_ActivityExternalCorrelation e{};
-  e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-  e.externalId = external_id;
-  e.correlationId = correlation;
-  return e;
+  return testing::ExternalCorrelationRecord(correlation, external_id);
 }
 
 std::map<std::string, const tf::DeviceStepStats*> ByDevice(const tf::StepStats& stats) {

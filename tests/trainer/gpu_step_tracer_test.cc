@@ -20,6 +20,7 @@
 #include "host_memory_gpu.h"
 #include "profiler/collect/step_collector.h"
 #include "test_util.h"
+#include "tests/collect/cupti_records.h"
 #include "trainer/main/step_profiler.h"
 #include "trainer/runtime/bfc_allocator.h"
 #include "trainer/runtime/cpu_sub_allocator.h"
@@ -82,33 +83,19 @@ class SyntheticCuptiSource final : public cupti::CuptiActivitySource {
 
   // A kernel that started at `host_start_ns` on the host clock.
   void LaunchKernel(uint32_t stream, int64_t host_start_ns, int64_t duration_ns, const char* name) {
-    CUpti_ActivityKernel10 k{};
-    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-    k.deviceId = 0;
-    k.streamId = stream;
-    k.correlationId = Correlate();
-    k.start = static_cast<uint64_t>(host_start_ns - kClock.offset());
-    k.end = k.start + static_cast<uint64_t>(duration_ns);
-    k.name = name;
-    k.gridX = 4, k.gridY = 2, k.gridZ = 1;
-    k.blockX = 256, k.blockY = 1, k.blockZ = 1;
+    const auto start = static_cast<uint64_t>(host_start_ns - kClock.offset());
+    CUpti_ActivityKernel10 k = testing::KernelRecord(
+        0, stream, Correlate(), start, start + static_cast<uint64_t>(duration_ns), name);
     k.registersPerThread = 64;
     queued_.emplace_back(k);
   }
   void LaunchHostToDeviceCopy(uint32_t stream, int64_t host_start_ns, int64_t duration_ns,
                               uint64_t bytes) {
-    CUpti_ActivityMemcpy6 m{};
-    m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-    m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
-    m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
-    m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-    m.bytes = bytes;
-    m.deviceId = 0;
-    m.streamId = stream;
-    m.correlationId = Correlate();
-    m.start = static_cast<uint64_t>(host_start_ns - kClock.offset());
-    m.end = m.start + static_cast<uint64_t>(duration_ns);
-    queued_.emplace_back(m);
+    const auto start = static_cast<uint64_t>(host_start_ns - kClock.offset());
+    queued_.emplace_back(testing::MemcpyRecord(
+        CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+        CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, bytes, 0, stream, Correlate(), start,
+        start + static_cast<uint64_t>(duration_ns)));
   }
   void DropRecords(uint64_t count) { dropped_ += count; }
 
@@ -124,12 +111,7 @@ class SyntheticCuptiSource final : public cupti::CuptiActivitySource {
   uint32_t Correlate() {
     const uint32_t correlation = next_correlation_++;
     if (!pushed_.empty()) {
-      CUpti_ActivityExternalCorrelation link{};
-      link.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-      link.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-      link.externalId = pushed_.back();
-      link.correlationId = correlation;
-      queued_.emplace_back(link);
+      queued_.emplace_back(testing::ExternalCorrelationRecord(correlation, pushed_.back()));
     }
     return correlation;
   }
