@@ -131,7 +131,9 @@ StatusOr<runtime::Tensor> TensorRows(const runtime::Tensor& from, int64_t first,
         {.rows = 1, .row_elements = count * row_elements, .src_offset = first * row_elements}));
   } else {
     RETURN_IF_ERROR(runtime::CopyFromHost(
-        device, static_cast<const char*>(from.buffer()->data()) + first * (from.bytes() / from.shape()[0]),
+        device,
+        static_cast<const char*>(from.buffer()->data()) +
+            first * row_elements * runtime::DTypeSize(from.dtype()),
         to));
   }
   return to;

@@ -142,7 +142,8 @@ class ResNetModel final : public Model {
     return ReportGradientReady(g);
   }
   bool ReportsGradientsDuringBackward() const override { return true; }
-  Status CheckBatch(const Batch& batch) const;
+  // The batch's labels, read to the host once: checked here, counted for accuracy later.
+  StatusOr<std::vector<int32_t>> CheckBatch(const Batch& batch) const;
   StatusOr<Tensor> ConvBnForward(ConvBn& layer, const Tensor& x);
   StatusOr<Tensor> ConvBnBackward(ConvBn& layer, const Tensor& dy,
                                   std::vector<Gradient>& gradients);
@@ -430,7 +431,7 @@ Status ResNetModel::Build() {
   return Status::Ok();
 }
 
-Status ResNetModel::CheckBatch(const Batch& batch) const {
+StatusOr<std::vector<int32_t>> ResNetModel::CheckBatch(const Batch& batch) const {
   const int64_t s = config_.image_size;
   const Tensor& x = batch.inputs;
   if (x.empty() || x.dtype() != DType::kFloat32 || x.shape().rank != 4 || x.shape()[0] < 1 ||
@@ -453,7 +454,7 @@ Status ResNetModel::CheckBatch(const Batch& batch) const {
                           std::to_string(config_.num_classes) + ")");
     }
   }
-  return Status::Ok();
+  return labels;
 }
 
 StatusOr<Tensor> ResNetModel::ConvBnForward(ConvBn& l, const Tensor& x) {
@@ -527,7 +528,7 @@ StatusOr<Tensor> ResNetModel::BlockBackward(Block& b, const Tensor& dout,
 }
 
 StatusOr<StepResult> ResNetModel::ComputeGradients(const Batch& batch, float loss_scale) {
-  RETURN_IF_ERROR(CheckBatch(batch));
+  ASSIGN_OR_RETURN(const std::vector<int32_t> labels, CheckBatch(batch));
   const int64_t batch_size = batch.inputs.shape()[0];
 
   // Forward, BatchNorm in training mode (batch statistics; moving statistics updated).
@@ -559,8 +560,6 @@ StatusOr<StepResult> ResNetModel::ComputeGradients(const Batch& batch, float los
   result.loss = loss_sum / static_cast<double>(batch_size);
   const int64_t classes = logits.shape()[1];
   ASSIGN_OR_RETURN(const std::vector<float> host_logits, runtime::ToHostVector<float>(device_, logits));
-  ASSIGN_OR_RETURN(const std::vector<int32_t> labels,
-                   runtime::ToHostVector<int32_t>(device_, batch.labels));
   for (int64_t i = 0; i < batch_size; ++i) {
     const float* row = host_logits.data() + i * classes;
     result.correct += (std::max_element(row, row + classes) - row) == labels[static_cast<size_t>(i)];
