@@ -18,6 +18,7 @@
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 #include "trainer/main/training_loop.h"
+#include "trainer/runtime/device.h"
 
 namespace stepscope::trainer {
 namespace {
@@ -72,11 +73,16 @@ TEST(TrainRun, MissingDataAndGpuRequestsAreClearErrors) {
   EXPECT_EQ(ExitCodeFor(report.status()), 2);
   EXPECT_NE(report.status().message().find("/nonexistent/ptb"), std::string::npos);
 
-  options = *Parse({"--devices", "gpu:0", "--steps", "1"});
+  // A GPU no machine has: unavailable wherever the test runs, with or without GPUs or CUDA.
+  options = *Parse({"--devices", "gpu:999", "--steps", "1"});
   report = RunTraining(options, log, false);
   ASSERT_FALSE(report.ok());
   EXPECT_EQ(report.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(report.status().message().find("GPU"), std::string::npos);
+  EXPECT_EQ(ExitCodeFor(report.status()), 1);
+  const std::string& why = report.status().message();
+  EXPECT_NE(why.find(runtime::GpuSupportCompiledIn() ? "GPU 999" : "no CUDA support"),
+            std::string::npos)
+      << why;
 
   options = *Parse({"--devices", "tpu:1"});
   report = RunTraining(options, log, false);
