@@ -91,5 +91,37 @@ TEST(NcclCommunicatorTest, AllReduceSumOnTwoGpus) {
   }
 }
 
+// One GPU is the machine most runs get: a clique of one must still reduce (a copy in place for
+// a sum) and broadcast, through NCCL itself, on a stream of ours.
+TEST(NcclCommunicatorTest, CliqueOfOneGpuReducesAndBroadcasts) {
+  if (UsableGpus() < 1) GTEST_SKIP() << "needs a GPU";
+  const std::vector<int> gpus = {0};
+  auto comm = NcclCommunicator::CreateInProcess(gpus);
+  ASSERT_TRUE(comm.ok()) << comm.status().message();
+  EXPECT_EQ((*comm)->local_devices(), 1);
+  constexpr size_t kCount = (size_t{1} << 20) + 3;  // past one NCCL chunk, odd
+  std::vector<float> host(kCount);
+  for (size_t i = 0; i < kCount; ++i) host[i] = static_cast<float>(i % 1013) * 0.5f - 7.0f;
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  float* buffer = nullptr;
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaMalloc(&buffer, kCount * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(buffer, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float*> buffers = {buffer};
+  std::vector<cudaStream_t> streams = {stream};
+  ASSERT_TRUE((*comm)->AllReduce(buffers, kCount, ReduceOp::kSum, streams).ok());
+  ASSERT_TRUE((*comm)->Broadcast(buffers, kCount, 0, streams).ok());
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  std::vector<float> out(kCount, -1.0f);
+  ASSERT_EQ(cudaMemcpy(out.data(), buffer, kCount * sizeof(float), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_EQ(out, host);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  EXPECT_EQ(cudaFree(buffer), cudaSuccess);
+}
+
 }  // namespace
 }  // namespace stepscope::parallel

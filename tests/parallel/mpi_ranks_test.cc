@@ -4,7 +4,7 @@
 // the piece or of the rank count must match a double sum and be identical on every rank,
 // hierarchical ring/mpi over n ranks x 2 participants must match 2n in-process participants
 // within fp tolerance and be identical on every rank, and the parameter broadcast from rank 0
-// (floats and integers) must overwrite the other ranks. Exits non-zero on any mismatch, naming it.
+// (floats and integers) must overwrite the other ranks, and local ranks must number the host. Exits non-zero on any mismatch, naming it.
 #include <cstdio>
 #include <cstring>
 #include <span>
@@ -143,6 +143,18 @@ void BroadcastFromRankZero(MpiSession& mpi) {
          "integers after broadcast differ from rank 0's");
 }
 
+// All ranks of this test share one host: local ranks are the world ranks, each exactly once,
+// and agree with what the launcher says (the GPU each rank takes is chosen from them).
+void LocalRanksNumberTheHost(MpiSession& mpi) {
+  Expect(mpi.local_size() == mpi.world_size(), mpi.rank(),
+         "local size " + std::to_string(mpi.local_size()) + " on one host of " +
+             std::to_string(mpi.world_size()) + " ranks");
+  Expect(mpi.local_rank() == mpi.rank(), mpi.rank(),
+         "local rank " + std::to_string(mpi.local_rank()));
+  Expect(MpiSession::LocalRanks() == mpi.local_size(), mpi.rank(),
+         "the launcher's local size " + std::to_string(MpiSession::LocalRanks()));
+}
+
 int Main() {
   auto session = MpiSession::Create();
   if (!session.ok()) {
@@ -158,6 +170,7 @@ int Main() {
     TwoRanksEqualTwoParticipants(mpi, ReduceOp::kSum);
     TwoRanksEqualTwoParticipants(mpi, ReduceOp::kMean);
   }
+  LocalRanksNumberTheHost(mpi);
   OddLengthsMatchDoubleSum(mpi);
   HierarchicalMatchesFourParticipants(mpi, "ring/mpi");
   HierarchicalMatchesFourParticipants(mpi, "mpi");

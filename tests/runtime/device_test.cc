@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -51,6 +52,60 @@ TEST(DeviceSpec, RejectsBadSpecsNamingTheBadPart) {
     EXPECT_NE(spec.status().message().find("--devices " + c.text), std::string::npos)
         << spec.status().message();
   }
+}
+
+std::vector<int> OrdinalsOf(const std::string& spec, int local_rank, int local_size, int visible,
+                            bool pinned = false) {
+  const std::vector<int> ids = IdsOf(spec);
+  auto ordinals = GpuOrdinalsOfRank(ids, local_rank, local_size, visible, pinned);
+  EXPECT_TRUE(ordinals.ok()) << spec << ": " << ordinals.status().message();
+  return ordinals.ok() ? *ordinals : std::vector<int>{};
+}
+
+TEST(GpuOrdinals, OneProcessUsesTheIdsItWasGiven) {
+  EXPECT_EQ(OrdinalsOf("gpu:0", 0, 1, 1), std::vector<int>({0}));
+  EXPECT_EQ(OrdinalsOf("gpu:3,1", 0, 1, 8), std::vector<int>({3, 1}));
+  const auto missing = GpuOrdinalsOfRank(IdsOf("gpu:0,2"), 0, 1, 2, false);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(missing.status().message().find("GPU 2 does not exist: this machine has 2 usable"),
+            std::string::npos)
+      << missing.status().message();
+}
+
+TEST(GpuOrdinals, RanksOfOneHostTakeTheirOwnBlockOfGpus) {
+  // mpirun -np 8 ... --devices gpu:0 on an 8-GPU host: one GPU each, rank r on GPU r.
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(OrdinalsOf("gpu:0", r, 8, 8), std::vector<int>({r}));
+  // Two GPUs per rank: blocks of two, in the order the ids were given.
+  EXPECT_EQ(OrdinalsOf("gpu:1,0", 0, 4, 8), std::vector<int>({1, 0}));
+  EXPECT_EQ(OrdinalsOf("gpu:1,0", 3, 4, 8), std::vector<int>({7, 6}));
+  // A block is as wide as the highest id: gpu:0,2 takes three GPUs, so blocks never overlap.
+  EXPECT_EQ(OrdinalsOf("gpu:0,2", 1, 2, 6), std::vector<int>({3, 5}));
+  // The launcher pinned each rank to its GPUs (CUDA_VISIBLE_DEVICES): ids within what it sees.
+  EXPECT_EQ(OrdinalsOf("gpu:0", 5, 8, 1, true), std::vector<int>({0}));
+  // ... unless the host has room for every block anyway (one variable exported to all ranks).
+  EXPECT_EQ(OrdinalsOf("gpu:0", 5, 8, 8, true), std::vector<int>({5}));
+  // Every rank of the host gets distinct GPUs.
+  std::vector<int> taken;
+  for (int r = 0; r < 4; ++r) {
+    for (int ordinal : OrdinalsOf("gpu:0,1", r, 4, 8)) taken.push_back(ordinal);
+  }
+  std::sort(taken.begin(), taken.end());
+  EXPECT_EQ(std::adjacent_find(taken.begin(), taken.end()), taken.end());
+}
+
+TEST(GpuOrdinals, TooFewGpusForTheRanksIsUnavailableNamingTheBlock) {
+  const auto crowded = GpuOrdinalsOfRank(IdsOf("gpu:0"), 1, 2, 1, false);
+  ASSERT_FALSE(crowded.ok());
+  EXPECT_EQ(crowded.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(crowded.status().message().find(
+                "2 ranks on this host take 1 GPU(s) each (GPUs 1-1 for local rank 1), but it has "
+                "1 usable GPU(s): start at most 1 ranks per host"),
+            std::string::npos)
+      << crowded.status().message();
+  EXPECT_FALSE(GpuOrdinalsOfRank(IdsOf("gpu:0,1"), 0, 2, 1, true).ok());  // pinned, too few
+  EXPECT_EQ(GpuOrdinalsOfRank(IdsOf("gpu:0"), 2, 2, 4, false).status().code(),
+            StatusCode::kInvalidInput);
 }
 
 TEST(DeviceNames, SingleProcessDevicesAreLocalhostTaskZero) {

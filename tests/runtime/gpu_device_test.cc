@@ -70,9 +70,11 @@ TEST(GpuDevices, CreatingStreamsWithoutDriverFailsAtTheContext) {
 TEST(GpuDevices, AllocatorsHaveTensorFlowsNames) {
   EXPECT_EQ(cuda::GpuBfcAllocatorName(0), "GPU_0_bfc");
   EXPECT_EQ(cuda::GpuBfcAllocatorName(7), "GPU_7_bfc");
-  EXPECT_EQ(cuda::NewGpuBfcAllocator(3, 64 * kMiB)->Name(), "GPU_3_bfc");
+  EXPECT_EQ(cuda::NewGpuBfcAllocator(3, 3, 64 * kMiB)->Name(), "GPU_3_bfc");
+  // Named by the device id, not by the CUDA device behind it (a rank's block of GPUs).
+  EXPECT_EQ(cuda::NewGpuBfcAllocator(0, 5, 64 * kMiB)->Name(), "GPU_0_bfc");
   EXPECT_EQ(cuda::NewCudaHostBfcAllocator(64 * kMiB)->Name(), "cuda_host_bfc");
-  EXPECT_EQ(cuda::NewGpuBfcAllocator(3, 64 * kMiB)->Stats().bytes_limit, 64 * kMiB);
+  EXPECT_EQ(cuda::NewGpuBfcAllocator(3, 3, 64 * kMiB)->Stats().bytes_limit, 64 * kMiB);
 }
 
 TEST(CudaSubAllocators, DeviceMemoryFailureIsKeptWithTheCudaCall) {
@@ -124,7 +126,7 @@ TEST(CudaSubAllocators, PinnedHostFailureIsKeptWithTheCudaCall) {
 
 TEST(CudaSubAllocators, BfcOverAFailingSubAllocatorReportsExhaustionWithoutCrashing) {
   if (ProbeGpus().has_gpu()) GTEST_SKIP() << "device memory is available on this machine";
-  std::unique_ptr<Allocator> allocators[] = {cuda::NewGpuBfcAllocator(0, 256 * kMiB),
+  std::unique_ptr<Allocator> allocators[] = {cuda::NewGpuBfcAllocator(0, 0, 256 * kMiB),
                                              cuda::NewCudaHostBfcAllocator(256 * kMiB)};
   for (const auto& allocator : allocators) {
     auto ptr = allocator->Allocate(4096);

@@ -163,6 +163,10 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
   ASSIGN_OR_RETURN(const runtime::DeviceSpec spec, runtime::ParseDeviceSpec(options.devices));
   runtime::DeviceOptions device_options;
   device_options.placement = runtime::DevicePlacement::ForRank(rank, world);
+  if (mpi != nullptr) {
+    device_options.local_rank = mpi->local_rank();
+    device_options.local_size = mpi->local_size();
+  }
   // Ranks sharing a host share its cores.
   device_options.total_threads =
       world > 1 ? runtime::ProcessThreadBudget(

@@ -63,6 +63,14 @@ StatusOr<std::unique_ptr<MpiSession>> MpiSession::Create() {
   STEPSCOPE_MPI_RETURN_IF_ERROR(MPI_Comm_size(MPI_COMM_WORLD, &size));
   std::unique_ptr<MpiSession> session(new MpiSession(rank, size, !initialized));
   if (size > 1) {
+    MPI_Comm host = MPI_COMM_NULL;
+    STEPSCOPE_MPI_RETURN_IF_ERROR(
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
+    const int ranked = MPI_Comm_rank(host, &session->local_rank_);
+    const int sized = MPI_Comm_size(host, &session->local_size_);
+    MPI_Comm_free(&host);
+    STEPSCOPE_MPI_RETURN_IF_ERROR(ranked);
+    STEPSCOPE_MPI_RETURN_IF_ERROR(sized);
     // Every rank must take the same path: if the window failed anywhere, all use MPI_Allreduce.
     const Status opened = session->OpenSharedWindow();
     int opened_here = opened.ok() ? 1 : 0;

@@ -32,6 +32,10 @@ class MpiSession {
 
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
+  // This rank's place among the ranks of its host (MPI_COMM_TYPE_SHARED), as Horovod's
+  // local_rank/local_size: which of the host's GPUs a rank takes.
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
 
   // In-place sum over all ranks; every rank must call it with the same length. All ranks on one
   // host: through a shared-memory window, in pieces (each rank sums its slice of every rank's
@@ -64,6 +68,8 @@ class MpiSession {
   std::mutex mutex_;
   int rank_ = 0;
   int world_size_ = 1;
+  int local_rank_ = 0;
+  int local_size_ = 1;
   bool finalize_ = false;
   std::unique_ptr<SharedWindow> shared_;  // null: MPI_Allreduce
 };

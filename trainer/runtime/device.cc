@@ -65,6 +65,41 @@ int ProcessThreadBudget(int hardware_threads, int local_ranks) {
   return std::max(1, hardware_threads / std::max(1, local_ranks));
 }
 
+StatusOr<std::vector<int>> GpuOrdinalsOfRank(std::span<const int> ids, int local_rank,
+                                             int local_size, int visible_gpus,
+                                             bool launcher_pinned) {
+  if (ids.empty()) return InvalidInput("no GPU ids");
+  if (local_size < 1 || local_rank < 0 || local_rank >= local_size) {
+    return InvalidInput("local rank " + std::to_string(local_rank) + " of " +
+                        std::to_string(local_size) + " is not a rank of the host");
+  }
+  const int block = *std::max_element(ids.begin(), ids.end()) + 1;
+  std::vector<int> ordinals(ids.begin(), ids.end());
+  if (local_size == 1) {
+    for (int id : ids) {
+      if (id >= visible_gpus) {
+        return Unavailable("GPU " + std::to_string(id) + " does not exist: this machine has " +
+                           std::to_string(visible_gpus) + " usable GPU(s), numbered from 0");
+      }
+    }
+    return ordinals;
+  }
+  if (static_cast<int64_t>(block) * local_size <= visible_gpus) {
+    for (int& ordinal : ordinals) ordinal += local_rank * block;
+    return ordinals;
+  }
+  if (launcher_pinned && block <= visible_gpus) return ordinals;
+  const std::string host = std::to_string(local_size) + " ranks on this host take " +
+                           std::to_string(block) + " GPU(s) each (GPUs " +
+                           std::to_string(local_rank * block) + "-" +
+                           std::to_string(local_rank * block + block - 1) + " for local rank " +
+                           std::to_string(local_rank) + "), but it has " +
+                           std::to_string(visible_gpus) + " usable GPU(s)";
+  return Unavailable(host + ": start at most " + std::to_string(visible_gpus / block) +
+                     " ranks per host, or give each rank its own GPUs with "
+                     "CUDA_VISIBLE_DEVICES");
+}
+
 StatusOr<DeviceSpec> ParseDeviceSpec(const std::string& text) {
   const std::string usage = " (expected cpu, cpu:N or gpu:0,1,...)";
   const size_t colon = text.find(':');

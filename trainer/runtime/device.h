@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -142,6 +143,10 @@ class Device {
 
 struct DeviceOptions {
   DevicePlacement placement;  // job and task in the device names
+  // This process's place among the processes of its host (an MPI launch): which of the host's
+  // GPUs its `gpu:` ids stand for (GpuOrdinalsOfRank).
+  int local_rank = 0;
+  int local_size = 1;
   // Per device allocator; a GPU's is also capped by the memory free on it at creation.
   int64_t memory_limit_bytes = int64_t{16} << 30;
   // Per GPU device's pinned host allocator (TF's default TF_GPU_HOST_MEM_LIMIT_IN_MB, 64 GiB).
@@ -150,6 +155,22 @@ struct DeviceOptions {
   // threads.
   int total_threads = 0;
 };
+
+// The CUDA device numbers a process's `--devices gpu:i,j,...` ids stand for, on a host with
+// `visible_gpus` GPUs where the launcher placed `local_size` processes (this one is `local_rank`).
+// The ids stay the devices' names (TensorFlow's device ids: /device:GPU:0 on every rank, as with
+// Horovod's one GPU per rank); the numbers are what CUDA and NCCL are given.
+// - One process on the host: the ids themselves.
+// - Several: each rank takes its own block of S = (highest id + 1) GPUs, rank r the GPUs
+//   r·S + id, when the host has room for every rank's block (so `mpirun -np 8 ... --devices
+//   gpu:0` puts the 8 ranks on 8 GPUs).
+// - Otherwise, when the launcher has already given each rank its own GPUs through
+//   CUDA_VISIBLE_DEVICES (`launcher_pinned`, e.g. srun --gpus-per-task) and the rank sees at
+//   least S of them: the ids themselves, within what the rank sees.
+// kUnavailable naming the rank, its block and the host's GPUs when neither fits.
+StatusOr<std::vector<int>> GpuOrdinalsOfRank(std::span<const int> ids, int local_rank,
+                                             int local_size, int visible_gpus,
+                                             bool launcher_pinned);
 
 // The CPU threads one process may use when an MPI launcher placed `local_ranks` processes on a
 // host with `hardware_threads`: an even share, at least one.

@@ -37,7 +37,7 @@ Status PinnedFree(void* ptr) {
 
 }  // namespace
 
-std::string GpuBfcAllocatorName(int ordinal) { return "GPU_" + std::to_string(ordinal) + "_bfc"; }
+std::string GpuBfcAllocatorName(int device_id) { return "GPU_" + std::to_string(device_id) + "_bfc"; }
 
 Status CudaErrorRecord::last_error() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -92,9 +92,10 @@ void CudaHostSubAllocator::Free(void* ptr, size_t /*bytes*/) {
   if (!status.ok()) Record(status.WithContext("freeing pinned host memory"));
 }
 
-std::unique_ptr<Allocator> NewGpuBfcAllocator(int ordinal, int64_t memory_limit_bytes) {
+std::unique_ptr<Allocator> NewGpuBfcAllocator(int device_id, int ordinal,
+                                              int64_t memory_limit_bytes) {
   return std::make_unique<BFCAllocator>(std::make_unique<CudaDeviceSubAllocator>(ordinal),
-                                        memory_limit_bytes, GpuBfcAllocatorName(ordinal));
+                                        memory_limit_bytes, GpuBfcAllocatorName(device_id));
 }
 
 std::unique_ptr<Allocator> NewCudaHostBfcAllocator(int64_t memory_limit_bytes) {

@@ -18,8 +18,8 @@
 
 namespace stepscope::runtime::cuda {
 
-// "GPU_<ordinal>_bfc", TF's name for the BFC allocator of GPU <ordinal>.
-std::string GpuBfcAllocatorName(int ordinal);
+// "GPU_<k>_bfc", TF's name for the BFC allocator of its device GPU:<k>.
+std::string GpuBfcAllocatorName(int device_id);
 // TF's name for the pinned host allocator.
 inline constexpr char kCudaHostAllocatorName[] = "cuda_host_bfc";
 
@@ -62,7 +62,10 @@ class CudaHostSubAllocator final : public SubAllocator, public CudaErrorRecord {
 
 // The two allocators of a GPU device. Creating them touches no GPU (the BFC allocator asks its
 // sub-allocator for memory on the first Allocate), so they exist on machines without one.
-std::unique_ptr<Allocator> NewGpuBfcAllocator(int ordinal, int64_t memory_limit_bytes);
+// The allocator of the device named GPU `device_id`, over CUDA device `ordinal` (they differ
+// when a rank's ids stand for another block of the host's GPUs: GpuOrdinalsOfRank).
+std::unique_ptr<Allocator> NewGpuBfcAllocator(int device_id, int ordinal,
+                                              int64_t memory_limit_bytes);
 std::unique_ptr<Allocator> NewCudaHostBfcAllocator(int64_t memory_limit_bytes);
 
 }  // namespace stepscope::runtime::cuda

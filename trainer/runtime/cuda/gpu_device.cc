@@ -1,6 +1,7 @@
 #include "trainer/runtime/cuda/gpu_device.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/cuda_check.h"
@@ -106,35 +107,35 @@ Status GpuStreams::Synchronize() const {
   return Status::Ok();
 }
 
-Status CheckGpusAvailable(std::span<const int> ids) {
+StatusOr<std::vector<int>> AvailableGpuOrdinals(std::span<const int> ids,
+                                                const DeviceOptions& options) {
   const std::string asked = (ids.size() == 1 ? "GPU " : "GPUs ") + IdList(ids) +
                             " requested (--devices gpu:" + IdList(ids) + ")";
   const StatusOr<int> count = kernels::CudaDeviceCount();
   if (!count.ok()) {
     return Unavailable(asked + " but no GPU is usable: " + count.status().message());
   }
-  for (int id : ids) {
-    if (id >= *count) {
-      return Unavailable(asked + " but GPU " + std::to_string(id) + " does not exist: this machine has " +
-                         std::to_string(*count) + " usable GPU(s), numbered from 0");
-    }
-  }
-  return Status::Ok();
+  auto ordinals = GpuOrdinalsOfRank(ids, options.local_rank, options.local_size, *count,
+                                    std::getenv("CUDA_VISIBLE_DEVICES") != nullptr);
+  if (!ordinals.ok()) return Unavailable(asked + " but " + ordinals.status().message());
+  return ordinals;
 }
 
 StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(std::span<const int> ids,
                                                                 const DeviceOptions& options) {
-  RETURN_IF_ERROR(CheckGpusAvailable(ids));
+  ASSIGN_OR_RETURN(const std::vector<int> ordinals, AvailableGpuOrdinals(ids, options));
   std::vector<std::unique_ptr<Device>> devices;
-  for (int id : ids) {
-    const std::string which = "creating GPU " + std::to_string(id);
-    auto streams = GpuStreams::Create(id);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int id = ids[i], ordinal = ordinals[i];
+    const std::string which = "creating GPU " + std::to_string(id) +
+                              (ordinal != id ? " (CUDA device " + std::to_string(ordinal) + ")" : "");
+    auto streams = GpuStreams::Create(ordinal);
     if (!streams.ok()) return streams.status().WithContext(which);
     int64_t free_bytes = 0;
-    RETURN_IF_ERROR(FreeDeviceMemory(id, &free_bytes).WithContext(which));
+    RETURN_IF_ERROR(FreeDeviceMemory(ordinal, &free_bytes).WithContext(which));
     const int64_t limit = std::min(options.memory_limit_bytes, free_bytes);
     devices.push_back(std::make_unique<Device>(
-        id, options.placement, std::move(*streams), NewGpuBfcAllocator(id, limit),
+        id, options.placement, std::move(*streams), NewGpuBfcAllocator(id, ordinal, limit),
         NewCudaHostBfcAllocator(options.pinned_memory_limit_bytes)));
   }
   return devices;

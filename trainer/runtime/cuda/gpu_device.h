@@ -57,13 +57,15 @@ class GpuStreams final : public GpuResources {
   cudaStream_t device_to_host_ = nullptr;
 };
 
-// kUnavailable unless the driver works and every id in `ids` is a present GPU. The message names
-// the GPUs asked for ("gpu:0,1") and carries the CUDA error.
-Status CheckGpusAvailable(std::span<const int> ids);
+// The CUDA device numbers for `ids` (GpuOrdinalsOfRank with the options' local rank and size),
+// kUnavailable unless the driver works and each is a present GPU. The message names the GPUs
+// asked for ("gpu:0,1") and carries the CUDA error.
+StatusOr<std::vector<int>> AvailableGpuOrdinals(std::span<const int> ids,
+                                                const DeviceOptions& options);
 
-// The GPU devices for `ids` (CheckGpusAvailable first, so nothing is created when one is
-// missing). Each device allocator's limit is min(options.memory_limit_bytes, the memory free on
-// the GPU now).
+// The GPU devices for `ids` (AvailableGpuOrdinals first, so nothing is created when one is
+// missing), named by their ids and driving the GPUs those stand for. Each device allocator's
+// limit is min(options.memory_limit_bytes, the memory free on the GPU now).
 StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(std::span<const int> ids,
                                                                 const DeviceOptions& options);
 
