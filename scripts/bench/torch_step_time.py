@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""PyTorch reference training-step times for the two models of stepscope's trainer, on the CPU.
+"""PyTorch reference training-step times for the two models of stepscope's trainer, on the CPU or a GPU.
 
-    python3 scripts/bench/torch_step_time.py [--threads 2] [--steps 10] [--warmup 3]
+    python3 scripts/bench/torch_step_time.py [--threads 2] [--steps 10] [--warmup 3] [--device cpu|cuda]
 
 A development-time comparison only: nothing in the product or CI imports torch. Needs
 `pip install torch` (CPU wheels: `--index-url https://download.pytorch.org/whl/cpu`).
@@ -51,14 +51,15 @@ class PtbSmallLstm(nn.Module):
         return self.softmax_w(y), state  # logits (T, B, V)
 
 
-def lstm_step_fn():
-    steps, batch, vocab, hidden, layers = 20, 20, 10000, 200, 2
+def lstm_step_fn(device="cpu", hidden=200, steps=20):
+    batch, vocab, layers = 20, 10000, 2
     gen = torch.Generator().manual_seed(1)
-    model = PtbSmallLstm(vocab, hidden, layers)
-    ids = torch.randint(0, vocab, (steps + 1, batch), generator=gen)
+    model = PtbSmallLstm(vocab, hidden, layers).to(device)
+    ids = torch.randint(0, vocab, (steps + 1, batch), generator=gen).to(device)
     inputs, targets = ids[:-1], ids[1:]
     opt = torch.optim.SGD(model.parameters(), lr=1.0)
-    state = [(torch.zeros(layers, batch, hidden), torch.zeros(layers, batch, hidden))]
+    state = [(torch.zeros(layers, batch, hidden, device=device),
+              torch.zeros(layers, batch, hidden, device=device))]
 
     def step():
         h, c = state[0]
@@ -121,18 +122,18 @@ class ResNet50V1(nn.Module):
         return self.fc(torch.mean(y, dim=(2, 3)))
 
 
-def resnet_step_fn():
-    batch, image, classes = 8, 64, 1000
+def resnet_step_fn(device="cpu", batch=8, image=64):
+    classes = 1000
     torch.manual_seed(2)
     model = ResNet50V1(classes)
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     if trainable != KERAS_RESNET50_TRAINABLE_PARAMS:
         raise SystemExit(f"ResNet-50 has {trainable} trainable parameters, Keras's has "
                          f"{KERAS_RESNET50_TRAINABLE_PARAMS}: the network is built wrong")
-    model.train()
+    model.to(device).train()
     gen = torch.Generator().manual_seed(3)
-    images = torch.randn(batch, 3, image, image, generator=gen)
-    labels = torch.randint(0, classes, (batch,), generator=gen)
+    images = torch.randn(batch, 3, image, image, generator=gen).to(device)
+    labels = torch.randint(0, classes, (batch,), generator=gen).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
 
     def step():
@@ -161,6 +162,9 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=10, help="timed steps (>= 10)")
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="cuda: the GPU shapes (LSTM small and medium, ResNet-50 at 224 with "
+                             "batch 64), fp32 without TF32")
     args = parser.parse_args()
     if args.steps < 10:
         parser.error("--steps must be >= 10 (the median needs enough samples)")
@@ -168,9 +172,20 @@ def main():
         parser.error("--threads and --warmup must be >= 1")
 
     torch.set_num_threads(args.threads)
-    result = {"torch_version": torch.__version__}
-    for key, make in (("lstm_small_step_ms", lstm_step_fn),
-                      ("resnet50_img64_b8_step_ms", resnet_step_fn)):
+    result = {"torch_version": torch.__version__, "device": args.device}
+    if args.device == "cuda":
+        # fp32 means fp32 on both sides: no TF32 rounding in cuBLAS or cuDNN.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        result["gpu"] = torch.cuda.get_device_name(0)
+        cases = (("lstm_small_step_ms", lambda: lstm_step_fn("cuda")),
+                 ("lstm_medium_step_ms", lambda: lstm_step_fn("cuda", hidden=650, steps=35)),
+                 ("resnet50_img224_b64_step_ms", lambda: resnet_step_fn("cuda", 64, 224)))
+    else:
+        cases = (("lstm_small_step_ms", lstm_step_fn),
+                 ("resnet50_img64_b8_step_ms", resnet_step_fn))
+    for key, make in cases:
+        # loss.item() in each step waits for the GPU, so host timers measure whole steps.
         times = time_steps(make(), args.warmup, args.steps)
         result[key] = round(statistics.median(times), 3)
         print(f"{key}: median {statistics.median(times):.2f} ms, mean "
