@@ -122,6 +122,12 @@ for name in ("lstm_small", "lstm_medium", "resnet50"):
         return [json.loads(l)["loss"] for l in open(path) if '"step"' in l and '"loss"' in l]
     g, c = losses("gpu"), losses("cpu")
     print(f"{name}: {len(g)} GPU steps, {len(c)} CPU steps")
+    path = os.path.join(d, f"{name}_gpu.jsonl")
+    levels = [json.loads(l)["device_bytes_in_use"] for l in open(path)
+              if '"device_bytes_in_use"' in l] if os.path.exists(path) else []
+    if levels:
+        print(f"  GPU allocator bytes in use: after step 1 {levels[0]}, after step {len(levels)} "
+              f"{levels[-1]} ({'steady' if levels[1:] and levels[-1] == levels[1] else 'CHANGED'})")
     worst = 0.0
     for i, (a, b) in enumerate(zip(g, c)):
         rel = abs(a - b) / max(abs(b), 1e-12)

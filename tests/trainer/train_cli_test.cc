@@ -104,8 +104,19 @@ TEST(TrainRun, ProfiledLstmStepHasTheModelsOpsAndConsistentMemory) {
   std::ifstream metrics(dir / "metrics.jsonl");
   int lines = 0;
   std::string line;
-  while (std::getline(metrics, line)) ++lines;
+  std::vector<std::string> levels;  // the device allocator's bytes in use after each step
+  while (std::getline(metrics, line)) {
+    ++lines;
+    const size_t at = line.find("\"device_bytes_in_use\":[");
+    if (at != std::string::npos) levels.push_back(line.substr(at, line.find(']', at) - at));
+  }
   EXPECT_EQ(lines, 3 + 1);
+  // Variables, optimizer state and the carried LSTM state stay; everything a step allocates
+  // goes back, so the level after each step is the same.
+  ASSERT_EQ(levels.size(), 3u);
+  EXPECT_NE(levels[0], "\"device_bytes_in_use\":[0");
+  EXPECT_EQ(levels[1], levels[0]);
+  EXPECT_EQ(levels[2], levels[0]);
 
   auto bytes = ReadFile(report->trace_paths[0]);
   ASSERT_TRUE(bytes.ok());

@@ -377,6 +377,11 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
                            {"learning_rate", lr}, {"step_time_ms", seconds * 1e3},
                            {"throughput", static_cast<double>(examples_per_step) / seconds},
                            {"unit", unit}};
+    // Each tower device's allocator after the step: a level that climbs from step to step is a
+    // leak (on a GPU, device memory that never comes back).
+    std::vector<int64_t> bytes_in_use;
+    for (const runtime::Device* d : device_list) bytes_in_use.push_back(d->allocator().Stats().bytes_in_use);
+    line["device_bytes_in_use"] = bytes_in_use;
     std::ostringstream progress;
     progress << "step " << step + 1 << "/" << total_steps << "  loss " << std::fixed
              << std::setprecision(4) << result.loss;
