@@ -52,7 +52,7 @@ fi
 # CUDA's big libraries come from this machine: the toolkit, or the pip wheels PyTorch brings.
 cuda_dirs=()
 for pattern in libcublasLt.so.13 libnccl.so.2 libcuda.so.1; do
-  found=$( { ls -d /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib /usr/local/nvidia/lib64 \
+  found=$( { ls -d /usr/local/cuda*/lib64 /usr/local/cuda*/lib /usr/local/cuda*/targets/*/lib /usr/local/nvidia/lib64 \
                /usr/lib/x86_64-linux-gnu 2>/dev/null
              python3 -c 'import nvidia, os; [print(os.path.join(p, d, "lib")) for p in nvidia.__path__ for d in os.listdir(p)]' 2>/dev/null
            } | while read -r d; do [[ -e $d/$pattern ]] && { echo "$d"; break; }; done)
@@ -69,11 +69,14 @@ cli=$bin/profiler/cli/stepscope
 run_stage() {
   local name=$1; shift
   mkdir -p "$out/$name"
-  local start=$SECONDS
-  if "$@" > "$out/$name/log.txt" 2>&1; then
+  local start=$SECONDS status
+  # A stage stops at its first failing command unless that command says otherwise (|| ...).
+  (set -e; "$@") > "$out/$name/log.txt" 2>&1
+  status=$?
+  if ((status == 0)); then
     echo "$name: ok ($((SECONDS - start)) s)" | tee -a "$summary"
   else
-    echo "$name: FAILED ($((SECONDS - start)) s, exit $?; see $name/log.txt)" | tee -a "$summary"
+    echo "$name: FAILED ($((SECONDS - start)) s, exit $status; see $name/log.txt)" | tee -a "$summary"
     failed=1
   fi
 }
