@@ -22,9 +22,12 @@ TEST(CuptiActivitySourceTest, DefaultKindsFollowFormats) {
        {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
         CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
         CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-        CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_RUNTIME}) {
+        CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) {
     EXPECT_NE(std::find(kinds.begin(), kinds.end(), kind), kinds.end()) << kind;
   }
+  // Enabled first, so no launch can happen before the kind that links it to its op.
+  ASSERT_FALSE(kinds.empty());
+  EXPECT_EQ(kinds.front(), CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
 }
 
 TEST(CuptiActivitySourceTest, StartWithoutDriverIsUnavailable) {
@@ -37,8 +40,10 @@ TEST(CuptiActivitySourceTest, StartWithoutDriverIsUnavailable) {
   EXPECT_NE(status.message().find("CUPTI"), std::string::npos) << status.message();
   EXPECT_NE(status.message().find("driver"), std::string::npos) << status.message();
   EXPECT_NE(status.message().find("libcuda.so.1"), std::string::npos) << status.message();
-  // Not started: flushing and stopping are no-ops.
+  // Not started: flushing, pausing and stopping are no-ops; resuming is an error.
   EXPECT_TRUE(source->Flush().ok());
+  EXPECT_TRUE(source->Pause().ok());
+  EXPECT_FALSE(source->Resume().ok());
   EXPECT_TRUE(source->Stop().ok());
 }
 

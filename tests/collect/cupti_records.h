@@ -1,17 +1,23 @@
 // Synthetic CUPTI activity records, filled as CUPTI fills them, for tests on machines without a
-// GPU: the converter's and the trainer's GPU tracer's. Times are CUPTI-clock nanoseconds.
+// GPU: the converter's and the trainer's GPU tracer's. Built in the layouts the converter reads
+// (activity_records.h). Times are CUPTI-clock nanoseconds.
 #pragma once
-
-#include <cupti_activity.h>
 
 #include <cstdint>
 
+#include "profiler/collect/cupti/activity_records.h"
+
 namespace stepscope::testing {
 
+using collect::cupti::ApiActivity;
+using collect::cupti::ExternalCorrelationActivity;
+using collect::cupti::KernelActivity;
+using collect::cupti::MemcpyActivity;
+
 // A kernel of grid 4x2x1, blocks of 256 threads; registers and shared memory left to the caller.
-inline CUpti_ActivityKernel10 KernelRecord(uint32_t device, uint32_t stream, uint32_t correlation,
-                                           uint64_t start, uint64_t end, const char* name) {
-  CUpti_ActivityKernel10 k{};
+inline KernelActivity KernelRecord(uint32_t device, uint32_t stream, uint32_t correlation,
+                                   uint64_t start, uint64_t end, const char* name) {
+  KernelActivity k{};
   k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   k.deviceId = device;
   k.streamId = stream;
@@ -24,10 +30,10 @@ inline CUpti_ActivityKernel10 KernelRecord(uint32_t device, uint32_t stream, uin
   return k;
 }
 
-inline CUpti_ActivityMemcpy6 MemcpyRecord(uint8_t copy_kind, uint8_t src_kind, uint8_t dst_kind,
-                                          uint64_t bytes, uint32_t device, uint32_t stream,
-                                          uint32_t correlation, uint64_t start, uint64_t end) {
-  CUpti_ActivityMemcpy6 m{};
+inline MemcpyActivity MemcpyRecord(uint8_t copy_kind, uint8_t src_kind, uint8_t dst_kind,
+                                   uint64_t bytes, uint32_t device, uint32_t stream,
+                                   uint32_t correlation, uint64_t start, uint64_t end) {
+  MemcpyActivity m{};
   m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
   m.copyKind = copy_kind;
   m.srcKind = src_kind;
@@ -42,14 +48,26 @@ inline CUpti_ActivityMemcpy6 MemcpyRecord(uint8_t copy_kind, uint8_t src_kind, u
 }
 
 // The link CUPTI emits between a launch's correlation id and the external id pushed around it.
-inline CUpti_ActivityExternalCorrelation ExternalCorrelationRecord(uint32_t correlation,
-                                                                   uint64_t external_id) {
-  CUpti_ActivityExternalCorrelation e{};
+inline ExternalCorrelationActivity ExternalCorrelationRecord(uint32_t correlation,
+                                                             uint64_t external_id) {
+  ExternalCorrelationActivity e{};
   e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
   e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
   e.externalId = external_id;
   e.correlationId = correlation;
   return e;
+}
+
+// A runtime (cudaLaunchKernel, ...) or driver (cuLaunchKernelEx, ...) call, as the RUNTIME or
+// DRIVER kind records it.
+inline ApiActivity ApiRecord(CUpti_ActivityKind kind, uint32_t correlation, uint64_t start,
+                             uint64_t end) {
+  ApiActivity api{};
+  api.kind = kind;
+  api.correlationId = correlation;
+  api.start = start;
+  api.end = end;
+  return api;
 }
 
 }  // namespace stepscope::testing

@@ -18,30 +18,35 @@ constexpr int64_t kCuptiStart = 1'795'000'000'000'000'000;  // CUPTI ns at start
 constexpr int64_t kHostStart = 40'000'000'000;              // steady-clock ns at the same instant
 const ClockAlignment kClock{kCuptiStart, kHostStart};
 
+// The layouts the toolkits before this one deliver (still declared by its headers, deprecated)
+// have every field the converter reads, so activity_records.h's older choices build too.
+static_assert(KernelActivityFields<CUpti_ActivityKernel9>);
+static_assert(MemcpyActivityFields<CUpti_ActivityMemcpy5>);
+
 template <typename Record>
 void Feed(GpuActivityConverter& converter, const Record& record) {
   converter.OnRecord(reinterpret_cast<const CUpti_Activity&>(record));
 }
 
-CUpti_ActivityKernel10 Kernel(uint32_t device, uint32_t stream, uint32_t correlation,
-                              int64_t start_rel, int64_t duration, const char* name) {
+KernelActivity Kernel(uint32_t device, uint32_t stream, uint32_t correlation, int64_t start_rel,
+                      int64_t duration, const char* name) {
   const auto start = static_cast<uint64_t>(kCuptiStart + start_rel);
-  CUpti_ActivityKernel10 k = testing::KernelRecord(device, stream, correlation, start,
-                                                   start + static_cast<uint64_t>(duration), name);
+  KernelActivity k = testing::KernelRecord(device, stream, correlation, start,
+                                           start + static_cast<uint64_t>(duration), name);
   k.registersPerThread = 128;
   k.staticSharedMemory = 12288;
   k.dynamicSharedMemory = 4096;
   return k;
 }
 
-CUpti_ActivityMemcpy6 Memcpy(uint8_t copy_kind, uint8_t src, uint8_t dst, uint64_t bytes,
-                             uint32_t stream, uint32_t correlation, int64_t start_rel) {
+MemcpyActivity Memcpy(uint8_t copy_kind, uint8_t src, uint8_t dst, uint64_t bytes,
+                      uint32_t stream, uint32_t correlation, int64_t start_rel) {
   const auto start = static_cast<uint64_t>(kCuptiStart + start_rel);
   return testing::MemcpyRecord(copy_kind, src, dst, bytes, 0, stream, correlation, start,
                                start + 2500);
 }
 
-CUpti_ActivityExternalCorrelation Link(uint32_t correlation, uint64_t external_id) {
+ExternalCorrelationActivity Link(uint32_t correlation, uint64_t external_id) {
   return testing::ExternalCorrelationRecord(correlation, external_id);
 }
 
@@ -165,7 +170,7 @@ TEST(GpuActivityConverterTest, MemcpyOfEveryKindAndMemoryKind) {
                            static_cast<int64_t>(i) * 10'000));
   }
   // A peer copy arrives as a MEMCPY2 record.
-  CUpti_ActivityMemcpyPtoP4 peer{};
+  PeerMemcpyActivity peer{};
   peer.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
   peer.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
   peer.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
@@ -225,7 +230,7 @@ TEST(GpuActivityConverterTest, EveryKindHasTfName) {
 TEST(GpuActivityConverterTest, MemsetOnStreamLanesNotOnMemcpyLane) {
   GpuActivityConverter converter(kClock);
   converter.RegisterOp(9, "gradients/zeros", "Fill");
-  CUpti_ActivityMemset4 memset{};
+  MemsetActivity memset{};
   memset.kind = CUPTI_ACTIVITY_KIND_MEMSET;
   memset.bytes = 256;
   memset.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
@@ -300,12 +305,10 @@ TEST(GpuActivityConverterTest, ClockOffsetAndLaunchTimeFromRuntimeRecord) {
   Feed(converter, Kernel(0, 7, 5, 10'000, 2'000, "k"));
   converter.SetClock(clock);  // measured after records may already have arrived
   EXPECT_EQ(converter.clock(), clock);
-  CUpti_ActivityAPI runtime{};
-  runtime.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-  runtime.correlationId = 5;
-  runtime.start = static_cast<uint64_t>(kCuptiStart + 500);
-  runtime.end = runtime.start + 3'000;
-  CUpti_ActivityAPI driver = runtime;  // the driver call inside the runtime call
+  const ApiActivity runtime = testing::ApiRecord(
+      CUPTI_ACTIVITY_KIND_RUNTIME, 5, static_cast<uint64_t>(kCuptiStart + 500),
+      static_cast<uint64_t>(kCuptiStart + 3'500));
+  ApiActivity driver = runtime;  // the driver call inside the runtime call
   driver.kind = CUPTI_ACTIVITY_KIND_DRIVER;
   driver.start += 100;
   Feed(converter, driver);
@@ -316,6 +319,94 @@ TEST(GpuActivityConverterTest, ClockOffsetAndLaunchTimeFromRuntimeRecord) {
   EXPECT_EQ(node.scheduled_nanos(), kHostStart + 45 - 123 + 500 + 1'000'000);
   EXPECT_EQ(node.scheduled_micros(), node.scheduled_nanos() / 1000);
   EXPECT_EQ(step.stats.api_records, 2u);
+}
+
+TEST(GpuActivityConverterTest, KernelLaunchedThroughTheDriverIsLinkedWithItsLaunchTime) {
+  // cuBLAS inside the op's scope: cuLaunchKernelEx has a DRIVER record and no runtime record; the
+  // link CUPTI writes next to the driver record is the only one for the kernel's id. The op's own
+  // kernel goes through cudaLaunchKernel (RUNTIME). Records arrive in any order across buffers.
+  GpuActivityConverter converter(kClock);
+  converter.RegisterOp(4, "lstm/MatMul", "MatMul", /*host_start_ns=*/kHostStart + 100);
+  Feed(converter, Kernel(0, 7, 61, 9'000, 4'000, "sm90_xmma_gemm_f32f32_tf32f32_f32_nn"));
+  Feed(converter, Kernel(0, 7, 60, 5'000, 1'000, "add_kernel"));
+  Feed(converter, testing::ApiRecord(CUPTI_ACTIVITY_KIND_DRIVER, 61,
+                                     static_cast<uint64_t>(kCuptiStart + 2'000),
+                                     static_cast<uint64_t>(kCuptiStart + 2'600)));
+  // A call CUPTI could not time: no launch time from it.
+  Feed(converter, testing::ApiRecord(CUPTI_ACTIVITY_KIND_DRIVER, 61, 0, 0));
+  Feed(converter, Link(61, 4));
+  Feed(converter, Link(60, 4));
+  Feed(converter, testing::ApiRecord(CUPTI_ACTIVITY_KIND_RUNTIME, 60,
+                                     static_cast<uint64_t>(kCuptiStart + 1'000),
+                                     static_cast<uint64_t>(kCuptiStart + 1'400)));
+  // cuBLAS's bookkeeping calls (cuCtxGetCurrent and the like): linked, launching nothing.
+  for (uint32_t id = 62; id < 66; ++id) {
+    Feed(converter, Link(id, 4));
+    Feed(converter, testing::ApiRecord(CUPTI_ACTIVITY_KIND_DRIVER, id,
+                                       static_cast<uint64_t>(kCuptiStart + 2'700 + id),
+                                       static_cast<uint64_t>(kCuptiStart + 2'800 + id)));
+  }
+
+  const ConvertedStep step = converter.Finish(/*clock_offset_ns=*/1'000'000);
+  const auto* lane = ByDevice(step.step_stats)["/device:GPU:0/stream:7"];
+  ASSERT_EQ(lane->node_stats_size(), 2);
+  const tf::NodeExecStats& add = lane->node_stats(0);
+  const tf::NodeExecStats& gemm = lane->node_stats(1);
+  EXPECT_EQ(gemm.node_name(), "lstm/MatMul:MatMul");
+  EXPECT_EQ(gemm.timeline_label(),
+            "sm90_xmma_gemm_f32f32_tf32f32_f32_nn regs:128 shm:16384 grid:4,2,1 "
+            "block:256,1,1@@lstm/MatMul:MatMul");
+  EXPECT_EQ(gemm.correlation_id(), 4u);
+  EXPECT_EQ(gemm.all_start_nanos(), kHostStart + 9'000 + 1'000'000);
+  EXPECT_EQ(gemm.scheduled_nanos(), kHostStart + 2'000 + 1'000'000);  // the driver call
+  EXPECT_EQ(gemm.scheduled_micros(), gemm.scheduled_nanos() / 1000);
+  EXPECT_EQ(add.node_name(), "lstm/MatMul:MatMul");
+  EXPECT_EQ(add.correlation_id(), 4u);
+  EXPECT_EQ(add.scheduled_nanos(), kHostStart + 1'000 + 1'000'000);  // the runtime call
+
+  EXPECT_EQ(step.stats.kernels, 2u);
+  EXPECT_EQ(step.stats.linked_records, 2u);
+  EXPECT_EQ(step.stats.unlinked_records, 0u);
+  EXPECT_EQ(step.stats.api_records, 7u);
+  EXPECT_EQ(step.stats.external_correlations, 6u);
+  EXPECT_EQ(step.stats.dropped_correlations, 0u);
+  ASSERT_EQ(step.launched_ops.size(), 1u);
+  EXPECT_EQ(step.launched_ops[0],
+            (LaunchedOp{4, "lstm/MatMul", kHostStart + 100 + 1'000'000}));
+}
+
+TEST(GpuActivityConverterTest, CorrelationsPastTheLimitAreCountedAndFreedEachStep) {
+  ConverterOptions options;
+  options.max_correlations = 3;
+  GpuActivityConverter converter(kClock, options);
+  converter.RegisterOp(1, "conv/Conv2D", "Conv2D");
+  // Three API calls that launch nothing fill the table; the kernel's own link and launch come
+  // after it is full: counted, and the kernel stays on its lane, unlinked.
+  for (uint32_t id = 1; id <= 3; ++id) {
+    Feed(converter, testing::ApiRecord(CUPTI_ACTIVITY_KIND_DRIVER, id, kCuptiStart + id,
+                                       kCuptiStart + id + 1));
+  }
+  Feed(converter, Link(3, 1));  // an id already held: no new entry
+  Feed(converter, Link(4, 1));
+  Feed(converter, testing::ApiRecord(CUPTI_ACTIVITY_KIND_DRIVER, 4, kCuptiStart + 10,
+                                     kCuptiStart + 20));
+  Feed(converter, Kernel(0, 7, 4, 100, 1'000, "implicit_convolve_sgemm"));
+  ConvertedStep step = converter.Finish();
+  EXPECT_EQ(step.stats.dropped_correlations, 2u);
+  EXPECT_EQ(step.stats.dropped_total(), 0u);  // no GPU record lost
+  EXPECT_EQ(step.stats.unlinked_records, 1u);
+  const auto& node = ByDevice(step.step_stats)["/device:GPU:0/stream:7"]->node_stats(0);
+  EXPECT_EQ(node.node_name(), "implicit_convolve_sgemm");
+  EXPECT_EQ(node.scheduled_nanos(), 0);
+
+  // The next step starts with an empty table.
+  converter.RegisterOp(2, "conv/Conv2D", "Conv2D");
+  Feed(converter, Link(5, 2));
+  Feed(converter, Kernel(0, 7, 5, 100, 1'000, "implicit_convolve_sgemm"));
+  step = converter.Finish();
+  EXPECT_EQ(step.stats.dropped_correlations, 0u);
+  EXPECT_EQ(ByDevice(step.step_stats)["/device:GPU:0/stream:7"]->node_stats(0).node_name(),
+            "conv/Conv2D:Conv2D");
 }
 
 TEST(GpuActivityConverterTest, OtherKindsAreCountedNotDrawn) {

@@ -18,13 +18,13 @@ void Feed(GpuActivityConverter& converter, const Record& record) {
 TEST(GpuLanesIntegrationTest, TraceParsersUnderstandConvertedLanes) {
   GpuActivityConverter converter(ClockAlignment{1'000'000, 5'000'000});
   converter.RegisterOp(3, "resnet50/conv1_conv/Conv2D", "Conv2D");
-  CUpti_ActivityExternalCorrelation link{};
+  ExternalCorrelationActivity link{};
   link.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
   link.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
   link.externalId = 3;
   link.correlationId = 30;
   Feed(converter, link);
-  CUpti_ActivityKernel10 kernel{};
+  KernelActivity kernel{};
   kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   kernel.streamId = 14;
   kernel.correlationId = 30;
@@ -34,7 +34,7 @@ TEST(GpuLanesIntegrationTest, TraceParsersUnderstandConvertedLanes) {
   kernel.gridX = kernel.gridY = kernel.gridZ = 1;
   kernel.blockX = kernel.blockY = kernel.blockZ = 32;
   Feed(converter, kernel);
-  CUpti_ActivityMemcpy6 copy{};
+  MemcpyActivity copy{};
   copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
   copy.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
   copy.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;

@@ -12,6 +12,12 @@ namespace cupti = collect::cupti;
 // nest), so OnOpEnd pops only what OnOpStart pushed.
 thread_local bool t_correlation_pushed = false;
 
+// Whatever CUPTI answered, for the caller the GPU tracer is not there.
+Status NotAvailable(const Status& status) {
+  const bool names_cupti = status.message().find("CUPTI") != std::string::npos;
+  return Unavailable((names_cupti ? "" : "CUPTI: ") + status.message());
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<GpuStepTracer>> GpuStepTracer::Start(
@@ -19,13 +25,10 @@ StatusOr<std::unique_ptr<GpuStepTracer>> GpuStepTracer::Start(
   if (source == nullptr) return Unavailable("CUPTI GPU tracer: no activity source");
   std::unique_ptr<GpuStepTracer> tracer(new GpuStepTracer(std::move(source), std::move(options)));
   const Status started = tracer->source_->Start(tracer.get());
-  if (!started.ok()) {
-    // Whatever CUPTI answered, for the caller the GPU tracer is not there.
-    const bool names_cupti = started.message().find("CUPTI") != std::string::npos;
-    return Unavailable((names_cupti ? "" : "CUPTI: ") + started.message());
-  }
-  std::lock_guard<std::mutex> lock(tracer->records_mu_);
-  tracer->converter_.SetClock(tracer->source_->clock_alignment());
+  if (!started.ok()) return NotAvailable(started);
+  // Off until the first BeginStep (the destructor stops the source when this fails).
+  const Status paused = tracer->source_->Pause();
+  if (!paused.ok()) return NotAvailable(paused);
   return tracer;
 }
 
@@ -36,16 +39,27 @@ GpuStepTracer::GpuStepTracer(std::unique_ptr<cupti::CuptiActivitySource> source,
 GpuStepTracer::~GpuStepTracer() { (void)source_->Stop(); }
 
 Status GpuStepTracer::BeginStep() {
-  // Delivered while keeping_ is false, the records of the work since the last step are dropped.
-  Status flushed = source_->Flush();
-  std::lock_guard<std::mutex> lock(records_mu_);
-  (void)converter_.Finish();  // anything left over (ops registered after the last EndStep)
-  keeping_ = flushed.ok();
-  return flushed;
+  {
+    std::lock_guard<std::mutex> lock(records_mu_);
+    (void)converter_.Finish();  // anything left over from a step whose EndStep never came
+  }
+  // Not under records_mu_: CUPTI may be delivering records meanwhile, which takes it.
+  const Status resumed = source_->Resume();
+  if (!resumed.ok()) return resumed.WithContext("resuming the CUPTI GPU tracer");
+  {
+    std::lock_guard<std::mutex> lock(records_mu_);
+    // This step's records are put on the host clock with the alignment read as it resumed.
+    converter_.SetClock(source_->clock_alignment());
+    keeping_ = true;
+  }
+  in_step_.store(true, std::memory_order_release);
+  return Status::Ok();
 }
 
 void GpuStepTracer::OnOpStart(const std::string& node_name, const std::string& op_type,
                               int64_t host_start_ns) {
+  // Unprofiled steps pay nothing: no CUPTI call, no registration.
+  if (!in_step_.load(std::memory_order_acquire)) return;
   const uint64_t external_id = next_external_id_.fetch_add(1, std::memory_order_relaxed);
   converter_.RegisterOp(external_id, node_name, op_type, host_start_ns);
   t_correlation_pushed = source_->PushExternalCorrelation(external_id).ok();
@@ -62,15 +76,17 @@ void GpuStepTracer::OnOpEnd() {
 
 StatusOr<GpuStepSummary> GpuStepTracer::EndStep(int64_t clock_offset_ns,
                                                  tf::RunMetadata* metadata) {
-  // No lock of ours is held: Flush waits for deliveries, which take records_mu_.
-  const Status flushed = source_->Flush();
+  in_step_.store(false, std::memory_order_release);
+  // No lock of ours is held: Pause flushes, which waits for deliveries that take records_mu_.
+  // Every record of the step reaches the converter before tracing goes off.
+  const Status paused = source_->Pause();
   cupti::ConvertedStep step;
   {
     std::lock_guard<std::mutex> lock(records_mu_);
     keeping_ = false;
     step = converter_.Finish(clock_offset_ns);
   }
-  if (!flushed.ok()) return flushed.WithContext("flushing the CUPTI GPU tracer");
+  if (!paused.ok()) return paused.WithContext("flushing the CUPTI GPU tracer");
 
   GpuStepSummary summary;
   summary.stats = step.stats;

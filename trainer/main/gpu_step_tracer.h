@@ -2,23 +2,28 @@
 // (profiler/collect/cupti) for the trainer's profiled steps, as TensorFlow's GPU tracer does for
 // its session runs. StepProfiler owns one for the run once a profiled step has a GPU device.
 //
-// Per op on a GPU device, on the thread that launches its kernels: OnOpStart registers the op
-// with the converter under a fresh external id and pushes that id as CUPTI's external
-// correlation, so every kernel, copy and memset launched until OnOpEnd (which pops it) is linked
-// to the op. At the step's end, EndStep flushes CUPTI, converts the records on the collector's
-// clock, appends the `/device:GPU:k/stream:S`, `/stream:all` and `/memcpy` lanes to the step's
-// RunMetadata, writes each launching host op's correlation id, and records the GPU records lost
-// in TraceSession.dropped_gpu_records.
+// Tracing is on only inside profiled steps, so the steps in between (the timed ones) run without
+// CUPTI's overhead: Start() starts the source and pauses it at once; BeginStep resumes it (CUPTI's
+// kinds enabled, the clock alignment read afresh for this step's records) and EndStep pauses it
+// again after the last flush. The buffer callbacks stay registered for the whole run.
 //
-// The source is kept started for the whole run; records CUPTI delivers between profiled steps
-// (GPU work of unprofiled steps) are discarded, so a step's lanes hold only that step's work.
+// Per op on a GPU device, on the thread that launches its kernels, inside a step: OnOpStart
+// registers the op with the converter under a fresh external id and pushes that id as CUPTI's
+// external correlation, so every kernel, copy and memset launched until OnOpEnd (which pops it)
+// is linked to the op. Outside a step both do nothing (no CUPTI call, no registration). At the
+// step's end, EndStep pauses the source (which flushes CUPTI), converts the records on the
+// collector's clock, appends the `/device:GPU:k/stream:S`, `/stream:all` and `/memcpy` lanes to
+// the step's RunMetadata, writes each launching host op's correlation id, and records the GPU
+// records lost in TraceSession.dropped_gpu_records. Records delivered outside a step are
+// discarded, so a step's lanes hold only that step's work.
 // The source is an interface so tests drive the tracer with synthetic CUPTI records.
 //
 // Threads and locks: OnOpStart/OnOpEnd run on executor threads (RegisterOp takes the converter's
 // short lock; the push/pop are CUPTI's per-thread stack). BeginStep/EndStep run on the thread
-// that owns the step. CUPTI delivers records on its own threads under the source's sink lock,
-// then this tracer's `records_mu_`; BeginStep/EndStep call the source's Flush() without holding
-// `records_mu_` (Flush waits for those deliveries) and take it only afterwards.
+// that owns the step, with no op running. CUPTI delivers records on its own threads under the
+// source's sink lock, then this tracer's `records_mu_`; BeginStep/EndStep call the source's
+// Resume/Pause without holding `records_mu_` (Pause flushes, waiting for those deliveries) and
+// take it only afterwards.
 #pragma once
 
 #include <atomic>
@@ -42,8 +47,9 @@ struct GpuStepSummary {
 
 class GpuStepTracer final : private collect::cupti::ActivityRecordSink {
  public:
-  // Starts `source` with this tracer as its sink. When it cannot start (no driver, a CUPTI
-  // error, another tracer running), kUnavailable whose message names CUPTI and the reason.
+  // Starts `source` with this tracer as its sink, then pauses it until BeginStep. When it
+  // cannot start (no driver, a CUPTI error, another tracer running), kUnavailable whose message
+  // names CUPTI and the reason.
   static StatusOr<std::unique_ptr<GpuStepTracer>> Start(
       std::unique_ptr<collect::cupti::CuptiActivitySource> source,
       collect::cupti::ConverterOptions options = {});
@@ -51,17 +57,19 @@ class GpuStepTracer final : private collect::cupti::ActivityRecordSink {
   GpuStepTracer(const GpuStepTracer&) = delete;
   GpuStepTracer& operator=(const GpuStepTracer&) = delete;
 
-  // Discards what CUPTI delivered since the last step, then keeps records for this one.
+  // Resumes the source (tracing on, clock alignment read again) and keeps its records for this
+  // step. On failure tracing stays off and the step has no GPU lanes.
   Status BeginStep();
 
   // Hot path, on the thread launching the op's GPU work; ops on one thread do not nest.
-  // `host_start_ns` is the op's start on the collector's (steady) clock.
+  // `host_start_ns` is the op's start on the collector's (steady) clock. No-ops outside a step.
   void OnOpStart(const std::string& node_name, const std::string& op_type, int64_t host_start_ns);
   void OnOpEnd();
 
-  // Flushes CUPTI, converts the step's records with `clock_offset_ns` (the one the host
-  // RunMetadata was built with), links `metadata`'s host ops to their GPU work, appends the GPU
-  // lanes and records the drops in its TraceSession. On a Flush error `metadata` is unchanged.
+  // Pauses the source (flushing CUPTI, tracing off), converts the step's records with
+  // `clock_offset_ns` (the one the host RunMetadata was built with), links `metadata`'s host ops
+  // to their GPU work, appends the GPU lanes and records the drops in its TraceSession. On a
+  // flush error tracing is off all the same and `metadata` is unchanged.
   StatusOr<GpuStepSummary> EndStep(int64_t clock_offset_ns, tf::RunMetadata* metadata);
 
   // Correlation pushes/pops CUPTI refused since the tracer started (their ops stay unlinked).
@@ -81,6 +89,9 @@ class GpuStepTracer final : private collect::cupti::ActivityRecordSink {
   std::mutex records_mu_;  // guards converter_'s records and keeping_; after the source's lock
   collect::cupti::GpuActivityConverter converter_;
   bool keeping_ = false;   // inside a profiled step: records go to the converter
+  // Between BeginStep's resume and EndStep: ops push correlation ids and register with the
+  // converter. Set on the step's thread before the executors run its ops.
+  std::atomic<bool> in_step_{false};
   std::atomic<uint64_t> next_external_id_{1};
   std::atomic<uint64_t> correlation_errors_{0};
 };

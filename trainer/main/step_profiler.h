@@ -2,8 +2,9 @@
 // (OpScope's OpListener, the allocators' AllocationObserver) to profiler/collect's StepCollector.
 // Each profiled step becomes one RunMetadata file, written to a temporary name and renamed.
 // In GPU builds with CUPTI, a profiled step with a GPU device also gets what its GPU ran: the
-// CUPTI tracer (GpuStepTracer) starts on the first such step and stays for the run; when it
-// cannot start (no driver), one warning goes to stderr and the traces hold host ops only.
+// CUPTI tracer (GpuStepTracer) is made on the first such step and traces only those steps (CUPTI
+// is off in between, so unprofiled steps run and are timed without it); when it cannot start (no
+// driver), one warning goes to stderr and the traces hold host ops only.
 #pragma once
 
 #include <cstdint>
@@ -55,8 +56,8 @@ class StepProfiler final : public runtime::OpListener,
 
  private:
   void Unhook();
-  // GPU builds with CUPTI: starts the GPU tracer on the first step with a GPU device and gets it
-  // ready for this step; on failure warns once and leaves GPU tracing off for the run.
+  // GPU builds with CUPTI: makes the GPU tracer on the first step with a GPU device and turns
+  // tracing on for this step; on failure warns once and leaves GPU tracing off for the run.
   void BeginGpuStep();
   void GpuTracingFailed(const Status& status);
 

@@ -19,7 +19,7 @@ std::vector<CUpti_ActivityKind> DefaultActivityKinds() {
           CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,     CUPTI_ACTIVITY_KIND_MEMCPY,
           CUPTI_ACTIVITY_KIND_MEMCPY2,               CUPTI_ACTIVITY_KIND_MEMSET,
           CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,       CUPTI_ACTIVITY_KIND_OVERHEAD,
-          CUPTI_ACTIVITY_KIND_RUNTIME};
+          CUPTI_ACTIVITY_KIND_RUNTIME,               CUPTI_ACTIVITY_KIND_DRIVER};
 }
 
 int64_t SteadyNowNanos() {
@@ -94,13 +94,19 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
       std::lock_guard<std::mutex> lock(sink_mu_);
       sink_ = sink;
     }
-    Status status = EnableAll();
+    Status status = RegisterCallbacks();
+    if (status.ok()) status = EnableKinds();
     if (!status.ok()) {
       DisableEnabled();
+      {
+        std::lock_guard<std::mutex> lock(sink_mu_);
+        sink_ = nullptr;
+      }
       g_active_source.store(nullptr);
       return status;
     }
     started_ = true;
+    paused_ = false;
     return Status::Ok();
   }
 
@@ -117,12 +123,32 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
     return Status::Ok();
   }
 
+  Status Pause() override {
+    if (!started_ || paused_) return Status::Ok();
+    const Status flushed = Flush();
+    DisableEnabled();  // even when the flush failed: tracing must not stay on
+    paused_ = true;
+    // Once more: records CUPTI completed between the flush and the disable reach the sink, and
+    // the buffers that held them come back to the pool.
+    const Status last = Flush();
+    return flushed.ok() ? last : flushed;
+  }
+
+  Status Resume() override {
+    if (!started_) return Internal("CUPTI tracer resumed before it was started");
+    if (!paused_) return Status::Ok();
+    Status status = EnableKinds();
+    if (!status.ok()) {
+      DisableEnabled();
+      return status;
+    }
+    paused_ = false;
+    return Status::Ok();
+  }
+
   Status Stop() override {
     if (!started_) return Status::Ok();
-    Status status = Flush();
-    DisableEnabled();
-    // A last flush so buffers of the just-disabled kinds come back to the pool.
-    (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    Status status = Pause();
     {
       std::lock_guard<std::mutex> lock(sink_mu_);
       sink_ = nullptr;
@@ -163,9 +189,15 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
   }
 
  private:
-  Status EnableAll() {
+  // Once per Start: CUPTI keeps the callbacks while kinds are disabled and enabled again.
+  Status RegisterCallbacks() {
     STEPSCOPE_CUPTI_RETURN_IF_ERROR(cuptiActivityRegisterCallbacks(BufferRequested,
                                                                    BufferCompleted));
+    return Status::Ok();
+  }
+
+  // Enables every kind, then reads the clock alignment for the records to come.
+  Status EnableKinds() {
     for (CUpti_ActivityKind kind : options_.kinds) {
       const CUptiResult result = cuptiActivityEnable(kind);
       if (result != CUPTI_SUCCESS) {
@@ -211,7 +243,9 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
 
   CuptiSourceOptions options_;
   ActivityBufferPool pool_;
-  bool started_ = false;  // Start/Flush/Stop are called from one controlling thread
+  // Start/Flush/Pause/Resume/Stop are called from one controlling thread.
+  bool started_ = false;
+  bool paused_ = false;  // started, kinds disabled
   std::vector<CUpti_ActivityKind> enabled_;
   ClockAlignment clock_;
   std::mutex sink_mu_;  // guards sink_ and reported_refused_; taken by buffer deliveries

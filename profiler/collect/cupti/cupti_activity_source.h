@@ -3,15 +3,21 @@
 // It sits behind the CuptiActivitySource interface so the rest of the profiler is tested without
 // a GPU; the real implementation (MakeCuptiActivitySource) calls CUPTI's activity API.
 //
+// Tracing is on only while it is wanted: Start() registers the buffer callbacks and enables the
+// kinds; Pause() disables the kinds and Resume() enables them again with the callbacks left
+// registered, the cheap way to trace some steps of a run and leave the others at full speed.
+// Each Start/Resume reads the CUPTI-to-host clock alignment afresh: CUPTI's clock (which may
+// follow the wall clock) and the host's steady clock need not keep one offset over a long run.
+//
 // Every CUPTI call is checked: a failure becomes a Status naming the call, CUPTI's error and
 // where it was made. Without an NVIDIA driver (our development and CI machines), Start() returns
 // kUnavailable with a message naming CUPTI and the driver; nothing crashes.
 //
 // Threads and locks: CUPTI requests buffers and delivers completed ones on its own threads.
 // Deliveries take the source's sink lock while they call the sink, so the sink sees one record
-// at a time. Flush() and Stop() call cuptiActivityFlushAll, which waits for those deliveries:
-// they never hold the sink lock themselves (that would deadlock), and neither may their caller
-// hold a lock the sink takes.
+// at a time. Flush(), Pause() and Stop() call cuptiActivityFlushAll, which waits for those
+// deliveries: they never hold the sink lock themselves (that would deadlock), and neither may
+// their caller hold a lock the sink takes.
 //
 // CUPTI's buffer callbacks carry no user pointer, so one source can be started at a time per
 // process; Start() on a second one fails cleanly.
@@ -35,7 +41,9 @@ inline constexpr CUpti_ExternalCorrelationKind kOpCorrelationKind =
     CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
 
 // FORMATS.md §5: kernels, copies (peer copies too), memsets, the op links, synchronisation and
-// CUPTI's overhead, and the runtime API records that give launch times.
+// CUPTI's overhead, and the runtime and driver API records. CUPTI writes an EXTERNAL_CORRELATION
+// record only next to an API record, and cuBLAS/cuBLASLt launch through the driver
+// (cuLaunchKernelEx): without DRIVER records their kernels would not be linked to their ops.
 std::vector<CUpti_ActivityKind> DefaultActivityKinds();
 
 // Host clock the collector uses (steady clock, ns).
@@ -55,21 +63,28 @@ class CuptiActivitySource {
  public:
   virtual ~CuptiActivitySource() = default;
 
-  // Registers the buffer callbacks, enables the activity kinds and measures the clock offset.
+  // Registers the buffer callbacks, enables the activity kinds and reads the clock alignment.
   // `sink` must outlive Stop(). On failure nothing stays enabled.
   virtual Status Start(ActivityRecordSink* sink) = 0;
   // Delivers every buffer CUPTI holds, complete or not, to the sink, then reports drops (CUPTI's
   // and refused buffers) through OnDropped. Returns after the sink has seen them all.
   virtual Status Flush() = 0;
-  // Flush, then disable the kinds. Idempotent.
+  // Between Start and Stop, tracing off: Flush, disable the kinds (even when the flush failed),
+  // then flush again so every buffer CUPTI still held comes back to the pool. Idempotent.
+  virtual Status Pause() = 0;
+  // Tracing on again after Pause: enables the kinds and reads the clock alignment afresh. On
+  // failure nothing stays enabled. A no-op when not paused; an error before Start.
+  virtual Status Resume() = 0;
+  // Pause, then unregister the sink. Idempotent.
   virtual Status Stop() = 0;
 
   // Hot path, on the thread launching an op's GPU work: GPU work launched between Push and Pop
-  // is linked to `external_id` through an EXTERNAL_CORRELATION record.
+  // is linked to `external_id` through an EXTERNAL_CORRELATION record. Only while tracing is on:
+  // CUPTI writes no link record for launches made while the kinds are disabled.
   virtual Status PushExternalCorrelation(uint64_t external_id) = 0;
   virtual Status PopExternalCorrelation() = 0;
 
-  // CUPTI's clock against the host clock, read in Start().
+  // CUPTI's clock against the host clock, read at the last Start() or Resume().
   virtual ClockAlignment clock_alignment() const = 0;
 };
 

@@ -99,6 +99,16 @@ void GpuActivityConverter::OnDropped(DropReason reason, uint64_t count) {
   }
 }
 
+GpuActivityConverter::Correlation* GpuActivityConverter::CorrelationEntry(
+    uint32_t correlation_id) {
+  if (auto it = correlations_.find(correlation_id); it != correlations_.end()) return &it->second;
+  if (correlations_.size() >= options_.max_correlations) {
+    ++stats_.dropped_correlations;
+    return nullptr;
+  }
+  return &correlations_[correlation_id];
+}
+
 void GpuActivityConverter::AddGpuRecord(GpuRecord record) {
   if (records_.size() >= options_.max_records) {
     ++stats_.dropped_by_record_limit;
@@ -117,7 +127,7 @@ void GpuActivityConverter::OnRecord(const CUpti_Activity& record) {
   switch (record.kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      const auto& k = reinterpret_cast<const CUpti_ActivityKernel10&>(record);
+      const auto& k = reinterpret_cast<const KernelActivity&>(record);
       GpuRecord r{RecordKind::kKernel};
       r.device_id = k.deviceId;
       r.stream_id = k.streamId;
@@ -140,13 +150,13 @@ void GpuActivityConverter::OnRecord(const CUpti_Activity& record) {
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY:
-      AddGpuRecord(MemcpyRecord(reinterpret_cast<const CUpti_ActivityMemcpy6&>(record)));
+      AddGpuRecord(MemcpyRecord(reinterpret_cast<const MemcpyActivity&>(record)));
       return;
     case CUPTI_ACTIVITY_KIND_MEMCPY2:  // peer-to-peer copies: the same fields
-      AddGpuRecord(MemcpyRecord(reinterpret_cast<const CUpti_ActivityMemcpyPtoP4&>(record)));
+      AddGpuRecord(MemcpyRecord(reinterpret_cast<const PeerMemcpyActivity&>(record)));
       return;
     case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const auto& m = reinterpret_cast<const CUpti_ActivityMemset4&>(record);
+      const auto& m = reinterpret_cast<const MemsetActivity&>(record);
       GpuRecord r{RecordKind::kMemset};
       r.device_id = m.deviceId;
       r.stream_id = m.streamId;
@@ -159,18 +169,22 @@ void GpuActivityConverter::OnRecord(const CUpti_Activity& record) {
       return;
     }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-      const auto& e = reinterpret_cast<const CUpti_ActivityExternalCorrelation&>(record);
+      const auto& e = reinterpret_cast<const ExternalCorrelationActivity&>(record);
       ++stats_.external_correlations;
-      external_by_correlation_[e.correlationId] = e.externalId;
+      if (Correlation* c = CorrelationEntry(e.correlationId)) c->external_id = e.externalId;
       return;
     }
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {
-      const auto& api = reinterpret_cast<const CUpti_ActivityAPI&>(record);
+      // Runtime and driver calls alike: libraries launching through the driver API have only a
+      // DRIVER record. A driver call recorded inside a runtime call shares its id and starts
+      // later: the earliest start is the launch.
+      const auto& api = reinterpret_cast<const ApiActivity&>(record);
       ++stats_.api_records;
-      // A driver call made inside a runtime call shares its id; keep the earliest (the runtime).
-      auto [it, inserted] = launch_start_by_correlation_.emplace(api.correlationId, api.start);
-      if (!inserted) it->second = std::min(it->second, api.start);
+      if (api.start == 0) return;  // CUPTI could not time the call
+      if (Correlation* c = CorrelationEntry(api.correlationId)) {
+        c->api_start = c->api_start == 0 ? api.start : std::min(c->api_start, api.start);
+      }
       return;
     }
     default:
@@ -185,22 +199,23 @@ tf::NodeExecStats GpuActivityConverter::ToNodeStats(const GpuRecord& r, int64_t 
   tf::NodeExecStats node;
   SetTimes(static_cast<int64_t>(r.start) + to_host,
            r.end > r.start ? static_cast<int64_t>(r.end - r.start) : 0, &node);
-  if (auto launch = launch_start_by_correlation_.find(r.correlation_id);
-      launch != launch_start_by_correlation_.end()) {
-    const int64_t scheduled = static_cast<int64_t>(launch->second) + to_host;
-    node.set_scheduled_micros(scheduled / 1000);
-    node.set_scheduled_nanos(scheduled);
-  }
 
   // The op behind the record: CUPTI correlation id -> external id -> registered op.
   std::string annotation;  // "<op node>:<OpType>", empty when not linked
   *external_id_out = 0;
-  if (auto ext = external_by_correlation_.find(r.correlation_id);
-      ext != external_by_correlation_.end()) {
-    *external_id_out = ext->second;
-    node.set_correlation_id(ext->second);
-    if (auto op = ops_.find(ext->second); op != ops_.end()) {
-      annotation = op->second.node_name + ":" + op->second.op_type;
+  if (auto found = correlations_.find(r.correlation_id); found != correlations_.end()) {
+    const Correlation& c = found->second;
+    if (c.api_start != 0) {
+      const int64_t scheduled = static_cast<int64_t>(c.api_start) + to_host;
+      node.set_scheduled_micros(scheduled / 1000);
+      node.set_scheduled_nanos(scheduled);
+    }
+    if (c.external_id != 0) {
+      *external_id_out = c.external_id;
+      node.set_correlation_id(c.external_id);
+      if (auto op = ops_.find(c.external_id); op != ops_.end()) {
+        annotation = op->second.node_name + ":" + op->second.op_type;
+      }
     }
   }
 
@@ -279,8 +294,7 @@ ConvertedStep GpuActivityConverter::Finish(int64_t clock_offset_ns) {
   out.stats = stats_;
 
   records_.clear();
-  external_by_correlation_.clear();
-  launch_start_by_correlation_.clear();
+  correlations_.clear();
   ops_.clear();
   stats_ = {};
   return out;

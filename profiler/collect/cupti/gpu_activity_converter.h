@@ -1,9 +1,9 @@
 // Turns CUPTI activity records into TensorFlow's GPU step-stats lanes (FORMATS.md §1 and §5).
 //
 // The converter is pure: it is fed the activity records CUPTI delivers (the real CUPTI structs of
-// the toolkit we build with) and knows nothing of CUPTI's library, so it is tested with synthetic
-// records on machines with no GPU. The real source (cupti_activity_source.h) feeds it from CUPTI's
-// buffer-completion callback.
+// the toolkit we build with, activity_records.h) and knows nothing of CUPTI's library, so it is
+// tested with synthetic records on machines with no GPU. The real source (cupti_activity_source.h)
+// feeds it from CUPTI's buffer-completion callback.
 //
 // Output, per GPU k (CUPTI device id), in TensorFlow's layout:
 //   /device:GPU:k/stream:S   kernels, memcpys and memsets that ran on stream S
@@ -22,20 +22,30 @@
 // same id on the op's own NodeExecStats so the two can be joined. scheduled_* of a GPU record is
 // the host time of the runtime/driver call that launched it, when that record was seen.
 //
+// Links: CUPTI gives a launch one correlation id, shared by the GPU record, the API record of the
+// call that launched it and the EXTERNAL_CORRELATION record naming the op's pushed id. That call
+// is a runtime one (cudaLaunchKernel, cudaMemcpyAsync) or, for libraries that launch through the
+// driver (cuBLAS/cuBLASLt's cuLaunchKernelEx), a driver one with no runtime record at all: both
+// kinds are read alike. Where a runtime call's own driver call is recorded too, it carries the
+// same id and starts later; the earliest start is the launch time.
+//
 // Times: CUPTI timestamps (ns of CUPTI's clock) are put on the host clock (the collector's
 // steady-clock ns) with one offset measured at start (ClockAlignment), then shifted by the same
 // `clock_offset_ns` StepCollector::FinishStep takes, so host and GPU lanes share a timeline.
 //
 // Bounded memory: at most `max_records` kernel/memcpy/memset records are kept per step; past it
 // records are dropped and counted, as are the records CUPTI itself dropped and the buffers the
-// source refused for lack of budget (reported through OnDropped).
+// source refused for lack of budget (reported through OnDropped). API and EXTERNAL_CORRELATION
+// records are reduced on arrival to one small entry per correlation id (external id, launch
+// start), at most `max_correlations` per step; they arrive in any order relative to the GPU
+// records, so entries no GPU record uses (with DRIVER records on, every cuCtxGetCurrent and the
+// like) are only let go at Finish.
 //
 // Threads: OnRecord/OnDropped are serialised by the owner (the CUPTI source calls them under its
 // sink lock); RegisterOp may be called from any executor thread (it takes its own short lock);
-// SetClock, Finish and LinkOps run on the thread that ends the step, after the source's Flush().
+// SetClock, Finish and LinkOps run on the thread that owns the step: SetClock once the source has
+// read the alignment for the step (Start/Resume), Finish after the source's last flush of it.
 #pragma once
-
-#include <cupti_activity.h>
 
 #include <cstdint>
 #include <mutex>
@@ -43,6 +53,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "profiler/collect/cupti/activity_records.h"
 #include "stepscope/tf/step_stats.pb.h"
 
 namespace stepscope::collect::cupti {
@@ -72,6 +83,9 @@ struct ConversionStats {
   uint64_t dropped_by_cupti = 0;
   uint64_t dropped_buffers = 0;          // buffer requests refused (budget)
   uint64_t dropped_by_record_limit = 0;
+  // API/link records past max_correlations: GPU records they were for may be left unlinked
+  // (counted there), none is lost, so they are not part of dropped_total().
+  uint64_t dropped_correlations = 0;
   uint64_t dropped_total() const {
     return dropped_by_cupti + dropped_buffers + dropped_by_record_limit;
   }
@@ -88,6 +102,7 @@ class ActivityRecordSink {
 
 struct ConverterOptions {
   size_t max_records = 1 << 20;  // TF caps a step at 2^20 node stats
+  size_t max_correlations = 1 << 20;  // correlation ids of API/link records kept per step
   // Device name prefix; lanes are "<prefix><device id>/stream:S" etc.
   std::string device_prefix = "/device:GPU:";
 };
@@ -112,7 +127,8 @@ class GpuActivityConverter : public ActivityRecordSink {
   GpuActivityConverter(const GpuActivityConverter&) = delete;
   GpuActivityConverter& operator=(const GpuActivityConverter&) = delete;
 
-  // The source measures the alignment in Start(), after the converter exists as its sink.
+  // The source reads the alignment at each Start()/Resume(), after the converter exists as its
+  // sink; the alignment set when Finish runs applies to all the step's records.
   void SetClock(ClockAlignment clock) { clock_ = clock; }
   const ClockAlignment& clock() const { return clock_; }
 
@@ -159,11 +175,18 @@ class GpuActivityConverter : public ActivityRecordSink {
   tf::NodeExecStats ToNodeStats(const GpuRecord& record, int64_t clock_offset_ns,
                                 uint64_t* external_id_out) const;
 
+  // What the API and EXTERNAL_CORRELATION records said about one CUPTI correlation id.
+  struct Correlation {
+    uint64_t external_id = 0;  // the op's id; 0 = no link record
+    uint64_t api_start = 0;    // CUPTI ns of the earliest API call; 0 = no API record
+  };
+  // The entry of `correlation_id`, or nullptr (counted) once max_correlations are in use.
+  Correlation* CorrelationEntry(uint32_t correlation_id);
+
   ClockAlignment clock_;
   ConverterOptions options_;
   std::vector<GpuRecord> records_;
-  std::unordered_map<uint32_t, uint64_t> external_by_correlation_;  // CUPTI id -> op's id
-  std::unordered_map<uint32_t, uint64_t> launch_start_by_correlation_;  // CUPTI ns of the API call
+  std::unordered_map<uint32_t, Correlation> correlations_;
   std::mutex ops_mu_;  // guards ops_ (RegisterOp runs on executor threads)
   std::unordered_map<uint64_t, OpInfo> ops_;
   ConversionStats stats_;
