@@ -63,6 +63,35 @@ TEST(Transfers, RoundTripAndStridedRowsOnEveryKindOfDevice) {
   EXPECT_EQ(counts.memsets.load(), 2);     // ZeroFill and the zero Fill
 }
 
+// A GPU's host copies go through its pinned allocator, in pieces of a bounded size, and give
+// the pinned memory back; the bytes arrive whole whatever the piece boundaries.
+TEST(Transfers, HostCopiesOfAGpuAreStagedThroughPinnedPieces) {
+  testing::GpuTransferCounts counts;
+  const auto gpu = testing::MakeHostMemoryGpuDevice(0, &counts);
+  Allocator& pinned = *gpu->host_allocator();
+  const int64_t piece_floats = kPinnedStagingPieceBytes / 4;
+  const int64_t n = 2 * piece_floats + 1001;  // two whole pieces and a ragged one
+  Tensor t = *gpu->Allocate(DType::kFloat32, {n});
+  const std::vector<float> values = Iota(static_cast<size_t>(n));
+  ASSERT_TRUE(CopyFromHost<float>(*gpu, values, t).ok());
+  EXPECT_EQ(counts.to_device.load(), 3);
+  EXPECT_EQ(pinned.Stats().num_allocs, 1);
+  EXPECT_GE(pinned.Stats().peak_bytes_in_use, kPinnedStagingPieceBytes);
+  EXPECT_LT(pinned.Stats().peak_bytes_in_use, 2 * kPinnedStagingPieceBytes);
+  EXPECT_EQ(pinned.Stats().bytes_in_use, 0);
+  EXPECT_EQ(*ToHostVector<float>(*gpu, t), values);
+  EXPECT_EQ(counts.to_host.load(), 3);
+  EXPECT_EQ(pinned.Stats().num_allocs, 2);
+  EXPECT_EQ(pinned.Stats().bytes_in_use, 0);
+  // A small copy holds only what it needs.
+  Tensor one = *gpu->Allocate(DType::kFloat32, {1});
+  ASSERT_TRUE(CopyFromHost<float>(*gpu, std::vector<float>{2.5f}, one).ok());
+  EXPECT_EQ(*ToHostVector<float>(*gpu, one), std::vector<float>{2.5f});
+  EXPECT_EQ(pinned.Stats().bytes_in_use, 0);
+  // A CPU device has no pinned allocator and copies directly.
+  EXPECT_EQ(NewCpuDevice()->host_allocator(), nullptr);
+}
+
 TEST(Transfers, BlocksThatDoNotFitAndMismatchedHostDataAreInvalidInput) {
   const auto cpu = NewCpuDevice();
   Tensor src = *cpu->Allocate(DType::kFloat32, {4, 6});

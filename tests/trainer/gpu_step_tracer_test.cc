@@ -1,8 +1,9 @@
 // The trainer's CUPTI bridge (GpuStepTracer) driven by a source that delivers synthetic CUPTI
 // records (the toolkit's own structs, built as CUPTI fills them) through the real converter: GPU
 // lanes named after the ops that launched them, host ops carrying the same correlation ids, times
-// on the host clock, only the profiled step's work, drops in the trace. Then the real CUPTI source
-// on this driverless machine: a kUnavailable naming CUPTI, and StepProfiler's single warning.
+// on the host clock, only the profiled step's work, drops in the trace; tracing on only inside
+// profiled steps, with the clock alignment read again for each. Then the real CUPTI source on
+// this driverless machine: a kUnavailable naming CUPTI, and StepProfiler's single warning.
 #include "trainer/main/gpu_step_tracer.h"
 
 #include <dlfcn.h>
@@ -25,6 +26,7 @@
 #include "trainer/runtime/bfc_allocator.h"
 #include "trainer/runtime/cpu_sub_allocator.h"
 #include "trainer/runtime/op_scope.h"
+#include "trainer/runtime/transfers.h"
 
 namespace stepscope::trainer {
 namespace {
@@ -34,12 +36,19 @@ namespace cupti = collect::cupti;
 constexpr int64_t kCuptiAtStart = 1'795'000'000'000'000'000;  // CUPTI ns when the source started
 constexpr int64_t kHostAtStart = 40'000'000'000;              // steady-clock ns at that instant
 constexpr int64_t kEpochOffset = 1'700'000'000'000'000'000;   // the profiler's wall-minus-steady
-const cupti::ClockAlignment kClock{kCuptiAtStart, kHostAtStart};
 const std::string kGpuDevice = "/job:localhost/replica:0/task:0/device:GPU:0";
 
-// Stands in for CUPTI: keeps the pushed external ids per thread as CUPTI does, and for each
-// "launch" queues the EXTERNAL_CORRELATION record (when an id is pushed) and the GPU record with
-// a new CUPTI correlation id, delivered to the sink at Flush, as CUPTI delivers its buffers.
+// The alignment the source reads at its n-th Start/Resume (0 = Start): CUPTI's clock drifts
+// against the host's, so each reading has its own offset.
+cupti::ClockAlignment AlignmentAt(int n) {
+  return {kCuptiAtStart + n * int64_t{3'600'000'000'017}, kHostAtStart + n * int64_t{1'000}};
+}
+
+// Stands in for CUPTI: records only while tracing is on (between Start/Resume and Pause), keeps
+// the pushed external ids per thread as CUPTI does, and for each "launch" queues the
+// EXTERNAL_CORRELATION record (when an id is pushed) and the GPU record with a new CUPTI
+// correlation id, delivered to the sink at Flush, as CUPTI delivers its buffers. Launch times
+// are given on the host clock and written in CUPTI's, through the alignment of the last reading.
 class SyntheticCuptiSource final : public cupti::CuptiActivitySource {
  public:
   explicit SyntheticCuptiSource(Status start_status = Status::Ok())
@@ -48,9 +57,12 @@ class SyntheticCuptiSource final : public cupti::CuptiActivitySource {
   Status Start(cupti::ActivityRecordSink* sink) override {
     if (!start_status_.ok()) return start_status_;
     sink_ = sink;
+    tracing_ = true;
+    clock_ = AlignmentAt(0);
     return Status::Ok();
   }
   Status Flush() override {
+    if (sink_ == nullptr) return Status::Ok();
     for (const Record& record : queued_) {
       std::visit(
           [&](const auto& r) { sink_->OnRecord(reinterpret_cast<const CUpti_Activity&>(r)); },
@@ -62,50 +74,86 @@ class SyntheticCuptiSource final : public cupti::CuptiActivitySource {
     ++flushes_;
     return Status::Ok();
   }
+  Status Pause() override {
+    if (sink_ == nullptr || !tracing_) return Status::Ok();
+    (void)Flush();
+    tracing_ = false;
+    ++pauses_;
+    return Status::Ok();
+  }
+  Status Resume() override {
+    if (sink_ == nullptr) return Internal("CUPTI tracer resumed before it was started");
+    if (tracing_) return Status::Ok();
+    if (fail_resume_) return Internal("CUPTI call cuptiActivityEnable(kind 10) failed");
+    tracing_ = true;
+    ++resumes_;
+    clock_ = AlignmentAt(resumes_);
+    return Status::Ok();
+  }
   Status Stop() override {
-    if (sink_ != nullptr) (void)Flush();
+    (void)Pause();
     sink_ = nullptr;
     return Status::Ok();
   }
   Status PushExternalCorrelation(uint64_t external_id) override {
     if (fail_pushes_) return Internal("CUPTI call cuptiActivityPushExternalCorrelationId failed");
+    if (!tracing_) ++calls_while_off_;
     pushed_.push_back(external_id);
     ++pushes_;
     return Status::Ok();
   }
   Status PopExternalCorrelation() override {
     if (pushed_.empty()) return Internal("CUPTI: pop with nothing pushed");
+    if (!tracing_) ++calls_while_off_;
     pushed_.pop_back();
     ++pops_;
     return Status::Ok();
   }
-  cupti::ClockAlignment clock_alignment() const override { return kClock; }
+  cupti::ClockAlignment clock_alignment() const override { return clock_; }
 
   // A kernel that started at `host_start_ns` on the host clock.
   void LaunchKernel(uint32_t stream, int64_t host_start_ns, int64_t duration_ns, const char* name) {
-    const auto start = static_cast<uint64_t>(host_start_ns - kClock.offset());
-    CUpti_ActivityKernel10 k = testing::KernelRecord(
-        0, stream, Correlate(), start, start + static_cast<uint64_t>(duration_ns), name);
-    k.registersPerThread = 64;
-    queued_.emplace_back(k);
+    if (!tracing_) return;  // CUPTI records nothing while the kinds are disabled
+    queued_.emplace_back(Kernel(stream, host_start_ns, duration_ns, name));
   }
   void LaunchHostToDeviceCopy(uint32_t stream, int64_t host_start_ns, int64_t duration_ns,
                               uint64_t bytes) {
-    const auto start = static_cast<uint64_t>(host_start_ns - kClock.offset());
+    if (!tracing_) return;
+    const auto start = static_cast<uint64_t>(host_start_ns - clock_.offset());
     queued_.emplace_back(testing::MemcpyRecord(
         CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
         CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, bytes, 0, stream, Correlate(), start,
         start + static_cast<uint64_t>(duration_ns)));
   }
-  void DropRecords(uint64_t count) { dropped_ += count; }
+  void DropRecords(uint64_t count) {
+    if (tracing_) dropped_ += count;
+  }
+  // A buffer CUPTI completes on its own thread whenever it likes, here right now: a kernel that
+  // ran before tracing went off.
+  void DeliverLateKernel(uint32_t stream, int64_t host_start_ns, const char* name) {
+    const testing::KernelActivity k = Kernel(stream, host_start_ns, 1'000, name);
+    sink_->OnRecord(reinterpret_cast<const CUpti_Activity&>(k));
+  }
 
-  bool fail_pushes_ = false;
-  int pushes_ = 0, pops_ = 0, flushes_ = 0;
+  bool tracing() const { return tracing_; }
+
+  bool fail_pushes_ = false, fail_resume_ = false;
+  int pushes_ = 0, pops_ = 0, flushes_ = 0, pauses_ = 0, resumes_ = 0;
+  int calls_while_off_ = 0;  // pushes and pops made while tracing was off
   std::vector<uint64_t> pushed_;
 
  private:
-  using Record = std::variant<CUpti_ActivityKernel10, CUpti_ActivityMemcpy6,
-                              CUpti_ActivityExternalCorrelation>;
+  using Record = std::variant<testing::KernelActivity, testing::MemcpyActivity,
+                              testing::ExternalCorrelationActivity>;
+
+  testing::KernelActivity Kernel(uint32_t stream, int64_t host_start_ns, int64_t duration_ns,
+                                 const char* name) {
+    const auto start = static_cast<uint64_t>(host_start_ns - clock_.offset());
+    testing::KernelActivity k = testing::KernelRecord(
+        0, stream, Correlate(), start, start + static_cast<uint64_t>(duration_ns), name);
+    k.registersPerThread = 64;
+    return k;
+  }
 
   // CUPTI emits the link before the API record of every launch made under a pushed id.
   uint32_t Correlate() {
@@ -118,6 +166,8 @@ class SyntheticCuptiSource final : public cupti::CuptiActivitySource {
 
   Status start_status_;
   cupti::ActivityRecordSink* sink_ = nullptr;
+  bool tracing_ = false;
+  cupti::ClockAlignment clock_;
   std::vector<Record> queued_;
   uint64_t dropped_ = 0;
   uint32_t next_correlation_ = 100;
@@ -162,13 +212,15 @@ TEST(GpuStepTracerTest, OpsGetTheirKernelsAndCopiesOnGpuLanesOnTheHostClock) {
   GpuStepTracer& tracer = *started.tracer;
   SyntheticCuptiSource& source = *started.source;
 
-  // GPU work of an unprofiled step, delivered at the next BeginStep: not in the trace.
+  // Before the first profiled step tracing is off: this work is not recorded at all.
+  EXPECT_FALSE(source.tracing());
   source.LaunchKernel(7, kHostAtStart + 10'000, 2'000, "warmup_kernel");
   source.DropRecords(9);
 
   collect::StepCollector collector;
   collector.BeginStep(3);
   ASSERT_TRUE(tracer.BeginStep().ok());
+  EXPECT_TRUE(source.tracing());
   const HostOp matmul{"lstm/MatMul", "MatMul", {"lstm/concat", "lstm/kernel"},
                       kHostAtStart + 100'000};
   const HostOp add{"lstm/add", "AddV2", {"lstm/MatMul", "lstm/bias"}, kHostAtStart + 150'000};
@@ -190,8 +242,10 @@ TEST(GpuStepTracerTest, OpsGetTheirKernelsAndCopiesOnGpuLanesOnTheHostClock) {
   tf::RunMetadata metadata = collector.FinishStep(kEpochOffset);
   auto summary = tracer.EndStep(kEpochOffset, &metadata);
   ASSERT_TRUE(summary.ok()) << summary.status().message();
+  EXPECT_FALSE(source.tracing());
   EXPECT_EQ(source.pushes_, 2);
   EXPECT_EQ(source.pops_, 2);
+  EXPECT_EQ(source.calls_while_off_, 0);
   EXPECT_TRUE(source.pushed_.empty());
 
   auto lanes = Lanes(metadata);
@@ -250,18 +304,28 @@ TEST(GpuStepTracerTest, OpsGetTheirKernelsAndCopiesOnGpuLanesOnTheHostClock) {
   EXPECT_EQ(tracer.correlation_errors(), 0u);
 }
 
-TEST(GpuStepTracerTest, EachStepHoldsItsOwnWorkAndEachOpRunItsOwnId) {
+TEST(GpuStepTracerTest, TracingIsOnOnlyInsideStepsWithEachStepsOwnClockAlignment) {
   Started started = StartSynthetic();
   ASSERT_NE(started.tracer, nullptr);
   GpuStepTracer& tracer = *started.tracer;
   SyntheticCuptiSource& source = *started.source;
+  // Started, then off until the first step.
+  EXPECT_FALSE(source.tracing());
+  EXPECT_EQ(source.pauses_, 1);
+  EXPECT_EQ(source.resumes_, 0);
   const HostOp op{"tower_0/conv1/Conv2D", "Conv2D", {}, kHostAtStart + 1'000'000};
 
   std::vector<uint64_t> ids;
-  for (int step = 0; step < 2; ++step) {
+  for (int step = 0; step < 3; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step + 1));
     collect::StepCollector collector;
     collector.BeginStep(step + 1);
     ASSERT_TRUE(tracer.BeginStep().ok());
+    EXPECT_TRUE(source.tracing());
+    EXPECT_EQ(source.resumes_, step + 1);
+    // A new reading for each step; a stale one would put this step's kernel elsewhere.
+    EXPECT_EQ(source.clock_alignment(), AlignmentAt(step + 1));
+    ASSERT_NE(AlignmentAt(step + 1).offset(), AlignmentAt(step).offset());
     const int64_t start = op.start_ns + step * 10'000'000;
     collector.BeginOp(&kGpuDevice, &op.name, &op.type, &op.inputs, start);
     tracer.OnOpStart(op.name, op.type, start);
@@ -270,8 +334,18 @@ TEST(GpuStepTracerTest, EachStepHoldsItsOwnWorkAndEachOpRunItsOwnId) {
     collector.EndOp(start + 60'000);
     tf::RunMetadata metadata = collector.FinishStep(0);
     ASSERT_TRUE(tracer.EndStep(0, &metadata).ok());
-    // Between steps: work no op of a profiled step launched.
-    source.LaunchKernel(3, start + 5'000'000, 1'000, "optimizer_kernel");
+    EXPECT_FALSE(source.tracing());
+    EXPECT_EQ(source.pauses_, step + 2);
+
+    // Between steps: tracing is off and an op costs nothing (no push, pop or registration);
+    // its work is not recorded, and a buffer CUPTI completes late is not kept.
+    const int64_t between = start + 5'000'000;
+    tracer.OnOpStart("tower_0/ApplyGradientDescent", "ApplyGradientDescent", between);
+    source.LaunchKernel(3, between + 1'000, 1'000, "optimizer_kernel");
+    tracer.OnOpEnd();
+    source.DeliverLateKernel(3, between + 3'000, "late_kernel");
+    EXPECT_EQ(source.pushes_, step + 1);
+    EXPECT_EQ(source.pops_, step + 1);
 
     auto lanes = Lanes(metadata);
     ASSERT_EQ(lanes.count("/device:GPU:0/stream:3"), 1u);
@@ -284,7 +358,32 @@ TEST(GpuStepTracerTest, EachStepHoldsItsOwnWorkAndEachOpRunItsOwnId) {
     ids.push_back(stream.node_stats(0).correlation_id());
   }
   EXPECT_NE(ids[0], ids[1]);
-  EXPECT_EQ(source.flushes_, 4);  // one at every BeginStep and EndStep
+  EXPECT_NE(ids[1], ids[2]);
+  EXPECT_EQ(source.calls_while_off_, 0);
+
+  // What arrived between the steps was never kept: the next step's lanes are empty.
+  ASSERT_TRUE(tracer.BeginStep().ok());
+  tf::RunMetadata empty;
+  auto summary = tracer.EndStep(0, &empty);
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(summary->stats, cupti::ConversionStats{});
+  EXPECT_EQ(empty.step_stats().dev_stats_size(), 0);
+}
+
+TEST(GpuStepTracerTest, StepThatCannotResumeTracesNothing) {
+  Started started = StartSynthetic();
+  ASSERT_NE(started.tracer, nullptr);
+  SyntheticCuptiSource& source = *started.source;
+  source.fail_resume_ = true;
+  const Status begun = started.tracer->BeginStep();
+  ASSERT_FALSE(begun.ok());
+  EXPECT_NE(begun.message().find("resuming the CUPTI GPU tracer"), std::string::npos)
+      << begun.message();
+  EXPECT_FALSE(source.tracing());
+  started.tracer->OnOpStart("lstm/MatMul", "MatMul", kHostAtStart);
+  started.tracer->OnOpEnd();
+  EXPECT_EQ(source.pushes_, 0);
+  EXPECT_EQ(source.pops_, 0);
 }
 
 TEST(GpuStepTracerTest, RefusedPushLeavesTheOpUnlinkedAndIsCounted) {
@@ -412,6 +511,47 @@ TEST(StepProfilerGpuTest, WithoutDriverWarnsOnceAndRecordsHostOps) {
     EXPECT_EQ(dev.node_stats(0).correlation_id(), 0u);
     EXPECT_EQ(metadata.stepscope_session().dropped_gpu_records(), 0u);
   }
+  std::filesystem::remove_all(options.dir);
+}
+
+// A copy from the host into a GPU is staged through pinned memory (runtime/transfers.h), and its
+// MEMCPY record says so, as TF labels its copies; into a CPU device it reads pageable memory.
+TEST(StepProfilerGpuTest, HostCopiesIntoAGpuAreRecordedFromPinnedMemory) {
+  testing::GpuTransferCounts transfers;
+  auto gpu = testing::MakeHostMemoryGpuDevice(0, &transfers);
+  auto cpus = runtime::CreateDevices(*runtime::ParseDeviceSpec("cpu:1"));
+  ASSERT_TRUE(cpus.ok()) << cpus.status().message();
+  runtime::Device& cpu = *(*cpus)[0];
+  ProfileOptions options;
+  options.enabled = true;
+  options.dir = testing::ScratchDir("gpu_copy_profiler").string();
+  StepProfiler profiler(options, "lstm_small");
+  ::testing::internal::CaptureStderr();  // the no-driver warning, where there is no driver
+  profiler.BeginStep(1, {gpu.get(), &cpu});
+  for (runtime::Device* device : {gpu.get(), &cpu}) {
+    runtime::Tensor t = *device->Allocate(runtime::DType::kFloat32, {256});
+    const std::vector<float> values(256, 1.5f);
+    runtime::CopyScope copy(*device, "tower_0/TrainInput/split:Slice",
+                            runtime::CopyKind::kHostToDevice, t.bytes());
+    ASSERT_TRUE(runtime::CopyFromHost<float>(*device, values, t).ok());
+  }
+  auto path = profiler.EndStep();
+  (void)::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  auto bytes = ReadFile(*path);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  tf::RunMetadata metadata;
+  ASSERT_TRUE(metadata.ParseFromString(*bytes));
+  std::map<std::string, std::string> labels;  // memcpy lane -> its copy's label
+  for (const auto& dev : metadata.step_stats().dev_stats()) {
+    for (const auto& node : dev.node_stats()) {
+      if (node.has_memcpy()) labels[dev.device()] = node.timeline_label();
+    }
+  }
+  EXPECT_EQ(labels[kGpuDevice + "/memcpy"], "MEMCPYHtoD 1024 bytes (Pinned to Device)");
+  EXPECT_EQ(labels["/job:localhost/replica:0/task:0/device:CPU:0/memcpy"],
+            "MEMCPYHtoD 1024 bytes (Pageable to Device)");
+  EXPECT_EQ(transfers.to_device.load(), 1);
   std::filesystem::remove_all(options.dir);
 }
 

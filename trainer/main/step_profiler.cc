@@ -217,7 +217,7 @@ void StepProfiler::OnCopy(const runtime::Device& device, const runtime::CopyEven
   record.device = &device.name();
   record.annotation = std::string(copy.annotation);
   record.kind = std::string(runtime::CopyKindName(copy.kind));
-  record.src_memory = std::string(runtime::CopySourceMemory(copy.kind));
+  record.src_memory = std::string(runtime::CopySourceMemory(copy.kind, device.kind()));
   record.dst_memory = "Device";
   record.bytes = copy.bytes;
   record.start_ns = copy.start_ns;

@@ -24,9 +24,12 @@ enum class CopyKind : uint8_t { kHostToDevice, kDeviceToDevice };
 inline std::string_view CopyKindName(CopyKind kind) {
   return kind == CopyKind::kHostToDevice ? "HtoD" : "DtoD";
 }
-// The memory kinds of TF's label "(Pageable to Device)" for each copy kind.
-inline std::string_view CopySourceMemory(CopyKind kind) {
-  return kind == CopyKind::kHostToDevice ? "Pageable" : "Device";
+// The source memory of TF's label "(Pageable to Device)": a copy from the host into a GPU is
+// staged through pinned memory (transfers.h); into a CPU device's memory it reads pageable
+// memory.
+inline std::string_view CopySourceMemory(CopyKind kind, DeviceKind destination) {
+  if (kind != CopyKind::kHostToDevice) return "Device";
+  return destination == DeviceKind::kGpu ? "Pinned" : "Pageable";
 }
 
 // One copy onto `device` (the destination). `annotation` names what made it, as TF's memcpy

@@ -14,13 +14,33 @@ bool BlockFits(int64_t offset, int64_t stride, const RowBlock& block, int64_t el
   return offset + (block.rows - 1) * stride + block.row_elements <= elements;
 }
 
+// Runs copy_piece(staging, offset, piece_bytes) over `bytes` in pieces, with `staging` one
+// buffer of the device's pinned host allocator, freed at the end.
+template <typename CopyPiece>
+Status ThroughPinnedPieces(const Device& device, int64_t bytes, CopyPiece copy_piece) {
+  Allocator& pinned = *device.host_allocator();
+  const int64_t piece = std::min(bytes, kPinnedStagingPieceBytes);
+  ASSIGN_OR_RETURN(void* staging, pinned.Allocate(static_cast<size_t>(piece)));
+  Status status;
+  for (int64_t offset = 0; offset < bytes && status.ok(); offset += piece) {
+    status = copy_piece(static_cast<char*>(staging), offset, std::min(piece, bytes - offset));
+  }
+  pinned.Deallocate(staging);
+  return status;
+}
+
 }  // namespace
 
 Status CopyFromHost(const Device& device, const void* host, const Tensor& dst) {
   const int64_t bytes = dst.empty() ? 0 : dst.bytes();
   if (bytes == 0) return Status::Ok();
   if (const GpuResources* gpu = device.gpu()) {
-    return gpu->CopyHostToDevice(host, dst.buffer()->data(), bytes);
+    auto* to = static_cast<char*>(dst.buffer()->data());
+    const auto* from = static_cast<const char*>(host);
+    return ThroughPinnedPieces(device, bytes, [&](char* staging, int64_t offset, int64_t n) {
+      std::memcpy(staging, from + offset, static_cast<size_t>(n));
+      return gpu->CopyHostToDevice(staging, to + offset, n);
+    });
   }
   std::memcpy(dst.buffer()->data(), host, static_cast<size_t>(bytes));
   return Status::Ok();
@@ -30,7 +50,13 @@ Status CopyToHost(const Device& device, const Tensor& src, void* host) {
   const int64_t bytes = src.empty() ? 0 : src.bytes();
   if (bytes == 0) return Status::Ok();
   if (const GpuResources* gpu = device.gpu()) {
-    return gpu->CopyDeviceToHost(src.buffer()->data(), host, bytes);
+    const auto* from = static_cast<const char*>(src.buffer()->data());
+    auto* to = static_cast<char*>(host);
+    return ThroughPinnedPieces(device, bytes, [&](char* staging, int64_t offset, int64_t n) {
+      RETURN_IF_ERROR(gpu->CopyDeviceToHost(from + offset, staging, n));
+      std::memcpy(to + offset, staging, static_cast<size_t>(n));
+      return Status::Ok();
+    });
   }
   std::memcpy(host, src.buffer()->data(), static_cast<size_t>(bytes));
   return Status::Ok();

@@ -14,6 +14,12 @@
 
 namespace stepscope::runtime {
 
+// Host copies to and from a GPU pass through pinned memory of the device's "cuda_host_bfc", in
+// pieces of at most this many bytes, as TensorFlow stages host tensors for its GPUs: the copy
+// engine reads and writes page-locked memory directly (from pageable memory the driver copies
+// through bounce buffers of its own), and the pinned memory one copy holds stays bounded.
+inline constexpr int64_t kPinnedStagingPieceBytes = int64_t{8} << 20;
+
 // `dst.bytes()` bytes from host memory into `dst`, a tensor of `device`.
 Status CopyFromHost(const Device& device, const void* host, const Tensor& dst);
 
