@@ -22,6 +22,7 @@
 #include "profiler/analysis/step_analyses.h"
 #include "profiler/trace/reader.h"
 #include "test_util.h"
+#include "tests/benchmark_main.h"
 
 namespace stepscope::analysis {
 namespace {
@@ -143,10 +144,7 @@ int main(int argc, char** argv) {
     }
   }
   argc = kept;
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
+  const int status = stepscope::testing::RunBenchmarks(argc, argv);
   std::filesystem::remove_all(stepscope::testing::ScratchDir("analysis_benchmark"));  // the generated file
-  return 0;
+  return status;
 }

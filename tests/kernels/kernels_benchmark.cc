@@ -197,5 +197,3 @@ BENCHMARK(BM_LstmBlockCellForwardBackward)
 
 }  // namespace
 }  // namespace stepscope::kernels
-
-BENCHMARK_MAIN();

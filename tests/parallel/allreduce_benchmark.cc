@@ -71,5 +71,3 @@ BENCHMARK(BM_RingAllReduce)
 
 }  // namespace
 }  // namespace stepscope::parallel
-
-BENCHMARK_MAIN();

@@ -106,5 +106,3 @@ BENCHMARK(BM_BfcSharedByThreads)->Threads(1)->Threads(2);
 
 }  // namespace
 }  // namespace stepscope::runtime
-
-BENCHMARK_MAIN();

@@ -79,5 +79,3 @@ BENCHMARK(BM_ExportTfTimeline)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace stepscope::trace
-
-BENCHMARK_MAIN();

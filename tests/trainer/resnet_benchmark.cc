@@ -75,5 +75,3 @@ BENCHMARK(BM_ResNetTrainingStep)
 
 }  // namespace
 }  // namespace stepscope::models
-
-BENCHMARK_MAIN();

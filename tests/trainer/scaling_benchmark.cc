@@ -135,5 +135,3 @@ BENCHMARK(BM_ResNetTowers)
 
 }  // namespace
 }  // namespace stepscope::trainer
-
-BENCHMARK_MAIN();

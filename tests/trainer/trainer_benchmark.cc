@@ -175,5 +175,3 @@ BENCHMARK(BM_CollectorCostPerOp);
 
 }  // namespace
 }  // namespace stepscope::trainer
-
-BENCHMARK_MAIN();
