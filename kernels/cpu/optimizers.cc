@@ -1,26 +1,26 @@
 // L2Loss, global-norm clipping and the parameter updates on the CPU. Sums of squares reduce
-// over fixed chunks with double partials, so the result does not depend on the thread count.
+// over fixed chunks with double partials (kernels/math/reduce_math.h, shared with the CUDA
+// kernels), so the result does not depend on the thread count.
 #include "kernels/optimizers.h"
 
 #include <vector>
 
 #include "kernels/math/optimizer_math.h"
+#include "kernels/math/reduce_math.h"
 #include "kernels/shape_check.h"
 
 namespace stepscope::kernels {
 namespace {
 
-constexpr int64_t kReduceGrain = 1 << 15;
 constexpr int64_t kUpdateGrain = 1 << 14;
 
 template <typename T>
 double SumOfSquares(const CpuContext& ctx, const T* x, int64_t n) {
-  const int64_t chunks = (n + kReduceGrain - 1) / kReduceGrain;
-  std::vector<double> partial(static_cast<size_t>(chunks), 0.0);
-  ctx.ParallelFor(n, kReduceGrain, [&](int64_t b, int64_t e) {
+  std::vector<double> partial(static_cast<size_t>(math::SumChunkCount(n)), 0.0);
+  ctx.ParallelFor(n, math::kSumChunk, [&](int64_t b, int64_t e) {
     double sum = 0;
-    for (int64_t i = b; i < e; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-    partial[static_cast<size_t>(b / kReduceGrain)] = sum;
+    for (int64_t i = b; i < e; ++i) sum += math::SquareAsDouble(x[i]);
+    partial[static_cast<size_t>(b / math::kSumChunk)] = sum;
   });
   double total = 0;
   for (double p : partial) total += p;

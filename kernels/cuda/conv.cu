@@ -283,15 +283,18 @@ struct MaxPoolFn {
   }
 };
 
+// One thread per dx element gathers from the windows that chose it (overlapping windows would
+// otherwise race or need atomics, whose order varies from run to run).
 struct MaxPoolGradFn {
   math::PoolWindow w;
   const float *x, *dy;
   float* dx;
   int64_t out_h, out_w;
   __device__ void operator()(int64_t e) const {
-    const int64_t c = e % w.channels, ow = (e / w.channels) % out_w,
-                  oh = (e / (w.channels * out_w)) % out_h, n = e / (w.channels * out_w * out_h);
-    atomicAdd(&dx[math::MaxPoolArgMax(w, x, n, oh, ow, c)], dy[e]);
+    const int64_t c = e % w.channels, iw = (e / w.channels) % w.in_w,
+                  ih = (e / (w.channels * w.in_w)) % w.in_h,
+                  n = e / (w.channels * w.in_w * w.in_h);
+    dx[e] = math::MaxPoolGradAt(w, x, dy, out_h, out_w, n, ih, iw, c);
   }
 };
 
@@ -331,10 +334,9 @@ Status MaxPoolGrad(const CudaContext& ctx, In<float> x, In<float> dy, Out<float>
   ASSIGN_OR_RETURN(const Conv2DGeometry g, ComputePool2DGeometry(x.shape, options));
   RETURN_IF_ERROR(internal::ExpectShape("MaxPoolGrad", "dy", dy.shape, g.output_shape()));
   RETURN_IF_ERROR(internal::ExpectShape("MaxPoolGrad", "dx", dx.shape, x.shape));
-  if (dx.size() == 0) return Status::Ok();
-  STEPSCOPE_CUDA_CHECK(cudaMemsetAsync(dx.data, 0, static_cast<size_t>(dx.size()) * sizeof(float), ctx.stream()));
-  return internal::ForEach(
-      ctx, dy.size(), MaxPoolGradFn{internal::ToPoolWindow(g), x.data, dy.data, dx.data, g.out_h, g.out_w});
+  return internal::ForEach(ctx, dx.size(),
+                           MaxPoolGradFn{internal::ToPoolWindow(g), x.data, dy.data, dx.data,
+                                         g.out_h, g.out_w});
 }
 
 Status GlobalAvgPool(const CudaContext& ctx, In<float> x, Out<float> y) {

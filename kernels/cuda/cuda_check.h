@@ -35,8 +35,13 @@ Status CudaCallStatus(cublasStatus_t error, const char* call, const char* file, 
 #define STEPSCOPE_CUDA_CHECK(expr) STEPSCOPE_CUDA_CHECK_AS(expr, #expr)
 
 // kernel<<<grid, block, shared_bytes, stream>>>(args...), then the launch check.
+// A successful launch does not reset the thread's last error, so an earlier failed call
+// (already reported by its own check, e.g. an allocation that a caching allocator retries)
+// would come back as this launch's failure: the pending error is cleared first. A sticky error
+// (a broken context) cannot be cleared and still fails the launch.
 #define STEPSCOPE_CUDA_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)        \
   do {                                                                               \
+    (void)cudaGetLastError();                                                        \
     kernel<<<(grid), (block), (shared_bytes), (stream)>>>(__VA_ARGS__);              \
     STEPSCOPE_CUDA_CHECK_AS(cudaGetLastError(), "launch of " #kernel);               \
   } while (0)

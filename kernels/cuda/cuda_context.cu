@@ -112,6 +112,7 @@ StatusOr<std::unique_ptr<CudaContext>> CudaContext::Create(int device) {
 }
 
 CudaContext::~CudaContext() {
+  // Nothing to report to in a destructor.
   if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }

@@ -37,15 +37,17 @@ Status ForEach(const CudaContext& ctx, int64_t n, F f) {
   return Status::Ok();
 }
 
-// Sum of `v` over the block (blockDim.x == kThreads); the result is valid in thread 0.
-__device__ inline float BlockSum(float v, float* shared) {
+// Sum of `v` over the block (blockDim.x == kThreads) as a fixed tree, so the same inputs give
+// the same bits on every run; every thread gets the result.
+template <typename T>
+__device__ inline T BlockSum(T v, T* shared) {
   shared[threadIdx.x] = v;
   __syncthreads();
   for (int s = kThreads / 2; s > 0; s /= 2) {
     if (static_cast<int>(threadIdx.x) < s) shared[threadIdx.x] += shared[threadIdx.x + s];
     __syncthreads();
   }
-  const float r = shared[0];
+  const T r = shared[0];
   __syncthreads();
   return r;
 }

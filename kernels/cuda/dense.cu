@@ -1,11 +1,14 @@
 // CUDA: MatMul (cuBLAS), the element-wise ops, L2Loss/global-norm clipping and the updates.
-// The per-element formulas come from the same math headers as the CPU reference.
+// The per-element formulas come from the same math headers as the CPU reference, and the sums
+// of squares use its fixed chunking (kernels/math/reduce_math.h): no atomics, same bits on
+// every run and every replica.
 #include <algorithm>
 
 #include "kernels/cuda/cuda_util.cuh"
 #include "kernels/elementwise.h"
 #include "kernels/math/elementwise_math.h"
 #include "kernels/math/optimizer_math.h"
+#include "kernels/math/reduce_math.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_grad.h"
 #include "kernels/optimizers.h"
@@ -196,18 +199,32 @@ Status ReluGrad(const CudaContext& ctx, In<float> dy, In<float> x, Out<float> dx
 
 namespace {
 
-// *acc += Σ x²·scale over the grid (block sums, one atomicAdd per block).
-__global__ void SumSquaresKernel(const float* x, int64_t n, float scale, float* acc) {
-  __shared__ float shared[internal::kThreads];
-  float s = 0;
-  for (int64_t i = internal::GlobalThreadIndex(); i < n; i += internal::GlobalThreadCount()) {
-    s += x[i] * x[i];
+// partials[chunk] = Σ x² over one chunk (kernels/math/reduce_math.h), in double; one block per
+// chunk, so the grid and the order of the additions depend on n alone (no atomics).
+__global__ void SquareChunkSumsKernel(const float* x, int64_t n, double* partials) {
+  __shared__ double shared[internal::kThreads];
+  const int64_t chunk = blockIdx.x;
+  const int64_t end = math::SumChunkEnd(chunk, n);
+  double s = 0;
+  for (int64_t i = math::SumChunkBegin(chunk) + threadIdx.x; i < end; i += blockDim.x) {
+    s += math::SquareAsDouble(x[i]);
   }
   s = internal::BlockSum(s, shared);
-  if (threadIdx.x == 0) atomicAdd(acc, s * scale);
+  if (threadIdx.x == 0) partials[chunk] = s;
 }
 
-__global__ void SqrtKernel(const float* in, float* out) { out[0] = math::Sqrt(in[0]); }
+// out = Σ partials · scale, or its square root, by one block in a fixed order.
+__global__ void FinishSquareSumKernel(const double* partials, int64_t count, double scale,
+                                      bool take_sqrt, float* out) {
+  __shared__ double shared[internal::kThreads];
+  double s = 0;
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) s += partials[i];
+  s = internal::BlockSum(s, shared);
+  if (threadIdx.x == 0) {
+    const double total = s * scale;
+    out[0] = static_cast<float>(take_sqrt ? math::Sqrt(total) : total);
+  }
+}
 
 struct L2LossGradFn {
   const float *x, *dloss;
@@ -244,11 +261,31 @@ Status ExpectScalar(const char* op, const char* name, const Shape& shape) {
   return internal::ShapeError(op, std::string(name) + " must be a scalar, got " + shape.ToString());
 }
 
-Status AccumulateSquares(const CudaContext& ctx, const float* x, int64_t n, float scale,
-                         float* acc) {
-  if (n == 0) return Status::Ok();
-  STEPSCOPE_CUDA_LAUNCH(SumSquaresKernel, internal::BlocksFor(n), internal::kThreads, 0,
-                        ctx.stream(), x, n, scale, acc);
+// The partials of `tensors`, one run of math::SumChunkCount(size) per tensor, into `partials`.
+Status SquareChunkSums(const CudaContext& ctx, std::span<const In<float>> tensors,
+                       double* partials) {
+  int64_t offset = 0;
+  for (const In<float>& t : tensors) {
+    const int64_t chunks = math::SumChunkCount(t.size());
+    if (chunks == 0) continue;
+    STEPSCOPE_CUDA_LAUNCH(SquareChunkSumsKernel, static_cast<unsigned int>(chunks),
+                          internal::kThreads, 0, ctx.stream(), t.data, t.size(),
+                          partials + offset);
+    offset += chunks;
+  }
+  return Status::Ok();
+}
+
+// out = (Σ over tensors of Σ x²) · scale, or its square root.
+Status SumOfSquares(const CudaContext& ctx, std::span<const In<float>> tensors, double scale,
+                    bool take_sqrt, float* out) {
+  int64_t chunks = 0;
+  for (const In<float>& t : tensors) chunks += math::SumChunkCount(t.size());
+  internal::DeviceScratch partials;
+  RETURN_IF_ERROR(partials.Allocate(ctx, static_cast<size_t>(chunks) * sizeof(double)));
+  RETURN_IF_ERROR(SquareChunkSums(ctx, tensors, partials.as<double>()));
+  STEPSCOPE_CUDA_LAUNCH(FinishSquareSumKernel, 1, internal::kThreads, 0, ctx.stream(),
+                        partials.as<double>(), chunks, scale, take_sqrt, out);
   return Status::Ok();
 }
 
@@ -256,8 +293,7 @@ Status AccumulateSquares(const CudaContext& ctx, const float* x, int64_t n, floa
 
 Status L2Loss(const CudaContext& ctx, In<float> x, Out<float> loss) {
   RETURN_IF_ERROR(ExpectScalar("L2Loss", "loss", loss.shape));
-  STEPSCOPE_CUDA_CHECK(cudaMemsetAsync(loss.data, 0, sizeof(float), ctx.stream()));
-  return AccumulateSquares(ctx, x.data, x.size(), 0.5f, loss.data);
+  return SumOfSquares(ctx, std::span<const In<float>>(&x, 1), 0.5, false, loss.data);
 }
 
 Status L2LossGrad(const CudaContext& ctx, In<float> x, In<float> dloss, Out<float> dx) {
@@ -268,14 +304,7 @@ Status L2LossGrad(const CudaContext& ctx, In<float> x, In<float> dloss, Out<floa
 
 Status GlobalNorm(const CudaContext& ctx, std::span<const In<float>> tensors, Out<float> norm) {
   RETURN_IF_ERROR(ExpectScalar("GlobalNorm", "norm", norm.shape));
-  internal::DeviceScratch acc;
-  RETURN_IF_ERROR(acc.Allocate(ctx, sizeof(float)));
-  STEPSCOPE_CUDA_CHECK(cudaMemsetAsync(acc.as<float>(), 0, sizeof(float), ctx.stream()));
-  for (const In<float>& t : tensors) {
-    RETURN_IF_ERROR(AccumulateSquares(ctx, t.data, t.size(), 1.0f, acc.as<float>()));
-  }
-  STEPSCOPE_CUDA_LAUNCH(SqrtKernel, 1, 1, 0, ctx.stream(), acc.as<float>(), norm.data);
-  return Status::Ok();
+  return SumOfSquares(ctx, tensors, 1.0, true, norm.data);
 }
 
 Status ClipByGlobalNorm(const CudaContext& ctx, std::span<const TensorView<float>> tensors,

@@ -6,6 +6,7 @@
 
 #include "kernels/cuda/cuda_util.cuh"
 #include "kernels/embedding.h"
+#include "kernels/math/embedding_math.h"
 #include "kernels/math/softmax_xent_math.h"
 #include "kernels/softmax_xent.h"
 
@@ -24,16 +25,38 @@ struct GatherFn {
   }
 };
 
-struct ScatterFn {
+// The scatters add the rows of a repeated id in position order (kernels/math/embedding_math.h)
+// in two passes: one thread per position links it to the next position holding the same id and
+// marks the first; then one thread per (first position, column) adds the whole chain into the
+// table, so no two threads write one element and nothing depends on thread timing. The links
+// cost O(N) comparisons per position, cheap for the N ≤ a few thousand ids of a batch (a sort
+// would pay off only for far longer id lists).
+struct LinkOccurrencesFn {
+  const int32_t* ids;
+  int64_t count;
+  int64_t* next;
+  uint8_t* is_first;
+  __device__ void operator()(int64_t n) const {
+    next[n] = math::NextOccurrence(ids, count, n);
+    is_first[n] = math::IsFirstOccurrence(ids, n) ? 1 : 0;
+  }
+};
+
+struct ScatterChainFn {
   float* table;
   const int32_t* ids;
+  const int64_t* next;
+  const uint8_t* is_first;
   const float* values;
   int64_t rows, dim;
   float scale;
   __device__ void operator()(int64_t e) const {
     const int64_t n = e / dim, d = e % dim;
+    if (!is_first[n]) return;
     const int64_t id = ids[n];
-    if (id >= 0 && id < rows) atomicAdd(&table[id * dim + d], scale * values[e]);
+    if (id < 0 || id >= rows) return;
+    float* dst = table + id * dim + d;
+    *dst = math::AddAlongChain(*dst, next, n, values, dim, d, scale);
   }
 };
 
@@ -68,9 +91,18 @@ struct XentGradFn {
 Status Scatter(const CudaContext& ctx, const char* op, Out<float> table,
                TensorView<const int32_t> ids, In<float> values, float scale) {
   RETURN_IF_ERROR(internal::CheckRowsOp(op, table.shape, ids.shape, values.shape));
+  const int64_t count = ids.size();
+  if (values.size() == 0) return Status::Ok();
+  // next (count int64) then is_first (count bytes).
+  internal::DeviceScratch links;
+  RETURN_IF_ERROR(links.Allocate(ctx, static_cast<size_t>(count) * (sizeof(int64_t) + 1)));
+  int64_t* next = links.as<int64_t>();
+  uint8_t* is_first = reinterpret_cast<uint8_t*>(next + count);
+  RETURN_IF_ERROR(
+      internal::ForEach(ctx, count, LinkOccurrencesFn{ids.data, count, next, is_first}));
   return internal::ForEach(ctx, values.size(),
-                           ScatterFn{table.data, ids.data, values.data, table.dim(0),
-                                     table.dim(1), scale});
+                           ScatterChainFn{table.data, ids.data, next, is_first, values.data,
+                                          table.dim(0), table.dim(1), scale});
 }
 
 }  // namespace

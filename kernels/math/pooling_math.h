@@ -34,4 +34,29 @@ STEPSCOPE_HD inline int64_t MaxPoolArgMax(const PoolWindow& g, const T* x, int64
   return best;
 }
 
+// MaxPoolGrad as a gather, for input (n, ih, iw, c) of x (N,H,W,C): the sum of dy (N,OH,OW,C)
+// over every window whose first maximum is that input, added in row-major window order (the
+// order in which a scatter over the windows adds them), so overlapping windows need no atomics
+// and the sum does not depend on thread timing.
+template <typename T>
+STEPSCOPE_HD inline T MaxPoolGradAt(const PoolWindow& g, const T* x, const T* dy, int64_t out_h,
+                                    int64_t out_w, int64_t n, int64_t ih, int64_t iw,
+                                    int64_t c) {
+  const int64_t self = ((n * g.in_h + ih) * g.in_w + iw) * g.channels + c;
+  T sum = T(0);
+  // A later tap reads from an earlier window: taps run backwards so windows come in order.
+  for (int64_t kh = g.k_h - 1; kh >= 0; --kh) {
+    const int64_t oh = OutputForTap(ih, kh, g.stride_h, g.pad_top, out_h);
+    if (oh < 0) continue;
+    for (int64_t kw = g.k_w - 1; kw >= 0; --kw) {
+      const int64_t ow = OutputForTap(iw, kw, g.stride_w, g.pad_left, out_w);
+      if (ow < 0) continue;
+      if (MaxPoolArgMax(g, x, n, oh, ow, c) == self) {
+        sum += dy[((n * out_h + oh) * out_w + ow) * g.channels + c];
+      }
+    }
+  }
+  return sum;
+}
+
 }  // namespace stepscope::kernels::math

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/math/embedding_math.h"
 #include "tests/kernels/test_util.h"
 
 namespace stepscope::kernels {
@@ -65,6 +66,48 @@ TEST(ScatterSub, AppliesScaledRowsWithDuplicates) {
             StatusCode::kInvalidInput);
   EXPECT_EQ(ScatterSub(CpuContext(), View(var, {5, 37}), CView(bad, {1}), CView(one_row, {37})).code(),
             StatusCode::kInvalidInput);
+}
+
+TEST(ScatterOrder, RepeatedIdsFormChainsInPositionOrder) {
+  const std::vector<int32_t> ids = {7, 2, 7, 7, 0, 2, 9};
+  const int64_t count = static_cast<int64_t>(ids.size());
+  std::vector<int64_t> next(ids.size());
+  std::vector<bool> first(ids.size());
+  for (int64_t n = 0; n < count; ++n) {
+    next[static_cast<size_t>(n)] = math::NextOccurrence(ids.data(), count, n);
+    first[static_cast<size_t>(n)] = math::IsFirstOccurrence(ids.data(), n);
+  }
+  EXPECT_EQ(next, (std::vector<int64_t>{2, 5, 3, -1, -1, -1, -1}));
+  EXPECT_EQ(first, (std::vector<bool>{true, true, false, false, true, false, true}));
+}
+
+// The CUDA scatters add each id's chain (embedding_math.h); done on the host, that is the CPU
+// kernel's result bit for bit. Scale 0.5 keeps every product exact, so a fused multiply-add on
+// either side cannot round differently.
+TEST(ScatterOrder, ChainSumsEqualTheCpuScatter) {
+  const int64_t rows = 13, dim = 5, count = 400;
+  std::vector<int32_t> ids(static_cast<size_t>(count));
+  for (int64_t n = 0; n < count; ++n) ids[static_cast<size_t>(n)] = static_cast<int32_t>((n * 7 + n / 3) % rows);
+  const auto values = testing::RandomVector<float>(count * dim, 5, -100, 100);
+  const auto table = testing::RandomVector<float>(rows * dim, 6);
+  auto expected = table;
+  ThreadPool pool(2);
+  ASSERT_OK(ScatterSub(CpuContext(&pool), View(expected, {rows, dim}), CView(ids, {count}),
+                       CView(values, {count, dim}), 0.5f));
+  std::vector<int64_t> next(static_cast<size_t>(count));
+  for (int64_t n = 0; n < count; ++n) next[static_cast<size_t>(n)] = math::NextOccurrence(ids.data(), count, n);
+  auto chained = table;
+  int64_t heads = 0;
+  for (int64_t n = 0; n < count; ++n) {
+    if (!math::IsFirstOccurrence(ids.data(), n)) continue;
+    ++heads;
+    for (int64_t d = 0; d < dim; ++d) {
+      float& dst = chained[static_cast<size_t>(ids[static_cast<size_t>(n)] * dim + d)];
+      dst = math::AddAlongChain(dst, next.data(), n, values.data(), dim, d, -0.5f);
+    }
+  }
+  EXPECT_EQ(heads, rows);
+  EXPECT_EQ(chained, expected);
 }
 
 }  // namespace

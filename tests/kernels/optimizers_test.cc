@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "kernels/math/reduce_math.h"
 #include "tests/kernels/test_util.h"
 
 namespace stepscope::kernels {
@@ -52,6 +53,43 @@ TEST(GlobalNorm, ClipScalesOnlyAboveTheThreshold) {
   EXPECT_NEAR(norm, std::sqrt(testing::Dot(big, big)), 1e-3);
   EXPECT_EQ(ClipByGlobalNorm(ctx, std::span<const TensorView<float>>(out), 0.0f, Out<float>(&norm, {})).code(),
             StatusCode::kInvalidInput);
+}
+
+// The chunking the CPU and CUDA sums of squares share: contiguous, in order, covering [0, n)
+// exactly, a function of n alone.
+TEST(SumChunks, PartitionDependsOnTheLengthOnly) {
+  EXPECT_EQ(math::SumChunkCount(0), 0);
+  EXPECT_EQ(math::SumChunkCount(1), 1);
+  EXPECT_EQ(math::SumChunkCount(math::kSumChunk), 1);
+  EXPECT_EQ(math::SumChunkCount(math::kSumChunk + 1), 2);
+  for (const int64_t n : {int64_t{1}, int64_t{1000}, 3 * math::kSumChunk, 5 * math::kSumChunk + 17}) {
+    int64_t covered = 0;
+    for (int64_t c = 0; c < math::SumChunkCount(n); ++c) {
+      EXPECT_EQ(math::SumChunkBegin(c), covered) << n;
+      EXPECT_GT(math::SumChunkEnd(c, n), math::SumChunkBegin(c)) << n;
+      EXPECT_LE(math::SumChunkEnd(c, n) - math::SumChunkBegin(c), math::kSumChunk) << n;
+      covered = math::SumChunkEnd(c, n);
+    }
+    EXPECT_EQ(covered, n);
+  }
+  EXPECT_EQ(math::SquareAsDouble(3.0f), 9.0);
+  // The float square rounds; the double one is exact.
+  const float x = 1.0f + 0x1p-20f;
+  EXPECT_EQ(math::SquareAsDouble(x), 1.0 + 0x1p-19 + 0x1p-40);
+}
+
+// The sums of squares add fixed chunks in order: bit-identical on any pool size.
+TEST(L2Loss, SameBitsOnAnyThreadCount) {
+  auto x = testing::RandomVector<float>(7 * math::kSumChunk + 123, 12, -3, 3);
+  float serial = 0;
+  ASSERT_OK(L2Loss(CpuContext(), CView(x, {static_cast<int64_t>(x.size())}), Out<float>(&serial, {})));
+  for (const int threads : {1, 3, 7}) {
+    ThreadPool pool(threads);
+    float pooled = 0;
+    ASSERT_OK(L2Loss(CpuContext(&pool), CView(x, {static_cast<int64_t>(x.size())}), Out<float>(&pooled, {})));
+    EXPECT_EQ(pooled, serial) << threads;
+  }
+  EXPECT_NEAR(serial, testing::Dot(x, x) / 2, 1e-6 * serial);
 }
 
 TEST(ApplyGradientDescent, SubtractsScaledGradient) {

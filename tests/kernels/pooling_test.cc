@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "tests/kernels/test_util.h"
@@ -67,6 +68,37 @@ TEST(MaxPoolGrad, TiesGoToTheFirstMaximumInWindowOrder) {
   ASSERT_OK(MaxPoolGrad(CpuContext(), CView(x, {1, 2, 2, 1}), CView(dy, {1, 1, 1, 1}),
                         View(dx, {1, 2, 2, 1}), Pool(2, 2, Padding::kValid)));
   EXPECT_EQ(dx, (std::vector<float>{0, 2, 0, 0}));
+}
+
+// The CUDA MaxPoolGrad gathers per input (pooling_math.h MaxPoolGradAt) instead of scattering
+// per window; on the host the gather must give the CPU kernel's scatter bit for bit, ties and
+// overlapping windows included (both add the same values in window order).
+TEST(MaxPoolGrad, GatherPerInputEqualsTheCpuScatter) {
+  for (const PoolCase& tc : {PoolCase{{2, 9, 8, 3}, Pool(3, 2, Padding::kSame)},
+                             PoolCase{{1, 9, 9, 2}, Pool(3, 2, Padding::kValid)},
+                             PoolCase{{2, 6, 7, 2}, Pool(3, 1, Padding::kSame)},
+                             PoolCase{{1, 8, 6, 1}, Pool(2, 2, Padding::kValid)}}) {
+    auto g = ComputePool2DGeometry(tc.shape, tc.options);
+    ASSERT_TRUE(g.ok());
+    const Shape out_shape = g->output_shape();
+    // Few distinct values: many ties, so the first-maximum rule decides.
+    auto x = testing::RandomVector<float>(tc.shape.num_elements(), 8);
+    for (float& v : x) v = std::round(v * 2);
+    const auto dy = testing::RandomVector<float>(out_shape.num_elements(), 9);
+    std::vector<float> expected(x.size());
+    ASSERT_OK(MaxPoolGrad(CpuContext(), CView(x, tc.shape), CView(dy, out_shape),
+                          View(expected, tc.shape), tc.options));
+    const math::PoolWindow w = internal::ToPoolWindow(*g);
+    std::vector<float> gathered(x.size());
+    for (int64_t n = 0; n < g->batch; ++n)
+      for (int64_t ih = 0; ih < g->in_h; ++ih)
+        for (int64_t iw = 0; iw < g->in_w; ++iw)
+          for (int64_t c = 0; c < g->in_c; ++c) {
+            gathered[static_cast<size_t>(((n * g->in_h + ih) * g->in_w + iw) * g->in_c + c)] =
+                math::MaxPoolGradAt(w, x.data(), dy.data(), g->out_h, g->out_w, n, ih, iw, c);
+          }
+    EXPECT_EQ(gathered, expected) << tc.shape.ToString();
+  }
 }
 
 TEST(MaxPool, ExplicitPaddingIsRejected) {
