@@ -1,8 +1,8 @@
-// The step summary behind `stepscope summary` (and the viewer's overview): devices and node
-// counts, step span, busy time and utilisation per device, top op types, memcpy traffic with
-// achieved bandwidth, allocator peaks with the tensors live at the peak, and what the import
-// repaired. Records that TensorFlow duplicates on aggregate lanes (/stream:all, /memcpy) are
-// counted as nodes but never twice in times or bytes.
+// The step summary behind `stepscope summary`: devices and node counts, step span, busy time and
+// utilisation per device, op types by total time, memcpy traffic with achieved bandwidth,
+// allocator peaks with the tensors live at the peak, and what the import repaired. Records that
+// TensorFlow duplicates on aggregate lanes (/stream:all, /memcpy) are counted as nodes but never
+// twice in times or bytes. Data only: the CLI formats it as text and JSON.
 #pragma once
 
 #include <cstdint>
@@ -47,7 +47,6 @@ struct MemcpyStats {
   }
 };
 
-
 struct AllocatorPeak {
   std::string allocator;
   std::string curve_origin;    // what the curve was computed from
@@ -75,15 +74,10 @@ struct Summary {
 };
 
 struct SummaryOptions {
-  size_t top_ops = 15;
-  size_t live_tensors = 10;
+  size_t live_tensors = 10;  // per allocator, the largest live at its peak
 };
 
 Summary Summarize(const trace::Trace& trace, const SummaryOptions& options = {});
-
-std::string FormatSummaryText(const Summary& summary, const SummaryOptions& options = {});
-// The stable JSON document; keys are documented in docs/summary-json.md.
-std::string FormatSummaryJson(const Summary& summary);
 
 // Total length of the union of [start, end) intervals (input in any order).
 int64_t UnionLength(std::vector<std::pair<int64_t, int64_t>> intervals);

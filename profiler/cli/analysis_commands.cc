@@ -1,7 +1,9 @@
-// The analysis subcommands: ops, kernels, memory, memcpy, streams, overlap, critical-path, diff,
-// merge. Each takes a trace file, several files or a directory of per-rank traces (merged into
-// one timeline, see analysis/merge.h; overlap and critical-path report each step on its own),
-// prints tables for people or, with --json, one stable document for machines.
+// The analysis subcommands: summary, ops, kernels, memory, memcpy, streams, overlap,
+// critical-path, diff, merge. summary reads one trace file; the others take a trace file, several
+// files or a directory of per-rank traces (merged into one timeline, see analysis/merge.h;
+// overlap and critical-path report each step on its own). Each prints tables for people or, with
+// --json, one stable document for machines. The analyses return data only; this file formats
+// them, with the helpers of report_format.h.
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -12,8 +14,10 @@
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
+#include "profiler/analysis/summary.h"
 #include "profiler/cli/command.h"
 #include "profiler/cli/report_format.h"
+#include "profiler/trace/reader.h"
 #include "profiler/trace/writer.h"
 
 namespace stepscope::cli {
@@ -67,6 +71,180 @@ class SingleTraceCommand : public Command {
  protected:
   virtual std::string Text(const Trace& trace, size_t top) const = 0;
   virtual Json ToJson(const Trace& trace, size_t top) const = 0;
+};
+
+// ---- summary ---------------------------------------------------------------------------------
+
+// Sizes and the peak's offset come from the input and can be negative (a damaged record, a
+// counter that starts before the first slice): the summary prints those as plain numbers, as
+// it always has, where the other commands scale them.
+std::string SummaryBytes(int64_t bytes) { return bytes < 0 ? I(bytes) + " B" : FormatBytes(bytes); }
+std::string SummaryOffset(int64_t ns) { return ns < 0 ? I(ns) + " ns" : FormatDuration(ns); }
+
+// The summary's text lines stop at 1023 bytes: longer ones (C++ kernel names from the PyTorch
+// profiler run to thousands) are cut there, as the text has always been; --json has them whole.
+std::string CutLongLines(const std::string& text) {
+  constexpr size_t kMaxLine = 1023;
+  std::string out;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    out.append(text, begin, std::min(end - begin, kMaxLine));
+    if (end < text.size()) out += '\n';
+    begin = end + 1;
+  }
+  return out;
+}
+
+std::string SummaryText(const analysis::Summary& s, size_t top) {
+  std::string out = "trace      " + s.source + " (" + s.format + ")\n";
+  if (s.step.step >= 0 || s.step.rank >= 0) {
+    out += "step       " + I(s.step.step) + "  rank " + std::to_string(s.step.rank) + "/" +
+           std::to_string(s.step.world_size) + "  host " + s.step.host + "  producer " + s.step.producer + "\n";
+  }
+  out += "span       " + FormatDuration(s.span_end_ns - s.span_begin_ns) + " (from " + I(s.epoch_ns + s.span_begin_ns) +
+         " ns since the Unix epoch)\n";
+  out += "nodes      " + I(s.nodes) + " on " + std::to_string(s.devices.size()) + " devices\n";
+
+  out += "\nDevices (as recorded)\n";
+  TextTable devices({-60, -16, 8});
+  devices.Row({"device", "lane kind", "nodes"});
+  for (const auto& d : s.devices) {
+    // The note sits two spaces after the count: one from the table, one of its own.
+    devices.Row({d.name, d.kind, I(d.nodes), d.aggregate_duplicates ? " (repeats other lanes)" : ""});
+  }
+  out += devices.str();
+
+  out += "\nBusy time per device (union of its lanes, aggregate duplicates excluded)\n";
+  TextTable busy({-50, -12, 8, 12, 7});
+  busy.Row({"device", "lanes", "slices", "busy", "util"});
+  for (const auto& u : s.usage) {
+    busy.Row({u.name, u.lanes, I(u.slices), FormatDuration(u.busy_ns), FormatPercent(u.utilisation)});
+  }
+  out += busy.str();
+
+  out += "\nTop op types by total time (of " + std::to_string(s.op_types.size()) + ")\n";
+  TextTable ops({-40, -10, 7, 12, 12});
+  ops.Row({"op type", "where", "count", "total", "mean"});
+  for (size_t i = 0; i < s.op_types.size() && i < top; ++i) {
+    const auto& op = s.op_types[i];
+    ops.Row({op.op_type, op.where, I(op.count), FormatDuration(op.total_ns), FormatDuration(op.mean_ns())});
+  }
+  out += ops.str();
+
+  if (!s.memcpy.empty()) {
+    out += "\nMemcpy\n";
+    TextTable copies({-8, 7, 12, 12, 12});
+    copies.Row({"kind", "count", "bytes", "time", "GB/s"});
+    for (const auto& m : s.memcpy) {
+      copies.Row({m.kind, I(m.count), SummaryBytes(m.bytes), FormatDuration(m.total_ns), FormatFixed(m.bandwidth_gbps(), 2)});
+    }
+    out += copies.str();
+  }
+  if (!s.allocators.empty()) {
+    out += "\nAllocator peaks (from allocation records)\n";
+    for (const auto& a : s.allocators) {
+      out += "  " + Align(a.allocator, -16) + " peak " + SummaryBytes(a.peak_bytes) + " at +" +
+             SummaryOffset(a.peak_ns - s.span_begin_ns) + " (" + I(a.samples) + " samples; " + a.curve_origin + ")\n";
+      if (a.live_tensors_total > 0) {
+        out += "    " + I(a.live_tensors_total) + " tensors live at the peak; largest:\n";
+        for (const auto& t : a.live_at_peak) {
+          out += "    " + Align(SummaryBytes(t.bytes), 12) + "  " + t.name + " (" + t.producer_op + ")\n";
+        }
+      }
+    }
+  }
+  out += "\nImport\n";
+  if (s.import_stats.empty()) out += "  nothing repaired or skipped\n";
+  for (const auto& [name, count] : s.import_stats) out += "  " + Align(name, -44) + " " + I(count) + "\n";
+  return CutLongLines(out);
+}
+
+// The stable document; its keys are documented in docs/summary-json.md.
+Json SummaryJson(const analysis::Summary& s) {
+  Json doc;
+  doc["schema"] = "stepscope.summary/1";
+  doc["source"] = s.source;
+  doc["format"] = s.format;
+  doc["step"] = {{"step", s.step.step}, {"rank", s.step.rank}, {"world_size", s.step.world_size},
+                 {"host", s.step.host}, {"producer", s.step.producer}};
+  doc["epoch_ns"] = s.epoch_ns + s.span_begin_ns;
+  doc["span_ns"] = s.span_end_ns - s.span_begin_ns;
+  doc["nodes"] = s.nodes;
+  Json devices = Json::array();
+  for (const auto& d : s.devices) {
+    devices.push_back({{"name", d.name}, {"kind", d.kind}, {"nodes", d.nodes},
+                       {"aggregate_duplicates", d.aggregate_duplicates}});
+  }
+  doc["devices"] = devices;
+  Json usage = Json::array();
+  for (const auto& u : s.usage) {
+    usage.push_back({{"device", u.name}, {"lanes", u.lanes}, {"slices", u.slices}, {"busy_ns", u.busy_ns},
+                     {"utilisation", u.utilisation}});
+  }
+  doc["busy"] = usage;
+  Json ops = Json::array();
+  for (const auto& op : s.op_types) {
+    ops.push_back({{"op_type", op.op_type}, {"where", op.where}, {"count", op.count},
+                   {"total_ns", op.total_ns}, {"mean_ns", op.mean_ns()}});
+  }
+  doc["op_types"] = ops;
+  Json memcpy = Json::array();
+  for (const auto& m : s.memcpy) {
+    memcpy.push_back({{"kind", m.kind}, {"count", m.count}, {"bytes", m.bytes},
+                      {"total_ns", m.total_ns}, {"bandwidth_gbps", m.bandwidth_gbps()}});
+  }
+  doc["memcpy"] = memcpy;
+  Json allocators = Json::array();
+  for (const auto& a : s.allocators) {
+    Json live = Json::array();
+    for (const auto& t : a.live_at_peak) {
+      live.push_back({{"name", t.name}, {"bytes", t.bytes}, {"producer_op", t.producer_op},
+                      {"created_ns", t.alloc_ns - s.span_begin_ns},
+                      {"released_ns", t.free_ns - s.span_begin_ns}});
+    }
+    allocators.push_back({{"allocator", a.allocator}, {"curve_origin", a.curve_origin},
+                          {"peak_bytes", a.peak_bytes}, {"peak_at_ns", a.peak_ns - s.span_begin_ns},
+                          {"samples", a.samples}, {"live_tensors_at_peak", a.live_tensors_total},
+                          {"largest_live_tensors", live}});
+  }
+  doc["allocators"] = allocators;
+  Json stats = Json::object();
+  for (const auto& [name, count] : s.import_stats) stats[name] = count;
+  doc["import"] = stats;
+  return doc;
+}
+
+class SummaryCommand : public Command {
+ public:
+  std::string name() const override { return "summary"; }
+  std::string synopsis() const override { return "IN [--json] [--top N]"; }
+  std::string description() const override {
+    return "Summarizes one trace: devices and node counts, step span, busy time and utilisation\n"
+           "per device, the top op types by total time, memcpy count, bytes and achieved\n"
+           "bandwidth per kind, allocator peaks (from the allocation records) with the tensors\n"
+           "live at the peak, and what the import repaired or skipped. --json writes the same as\n"
+           "a stable document (keys in docs/summary-json.md).";
+  }
+  std::vector<FlagSpec> flags() const override {
+    return {{"json", "", "write the summary as JSON"},
+            {"top", "N", "how many op types to list in text output (default 15)"}};
+  }
+  size_t min_positional() const override { return 1; }
+  size_t max_positional() const override { return 1; }
+
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+    ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
+    ASSIGN_OR_RETURN(Trace trace, trace::ReadTrace(args.positional[0]));
+    const analysis::Summary summary = analysis::Summarize(trace);
+    if (args.Has("json")) {
+      Emit(out, SummaryJson(summary));
+    } else {
+      out << SummaryText(summary, top);
+    }
+    return Status::Ok();
+  }
 };
 
 // ---- ops -------------------------------------------------------------------------------------
@@ -287,10 +465,8 @@ class MemcpyCommand : public SingleTraceCommand {
     table.Row({"kind", "memory", "count", "bytes", "time", "GB/s", "step"});
     for (size_t i = 0; i < stats.rows.size() && i < top; ++i) {
       const auto& r = stats.rows[i];
-      char bandwidth[32];
-      std::snprintf(bandwidth, sizeof bandwidth, "%.2f", r.bandwidth_gbps);
       table.Row({r.kind, r.memory.empty() ? "-" : r.memory, I(r.count), FormatBytes(r.bytes),
-                 FormatDuration(r.total_ns), bandwidth, FormatPercent(r.step_share)});
+                 FormatDuration(r.total_ns), FormatFixed(r.bandwidth_gbps, 2), FormatPercent(r.step_share)});
     }
     return out + "\n" + table.str();
   }
@@ -561,11 +737,9 @@ class DiffCommand : public Command {
       t.Row({column, "where", "count A>B", "A", "B", "delta", "B/A"});
       for (size_t i = 0; i < list.size() && i < top; ++i) {
         const auto& r = list[i];
-        char ratio[32];
-        std::snprintf(ratio, sizeof ratio, "%.2f", r.ratio);
         t.Row({Truncate(r.name, 40), r.where, I(r.count_a) + ">" + I(r.count_b), FormatDuration(r.total_a),
                FormatDuration(r.total_b), (r.delta_ns > 0 ? "+" : "") + FormatDuration(r.delta_ns),
-               r.presence == "only_b" ? "new" : r.presence == "only_a" ? "gone" : ratio});
+               r.presence == "only_b" ? "new" : r.presence == "only_a" ? "gone" : FormatFixed(r.ratio, 2)});
       }
       out << t.str();
     };
@@ -666,6 +840,7 @@ StatusOr<size_t> PositiveFlag(const ParsedArgs& args, const std::string& name, s
 }
 
 void AddAnalysisCommands(std::vector<std::unique_ptr<Command>>& commands) {
+  commands.push_back(std::make_unique<SummaryCommand>());
   commands.push_back(std::make_unique<OpsCommand>());
   commands.push_back(std::make_unique<KernelsCommand>());
   commands.push_back(std::make_unique<MemoryCommand>());

@@ -3,7 +3,6 @@
 #include <memory>
 
 #include "base/file_io.h"
-#include "profiler/analysis/summary.h"
 #include "profiler/cli/command.h"
 #include "base/flags.h"
 #include "profiler/trace/reader.h"
@@ -58,46 +57,9 @@ class ConvertCommand : public Command {
   }
 };
 
-class SummaryCommand : public Command {
- public:
-  std::string name() const override { return "summary"; }
-  std::string synopsis() const override { return "IN [--json] [--top N]"; }
-  std::string description() const override {
-    return "Summarizes one trace: devices and node counts, step span, busy time and utilisation\n"
-           "per device, the top op types by total time, memcpy count, bytes and achieved\n"
-           "bandwidth per kind, allocator peaks (from the allocation records) with the tensors\n"
-           "live at the peak, and what the import repaired or skipped. --json writes the same as\n"
-           "a stable document (keys in docs/summary-json.md).";
-  }
-  std::vector<FlagSpec> flags() const override {
-    return {{"json", "", "write the summary as JSON"},
-            {"top", "N", "how many op types to list in text output (default 15)"}};
-  }
-  size_t min_positional() const override { return 1; }
-  size_t max_positional() const override { return 1; }
-
-  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
-    analysis::SummaryOptions options;
-    if (auto top = args.Get("top")) {
-      char* end = nullptr;
-      const long value = std::strtol(top->c_str(), &end, 10);
-      if (end == top->c_str() || *end != '\0' || value <= 0) {
-        return InvalidInput("--top " + *top + ": expected a positive integer");
-      }
-      options.top_ops = static_cast<size_t>(value);
-    }
-    ASSIGN_OR_RETURN(trace::Trace trace, trace::ReadTrace(args.positional[0]));
-    const analysis::Summary summary = analysis::Summarize(trace, options);
-    out << (args.Has("json") ? analysis::FormatSummaryJson(summary)
-                             : analysis::FormatSummaryText(summary, options));
-    return Status::Ok();
-  }
-};
-
 std::vector<std::unique_ptr<Command>> AllCommands() {
   std::vector<std::unique_ptr<Command>> commands;
   commands.push_back(std::make_unique<ConvertCommand>());
-  commands.push_back(std::make_unique<SummaryCommand>());
   AddAnalysisCommands(commands);
   return commands;
 }

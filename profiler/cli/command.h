@@ -30,7 +30,7 @@ class Command {
   }
 };
 
-// ops, kernels, memory, memcpy, streams, overlap, critical-path, diff, merge.
+// summary, ops, kernels, memory, memcpy, streams, overlap, critical-path, diff, merge.
 void AddAnalysisCommands(std::vector<std::unique_ptr<Command>>& commands);
 
 // A positive integer flag value, or `fallback` when the flag is absent.

@@ -1,5 +1,5 @@
-// Plain-text formatting shared by the analysis commands: durations, byte sizes, shares, and
-// left/right aligned table columns.
+// Plain-text formatting shared by the summary and analysis commands: durations, byte sizes,
+// shares, and left/right aligned table columns.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +12,13 @@ std::string FormatDuration(int64_t ns);   // "1.234 ms", "12.0 us", "850 ns"
 std::string FormatDuration(double ns);
 std::string FormatBytes(int64_t bytes);   // "1.50 MiB"
 std::string FormatPercent(double share);  // "12.3%"
+std::string FormatFixed(double value, int digits);  // FormatFixed(3.14159, 2): "3.14"
 std::string Truncate(const std::string& text, size_t width);
+// Pads `text` to |width|: a positive width right-aligns, a negative one left-aligns. Longer text
+// is kept whole.
+std::string Align(const std::string& text, int width);
 
-// Columns: a positive width right-aligns, a negative one left-aligns.
+// Columns aligned as by Align, one space apart, each row indented by two.
 class TextTable {
  public:
   explicit TextTable(std::vector<int> widths) : widths_(std::move(widths)) {}

@@ -8,6 +8,7 @@
 #include "profiler/trace/slice_details.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "tests/test_util.h"
+#include "viewer/app/document_view.h"
 #include "viewer/load/document.h"
 #include "viewer/models/csv.h"
 #include "viewer/models/live_tensor_model.h"

@@ -3,6 +3,7 @@
 // exports, the Kineto trace, and a corrupt file that must show an error and change nothing.
 #include <QImage>
 #include <QStandardPaths>
+#include <QTabWidget>
 #include <QToolTip>
 #include <QtTest/QtTest>
 #include <filesystem>
@@ -312,6 +313,21 @@ class ViewTest : public QObject {
     // The chart draws its curve: the column at the peak is coloured up to near the top.
     const QImage image = chart->grab().toImage();
     QVERIFY(!IsBackground(image.pixel(peak.x() - 2, MemoryChart::kHeight - 10)));
+    doc_->ShowPane(DocumentView::kStatsPane);
+  }
+
+  void TabsAndPaneNamesFollowThePaneTable() {
+    const auto panes = DocumentView::Panes();
+    QTabWidget* tabs = doc_->panes();
+    QCOMPARE(tabs->count(), static_cast<int>(panes.size()));
+    for (size_t i = 0; i < panes.size(); ++i) {
+      QCOMPARE(tabs->tabText(static_cast<int>(i)), QString::fromLatin1(panes[i].title));
+      QCOMPARE(DocumentView::FindPane(panes[i].name), &panes[i]);
+      QCOMPARE(&DocumentView::PaneSpecOf(panes[i].id), &panes[i]);
+      doc_->ShowPane(panes[i].id);
+      QCOMPARE(tabs->currentIndex(), static_cast<int>(i));
+    }
+    QVERIFY(DocumentView::FindPane("Statistics") == nullptr);  // titles are not names
     doc_->ShowPane(DocumentView::kStatsPane);
   }
 

@@ -38,7 +38,7 @@ void PrintError(const QString& text) {
 
 double Ms(const QElapsedTimer& timer) { return static_cast<double>(timer.nsecsElapsed()) / 1e6; }
 
-int RunScreenshot(const QStringList& traces, bool merge, const QString& out, QSize size, int pane) {
+int RunScreenshot(const QStringList& traces, bool merge, const QString& out, QSize size, DocumentView::Pane pane) {
   MainWindow window(/*interactive=*/false);
   window.resize(size);
   window.show();
@@ -50,7 +50,7 @@ int RunScreenshot(const QStringList& traces, bool merge, const QString& out, QSi
     return 2;
   }
   DocumentView* document = window.current_document();
-  document->ShowPane(static_cast<DocumentView::Pane>(pane));
+  document->ShowPane(pane);
   if (pane == DocumentView::kMemoryPane) {
     // Show what was live at the first allocator's peak, as a click on its marker would.
     MemoryPanel* memory = document->memory_panel();
@@ -189,6 +189,13 @@ int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, in
   return 0;
 }
 
+// The --pane names, in tab order.
+QStringList PaneNames() {
+  QStringList names;
+  for (const DocumentView::PaneSpec& pane : DocumentView::Panes()) names << QString::fromLatin1(pane.name);
+  return names;
+}
+
 // The offscreen platform reports what it cannot do (window size hints); in headless modes that
 // is expected and would only bury the output.
 void QuietOffscreenNotes(QtMsgType type, const QMessageLogContext&, const QString& message) {
@@ -219,10 +226,13 @@ int RunViewer(int argc, char** argv) {
       "OUT");
   const QCommandLineOption frame_log("frame-log", "With --bench: print the time of every frame.");
   const QCommandLineOption merge("merge", "Merge all TRACEs into one timeline (a directory is always merged).");
+  const QStringList pane_names = PaneNames();
+  const QString default_pane = QString::fromLatin1(DocumentView::PaneSpecOf(DocumentView::kDefaultPane).name);
   const QCommandLineOption pane("pane",
-                                "With --screenshot: the pane below the timeline: details, stats, range, "
-                                "memory, search or tracks (default stats).",
-                                "NAME", "stats");
+                                "With --screenshot: the pane below the timeline: " +
+                                    pane_names.mid(0, pane_names.size() - 1).join(", ") + " or " + pane_names.last() +
+                                    " (default " + default_pane + ").",
+                                "NAME", default_pane);
   parser.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane});
   parser.addPositionalArgument("traces", "Trace files or directories of traces to open.", "[TRACE...]");
   QStringList arguments;
@@ -280,13 +290,12 @@ int RunViewer(int argc, char** argv) {
       PrintError("--screenshot needs a TRACE");
       return 2;
     }
-    const QStringList panes = {"details", "stats", "range", "memory", "search", "tracks"};
-    const int pane_index = static_cast<int>(panes.indexOf(parser.value(pane)));
-    if (pane_index < 0) {
-      PrintError("--pane wants one of " + panes.join(", ") + ", not '" + parser.value(pane) + "'");
+    const DocumentView::PaneSpec* shown = DocumentView::FindPane(parser.value(pane).toStdString());
+    if (shown == nullptr) {
+      PrintError("--pane wants one of " + pane_names.join(", ") + ", not '" + parser.value(pane) + "'");
       return 2;
     }
-    return RunScreenshot(traces, parser.isSet(merge), parser.value(screenshot), size, pane_index);
+    return RunScreenshot(traces, parser.isSet(merge), parser.value(screenshot), size, shown->id);
   }
   if (parser.isSet(bench)) {
     bool ok = true;

@@ -13,7 +13,9 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
 
+#include "base/check.h"
 #include "viewer/memory/memory_panel.h"
 #include "viewer/models/csv.h"
 #include "viewer/models/op_stats_model.h"
@@ -42,6 +44,52 @@ QTableView* MakeTable(QAbstractItemModel* model, QWidget* parent) {
 
 }  // namespace
 
+std::span<const DocumentView::PaneSpec> DocumentView::Panes() {
+  static constexpr PaneSpec kPanes[] = {
+      {.id = kDetailsPane, .name = "details", .title = QT_TR_NOOP("Details"), .create = &DocumentView::BuildDetailsPane},
+      {.id = kStatsPane,
+       .name = "stats",
+       .title = QT_TR_NOOP("Statistics"),
+       .create = &DocumentView::BuildStatsPane,
+       .analyse = [](const TraceDocument& document,
+                     DocumentAnalysis& into) { into.op_stats = analysis::ComputeOpStats(document.trace()); },
+       .show = &DocumentView::FillStatsTable},
+      {.id = kRangePane, .name = "range", .title = QT_TR_NOOP("Range"), .create = &DocumentView::BuildRangePane},
+      {.id = kMemoryPane,
+       .name = "memory",
+       .title = QT_TR_NOOP("Memory"),
+       .create = &DocumentView::BuildMemoryPane,
+       .analyse = [](const TraceDocument& document,
+                     DocumentAnalysis& into) { into.memory = analysis::ComputeMemoryTimelines(document.trace()); },
+       .show = &DocumentView::ShowMemoryTimelines},
+      {.id = kSearchPane, .name = "search", .title = QT_TR_NOOP("Search"), .create = &DocumentView::BuildSearchPane},
+      {.id = kTracksPane, .name = "tracks", .title = QT_TR_NOOP("Tracks"), .create = &DocumentView::BuildTracksPane},
+  };
+  return kPanes;
+}
+
+const DocumentView::PaneSpec& DocumentView::PaneSpecOf(Pane id) {
+  const auto panes = Panes();
+  const auto it = std::find_if(panes.begin(), panes.end(), [id](const PaneSpec& pane) { return pane.id == id; });
+  STEPSCOPE_CHECK(it != panes.end());  // every Pane has its entry
+  return *it;
+}
+
+const DocumentView::PaneSpec* DocumentView::FindPane(std::string_view name) {
+  for (const PaneSpec& pane : Panes()) {
+    if (name == pane.name) return &pane;
+  }
+  return nullptr;
+}
+
+std::shared_ptr<const DocumentAnalysis> AnalyseDocument(const TraceDocument& document) {
+  auto result = std::make_shared<DocumentAnalysis>();
+  for (const DocumentView::PaneSpec& pane : DocumentView::Panes()) {
+    if (pane.analyse != nullptr) pane.analyse(document, *result);
+  }
+  return result;
+}
+
 DocumentView::DocumentView(std::shared_ptr<const TraceDocument> document, QWidget* parent)
     : QWidget(parent), document_(std::move(document)) {
   const trace::Trace& trace = document_->trace();
@@ -54,19 +102,32 @@ DocumentView::DocumentView(std::shared_ptr<const TraceDocument> document, QWidge
   splitter->setStretchFactor(1, 2);
   splitter->setSizes({640, 360});
 
-  // Details.
+  for (const PaneSpec& pane : Panes()) panes_->addTab((this->*pane.create)(), tr(pane.title));
+
+  connect(timeline_, &TimelineView::sliceSelected, this, &DocumentView::ShowDetails);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(splitter);
+  ShowPane(kDefaultPane);
+}
+
+DocumentView::~DocumentView() = default;
+
+QWidget* DocumentView::BuildDetailsPane() {
   details_model_ = new SliceDetailsModel(this);
   details_view_ = new QTreeView(panes_);
   details_view_->setModel(details_model_);
   details_view_->setAlternatingRowColors(true);
   details_view_->header()->setDefaultSectionSize(220);
-  panes_->addTab(details_view_, tr("Details"));
   connect(details_view_, &QTreeView::doubleClicked, this, [this](const QModelIndex& index) {
     const QVariant slice = index.data(kSliceRole);
     if (slice.isValid()) JumpToSlice(slice.toUInt());
   });
+  return details_view_;
+}
 
-  // Op statistics.
+QWidget* DocumentView::BuildStatsPane() {
   auto* stats = new QWidget(panes_);
   stats_model_ = new OpStatsModel(this);
   stats_proxy_ = new QSortFilterProxyModel(this);
@@ -91,15 +152,16 @@ DocumentView::DocumentView(std::shared_ptr<const TraceDocument> document, QWidge
   stats_layout->setContentsMargins(2, 2, 2, 2);
   stats_layout->addLayout(stats_bar);
   stats_layout->addWidget(stats_table_);
-  panes_->addTab(stats, tr("Statistics"));
   connect(stats_granularity_, &QComboBox::currentIndexChanged, this, [this] { FillStatsTable(); });
   connect(stats_filter_, &QLineEdit::textChanged, stats_proxy_, &QSortFilterProxyModel::setFilterFixedString);
   connect(stats_table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
     const QVariant slice = index.data(kSliceRole);
     if (slice.isValid()) JumpToSlice(slice.toUInt());
   });
+  return stats;
+}
 
-  // Range statistics.
+QWidget* DocumentView::BuildRangePane() {
   auto* range = new QWidget(panes_);
   range_model_ = new OpStatsModel(this);
   auto* range_proxy = new QSortFilterProxyModel(this);
@@ -113,7 +175,6 @@ DocumentView::DocumentView(std::shared_ptr<const TraceDocument> document, QWidge
   range_layout->setContentsMargins(2, 2, 2, 2);
   range_layout->addWidget(range_caption_);
   range_layout->addWidget(range_table);
-  panes_->addTab(range, tr("Range"));
   connect(range_table, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
     const QVariant slice = index.data(kSliceRole);
     if (slice.isValid()) JumpToSlice(slice.toUInt());
@@ -133,49 +194,48 @@ DocumentView::DocumentView(std::shared_ptr<const TraceDocument> document, QWidge
     range_model_->SetRows(result.by_op_type);
   });
   connect(timeline_, &TimelineView::rangeSelected, this, &DocumentView::ComputeRangeStats);
+  return range;
+}
 
-  // Memory.
+QWidget* DocumentView::BuildMemoryPane() {
   memory_panel_ = new MemoryPanel(document_, axis_, panes_);
-  panes_->addTab(memory_panel_, tr("Memory"));
   connect(memory_panel_, &MemoryPanel::sliceActivated, this, &DocumentView::JumpToSlice);
+  return memory_panel_;
+}
 
-  // Search results.
+QWidget* DocumentView::BuildSearchPane() {
   search_model_ = new SearchModel(document_, this);
   search_view_ = new QListView(panes_);
   search_view_->setModel(search_model_);
   search_view_->setUniformItemSizes(true);
-  panes_->addTab(search_view_, tr("Search"));
   connect(search_view_, &QListView::activated, this, [this](const QModelIndex& index) {
     search_model_->SetCurrent(index.row());
     JumpToSlice(index.data(kSliceRole).toUInt());
   });
+  return search_view_;
+}
 
-  // Tracks.
+QWidget* DocumentView::BuildTracksPane() {
   track_model_ = new TrackTreeModel(document_, this);
   auto* tracks_view = new QTreeView(panes_);
   tracks_view->setModel(track_model_);
   tracks_view->expandAll();
   tracks_view->header()->setDefaultSectionSize(300);
-  panes_->addTab(tracks_view, tr("Tracks"));
   connect(track_model_, &TrackTreeModel::visibilityChanged, timeline_,
           [this](uint32_t track, bool visible) { timeline_->SetTrackHidden(track, !visible); });
-
-  connect(timeline_, &TimelineView::sliceSelected, this, &DocumentView::ShowDetails);
-
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(splitter);
-  panes_->setCurrentIndex(kStatsPane);
+  return tracks_view;
 }
 
-DocumentView::~DocumentView() = default;
-
-void DocumentView::ShowPane(Pane pane) { panes_->setCurrentIndex(pane); }
+void DocumentView::ShowPane(Pane pane) {
+  // Tabs are in table order.
+  panes_->setCurrentIndex(static_cast<int>(&PaneSpecOf(pane) - Panes().data()));
+}
 
 void DocumentView::SetAnalysis(std::shared_ptr<const DocumentAnalysis> analysis) {
   analysis_ = std::move(analysis);
-  FillStatsTable();
-  memory_panel_->SetAnalysis(analysis_);
+  for (const PaneSpec& pane : Panes()) {
+    if (pane.show != nullptr) (this->*pane.show)();
+  }
 }
 
 void DocumentView::FillStatsTable() {
@@ -186,6 +246,12 @@ void DocumentView::FillStatsTable() {
   stats_caption_->setText(tr("%1 slices over %2")
                               .arg(stats.slices)
                               .arg(QString::fromStdString(FormatDuration(static_cast<double>(stats.window_ns)))));
+}
+
+void DocumentView::ShowMemoryTimelines() {
+  // The charts share the analysis (the pointer aliases its memory field).
+  memory_panel_->SetTimelines(
+      std::shared_ptr<const std::vector<analysis::AllocatorTimeline>>(analysis_, &analysis_->memory));
 }
 
 void DocumentView::SetStatsByNode(bool by_node) { stats_granularity_->setCurrentIndex(by_node ? 1 : 0); }

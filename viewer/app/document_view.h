@@ -3,12 +3,22 @@
 // time range, memory charts, search results and the track tree. All panes read the same
 // immutable document; the analyses arrive later (SetAnalysis) and range statistics are computed
 // off the UI thread, stale results dropped.
+//
+// The panes are one table (Panes()): for each its id, its name on the command line, its tab
+// title, how it is built and, for a pane that shows an analysis, how that is computed and shown.
+// The tabs, the analyses the loader runs (AnalyseDocument) and stepscope-view's --pane all read
+// it, so a new pane or analysis is one entry (plus the field of DocumentAnalysis it fills).
 #pragma once
 
 #include <QFutureWatcher>
 #include <QWidget>
 #include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
 
+#include "profiler/analysis/memory_timeline.h"
+#include "profiler/analysis/op_stats.h"
 #include "viewer/load/document.h"
 
 class QComboBox;
@@ -21,6 +31,15 @@ class QTableView;
 class QTreeView;
 
 namespace stepscope::viewer {
+
+// What the panes' analyses computed for one document, after its first frame.
+struct DocumentAnalysis {
+  analysis::OpStats op_stats;                       // the stats pane
+  std::vector<analysis::AllocatorTimeline> memory;  // the memory pane
+};
+
+// Runs every pane's analysis on `document` (off the UI thread: the loader calls it).
+std::shared_ptr<const DocumentAnalysis> AnalyseDocument(const TraceDocument& document);
 
 class MemoryPanel;
 class OpStatsModel;
@@ -35,6 +54,23 @@ class DocumentView : public QWidget {
 
  public:
   enum Pane { kDetailsPane, kStatsPane, kRangePane, kMemoryPane, kSearchPane, kTracksPane };
+  static constexpr Pane kDefaultPane = kStatsPane;  // shown first, and --pane's default
+
+  struct PaneSpec {
+    Pane id;
+    const char* name;   // on the command line: --pane NAME
+    const char* title;  // on its tab (translated)
+    QWidget* (DocumentView::*create)();
+    // Only for a pane that shows an analysis: computes it into its field (off the UI thread)
+    // and shows it once it has arrived.
+    void (*analyse)(const TraceDocument& document, DocumentAnalysis& into) = nullptr;
+    void (DocumentView::*show)() = nullptr;
+  };
+  // In tab order.
+  static std::span<const PaneSpec> Panes();
+  static const PaneSpec& PaneSpecOf(Pane id);
+  // By its name on the command line; null when no pane has that name.
+  static const PaneSpec* FindPane(std::string_view name);
 
   explicit DocumentView(std::shared_ptr<const TraceDocument> document, QWidget* parent = nullptr);
   ~DocumentView() override;
@@ -77,9 +113,16 @@ class DocumentView : public QWidget {
   void statusMessage(const QString& message);
 
  private:
+  QWidget* BuildDetailsPane();
+  QWidget* BuildStatsPane();
+  QWidget* BuildRangePane();
+  QWidget* BuildMemoryPane();
+  QWidget* BuildSearchPane();
+  QWidget* BuildTracksPane();
   void ShowDetails(int64_t slice);
   void ComputeRangeStats(int64_t begin_ns, int64_t end_ns);
   void FillStatsTable();
+  void ShowMemoryTimelines();
 
   std::shared_ptr<const TraceDocument> document_;
   std::shared_ptr<const DocumentAnalysis> analysis_;

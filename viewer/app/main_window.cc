@@ -38,7 +38,7 @@ const char* const kTraceFilter =
 }  // namespace
 
 MainWindow::MainWindow(bool interactive, QWidget* parent)
-    : QMainWindow(parent), interactive_(interactive), loader_(new TraceLoader(this)) {
+    : QMainWindow(parent), interactive_(interactive), loader_(new TraceLoader(&AnalyseDocument, this)) {
   setWindowTitle(tr("stepscope-view"));
   setAcceptDrops(true);
   auto* stack = new QStackedWidget(this);

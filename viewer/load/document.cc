@@ -73,13 +73,6 @@ StatusOr<std::shared_ptr<const TraceDocument>> MakeDocument(trace::Trace trace, 
   return std::shared_ptr<const TraceDocument>(std::make_shared<TraceDocument>(std::move(trace), name));
 }
 
-std::shared_ptr<const DocumentAnalysis> AnalyseDocument(const TraceDocument& document) {
-  auto result = std::make_shared<DocumentAnalysis>();
-  result->op_stats = analysis::ComputeOpStats(document.trace());
-  result->memory = analysis::ComputeMemoryTimelines(document.trace());
-  return result;
-}
-
 int64_t ResidentBytes() {
   std::ifstream statm("/proc/self/statm");
   int64_t pages_total = 0, pages_resident = 0;

@@ -1,7 +1,7 @@
 // A trace opened in the viewer: the immutable Trace plus what the timeline draws from (the
 // per-level index, op type colours, flows by endpoint). Built once off the UI thread and then
-// only read, so widgets paint from it without locks. The analyses (op statistics, memory
-// timelines) arrive separately, after the first frame, as DocumentAnalysis.
+// only read, so widgets paint from it without locks. The analyses the panes show (op
+// statistics, memory timelines) are computed from it separately, after the first frame.
 #pragma once
 
 #include <atomic>
@@ -12,8 +12,6 @@
 #include <vector>
 
 #include "base/status.h"
-#include "profiler/analysis/memory_timeline.h"
-#include "profiler/analysis/op_stats.h"
 #include "profiler/trace/trace.h"
 #include "viewer/timeline/timeline_index.h"
 
@@ -47,18 +45,12 @@ class TraceDocument {
   std::vector<uint32_t> flows_by_to_;
 };
 
-struct DocumentAnalysis {
-  analysis::OpStats op_stats;
-  std::vector<analysis::AllocatorTimeline> memory;
-};
-
 // Reads one trace file (any format the Trace library reads) and builds its document. The
 // error names the file. `cancel` is polled between stages; a cancelled load returns kCancelled.
 StatusOr<std::shared_ptr<const TraceDocument>> OpenDocument(const std::string& path,
                                                             const std::atomic<bool>* cancel = nullptr);
 // Builds the document of a trace already in memory (a merge of several files, a generated one).
 StatusOr<std::shared_ptr<const TraceDocument>> MakeDocument(trace::Trace trace, const std::string& name);
-std::shared_ptr<const DocumentAnalysis> AnalyseDocument(const TraceDocument& document);
 
 // Resident set size of this process in bytes (from /proc/self/statm), 0 when unknown.
 int64_t ResidentBytes();

@@ -19,7 +19,7 @@ struct PlannedRequest {
 
 }  // namespace
 
-TraceLoader::TraceLoader(QObject* parent) : QObject(parent) {}
+TraceLoader::TraceLoader(AnalyseFunction analyse, QObject* parent) : QObject(parent), analyse_(std::move(analyse)) {}
 
 TraceLoader::~TraceLoader() {
   if (cancel_ != nullptr) cancel_->store(true);
@@ -79,7 +79,7 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
     };
     auto deliver = [&](std::shared_ptr<const TraceDocument> document, double load_ms) {
       Post(generation, [this, document, load_ms] { emit documentLoaded(document, load_ms); });
-      auto analysis = AnalyseDocument(*document);
+      auto analysis = analyse_(*document);
       if (cancel->load()) return;
       Post(generation, [this, document, analysis] { emit documentAnalysed(document, analysis); });
     };

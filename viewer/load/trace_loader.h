@@ -1,5 +1,5 @@
-// Opens traces off the UI thread: reading and indexing on a pool thread, then the analyses
-// (op statistics, memory timelines) as a second stage so the timeline shows first. Progress and
+// Opens traces off the UI thread: reading and indexing on a pool thread, then the analyses its
+// owner gives it (the panes') as a second stage so the timeline shows first. Progress and
 // results are posted back to the UI thread; Cancel() returns at once and drops whatever the
 // cancelled load still produces (every job carries a generation, stale results are ignored).
 //
@@ -20,6 +20,10 @@
 
 namespace stepscope::viewer {
 
+struct DocumentAnalysis;
+// Computes a document's analyses; called on the pool thread.
+using AnalyseFunction = std::function<std::shared_ptr<const DocumentAnalysis>(const TraceDocument&)>;
+
 struct LoadRequest {
   QStringList paths;   // files and directories (a directory stands for the traces inside)
   bool merge = false;  // one document for all of them
@@ -29,7 +33,7 @@ class TraceLoader : public QObject {
   Q_OBJECT
 
  public:
-  explicit TraceLoader(QObject* parent = nullptr);
+  explicit TraceLoader(AnalyseFunction analyse, QObject* parent = nullptr);
   ~TraceLoader() override;  // cancels and waits for the pool thread
 
   // Runs the requests in order. A load in progress is superseded (its results are dropped).
@@ -54,6 +58,7 @@ class TraceLoader : public QObject {
  private:
   void Post(uint64_t generation, std::function<void()> action);
 
+  const AnalyseFunction analyse_;
   uint64_t generation_ = 0;
   bool busy_ = false;
   std::shared_ptr<std::atomic<bool>> cancel_;

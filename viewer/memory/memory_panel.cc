@@ -64,18 +64,18 @@ MemoryPanel::MemoryPanel(std::shared_ptr<const TraceDocument> document, TimeAxis
   splitter_ = splitter;
 }
 
-void MemoryPanel::SetAnalysis(std::shared_ptr<const DocumentAnalysis> analysis) {
-  analysis_ = std::move(analysis);
+void MemoryPanel::SetTimelines(std::shared_ptr<const std::vector<analysis::AllocatorTimeline>> timelines) {
+  timelines_ = std::move(timelines);
   for (MemoryChart* chart : charts_) delete chart;
   charts_.clear();
-  if (analysis_->memory.empty()) {
+  if (timelines_->empty()) {
     placeholder_->setText(tr("This trace records no memory (no allocation records, outputs or memory events)."));
     placeholder_->show();
     return;
   }
   placeholder_->hide();
-  for (size_t i = 0; i < analysis_->memory.size(); ++i) {
-    auto* chart = new MemoryChart(analysis_->memory[i], axis_);
+  for (size_t i = 0; i < timelines_->size(); ++i) {
+    auto* chart = new MemoryChart((*timelines_)[i], axis_);
     charts_layout_->insertWidget(static_cast<int>(i), chart);
     connect(chart, &MemoryChart::timeClicked, this,
             [this, i](int64_t time) { ShowLiveAt(static_cast<int>(i), time); });
@@ -88,8 +88,8 @@ void MemoryPanel::SetAnalysis(std::shared_ptr<const DocumentAnalysis> analysis) 
 }
 
 void MemoryPanel::ShowLiveAt(int chart_index, int64_t time_ns) {
-  if (analysis_ == nullptr || chart_index < 0 || chart_index >= chart_count()) return;
-  const analysis::AllocatorTimeline& timeline = analysis_->memory[static_cast<size_t>(chart_index)];
+  if (timelines_ == nullptr || chart_index < 0 || chart_index >= chart_count()) return;
+  const analysis::AllocatorTimeline& timeline = (*timelines_)[static_cast<size_t>(chart_index)];
   for (int i = 0; i < chart_count(); ++i) {
     charts_[static_cast<size_t>(i)]->SetCursorTime(i == chart_index ? std::optional<int64_t>(time_ns) : std::nullopt);
   }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "profiler/analysis/memory_timeline.h"
 #include "viewer/load/document.h"
 #include "viewer/timeline/time_axis.h"
 
@@ -26,7 +27,8 @@ class MemoryPanel : public QWidget {
  public:
   MemoryPanel(std::shared_ptr<const TraceDocument> document, TimeAxis* axis, QWidget* parent = nullptr);
 
-  void SetAnalysis(std::shared_ptr<const DocumentAnalysis> analysis);
+  // One chart per allocator timeline; the charts refer into `timelines`, which the panel keeps.
+  void SetTimelines(std::shared_ptr<const std::vector<analysis::AllocatorTimeline>> timelines);
   int chart_count() const { return static_cast<int>(charts_.size()); }
   MemoryChart* chart(int i) const { return charts_[static_cast<size_t>(i)]; }
   LiveTensorModel* live_model() const { return live_model_; }
@@ -40,7 +42,7 @@ class MemoryPanel : public QWidget {
 
  private:
   std::shared_ptr<const TraceDocument> document_;
-  std::shared_ptr<const DocumentAnalysis> analysis_;
+  std::shared_ptr<const std::vector<analysis::AllocatorTimeline>> timelines_;
   TimeAxis* axis_;
   QVBoxLayout* charts_layout_;
   QLabel* placeholder_;

@@ -106,9 +106,4 @@ QVariant TrackTreeModel::headerData(int section, Qt::Orientation orientation, in
   }
 }
 
-QModelIndex TrackTreeModel::IndexOfTrack(uint32_t track, int column) const {
-  if (track >= row_in_parent_.size()) return {};
-  return createIndex(row_in_parent_[track], column, static_cast<quintptr>(track) + 1);
-}
-
 }  // namespace stepscope::viewer

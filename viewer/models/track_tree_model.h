@@ -28,7 +28,6 @@ class TrackTreeModel : public QAbstractItemModel {
   Qt::ItemFlags flags(const QModelIndex& index) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
-  QModelIndex IndexOfTrack(uint32_t track, int column = 0) const;
   bool visible(uint32_t track) const { return visible_[track]; }
 
  signals:

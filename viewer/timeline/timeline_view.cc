@@ -155,12 +155,6 @@ void TimelineView::FocusSlice(uint32_t slice) {
   update();
 }
 
-void TimelineView::SelectRange(int64_t begin_ns, int64_t end_ns) {
-  range_ = std::make_pair(std::min(begin_ns, end_ns), std::max(begin_ns, end_ns));
-  update();
-  emit rangeSelected(range_->first, range_->second);
-}
-
 void TimelineView::ClearSelection() {
   range_.reset();
   SelectSlice(-1);

@@ -59,7 +59,6 @@ class TimelineView : public QWidget {
   // Selects a slice and brings it into view: expands what hides it, scrolls to its row and
   // zooms in when it is too narrow to see.
   void FocusSlice(uint32_t slice);
-  void SelectRange(int64_t begin_ns, int64_t end_ns);
   void ClearSelection();
   void SetShowFlows(bool show);
   void ZoomAtPx(double px, double factor);  // px within the time area

@@ -41,8 +41,6 @@ class TrackLayout {
   bool hidden(uint32_t track) const { return hidden_[track]; }
 
   const std::vector<TimelineRow>& rows() const { return rows_; }
-  // The first row of a track, or -1 when it is hidden or collapsed away.
-  int FirstRowOf(uint32_t track) const { return first_row_[track]; }
   // The row showing `slice`, or -1.
   int RowOfSlice(uint32_t slice) const;
 
