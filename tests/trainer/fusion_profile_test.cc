@@ -16,8 +16,8 @@
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 #include "trainer/main/step_profiler.h"
-#include "trainer/main/towers.h"
 #include "trainer/models/resnet_model.h"
+#include "trainer/towers/towers.h"
 
 namespace stepscope::trainer {
 namespace {

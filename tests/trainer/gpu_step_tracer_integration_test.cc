@@ -16,13 +16,11 @@
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 #include "profiler/collect/cupti/cupti_activity_source.h"
+#include "profiler/collect/cupti/gpu_step_tracer.h"
 #include "profiler/collect/step_collector.h"
-#include "trainer/main/gpu_step_tracer.h"
 
-namespace stepscope::trainer {
+namespace stepscope::collect::cupti {
 namespace {
-
-namespace cupti = collect::cupti;
 
 const std::string kGpuDevice = "/job:localhost/replica:0/task:0/device:GPU:0";
 constexpr int64_t kSlackNs = 5'000'000;  // clock alignment error and launch latency, generous
@@ -178,4 +176,4 @@ TEST(GpuStepTracerIntegrationTest, OurKernelAndCublasGemmAreLinkedToTheirOp) {
 }
 
 }  // namespace
-}  // namespace stepscope::trainer
+}  // namespace stepscope::collect::cupti

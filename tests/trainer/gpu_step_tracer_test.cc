@@ -4,7 +4,7 @@
 // on the host clock, only the profiled step's work, drops in the trace; tracing on only inside
 // profiled steps, with the clock alignment read again for each. Then the real CUPTI source on
 // this driverless machine: a kUnavailable naming CUPTI, and StepProfiler's single warning.
-#include "trainer/main/gpu_step_tracer.h"
+#include "profiler/collect/cupti/gpu_step_tracer.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -32,6 +32,7 @@ namespace stepscope::trainer {
 namespace {
 
 namespace cupti = collect::cupti;
+using cupti::GpuStepTracer;
 
 constexpr int64_t kCuptiAtStart = 1'795'000'000'000'000'000;  // CUPTI ns when the source started
 constexpr int64_t kHostAtStart = 40'000'000'000;              // steady-clock ns at that instant

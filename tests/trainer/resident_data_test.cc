@@ -1,7 +1,7 @@
 // Resident-data mode: a train batch is truncated to whole minibatches per device, each device
 // holds its own contiguous share in its own allocator, minibatch `i` of device `d` is exactly
 // those rows, and an epoch's order is a seeded permutation.
-#include "trainer/main/resident_data.h"
+#include "trainer/towers/resident_data.h"
 
 #include <gtest/gtest.h>
 

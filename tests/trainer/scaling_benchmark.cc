@@ -23,8 +23,8 @@
 #include "profiler/analysis/step_analyses.h"
 #include "profiler/trace/reader.h"
 #include "trainer/main/step_profiler.h"
-#include "trainer/main/towers.h"
 #include "trainer/models/resnet_model.h"
+#include "trainer/towers/towers.h"
 
 namespace stepscope::trainer {
 namespace {

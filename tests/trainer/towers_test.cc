@@ -1,7 +1,7 @@
 // Data parallelism in one process: N towers on the same global batch train like one device
 // (within float tolerance), replicas stay bit-identical, `independent` replicas diverge; with
 // tensor fusion during backward both models train as without it, and the fused collectives run.
-#include "trainer/main/towers.h"
+#include "trainer/towers/towers.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 
 #include "base/status.h"
@@ -36,16 +35,5 @@ StatusOr<std::unique_ptr<BatchSource>> MakePtbSource(const std::string& data_dir
 StatusOr<std::unique_ptr<BatchSource>> MakeImageSource(const std::string& data_dir, int batch_size,
                                                        int image_size, int num_classes,
                                                        uint64_t seed);
-
-// Rows [first, first + count) of `batch` (inputs and labels share the first dimension; in host
-// memory, or on `device` itself) copied into new tensors on `device`: a rank's share of the global
-// batch, a device's resident share and its minibatches.
-StatusOr<models::Batch> BatchRows(const models::Batch& batch, int64_t first, int64_t count,
-                                  const runtime::Device& device);
-
-// The batches one after another (same shapes past the first dimension) in new tensors on
-// `device`, a CPU device: several global batches loaded as one resident train batch.
-StatusOr<models::Batch> ConcatBatches(std::span<const models::Batch> batches,
-                                      const runtime::Device& device);
 
 }  // namespace stepscope::trainer

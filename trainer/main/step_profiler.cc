@@ -15,7 +15,7 @@
 #include "trainer/runtime/clock.h"
 #ifdef STEPSCOPE_WITH_CUPTI
 #include "profiler/collect/cupti/cupti_activity_source.h"
-#include "trainer/main/gpu_step_tracer.h"
+#include "profiler/collect/cupti/gpu_step_tracer.h"
 #endif
 
 namespace stepscope::trainer {
@@ -35,8 +35,9 @@ std::string HostName() {
 
 struct StepProfiler::GpuTracing {
 #ifdef STEPSCOPE_WITH_CUPTI
-  std::unique_ptr<GpuStepTracer> tracer;  // started on the first step with a GPU device
-  bool failed = false;                    // could not start, or failed later: host ops only
+  // Started on the first step with a GPU device.
+  std::unique_ptr<collect::cupti::GpuStepTracer> tracer;
+  bool failed = false;  // could not start, or failed later: host ops only
   // This step traces its GPU devices' ops. Set before the devices are hooked, read by the ops.
   std::atomic<bool> in_step{false};
 #endif
@@ -87,7 +88,7 @@ void StepProfiler::BeginGpuStep() {
   });
   if (!has_gpu || gpu_->failed) return;
   if (gpu_->tracer == nullptr) {
-    auto tracer = GpuStepTracer::Start(collect::cupti::MakeCuptiActivitySource());
+    auto tracer = collect::cupti::GpuStepTracer::Start(collect::cupti::MakeCuptiActivitySource());
     if (!tracer.ok()) {
       GpuTracingFailed(tracer.status());
       return;
@@ -143,7 +144,7 @@ StatusOr<std::string> StepProfiler::EndStep() {
   for (char& c : base) {
     if (c == ' ') c = '_';
   }
-  if (options_.format == "chrome") {
+  if (options_.format == trace::OutputFormat::kPerfettoJson) {
     auto shared = std::make_shared<tf::RunMetadata>(std::move(metadata));
     const trace::Trace trace = trace::ImportRunMetadata(shared, trace::SourceFormat::kRunMetadataBinary,
                                                         base, {});
@@ -151,7 +152,7 @@ StatusOr<std::string> StepProfiler::EndStep() {
     RETURN_IF_ERROR(trace::WriteTrace(trace, path, trace::OutputFormat::kPerfettoJson));
     return path;
   }
-  const bool text = options_.format == "pbtxt";
+  const bool text = options_.format == trace::OutputFormat::kRunMetadataText;
   ASSIGN_OR_RETURN(const std::string bytes,
                    trace::SerializeRunMetadata(metadata, text ? trace::StepStatsEncoding::kText
                                                               : trace::StepStatsEncoding::kBinary));

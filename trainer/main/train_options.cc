@@ -1,37 +1,57 @@
 #include "trainer/main/train_options.h"
 
 #include <algorithm>
-#include <stdexcept>
+#include <charconv>
+#include <optional>
+#include <string_view>
+#include <utility>
 
 namespace stepscope::trainer {
 namespace {
+
+// A step number, read as ParsedArgs::GetInt reads integers: std::from_chars over the whole text.
+std::optional<int64_t> ParseStepNumber(std::string_view text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
+// "5" or "10-12" (inclusive); steps count from 1, and a range spans at most a million steps.
+std::optional<std::pair<int64_t, int64_t>> ParseStepRange(std::string_view part) {
+  const size_t dash = part.find('-');
+  const std::optional<int64_t> first = ParseStepNumber(part.substr(0, dash));
+  const std::optional<int64_t> last =
+      dash == std::string_view::npos ? first : ParseStepNumber(part.substr(dash + 1));
+  if (!first || !last || *first < 1 || *last < *first || *last - *first > 1'000'000) {
+    return std::nullopt;
+  }
+  return std::pair{*first, *last};
+}
 
 StatusOr<std::set<int64_t>> ParseStepList(const std::string& text) {
   std::set<int64_t> steps;
   size_t begin = 0;
   while (begin <= text.size()) {
     const size_t comma = std::min(text.find(',', begin), text.size());
-    const std::string part = text.substr(begin, comma - begin);
-    const size_t dash = part.find('-');
-    try {
-      size_t used = 0;
-      const int64_t first = std::stoll(part.substr(0, dash), &used);
-      int64_t last = first;
-      if (used != (dash == std::string::npos ? part.size() : dash)) throw std::invalid_argument(part);
-      if (dash != std::string::npos) {
-        const std::string tail = part.substr(dash + 1);
-        last = std::stoll(tail, &used);
-        if (used != tail.size()) throw std::invalid_argument(part);
-      }
-      if (first < 1 || last < first || last - first > 1'000'000) throw std::invalid_argument(part);
-      for (int64_t s = first; s <= last; ++s) steps.insert(s);
-    } catch (const std::exception&) {
-      return InvalidInput("--profile_steps " + text + ": '" + part +
+    const std::string_view part = std::string_view(text).substr(begin, comma - begin);
+    const auto range = ParseStepRange(part);
+    if (!range) {
+      return InvalidInput("--profile_steps " + text + ": '" + std::string(part) +
                           "' is not a step number or range like 5 or 10-12 (steps count from 1)");
     }
+    for (int64_t s = range->first; s <= range->second; ++s) steps.insert(s);
     begin = comma + 1;
   }
   return steps;
+}
+
+// The writer's names for the formats a profiled step is written in; its tf-timeline flavour is
+// not offered here.
+std::optional<trace::OutputFormat> ParseTraceFormat(std::string_view name) {
+  if (name != "pb" && name != "pbtxt" && name != "chrome") return std::nullopt;
+  return trace::ParseOutputFormat(name);
 }
 
 }  // namespace
@@ -55,10 +75,12 @@ StatusOr<ProfileOptions> ParseProfileOptions(const ParsedArgs& args) {
   }
   ASSIGN_OR_RETURN(o.every, args.GetInt("profile_every", 0, 1));
   o.dir = args.GetOr("profile_dir", o.dir);
-  o.format = args.GetOr("trace_format", o.format);
-  if (o.format != "pb" && o.format != "pbtxt" && o.format != "chrome") {
-    return InvalidInput("--trace_format " + o.format + ": expected pb, pbtxt or chrome");
+  const std::string format = args.GetOr("trace_format", "pb");
+  const std::optional<trace::OutputFormat> parsed_format = ParseTraceFormat(format);
+  if (!parsed_format) {
+    return InvalidInput("--trace_format " + format + ": expected pb, pbtxt or chrome");
   }
+  o.format = *parsed_format;
   if (!o.enabled && (args.Has("profile_steps") || args.Has("profile_every"))) {
     return InvalidInput("--profile_steps and --profile_every need --profile");
   }

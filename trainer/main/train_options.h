@@ -8,6 +8,7 @@
 
 #include "base/flags.h"
 #include "base/status.h"
+#include "profiler/trace/writer.h"
 
 namespace stepscope::trainer {
 
@@ -16,7 +17,8 @@ struct ProfileOptions {
   std::set<int64_t> steps;    // 1-based step numbers; empty with every==0: one step after warm-up
   int64_t every = 0;          // also every K-th step
   std::string dir = "traces";
-  std::string format = "pb";  // pb | pbtxt | chrome
+  // --trace_format pb | pbtxt | chrome.
+  trace::OutputFormat format = trace::OutputFormat::kRunMetadataBinary;
 };
 
 const std::vector<FlagSpec>& ProfileFlagSpecs();

@@ -1,6 +1,6 @@
-// The training loop of `stepscope-train`: builds devices, data and model from TrainOptions,
-// runs the steps, logs progress, writes per-step metrics, and reports throughput as
-// tf_cnn_benchmarks does (examples/sec mean ± standard error and jitter after warm-up).
+// The training loop of `stepscope-train`: sets up devices, data and model from TrainOptions
+// (training_setup.h, workload.h), runs the steps, and reports progress, per-step metrics and
+// throughput (training_reporter.h).
 #pragma once
 
 #include <cstdint>

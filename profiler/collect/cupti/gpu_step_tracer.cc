@@ -1,12 +1,10 @@
-// StepProfiler's CUPTI bridge; see the header for the step protocol, threads and locks.
-#include "trainer/main/gpu_step_tracer.h"
+// The step profiler's CUPTI bridge; see the header for the step protocol, threads and locks.
+#include "profiler/collect/cupti/gpu_step_tracer.h"
 
 #include <utility>
 
-namespace stepscope::trainer {
+namespace stepscope::collect::cupti {
 namespace {
-
-namespace cupti = collect::cupti;
 
 // Whether this thread's running op pushed an external correlation id (ops on a thread do not
 // nest), so OnOpEnd pops only what OnOpStart pushed.
@@ -21,7 +19,7 @@ Status NotAvailable(const Status& status) {
 }  // namespace
 
 StatusOr<std::unique_ptr<GpuStepTracer>> GpuStepTracer::Start(
-    std::unique_ptr<cupti::CuptiActivitySource> source, cupti::ConverterOptions options) {
+    std::unique_ptr<CuptiActivitySource> source, ConverterOptions options) {
   if (source == nullptr) return Unavailable("CUPTI GPU tracer: no activity source");
   std::unique_ptr<GpuStepTracer> tracer(new GpuStepTracer(std::move(source), std::move(options)));
   const Status started = tracer->source_->Start(tracer.get());
@@ -32,9 +30,9 @@ StatusOr<std::unique_ptr<GpuStepTracer>> GpuStepTracer::Start(
   return tracer;
 }
 
-GpuStepTracer::GpuStepTracer(std::unique_ptr<cupti::CuptiActivitySource> source,
-                             cupti::ConverterOptions options)
-    : source_(std::move(source)), converter_(cupti::ClockAlignment{}, std::move(options)) {}
+GpuStepTracer::GpuStepTracer(std::unique_ptr<CuptiActivitySource> source,
+                             ConverterOptions options)
+    : source_(std::move(source)), converter_(ClockAlignment{}, std::move(options)) {}
 
 GpuStepTracer::~GpuStepTracer() { (void)source_->Stop(); }
 
@@ -80,7 +78,7 @@ StatusOr<GpuStepSummary> GpuStepTracer::EndStep(int64_t clock_offset_ns,
   // No lock of ours is held: Pause flushes, which waits for deliveries that take records_mu_.
   // Every record of the step reaches the converter before tracing goes off.
   const Status paused = source_->Pause();
-  cupti::ConvertedStep step;
+  ConvertedStep step;
   {
     std::lock_guard<std::mutex> lock(records_mu_);
     keeping_ = false;
@@ -92,7 +90,7 @@ StatusOr<GpuStepSummary> GpuStepTracer::EndStep(int64_t clock_offset_ns,
   summary.stats = step.stats;
   tf::StepStats* step_stats = metadata->mutable_step_stats();
   // Before the GPU lanes are added: only host ops take the launch ids.
-  summary.linked_host_ops = cupti::GpuActivityConverter::LinkOps(step.launched_ops, step_stats);
+  summary.linked_host_ops = GpuActivityConverter::LinkOps(step.launched_ops, step_stats);
   for (tf::DeviceStepStats& lane : *step.step_stats.mutable_dev_stats()) {
     *step_stats->add_dev_stats() = std::move(lane);
   }
@@ -106,9 +104,9 @@ void GpuStepTracer::OnRecord(const CUpti_Activity& record) {
   if (keeping_) converter_.OnRecord(record);
 }
 
-void GpuStepTracer::OnDropped(cupti::DropReason reason, uint64_t count) {
+void GpuStepTracer::OnDropped(DropReason reason, uint64_t count) {
   std::lock_guard<std::mutex> lock(records_mu_);
   if (keeping_) converter_.OnDropped(reason, count);
 }
 
-}  // namespace stepscope::trainer
+}  // namespace stepscope::collect::cupti

@@ -1,6 +1,6 @@
-// The GPU half of `--profile` (GPU builds with CUPTI): drives the CUPTI tracer
-// (profiler/collect/cupti) for the trainer's profiled steps, as TensorFlow's GPU tracer does for
-// its session runs. StepProfiler owns one for the run once a profiled step has a GPU device.
+// The GPU half of a step profiler (the trainer's `--profile` in GPU builds with CUPTI): drives a
+// CUPTI activity source and the converter for profiled steps, as TensorFlow's GPU tracer does for
+// its session runs. The step profiler owns one for the run once a profiled step has a GPU device.
 //
 // Tracing is on only inside profiled steps, so the steps in between (the timed ones) run without
 // CUPTI's overhead: Start() starts the source and pauses it at once; BeginStep resumes it (CUPTI's
@@ -37,22 +37,22 @@
 #include "profiler/collect/cupti/gpu_activity_converter.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
-namespace stepscope::trainer {
+namespace stepscope::collect::cupti {
 
 // What one profiled step's GPU trace added.
 struct GpuStepSummary {
-  collect::cupti::ConversionStats stats;
+  ConversionStats stats;
   size_t linked_host_ops = 0;  // host ops given the correlation id of the GPU work they launched
 };
 
-class GpuStepTracer final : private collect::cupti::ActivityRecordSink {
+class GpuStepTracer final : private ActivityRecordSink {
  public:
   // Starts `source` with this tracer as its sink, then pauses it until BeginStep. When it
   // cannot start (no driver, a CUPTI error, another tracer running), kUnavailable whose message
   // names CUPTI and the reason.
   static StatusOr<std::unique_ptr<GpuStepTracer>> Start(
-      std::unique_ptr<collect::cupti::CuptiActivitySource> source,
-      collect::cupti::ConverterOptions options = {});
+      std::unique_ptr<CuptiActivitySource> source,
+      ConverterOptions options = {});
   ~GpuStepTracer() override;  // stops the source
   GpuStepTracer(const GpuStepTracer&) = delete;
   GpuStepTracer& operator=(const GpuStepTracer&) = delete;
@@ -78,16 +78,16 @@ class GpuStepTracer final : private collect::cupti::ActivityRecordSink {
   }
 
  private:
-  GpuStepTracer(std::unique_ptr<collect::cupti::CuptiActivitySource> source,
-                collect::cupti::ConverterOptions options);
+  GpuStepTracer(std::unique_ptr<CuptiActivitySource> source,
+                ConverterOptions options);
 
   // ActivityRecordSink, called on CUPTI's threads (serialised by the source).
   void OnRecord(const CUpti_Activity& record) override;
-  void OnDropped(collect::cupti::DropReason reason, uint64_t count) override;
+  void OnDropped(DropReason reason, uint64_t count) override;
 
-  std::unique_ptr<collect::cupti::CuptiActivitySource> source_;
+  std::unique_ptr<CuptiActivitySource> source_;
   std::mutex records_mu_;  // guards converter_'s records and keeping_; after the source's lock
-  collect::cupti::GpuActivityConverter converter_;
+  GpuActivityConverter converter_;
   bool keeping_ = false;   // inside a profiled step: records go to the converter
   // Between BeginStep's resume and EndStep: ops push correlation ids and register with the
   // converter. Set on the step's thread before the executors run its ops.
@@ -96,4 +96,4 @@ class GpuStepTracer final : private collect::cupti::ActivityRecordSink {
   std::atomic<uint64_t> correlation_errors_{0};
 };
 
-}  // namespace stepscope::trainer
+}  // namespace stepscope::collect::cupti

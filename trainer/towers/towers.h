@@ -35,8 +35,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "trainer/main/gpu_all_reduce.h"
-#include "trainer/main/resident_data.h"
+#include "trainer/towers/gpu_all_reduce.h"
+#include "trainer/towers/resident_data.h"
 #include "trainer/models/model.h"
 #include "trainer/parallel/all_reducer.h"
 #include "trainer/parallel/fusion_buffer.h"

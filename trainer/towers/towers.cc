@@ -1,4 +1,4 @@
-#include "trainer/main/towers.h"
+#include "trainer/towers/towers.h"
 
 #include <span>
 

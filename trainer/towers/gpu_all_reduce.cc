@@ -1,4 +1,4 @@
-#include "trainer/main/gpu_all_reduce.h"
+#include "trainer/towers/gpu_all_reduce.h"
 
 #include <string>
 

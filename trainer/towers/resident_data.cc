@@ -1,10 +1,10 @@
-#include "trainer/main/resident_data.h"
+#include "trainer/towers/resident_data.h"
 
 #include <numeric>
 #include <string>
 
 #include "trainer/data/random.h"
-#include "trainer/main/batch_source.h"
+#include "trainer/towers/batch_rows.h"
 
 namespace stepscope::trainer {
 

@@ -1,0 +1,63 @@
+#include "trainer/main/resnet_workload.h"
+
+#include <iomanip>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "trainer/main/training_loop.h"
+
+namespace stepscope::trainer {
+
+StatusOr<std::unique_ptr<Workload>> ResNetWorkload::Create(const TrainOptions& options,
+                                                           int run_towers) {
+  models::ResNetConfig config;
+  config.depth = options.depth;
+  config.image_size = options.image_size;
+  config.num_classes = options.num_classes > 0 ? options.num_classes : 10;
+  config.seed = options.seed;
+  const int batch = options.batch_size > 0 ? options.batch_size : 32;
+  ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> data,
+                   MakeImageSource(options.data_dir, batch * run_towers, options.image_size,
+                                   config.num_classes, options.seed));
+  const int64_t examples_per_step = int64_t{batch} * run_towers;
+  // Default: the linear scaling rule, 0.1 per 256 images of global batch (Goyal et al.).
+  const float learning_rate = options.learning_rate > 0
+                                  ? static_cast<float>(options.learning_rate)
+                                  : 0.1f * static_cast<float>(examples_per_step) / 256.0f;
+  return std::unique_ptr<Workload>(new ResNetWorkload(
+      std::move(data), config, batch, examples_per_step, learning_rate, options.model));
+}
+
+ResNetWorkload::ResNetWorkload(std::unique_ptr<BatchSource> data,
+                               const models::ResNetConfig& config, int64_t rows_per_tower,
+                               int64_t examples_per_step, float learning_rate, std::string title)
+    : Workload(std::move(data), rows_per_tower, examples_per_step),
+      config_(config),
+      learning_rate_(learning_rate),
+      title_(std::move(title)) {}
+
+StatusOr<std::unique_ptr<models::Model>> ResNetWorkload::MakeReplica(
+    const runtime::Device& device) const {
+  return models::MakeResNet(device, config_);
+}
+
+void ResNetWorkload::RecordStep(const StepRecord& step, nlohmann::json& line,
+                                std::ostream& progress) {
+  const double accuracy =
+      static_cast<double>(step.correct) / static_cast<double>(examples_per_step());
+  line["accuracy"] = accuracy;
+  progress << "  accuracy " << std::setprecision(3) << accuracy;
+  final_accuracy_ = accuracy;
+}
+
+void ResNetWorkload::Summarise(std::ostream& log, nlohmann::json& summary,
+                               TrainingReport& report) const {
+  report.final_accuracy = final_accuracy_;
+  log << std::fixed << "loss: first " << std::setprecision(4) << report.first_loss << ", last "
+      << report.final_loss << "; accuracy on the last batch " << std::setprecision(3)
+      << report.final_accuracy << "\n";
+  summary["final_accuracy"] = report.final_accuracy;
+}
+
+}  // namespace stepscope::trainer
