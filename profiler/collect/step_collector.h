@@ -1,7 +1,8 @@
-// Run-time collection of per-op step stats (DESIGN.md "profiler/collect"). The executor reports
-// each op's start and end, its outputs and the allocations it made or freed; the collector keeps
-// them in per-thread buffers with no lock and no allocation on the hot path (buffers keep their
-// capacity from step to step), and turns a finished step into a TensorFlow RunMetadata.
+// Run-time collection of per-op step stats (docs/design.md "profiler/collect"). The executor
+// reports each op's start and end, its outputs and the allocations it made or freed; the
+// collector keeps them in per-thread buffers with no lock and no allocation on the hot path
+// (buffers keep their capacity from step to step), and turns a finished step into a TensorFlow
+// RunMetadata.
 //
 // Strings are passed as pointers to names that outlive the step (graph node names, device and
 // allocator names), so recording copies no string. This library knows nothing of the trainer.

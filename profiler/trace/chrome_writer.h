@@ -6,7 +6,7 @@
 //    endpoints lie strictly inside their slices; memcpy bytes and bandwidth in args; times
 //    rebased on the trace start (ns precision kept as µs with three decimals). Compact.
 //  - kTfTimeline: the events TensorFlow's timeline.py emits with show_dataflow and show_memory
-//    (../shared/FORMATS.md §2), for users comparing with what TensorFlow gave them. Needs a
+//    (docs/formats.md §2), for users comparing with what TensorFlow gave them. Needs a
 //    step stats source.
 #pragma once
 

@@ -1,6 +1,6 @@
 // TensorFlow's naming conventions in step stats, parsed in one place: device names (executor
 // devices vs the GPU tracer's stream/all/memcpy lanes), timeline labels (memory prefix, op type,
-// inputs) and GPU record names (kernels and MEMCPY records). See ../shared/FORMATS.md §1-2.
+// inputs) and GPU record names (kernels and MEMCPY records). See docs/formats.md §1.4, §2.
 #pragma once
 
 #include <cstdint>

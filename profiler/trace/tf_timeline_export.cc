@@ -1,6 +1,6 @@
 // The `tf-timeline` flavour of Chrome JSON export: the events TensorFlow's
 // tensorflow/python/client/timeline.py generates with show_dataflow=True, show_memory=True,
-// reproduced event for event (../shared/FORMATS.md §2). Its quirks are kept on purpose:
+// reproduced event for event (docs/formats.md §2). Its quirks are kept on purpose:
 // lanes from file order with a strict "ends before" test, tensor object ids that repeat when
 // a later output reuses a name, frees sorted before allocations at equal times, the memory view
 // derived from outputs (not from the allocation records).

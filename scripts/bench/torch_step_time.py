@@ -6,7 +6,7 @@
 A development-time comparison only: nothing in the product or CI imports torch. Needs
 `pip install torch` (CPU wheels: `--index-url https://download.pytorch.org/whl/cpu`).
 
-Models (../shared/TRAINERS.md section 6):
+Models (docs/trainers.md section 6):
   lstm_small   PTB small word LSTM: vocab 10000, embedding 200, 2-layer LSTM hidden 200, 20
                unrolled steps, batch 20, softmax over the vocabulary; loss = sum over time of the
                batch-mean cross entropy; plain SGD lr 1.0 after clipping by global norm 5.

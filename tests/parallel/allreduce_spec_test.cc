@@ -1,4 +1,4 @@
-// The all-reduce spec grammar of TRAINERS.md §2: valid specs, every kind of error with its
+// The all-reduce spec grammar of docs/trainers.md §2: valid specs, every kind of error with its
 // position, the canonical text, split_grads_by_size, and random strings that must never crash.
 #include "trainer/parallel/allreduce_spec.h"
 

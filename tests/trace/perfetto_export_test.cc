@@ -1,5 +1,5 @@
 // The perfetto flavour, re-parsed and validated by the rules Perfetto enforces
-// (../shared/FORMATS.md §3): no partial overlaps per tid, flows bound strictly inside slices,
+// (docs/formats.md §3): no partial overlaps per tid, flows bound strictly inside slices,
 // counters in time order, every pid/tid named, GPU aggregate lanes not repeated.
 #include <gtest/gtest.h>
 

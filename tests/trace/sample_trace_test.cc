@@ -63,7 +63,7 @@ TEST(SampleTraceTest, AggregateLanesAreMarkedAsDuplicates) {
 }
 
 TEST(SampleTraceTest, OpTypeBreakdownMatchesTheModel) {
-  // One step of the small PTB config on one GPU (../shared/TRAINERS.md §6): 2 layers x 20 steps.
+  // One step of the small PTB config on one GPU (docs/trainers.md §6): 2 layers x 20 steps.
   const analysis::Summary summary = analysis::Summarize(Sample());
   std::map<std::pair<std::string, std::string>, int64_t> counts;
   for (const auto& op : summary.op_types) counts[{op.where, op.op_type}] = op.count;

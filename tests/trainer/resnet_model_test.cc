@@ -239,7 +239,7 @@ TEST(ResNetModelTest, DeeperParameterCountsAreKeras) {
 }
 
 // The op names of one training step against TF 2's ResNet-50 step
-// (samples/resnet50_horovod_tf2_ops.txt, layout-optimizer suffixes stripped): the counts there
+// (docs/trainers.md §4, layout-optimizer suffixes stripped): the counts there
 // are 53 Conv2D, 53 Conv2DBackpropFilter, 52 Conv2DBackpropInput (none for conv1), 53
 // FusedBatchNormV3 and as many FusedBatchNormGradV3, 54 BiasAdd / BiasAddGrad, 49 Relu /
 // ReluGrad, 16 add, 16 AddN, 3 MatMul, 2 Pad, 214 variable updates.

@@ -46,7 +46,7 @@ struct LstmConfig {
   bool fixed_dropout_masks = false;
 };
 
-// small / medium / large of TRAINERS.md §6; kInvalidInput for another name.
+// small / medium / large of docs/trainers.md §6; kInvalidInput for another name.
 StatusOr<LstmConfig> LstmConfigByName(const std::string& name);
 
 // The learning rate of `epoch` (0-based): lr · lr_decay^max(epoch + 1 − max_epoch, 0).

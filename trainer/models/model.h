@@ -17,7 +17,7 @@
 
 namespace stepscope::models {
 
-// How an optimizer treats a variable (TRAINERS.md §3: weights decay, biases get twice the
+// How an optimizer treats a variable (docs/trainers.md §3: weights decay, biases get twice the
 // learning rate and no decay, normalization parameters their own decay).
 enum class VariableRole : uint8_t { kWeight, kBias, kNormalization, kEmbedding };
 

@@ -34,7 +34,7 @@ using runtime::Tensor;
 // TF's FusedBatchNormV3 takes the latter as exponential_avg_factor = 1 - momentum.
 constexpr double kBatchNormEpsilon = 1.001e-5;
 constexpr double kBatchNormAvgFactor = 0.01;
-// Normalization parameters get their own decay, zero by default (TRAINERS.md §3).
+// Normalization parameters get their own decay, zero by default (docs/trainers.md §3).
 constexpr double kNormalizationDecay = 0.0;
 
 constexpr std::array<int, 6> kDepths = {14, 26, 38, 50, 101, 152};
@@ -615,7 +615,7 @@ Status ResNetModel::ApplyGradients(std::span<const Gradient> gradients, float le
                           (g.sparse() ? " (sparse)" : ""));
     }
   }
-  // TRAINERS.md §3: weights decay; biases take twice the learning rate and no decay;
+  // docs/trainers.md §3: weights decay; biases take twice the learning rate and no decay;
   // normalization parameters their own decay. TF's momentum keeps the raw gradient sum in the
   // slot and multiplies by the learning rate at each step, so a changed learning rate needs no
   // slot rescaling (Detectron rescales because its slot holds lr·grad); with a constant rate this

@@ -40,7 +40,7 @@ struct ResNetConfig {
   int depth = 50;
   int image_size = 224;  // square NHWC images with 3 channels; a multiple of 32, at least 32
   int num_classes = 1000;
-  float weight_decay = 1e-4f;  // on convolution and dense kernels only (TRAINERS.md §3)
+  float weight_decay = 1e-4f;  // on convolution and dense kernels only (docs/trainers.md §3)
   float momentum = 0.9f;
   uint64_t seed = 1;  // He-normal kernels are drawn from it: same seed, same model
 };

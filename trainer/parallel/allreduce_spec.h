@@ -1,4 +1,4 @@
-// The all-reduce spec of tf_cnn_benchmarks (TRAINERS.md §2): which algorithm reduces which
+// The all-reduce spec of tf_cnn_benchmarks (docs/trainers.md §2): which algorithm reduces which
 // gradients, chosen by gradient size.
 //
 //   spec  := range [":" size ":" range]*

@@ -1,6 +1,6 @@
-// Bounded memory for CUPTI's activity buffers (FORMATS.md §5): buffers of a fixed size handed to
-// CUPTI on request and returned when CUPTI has delivered them; freed buffers are reused, so a
-// steady run allocates nothing. Once the byte budget is in use, a request is refused and counted:
+// Bounded memory for CUPTI's activity buffers (docs/formats.md §5): buffers of a fixed size
+// handed to CUPTI on request and returned when CUPTI has delivered them; freed buffers are
+// reused, so a steady run allocates nothing. Once the byte budget is in use, a request is refused and counted:
 // CUPTI then drops the records it had no room for (and counts those itself).
 //
 // Thread-safe: CUPTI asks for and returns buffers on its own threads.

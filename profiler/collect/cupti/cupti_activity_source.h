@@ -40,8 +40,8 @@ namespace stepscope::collect::cupti {
 inline constexpr CUpti_ExternalCorrelationKind kOpCorrelationKind =
     CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
 
-// FORMATS.md §5: kernels, copies (peer copies too), memsets, the op links, synchronisation and
-// CUPTI's overhead, and the runtime and driver API records. CUPTI writes an EXTERNAL_CORRELATION
+// docs/formats.md §5: kernels, copies (peer copies too), memsets, the op links, synchronisation
+// and CUPTI's overhead, and the runtime and driver API records. CUPTI writes an EXTERNAL_CORRELATION
 // record only next to an API record, and cuBLAS/cuBLASLt launch through the driver
 // (cuLaunchKernelEx): without DRIVER records their kernels would not be linked to their ops.
 std::vector<CUpti_ActivityKind> DefaultActivityKinds();

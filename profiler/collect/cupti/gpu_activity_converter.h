@@ -1,4 +1,4 @@
-// Turns CUPTI activity records into TensorFlow's GPU step-stats lanes (FORMATS.md §1 and §5).
+// Turns CUPTI activity records into TensorFlow's GPU step-stats lanes (docs/formats.md §1.4, §5).
 //
 // The converter is pure: it is fed the activity records CUPTI delivers (the real CUPTI structs of
 // the toolkit we build with, activity_records.h) and knows nothing of CUPTI's library, so it is
