@@ -1,0 +1,61 @@
+// Comparing two runs step by step: each side is a set of steps (analysis/steps.h); per op type,
+// node and kernel, the per-step totals of each side (0 in a step without it), the change of the
+// median with a seeded bootstrap confidence interval, a two-sided Mann-Whitney p-value,
+// Benjamini-Hochberg adjusted p-values over the rows of each table, and a verdict:
+//   regressed / improved  q < alpha, the interval excludes 0, and the median moved by at least
+//                         min_change of side A's median (slower / faster);
+//   new / gone            in no step of A / of B;
+//   unchanged             anything else (no change shown with confidence).
+// Rows are sorted by impact on the step: |median(B) - median(A)| per step, descending.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profiler/analysis/statistics.h"
+#include "profiler/analysis/steps.h"
+
+namespace stepscope::analysis {
+
+struct RunDiffOptions {
+  BootstrapOptions bootstrap;  // 2000 resamples, 95%, seed 1
+  double alpha = 0.05;         // on the Benjamini-Hochberg adjusted p-value
+  double min_change = 0.02;    // a verdict needs |change| >= this share of A's median
+};
+
+struct RunDiffRow {
+  std::string name, op_type, where;
+  std::vector<int64_t> a, b;     // per-step totals, in step order
+  Spread spread_a, spread_b;     // of those totals
+  int64_t present_a = 0, present_b = 0;  // steps where it ran
+  double median_a = 0, median_b = 0;
+  double delta_ns = 0;           // median_b - median_a
+  double change = 0;             // delta / median_a (0 when A's median is 0)
+  double ci_low_ns = 0, ci_high_ns = 0;
+  double p = 1, q = 1;           // Mann-Whitney two-sided, and BH-adjusted
+  bool exact = false;            // p from the exact distribution
+  std::string verdict;           // regressed, improved, unchanged, new, gone
+};
+
+struct RunDiff {
+  size_t steps_a = 0, steps_b = 0;
+  std::vector<std::string> sources_a, sources_b;  // distinct files, in step order
+  RunDiffRow step;               // the step durations ("step" row, not in any table)
+  std::vector<RunDiffRow> by_op_type, by_node, by_kernel;
+  double min_p = 1;              // the smallest p-value these sample sizes allow
+  bool confident = false;        // min_p < alpha: a change can be shown at all
+  RunDiffOptions options;
+};
+
+RunDiff DiffRuns(const std::vector<Step>& a, const std::vector<Step>& b, const RunDiffOptions& options = {});
+
+// The regression gate: rows (any table) that regressed with confidence by more than
+// `min_change_pct` percent and `min_delta_ns` of median per-step time.
+struct GateHit {
+  std::string table;
+  const RunDiffRow* row = nullptr;
+};
+std::vector<GateHit> RegressionGate(const RunDiff& diff, double min_change_pct, double min_delta_ns);
+
+}  // namespace stepscope::analysis

@@ -1,0 +1,84 @@
+// The steps of one or more runs: where each training step is in the traces given, how long it
+// took, what each op type, node and kernel cost in it, and how much step time varies.
+//
+// Where steps come from:
+//  - one step per step trace (stepscope-train's `<model>_step<N>.pb`, any RunMetadata/StepStats
+//    or Chrome JSON without step markers): the whole trace, numbered by StepInfo.step; files of
+//    the same step from several ranks (`_rank<R>`) are merged into one step (analysis/merge.h);
+//  - one step per `ProfilerStep#N` span in a PyTorch profiler (Kineto) trace: its window;
+//    slices are clipped to it (ComputeOpStats with the window), so GPU work still running after
+//    the span ends counts with the next step (or not at all after the last one).
+// Per-step totals come from ComputeOpStats on the step's window, so every rule of what counts as
+// an op (duplicates, annotations) is the same as in `stepscope ops`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "profiler/trace/trace.h"
+
+namespace stepscope::analysis {
+
+// A kernel's name with what changes between builds and runs without changing the kernel
+// removed, so kernels match across runs (as AMD's TraceLens groups them): the leading `void `,
+// template arguments (`<...>`, nested), the parameter list, hexadecimal addresses (`0x7f3a...`
+// becomes `0x`), lambda numbers (`{lambda()#3}` becomes `{lambda()#}`) and numeric suffixes
+// (`triton_poi_fused_add_3`, `kernel.17`). Names without any of these are returned unchanged.
+std::string NormalizeKernelName(std::string_view name);
+
+// Per-step total of one op type, node or kernel.
+struct StepOpTotal {
+  std::string name;      // op type, node name, or normalised kernel name
+  std::string op_type;
+  std::string where;     // "host" or "device"
+  int64_t total_ns = 0;
+  int64_t count = 0;
+};
+
+struct Step {
+  std::string source;    // the file (several joined with ", " when ranks were merged)
+  int64_t step = -1;     // step number (StepInfo.step, ProfilerStep#N; the input's order if none)
+  std::string marker;    // "trace", "ProfilerStep#N" or "ranks merged"
+  int64_t begin_ns = 0, end_ns = 0;  // the window in its trace's time
+  int64_t duration_ns = 0;
+  std::vector<StepOpTotal> op_types, nodes, kernels;  // kernels: by normalised name
+};
+
+// The steps of one trace, in time order; none when the trace has no slices.
+std::vector<Step> StepsOfTrace(const trace::Trace& trace);
+
+// Every step in the files and directories given (directories: every trace file in them), sorted
+// by step number then source. Fails naming the file when one cannot be read or holds no step.
+StatusOr<std::vector<Step>> CollectSteps(const std::vector<std::string>& paths);
+
+// Step-to-step variance and outliers.
+struct OutlierCause {
+  std::string table;     // "op type", "node" or "kernel"
+  std::string name, where;
+  int64_t value_ns = 0;  // in the outlier step
+  double usual_ns = 0;   // median over the steps
+  double deviation_ns = 0;  // value - usual
+  double z = 0;          // robust z among the steps (0 when they do not vary)
+};
+
+struct StepOutlier {
+  size_t step = 0;       // index into StepsReport::steps
+  double z = 0;
+  std::vector<OutlierCause> causes;  // by |deviation| descending
+};
+
+struct StepsReport {
+  std::vector<Step> steps;
+  std::vector<double> z;          // robust z of each step's duration
+  double median_ns = 0, mad_ns = 0, mean_ns = 0, stddev_ns = 0, cv = 0;
+  double p50_ns = 0, p95_ns = 0, p95_over_p50 = 0, min_ns = 0, max_ns = 0;
+  std::vector<StepOutlier> outliers;  // |z| > 3.5, in step order
+};
+
+// `top`: how many causes to keep per outlier and table.
+StepsReport AnalyzeSteps(std::vector<Step> steps, size_t top = 5);
+
+}  // namespace stepscope::analysis
