@@ -24,7 +24,8 @@ std::vector<double> AsDouble(const std::vector<int64_t>& values) {
   return std::vector<double>(values.begin(), values.end());
 }
 
-void Compare(RunDiffRow& row, const RunDiffOptions& options) {
+void Compare(RunDiffRow& row, const std::vector<size_t>& runs_a, const std::vector<size_t>& runs_b,
+             const RunDiffOptions& options) {
   const std::vector<double> a = AsDouble(row.a), b = AsDouble(row.b);
   row.spread_a = Describe(a);
   row.spread_b = Describe(b);
@@ -37,13 +38,31 @@ void Compare(RunDiffRow& row, const RunDiffOptions& options) {
   row.exact = test.exact;
   BootstrapOptions bootstrap = options.bootstrap;
   bootstrap.seed ^= Fnv1a(row.where + "\t" + row.name);  // each row its own stream, whatever the order
-  const BootstrapInterval interval = BootstrapMedianDelta(a, b, bootstrap);
+  const BootstrapInterval interval = BootstrapMedianDeltaGrouped(a, runs_a, b, runs_b, bootstrap);
   row.ci_low_ns = interval.low;
   row.ci_high_ns = interval.high;
 }
 
+// The run of each step, numbered in order of appearance.
+std::vector<size_t> RunIds(const std::vector<Step>& steps) {
+  std::vector<std::string> seen;
+  std::vector<size_t> ids;
+  for (const Step& s : steps) {
+    size_t id = 0;
+    while (id < seen.size() && seen[id] != s.run) ++id;
+    if (id == seen.size()) seen.push_back(s.run);
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+size_t CountRuns(const std::vector<size_t>& ids) {
+  return ids.empty() ? 0 : *std::max_element(ids.begin(), ids.end()) + 1;
+}
+
 std::vector<RunDiffRow> Table(const std::vector<Step>& a, const std::vector<Step>& b, Extract extract,
                               const RunDiffOptions& options) {
+  const std::vector<size_t> runs_a = RunIds(a), runs_b = RunIds(b);
   std::map<std::pair<std::string, std::string>, RunDiffRow> rows;
   std::map<std::pair<std::string, std::string>, std::vector<char>> ran_a, ran_b;
   auto collect = [&](const std::vector<Step>& steps, bool side_b) {
@@ -74,7 +93,7 @@ std::vector<RunDiffRow> Table(const std::vector<Step>& a, const std::vector<Step
     row.b.resize(b.size(), 0);
     for (char ran : ran_a[key]) row.present_a += ran;
     for (char ran : ran_b[key]) row.present_b += ran;
-    Compare(row, options);
+    Compare(row, runs_a, runs_b, options);
     out.push_back(std::move(row));
   }
   std::vector<double> p;
@@ -130,7 +149,9 @@ RunDiff DiffRuns(const std::vector<Step>& a, const std::vector<Step>& b, const R
   for (const Step& s : b) diff.step.b.push_back(s.duration_ns);
   diff.step.present_a = static_cast<int64_t>(a.size());
   diff.step.present_b = static_cast<int64_t>(b.size());
-  Compare(diff.step, options);
+  diff.runs_a = CountRuns(RunIds(a));
+  diff.runs_b = CountRuns(RunIds(b));
+  Compare(diff.step, RunIds(a), RunIds(b), options);
   diff.step.q = diff.step.p;
   const bool moved = (diff.step.ci_low_ns > 0 || diff.step.ci_high_ns < 0) &&
                      std::fabs(diff.step.delta_ns) >= options.min_change * std::fabs(diff.step.median_a);

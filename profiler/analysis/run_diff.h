@@ -1,6 +1,7 @@
 // Comparing two runs step by step: each side is a set of steps (analysis/steps.h); per op type,
 // node and kernel, the per-step totals of each side (0 in a step without it), the change of the
-// median with a seeded bootstrap confidence interval, a two-sided Mann-Whitney p-value,
+// median with a seeded bootstrap confidence interval (runs resampled, then their steps: see
+// BootstrapMedianDeltaGrouped), a two-sided Mann-Whitney p-value,
 // Benjamini-Hochberg adjusted p-values over the rows of each table, and a verdict:
 //   regressed / improved  q < alpha, the interval excludes 0, and the median moved by at least
 //                         min_change of side A's median (slower / faster);
@@ -40,6 +41,7 @@ struct RunDiffRow {
 
 struct RunDiff {
   size_t steps_a = 0, steps_b = 0;
+  size_t runs_a = 0, runs_b = 0;  // distinct Step::run
   std::vector<std::string> sources_a, sources_b;  // distinct files, in step order
   RunDiffRow step;               // the step durations ("step" row, not in any table)
   std::vector<RunDiffRow> by_op_type, by_node, by_kernel;

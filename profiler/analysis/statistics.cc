@@ -206,4 +206,57 @@ BootstrapInterval BootstrapMedianDelta(const std::vector<double>& a, const std::
   return interval;
 }
 
+namespace {
+
+// Values by group, in the order groups first appear.
+std::vector<std::vector<double>> ByGroup(const std::vector<double>& values, const std::vector<size_t>& groups) {
+  std::vector<std::vector<double>> out;
+  std::vector<std::pair<size_t, size_t>> index;  // group id -> slot
+  for (size_t i = 0; i < values.size(); ++i) {
+    const size_t id = i < groups.size() ? groups[i] : 0;
+    size_t slot = out.size();
+    for (const auto& [g, s] : index) {
+      if (g == id) slot = s;
+    }
+    if (slot == out.size()) {
+      index.push_back({id, slot});
+      out.emplace_back();
+    }
+    out[slot].push_back(values[i]);
+  }
+  return out;
+}
+
+void ResampleGroups(const std::vector<std::vector<double>>& groups, SplitMix64& rng, std::vector<double>& out) {
+  out.clear();
+  for (size_t k = 0; k < groups.size(); ++k) {
+    const std::vector<double>& g = groups[rng.Below(groups.size())];
+    for (size_t i = 0; i < g.size(); ++i) out.push_back(g[rng.Below(g.size())]);
+  }
+}
+
+}  // namespace
+
+BootstrapInterval BootstrapMedianDeltaGrouped(const std::vector<double>& a, const std::vector<size_t>& group_a,
+                                              const std::vector<double>& b, const std::vector<size_t>& group_b,
+                                              const BootstrapOptions& options) {
+  BootstrapInterval interval;
+  interval.estimate = Median(b) - Median(a);
+  interval.low = interval.high = interval.estimate;
+  if (a.empty() || b.empty() || options.resamples <= 0) return interval;
+  const std::vector<std::vector<double>> groups_a = ByGroup(a, group_a), groups_b = ByGroup(b, group_b);
+  SplitMix64 rng(options.seed);
+  std::vector<double> deltas, scratch_a, scratch_b;
+  deltas.reserve(static_cast<size_t>(options.resamples));
+  for (int r = 0; r < options.resamples; ++r) {
+    ResampleGroups(groups_a, rng, scratch_a);
+    ResampleGroups(groups_b, rng, scratch_b);
+    deltas.push_back(Median(scratch_b) - Median(scratch_a));
+  }
+  const double tail = (1 - options.confidence) / 2;
+  interval.low = Quantile(deltas, tail);
+  interval.high = Quantile(deltas, 1 - tail);
+  return interval;
+}
+
 }  // namespace stepscope::analysis

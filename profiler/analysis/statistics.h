@@ -67,6 +67,14 @@ struct BootstrapOptions {
 // own (steps are independent draws of each run).
 BootstrapInterval BootstrapMedianDelta(const std::vector<double>& a, const std::vector<double>& b,
                                        const BootstrapOptions& options = {});
+// The same when the values come in groups (the steps of one run, i.e. one process, share its
+// conditions and are not independent draws): each resample draws as many groups as the side has,
+// with replacement, then the values of each drawn group with replacement, so the spread between
+// runs widens the interval. `group_a[i]` is the group of a[i]; with one group per side this is
+// the plain bootstrap above (with its own random stream).
+BootstrapInterval BootstrapMedianDeltaGrouped(const std::vector<double>& a, const std::vector<size_t>& group_a,
+                                              const std::vector<double>& b, const std::vector<size_t>& group_b,
+                                              const BootstrapOptions& options = {});
 
 // SplitMix64: a small, fast, portable generator (std::uniform_int_distribution is not the same
 // on every standard library).

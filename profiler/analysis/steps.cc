@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <cstdlib>
 #include <map>
 #include <unordered_map>
@@ -161,6 +162,7 @@ std::vector<Step> StepsOfTrace(const Trace& trace) {
     step.source = trace.source_path();
     step.step = trace.step_info().step;
     step.marker = "trace";
+    step.run = std::filesystem::path(trace.source_path()).parent_path().string();
     step.begin_ns = trace.span_begin_ns();
     step.end_ns = trace.span_end_ns();
     step.duration_ns = step.end_ns - step.begin_ns;
@@ -173,6 +175,7 @@ std::vector<Step> StepsOfTrace(const Trace& trace) {
     step.source = trace.source_path();
     step.step = number;
     step.marker = std::string(trace.str(slice->name));
+    step.run = trace.source_path();
     step.begin_ns = slice->start_ns;
     step.end_ns = slice->end_ns();
     step.duration_ns = slice->dur_ns;
@@ -226,6 +229,7 @@ StatusOr<std::vector<Step>> CollectSteps(const std::vector<std::string>& paths) 
       s.source = sources;
       s.step = number;
       s.marker = "ranks merged";
+      s.run = std::filesystem::path(sources.substr(0, sources.find(", "))).parent_path().string();
     }
     RETURN_IF_ERROR(add(std::move(found), sources));
   }

@@ -42,6 +42,10 @@ struct Step {
   std::string source;    // the file (several joined with ", " when ranks were merged)
   int64_t step = -1;     // step number (StepInfo.step, ProfilerStep#N; the input's order if none)
   std::string marker;    // "trace", "ProfilerStep#N" or "ranks merged"
+  // The run (process) the step belongs to: the directory of a step trace (the trainer writes one
+  // run's steps to one --profile_dir), the file of a multi-step trace. Steps of one run share its
+  // conditions; comparisons resample runs as well as steps.
+  std::string run;
   int64_t begin_ns = 0, end_ns = 0;  // the window in its trace's time
   int64_t duration_ns = 0;
   std::vector<StepOpTotal> op_types, nodes, kernels;  // kernels: by normalised name
