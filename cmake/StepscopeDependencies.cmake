@@ -13,6 +13,16 @@ find_package(BLAS REQUIRED)
 find_package(simdjson REQUIRED)
 # OpenMPI for multi-process training (libopenmpi-dev); optional so a headless build still works.
 find_package(MPI COMPONENTS CXX QUIET)
+# NCCL for the `nccl` all-reduce of GPU towers (cmake/FindNCCL.cmake: NCCL::nccl); GPU builds
+# only, optional: without it the nccl algorithm is unavailable.
+if(STEPSCOPE_WITH_CUDA)
+  find_package(NCCL QUIET)
+  if(NCCL_FOUND)
+    message(STATUS "stepscope: NCCL ${NCCL_VERSION} found (${NCCL_LIBRARY})")
+  else()
+    message(STATUS "stepscope: NCCL not found; the nccl all-reduce algorithm is unavailable")
+  endif()
+endif()
 
 if(STEPSCOPE_TESTS)
   find_package(GTest REQUIRED)
