@@ -35,5 +35,8 @@ if(STEPSCOPE_VIEWER)
     message(STATUS "stepscope: Qt6 Widgets not found; the viewer is off "
                    "(install qt6-base-dev or configure with -DSTEPSCOPE_VIEWER=OFF)")
     set(STEPSCOPE_VIEWER OFF CACHE BOOL "" FORCE)
+    set(STEPSCOPE_VIEWER_OFF_REASON "no Qt6 Widgets: qt6-base-dev" CACHE INTERNAL "")
+  else()
+    unset(STEPSCOPE_VIEWER_OFF_REASON CACHE)
   endif()
 endif()
