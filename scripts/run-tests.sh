@@ -1,18 +1,32 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything with warnings as errors, and runs every test
 # through ctest; then builds the tests labelled `sanitized` under ASan+UBSan and runs them; then
-# fuzzes every reader briefly (scripts/fuzz.sh). Ends with the test groups this machine's
-# configuration could not build (CMake writes them to <build>/skipped-tests.txt).
+# the threaded ones (labels parallel, collect, runtime, threads; no benchmarks) under
+# ThreadSanitizer; then fuzzes every reader briefly (scripts/fuzz.sh). Ends with the test
+# groups this machine's configuration could not build (CMake writes them to
+# <build>/skipped-tests.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh ci
 ctest --preset ci -j2
-# Each test is named after the program it runs (benchmark smoke runs: <program>_smoke).
+# Each test is named after the program it runs (benchmark smoke runs: <program>_smoke; MPI runs
+# with more ranks: <program>_<N>_ranks).
+programs() {
+  ctest --preset "$@" -N | awk '/Test +#/ {sub(/_smoke$/, "", $3); sub(/_[0-9]+_ranks$/, "", $3); print $3}' | sort -u
+}
 cmake --preset asan >/dev/null
-sanitized=$(ctest --preset asan -L sanitized -N | awk '/Test +#/ {sub(/_smoke$/, "", $3); print $3}')
+sanitized=$(programs asan -L sanitized)
 scripts/build.sh asan --target $sanitized
 ctest --preset asan -j2 -L sanitized
+# TSan: threaded code (towers, fusion buffer, collectives, collectors, allocators). Benchmark
+# smoke runs are left out: under TSan the all-reduce one alone takes minutes, and the tests
+# cover the same algorithms.
+tsan_selection=(-L 'parallel|collect|runtime|threads' -LE benchmark)
+cmake --preset tsan >/dev/null
+threaded=$(programs tsan "${tsan_selection[@]}")
+scripts/build.sh tsan --target $threaded
+ctest --preset tsan -j2 "${tsan_selection[@]}"
 scripts/fuzz.sh
 echo
 if [[ -s build/ci/skipped-tests.txt ]]; then
