@@ -1,6 +1,6 @@
 // The one checking macro for CUDA runtime and cuBLAS calls: a failure becomes a Status that
 // keeps the call's text and file:line, e.g.
-//   "cudaMalloc(&ptr, bytes) failed at kernels/cuda/conv.cu:88: out of memory
+//   "cudaMalloc(&ptr, bytes) failed at kernels/cuda/conv2d.cu:88: out of memory
 //    (cudaErrorMemoryAllocation)".
 // "No device/driver" errors map to kUnavailable (a GPU request on a machine without one),
 // everything else to kInternal. Kernel launches go through STEPSCOPE_CUDA_LAUNCH, which checks

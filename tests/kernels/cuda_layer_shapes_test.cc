@@ -153,7 +153,7 @@ TEST_F(CudaLayerShapesTest, SmallConvolutionsMatchCpu) {
 }
 
 // The CUDA convolutions run im2col + GEMM over slabs of whole images, as many images as keep the
-// column matrix within 2^24 entries (kernels/cuda/conv.cu): one image here has
+// column matrix within 2^24 entries (kernels/cuda/conv2d.cu): one image here has
 // 48·48 · 3·3·320 = 6,635,520 entries, so a slab holds 2 images and the batch of 5 takes three
 // slabs (2, 2, 1), the last one short. BackpropFilter adds the slabs up.
 TEST_F(CudaLayerShapesTest, ConvolutionSplitIntoSlabsMatchesCpu) {
