@@ -26,10 +26,4 @@ inline Status ExpectShape(const char* op, const char* name, const Shape& shape,
                             expected.ToString());
 }
 
-template <typename T>
-Status ExpectData(const char* op, const char* name, const TensorView<T>& view) {
-  if (view.data != nullptr || view.size() == 0) return Status::Ok();
-  return ShapeError(op, std::string(name) + " has no data");
-}
-
 }  // namespace stepscope::kernels::internal
