@@ -46,6 +46,7 @@ StatusOr<ParsedArgs> ParseFlags(const std::vector<std::string>& args,
       if (candidate.name == name) spec = &candidate;
     }
     if (spec == nullptr) return InvalidInput("unknown flag --" + name);
+    parsed.positional_before[name] = parsed.positional.size();
     if (spec->value_name.empty()) {
       if (value) return InvalidInput("flag --" + name + " takes no value");
       parsed.values[name] = "true";

@@ -22,6 +22,8 @@ struct FlagSpec {
 struct ParsedArgs {
   std::vector<std::string> positional;
   std::map<std::string, std::string> values;  // switches map to "true"
+  // For each long flag given, how many positional arguments came before it (`A B --vs C`).
+  std::map<std::string, size_t> positional_before;
   bool help = false;
 
   bool Has(const std::string& name) const { return values.count(name) != 0; }

@@ -20,6 +20,7 @@ enum class StatusCode {
   kResourceExhausted,  // an allocator or buffer ran out of its budget
   kInternal,        // a failure of ours
   kCancelled,
+  kCheckFailed,     // a check the user asked for failed (e.g. a regression gate): exit 3
 };
 
 class [[nodiscard]] Status {
@@ -55,13 +56,16 @@ inline Status Internal(std::string message) { return {StatusCode::kInternal, std
 inline Status ResourceExhausted(std::string message) {
   return {StatusCode::kResourceExhausted, std::move(message)};
 }
+inline Status CheckFailed(std::string message) { return {StatusCode::kCheckFailed, std::move(message)}; }
 
-// Exit code of the CLIs for a failed status: 2 for what the user gave us, 1 for the rest.
+// Exit code of the CLIs for a failed status: 2 for what the user gave us, 3 for a requested check
+// that failed, 1 for the rest.
 inline int ExitCodeFor(const Status& status) {
   switch (status.code()) {
     case StatusCode::kOk: return 0;
     case StatusCode::kInvalidInput:
     case StatusCode::kNotFound: return 2;
+    case StatusCode::kCheckFailed: return 3;
     default: return 1;
   }
 }

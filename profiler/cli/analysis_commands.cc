@@ -16,6 +16,7 @@
 #include "profiler/analysis/step_analyses.h"
 #include "profiler/analysis/summary.h"
 #include "profiler/cli/command.h"
+#include "profiler/cli/compare_commands.h"
 #include "profiler/cli/report_format.h"
 #include "profiler/trace/reader.h"
 #include "profiler/trace/writer.h"
@@ -683,23 +684,39 @@ class CriticalPathCommand : public PerStepCommand {
 class DiffCommand : public Command {
  public:
   std::string name() const override { return "diff"; }
-  std::string synopsis() const override { return "A B [--json] [--top N]"; }
+  std::string synopsis() const override {
+    return "A B | A... --vs B... [--json] [--top N] [--fail-on-regression PCT[,MIN_MS]]";
+  }
   std::string description() const override {
-    return "Per op type and per node, count and time deltas from A to B (each a trace file or a\n"
-           "directory of per-rank traces), sorted by impact (absolute time delta). Ops present on one\n"
-           "side only are marked, so runs of different configurations compare too.";
+    return "Compares run A with run B. Each side is a trace, a directory, or several of them (A... --vs\n"
+           "B...); every step in them counts (see `stepscope steps`). With several steps per side: per\n"
+           "op type, node and kernel (names normalised), the per-step totals of each side, the change\n"
+           "of the median with a bootstrap 95% confidence interval, a Mann-Whitney p-value, Benjamini-\n"
+           "Hochberg q-values over each table, and a verdict (regressed, improved, unchanged, new,\n"
+           "gone), sorted by impact on the step (JSON schema stepscope.diff/2). With one step per side:\n"
+           "count and time deltas from A to B (stepscope.diff/1), no confidence given. Ops present on\n"
+           "one side only are marked, so runs of different configurations compare too.";
   }
   std::vector<FlagSpec> flags() const override {
-    return {{"json", "", "write the result as JSON"},
-            {"top", "N", "rows per table in text output (default 15)"}};
+    std::vector<FlagSpec> flags = {{"json", "", "write the result as JSON"},
+                                   {"top", "N", "rows per table in text output (default 15)"}};
+    for (FlagSpec& f : DiffCompareFlags()) flags.push_back(std::move(f));
+    return flags;
   }
-  size_t min_positional() const override { return 2; }
-  size_t max_positional() const override { return 2; }
+  size_t min_positional() const override { return 0; }
+  size_t max_positional() const override { return std::numeric_limits<size_t>::max(); }
+  std::string more_exit_codes() const override {
+    return ", 3 a check failed: regression gate (--fail-on-regression)";
+  }
 
-  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream& err) const override {
     ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
-    ASSIGN_OR_RETURN(Trace a, analysis::LoadAsOneTrace({args.positional[0]}));
-    ASSIGN_OR_RETURN(Trace b, analysis::LoadAsOneTrace({args.positional[1]}));
+    ASSIGN_OR_RETURN(const auto sides, DiffSides(args));
+    bool handled = false;
+    RETURN_IF_ERROR(RunStepDiff(args, sides.first, sides.second, out, err, handled));
+    if (handled) return Status::Ok();
+    ASSIGN_OR_RETURN(Trace a, analysis::LoadAsOneTrace(sides.first));
+    ASSIGN_OR_RETURN(Trace b, analysis::LoadAsOneTrace(sides.second));
     const analysis::TraceDiff diff = analysis::DiffTraces(a, b);
     if (args.Has("json")) {
       nlohmann::ordered_json doc;
@@ -849,6 +866,7 @@ void AddAnalysisCommands(std::vector<std::unique_ptr<Command>>& commands) {
   commands.push_back(std::make_unique<OverlapCommand>());
   commands.push_back(std::make_unique<CriticalPathCommand>());
   commands.push_back(std::make_unique<DiffCommand>());
+  commands.push_back(MakeStepsCommand());
   commands.push_back(std::make_unique<MergeCommand>());
 }
 

@@ -75,7 +75,7 @@ std::string TopHelp() {
     help += name + command->synopsis() + "\n";
   }
   help += "\n'stepscope <command> --help' for details. Exit codes: 0 ok, 1 runtime failure,\n"
-          "2 usage or bad input, 3 a requested check failed.\n";
+          "2 usage or bad input, 3 a check failed (diff --fail-on-regression: the regression gate).\n";
   return help;
 }
 

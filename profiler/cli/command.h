@@ -22,11 +22,13 @@ class Command {
   virtual size_t min_positional() const = 0;
   virtual size_t max_positional() const = 0;
   virtual Status Run(const ParsedArgs& args, std::ostream& out, std::ostream& err) const = 0;
+  // Exit codes beyond 0, 1 and 2 this command can return, e.g. ", 3 a check failed: ...".
+  virtual std::string more_exit_codes() const { return ""; }
 
   std::string Help() const {
     return "usage: stepscope " + name() + " " + synopsis() + "\n\n" + description() + "\n\nflags:\n" +
            FlagHelp(flags()) +
-           "\nexit codes: 0 ok, 1 runtime failure, 2 usage or bad input\n";
+           "\nexit codes: 0 ok, 1 runtime failure, 2 usage or bad input" + more_exit_codes() + "\n";
   }
 };
 

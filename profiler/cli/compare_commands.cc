@@ -1,0 +1,356 @@
+#include "profiler/cli/compare_commands.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "profiler/analysis/run_diff.h"
+#include "profiler/analysis/statistics.h"
+#include "profiler/analysis/steps.h"
+#include "profiler/cli/report_format.h"
+
+namespace stepscope::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using analysis::RunDiff;
+using analysis::RunDiffRow;
+using analysis::Step;
+
+constexpr size_t kDefaultTop = 15;
+constexpr size_t kDefaultCauses = 5;
+constexpr double kDefaultGateMinMs = 0.1;
+
+std::string I(int64_t value) { return std::to_string(value); }
+
+std::string Signed(double ns) { return (ns > 0 ? "+" : "") + FormatDuration(ns); }
+
+std::string SignedPercent(double share) { return (share > 0 ? "+" : "") + FormatPercent(share); }
+
+std::string Z(double z) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%+.1f", z);
+  return buffer;
+}
+
+std::string P(double p) {
+  char buffer[32];
+  if (p < 0.001) {
+    std::snprintf(buffer, sizeof buffer, "%.1e", p);
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%.3f", p);
+  }
+  return buffer;
+}
+
+std::string FileName(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+void Emit(std::ostream& out, const Json& doc) { out << doc.dump(2) << "\n"; }
+
+// ---- steps -------------------------------------------------------------------------------------
+
+class StepsCommand : public Command {
+ public:
+  std::string name() const override { return "steps"; }
+  std::string synopsis() const override { return "TRACE|DIR... [--json] [--top N]"; }
+  std::string description() const override {
+    return "Every step in the traces given: each step trace (stepscope-train's per-step files, a\n"
+           "RunMetadata without step markers; one step's files from several ranks are merged) and\n"
+           "each ProfilerStep#N span of a PyTorch profiler trace. Prints each step's duration, the\n"
+           "jitter across steps (median, MAD, coefficient of variation, p95/p50), and the outlier\n"
+           "steps by robust z-score 0.6745 (x - median) / MAD, |z| > 3.5, each with the op types,\n"
+           "nodes and kernels whose time in it deviated most from their median over the steps.";
+  }
+  std::vector<FlagSpec> flags() const override {
+    return {{"json", "", "write the result as JSON"},
+            {"top", "N", "causes listed per outlier and table (default 5)"}};
+  }
+  size_t min_positional() const override { return 1; }
+  size_t max_positional() const override { return std::numeric_limits<size_t>::max(); }
+
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+    ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultCauses));
+    ASSIGN_OR_RETURN(std::vector<Step> steps, analysis::CollectSteps(args.positional));
+    const analysis::StepsReport report = analysis::AnalyzeSteps(std::move(steps), top);
+    if (args.Has("json")) {
+      Json doc;
+      doc["schema"] = "stepscope.steps/1";
+      doc["duration"] = {{"steps", report.steps.size()}, {"median_ns", report.median_ns}, {"mad_ns", report.mad_ns},
+                         {"mean_ns", report.mean_ns}, {"stddev_ns", report.stddev_ns}, {"cv", report.cv},
+                         {"p50_ns", report.p50_ns}, {"p95_ns", report.p95_ns},
+                         {"p95_over_p50", report.p95_over_p50}, {"min_ns", report.min_ns}, {"max_ns", report.max_ns}};
+      Json list = Json::array();
+      for (size_t i = 0; i < report.steps.size(); ++i) {
+        const Step& s = report.steps[i];
+        list.push_back({{"step", s.step}, {"source", s.source}, {"marker", s.marker}, {"begin_ns", s.begin_ns},
+                        {"duration_ns", s.duration_ns}, {"z", report.z[i]},
+                        {"outlier", std::fabs(report.z[i]) > analysis::kOutlierZ}});
+      }
+      doc["steps"] = list;
+      Json outliers = Json::array();
+      for (const auto& o : report.outliers) {
+        Json causes = Json::array();
+        for (const auto& c : o.causes) {
+          causes.push_back({{"table", c.table}, {"name", c.name}, {"where", c.where}, {"value_ns", c.value_ns},
+                            {"usual_ns", c.usual_ns}, {"deviation_ns", c.deviation_ns}, {"z", c.z}});
+        }
+        const Step& s = report.steps[o.step];
+        outliers.push_back({{"step", s.step}, {"source", s.source}, {"duration_ns", s.duration_ns}, {"z", o.z},
+                            {"causes", causes}});
+      }
+      doc["outliers"] = outliers;
+      Emit(out, doc);
+      return Status::Ok();
+    }
+    out << "steps      " << report.steps.size() << "\n";
+    out << "duration   median " << FormatDuration(report.median_ns) << ", MAD " << FormatDuration(report.mad_ns)
+        << ", mean " << FormatDuration(report.mean_ns) << ", CV " << FormatPercent(report.cv) << ", p95/p50 "
+        << FormatFixed(report.p95_over_p50, 3) << ", min " << FormatDuration(report.min_ns) << ", max "
+        << FormatDuration(report.max_ns) << "\n";
+    out << "outliers   " << report.outliers.size() << " (robust z = 0.6745 (x - median) / MAD, |z| > 3.5)\n\n";
+    TextTable table({8, 12, 8, -48, -8});
+    table.Row({"step", "duration", "z", "source", ""});
+    for (size_t i = 0; i < report.steps.size(); ++i) {
+      const Step& s = report.steps[i];
+      std::string where = FileName(s.source);
+      if (s.marker != "trace") where += " (" + s.marker + ")";
+      table.Row({I(s.step), FormatDuration(s.duration_ns), Z(report.z[i]), Truncate(where, 48),
+                 std::fabs(report.z[i]) > analysis::kOutlierZ ? "outlier" : ""});
+    }
+    out << table.str();
+    for (const auto& o : report.outliers) {
+      const Step& s = report.steps[o.step];
+      out << "\nStep " << s.step << " (" << FormatDuration(s.duration_ns) << ", z " << Z(o.z)
+          << "): what deviated most from its median over the steps\n";
+      TextTable causes({-8, -40, -6, 12, 12, 12, 8});
+      causes.Row({"table", "name", "where", "this step", "usual", "deviation", "z"});
+      for (const auto& c : o.causes) {
+        causes.Row({c.table, Truncate(c.name, 40), c.where, FormatDuration(c.value_ns), FormatDuration(c.usual_ns),
+                    Signed(c.deviation_ns), Z(c.z)});
+      }
+      out << causes.str();
+    }
+    return Status::Ok();
+  }
+};
+
+// ---- diff over steps ---------------------------------------------------------------------------
+
+struct Gate {
+  bool on = false;
+  double pct = 0, min_ms = kDefaultGateMinMs;
+};
+
+StatusOr<Gate> ParseGate(const ParsedArgs& args) {
+  Gate gate;
+  const auto text = args.Get("fail-on-regression");
+  if (!text) return gate;
+  gate.on = true;
+  const std::string& t = *text;
+  const size_t comma = t.find(',');
+  auto number = [&](const std::string& part, double& value) {
+    char* end = nullptr;
+    value = std::strtod(part.c_str(), &end);
+    return !part.empty() && end == part.c_str() + part.size() && std::isfinite(value) && value >= 0;
+  };
+  if (!number(t.substr(0, comma), gate.pct) ||
+      (comma != std::string::npos && !number(t.substr(comma + 1), gate.min_ms))) {
+    return InvalidInput("--fail-on-regression " + t + ": expected PCT[,MIN_MS], e.g. 10 or 10,0.5 (numbers >= 0)");
+  }
+  return gate;
+}
+
+Json RowJson(const RunDiffRow& r) {
+  return {{"name", r.name}, {"op_type", r.op_type}, {"where", r.where}, {"verdict", r.verdict},
+          {"steps_present_a", r.present_a}, {"steps_present_b", r.present_b},
+          {"median_a_ns", r.median_a}, {"median_b_ns", r.median_b}, {"delta_ns", r.delta_ns},
+          {"change", r.change}, {"ci_low_ns", r.ci_low_ns}, {"ci_high_ns", r.ci_high_ns},
+          {"p", r.p}, {"q", r.q}, {"exact", r.exact},
+          {"mad_a_ns", r.spread_a.mad}, {"mad_b_ns", r.spread_b.mad}, {"cv_a", r.spread_a.cv}, {"cv_b", r.spread_b.cv},
+          {"per_step_a_ns", r.a}, {"per_step_b_ns", r.b}};
+}
+
+std::string Counts(const std::vector<RunDiffRow>& rows) {
+  int64_t regressed = 0, improved = 0, unchanged = 0, added = 0, gone = 0;
+  for (const auto& r : rows) {
+    if (r.verdict == "regressed") ++regressed;
+    else if (r.verdict == "improved") ++improved;
+    else if (r.verdict == "new") ++added;
+    else if (r.verdict == "gone") ++gone;
+    else ++unchanged;
+  }
+  return I(regressed) + " regressed, " + I(improved) + " improved, " + I(unchanged) + " unchanged, " + I(added) +
+         " new, " + I(gone) + " gone";
+}
+
+std::string Side(const std::vector<std::string>& sources, size_t steps, size_t runs) {
+  std::string text = I(static_cast<int64_t>(steps)) + " steps of " + I(static_cast<int64_t>(runs)) + " run" +
+                     (runs == 1 ? "" : "s") + " from " + I(static_cast<int64_t>(sources.size())) + " trace" +
+                     (sources.size() == 1 ? "" : "s");
+  if (!sources.empty()) {
+    text += " (" + sources.front() + (sources.size() > 1 ? " ... " + FileName(sources.back()) : "") + ")";
+  }
+  return text;
+}
+
+std::string DiffText(const RunDiff& d, size_t top) {
+  std::string out;
+  out += "A      " + Side(d.sources_a, d.steps_a, d.runs_a) + "\n";
+  out += "B      " + Side(d.sources_b, d.steps_b, d.runs_b) + "\n";
+  const RunDiffRow& s = d.step;
+  out += "step   A median " + FormatDuration(s.median_a) + " (MAD " + FormatDuration(s.spread_a.mad) + ", CV " +
+         FormatPercent(s.spread_a.cv) + "), B median " + FormatDuration(s.median_b) + " (MAD " +
+         FormatDuration(s.spread_b.mad) + ", CV " + FormatPercent(s.spread_b.cv) + ")\n";
+  out += "       delta " + Signed(s.delta_ns) + " (" + SignedPercent(s.change) + "), " +
+         FormatPercent(d.options.bootstrap.confidence) + " CI [" + Signed(s.ci_low_ns) + ", " + Signed(s.ci_high_ns) +
+         "], p " + P(s.p) + ": " + s.verdict + "\n";
+  out += "method Mann-Whitney U per row, Benjamini-Hochberg q over each table, " +
+         I(d.options.bootstrap.resamples) + " bootstrap resamples of runs and their steps (seed " +
+         std::to_string(d.options.bootstrap.seed) + "); verdict when q < " + FormatFixed(d.options.alpha, 3) +
+         ", the CI excludes 0 and |change| >= " + FormatPercent(d.options.min_change) + "\n";
+  if (!d.confident) {
+    out += "note   with " + I(static_cast<int64_t>(d.steps_a)) + " and " + I(static_cast<int64_t>(d.steps_b)) +
+           " steps the smallest possible p is " + P(d.min_p) + ": no change can be shown with confidence\n";
+  }
+  out += "op types  " + Counts(d.by_op_type) + "\n";
+  out += "nodes     " + Counts(d.by_node) + "\n";
+  if (!d.by_kernel.empty()) out += "kernels   " + Counts(d.by_kernel) + "\n";
+  auto table = [&](const std::vector<RunDiffRow>& rows, const char* title, const char* column) {
+    if (rows.empty()) return;
+    out += std::string("\n") + title + " by impact on the step (median per step; top " +
+           std::to_string(std::min(top, rows.size())) + " of " + std::to_string(rows.size()) + ")\n";
+    TextTable t({-40, -6, 11, 11, 11, -25, 8, 8, -9});
+    t.Row({column, "where", "A", "B", "delta", "CI", "change", "q", "verdict"});
+    for (size_t i = 0; i < rows.size() && i < top; ++i) {
+      const RunDiffRow& r = rows[i];
+      t.Row({Truncate(r.name, 40), r.where, FormatDuration(r.median_a), FormatDuration(r.median_b), Signed(r.delta_ns),
+             "[" + Signed(r.ci_low_ns) + ", " + Signed(r.ci_high_ns) + "]",
+             r.median_a != 0 ? SignedPercent(r.change) : "-", P(r.q), r.verdict});
+    }
+    out += t.str();
+  };
+  table(d.by_op_type, "Op types", "op type");
+  table(d.by_node, "Nodes", "node");
+  table(d.by_kernel, "Kernels (names normalised)", "kernel");
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Command> MakeStepsCommand() { return std::make_unique<StepsCommand>(); }
+
+std::vector<FlagSpec> DiffCompareFlags() {
+  return {{"vs", "", "A... --vs B...: the traces before it are side A, those after it side B"},
+          {"fail-on-regression", "PCT[,MIN_MS]",
+           "exit 3 when an op type, node or kernel regressed with confidence by more than PCT percent and "
+           "MIN_MS ms of median per-step time (default 0.1 ms); needs several steps per side"},
+          {"min-change", "PCT", "smallest change of the median a verdict reports (default 2)"},
+          {"alpha", "A", "false discovery rate for verdicts (default 0.05)"},
+          {"resamples", "N", "bootstrap resamples (default 2000)"},
+          {"seed", "N", "bootstrap seed (default 1)"}};
+}
+
+StatusOr<std::pair<std::vector<std::string>, std::vector<std::string>>> DiffSides(const ParsedArgs& args) {
+  const std::vector<std::string>& p = args.positional;
+  std::pair<std::vector<std::string>, std::vector<std::string>> sides;
+  if (args.Has("vs")) {
+    const size_t split = args.positional_before.at("vs");
+    sides.first.assign(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(split));
+    sides.second.assign(p.begin() + static_cast<std::ptrdiff_t>(split), p.end());
+    if (sides.first.empty()) return InvalidInput("side A is empty: give traces or directories before --vs");
+    if (sides.second.empty()) return InvalidInput("side B is empty: give traces or directories after --vs");
+    return sides;
+  }
+  if (p.size() != 2) {
+    return InvalidInput("expected A B (a trace or directory each) or A... --vs B..., got " +
+                        std::to_string(p.size()) + " argument(s)");
+  }
+  sides.first = {p[0]};
+  sides.second = {p[1]};
+  return sides;
+}
+
+Status RunStepDiff(const ParsedArgs& args, const std::vector<std::string>& a, const std::vector<std::string>& b,
+                   std::ostream& out, std::ostream& err, bool& handled) {
+  handled = false;
+  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
+  ASSIGN_OR_RETURN(const Gate gate, ParseGate(args));
+  analysis::RunDiffOptions options;
+  ASSIGN_OR_RETURN(const double min_change, args.GetDouble("min-change", 100 * options.min_change, 0, 1e6));
+  ASSIGN_OR_RETURN(options.alpha, args.GetDouble("alpha", options.alpha, 1e-12, 1));
+  ASSIGN_OR_RETURN(const int64_t resamples, args.GetInt("resamples", options.bootstrap.resamples, 1, 1000000));
+  ASSIGN_OR_RETURN(const int64_t seed, args.GetInt("seed", 1, 0));
+  options.min_change = min_change / 100;
+  options.bootstrap.resamples = static_cast<int>(resamples);
+  options.bootstrap.seed = static_cast<uint64_t>(seed);
+
+  ASSIGN_OR_RETURN(std::vector<Step> steps_a, analysis::CollectSteps(a));
+  ASSIGN_OR_RETURN(std::vector<Step> steps_b, analysis::CollectSteps(b));
+  if (steps_a.size() == 1 && steps_b.size() == 1) {
+    err << "note: one step on each side: this is the aggregate diff, no confidence can be given (give several "
+           "steps per side for statistics)\n";
+    if (gate.on) err << "note: --fail-on-regression needs several steps per side; the gate is not applied\n";
+    return Status::Ok();
+  }
+  handled = true;
+  const RunDiff diff = analysis::DiffRuns(steps_a, steps_b, options);
+  const std::vector<analysis::GateHit> hits = analysis::RegressionGate(diff, gate.pct, gate.min_ms * 1e6);
+  if (gate.on && !diff.confident) {
+    err << "note: with " << diff.steps_a << " and " << diff.steps_b
+        << " steps no change can be shown with confidence; the gate cannot fail\n";
+  }
+  if (args.Has("json")) {
+    Json doc;
+    doc["schema"] = "stepscope.diff/2";
+    doc["a"] = {{"sources", diff.sources_a}, {"steps", diff.steps_a}, {"runs", diff.runs_a}};
+    doc["b"] = {{"sources", diff.sources_b}, {"steps", diff.steps_b}, {"runs", diff.runs_b}};
+    doc["method"] = {{"test", "mann-whitney-u"}, {"correction", "benjamini-hochberg"},
+                     {"bootstrap_resamples", diff.options.bootstrap.resamples},
+                     {"confidence", diff.options.bootstrap.confidence}, {"seed", diff.options.bootstrap.seed},
+                     {"alpha", diff.options.alpha}, {"min_change", diff.options.min_change}};
+    doc["min_p"] = diff.min_p;
+    doc["confident"] = diff.confident;
+    doc["step"] = RowJson(diff.step);
+    for (auto [key, rows] : {std::pair{"by_op_type", &diff.by_op_type}, std::pair{"by_node", &diff.by_node},
+                             std::pair{"by_kernel", &diff.by_kernel}}) {
+      Json list = Json::array();
+      for (const RunDiffRow& r : *rows) list.push_back(RowJson(r));
+      doc[key] = list;
+    }
+    Json gate_doc = {{"enabled", gate.on}, {"pct", gate.pct}, {"min_ms", gate.min_ms},
+                     {"failed", gate.on && !hits.empty()}};
+    Json hit_list = Json::array();
+    if (gate.on) {
+      for (const auto& h : hits) {
+        hit_list.push_back({{"table", h.table}, {"name", h.row->name}, {"where", h.row->where},
+                            {"change", h.row->change}, {"delta_ns", h.row->delta_ns}, {"q", h.row->q}});
+      }
+    }
+    gate_doc["regressions"] = hit_list;
+    doc["gate"] = gate_doc;
+    Emit(out, doc);
+  } else {
+    out << DiffText(diff, top);
+    if (gate.on) {
+      out << "\ngate   --fail-on-regression " << FormatFixed(gate.pct, 1) << "%, " << FormatFixed(gate.min_ms, 3)
+          << " ms: " << (hits.empty() ? "passed" : "FAILED") << "\n";
+      for (const auto& h : hits) {
+        out << "  " << h.table << " " << h.row->name << " (" << h.row->where << ") " << Signed(h.row->delta_ns) << " ("
+            << SignedPercent(h.row->change) << ") per step, q " << P(h.row->q) << "\n";
+      }
+    }
+  }
+  if (gate.on && !hits.empty()) {
+    return CheckFailed("regression gate: " + std::to_string(hits.size()) + " op(s) regressed by more than " +
+                       FormatFixed(gate.pct, 1) + "% and " + FormatFixed(gate.min_ms, 3) + " ms per step (first: " +
+                       hits.front().table + " " + hits.front().row->name + ", " +
+                       SignedPercent(hits.front().row->change) + ")");
+  }
+  return Status::Ok();
+}
+
+}  // namespace stepscope::cli
