@@ -178,7 +178,7 @@ MemcpyBreakdown ComputeMemcpyStats(const Trace& trace) {
   MemcpyBreakdown stats;
   stats.span_ns = trace.span_end_ns() - trace.span_begin_ns();
   std::map<std::pair<std::string, std::string>, MemcpyRow> rows;
-  std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> timed_bytes;  // bytes, ns
+  std::map<std::pair<std::string, std::string>, std::pair<int64_t, double>> timed_bytes;  // bytes, ns
   const auto& slices = trace.slices();
   trace::NodeReader nodes(trace, trace::kNodeMemcpy | trace::kNodeLabel);
   for (uint32_t i = 0; i < slices.size(); ++i) {
@@ -186,9 +186,11 @@ MemcpyBreakdown ComputeMemcpyStats(const Trace& trace) {
     if (s.kind != SliceKind::kMemcpy || s.duplicate()) continue;
     std::string kind, memory;
     int64_t bytes = 0;
+    double bandwidth = -1;
     if (auto details = trace::GetMemcpyDetails(trace, i, nodes)) {
       kind = details->kind;
       bytes = details->bytes;
+      bandwidth = details->bandwidth_gbps;
       if (!details->src_memory.empty()) memory = details->src_memory + " to " + details->dst_memory;
     } else {
       CopyName copy = ParseCopyName(trace.str(s.name));
@@ -203,11 +205,18 @@ MemcpyBreakdown ComputeMemcpyStats(const Trace& trace) {
     row.bytes += bytes;
     row.total_ns += s.dur_ns;
     if (bytes > 0) {
+      // Kineto rounds durations to 1 us; its per-copy bandwidth comes from the exact device time.
       auto& tb = timed_bytes[{kind, memory}];
       tb.first += bytes;
-      tb.second += s.dur_ns;
+      if (bandwidth > 0) {
+        tb.second += static_cast<double>(bytes) / bandwidth;
+        ++row.rated;
+      } else {
+        tb.second += static_cast<double>(s.dur_ns);
+      }
     } else {
       ++stats.without_bytes;
+      ++row.without_bytes;
     }
     ++stats.count;
     stats.bytes += bytes;
@@ -215,7 +224,9 @@ MemcpyBreakdown ComputeMemcpyStats(const Trace& trace) {
   }
   for (auto& [key, row] : rows) {
     const auto& tb = timed_bytes[key];
-    row.bandwidth_gbps = tb.second > 0 ? static_cast<double>(tb.first) / static_cast<double>(tb.second) : 0;
+    row.bandwidth_gbps = tb.second > 0 ? static_cast<double>(tb.first) / tb.second : 0;
+    const int64_t with_bytes = row.count - row.without_bytes;
+    row.bandwidth_from = with_bytes == 0 ? "" : row.rated == 0 ? "durations" : row.rated == with_bytes ? "bandwidth_args" : "mixed";
     row.step_share = stats.span_ns > 0 ? static_cast<double>(row.total_ns) / static_cast<double>(stats.span_ns) : 0;
     stats.rows.push_back(row);
   }
@@ -241,21 +252,13 @@ StreamStats ComputeStreamStats(const Trace& trace, size_t gaps) {
     if (inserted) groups.emplace_back();
     groups[it->second].push_back(t);
   }
-  for (const auto& group : groups) {
+  const auto& slices = trace.slices();
+  // One row from a lane's slices of one content: its busy runs, idle gaps and utilisation.
+  auto add_row = [&](const std::vector<uint32_t>& group, std::vector<uint32_t>& members, std::string_view content) {
     struct Busy {
       int64_t start, end;
       uint32_t first, last;  // slices starting / ending the run
     };
-    std::vector<uint32_t> members;
-    for (uint32_t t : group) {
-      const uint32_t first = trace.track_first_slice(t);
-      const auto lane = trace.track_slices(t);
-      for (uint32_t k = 0; k < lane.size(); ++k) {
-        if (!lane[k].duplicate()) members.push_back(first + k);
-      }
-    }
-    if (members.empty()) continue;  // an aggregate lane that only repeats others
-    const auto& slices = trace.slices();
     std::sort(members.begin(), members.end(), [&](uint32_t a, uint32_t b) {
       return slices[a].start_ns != slices[b].start_ns ? slices[a].start_ns < slices[b].start_ns : a < b;
     });
@@ -278,6 +281,7 @@ StreamStats ComputeStreamStats(const Trace& trace, size_t gaps) {
                                : (source.parent >= 0 ? trace.TrackPath(static_cast<uint32_t>(source.parent)) : "");
     usage.stream = std::string(trace.str(source.name));
     usage.kind = std::string(trace::TrackKindName(source.kind));
+    usage.content = std::string(content);
     usage.slices = static_cast<int64_t>(members.size());
     for (const Busy& b : busy) usage.busy_ns += b.end - b.start;
     usage.idle_ns = stats.span_ns - usage.busy_ns;
@@ -300,6 +304,36 @@ StreamStats ComputeStreamStats(const Trace& trace, size_t gaps) {
     if (all.size() > gaps) all.resize(gaps);
     usage.largest_gaps = std::move(all);
     stats.streams.push_back(std::move(usage));
+  };
+  for (const auto& group : groups) {
+    // Work on a GPU stream is kernels, copies and memsets; on other lanes every slice but
+    // annotations and sync markers. Those get rows of their own, never counted as busy.
+    const TrackKind lane_kind = tracks[group.front()].kind;
+    const bool gpu = lane_kind == TrackKind::kGpuStream || lane_kind == TrackKind::kGpuAllStreams ||
+                     lane_kind == TrackKind::kGpuMemcpy;
+    std::vector<uint32_t> work, annotations, syncs, other;
+    for (uint32_t t : group) {
+      const uint32_t first = trace.track_first_slice(t);
+      const auto lane = trace.track_slices(t);
+      for (uint32_t k = 0; k < lane.size(); ++k) {
+        const Slice& s = lane[k];
+        if (s.duplicate()) continue;
+        if (s.kind == SliceKind::kAnnotation) {
+          annotations.push_back(first + k);
+        } else if (s.kind == SliceKind::kSync) {
+          syncs.push_back(first + k);
+        } else if (gpu && !trace::IsDeviceWork(s.kind)) {
+          other.push_back(first + k);
+        } else {
+          work.push_back(first + k);
+        }
+      }
+    }
+    // An aggregate lane that only repeats others has nothing left.
+    if (!work.empty()) add_row(group, work, "work");
+    if (!annotations.empty()) add_row(group, annotations, "annotation");
+    if (!syncs.empty()) add_row(group, syncs, "sync");
+    if (!other.empty()) add_row(group, other, "other");
   }
   return stats;
 }

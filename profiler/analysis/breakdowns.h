@@ -55,7 +55,13 @@ struct MemcpyRow {
   std::string kind;           // HtoD, DtoH, DtoD, ...
   std::string memory;         // "Pageable to Device"; empty when unknown
   int64_t count = 0, bytes = 0, total_ns = 0;
-  double bandwidth_gbps = 0;  // bytes / ns of the copies that report bytes
+  // bytes / ns of the copies that report bytes; each copy's time is bytes / its own bandwidth
+  // where the producer recorded one (Kineto's `memory bandwidth (GB/s)`, from the exact device
+  // time: its durations are rounded to 1 us), else its recorded duration.
+  double bandwidth_gbps = 0;
+  std::string bandwidth_from;  // "bandwidth_args", "durations", "mixed"; empty without bytes
+  int64_t rated = 0;           // copies timed by their bandwidth argument
+  int64_t without_bytes = 0;
   double step_share = 0;      // total_ns / step span
 };
 struct MemcpyBreakdown {
@@ -79,6 +85,10 @@ struct StreamUsage {
   std::string device;         // device track path
   std::string stream;         // lane name: "stream:14", "ops", "thread 3"
   std::string kind;           // track kind: ops, gpu_stream, collective, ...
+  // What the row counts: "work" (on GPU streams kernels, copies and memsets; elsewhere every
+  // slice but annotations and syncs), or a lane's "annotation", "sync" (Kineto's cuda_sync) or
+  // "other" (non-work on a GPU stream) slices, shown on their own rows and never busy time.
+  std::string content = "work";
   int64_t slices = 0, busy_ns = 0, idle_ns = 0;
   double utilisation = 0;     // busy / step span
   int64_t first_ns = 0, last_ns = 0;  // first start, last end

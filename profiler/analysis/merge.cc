@@ -45,7 +45,8 @@ std::string ProcessName(const Trace& trace, size_t index) {
 void LastDevice(const Trace& trace, MergedInput& input) {
   std::map<int32_t, int64_t> ends;
   for (const trace::Slice& s : trace.slices()) {
-    if (s.duplicate()) continue;
+    // Annotations (the profiler's own span) and sync markers are not work: never the straggler.
+    if (s.duplicate() || trace::IsAnnotationOrSync(s.kind)) continue;
     int32_t device = trace.DeviceOf(s.track);
     if (device < 0) device = trace.HostOf(s.track);
     auto [it, inserted] = ends.try_emplace(device, s.end_ns());
@@ -199,6 +200,15 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
     for (const trace::Flow& flow : input.flows()) {
       builder.AddFlow({flow.from_slice + base, flow.to_slice + base, flow.kind});
     }
+    // Kineto launch geometry and copy sizes follow their slices.
+    for (trace::KernelArgs args : input.all_kernel_args()) {
+      args.slice += base;
+      builder.AddKernelArgs(args);
+    }
+    for (trace::TransferArgs args : input.all_transfer_args()) {
+      args.slice += base;
+      builder.AddTransferArgs(args);
+    }
     for (const trace::CounterSeries& counter : input.counters()) {
       trace::CounterSeries copy = counter;
       copy.name = builder.Intern(input.str(counter.name));
@@ -207,7 +217,19 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
       builder.AddCounter(std::move(copy));
     }
     for (const auto& [name, count] : input.import_stats().counts()) builder.import_stats().Add(name, count);
-    absolute_spans.emplace_back(input.span_begin_ns() + shift, input.span_end_ns() + shift);
+    // The input's work: annotations and sync markers (the profiler's own span encloses the whole
+    // capture) do not decide when a rank finished.
+    int64_t work_begin = INT64_MAX, work_end = INT64_MIN;
+    for (const trace::Slice& s : input.slices()) {
+      if (s.duplicate() || trace::IsAnnotationOrSync(s.kind)) continue;
+      work_begin = std::min(work_begin, s.start_ns);
+      work_end = std::max(work_end, s.end_ns());
+    }
+    if (work_begin > work_end) {
+      work_begin = input.span_begin_ns();
+      work_end = input.span_end_ns();
+    }
+    absolute_spans.emplace_back(work_begin + shift, work_end + shift);
     report.inputs.push_back(std::move(merged));
   }
   builder.import_stats().Add("merge_clock_unaligned", report.unaligned);

@@ -32,7 +32,7 @@ struct MergedInput {
   std::string host;
   int64_t offset_ns = 0;     // added to this input's clock
   std::string alignment;     // "reference", "same host", "clock_sync", "unaligned"
-  int64_t begin_ns = 0, end_ns = 0;  // aligned, merged trace time
+  int64_t begin_ns = 0, end_ns = 0;  // its work (annotations, syncs excluded), merged trace time
   std::string last_device;   // the device (tower) that finished last in this input
   int64_t last_device_lag_ns = 0;    // by how much after the earliest-finishing device
 };

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "profiler/analysis/breakdowns.h"
+
 namespace stepscope::analysis {
 
 using trace::Slice;
@@ -107,8 +109,8 @@ OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
   if (slices.empty() || end < begin) return stats;
   const std::vector<char> selected = SelectTracks(trace, options.tracks);
 
-  std::vector<Accumulator> by_type, by_node;
-  std::unordered_map<std::pair<trace::StringId, bool>, uint32_t, KeyHash> type_index, node_index;
+  std::vector<Accumulator> by_type, by_node, annotations;
+  std::unordered_map<std::pair<trace::StringId, bool>, uint32_t, KeyHash> type_index, node_index, annotation_index;
   auto slot = [](std::vector<Accumulator>& rows, auto& index, trace::StringId id, bool device) {
     auto [it, inserted] = index.try_emplace({id, device}, static_cast<uint32_t>(rows.size()));
     if (inserted) rows.emplace_back();
@@ -120,16 +122,39 @@ OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
     uint32_t type_row, node_row;
   };
   std::vector<Open> open;
+  // A source lane and its overlap lanes are walked together, so that a child TraceBuilder moved
+  // to an overlap lane (it overhangs its parent's end) still takes its part from its parent's
+  // self time.
+  const std::vector<uint32_t> source_lane = SourceLanes(trace);
+  std::vector<std::vector<uint32_t>> groups;
+  std::unordered_map<uint32_t, size_t> group_of;
   for (uint32_t t = 0; t < tracks.size(); ++t) {
-    if (!selected[t]) continue;
+    if (!selected[t] || trace.track_slices(t).empty()) continue;
+    auto [it, inserted] = group_of.try_emplace(source_lane[t], groups.size());
+    if (inserted) groups.emplace_back();
+    groups[it->second].push_back(t);
+  }
+  std::vector<uint32_t> order;
+  for (const std::vector<uint32_t>& group : groups) {
+    const uint32_t t = group.front();
     const bool device = WhereOfTrack(trace, t)[0] == 'd';
     const bool nesting = !tracks[t].concurrent;
     open.clear();
-    const uint32_t first = trace.track_first_slice(t);
-    const auto lane = trace.track_slices(t);
+    order.clear();
+    for (uint32_t member : group) {
+      const uint32_t first = trace.track_first_slice(member);
+      for (uint32_t k = 0; k < trace.track_slices(member).size(); ++k) order.push_back(first + k);
+    }
+    if (group.size() > 1) {
+      std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+        if (slices[a].start_ns != slices[b].start_ns) return slices[a].start_ns < slices[b].start_ns;
+        if (slices[a].dur_ns != slices[b].dur_ns) return slices[a].dur_ns > slices[b].dur_ns;
+        return a < b;
+      });
+    }
     // Slices are sorted by start: past the window's end nothing more can count.
-    for (uint32_t k = 0; k < lane.size(); ++k) {
-      const Slice& s = lane[k];
+    for (uint32_t index : order) {
+      const Slice& s = slices[index];
       if (s.start_ns > end) break;
       if (s.duplicate()) continue;
       const int64_t clip_start = std::max(s.start_ns, begin);
@@ -142,6 +167,25 @@ OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
       }
       if (!inside) continue;
       const int64_t clipped = std::max<int64_t>(0, clip_end - clip_start);
+      // Annotations (the profiler's span, steps, user annotations) and sync markers only enclose
+      // or mark work: listed apart, never an op, a parent in self time or part of the totals.
+      if (trace::IsAnnotationOrSync(s.kind)) {
+        Accumulator& a = annotations[slot(annotations, annotation_index, s.name, device)];
+        if (a.durations.empty()) {
+          a.name = trace.str(s.name);
+          a.op_type = s.op_type;
+          a.where = device ? "device" : "host";
+          a.kind = s.kind;
+        }
+        a.total += clipped;
+        a.self += clipped;
+        a.durations.push_back(clipped);
+        if (clipped > a.longest_ns) {
+          a.longest_ns = clipped;
+          a.longest = index;
+        }
+        continue;
+      }
       const uint32_t type_row = slot(by_type, type_index, s.op_type, device);
       const uint32_t node_row = slot(by_node, node_index, s.name, device);
       for (auto [rows, row, label] : {std::tuple{&by_type, type_row, s.op_type}, std::tuple{&by_node, node_row, s.name}}) {
@@ -157,12 +201,16 @@ OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
         a.durations.push_back(clipped);
         if (clipped > a.longest_ns) {
           a.longest_ns = clipped;
-          a.longest = first + k;
+          a.longest = index;
         }
       }
-      if (nesting && !open.empty() && s.end_ns() <= open.back().end) {
-        by_type[open.back().type_row].self -= clipped;
-        by_node[open.back().node_row].self -= clipped;
+      // The parent loses the part of the child inside it (all of it unless the child overhangs).
+      if (nesting && !open.empty()) {
+        const int64_t inner = std::min(clip_end, open.back().end) - clip_start;
+        if (inner > 0) {
+          by_type[open.back().type_row].self -= inner;
+          by_node[open.back().node_row].self -= inner;
+        }
       }
       if (nesting) open.push_back({s.end_ns(), type_row, node_row});
       ++stats.slices;
@@ -171,6 +219,7 @@ OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
   }
   stats.by_op_type = Finish(trace, by_type, stats.window_ns);
   stats.by_node = Finish(trace, by_node, stats.window_ns);
+  stats.annotations = Finish(trace, annotations, stats.window_ns);
   return stats;
 }
 

@@ -3,10 +3,12 @@
 // statistics pane (which passes the visible window and the selected tracks).
 //
 // What is counted: every slice that is not an aggregate duplicate (TensorFlow's /stream:all and
-// /memcpy repeats), clipped to the window. A zero-length slice counts when its start lies in the
-// window. Self time is the clipped duration minus the clipped durations of the slices nested
-// directly inside it on the same track (Kineto CPU ops call each other; executor ops and kernels
-// never nest, so there self == total).
+// /memcpy repeats), clipped to the window, except annotations and sync markers (listed apart in
+// `annotations`: spans that only enclose other work are not ops). A zero-length slice counts when
+// its start lies in the window. Self time is the clipped duration minus the parts of the slices
+// nested directly inside it on the same lane (its overlap lanes included, so a child that
+// overhangs its parent's end takes away only the part inside it); Kineto CPU ops call each other;
+// executor ops and kernels never nest, so there self == total.
 // Rows are keyed by (name, where): the same op type as an executor op on the host and as a kernel
 // on a GPU stream are different resources and get different rows.
 #pragma once
@@ -42,6 +44,9 @@ struct OpStatsRow {
 
 struct OpStats {
   std::vector<OpStatsRow> by_op_type, by_node;  // sorted by total_ns descending, then name
+  // Annotations (the profiler's own span, ProfilerStep#N, user annotations on the host or a GPU
+  // stream) and sync markers, by name: not ops, so in no other row, total or self time.
+  std::vector<OpStatsRow> annotations;
   int64_t window_ns = 0;   // the window clipped to the trace span
   int64_t window_begin_ns = 0;
   int64_t slices = 0;      // slices counted

@@ -132,7 +132,9 @@ CriticalPath ComputeCriticalPath(const Trace& trace) {
   // annotations (kind other) enclose work rather than being it.
   int64_t last = -1;
   for (uint32_t i = 0; i < slices.size(); ++i) {
-    if (slices[i].duplicate() || slices[i].kind == SliceKind::kOther) continue;
+    if (slices[i].duplicate() || slices[i].kind == SliceKind::kOther || trace::IsAnnotationOrSync(slices[i].kind)) {
+      continue;
+    }
     if (last < 0 || slices[i].end_ns() > slices[static_cast<size_t>(last)].end_ns()) last = i;
   }
   if (last < 0) return path;
@@ -146,7 +148,8 @@ CriticalPath ComputeCriticalPath(const Trace& trace) {
     int best_edge = -1;
     int64_t best_ready = 0;
     auto consider = [&](uint32_t p, int edge) {
-      if (visited[p] || slices[p].duplicate()) return;
+      // Annotations and sync markers enclose or mark work: never a link of the path.
+      if (visited[p] || slices[p].duplicate() || trace::IsAnnotationOrSync(slices[p].kind)) return;
       const Slice& pred = slices[p];
       if (pred.start_ns > s.start_ns) return;  // a flow drawn backwards in time binds nothing
       const int64_t ready = std::min(pred.end_ns(), s.start_ns);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "profiler/analysis/breakdowns.h"
 #include "profiler/trace/node_store.h"
 #include "profiler/trace/slice_details.h"
 #include "stepscope/tf/run_metadata.pb.h"
@@ -92,8 +93,17 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
 
   // Source devices: lanes grouped by the producer's name, in first-seen order.
   std::map<std::string, size_t> source_index;
-  std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> busy_by_device;
-  std::map<int32_t, int64_t> slices_by_device;
+  using Intervals = std::vector<std::pair<int64_t, int64_t>>;
+  struct Busy {
+    Intervals intervals;
+    int64_t slices = 0;
+  };
+  struct DeviceBusy : Busy {
+    std::map<uint32_t, Busy> streams;  // by the stream's source lane
+  };
+  std::map<int32_t, DeviceBusy> busy_by_device;
+  std::map<std::pair<uint32_t, std::string>, Busy> annotations;  // (source lane, kind)
+  const std::vector<uint32_t> source_lane = SourceLanes(trace);
   for (uint32_t t = 0; t < tracks.size(); ++t) {
     const auto lane = trace.track_slices(t);
     if (lane.empty()) continue;
@@ -113,28 +123,53 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
                      tracks[t].kind == TrackKind::kGpuMemcpy;
     const int32_t usage_key = physical * 2 + (gpu ? 1 : 0);
     for (const Slice& s : lane) {
-      if (!s.duplicate()) {
-        device.aggregate_duplicates = false;
-        busy_by_device[usage_key].emplace_back(s.start_ns, s.end_ns());
-        ++slices_by_device[usage_key];
+      if (s.duplicate()) continue;
+      device.aggregate_duplicates = false;
+      // Annotations and sync markers (and on a GPU anything but kernels, copies and memsets)
+      // are not work: shown apart, never busy time.
+      if (trace::IsAnnotationOrSync(s.kind) || (gpu && !trace::IsDeviceWork(s.kind))) {
+        Busy& a = annotations[{source_lane[t], std::string(trace::SliceKindName(s.kind))}];
+        a.intervals.emplace_back(s.start_ns, s.end_ns());
+        ++a.slices;
+        continue;
+      }
+      DeviceBusy& busy = busy_by_device[usage_key];
+      busy.intervals.emplace_back(s.start_ns, s.end_ns());
+      ++busy.slices;
+      if (gpu) {
+        Busy& stream = busy.streams[source_lane[t]];
+        stream.intervals.emplace_back(s.start_ns, s.end_ns());
+        ++stream.slices;
       }
     }
   }
-  for (auto& [key, intervals] : busy_by_device) {
+  auto share = [span](int64_t ns) { return span > 0 ? static_cast<double>(ns) / static_cast<double>(span) : 0.0; };
+  for (auto& [key, busy] : busy_by_device) {
     DeviceUsage usage;
     usage.name = std::string(trace.str(tracks[key / 2].full_name));
     usage.lanes = key % 2 == 1 ? "gpu streams" : "ops";
-    usage.slices = slices_by_device[key];
-    usage.busy_ns = UnionLength(std::move(intervals));
-    usage.utilisation = span > 0 ? static_cast<double>(usage.busy_ns) / static_cast<double>(span) : 0;
+    usage.slices = busy.slices;
+    usage.busy_ns = UnionLength(std::move(busy.intervals));
+    usage.utilisation = share(usage.busy_ns);
+    for (auto& [stream, stream_busy] : busy.streams) {
+      LaneUsage lane;
+      lane.name = std::string(trace.str(tracks[stream].name));
+      lane.slices = stream_busy.slices;
+      lane.busy_ns = UnionLength(std::move(stream_busy.intervals));
+      lane.utilisation = share(lane.busy_ns);
+      usage.streams.push_back(std::move(lane));
+    }
     summary.usage.push_back(std::move(usage));
+  }
+  for (auto& [key, busy] : annotations) {
+    summary.annotations.push_back({trace.TrackPath(key.first), key.second, busy.slices, UnionLength(std::move(busy.intervals))});
   }
 
   std::map<std::pair<std::string, std::string>, OpTypeStats> op_types;
   std::map<std::string, MemcpyStats> memcpy;
   for (uint32_t i = 0; i < slices.size(); ++i) {
     const Slice& s = slices[i];
-    if (s.duplicate()) continue;
+    if (s.duplicate() || trace::IsAnnotationOrSync(s.kind)) continue;
     const std::string where = WhereOf(s);
     const std::string op(trace.str(s.op_type));
     OpTypeStats& stats = op_types[{where, op}];
@@ -148,6 +183,13 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
       ++m.count;
       m.bytes += details->bytes;
       m.total_ns += s.dur_ns;
+      // Kineto rounds durations to 1 us; its per-copy bandwidth comes from the exact device time.
+      if (details->bytes > 0 && details->bandwidth_gbps > 0) {
+        m.transfer_ns += static_cast<double>(details->bytes) / details->bandwidth_gbps;
+        ++m.rated;
+      } else {
+        m.transfer_ns += static_cast<double>(s.dur_ns);
+      }
     }
   }
   for (auto& [key, stats] : op_types) summary.op_types.push_back(stats);

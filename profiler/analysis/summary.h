@@ -21,12 +21,29 @@ struct SourceDeviceSummary {   // one dev_stats entry (or one pid/tid of a JSON 
   bool aggregate_duplicates = false;  // every record here is also on another lane
 };
 
+struct LaneUsage {             // one GPU stream (its overlap lanes joined)
+  std::string name;            // "stream 7", "stream:14"
+  int64_t slices = 0;          // kernels, copies and memsets
+  int64_t busy_ns = 0;         // union of their intervals
+  double utilisation = 0;      // busy / step span
+};
+
+// Busy time counts work only: on GPU streams kernels, copies, memsets (and collectives); on host
+// lanes every slice but annotations and sync markers, which are listed apart (`annotations`).
 struct DeviceUsage {           // one physical device's op lanes, or its GPU streams
-  std::string name;            // "/job:localhost/replica:0/task:0/device:GPU:0"
+  std::string name;            // "/job:localhost/replica:0/task:0/device:GPU:0", "GPU 0"
   std::string lanes;           // "ops" (executor/host lanes) or "gpu streams"
   int64_t slices = 0;          // without aggregate duplicates
-  int64_t busy_ns = 0;         // union of its slices' intervals
+  int64_t busy_ns = 0;         // union of its slices' intervals (for a GPU: over all its streams)
   double utilisation = 0;      // busy / step span
+  std::vector<LaneUsage> streams;  // GPU streams: each stream's own figures, in track order
+};
+
+struct AnnotationUsage {       // annotations or sync markers of one lane: shown, never busy time
+  std::string lane;            // track path: "python3.10 / thread 2869224 (python3.10)", "GPU 0 / stream 7"
+  std::string kind;            // "annotation" or "sync"
+  int64_t slices = 0;
+  int64_t span_ns = 0;         // union of their intervals
 };
 
 struct OpTypeStats {
@@ -41,9 +58,18 @@ struct MemcpyStats {
   std::string kind;            // HtoD, DtoH, ...
   int64_t count = 0;
   int64_t bytes = 0;
-  int64_t total_ns = 0;
+  int64_t total_ns = 0;        // sum of the recorded durations
+  // The time bandwidth is computed over: per copy, bytes / the producer's own per-copy figure
+  // (Kineto's `memory bandwidth (GB/s)`, from the exact device time) where the trace has it,
+  // else the copy's recorded duration (rounded to 1 us in Kineto JSON).
+  double transfer_ns = 0;
+  int64_t rated = 0;           // copies whose time came from their bandwidth argument
   double bandwidth_gbps() const {  // bytes per ns == GB/s
-    return total_ns == 0 ? 0.0 : static_cast<double>(bytes) / static_cast<double>(total_ns);
+    return transfer_ns <= 0 ? 0.0 : static_cast<double>(bytes) / transfer_ns;
+  }
+  // "bandwidth_args" (every copy), "durations" (none) or "mixed".
+  std::string bandwidth_from() const {
+    return rated == 0 ? "durations" : rated == count ? "bandwidth_args" : "mixed";
   }
 };
 
@@ -66,7 +92,8 @@ struct Summary {
   int64_t nodes = 0;
   std::vector<SourceDeviceSummary> devices;
   std::vector<DeviceUsage> usage;
-  std::vector<OpTypeStats> op_types;     // by total time, descending
+  std::vector<OpTypeStats> op_types;     // by total time, descending; annotations and syncs apart
+  std::vector<AnnotationUsage> annotations;  // per lane, in track order
   std::vector<MemcpyStats> memcpy;       // by bytes, descending
   std::vector<AllocatorPeak> allocators;
   std::vector<std::pair<std::string, int64_t>> import_stats;

@@ -136,18 +136,20 @@ std::string SummaryText(const analysis::Summary& s, size_t top) {
 
   if (!s.memcpy.empty()) {
     out += "\nMemcpy\n";
-    TextTable copies({-8, 7, 12, 12, 12});
-    copies.Row({"kind", "count", "bytes", "time", "GB/s"});
+    TextTable copies({-8, 7, 12, 12, 12, -15});
+    copies.Row({"kind", "count", "bytes", "time", "GB/s", "GB/s from"});
     for (const auto& m : s.memcpy) {
-      copies.Row({m.kind, I(m.count), SummaryBytes(m.bytes), FormatDuration(m.total_ns), FormatFixed(m.bandwidth_gbps(), 2)});
+      copies.Row({m.kind, I(m.count), SummaryBytes(m.bytes), FormatDuration(m.total_ns), FormatFixed(m.bandwidth_gbps(), 2),
+                  m.bandwidth_from()});
     }
     out += copies.str();
   }
   if (!s.allocators.empty()) {
-    out += "\nAllocator peaks (from allocation records)\n";
+    out += "\nAllocator peaks\n";
     for (const auto& a : s.allocators) {
       out += "  " + Align(a.allocator, -16) + " peak " + SummaryBytes(a.peak_bytes) + " at +" +
-             SummaryOffset(a.peak_ns - s.span_begin_ns) + " (" + I(a.samples) + " samples; " + a.curve_origin + ")\n";
+             SummaryOffset(a.peak_ns - s.span_begin_ns) + " (" + I(a.samples) + " samples; curve from " +
+             analysis::DescribeCurveSources(a.curve_origin) + ")\n";
       if (a.live_tensors_total > 0) {
         out += "    " + I(a.live_tensors_total) + " tensors live at the peak; largest:\n";
         for (const auto& t : a.live_at_peak) {
@@ -181,10 +183,20 @@ Json SummaryJson(const analysis::Summary& s) {
   doc["devices"] = devices;
   Json usage = Json::array();
   for (const auto& u : s.usage) {
+    Json streams = Json::array();
+    for (const auto& lane : u.streams) {
+      streams.push_back({{"stream", lane.name}, {"slices", lane.slices}, {"busy_ns", lane.busy_ns},
+                         {"utilisation", lane.utilisation}});
+    }
     usage.push_back({{"device", u.name}, {"lanes", u.lanes}, {"slices", u.slices}, {"busy_ns", u.busy_ns},
-                     {"utilisation", u.utilisation}});
+                     {"utilisation", u.utilisation}, {"streams", streams}});
   }
   doc["busy"] = usage;
+  Json annotations = Json::array();
+  for (const auto& a : s.annotations) {
+    annotations.push_back({{"lane", a.lane}, {"kind", a.kind}, {"slices", a.slices}, {"span_ns", a.span_ns}});
+  }
+  doc["annotations"] = annotations;
   Json ops = Json::array();
   for (const auto& op : s.op_types) {
     ops.push_back({{"op_type", op.op_type}, {"where", op.where}, {"count", op.count},
@@ -194,7 +206,8 @@ Json SummaryJson(const analysis::Summary& s) {
   Json memcpy = Json::array();
   for (const auto& m : s.memcpy) {
     memcpy.push_back({{"kind", m.kind}, {"count", m.count}, {"bytes", m.bytes},
-                      {"total_ns", m.total_ns}, {"bandwidth_gbps", m.bandwidth_gbps()}});
+                      {"total_ns", m.total_ns}, {"bandwidth_gbps", m.bandwidth_gbps()},
+                      {"bandwidth_from", m.bandwidth_from()}});
   }
   doc["memcpy"] = memcpy;
   Json allocators = Json::array();
@@ -224,7 +237,8 @@ class SummaryCommand : public Command {
   std::string description() const override {
     return "Summarizes one trace: devices and node counts, step span, busy time and utilisation\n"
            "per device, the top op types by total time, memcpy count, bytes and achieved\n"
-           "bandwidth per kind, allocator peaks (from the allocation records) with the tensors\n"
+           "bandwidth per kind, allocator peaks (curves from allocation records, through every\n"
+           "allocator_bytes_in_use sample, never below a node's peak_bytes) with the tensors\n"
            "live at the peak, and what the import repaired or skipped. --json writes the same as\n"
            "a stable document (keys in docs/summary-json.md).";
   }
@@ -302,6 +316,7 @@ class OpsCommand : public SingleTraceCommand {
     doc["device_total_ns"] = stats.device_total_ns;
     doc["by_op_type"] = OpRowsJson(stats.by_op_type);
     doc["by_node"] = OpRowsJson(stats.by_node);
+    doc["annotations"] = OpRowsJson(stats.annotations);
     return doc;
   }
 };
@@ -373,8 +388,10 @@ class MemoryCommand : public SingleTraceCommand {
     return "Per allocator: where the bytes-in-use curve comes from, its peak and when, the tensors\n"
            "live at the peak (size, producing op, lifetime), fragmentation over them (allocated vs\n"
            "requested bytes), bytes no live tensor accounts for, and the temporary and persistent\n"
-           "memory the device's ops reported. Curves come from allocation records (or PyTorch's\n"
-           "[memory] events); without them from the outputs, as TensorFlow's timeline does.";
+           "memory the device's ops reported. TensorFlow curves follow the allocation records,\n"
+           "pass through every allocator_bytes_in_use sample and never drop below a running\n"
+           "node's peak_bytes (the sources used are listed); PyTorch's from its [memory] events;\n"
+           "without any of them from the outputs, as TensorFlow's timeline does.";
   }
 
  protected:
@@ -481,7 +498,8 @@ class MemcpyCommand : public SingleTraceCommand {
     auto rows = nlohmann::ordered_json::array();
     for (const auto& r : stats.rows) {
       rows.push_back({{"kind", r.kind}, {"memory", r.memory}, {"count", r.count}, {"bytes", r.bytes},
-                      {"total_ns", r.total_ns}, {"bandwidth_gbps", r.bandwidth_gbps}, {"step_share", r.step_share}});
+                      {"total_ns", r.total_ns}, {"bandwidth_gbps", r.bandwidth_gbps},
+                      {"bandwidth_from", r.bandwidth_from}, {"step_share", r.step_share}});
     }
     doc["kinds"] = rows;
     return doc;
@@ -506,12 +524,16 @@ class StreamsCommand : public SingleTraceCommand {
     TextTable table({-44, -18, 8, 12, 7, 12});
     table.Row({"device", "lane", "slices", "busy", "util", "idle"});
     for (const auto& s : stats.streams) {
-      table.Row({Truncate(s.device, 44), Truncate(s.stream, 18), I(s.slices), FormatDuration(s.busy_ns),
-                 FormatPercent(s.utilisation), FormatDuration(s.idle_ns)});
+      // Annotation and sync rows show where they lie; they are not busy time.
+      const bool work = s.content == "work";
+      table.Row({Truncate(s.device, 44), Truncate(work ? s.stream : s.stream + " (" + s.content + ")", 18), I(s.slices),
+                 FormatDuration(s.busy_ns), work ? FormatPercent(s.utilisation) : "-",
+                 work ? FormatDuration(s.idle_ns) : "-"});
     }
     out += "\n" + table.str() + "\nLargest idle gaps\n";
     size_t shown = 0;
     for (const auto& s : stats.streams) {
+      if (s.content != "work") continue;
       for (const auto& gap : s.largest_gaps) {
         if (shown++ >= top) break;
         out += "  " + Truncate(s.device + " " + s.stream, 50) + "  " + FormatDuration(gap.length()) + " at +" +
@@ -532,7 +554,8 @@ class StreamsCommand : public SingleTraceCommand {
         gaps.push_back({{"begin_ns", g.begin_ns - base}, {"length_ns", g.length()}, {"after", g.before},
                         {"before", g.after}});
       }
-      streams.push_back({{"device", s.device}, {"lane", s.stream}, {"kind", s.kind}, {"slices", s.slices},
+      streams.push_back({{"device", s.device}, {"lane", s.stream}, {"kind", s.kind}, {"content", s.content},
+                         {"slices", s.slices},
                          {"busy_ns", s.busy_ns}, {"idle_ns", s.idle_ns}, {"utilisation", s.utilisation},
                          {"first_ns", s.first_ns - base}, {"last_ns", s.last_ns - base}, {"largest_gaps", gaps}});
     }

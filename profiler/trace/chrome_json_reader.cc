@@ -71,19 +71,61 @@ int64_t SaturatedInt64(double value) {
   return static_cast<int64_t>(value);
 }
 
+// Kineto's category names (its ActivityType names), the spellings of older PyTorch profilers
+// (Operator, Runtime, Kernel, Memcpy, Memset), MTIA's (mtia_ccp_events, mtia_runtime) and other
+// devices' runtimes, as HolisticTraceAnalysis reads them.
 SliceKind KindOfCategory(std::string_view cat) {
-  if (cat == "kernel") return SliceKind::kKernel;
+  if (cat == "kernel" || cat == "Kernel" || cat == "mtia_ccp_events") return SliceKind::kKernel;
   if (cat == "gpu_memcpy" || cat == "Memcpy") return SliceKind::kMemcpy;
-  if (cat == "gpu_memset") return SliceKind::kMemset;
-  if (cat == "cuda_runtime" || cat == "cuda_driver") return SliceKind::kRuntime;
-  if (cat == "cpu_op" || cat == "Op") return SliceKind::kOp;
+  if (cat == "gpu_memset" || cat == "Memset") return SliceKind::kMemset;
+  if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime" || cat == "mtia_runtime" ||
+      cat == "xpu_runtime" || cat == "privateuse1_runtime" || cat == "privateuse1_driver") {
+    return SliceKind::kRuntime;
+  }
+  if (cat == "cpu_op" || cat == "Op" || cat == "Operator") return SliceKind::kOp;
+  if (cat == "user_annotation" || cat == "gpu_user_annotation" || cat == "Trace" || cat == "cuda_profiler_range") {
+    return SliceKind::kAnnotation;
+  }
+  if (cat == "cuda_sync") return SliceKind::kSync;
   // Our own perfetto export writes the slice kind as the category.
   if (cat == "op") return SliceKind::kOp;
   if (cat == "memcpy") return SliceKind::kMemcpy;
   if (cat == "memset") return SliceKind::kMemset;
   if (cat == "collective") return SliceKind::kCollective;
   if (cat == "runtime") return SliceKind::kRuntime;
+  if (cat == "annotation") return SliceKind::kAnnotation;
+  if (cat == "sync") return SliceKind::kSync;
   return SliceKind::kOther;
+}
+
+// Categories whose events sit on a device's lanes (pid = device, tid = stream).
+bool IsDeviceCategory(std::string_view cat) {
+  return cat == "kernel" || cat == "Kernel" || cat == "mtia_ccp_events" || cat == "gpu_memcpy" || cat == "Memcpy" ||
+         cat == "gpu_memset" || cat == "Memset" || cat == "gpu_user_annotation" || cat == "cuda_sync";
+}
+
+bool StartsWith(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
+
+// The kind a category gives, refined by the event's name: device events named as copies or fills
+// (ROCm's hipMemcpy*/Copy*To*/FillBuffer, MTIA's dma*) are copies and memsets; ProfilerStep#N
+// (a cpu_op in older profilers) and `## name ##` record_function spans are annotations.
+SliceKind KindOfEvent(std::string_view cat, std::string_view name) {
+  SliceKind kind = KindOfCategory(cat);
+  if (kind == SliceKind::kKernel) {
+    if (StartsWith(name, "Memcpy") || StartsWith(name, "hipMemcpy") || StartsWith(name, "dma") ||
+        (StartsWith(name, "Copy") && name.find("To") != std::string_view::npos)) {
+      return SliceKind::kMemcpy;
+    }
+    if (StartsWith(name, "Memset") || StartsWith(name, "hipMemset") || StartsWith(name, "FillBuffer")) {
+      return SliceKind::kMemset;
+    }
+  } else if (kind == SliceKind::kOp || kind == SliceKind::kOther) {
+    if (StartsWith(name, "ProfilerStep#") ||
+        (name.size() >= 6 && StartsWith(name, "## ") && name.substr(name.size() - 3) == " ##")) {
+      return SliceKind::kAnnotation;
+    }
+  }
+  return kind;
 }
 
 std::string_view Trim(std::string_view text) {
@@ -126,7 +168,7 @@ struct EventFields {
   std::string_view ts, dur;  // raw number text; empty when absent or not a number
   bool has_ts = false, has_dur = false, has_id = false, has_args = false;
   bool args_has_name = false, args_has_op = false;
-  std::string_view args_name, args_op;
+  std::string_view args_name, args_op, args_labels;
   std::string args_text_name;  // args.name when it is not a string (M events)
   std::optional<int64_t> sort_index;
   std::vector<std::pair<std::string_view, std::string_view>> numbers;  // numeric args: key, raw token
@@ -139,7 +181,7 @@ struct EventFields {
     id.clear();
     ts = dur = {};
     has_ts = has_dur = has_id = has_args = args_has_name = args_has_op = false;
-    args_name = args_op = {};
+    args_name = args_op = args_labels = {};
     args_text_name.clear();
     sort_index.reset();
     numbers.clear();
@@ -248,6 +290,8 @@ class ChromeImporter {
           ReadText(v, event_.args_text_name);
           event_.args_name = event_.args_text_name;
         }
+      } else if (key == "labels" && type == od::json_type::string) {
+        if (v.get_string().get(event_.args_labels)) event_.args_labels = {};
       } else if (key == "op" && type == od::json_type::string) {
         event_.args_has_op = !v.get_string().get(event_.args_op);
       } else if (type == od::json_type::array && (key == "grid" || key == "block")) {
@@ -377,7 +421,7 @@ class ChromeImporter {
                event_.args_has_name && event_.args_has_op ? event_.args_name : std::string_view(),
                event_.args_has_name && event_.args_has_op ? event_.args_op : std::string_view(),
                event_.args_has_name && event_.args_has_op);
-      KeepArgs(slices_.back(), KindOfCategory(event_.cat));
+      KeepArgs(slices_.back(), last_kind_);
     } else if (ph == "B") {
       OpenSlice open;
       open.pid = event_.pid;
@@ -437,6 +481,8 @@ class ChromeImporter {
     const std::string_view name = event_.name;
     if (name == "process_name" && event_.args_has_name) {
       process_names_[event_.pid] = std::string(event_.args_name);
+    } else if (name == "process_labels" && !event_.args_labels.empty()) {
+      process_labels_[event_.pid] = std::string(event_.args_labels);
     } else if (name == "process_sort_index" && event_.sort_index) {
       process_sort_[event_.pid] = static_cast<int32_t>(*event_.sort_index);
     } else if (name == "thread_name" && event_.args_has_name) {
@@ -507,12 +553,17 @@ class ChromeImporter {
 
   void AddSlice(std::string_view pid, std::string_view tid, int64_t start, int64_t dur, std::string_view name,
                 std::string_view cat, std::string_view args_name, std::string_view args_op, bool tf_args) {
-    const SliceKind kind = KindOfCategory(cat);
+    const SliceKind kind = KindOfEvent(cat, name);
+    last_kind_ = kind;
     Slice slice;
     slice.start_ns = start;
     slice.dur_ns = dur;
     slice.kind = kind;
     slice.track = ThreadTrack(pid, tid, kind);
+    if (IsDeviceCategory(cat)) {
+      if (device_lanes_.size() <= slice.track) device_lanes_.resize(slice.track + 1, 0);
+      device_lanes_[slice.track] = 1;
+    }
     // TensorFlow's timeline keeps the node name in args.name and the op type as the event name.
     if (tf_args) {
       slice.name = builder_.Intern(args_name);
@@ -587,20 +638,51 @@ class ChromeImporter {
     }
   }
 
-  // Names and sort keys from M events, which may come anywhere in the file.
+  // Names and sort keys from M events, which may come anywhere in the file. A process whose lanes
+  // hold device events (kernels, copies, memsets, GPU annotations, syncs) and no host work is a
+  // device (Kineto: pid = device index, tid = stream): its track is a device named by its label
+  // ("GPU 0"), and all its lanes are streams, whatever their first event was.
   void ApplyMetadata() {
     auto& tracks = builder_.tracks();
+    std::vector<char> device_lane(tracks.size(), 0), host_lane(tracks.size(), 0);
+    for (const Position& p : positions_) {
+      const bool device = p.track < device_lanes_.size() && device_lanes_[p.track];
+      (device ? device_lane : host_lane)[p.track] = 1;
+    }
+    std::vector<char> device_process(tracks.size(), 0), host_process(tracks.size(), 0);
+    for (uint32_t t = 0; t < tracks.size(); ++t) {
+      if (tracks[t].parent < 0) continue;
+      const auto parent = static_cast<size_t>(tracks[t].parent);
+      if (device_lane[t]) device_process[parent] = 1;
+      // Host work; annotations alone (a CPU-side span on the device's pid) do not make it a host.
+      if (host_lane[t] && tracks[t].kind != TrackKind::kGpuStream) host_process[parent] = 1;
+    }
     for (const auto& [pid, track] : process_tracks_) {
-      if (auto name = process_names_.find(pid); name != process_names_.end()) {
+      const bool device = device_process[track] && !host_process[track];
+      const auto label = process_labels_.find(pid);
+      const bool kineto_label = label != process_labels_.end() && label->second.find_first_of("/,") == std::string::npos;
+      if (device && kineto_label) {
+        tracks[track].name = builder_.Intern(label->second);
+      } else if (auto name = process_names_.find(pid); name != process_names_.end()) {
         tracks[track].name = builder_.Intern(name->second);
+      } else if (device) {
+        tracks[track].name = builder_.Intern("GPU " + pid);
+      }
+      if (device) {
+        tracks[track].kind = TrackKind::kDevice;
+        tracks[track].full_name = tracks[track].name;
       }
       if (auto sort = process_sort_.find(pid); sort != process_sort_.end()) tracks[track].sort_index = sort->second;
     }
     for (const auto& [track, key] : track_keys_) {
       if (auto name = thread_names_.find(key); name != thread_names_.end()) {
-        tracks[track].name = builder_.Intern(name->second);
+        tracks[track].name = builder_.Intern(Trim(name->second));
       }
       if (auto sort = thread_sort_.find(key); sort != thread_sort_.end()) tracks[track].sort_index = sort->second;
+      const int32_t parent = tracks[track].parent;
+      if (parent >= 0 && tracks[static_cast<size_t>(parent)].kind == TrackKind::kDevice) {
+        tracks[track].kind = TrackKind::kGpuStream;
+      }
     }
   }
 
@@ -713,6 +795,9 @@ class ChromeImporter {
   std::unordered_map<FlowKey, FlowPair, FlowKeyHash> flows_;
   std::vector<uint32_t> slices_;
   std::vector<Position> positions_;
+  SliceKind last_kind_ = SliceKind::kOther;  // kind of the slice AddSlice added last
+  std::vector<char> device_lanes_;           // per track: it holds device events
+  std::map<std::string, std::string> process_labels_;  // pid -> "GPU 0" (process_labels)
 };
 
 constexpr size_t kNone = std::string::npos;

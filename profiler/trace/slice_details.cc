@@ -64,6 +64,14 @@ std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice
 
 CopyName ParseCopyName(std::string_view name) {
   CopyName copy;
+  // ROCm's copy activities (roctracer): CopyHostToDevice, CopyDeviceToHost, CopyDeviceToDevice.
+  for (const auto& [rocm, kind] : {std::pair{"CopyHostToDevice", "HtoD"}, std::pair{"CopyDeviceToHost", "DtoH"},
+                                   std::pair{"CopyDeviceToDevice", "DtoD"}, std::pair{"CopyHostToHost", "HtoH"}}) {
+    if (name.substr(0, std::string_view(rocm).size()) == rocm) {
+      copy.kind = kind;
+      return copy;
+    }
+  }
   if (name.substr(0, 6) == "MEMCPY") {
     copy.kind = std::string(name.substr(6));
     return copy;

@@ -33,6 +33,8 @@ std::string_view SliceKindName(SliceKind kind) {
     case SliceKind::kCollective: return "collective";
     case SliceKind::kRuntime: return "runtime";
     case SliceKind::kOther: return "other";
+    case SliceKind::kAnnotation: return "annotation";
+    case SliceKind::kSync: return "sync";
   }
   return "other";
 }

@@ -64,8 +64,18 @@ struct Track {
   bool concurrent = false;
 };
 
-enum class SliceKind : uint8_t { kOp, kKernel, kMemcpy, kMemset, kCollective, kRuntime, kOther };
+// kAnnotation: a span that only encloses other work (the profiler's own span, ProfilerStep#N,
+// record_function / user annotations on the host or a GPU stream); kSync: a synchronisation
+// marker (Kineto's cuda_sync). Neither is work: analyses keep them out of busy time, op totals,
+// self-time attribution and stragglers, and show them on their own.
+enum class SliceKind : uint8_t { kOp, kKernel, kMemcpy, kMemset, kCollective, kRuntime, kOther, kAnnotation, kSync };
 std::string_view SliceKindName(SliceKind kind);
+inline bool IsAnnotationOrSync(SliceKind kind) { return kind == SliceKind::kAnnotation || kind == SliceKind::kSync; }
+// Work a GPU does: what busy time, idle gaps and utilisation of a device lane count.
+inline bool IsDeviceWork(SliceKind kind) {
+  return kind == SliceKind::kKernel || kind == SliceKind::kMemcpy || kind == SliceKind::kMemset ||
+         kind == SliceKind::kCollective;
+}
 
 enum SliceFlags : uint8_t {
   // The same record appears on another lane too (TF's /stream:all and /memcpy aggregates):
