@@ -3,6 +3,7 @@
 // gradients summed over ranks by MPI (a sum of two is exact in either order), sparse embedding
 // rows gathered from both ranks. Compared: every step's loss and per-tower losses from the
 // metrics files, and each rank's profiled trace (its own file, worker/task device names).
+// Three ranks against `--devices cpu:3` too: a rank count that divides nothing evenly.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -36,35 +37,37 @@ int RunCommand(const std::string& command) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-TEST(MpiTrainerTest, TwoRanksTrainAsTwoDevicesInOneProcess) {
-  const std::string dir = testing::ScratchDir("mpi_trainer").string();
+// `mpirun -np <ranks> ... --devices cpu:1` against one process with `--devices cpu:<ranks>`.
+void ExpectRanksTrainAsDevicesInOneProcess(int ranks) {
+  const std::string n = std::to_string(ranks);
+  const std::string dir = testing::ScratchDir("mpi_trainer_" + n).string();
   const std::string common = std::string(STEPSCOPE_TRAIN_BINARY) +
                              " --model lstm --config small --batch_size 4 --steps 4"
                              " --warmup_steps 1 --seed 5";
-  ASSERT_EQ(RunCommand(common + " --devices cpu:2 --metrics " + dir + "/one_process.jsonl"), 0);
+  ASSERT_EQ(RunCommand(common + " --devices cpu:" + n + " --metrics " + dir + "/one_process.jsonl"), 0);
   ASSERT_EQ(RunCommand(std::string(STEPSCOPE_MPIEXEC) +
-                " --oversubscribe --allow-run-as-root -np 2 " + common +
+                " --oversubscribe --allow-run-as-root -np " + n + " " + common +
                 " --devices cpu:1 --profile --profile_steps 2 --profile_dir " + dir +
-                "/traces --metrics " + dir + "/two_ranks.jsonl"),
+                "/traces --metrics " + dir + "/ranks.jsonl"),
             0);
   const auto one = ReadSteps(dir + "/one_process.jsonl");
-  const auto two = ReadSteps(dir + "/two_ranks.jsonl");
+  const auto many = ReadSteps(dir + "/ranks.jsonl");
   ASSERT_EQ(one.size(), 4u);
-  ASSERT_EQ(two.size(), 4u);  // rank 0 alone writes the metrics
+  ASSERT_EQ(many.size(), 4u);  // rank 0 alone writes the metrics
   for (size_t s = 0; s < one.size(); ++s) {
-    const double a = one[s]["loss"], b = two[s]["loss"];
+    const double a = one[s]["loss"], b = many[s]["loss"];
     // Losses travel between ranks as floats: equal to float precision.
     EXPECT_NEAR(a, b, 1e-5 * std::abs(a)) << "step " << s + 1;
-    ASSERT_EQ(two[s]["device_losses"].size(), 2u);
-    for (size_t t = 0; t < 2; ++t) {
-      const double ta = one[s]["device_losses"][t], tb = two[s]["device_losses"][t];
+    ASSERT_EQ(many[s]["device_losses"].size(), static_cast<size_t>(ranks));
+    for (size_t t = 0; t < static_cast<size_t>(ranks); ++t) {
+      const double ta = one[s]["device_losses"][t], tb = many[s]["device_losses"][t];
       EXPECT_NEAR(ta, tb, 1e-5 * std::abs(ta)) << "step " << s + 1 << " tower " << t;
     }
   }
   // Later steps see the updated parameters: a different loss, so the updates really matched.
   EXPECT_NE(static_cast<double>(one[0]["loss"]), static_cast<double>(one[3]["loss"]));
 
-  for (int rank = 0; rank < 2; ++rank) {
+  for (int rank = 0; rank < ranks; ++rank) {
     const std::string path = dir + "/traces/lstm_small_step2_rank" + std::to_string(rank) + ".pb";
     auto trace = trace::ReadTrace(path);
     ASSERT_TRUE(trace.ok()) << path << ": " << trace.status().message();
@@ -79,6 +82,10 @@ TEST(MpiTrainerTest, TwoRanksTrainAsTwoDevicesInOneProcess) {
     EXPECT_TRUE(worker_device) << path;
   }
 }
+
+TEST(MpiTrainerTest, TwoRanksTrainAsTwoDevicesInOneProcess) { ExpectRanksTrainAsDevicesInOneProcess(2); }
+
+TEST(MpiTrainerTest, ThreeRanksTrainAsThreeDevicesInOneProcess) { ExpectRanksTrainAsDevicesInOneProcess(3); }
 
 }  // namespace
 }  // namespace stepscope
