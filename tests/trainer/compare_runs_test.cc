@@ -1,6 +1,6 @@
 // `stepscope diff` over steps, validated on the bundled trainer at a small size: an A/A
 // comparison (the same configuration on both sides) flags at most 5% of the compared rows and
-// never trips the gate; an A/B comparison with a known cause (PTB LSTM batch 8 vs 16) finds the
+// never trips the gate; an A/B comparison with a known cause (PTB LSTM batch 10 vs 40) finds the
 // MatMuls, the softmax and the step slower, and nothing faster. The sides run in the order
 // A B B A A B B A, so a drift of the machine's load over the test falls on both alike. The full
 // figures (more steps, ResNet threads, tensor fusion) come from scripts/bench/compare_runs.py.
@@ -89,16 +89,16 @@ TEST(CompareRuns, SameConfigurationFlagsAtMostFivePercent) {
   for (const auto& h : hits) ADD_FAILURE() << "gate tripped by " << h.table << " " << h.row->name;
 }
 
-TEST(CompareRuns, DoubleBatchFindsTheMatMulsAndTheSoftmaxSlower) {
-  const RunDiff diff = Compare({"--model", "lstm", "--batch_size", "8"}, {"--model", "lstm", "--batch_size", "16"},
+TEST(CompareRuns, LargerBatchFindsTheMatMulsAndTheSoftmaxSlower) {
+  const RunDiff diff = Compare({"--model", "lstm", "--batch_size", "10"}, {"--model", "lstm", "--batch_size", "40"},
                                "batch");
   for (const char* op : {"MatMul", "SparseSoftmaxCrossEntropyWithLogits"}) {
     const RunDiffRow* row = Find(diff.by_op_type, op);
     ASSERT_NE(row, nullptr) << op;
     EXPECT_EQ(row->verdict, "regressed") << op << ": " << row->change;
-    EXPECT_GT(row->change, 0.3) << op;
+    EXPECT_GT(row->change, 0.5) << op;
   }
-  EXPECT_EQ(diff.step.verdict, "regressed");
+  EXPECT_EQ(diff.step.verdict, "regressed") << diff.step.change;
   for (const RunDiffRow& r : diff.by_op_type) EXPECT_NE(r.verdict, "improved") << r.name;
   EXPECT_FALSE(analysis::RegressionGate(diff, 10, 0.1e6).empty());
 }
