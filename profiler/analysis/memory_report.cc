@@ -39,6 +39,16 @@ std::vector<AllocatorReport> ComputeMemoryReport(const trace::Trace& trace, size
       report.temp_bytes += node->memory_stats().temp_memory_size();
       report.persistent_bytes += node->memory_stats().persistent_memory_size();
     }
+    trace::NodeReader memory(trace, trace::kNodeMemory);
+    for (uint32_t i = 0; i < trace.slices().size() && trace.has_step_stats(); ++i) {
+      const tf::NodeExecStats* node = memory.Get(i);
+      if (node == nullptr) continue;
+      for (const auto& used : node->memory()) {
+        if (used.allocator_name() != timeline.allocator) continue;
+        report.max_allocator_bytes_in_use = std::max(report.max_allocator_bytes_in_use, used.allocator_bytes_in_use());
+        report.max_op_peak_bytes = std::max(report.max_op_peak_bytes, used.peak_bytes());
+      }
+    }
     report.timeline = std::move(timeline);
     reports.push_back(std::move(report));
   }

@@ -21,6 +21,10 @@ struct AllocatorReport {
   int64_t unattributed_bytes = 0;        // peak bytes no live tensor accounts for (>= 0)
   // From the nodes of the allocator's device (TensorFlow MemoryStats).
   int64_t temp_bytes = 0, persistent_bytes = 0;
+  // The largest figures the producer recorded for this allocator (TensorFlow step stats): the
+  // allocator's own in-use total at a node's end, and what one node held at once. The curve's
+  // peak is never below either.
+  int64_t max_allocator_bytes_in_use = 0, max_op_peak_bytes = 0;
 };
 
 std::vector<AllocatorReport> ComputeMemoryReport(const trace::Trace& trace, size_t top = 10);

@@ -56,6 +56,30 @@ int64_t BytesAt(const std::vector<MemoryPoint>& curve, int64_t time_ns) {
   return it == curve.begin() ? 0 : std::prev(it)->bytes;
 }
 
+std::vector<std::string> CurveSources(std::string_view origin) {
+  std::vector<std::string> sources;
+  while (!origin.empty()) {
+    const size_t plus = origin.find('+');
+    if (plus != 0) sources.emplace_back(origin.substr(0, plus));
+    if (plus == std::string_view::npos) break;
+    origin.remove_prefix(plus + 1);
+  }
+  return sources;
+}
+
+std::string DescribeCurveSources(std::string_view origin) {
+  std::string text;
+  for (const std::string& source : CurveSources(origin)) {
+    std::string name = source;
+    if (source == "allocation_records") name = "allocation records";
+    if (source == "allocator_bytes_in_use") name = "allocator_bytes_in_use samples";
+    if (source == "kineto_memory_events") name = "Kineto [memory] events";
+    if (source == "outputs") name = "output tensors (as timeline.py)";
+    text += (text.empty() ? "" : ", ") + name;
+  }
+  return text.empty() ? "unknown" : text;
+}
+
 namespace {
 
 void SetPeak(AllocatorTimeline& timeline) {
@@ -141,7 +165,10 @@ std::vector<AllocatorTimeline> ComputeMemoryTimelines(const Trace& trace) {
   }
   std::vector<AllocatorTimeline> out;
   out.reserve(by_name.size());
-  for (auto& [name, timeline] : by_name) out.push_back(std::move(timeline));
+  for (auto& [name, timeline] : by_name) {
+    timeline.sources = CurveSources(timeline.origin);
+    out.push_back(std::move(timeline));
+  }
   return out;
 }
 

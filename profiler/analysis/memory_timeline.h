@@ -1,8 +1,10 @@
 // Bytes in use per allocator over time, and what was live at a given instant.
 //
 // Where a curve comes from, best source first:
-//  - the trace's allocator counters: our traces and TensorFlow's allocation_records (anchored on
-//    allocator_bytes_in_use by the importer), PyTorch's `[memory]` events (Total Allocated);
+//  - the trace's allocator counters: our traces and TensorFlow's step stats (the importer builds
+//    them from every figure recorded: allocation_records for the shape, passing through every
+//    allocator_bytes_in_use sample, never below a node's peak_bytes while it runs; `sources`
+//    says which of them an allocator had), PyTorch's `[memory]` events (Total Allocated);
 //  - otherwise, for TensorFlow traces without allocation records, the outputs' allocation
 //    descriptions, as timeline.py does: a tensor is live from its producer's start until the end
 //    of its last consumer (its producer's end when nothing consumed it). Such curves are marked
@@ -13,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "profiler/trace/trace.h"
@@ -41,7 +44,8 @@ struct AllocatorTimeline {
   std::string device;         // device track name (path from the host)
   int32_t device_track = -1;
   bool derived_from_outputs = false;  // true: TF traces without allocation records, curve from outputs as timeline.py does
-  std::string origin;         // "allocation_records", "kineto_memory_events", "outputs", ...
+  std::string origin;         // "allocation_records+allocator_bytes_in_use+peak_bytes", "outputs", ...
+  std::vector<std::string> sources;  // origin split on '+': what the curve came from
   std::vector<MemoryPoint> curve;     // step function, time-sorted, one point per instant
   int64_t peak_bytes = 0, peak_ns = 0;  // the first instant the maximum is reached
 };
@@ -56,6 +60,11 @@ std::vector<LiveTensor> LiveTensorsAt(const trace::Trace& trace, const Allocator
 
 // Every output tensor with an allocation description (StepStats inputs), in slice order.
 std::vector<LiveTensor> TensorsFromOutputs(const trace::Trace& trace);
+
+// The sources named in a curve origin ("allocation_records+allocator_bytes_in_use" -> both).
+std::vector<std::string> CurveSources(std::string_view origin);
+// The same for people: "allocation records, allocator_bytes_in_use samples, peak_bytes".
+std::string DescribeCurveSources(std::string_view origin);
 
 // Value of a step-function curve at time_ns (0 before the first point).
 int64_t BytesAt(const std::vector<MemoryPoint>& curve, int64_t time_ns);

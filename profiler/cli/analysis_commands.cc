@@ -403,8 +403,18 @@ class MemoryCommand : public SingleTraceCommand {
     for (const auto& r : reports) {
       const auto& t = r.timeline;
       out += "\n" + t.allocator + "  (" + (t.device.empty() ? "no device" : t.device) + ")\n";
-      out += "  curve       " + I(static_cast<int64_t>(t.curve.size())) + " points from " + t.origin + "\n";
+      out += "  curve       " + I(static_cast<int64_t>(t.curve.size())) + " points from " +
+             analysis::DescribeCurveSources(t.origin) + "\n";
       out += "  peak        " + FormatBytes(t.peak_bytes) + " at +" + FormatDuration(t.peak_ns - base) + "\n";
+      std::string recorded;
+      if (r.max_allocator_bytes_in_use > 0) {
+        recorded = "allocator_bytes_in_use up to " + FormatBytes(r.max_allocator_bytes_in_use);
+      }
+      if (r.max_op_peak_bytes > 0) {
+        recorded += (recorded.empty() ? "" : ", ") + std::string("one op's peak_bytes up to ") +
+                    FormatBytes(r.max_op_peak_bytes);
+      }
+      if (!recorded.empty()) out += "  recorded    " + recorded + "\n";
       if (r.live_tensors > 0) {
         out += "  live        " + I(r.live_tensors) + " tensors, " + FormatBytes(r.live_requested_bytes) +
                " requested\n";
@@ -448,6 +458,9 @@ class MemoryCommand : public SingleTraceCommand {
                         {"free_ns", tensor.free_ns < 0 ? -1 : tensor.free_ns - base}});
       }
       allocators.push_back({{"allocator", t.allocator}, {"device", t.device}, {"origin", t.origin},
+                            {"sources", t.sources},
+                            {"max_allocator_bytes_in_use", r.max_allocator_bytes_in_use},
+                            {"max_op_peak_bytes", r.max_op_peak_bytes},
                             {"derived_from_outputs", t.derived_from_outputs}, {"peak_bytes", t.peak_bytes},
                             {"peak_at_ns", t.peak_ns - base}, {"live_tensors", r.live_tensors},
                             {"live_requested_bytes", r.live_requested_bytes},

@@ -17,7 +17,9 @@ constexpr int kExitUsage = 2;
 class ConvertCommand : public Command {
  public:
   std::string name() const override { return "convert"; }
-  std::string synopsis() const override { return "IN OUT [--format chrome|tf-timeline|pb|pbtxt]"; }
+  std::string synopsis() const override {
+    return "IN OUT [--format chrome|tf-timeline|pb|pbtxt] [--keep-extensions]";
+  }
   std::string description() const override {
     return "Converts a trace (RunMetadata/StepStats binary or text, Chrome/Kineto JSON, any of them\n"
            "gzipped) into OUT. The format comes from --format or from OUT's extension:\n"
@@ -25,16 +27,22 @@ class ConvertCommand : public Command {
            "chrome: de-duplicated GPU lanes, allocator counters from allocation records, flows,\n"
            "        ns precision (times rebased on the trace start). Gzipped when OUT ends in .gz.\n"
            "tf-timeline: the events TensorFlow's timeline.py writes (show_dataflow, show_memory).\n"
-           "pb/pbtxt: a TensorFlow RunMetadata; step stats inputs are kept losslessly.\n"
+           "pb/pbtxt: a TensorFlow RunMetadata; step stats inputs are kept losslessly (graphs,\n"
+           "        cost graph and session included). pbtxt holds TensorFlow's fields only, so\n"
+           "        TensorFlow's text parser reads it; stepscope's own fields (op_type, kernel,\n"
+           "        memcpy, collective, correlation_id, input, host, rank, stepscope_session) are\n"
+           "        left out and named on stderr unless --keep-extensions (the file is then for\n"
+           "        stepscope: TensorFlow refuses it). .pb always keeps them (TensorFlow skips them).\n"
            "OUT appears complete or not at all.";
   }
   std::vector<FlagSpec> flags() const override {
-    return {{"format", "FORMAT", "chrome (alias perfetto), tf-timeline, pb or pbtxt"}};
+    return {{"format", "FORMAT", "chrome (alias perfetto), tf-timeline, pb or pbtxt"},
+            {"keep-extensions", "", "pbtxt: also write stepscope's fields (for stepscope, not TensorFlow)"}};
   }
   size_t min_positional() const override { return 2; }
   size_t max_positional() const override { return 2; }
 
-  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream& err) const override {
     const std::string& in_path = args.positional[0];
     const std::string& out_path = args.positional[1];
     std::optional<trace::OutputFormat> format;
@@ -50,8 +58,16 @@ class ConvertCommand : public Command {
                                        ".json, .json.gz, .pb or .pbtxt, or pass --format");
       }
     }
+    trace::SerializeOptions options;
+    options.keep_extensions = args.Has("keep-extensions");
+    if (options.keep_extensions && *format != trace::OutputFormat::kRunMetadataText) {
+      return InvalidInput("--keep-extensions applies to pbtxt output only (pb always keeps "
+                          "stepscope's fields)");
+    }
     ASSIGN_OR_RETURN(trace::Trace trace, trace::ReadTrace(in_path));
-    RETURN_IF_ERROR(trace::WriteTrace(trace, out_path, *format));
+    std::vector<std::string> left_out;
+    RETURN_IF_ERROR(trace::WriteTrace(trace, out_path, *format, options, &left_out));
+    for (const std::string& line : left_out) err << "stepscope convert: note: " << line << "\n";
     out << "wrote " << out_path << "\n";
     return Status::Ok();
   }

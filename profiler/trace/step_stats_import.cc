@@ -102,7 +102,7 @@ class Importer {
     info.step = session.step();
     info.rank = session.rank();
     info.clock_sync_ns = session.clock_sync_nanos();
-    info.world_size = session.world_size();
+    info.world_size = session.world_size() > 0 ? session.world_size() : -1;  // 0: not recorded
     info.host = session.host();
     info.producer = session.producer();
     info.dropped_records = session.dropped_records() + session.dropped_gpu_records();
@@ -343,13 +343,24 @@ class Importer {
     }
   }
 
-  // The allocator's true curve: the recorded allocation deltas in time order, anchored so the
-  // level matches allocator_bytes_in_use where the producer recorded it (median offset, which
-  // tolerates microsecond ties between a record and the node end).
+  // The allocator's curve, from every memory figure the producer recorded:
+  //  - allocation_records: the deltas, in time order (frees first at equal times), give the
+  //    shape of the curve between the samples below;
+  //  - allocator_bytes_in_use: the allocator's own total when a node ended, a sample the curve
+  //    passes through (the level is re-anchored on it after that instant's deltas); before the
+  //    first sample the deltas are anchored on it, never below zero;
+  //  - peak_bytes: what a node held at once, a floor on the level during the node (a point is
+  //    raised at the node's start when the curve stays below it).
+  // An allocator with samples but no records gets the samples' step curve. `origin` names the
+  // sources the allocator's curve came from, joined by '+'.
   void AddAllocatorCounters() {
+    struct Floor {
+      int64_t start, end, bytes;
+    };
     struct Series {
       std::vector<std::pair<int64_t, int64_t>> deltas;   // (time ns, bytes)
       std::vector<std::pair<int64_t, int64_t>> in_use;   // (node end ns, bytes)
+      std::vector<Floor> floors;                          // peak_bytes of a node
       int32_t device_track = -1;
     };
     std::map<std::string, Series> by_allocator;
@@ -363,56 +374,120 @@ class Importer {
         for (const auto& record : memory.allocation_records()) {
           series.deltas.emplace_back(MicrosToNanos(record.alloc_micros()), record.alloc_bytes());
         }
+        const int64_t end = a.slice.start_ns + std::max<int64_t>(a.slice.dur_ns, 0);
         if (memory.allocator_bytes_in_use() > 0) {
-          series.in_use.emplace_back(a.slice.start_ns + a.slice.dur_ns,
-                                     memory.allocator_bytes_in_use());
+          series.in_use.emplace_back(end, memory.allocator_bytes_in_use());
         }
+        if (memory.peak_bytes() > 0) series.floors.push_back({a.slice.start_ns, end, memory.peak_bytes()});
       }
     }
     for (auto& [allocator, series] : by_allocator) {
-      if (series.deltas.empty()) continue;
-      // Frees first at equal times, so a same-instant free+alloc never shows a false peak.
-      std::stable_sort(series.deltas.begin(), series.deltas.end(), [](auto& x, auto& y) {
+      if (series.deltas.empty() && series.in_use.empty()) continue;
+      auto by_time_frees_first = [](const auto& x, const auto& y) {
         return x.first != y.first ? x.first < y.first : x.second < y.second;
-      });
-      std::vector<int64_t> cumulative(series.deltas.size());
+      };
+      std::stable_sort(series.deltas.begin(), series.deltas.end(), by_time_frees_first);
+      // Samples at one instant (nodes ending together): the largest comes last and stands.
+      std::stable_sort(series.in_use.begin(), series.in_use.end(), by_time_frees_first);
+      // Level before the first delta: anchored on the first sample (the deltas up to it lead
+      // there), never below zero on the way.
       int64_t level = 0;
       int64_t lowest = 0;
-      for (size_t i = 0; i < series.deltas.size(); ++i) {
+      for (size_t i = 0; i < series.deltas.size() &&
+                         (series.in_use.empty() || series.deltas[i].first <= series.in_use.front().first);
+           ++i) {
         level = SaturatingAdd(level, series.deltas[i].second);
-        cumulative[i] = level;
         lowest = std::min(lowest, level);
       }
-      int64_t baseline = SaturatingSub(0, lowest);  // never below zero
-      if (!series.in_use.empty()) {
-        std::vector<int64_t> offsets;
-        for (const auto& [when, bytes] : series.in_use) {
-          auto it = std::upper_bound(series.deltas.begin(), series.deltas.end(),
-                                     std::make_pair(when, INT64_MAX));
-          const size_t count = static_cast<size_t>(it - series.deltas.begin());
-          offsets.push_back(SaturatingSub(bytes, count == 0 ? 0 : cumulative[count - 1]));
+      int64_t start = SaturatingSub(0, lowest);
+      if (!series.in_use.empty()) start = std::max(start, SaturatingSub(series.in_use.front().second, level));
+      if (series.in_use.empty()) {
+        // No sample: the lowest level over all the deltas is zero at the least.
+        level = 0;
+        lowest = 0;
+        for (const auto& [when, bytes] : series.deltas) {
+          level = SaturatingAdd(level, bytes);
+          lowest = std::min(lowest, level);
         }
-        std::nth_element(offsets.begin(), offsets.begin() + offsets.size() / 2, offsets.end());
-        baseline = std::max(baseline, offsets[offsets.size() / 2]);
+        start = SaturatingSub(0, lowest);
+      }
+      std::vector<int64_t> ts;
+      std::vector<int64_t> values;
+      auto emit = [&](int64_t when, int64_t bytes) {
+        bytes = std::max<int64_t>(bytes, 0);
+        if (!ts.empty() && ts.back() == when) {
+          values.back() = bytes;  // one point per instant: the last value wins
+        } else {
+          ts.push_back(when);
+          values.push_back(bytes);
+        }
+      };
+      level = start;
+      const int64_t first_time = std::min(series.deltas.empty() ? INT64_MAX : series.deltas.front().first,
+                                          series.in_use.empty() ? INT64_MAX : series.in_use.front().first);
+      emit(first_time, level);
+      size_t d = 0;
+      for (size_t k = 0; k <= series.in_use.size(); ++k) {
+        const int64_t until = k < series.in_use.size() ? series.in_use[k].first : INT64_MAX;
+        for (; d < series.deltas.size() && series.deltas[d].first <= until; ++d) {
+          level = std::max<int64_t>(SaturatingAdd(level, series.deltas[d].second), 0);
+          emit(series.deltas[d].first, level);
+        }
+        if (k < series.in_use.size()) {
+          level = series.in_use[k].second;
+          emit(series.in_use[k].first, level);
+        }
+      }
+      // peak_bytes floors: raise the node's start where the curve stays below what it held.
+      std::vector<std::pair<int64_t, int64_t>> raises;
+      for (const Floor& floor : series.floors) {
+        auto first = std::upper_bound(ts.begin(), ts.end(), floor.start);
+        int64_t highest = first == ts.begin() ? 0 : values[static_cast<size_t>(first - ts.begin()) - 1];
+        for (auto it = first; it != ts.end() && *it <= floor.end; ++it) {
+          highest = std::max(highest, values[static_cast<size_t>(it - ts.begin())]);
+        }
+        if (highest < floor.bytes) raises.emplace_back(floor.start, floor.bytes);
+      }
+      if (!raises.empty()) {
+        std::sort(raises.begin(), raises.end());
+        std::vector<int64_t> merged_ts;
+        std::vector<int64_t> merged_values;
+        size_t p = 0;
+        for (const auto& [when, bytes] : raises) {
+          for (; p < ts.size() && ts[p] < when; ++p) {
+            merged_ts.push_back(ts[p]);
+            merged_values.push_back(values[p]);
+          }
+          if (p < ts.size() && ts[p] == when) {
+            values[p] = std::max(values[p], bytes);
+          } else if (!merged_ts.empty() && merged_ts.back() == when) {
+            merged_values.back() = std::max(merged_values.back(), bytes);
+          } else {
+            merged_ts.push_back(when);
+            merged_values.push_back(std::max(bytes, merged_values.empty() ? 0 : merged_values.back()));
+          }
+        }
+        for (; p < ts.size(); ++p) {
+          merged_ts.push_back(ts[p]);
+          merged_values.push_back(values[p]);
+        }
+        ts.swap(merged_ts);
+        values.swap(merged_values);
       }
       CounterSeries counter;
       counter.name = builder_.Intern(allocator);
       counter.track = series.device_track;
       counter.unit = "bytes";
-      counter.origin = series.in_use.empty() ? "allocation_records"
-                                             : "allocation_records+allocator_bytes_in_use";
-      counter.ts_ns.reserve(series.deltas.size() + 1);
-      counter.ts_ns.push_back(series.deltas.front().first);
-      counter.values.push_back(baseline);
-      for (size_t i = 0; i < series.deltas.size(); ++i) {
-        // One sample per instant: later deltas at the same time overwrite the value.
-        if (counter.ts_ns.back() == series.deltas[i].first && i > 0) {
-          counter.values.back() = SaturatingAdd(baseline, cumulative[i]);
-        } else {
-          counter.ts_ns.push_back(series.deltas[i].first);
-          counter.values.push_back(SaturatingAdd(baseline, cumulative[i]));
-        }
-      }
+      std::string origin;
+      auto add_source = [&](bool present, const char* name) {
+        if (present) origin += (origin.empty() ? "" : "+") + std::string(name);
+      };
+      add_source(!series.deltas.empty(), "allocation_records");
+      add_source(!series.in_use.empty(), "allocator_bytes_in_use");
+      add_source(!series.floors.empty(), "peak_bytes");
+      counter.origin = std::move(origin);
+      counter.ts_ns = std::move(ts);
+      counter.values = std::move(values);
       builder_.AddCounter(std::move(counter));
     }
   }

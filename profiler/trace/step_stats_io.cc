@@ -1,6 +1,8 @@
 #include "profiler/trace/step_stats_io.h"
 
 #include <google/protobuf/arena.h>
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/stubs/logging.h>
@@ -9,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <set>
 
 #include "profiler/trace/proto_utf8.h"
@@ -20,9 +23,56 @@ namespace {
 
 namespace pb = google::protobuf;
 
-// Messages whose content we do not model: unknown fields inside them are expected.
+bool IsGraphFile(const pb::FileDescriptor* file) {
+  return file->name() == "stepscope/tf/graph.proto" ||
+         file->name() == "stepscope/tf/graph_debug_info.proto";
+}
+
+// Messages of TensorFlow's graph schema (graph.proto): a field newer than our copy of it is
+// skipped in text (and counted) rather than refused; everywhere else a misspelt field is an error.
 bool IsUnmodelledMessage(std::string_view full_name) {
-  return full_name == "stepscope.tf.GraphDef" || full_name == "stepscope.tf.CostGraphDef";
+  const pb::Descriptor* descriptor =
+      pb::DescriptorPool::generated_pool()->FindMessageTypeByName(std::string(full_name));
+  return descriptor != nullptr && IsGraphFile(descriptor->file());
+}
+
+// stepscope's own fields: numbered >= 1000 in our step stats and RunMetadata messages.
+bool IsStepscopeField(const pb::FieldDescriptor* field) {
+  return field->number() >= 1000 && !IsGraphFile(field->file());
+}
+
+// What text output leaves out, by kind, with counts.
+struct LeftOut {
+  std::map<std::string, int64_t> extensions;  // "NodeExecStats.op_type" -> count
+  std::map<std::string, int64_t> unknown;     // "NodeExecStats #7" -> count
+};
+
+// Walks a message tree: counts unknown fields and (when `strip`) clears stepscope's fields.
+void StripForText(pb::Message& message, bool strip, LeftOut& left_out) {
+  const pb::Reflection* reflection = message.GetReflection();
+  const pb::UnknownFieldSet& unknown = reflection->GetUnknownFields(message);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    ++left_out.unknown[message.GetDescriptor()->name() + " #" + std::to_string(unknown.field(i).number())];
+  }
+  std::vector<const pb::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const pb::FieldDescriptor* field : fields) {
+    if (strip && IsStepscopeField(field)) {
+      const int64_t count = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
+      left_out.extensions[message.GetDescriptor()->name() + "." + field->name()] += count;
+      reflection->ClearField(&message, field);
+      continue;
+    }
+    if (field->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    if (field->is_repeated()) {
+      const int size = reflection->FieldSize(message, field);
+      for (int i = 0; i < size; ++i) {
+        StripForText(*reflection->MutableRepeatedMessage(&message, field, i), strip, left_out);
+      }
+    } else {
+      StripForText(*reflection->MutableMessage(&message, field), strip, left_out);
+    }
+  }
 }
 
 // Collects text-format errors (first one wins) and unknown-field warnings. The parser reports
@@ -245,15 +295,47 @@ StatusOr<ParsedStepStats> ParseStepStats(std::string_view bytes, const std::stri
 }
 
 StatusOr<std::string> SerializeRunMetadata(const tf::RunMetadata& metadata,
-                                           StepStatsEncoding encoding) {
+                                           StepStatsEncoding encoding,
+                                           const SerializeOptions& options,
+                                           std::vector<std::string>* left_out) {
   std::string out;
   if (encoding == StepStatsEncoding::kBinary) {
-    if (!metadata.SerializeToString(&out)) return Internal("serialising RunMetadata failed");
+    // Deterministic: map entries (thread_names, attrs) in key order, so that the same trace
+    // always gives the same bytes and pb -> pbtxt -> pb is the identity.
+    {
+      pb::io::StringOutputStream stream(&out);
+      pb::io::CodedOutputStream coded(&stream);
+      coded.SetSerializationDeterministic(true);
+      if (!metadata.SerializeToCodedStream(&coded)) return Internal("serialising RunMetadata failed");
+    }
     return out;
   }
+  // Text: numbered unknown fields would not parse back (in TensorFlow or here), and stepscope's
+  // fields are unknown to TensorFlow unless asked for; both are left out and named.
+  tf::RunMetadata copy;
+  copy.CopyFrom(metadata);
+  LeftOut dropped;
+  StripForText(copy, !options.keep_extensions, dropped);
   pb::TextFormat::Printer printer;
-  printer.SetHideUnknownFields(true);  // numbered unknown fields would not parse back in TF
-  if (!printer.PrintToString(metadata, &out)) return Internal("printing RunMetadata failed");
+  printer.SetHideUnknownFields(true);
+  if (!printer.PrintToString(copy, &out)) return Internal("printing RunMetadata failed");
+  if (left_out != nullptr) {
+    auto list = [](const std::map<std::string, int64_t>& counts) {
+      std::string text;
+      for (const auto& [name, count] : counts) {
+        text += (text.empty() ? "" : ", ") + name + " (" + std::to_string(count) + ")";
+      }
+      return text;
+    };
+    if (!dropped.extensions.empty()) {
+      left_out->push_back("stepscope fields left out so that TensorFlow can parse the text: " +
+                          list(dropped.extensions) + "; --keep-extensions keeps them");
+    }
+    if (!dropped.unknown.empty()) {
+      left_out->push_back("unknown binary fields left out (text cannot carry them; .pb keeps them): " +
+                          list(dropped.unknown));
+    }
+  }
   return out;
 }
 

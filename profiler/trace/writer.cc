@@ -58,7 +58,9 @@ std::shared_ptr<const tf::RunMetadata> RunMetadataFor(const Trace& trace) {
   return metadata;
 }
 
-StatusOr<std::string> Serialize(const Trace& trace, OutputFormat format) {
+StatusOr<std::string> Serialize(const Trace& trace, OutputFormat format,
+                                const SerializeOptions& options,
+                                std::vector<std::string>* left_out) {
   switch (format) {
     case OutputFormat::kPerfettoJson: return ExportPerfettoJson(trace);
     case OutputFormat::kTfTimelineJson: return ExportTfTimelineJson(trace);
@@ -67,14 +69,16 @@ StatusOr<std::string> Serialize(const Trace& trace, OutputFormat format) {
       const auto metadata = RunMetadataFor(trace);
       return SerializeRunMetadata(*metadata, format == OutputFormat::kRunMetadataBinary
                                                  ? StepStatsEncoding::kBinary
-                                                 : StepStatsEncoding::kText);
+                                                 : StepStatsEncoding::kText,
+                                  options, left_out);
     }
   }
   return Internal("unknown output format");
 }
 
-Status WriteTrace(const Trace& trace, const std::string& path, OutputFormat format) {
-  ASSIGN_OR_RETURN(std::string bytes, Serialize(trace, format));
+Status WriteTrace(const Trace& trace, const std::string& path, OutputFormat format,
+                  const SerializeOptions& options, std::vector<std::string>* left_out) {
+  ASSIGN_OR_RETURN(std::string bytes, Serialize(trace, format, options, left_out));
   const bool gzip = EndsWith(path, ".gz");
   return WriteFileAtomically(path, bytes, gzip);
 }

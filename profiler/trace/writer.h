@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "profiler/trace/chrome_writer.h"
+#include "profiler/trace/step_stats_io.h"
 #include "profiler/trace/trace.h"
 
 namespace stepscope::tf {
@@ -23,10 +24,15 @@ std::optional<OutputFormat> ParseOutputFormat(std::string_view name);
 // From the extension: .json/.json.gz -> chrome, .pb -> pb, .pbtxt -> pbtxt.
 std::optional<OutputFormat> OutputFormatFromPath(std::string_view path);
 
-// The bytes of `trace` in `format` (JSON output gzip-compressed when `gzip`).
-StatusOr<std::string> Serialize(const Trace& trace, OutputFormat format);
+// The bytes of `trace` in `format`. `options` and `left_out` as for SerializeRunMetadata
+// (pb/pbtxt output; `left_out` names what text output could not carry).
+StatusOr<std::string> Serialize(const Trace& trace, OutputFormat format,
+                                const SerializeOptions& options = {},
+                                std::vector<std::string>* left_out = nullptr);
 
-Status WriteTrace(const Trace& trace, const std::string& path, OutputFormat format);
+Status WriteTrace(const Trace& trace, const std::string& path, OutputFormat format,
+                  const SerializeOptions& options = {},
+                  std::vector<std::string>* left_out = nullptr);
 
 // The RunMetadata for pb/pbtxt output: the source's own (lossless) or, for traces from other
 // formats, one built from the slices (device = track, node = slice, op_type extension set).

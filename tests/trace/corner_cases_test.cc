@@ -48,7 +48,7 @@ TEST(CornerCasesTest, MemoryPrefixedLabelsStillGiveTheOpType) {
   for (const auto& a : summary.allocators) {
     if (a.allocator != "GPU_0_bfc") continue;
     gpu_bfc = true;
-    EXPECT_EQ(a.curve_origin, "allocation_records+allocator_bytes_in_use");
+    EXPECT_EQ(a.curve_origin, "allocation_records+allocator_bytes_in_use+peak_bytes");
     EXPECT_GT(a.peak_bytes, 0);
   }
   EXPECT_TRUE(gpu_bfc);
@@ -79,11 +79,16 @@ TEST(CornerCasesTest, ZeroDurationsAndOutputsWithoutAllocations) {
   }
 }
 
-TEST(CornerCasesTest, QuirksLoadWithUnmodelledRunMetadataContent) {
+TEST(CornerCasesTest, QuirksLoadWithGraphsAndCostGraph) {
   const Trace trace = Load("quirks.pbtxt");
-  // cost_graph / partition_graphs / function_graphs content is skipped, and counted.
-  EXPECT_GT(trace.import_stats().Get("unmodelled_text_fields_skipped"), 0);
-  EXPECT_TRUE(trace.LoadRunMetadata()->has_session_metadata());
+  // cost_graph / partition_graphs / function_graphs are TensorFlow's schema: read and kept.
+  EXPECT_EQ(trace.import_stats().Get("unmodelled_text_fields_skipped"), 0);
+  const auto metadata = trace.LoadRunMetadata();
+  EXPECT_TRUE(metadata->has_session_metadata());
+  ASSERT_EQ(metadata->partition_graphs_size(), 1);
+  EXPECT_EQ(metadata->partition_graphs(0).node(0).op(), "Const");
+  EXPECT_EQ(metadata->cost_graph().node(0).compute_cost(), 2);
+  EXPECT_EQ(metadata->function_graphs(0).partition_graphs(0).node(0).name(), "f0");
   EXPECT_EQ(trace.slices().size(), 13u);
 }
 
