@@ -1,6 +1,9 @@
 #include "profiler/analysis/memory_report.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
 
 #include "profiler/trace/node_store.h"
 #include "stepscope/tf/run_metadata.pb.h"
@@ -9,6 +12,21 @@ namespace stepscope::analysis {
 
 std::vector<AllocatorReport> ComputeMemoryReport(const trace::Trace& trace, size_t top) {
   std::vector<AllocatorReport> reports;
+  // What the producer recorded per allocator (one pass over the nodes that hold memory figures):
+  // the largest allocator_bytes_in_use and the largest peak_bytes of one node.
+  std::map<std::string, std::pair<int64_t, int64_t>> recorded;
+  if (trace.has_step_stats()) {
+    trace::NodeReader memory(trace, trace::kNodeMemory);
+    for (uint32_t i = 0; i < trace.slices().size(); ++i) {
+      const tf::NodeExecStats* node = memory.Get(i);
+      if (node == nullptr) continue;
+      for (const auto& used : node->memory()) {
+        auto& [in_use, peak] = recorded[used.allocator_name()];
+        in_use = std::max(in_use, used.allocator_bytes_in_use());
+        peak = std::max(peak, used.peak_bytes());
+      }
+    }
+  }
   for (AllocatorTimeline& timeline : ComputeMemoryTimelines(trace)) {
     AllocatorReport report;
     report.live_at_peak = LiveTensorsAt(trace, timeline, timeline.peak_ns);
@@ -39,15 +57,9 @@ std::vector<AllocatorReport> ComputeMemoryReport(const trace::Trace& trace, size
       report.temp_bytes += node->memory_stats().temp_memory_size();
       report.persistent_bytes += node->memory_stats().persistent_memory_size();
     }
-    trace::NodeReader memory(trace, trace::kNodeMemory);
-    for (uint32_t i = 0; i < trace.slices().size() && trace.has_step_stats(); ++i) {
-      const tf::NodeExecStats* node = memory.Get(i);
-      if (node == nullptr) continue;
-      for (const auto& used : node->memory()) {
-        if (used.allocator_name() != timeline.allocator) continue;
-        report.max_allocator_bytes_in_use = std::max(report.max_allocator_bytes_in_use, used.allocator_bytes_in_use());
-        report.max_op_peak_bytes = std::max(report.max_op_peak_bytes, used.peak_bytes());
-      }
+    if (auto it = recorded.find(timeline.allocator); it != recorded.end()) {
+      report.max_allocator_bytes_in_use = it->second.first;
+      report.max_op_peak_bytes = it->second.second;
     }
     report.timeline = std::move(timeline);
     reports.push_back(std::move(report));
