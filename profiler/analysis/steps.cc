@@ -102,7 +102,10 @@ namespace {
 std::vector<StepOpTotal> Totals(const std::vector<OpStatsRow>& rows) {
   std::vector<StepOpTotal> totals;
   totals.reserve(rows.size());
-  for (const OpStatsRow& r : rows) totals.push_back({r.name, r.op_type, r.where, r.total_ns, r.count});
+  for (const OpStatsRow& r : rows) {
+    if (r.kind == "kernel") continue;  // kernels are a table of their own, by normalised name
+    totals.push_back({r.name, r.op_type, r.where, r.total_ns, r.count});
+  }
   return totals;
 }
 
@@ -205,7 +208,9 @@ StatusOr<std::vector<Step>> CollectSteps(const std::vector<std::string>& paths) 
   for (const std::string& file : files) {
     ASSIGN_OR_RETURN(Trace trace, trace::ReadTrace(file));
     const trace::StepInfo& info = trace.step_info();
-    if (info.step >= 0 && info.rank >= 0 && !trace.slices().empty()) {
+    // Only traces of a run with several ranks wait for their step's other ranks; the others are
+    // reduced to their steps' totals at once, so memory holds one trace at a time.
+    if (info.step >= 0 && info.rank >= 0 && info.world_size > 1 && !trace.slices().empty()) {
       by_step[info.step].push_back(std::move(trace));
       continue;
     }
