@@ -216,6 +216,11 @@ std::string DiffText(const RunDiff& d, size_t top) {
     out += "note   with " + I(static_cast<int64_t>(d.steps_a)) + " and " + I(static_cast<int64_t>(d.steps_b)) +
            " steps the smallest possible p is " + P(d.min_p) + ": no change can be shown with confidence\n";
   }
+  if (d.confident && (d.runs_a < 2 || d.runs_b < 2)) {
+    out += "note   one run on " + std::string(d.runs_a < 2 && d.runs_b < 2 ? "each side" : d.runs_a < 2 ? "side A" : "side B") +
+           ": a difference between whole runs (the machine's load while each ran) looks like a change here;\n"
+           "       give several runs per side (docs/compare.md)\n";
+  }
   out += "op types  " + Counts(d.by_op_type) + "\n";
   out += "nodes     " + Counts(d.by_node) + "\n";
   if (!d.by_kernel.empty()) out += "kernels   " + Counts(d.by_kernel) + "\n";
