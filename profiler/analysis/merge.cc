@@ -120,7 +120,7 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
   for (const Trace& t : traces) {
     if (t.has_step_stats()) metadata = std::make_shared<tf::RunMetadata>();
   }
-  int32_t world_size = 0;
+  int32_t world_size = -1;  // unknown unless some input knows it
   std::vector<std::pair<int64_t, int64_t>> absolute_spans;
   for (size_t i = 0; i < traces.size(); ++i) {
     const Trace& input = traces[i];

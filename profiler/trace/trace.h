@@ -128,7 +128,7 @@ struct CounterSeries {
 struct StepInfo {
   int64_t step = -1;
   int32_t rank = -1;
-  int32_t world_size = 0;
+  int32_t world_size = -1;  // -1 when unknown, as step and rank
   std::string host;
   std::string producer;
   uint64_t dropped_records = 0;

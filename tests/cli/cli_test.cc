@@ -2,10 +2,19 @@
 // message naming the file for every kind of bad input, with nothing left at the output path.
 #include "profiler/cli/cli.h"
 
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 #include <sstream>
 
 #include "base/file_io.h"
@@ -51,21 +60,150 @@ TEST(CliTest, HelpEverywhere) {
   EXPECT_EQ(RunStepscope({"convert", "only-one-arg"}).code, 2);
 }
 
+// The keys of docs/summary-json.md and their JSON types: an object's members, or the members of
+// every entry of an array of objects. `import` holds named counts (open-ended names).
+enum class JsonType { kString, kInt, kNumber, kBool, kObject, kArrayOfObjects, kNamedCounts };
+struct DocumentedKey {
+  const char* name;
+  JsonType type;
+  std::vector<DocumentedKey> members = {};
+};
+
+const std::vector<DocumentedKey>& SummaryJsonSchema() {
+  using enum JsonType;
+  static const std::vector<DocumentedKey> schema = {
+      {"schema", kString},
+      {"source", kString},
+      {"format", kString},
+      {"step", kObject,
+       {{"step", kInt}, {"rank", kInt}, {"world_size", kInt}, {"host", kString}, {"producer", kString}}},
+      {"epoch_ns", kInt},
+      {"span_ns", kInt},
+      {"nodes", kInt},
+      {"devices", kArrayOfObjects,
+       {{"name", kString}, {"kind", kString}, {"nodes", kInt}, {"aggregate_duplicates", kBool}}},
+      {"busy", kArrayOfObjects,
+       {{"device", kString}, {"lanes", kString}, {"slices", kInt}, {"busy_ns", kInt}, {"utilisation", kNumber},
+        {"streams", kArrayOfObjects, {{"stream", kString}, {"slices", kInt}, {"busy_ns", kInt}, {"utilisation", kNumber}}}}},
+      {"annotations", kArrayOfObjects, {{"lane", kString}, {"kind", kString}, {"slices", kInt}, {"span_ns", kInt}}},
+      {"op_types", kArrayOfObjects,
+       {{"op_type", kString}, {"where", kString}, {"count", kInt}, {"total_ns", kInt}, {"mean_ns", kInt}}},
+      {"memcpy", kArrayOfObjects,
+       {{"kind", kString}, {"count", kInt}, {"bytes", kInt}, {"total_ns", kInt}, {"bandwidth_gbps", kNumber},
+        {"bandwidth_from", kString}}},
+      {"allocators", kArrayOfObjects,
+       {{"allocator", kString},
+        {"curve_origin", kString},
+        {"peak_bytes", kInt},
+        {"peak_at_ns", kInt},
+        {"samples", kInt},
+        {"live_tensors_at_peak", kInt},
+        {"largest_live_tensors", kArrayOfObjects,
+         {{"name", kString}, {"bytes", kInt}, {"producer_op", kString}, {"created_ns", kInt}, {"released_ns", kInt}}}}},
+      {"import", kNamedCounts},
+  };
+  return schema;
+}
+
+// `object` has exactly the documented keys (none missing, none undocumented), each of its type;
+// arrays are checked entry by entry.
+void ExpectDocumentedObject(const nlohmann::json& object, const std::vector<DocumentedKey>& keys,
+                            const std::string& where) {
+  ASSERT_TRUE(object.is_object()) << where;
+  std::set<std::string> expected, actual;
+  for (const DocumentedKey& key : keys) expected.insert(key.name);
+  for (const auto& [name, value] : object.items()) actual.insert(name);
+  for (const std::string& name : expected) EXPECT_TRUE(actual.count(name)) << where << "." << name << " is documented but missing";
+  for (const std::string& name : actual) EXPECT_TRUE(expected.count(name)) << where << "." << name << " is not documented";
+  for (const DocumentedKey& key : keys) {
+    if (!object.contains(key.name)) continue;
+    const nlohmann::json& value = object[key.name];
+    const std::string path = where + "." + key.name;
+    switch (key.type) {
+      case JsonType::kString: EXPECT_TRUE(value.is_string()) << path; break;
+      case JsonType::kInt: EXPECT_TRUE(value.is_number_integer()) << path << " = " << value; break;
+      case JsonType::kNumber: EXPECT_TRUE(value.is_number()) << path; break;
+      case JsonType::kBool: EXPECT_TRUE(value.is_boolean()) << path; break;
+      case JsonType::kObject: ExpectDocumentedObject(value, key.members, path); break;
+      case JsonType::kArrayOfObjects:
+        ASSERT_TRUE(value.is_array()) << path;
+        for (size_t i = 0; i < value.size(); ++i) {
+          ExpectDocumentedObject(value[i], key.members, path + "[" + std::to_string(i) + "]");
+        }
+        break;
+      case JsonType::kNamedCounts:
+        ASSERT_TRUE(value.is_object()) << path;
+        for (const auto& [name, count] : value.items()) EXPECT_TRUE(count.is_number_integer()) << path << "." << name;
+        break;
+    }
+  }
+}
+
+// The schema above is the one docs/summary-json.md gives: its table has exactly these top-level
+// keys, and each row names its nested keys.
+TEST(CliTest, SummaryJsonSchemaIsTheDocumentedOne) {
+  const auto doc = ReadFile(DataPath("../../docs/summary-json.md"));
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  std::map<std::string, std::string> rows;  // key -> the rest of its table row
+  std::istringstream in(*doc);
+  const std::regex row(R"re(^\| `([a-z_]+)` \|(.*)$)re");
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (std::regex_match(line, m, row)) rows[m[1]] = m[2];
+  }
+  std::set<std::string> documented, tested;
+  for (const auto& [key, text] : rows) documented.insert(key);
+  for (const DocumentedKey& key : SummaryJsonSchema()) tested.insert(key.name);
+  EXPECT_EQ(documented, tested);
+  for (const DocumentedKey& key : SummaryJsonSchema()) {
+    std::vector<std::pair<std::string, const DocumentedKey*>> nested;
+    for (const DocumentedKey& member : key.members) nested.emplace_back(key.name, &member);
+    for (size_t i = 0; i < nested.size(); ++i) {  // largest_live_tensors' members too
+      for (const DocumentedKey& member : nested[i].second->members) nested.emplace_back(key.name, &member);
+    }
+    for (const auto& [top, member] : nested) {
+      EXPECT_NE(rows[top].find(std::string("`") + member->name + "`"), std::string::npos)
+          << top << "." << member->name << " is not in the docs' row for " << top;
+    }
+  }
+}
+
+// Every documented key, nested ones included, with its type; nothing undocumented.
 TEST(CliTest, SummaryJsonHasTheDocumentedKeys) {
-  const Result r = RunStepscope({"summary", DataPath("ptb_lstm_tf1_gpu_step.pbtxt"), "--json"});
+  const std::string in = DataPath("ptb_lstm_tf1_gpu_step.pbtxt");
+  const Result r = RunStepscope({"summary", in, "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
+  ExpectDocumentedObject(doc, SummaryJsonSchema(), "summary");
+  EXPECT_EQ(doc["schema"], "stepscope.summary/1");
+  EXPECT_EQ(doc["source"], in);
+  EXPECT_EQ(doc["format"], "StepStats (text)");
+  // A TensorFlow step has no stepscope session record: every field says unknown (-1 or empty).
+  EXPECT_EQ(doc["step"], nlohmann::json({{"step", -1}, {"rank", -1}, {"world_size", -1}, {"host", ""}, {"producer", ""}}));
   EXPECT_EQ(doc["nodes"], 2087);
   ASSERT_EQ(doc["devices"].size(), 7u);
   int64_t total = 0;
-  for (const auto& device : doc["devices"]) {
-    EXPECT_TRUE(device.contains("name"));
-    total += device["nodes"].get<int64_t>();
-  }
+  for (const auto& device : doc["devices"]) total += device["nodes"].get<int64_t>();
   EXPECT_EQ(total, 2087);
-  for (const char* key : {"schema", "span_ns", "busy", "op_types", "memcpy", "allocators", "import"}) {
-    EXPECT_TRUE(doc.contains(key)) << key;
+  // The input exercises every nested key but `annotations`' (below): no array here is empty.
+  for (const char* array : {"devices", "busy", "op_types", "memcpy", "allocators", "import"}) {
+    EXPECT_FALSE(doc[array].empty()) << array;
   }
+  bool some_live_tensors = false, some_streams = false;
+  for (const auto& allocator : doc["allocators"]) some_live_tensors |= !allocator["largest_live_tensors"].empty();
+  for (const auto& busy : doc["busy"]) some_streams |= !busy["streams"].empty();
+  EXPECT_TRUE(some_live_tensors);
+  EXPECT_TRUE(some_streams);
+
+  // A PyTorch profiler trace: annotations, and the session facts Kineto records.
+  const std::string kineto = DataPath("analysis/kineto_small.json");
+  const Result k = RunStepscope({"summary", kineto, "--json"});
+  ASSERT_EQ(k.code, 0) << k.err;
+  const auto kineto_doc = nlohmann::json::parse(k.out);
+  ExpectDocumentedObject(kineto_doc, SummaryJsonSchema(), "summary(kineto)");
+  EXPECT_FALSE(kineto_doc["annotations"].empty());
+  EXPECT_EQ(kineto_doc["step"]["rank"], 1);
+  EXPECT_EQ(kineto_doc["step"]["world_size"], 2);
 }
 
 TEST(CliTest, SummaryTextNamesTheEssentials) {
@@ -156,13 +294,71 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// RunCli in a child process; as root the child first drops to nobody (65534), for whom file
+// permissions hold. `code` is kCannotDropPrivileges when the drop itself was refused.
+constexpr int kCannotDropPrivileges = 100;
+
+Result RunStepscopeUnprivileged(const std::vector<std::string>& args) {
+  int fds[2];
+  if (::pipe(fds) != 0) return {-1, "", std::string("pipe: ") + std::strerror(errno)};
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t child = ::fork();
+  if (child < 0) return {-1, "", std::string("fork: ") + std::strerror(errno)};
+  if (child == 0) {
+    ::close(fds[0]);
+    int code = kCannotDropPrivileges;
+    std::string err;
+    if (::geteuid() == 0 && (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0)) {
+      err = std::string("cannot drop to uid/gid 65534: ") + std::strerror(errno);
+    } else if (::geteuid() == 0) {
+      err = "still root after setuid";
+    } else {
+      const Result r = RunStepscope(args);
+      code = r.code;
+      err = r.err;
+    }
+    const std::string message = std::to_string(code) + "\n" + err;
+    for (size_t done = 0; done < message.size();) {
+      const ssize_t n = ::write(fds[1], message.data() + done, message.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string message;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    message.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+  const size_t newline = message.find('\n');
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || newline == std::string::npos) {
+    return {-1, "", "child died (status " + std::to_string(status) + "): " + message};
+  }
+  return {std::stoi(message.substr(0, newline)), "", message.substr(newline + 1)};
+}
+
+// A file the user may not read: exit 2 and one message naming the file and the reason. Root
+// reads any file, so as root the CLI runs in a child that has dropped to nobody, on a mode-000
+// file in a directory nobody can traverse.
 TEST(CliTest, UnreadableFile) {
-  if (::geteuid() == 0) GTEST_SKIP() << "root reads any file; permission errors cannot occur";
   const std::string in = WriteInput("locked.pb", "x");
-  std::filesystem::permissions(in, std::filesystem::perms::none);
-  const Result r = RunStepscope({"summary", in});
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find(in), std::string::npos);
+  namespace fs = std::filesystem;
+  fs::permissions(fs::path(in).parent_path(), fs::perms::others_exec | fs::perms::group_exec,
+                  fs::perm_options::add);
+  fs::permissions(in, fs::perms::none);
+  const Result r = RunStepscopeUnprivileged({"summary", in});
+  if (r.code == kCannotDropPrivileges) GTEST_SKIP() << r.err;
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(in + ": "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one message: " << r.err;
 }
 
 TEST(CliTest, BadFormatOrExtensionIsUsageError) {
