@@ -143,7 +143,7 @@ constexpr std::string_view kProfilerStep = "ProfilerStep#";
 
 }  // namespace
 
-std::vector<Step> StepsOfTrace(const Trace& trace) {
+std::vector<Step> StepsOfTrace(const Trace& trace, bool with_totals) {
   std::vector<Step> steps;
   if (trace.slices().empty()) return steps;
   // Kineto's step markers: one window per step number (the first span seen of each).
@@ -169,7 +169,7 @@ std::vector<Step> StepsOfTrace(const Trace& trace) {
     step.begin_ns = trace.span_begin_ns();
     step.end_ns = trace.span_end_ns();
     step.duration_ns = step.end_ns - step.begin_ns;
-    FillTotals(trace, step, /*whole=*/true);
+    if (with_totals) FillTotals(trace, step, /*whole=*/true);
     steps.push_back(std::move(step));
     return steps;
   }
@@ -182,7 +182,7 @@ std::vector<Step> StepsOfTrace(const Trace& trace) {
     step.begin_ns = slice->start_ns;
     step.end_ns = slice->end_ns();
     step.duration_ns = slice->dur_ns;
-    FillTotals(trace, step, /*whole=*/false);
+    if (with_totals) FillTotals(trace, step, /*whole=*/false);
     steps.push_back(std::move(step));
   }
   std::sort(steps.begin(), steps.end(), [](const Step& x, const Step& y) { return x.begin_ns < y.begin_ns; });

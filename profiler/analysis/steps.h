@@ -48,11 +48,14 @@ struct Step {
   std::string run;
   int64_t begin_ns = 0, end_ns = 0;  // the window in its trace's time
   int64_t duration_ns = 0;
-  std::vector<StepOpTotal> op_types, nodes, kernels;  // kernels: by normalised name
+  // Kernels are not in op_types and nodes: they are in kernels, by normalised name, so a kernel
+  // renamed between runs (other template arguments) is one row, not a new one and a gone one.
+  std::vector<StepOpTotal> op_types, nodes, kernels;
 };
 
-// The steps of one trace, in time order; none when the trace has no slices.
-std::vector<Step> StepsOfTrace(const trace::Trace& trace);
+// The steps of one trace, in time order; none when the trace has no slices. Without
+// `with_totals` only the windows and durations are found (no op statistics are computed).
+std::vector<Step> StepsOfTrace(const trace::Trace& trace, bool with_totals = true);
 
 // Every step in the files and directories given (directories: every trace file in them), sorted
 // by step number then source. Fails naming the file when one cannot be read or holds no step.

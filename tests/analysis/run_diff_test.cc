@@ -224,6 +224,13 @@ TEST(Steps, ProfilerStepSpansAreStepWindows) {
   EXPECT_EQ(steps[1].kernels[0].name, "gemm<>");
   EXPECT_EQ(steps[1].kernels[0].total_ns, 500'000);  // clipped at the step's end
   EXPECT_EQ(steps[2].kernels[0].total_ns, 300'000);  // 200 us of step 2's kernel spill in, clipped
+  // Windows only: the same steps, no totals.
+  const std::vector<Step> windows = StepsOfTrace(trace, /*with_totals=*/false);
+  ASSERT_EQ(windows.size(), 4u);
+  EXPECT_EQ(windows[2].duration_ns, 2'000'000);
+  EXPECT_EQ(windows[2].begin_ns, steps[2].begin_ns);
+  EXPECT_TRUE(windows[2].op_types.empty());
+  EXPECT_TRUE(windows[2].kernels.empty());
 }
 
 TEST(Steps, OutlierStepNamesWhatDeviated) {

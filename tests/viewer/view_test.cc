@@ -4,6 +4,7 @@
 #include <QImage>
 #include <QStandardPaths>
 #include <QTabWidget>
+#include <QTableWidget>
 #include <QToolTip>
 #include <QtTest/QtTest>
 #include <filesystem>
@@ -431,6 +432,51 @@ class ViewTest : public QObject {
     QTest::qWait(200);
     QCOMPARE(window_->document_count(), before + 1);
     QVERIFY(window_->document(before)->document().path().ends_with("pytorch_kineto_alexnet_train.json.gz"));
+  }
+
+  // Six ProfilerStep#N spans of 1 ms, step 4 of 3 ms (its aten::mm 2.5 ms instead of 0.3 ms): the
+  // steps pane lists them, marks step 4 as the outlier with aten::mm as what deviated most, and a
+  // double click zooms the timeline to the step.
+  void StepsPaneListsStepsAndZoomsToOne() {
+    QCOMPARE(doc_->steps_table()->rowCount(), 1);  // a RunMetadata without markers is one step
+    QVERIFY(doc_->steps_caption().startsWith("1 steps"));
+    const QString path = scratch_ + "/steps.json";
+    {
+      std::ofstream out(path.toStdString());
+      out << "{\"traceEvents\": [\n";
+      double t = 1000;
+      for (int step = 1; step <= 6; ++step) {
+        const double length = step == 4 ? 3000 : 1000, mm = step == 4 ? 2500 : 300 + step;
+        out << (step > 1 ? ",\n" : "") << "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#" << step
+            << "\", \"pid\": 1, \"tid\": 1, \"ts\": " << t << ", \"dur\": " << length << "},\n"
+            << "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, \"ts\": " << t + 10
+            << ", \"dur\": " << mm << "}";
+        t += length;
+      }
+      out << "\n]}\n";
+    }
+    const int before = window_->document_count();
+    window_->Open({path});
+    window_->loader()->WaitForIdle();
+    QCOMPARE(window_->document_count(), before + 1);
+    DocumentView* view = window_->document(before);
+    QVERIFY(view->analysed());
+    QTableWidget* table = view->steps_table();
+    QCOMPARE(table->rowCount(), 6);
+    QCOMPARE(table->item(3, DocumentView::kStepNumber)->text(), QString("4"));
+    QCOMPARE(table->item(3, DocumentView::kStepDuration)->text(), QString("3.000 ms"));
+    QCOMPARE(table->item(3, DocumentView::kStepOutlier)->text(), QString("outlier"));
+    QVERIFY2(table->item(3, DocumentView::kStepCause)->text().contains("aten::mm"),
+             qPrintable(table->item(3, DocumentView::kStepCause)->text()));
+    for (int row : {0, 1, 2, 4, 5}) QVERIFY(table->item(row, DocumentView::kStepOutlier)->text().isEmpty());
+    QVERIFY2(view->steps_caption().startsWith("6 steps: median 1.000 ms"), qPrintable(view->steps_caption()));
+    QVERIFY(view->steps_caption().contains("1 outliers"));
+    // Step 4 runs from +3 ms to +6 ms of the trace (times relative to its start).
+    view->ZoomToStep(3);
+    const double begin = view->axis()->begin_ns(), end = view->axis()->end_ns();
+    const double step_begin = static_cast<double>(view->document().trace().span_begin_ns()) + 3e6;
+    QVERIFY2(begin < step_begin && begin > step_begin - 0.1e6, qPrintable(QString::number(begin)));
+    QVERIFY2(end > step_begin + 3e6 && end < step_begin + 3.1e6, qPrintable(QString::number(end)));
   }
 
  private:

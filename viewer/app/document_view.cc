@@ -10,12 +10,15 @@
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTreeView>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
+#include <cmath>
 
 #include "base/check.h"
+#include "profiler/analysis/statistics.h"
 #include "viewer/memory/memory_panel.h"
 #include "viewer/models/csv.h"
 #include "viewer/models/op_stats_model.h"
@@ -62,6 +65,19 @@ std::span<const DocumentView::PaneSpec> DocumentView::Panes() {
        .analyse = [](const TraceDocument& document,
                      DocumentAnalysis& into) { into.memory = analysis::ComputeMemoryTimelines(document.trace()); },
        .show = &DocumentView::ShowMemoryTimelines},
+      {.id = kStepsPane,
+       .name = "steps",
+       .title = QT_TR_NOOP("Steps"),
+       .create = &DocumentView::BuildStepsPane,
+       .analyse =
+           [](const TraceDocument& document, DocumentAnalysis& into) {
+             // Op totals per step only when a step stands out (they explain it).
+             into.steps = analysis::AnalyzeSteps(analysis::StepsOfTrace(document.trace(), /*with_totals=*/false), 3);
+             if (!into.steps.outliers.empty()) {
+               into.steps = analysis::AnalyzeSteps(analysis::StepsOfTrace(document.trace(), /*with_totals=*/true), 3);
+             }
+           },
+       .show = &DocumentView::ShowSteps},
       {.id = kSearchPane, .name = "search", .title = QT_TR_NOOP("Search"), .create = &DocumentView::BuildSearchPane},
       {.id = kTracksPane, .name = "tracks", .title = QT_TR_NOOP("Tracks"), .create = &DocumentView::BuildTracksPane},
   };
@@ -252,6 +268,69 @@ void DocumentView::ShowMemoryTimelines() {
   // The charts share the analysis (the pointer aliases its memory field).
   memory_panel_->SetTimelines(
       std::shared_ptr<const std::vector<analysis::AllocatorTimeline>>(analysis_, &analysis_->memory));
+}
+
+QWidget* DocumentView::BuildStepsPane() {
+  auto* pane = new QWidget(panes_);
+  steps_caption_ = new QLabel(tr("Steps are found after loading"), pane);
+  steps_table_ = new QTableWidget(0, kStepColumns, pane);
+  steps_table_->setHorizontalHeaderLabels(
+      {tr("Step"), tr("Start"), tr("Duration"), tr("z"), tr("Outlier"), tr("Deviated most (this step vs its median)")});
+  steps_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  steps_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  steps_table_->setAlternatingRowColors(true);
+  steps_table_->verticalHeader()->hide();
+  steps_table_->verticalHeader()->setDefaultSectionSize(20);
+  steps_table_->horizontalHeader()->setStretchLastSection(true);
+  connect(steps_table_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) { ZoomToStep(row); });
+  auto* layout = new QVBoxLayout(pane);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(steps_caption_);
+  layout->addWidget(steps_table_);
+  return pane;
+}
+
+void DocumentView::ShowSteps() {
+  const analysis::StepsReport& report = analysis_->steps;
+  auto duration = [](double ns) { return QString::fromStdString(FormatDuration(ns)); };
+  steps_caption_->setText(tr("%1 steps: median %2, MAD %3, CV %4%, p95/p50 %5; %6 outliers (robust z, |z| > 3.5)")
+                              .arg(report.steps.size())
+                              .arg(duration(report.median_ns), duration(report.mad_ns))
+                              .arg(100 * report.cv, 0, 'f', 1)
+                              .arg(report.p95_over_p50, 0, 'f', 3)
+                              .arg(report.outliers.size()));
+  steps_table_->setRowCount(static_cast<int>(report.steps.size()));
+  const int64_t base = document_->trace().span_begin_ns();
+  for (size_t i = 0; i < report.steps.size(); ++i) {
+    const analysis::Step& s = report.steps[i];
+    const bool outlier = std::fabs(report.z[i]) > analysis::kOutlierZ;
+    QString cause;
+    for (const analysis::StepOutlier& o : report.outliers) {
+      if (o.step != i || o.causes.empty()) continue;
+      const analysis::OutlierCause& c = o.causes.front();
+      cause = tr("%1 %2: %3 vs %4").arg(QString::fromStdString(c.table), QString::fromStdString(c.name),
+                                        duration(static_cast<double>(c.value_ns)), duration(c.usual_ns));
+    }
+    const QStringList cells = {QString::number(s.step), "+" + duration(static_cast<double>(s.begin_ns - base)),
+                               duration(static_cast<double>(s.duration_ns)), QString::number(report.z[i], 'f', 1),
+                               outlier ? tr("outlier") : QString(), cause};
+    for (int column = 0; column < kStepColumns; ++column) {
+      auto* item = new QTableWidgetItem(cells[column]);
+      if (column != kStepCause && column != kStepOutlier) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      steps_table_->setItem(static_cast<int>(i), column, item);
+    }
+  }
+  steps_table_->resizeColumnsToContents();
+}
+
+QString DocumentView::steps_caption() const { return steps_caption_->text(); }
+
+void DocumentView::ZoomToStep(int row) {
+  if (analysis_ == nullptr || row < 0 || static_cast<size_t>(row) >= analysis_->steps.steps.size()) return;
+  const analysis::Step& s = analysis_->steps.steps[static_cast<size_t>(row)];
+  const double margin = static_cast<double>(std::max<int64_t>(s.end_ns - s.begin_ns, 1)) * 0.02;
+  axis_->SetRange(static_cast<double>(s.begin_ns) - margin, static_cast<double>(s.end_ns) + margin);
+  emit statusMessage(tr("step %1: %2").arg(s.step).arg(QString::fromStdString(FormatDuration(static_cast<double>(s.duration_ns)))));
 }
 
 void DocumentView::SetStatsByNode(bool by_node) { stats_granularity_->setCurrentIndex(by_node ? 1 : 0); }

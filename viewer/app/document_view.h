@@ -1,6 +1,7 @@
 // Everything shown for one open trace: the timeline on top; below it the panes: slice details,
 // op statistics (per op type or per node, sortable and filterable), statistics of a selected
-// time range, memory charts, search results and the track tree. All panes read the same
+// time range, memory charts, the steps (duration, robust z, outliers and what deviated in them;
+// a double click zooms the timeline to the step), search results and the track tree. All panes read the same
 // immutable document; the analyses arrive later (SetAnalysis) and range statistics are computed
 // off the UI thread, stale results dropped.
 //
@@ -19,12 +20,14 @@
 
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/analysis/op_stats.h"
+#include "profiler/analysis/steps.h"
 #include "viewer/load/document.h"
 
 class QComboBox;
 class QLabel;
 class QLineEdit;
 class QListView;
+class QTableWidget;
 class QSortFilterProxyModel;
 class QTabWidget;
 class QTableView;
@@ -36,6 +39,7 @@ namespace stepscope::viewer {
 struct DocumentAnalysis {
   analysis::OpStats op_stats;                       // the stats pane
   std::vector<analysis::AllocatorTimeline> memory;  // the memory pane
+  analysis::StepsReport steps;                      // the steps pane
 };
 
 // Runs every pane's analysis on `document` (off the UI thread: the loader calls it).
@@ -53,7 +57,7 @@ class DocumentView : public QWidget {
   Q_OBJECT
 
  public:
-  enum Pane { kDetailsPane, kStatsPane, kRangePane, kMemoryPane, kSearchPane, kTracksPane };
+  enum Pane { kDetailsPane, kStatsPane, kRangePane, kMemoryPane, kStepsPane, kSearchPane, kTracksPane };
   static constexpr Pane kDefaultPane = kStatsPane;  // shown first, and --pane's default
 
   struct PaneSpec {
@@ -103,6 +107,12 @@ class DocumentView : public QWidget {
   void SetStatsFilter(const QString& text);
 
   MemoryPanel* memory_panel() const { return memory_panel_; }
+  // The steps pane: one row per step (its columns in StepsColumn order), and its caption.
+  enum StepsColumn { kStepNumber, kStepStart, kStepDuration, kStepZ, kStepOutlier, kStepCause, kStepColumns };
+  QTableWidget* steps_table() const { return steps_table_; }
+  QString steps_caption() const;
+  // Zooms the timeline to the step of a row of the steps table.
+  void ZoomToStep(int row);
   SliceDetailsModel* details_model() const { return details_model_; }
   TrackTreeModel* track_model() const { return track_model_; }
 
@@ -117,12 +127,14 @@ class DocumentView : public QWidget {
   QWidget* BuildStatsPane();
   QWidget* BuildRangePane();
   QWidget* BuildMemoryPane();
+  QWidget* BuildStepsPane();
   QWidget* BuildSearchPane();
   QWidget* BuildTracksPane();
   void ShowDetails(int64_t slice);
   void ComputeRangeStats(int64_t begin_ns, int64_t end_ns);
   void FillStatsTable();
   void ShowMemoryTimelines();
+  void ShowSteps();
 
   std::shared_ptr<const TraceDocument> document_;
   std::shared_ptr<const DocumentAnalysis> analysis_;
@@ -145,6 +157,8 @@ class DocumentView : public QWidget {
   QFutureWatcher<analysis::OpStats> range_watcher_;
 
   MemoryPanel* memory_panel_;
+  QTableWidget* steps_table_;
+  QLabel* steps_caption_;
   SearchModel* search_model_;
   QListView* search_view_;
   TrackTreeModel* track_model_;
