@@ -4,6 +4,7 @@
 
 #include "base/file_io.h"
 #include "profiler/cli/command.h"
+#include "profiler/cli/gpu_commands.h"
 #include "base/flags.h"
 #include "profiler/trace/reader.h"
 #include "profiler/trace/writer.h"
@@ -77,6 +78,7 @@ std::vector<std::unique_ptr<Command>> AllCommands() {
   std::vector<std::unique_ptr<Command>> commands;
   commands.push_back(std::make_unique<ConvertCommand>());
   AddAnalysisCommands(commands);
+  AddGpuCommands(commands);
   return commands;
 }
 

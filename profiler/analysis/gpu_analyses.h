@@ -1,0 +1,150 @@
+// GPU-side analyses behind `stepscope gpu`, `idle` and `launches`: where each GPU's time went
+// (compute, communication, memory, idle), why each stream sat idle between kernels, and what
+// launching the kernels cost. They read the GPU work of a trace: kernels, copies, memsets and
+// collectives on GPU stream lanes (trace::IsDeviceWork), never annotations or sync markers, and
+// never TensorFlow's /stream:all and /memcpy repeats. Kernels are linked to their runtime call by
+// the trace's launch flows (Kineto's ac2g, our KernelLaunch records): HTA's correlation join.
+// Definitions and how they differ from HTA's are in docs/analysis.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "profiler/trace/trace.h"
+
+namespace stepscope::analysis {
+
+// One trace and the windows of it to analyse (trace time, [begin, end)); GPU work counts when it
+// starts in one of them. No windows: the whole trace.
+struct GpuInput {
+  const trace::Trace* trace = nullptr;
+  std::vector<std::pair<int64_t, int64_t>> windows;
+};
+
+// ---- gpu: time breakdown ---------------------------------------------------------------------
+// span: first start to last end of the GPU work; busy: union of it; idle = span - busy. compute:
+// non-communication kernels; communication: IsCommunication (NCCL kernels, collectives, fusion
+// copies); memory: other copies and memsets; each a union; overlap = |compute ∩ communication|.
+struct GpuTime {
+  int64_t span_ns = 0, busy_ns = 0, idle_ns = 0;
+  int64_t compute_ns = 0, communication_ns = 0, memory_ns = 0;
+  int64_t compute_communication_overlap_ns = 0;
+  int64_t slices = 0;
+};
+struct GpuStreamTime {
+  std::string stream;   // "stream 7", "stream:14"
+  GpuTime time;
+};
+struct GpuBreakdown {
+  int32_t rank = -1;    // StepInfo.rank, -1 when unknown
+  std::string device;   // "GPU 0", "GPU:0"
+  GpuTime time;         // over all its streams
+  std::vector<GpuStreamTime> streams;  // in track order
+};
+// Per (rank, device), in rank then track order. Several inputs of one rank and device (steps of
+// one run) add up: each figure is the sum over the inputs.
+std::vector<GpuBreakdown> ComputeGpuBreakdown(const std::vector<GpuInput>& inputs);
+std::vector<GpuBreakdown> ComputeGpuBreakdown(const trace::Trace& trace);
+
+// ---- idle: why each stream sat idle ------------------------------------------------------------
+// Each gap (> 0) between consecutive pieces of GPU work on a stream is classified by the launch
+// of the work after it:
+//  kLaunchEnd (ours): host wait when its launch (the runtime call) ended after the previous work
+//    ended (the host had not handed it over when the stream ran dry), kernel wait when it ended
+//    before (it was queued behind the previous work: the gap is the GPU's and the driver's), other
+//    when no launch is known.
+//  kHta: HTA's get_idle_time_breakdown: host wait when the runtime call *started* after the
+//    previous work ended, kernel wait when not and the gap is under `consecutive_kernel_delay_ns`,
+//    other for the rest (no launch known included).
+enum class IdleRule { kLaunchEnd, kHta };
+enum class IdleCause : uint8_t { kHostWait, kKernelWait, kOther };
+std::string_view IdleCauseName(IdleCause cause);  // "host_wait", "kernel_wait", "other"
+
+struct IntervalStats {
+  int64_t count = 0, total_ns = 0, max_ns = 0;
+  double p50_ns = 0, p95_ns = 0;  // linear-interpolated (statistics.h Quantile)
+};
+struct IdleGapDetail {
+  int32_t rank = -1;
+  std::string device, stream;
+  int64_t begin_ns = 0, end_ns = 0;  // trace time of its input
+  IdleCause cause = IdleCause::kOther;
+  std::string before, after;       // the work either side
+  std::string launch;              // runtime call of `after`; "" when unknown
+  int64_t launch_end_ns = 0;       // its end (0 when unknown)
+  std::string host_op;             // the host op enclosing that call; "" when none
+  int64_t length() const { return end_ns - begin_ns; }
+};
+struct StreamIdle {
+  int32_t rank = -1;
+  std::string device, stream;
+  int64_t work = 0;                // pieces of GPU work on the stream
+  IntervalStats all;               // every gap
+  IntervalStats by_cause[3];       // indexed by IdleCause
+};
+struct IdleReport {
+  IdleRule rule = IdleRule::kLaunchEnd;
+  int64_t consecutive_kernel_delay_ns = 0;
+  std::vector<StreamIdle> streams;     // in rank then track order
+  IntervalStats by_cause[3];           // over every stream
+  std::vector<IdleGapDetail> largest;  // longest first
+};
+struct IdleOptions {
+  IdleRule rule = IdleRule::kLaunchEnd;
+  // HTA's default, 30, is in the trace's unit: microseconds for Kineto JSON (kHta only).
+  int64_t consecutive_kernel_delay_ns = 30'000;
+  size_t largest = 10;
+};
+IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& options = {});
+
+// ---- launches: what launching cost -------------------------------------------------------------
+// Every piece of GPU work with a known launch: the runtime call's CPU duration, the work's GPU
+// duration and the launch delay = work start - runtime call end (not clipped: negative when the
+// kernel started before the call returned; HTA clips at 0).
+struct Launch {
+  int32_t rank = -1;
+  std::string device, stream;
+  std::string runtime;        // "cudaLaunchKernel"
+  std::string kernel;         // the work's name
+  std::string kind;           // kernel, memcpy, memset, collective
+  std::string host_op;        // op enclosing the runtime call ("" when none)
+  int64_t correlation = -1;   // when the trace records one
+  int64_t runtime_start_ns = 0, cpu_ns = 0, gpu_start_ns = 0, gpu_ns = 0, delay_ns = 0;
+  int64_t op_to_launch_ns = -1;  // runtime start - host op start (HTA's aten_op_delay); -1 without an op
+};
+struct DurationStats {
+  int64_t count = 0, min_ns = 0, max_ns = 0;
+  double mean_ns = 0, p50_ns = 0, p95_ns = 0;
+};
+struct OpKernelLaunches {     // one kernel an op type launched
+  std::string kernel;
+  int64_t count = 0;
+  DurationStats delay;
+};
+struct OpLaunches {           // one op type
+  std::string op;
+  int64_t launches = 0;
+  DurationStats delay, op_to_launch;
+  std::vector<OpKernelLaunches> kernels;  // by count descending
+};
+struct LaunchReport {
+  int64_t work = 0;           // GPU work considered
+  int64_t unlinked = 0;       // of it, without a known launch (left out)
+  DurationStats cpu, gpu, delay;
+  int64_t runtime_cutoff_ns = 0, delay_cutoff_ns = 0;
+  std::vector<Launch> long_runtime;  // cpu_ns > runtime cutoff, longest first
+  std::vector<Launch> long_delay;    // delay_ns > delay cutoff, longest first
+  int64_t long_runtime_count = 0, long_delay_count = 0;
+  std::vector<OpLaunches> by_op;     // by launches descending
+  std::vector<Launch> launches;      // all, in input then time order
+};
+struct LaunchOptions {
+  int64_t runtime_cutoff_ns = 50'000;   // HTA's runtime_cutoff (50 us)
+  int64_t delay_cutoff_ns = 100'000;    // HTA's launch_delay_cutoff (100 us)
+  size_t outliers = 10;                 // listed per kind of outlier
+};
+LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOptions& options = {});
+
+}  // namespace stepscope::analysis

@@ -1,0 +1,379 @@
+// The GPU commands: `gpu` (time breakdown per GPU and stream), `idle` (why each stream sat
+// idle) and `launches` (runtime call cost, launch delay, per op type). Each input (a trace file,
+// several, or a directory) is analysed on its own and the rows of one rank, device and stream add
+// up; --step/--steps keep the GPU work that starts in those steps' windows (analysis/steps.h).
+#include "profiler/cli/gpu_commands.h"
+
+#include <cstdlib>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "profiler/analysis/gpu_analyses.h"
+#include "profiler/analysis/merge.h"
+#include "profiler/analysis/steps.h"
+#include "profiler/cli/report_format.h"
+
+namespace stepscope::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using trace::Trace;
+
+std::string I(int64_t value) { return std::to_string(value); }
+std::string D(double ns) { return FormatDuration(ns); }
+int64_t R(double ns) { return static_cast<int64_t>(ns < 0 ? ns - 0.5 : ns + 0.5); }
+std::string RankDevice(int32_t rank, const std::string& device) {
+  return (rank >= 0 ? "rank " + std::to_string(rank) + " " : std::string()) + device;
+}
+
+// --step N or --steps A-B: [first, last], or nullopt for every step.
+StatusOr<std::optional<std::pair<int64_t, int64_t>>> StepRange(const ParsedArgs& args) {
+  std::optional<std::pair<int64_t, int64_t>> range;
+  auto number = [](const std::string& text, int64_t& value) {
+    char* end = nullptr;
+    value = std::strtoll(text.c_str(), &end, 10);
+    return end != text.c_str() && *end == '\0';
+  };
+  if (args.Has("step") && args.Has("steps")) return InvalidInput("give --step or --steps, not both");
+  if (auto text = args.Get("step")) {
+    int64_t n = 0;
+    if (!number(*text, n)) return InvalidInput("--step " + *text + ": expected a step number");
+    range = std::pair{n, n};
+  }
+  if (auto text = args.Get("steps")) {
+    const size_t dash = text->find('-', 1);
+    int64_t a = 0, b = 0;
+    if (dash == std::string::npos || !number(text->substr(0, dash), a) || !number(text->substr(dash + 1), b) || b < a) {
+      return InvalidInput("--steps " + *text + ": expected A-B with A <= B");
+    }
+    range = std::pair{a, b};
+  }
+  return range;
+}
+
+struct Loaded {
+  std::vector<Trace> traces;
+  std::vector<analysis::GpuInput> inputs;
+};
+
+StatusOr<Loaded> Load(const ParsedArgs& args) {
+  ASSIGN_OR_RETURN(auto range, StepRange(args));
+  Loaded loaded;
+  ASSIGN_OR_RETURN(loaded.traces, analysis::LoadTraces(args.positional));
+  bool any = false;
+  for (const Trace& trace : loaded.traces) {
+    analysis::GpuInput input{&trace, {}};
+    if (range) {
+      for (const analysis::Step& step : analysis::StepsOfTrace(trace)) {
+        if (step.step >= range->first && step.step <= range->second) input.windows.emplace_back(step.begin_ns, step.end_ns);
+      }
+      if (input.windows.empty()) continue;
+    }
+    any = true;
+    loaded.inputs.push_back(std::move(input));
+  }
+  if (!any) {
+    return InvalidInput("no step " + I(range->first) + (range->second != range->first ? "-" + I(range->second) : "") +
+                        " in the traces given (see `stepscope steps`)");
+  }
+  return loaded;
+}
+
+std::vector<FlagSpec> CommonFlags() {
+  return {{"json", "", "write the result as JSON"},
+          {"top", "N", "rows per list in text output (default 10)"},
+          {"step", "N", "only GPU work that starts in step N (ProfilerStep#N, or a step trace's number)"},
+          {"steps", "A-B", "only GPU work that starts in steps A to B"}};
+}
+
+class GpuCommandBase : public Command {
+ public:
+  size_t min_positional() const override { return 1; }
+  size_t max_positional() const override { return std::numeric_limits<size_t>::max(); }
+};
+
+// ---- gpu -------------------------------------------------------------------------------------
+
+Json TimeJson(const analysis::GpuTime& t) {
+  return {{"span_ns", t.span_ns}, {"busy_ns", t.busy_ns}, {"idle_ns", t.idle_ns}, {"compute_ns", t.compute_ns},
+          {"communication_ns", t.communication_ns}, {"memory_ns", t.memory_ns},
+          {"compute_communication_overlap_ns", t.compute_communication_overlap_ns}};
+}
+
+class GpuCommand : public GpuCommandBase {
+ public:
+  std::string name() const override { return "gpu"; }
+  std::string synopsis() const override { return "TRACE|DIR... [--json] [--step N | --steps A-B]"; }
+  std::string description() const override {
+    return "Time breakdown per GPU (rank and device) and stream: span from the first to the last GPU\n"
+           "work (kernels, copies, memsets; never annotations or sync markers), busy (their union),\n"
+           "idle = span - busy, compute (non-communication kernels), communication (NCCL kernels,\n"
+           "collectives, fusion-buffer copies), memory (other copies and memsets), each a union, and\n"
+           "compute/communication overlap. Inputs of one rank add up.";
+  }
+  std::vector<FlagSpec> flags() const override {
+    auto flags = CommonFlags();
+    flags.erase(flags.begin() + 1);  // no lists to cut
+    return flags;
+  }
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+    ASSIGN_OR_RETURN(Loaded loaded, Load(args));
+    const auto rows = analysis::ComputeGpuBreakdown(loaded.inputs);
+    if (args.Has("json")) {
+      Json gpus = Json::array();
+      for (const auto& g : rows) {
+        Json row = {{"rank", g.rank}, {"device", g.device}};
+        row.update(TimeJson(g.time));
+        Json streams = Json::array();
+        for (const auto& s : g.streams) {
+          Json stream = {{"stream", s.stream}, {"slices", s.time.slices}};
+          stream.update(TimeJson(s.time));
+          streams.push_back(stream);
+        }
+        row["streams"] = streams;
+        gpus.push_back(row);
+      }
+      out << Json{{"schema", "stepscope.gpu/1"}, {"gpus", gpus}}.dump(2) << "\n";
+      return Status::Ok();
+    }
+    if (rows.empty()) out << "no GPU work in the traces given\n";
+    TextTable table({-28, 8, 12, 12, 12, 7, 12, 12, 12, 12});
+    table.Row({"gpu / stream", "work", "span", "busy", "idle", "util", "compute", "comm", "memory", "overlap"});
+    auto cells = [](const std::string& name, const analysis::GpuTime& t) {
+      const double util = t.span_ns > 0 ? static_cast<double>(t.busy_ns) / static_cast<double>(t.span_ns) : 0;
+      return std::vector<std::string>{name, I(t.slices), FormatDuration(t.span_ns), FormatDuration(t.busy_ns),
+                                      FormatDuration(t.idle_ns), FormatPercent(util), FormatDuration(t.compute_ns),
+                                      FormatDuration(t.communication_ns), FormatDuration(t.memory_ns),
+                                      FormatDuration(t.compute_communication_overlap_ns)};
+    };
+    for (const auto& g : rows) {
+      table.Row(cells(RankDevice(g.rank, g.device), g.time));
+      for (const auto& s : g.streams) table.Row(cells("  " + s.stream, s.time));
+    }
+    out << table.str();
+    return Status::Ok();
+  }
+};
+
+// ---- idle ------------------------------------------------------------------------------------
+
+Json StatsJson(const analysis::IntervalStats& s) {
+  return {{"count", s.count}, {"total_ns", s.total_ns}, {"p50_ns", R(s.p50_ns)}, {"p95_ns", R(s.p95_ns)},
+          {"max_ns", s.max_ns}};
+}
+
+class IdleCommand : public GpuCommandBase {
+ public:
+  std::string name() const override { return "idle"; }
+  std::string synopsis() const override {
+    return "TRACE|DIR... [--json] [--top N] [--rule launch-end|hta] [--kernel-delay NS] [--step N | --steps A-B]";
+  }
+  std::string description() const override {
+    return "Why each GPU stream sat idle: every gap between consecutive GPU work on a stream, by the\n"
+           "launch of the work after it (its runtime call, linked by the launch flow). launch-end\n"
+           "(default): host_wait when the call ended after the previous work ended, kernel_wait when\n"
+           "it ended before (queued behind work: launch overhead, driver), other when no launch is\n"
+           "known. hta: HTA's rule (host_wait when the call started after the previous work ended,\n"
+           "kernel_wait for other gaps under --kernel-delay, default 30000 ns: HTA's 30 in Kineto's\n"
+           "microseconds, other for the rest).\n"
+           "Totals and interval statistics (count, p50, p95, max) per stream and cause, and the\n"
+           "largest gaps with the runtime call and the host op enclosing it.";
+  }
+  std::vector<FlagSpec> flags() const override {
+    auto flags = CommonFlags();
+    flags.push_back({"rule", "RULE", "launch-end (default) or hta"});
+    flags.push_back({"kernel-delay", "NS", "hta rule: gaps under this are kernel_wait (default 30000)"});
+    return flags;
+  }
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+    ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", 10));
+    analysis::IdleOptions options;
+    options.largest = top;
+    const std::string rule = args.GetOr("rule", "launch-end");
+    if (rule == "hta") {
+      options.rule = analysis::IdleRule::kHta;
+    } else if (rule != "launch-end") {
+      return InvalidInput("--rule " + rule + ": use launch-end or hta");
+    }
+    if (args.Has("kernel-delay")) {
+      if (options.rule != analysis::IdleRule::kHta) return InvalidInput("--kernel-delay applies to --rule hta only");
+      ASSIGN_OR_RETURN(const size_t delay, PositiveFlag(args, "kernel-delay", 30000));
+      options.consecutive_kernel_delay_ns = static_cast<int64_t>(delay);
+    }
+    ASSIGN_OR_RETURN(Loaded loaded, Load(args));
+    const analysis::IdleReport report = analysis::ComputeIdle(loaded.inputs, options);
+    const int kCauses = 3;
+    auto cause_name = [](int c) { return std::string(analysis::IdleCauseName(static_cast<analysis::IdleCause>(c))); };
+    if (args.Has("json")) {
+      Json doc = {{"schema", "stepscope.idle/1"}, {"rule", rule}};
+      if (options.rule == analysis::IdleRule::kHta) doc["consecutive_kernel_delay_ns"] = options.consecutive_kernel_delay_ns;
+      Json totals = Json::object();
+      for (int c = 0; c < kCauses; ++c) totals[cause_name(c)] = StatsJson(report.by_cause[c]);
+      doc["totals"] = totals;
+      Json streams = Json::array();
+      for (const auto& s : report.streams) {
+        Json causes = Json::object();
+        for (int c = 0; c < kCauses; ++c) causes[cause_name(c)] = StatsJson(s.by_cause[c]);
+        streams.push_back({{"rank", s.rank}, {"device", s.device}, {"stream", s.stream}, {"work", s.work},
+                           {"idle", StatsJson(s.all)}, {"causes", causes}});
+      }
+      doc["streams"] = streams;
+      Json gaps = Json::array();
+      for (const auto& g : report.largest) {
+        gaps.push_back({{"rank", g.rank}, {"device", g.device}, {"stream", g.stream}, {"begin_ns", g.begin_ns},
+                        {"length_ns", g.length()}, {"cause", std::string(analysis::IdleCauseName(g.cause))},
+                        {"after", g.before}, {"before", g.after}, {"launch", g.launch},
+                        {"launch_end_ns", g.launch_end_ns}, {"host_op", g.host_op}});
+      }
+      doc["largest_gaps"] = gaps;
+      out << doc.dump(2) << "\n";
+      return Status::Ok();
+    }
+    out << "rule " << rule;
+    if (options.rule == analysis::IdleRule::kHta) out << " (kernel_wait under " << options.consecutive_kernel_delay_ns << " ns)";
+    out << "\n\n";
+    TextTable table({-32, -12, 7, 12, 12, 12, 12});
+    table.Row({"gpu / stream", "cause", "gaps", "total", "p50", "p95", "max"});
+    auto row = [&](const std::string& where, const std::string& cause, const analysis::IntervalStats& s) {
+      table.Row({where, cause, I(s.count), FormatDuration(s.total_ns), D(s.p50_ns), D(s.p95_ns), FormatDuration(s.max_ns)});
+    };
+    for (const auto& s : report.streams) {
+      row(RankDevice(s.rank, s.device) + " " + s.stream, "all", s.all);
+      for (int c = 0; c < kCauses; ++c) {
+        if (s.by_cause[c].count > 0) row("", cause_name(c), s.by_cause[c]);
+      }
+    }
+    for (int c = 0; c < kCauses; ++c) row(c == 0 ? "all streams" : "", cause_name(c), report.by_cause[c]);
+    out << table.str() << "\nLargest gaps\n";
+    for (const auto& g : report.largest) {
+      out << "  " << FormatDuration(g.length()) << "  " << RankDevice(g.rank, g.device) << " " << g.stream << "  "
+          << analysis::IdleCauseName(g.cause) << "  before " << Truncate(g.after, 40);
+      if (!g.launch.empty()) {
+        out << "  launched by " << g.launch << (g.host_op.empty() ? "" : " in " + Truncate(g.host_op, 40))
+            << " (call ended " << FormatDuration(g.launch_end_ns - g.begin_ns) << " after the stream went idle)";
+      }
+      out << "\n";
+    }
+    return Status::Ok();
+  }
+};
+
+// ---- launches --------------------------------------------------------------------------------
+
+Json DurationsJson(const analysis::DurationStats& s) {
+  return {{"count", s.count}, {"min_ns", s.min_ns}, {"mean_ns", R(s.mean_ns)}, {"p50_ns", R(s.p50_ns)},
+          {"p95_ns", R(s.p95_ns)}, {"max_ns", s.max_ns}};
+}
+
+Json LaunchJson(const analysis::Launch& l) {
+  return {{"rank", l.rank}, {"device", l.device}, {"stream", l.stream}, {"runtime", l.runtime},
+          {"kernel", l.kernel}, {"kind", l.kind}, {"host_op", l.host_op}, {"correlation", l.correlation},
+          {"runtime_start_ns", l.runtime_start_ns}, {"cpu_ns", l.cpu_ns}, {"gpu_start_ns", l.gpu_start_ns},
+          {"gpu_ns", l.gpu_ns}, {"delay_ns", l.delay_ns}};
+}
+
+class LaunchesCommand : public GpuCommandBase {
+ public:
+  std::string name() const override { return "launches"; }
+  std::string synopsis() const override {
+    return "TRACE|DIR... [--json] [--top N] [--runtime-cutoff-us U] [--delay-cutoff-us U] [--step N | --steps A-B] [--all]";
+  }
+  std::string description() const override {
+    return "Per launch (GPU work linked to its runtime call by the launch flow): the call's CPU time,\n"
+           "the work's GPU time and the launch delay (work start - call end, not clipped). Statistics\n"
+           "of each; outliers: calls longer than --runtime-cutoff-us (default 50) and delays longer\n"
+           "than --delay-cutoff-us (default 100), HTA's fixed cut-offs; per op type (the host op\n"
+           "enclosing the call) the kernels it launched, their count and delays. --all lists every\n"
+           "launch in the JSON.";
+  }
+  std::vector<FlagSpec> flags() const override {
+    auto flags = CommonFlags();
+    flags.push_back({"runtime-cutoff-us", "U", "runtime calls longer than this are outliers (default 50)"});
+    flags.push_back({"delay-cutoff-us", "U", "launch delays longer than this are outliers (default 100)"});
+    flags.push_back({"all", "", "JSON: list every launch"});
+    return flags;
+  }
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+    ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", 10));
+    analysis::LaunchOptions options;
+    options.outliers = top;
+    ASSIGN_OR_RETURN(const size_t runtime_us, PositiveFlag(args, "runtime-cutoff-us", 50));
+    ASSIGN_OR_RETURN(const size_t delay_us, PositiveFlag(args, "delay-cutoff-us", 100));
+    options.runtime_cutoff_ns = static_cast<int64_t>(runtime_us) * 1000;
+    options.delay_cutoff_ns = static_cast<int64_t>(delay_us) * 1000;
+    ASSIGN_OR_RETURN(Loaded loaded, Load(args));
+    const analysis::LaunchReport r = analysis::ComputeLaunches(loaded.inputs, options);
+    if (args.Has("json")) {
+      Json doc = {{"schema", "stepscope.launches/1"}, {"work", r.work}, {"unlinked", r.unlinked},
+                  {"launches", static_cast<int64_t>(r.launches.size())},
+                  {"cpu", DurationsJson(r.cpu)}, {"gpu", DurationsJson(r.gpu)}, {"delay", DurationsJson(r.delay)}};
+      Json lr = Json::array(), ld = Json::array();
+      for (const auto& l : r.long_runtime) lr.push_back(LaunchJson(l));
+      for (const auto& l : r.long_delay) ld.push_back(LaunchJson(l));
+      doc["long_runtime"] = {{"cutoff_ns", r.runtime_cutoff_ns}, {"count", r.long_runtime_count}, {"largest", lr}};
+      doc["long_delay"] = {{"cutoff_ns", r.delay_cutoff_ns}, {"count", r.long_delay_count}, {"largest", ld}};
+      Json ops = Json::array();
+      for (const auto& o : r.by_op) {
+        Json kernels = Json::array();
+        for (const auto& k : o.kernels) {
+          kernels.push_back({{"kernel", k.kernel}, {"count", k.count}, {"delay", DurationsJson(k.delay)}});
+        }
+        ops.push_back({{"op", o.op}, {"launches", o.launches}, {"delay", DurationsJson(o.delay)},
+                       {"op_to_launch", DurationsJson(o.op_to_launch)}, {"kernels", kernels}});
+      }
+      doc["by_op"] = ops;
+      if (args.Has("all")) {
+        Json all = Json::array();
+        for (const auto& l : r.launches) all.push_back(LaunchJson(l));
+        doc["all"] = all;
+      }
+      out << doc.dump(2) << "\n";
+      return Status::Ok();
+    }
+    out << r.launches.size() << " launches linked of " << r.work << " pieces of GPU work (" << r.unlinked
+        << " without a known launch)\n\n";
+    TextTable stats({-22, 7, 12, 12, 12, 12, 12});
+    stats.Row({"", "count", "min", "mean", "p50", "p95", "max"});
+    auto srow = [&](const std::string& what, const analysis::DurationStats& s) {
+      stats.Row({what, I(s.count), FormatDuration(s.min_ns), D(s.mean_ns), D(s.p50_ns), D(s.p95_ns), FormatDuration(s.max_ns)});
+    };
+    srow("runtime call (CPU)", r.cpu);
+    srow("GPU work", r.gpu);
+    srow("launch delay", r.delay);
+    out << stats.str();
+    auto list = [&](const std::string& title, const std::vector<analysis::Launch>& launches, bool by_delay) {
+      out << "\n" << title << "\n";
+      for (const auto& l : launches) {
+        out << "  " << Align(FormatDuration(by_delay ? l.delay_ns : l.cpu_ns), 12) << "  " << l.runtime << " -> "
+            << Truncate(l.kernel, 50) << (l.host_op.empty() ? "" : "  in " + Truncate(l.host_op, 30)) << "\n";
+      }
+    };
+    list("Long runtime calls (over " + FormatDuration(r.runtime_cutoff_ns) + "): " + I(r.long_runtime_count),
+         r.long_runtime, false);
+    list("Long launch delays (over " + FormatDuration(r.delay_cutoff_ns) + "): " + I(r.long_delay_count), r.long_delay,
+         true);
+    out << "\nPer op type (the host op enclosing the runtime call)\n";
+    TextTable ops({-40, 8, 12, 12, 12});
+    ops.Row({"op / kernel", "launches", "delay p50", "delay mean", "delay max"});
+    for (size_t i = 0; i < r.by_op.size() && i < top; ++i) {
+      const auto& o = r.by_op[i];
+      ops.Row({Truncate(o.op, 40), I(o.launches), D(o.delay.p50_ns), D(o.delay.mean_ns), FormatDuration(o.delay.max_ns)});
+      for (const auto& k : o.kernels) {
+        ops.Row({"  " + Truncate(k.kernel, 38), I(k.count), D(k.delay.p50_ns), D(k.delay.mean_ns),
+                 FormatDuration(k.delay.max_ns)});
+      }
+    }
+    out << ops.str();
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+void AddGpuCommands(std::vector<std::unique_ptr<Command>>& commands) {
+  commands.push_back(std::make_unique<GpuCommand>());
+  commands.push_back(std::make_unique<IdleCommand>());
+  commands.push_back(std::make_unique<LaunchesCommand>());
+}
+
+}  // namespace stepscope::cli
