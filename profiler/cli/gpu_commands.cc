@@ -61,11 +61,14 @@ StatusOr<Loaded> Load(const ParsedArgs& args) {
   Loaded loaded;
   ASSIGN_OR_RETURN(loaded.traces, analysis::LoadTraces(args.positional));
   bool any = false;
+  size_t order = 0;  // steps without a number take their place in the input order, as `steps` shows them
   for (const Trace& trace : loaded.traces) {
     analysis::GpuInput input{&trace, {}};
     if (range) {
       for (const analysis::Step& step : analysis::StepsOfTrace(trace)) {
-        if (step.step >= range->first && step.step <= range->second) input.windows.emplace_back(step.begin_ns, step.end_ns);
+        const int64_t number = step.step >= 0 ? step.step : static_cast<int64_t>(order);
+        ++order;
+        if (number >= range->first && number <= range->second) input.windows.emplace_back(step.begin_ns, step.end_ns);
       }
       if (input.windows.empty()) continue;
     }
@@ -136,7 +139,10 @@ class GpuCommand : public GpuCommandBase {
       out << Json{{"schema", "stepscope.gpu/1"}, {"gpus", gpus}}.dump(2) << "\n";
       return Status::Ok();
     }
-    if (rows.empty()) out << "no GPU work in the traces given\n";
+    if (rows.empty()) {
+      out << "no GPU work in the traces given\n";
+      return Status::Ok();
+    }
     TextTable table({-28, 8, 12, 12, 12, 7, 12, 12, 12, 12});
     table.Row({"gpu / stream", "work", "span", "busy", "idle", "util", "compute", "comm", "memory", "overlap"});
     auto cells = [](const std::string& name, const analysis::GpuTime& t) {
