@@ -6,6 +6,7 @@
 // figures (more steps, ResNet threads, tensor fusion) come from scripts/bench/compare_runs.py.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -57,6 +58,9 @@ RunDiff Compare(const std::vector<std::string>& a_flags, const std::vector<std::
   }
   auto a = analysis::CollectSteps(a_dirs);
   auto b = analysis::CollectSteps(b_dirs);
+  for (const auto* dirs : {&a_dirs, &b_dirs}) {
+    for (const std::string& dir : *dirs) std::filesystem::remove_all(dir);  // 1 MB a step
+  }
   EXPECT_TRUE(a.ok() && b.ok());
   if (!a.ok() || !b.ok()) return {};
   EXPECT_EQ(a->size(), static_cast<size_t>(kRounds * kProfiledSteps));
