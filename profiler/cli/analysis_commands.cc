@@ -106,24 +106,37 @@ std::string SummaryText(const analysis::Summary& s, size_t top) {
   }
   out += "span       " + FormatDuration(s.span_end_ns - s.span_begin_ns) + " (from " + I(s.epoch_ns + s.span_begin_ns) +
          " ns since the Unix epoch)\n";
-  out += "nodes      " + I(s.nodes) + " on " + std::to_string(s.devices.size()) + " devices\n";
+  out += "nodes      " + I(s.nodes) + " on " + std::to_string(s.devices.size()) + " lanes as recorded\n";
 
-  out += "\nDevices (as recorded)\n";
+  // TensorFlow's dev_stats entries; a JSON trace's pid/tid lanes (Kineto: GPU/stream).
+  out += "\nLanes (as recorded)\n";
   TextTable devices({-60, -16, 8});
-  devices.Row({"device", "lane kind", "nodes"});
+  devices.Row({"lane", "lane kind", "nodes"});
   for (const auto& d : s.devices) {
     // The note sits two spaces after the count: one from the table, one of its own.
     devices.Row({d.name, d.kind, I(d.nodes), d.aggregate_duplicates ? " (repeats other lanes)" : ""});
   }
   out += devices.str();
 
-  out += "\nBusy time per device (union of its lanes, aggregate duplicates excluded)\n";
+  out += "\nBusy time per device (union of its lanes; GPUs: kernels, copies and memsets, over all streams)\n";
   TextTable busy({-50, -12, 8, 12, 7});
   busy.Row({"device", "lanes", "slices", "busy", "util"});
   for (const auto& u : s.usage) {
     busy.Row({u.name, u.lanes, I(u.slices), FormatDuration(u.busy_ns), FormatPercent(u.utilisation)});
+    for (const auto& lane : u.streams) {
+      busy.Row({"  " + lane.name, "stream", I(lane.slices), FormatDuration(lane.busy_ns), FormatPercent(lane.utilisation)});
+    }
   }
   out += busy.str();
+  if (!s.annotations.empty()) {
+    out += "\nAnnotations and sync markers (not busy time)\n";
+    TextTable annotations({-60, -11, 8, 12});
+    annotations.Row({"lane", "kind", "slices", "span"});
+    for (const auto& a : s.annotations) {
+      annotations.Row({a.lane, a.kind, I(a.slices), FormatDuration(a.span_ns)});
+    }
+    out += annotations.str();
+  }
 
   out += "\nTop op types by total time (of " + std::to_string(s.op_types.size()) + ")\n";
   TextTable ops({-40, -10, 7, 12, 12});
@@ -306,6 +319,10 @@ class OpsCommand : public SingleTraceCommand {
                       "  device time " + FormatDuration(stats.device_total_ns) + "\n";
     out += OpRowsText(stats.by_op_type, top, "Op types by total time", "op type");
     out += OpRowsText(stats.by_node, top, "Nodes by total time", "node");
+    if (!stats.annotations.empty()) {
+      out += OpRowsText(stats.annotations, top, "Annotations, steps and sync markers (not ops, in no total)",
+                        "annotation");
+    }
     return out;
   }
   Json ToJson(const Trace& trace, size_t) const override {
@@ -494,12 +511,26 @@ class MemcpyCommand : public SingleTraceCommand {
     if (stats.without_bytes > 0) out += "(" + I(stats.without_bytes) + " copies record no byte count)\n";
     TextTable table({-8, -24, 7, 12, 12, 9, 7});
     table.Row({"kind", "memory", "count", "bytes", "time", "GB/s", "step"});
+    bool rated = false, timed = false;
+    for (const auto& r : stats.rows) {
+      rated = rated || r.rated > 0;
+      timed = timed || r.bandwidth_from == "durations" || r.bandwidth_from == "mixed";
+    }
     for (size_t i = 0; i < stats.rows.size() && i < top; ++i) {
       const auto& r = stats.rows[i];
+      const bool starred = rated && (r.bandwidth_from == "durations" || r.bandwidth_from == "mixed");
       table.Row({r.kind, r.memory.empty() ? "-" : r.memory, I(r.count), FormatBytes(r.bytes),
-                 FormatDuration(r.total_ns), FormatFixed(r.bandwidth_gbps, 2), FormatPercent(r.step_share)});
+                 FormatDuration(r.total_ns), FormatFixed(r.bandwidth_gbps, 2) + (starred ? "*" : ""),
+                 FormatPercent(r.step_share)});
     }
-    return out + "\n" + table.str();
+    out += "\n" + table.str();
+    if (rated) {
+      out += std::string("\nGB/s from the profiler's per-copy bandwidth (exact device time)") +
+             (timed ? "; *: wholly or partly from recorded durations\n" : "\n");
+    } else if (timed) {
+      out += "\nGB/s from recorded durations\n";
+    }
+    return out;
   }
   Json ToJson(const Trace& trace, size_t) const override {
     const analysis::MemcpyBreakdown stats = analysis::ComputeMemcpyStats(trace);
