@@ -268,7 +268,8 @@ TEST(KinetoFidelityTest, MtiaAndRocmDeviceEvents) {
   const Trace a = Read(mtia);
   EXPECT_EQ(ComputeKernelStats(a).launches, 1);
   EXPECT_EQ(ComputeMemcpyStats(a).count, 1);
-  const DeviceUsage* device = GpuUsage(Summarize(a));
+  const Summary summary_a = Summarize(a);  // GpuUsage points into it
+  const DeviceUsage* device = GpuUsage(summary_a);
   ASSERT_NE(device, nullptr);
   EXPECT_EQ(device->name, "MTIA 0");
   EXPECT_EQ(device->busy_ns, 16000);
@@ -287,7 +288,8 @@ TEST(KinetoFidelityTest, MtiaAndRocmDeviceEvents) {
   const MemcpyBreakdown copies = ComputeMemcpyStats(b);
   ASSERT_EQ(copies.rows.size(), 1u);
   EXPECT_EQ(copies.rows[0].kind, "HtoD");
-  const DeviceUsage* gpu = GpuUsage(Summarize(b));
+  const Summary summary_b = Summarize(b);
+  const DeviceUsage* gpu = GpuUsage(summary_b);
   ASSERT_NE(gpu, nullptr);
   EXPECT_EQ(gpu->name, "GPU 2");
   EXPECT_EQ(gpu->slices, 3);
