@@ -8,32 +8,24 @@
 #include "base/file_io.h"
 #include "profiler/cli/cli.h"
 #include "profiler/trace/reader.h"
+#include "run_stepscope.h"
 #include "test_util.h"
 
 namespace stepscope::cli {
 namespace {
 
+using Result = CliResult;
+
 using testing::DataPath;
-
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result Stepscope(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = RunCli(args, out, err);
-  return {code, out.str(), err.str()};
-}
 
 const char* const kCommands[] = {"ops", "kernels", "memory", "memcpy", "streams",
                                  "overlap", "critical-path", "diff", "merge"};
 
 TEST(AnalysisCommandsTest, EveryCommandHasHelpAndIsListed) {
-  const Result top = Stepscope({"--help"});
+  const Result top = RunStepscope({"--help"});
   for (const char* command : kCommands) {
     EXPECT_NE(top.out.find(std::string("  ") + command + " "), std::string::npos) << command;
-    const Result help = Stepscope({command, "--help"});
+    const Result help = RunStepscope({command, "--help"});
     EXPECT_EQ(help.code, 0) << command;
     EXPECT_NE(help.out.find("usage: stepscope " + std::string(command)), std::string::npos);
     EXPECT_NE(help.out.find("--json"), std::string::npos) << command;
@@ -43,24 +35,24 @@ TEST(AnalysisCommandsTest, EveryCommandHasHelpAndIsListed) {
 TEST(AnalysisCommandsTest, JsonDocumentsOnAFileAndOnADirectory) {
   for (const char* command : {"ops", "kernels", "memory", "memcpy", "streams", "overlap", "critical-path"}) {
     for (const std::string& input : {DataPath("analysis/ranks/rank0.pbtxt"), DataPath("analysis/ranks")}) {
-      const Result r = Stepscope({command, input, "--json"});
+      const Result r = RunStepscope({command, input, "--json"});
       ASSERT_EQ(r.code, 0) << command << " " << input << ": " << r.err;
       const auto doc = nlohmann::json::parse(r.out);
       EXPECT_EQ(doc["schema"], std::string("stepscope.") + command + "/1");
     }
   }
-  const auto ops = nlohmann::json::parse(Stepscope({"ops", DataPath("analysis/ranks"), "--json"}).out);
+  const auto ops = nlohmann::json::parse(RunStepscope({"ops", DataPath("analysis/ranks"), "--json"}).out);
   int64_t count = 0;
   for (const auto& row : ops["by_op_type"]) count += row["count"].get<int64_t>();
   EXPECT_EQ(count, 18);  // 9 slices per rank, both ranks
-  const auto overlap = nlohmann::json::parse(Stepscope({"overlap", DataPath("analysis/ranks"), "--json"}).out);
+  const auto overlap = nlohmann::json::parse(RunStepscope({"overlap", DataPath("analysis/ranks"), "--json"}).out);
   ASSERT_EQ(overlap["traces"].size(), 2u);  // one per step and rank
   EXPECT_EQ(overlap["traces"][1]["rank"], 1);
 }
 
 TEST(AnalysisCommandsTest, MergeWritesAChromeTraceThatReadsBack) {
   const std::string out = (testing::ScratchDir("merge") / "merged.json.gz").string();
-  const Result r = Stepscope({"merge", DataPath("analysis/ranks"), "-o", out});
+  const Result r = RunStepscope({"merge", DataPath("analysis/ranks"), "-o", out});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("rank 1 (host-b) step 5 finished 60.0 us after"), std::string::npos) << r.out;
   auto merged = trace::ReadTrace(out);
@@ -70,32 +62,32 @@ TEST(AnalysisCommandsTest, MergeWritesAChromeTraceThatReadsBack) {
 }
 
 TEST(AnalysisCommandsTest, BadInputIsAClearErrorNamingIt) {
-  Result r = Stepscope({"ops", "/no/such/trace.pb"});
+  Result r = RunStepscope({"ops", "/no/such/trace.pb"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("/no/such/trace.pb"), std::string::npos);
   const auto empty = testing::ScratchDir("empty_dir");
-  r = Stepscope({"kernels", empty.string()});
+  r = RunStepscope({"kernels", empty.string()});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("no trace files"), std::string::npos);
-  r = Stepscope({"merge", DataPath("analysis/ranks"), "-o", "out.pb"});
+  r = RunStepscope({"merge", DataPath("analysis/ranks"), "-o", "out.pb"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("Chrome JSON"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists("out.pb"));
-  r = Stepscope({"ops", DataPath("analysis/ranks"), "--top", "0"});
+  r = RunStepscope({"ops", DataPath("analysis/ranks"), "--top", "0"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--top"), std::string::npos);
-  r = Stepscope({"diff", DataPath("analysis/ranks/rank0.pbtxt")});
+  r = RunStepscope({"diff", DataPath("analysis/ranks/rank0.pbtxt")});
   EXPECT_EQ(r.code, 2);
   const std::string garbage = (testing::ScratchDir("garbage") / "bad.json").string();
   ASSERT_TRUE(WriteFileAtomically(garbage, "[{\"ph\": \"X\", \"ts\": }]").ok());
-  r = Stepscope({"streams", garbage});
+  r = RunStepscope({"streams", garbage});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("bad.json"), std::string::npos);
   EXPECT_NE(r.err.find("invalid JSON at byte"), std::string::npos);
 }
 
 TEST(AnalysisCommandsTest, DiffMarksOpsOnOneSideOnly) {
-  const Result r = Stepscope({"diff", DataPath("analysis/ranks/rank0.pbtxt"), DataPath("analysis/kineto_small.json"), "--json"});
+  const Result r = RunStepscope({"diff", DataPath("analysis/ranks/rank0.pbtxt"), DataPath("analysis/kineto_small.json"), "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   bool only_a = false, only_b = false;

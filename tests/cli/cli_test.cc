@@ -19,24 +19,15 @@
 
 #include "base/file_io.h"
 #include "stepscope/tf/run_metadata.pb.h"
+#include "run_stepscope.h"
 #include "test_util.h"
 
 namespace stepscope::cli {
 namespace {
 
+using Result = CliResult;
+
 using testing::DataPath;
-
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Result RunStepscope(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = RunCli(args, out, err);
-  return {code, out.str(), err.str()};
-}
 
 std::string Scratch(const std::string& name) { return (testing::ScratchDir("cli") / name).string(); }
 

@@ -11,23 +11,15 @@
 
 #include "base/file_io.h"
 #include "profiler/cli/cli.h"
+#include "run_stepscope.h"
 #include "test_util.h"
 
 namespace stepscope::cli {
 namespace {
 
+using Result = CliResult;
+
 using stepscope::testing::DataPath;
-
-struct Result {
-  int code = 0;
-  std::string out, err;
-};
-
-Result Stepscope(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = RunCli(args, out, err);
-  return {code, out.str(), err.str()};
-}
 
 // Eight ProfilerStep#N spans of 1 ms (step 5 of side A: 3 ms, its aten::mm 2.1 ms); in each
 // aten::mm (300 us, `mm_us` on side B) and aten::add (100 us) on the CPU thread and a GEMM kernel
@@ -70,7 +62,7 @@ const nlohmann::json* Row(const nlohmann::json& rows, const std::string& name) {
 
 TEST(CompareCommandsTest, DiffOverStepsGivesVerdictsAndMatchesRenamedKernels) {
   const std::string a = WriteRun("a.json", 300, false), b = WriteRun("b.json", 450, false);
-  const Result r = Stepscope({"diff", a, "--vs", b, "--json"});
+  const Result r = RunStepscope({"diff", a, "--vs", b, "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["schema"], "stepscope.diff/2");
@@ -95,11 +87,11 @@ TEST(CompareCommandsTest, DiffOverStepsGivesVerdictsAndMatchesRenamedKernels) {
   EXPECT_FALSE(doc["gate"]["enabled"]);
 
   // Two positionals that hold several steps each: the same comparison.
-  const Result two = Stepscope({"diff", a, b, "--json"});
+  const Result two = RunStepscope({"diff", a, b, "--json"});
   ASSERT_EQ(two.code, 0) << two.err;
   EXPECT_EQ(nlohmann::json::parse(two.out)["by_op_type"], doc["by_op_type"]);
   // The text names the verdicts.
-  const Result text = Stepscope({"diff", a, "--vs", b});
+  const Result text = RunStepscope({"diff", a, "--vs", b});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("regressed"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("Kernels (names normalised)"), std::string::npos) << text.out;
@@ -107,33 +99,33 @@ TEST(CompareCommandsTest, DiffOverStepsGivesVerdictsAndMatchesRenamedKernels) {
 
 TEST(CompareCommandsTest, RegressionGateExitsThree) {
   const std::string a = WriteRun("a.json", 300, false), b = WriteRun("b.json", 450, false);
-  Result r = Stepscope({"diff", a, "--vs", b, "--fail-on-regression", "20"});
+  Result r = RunStepscope({"diff", a, "--vs", b, "--fail-on-regression", "20"});
   EXPECT_EQ(r.code, 3) << r.err;
   EXPECT_NE(r.err.find("regression gate"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("aten::mm"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("FAILED"), std::string::npos);
-  r = Stepscope({"diff", a, "--vs", b, "--fail-on-regression", "20,0.01", "--json"});
+  r = RunStepscope({"diff", a, "--vs", b, "--fail-on-regression", "20,0.01", "--json"});
   EXPECT_EQ(r.code, 3);
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_TRUE(doc["gate"]["failed"]);
   EXPECT_EQ(doc["gate"]["regressions"][0]["name"], "aten::mm");
   // Not 60% slower; not 1 ms per step; B faster than A is no regression.
-  EXPECT_EQ(Stepscope({"diff", a, "--vs", b, "--fail-on-regression", "60"}).code, 0);
-  EXPECT_EQ(Stepscope({"diff", a, "--vs", b, "--fail-on-regression", "20,1"}).code, 0);
-  EXPECT_EQ(Stepscope({"diff", b, "--vs", a, "--fail-on-regression", "0,0"}).code, 0);
+  EXPECT_EQ(RunStepscope({"diff", a, "--vs", b, "--fail-on-regression", "60"}).code, 0);
+  EXPECT_EQ(RunStepscope({"diff", a, "--vs", b, "--fail-on-regression", "20,1"}).code, 0);
+  EXPECT_EQ(RunStepscope({"diff", b, "--vs", a, "--fail-on-regression", "0,0"}).code, 0);
   // The same run on both sides passes the strictest gate.
-  EXPECT_EQ(Stepscope({"diff", a, "--vs", a, "--fail-on-regression", "0,0"}).code, 0);
-  r = Stepscope({"diff", a, "--vs", b, "--fail-on-regression", "ten"});
+  EXPECT_EQ(RunStepscope({"diff", a, "--vs", a, "--fail-on-regression", "0,0"}).code, 0);
+  r = RunStepscope({"diff", a, "--vs", b, "--fail-on-regression", "ten"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--fail-on-regression"), std::string::npos);
   // The help lists exit code 3 where it applies, and only there.
-  EXPECT_NE(Stepscope({"diff", "--help"}).out.find("3 a check failed: regression gate"), std::string::npos);
-  EXPECT_EQ(Stepscope({"ops", "--help"}).out.find("3 a check failed"), std::string::npos);
-  EXPECT_NE(Stepscope({"--help"}).out.find("3 a check failed"), std::string::npos);
+  EXPECT_NE(RunStepscope({"diff", "--help"}).out.find("3 a check failed: regression gate"), std::string::npos);
+  EXPECT_EQ(RunStepscope({"ops", "--help"}).out.find("3 a check failed"), std::string::npos);
+  EXPECT_NE(RunStepscope({"--help"}).out.find("3 a check failed"), std::string::npos);
 }
 
 TEST(CompareCommandsTest, OneStepPerSideStaysTheAggregateDiff) {
-  const Result r = Stepscope({"diff", DataPath("analysis/ranks/rank0.pbtxt"), DataPath("analysis/ranks/rank1.pbtxt"),
+  const Result r = RunStepscope({"diff", DataPath("analysis/ranks/rank0.pbtxt"), DataPath("analysis/ranks/rank1.pbtxt"),
                               "--json", "--fail-on-regression", "1"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["schema"], "stepscope.diff/1");
@@ -143,7 +135,7 @@ TEST(CompareCommandsTest, OneStepPerSideStaysTheAggregateDiff) {
 
 TEST(CompareCommandsTest, DifferentModelsCompareAsNewAndGone) {
   const std::string a = WriteRun("a.json", 300, false);
-  const Result r = Stepscope({"diff", DataPath("analysis/ranks/rank0.pbtxt"), "--vs", a, "--json"});
+  const Result r = RunStepscope({"diff", DataPath("analysis/ranks/rank0.pbtxt"), "--vs", a, "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_FALSE(doc["confident"]);  // one step against eight: no p-value below 0.05 is possible
@@ -153,37 +145,37 @@ TEST(CompareCommandsTest, DifferentModelsCompareAsNewAndGone) {
 
 TEST(CompareCommandsTest, BadInputNamesTheFileAndExitsTwo) {
   const std::string a = WriteRun("a.json", 300, false);
-  Result r = Stepscope({"diff", a, "--vs"});
+  Result r = RunStepscope({"diff", a, "--vs"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("side B is empty"), std::string::npos) << r.err;
-  r = Stepscope({"diff", "--vs", a});
+  r = RunStepscope({"diff", "--vs", a});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("side A is empty"), std::string::npos) << r.err;
-  r = Stepscope({"diff", a, a, a});
+  r = RunStepscope({"diff", a, a, a});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--vs"), std::string::npos) << r.err;
   const std::string missing = (stepscope::testing::ScratchDir("compare_cli") / "missing.json").string();
-  r = Stepscope({"diff", a, "--vs", missing});
+  r = RunStepscope({"diff", a, "--vs", missing});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("missing.json"), std::string::npos) << r.err;
   const std::string empty = (stepscope::testing::ScratchDir("compare_cli") / "empty.json").string();
   ASSERT_TRUE(WriteFileAtomically(empty, "{\"traceEvents\": []}\n").ok());
-  r = Stepscope({"diff", a, "--vs", empty});
+  r = RunStepscope({"diff", a, "--vs", empty});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("empty.json: no steps found"), std::string::npos) << r.err;
-  r = Stepscope({"steps", empty});
+  r = RunStepscope({"steps", empty});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("empty.json"), std::string::npos) << r.err;
   const std::string garbage = (stepscope::testing::ScratchDir("compare_cli") / "garbage.json").string();
   ASSERT_TRUE(WriteFileAtomically(garbage, "[{\"ph\": \"X\", \"ts\": }]").ok());
-  r = Stepscope({"steps", garbage});
+  r = RunStepscope({"steps", garbage});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("garbage.json"), std::string::npos) << r.err;
 }
 
 TEST(CompareCommandsTest, StepsFindsTheOutlierAndWhatDeviated) {
   const std::string a = WriteRun("outlier.json", 300, true);
-  const Result r = Stepscope({"steps", a, "--json"});
+  const Result r = RunStepscope({"steps", a, "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["schema"], "stepscope.steps/1");
@@ -203,13 +195,13 @@ TEST(CompareCommandsTest, StepsFindsTheOutlierAndWhatDeviated) {
   EXPECT_EQ((*cause)["table"], "op type");
   EXPECT_GT((*cause)["deviation_ns"].get<double>(), 1'700'000);
   // Our own step traces: a directory of per-rank traces of one step is one step.
-  const Result ranks = Stepscope({"steps", DataPath("analysis/ranks"), "--json"});
+  const Result ranks = RunStepscope({"steps", DataPath("analysis/ranks"), "--json"});
   ASSERT_EQ(ranks.code, 0) << ranks.err;
   const auto rdoc = nlohmann::json::parse(ranks.out);
   ASSERT_EQ(rdoc["steps"].size(), 1u);
   EXPECT_EQ(rdoc["steps"][0]["marker"], "ranks merged");
   EXPECT_EQ(rdoc["steps"][0]["step"], 5);
-  const Result text = Stepscope({"steps", a});
+  const Result text = RunStepscope({"steps", a});
   ASSERT_EQ(text.code, 0);
   EXPECT_NE(text.out.find("outlier"), std::string::npos);
   EXPECT_NE(text.out.find("Step 5 (3.000 ms"), std::string::npos) << text.out;
