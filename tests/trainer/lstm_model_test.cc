@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "base/file_io.h"
+#include "gradient_check.h"
 #include "test_util.h"
 #include "trainer/runtime/bfc_allocator.h"
 #include "trainer/runtime/cpu_sub_allocator.h"
@@ -25,6 +26,10 @@
 
 namespace stepscope::models {
 namespace {
+
+using testing::CentralDifference;
+using testing::EntriesToCheck;
+using testing::FiniteDifference;
 
 using runtime::DType;
 using runtime::Tensor;
@@ -215,64 +220,11 @@ TEST(LstmModel, StateIsCarriedAcrossBatchesUntilReset) {
 // gradient entry and on kSampledEntries entries drawn with a fixed seed: a gradient written to the
 // wrong index (or transposed) leaves the largest entry right and moves the others.
 //
-// Tolerance for a float loss. The central difference D(h) = (L(w+h) - L(w-h)) / 2h errs by
-// truncation, c·h² + O(h⁴), and by the loss's float rounding: an absolute error δ per evaluation
-// gives at most δ/h. With D(h/2) too, Richardson's R = (4·D(h/2) - D(h)) / 3 cancels the h² term;
-// what is left of the truncation is bounded by |D(h) - D(h/2)| (= 3/4·c·h², far above O(h⁴)) and
-// R's rounding by (4·2δ/h + δ/h) / 3 = 3δ/h. δ, the loss's float error, is kLossUlps units in the
-// last place of the loss: a double sum of float per-example cross entropies, each within about an
-// ulp, whose errors partly cancel (observed errors stay below a sixth of the tolerance). So
-//   |analytic - R| <= |D(h) - D(h/2)| + 3·kLossUlps·ulp(L)/h + 1e-3·|R|
-// the last term for the float rounding of the analytic gradient itself.
-constexpr int kSampledEntries = 12;
+// δ, the loss's float error (gradient_check.h), is kLossUlps units in the last place of the loss:
+// a double sum of float per-example cross entropies, each within about an ulp, whose errors partly
+// cancel (observed errors stay below a sixth of the tolerance).
+constexpr size_t kSampledEntries = 12;
 constexpr double kLossUlps = 1;
-
-struct FiniteDifference {
-  double extrapolated = 0;  // Richardson's R
-  double tolerance = 0;     // for the analytic value, as above
-};
-
-// Central differences at steps h and h/2 of `loss_at` in the float `w`, with the steps the float
-// weights really take (w ± h rounds).
-template <typename LossAt>
-FiniteDifference CentralDifference(float* w, float h, LossAt&& loss_at) {
-  const float saved = *w;
-  auto difference = [&](float step) {
-    *w = saved + step;
-    const double up = static_cast<double>(*w);
-    const double plus = loss_at();
-    *w = saved - step;
-    const double down = static_cast<double>(*w);
-    const double minus = loss_at();
-    *w = saved;
-    return std::pair{(plus - minus) / (up - down), std::max(std::abs(plus), std::abs(minus))};
-  };
-  const auto [coarse, loss] = difference(h);
-  const auto [fine, unused] = difference(h / 2);
-  FiniteDifference d;
-  d.extrapolated = (4.0 * fine - coarse) / 3.0;
-  const double ulp = std::nextafter(static_cast<float>(loss), INFINITY) - static_cast<float>(loss);
-  d.tolerance = std::abs(coarse - fine) + 3.0 * kLossUlps * ulp / static_cast<double>(h) +
-                1e-3 * std::abs(d.extrapolated);
-  return d;
-}
-
-// The largest entry of `dense` and kSampledEntries other distinct entries (all when fewer),
-// drawn with a seed fixed per variable.
-std::vector<int64_t> EntriesToCheck(const std::vector<double>& dense, uint32_t seed) {
-  int64_t largest = 0;
-  for (size_t k = 0; k < dense.size(); ++k) {
-    if (std::abs(dense[k]) > std::abs(dense[static_cast<size_t>(largest)])) largest = static_cast<int64_t>(k);
-  }
-  std::vector<int64_t> entries(dense.size());
-  std::iota(entries.begin(), entries.end(), int64_t{0});
-  std::mt19937 random(seed);
-  std::shuffle(entries.begin(), entries.end(), random);
-  entries.erase(std::remove(entries.begin(), entries.end(), largest), entries.end());
-  entries.resize(std::min<size_t>(entries.size(), kSampledEntries));
-  entries.insert(entries.begin(), largest);
-  return entries;
-}
 
 void ExpectGradientsMatchFiniteDifferences(const LstmConfig& c) {
   auto device = MakeCpuDevice();
@@ -296,9 +248,11 @@ void ExpectGradientsMatchFiniteDifferences(const LstmConfig& c) {
         dense[static_cast<size_t>(row * cols + k)] += g.values.data<float>()[r * cols + k];
       }
     }
-    for (const int64_t entry : EntriesToCheck(dense, 1000u + static_cast<uint32_t>(g.variable))) {
-      const FiniteDifference numeric = CentralDifference(var.value.data<float>() + entry, 1e-2f, loss_at);
-      const double analytic = dense[static_cast<size_t>(entry)];
+    for (const size_t entry :
+         EntriesToCheck(dense, kSampledEntries, 1000u + static_cast<uint32_t>(g.variable))) {
+      const FiniteDifference numeric =
+          CentralDifference(var.value.data<float>() + entry, 1e-2f, kLossUlps, loss_at);
+      const double analytic = dense[entry];
       EXPECT_NEAR(analytic, numeric.extrapolated, numeric.tolerance) << var.name << "[" << entry << "]";
         }
   }

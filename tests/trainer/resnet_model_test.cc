@@ -17,12 +17,17 @@
 #include <string>
 #include <vector>
 
+#include "gradient_check.h"
 #include "host_memory_gpu.h"
 #include "trainer/runtime/op_scope.h"
 #include "trainer/runtime/transfers.h"
 
 namespace stepscope::models {
 namespace {
+
+using testing::CentralDifference;
+using testing::EntriesToCheck;
+using testing::FiniteDifference;
 
 using runtime::DType;
 using runtime::Tensor;
@@ -483,66 +488,12 @@ TEST(ResNetModelTest, DeterministicForASeed) {
 // Images are 64×64, not 32×32: at 32 with batch 2, conv5 is 1×1 and its BatchNorm normalises 2
 // values per channel to ±1 (up to ε), a surface so curved that no float step size measures it.
 //
-// Tolerance for a float loss. The central difference D(h) = (L(w+h) - L(w-h)) / 2h errs by
-// truncation, c·h² + O(h⁴), and by the loss's float rounding: an absolute error δ per evaluation
-// gives at most δ/h. With D(h/2) too, Richardson's R = (4·D(h/2) - D(h)) / 3 cancels the h² term;
-// what is left of the truncation is bounded by |D(h) - D(h/2)| (= 3/4·c·h², far above O(h⁴); a
-// ReLU or max-pool kink inside ±h shows up there as well) and R's rounding by
-// (4·2δ/h + δ/h) / 3 = 3δ/h. δ, the loss's float error, is kLossUlps units in the last place of
-// the loss: BatchNorm over 8 values per channel at conv5 amplifies the float rounding of the layers
-// below it; D(h) and D(h/2) differ by up to 7e-3 at conv1, a δ of about 17 ulps (with 32, observed
-// errors stay below a third of the tolerance). So
-//   |analytic - R| <= |D(h) - D(h/2)| + 3·kLossUlps·ulp(L)/h + 1e-3·|R|
-// the last term for the float rounding of the analytic gradient itself.
-constexpr int kSampledEntries = 8;
+// δ, the loss's float error (gradient_check.h), is kLossUlps units in the last place of the loss:
+// BatchNorm over 8 values per channel at conv5 amplifies the float rounding of the layers below
+// it; D(h) and D(h/2) differ by up to 7e-3 at conv1, a δ of about 17 ulps (with 32, observed
+// errors stay below a third of the tolerance).
+constexpr size_t kSampledEntries = 8;
 constexpr double kLossUlps = 32;
-
-struct FiniteDifference {
-  double extrapolated = 0;  // Richardson's R
-  double tolerance = 0;     // for the analytic value, as above
-};
-
-// Central differences at steps h and h/2 of `loss_at` in the float `w`, with the steps the float
-// weights really take (w ± h rounds).
-template <typename LossAt>
-FiniteDifference CentralDifference(float* w, float h, LossAt&& loss_at) {
-  const float saved = *w;
-  auto difference = [&](float step) {
-    *w = saved + step;
-    const double up = static_cast<double>(*w);
-    const double plus = loss_at();
-    *w = saved - step;
-    const double down = static_cast<double>(*w);
-    const double minus = loss_at();
-    *w = saved;
-    return std::pair{(plus - minus) / (up - down), std::max(std::abs(plus), std::abs(minus))};
-  };
-  const auto [coarse, loss] = difference(h);
-  const auto [fine, unused] = difference(h / 2);
-  FiniteDifference d;
-  d.extrapolated = (4.0 * fine - coarse) / 3.0;
-  const double ulp = std::nextafter(static_cast<float>(loss), INFINITY) - static_cast<float>(loss);
-  d.tolerance = std::abs(coarse - fine) + 3.0 * kLossUlps * ulp / static_cast<double>(h) +
-                1e-3 * std::abs(d.extrapolated);
-  return d;
-}
-
-// The largest entry of `grad` and kSampledEntries other distinct entries (all when fewer),
-// drawn with `seed`.
-std::vector<size_t> EntriesToCheck(const std::vector<float>& grad, uint32_t seed) {
-  size_t largest = 0;
-  for (size_t i = 1; i < grad.size(); ++i) {
-    if (std::abs(grad[i]) > std::abs(grad[largest])) largest = i;
-  }
-  std::vector<size_t> entries(grad.size());
-  std::iota(entries.begin(), entries.end(), size_t{0});
-  std::mt19937 random(seed);
-  std::shuffle(entries.begin(), entries.end(), random);
-  entries.erase(std::remove(entries.begin(), entries.end(), largest), entries.end());
-  entries.resize(std::min<size_t>(entries.size(), kSampledEntries));
-  entries.insert(entries.begin(), largest);
-  return entries;
-}
 
 TEST(ResNetModelTest, GradientMatchesFiniteDifferences) {
   auto device = NewCpuDevice();
@@ -560,9 +511,10 @@ TEST(ResNetModelTest, GradientMatchesFiniteDifferences) {
   for (const std::string& name : names) {
     const int v = VariableIndex(*model, name);
     const std::vector<float> grad = Values(base->gradients[static_cast<size_t>(v)].values);
-    for (const size_t e : EntriesToCheck(grad, 2000u + static_cast<uint32_t>(v))) {
+    for (const size_t e : EntriesToCheck(grad, kSampledEntries, 2000u + static_cast<uint32_t>(v))) {
       float* w = model->variables()[static_cast<size_t>(v)].value.data<float>() + e;
-      const FiniteDifference numeric = CentralDifference(w, 1e-3f * std::max(1.0f, std::abs(*w)), loss_at);
+      const FiniteDifference numeric =
+          CentralDifference(w, 1e-3f * std::max(1.0f, std::abs(*w)), kLossUlps, loss_at);
       EXPECT_NEAR(grad[e], numeric.extrapolated, numeric.tolerance) << name << "[" << e << "]";
         }
   }
