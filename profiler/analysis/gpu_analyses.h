@@ -147,4 +147,56 @@ struct LaunchOptions {
 };
 LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOptions& options = {});
 
+// ---- annotations: GPU time per user annotation -------------------------------------------------
+// Each piece of GPU work counts for the annotations enclosing the host slice that launched it
+// (record_function / user spans, `## name ##`, TensorFlow's profiler ranges; the profiler's own
+// span and ProfilerStep#N are left out: steps are chosen with --step). Traces without host
+// annotations (TensorFlow's, ours) use the name scopes of the op that launched the work
+// ("tower_0/conv1/Conv2D": tower_0 > conv1). Rows form a tree keyed by the annotation path:
+// instances of the same path (several steps, ranks) add up.
+struct AnnotationTime {
+  std::vector<std::string> path;  // outermost first; the last element is this row's name
+  bool name_scope = false;        // from op names, not annotation spans
+  int64_t instances = 0;          // annotation spans (name scopes: launching ops) behind the row
+  int64_t cpu_ns = 0;             // their host duration, summed
+  int64_t work = 0, gpu_ns = 0;   // GPU work launched inside (nested rows included), its time summed
+  int64_t gpu_busy_ns = 0;        // union of that work per GPU, summed over GPUs
+  int64_t self_work = 0, self_gpu_ns = 0;  // of it, launched with this row the innermost
+};
+struct AnnotationReport {
+  std::vector<AnnotationTime> rows;  // depth first, siblings by gpu_ns descending
+  int64_t work = 0, gpu_ns = 0;      // all GPU work considered
+  int64_t unannotated_work = 0, unannotated_gpu_ns = 0;  // launched outside every annotation
+  int64_t unlinked_work = 0, unlinked_gpu_ns = 0;        // no known launch
+};
+AnnotationReport ComputeAnnotationTime(const std::vector<GpuInput>& inputs);
+
+// ---- kernel patterns: frequent kernel sequences ------------------------------------------------
+// Sequences of `length` consecutive kernels on one stream (copies, memsets and collectives are
+// not kernels and are skipped over), counted without overlap (a run of 5 identical kernels holds
+// one sequence of 3, not three). Fusion candidates: a frequent sequence's launches and the gaps
+// between its kernels are what fusing it would save.
+struct KernelPattern {
+  std::vector<std::string> kernels;  // in stream order
+  int64_t count = 0;                 // occurrences
+  int64_t gpu_ns = 0;                // the kernels' time, summed over occurrences
+  int64_t span_ns = 0;               // first start to last end, summed over occurrences
+  int64_t gap_ns = 0;                // span - busy: the stream idle inside the occurrences
+  std::string host_op;               // the op that launched its first kernel most often ("" none)
+};
+struct KernelPatternOptions {
+  size_t length = 3;
+  int64_t min_count = 2;
+  bool by_time = false;  // order by gpu_ns instead of count
+  size_t top = 10;
+};
+struct KernelPatternReport {
+  size_t length = 0;
+  int64_t kernels = 0;               // kernels considered
+  int64_t distinct_patterns = 0;     // with at least min_count occurrences
+  std::vector<KernelPattern> patterns;  // the top ones
+};
+KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs,
+                                          const KernelPatternOptions& options = {});
+
 }  // namespace stepscope::analysis

@@ -1,5 +1,6 @@
 // The GPU commands: `gpu` (time breakdown per GPU and stream), `idle` (why each stream sat
-// idle) and `launches` (runtime call cost, launch delay, per op type). Each input (a trace file,
+// idle), `launches` (runtime call cost, launch delay, per op type), `annotations` (GPU time per
+// user annotation) and `kernel-patterns` (frequent kernel sequences). Each input (a trace file,
 // several, or a directory) is analysed on its own and the rows of one rank, device and stream add
 // up; --step/--steps keep the GPU work that starts in those steps' windows (analysis/steps.h).
 #include "profiler/cli/gpu_commands.h"
@@ -374,12 +375,132 @@ class LaunchesCommand : public GpuCommandBase {
   }
 };
 
+// ---- annotations -----------------------------------------------------------------------------
+
+class AnnotationsCommand : public GpuCommandBase {
+ public:
+  std::string name() const override { return "annotations"; }
+  std::string synopsis() const override {
+    return "TRACE|DIR... [--json] [--depth N] [--step N | --steps A-B]";
+  }
+  std::string description() const override {
+    return "GPU time per user annotation (record_function, `## name ##` spans, profiler ranges),\n"
+           "nested: each piece of GPU work counts for the annotations around the host call that\n"
+           "launched it. gpu: its time summed; busy: its union per GPU; self: work launched with the\n"
+           "row the innermost annotation; cpu: the annotation spans' host time. Traces without\n"
+           "annotations (TensorFlow's) use the name scopes of the launching op. ProfilerStep#N and\n"
+           "the profiler's own span are left out: choose steps with --step.";
+  }
+  std::vector<FlagSpec> flags() const override {
+    auto flags = CommonFlags();
+    flags.erase(flags.begin() + 1);
+    flags.push_back({"depth", "N", "text output: rows down to this nesting depth (default all)"});
+    return flags;
+  }
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+    ASSIGN_OR_RETURN(const size_t depth, PositiveFlag(args, "depth", std::numeric_limits<size_t>::max()));
+    ASSIGN_OR_RETURN(Loaded loaded, Load(args));
+    const analysis::AnnotationReport r = analysis::ComputeAnnotationTime(loaded.inputs);
+    if (args.Has("json")) {
+      Json rows = Json::array();
+      for (const auto& a : r.rows) {
+        rows.push_back({{"path", a.path}, {"name_scope", a.name_scope}, {"instances", a.instances},
+                        {"cpu_ns", a.cpu_ns}, {"work", a.work}, {"gpu_ns", a.gpu_ns},
+                        {"gpu_busy_ns", a.gpu_busy_ns}, {"self_work", a.self_work},
+                        {"self_gpu_ns", a.self_gpu_ns}});
+      }
+      out << Json{{"schema", "stepscope.annotations/1"}, {"work", r.work}, {"gpu_ns", r.gpu_ns},
+                  {"unannotated_work", r.unannotated_work}, {"unannotated_gpu_ns", r.unannotated_gpu_ns},
+                  {"unlinked_work", r.unlinked_work}, {"unlinked_gpu_ns", r.unlinked_gpu_ns},
+                  {"annotations", rows}}.dump(2)
+          << "\n";
+      return Status::Ok();
+    }
+    out << r.work << " pieces of GPU work, " << FormatDuration(r.gpu_ns) << "; outside every annotation "
+        << r.unannotated_work << " (" << FormatDuration(r.unannotated_gpu_ns) << "), launch unknown "
+        << r.unlinked_work << " (" << FormatDuration(r.unlinked_gpu_ns) << ")\n\n";
+    if (r.rows.empty()) {
+      out << "no annotations or name scopes launched GPU work\n";
+      return Status::Ok();
+    }
+    TextTable table({-64, 6, 12, 7, 12, 7, 12, 12});
+    table.Row({"annotation", "count", "cpu", "work", "gpu", "share", "busy", "self gpu"});
+    for (const auto& a : r.rows) {
+      if (a.path.size() > depth) continue;
+      const double share = r.gpu_ns > 0 ? static_cast<double>(a.gpu_ns) / static_cast<double>(r.gpu_ns) : 0;
+      table.Row({std::string(2 * (a.path.size() - 1), ' ') + Truncate(a.path.back(), 64 - 2 * static_cast<int>(a.path.size() - 1)),
+                 I(a.instances), FormatDuration(a.cpu_ns), I(a.work), FormatDuration(a.gpu_ns), FormatPercent(share),
+                 FormatDuration(a.gpu_busy_ns), FormatDuration(a.self_gpu_ns)});
+    }
+    out << table.str();
+    return Status::Ok();
+  }
+};
+
+// ---- kernel-patterns -------------------------------------------------------------------------
+
+class KernelPatternsCommand : public GpuCommandBase {
+ public:
+  std::string name() const override { return "kernel-patterns"; }
+  std::string synopsis() const override {
+    return "TRACE|DIR... [--json] [--top N] [--length K] [--min-count N] [--by count|time] [--step N | --steps A-B]";
+  }
+  std::string description() const override {
+    return "The most frequent sequences of K consecutive kernels on a stream (copies, memsets and\n"
+           "collectives skipped over; occurrences never overlap) with their total GPU time, the span\n"
+           "they cover and the stream's idle time inside them, and the op that launched their first\n"
+           "kernel most often: candidates for fusion.";
+  }
+  std::vector<FlagSpec> flags() const override {
+    auto flags = CommonFlags();
+    flags.push_back({"length", "K", "kernels per sequence (default 3)"});
+    flags.push_back({"min-count", "N", "sequences seen fewer times are left out (default 2)"});
+    flags.push_back({"by", "ORDER", "count (default) or time"});
+    return flags;
+  }
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+    analysis::KernelPatternOptions options;
+    ASSIGN_OR_RETURN(options.top, PositiveFlag(args, "top", 10));
+    ASSIGN_OR_RETURN(options.length, PositiveFlag(args, "length", 3));
+    ASSIGN_OR_RETURN(const size_t min_count, PositiveFlag(args, "min-count", 2));
+    options.min_count = static_cast<int64_t>(min_count);
+    const std::string by = args.GetOr("by", "count");
+    if (by != "count" && by != "time") return InvalidInput("--by " + by + ": use count or time");
+    options.by_time = by == "time";
+    ASSIGN_OR_RETURN(Loaded loaded, Load(args));
+    const analysis::KernelPatternReport r = analysis::ComputeKernelPatterns(loaded.inputs, options);
+    if (args.Has("json")) {
+      Json patterns = Json::array();
+      for (const auto& p : r.patterns) {
+        patterns.push_back({{"kernels", p.kernels}, {"count", p.count}, {"gpu_ns", p.gpu_ns},
+                            {"span_ns", p.span_ns}, {"gap_ns", p.gap_ns}, {"host_op", p.host_op}});
+      }
+      out << Json{{"schema", "stepscope.kernel_patterns/1"}, {"length", r.length}, {"kernels", r.kernels},
+                  {"distinct_patterns", r.distinct_patterns}, {"patterns", patterns}}.dump(2)
+          << "\n";
+      return Status::Ok();
+    }
+    out << r.kernels << " kernels; " << r.distinct_patterns << " sequences of " << r.length << " seen at least "
+        << options.min_count << " times\n";
+    int n = 0;
+    for (const auto& p : r.patterns) {
+      out << "\n#" << ++n << "  " << p.count << " times, gpu " << FormatDuration(p.gpu_ns) << ", span "
+          << FormatDuration(p.span_ns) << ", idle inside " << FormatDuration(p.gap_ns)
+          << (p.host_op.empty() ? "" : ", launched in " + Truncate(p.host_op, 40)) << "\n";
+      for (const auto& k : p.kernels) out << "    " << Truncate(k, 100) << "\n";
+    }
+    return Status::Ok();
+  }
+};
+
 }  // namespace
 
 void AddGpuCommands(std::vector<std::unique_ptr<Command>>& commands) {
   commands.push_back(std::make_unique<GpuCommand>());
   commands.push_back(std::make_unique<IdleCommand>());
   commands.push_back(std::make_unique<LaunchesCommand>());
+  commands.push_back(std::make_unique<AnnotationsCommand>());
+  commands.push_back(std::make_unique<KernelPatternsCommand>());
 }
 
 }  // namespace stepscope::cli

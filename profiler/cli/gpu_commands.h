@@ -1,4 +1,5 @@
-// `gpu`, `idle` and `launches`: GPU time breakdown, idle-gap causes and launch costs
+// `gpu`, `idle`, `launches`, `annotations` and `kernel-patterns`: GPU time breakdown, idle-gap
+// causes, launch costs, GPU time per annotation and frequent kernel sequences
 // (analysis/gpu_analyses.h).
 #pragma once
 

@@ -1,9 +1,11 @@
-// gpu, idle and launches on traces whose answer is known by construction, and on the real AlexNet
+// gpu, idle, launches, annotations and kernel patterns on traces whose answer is known by construction, and on the real AlexNet
 // PyTorch trace against an exact recount of its raw events (kernel, gpu_memcpy, gpu_memset and
 // their cuda_runtime calls joined by correlation, microseconds scaled to ns). HTA 0.x's
 // get_idle_time_breakdown and get_cuda_kernel_launch_stats give the same counts and totals where
 // the definitions agree (docs/analysis.md).
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "profiler/analysis/gpu_analyses.h"
 #include "profiler/trace/reader.h"
@@ -161,6 +163,133 @@ TEST(LaunchesTest, DelaysAndOpsKnownByConstruction) {
   EXPECT_DOUBLE_EQ(r.by_op[0].kernels[0].delay.mean_ns, 30);
 }
 
+// Host thread: "forward" [0, 1000) holds "layer1" [0, 400) (two launches) and "layer2"
+// [400, 900) (one); a launch at 950 lies outside every annotation; ProfilerStep#3 around all is
+// a step, not an annotation row. GPU 0 runs them on one stream.
+trace::Trace AnnotatedTrace() {
+  TraceMaker m;
+  const uint32_t host = m.Host("host");
+  const uint32_t thread = m.Lane("thread 1", host, TrackKind::kOpLane, false);
+  const uint32_t stream = m.Lane("stream 7", m.Device("GPU 0", host), TrackKind::kGpuStream);
+  m.Slice(thread, 0, 1000, "ProfilerStep#3", "", SliceKind::kAnnotation);
+  m.Slice(thread, 0, 960, "forward", "", SliceKind::kAnnotation);
+  m.Slice(thread, 0, 400, "layer1", "", SliceKind::kAnnotation);
+  m.Slice(thread, 10, 300, "aten::linear", "", SliceKind::kOp);
+  const uint32_t l1 = m.Slice(thread, 20, 30, "cudaLaunchKernel", "", SliceKind::kRuntime);
+  const uint32_t l2 = m.Slice(thread, 40, 50, "cudaLaunchKernel", "", SliceKind::kRuntime);
+  m.Slice(thread, 400, 900, "layer2", "", SliceKind::kAnnotation);
+  const uint32_t l3 = m.Slice(thread, 410, 420, "cudaLaunchKernel", "", SliceKind::kRuntime);
+  const uint32_t l4 = m.Slice(thread, 970, 980, "cudaLaunchKernel", "", SliceKind::kRuntime);
+  m.Flow(l1, m.Slice(stream, 100, 200, "gemm", "", SliceKind::kKernel), FlowKind::kLaunch);
+  m.Flow(l2, m.Slice(stream, 150, 260, "bias", "", SliceKind::kKernel), FlowKind::kLaunch);
+  m.Flow(l3, m.Slice(stream, 500, 540, "relu", "", SliceKind::kKernel), FlowKind::kLaunch);
+  m.Flow(l4, m.Slice(stream, 990, 1000, "copy", "", SliceKind::kMemcpy), FlowKind::kLaunch);
+  m.Slice(stream, 1000, 1005, "unlinked", "", SliceKind::kKernel);
+  return std::move(m).Build();
+}
+
+TEST(AnnotationTimeTest, TreeKnownByConstruction) {
+  const trace::Trace trace = AnnotatedTrace();
+  const AnnotationReport r = ComputeAnnotationTime({GpuInput{&trace, {}}});
+  EXPECT_EQ(r.work, 5);
+  EXPECT_EQ(r.gpu_ns, 100 + 110 + 40 + 10 + 5);
+  EXPECT_EQ(r.unannotated_work, 1);
+  EXPECT_EQ(r.unannotated_gpu_ns, 10);
+  EXPECT_EQ(r.unlinked_work, 1);
+  EXPECT_EQ(r.unlinked_gpu_ns, 5);
+  ASSERT_EQ(r.rows.size(), 3u);
+  EXPECT_EQ(r.rows[0].path, (std::vector<std::string>{"forward"}));
+  EXPECT_EQ(r.rows[0].instances, 1);
+  EXPECT_EQ(r.rows[0].cpu_ns, 960);
+  EXPECT_EQ(r.rows[0].work, 3);
+  EXPECT_EQ(r.rows[0].gpu_ns, 250);
+  EXPECT_EQ(r.rows[0].gpu_busy_ns, 160 + 40);  // [100, 260) and [500, 540)
+  EXPECT_EQ(r.rows[0].self_work, 0);
+  // Siblings by GPU time: layer1 (210) before layer2 (40).
+  EXPECT_EQ(r.rows[1].path, (std::vector<std::string>{"forward", "layer1"}));
+  EXPECT_EQ(r.rows[1].gpu_ns, 210);
+  EXPECT_EQ(r.rows[1].gpu_busy_ns, 160);
+  EXPECT_EQ(r.rows[1].self_gpu_ns, 210);
+  EXPECT_EQ(r.rows[2].path, (std::vector<std::string>{"forward", "layer2"}));
+  EXPECT_EQ(r.rows[2].cpu_ns, 500);
+  EXPECT_EQ(r.rows[2].self_work, 1);
+  EXPECT_FALSE(r.rows[2].name_scope);
+
+  // A window from 390: the work launched in layer1 starts before it and drops out.
+  const AnnotationReport w = ComputeAnnotationTime({GpuInput{&trace, {{390, 2000}}}});
+  EXPECT_EQ(w.work, 3);
+  ASSERT_EQ(w.rows.size(), 3u);
+  EXPECT_EQ(w.rows[0].gpu_ns, 40);
+  EXPECT_EQ(w.rows[1].path.back(), "layer2");
+  EXPECT_EQ(w.rows[2].instances, 0);  // layer1 started before the window
+}
+
+TEST(AnnotationTimeTest, NameScopesOfTheLaunchingOpWithoutAnnotations) {
+  TraceMaker m;
+  const uint32_t host = m.Host("host");
+  const uint32_t gpu = m.Device("GPU:0", host);
+  const uint32_t ops = m.Lane("ops", gpu, TrackKind::kOpLane);
+  const uint32_t stream = m.Lane("stream:14", gpu, TrackKind::kGpuStream);
+  const uint32_t conv = m.Slice(ops, 0, 50, "tower_0/conv1/Conv2D", "Conv2D", SliceKind::kOp);
+  const uint32_t bias = m.Slice(ops, 60, 70, "tower_0/conv1/BiasAdd", "BiasAdd", SliceKind::kOp);
+  const uint32_t loss = m.Slice(ops, 80, 90, "loss", "Sum", SliceKind::kOp);
+  m.Flow(conv, m.Slice(stream, 10, 40, "implicit_gemm", "", SliceKind::kKernel), FlowKind::kLaunch);
+  m.Flow(conv, m.Slice(stream, 40, 45, "nhwc_to_nchw", "", SliceKind::kKernel), FlowKind::kLaunch);
+  m.Flow(bias, m.Slice(stream, 65, 75, "bias_add", "", SliceKind::kKernel), FlowKind::kLaunch);
+  m.Flow(loss, m.Slice(stream, 85, 95, "reduce", "", SliceKind::kKernel), FlowKind::kLaunch);
+  const trace::Trace trace = std::move(m).Build();
+  const AnnotationReport r = ComputeAnnotationTime({GpuInput{&trace, {}}});
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].path, (std::vector<std::string>{"tower_0"}));
+  EXPECT_TRUE(r.rows[0].name_scope);
+  EXPECT_EQ(r.rows[0].instances, 2);  // two ops, each counted once
+  EXPECT_EQ(r.rows[0].cpu_ns, 60);
+  EXPECT_EQ(r.rows[0].work, 3);
+  EXPECT_EQ(r.rows[1].path, (std::vector<std::string>{"tower_0", "conv1"}));
+  EXPECT_EQ(r.rows[1].gpu_ns, 30 + 5 + 10);
+  EXPECT_EQ(r.rows[1].self_work, 3);
+  EXPECT_EQ(r.unannotated_work, 1);  // "loss" has no scope
+}
+
+// Stream: A B C A B C A B C D with a copy between the second A and B (skipped over); A A A A A on
+// another stream holds one AAA (occurrences do not overlap).
+TEST(KernelPatternsTest, SequencesKnownByConstruction) {
+  TraceMaker m;
+  const uint32_t gpu = m.Device("GPU 0", m.Host("host"));
+  const uint32_t s7 = m.Lane("stream 7", gpu, TrackKind::kGpuStream);
+  const uint32_t s9 = m.Lane("stream 9", gpu, TrackKind::kGpuStream);
+  const char* names[] = {"A", "B", "C", "A", "B", "C", "A", "B", "C", "D"};
+  for (int i = 0; i < 10; ++i) m.Slice(s7, i * 100, i * 100 + 80, names[i], "", SliceKind::kKernel);
+  m.Slice(s7, 385, 395, "Memcpy DtoD", "", SliceKind::kMemcpy);
+  for (int i = 0; i < 5; ++i) m.Slice(s9, i * 10, i * 10 + 10, "A", "", SliceKind::kKernel);
+  const trace::Trace trace = std::move(m).Build();
+  const KernelPatternReport r = ComputeKernelPatterns({GpuInput{&trace, {}}});
+  EXPECT_EQ(r.kernels, 15);
+  EXPECT_EQ(r.distinct_patterns, 3);  // ABC 3, BCA 2, CAB 2; BCD and AAA once
+  ASSERT_EQ(r.patterns.size(), 3u);
+  EXPECT_EQ(r.patterns[0].kernels, (std::vector<std::string>{"A", "B", "C"}));
+  EXPECT_EQ(r.patterns[0].count, 3);
+  EXPECT_EQ(r.patterns[0].gpu_ns, 9 * 80);
+  EXPECT_EQ(r.patterns[0].span_ns, 3 * 280);
+  EXPECT_EQ(r.patterns[0].gap_ns, 3 * 40);
+  KernelPatternOptions ones;
+  ones.min_count = 1;
+  ones.top = 100;
+  const KernelPatternReport all = ComputeKernelPatterns({GpuInput{&trace, {}}}, ones);
+  const auto aaa = std::find_if(all.patterns.begin(), all.patterns.end(), [](const KernelPattern& p) {
+    return p.kernels == std::vector<std::string>{"A", "A", "A"};
+  });
+  ASSERT_NE(aaa, all.patterns.end());
+  EXPECT_EQ(aaa->count, 1);
+  KernelPatternOptions pairs;
+  pairs.length = 2;
+  pairs.by_time = true;
+  const KernelPatternReport two = ComputeKernelPatterns({GpuInput{&trace, {}}}, pairs);
+  ASSERT_FALSE(two.patterns.empty());
+  EXPECT_EQ(two.patterns[0].count, 3);  // AB or BC: three times each, 480 ns each
+  EXPECT_EQ(two.patterns[0].gpu_ns, 480);
+}
+
 class AlexNetGpuTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -250,6 +379,52 @@ TEST_F(AlexNetGpuTest, LaunchesMatchRecountAndHta) {
   ASSERT_FALSE(r.by_op.empty());
   EXPECT_EQ(r.by_op[0].op, "aten::cudnn_convolution");
   EXPECT_EQ(r.by_op[0].launches, 31);
+}
+
+// Recount: kernels, copies and memsets joined to their cuda_runtime call by correlation, the call
+// lying inside the user_annotation span on the same thread.
+TEST_F(AlexNetGpuTest, AnnotationsMatchRecount) {
+  const AnnotationReport r = ComputeAnnotationTime({GpuInput{trace_, {}}});
+  EXPECT_EQ(r.work, 98);
+  EXPECT_EQ(r.gpu_ns, 66203000);
+  EXPECT_EQ(r.unannotated_work, 0);
+  ASSERT_GE(r.rows.size(), 4u);
+  EXPECT_EQ(r.rows[0].path, (std::vector<std::string>{"[param|cuda]"}));
+  EXPECT_EQ(r.rows[0].work, 98);
+  EXPECT_EQ(r.rows[0].gpu_ns, 66203000);
+  EXPECT_EQ(r.rows[1].path.back(), "[param|pytorch.model.alex_net|0|0|0]");
+  EXPECT_EQ(r.rows[1].work, 81);
+  EXPECT_EQ(r.rows[1].gpu_ns, 10629000);
+  const std::string measure = "[param|pytorch.model.alex_net|0|0|0|measure|forward]";
+  const std::string warmup = "[param|pytorch.model.alex_net|0|0|0|warmup|forward]";
+  int seen = 0;
+  for (const AnnotationTime& a : r.rows) {
+    if (a.path.size() == 3 && a.path.back() == measure) {
+      EXPECT_EQ(a.work, 40);
+      EXPECT_EQ(a.gpu_ns, 5317000);
+      ++seen;
+    }
+    if (a.path.size() == 3 && a.path.back() == warmup) {
+      EXPECT_EQ(a.work, 41);
+      EXPECT_EQ(a.gpu_ns, 5312000);
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 2);
+}
+
+// Recount over the kernel events per stream, in time order: 23 sequences of 3 seen twice or more;
+// the most frequent 6 times.
+TEST_F(AlexNetGpuTest, KernelPatternsMatchRecount) {
+  const KernelPatternReport r = ComputeKernelPatterns({GpuInput{trace_, {}}});
+  EXPECT_EQ(r.kernels, 79);
+  EXPECT_EQ(r.distinct_patterns, 23);
+  ASSERT_GE(r.patterns.size(), 2u);
+  EXPECT_EQ(r.patterns[0].count, 6);
+  EXPECT_EQ(r.patterns[0].gpu_ns, 2288000);
+  EXPECT_EQ(r.patterns[0].kernels[0].rfind("sm80_xmma_fprop_implicit_gemm", 0), 0u);
+  EXPECT_EQ(r.patterns[0].host_op, "aten::cudnn_convolution");
+  EXPECT_EQ(r.patterns[1].gpu_ns, 2193000);
 }
 
 }  // namespace

@@ -1,0 +1,288 @@
+// GPU work attributed back to what the user wrote: the annotations (or name scopes) that launched
+// it, and the kernel sequences that repeat (gpu_analyses.h).
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+
+#include "profiler/analysis/breakdowns.h"
+#include "profiler/analysis/gpu_analyses.h"
+#include "profiler/analysis/gpu_work.h"
+
+namespace stepscope::analysis {
+
+using trace::Slice;
+using trace::SliceKind;
+using trace::Trace;
+using Intervals = std::vector<std::pair<int64_t, int64_t>>;
+
+namespace {
+
+// Spans that hold a whole step or the whole profile: steps are chosen with --step, and the
+// profiler's own span would be the root of everything.
+bool IsStepOrProfilerSpan(std::string_view name) {
+  return name.starts_with("ProfilerStep#") || name.starts_with("PyTorch Profiler");
+}
+
+// The annotation tree: node 0 is the root (outside every annotation).
+struct AnnotationNode {
+  uint32_t parent = 0;
+  std::string name;
+  bool name_scope = false;
+  std::map<std::string, uint32_t> children;
+  AnnotationTime time;
+  std::map<std::pair<const Trace*, uint32_t>, Intervals> work_by_device;  // inclusive
+};
+
+class AnnotationTree {
+ public:
+  AnnotationTree() { nodes_.emplace_back(); }
+
+  uint32_t Child(uint32_t parent, std::string_view name, bool name_scope) {
+    auto it = nodes_[parent].children.find(std::string(name));
+    if (it != nodes_[parent].children.end()) return it->second;
+    const auto id = static_cast<uint32_t>(nodes_.size());
+    nodes_[parent].children.emplace(std::string(name), id);
+    AnnotationNode node;
+    node.parent = parent;
+    node.name = std::string(name);
+    node.name_scope = name_scope;
+    nodes_.push_back(std::move(node));
+    return id;
+  }
+  // The node of a name-scoped op: one level per "/"-separated scope of its name.
+  uint32_t Scopes(std::string_view op_name) {
+    uint32_t node = 0;
+    size_t begin = 0;
+    for (size_t slash = op_name.find('/'); slash != std::string_view::npos; slash = op_name.find('/', begin)) {
+      if (slash > begin) node = Child(node, op_name.substr(begin, slash - begin), true);
+      begin = slash + 1;
+    }
+    return node;
+  }
+  AnnotationNode& operator[](uint32_t id) { return nodes_[id]; }
+
+  // Depth first from the root's children, siblings by GPU time (then name).
+  std::vector<AnnotationTime> Rows() {
+    std::vector<AnnotationTime> rows;
+    std::vector<std::string> path;
+    Walk(0, path, rows);
+    return rows;
+  }
+
+ private:
+  void Walk(uint32_t id, std::vector<std::string>& path, std::vector<AnnotationTime>& rows) {
+    std::vector<uint32_t> children;
+    for (const auto& [name, child] : nodes_[id].children) children.push_back(child);
+    std::stable_sort(children.begin(), children.end(),
+                     [&](uint32_t a, uint32_t b) { return nodes_[a].time.gpu_ns > nodes_[b].time.gpu_ns; });
+    for (uint32_t child : children) {
+      AnnotationNode& node = nodes_[child];
+      path.push_back(node.name);
+      node.time.path = path;
+      node.time.name_scope = node.name_scope;
+      for (auto& [device, intervals] : node.work_by_device) {
+        for (const auto& [a, b] : MergeIntervals(std::move(intervals))) node.time.gpu_busy_ns += b - a;
+      }
+      node.work_by_device.clear();
+      rows.push_back(node.time);
+      Walk(child, path, rows);
+      path.pop_back();
+    }
+  }
+
+  std::vector<AnnotationNode> nodes_;
+};
+
+// For every slice of a trace, the annotation node in effect where it runs (its own node for an
+// annotation); annotation spans starting in the input's windows are counted into their nodes.
+std::vector<uint32_t> AnnotationNodes(const GpuInput& input, AnnotationTree& tree) {
+  const Trace& trace = *input.trace;
+  const auto& slices = trace.slices();
+  std::vector<uint32_t> node_of(slices.size(), 0);
+  for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+    // GPU lanes launch nothing; their annotations (Kineto's gpu_user_annotation) mirror the host's.
+    const trace::TrackKind kind = trace.tracks()[t].kind;
+    if (kind == trace::TrackKind::kGpuStream || kind == trace::TrackKind::kGpuAllStreams ||
+        kind == trace::TrackKind::kGpuMemcpy) {
+      continue;
+    }
+    const uint32_t first = trace.track_first_slice(t);
+    const auto lane = trace.track_slices(t);
+    std::vector<std::pair<uint16_t, uint32_t>> open;  // (depth, node in effect inside it)
+    for (uint32_t k = 0; k < lane.size(); ++k) {
+      const Slice& s = lane[k];
+      while (!open.empty() && open.back().first >= s.depth) open.pop_back();
+      uint32_t node = open.empty() ? 0 : open.back().second;
+      if (s.kind == SliceKind::kAnnotation && !s.duplicate() &&
+          !IsStepOrProfilerSpan(trace.str(s.name))) {
+        node = tree.Child(node, trace.str(s.name), false);
+        if (InWindows(input, s.start_ns)) {
+          ++tree[node].time.instances;
+          tree[node].time.cpu_ns += s.dur_ns;
+        }
+      }
+      node_of[first + k] = node;
+      open.emplace_back(s.depth, node);
+    }
+  }
+  return node_of;
+}
+
+}  // namespace
+
+// ---- annotations -------------------------------------------------------------------------------
+
+AnnotationReport ComputeAnnotationTime(const std::vector<GpuInput>& inputs) {
+  AnnotationReport report;
+  AnnotationTree tree;
+  for (const GpuInput& input : inputs) {
+    const Trace& trace = *input.trace;
+    const std::vector<int64_t> launch = LaunchOf(trace);
+    const std::vector<uint32_t> node_of = AnnotationNodes(input, tree);
+    std::vector<char> op_counted(trace.slices().size(), 0);  // name scopes: each launching op once
+    for (const StreamWork& w : CollectWork(input)) {
+      for (uint32_t i : w.slices) {
+        const Slice& s = trace.slices()[i];
+        ++report.work;
+        report.gpu_ns += s.dur_ns;
+        const int64_t r = launch[i];
+        if (r < 0) {
+          ++report.unlinked_work;
+          report.unlinked_gpu_ns += s.dur_ns;
+          continue;
+        }
+        uint32_t node = node_of[static_cast<size_t>(r)];
+        if (node == 0) {
+          // No annotation around the launch: the name scopes of the op that launched it.
+          const Slice& launcher = trace.slices()[static_cast<size_t>(r)];
+          int64_t op = launcher.kind == SliceKind::kOp ? r : EnclosingOp(trace, static_cast<uint32_t>(r));
+          if (op >= 0) {
+            node = tree.Scopes(trace.str(trace.slices()[static_cast<size_t>(op)].name));
+            if (node != 0 && !op_counted[static_cast<size_t>(op)]) {
+              op_counted[static_cast<size_t>(op)] = 1;
+              const Slice& o = trace.slices()[static_cast<size_t>(op)];
+              for (uint32_t n = node; n != 0; n = tree[n].parent) {
+                ++tree[n].time.instances;
+                tree[n].time.cpu_ns += o.dur_ns;
+              }
+            }
+          }
+        }
+        if (node == 0) {
+          ++report.unannotated_work;
+          report.unannotated_gpu_ns += s.dur_ns;
+          continue;
+        }
+        ++tree[node].time.self_work;
+        tree[node].time.self_gpu_ns += s.dur_ns;
+        for (uint32_t n = node; n != 0; n = tree[n].parent) {
+          AnnotationNode& a = tree[n];
+          ++a.time.work;
+          a.time.gpu_ns += s.dur_ns;
+          a.work_by_device[{&trace, w.device}].emplace_back(s.start_ns, s.end_ns());
+        }
+      }
+    }
+  }
+  report.rows = tree.Rows();
+  return report;
+}
+
+// ---- kernel patterns ---------------------------------------------------------------------------
+
+KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, const KernelPatternOptions& options) {
+  KernelPatternReport report;
+  report.length = std::max<size_t>(options.length, 1);
+  const size_t k = report.length;
+  // Kernel names as indices shared across inputs.
+  std::unordered_map<std::string, int32_t> index;
+  std::vector<std::string> names;
+  struct Acc {
+    int64_t count = 0, gpu_ns = 0, span_ns = 0, gap_ns = 0;
+    size_t stream = SIZE_MAX;  // the stream and position where the last occurrence ended
+    size_t end = 0;
+    std::map<std::string, int64_t> host_ops;
+  };
+  std::map<std::vector<int32_t>, Acc> patterns;
+  size_t stream_number = 0;
+  for (const GpuInput& input : inputs) {
+    const Trace& trace = *input.trace;
+    const std::vector<int64_t> launch = LaunchOf(trace);
+    std::vector<int32_t> id_of_string(trace.strings().size(), -1);
+    for (const StreamWork& w : CollectWork(input)) {
+      std::vector<uint32_t> kernels;
+      for (uint32_t i : w.slices) {
+        if (trace.slices()[i].kind == SliceKind::kKernel) kernels.push_back(i);
+      }
+      report.kernels += static_cast<int64_t>(kernels.size());
+      std::vector<int32_t> ids;
+      for (uint32_t i : kernels) {
+        const trace::StringId name = trace.slices()[i].name;
+        int32_t& id = id_of_string[name];
+        if (id < 0) {
+          auto [it, inserted] = index.try_emplace(std::string(trace.str(name)), static_cast<int32_t>(names.size()));
+          if (inserted) names.push_back(it->first);
+          id = it->second;
+        }
+        ids.push_back(id);
+      }
+      const size_t stream = stream_number++;
+      std::vector<int32_t> key(k);
+      for (size_t p = 0; p + k <= ids.size(); ++p) {
+        std::copy(ids.begin() + static_cast<std::ptrdiff_t>(p), ids.begin() + static_cast<std::ptrdiff_t>(p + k), key.begin());
+        Acc& acc = patterns[key];
+        if (acc.stream == stream && p < acc.end) continue;  // overlaps the previous occurrence
+        acc.stream = stream;
+        acc.end = p + k;
+        ++acc.count;
+        Intervals busy;
+        int64_t begin = INT64_MAX, end = INT64_MIN;
+        for (size_t q = p; q < p + k; ++q) {
+          const Slice& s = trace.slices()[kernels[q]];
+          acc.gpu_ns += s.dur_ns;
+          busy.emplace_back(s.start_ns, s.end_ns());
+          begin = std::min(begin, s.start_ns);
+          end = std::max(end, s.end_ns());
+        }
+        int64_t busy_ns = 0;
+        for (const auto& [a, b] : MergeIntervals(std::move(busy))) busy_ns += b - a;
+        acc.span_ns += end - begin;
+        acc.gap_ns += (end - begin) - busy_ns;
+        const int64_t r = launch[kernels[p]];
+        const int64_t op = r < 0 ? -1 : trace.slices()[static_cast<size_t>(r)].kind == SliceKind::kOp
+                                            ? r
+                                            : EnclosingOp(trace, static_cast<uint32_t>(r));
+        if (op >= 0) ++acc.host_ops[std::string(trace.str(trace.slices()[static_cast<size_t>(op)].name))];
+      }
+    }
+  }
+  for (auto& [key, acc] : patterns) {
+    if (acc.count < options.min_count) continue;
+    ++report.distinct_patterns;
+    KernelPattern pattern;
+    for (int32_t id : key) pattern.kernels.push_back(names[static_cast<size_t>(id)]);
+    pattern.count = acc.count;
+    pattern.gpu_ns = acc.gpu_ns;
+    pattern.span_ns = acc.span_ns;
+    pattern.gap_ns = acc.gap_ns;
+    int64_t best = 0;
+    for (const auto& [op, n] : acc.host_ops) {
+      if (n > best) {
+        best = n;
+        pattern.host_op = op;
+      }
+    }
+    report.patterns.push_back(std::move(pattern));
+  }
+  auto rank = [&](const KernelPattern& p) {
+    return options.by_time ? std::make_tuple(p.gpu_ns, p.count) : std::make_tuple(p.count, p.gpu_ns);
+  };
+  std::stable_sort(report.patterns.begin(), report.patterns.end(),
+                   [&](const KernelPattern& a, const KernelPattern& b) { return rank(a) > rank(b); });
+  if (report.patterns.size() > options.top) report.patterns.resize(options.top);
+  return report;
+}
+
+}  // namespace stepscope::analysis

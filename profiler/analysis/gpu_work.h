@@ -1,0 +1,39 @@
+// What the GPU analyses (gpu_analyses.h, gpu_attribution.h) share: the GPU work of a trace per
+// stream, in time order, and the links from that work back to the host (launch flows, the op
+// enclosing a runtime call). Internal to profiler/analysis.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profiler/analysis/gpu_analyses.h"
+#include "profiler/trace/trace.h"
+
+namespace stepscope::analysis {
+
+// True when `start` lies in one of the input's windows (or the input has none).
+bool InWindows(const GpuInput& input, int64_t start);
+
+// One stream's GPU work (kernels, copies, memsets, collectives; never duplicates, annotations or
+// sync markers), in time order (longer first at equal starts).
+struct StreamWork {
+  uint32_t device = 0;  // device (or process) track
+  uint32_t lane = 0;    // source lane (the first lane of the stream)
+  std::vector<uint32_t> slices;
+};
+// The GPU work of one input that starts in its windows, by source lane, in track order.
+std::vector<StreamWork> CollectWork(const GpuInput& input);
+
+std::string TrackName(const trace::Trace& trace, uint32_t track);
+
+// The slice that launched each slice (the source of its launch flow: a runtime call, or the
+// executor op in our traces), -1 where none.
+std::vector<int64_t> LaunchOf(const trace::Trace& trace);
+
+// The innermost op (kind kOp) enclosing a slice on its track, -1 when none.
+int64_t EnclosingOp(const trace::Trace& trace, uint32_t slice);
+
+DurationStats Durations(const std::vector<int64_t>& values);
+
+}  // namespace stepscope::analysis
