@@ -1,5 +1,6 @@
 #include "profiler/cli/cli.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "base/file_io.h"
@@ -87,9 +88,12 @@ std::string TopHelp() {
       "usage: stepscope <command> [args] [--help]\n\n"
       "Converts, summarizes and analyses training step traces: TensorFlow RunMetadata/StepStats\n"
       "(binary or text), stepscope-train's traces, Chrome/Kineto JSON (.gz transparently).\n\ncommands:\n";
-  for (const auto& command : AllCommands()) {
+  const auto commands = AllCommands();
+  size_t width = 0;
+  for (const auto& command : commands) width = std::max(width, command->name().size());
+  for (const auto& command : commands) {
     std::string name = "  " + command->name();
-    name.resize(16, ' ');
+    name.resize(width + 4, ' ');
     help += name + command->synopsis() + "\n";
   }
   help += "\n'stepscope <command> --help' for details. Exit codes: 0 ok, 1 runtime failure,\n"
