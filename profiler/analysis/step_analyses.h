@@ -1,5 +1,5 @@
 // Analyses of how a step's time is bound: communication hidden behind compute (overlap), and
-// the chain of work that bounds the step (critical path).
+// the chain of work that bounds the step (critical path, in critical_path.cc).
 #pragma once
 
 #include <cstdint>
@@ -30,15 +30,33 @@ OverlapStats ComputeOverlap(const trace::Trace& trace);
 bool IsCommunication(const trace::Trace& trace, const trace::Slice& slice);
 
 // ---- critical path ---------------------------------------------------------------------------
-// A dependency graph over the slices: dataflow and launch flows, and lane order (each top-level
-// slice waits for the previous one on its lane). Walking back from the slice that ends last, each
-// step takes the predecessor that became ready last (the one the slice actually waited for).
+// What bounds a step, as HTA's critical-path analysis asks it: a graph over the start and the end
+// of every slice of work (annotations and sync markers are not work: skipped, their contents kept).
+//  - host lanes: a slice starts after the previous one on its thread ended ("lane") or inside its
+//    parent ("nested"), and ends after its last child ("child");
+//  - GPU streams: work starts after the previous work of its stream ("stream") and after the call
+//    that launched it ("launch");
+//  - dataflow flows ("dataflow");
+//  - a synchronising runtime call (cuda/hip ...Synchronize) ends after the last GPU work of its
+//    process that ended while it waited ("sync").
+// Walking back from the end of the work that ends last (ops and GPU work, not bare runtime calls
+// such as a watchdog thread's event queries), each node takes the predecessor that became ready
+// last. The path's time is split into what bound it: cpu (host ops, the gaps between them),
+// GPU compute, communication and memory (copies, memsets), launch delay (a call's end to its
+// kernel's start), kernel gaps (a stream idle between work already launched) and sync (a
+// synchronising call's return after the work it waited for).
+enum class PathBound : uint8_t { kCpu, kGpuCompute, kGpuCommunication, kGpuMemory, kLaunchDelay, kKernelGap, kSync };
+inline constexpr int kPathBounds = 7;
+std::string_view PathBoundName(PathBound bound);  // "cpu", "gpu_compute", ..., "sync"
+
 struct PathElement {
   uint32_t slice = 0;
   std::string name, op_type, kind, lane;  // lane: track path
   int64_t start_ns = 0, dur_ns = 0;
-  int64_t wait_ns = 0;         // gap between the predecessor's end and this start
-  std::string edge;            // how it depends on the previous element: "dataflow", "launch", "lane", "" for the first
+  int64_t held_ns = 0;         // time of the path spent inside this slice
+  int64_t wait_ns = 0;         // time of the path between the previous element and this one
+  std::string edge;            // how it depends on the previous element: "dataflow", "launch", "lane",
+                               // "stream", "nested", "child", "sync"; "" for the first
 };
 struct PathShare {
   std::string op_type;
@@ -46,11 +64,15 @@ struct PathShare {
   double share = 0;            // of the path length
 };
 struct CriticalPath {
-  std::vector<PathElement> elements;  // in time order
+  std::vector<PathElement> elements;  // in the order the path enters them
   int64_t length_ns = 0;       // last end - first start
   int64_t busy_ns = 0, wait_ns = 0;
   std::vector<PathShare> by_op_type;  // by total_ns descending
+  int64_t bound_ns[kPathBounds] = {};  // indexed by PathBound; they add up to length_ns
+  PathBound bound_by = PathBound::kCpu;  // the largest
 };
+// The whole trace, or the work that starts in [begin_ns, end_ns) (a step's window).
 CriticalPath ComputeCriticalPath(const trace::Trace& trace);
+CriticalPath ComputeCriticalPath(const trace::Trace& trace, int64_t begin_ns, int64_t end_ns);
 
 }  // namespace stepscope::analysis

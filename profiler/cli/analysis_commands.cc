@@ -14,6 +14,7 @@
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
+#include "profiler/analysis/steps.h"
 #include "profiler/analysis/summary.h"
 #include "profiler/cli/command.h"
 #include "profiler/cli/compare_commands.h"
@@ -680,22 +681,80 @@ class OverlapCommand : public PerStepCommand {
   }
 };
 
+// The windows a trace's critical path is found in: its ProfilerStep#N spans, or the whole trace.
+struct PathWindow {
+  int64_t step = -1;
+  std::string marker;
+  int64_t begin_ns = std::numeric_limits<int64_t>::min(), end_ns = std::numeric_limits<int64_t>::max();
+};
+std::vector<PathWindow> PathWindows(const Trace& trace) {
+  std::vector<PathWindow> windows;
+  const auto steps = analysis::StepsOfTrace(trace, false);
+  if (steps.size() > 1) {
+    for (const auto& step : steps) windows.push_back({step.step, step.marker, step.begin_ns, step.end_ns});
+  } else {
+    windows.push_back({trace.step_info().step, "trace"});
+  }
+  return windows;
+}
+
 class CriticalPathCommand : public PerStepCommand {
  public:
   std::string name() const override { return "critical-path"; }
   std::string description() const override {
-    return "The chain of ops, copies, kernels and collectives that bounds the step, from dataflow\n"
-           "and launch edges and lane order: walking back from the last slice to end, each link is\n"
-           "the predecessor that became ready last. Prints the path's time per op type and the\n"
-           "longest links (--top) in time order. Each input trace is reported on its own.";
+    return "What bounds each step, as HTA asks it: a graph over the start and end of every op, runtime\n"
+           "call, kernel and copy (annotations are not work): thread order and nesting on the host,\n"
+           "stream order and launch edges on the GPU, dataflow, and synchronising calls waiting for\n"
+           "the GPU work they wait on. Walking back from the end of the last work, each link is the\n"
+           "predecessor that became ready last. Prints what bound the path (cpu, gpu_compute,\n"
+           "gpu_communication, gpu_memory, launch_delay, kernel_gap, sync), its time per op type and\n"
+           "the longest links (--top) in path order. One path per ProfilerStep#N span of a trace,\n"
+           "else one for the whole trace; each input trace (step, rank) is reported on its own.";
   }
 
  protected:
   std::string Text(const Trace& trace, size_t top) const override {
-    const analysis::CriticalPath path = analysis::ComputeCriticalPath(trace);
+    std::string out;
+    const auto windows = PathWindows(trace);
+    for (const PathWindow& w : windows) {
+      if (windows.size() > 1) out += (out.empty() ? "" : "\n") + std::string("== ") + w.marker + "\n";
+      out += PathText(trace, analysis::ComputeCriticalPath(trace, w.begin_ns, w.end_ns), top);
+    }
+    return out;
+  }
+  Json ToJson(const Trace& trace, size_t) const override {
+    auto doc = Document("critical-path", trace);
+    const auto windows = PathWindows(trace);
+    if (windows.size() == 1) {
+      doc.update(PathJson(trace, analysis::ComputeCriticalPath(trace)));
+      return doc;
+    }
+    auto steps = nlohmann::ordered_json::array();
+    for (const PathWindow& w : windows) {
+      Json step = {{"step", w.step}, {"marker", w.marker}, {"begin_ns", w.begin_ns - trace.span_begin_ns()},
+                   {"end_ns", w.end_ns - trace.span_begin_ns()}};
+      step.update(PathJson(trace, analysis::ComputeCriticalPath(trace, w.begin_ns, w.end_ns)));
+      steps.push_back(step);
+    }
+    doc["steps"] = steps;
+    return doc;
+  }
+
+ private:
+  static std::string PathText(const Trace& trace, const analysis::CriticalPath& path, size_t top) {
     std::string out = "path   " + I(static_cast<int64_t>(path.elements.size())) + " slices, " +
                       FormatDuration(path.length_ns) + " (busy " + FormatDuration(path.busy_ns) + ", waiting " +
-                      FormatDuration(path.wait_ns) + ")\n\nBy op type\n";
+                      FormatDuration(path.wait_ns) + ")\nbound  by " +
+                      std::string(analysis::PathBoundName(path.bound_by)) + "\n\n";
+    TextTable bounds({-20, 12, 7});
+    bounds.Row({"bound by", "time", "share"});
+    for (int b = 0; b < analysis::kPathBounds; ++b) {
+      const int64_t ns = path.bound_ns[b];
+      if (ns == 0) continue;
+      bounds.Row({std::string(analysis::PathBoundName(static_cast<analysis::PathBound>(b))), FormatDuration(ns),
+                  FormatPercent(path.length_ns > 0 ? static_cast<double>(ns) / static_cast<double>(path.length_ns) : 0)});
+    }
+    out += bounds.str() + "\nBy op type\n";
     TextTable shares({-40, 7, 12, 7});
     shares.Row({"op type", "count", "time", "share"});
     for (size_t i = 0; i < path.by_op_type.size() && i < top; ++i) {
@@ -703,32 +762,38 @@ class CriticalPathCommand : public PerStepCommand {
       shares.Row({Truncate(s.op_type, 40), I(s.count), FormatDuration(s.total_ns), FormatPercent(s.share)});
     }
     out += shares.str();
-    // The longest links, shown in path order.
+    // The links that hold the path longest, shown in path order.
     std::vector<size_t> order(path.elements.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return path.elements[a].dur_ns + path.elements[a].wait_ns > path.elements[b].dur_ns + path.elements[b].wait_ns;
+      return path.elements[a].held_ns + path.elements[a].wait_ns > path.elements[b].held_ns + path.elements[b].wait_ns;
     });
     if (order.size() > top) order.resize(top);
     std::sort(order.begin(), order.end());
     out += "\nPath (" + std::to_string(order.size()) + " of " + std::to_string(path.elements.size()) +
            " links, the longest, in order)\n";
-    TextTable links({12, 11, 10, -9, -40, -30});
-    links.Row({"start", "duration", "wait", "edge", "slice", "lane"});
+    TextTable links({12, 11, 11, 10, -9, -40, -30});
+    links.Row({"start", "duration", "on path", "wait", "edge", "slice", "lane"});
     const int64_t base = trace.span_begin_ns();
     for (size_t i : order) {
       const auto& e = path.elements[i];
-      links.Row({"+" + FormatDuration(e.start_ns - base), FormatDuration(e.dur_ns), FormatDuration(e.wait_ns),
-                 e.edge.empty() ? "start" : e.edge, Truncate(e.name, 40), Truncate(e.lane, 30)});
+      links.Row({"+" + FormatDuration(e.start_ns - base), FormatDuration(e.dur_ns), FormatDuration(e.held_ns),
+                 FormatDuration(e.wait_ns), e.edge.empty() ? "start" : e.edge, Truncate(e.name, 40), Truncate(e.lane, 30)});
     }
     return out + links.str();
   }
-  Json ToJson(const Trace& trace, size_t) const override {
-    const analysis::CriticalPath path = analysis::ComputeCriticalPath(trace);
-    auto doc = Document("critical-path", trace);
+
+  static Json PathJson(const Trace& trace, const analysis::CriticalPath& path) {
+    Json doc;
     doc["length_ns"] = path.length_ns;
     doc["busy_ns"] = path.busy_ns;
     doc["wait_ns"] = path.wait_ns;
+    doc["bound_by"] = std::string(analysis::PathBoundName(path.bound_by));
+    Json bounds = Json::object();
+    for (int b = 0; b < analysis::kPathBounds; ++b) {
+      bounds[std::string(analysis::PathBoundName(static_cast<analysis::PathBound>(b)))] = path.bound_ns[b];
+    }
+    doc["bound_ns"] = bounds;
     auto shares = nlohmann::ordered_json::array();
     for (const auto& s : path.by_op_type) {
       shares.push_back({{"op_type", s.op_type}, {"count", s.count}, {"total_ns", s.total_ns}, {"share", s.share}});
@@ -738,8 +803,8 @@ class CriticalPathCommand : public PerStepCommand {
     auto elements = nlohmann::ordered_json::array();
     for (const auto& e : path.elements) {
       elements.push_back({{"name", e.name}, {"op_type", e.op_type}, {"kind", e.kind}, {"lane", e.lane},
-                          {"start_ns", e.start_ns - base}, {"dur_ns", e.dur_ns}, {"wait_ns", e.wait_ns},
-                          {"edge", e.edge}});
+                          {"start_ns", e.start_ns - base}, {"dur_ns", e.dur_ns}, {"held_ns", e.held_ns},
+                          {"wait_ns", e.wait_ns}, {"edge", e.edge}});
     }
     doc["path"] = elements;
     return doc;

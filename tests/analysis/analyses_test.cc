@@ -76,6 +76,57 @@ TEST(CriticalPathTest, FollowsTheLastReadyPredecessor) {
   EXPECT_EQ(held + path.wait_ns, path.length_ns);
 }
 
+// A PyTorch-like step: aten::mm launches k1 (launch delay 20), aten::relu launches k2, queued
+// behind k1; cudaDeviceSynchronize waits for k2; aten::item ends the step. ProfilerStep#1 is an
+// annotation (not work); a watchdog thread's cudaEventQuery ends later but is no step work.
+TEST(CriticalPathTest, LaunchStreamAndSyncEdgesWithWhatBoundThePath) {
+  TraceMaker m;
+  const uint32_t host = m.Host("host");
+  const uint32_t thread = m.Lane("thread 1", host, TrackKind::kOpLane, false);
+  const uint32_t watchdog = m.Lane("thread 2", host, TrackKind::kOpLane, false);
+  const uint32_t stream = m.Lane("stream 7", m.Device("GPU 0", host), TrackKind::kGpuStream);
+  m.Slice(thread, 0, 1000, "ProfilerStep#1", "", SliceKind::kAnnotation);
+  m.Slice(thread, 10, 100, "aten::mm", "aten::mm", SliceKind::kOp);
+  const uint32_t call1 = m.Slice(thread, 20, 30, "cudaLaunchKernel", "cudaLaunchKernel", SliceKind::kRuntime);
+  m.Slice(thread, 110, 150, "aten::relu", "aten::relu", SliceKind::kOp);
+  const uint32_t call2 = m.Slice(thread, 120, 130, "cudaLaunchKernel", "cudaLaunchKernel", SliceKind::kRuntime);
+  m.Slice(thread, 160, 460, "cudaDeviceSynchronize", "cudaDeviceSynchronize", SliceKind::kRuntime);
+  m.Slice(thread, 470, 500, "aten::item", "aten::item", SliceKind::kOp);
+  m.Slice(watchdog, 900, 950, "cudaEventQuery", "cudaEventQuery", SliceKind::kRuntime);
+  m.Flow(call1, m.Slice(stream, 50, 400, "k1", "k1", SliceKind::kKernel), trace::FlowKind::kLaunch);
+  m.Flow(call2, m.Slice(stream, 400, 450, "k2", "k2", SliceKind::kKernel), trace::FlowKind::kLaunch);
+  const trace::Trace trace = std::move(m).Build();
+
+  const CriticalPath path = ComputeCriticalPath(trace);
+  std::vector<std::string> names, edges;
+  for (const auto& e : path.elements) {
+    names.push_back(e.name);
+    edges.push_back(e.edge);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"aten::mm", "cudaLaunchKernel", "k1", "k2", "cudaDeviceSynchronize",
+                                             "aten::item"}));
+  EXPECT_EQ(edges, (std::vector<std::string>{"", "nested", "launch", "stream", "sync", "lane"}));
+  EXPECT_EQ(path.length_ns, 490);
+  const auto bound = [&](PathBound b) { return path.bound_ns[static_cast<int>(b)]; };
+  EXPECT_EQ(bound(PathBound::kCpu), 10 + 10 + 10 + 30);  // mm before its call, the call, item's wait and item
+  EXPECT_EQ(bound(PathBound::kLaunchDelay), 20);
+  EXPECT_EQ(bound(PathBound::kGpuCompute), 350 + 50);
+  EXPECT_EQ(bound(PathBound::kKernelGap), 0);
+  EXPECT_EQ(bound(PathBound::kSync), 10);
+  int64_t total = 0;
+  for (int64_t ns : path.bound_ns) total += ns;
+  EXPECT_EQ(total, path.length_ns);
+  EXPECT_EQ(path.bound_by, PathBound::kGpuCompute);
+  EXPECT_EQ(path.elements[2].held_ns, 350);
+  EXPECT_EQ(path.elements[2].wait_ns, 20);
+
+  // The work that starts in [0, 105): aten::mm, its call and k1, which ends the window's path.
+  const CriticalPath window = ComputeCriticalPath(trace, 0, 105);
+  ASSERT_EQ(window.elements.size(), 3u);
+  EXPECT_EQ(window.elements.back().name, "k1");
+  EXPECT_EQ(window.length_ns, 390);
+}
+
 TEST(StreamsTest, BusyTimeAndLargestGaps) {
   TraceMaker m;
   const uint32_t gpu = m.Device("GPU:0", m.Host("host"));

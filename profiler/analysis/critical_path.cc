@@ -1,0 +1,326 @@
+// The critical path of a step (step_analyses.h): predecessors of every slice's start and end,
+// found in one pass over each lane, then one walk back from the end of the last work.
+#include <algorithm>
+#include <climits>
+#include <map>
+
+#include "profiler/analysis/breakdowns.h"
+#include "profiler/analysis/step_analyses.h"
+
+namespace stepscope::analysis {
+
+using trace::Slice;
+using trace::SliceKind;
+using trace::Trace;
+using trace::TrackKind;
+
+namespace {
+
+enum class Edge : uint8_t { kNone, kSelf, kChild, kSync, kLane, kStream, kNested, kLaunch, kDataflow };
+
+const char* EdgeName(Edge edge) {
+  switch (edge) {
+    case Edge::kChild: return "child";
+    case Edge::kSync: return "sync";
+    case Edge::kLane: return "lane";
+    case Edge::kStream: return "stream";
+    case Edge::kNested: return "nested";
+    case Edge::kLaunch: return "launch";
+    case Edge::kDataflow: return "dataflow";
+    default: return "";
+  }
+}
+
+bool IsGpuLane(TrackKind kind) {
+  return kind == TrackKind::kGpuStream || kind == TrackKind::kGpuAllStreams || kind == TrackKind::kGpuMemcpy;
+}
+
+bool IsSynchronize(const Trace& trace, const Slice& s) {
+  return s.kind == SliceKind::kRuntime && trace.str(s.name).find("Synchronize") != std::string_view::npos;
+}
+
+constexpr int64_t kNoSlice = -1;
+
+// The graph's edges, one entry per slice (flows apart).
+struct Graph {
+  std::vector<char> work;              // in the window, not an annotation, sync marker or duplicate
+  std::vector<int64_t> previous;       // start <- end of the previous slice (lane or stream)
+  std::vector<int64_t> parent;         // start <- start of the enclosing slice
+  std::vector<int64_t> last_child;     // end <- end of the last child
+  std::vector<int64_t> sync_target;    // end of a synchronising call <- end of the GPU work it waited for
+  std::vector<std::vector<std::pair<uint32_t, Edge>>> flows_in;  // start <- end of a flow's source
+  std::vector<char> on_gpu;
+};
+
+Graph BuildGraph(const Trace& trace, int64_t begin_ns, int64_t end_ns) {
+  const auto& slices = trace.slices();
+  const size_t n = slices.size();
+  Graph g;
+  g.work.assign(n, 0);
+  g.previous.assign(n, kNoSlice);
+  g.parent.assign(n, kNoSlice);
+  g.last_child.assign(n, kNoSlice);
+  g.sync_target.assign(n, kNoSlice);
+  g.flows_in.resize(n);
+  g.on_gpu.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const Slice& s = slices[i];
+    g.work[i] = !s.duplicate() && !trace::IsAnnotationOrSync(s.kind) && s.start_ns >= begin_ns && s.start_ns < end_ns;
+  }
+  // GPU streams: in start order per stream (overlap lanes of a stream joined), each work after the
+  // one that ended last before it. Host lanes: nesting with annotations transparent.
+  const std::vector<uint32_t> source_lane = SourceLanes(trace);
+  std::map<uint32_t, std::vector<uint32_t>> streams;
+  // Per host process: the ends of its GPU work, for synchronising calls.
+  std::map<int32_t, std::vector<std::pair<int64_t, uint32_t>>> gpu_ends;
+  for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+    const uint32_t first = trace.track_first_slice(t);
+    const auto lane = trace.track_slices(t);
+    if (IsGpuLane(trace.tracks()[t].kind)) {
+      for (uint32_t k = 0; k < lane.size(); ++k) {
+        if (!g.work[first + k]) continue;
+        g.on_gpu[first + k] = 1;
+        streams[source_lane[t]].push_back(first + k);
+        gpu_ends[trace.HostOf(t)].emplace_back(lane[k].end_ns(), first + k);
+      }
+      continue;
+    }
+    std::vector<uint32_t> open;                // enclosing work, innermost last
+    std::vector<int64_t> closed_at_level;      // last slice closed at each nesting level
+    for (uint32_t k = 0; k < lane.size(); ++k) {
+      const uint32_t index = first + k;
+      if (!g.work[index]) continue;
+      const Slice& s = lane[k];
+      while (!open.empty() && slices[open.back()].end_ns() <= s.start_ns) {
+        const size_t level = open.size() - 1;
+        if (closed_at_level.size() <= level) closed_at_level.resize(level + 1, kNoSlice);
+        closed_at_level[level] = open.back();
+        open.pop_back();
+      }
+      const size_t level = open.size();
+      const int64_t parent = open.empty() ? kNoSlice : open.back();
+      const int64_t sibling = level < closed_at_level.size() ? closed_at_level[level] : kNoSlice;
+      if (sibling != kNoSlice &&
+          (parent == kNoSlice || slices[static_cast<size_t>(sibling)].start_ns >= slices[static_cast<size_t>(parent)].start_ns)) {
+        g.previous[index] = sibling;
+      }
+      g.parent[index] = parent;
+      if (parent != kNoSlice) g.last_child[static_cast<size_t>(parent)] = index;  // children come in time order
+      open.push_back(index);
+    }
+  }
+  for (auto& [lane, work] : streams) {
+    std::stable_sort(work.begin(), work.end(), [&](uint32_t a, uint32_t b) { return slices[a].start_ns < slices[b].start_ns; });
+    int64_t busiest = kNoSlice;  // the work that ends last so far
+    for (uint32_t i : work) {
+      g.previous[i] = busiest;
+      if (busiest == kNoSlice || slices[i].end_ns() > slices[static_cast<size_t>(busiest)].end_ns()) busiest = i;
+    }
+  }
+  for (auto& [host, ends] : gpu_ends) std::sort(ends.begin(), ends.end());
+  for (size_t i = 0; i < n; ++i) {
+    if (!g.work[i] || g.on_gpu[i] || !IsSynchronize(trace, slices[i])) continue;
+    auto it = gpu_ends.find(trace.HostOf(slices[i].track));
+    if (it == gpu_ends.end()) continue;
+    const auto& ends = it->second;
+    // The last GPU work to end by the call's end; it was waited for if it ended after the call began.
+    auto after = std::upper_bound(ends.begin(), ends.end(), std::pair<int64_t, uint32_t>{slices[i].end_ns(), UINT32_MAX});
+    if (after == ends.begin()) continue;
+    --after;
+    if (after->first > slices[i].start_ns) g.sync_target[i] = after->second;
+  }
+  for (const trace::Flow& flow : trace.flows()) {
+    if (flow.from_slice == flow.to_slice || !g.work[flow.from_slice] || !g.work[flow.to_slice]) continue;
+    g.flows_in[flow.to_slice].emplace_back(flow.from_slice,
+                                           flow.kind == trace::FlowKind::kLaunch ? Edge::kLaunch : Edge::kDataflow);
+  }
+  return g;
+}
+
+PathBound BoundOfWork(const Trace& trace, const Slice& s, bool on_gpu) {
+  if (!on_gpu) return PathBound::kCpu;
+  if (IsCommunication(trace, s)) return PathBound::kGpuCommunication;
+  if (s.kind == SliceKind::kMemcpy || s.kind == SliceKind::kMemset) return PathBound::kGpuMemory;
+  return PathBound::kGpuCompute;
+}
+
+}  // namespace
+
+std::string_view PathBoundName(PathBound bound) {
+  switch (bound) {
+    case PathBound::kCpu: return "cpu";
+    case PathBound::kGpuCompute: return "gpu_compute";
+    case PathBound::kGpuCommunication: return "gpu_communication";
+    case PathBound::kGpuMemory: return "gpu_memory";
+    case PathBound::kLaunchDelay: return "launch_delay";
+    case PathBound::kKernelGap: return "kernel_gap";
+    default: return "sync";
+  }
+}
+
+CriticalPath ComputeCriticalPath(const Trace& trace) { return ComputeCriticalPath(trace, INT64_MIN, INT64_MAX); }
+
+CriticalPath ComputeCriticalPath(const Trace& trace, int64_t begin_ns, int64_t end_ns) {
+  CriticalPath path;
+  const auto& slices = trace.slices();
+  if (slices.empty()) return path;
+  const Graph g = BuildGraph(trace, begin_ns, end_ns);
+  // The step ends with the work that ends last (the longest at equal ends): ops and GPU work, and
+  // synchronising calls; other runtime calls and unknown slices only link.
+  int64_t last = kNoSlice;
+  for (uint32_t i = 0; i < slices.size(); ++i) {
+    const Slice& s = slices[i];
+    if (!g.work[i] || s.kind == SliceKind::kOther || (s.kind == SliceKind::kRuntime && !IsSynchronize(trace, s))) continue;
+    if (last == kNoSlice || s.end_ns() > slices[static_cast<size_t>(last)].end_ns() ||
+        (s.end_ns() == slices[static_cast<size_t>(last)].end_ns() && s.dur_ns > slices[static_cast<size_t>(last)].dur_ns)) {
+      last = i;
+    }
+  }
+  if (last == kNoSlice) return path;
+
+  // Walk back over nodes (slice, start or end). Each step records the node reached, its time and
+  // the edge that leads from it to the node after it.
+  struct Step {
+    uint32_t slice;
+    bool end;
+    int64_t time;
+    Edge edge;  // from this node to the next one on the path (kNone for the last)
+  };
+  std::vector<Step> walk;
+  std::vector<uint8_t> visited(slices.size(), 0);  // bit 0: start, bit 1: end
+  uint32_t current = static_cast<uint32_t>(last);
+  bool at_end = true;
+  Edge into = Edge::kNone;
+  // A node's time on the path: when it became ready for the node after it (a launch call still
+  // running when its kernel started holds the path only until that start).
+  int64_t now = slices[current].end_ns();
+  while (true) {
+    const Slice& s = slices[current];
+    visited[current] |= at_end ? 2 : 1;
+    walk.push_back({current, at_end, now, into});
+    int64_t best = kNoSlice;
+    bool best_end = true;
+    Edge best_edge = Edge::kNone;
+    int64_t best_ready = INT64_MIN;
+    // Candidates in order of preference at equal readiness.
+    auto consider = [&](int64_t p, bool p_end, Edge edge) {
+      if (p == kNoSlice || (visited[static_cast<size_t>(p)] & (p_end ? 2 : 1))) return;
+      const Slice& pred = slices[static_cast<size_t>(p)];
+      const int64_t at = p_end ? pred.end_ns() : pred.start_ns;
+      if (edge != Edge::kLaunch && edge != Edge::kDataflow && at > now) return;  // drawn backwards: binds nothing
+      const int64_t ready = std::min(at, now);
+      if (ready > best_ready) {
+        best = p;
+        best_end = p_end;
+        best_edge = edge;
+        best_ready = ready;
+      }
+    };
+    if (at_end) {
+      consider(g.sync_target[current], true, Edge::kSync);
+      consider(g.last_child[current], true, Edge::kChild);
+      consider(current, false, Edge::kSelf);
+    } else {
+      for (const auto& [from, edge] : g.flows_in[current]) {
+        if (slices[from].start_ns <= s.start_ns) consider(from, true, edge);
+      }
+      consider(g.previous[current], true, g.on_gpu[current] ? Edge::kStream : Edge::kLane);
+      consider(g.parent[current], false, Edge::kNested);
+    }
+    if (best == kNoSlice) break;
+    current = static_cast<uint32_t>(best);
+    at_end = best_end;
+    into = best_edge;
+    now = best_ready;
+  }
+  std::reverse(walk.begin(), walk.end());
+  // walk[k].edge led from walk[k] to walk[k + 1] in the backward walk's terms: shift so that each
+  // node carries the edge that enters it.
+  for (size_t k = walk.size(); k-- > 1;) walk[k].edge = walk[k - 1].edge;
+  walk[0].edge = Edge::kNone;
+
+  std::map<uint32_t, size_t> element_of;
+  std::map<std::string, PathShare> shares;
+  auto element = [&](uint32_t slice) -> PathElement& {
+    auto [it, inserted] = element_of.try_emplace(slice, path.elements.size());
+    if (inserted) {
+      const Slice& s = slices[slice];
+      PathElement e;
+      e.slice = slice;
+      e.name = std::string(trace.str(s.name));
+      e.op_type = std::string(trace.str(s.op_type));
+      e.kind = std::string(trace::SliceKindName(s.kind));
+      e.lane = trace.TrackPath(s.track);
+      e.start_ns = s.start_ns;
+      e.dur_ns = s.dur_ns;
+      path.elements.push_back(std::move(e));
+    }
+    return path.elements[it->second];
+  };
+  auto hold = [&](uint32_t slice, int64_t ns, PathBound bound) {
+    PathElement& e = element(slice);
+    e.held_ns += ns;
+    path.bound_ns[static_cast<int>(bound)] += ns;
+    PathShare& share = shares[e.op_type];
+    share.op_type = e.op_type;
+    share.total_ns += ns;
+  };
+  element(walk[0].slice);
+  for (size_t k = 1; k < walk.size(); ++k) {
+    const Step& from = walk[k - 1];
+    const Step& to = walk[k];
+    const int64_t ns = std::max<int64_t>(0, to.time - from.time);
+    const Slice& target = slices[to.slice];
+    switch (to.edge) {
+      case Edge::kSelf:  // inside the slice, doing its own work
+        hold(to.slice, ns, BoundOfWork(trace, target, g.on_gpu[to.slice]));
+        break;
+      case Edge::kChild:  // the parent's own time after its last child
+        hold(to.slice, ns, PathBound::kCpu);
+        break;
+      case Edge::kNested: {  // the parent's own time before the child started
+        hold(from.slice, ns, PathBound::kCpu);
+        const bool new_element = element_of.count(to.slice) == 0;
+        PathElement& e = element(to.slice);
+        if (new_element) e.edge = EdgeName(Edge::kNested);
+        break;
+      }
+      default: {  // between slices: waiting
+        const bool new_element = element_of.count(to.slice) == 0;
+        PathElement& e = element(to.slice);
+        if (new_element) e.edge = EdgeName(to.edge);
+        e.wait_ns += ns;
+        path.wait_ns += ns;
+        PathBound bound = PathBound::kCpu;
+        if (to.edge == Edge::kSync) {
+          bound = PathBound::kSync;
+        } else if (to.edge == Edge::kLaunch) {
+          bound = PathBound::kLaunchDelay;
+        } else if (g.on_gpu[to.slice]) {
+          bound = PathBound::kKernelGap;
+        }
+        path.bound_ns[static_cast<int>(bound)] += ns;
+        break;
+      }
+    }
+  }
+  for (const PathElement& e : path.elements) {
+    PathShare& share = shares[e.op_type];
+    share.op_type = e.op_type;
+    ++share.count;
+  }
+  path.length_ns = walk.back().time - walk.front().time;
+  path.busy_ns = path.length_ns - path.wait_ns;
+  for (auto& [op, share] : shares) {
+    share.share = path.length_ns > 0 ? static_cast<double>(share.total_ns) / static_cast<double>(path.length_ns) : 0;
+    path.by_op_type.push_back(share);
+  }
+  std::stable_sort(path.by_op_type.begin(), path.by_op_type.end(),
+                   [](const PathShare& a, const PathShare& b) { return a.total_ns > b.total_ns; });
+  for (int b = 1; b < kPathBounds; ++b) {
+    if (path.bound_ns[b] > path.bound_ns[static_cast<int>(path.bound_by)]) path.bound_by = static_cast<PathBound>(b);
+  }
+  return path;
+}
+
+}  // namespace stepscope::analysis
