@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "profiler/analysis/breakdowns.h"
+#include "profiler/analysis/gpu_lanes.h"
 #include "profiler/analysis/statistics.h"
 #include "profiler/analysis/step_analyses.h"
 
@@ -13,16 +14,9 @@ namespace stepscope::analysis {
 using trace::Slice;
 using trace::SliceKind;
 using trace::Trace;
-using trace::TrackKind;
 using Intervals = std::vector<std::pair<int64_t, int64_t>>;
 
 namespace {
-
-// GPU lanes as the summary takes them: streams, and TensorFlow's aggregate lanes (whose repeats
-// are flagged duplicate and skipped slice by slice, so a trace with only aggregates still counts).
-bool IsGpuLane(TrackKind kind) {
-  return kind == TrackKind::kGpuStream || kind == TrackKind::kGpuAllStreams || kind == TrackKind::kGpuMemcpy;
-}
 
 bool InWindows(const GpuInput& input, int64_t start) {
   if (input.windows.empty()) return true;
@@ -73,15 +67,6 @@ std::vector<StreamWork> CollectWork(const GpuInput& input) {
 }
 
 std::string TrackName(const Trace& trace, uint32_t track) { return std::string(trace.str(trace.tracks()[track].name)); }
-
-// The runtime call that launched each slice (launch flows), -1 where none.
-std::vector<int64_t> LaunchOf(const Trace& trace) {
-  std::vector<int64_t> launch(trace.slices().size(), -1);
-  for (const trace::Flow& flow : trace.flows()) {
-    if (flow.kind == trace::FlowKind::kLaunch) launch[flow.to_slice] = flow.from_slice;
-  }
-  return launch;
-}
 
 // The innermost op (not an annotation) enclosing a slice on its track, -1 when none. Slices of a
 // track nest and are sorted by start (longer first), so the parent is the nearest earlier slice of
