@@ -228,7 +228,7 @@ StatusOr<StragglerReport> ComputeStragglers(const std::vector<Trace>& traces, co
         step.reason = std::string(StragglerCategoryName(static_cast<StragglerCategory>(c)));
       }
     }
-    if (most_comm > 0) {
+    if (most_comm > least_comm) {
       std::vector<int64_t> waits;
       for (const RankStep& r : step.ranks) {
         if (step.waited_for < 0 && r.collective_wait_ns == 0) {

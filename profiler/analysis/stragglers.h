@@ -69,8 +69,9 @@ struct StepStragglers {
   std::string reason;           // StragglerCategoryName, or "none"
   // The straggler's value minus the median of the other ranks', per category.
   int64_t excess_ns[kStragglerCategories] = {0, 0, 0, 0};
-  // The rank with the least communication (the one the others waited for in collectives), -1
-  // when no rank communicated; the median collective wait of the others.
+  // The rank with the least communication (the one the others waited for in collectives; the
+  // lowest on a tie), -1 when every rank's communication took as long; the median collective
+  // wait of the others.
   int32_t waited_for = -1;
   int64_t others_waited_ns = 0;
 };
