@@ -16,6 +16,14 @@ inline bool IsGpuLane(trace::TrackKind kind) {
          kind == trace::TrackKind::kGpuMemcpy;
 }
 
+// A GPU lane of a GPU: TensorFlow's and our CPU devices have a /memcpy lane too, whose copies are
+// the host's (a device track named CPU is no GPU).
+inline bool IsGpuDeviceLane(const trace::Trace& trace, uint32_t track) {
+  if (!IsGpuLane(trace.tracks()[track].kind)) return false;
+  const int32_t device = trace.DeviceOf(track);
+  return device < 0 || trace.str(trace.tracks()[static_cast<size_t>(device)].name).find("CPU") == std::string_view::npos;
+}
+
 // The runtime call that launched each slice (launch flows), -1 where none.
 inline std::vector<int64_t> LaunchOf(const trace::Trace& trace) {
   std::vector<int64_t> launch(trace.slices().size(), -1);

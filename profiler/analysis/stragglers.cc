@@ -63,8 +63,21 @@ struct Window {
   int64_t step = -1;
 };
 
+// Collective ops by type: host-side collectives that are not collective records (our sparse
+// gradients' AllGather, TensorFlow's collective ops).
+bool IsCollectiveOpType(std::string_view op_type) {
+  for (std::string_view type : {"AllGather", "AllReduce", "Broadcast", "ReduceScatter", "AllToAll",
+                                "CollectiveReduce", "CollectiveGather", "CollectiveBcastSend", "CollectiveBcastRecv",
+                                "NcclAllReduce", "HorovodAllreduce", "HorovodAllgather", "HorovodBroadcast"}) {
+    if (op_type == type) return true;
+  }
+  return false;
+}
+
 StragglerCategory CategoryOf(const Trace& trace, const Slice& s, bool on_gpu) {
-  if (IsCommunication(trace, s)) return StragglerCategory::kCommunication;
+  if (IsCommunication(trace, s) || (s.kind == SliceKind::kOp && IsCollectiveOpType(trace.str(s.op_type)))) {
+    return StragglerCategory::kCommunication;
+  }
   if (!on_gpu && IsInputOp(trace.str(s.name), trace.str(s.op_type))) return StragglerCategory::kInput;
   if (s.kind == SliceKind::kMemcpy || s.kind == SliceKind::kMemset) return StragglerCategory::kMemory;
   return StragglerCategory::kCompute;
@@ -132,11 +145,13 @@ StatusOr<StragglerReport> ComputeStragglers(const std::vector<Trace>& traces, co
       slots[w] = &it->second;
     }
     const std::vector<int64_t> launch = whole ? std::vector<int64_t>() : LaunchOf(trace);
+    std::vector<bool> gpu_lane(trace.tracks().size());
+    for (uint32_t t = 0; t < gpu_lane.size(); ++t) gpu_lane[t] = IsGpuDeviceLane(trace, t);
     const auto& slices = trace.slices();
     for (uint32_t k = 0; k < slices.size(); ++k) {
       const Slice& s = slices[k];
       if (s.duplicate() || s.kind == SliceKind::kSync) continue;
-      const bool on_gpu = IsGpuLane(trace.tracks()[s.track].kind);
+      const bool on_gpu = gpu_lane[s.track];
       if (on_gpu && !trace::IsDeviceWork(s.kind)) continue;  // GPU annotations
       const bool input_annotation =
           s.kind == SliceKind::kAnnotation && !on_gpu && IsInputOp(trace.str(s.name), trace.str(s.op_type));

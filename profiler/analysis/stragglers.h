@@ -5,14 +5,16 @@
 // separate files are aligned as `merge` aligns them (merge.h AlignClocks).
 //
 // Per step and rank, from the rank's work in the step:
-//  - the work: GPU work (kernels, copies, memsets, collectives on GPU lanes) when the rank has
+//  - the work: GPU work (kernels, copies, memsets, collectives on GPU lanes of a device not
+//    named CPU: a CPU device's /memcpy lane holds host copies) when the rank has
 //    any in the step, else its host work (executor ops, CPU ops, runtime calls, collectives).
 //    Annotations, sync markers and TensorFlow's /stream:all and /memcpy repeats never count.
 //    A step trace's work is all of it; in a ProfilerStep#N window, the work whose launch (its
 //    runtime call, by the launch flow) or, without one, whose own start lies in the window;
 //  - begin/end: first start and last end of the work, on the aligned clock;
 //  - compute, communication, memory, input: unions of the work in each category.
-//    communication: IsCommunication (NCCL kernels, collectives, fusion-buffer copies); memory:
+//    communication: IsCommunication (NCCL kernels, collectives, fusion-buffer copies) and host
+//    ops of a collective type (AllGather, AllReduce, Broadcast, ...); memory:
 //    other copies and memsets; input: on GPU, the time from the step's start (the window's or
 //    the step trace's first slice) to the first GPU work, on host the input ops (TrainInput,
 //    IteratorGetNext, DataLoader: IsInputOp, annotations of those names included); compute: the
