@@ -100,7 +100,7 @@ StatusOr<std::vector<Trace>> LoadTraces(const std::vector<std::string>& paths) {
   return traces;
 }
 
-std::vector<ClockAlignment> AlignClocks(const std::vector<Trace>& traces) {
+std::vector<ClockAlignment> AlignClocks(std::span<const Trace> traces) {
   // Reference per step: the lowest rank (the first input when ranks are unknown).
   std::map<int64_t, size_t> reference;
   for (size_t i = 0; i < traces.size(); ++i) {

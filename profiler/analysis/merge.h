@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,7 @@ struct ClockAlignment {
   int64_t offset_ns = 0;
   std::string alignment;
 };
-std::vector<ClockAlignment> AlignClocks(const std::vector<trace::Trace>& traces);
+std::vector<ClockAlignment> AlignClocks(std::span<const trace::Trace> traces);
 
 struct MergedInput {
   std::string source;        // path

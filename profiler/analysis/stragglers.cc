@@ -103,7 +103,7 @@ std::string_view StragglerCategoryName(StragglerCategory category) {
   }
 }
 
-StatusOr<StragglerReport> ComputeStragglers(const std::vector<Trace>& traces, const StragglerOptions& options) {
+StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const StragglerOptions& options) {
   StragglerReport report;
   const std::vector<ClockAlignment> alignment = AlignClocks(traces);
   // (step, rank) -> its work

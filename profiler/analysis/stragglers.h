@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -105,7 +106,7 @@ struct StragglerOptions {
 };
 
 // Fails (InvalidInput, naming both files) when two inputs hold the same step of the same rank.
-StatusOr<StragglerReport> ComputeStragglers(const std::vector<trace::Trace>& traces,
+StatusOr<StragglerReport> ComputeStragglers(std::span<const trace::Trace> traces,
                                             const StragglerOptions& options = {});
 
 }  // namespace stepscope::analysis
