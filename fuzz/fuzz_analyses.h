@@ -6,6 +6,7 @@
 #include "profiler/analysis/memory_report.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
+#include "profiler/analysis/stragglers.h"
 #include "profiler/trace/trace.h"
 
 namespace stepscope::fuzz {
@@ -18,6 +19,7 @@ inline void RunAnalyses(const trace::Trace& trace) {
   (void)analysis::ComputeOverlap(trace);
   (void)analysis::ComputeCriticalPath(trace);
   (void)analysis::ComputeMemoryReport(trace);
+  (void)analysis::ComputeStragglers(std::span<const trace::Trace>(&trace, 1));  // one rank's steps
 }
 
 }  // namespace stepscope::fuzz

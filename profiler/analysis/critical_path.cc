@@ -5,6 +5,7 @@
 #include <map>
 
 #include "profiler/analysis/breakdowns.h"
+#include "profiler/analysis/gpu_work.h"
 #include "profiler/analysis/step_analyses.h"
 
 namespace stepscope::analysis {
@@ -12,7 +13,6 @@ namespace stepscope::analysis {
 using trace::Slice;
 using trace::SliceKind;
 using trace::Trace;
-using trace::TrackKind;
 
 namespace {
 
@@ -29,10 +29,6 @@ const char* EdgeName(Edge edge) {
     case Edge::kDataflow: return "dataflow";
     default: return "";
   }
-}
-
-bool IsGpuLane(TrackKind kind) {
-  return kind == TrackKind::kGpuStream || kind == TrackKind::kGpuAllStreams || kind == TrackKind::kGpuMemcpy;
 }
 
 bool IsSynchronize(const Trace& trace, const Slice& s) {
@@ -76,7 +72,7 @@ Graph BuildGraph(const Trace& trace, int64_t begin_ns, int64_t end_ns) {
   for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
     const uint32_t first = trace.track_first_slice(t);
     const auto lane = trace.track_slices(t);
-    if (IsGpuLane(trace.tracks()[t].kind)) {
+    if (IsGpuDeviceLane(trace, t)) {
       for (uint32_t k = 0; k < lane.size(); ++k) {
         if (!g.work[first + k]) continue;
         g.on_gpu[first + k] = 1;

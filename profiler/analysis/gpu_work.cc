@@ -13,17 +13,6 @@ namespace stepscope::analysis {
 using trace::Slice;
 using trace::SliceKind;
 using trace::Trace;
-using trace::TrackKind;
-
-namespace {
-
-// GPU lanes as the summary takes them: streams, and TensorFlow's aggregate lanes (whose repeats
-// are flagged duplicate and skipped slice by slice, so a trace with only aggregates still counts).
-bool IsGpuLane(TrackKind kind) {
-  return kind == TrackKind::kGpuStream || kind == TrackKind::kGpuAllStreams || kind == TrackKind::kGpuMemcpy;
-}
-
-}  // namespace
 
 bool InWindows(const GpuInput& input, int64_t start) {
   if (input.windows.empty()) return true;
@@ -39,7 +28,7 @@ std::vector<StreamWork> CollectWork(const GpuInput& input) {
   const std::vector<uint32_t> source_lane = SourceLanes(trace);
   std::map<uint32_t, StreamWork> by_lane;
   for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
-    if (!IsGpuLane(trace.tracks()[t].kind)) continue;
+    if (!IsGpuDeviceLane(trace, t)) continue;
     const uint32_t first = trace.track_first_slice(t);
     const auto lane = trace.track_slices(t);
     for (uint32_t k = 0; k < lane.size(); ++k) {

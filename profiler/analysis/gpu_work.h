@@ -1,16 +1,32 @@
-// What the GPU analyses (gpu_analyses.h, gpu_attribution.h) share: the GPU work of a trace per
+// What the GPU analyses (gpu_analyses.h, gpu_attribution.cc, stragglers.h, critical_path.cc) share: the GPU work of a trace per
 // stream, in time order, and the links from that work back to the host (launch flows, the op
 // enclosing a runtime call). Internal to profiler/analysis.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "profiler/analysis/gpu_analyses.h"
 #include "profiler/trace/trace.h"
 
 namespace stepscope::analysis {
+
+// GPU lanes as the summary takes them: streams, and TensorFlow's aggregate lanes (whose repeats
+// are flagged duplicate and skipped slice by slice, so a trace with only aggregates still counts).
+inline bool IsGpuLane(trace::TrackKind kind) {
+  return kind == trace::TrackKind::kGpuStream || kind == trace::TrackKind::kGpuAllStreams ||
+         kind == trace::TrackKind::kGpuMemcpy;
+}
+
+// A GPU lane of a GPU: TensorFlow's and our CPU devices have a /memcpy lane too, whose copies are
+// the host's (a device track named CPU is no GPU).
+inline bool IsGpuDeviceLane(const trace::Trace& trace, uint32_t track) {
+  if (!IsGpuLane(trace.tracks()[track].kind)) return false;
+  const int32_t device = trace.DeviceOf(track);
+  return device < 0 || trace.str(trace.tracks()[static_cast<size_t>(device)].name).find("CPU") == std::string_view::npos;
+}
 
 // True when `start` lies in one of the input's windows (or the input has none).
 bool InWindows(const GpuInput& input, int64_t start);

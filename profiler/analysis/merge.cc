@@ -100,12 +100,7 @@ StatusOr<std::vector<Trace>> LoadTraces(const std::vector<std::string>& paths) {
   return traces;
 }
 
-MergeResult MergeTraces(std::vector<Trace> traces) {
-  MergeResult result;
-  MergeReport& report = result.report;
-  TraceBuilder builder;
-  builder.SetSource(trace::SourceFormat::kSynthetic, "merge of " + std::to_string(traces.size()) + " traces");
-
+std::vector<ClockAlignment> AlignClocks(std::span<const Trace> traces) {
   // Reference per step: the lowest rank (the first input when ranks are unknown).
   std::map<int64_t, size_t> reference;
   for (size_t i = 0; i < traces.size(); ++i) {
@@ -115,6 +110,31 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
       it->second = i;
     }
   }
+  std::vector<ClockAlignment> out(traces.size());
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const Trace& input = traces[i];
+    const size_t ref = reference[input.step_info().step];
+    const Trace& ref_trace = traces[ref];
+    if (ref == i) {
+      out[i].alignment = "reference";
+    } else if (ref_trace.step_info().host == input.step_info().host) {
+      out[i].alignment = "same host";
+    } else if (ClockSyncOf(input) != 0 && ClockSyncOf(ref_trace) != 0) {
+      out[i].alignment = "clock_sync";
+      out[i].offset_ns = ClockSyncOf(ref_trace) - ClockSyncOf(input);
+    } else {
+      out[i].alignment = "unaligned";
+    }
+  }
+  return out;
+}
+
+MergeResult MergeTraces(std::vector<Trace> traces) {
+  MergeResult result;
+  MergeReport& report = result.report;
+  TraceBuilder builder;
+  builder.SetSource(trace::SourceFormat::kSynthetic, "merge of " + std::to_string(traces.size()) + " traces");
+  const std::vector<ClockAlignment> alignment = AlignClocks(traces);
 
   std::shared_ptr<tf::RunMetadata> metadata;
   for (const Trace& t : traces) {
@@ -132,19 +152,9 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
     merged.rank = info.rank;
     merged.step = info.step;
     merged.host = info.host;
-    const size_t ref = reference[info.step];
-    const Trace& ref_trace = traces[ref];
-    if (ref == i) {
-      merged.alignment = "reference";
-    } else if (ref_trace.step_info().host == info.host) {
-      merged.alignment = "same host";
-    } else if (ClockSyncOf(input) != 0 && ClockSyncOf(ref_trace) != 0) {
-      merged.alignment = "clock_sync";
-      merged.offset_ns = ClockSyncOf(ref_trace) - ClockSyncOf(input);
-    } else {
-      merged.alignment = "unaligned";
-      ++report.unaligned;
-    }
+    merged.alignment = alignment[i].alignment;
+    merged.offset_ns = alignment[i].offset_ns;
+    if (merged.alignment == "unaligned") ++report.unaligned;
     LastDevice(input, merged);
 
     // Tracks: one process per input, its hosts below.

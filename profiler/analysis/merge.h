@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,16 @@ namespace stepscope::analysis {
 // sorted by name. Fails with a message naming the file on the first unreadable one.
 StatusOr<std::vector<std::string>> ExpandTracePaths(const std::vector<std::string>& paths);
 StatusOr<std::vector<trace::Trace>> LoadTraces(const std::vector<std::string>& paths);
+
+// How each trace's clock meets the others' (the alignment described above): the offset added to
+// its times, and how it was found ("reference", "same host", "clock_sync", "unaligned"). The
+// reference of a trace is the lowest rank of the same StepInfo.step (the first input when ranks
+// are unknown).
+struct ClockAlignment {
+  int64_t offset_ns = 0;
+  std::string alignment;
+};
+std::vector<ClockAlignment> AlignClocks(std::span<const trace::Trace> traces);
 
 struct MergedInput {
   std::string source;        // path

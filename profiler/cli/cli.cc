@@ -6,6 +6,7 @@
 #include "base/file_io.h"
 #include "profiler/cli/command.h"
 #include "profiler/cli/gpu_commands.h"
+#include "profiler/cli/rank_commands.h"
 #include "base/flags.h"
 #include "profiler/trace/reader.h"
 #include "profiler/trace/writer.h"
@@ -80,6 +81,7 @@ std::vector<std::unique_ptr<Command>> AllCommands() {
   commands.push_back(std::make_unique<ConvertCommand>());
   AddAnalysisCommands(commands);
   AddGpuCommands(commands);
+  AddRankCommands(commands);
   return commands;
 }
 

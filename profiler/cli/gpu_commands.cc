@@ -13,6 +13,7 @@
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/steps.h"
 #include "profiler/cli/report_format.h"
+#include "profiler/cli/step_range.h"
 
 namespace stepscope::cli {
 namespace {
@@ -25,31 +26,6 @@ std::string D(double ns) { return FormatDuration(ns); }
 int64_t R(double ns) { return static_cast<int64_t>(ns < 0 ? ns - 0.5 : ns + 0.5); }
 std::string RankDevice(int32_t rank, const std::string& device) {
   return (rank >= 0 ? "rank " + std::to_string(rank) + " " : std::string()) + device;
-}
-
-// --step N or --steps A-B: [first, last], or nullopt for every step.
-StatusOr<std::optional<std::pair<int64_t, int64_t>>> StepRange(const ParsedArgs& args) {
-  std::optional<std::pair<int64_t, int64_t>> range;
-  auto number = [](const std::string& text, int64_t& value) {
-    char* end = nullptr;
-    value = std::strtoll(text.c_str(), &end, 10);
-    return end != text.c_str() && *end == '\0';
-  };
-  if (args.Has("step") && args.Has("steps")) return InvalidInput("give --step or --steps, not both");
-  if (auto text = args.Get("step")) {
-    int64_t n = 0;
-    if (!number(*text, n)) return InvalidInput("--step " + *text + ": expected a step number");
-    range = std::pair{n, n};
-  }
-  if (auto text = args.Get("steps")) {
-    const size_t dash = text->find('-', 1);
-    int64_t a = 0, b = 0;
-    if (dash == std::string::npos || !number(text->substr(0, dash), a) || !number(text->substr(dash + 1), b) || b < a) {
-      return InvalidInput("--steps " + *text + ": expected A-B with A <= B");
-    }
-    range = std::pair{a, b};
-  }
-  return range;
 }
 
 struct Loaded {

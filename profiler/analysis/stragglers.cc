@@ -1,0 +1,271 @@
+#include "profiler/analysis/stragglers.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "profiler/analysis/breakdowns.h"
+#include "profiler/analysis/gpu_work.h"
+#include "profiler/analysis/merge.h"
+#include "profiler/analysis/step_analyses.h"
+#include "profiler/analysis/steps.h"
+
+namespace stepscope::analysis {
+
+using trace::Slice;
+using trace::SliceKind;
+using trace::Trace;
+using Intervals = std::vector<std::pair<int64_t, int64_t>>;
+
+namespace {
+
+constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
+
+int64_t UnionLength(Intervals intervals) {
+  int64_t total = 0;
+  for (const auto& [a, b] : MergeIntervals(std::move(intervals))) total += b - a;
+  return total;
+}
+
+// The ceil(n/2)-th smallest; 0 for none.
+int64_t LowerMedian(std::vector<int64_t> values) {
+  if (values.empty()) return 0;
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>((values.size() - 1) / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  return *middle;
+}
+
+// One rank's work in one step, on the aligned (absolute) clock.
+struct Work {
+  int64_t slices = 0;
+  int64_t begin = std::numeric_limits<int64_t>::max(), end = kNone;
+  Intervals all;
+  Intervals by_category[kStragglerCategories];
+  void Add(int64_t start, int64_t stop, StragglerCategory category) {
+    ++slices;
+    begin = std::min(begin, start);
+    end = std::max(end, stop);
+    all.emplace_back(start, stop);
+    by_category[static_cast<int>(category)].emplace_back(start, stop);
+  }
+};
+
+struct RankStepWork {
+  size_t input = 0;
+  int64_t window_begin = 0;  // aligned
+  Work gpu, host;
+  Intervals host_input_annotations;  // input annotations: input time on host, never the end
+};
+
+// One window of a trace (trace time) and its step number.
+struct Window {
+  int64_t begin = 0, end = 0;
+  int64_t step = -1;
+};
+
+// Collective ops by type: host-side collectives that are not collective records (our sparse
+// gradients' AllGather, TensorFlow's collective ops).
+bool IsCollectiveOpType(std::string_view op_type) {
+  for (std::string_view type : {"AllGather", "AllReduce", "Broadcast", "ReduceScatter", "AllToAll",
+                                "CollectiveReduce", "CollectiveGather", "CollectiveBcastSend", "CollectiveBcastRecv",
+                                "NcclAllReduce", "HorovodAllreduce", "HorovodAllgather", "HorovodBroadcast"}) {
+    if (op_type == type) return true;
+  }
+  return false;
+}
+
+StragglerCategory CategoryOf(const Trace& trace, const Slice& s, bool on_gpu) {
+  if (IsCommunication(trace, s) || (s.kind == SliceKind::kOp && IsCollectiveOpType(trace.str(s.op_type)))) {
+    return StragglerCategory::kCommunication;
+  }
+  if (!on_gpu && IsInputOp(trace.str(s.name), trace.str(s.op_type))) return StragglerCategory::kInput;
+  if (s.kind == SliceKind::kMemcpy || s.kind == SliceKind::kMemset) return StragglerCategory::kMemory;
+  return StragglerCategory::kCompute;
+}
+
+}  // namespace
+
+bool IsInputOp(std::string_view name, std::string_view op_type) {
+  for (std::string_view text : {name, op_type}) {
+    for (std::string_view word : {"TrainInput", "IteratorGetNext", "DataLoader", "dataloader"}) {
+      if (text.find(word) != std::string_view::npos) return true;
+    }
+  }
+  return false;
+}
+
+std::string_view StragglerCategoryName(StragglerCategory category) {
+  switch (category) {
+    case StragglerCategory::kCompute: return "compute";
+    case StragglerCategory::kCommunication: return "communication";
+    case StragglerCategory::kMemory: return "memory";
+    default: return "input";
+  }
+}
+
+StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const StragglerOptions& options) {
+  StragglerReport report;
+  const std::vector<ClockAlignment> alignment = AlignClocks(traces);
+  // (step, rank) -> its work
+  std::map<std::pair<int64_t, int32_t>, RankStepWork> work;
+  std::map<int32_t, int64_t> unnumbered;  // per rank: steps without a number so far
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const Trace& trace = traces[i];
+    StragglerInputInfo info;
+    info.source = trace.source_path();
+    info.rank_known = trace.step_info().rank >= 0;
+    info.rank = info.rank_known ? trace.step_info().rank : static_cast<int32_t>(i);
+    info.alignment = alignment[i].alignment;
+    info.offset_ns = alignment[i].offset_ns;
+    const int32_t rank = info.rank;
+    const int64_t shift = trace.epoch_ns() + info.offset_ns;
+    report.inputs.push_back(info);
+
+    const std::vector<Step> steps = StepsOfTrace(trace, /*with_totals=*/false);
+    if (steps.empty()) return InvalidInput(trace.source_path() + ": no steps found (the trace holds no slices)");
+    const bool whole = steps.size() == 1 && steps.front().marker == "trace";
+    std::vector<Window> windows;
+    for (const Step& step : steps) {
+      const int64_t number = step.step >= 0 ? step.step : unnumbered[rank]++;
+      windows.push_back({step.begin_ns, step.end_ns, number});
+    }
+    // Which windows are kept, and each kept one's work.
+    std::vector<RankStepWork*> slots(windows.size(), nullptr);
+    for (size_t w = 0; w < windows.size(); ++w) {
+      const int64_t number = windows[w].step;
+      if (options.steps && (number < options.steps->first || number > options.steps->second)) continue;
+      auto [it, inserted] = work.try_emplace({number, rank});
+      if (!inserted) {
+        return InvalidInput("rank " + std::to_string(rank) + " step " + std::to_string(number) + " is in both " +
+                            report.inputs[it->second.input].source + " and " + trace.source_path() +
+                            " (give one run's traces)");
+      }
+      it->second.input = i;
+      it->second.window_begin = windows[w].begin + shift;
+      slots[w] = &it->second;
+    }
+    const std::vector<int64_t> launch = whole ? std::vector<int64_t>() : LaunchOf(trace);
+    std::vector<bool> gpu_lane(trace.tracks().size());
+    for (uint32_t t = 0; t < gpu_lane.size(); ++t) gpu_lane[t] = IsGpuDeviceLane(trace, t);
+    const auto& slices = trace.slices();
+    for (uint32_t k = 0; k < slices.size(); ++k) {
+      const Slice& s = slices[k];
+      if (s.duplicate() || s.kind == SliceKind::kSync) continue;
+      const bool on_gpu = gpu_lane[s.track];
+      if (on_gpu && !trace::IsDeviceWork(s.kind)) continue;  // GPU annotations
+      const bool input_annotation =
+          s.kind == SliceKind::kAnnotation && !on_gpu && IsInputOp(trace.str(s.name), trace.str(s.op_type));
+      if (s.kind == SliceKind::kAnnotation && !input_annotation) continue;
+      size_t w = 0;
+      if (!whole) {
+        // The window holding the work's launch, or its own start without one.
+        const int64_t anchor = launch[k] >= 0 ? slices[static_cast<size_t>(launch[k])].start_ns : s.start_ns;
+        auto after = std::upper_bound(windows.begin(), windows.end(), anchor,
+                                      [](int64_t t, const Window& x) { return t < x.begin; });
+        if (after == windows.begin()) continue;
+        w = static_cast<size_t>(after - windows.begin()) - 1;
+        if (anchor >= windows[w].end) continue;
+      }
+      RankStepWork* slot = slots[w];
+      if (slot == nullptr) continue;
+      const int64_t start = s.start_ns + shift, stop = s.end_ns() + shift;
+      if (input_annotation) {
+        slot->host_input_annotations.emplace_back(start, stop);
+      } else {
+        (on_gpu ? slot->gpu : slot->host).Add(start, stop, CategoryOf(trace, s, on_gpu));
+      }
+    }
+  }
+
+  // Per step, the ranks in rank order (the map's order).
+  std::map<int64_t, std::vector<std::pair<int32_t, RankStepWork*>>> by_step;
+  for (auto& [key, w] : work) {
+    if (w.gpu.slices + w.host.slices > 0) by_step[key.first].emplace_back(key.second, &w);
+  }
+  std::map<int32_t, RankStragglerTotals> totals;
+  for (auto& [number, members] : by_step) {
+    if (members.size() < 2) {
+      report.single_rank_steps.push_back(number);
+      continue;
+    }
+    StepStragglers step;
+    step.step = number;
+    std::vector<int64_t> absolute_begin, absolute_end;
+    for (auto& [rank, w] : members) {
+      RankStep r;
+      r.rank = rank;
+      r.input = w->input;
+      r.gpu = w->gpu.slices > 0;
+      Work& used = r.gpu ? w->gpu : w->host;
+      r.work = used.slices;
+      for (int c = 0; c < kStragglerCategories; ++c) {
+        if (r.gpu && c == static_cast<int>(StragglerCategory::kInput)) continue;
+        Intervals& list = used.by_category[c];
+        if (!r.gpu && c == static_cast<int>(StragglerCategory::kInput)) {
+          list.insert(list.end(), w->host_input_annotations.begin(), w->host_input_annotations.end());
+        }
+        r.by_category_ns[c] = UnionLength(std::move(list));
+      }
+      if (r.gpu) r.by_category_ns[static_cast<int>(StragglerCategory::kInput)] = std::max<int64_t>(0, used.begin - w->window_begin);
+      r.busy_ns = UnionLength(std::move(used.all));
+      absolute_begin.push_back(used.begin);
+      absolute_end.push_back(used.end);
+      step.ranks.push_back(r);
+    }
+    const int64_t step_begin = *std::min_element(absolute_begin.begin(), absolute_begin.end());
+    const int64_t first_end = *std::min_element(absolute_end.begin(), absolute_end.end());
+    int64_t least_comm = std::numeric_limits<int64_t>::max(), most_comm = 0;
+    size_t last = 0;
+    for (size_t k = 0; k < step.ranks.size(); ++k) {
+      RankStep& r = step.ranks[k];
+      r.begin_ns = absolute_begin[k] - step_begin;
+      r.end_ns = absolute_end[k] - step_begin;
+      r.lateness_ns = absolute_end[k] - first_end;
+      if (absolute_end[k] > absolute_end[last]) last = k;
+      least_comm = std::min(least_comm, r.communication_ns());
+      most_comm = std::max(most_comm, r.communication_ns());
+    }
+    for (RankStep& r : step.ranks) r.collective_wait_ns = r.communication_ns() - least_comm;
+    const RankStep& straggler = step.ranks[last];
+    step.straggler = straggler.rank;
+    step.lateness_ns = straggler.lateness_ns;
+    step.lateness_vs_median_ns = absolute_end[last] - LowerMedian(absolute_end);
+    int64_t best = 0;
+    step.reason = "none";
+    for (int c = 0; c < kStragglerCategories; ++c) {
+      std::vector<int64_t> others;
+      for (size_t k = 0; k < step.ranks.size(); ++k) {
+        if (k != last) others.push_back(step.ranks[k].by_category_ns[c]);
+      }
+      step.excess_ns[c] = straggler.by_category_ns[c] - LowerMedian(std::move(others));
+      if (step.excess_ns[c] > best) {
+        best = step.excess_ns[c];
+        step.reason = std::string(StragglerCategoryName(static_cast<StragglerCategory>(c)));
+      }
+    }
+    if (most_comm > least_comm) {
+      std::vector<int64_t> waits;
+      for (const RankStep& r : step.ranks) {
+        if (step.waited_for < 0 && r.collective_wait_ns == 0) {
+          step.waited_for = r.rank;
+        } else {
+          waits.push_back(r.collective_wait_ns);
+        }
+      }
+      step.others_waited_ns = LowerMedian(std::move(waits));
+    }
+    for (const RankStep& r : step.ranks) {
+      RankStragglerTotals& t = totals[r.rank];
+      t.rank = r.rank;
+      ++t.steps;
+      if (r.rank == step.straggler) ++t.straggler_steps;
+      t.lateness_total_ns += r.lateness_ns;
+      t.lateness_max_ns = std::max(t.lateness_max_ns, r.lateness_ns);
+    }
+    report.steps.push_back(std::move(step));
+  }
+  for (auto& [rank, t] : totals) report.ranks.push_back(t);
+  return report;
+}
+
+}  // namespace stepscope::analysis

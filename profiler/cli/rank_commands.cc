@@ -1,0 +1,205 @@
+// `stragglers`: per step, which rank finished its work last, by how much, and why. The inputs (a
+// directory of per-rank traces, or files) are loaded one trace per file, their clocks aligned as
+// `merge` aligns them; the analysis (analysis/stragglers.h) returns data, formatted here.
+#include "profiler/cli/rank_commands.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "profiler/analysis/merge.h"
+#include "profiler/analysis/stragglers.h"
+#include "profiler/cli/report_format.h"
+#include "profiler/cli/step_range.h"
+
+namespace stepscope::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using analysis::StragglerCategory;
+
+constexpr int kCategories = analysis::kStragglerCategories;
+
+std::string CategoryName(int c) { return std::string(analysis::StragglerCategoryName(static_cast<StragglerCategory>(c))); }
+std::string Rank(int32_t rank) { return "rank " + std::to_string(rank); }
+std::string Signed(int64_t ns) { return (ns > 0 ? "+" : ns < 0 ? "-" : "") + FormatDuration(ns < 0 ? -ns : ns); }
+
+// The straggler's excess in the category named as its reason (0 for "none").
+int64_t ReasonExcess(const analysis::StepStragglers& s) {
+  for (int c = 0; c < kCategories; ++c) {
+    if (CategoryName(c) == s.reason) return s.excess_ns[c];
+  }
+  return 0;
+}
+
+Json ReportJson(const analysis::StragglerReport& report) {
+  Json doc = {{"schema", "stepscope.stragglers/1"}};
+  Json inputs = Json::array();
+  for (const auto& in : report.inputs) {
+    inputs.push_back({{"source", in.source}, {"rank", in.rank}, {"rank_known", in.rank_known},
+                      {"alignment", in.alignment}, {"offset_ns", in.offset_ns}});
+  }
+  doc["inputs"] = inputs;
+  Json steps = Json::array();
+  for (const auto& s : report.steps) {
+    Json excess = Json::object();
+    for (int c = 0; c < kCategories; ++c) excess[CategoryName(c)] = s.excess_ns[c];
+    Json ranks = Json::array();
+    for (const auto& r : s.ranks) {
+      ranks.push_back({{"rank", r.rank}, {"source", report.inputs[r.input].source},
+                       {"work_on", r.gpu ? "gpu" : "host"}, {"work", r.work}, {"begin_ns", r.begin_ns},
+                       {"end_ns", r.end_ns}, {"lateness_ns", r.lateness_ns}, {"busy_ns", r.busy_ns},
+                       {"compute_ns", r.compute_ns()}, {"communication_ns", r.communication_ns()},
+                       {"memory_ns", r.memory_ns()}, {"input_ns", r.input_ns()},
+                       {"collective_wait_ns", r.collective_wait_ns}});
+    }
+    steps.push_back({{"step", s.step}, {"ranks", static_cast<int64_t>(s.ranks.size())},
+                     {"straggler", s.straggler}, {"lateness_ns", s.lateness_ns},
+                     {"lateness_vs_median_ns", s.lateness_vs_median_ns}, {"reason", s.reason},
+                     {"excess_ns", excess}, {"waited_for", s.waited_for}, {"others_waited_ns", s.others_waited_ns},
+                     {"per_rank", ranks}});
+  }
+  doc["steps"] = steps;
+  Json ranks = Json::array();
+  for (const auto& r : report.ranks) {
+    ranks.push_back({{"rank", r.rank}, {"steps", r.steps}, {"straggler_steps", r.straggler_steps},
+                     {"lateness_total_ns", r.lateness_total_ns}, {"lateness_max_ns", r.lateness_max_ns}});
+  }
+  doc["by_rank"] = ranks;
+  doc["single_rank_steps"] = report.single_rank_steps;
+  return doc;
+}
+
+std::string ReportText(const analysis::StragglerReport& report, size_t top) {
+  std::string out;
+  std::map<std::string, int> clocks;
+  for (const auto& in : report.inputs) ++clocks[in.alignment];
+  auto count = [](size_t n, const std::string& what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); };
+  out += count(report.ranks.size(), "rank") + ", " + count(report.steps.size(), "step") + " compared (" +
+         count(report.inputs.size(), "input") + "; clocks:";
+  bool first = true;
+  for (const auto& [how, n] : clocks) {
+    out += (first ? " " : ", ") + std::to_string(n) + " " + how;
+    first = false;
+  }
+  out += ")\n";
+  if (!report.single_rank_steps.empty()) {
+    out += std::to_string(report.single_rank_steps.size()) + " steps with one rank only, not compared\n";
+  }
+
+  // The `top` steps with the largest lateness, in step order.
+  std::vector<size_t> order(report.steps.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return report.steps[a].lateness_ns > report.steps[b].lateness_ns; });
+  if (order.size() > top) order.resize(top);
+  const size_t worst = order.empty() ? 0 : order.front();
+  std::sort(order.begin(), order.end());
+
+  out += "\nPer step: the rank that finished last (" + std::to_string(order.size()) + " of " +
+         std::to_string(report.steps.size()) + ", the latest)\n";
+  TextTable steps({8, 6, -9, 12, 12, -14, 12, -24});
+  steps.Row({"step", "ranks", "straggler", "lateness", "vs median", "reason", "its excess", "others waited for"});
+  for (size_t i : order) {
+    const auto& s = report.steps[i];
+    const int64_t excess = ReasonExcess(s);
+    steps.Row({std::to_string(s.step), std::to_string(s.ranks.size()), Rank(s.straggler), FormatDuration(s.lateness_ns),
+               FormatDuration(s.lateness_vs_median_ns), s.reason, s.reason == "none" ? "-" : Signed(excess),
+               s.waited_for < 0 ? "-" : Rank(s.waited_for) + " (" + FormatDuration(s.others_waited_ns) + ")"});
+  }
+  out += steps.str();
+
+  out += "\nPer rank\n";
+  TextTable ranks({-9, 7, 10, 16, 14});
+  ranks.Row({"rank", "steps", "last in", "lateness total", "lateness max"});
+  for (const auto& r : report.ranks) {
+    ranks.Row({Rank(r.rank), std::to_string(r.steps), std::to_string(r.straggler_steps),
+               FormatDuration(r.lateness_total_ns), FormatDuration(r.lateness_max_ns)});
+  }
+  out += ranks.str();
+
+  if (!report.steps.empty()) {
+    const auto& s = report.steps[worst];
+    out += "\nStep " + std::to_string(s.step) + " (the largest lateness): " + Rank(s.straggler) + " finished " +
+           FormatDuration(s.lateness_ns) + " after the first";
+    out += s.reason == "none" ? ", exceeding the other ranks' median in no category\n"
+                              : "; its " + s.reason + " exceeds the other ranks' median by " +
+                                    FormatDuration(ReasonExcess(s)) + "\n";
+    TextTable detail({-9, -5, 12, 12, 12, 12, 12, 12, 12});
+    detail.Row({"rank", "work", "end", "lateness", "compute", "comm", "memory", "input", "coll wait"});
+    for (const auto& r : s.ranks) {
+      detail.Row({Rank(r.rank), r.gpu ? "gpu" : "host", "+" + FormatDuration(r.end_ns), FormatDuration(r.lateness_ns),
+                  FormatDuration(r.compute_ns()), FormatDuration(r.communication_ns()), FormatDuration(r.memory_ns()),
+                  FormatDuration(r.input_ns()), FormatDuration(r.collective_wait_ns)});
+    }
+    out += detail.str();
+  }
+  return out;
+}
+
+class StragglersCommand : public Command {
+ public:
+  std::string name() const override { return "stragglers"; }
+  std::string synopsis() const override { return "TRACE|DIR... [--json] [--step N | --steps A-B] [--top N]"; }
+  std::string description() const override {
+    return "Across ranks, per step: the rank that finished its work last (the straggler), by how much\n"
+           "(lateness: its end - the earliest end, and - the median end), and why: per rank its\n"
+           "compute, communication (collectives, NCCL kernels), memory (copies, memsets) and input\n"
+           "(GPU: time from the step's start to its first GPU work; host: TrainInput, IteratorGetNext,\n"
+           "DataLoader ops), each a union, and its collective wait (communication beyond the least of\n"
+           "any rank: an early rank waits in the all-reduce). reason: the category where the straggler\n"
+           "exceeds the other ranks' median most. A rank's work is its GPU work when it has any in the\n"
+           "step, else its host work; annotations and sync markers never count. Inputs: per-rank traces\n"
+           "(step traces with a rank, PyTorch traces with distributedInfo.rank and ProfilerStep#N);\n"
+           "clocks of other hosts are aligned as `merge` aligns them. --top: steps listed (default 10).";
+  }
+  std::vector<FlagSpec> flags() const override {
+    return {{"json", "", "write the result as JSON"},
+            {"top", "N", "steps listed in text output, the latest (default 10)"},
+            {"step", "N", "only step N (ProfilerStep#N, or a step trace's number)"},
+            {"steps", "A-B", "only steps A to B"}};
+  }
+  size_t min_positional() const override { return 1; }
+  size_t max_positional() const override { return std::numeric_limits<size_t>::max(); }
+
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream& err) const override {
+    ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", 10));
+    analysis::StragglerOptions options;
+    ASSIGN_OR_RETURN(options.steps, StepRange(args));
+    ASSIGN_OR_RETURN(const std::vector<trace::Trace> traces, analysis::LoadTraces(args.positional));
+    ASSIGN_OR_RETURN(const analysis::StragglerReport report, analysis::ComputeStragglers(traces, options));
+    if (report.steps.empty()) {
+      if (options.steps && report.single_rank_steps.empty()) {
+        return InvalidInput("no step " + std::to_string(options.steps->first) +
+                            (options.steps->second != options.steps->first ? "-" + std::to_string(options.steps->second) : "") +
+                            " in the traces given (see `stepscope steps`)");
+      }
+      std::string sources;
+      for (const auto& in : report.inputs) sources += (sources.empty() ? "" : ", ") + in.source;
+      return InvalidInput("no step has work from two ranks or more to compare (" + std::to_string(report.inputs.size()) +
+                          " input(s): " + sources + "); give every rank's trace of a step, e.g. the run's --profile_dir");
+    }
+    int64_t unaligned = 0;
+    for (const auto& in : report.inputs) unaligned += in.alignment == "unaligned" ? 1 : 0;
+    if (unaligned > 0) {
+      err << "stepscope stragglers: warning: " << unaligned
+          << " trace(s) from another host without a clock sync record are not aligned; their lateness is on "
+             "their own clock\n";
+    }
+    if (args.Has("json")) {
+      out << ReportJson(report).dump(2) << "\n";
+    } else {
+      out << ReportText(report, top);
+    }
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+void AddRankCommands(std::vector<std::unique_ptr<Command>>& commands) {
+  commands.push_back(std::make_unique<StragglersCommand>());
+}
+
+}  // namespace stepscope::cli
