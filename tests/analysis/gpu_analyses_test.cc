@@ -94,6 +94,21 @@ TEST(GpuBreakdownTest, SkipsTensorFlowAggregateRepeats) {
   ASSERT_EQ(rows[0].streams.size(), 1u);
 }
 
+// Our CPU devices (and TensorFlow's) have a /memcpy lane: the host's copies, no GPU's work.
+TEST(GpuBreakdownTest, ACpuDeviceMemcpyLaneIsNoGpu) {
+  TraceMaker m;
+  const uint32_t host = m.Host("host");
+  const uint32_t cpu = m.Device("CPU:0", host);
+  m.Slice(m.Lane("memcpy", cpu, TrackKind::kGpuMemcpy), 0, 100, "MEMCPYHtoH", "", SliceKind::kMemcpy);
+  const uint32_t gpu = m.Device("GPU:0", host);
+  m.Slice(m.Lane("memcpy", gpu, TrackKind::kGpuMemcpy), 0, 50, "MEMCPYHtoD", "", SliceKind::kMemcpy);
+  const trace::Trace trace = std::move(m).Build();
+  const auto rows = ComputeGpuBreakdown(trace);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].device, "GPU:0");
+  EXPECT_EQ(rows[0].time.busy_ns, 50);
+}
+
 TEST(IdleTest, CausesKnownByConstruction) {
   const trace::Trace trace = LaunchTrace();
   const IdleReport r = ComputeIdle({GpuInput{&trace, {}}});
