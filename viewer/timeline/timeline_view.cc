@@ -131,15 +131,32 @@ void TimelineView::SelectSlice(int64_t slice) {
   emit sliceSelected(slice);
 }
 
-void TimelineView::FocusSlice(uint32_t slice) {
+void TimelineView::RevealSlice(uint32_t slice) {
   const trace::Trace& trace = document_->trace();
-  const trace::Slice& s = trace.slices()[slice];
-  for (int32_t t = static_cast<int32_t>(s.track); t >= 0; t = trace.tracks()[t].parent) {
+  if (slice >= trace.slices().size()) return;
+  for (int32_t t = static_cast<int32_t>(trace.slices()[slice].track); t >= 0; t = trace.tracks()[t].parent) {
     layout_.SetCollapsed(static_cast<uint32_t>(t), false);
   }
   UpdateScrollBar();
   const int row = layout_.RowOfSlice(slice);
   if (row >= 0) EnsureRowVisible(row);
+  SelectSlice(slice);
+  update();
+}
+
+void TimelineView::SetSliceColors(std::vector<uint32_t> colors) {
+  slice_colors_ = colors.size() == document_->trace().slices().size() ? std::move(colors) : std::vector<uint32_t>();
+  update();
+}
+
+uint32_t TimelineView::SliceColor(uint32_t slice) const {
+  return slice < slice_colors_.size() ? slice_colors_[slice] : document_->ColorOf(document_->trace().slices()[slice]);
+}
+
+void TimelineView::FocusSlice(uint32_t slice) {
+  const trace::Trace& trace = document_->trace();
+  const trace::Slice& s = trace.slices()[slice];
+  RevealSlice(slice);
   // Keep the zoom when the slice is comfortably visible; otherwise show it at a fifth of the view.
   const TimeMapping map = mapping();
   const double start = static_cast<double>(s.start_ns);
@@ -329,7 +346,7 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
       flush_fold();
       const QRectF area(kTimeAreaLeft + x0, y + 1, x1 - x0, kRowHeight - 2);
       const trace::Slice& s = slices[box.slice];
-      painter.fillRect(area, QColor::fromRgb(document_->ColorOf(s)));
+      painter.fillRect(area, QColor::fromRgb(slice_colors_.empty() ? document_->ColorOf(s) : slice_colors_[box.slice]));
       if (area.width() > 3 * char_width + 4) {
         const auto fit = static_cast<uint32_t>((area.width() - 4) / char_width);
         painter.drawStaticText(QPointF(area.left() + 2, y + text_top), Label(s.name, fit));
