@@ -243,6 +243,8 @@ void CompareView::FillTable() {
     const char* names[] = {"regressed", "improved", "unchanged", "new", "gone"};
     for (int k = 0; k < 5; ++k) counts[k] += r.verdict == names[k];
   }
+  // An op type row's name is its op type.
+  diff_table_->setColumnHidden(kOpType, table_ == DiffTable::kOpType);
   diff_table_->resizeColumnsToContents();
   diff_table_->setColumnWidth(kName, std::min(diff_table_->columnWidth(kName), 360));
 
