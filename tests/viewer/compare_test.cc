@@ -30,6 +30,7 @@
 #include "tests/test_util.h"
 #include "viewer/app/main_window.h"
 #include "viewer/compare/compare_view.h"
+#include "viewer/load/trace_loader.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
 
@@ -417,6 +418,32 @@ class CompareTest : public QObject {
     bad.start(STEPSCOPE_VIEW_EXE, QStringList{"--screenshot", out, a_.front(), "--vs"});
     QVERIFY(bad.waitForFinished(60000));
     QCOMPARE(bad.exitCode(), 2);
+    // An unreadable file: exit 2, naming the side and the file.
+    QProcess unreadable;
+    unreadable.start(STEPSCOPE_VIEW_EXE, QStringList{"--screenshot", out, a_.front(), "--vs", "/nonexistent.pb"});
+    QVERIFY(unreadable.waitForFinished(60000));
+    QCOMPARE(unreadable.exitCode(), 2);
+    QVERIFY(unreadable.readAllStandardError().contains("side B: /nonexistent.pb"));
+  }
+
+  // As the window does it (no waiting): the comparison arrives as a tab of its own, next to the
+  // trace tabs; a failure is reported and opens nothing.
+  void ComparisonOpensInItsOwnTab() {
+    MainWindow window(/*interactive=*/false);
+    window.show();
+    window.Open({a_.front() + "/lstm_small_step3.pb"});
+    window.loader()->WaitForIdle();
+    QCOMPARE(window.document_count(), 1);
+    window.Compare({a_.front()}, {b_.front()});
+    QTRY_COMPARE_WITH_TIMEOUT(window.comparison_count(), 1, 30000);
+    QCOMPARE(window.document_count(), 1);  // the trace tab is still the only document
+    QVERIFY(window.document(0) != nullptr);
+    QCOMPARE(window.comparison(0)->comparison().steps_a.size(), size_t{kStepsPerRun});
+    window.Compare({a_.front()}, {QString::fromStdString((scratch_ / "missing").string())});
+    window.WaitForComparison();
+    QCOMPARE(window.comparison_count(), 1);
+    QCOMPARE(window.errors().size(), 1);
+    QVERIFY2(window.errors().front().startsWith("side B: "), qPrintable(window.errors().front()));
   }
 
  private:

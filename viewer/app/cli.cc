@@ -299,15 +299,6 @@ int RunViewer(int argc, char** argv) {
   const QSize size(std::clamp(size_match.captured(1).toInt(), 400, 8000),
                    std::clamp(size_match.captured(2).toInt(), 300, 8000));
 
-  if (parser.isSet(screenshot) || parser.isSet(bench) || parser.isSet(write_synthetic)) {
-    if (std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
-    qInstallMessageHandler(QuietOffscreenNotes);
-  } else if (std::getenv("QT_QPA_PLATFORM") == nullptr && std::getenv("DISPLAY") == nullptr &&
-             std::getenv("WAYLAND_DISPLAY") == nullptr) {
-    PrintError("no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset); use "
-               "--screenshot or --bench, which run offscreen, or set QT_QPA_PLATFORM");
-    return 1;
-  }
   QStringList side_b;
   QStringList traces_given = parser.positionalArguments();
   int64_t step_a = -1, step_b = -1;
@@ -331,6 +322,15 @@ int RunViewer(int argc, char** argv) {
     }
     step_a = match.captured(1).toLongLong();
     step_b = match.captured(2).isEmpty() ? step_a : match.captured(2).toLongLong();
+  }
+  if (parser.isSet(screenshot) || parser.isSet(bench) || parser.isSet(write_synthetic)) {
+    if (std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
+    qInstallMessageHandler(QuietOffscreenNotes);
+  } else if (std::getenv("QT_QPA_PLATFORM") == nullptr && std::getenv("DISPLAY") == nullptr &&
+             std::getenv("WAYLAND_DISPLAY") == nullptr) {
+    PrintError("no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset); use "
+               "--screenshot or --bench, which run offscreen, or set QT_QPA_PLATFORM");
+    return 1;
   }
   QApplication app(argc, argv);
   QApplication::setOrganizationName("stepscope");
