@@ -47,6 +47,8 @@ std::string_view SourceFormatName(SourceFormat format) {
     case SourceFormat::kStepStatsText: return "StepStats (text)";
     case SourceFormat::kChromeJson: return "Chrome trace JSON";
     case SourceFormat::kSynthetic: return "built in memory";
+    case SourceFormat::kXSpace: return "XSpace (TensorFlow 2 / JAX profiler)";
+    case SourceFormat::kPerfettoProto: return "Perfetto protobuf";
   }
   return "unknown";
 }
@@ -92,6 +94,12 @@ const Args* FindBySlice(const std::vector<Args>& table, uint32_t slice) {
 
 const KernelArgs* Trace::kernel_args(uint32_t slice) const { return FindBySlice(kernel_args_, slice); }
 const TransferArgs* Trace::transfer_args(uint32_t slice) const { return FindBySlice(transfer_args_, slice); }
+
+std::span<const SliceArg> Trace::slice_args(uint32_t slice) const {
+  auto by_slice = [](const SliceArg& a, const SliceArg& b) { return a.slice < b.slice; };
+  const auto range = std::equal_range(slice_args_.begin(), slice_args_.end(), SliceArg{slice, 0, 0}, by_slice);
+  return {slice_args_.data() + (range.first - slice_args_.begin()), static_cast<size_t>(range.second - range.first)};
+}
 
 NodeReader::NodeReader(const Trace& trace, uint32_t needed_fields) : trace_(trace) {
   if (trace.node_store() != nullptr) reader_ = std::make_unique<NodeStore::Reader>(*trace.node_store(), needed_fields);
@@ -282,6 +290,10 @@ Trace TraceBuilder::Build() && {
   };
   remap_args(trace_.kernel_args_);
   remap_args(trace_.transfer_args_);
+  for (SliceArg& arg : trace_.slice_args_) arg.slice = new_index[arg.slice];
+  std::stable_sort(trace_.slice_args_.begin(), trace_.slice_args_.end(),
+                   [](const SliceArg& a, const SliceArg& b) { return a.slice < b.slice; });
+  trace_.slice_args_.shrink_to_fit();
   if (run_metadata_ != nullptr) {
     trace_.node_store_ = NodeStore::Build(*run_metadata_, trace_.node_refs_, &trace_.node_entries_);
     run_metadata_.reset();

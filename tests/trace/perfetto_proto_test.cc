@@ -1,0 +1,325 @@
+// The Perfetto protobuf export, decoded with Perfetto's own message definitions
+// (tests/trace/proto/perfetto_trace.proto, compiled by protoc into this test): every slice, flow
+// and counter point of the source is there with its time, name and track; and read back by
+// stepscope, the trace has the same slices, times and names. Damage names the file and offset.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "base/file_io.h"
+#include "proto/perfetto_trace.pb.h"
+#include "profiler/trace/format_sniff.h"
+#include "profiler/trace/perfetto_proto.h"
+#include "profiler/trace/reader.h"
+#include "profiler/trace/varint.h"
+#include "profiler/trace/writer.h"
+#include "test_util.h"
+
+namespace stepscope::trace {
+namespace {
+
+namespace pp = perfetto::protos;
+
+// What a Perfetto reader sees in our output, decoded packet by packet with interning resolved.
+struct Decoded {
+  struct SliceSeen {
+    uint64_t track = 0;
+    int64_t start = 0, end = 0;  // on the sequence clock (ns since the trace's epoch)
+    std::string name, category, node;
+  };
+  std::vector<SliceSeen> slices;
+  std::map<uint64_t, const pp::TrackDescriptor*> tracks;
+  std::map<uint64_t, int64_t> counter_points;  // per counter track
+  std::multiset<uint64_t> flow_starts, flow_ends;
+  std::set<uint32_t> sequences;
+  int64_t snapshots = 0;
+  std::vector<std::string> problems;
+};
+
+Decoded Decode(const pp::Trace& trace) {
+  Decoded d;
+  struct Interned {
+    std::unordered_map<uint64_t, std::string> names, categories, keys, values;
+  };
+  std::map<uint32_t, Interned> interned;
+  std::map<uint64_t, std::vector<size_t>> open;  // per track: indices into d.slices
+  for (const pp::TracePacket& packet : trace.packet()) {
+    const uint32_t seq = packet.trusted_packet_sequence_id();
+    if (seq == 0) d.problems.push_back("packet without a sequence id");
+    d.sequences.insert(seq);
+    Interned& in = interned[seq];
+    if (packet.sequence_flags() & pp::TracePacket::SEQ_INCREMENTAL_STATE_CLEARED) in = Interned{};
+    if (packet.has_clock_snapshot()) {
+      ++d.snapshots;
+      if (packet.trace_packet_defaults().timestamp_clock_id() != 64) d.problems.push_back("no sequence clock default");
+    }
+    for (const auto& e : packet.interned_data().event_names()) in.names[e.iid()] = e.name();
+    for (const auto& e : packet.interned_data().event_categories()) in.categories[e.iid()] = e.name();
+    for (const auto& e : packet.interned_data().debug_annotation_names()) in.keys[e.iid()] = e.name();
+    for (const auto& e : packet.interned_data().debug_annotation_string_values()) in.values[e.iid()] = e.str();
+    if (packet.has_track_descriptor()) d.tracks[packet.track_descriptor().uuid()] = &packet.track_descriptor();
+    if (!packet.has_track_event()) continue;
+    const pp::TrackEvent& e = packet.track_event();
+    const int64_t ts = static_cast<int64_t>(packet.timestamp());
+    if (!d.tracks.count(e.track_uuid())) d.problems.push_back("event before its track descriptor");
+    switch (e.type()) {
+      case pp::TrackEvent::TYPE_SLICE_BEGIN: {
+        if (!(packet.sequence_flags() & pp::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE)) {
+          d.problems.push_back("interned event without SEQ_NEEDS_INCREMENTAL_STATE");
+        }
+        Decoded::SliceSeen s;
+        s.track = e.track_uuid();
+        s.start = ts;
+        if (!in.names.count(e.name_iid())) d.problems.push_back("name iid not interned");
+        s.name = in.names[e.name_iid()];
+        if (e.category_iids_size() != 1) d.problems.push_back("slice without one category");
+        if (e.category_iids_size() > 0) s.category = in.categories[e.category_iids(0)];
+        for (const auto& a : e.debug_annotations()) {
+          if (!in.keys.count(a.name_iid())) d.problems.push_back("annotation name not interned");
+          if (in.keys[a.name_iid()] == "name") s.node = in.values[a.string_value_iid()];
+        }
+        for (uint64_t id : e.flow_ids()) d.flow_starts.insert(id);
+        for (uint64_t id : e.terminating_flow_ids()) d.flow_ends.insert(id);
+        open[s.track].push_back(d.slices.size());
+        d.slices.push_back(s);
+        break;
+      }
+      case pp::TrackEvent::TYPE_SLICE_END: {
+        auto& stack = open[e.track_uuid()];
+        if (stack.empty()) {
+          d.problems.push_back("END without BEGIN");
+          break;
+        }
+        Decoded::SliceSeen& s = d.slices[stack.back()];
+        stack.pop_back();
+        s.end = ts;
+        if (s.end < s.start) d.problems.push_back("slice ends before it starts");
+        if (!stack.empty() && d.slices[stack.back()].start > s.start) d.problems.push_back("bad nesting");
+        break;
+      }
+      case pp::TrackEvent::TYPE_COUNTER:
+        if (!d.tracks.count(e.track_uuid()) || !d.tracks[e.track_uuid()]->has_counter()) {
+          d.problems.push_back("counter value on a track without CounterDescriptor");
+        }
+        ++d.counter_points[e.track_uuid()];
+        break;
+      default: d.problems.push_back("unexpected event type"); break;
+    }
+  }
+  for (const auto& [track, stack] : open) {
+    if (!stack.empty()) d.problems.push_back("slice never ended");
+  }
+  return d;
+}
+
+Trace Read(const std::string& name) {
+  auto trace = ReadTrace(testing::DataPath(name));
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  return std::move(trace).value();
+}
+
+// Every kept slice of `source` appears in the decoded output on its own track, with its time,
+// op type (event name), kind (category) and node name.
+void ExpectEverySlice(const Trace& source, const Decoded& d) {
+  std::multiset<std::tuple<uint64_t, int64_t, int64_t, std::string, std::string, std::string>> want, got;
+  for (uint32_t i = 0; i < source.slices().size(); ++i) {
+    const Slice& s = source.slices()[i];
+    if (s.duplicate()) continue;
+    const std::string name(source.str(s.op_type != 0 ? s.op_type : s.name));
+    const std::string node = s.name != s.op_type ? std::string(source.str(s.name)) : "";
+    want.insert({uint64_t{s.track} + 1, s.start_ns, s.end_ns(), name, std::string(SliceKindName(s.kind)), node});
+  }
+  for (const auto& s : d.slices) got.insert({s.track, s.start, s.end, s.name, s.category, s.node});
+  EXPECT_EQ(got.size(), want.size());
+  EXPECT_TRUE(got == want) << "slices differ";
+}
+
+TEST(PerfettoProtoTest, DecodesWithPerfettosDefinitionsTfGpuStep) {
+  const Trace source = Read("ptb_lstm_tf1_gpu_step.pbtxt");
+  const std::string bytes = ExportPerfettoProto(source);
+  pp::Trace decoded;
+  ASSERT_TRUE(decoded.ParseFromString(bytes));
+  const Decoded d = Decode(decoded);
+  EXPECT_TRUE(d.problems.empty()) << d.problems.front();
+  // 2087 node stats of which 755 are /stream:all and /memcpy repeats (as in the chrome flavour).
+  EXPECT_EQ(d.slices.size(), 2087u - 755u);
+  ExpectEverySlice(source, d);
+  // Every flow whose ends are kept: one start and one end per id.
+  int64_t kept_flows = 0;
+  for (const Flow& f : source.flows()) {
+    kept_flows += !source.slices()[f.from_slice].duplicate() && !source.slices()[f.to_slice].duplicate();
+  }
+  EXPECT_GT(kept_flows, 0);
+  EXPECT_EQ(static_cast<int64_t>(d.flow_starts.size()), kept_flows);
+  EXPECT_EQ(static_cast<int64_t>(d.flow_ends.size()), kept_flows);
+  EXPECT_TRUE(d.flow_starts == d.flow_ends);
+  // Every counter point, on a bytes counter track under its device.
+  ASSERT_FALSE(source.counters().empty());
+  int64_t points = 0, decoded_points = 0;
+  for (const CounterSeries& c : source.counters()) points += static_cast<int64_t>(c.ts_ns.size());
+  for (const auto& [uuid, n] : d.counter_points) {
+    decoded_points += n;
+    EXPECT_EQ(d.tracks.at(uuid)->counter().unit(), pp::CounterDescriptor::UNIT_SIZE_BYTES);
+    EXPECT_TRUE(d.tracks.at(uuid)->has_parent_uuid());
+  }
+  EXPECT_EQ(decoded_points, points);
+  // One sequence (one host), one clock snapshot; the host is a process track.
+  EXPECT_EQ(d.sequences.size(), 1u);
+  EXPECT_EQ(d.snapshots, 1);
+  int64_t processes = 0;
+  for (const auto& [uuid, t] : d.tracks) processes += t->has_process();
+  EXPECT_EQ(processes, 1);
+}
+
+TEST(PerfettoProtoTest, KinetoKernelsKeepTheirOwnTracksAndArgs) {
+  const Trace source = Read("pytorch_kineto_alexnet_train.json.gz");
+  const std::string bytes = ExportPerfettoProto(source);
+  pp::Trace decoded;
+  ASSERT_TRUE(decoded.ParseFromString(bytes));
+  const Decoded d = Decode(decoded);
+  EXPECT_TRUE(d.problems.empty()) << d.problems.front();
+  ExpectEverySlice(source, d);
+  // Kernel geometry travels as debug annotations.
+  int64_t grids = 0;
+  for (const auto& packet : decoded.packet()) {
+    for (const auto& e : packet.interned_data().debug_annotation_names()) grids += e.name() == "grid";
+  }
+  EXPECT_EQ(grids, 1);  // interned once per sequence
+}
+
+TEST(PerfettoProtoTest, ReadsItsOwnOutputBack) {
+  for (const char* name : {"ptb_lstm_tf1_gpu_step.pbtxt", "pytorch_kineto_alexnet_train.json.gz",
+                           "xspace/tf2_keras_mlp_cpu.xplane.pb.gz"}) {
+    SCOPED_TRACE(name);
+    const Trace source = Read(name);
+    const std::string bytes = ExportPerfettoProto(source);
+    EXPECT_EQ(DetectFormat(bytes), DetectedFormat::kPerfettoProto);
+    auto back = ReadTraceFromBytes(bytes, "back.pftrace");
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back->source_format(), SourceFormat::kPerfettoProto);
+    EXPECT_EQ(back->epoch_ns() + back->span_begin_ns(), source.epoch_ns() + source.span_begin_ns());
+    std::multiset<std::tuple<int64_t, int64_t, std::string, std::string, SliceKind>> want, got;
+    for (const Slice& s : source.slices()) {
+      if (s.duplicate()) continue;
+      want.insert({source.epoch_ns() + s.start_ns, s.dur_ns, std::string(source.str(s.name)),
+                   std::string(source.str(s.op_type)), s.kind});
+    }
+    for (const Slice& s : back->slices()) {
+      got.insert({back->epoch_ns() + s.start_ns, s.dur_ns, std::string(back->str(s.name)),
+                  std::string(back->str(s.op_type)), s.kind});
+    }
+    EXPECT_EQ(got.size(), want.size());
+    EXPECT_TRUE(got == want);
+    EXPECT_EQ(back->import_stats().Get("overlap_moved_to_lane"), 0);
+    EXPECT_EQ(back->all_kernel_args().size(), source.all_kernel_args().size());
+    // Free-form arguments come back; so do a step stats node's label and copy details, as
+    // free-form arguments of their own.
+    std::multiset<std::pair<std::string, std::string>> source_args, back_args;
+    for (const SliceArg& a : source.all_slice_args()) source_args.insert({std::string(source.str(a.key)), std::string(source.str(a.value))});
+    for (const SliceArg& a : back->all_slice_args()) back_args.insert({std::string(back->str(a.key)), std::string(back->str(a.value))});
+    EXPECT_TRUE(std::includes(back_args.begin(), back_args.end(), source_args.begin(), source_args.end()));
+    if (source.has_step_stats()) {
+      int64_t labels = 0;
+      for (const auto& [key, value] : back_args) labels += key == "label";
+      EXPECT_GT(labels, 0);
+    } else {
+      EXPECT_EQ(back_args.size(), source_args.size());
+    }
+    int64_t kept_flows = 0;
+    for (const Flow& f : source.flows()) {
+      kept_flows += !source.slices()[f.from_slice].duplicate() && !source.slices()[f.to_slice].duplicate();
+    }
+    EXPECT_EQ(static_cast<int64_t>(back->flows().size()), kept_flows);
+    ASSERT_EQ(back->counters().size(), source.counters().size());
+    for (size_t c = 0; c < source.counters().size(); ++c) {
+      EXPECT_EQ(back->counters()[c].values, source.counters()[c].values);
+    }
+  }
+}
+
+TEST(PerfettoProtoTest, MergedRanksGetASequenceAndClockSnapshotEach) {
+  const Trace one = Read("ptb_lstm_tf1_gpu_step.pbtxt");
+  // Two hosts in one trace: a second host track copied from the first.
+  TraceBuilder builder;
+  for (const Track& t : one.tracks()) {
+    Track copy = t;
+    copy.name = builder.Intern(one.str(t.name));
+    copy.full_name = builder.Intern(one.str(t.full_name));
+    builder.AddTrack(copy);
+  }
+  const uint32_t offset = static_cast<uint32_t>(one.tracks().size());
+  for (const Track& t : one.tracks()) {
+    Track copy = t;
+    copy.name = builder.Intern(t.parent < 0 ? "rank1" : one.str(t.name));
+    copy.full_name = copy.name;
+    if (copy.parent >= 0) copy.parent += static_cast<int32_t>(offset);
+    builder.AddTrack(copy);
+  }
+  for (const Slice& s : one.slices()) {
+    for (uint32_t rank = 0; rank < 2; ++rank) {
+      Slice copy = s;
+      copy.start_ns += one.epoch_ns();
+      copy.track += rank * offset;
+      copy.name = builder.Intern(one.str(s.name));
+      copy.op_type = builder.Intern(one.str(s.op_type));
+      builder.AddSlice(copy);
+    }
+  }
+  const Trace two = std::move(builder).Build();
+  pp::Trace decoded;
+  ASSERT_TRUE(decoded.ParseFromString(ExportPerfettoProto(two)));
+  const Decoded d = Decode(decoded);
+  EXPECT_TRUE(d.problems.empty()) << d.problems.front();
+  EXPECT_EQ(d.sequences.size(), 2u);
+  EXPECT_EQ(d.snapshots, 2);
+  EXPECT_EQ(d.slices.size(), 2 * (2087u - 755u));
+  auto back = ReadPerfettoProto(ExportPerfettoProto(two), "two.pftrace");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->slices().size(), 2 * (2087u - 755u));
+  int64_t hosts = 0;
+  for (const Track& t : back->tracks()) hosts += t.kind == TrackKind::kHost;
+  EXPECT_EQ(hosts, 2);
+}
+
+TEST(PerfettoProtoTest, DamageNamesTheFileAndOffset) {
+  const std::string bytes = ExportPerfettoProto(Read("pytorch_kineto_alexnet_train.json.gz"));
+  for (size_t cut : {bytes.size() - 1, bytes.size() / 2, size_t{40}}) {
+    SCOPED_TRACE(cut);
+    const std::string truncated = bytes.substr(0, cut);
+    EXPECT_EQ(DetectFormat(truncated), DetectedFormat::kPerfettoProto);
+    auto trace = ReadTraceFromBytes(truncated, "cut.pftrace");
+    ASSERT_FALSE(trace.ok());
+    EXPECT_EQ(trace.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(trace.status().message().find("cut.pftrace: offset "), std::string::npos) << trace.status().message();
+    EXPECT_NE(trace.status().message().find("Perfetto protobuf"), std::string::npos);
+  }
+  // An invalid wire type in the tag of the second packet.
+  size_t pos = 1;
+  uint64_t length = 0;
+  ASSERT_TRUE(ReadVarint(bytes, pos, length));
+  const size_t second = pos + length;
+  std::string corrupt = bytes;
+  corrupt[second] = '\x0f';
+  EXPECT_EQ(DetectFormat(corrupt), DetectedFormat::kPerfettoProto);
+  auto trace = ReadTraceFromBytes(corrupt, "corrupt.pftrace");
+  ASSERT_FALSE(trace.ok());
+  EXPECT_NE(trace.status().message().find("corrupt.pftrace: offset " + std::to_string(second) + ": invalid wire type"),
+            std::string::npos)
+      << trace.status().message();
+}
+
+TEST(PerfettoProtoTest, WriterTableAndExtensions) {
+  EXPECT_EQ(OutputFormatFromPath("a.pftrace"), OutputFormat::kPerfettoProto);
+  EXPECT_EQ(OutputFormatFromPath("a.pftrace.gz"), OutputFormat::kPerfettoProto);
+  EXPECT_EQ(OutputFormatFromPath("a.perfetto-trace"), OutputFormat::kPerfettoProto);
+  EXPECT_EQ(ParseOutputFormat("perfetto-proto"), OutputFormat::kPerfettoProto);
+  EXPECT_EQ(ParseOutputFormat("pftrace"), OutputFormat::kPerfettoProto);
+  EXPECT_EQ(ParseOutputFormat("chrome"), OutputFormat::kPerfettoJson);
+  EXPECT_FALSE(ParseOutputFormat("xspace").has_value());
+}
+
+}  // namespace
+}  // namespace stepscope::trace
