@@ -360,7 +360,18 @@ class CompareTest : public QObject {
         return std::string(trace.str(trace.slices()[static_cast<size_t>(view_->timeline(side)->selected_slice())].name));
       };
       QCOMPARE(name_of(0), name_of(1));
+      // Every slice of the op in the step is outlined (a step trace: all of them in the trace).
+      for (int side = 0; side < 2; ++side) {
+        const trace::Trace& trace = view_->side(side).document->trace();
+        size_t of_op = 0;
+        for (const trace::Slice& s : trace.slices()) of_op += !s.duplicate() && trace.str(s.op_type) == name;
+        QCOMPARE(view_->timeline(side)->highlighted().size(), of_op);
+        for (uint32_t h : view_->timeline(side)->highlighted()) {
+          QCOMPARE(std::string(trace.str(trace.slices()[h].op_type)), name);
+        }
+      }
     }
+    QCOMPARE(view_->timeline(0)->highlighted().size(), size_t{40});  // LSTMBlockCell: 2 layers x 20 time steps
     // Node table: a single node's row selects that node.
     view_->SetTable(DiffTable::kNode);
     const analysis::RunDiffRow& top = RowsOf(view_->comparison().diff, DiffTable::kNode).front();
@@ -375,6 +386,40 @@ class CompareTest : public QObject {
     view_->ActivateRow(TableRowOf(view_, "ScatterSub"));
     QVERIFY(view_->timeline(0)->selected_slice() >= 0);
     QCOMPARE(view_->timeline(1)->selected_slice(), int64_t{-1});
+  }
+
+  // A click on a slice of one side selects the same op on the other (the same occurrence of
+  // its name in the step); hovering a slice tells its row of the diff.
+  void ClickSelectsTheSameOpOnTheOtherSide() {
+    view_->SetTable(DiffTable::kOpType);
+    view_->ActivateRow(TableRowOf(view_, "MatMul"));  // brings a MatMul into view on both sides
+    QApplication::processEvents();
+    for (int side : {0, 1}) {
+      TimelineView* timeline = view_->timeline(side);
+      const uint32_t target = static_cast<uint32_t>(timeline->selected_slice());
+      const QPoint at = timeline->SliceRect(target).center();
+      timeline->ClearSelection();
+      view_->timeline(1 - side)->ClearSelection();
+      QTest::mouseClick(timeline, Qt::LeftButton, {}, at);
+      QCOMPARE(timeline->selected_slice(), static_cast<int64_t>(target));
+      const int64_t other = view_->timeline(1 - side)->selected_slice();
+      QVERIFY(other >= 0);
+      QCOMPARE(other, view_->Counterpart(side, target));
+      const trace::Trace& mine = view_->side(side).document->trace();
+      const trace::Trace& theirs = view_->side(1 - side).document->trace();
+      QCOMPARE(theirs.str(theirs.slices()[static_cast<size_t>(other)].name), mine.str(mine.slices()[target].name));
+      // The tooltip names the row and its verdict.
+      view_->SetTintLevel(TintLevel::kOpType);
+      const QString tip = timeline->TooltipAt(at);
+      QVERIFY2(tip.contains("op type MatMul") && tip.contains("+50.0%") && tip.contains("regressed"), qPrintable(tip));
+      view_->SetTintLevel(TintLevel::kNode);
+      QVERIFY2(timeline->TooltipAt(at).contains("node " + QString::fromUtf8(mine.str(mine.slices()[target].name))),
+               qPrintable(timeline->TooltipAt(at)));
+    }
+    // Esc clears the selection and the outlines.
+    QTest::keyClick(view_->timeline(0), Qt::Key_Escape);
+    QCOMPARE(view_->timeline(0)->selected_slice(), int64_t{-1});
+    QVERIFY(view_->timeline(0)->highlighted().empty());
   }
 
   // The headless screenshot of the command line: the window's size, and both timelines drawn.

@@ -147,8 +147,20 @@ void CompareView::BuildTimelines() {
     timelines_[s] = new TimelineView(sides_[s].document, axes_[s], this);
     timeline_slots_[s]->addWidget(timelines_[s]);
     connect(axes_[s], &TimeAxis::changed, this, [this, s] { LinkAxes(s); });
+    timelines_[s]->SetSliceNote([this, s](uint32_t slice) { return SliceNote(s, slice); });
     connect(timelines_[s], &TimelineView::sliceSelected, this, [this, s](int64_t slice) {
       if (slice < 0) return;
+      if (!selecting_) {
+        // The same op on the other side.
+        const int64_t other = Counterpart(s, static_cast<uint32_t>(slice));
+        selecting_ = true;
+        if (other >= 0) {
+          timelines_[1 - s]->RevealSlice(static_cast<uint32_t>(other));
+        } else {
+          timelines_[1 - s]->ClearSelection();
+        }
+        selecting_ = false;
+      }
       const trace::Trace& trace = sides_[s].document->trace();
       const trace::Slice& info = trace.slices()[static_cast<size_t>(slice)];
       emit statusMessage(tr("%1: %2 (%3), %4")
@@ -189,6 +201,7 @@ Status CompareView::ShowStep(int side, size_t step) {
 }
 
 void CompareView::ApplyTints() {
+  finder_ = std::make_unique<DiffRowFinder>(comparison_->diff, tint_);
   for (int s = 0; s < 2; ++s) {
     timelines_[s]->SetSliceColors(SliceTints(*sides_[s].document, comparison_->diff, tint_));
   }
@@ -303,14 +316,19 @@ void CompareView::ActivateRow(int table_row) {
       }
     }
   }
+  selecting_ = true;
+  for (int s = 0; s < 2; ++s) {
+    const trace::Trace& trace = sides_[s].document->trace();
+    timelines_[s]->ClearSelection();
+    timelines_[s]->SetHighlighted(
+        SlicesOfRow(trace, comparison_->diff, table_, row, sides_[s].begin_ns, sides_[s].end_ns));
+  }
+  selecting_ = false;
   // Fit both slices (in aligned time) into view, then select each.
   double begin = 0, end = 0;
   bool any = false;
   for (int s = 0; s < 2; ++s) {
-    if (chosen[s] < 0) {
-      timelines_[s]->ClearSelection();
-      continue;
-    }
+    if (chosen[s] < 0) continue;
     const trace::Slice& info = sides_[s].document->trace().slices()[static_cast<size_t>(chosen[s])];
     const double shift = s == 0 ? 0 : offset_ns();
     const double b = static_cast<double>(info.start_ns) - shift, e = static_cast<double>(info.end_ns()) - shift;
@@ -321,15 +339,53 @@ void CompareView::ActivateRow(int table_row) {
   if (any) {
     const double span = std::max(end - begin, 1000.0);
     axes_[0]->SetRange(begin - span * 0.25, end + span * 0.25);
+    selecting_ = true;
     for (int s = 0; s < 2; ++s) {
       if (chosen[s] >= 0) timelines_[s]->RevealSlice(static_cast<uint32_t>(chosen[s]));
     }
+    selecting_ = false;
   }
   const analysis::RunDiffRow& r = rows[row];
   emit statusMessage(tr("%1 %2: A %3, B %4 per step (%5): %6")
                          .arg(QString::fromLatin1(DiffTableName(table_)), QString::fromStdString(r.name),
                               Duration(r.median_a), Duration(r.median_b), Percent(r.change),
                               QString::fromStdString(r.verdict)));
+}
+
+int64_t CompareView::Counterpart(int side, uint32_t slice) const {
+  const trace::Trace& from = sides_[side].document->trace();
+  const trace::Trace& to = sides_[1 - side].document->trace();
+  if (slice >= from.slices().size()) return -1;
+  const std::string_view name = from.str(from.slices()[slice].name);
+  // The k-th slice of that name in the step, in start order (then by index: a stable order).
+  auto named = [&](const trace::Trace& trace, const StepDocument& step) {
+    std::vector<uint32_t> out;
+    for (uint32_t i = 0; i < trace.slices().size(); ++i) {
+      const trace::Slice& s = trace.slices()[i];
+      if (s.duplicate() || s.end_ns() < step.begin_ns || s.start_ns > step.end_ns) continue;
+      if (trace.str(s.name) == name) out.push_back(i);
+    }
+    std::stable_sort(out.begin(), out.end(),
+                     [&](uint32_t x, uint32_t y) { return trace.slices()[x].start_ns < trace.slices()[y].start_ns; });
+    return out;
+  };
+  const std::vector<uint32_t> mine = named(from, sides_[side]);
+  const auto at = std::find(mine.begin(), mine.end(), slice);
+  if (at == mine.end()) return -1;
+  const std::vector<uint32_t> theirs = named(to, sides_[1 - side]);
+  const size_t k = static_cast<size_t>(at - mine.begin());
+  return k < theirs.size() ? static_cast<int64_t>(theirs[k]) : -1;
+}
+
+QString CompareView::SliceNote(int side, uint32_t slice) const {
+  if (finder_ == nullptr) return {};
+  const auto match = finder_->Find(sides_[side].document->trace(), slice);
+  if (!match) return tr("not compared (no op of the diff)");
+  const analysis::RunDiffRow& r = RowsOf(comparison_->diff, match->table)[match->row];
+  return tr("%1 %2: A %3, B %4 per step, %5: <b>%6</b>")
+      .arg(QString::fromLatin1(DiffTableName(match->table)), QString::fromStdString(r.name).toHtmlEscaped(),
+           Duration(r.median_a), Duration(r.median_b), r.median_a != 0 ? Percent(r.change) : Signed(r.delta_ns),
+           QString::fromStdString(r.verdict));
 }
 
 }  // namespace stepscope::viewer

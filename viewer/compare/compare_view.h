@@ -58,8 +58,15 @@ class CompareView : public QWidget {
   // The row of the diff (an index into RowsOf(diff, table())) a table row shows.
   size_t DiffRowOf(int table_row) const;
   // What activating a table row does: selects the op's longest slice in each side's step (on B
-  // the same node as on A when it ran there) and fits both into view.
+  // the same node as on A when it ran there), outlines its other slices there and fits both
+  // selected slices into view.
   void ActivateRow(int table_row);
+  // The slice of the other side that stands for `slice` of `side`: the same name, its same
+  // occurrence in the step (the k-th of that name in start order); -1 when there is none. A slice
+  // selected on one side (a click) selects it on the other.
+  int64_t Counterpart(int side, uint32_t slice) const;
+  // The tooltip line of a slice: its diff row, both medians, the change and the verdict.
+  QString SliceNote(int side, uint32_t slice) const;
   QString caption() const;
 
  signals:
@@ -79,6 +86,8 @@ class CompareView : public QWidget {
   std::array<QVBoxLayout*, 2> timeline_slots_{};
   std::array<QComboBox*, 2> step_choice_{};
   bool linking_ = false;
+  bool selecting_ = false;  // a selection made by the view itself: not mirrored again
+  std::unique_ptr<DiffRowFinder> finder_;
   DiffTable table_ = DiffTable::kOpType;
   TintLevel tint_ = TintLevel::kNode;
   QComboBox* table_choice_;

@@ -174,7 +174,14 @@ void TimelineView::FocusSlice(uint32_t slice) {
 
 void TimelineView::ClearSelection() {
   range_.reset();
+  highlighted_.clear();
   SelectSlice(-1);
+  update();
+}
+
+void TimelineView::SetHighlighted(std::vector<uint32_t> slices) {
+  std::erase_if(slices, [this](uint32_t s) { return s >= document_->trace().slices().size(); });
+  highlighted_ = std::move(slices);
   update();
 }
 
@@ -367,6 +374,14 @@ void TimelineView::PaintSelection(QPainter& painter, const TimeMapping& map) {
     painter.drawLine(QPointF(kTimeAreaLeft + x0, kRulerHeight), QPointF(kTimeAreaLeft + x0, height()));
     painter.drawLine(QPointF(kTimeAreaLeft + x1, kRulerHeight), QPointF(kTimeAreaLeft + x1, height()));
   }
+  if (!highlighted_.empty()) {
+    painter.setPen(QPen(QColor(0x20, 0x20, 0x28), 1, Qt::DashLine));
+    painter.setBrush(Qt::NoBrush);
+    for (uint32_t slice : highlighted_) {
+      const QRect box = SliceRect(slice);
+      if (!box.isEmpty()) painter.drawRect(box.adjusted(0, 0, -1, -1));
+    }
+  }
   if (selected_ >= 0) {
     const QRect box = SliceRect(static_cast<uint32_t>(selected_));
     if (!box.isEmpty()) {
@@ -454,13 +469,15 @@ QString TimelineView::TooltipAt(const QPoint& pos) const {
   const int64_t slice = SliceAt(pos);
   if (slice < 0) return {};
   const trace::Slice& s = trace.slices()[static_cast<size_t>(slice)];
+  const QString note = slice_note_ ? slice_note_(static_cast<uint32_t>(slice)) : QString();
   return QStringLiteral("<b>%1</b><br>%2 &middot; %3<br>start %4, duration <b>%5</b><br>%6")
-      .arg(QString::fromUtf8(trace.str(s.name)).toHtmlEscaped(),
-           QString::fromUtf8(trace.str(s.op_type)).toHtmlEscaped(),
-           QString::fromUtf8(trace::SliceKindName(s.kind)),
-           QString::fromStdString(FormatDuration(static_cast<double>(s.start_ns))),
-           QString::fromStdString(FormatDuration(static_cast<double>(s.dur_ns))),
-           QString::fromStdString(trace.TrackPath(s.track)).toHtmlEscaped());
+             .arg(QString::fromUtf8(trace.str(s.name)).toHtmlEscaped(),
+                  QString::fromUtf8(trace.str(s.op_type)).toHtmlEscaped(),
+                  QString::fromUtf8(trace::SliceKindName(s.kind)),
+                  QString::fromStdString(FormatDuration(static_cast<double>(s.start_ns))),
+                  QString::fromStdString(FormatDuration(static_cast<double>(s.dur_ns))),
+                  QString::fromStdString(trace.TrackPath(s.track)).toHtmlEscaped()) +
+         (note.isEmpty() ? QString() : QStringLiteral("<br>") + note);
 }
 
 bool TimelineView::event(QEvent* event) {
