@@ -422,6 +422,37 @@ class CompareTest : public QObject {
     QVERIFY(view_->timeline(0)->highlighted().empty());
   }
 
+  // GPU kernels take the colour of their kernel row (by normalised name). One step a side: no
+  // confidence, which the caption says, and no row regressed or improved.
+  void KernelsFollowTheirKernelRow() {
+    const QString kineto = QString::fromStdString(testing::DataPath("pytorch_kineto_alexnet_train.json.gz"));
+    MainWindow window(/*interactive=*/false);
+    window.show();
+    window.Compare({kineto}, {kineto});
+    window.WaitForComparison();
+    QCOMPARE(window.comparison_count(), 1);
+    CompareView* view = window.comparison(0);
+    const analysis::RunDiff& diff = view->comparison().diff;
+    QVERIFY(!diff.confident);
+    QVERIFY2(view->caption().contains("Too few steps"), qPrintable(view->caption()));
+    QVERIFY(!diff.by_kernel.empty());
+    const trace::Trace& trace = view->side(0).document->trace();
+    const DiffRowFinder finder(diff, view->tint_level());
+    int kernels = 0;
+    for (uint32_t i = 0; i < trace.slices().size(); ++i) {
+      const trace::Slice& s = trace.slices()[i];
+      if (s.kind != trace::SliceKind::kKernel || s.duplicate()) continue;
+      const auto match = finder.Find(trace, i);
+      QVERIFY(match && match->table == DiffTable::kKernel);
+      const analysis::RunDiffRow& row = diff.by_kernel[match->row];
+      QCOMPARE(row.name, analysis::NormalizeKernelName(trace.str(s.name)));
+      QCOMPARE(row.verdict, std::string("unchanged"));
+      QCOMPARE(view->timeline(0)->SliceColor(i), VerdictColor(row));
+      ++kernels;
+    }
+    QVERIFY(kernels > 10);
+  }
+
   // The headless screenshot of the command line: the window's size, and both timelines drawn.
   void HeadlessScreenshotShowsBothSides() {
     const QString out = QString::fromStdString((scratch_ / "compare.png").string());
