@@ -67,8 +67,9 @@ class ProtoExporter {
   explicit ProtoExporter(const Trace& trace) : trace_(trace) {}
 
   std::string Run() {
-    out_.reserve(trace_.slices().size() * 48 + 4096);
+    out_.reserve(trace_.slices().size() * 64 + 4096);
     IndexFlows();
+    IndexArgs();
     const auto& tracks = trace_.tracks();
     // One sequence per root track (a host, a rank), with its tracks under it.
     std::vector<int32_t> root_of(tracks.size(), -1);
@@ -140,6 +141,28 @@ class ProtoExporter {
     }
   }
 
+  // Per slice: its free-form arguments' range and its kernel/transfer args (no searches).
+  void IndexArgs() {
+    const size_t n = trace_.slices().size();
+    const auto& args = trace_.all_slice_args();
+    args_begin_.assign(n + 1, 0);
+    for (const SliceArg& arg : args) ++args_begin_[arg.slice + 1];
+    for (size_t i = 0; i < n; ++i) args_begin_[i + 1] += args_begin_[i];
+    kernel_index_.assign(trace_.all_kernel_args().empty() ? 0 : n, kNoArgs);
+    for (size_t k = 0; k < trace_.all_kernel_args().size(); ++k) kernel_index_[trace_.all_kernel_args()[k].slice] = static_cast<uint32_t>(k);
+    transfer_index_.assign(trace_.all_transfer_args().empty() ? 0 : n, kNoArgs);
+    for (size_t k = 0; k < trace_.all_transfer_args().size(); ++k) transfer_index_[trace_.all_transfer_args()[k].slice] = static_cast<uint32_t>(k);
+  }
+  static constexpr uint32_t kNoArgs = 0xffffffffu;
+  const KernelArgs* KernelOf(uint32_t slice) const {
+    if (kernel_index_.empty() || kernel_index_[slice] == kNoArgs) return nullptr;
+    return &trace_.all_kernel_args()[kernel_index_[slice]];
+  }
+  const TransferArgs* TransferOf(uint32_t slice) const {
+    if (transfer_index_.empty() || transfer_index_[slice] == kNoArgs) return nullptr;
+    return &trace_.all_transfer_args()[transfer_index_[slice]];
+  }
+
   void SequenceHeader(uint32_t sequence, bool interned) {
     wire::Varint(out_, packet::kSequenceId, sequence);
     if (interned) wire::Varint(out_, packet::kSequenceFlags, packet::kSeqNeedsIncrementalState);
@@ -147,10 +170,8 @@ class ProtoExporter {
 
   void BeginSequence(uint32_t sequence, uint32_t root) {
     (void)root;
-    names_.clear();
-    categories_.clear();
-    annotation_names_.clear();
-    strings_.clear();
+    sequence_ = sequence;
+    for (InternTable* table : {&names_, &categories_, &keys_, &strings_}) table->next = 1;
     wire::Scope p(out_, trace_proto::kPacket);
     wire::Varint(out_, packet::kSequenceId, sequence);
     wire::Varint(out_, packet::kSequenceFlags, packet::kSeqIncrementalStateCleared);
@@ -211,129 +232,192 @@ class ProtoExporter {
     }
   }
 
-  // The iid of `text` in `table`, adding it to the packet's interned data when new.
-  uint64_t Intern(std::unordered_map<std::string_view, uint64_t>& table, std::string_view text, uint32_t field,
-                  std::string& pending) {
-    auto [it, added] = table.try_emplace(text, table.size() + 1);
-    if (added) {
-      wire::Scope entry(pending, field);
-      wire::Varint(pending, interned::kIid, it->second);
-      wire::Bytes(pending, interned::kName, text);
-    }
-    return it->second;
+  // Interning, per sequence, indexed by what is interned (no hashing of text): trace strings by
+  // StringId, categories by slice kind, the annotation names we write by their Key. An entry
+  // holds the sequence it was interned in (high 32 bits) and its iid (low 32 bits).
+  enum Key : uint8_t {
+    kKeyName, kKeyGrid, kKeyBlock, kKeyRegisters, kKeyShared, kKeyBlocksPerSm, kKeyWarpsPerSm, kKeyOccupancy,
+    kKeyDevice, kKeyStream, kKeyCorrelation, kKeyBytes, kKeyBandwidth, kKeyLabel, kKeyKind, kKeyCount
+  };
+  static constexpr std::string_view kKeyNames[kKeyCount] = {
+      "name", "grid", "block", "registers per thread", "shared memory", "blocks per SM", "warps per SM",
+      "est. achieved occupancy %", "device", "stream", "correlation", "bytes", "memory bandwidth (GB/s)",
+      "label", "kind"};
+
+  struct InternTable {
+    std::vector<uint64_t> slots;
+    uint32_t next = 1;
+  };
+
+  // The iid of entry `index` of `table` in the current sequence; when new, its interned-data
+  // entry (field `field` of InternedData) is appended to `pending`.
+  uint64_t Intern(InternTable& table, size_t index, std::string_view text, uint32_t field, std::string& pending) {
+    if (table.slots.size() <= index) table.slots.resize(index + 1, 0);
+    uint64_t& slot = table.slots[index];
+    if ((slot >> 32) == sequence_) return slot & 0xffffffffu;
+    const uint32_t iid = table.next++;
+    slot = (uint64_t{sequence_} << 32) | iid;
+    wire::Scope entry(pending, field);
+    wire::Varint(pending, interned::kIid, iid);
+    wire::Bytes(pending, interned::kName, text);
+    return iid;
   }
 
   // Annotations are collected per slice before the packet is written (their names and string
   // values may need interning in that packet).
   struct Arg {
-    std::string_view key;
-    enum Kind { kInt, kDouble, kString } kind = kInt;
+    enum Kind : uint8_t { kInt, kDouble, kString, kInline } kind = kInt;
+    bool literal_key = true;
+    uint32_t key = 0;     // a Key, or a StringId of the trace
+    StringId value = 0;   // kString: a trace string (interned)
     int64_t i = 0;
     double d = 0;
-    std::string_view s;
-    std::string owned;  // a value made for the export (grid "x,y,z")
+    std::string_view text;  // kInline: written as is (labels, made-up values)
   };
 
-  void AddInt(std::string_view key, int64_t value) { args_.push_back(Arg{key, Arg::kInt, value, 0, {}, {}}); }
-  void AddDouble(std::string_view key, double value) { args_.push_back(Arg{key, Arg::kDouble, 0, value, {}, {}}); }
-  void AddString(std::string_view key, std::string_view value) {
-    args_.push_back(Arg{key, Arg::kString, 0, 0, value, {}});
+  void AddInt(Key key, int64_t value) {
+    Arg& a = args_.emplace_back();
+    a.key = key;
+    a.kind = Arg::kInt;
+    a.i = value;
   }
-  void AddOwned(std::string_view key, std::string value) {
-    args_.push_back(Arg{key, Arg::kString, 0, 0, {}, std::move(value)});
+  void AddDouble(Key key, double value) {
+    Arg& a = args_.emplace_back();
+    a.key = key;
+    a.kind = Arg::kDouble;
+    a.d = value;
   }
-
-  static std::string Triple(const uint32_t* v) {
-    return std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]);
+  void AddInline(Key key, std::string_view value) {
+    Arg& a = args_.emplace_back();
+    a.key = key;
+    a.kind = Arg::kInline;
+    a.text = value;
+  }
+  // "x,y,z" into one of the scratch buffers (valid until the next slice).
+  std::string_view Triple(const uint32_t* v) {
+    std::string& out = scratch_[scratch_used_++ % kScratch];
+    out.clear();
+    for (int k = 0; k < 3; ++k) {
+      if (k > 0) out.push_back(',');
+      char buffer[16];
+      const auto r = std::to_chars(buffer, buffer + sizeof buffer, v[k]);
+      out.append(buffer, r.ptr);
+    }
+    return out;
   }
 
   void CollectArgs(uint32_t index, const Slice& s) {
     args_.clear();
+    const std::span<const SliceArg> free_args(trace_.all_slice_args().data() + args_begin_[index],
+                                              args_begin_[index + 1] - args_begin_[index]);
     // The node name first; also when it equals the op type but a free-form argument is called
     // "name" too (the reader takes the first "name" as the node).
     bool named_arg = false;
-    for (const SliceArg& arg : trace_.slice_args(index)) named_arg = named_arg || trace_.str(arg.key) == "name";
-    if ((s.name != s.op_type || named_arg) && s.name != 0) AddString("name", trace_.str(s.name));
-    if (const KernelArgs* k = trace_.kernel_args(index)) {
+    for (const SliceArg& arg : free_args) named_arg = named_arg || arg.key == name_key_;
+    if ((s.name != s.op_type || named_arg) && s.name != 0) {
+      Arg& a = args_.emplace_back();
+      a.key = kKeyName;
+      a.kind = Arg::kString;
+      a.value = s.name;
+    }
+    const KernelArgs* k = KernelOf(index);
+    if (k != nullptr) {
       if (k->has_grid()) {
-        AddOwned("grid", Triple(k->grid));
-        AddOwned("block", Triple(k->block));
+        AddInline(kKeyGrid, Triple(k->grid));
+        AddInline(kKeyBlock, Triple(k->block));
       }
-      if (k->registers_per_thread >= 0) AddInt("registers per thread", k->registers_per_thread);
-      if (k->shared_memory_bytes >= 0) AddInt("shared memory", k->shared_memory_bytes);
-      if (k->blocks_per_sm >= 0) AddDouble("blocks per SM", k->blocks_per_sm);
-      if (k->warps_per_sm >= 0) AddDouble("warps per SM", k->warps_per_sm);
-      if (k->occupancy_percent >= 0) AddDouble("est. achieved occupancy %", k->occupancy_percent);
-      if (k->device >= 0) AddInt("device", k->device);
-      if (k->stream >= 0) AddInt("stream", k->stream);
-      if (k->correlation >= 0) AddInt("correlation", k->correlation);
+      if (k->registers_per_thread >= 0) AddInt(kKeyRegisters, k->registers_per_thread);
+      if (k->shared_memory_bytes >= 0) AddInt(kKeyShared, k->shared_memory_bytes);
+      if (k->blocks_per_sm >= 0) AddDouble(kKeyBlocksPerSm, k->blocks_per_sm);
+      if (k->warps_per_sm >= 0) AddDouble(kKeyWarpsPerSm, k->warps_per_sm);
+      if (k->occupancy_percent >= 0) AddDouble(kKeyOccupancy, k->occupancy_percent);
+      if (k->device >= 0) AddInt(kKeyDevice, k->device);
+      if (k->stream >= 0) AddInt(kKeyStream, k->stream);
+      if (k->correlation >= 0) AddInt(kKeyCorrelation, k->correlation);
     }
-    if (const TransferArgs* t = trace_.transfer_args(index)) {
-      if (t->bytes >= 0) AddInt("bytes", t->bytes);
-      if (t->bandwidth_gbps >= 0) AddDouble("memory bandwidth (GB/s)", t->bandwidth_gbps);
-      if (t->device >= 0) AddInt("device", t->device);
-      if (t->stream >= 0) AddInt("stream", t->stream);
-      if (t->correlation >= 0) AddInt("correlation", t->correlation);
+    const TransferArgs* t = TransferOf(index);
+    if (t != nullptr) {
+      if (t->bytes >= 0) AddInt(kKeyBytes, t->bytes);
+      if (t->bandwidth_gbps >= 0) AddDouble(kKeyBandwidth, t->bandwidth_gbps);
+      if (t->device >= 0) AddInt(kKeyDevice, t->device);
+      if (t->stream >= 0) AddInt(kKeyStream, t->stream);
+      if (t->correlation >= 0) AddInt(kKeyCorrelation, t->correlation);
     }
-    if (const tf::NodeExecStats* node = nodes_.Get(index)) {
-      if (!node->timeline_label().empty()) AddOwned("label", node->timeline_label());
-      if (s.kind == SliceKind::kMemcpy && trace_.transfer_args(index) == nullptr) {
-        if (auto memcpy = GetMemcpyDetails(trace_, index, nodes_)) {
-          AddOwned("kind", memcpy->kind);
-          AddInt("bytes", memcpy->bytes);
+    if (has_nodes_) {
+      if (const tf::NodeExecStats* node = nodes_.Get(index)) {
+        if (!node->timeline_label().empty()) AddInline(kKeyLabel, node->timeline_label());
+        if (s.kind == SliceKind::kMemcpy && t == nullptr) {
+          if (auto memcpy = GetMemcpyDetails(trace_, index, nodes_)) {
+            std::string& kind = scratch_[scratch_used_++ % kScratch];
+            kind = memcpy->kind;
+            AddInline(kKeyKind, kind);
+            AddInt(kKeyBytes, memcpy->bytes);
+          }
         }
-      }
-      if (node->has_kernel() && trace_.kernel_args(index) == nullptr) {
-        const auto& k = node->kernel();
-        const uint32_t grid[3] = {k.grid_x(), k.grid_y(), k.grid_z()};
-        const uint32_t block[3] = {k.block_x(), k.block_y(), k.block_z()};
-        AddOwned("grid", Triple(grid));
-        AddOwned("block", Triple(block));
-        AddInt("registers per thread", k.registers_per_thread());
-        AddInt("shared memory", k.static_shared_memory() + k.dynamic_shared_memory());
-        AddInt("stream", k.stream_id());
-      }
-      if (node->correlation_id() != 0 && trace_.kernel_args(index) == nullptr) {
-        AddInt("correlation", static_cast<int64_t>(node->correlation_id()));
+        if (node->has_kernel() && k == nullptr) {
+          const auto& kl = node->kernel();
+          const uint32_t grid[3] = {kl.grid_x(), kl.grid_y(), kl.grid_z()};
+          const uint32_t block[3] = {kl.block_x(), kl.block_y(), kl.block_z()};
+          AddInline(kKeyGrid, Triple(grid));
+          AddInline(kKeyBlock, Triple(block));
+          AddInt(kKeyRegisters, kl.registers_per_thread());
+          AddInt(kKeyShared, kl.static_shared_memory() + kl.dynamic_shared_memory());
+          AddInt(kKeyStream, kl.stream_id());
+        }
+        if (node->correlation_id() != 0 && k == nullptr) AddInt(kKeyCorrelation, static_cast<int64_t>(node->correlation_id()));
       }
     }
-    for (const SliceArg& arg : trace_.slice_args(index)) AddString(trace_.str(arg.key), trace_.str(arg.value));
+    for (const SliceArg& arg : free_args) {
+      Arg& a = args_.emplace_back();
+      a.literal_key = false;
+      a.key = arg.key;
+      if (arg.is_number) {
+        a.kind = Arg::kInt;
+        a.i = arg.number;
+      } else {
+        a.kind = Arg::kString;
+        a.value = arg.value;
+      }
+    }
   }
 
   void Begin(uint32_t index, const Slice& s, uint64_t uuid, uint32_t sequence) {
     CollectArgs(index, s);
-    // Interned data first (into side buffers), then the packet.
-    std::string& interned = pending_;
-    interned_names_.clear();
+    // Interned data first (into side buffers: InternedData's fields in number order), then the
+    // packet.
     interned_categories_.clear();
+    interned_names_.clear();
     interned_keys_.clear();
     interned_values_.clear();
-    std::string& interned_names = interned_names_;
-    std::string& interned_categories = interned_categories_;
-    std::string& interned_keys = interned_keys_;
-    std::string& interned_values = interned_values_;
-    const uint64_t name_iid = Intern(names_, trace_.str(s.op_type != 0 ? s.op_type : s.name), interned::kEventNames,
-                                     interned_names);
-    const uint64_t category_iid = Intern(categories_, SliceKindName(s.kind), interned::kEventCategories,
-                                         interned_categories);
+    const StringId name = s.op_type != 0 ? s.op_type : s.name;
+    const uint64_t name_iid = Intern(names_, name, trace_.str(name), interned::kEventNames, interned_names_);
+    const uint64_t category_iid = Intern(categories_, static_cast<size_t>(s.kind), SliceKindName(s.kind),
+                                         interned::kEventCategories, interned_categories_);
     annotation_iids_.clear();
     for (const Arg& arg : args_) {
-      const uint64_t key = Intern(annotation_names_, arg.key, interned::kAnnotationNames, interned_keys);
+      // One table for both kinds of names (one iid space): our keys after the trace's strings.
+      const uint64_t key = arg.literal_key ? Intern(keys_, trace_.strings().size() + arg.key, kKeyNames[arg.key],
+                                                    interned::kAnnotationNames, interned_keys_)
+                                           : Intern(keys_, arg.key, trace_.str(arg.key), interned::kAnnotationNames,
+                                                    interned_keys_);
       uint64_t value = 0;
-      if (arg.kind == Arg::kString && arg.owned.empty()) {
-        value = Intern(strings_, arg.s, interned::kAnnotationStrings, interned_values);
+      if (arg.kind == Arg::kString) {
+        value = Intern(strings_, arg.value, trace_.str(arg.value), interned::kAnnotationStrings, interned_values_);
       }
       annotation_iids_.push_back({key, value});
     }
-    interned.assign(interned_categories);
-    interned += interned_names;
-    interned += interned_keys;
-    interned += interned_values;
 
     wire::Scope p(out_, trace_proto::kPacket);
     wire::Varint(out_, packet::kTimestamp, static_cast<uint64_t>(s.start_ns));
     SequenceHeader(sequence, true);
-    if (!interned.empty()) wire::Bytes(out_, packet::kInternedData, interned);
+    if (!interned_categories_.empty() || !interned_names_.empty() || !interned_keys_.empty() ||
+        !interned_values_.empty()) {
+      wire::Scope in(out_, packet::kInternedData);
+      out_ += interned_categories_;
+      out_ += interned_names_;
+      out_ += interned_keys_;
+      out_ += interned_values_;
+    }
     wire::Scope e(out_, packet::kTrackEvent);
     wire::Varint(out_, track_event::kCategoryIids, category_iid);
     wire::Varint(out_, track_event::kType, track_event::kSliceBegin);
@@ -346,13 +430,8 @@ class ProtoExporter {
       switch (arg.kind) {
         case Arg::kInt: wire::Int64(out_, annotation::kInt, arg.i); break;
         case Arg::kDouble: wire::Double(out_, annotation::kDouble, arg.d); break;
-        case Arg::kString:
-          if (!arg.owned.empty()) {
-            wire::Bytes(out_, annotation::kString, arg.owned);
-          } else {
-            wire::Varint(out_, annotation::kStringIid, annotation_iids_[a].second);
-          }
-          break;
+        case Arg::kString: wire::Varint(out_, annotation::kStringIid, annotation_iids_[a].second); break;
+        case Arg::kInline: wire::Bytes(out_, annotation::kString, arg.text); break;
       }
     }
     for (uint32_t f = out_begin_[index]; f < out_begin_[index + 1]; ++f) {
@@ -398,12 +477,19 @@ class ProtoExporter {
   const Trace& trace_;
   NodeReader nodes_{trace_};
   std::string out_;
-  std::string pending_, interned_names_, interned_categories_, interned_keys_, interned_values_;
-  std::unordered_map<std::string_view, uint64_t> names_, categories_, annotation_names_, strings_;
+  std::string interned_names_, interned_categories_, interned_keys_, interned_values_;
+  InternTable names_, categories_, keys_, strings_;
+  uint32_t sequence_ = 0;
+  const bool has_nodes_ = trace_.has_step_stats();
+  const int64_t name_key_ = trace_.strings().Find("name");
+  static constexpr size_t kScratch = 4;
+  std::string scratch_[kScratch];
+  size_t scratch_used_ = 0;
   std::vector<Arg> args_;
   std::vector<std::pair<uint64_t, uint64_t>> annotation_iids_;
   std::vector<int64_t> open_;
   std::vector<bool> needed_;
+  std::vector<uint32_t> args_begin_, kernel_index_, transfer_index_;
   std::vector<uint32_t> out_begin_, in_begin_;
   std::vector<uint64_t> out_ids_, in_ids_;
 };
@@ -950,7 +1036,13 @@ class ProtoImporter {
       transfer.slice = index;
       builder_.AddTransferArgs(transfer);
     }
-    for (const ReadArg* arg : rest) builder_.AddSliceArg(index, builder_.Intern(arg->key), builder_.Intern(arg->Text()));
+    for (const ReadArg* arg : rest) {
+      if (arg->kind == ReadArg::kInt) {
+        builder_.AddSliceArg(index, builder_.Intern(arg->key), arg->i);
+      } else {
+        builder_.AddSliceArg(index, builder_.Intern(arg->key), builder_.Intern(arg->Text()));
+      }
+    }
     for (uint64_t id : open.flows_out) {
       auto& ends = flows_.try_emplace(id, kNone, kNone).first->second;
       if (ends.first == kNone) ends.first = index;

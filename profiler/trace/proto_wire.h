@@ -95,13 +95,26 @@ inline Reader Nested(const Field& field) { return Reader(field.bytes, static_cas
 
 inline int64_t ZigZagless(uint64_t value) { return static_cast<int64_t>(value); }
 
-// Appending fields to a buffer.
+// Appending fields to a buffer: each field is encoded into a small local buffer and appended
+// at once.
+inline size_t EncodeVarint(char* to, uint64_t value) {
+  size_t n = 0;
+  while (value >= 0x80) {
+    to[n++] = static_cast<char>((value & 0x7f) | 0x80);
+    value >>= 7;
+  }
+  to[n++] = static_cast<char>(value);
+  return n;
+}
 inline void Tag(std::string& out, uint32_t number, WireType type) {
-  AppendVarint(out, (static_cast<uint64_t>(number) << 3) | type);
+  char buffer[10];
+  out.append(buffer, EncodeVarint(buffer, (static_cast<uint64_t>(number) << 3) | type));
 }
 inline void Varint(std::string& out, uint32_t number, uint64_t value) {
-  Tag(out, number, kVarint);
-  AppendVarint(out, value);
+  char buffer[20];
+  size_t n = EncodeVarint(buffer, (static_cast<uint64_t>(number) << 3) | kVarint);
+  n += EncodeVarint(buffer + n, value);
+  out.append(buffer, n);
 }
 inline void Int64(std::string& out, uint32_t number, int64_t value) {
   Varint(out, number, static_cast<uint64_t>(value));
@@ -118,33 +131,38 @@ inline void Double(std::string& out, uint32_t number, double value) {
   Fixed64(out, number, bits);
 }
 inline void Bytes(std::string& out, uint32_t number, std::string_view value) {
-  Tag(out, number, kLength);
-  AppendVarint(out, value.size());
+  char buffer[20];
+  size_t n = EncodeVarint(buffer, (static_cast<uint64_t>(number) << 3) | kLength);
+  n += EncodeVarint(buffer + n, value.size());
+  out.append(buffer, n);
   out.append(value);
 }
 
-// A nested message written in place: two bytes are reserved for the length before the payload
-// and patched after it, canonically (a payload below 128 bytes moves back by one byte; one of
-// 2^14 bytes or more moves forward once).
+// A nested message written in place: one byte is reserved for the length before the payload
+// and patched after it; a payload of 128 bytes or more moves forward to make room for a longer
+// length (most messages of a trace are small, so most need no move).
 class Scope {
  public:
   Scope(std::string& out, uint32_t number) : out_(out) {
     Tag(out_, number, kLength);
     length_at_ = out_.size();
-    out_.append(2, '\0');
+    out_.push_back('\0');
   }
   ~Scope() {
-    const size_t length = out_.size() - length_at_ - 2;
+    const size_t length = out_.size() - length_at_ - 1;
     if (length < 0x80) {
       out_[length_at_] = static_cast<char>(length);
-      out_.erase(length_at_ + 1, 1);
-    } else if (length < (1u << 14)) {
-      out_[length_at_] = static_cast<char>((length & 0x7f) | 0x80);
-      out_[length_at_ + 1] = static_cast<char>(length >> 7);
     } else {
-      std::string prefix;
-      AppendVarint(prefix, length);
-      out_.replace(length_at_, 2, prefix);
+      char prefix[10];
+      size_t n = 0;
+      for (uint64_t v = length; ; v >>= 7) {
+        if (v < 0x80) {
+          prefix[n++] = static_cast<char>(v);
+          break;
+        }
+        prefix[n++] = static_cast<char>((v & 0x7f) | 0x80);
+      }
+      out_.replace(length_at_, 1, prefix, n);
     }
   }
   Scope(const Scope&) = delete;

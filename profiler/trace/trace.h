@@ -163,13 +163,20 @@ struct TransferArgs {
   int64_t correlation = -1;
 };
 
-// A slice's free-form argument (an XSpace stat, a Perfetto debug annotation), key and value as
-// text, for what a format carries that has no typed home here.
+// A slice's free-form argument (an XSpace stat, a Perfetto debug annotation), for what a format
+// carries that has no typed home here: a key and either text or an integer (integers are kept
+// as numbers: unique ids would bloat the string table).
 struct SliceArg {
   uint32_t slice = 0;
   StringId key = 0;
-  StringId value = 0;
+  StringId value = 0;     // the text, when !is_number
+  bool is_number = false;
+  int64_t number = 0;
+  std::string Text(const StringTable& strings) const {
+    return is_number ? std::to_string(number) : std::string(strings.Get(value));
+  }
 };
+static_assert(sizeof(SliceArg) == 24, "slice arguments stay small: one per stat of every event");
 
 enum class SourceFormat { kRunMetadataBinary, kRunMetadataText, kStepStatsBinary,
                           kStepStatsText, kChromeJson, kSynthetic, kXSpace, kPerfettoProto };
@@ -291,6 +298,12 @@ class TraceBuilder {
   StringId Intern(std::string_view text) { return trace_.strings_.Intern(text); }
 
   uint32_t AddTrack(const Track& track);
+  // Room for this many slices and free-form arguments in all (readers that can estimate).
+  void Reserve(size_t slices, size_t slice_args) {
+    trace_.slices_.reserve(slices);
+    trace_.slice_args_.reserve(slice_args);
+  }
+  size_t slice_count() const { return trace_.slices_.size(); }
   std::vector<Track>& tracks() { return trace_.tracks_; }
   // Adds a slice with absolute times; returns its index (valid for AddFlow until Build).
   uint32_t AddSlice(const Slice& slice, NodeRef ref = {});
@@ -312,7 +325,10 @@ class TraceBuilder {
   void AddTransferArgs(const TransferArgs& args) { trace_.transfer_args_.push_back(args); }
   // A free-form argument of a slice added before.
   void AddSliceArg(uint32_t slice, StringId key, StringId value) {
-    trace_.slice_args_.push_back(SliceArg{slice, key, value});
+    trace_.slice_args_.push_back(SliceArg{slice, key, value, false, 0});
+  }
+  void AddSliceArg(uint32_t slice, StringId key, int64_t number) {
+    trace_.slice_args_.push_back(SliceArg{slice, key, 0, true, number});
   }
 
   Trace Build() &&;

@@ -99,16 +99,42 @@ struct StatValue {
   std::string_view s;
 };
 
+// What an event's stats (and its metadata's) tell about it.
+struct EventFacts {
+  std::string_view tf_op, kernel_details, memcpy_details;
+  int64_t correlation = -1;
+  bool step = false, hlo_op = false, hlo_module = false;
+};
+
+// A stat of an event's metadata, decoded once per plane.
+struct CachedArg {
+  StringId key = 0;
+  StringId value = 0;
+  bool is_number = false;
+  int64_t number = 0;
+};
+
 struct EventMeta {
   std::string_view name;
   std::string_view display_name;
   std::string_view stats;  // the XEventMetadata bytes, for its stats
   size_t stats_base = 0;
+  // Resolved on first use (per plane): the name's parts and the metadata's stats.
+  bool resolved = false;
+  bool tf_op = false;       // "node:OpType"
+  bool dollar = false;      // a Python function ("$...")
+  bool traceme_args = false;  // "name#k=v,...#": the full name is kept as an argument
+  StringId full = 0, hash = 0, node = 0, type = 0, hlo_type = 0;
+  std::vector<CachedArg> args;
+  EventFacts facts;
 };
 
 class XSpaceImporter {
  public:
-  XSpaceImporter() = default;
+  XSpaceImporter() {
+    traceme_key_ = builder_.Intern("traceme");
+    unknown_ = builder_.Intern("unknown");
+  }
 
   Status AddSpace(std::string_view bytes, const std::string& name) {
     name_ = name;
@@ -122,6 +148,8 @@ class XSpaceImporter {
     }
     if (top.failed()) return Damage(top);
     if (host.empty()) host = HostFromFileName(name);
+    // About 40 bytes of protobuf per event and 30 per stat: room for the slices up front.
+    builder_.Reserve(builder_.slice_count() + bytes.size() / 40, bytes.size() / 30);
     // The profile's start, for lines normalised to it.
     profile_start_ns_ = 0;
     for (const Field& plane : planes) RETURN_IF_ERROR(FindProfileStart(plane));
@@ -142,19 +170,50 @@ class XSpaceImporter {
     builder_.SetSource(SourceFormat::kXSpace, source);
     builder_.step_info().producer = "XSpace";
     // Launch flows: the host event and the device events of one correlation id.
-    for (const auto& [id, ends] : correlation_) {
-      if (ends.host == kNoSlice) continue;
-      for (uint32_t device : ends.device) builder_.AddFlow(Flow{ends.host, device, FlowKind::kLaunch});
+    // The first host event of each id launched the device events of that id.
+    std::unordered_map<int64_t, uint32_t> launch;
+    launch.reserve(correlated_.size());
+    for (const Correlated& c : correlated_) {
+      if (c.host) launch.try_emplace(c.id, c.slice);
     }
+    for (const Correlated& c : correlated_) {
+      if (c.host) continue;
+      const auto it = launch.find(c.id);
+      if (it != launch.end()) builder_.AddFlow(Flow{it->second, c.slice, FlowKind::kLaunch});
+    }
+    builder_.step_info().producer = "XSpace";
     return std::move(builder_).Build();
   }
 
  private:
-  static constexpr uint32_t kNoSlice = 0xffffffffu;
+  static constexpr int64_t kDenseIds = int64_t{1} << 20;
 
+  // The name of stat metadata `key`; false when the plane has none.
+  bool StatName(int64_t key, StringId& name) const {
+    if (key >= 0 && static_cast<size_t>(key) < stat_name_index_.size()) {
+      if (stat_name_index_[static_cast<size_t>(key)] == 0) return false;
+      name = static_cast<StringId>(stat_name_index_[static_cast<size_t>(key)] - 1);
+      return true;
+    }
+    if (key >= 0 && key < kDenseIds) return false;
+    const auto it = stat_names_.find(key);
+    if (it == stat_names_.end()) return false;
+    name = it->second;
+    return true;
+  }
+
+  EventMeta* FindEventMeta(int64_t id) {
+    if (id >= 0 && static_cast<size_t>(id) < event_meta_index_.size()) return event_meta_index_[static_cast<size_t>(id)];
+    if (id >= 0 && id < kDenseIds) return nullptr;
+    const auto it = event_meta_.find(id);
+    return it == event_meta_.end() ? nullptr : &it->second;
+  }
+
+  // One end of a launch: a host event or a device event with a correlation id.
   struct Correlated {
-    uint32_t host = kNoSlice;
-    std::vector<uint32_t> device;
+    int64_t id = 0;
+    bool host = false;
+    uint32_t slice = 0;
   };
 
   Status Damage(const Reader& reader) const {
@@ -251,7 +310,11 @@ class XSpaceImporter {
       }
     }
     if (reader.failed()) return Damage(reader);
-    event_meta_[key] = meta;
+    EventMeta& stored = event_meta_[key] = meta;
+    if (key >= 0 && key < kDenseIds) {
+      if (event_meta_index_.size() <= static_cast<size_t>(key)) event_meta_index_.resize(static_cast<size_t>(key) + 1, nullptr);
+      event_meta_index_[static_cast<size_t>(key)] = &stored;
+    }
     return Status::Ok();
   }
 
@@ -270,7 +333,10 @@ class XSpaceImporter {
     std::string_view plane_name;
     std::vector<Field> lines;
     event_meta_.clear();
+    event_meta_index_.clear();
+    no_meta_ = EventMeta();
     stat_names_.clear();
+    stat_name_index_.clear();
     while (reader.Next(f)) {
       if (f.type != wire::kLength) continue;
       switch (f.number) {
@@ -282,6 +348,10 @@ class XSpaceImporter {
           std::string_view stat_name;
           RETURN_IF_ERROR(ReadStatMetadata(f, key, stat_name));
           stat_names_[key] = builder_.Intern(ValidUtf8(stat_name));
+          if (key >= 0 && key < kDenseIds) {
+            if (stat_name_index_.size() <= static_cast<size_t>(key)) stat_name_index_.resize(static_cast<size_t>(key) + 1, 0);
+            stat_name_index_[static_cast<size_t>(key)] = stat_names_[key] + int64_t{1};
+          }
           break;
         }
         default: break;
@@ -416,8 +486,8 @@ class XSpaceImporter {
         case xstat::kBytes: value.kind = StatValue::kBytes; value.s = f.bytes; break;
         case xstat::kRef: {
           value.kind = StatValue::kString;
-          const auto it = stat_names_.find(static_cast<int64_t>(f.value));
-          value.s = it == stat_names_.end() ? std::string_view() : builder_.strings().Get(it->second);
+          StringId ref = 0;
+          value.s = StatName(static_cast<int64_t>(f.value), ref) ? builder_.strings().Get(ref) : std::string_view();
           break;
         }
         default: break;
@@ -443,7 +513,7 @@ class XSpaceImporter {
         return builder_.Intern(std::string_view(buffer, static_cast<size_t>(std::max(n, 0))));
       }
       case StatValue::kString:
-        if (Utf8Valid(value.s)) return builder_.Intern(value.s);
+        if (IsAscii(value.s) || Utf8Valid(value.s)) return builder_.Intern(value.s);
         return builder_.Intern(ValidUtf8(value.s));
       case StatValue::kBytes:
       case StatValue::kNone: break;
@@ -453,15 +523,23 @@ class XSpaceImporter {
 
   static bool Utf8Valid(std::string_view text) { return IsValidUtf8(text); }
 
-  struct EventFacts {
-    std::string_view tf_op, kernel_details, memcpy_details;
-    int64_t correlation = -1;
-    bool step = false, hlo_op = false, hlo_module = false;
-  };
+  // Eight bytes at a time: most stats are ASCII.
+  static bool IsAscii(std::string_view text) {
+    uint64_t high = 0;
+    size_t i = 0;
+    for (; i + 8 <= text.size(); i += 8) {
+      uint64_t word = 0;
+      std::memcpy(&word, text.data() + i, 8);
+      high |= word;
+    }
+    for (; i < text.size(); ++i) high |= static_cast<uint8_t>(text[i]);
+    return (high & 0x8080808080808080ull) == 0;
+  }
 
-  // Applies one stat (of the event or of its metadata) to the slice: the facts it gives and an
-  // argument.
-  Status ApplyStats(std::string_view bytes, size_t base, uint32_t stats_field, uint32_t slice, EventFacts& facts) {
+  // Reads the stats of an event (or of its metadata): the facts they give, and each as an
+  // argument into `args`.
+  Status ReadStats(std::string_view bytes, size_t base, uint32_t stats_field, EventFacts& facts,
+                   std::vector<CachedArg>& args) {
     Reader reader(bytes, base);
     Field f;
     while (reader.Next(f)) {
@@ -482,14 +560,51 @@ class XSpaceImporter {
         continue;
       }
       if (value.kind == StatValue::kNone) continue;
-      const auto name = stat_names_.find(key);
-      if (name == stat_names_.end()) {
+      CachedArg arg;
+      if (!StatName(key, arg.key)) {
         builder_.import_stats().Add("xspace_stats_without_metadata_skipped");
         continue;
       }
-      builder_.AddSliceArg(slice, name->second, ValueText(value));
+      if (value.kind == StatValue::kInt || (value.kind == StatValue::kUint && value.u <= uint64_t{INT64_MAX})) {
+        arg.is_number = true;
+        arg.number = value.kind == StatValue::kInt ? value.i : static_cast<int64_t>(value.u);
+      } else {
+        arg.value = ValueText(value);
+      }
+      args.push_back(arg);
     }
     if (reader.failed()) return Damage(reader);
+    return Status::Ok();
+  }
+
+  void AddArgs(uint32_t slice, const std::vector<CachedArg>& args) {
+    for (const CachedArg& arg : args) {
+      if (arg.is_number) {
+        builder_.AddSliceArg(slice, arg.key, arg.number);
+      } else {
+        builder_.AddSliceArg(slice, arg.key, arg.value);
+      }
+    }
+  }
+
+  // The name's parts and the metadata's stats, once per metadata.
+  Status Resolve(EventMeta& meta) {
+    meta.resolved = true;
+    const std::string_view name = meta.name.empty() ? meta.display_name : meta.name;
+    const size_t hash_at = name.find('#');
+    const std::string_view hash = hash_at != std::string_view::npos ? name.substr(0, hash_at) : name;
+    meta.traceme_args = hash.size() != name.size();
+    if (meta.traceme_args) meta.full = builder_.Intern(ValidUtf8(name));
+    meta.hash = builder_.Intern(ValidUtf8(hash));
+    meta.dollar = !hash.empty() && hash[0] == '$';
+    std::string_view node, type;
+    meta.tf_op = SplitTfOp(hash, node, type);
+    if (meta.tf_op) {
+      meta.node = builder_.Intern(ValidUtf8(node));
+      meta.type = builder_.Intern(ValidUtf8(type));
+    }
+    meta.hlo_type = builder_.Intern(ValidUtf8(HloOpType(hash)));
+    if (!meta.stats.empty()) RETURN_IF_ERROR(ReadStats(meta.stats, meta.stats_base, xmeta::kStats, meta.facts, meta.args));
     return Status::Ok();
   }
 
@@ -518,65 +633,59 @@ class XSpaceImporter {
       builder_.import_stats().Add("event_bad_time_skipped");
       return Status::Ok();
     }
-    const auto meta_it = event_meta_.find(metadata_id);
-    EventMeta meta;
-    if (meta_it != event_meta_.end()) {
-      meta = meta_it->second;
-    } else {
+    EventMeta* meta = FindEventMeta(metadata_id);
+    if (meta == nullptr) {
       builder_.import_stats().Add("xspace_events_without_metadata");
+      meta = &no_meta_;
     }
+    if (!meta->resolved) RETURN_IF_ERROR(Resolve(*meta));
     Slice slice;
     slice.start_ns = line_ns + offset_ps / 1000;
     slice.dur_ns = line_ns + (offset_ps + duration_ps) / 1000 - slice.start_ns;
     slice.track = track;
     const uint32_t index = builder_.AddSlice(slice);
-    EventFacts facts;
-    RETURN_IF_ERROR(ApplyStats(event.bytes, static_cast<size_t>(event.value), xevent::kStats, index, facts));
-    if (!meta.stats.empty()) RETURN_IF_ERROR(ApplyStats(meta.stats, meta.stats_base, xmeta::kStats, index, facts));
+    EventFacts facts = meta->facts;
+    args_.clear();
+    RETURN_IF_ERROR(ReadStats(event.bytes, static_cast<size_t>(event.value), xevent::kStats, facts, args_));
+    AddArgs(index, args_);
+    AddArgs(index, meta->args);
 
     // Name, op type and kind.
-    std::string_view name = meta.name.empty() ? meta.display_name : meta.name;
-    std::string_view node, type;
+    StringId node = meta->hash, type = meta->hash;
     SliceKind kind = SliceKind::kOther;
-    const std::string_view hash = name.find('#') != std::string_view::npos ? name.substr(0, name.find('#')) : name;
+    const std::string_view hash = builder_.strings().Get(meta->hash);
     if (role == LineRole::kStream) {
       kind = SliceKind::kKernel;
       if (!facts.memcpy_details.empty() || hash.find("emcpy") != std::string_view::npos) kind = SliceKind::kMemcpy;
       else if (hash.find("emset") != std::string_view::npos) kind = SliceKind::kMemset;
-      node = hash;
-      type = hash;
       std::string_view tf_node, tf_type;
       if (!facts.tf_op.empty() && SplitTfOp(facts.tf_op, tf_node, tf_type)) {
-        node = tf_node;
-        type = tf_type;
+        node = builder_.Intern(ValidUtf8(tf_node));
+        type = builder_.Intern(ValidUtf8(tf_type));
       }
     } else if (role == LineRole::kDerived) {
       kind = SliceKind::kAnnotation;
-      node = type = hash;
-    } else if (facts.step || (python && !hash.empty() && hash[0] == '$')) {
+    } else if (facts.step || (python && meta->dollar)) {
       kind = SliceKind::kAnnotation;
-      node = type = hash;
     } else if (facts.correlation >= 0 && !device_plane_) {
       kind = SliceKind::kRuntime;
-      node = type = hash;
-    } else if (SplitTfOp(hash, node, type)) {
+    } else if (meta->tf_op) {
       kind = SliceKind::kOp;
+      node = meta->node;
+      type = meta->type;
     } else if (facts.hlo_op || role == LineRole::kDeviceOps) {
       kind = SliceKind::kOp;
-      node = hash;
-      type = HloOpType(hash);
+      type = meta->hlo_type;
     } else {
       // The framework's own TraceMe spans (EagerExecute, tf.function calls, jit_* executions,
       // Python functions) enclose the ops: shown, not counted as work.
       kind = SliceKind::kAnnotation;
-      node = type = hash;
     }
-    if (hash.size() != name.size()) builder_.AddSliceArg(index, builder_.Intern("traceme"), builder_.Intern(ValidUtf8(name)));
+    if (meta->traceme_args) builder_.AddSliceArg(index, traceme_key_, meta->full);
     Slice& added = builder_.MutableSlice(index);
     added.kind = kind;
-    added.name = builder_.Intern(Utf8Valid(node) ? std::string(node) : ValidUtf8(node));
-    added.op_type = builder_.Intern(Utf8Valid(type) ? std::string(type) : ValidUtf8(type));
-    if (added.op_type == 0) added.op_type = builder_.Intern("unknown");
+    added.name = node;
+    added.op_type = type != 0 ? type : unknown_;
 
     if (kind == SliceKind::kKernel && !facts.kernel_details.empty()) {
       KernelArgs args;
@@ -597,13 +706,8 @@ class XSpaceImporter {
       args.correlation = facts.correlation;
       builder_.AddTransferArgs(args);
     }
-    if (facts.correlation >= 0) {
-      Correlated& ends = correlation_[facts.correlation];
-      if (device_plane_) {
-        if (role == LineRole::kStream) ends.device.push_back(index);
-      } else if (ends.host == kNoSlice) {
-        ends.host = index;
-      }
+    if (facts.correlation >= 0 && (!device_plane_ || role == LineRole::kStream)) {
+      correlated_.push_back(Correlated{facts.correlation, !device_plane_, index});
     }
     return Status::Ok();
   }
@@ -617,9 +721,14 @@ class XSpaceImporter {
   bool has_streams_ = false;
   int64_t profile_start_ns_ = 0;
   std::unordered_map<int64_t, EventMeta> event_meta_;
+  std::vector<EventMeta*> event_meta_index_;  // ids below kDenseIds
   std::unordered_map<int64_t, StringId> stat_names_;
+  std::vector<int64_t> stat_name_index_;  // ids below kDenseIds: StringId + 1, 0 when unknown
   KnownStatIds kind_stat_ids_;
-  std::unordered_map<int64_t, Correlated> correlation_;
+  std::vector<Correlated> correlated_;
+  std::vector<CachedArg> args_;
+  EventMeta no_meta_;
+  StringId traceme_key_ = 0, unknown_ = 0;
 };
 
 }  // namespace

@@ -56,10 +56,14 @@ Decoded Decode(const pp::Trace& trace) {
       ++d.snapshots;
       if (packet.trace_packet_defaults().timestamp_clock_id() != 64) d.problems.push_back("no sequence clock default");
     }
-    for (const auto& e : packet.interned_data().event_names()) in.names[e.iid()] = e.name();
-    for (const auto& e : packet.interned_data().event_categories()) in.categories[e.iid()] = e.name();
-    for (const auto& e : packet.interned_data().debug_annotation_names()) in.keys[e.iid()] = e.name();
-    for (const auto& e : packet.interned_data().debug_annotation_string_values()) in.values[e.iid()] = e.str();
+    // An iid is defined once per sequence (until its state is cleared).
+    auto define = [&](std::unordered_map<uint64_t, std::string>& table, uint64_t iid, const std::string& text) {
+      if (!table.try_emplace(iid, text).second) d.problems.push_back("iid " + std::to_string(iid) + " interned twice");
+    };
+    for (const auto& e : packet.interned_data().event_names()) define(in.names, e.iid(), e.name());
+    for (const auto& e : packet.interned_data().event_categories()) define(in.categories, e.iid(), e.name());
+    for (const auto& e : packet.interned_data().debug_annotation_names()) define(in.keys, e.iid(), e.name());
+    for (const auto& e : packet.interned_data().debug_annotation_string_values()) define(in.values, e.iid(), e.str());
     if (packet.has_track_descriptor()) d.tracks[packet.track_descriptor().uuid()] = &packet.track_descriptor();
     if (!packet.has_track_event()) continue;
     const pp::TrackEvent& e = packet.track_event();
@@ -79,7 +83,10 @@ Decoded Decode(const pp::Trace& trace) {
         if (e.category_iids_size() > 0) s.category = in.categories[e.category_iids(0)];
         for (const auto& a : e.debug_annotations()) {
           if (!in.keys.count(a.name_iid())) d.problems.push_back("annotation name not interned");
-          if (in.keys[a.name_iid()] == "name") s.node = in.values[a.string_value_iid()];
+        }
+        // The node name is the first annotation, "name" (later ones of that name are stats).
+        if (e.debug_annotations_size() > 0 && in.keys[e.debug_annotations(0).name_iid()] == "name") {
+          s.node = in.values[e.debug_annotations(0).string_value_iid()];
         }
         for (uint64_t id : e.flow_ids()) d.flow_starts.insert(id);
         for (uint64_t id : e.terminating_flow_ids()) d.flow_ends.insert(id);
@@ -132,7 +139,8 @@ void ExpectEverySlice(const Trace& source, const Decoded& d) {
     const std::string node = s.name != s.op_type ? std::string(source.str(s.name)) : "";
     want.insert({uint64_t{s.track} + 1, s.start_ns, s.end_ns(), name, std::string(SliceKindName(s.kind)), node});
   }
-  for (const auto& s : d.slices) got.insert({s.track, s.start, s.end, s.name, s.category, s.node});
+  // A node name equal to the op type is written only when a stat is called "name" too.
+  for (const auto& s : d.slices) got.insert({s.track, s.start, s.end, s.name, s.category, s.node == s.name ? "" : s.node});
   EXPECT_EQ(got.size(), want.size());
   EXPECT_TRUE(got == want) << "slices differ";
 }
@@ -190,6 +198,21 @@ TEST(PerfettoProtoTest, KinetoKernelsKeepTheirOwnTracksAndArgs) {
   EXPECT_EQ(grids, 1);  // interned once per sequence
 }
 
+TEST(PerfettoProtoTest, XSpaceStatsBecomeAnnotations) {
+  const Trace source = Read("xspace/tf2_keras_mlp_cpu.xplane.pb.gz");
+  pp::Trace decoded;
+  ASSERT_TRUE(decoded.ParseFromString(ExportPerfettoProto(source)));
+  const Decoded d = Decode(decoded);
+  EXPECT_TRUE(d.problems.empty()) << d.problems.front();
+  ExpectEverySlice(source, d);
+  int64_t annotations = 0;
+  for (const auto& packet : decoded.packet()) annotations += packet.track_event().debug_annotations_size();
+  // Every stat, plus the node name where it differs from the op type.
+  int64_t named = 0;
+  for (const Slice& s : source.slices()) named += s.name != s.op_type;
+  EXPECT_GE(annotations, static_cast<int64_t>(source.all_slice_args().size()) + named);
+}
+
 TEST(PerfettoProtoTest, ReadsItsOwnOutputBack) {
   for (const char* name : {"ptb_lstm_tf1_gpu_step.pbtxt", "pytorch_kineto_alexnet_train.json.gz",
                            "xspace/tf2_keras_mlp_cpu.xplane.pb.gz"}) {
@@ -218,8 +241,8 @@ TEST(PerfettoProtoTest, ReadsItsOwnOutputBack) {
     // Free-form arguments come back; so do a step stats node's label and copy details, as
     // free-form arguments of their own.
     std::multiset<std::pair<std::string, std::string>> source_args, back_args;
-    for (const SliceArg& a : source.all_slice_args()) source_args.insert({std::string(source.str(a.key)), std::string(source.str(a.value))});
-    for (const SliceArg& a : back->all_slice_args()) back_args.insert({std::string(back->str(a.key)), std::string(back->str(a.value))});
+    for (const SliceArg& a : source.all_slice_args()) source_args.insert({std::string(source.str(a.key)), a.Text(source.strings())});
+    for (const SliceArg& a : back->all_slice_args()) back_args.insert({std::string(back->str(a.key)), a.Text(back->strings())});
     EXPECT_TRUE(std::includes(back_args.begin(), back_args.end(), source_args.begin(), source_args.end()));
     if (source.has_step_stats()) {
       int64_t labels = 0;

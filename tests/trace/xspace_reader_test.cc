@@ -151,7 +151,7 @@ TEST(XSpaceReaderTest, JaxJittedStepsMatchProtoc) {
   EXPECT_EQ(ops["ynn_fusion"], 9);
   int64_t hlo_modules = 0;
   for (const SliceArg& a : trace->all_slice_args()) {
-    hlo_modules += trace->str(a.key) == "hlo_module" && trace->str(a.value).find("train_step") != std::string_view::npos;
+    hlo_modules += trace->str(a.key) == "hlo_module" && a.Text(trace->strings()).find("train_step") != std::string::npos;
   }
   EXPECT_GT(hlo_modules, 0);
 }
