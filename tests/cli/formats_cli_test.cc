@@ -84,6 +84,25 @@ TEST(FormatsCliTest, SummaryAndDiffOnTheNewInputs) {
   EXPECT_NE(ops.out.find("ynn_fusion"), std::string::npos);
 }
 
+TEST(FormatsCliTest, XSpaceStatsReachChromeJsonArgs) {
+  const std::string out = Scratch("jax.json");
+  ASSERT_EQ(RunStepscope({"convert", DataPath("xspace/jax_mlp_cpu.xplane.pb.gz"), out}).code, 0);
+  auto text = ReadFile(out);
+  ASSERT_TRUE(text.ok());
+  const auto doc = nlohmann::json::parse(*text);
+  int64_t slices = 0, with_module = 0;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    ++slices;
+    if (e["args"].contains("hlo_module")) {
+      ++with_module;
+      EXPECT_TRUE(e["args"]["program_id"].is_number());
+    }
+  }
+  EXPECT_EQ(slices, 207);
+  EXPECT_GT(with_module, 0);
+}
+
 TEST(FormatsCliTest, DamagedInputsNameFileAndOffsetAndWriteNothing) {
   auto xplane = ReadFile(DataPath("xspace/tf2_keras_mlp_cpu.xplane.pb.gz"));
   ASSERT_TRUE(xplane.ok());
