@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <unordered_map>
 
 #include "profiler/trace/node_store.h"
@@ -87,23 +88,29 @@ class ProtoExporter {
       if (!s.duplicate()) need(static_cast<int32_t>(s.track));
     }
     for (const CounterSeries& counter : trace_.counters()) need(counter.track);
-    uint32_t sequence = 0;
+    // Sequence 1: every track's descriptor (hosts as processes, then their devices and lanes),
+    // and the counter tracks'.
     for (uint32_t root = 0; root < tracks.size(); ++root) {
-      if (!needed_[root] && !(root == 0 && !trace_.counters().empty())) continue;
-      if (tracks[root].parent >= 0) continue;
-      ++sequence;
-      BeginSequence(sequence, root);
+      if (tracks[root].parent >= 0 || !needed_[root]) continue;
       for (uint32_t t = 0; t < tracks.size(); ++t) {
-        if (root_of[t] == static_cast<int32_t>(root) && needed_[t]) Descriptor(t, sequence);
+        if (root_of[t] == static_cast<int32_t>(root) && needed_[t]) Descriptor(t, root);
       }
-      for (size_t c = 0; c < trace_.counters().size(); ++c) {
-        const CounterSeries& counter = trace_.counters()[c];
-        const int32_t owner = counter.track >= 0 ? root_of[counter.track] : 0;
-        if (owner == static_cast<int32_t>(root)) Counter(c, sequence);
-      }
-      for (uint32_t t = 0; t < tracks.size(); ++t) {
-        if (root_of[t] == static_cast<int32_t>(root)) Slices(t, sequence);
-      }
+    }
+    for (size_t c = 0; c < trace_.counters().size(); ++c) CounterDescriptor(c);
+    // Then one sequence per track with events: its own clock snapshot, default track and
+    // incremental clock, so each event's timestamp is a small delta and no event names its track.
+    uint32_t sequence = kDescriptorSequence;
+    for (uint32_t t = 0; t < tracks.size(); ++t) {
+      bool any = false;
+      for (const Slice& s : trace_.track_slices(t)) any = any || !s.duplicate();
+      if (!any) continue;
+      BeginSequence(++sequence, TrackUuid(t));
+      Slices(t, sequence);
+    }
+    for (size_t c = 0; c < trace_.counters().size(); ++c) {
+      if (trace_.counters()[c].ts_ns.empty()) continue;
+      BeginSequence(++sequence, CounterUuid(c));
+      CounterValues(c, sequence);
     }
     return std::move(out_);
   }
@@ -168,15 +175,24 @@ class ProtoExporter {
     if (interned) wire::Varint(out_, packet::kSequenceFlags, packet::kSeqNeedsIncrementalState);
   }
 
-  void BeginSequence(uint32_t sequence, uint32_t root) {
-    (void)root;
+  static constexpr uint32_t kDescriptorSequence = 1;
+
+  // The first packet of a track's sequence: incremental state cleared, defaults (the sequence
+  // clock, the track) and the clock snapshot that puts the sequence clock (incremental, ns,
+  // 0 = the trace's epoch) on REALTIME and BOOTTIME.
+  void BeginSequence(uint32_t sequence, uint64_t track_uuid) {
     sequence_ = sequence;
+    last_ts_ = 0;
     for (InternTable* table : {&names_, &categories_, &keys_, &strings_}) table->next = 1;
     wire::Scope p(out_, trace_proto::kPacket);
     wire::Varint(out_, packet::kSequenceId, sequence);
     wire::Varint(out_, packet::kSequenceFlags, packet::kSeqIncrementalStateCleared);
     {
       wire::Scope d(out_, packet::kDefaults);
+      {
+        wire::Scope e(out_, defaults::kTrackEventDefaults);
+        wire::Varint(out_, event_defaults::kTrackUuid, track_uuid);
+      }
       wire::Varint(out_, defaults::kTimestampClockId, clock::kSequenceClock);
     }
     wire::Scope snapshot(out_, packet::kClockSnapshot);
@@ -185,20 +201,28 @@ class ProtoExporter {
       wire::Scope c(out_, clock_snapshot::kClocks);
       wire::Varint(out_, clock::kClockId, id);
       wire::Varint(out_, clock::kTimestamp, id == clock::kSequenceClock ? 0 : epoch);
+      if (id == clock::kSequenceClock) wire::Varint(out_, clock::kIsIncremental, 1);
     }
   }
 
-  void Descriptor(uint32_t t, uint32_t sequence) {
+  // The delta of `ts` (ns from the epoch) on the sequence's incremental clock.
+  uint64_t Delta(int64_t ts) {
+    const int64_t delta = ts - last_ts_;
+    last_ts_ = ts;
+    return static_cast<uint64_t>(std::max<int64_t>(delta, 0));
+  }
+
+  void Descriptor(uint32_t t, uint32_t root) {
     const Track& track = trace_.tracks()[t];
     wire::Scope p(out_, trace_proto::kPacket);
-    SequenceHeader(sequence, false);
+    SequenceHeader(kDescriptorSequence, false);
     wire::Scope d(out_, packet::kTrackDescriptor);
     wire::Varint(out_, track_descriptor::kUuid, TrackUuid(t));
     if (track.parent >= 0) wire::Varint(out_, track_descriptor::kParentUuid, TrackUuid(static_cast<uint32_t>(track.parent)));
     wire::Bytes(out_, track_descriptor::kName, trace_.str(track.name));
     if (track.parent < 0) {
       wire::Scope process(out_, track_descriptor::kProcess);
-      wire::Varint(out_, process_descriptor::kPid, sequence_pid(t));
+      wire::Varint(out_, process_descriptor::kPid, sequence_pid(root));
       wire::Bytes(out_, process_descriptor::kProcessName, trace_.str(track.name));
     }
     wire::Varint(out_, track_descriptor::kChildOrdering, track_descriptor::kChildOrderingExplicit);
@@ -207,27 +231,32 @@ class ProtoExporter {
 
   uint64_t sequence_pid(uint32_t track) const { return uint64_t{track} + 1; }
 
-  void Counter(size_t c, uint32_t sequence) {
+  void CounterDescriptor(size_t c) {
     const CounterSeries& counter = trace_.counters()[c];
-    {
-      wire::Scope p(out_, trace_proto::kPacket);
-      SequenceHeader(sequence, false);
-      wire::Scope d(out_, packet::kTrackDescriptor);
-      wire::Varint(out_, track_descriptor::kUuid, CounterUuid(c));
-      if (counter.track >= 0) wire::Varint(out_, track_descriptor::kParentUuid, TrackUuid(static_cast<uint32_t>(counter.track)));
-      std::string name(trace_.str(counter.name));
-      wire::Bytes(out_, track_descriptor::kName, name);
-      wire::Scope descriptor(out_, track_descriptor::kCounter);
-      if (counter.unit == "bytes") wire::Varint(out_, counter_descriptor::kUnit, counter_descriptor::kUnitSizeBytes);
+    wire::Scope p(out_, trace_proto::kPacket);
+    SequenceHeader(kDescriptorSequence, false);
+    wire::Scope d(out_, packet::kTrackDescriptor);
+    wire::Varint(out_, track_descriptor::kUuid, CounterUuid(c));
+    if (counter.track >= 0) wire::Varint(out_, track_descriptor::kParentUuid, TrackUuid(static_cast<uint32_t>(counter.track)));
+    wire::Bytes(out_, track_descriptor::kName, trace_.str(counter.name));
+    wire::Scope descriptor(out_, track_descriptor::kCounter);
+    if (counter.unit == "bytes") wire::Varint(out_, counter_descriptor::kUnit, counter_descriptor::kUnitSizeBytes);
+  }
+
+  // A counter's values in time order (a series out of order is sorted, stably).
+  void CounterValues(size_t c, uint32_t sequence) {
+    const CounterSeries& counter = trace_.counters()[c];
+    std::vector<uint32_t> order(counter.ts_ns.size());
+    std::iota(order.begin(), order.end(), 0u);
+    if (!std::is_sorted(counter.ts_ns.begin(), counter.ts_ns.end())) {
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return counter.ts_ns[a] < counter.ts_ns[b]; });
     }
-    const uint64_t uuid = CounterUuid(c);
-    for (size_t i = 0; i < counter.ts_ns.size(); ++i) {
+    for (uint32_t i : order) {
       wire::Scope p(out_, trace_proto::kPacket);
-      wire::Varint(out_, packet::kTimestamp, static_cast<uint64_t>(counter.ts_ns[i]));
+      wire::Varint(out_, packet::kTimestamp, Delta(counter.ts_ns[i]));
       SequenceHeader(sequence, false);
       wire::Scope e(out_, packet::kTrackEvent);
       wire::Varint(out_, track_event::kType, track_event::kCounter);
-      wire::Varint(out_, track_event::kTrackUuid, uuid);
       wire::Int64(out_, track_event::kCounterValue, counter.values[i]);
     }
   }
@@ -381,7 +410,7 @@ class ProtoExporter {
     }
   }
 
-  void Begin(uint32_t index, const Slice& s, uint64_t uuid, uint32_t sequence) {
+  void Begin(uint32_t index, const Slice& s, uint32_t sequence) {
     CollectArgs(index, s);
     // Interned data first (into side buffers: InternedData's fields in number order), then the
     // packet.
@@ -408,7 +437,7 @@ class ProtoExporter {
     }
 
     wire::Scope p(out_, trace_proto::kPacket);
-    wire::Varint(out_, packet::kTimestamp, static_cast<uint64_t>(s.start_ns));
+    wire::Varint(out_, packet::kTimestamp, Delta(s.start_ns));
     SequenceHeader(sequence, true);
     if (!interned_categories_.empty() || !interned_names_.empty() || !interned_keys_.empty() ||
         !interned_values_.empty()) {
@@ -422,7 +451,6 @@ class ProtoExporter {
     wire::Varint(out_, track_event::kCategoryIids, category_iid);
     wire::Varint(out_, track_event::kType, track_event::kSliceBegin);
     wire::Varint(out_, track_event::kNameIid, name_iid);
-    wire::Varint(out_, track_event::kTrackUuid, uuid);
     for (size_t a = 0; a < args_.size(); ++a) {
       const Arg& arg = args_[a];
       wire::Scope d(out_, track_event::kDebugAnnotations);
@@ -442,13 +470,12 @@ class ProtoExporter {
     }
   }
 
-  void End(int64_t ts, uint64_t uuid, uint32_t sequence) {
+  void End(int64_t ts, uint32_t sequence) {
     wire::Scope p(out_, trace_proto::kPacket);
-    wire::Varint(out_, packet::kTimestamp, static_cast<uint64_t>(ts));
+    wire::Varint(out_, packet::kTimestamp, Delta(ts));
     SequenceHeader(sequence, false);
     wire::Scope e(out_, packet::kTrackEvent);
     wire::Varint(out_, track_event::kType, track_event::kSliceEnd);
-    wire::Varint(out_, track_event::kTrackUuid, uuid);
   }
 
   // A track's slices in nesting order: each END before the next BEGIN at or after it.
@@ -456,20 +483,19 @@ class ProtoExporter {
     const auto slices = trace_.track_slices(t);
     if (slices.empty()) return;
     const uint32_t first = trace_.track_first_slice(t);
-    const uint64_t uuid = TrackUuid(t);
     open_.clear();
     for (uint32_t k = 0; k < slices.size(); ++k) {
       const Slice& s = slices[k];
       if (s.duplicate()) continue;  // TensorFlow's /stream:all and /memcpy repeats, as in chrome
       while (!open_.empty() && open_.back() <= s.start_ns) {
-        End(open_.back(), uuid, sequence);
+        End(open_.back(), sequence);
         open_.pop_back();
       }
-      Begin(first + k, s, uuid, sequence);
+      Begin(first + k, s, sequence);
       open_.push_back(s.end_ns());
     }
     while (!open_.empty()) {
-      End(open_.back(), uuid, sequence);
+      End(open_.back(), sequence);
       open_.pop_back();
     }
   }
@@ -480,6 +506,7 @@ class ProtoExporter {
   std::string interned_names_, interned_categories_, interned_keys_, interned_values_;
   InternTable names_, categories_, keys_, strings_;
   uint32_t sequence_ = 0;
+  int64_t last_ts_ = 0;
   const bool has_nodes_ = trace_.has_step_stats();
   const int64_t name_key_ = trace_.strings().Find("name");
   static constexpr size_t kScratch = 4;

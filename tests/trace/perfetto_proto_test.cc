@@ -43,6 +43,9 @@ Decoded Decode(const pp::Trace& trace) {
   Decoded d;
   struct Interned {
     std::unordered_map<uint64_t, std::string> names, categories, keys, values;
+    uint64_t default_track = 0;
+    bool incremental = false;  // the sequence clock 64 is incremental
+    int64_t last = 0;
   };
   std::map<uint32_t, Interned> interned;
   std::map<uint64_t, std::vector<size_t>> open;  // per track: indices into d.slices
@@ -55,6 +58,15 @@ Decoded Decode(const pp::Trace& trace) {
     if (packet.has_clock_snapshot()) {
       ++d.snapshots;
       if (packet.trace_packet_defaults().timestamp_clock_id() != 64) d.problems.push_back("no sequence clock default");
+      for (const auto& c : packet.clock_snapshot().clocks()) {
+        if (c.clock_id() == 64) {
+          in.incremental = c.is_incremental();
+          in.last = static_cast<int64_t>(c.timestamp());
+        }
+      }
+    }
+    if (packet.has_trace_packet_defaults() && packet.trace_packet_defaults().has_track_event_defaults()) {
+      in.default_track = packet.trace_packet_defaults().track_event_defaults().track_uuid();
     }
     // An iid is defined once per sequence (until its state is cleared).
     auto define = [&](std::unordered_map<uint64_t, std::string>& table, uint64_t iid, const std::string& text) {
@@ -67,15 +79,18 @@ Decoded Decode(const pp::Trace& trace) {
     if (packet.has_track_descriptor()) d.tracks[packet.track_descriptor().uuid()] = &packet.track_descriptor();
     if (!packet.has_track_event()) continue;
     const pp::TrackEvent& e = packet.track_event();
-    const int64_t ts = static_cast<int64_t>(packet.timestamp());
-    if (!d.tracks.count(e.track_uuid())) d.problems.push_back("event before its track descriptor");
+    // Timestamps on an incremental clock are deltas from the sequence's previous one.
+    int64_t ts = static_cast<int64_t>(packet.timestamp());
+    if (in.incremental) ts = in.last += ts;
+    const uint64_t track = e.has_track_uuid() ? e.track_uuid() : in.default_track;
+    if (!d.tracks.count(track)) d.problems.push_back("event before its track descriptor");
     switch (e.type()) {
       case pp::TrackEvent::TYPE_SLICE_BEGIN: {
         if (!(packet.sequence_flags() & pp::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE)) {
           d.problems.push_back("interned event without SEQ_NEEDS_INCREMENTAL_STATE");
         }
         Decoded::SliceSeen s;
-        s.track = e.track_uuid();
+        s.track = track;
         s.start = ts;
         if (!in.names.count(e.name_iid())) d.problems.push_back("name iid not interned");
         s.name = in.names[e.name_iid()];
@@ -95,7 +110,7 @@ Decoded Decode(const pp::Trace& trace) {
         break;
       }
       case pp::TrackEvent::TYPE_SLICE_END: {
-        auto& stack = open[e.track_uuid()];
+        auto& stack = open[track];
         if (stack.empty()) {
           d.problems.push_back("END without BEGIN");
           break;
@@ -108,10 +123,10 @@ Decoded Decode(const pp::Trace& trace) {
         break;
       }
       case pp::TrackEvent::TYPE_COUNTER:
-        if (!d.tracks.count(e.track_uuid()) || !d.tracks[e.track_uuid()]->has_counter()) {
+        if (!d.tracks.count(track) || !d.tracks[track]->has_counter()) {
           d.problems.push_back("counter value on a track without CounterDescriptor");
         }
-        ++d.counter_points[e.track_uuid()];
+        ++d.counter_points[track];
         break;
       default: d.problems.push_back("unexpected event type"); break;
     }
@@ -174,9 +189,14 @@ TEST(PerfettoProtoTest, DecodesWithPerfettosDefinitionsTfGpuStep) {
     EXPECT_TRUE(d.tracks.at(uuid)->has_parent_uuid());
   }
   EXPECT_EQ(decoded_points, points);
-  // One sequence (one host), one clock snapshot; the host is a process track.
-  EXPECT_EQ(d.sequences.size(), 1u);
-  EXPECT_EQ(d.snapshots, 1);
+  // The descriptors' sequence, then one sequence per track with events (each with its clock
+  // snapshot); the host is a process track.
+  std::set<uint32_t> tracks_with_events;
+  for (const Slice& s : source.slices()) {
+    if (!s.duplicate()) tracks_with_events.insert(s.track);
+  }
+  EXPECT_EQ(d.snapshots, static_cast<int64_t>(tracks_with_events.size() + source.counters().size()));
+  EXPECT_EQ(d.sequences.size(), tracks_with_events.size() + source.counters().size() + 1);
   int64_t processes = 0;
   for (const auto& [uuid, t] : d.tracks) processes += t->has_process();
   EXPECT_EQ(processes, 1);
@@ -195,7 +215,13 @@ TEST(PerfettoProtoTest, KinetoKernelsKeepTheirOwnTracksAndArgs) {
   for (const auto& packet : decoded.packet()) {
     for (const auto& e : packet.interned_data().debug_annotation_names()) grids += e.name() == "grid";
   }
-  EXPECT_EQ(grids, 1);  // interned once per sequence
+  // Interned once per sequence, i.e. per track holding kernels with a grid.
+  std::set<uint32_t> kernel_tracks;
+  for (const KernelArgs& k : source.all_kernel_args()) {
+    if (k.has_grid()) kernel_tracks.insert(source.slices()[k.slice].track);
+  }
+  EXPECT_GE(kernel_tracks.size(), 2u);
+  EXPECT_EQ(grids, static_cast<int64_t>(kernel_tracks.size()));
 }
 
 TEST(PerfettoProtoTest, XSpaceStatsBecomeAnnotations) {
@@ -296,9 +322,17 @@ TEST(PerfettoProtoTest, MergedRanksGetASequenceAndClockSnapshotEach) {
   ASSERT_TRUE(decoded.ParseFromString(ExportPerfettoProto(two)));
   const Decoded d = Decode(decoded);
   EXPECT_TRUE(d.problems.empty()) << d.problems.front();
-  EXPECT_EQ(d.sequences.size(), 2u);
-  EXPECT_EQ(d.snapshots, 2);
+  // Each rank's tracks have their own sequences and clock snapshots, on one timeline.
+  std::set<uint32_t> tracks_with_events;
+  for (const Slice& s : two.slices()) {
+    if (!s.duplicate()) tracks_with_events.insert(s.track);
+  }
+  EXPECT_EQ(d.snapshots, static_cast<int64_t>(tracks_with_events.size()));
+  int64_t processes = 0;
+  for (const auto& [uuid, t] : d.tracks) processes += t->has_process();
+  EXPECT_EQ(processes, 2);
   EXPECT_EQ(d.slices.size(), 2 * (2087u - 755u));
+  ExpectEverySlice(two, d);
   auto back = ReadPerfettoProto(ExportPerfettoProto(two), "two.pftrace");
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->slices().size(), 2 * (2087u - 755u));
