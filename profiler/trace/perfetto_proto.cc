@@ -88,8 +88,10 @@ class ProtoExporter {
       if (!s.duplicate()) need(static_cast<int32_t>(s.track));
     }
     for (const CounterSeries& counter : trace_.counters()) need(counter.track);
-    // Sequence 1: every track's descriptor (hosts as processes, then their devices and lanes),
-    // and the counter tracks'.
+    // Sequence 1: the trace's epoch on REALTIME and BOOTTIME (so even a trace with nothing in
+    // it is a file with a packet), every track's descriptor (hosts as processes, then their
+    // devices and lanes), and the counter tracks'.
+    BeginSequence(kDescriptorSequence, 0);
     for (uint32_t root = 0; root < tracks.size(); ++root) {
       if (tracks[root].parent >= 0 || !needed_[root]) continue;
       for (uint32_t t = 0; t < tracks.size(); ++t) {
@@ -189,7 +191,7 @@ class ProtoExporter {
     wire::Varint(out_, packet::kSequenceFlags, packet::kSeqIncrementalStateCleared);
     {
       wire::Scope d(out_, packet::kDefaults);
-      {
+      if (track_uuid != 0) {
         wire::Scope e(out_, defaults::kTrackEventDefaults);
         wire::Varint(out_, event_defaults::kTrackUuid, track_uuid);
       }

@@ -136,7 +136,10 @@ class XSpaceImporter {
     unknown_ = builder_.Intern("unknown");
   }
 
-  Status AddSpace(std::string_view bytes, const std::string& name) {
+  // `host_from_file_name`: the host track is named after the file (`<host>.xplane.pb`), as the
+  // profiler names a run's files, rather than the XSpace's own hostname (runs on several
+  // machines may all report the same container name).
+  Status AddSpace(std::string_view bytes, const std::string& name, bool host_from_file_name = false) {
     name_ = name;
     std::vector<Field> planes;
     std::string host;
@@ -147,7 +150,7 @@ class XSpaceImporter {
       if (f.number == xspace::kHostnames && f.type == wire::kLength && host.empty()) host = ValidUtf8(f.bytes);
     }
     if (top.failed()) return Damage(top);
-    if (host.empty()) host = HostFromFileName(name);
+    if (host.empty() || host_from_file_name) host = HostFromFileName(name);
     // About 40 bytes of protobuf per event and 30 per stat: room for the slices up front.
     builder_.Reserve(builder_.slice_count() + bytes.size() / 40, bytes.size() / 30);
     // The profile's start, for lines normalised to it.
@@ -745,7 +748,7 @@ StatusOr<Trace> ReadXSpaceFiles(const std::vector<std::string>& paths) {
   XSpaceImporter importer;
   for (const std::string& path : paths) {
     ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
-    RETURN_IF_ERROR(importer.AddSpace(bytes, path));
+    RETURN_IF_ERROR(importer.AddSpace(bytes, path, /*host_from_file_name=*/paths.size() > 1));
   }
   std::string source = paths.front().substr(0, paths.front().find_last_of('/'));
   return std::move(importer).Finish(source.empty() ? paths.front() : source);

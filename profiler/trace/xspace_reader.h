@@ -27,7 +27,7 @@ namespace stepscope::trace {
 StatusOr<Trace> ReadXSpace(std::string_view bytes, const std::string& name);
 
 // Several hosts' files of one run (a `plugins/profile/<run>/` directory), read into one trace
-// with a host track per file; gzip inflated.
+// with a host track per file, named after the file (`<host>.xplane.pb`); gzip inflated.
 StatusOr<Trace> ReadXSpaceFiles(const std::vector<std::string>& paths);
 
 }  // namespace stepscope::trace

@@ -195,7 +195,7 @@ TEST(PerfettoProtoTest, DecodesWithPerfettosDefinitionsTfGpuStep) {
   for (const Slice& s : source.slices()) {
     if (!s.duplicate()) tracks_with_events.insert(s.track);
   }
-  EXPECT_EQ(d.snapshots, static_cast<int64_t>(tracks_with_events.size() + source.counters().size()));
+  EXPECT_EQ(d.snapshots, static_cast<int64_t>(tracks_with_events.size() + source.counters().size() + 1));
   EXPECT_EQ(d.sequences.size(), tracks_with_events.size() + source.counters().size() + 1);
   int64_t processes = 0;
   for (const auto& [uuid, t] : d.tracks) processes += t->has_process();
@@ -327,7 +327,7 @@ TEST(PerfettoProtoTest, MergedRanksGetASequenceAndClockSnapshotEach) {
   for (const Slice& s : two.slices()) {
     if (!s.duplicate()) tracks_with_events.insert(s.track);
   }
-  EXPECT_EQ(d.snapshots, static_cast<int64_t>(tracks_with_events.size()));
+  EXPECT_EQ(d.snapshots, static_cast<int64_t>(tracks_with_events.size() + 1));
   int64_t processes = 0;
   for (const auto& [uuid, t] : d.tracks) processes += t->has_process();
   EXPECT_EQ(processes, 2);
@@ -366,6 +366,17 @@ TEST(PerfettoProtoTest, DamageNamesTheFileAndOffset) {
   EXPECT_NE(trace.status().message().find("corrupt.pftrace: offset " + std::to_string(second) + ": invalid wire type"),
             std::string::npos)
       << trace.status().message();
+}
+
+TEST(PerfettoProtoTest, AnEmptyTraceIsAFileThatReadsBack) {
+  TraceBuilder builder;
+  const Trace empty = std::move(builder).Build();
+  const std::string bytes = ExportPerfettoProto(empty);
+  EXPECT_FALSE(bytes.empty());
+  EXPECT_EQ(DetectFormat(bytes), DetectedFormat::kPerfettoProto);
+  auto back = ReadPerfettoProto(bytes, "empty.pftrace");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_TRUE(back->slices().empty());
 }
 
 TEST(PerfettoProtoTest, WriterTableAndExtensions) {
