@@ -1,6 +1,7 @@
 #include "profiler/trace/perfetto_proto.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -268,12 +269,12 @@ class ProtoExporter {
   // holds the sequence it was interned in (high 32 bits) and its iid (low 32 bits).
   enum Key : uint8_t {
     kKeyName, kKeyGrid, kKeyBlock, kKeyRegisters, kKeyShared, kKeyBlocksPerSm, kKeyWarpsPerSm, kKeyOccupancy,
-    kKeyDevice, kKeyStream, kKeyCorrelation, kKeyBytes, kKeyBandwidth, kKeyLabel, kKeyKind, kKeyCount
+    kKeyDevice, kKeyStream, kKeyCorrelation, kKeyBytes, kKeyBandwidth, kKeyLabel, kKeyKind, kKeyShapes, kKeyCount
   };
   static constexpr std::string_view kKeyNames[kKeyCount] = {
       "name", "grid", "block", "registers per thread", "shared memory", "blocks per SM", "warps per SM",
       "est. achieved occupancy %", "device", "stream", "correlation", "bytes", "memory bandwidth (GB/s)",
-      "label", "kind"};
+      "label", "kind", "output shapes"};
 
   struct InternTable {
     std::vector<uint64_t> slots;
@@ -337,6 +338,30 @@ class ProtoExporter {
     return out;
   }
 
+  // A step stats node's outputs as "float[20,200] int32[]" (dtype, then dims; ? for unknown).
+  std::string_view OutputShapes(const tf::NodeExecStats& node) {
+    std::string& out = scratch_[scratch_used_++ % kScratch];
+    out.clear();
+    for (const auto& output : node.output()) {
+      if (!out.empty()) out.push_back(' ');
+      const auto& description = output.tensor_description();
+      const int dtype = static_cast<int>(description.dtype());
+      std::string name = tf::DataType_IsValid(dtype) ? tf::DataType_Name(static_cast<tf::DataType>(dtype)) : "";
+      if (name.substr(0, 3) == "DT_") name = name.substr(3);
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      out += name.empty() ? "dtype" + std::to_string(dtype) : name;
+      out.push_back('[');
+      if (description.shape().unknown_rank()) out.push_back('?');
+      for (int d = 0; d < description.shape().dim_size(); ++d) {
+        if (d > 0) out.push_back(',');
+        const int64_t size = description.shape().dim(d).size();
+        out += size < 0 ? std::string("?") : std::to_string(size);
+      }
+      out.push_back(']');
+    }
+    return out;
+  }
+
   void CollectArgs(uint32_t index, const Slice& s) {
     args_.clear();
     const std::span<const SliceArg> free_args(trace_.all_slice_args().data() + args_begin_[index],
@@ -377,6 +402,7 @@ class ProtoExporter {
     if (has_nodes_) {
       if (const tf::NodeExecStats* node = nodes_.Get(index)) {
         if (!node->timeline_label().empty()) AddInline(kKeyLabel, node->timeline_label());
+        if (node->output_size() > 0) AddInline(kKeyShapes, OutputShapes(*node));
         if (s.kind == SliceKind::kMemcpy && t == nullptr) {
           if (auto memcpy = GetMemcpyDetails(trace_, index, nodes_)) {
             std::string& kind = scratch_[scratch_used_++ % kScratch];
@@ -511,7 +537,7 @@ class ProtoExporter {
   int64_t last_ts_ = 0;
   const bool has_nodes_ = trace_.has_step_stats();
   const int64_t name_key_ = trace_.strings().Find("name");
-  static constexpr size_t kScratch = 4;
+  static constexpr size_t kScratch = 8;
   std::string scratch_[kScratch];
   size_t scratch_used_ = 0;
   std::vector<Arg> args_;

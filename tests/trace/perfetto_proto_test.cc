@@ -200,6 +200,14 @@ TEST(PerfettoProtoTest, DecodesWithPerfettosDefinitionsTfGpuStep) {
   int64_t processes = 0;
   for (const auto& [uuid, t] : d.tracks) processes += t->has_process();
   EXPECT_EQ(processes, 1);
+  // Executor ops carry their output shapes ("float[20,200] ..."), as an inline string.
+  int64_t shapes = 0;
+  for (const auto& packet : decoded.packet()) {
+    for (const auto& a : packet.track_event().debug_annotations()) {
+      shapes += a.has_string_value() && a.string_value().rfind("float[", 0) == 0;
+    }
+  }
+  EXPECT_GT(shapes, 100);
 }
 
 TEST(PerfettoProtoTest, KinetoKernelsKeepTheirOwnTracksAndArgs) {
