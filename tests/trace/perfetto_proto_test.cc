@@ -376,6 +376,98 @@ TEST(PerfettoProtoTest, DamageNamesTheFileAndOffset) {
       << trace.status().message();
 }
 
+// A trace as the Perfetto SDK writes it, not as we do: a process and a thread track
+// (ThreadDescriptor), names and categories as plain strings, absolute BOOTTIME timestamps with
+// no clock snapshot, nested slices, an instant, a double-valued counter, a flow between threads,
+// an END without BEGIN and a BEGIN never ended.
+TEST(PerfettoProtoTest, ReadsTrackEventsOfOtherProducers) {
+  pp::Trace trace;
+  auto descriptor = [&](uint64_t uuid, uint64_t parent) {
+    pp::TracePacket* p = trace.add_packet();
+    p->set_trusted_packet_sequence_id(7);
+    pp::TrackDescriptor* d = p->mutable_track_descriptor();
+    d->set_uuid(uuid);
+    if (parent != 0) d->set_parent_uuid(parent);
+    return d;
+  };
+  pp::ProcessDescriptor* process = descriptor(100, 0)->mutable_process();
+  process->set_pid(42);
+  process->set_process_name("trainer");
+  for (int t = 0; t < 2; ++t) {
+    pp::ThreadDescriptor* thread = descriptor(101 + t, 100)->mutable_thread();
+    thread->set_pid(42);
+    thread->set_tid(1000 + t);
+    thread->set_thread_name(t == 0 ? "main" : "worker");
+  }
+  pp::TrackDescriptor* counter = descriptor(200, 100);
+  counter->set_name("rss");
+  counter->mutable_counter()->set_unit(pp::CounterDescriptor::UNIT_SIZE_BYTES);
+  auto event = [&](uint64_t ts, uint64_t track, pp::TrackEvent::Type type, const std::string& name) {
+    pp::TracePacket* p = trace.add_packet();
+    p->set_trusted_packet_sequence_id(7);
+    p->set_timestamp(ts);
+    pp::TrackEvent* e = p->mutable_track_event();
+    e->set_type(type);
+    e->set_track_uuid(track);
+    if (!name.empty()) {
+      e->set_name(name);
+      e->add_categories("cat");
+    }
+    return e;
+  };
+  const uint64_t base = uint64_t{1700000000} * 1000000000;
+  event(base + 100, 101, pp::TrackEvent::TYPE_SLICE_BEGIN, "step")->add_flow_ids(9);
+  event(base + 150, 101, pp::TrackEvent::TYPE_SLICE_BEGIN, "forward");
+  event(base + 160, 101, pp::TrackEvent::TYPE_INSTANT, "mark");
+  event(base + 400, 101, pp::TrackEvent::TYPE_SLICE_END, "");
+  event(base + 900, 101, pp::TrackEvent::TYPE_SLICE_END, "");
+  pp::TrackEvent* work = event(base + 300, 102, pp::TrackEvent::TYPE_SLICE_BEGIN, "work");
+  work->add_terminating_flow_ids(9);
+  pp::DebugAnnotation* arg = work->add_debug_annotations();
+  arg->set_name("items");
+  arg->set_int_value(12);
+  event(base + 700, 102, pp::TrackEvent::TYPE_SLICE_END, "");
+  event(base + 800, 102, pp::TrackEvent::TYPE_SLICE_END, "");  // unmatched
+  event(base + 850, 102, pp::TrackEvent::TYPE_SLICE_BEGIN, "never ends");
+  event(base + 200, 200, pp::TrackEvent::TYPE_COUNTER, "")->set_double_counter_value(4096.0);
+  event(base + 600, 200, pp::TrackEvent::TYPE_COUNTER, "")->set_counter_value(8192);
+
+  const std::string bytes = trace.SerializeAsString();
+  EXPECT_EQ(DetectFormat(bytes), DetectedFormat::kPerfettoProto);
+  auto read = ReadTraceFromBytes(bytes, "sdk.pftrace");
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  std::map<std::string, std::pair<int64_t, int64_t>> slices;  // name -> (start since base, dur)
+  for (const Slice& s : read->slices()) {
+    slices[std::string(read->str(s.name))] = {read->epoch_ns() + s.start_ns - static_cast<int64_t>(base), s.dur_ns};
+  }
+  EXPECT_EQ(slices.size(), 5u);
+  EXPECT_EQ(slices["step"], std::make_pair(int64_t{100}, int64_t{800}));
+  EXPECT_EQ(slices["forward"], std::make_pair(int64_t{150}, int64_t{250}));
+  EXPECT_EQ(slices["mark"], std::make_pair(int64_t{160}, int64_t{0}));
+  EXPECT_EQ(slices["work"], std::make_pair(int64_t{300}, int64_t{400}));
+  EXPECT_EQ(slices["never ends"].second, 50);  // closed at the last instant seen (900)
+  EXPECT_EQ(read->import_stats().Get("perfetto_unmatched_end_skipped"), 1);
+  EXPECT_EQ(read->import_stats().Get("perfetto_unclosed_slices_closed"), 1);
+  ASSERT_EQ(read->flows().size(), 1u);
+  EXPECT_EQ(read->str(read->slices()[read->flows()[0].from_slice].name), "step");
+  EXPECT_EQ(read->str(read->slices()[read->flows()[0].to_slice].name), "work");
+  ASSERT_EQ(read->counters().size(), 1u);
+  EXPECT_EQ(read->str(read->counters()[0].name), "rss");
+  EXPECT_EQ(read->counters()[0].values, (std::vector<int64_t>{4096, 8192}));
+  // process -> host, threads -> its lanes, named by their descriptors.
+  std::set<std::string> lanes;
+  for (const Track& t : read->tracks()) {
+    if (t.parent >= 0) lanes.insert(std::string(read->str(t.name)));
+    if (t.parent < 0) {
+      EXPECT_EQ(read->str(t.name), "trainer");
+    }
+  }
+  EXPECT_TRUE(lanes.count("main") && lanes.count("worker"));
+  int64_t items = 0;
+  for (const SliceArg& a : read->all_slice_args()) items += read->str(a.key) == "items" && a.is_number && a.number == 12;
+  EXPECT_EQ(items, 1);
+}
+
 TEST(PerfettoProtoTest, AnEmptyTraceIsAFileThatReadsBack) {
   TraceBuilder builder;
   const Trace empty = std::move(builder).Build();
