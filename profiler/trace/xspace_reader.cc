@@ -103,6 +103,7 @@ struct StatValue {
 struct EventFacts {
   std::string_view tf_op, kernel_details, memcpy_details;
   int64_t correlation = -1;
+  int64_t step_number = -1;  // step_num / iter_num
   bool step = false, hlo_op = false, hlo_module = false;
 };
 
@@ -555,7 +556,11 @@ class XSpaceImporter {
       if (key == k.tf_op && value.kind == StatValue::kString) facts.tf_op = value.s;
       if (key == k.kernel_details && value.kind == StatValue::kString) facts.kernel_details = value.s;
       if (key == k.memcpy_details && value.kind == StatValue::kString) facts.memcpy_details = value.s;
-      if (key == k.step_num || key == k.iter_num) facts.step = true;
+      if (key == k.step_num || key == k.iter_num) {
+        facts.step = true;
+        if (value.kind == StatValue::kInt) facts.step_number = value.i;
+        if (value.kind == StatValue::kUint && value.u <= uint64_t{INT64_MAX}) facts.step_number = static_cast<int64_t>(value.u);
+      }
       if (key == k.hlo_op) facts.hlo_op = true;
       if (key == k.hlo_module) facts.hlo_module = true;
       if (value.kind == StatValue::kBytes) {
@@ -670,6 +675,10 @@ class XSpaceImporter {
       kind = SliceKind::kAnnotation;
     } else if (facts.step || (python && meta->dollar)) {
       kind = SliceKind::kAnnotation;
+      // A step annotation (tf.profiler.experimental.Trace(..., step_num=N),
+      // jax.profiler.StepTraceAnnotation) is named as the PyTorch profiler names its steps, so
+      // per-step analyses find it; its own name stays the op type.
+      if (facts.step && facts.step_number >= 0) node = builder_.Intern("ProfilerStep#" + std::to_string(facts.step_number));
     } else if (facts.correlation >= 0 && !device_plane_) {
       kind = SliceKind::kRuntime;
     } else if (meta->tf_op) {

@@ -7,7 +7,8 @@
 // its metadata: TensorFlow's `node:OpType` names (and `tf_op` stats on kernels) give node name
 // and op type; every stat becomes a slice argument (SliceArg), `kernel_details` and
 // `memcpy_details` fill the kernel and copy argument tables; host and device events sharing a
-// `correlation_id` are linked by a launch flow. Times are line timestamp + offset (ps, floored to
+// `correlation_id` are linked by a launch flow; a step annotation (`step_num`/`iter_num` stat) is
+// named `ProfilerStep#N` (its own name is the op type), so per-step analyses see the steps. Times are line timestamp + offset (ps, floored to
 // ns); lines whose timestamps were normalised to the profile start are put back on the epoch with
 // the `Task Environment` plane's `profile_start_time`.
 //

@@ -79,6 +79,12 @@ TEST(FormatsCliTest, SummaryAndDiffOnTheNewInputs) {
   EXPECT_EQ(nlohmann::json::parse(again.out)["nodes"].get<int64_t>(), 705);
   const CliResult d = RunStepscope({"diff", xplane, pftrace});
   EXPECT_EQ(d.code, 0) << d.err;
+  // The step annotations (step_num) are steps.
+  for (const char* file : {"xspace/jax_mlp_cpu.xplane.pb.gz", "xspace/tf2_keras_mlp_cpu.xplane.pb.gz"}) {
+    const CliResult steps = RunStepscope({"steps", DataPath(file), "--json"});
+    ASSERT_EQ(steps.code, 0) << steps.err;
+    EXPECT_NE(steps.out.find("ProfilerStep#2"), std::string::npos) << file << ": " << steps.out.substr(0, 400);
+  }
   const CliResult ops = RunStepscope({"ops", DataPath("xspace/jax_mlp_cpu.xplane.pb.gz")});
   EXPECT_EQ(ops.code, 0) << ops.err;
   EXPECT_NE(ops.out.find("ynn_fusion"), std::string::npos);

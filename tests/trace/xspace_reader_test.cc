@@ -58,6 +58,7 @@ Expected FromProtoc(const xp::XSpace& space) {
 // The metadata name a slice came from: node:OpType for TensorFlow ops, else the name.
 std::string SourceName(const Trace& trace, const Slice& s) {
   const std::string_view name = trace.str(s.name), type = trace.str(s.op_type);
+  if (name.substr(0, 13) == "ProfilerStep#") return std::string(type);  // a step annotation
   const bool hlo = type.size() < name.size() && name.substr(0, type.size()) == type && name[type.size()] == '.';
   if (s.kind == SliceKind::kOp && name != type && !hlo) return std::string(name) + ":" + std::string(type);
   return std::string(name);
@@ -114,7 +115,10 @@ TEST(XSpaceReaderTest, TensorFlowKerasStepsMatchProtoc) {
   for (const Slice& s : trace->slices()) {
     if (s.kind == SliceKind::kOp) ++ops[std::string(trace->str(s.op_type))];
     if (s.kind == SliceKind::kAnnotation) ++annotations;
-    if (s.kind == SliceKind::kAnnotation && trace->str(s.name) == "train") ++steps;
+    if (s.kind == SliceKind::kAnnotation && trace->str(s.op_type) == "train") {
+      EXPECT_EQ(trace->str(s.name), "ProfilerStep#" + std::to_string(steps));
+      ++steps;
+    }
   }
   EXPECT_EQ(steps, 3);
   EXPECT_EQ(ops["_MklNativeFusedMatMul"], 6);  // two Dense layers x 3 steps
