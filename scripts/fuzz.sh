@@ -10,7 +10,8 @@ seconds="${FUZZ_SECONDS:-30}"
 build=build/fuzz
 CC="${CC_FUZZ:-clang-14}" CXX="${CXX_FUZZ:-clang++-14}" \
   cmake -S fuzz -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j2 --target chrome_json_fuzzer step_stats_pb_fuzzer step_stats_pbtxt_fuzzer
+cmake --build "$build" -j2 --target chrome_json_fuzzer step_stats_pb_fuzzer step_stats_pbtxt_fuzzer \
+  xspace_fuzzer perfetto_proto_fuzzer
 mkdir -p "$build/artifacts"
 run() {
   local fuzzer="$1" seeds="$2"
@@ -25,4 +26,6 @@ run() {
 run chrome_json_fuzzer json
 run step_stats_pb_fuzzer pb
 run step_stats_pbtxt_fuzzer pbtxt
+run xspace_fuzzer xspace
+run perfetto_proto_fuzzer pftrace
 echo "fuzzing: no crashes"

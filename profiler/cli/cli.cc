@@ -21,14 +21,20 @@ class ConvertCommand : public Command {
  public:
   std::string name() const override { return "convert"; }
   std::string synopsis() const override {
-    return "IN OUT [--format chrome|tf-timeline|pb|pbtxt] [--keep-extensions]";
+    return "IN OUT [--format chrome|perfetto-proto|tf-timeline|pb|pbtxt] [--keep-extensions]";
   }
   std::string description() const override {
-    return "Converts a trace (RunMetadata/StepStats binary or text, Chrome/Kineto JSON, any of them\n"
-           "gzipped) into OUT. The format comes from --format or from OUT's extension:\n"
+    return "Converts a trace (any input of 'stepscope formats': RunMetadata/StepStats binary or text,\n"
+           "Chrome/Kineto JSON, TensorFlow 2/JAX XSpace .xplane.pb or a plugins/profile/<run>/\n"
+           "directory, Perfetto protobuf; gzipped or not) into OUT. The format comes from --format\n"
+           "or from OUT's extension:\n"
            "  .json, .json.gz -> chrome (the Perfetto-ready flavour)   .pb -> pb   .pbtxt -> pbtxt\n"
+           "  .pftrace, .perfetto-trace (.gz) -> perfetto-proto\n"
            "chrome: de-duplicated GPU lanes, allocator counters from allocation records, flows,\n"
            "        ns precision (times rebased on the trace start). Gzipped when OUT ends in .gz.\n"
+           "perfetto-proto: Perfetto's native TracePacket/TrackEvent protobuf: a track per lane and\n"
+           "        stream (overlapping work never dropped), interned names, args, flows, counter\n"
+           "        tracks, a clock snapshot per host; every slice kept (stepscope reads it back).\n"
            "tf-timeline: the events TensorFlow's timeline.py writes (show_dataflow, show_memory).\n"
            "pb/pbtxt: a TensorFlow RunMetadata; step stats inputs are kept losslessly (graphs,\n"
            "        cost graph and session included). pbtxt holds TensorFlow's fields only, so\n"
@@ -39,7 +45,7 @@ class ConvertCommand : public Command {
            "OUT appears complete or not at all.";
   }
   std::vector<FlagSpec> flags() const override {
-    return {{"format", "FORMAT", "chrome (alias perfetto), tf-timeline, pb or pbtxt"},
+    return {{"format", "FORMAT", "chrome (alias perfetto), perfetto-proto (alias pftrace), tf-timeline, pb or pbtxt"},
             {"keep-extensions", "", "pbtxt: also write stepscope's fields (for stepscope, not TensorFlow)"}};
   }
   size_t min_positional() const override { return 2; }
@@ -52,13 +58,14 @@ class ConvertCommand : public Command {
     if (auto name = args.Get("format")) {
       format = trace::ParseOutputFormat(*name);
       if (!format) {
-        return InvalidInput("--format " + *name + ": unknown format (use chrome, tf-timeline, pb or pbtxt)");
+        return InvalidInput("--format " + *name +
+                            ": unknown format (use chrome, perfetto-proto, tf-timeline, pb or pbtxt)");
       }
     } else {
       format = trace::OutputFormatFromPath(out_path);
       if (!format) {
         return InvalidInput(out_path + ": cannot tell the output format from the extension; use "
-                                       ".json, .json.gz, .pb or .pbtxt, or pass --format");
+                                       ".json, .json.gz, .pftrace, .pb or .pbtxt, or pass --format");
       }
     }
     trace::SerializeOptions options;
@@ -76,9 +83,61 @@ class ConvertCommand : public Command {
   }
 };
 
+// Lists the reader and writer tables (profiler/trace/reader.h, writer.h).
+class FormatsCommand : public Command {
+ public:
+  std::string name() const override { return "formats"; }
+  std::string synopsis() const override { return "[--json]"; }
+  std::string description() const override {
+    return "Lists the trace formats stepscope reads (told from content, not the file name; gzip\n"
+           "undone first) and writes (convert --format NAME, or OUT's extension).";
+  }
+  std::vector<FlagSpec> flags() const override { return {{"json", "", "machine-readable output"}}; }
+  size_t min_positional() const override { return 0; }
+  size_t max_positional() const override { return 0; }
+
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+    if (args.Has("json")) {
+      out << "{\"schema\":\"stepscope.formats/1\",\"read\":[";
+      bool first = true;
+      for (const trace::TraceReaderEntry& entry : trace::TraceReaders()) {
+        out << (first ? "" : ",") << "{\"name\":\"" << entry.name << "\",\"extensions\":\"" << entry.extensions
+            << "\"}";
+        first = false;
+      }
+      out << "],\"write\":[";
+      first = true;
+      for (const trace::TraceWriterEntry& entry : trace::TraceWriters()) {
+        out << (first ? "" : ",") << "{\"name\":\"" << entry.name << "\",\"alias\":\"" << entry.alias
+            << "\",\"extensions\":\"" << entry.extensions << "\"}";
+        first = false;
+      }
+      out << "]}\n";
+      return Status::Ok();
+    }
+    auto row = [&](std::string_view name, std::string_view extensions, std::string_view description) {
+      std::string left = "  " + std::string(name);
+      left.resize(std::max<size_t>(left.size() + 1, 18), ' ');
+      std::string ext(extensions);
+      ext.resize(std::max<size_t>(ext.size() + 1, 34), ' ');
+      out << left << ext << description << "\n";
+    };
+    out << "read (detected from content, in this order):\n";
+    for (const trace::TraceReaderEntry& entry : trace::TraceReaders()) row(entry.name, entry.extensions, entry.description);
+    out << "\nwrite (convert --format NAME or OUT's extension):\n";
+    for (const trace::TraceWriterEntry& entry : trace::TraceWriters()) {
+      const std::string name = entry.alias.empty() ? std::string(entry.name)
+                                                   : std::string(entry.name) + " (" + std::string(entry.alias) + ")";
+      row(name, entry.extensions, entry.description);
+    }
+    return Status::Ok();
+  }
+};
+
 std::vector<std::unique_ptr<Command>> AllCommands() {
   std::vector<std::unique_ptr<Command>> commands;
   commands.push_back(std::make_unique<ConvertCommand>());
+  commands.push_back(std::make_unique<FormatsCommand>());
   AddAnalysisCommands(commands);
   AddGpuCommands(commands);
   AddRankCommands(commands);
@@ -89,7 +148,8 @@ std::string TopHelp() {
   std::string help =
       "usage: stepscope <command> [args] [--help]\n\n"
       "Converts, summarizes and analyses training step traces: TensorFlow RunMetadata/StepStats\n"
-      "(binary or text), stepscope-train's traces, Chrome/Kineto JSON (.gz transparently).\n\ncommands:\n";
+      "(binary or text), stepscope-train's traces, Chrome/Kineto JSON, TensorFlow 2/JAX XSpace,\n"
+      "Perfetto protobuf (.gz transparently; 'stepscope formats' lists them).\n\ncommands:\n";
   const auto commands = AllCommands();
   size_t width = 0;
   for (const auto& command : commands) width = std::max(width, command->name().size());

@@ -179,6 +179,7 @@ class PerfettoExporter {
     }
     KernelArgsJson(index);
     TransferArgsJson(index, s);
+    FreeArgsJson(index);
     const tf::NodeExecStats* node = nodes_.Get(index);
     if (node == nullptr) return;
     if (!node->timeline_label().empty()) {
@@ -244,6 +245,21 @@ class PerfettoExporter {
     integer(",\"device\":", args->device);
     integer(",\"stream\":", args->stream);
     integer(",\"correlation\":", args->correlation);
+  }
+
+  // Free-form arguments (XSpace stats, Perfetto debug annotations), under their own names; one
+  // called "name" would repeat the node name's key, so it becomes "name (arg)".
+  void FreeArgsJson(uint32_t index) {
+    for (const SliceArg& arg : trace_.slice_args(index)) {
+      const std::string_view key = trace_.str(arg.key);
+      json_.Raw(",");
+      json_.Key(key == "name" ? std::string_view("name (arg)") : key);
+      if (arg.is_number) {
+        json_.Int(arg.number);
+      } else {
+        json_.String(trace_.str(arg.value));
+      }
+    }
   }
 
   // Memsets (copies have their bytes written with the memcpy details).

@@ -1,46 +1,127 @@
 #include "profiler/trace/reader.h"
 
+#include <algorithm>
 #include <cctype>
+#include <filesystem>
+#include <system_error>
+#include <vector>
 
+#include "base/file_io.h"
 #include "base/file_reader.h"
 #include "profiler/trace/chrome_json_reader.h"
+#include "profiler/trace/format_sniff.h"
+#include "profiler/trace/perfetto_proto.h"
 #include "profiler/trace/step_stats_import.h"
 #include "profiler/trace/step_stats_io.h"
+#include "profiler/trace/xspace_reader.h"
 
 namespace stepscope::trace {
+namespace {
 
-DetectedFormat DetectFormat(std::string_view bytes) {
+// After a UTF-8 byte order mark and white space, `{` or `[`.
+bool SniffChromeJson(std::string_view bytes) {
   size_t i = 0;
-  // Skip a UTF-8 byte order mark and leading whitespace.
   if (bytes.substr(0, 3) == "\xEF\xBB\xBF") i = 3;
   while (i < bytes.size() && std::isspace(static_cast<unsigned char>(bytes[i]))) ++i;
-  if (i < bytes.size() && (bytes[i] == '{' || bytes[i] == '[')) return DetectedFormat::kChromeJson;
-  if (i == bytes.size()) return DetectedFormat::kUnknown;
-  return DetectedFormat::kStepStats;
+  return i < bytes.size() && (bytes[i] == '{' || bytes[i] == '[');
 }
 
-StatusOr<Trace> ReadTraceFromBytes(std::string_view bytes, const std::string& name) {
-  if (bytes.empty()) return InvalidInput(name + ": file is empty");
-  switch (DetectFormat(bytes)) {
-    case DetectedFormat::kChromeJson:
-      return ReadChromeJson(bytes, name);
-    case DetectedFormat::kUnknown:
-      return InvalidInput(name + ": holds only whitespace; expected a trace");
-    case DetectedFormat::kStepStats:
-      break;
-  }
+bool SniffStepStats(std::string_view bytes) { return LooksLikeTextProto(bytes) || FitsStepStats(bytes); }
+bool SniffXSpace(std::string_view bytes) { return FitsXSpace(bytes); }
+bool SniffPerfetto(std::string_view bytes) { return FitsPerfettoTrace(bytes); }
+
+StatusOr<Trace> ReadChromeJsonBytes(std::string_view bytes, const std::string& name) {
+  return ReadChromeJson(bytes, name);
+}
+
+StatusOr<Trace> ReadStepStats(std::string_view bytes, const std::string& name) {
   ASSIGN_OR_RETURN(ParsedStepStats parsed, ParseStepStats(bytes, name));
   return ImportRunMetadata(std::move(parsed.run_metadata), parsed.format, name, parsed.stats);
 }
 
+constexpr TraceReaderEntry kReaders[] = {
+    {DetectedFormat::kChromeJson, "chrome-json",
+     "Chrome Trace Event JSON: Perfetto/chrome://tracing, PyTorch profiler (Kineto), TensorFlow timeline",
+     ".json .json.gz", SniffChromeJson, ReadChromeJsonBytes},
+    {DetectedFormat::kStepStats, "step-stats",
+     "TensorFlow RunMetadata or StepStats, binary or text (TF 1.x, stepscope-train --profile)",
+     ".pb .pbtxt (.gz)", SniffStepStats, ReadStepStats},
+    {DetectedFormat::kXSpace, "xspace",
+     "TensorFlow 2 / JAX profiler XSpace (tf.profiler, jax.profiler; a plugins/profile/<run>/ directory too)",
+     ".xplane.pb (.gz)", SniffXSpace, ReadXSpace},
+    {DetectedFormat::kPerfettoProto, "perfetto-proto",
+     "Perfetto protobuf trace (TracePacket/TrackEvent), as stepscope and the Perfetto SDK write it",
+     ".pftrace .perfetto-trace (.gz)", SniffPerfetto, ReadPerfettoProto},
+};
+
+// Formats whose content fits up to a cut: a truncated file goes to the reader of what it was.
+DetectedFormat DetectCut(std::string_view bytes) {
+  if (bytes.empty() || static_cast<unsigned char>(bytes[0]) != 0x0a) return DetectedFormat::kUnknown;
+  if (FitsStepStats(bytes, true)) return DetectedFormat::kStepStats;
+  if (FitsXSpace(bytes, true)) return DetectedFormat::kXSpace;
+  if (FitsPerfettoTrace(bytes, true)) return DetectedFormat::kPerfettoProto;
+  return DetectedFormat::kUnknown;
+}
+
+bool IsXSpaceFileName(const std::filesystem::path& path) {
+  const std::string name = path.filename().string();
+  return EndsWith(name, ".xplane.pb") || EndsWith(name, ".xplane.pb.gz");
+}
+
+}  // namespace
+
+std::span<const TraceReaderEntry> TraceReaders() { return kReaders; }
+
+const TraceReaderEntry* FindTraceReader(DetectedFormat format) {
+  for (const TraceReaderEntry& entry : kReaders) {
+    if (entry.format == format) return &entry;
+  }
+  return nullptr;
+}
+
+DetectedFormat DetectFormat(std::string_view bytes) {
+  size_t i = 0;
+  if (bytes.substr(0, 3) == "\xEF\xBB\xBF") i = 3;
+  while (i < bytes.size() && std::isspace(static_cast<unsigned char>(bytes[i]))) ++i;
+  if (i == bytes.size()) return DetectedFormat::kUnknown;
+  for (const TraceReaderEntry& entry : kReaders) {
+    if (entry.sniff(bytes)) return entry.format;
+  }
+  return DetectCut(bytes);
+}
+
+StatusOr<Trace> ReadTraceFromBytes(std::string_view bytes, const std::string& name) {
+  if (bytes.empty()) return InvalidInput(name + ": file is empty");
+  const DetectedFormat format = DetectFormat(bytes);
+  if (const TraceReaderEntry* entry = FindTraceReader(format)) return entry->read(bytes, name);
+  size_t i = 0;
+  while (i < bytes.size() && std::isspace(static_cast<unsigned char>(bytes[i]))) ++i;
+  if (i == bytes.size()) return InvalidInput(name + ": holds only whitespace; expected a trace");
+  // Neither JSON, text, nor any protobuf format we know: the step stats parser names what it
+  // finds wrong (most such files are damaged RunMetadata).
+  return ReadStepStats(bytes, name);
+}
+
 StatusOr<Trace> ReadTrace(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    // A profiler run directory: its .xplane.pb files, one per host.
+    std::vector<std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+      if (entry.is_regular_file(error) && IsXSpaceFileName(entry.path())) files.push_back(entry.path().string());
+    }
+    if (!files.empty()) {
+      std::sort(files.begin(), files.end());
+      return ReadXSpaceFiles(files);
+    }
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<FileReader> reader, FileReader::Open(path));
-  // The first bytes tell the format: JSON streams from here, step stats are read whole.
+  // The first bytes tell the format: JSON streams from here, the others are read whole.
   std::string bytes(size_t{64} << 10, '\0');
   ASSIGN_OR_RETURN(const size_t got, reader->Read({bytes.data(), bytes.size()}));
   bytes.resize(got);
   if (bytes.empty()) return InvalidInput(path + ": file is empty");
-  if (DetectFormat(bytes) == DetectedFormat::kChromeJson) return ReadChromeJson(*reader, bytes);
+  if (SniffChromeJson(bytes)) return ReadChromeJson(*reader, bytes);
   RETURN_IF_ERROR(reader->ReadToEnd(bytes));
   return ReadTraceFromBytes(bytes, path);
 }

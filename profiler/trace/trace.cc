@@ -47,6 +47,8 @@ std::string_view SourceFormatName(SourceFormat format) {
     case SourceFormat::kStepStatsText: return "StepStats (text)";
     case SourceFormat::kChromeJson: return "Chrome trace JSON";
     case SourceFormat::kSynthetic: return "built in memory";
+    case SourceFormat::kXSpace: return "XSpace (TensorFlow 2 / JAX profiler)";
+    case SourceFormat::kPerfettoProto: return "Perfetto protobuf";
   }
   return "unknown";
 }
@@ -92,6 +94,12 @@ const Args* FindBySlice(const std::vector<Args>& table, uint32_t slice) {
 
 const KernelArgs* Trace::kernel_args(uint32_t slice) const { return FindBySlice(kernel_args_, slice); }
 const TransferArgs* Trace::transfer_args(uint32_t slice) const { return FindBySlice(transfer_args_, slice); }
+
+std::span<const SliceArg> Trace::slice_args(uint32_t slice) const {
+  auto by_slice = [](const SliceArg& a, const SliceArg& b) { return a.slice < b.slice; };
+  const auto range = std::equal_range(slice_args_.begin(), slice_args_.end(), SliceArg{slice, 0, 0, false, 0}, by_slice);
+  return {slice_args_.data() + (range.first - slice_args_.begin()), static_cast<size_t>(range.second - range.first)};
+}
 
 NodeReader::NodeReader(const Trace& trace, uint32_t needed_fields) : trace_(trace) {
   if (trace.node_store() != nullptr) reader_ = std::make_unique<NodeStore::Reader>(*trace.node_store(), needed_fields);
@@ -242,7 +250,11 @@ Trace TraceBuilder::Build() && {
   };
   std::vector<uint32_t> order(slices.size());
   std::iota(order.begin(), order.end(), 0u);
-  std::sort(order.begin(), order.end(), by_track_then_time);
+  // Readers that add each track's slices in time order (XSpace lines, our own protobuf) need no
+  // sort.
+  if (!std::is_sorted(order.begin(), order.end(), by_track_then_time)) {
+    std::sort(order.begin(), order.end(), by_track_then_time);
+  }
 
   // Nesting depth and overlap lanes, track by track.
   LaneAssigner assigner(trace_.strings_, tracks, slices);
@@ -282,6 +294,20 @@ Trace TraceBuilder::Build() && {
   };
   remap_args(trace_.kernel_args_);
   remap_args(trace_.transfer_args_);
+  if (!trace_.slice_args_.empty()) {
+    // By new slice index, keeping each slice's order: a counting sort (arguments come several
+    // per slice, millions in a large trace).
+    std::vector<uint32_t> begin(slices.size() + 1, 0);
+    for (const SliceArg& arg : trace_.slice_args_) ++begin[new_index[arg.slice] + 1];
+    for (size_t i = 0; i < slices.size(); ++i) begin[i + 1] += begin[i];
+    std::vector<SliceArg> sorted_args(trace_.slice_args_.size());
+    for (const SliceArg& arg : trace_.slice_args_) {
+      SliceArg& to = sorted_args[begin[new_index[arg.slice]]++];
+      to = arg;
+      to.slice = new_index[arg.slice];
+    }
+    trace_.slice_args_.swap(sorted_args);
+  }
   if (run_metadata_ != nullptr) {
     trace_.node_store_ = NodeStore::Build(*run_metadata_, trace_.node_refs_, &trace_.node_entries_);
     run_metadata_.reset();

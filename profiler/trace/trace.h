@@ -163,8 +163,23 @@ struct TransferArgs {
   int64_t correlation = -1;
 };
 
+// A slice's free-form argument (an XSpace stat, a Perfetto debug annotation), for what a format
+// carries that has no typed home here: a key and either text or an integer (integers are kept
+// as numbers: unique ids would bloat the string table).
+struct SliceArg {
+  uint32_t slice = 0;
+  StringId key = 0;
+  StringId value = 0;     // the text, when !is_number
+  bool is_number = false;
+  int64_t number = 0;
+  std::string Text(const StringTable& strings) const {
+    return is_number ? std::to_string(number) : std::string(strings.Get(value));
+  }
+};
+static_assert(sizeof(SliceArg) == 24, "slice arguments stay small: one per stat of every event");
+
 enum class SourceFormat { kRunMetadataBinary, kRunMetadataText, kStepStatsBinary,
-                          kStepStatsText, kChromeJson, kSynthetic };
+                          kStepStatsText, kChromeJson, kSynthetic, kXSpace, kPerfettoProto };
 std::string_view SourceFormatName(SourceFormat format);
 
 // Named counts of what an import repaired, skipped or kept as unknown, so that damage is never
@@ -235,6 +250,9 @@ class Trace {
   const TransferArgs* transfer_args(uint32_t slice) const;
   const std::vector<KernelArgs>& all_kernel_args() const { return kernel_args_; }
   const std::vector<TransferArgs>& all_transfer_args() const { return transfer_args_; }
+  // Free-form arguments of one slice, in the order the source gave them; empty when none.
+  std::span<const SliceArg> slice_args(uint32_t slice) const;
+  const std::vector<SliceArg>& all_slice_args() const { return slice_args_; }
 
   // Path of a track from its host down, joined with " / " (for messages and tables).
   std::string TrackPath(uint32_t track) const;
@@ -263,6 +281,7 @@ class Trace {
   std::vector<uint32_t> node_entries_;  // store entry per slice; empty when entry == slice
   std::vector<KernelArgs> kernel_args_;       // sorted by slice
   std::vector<TransferArgs> transfer_args_;   // sorted by slice
+  std::vector<SliceArg> slice_args_;          // sorted by slice, source order within a slice
 };
 
 
@@ -279,6 +298,12 @@ class TraceBuilder {
   StringId Intern(std::string_view text) { return trace_.strings_.Intern(text); }
 
   uint32_t AddTrack(const Track& track);
+  // Room for this many slices and free-form arguments in all (readers that can estimate).
+  void Reserve(size_t slices, size_t slice_args) {
+    trace_.slices_.reserve(slices);
+    trace_.slice_args_.reserve(slice_args);
+  }
+  size_t slice_count() const { return trace_.slices_.size(); }
   std::vector<Track>& tracks() { return trace_.tracks_; }
   // Adds a slice with absolute times; returns its index (valid for AddFlow until Build).
   uint32_t AddSlice(const Slice& slice, NodeRef ref = {});
@@ -298,6 +323,13 @@ class TraceBuilder {
   // Kineto arguments of a slice added before (`slice` is the AddSlice index).
   void AddKernelArgs(const KernelArgs& args) { trace_.kernel_args_.push_back(args); }
   void AddTransferArgs(const TransferArgs& args) { trace_.transfer_args_.push_back(args); }
+  // A free-form argument of a slice added before.
+  void AddSliceArg(uint32_t slice, StringId key, StringId value) {
+    trace_.slice_args_.push_back(SliceArg{slice, key, value, false, 0});
+  }
+  void AddSliceArg(uint32_t slice, StringId key, int64_t number) {
+    trace_.slice_args_.push_back(SliceArg{slice, key, 0, true, number});
+  }
 
   Trace Build() &&;
 

@@ -1,21 +1,42 @@
 #include "profiler/trace/writer.h"
 
 #include "base/file_io.h"
+#include "profiler/trace/perfetto_proto.h"
 #include "profiler/trace/step_stats_io.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {
 
+namespace {
+
+constexpr TraceWriterEntry kWriters[] = {
+    {OutputFormat::kPerfettoJson, "chrome", "perfetto", ".json .json.gz",
+     "Chrome Trace Event JSON, the Perfetto-ready flavour (de-duplicated GPU lanes, counters, flows)"},
+    {OutputFormat::kPerfettoProto, "perfetto-proto", "pftrace", ".pftrace .perfetto-trace (.gz)",
+     "Perfetto protobuf (TracePacket/TrackEvent): a track per lane, overlaps never dropped, interned names"},
+    {OutputFormat::kTfTimelineJson, "tf-timeline", "", "",
+     "the Chrome JSON TensorFlow's timeline.py writes (step stats inputs)"},
+    {OutputFormat::kRunMetadataBinary, "pb", "", ".pb", "TensorFlow RunMetadata, binary (lossless for step stats)"},
+    {OutputFormat::kRunMetadataText, "pbtxt", "", ".pbtxt", "TensorFlow RunMetadata, text"},
+};
+
+}  // namespace
+
+std::span<const TraceWriterEntry> TraceWriters() { return kWriters; }
+
 std::optional<OutputFormat> ParseOutputFormat(std::string_view name) {
-  if (name == "chrome" || name == "perfetto") return OutputFormat::kPerfettoJson;
-  if (name == "tf-timeline") return OutputFormat::kTfTimelineJson;
-  if (name == "pb") return OutputFormat::kRunMetadataBinary;
-  if (name == "pbtxt") return OutputFormat::kRunMetadataText;
+  for (const TraceWriterEntry& entry : kWriters) {
+    if (name == entry.name || (!entry.alias.empty() && name == entry.alias)) return entry.format;
+  }
   return std::nullopt;
 }
 
 std::optional<OutputFormat> OutputFormatFromPath(std::string_view path) {
   if (EndsWith(path, ".json") || EndsWith(path, ".json.gz")) return OutputFormat::kPerfettoJson;
+  if (EndsWith(path, ".pftrace") || EndsWith(path, ".pftrace.gz") || EndsWith(path, ".perfetto-trace") ||
+      EndsWith(path, ".perfetto-trace.gz")) {
+    return OutputFormat::kPerfettoProto;
+  }
   if (EndsWith(path, ".pb")) return OutputFormat::kRunMetadataBinary;
   if (EndsWith(path, ".pbtxt")) return OutputFormat::kRunMetadataText;
   return std::nullopt;
@@ -64,6 +85,7 @@ StatusOr<std::string> Serialize(const Trace& trace, OutputFormat format,
   switch (format) {
     case OutputFormat::kPerfettoJson: return ExportPerfettoJson(trace);
     case OutputFormat::kTfTimelineJson: return ExportTfTimelineJson(trace);
+    case OutputFormat::kPerfettoProto: return ExportPerfettoProto(trace);
     case OutputFormat::kRunMetadataBinary:
     case OutputFormat::kRunMetadataText: {
       const auto metadata = RunMetadataFor(trace);

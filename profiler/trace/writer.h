@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 
 #include "base/status.h"
@@ -17,11 +18,23 @@ class RunMetadata;
 
 namespace stepscope::trace {
 
-enum class OutputFormat { kPerfettoJson, kTfTimelineJson, kRunMetadataBinary, kRunMetadataText };
+enum class OutputFormat { kPerfettoJson, kTfTimelineJson, kRunMetadataBinary, kRunMetadataText, kPerfettoProto };
 
-// "chrome"/"perfetto", "tf-timeline", "pb", "pbtxt"; nullopt for anything else.
+// One entry per output format, for `convert --format`, `stepscope formats` and help texts.
+struct TraceWriterEntry {
+  OutputFormat format;
+  std::string_view name;         // the --format name
+  std::string_view alias;        // another accepted name, or empty
+  std::string_view extensions;   // the output names that select it
+  std::string_view description;  // one line
+};
+std::span<const TraceWriterEntry> TraceWriters();
+
+// "chrome"/"perfetto", "tf-timeline", "pb", "pbtxt", "perfetto-proto"/"pftrace"; nullopt for
+// anything else.
 std::optional<OutputFormat> ParseOutputFormat(std::string_view name);
-// From the extension: .json/.json.gz -> chrome, .pb -> pb, .pbtxt -> pbtxt.
+// From the extension: .json/.json.gz -> chrome, .pb -> pb, .pbtxt -> pbtxt,
+// .pftrace/.perfetto-trace (.gz) -> perfetto-proto.
 std::optional<OutputFormat> OutputFormatFromPath(std::string_view path);
 
 // The bytes of `trace` in `format`. `options` and `left_out` as for SerializeRunMetadata

@@ -15,6 +15,7 @@
 #include "profiler/trace/writer.h"
 #include "viewer/app/document_view.h"
 #include "viewer/app/main_window.h"
+#include "viewer/compare/compare_view.h"
 #include "viewer/load/document.h"
 #include "viewer/load/synthetic_trace.h"
 #include "viewer/load/trace_loader.h"
@@ -55,6 +56,29 @@ int RunScreenshot(const QStringList& traces, bool merge, const QString& out, QSi
     // Show what was live at the first allocator's peak, as a click on its marker would.
     MemoryPanel* memory = document->memory_panel();
     if (memory->chart_count() > 0) memory->ShowLiveAt(0, memory->chart(0)->timeline().peak_ns);
+  }
+  QApplication::processEvents();
+  const QImage image = window.grab().toImage();
+  const QString error = SavePngAtomically(image, out);
+  if (!error.isEmpty()) {
+    PrintError(error);
+    return 1;
+  }
+  Print(QStringLiteral("wrote %1 (%2x%3)").arg(out).arg(image.width()).arg(image.height()));
+  return 0;
+}
+
+int RunCompareScreenshot(const QStringList& a, const QStringList& b, int64_t step_a, int64_t step_b,
+                         const QString& out, QSize size) {
+  MainWindow window(/*interactive=*/false);
+  window.resize(size);
+  window.show();
+  window.Compare(a, b, step_a, step_b);
+  window.WaitForComparison();
+  if (window.comparison_count() == 0) {
+    for (const QString& error : window.errors()) PrintError(error);
+    if (window.errors().isEmpty()) PrintError("nothing could be compared");
+    return 2;
   }
   QApplication::processEvents();
   const QImage image = window.grab().toImage();
@@ -226,6 +250,9 @@ int RunViewer(int argc, char** argv) {
       "OUT");
   const QCommandLineOption frame_log("frame-log", "With --bench: print the time of every frame.");
   const QCommandLineOption merge("merge", "Merge all TRACEs into one timeline (a directory is always merged).");
+  const QCommandLineOption step_option(
+      "step", "With --vs: the step each side's timeline shows, by number: N, or A,B (default: each side's first).",
+      "N[,N]");
   const QStringList pane_names = PaneNames();
   const QString default_pane = QString::fromLatin1(DocumentView::PaneSpecOf(DocumentView::kDefaultPane).name);
   const QCommandLineOption pane("pane",
@@ -233,10 +260,27 @@ int RunViewer(int argc, char** argv) {
                                     pane_names.mid(0, pane_names.size() - 1).join(", ") + " or " + pane_names.last() +
                                     " (default " + default_pane + ").",
                                 "NAME", default_pane);
-  parser.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane});
+  parser.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option});
   parser.addPositionalArgument("traces", "Trace files or directories of traces to open.", "[TRACE...]");
+  parser.addPositionalArgument("--vs", "Compare: TRACE... --vs TRACE... shows the runs before and after --vs one above the "
+                                       "other with the diff of `stepscope diff A... --vs B...`.", "[--vs TRACE...]");
   QStringList arguments;
   for (int i = 0; i < argc; ++i) arguments << QString::fromLocal8Bit(argv[i]);
+  // `--vs` splits the positional arguments into the two sides of a comparison; the options may
+  // stand on either side of it.
+  const qsizetype vs_at = arguments.indexOf(QStringLiteral("--vs"));
+  qsizetype side_a_count = -1;
+  if (vs_at > 0) {
+    QCommandLineParser before;
+    before.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option});
+    before.addHelpOption();
+    if (before.parse(arguments.mid(0, vs_at))) side_a_count = before.positionalArguments().size();
+    arguments.removeAt(vs_at);
+    if (arguments.indexOf(QStringLiteral("--vs")) >= 0) {
+      PrintError("--vs is given more than once");
+      return 2;
+    }
+  }
   if (!parser.parse(arguments)) {
     PrintError(parser.errorText());
     return 2;
@@ -255,6 +299,30 @@ int RunViewer(int argc, char** argv) {
   const QSize size(std::clamp(size_match.captured(1).toInt(), 400, 8000),
                    std::clamp(size_match.captured(2).toInt(), 300, 8000));
 
+  QStringList side_b;
+  QStringList traces_given = parser.positionalArguments();
+  int64_t step_a = -1, step_b = -1;
+  if (vs_at > 0) {
+    side_b = traces_given.mid(std::max<qsizetype>(side_a_count, 0));
+    traces_given = traces_given.mid(0, std::max<qsizetype>(side_a_count, 0));
+    if (traces_given.isEmpty() || side_b.isEmpty()) {
+      PrintError(traces_given.isEmpty() ? "--vs needs traces before it (side A)" : "--vs needs traces after it (side B)");
+      return 2;
+    }
+    if (parser.isSet(bench) || parser.isSet(write_synthetic) || parser.isSet(merge)) {
+      PrintError("--vs compares two runs; it does not go with --bench, --write-synthetic or --merge");
+      return 2;
+    }
+  }
+  if (parser.isSet(step_option)) {
+    const auto match = QRegularExpression("^(\\d+)(?:,(\\d+))?$").match(parser.value(step_option));
+    if (!match.hasMatch() || vs_at <= 0) {
+      PrintError("--step wants N or A,B (step numbers) and goes with --vs, not '" + parser.value(step_option) + "'");
+      return 2;
+    }
+    step_a = match.captured(1).toLongLong();
+    step_b = match.captured(2).isEmpty() ? step_a : match.captured(2).toLongLong();
+  }
   if (parser.isSet(screenshot) || parser.isSet(bench) || parser.isSet(write_synthetic)) {
     if (std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
     qInstallMessageHandler(QuietOffscreenNotes);
@@ -284,6 +352,9 @@ int RunViewer(int argc, char** argv) {
     }
     Print(QStringLiteral("wrote %1 (%2 slices)").arg(QString::fromStdString(out)).arg(slices));
     return 0;
+  }
+  if (!side_b.isEmpty() && parser.isSet(screenshot)) {
+    return RunCompareScreenshot(traces_given, side_b, step_a, step_b, parser.value(screenshot), size);
   }
   if (parser.isSet(screenshot)) {
     if (traces.isEmpty()) {
@@ -320,7 +391,11 @@ int RunViewer(int argc, char** argv) {
 
   MainWindow window;
   window.show();
-  window.Open(traces, parser.isSet(merge));
+  if (!side_b.isEmpty()) {
+    window.Compare(traces_given, side_b, step_a, step_b);
+  } else {
+    window.Open(traces, parser.isSet(merge));
+  }
   return QApplication::exec();
 }
 

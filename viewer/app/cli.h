@@ -1,8 +1,11 @@
 // The stepscope-view command line: the window (`stepscope-view [--merge] [TRACE ...]`, a
-// directory opening as one merged timeline) and the headless modes used by tests,
-// documentation and benchmarks:
+// directory opening as one merged timeline; `stepscope-view A... --vs B...`, two runs compared)
+// and the headless modes used by tests, documentation and benchmarks:
 //   --screenshot OUT.png [--size WxH] [--pane NAME] TRACE...
 //                                   render the window offscreen to a PNG and exit
+//   --screenshot OUT.png [--size WxH] [--step N[,N]] A... --vs B...
+//                                   the same for the comparison of two runs (see
+//                                   viewer/compare/compare_view.h)
 //   --bench TRACE | --bench --synthetic N [--frames N] [--frame-log]
 //                                   load, first frame, a fixed zoom/pan sequence: times per
 //                                   frame, resident bytes per slice

@@ -21,10 +21,13 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QToolBar>
+#include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
 
 #include "base/file_io.h"
 #include "profiler/trace/writer.h"
 #include "viewer/app/document_view.h"
+#include "viewer/compare/compare_view.h"
 #include "viewer/load/trace_loader.h"
 #include "viewer/timeline/timeline_view.h"
 
@@ -36,6 +39,14 @@ const char* const kTraceFilter =
     "Traces (*.pb *.pbtxt *.json *.json.gz *.gz *.trace);;All files (*)";
 
 }  // namespace
+
+// A comparison read and diffed off the UI thread, with the documents of the steps it shows.
+struct OpenedComparison {
+  Status status;
+  std::shared_ptr<const Comparison> comparison;
+  size_t step_a = 0, step_b = 0;
+  StepDocument a, b;
+};
 
 MainWindow::MainWindow(bool interactive, QWidget* parent)
     : QMainWindow(parent), interactive_(interactive), loader_(new TraceLoader(&AnalyseDocument, this)) {
@@ -106,6 +117,8 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     if (cancelled) statusBar()->showMessage(tr("Opening cancelled; what was open stays open."));
   });
 
+  connect(&comparing_, &QFutureWatcher<std::shared_ptr<OpenedComparison>>::finished, this, &MainWindow::ShowComparison);
+
   BuildMenus();
   BuildSearchBar();
   resize(1400, 900);
@@ -127,6 +140,24 @@ void MainWindow::BuildMenus() {
     const QStringList paths =
         QFileDialog::getOpenFileNames(this, tr("Open traces to merge (ranks, steps)"), QString(), tr(kTraceFilter));
     if (!paths.isEmpty()) Open(paths, /*merge_all=*/true);
+  });
+  file->addAction(tr("Compare &With..."), this, [this] {
+    // Side A: the trace (or directory) of the current tab; side B: files chosen now.
+    DocumentView* doc = current_document();
+    const QString a = doc == nullptr ? QString() : QString::fromStdString(doc->document().path());
+    if (a.isEmpty() || !QFileInfo::exists(a)) {
+      ReportError(tr("Compare With: open the trace or directory of the run to compare first (it becomes side A)"));
+      return;
+    }
+    const QStringList b = QFileDialog::getOpenFileNames(
+        this, tr("Compare %1 with (side B: one or more traces)").arg(QFileInfo(a).fileName()), QString(), tr(kTraceFilter));
+    if (!b.isEmpty()) Compare({a}, b);
+  });
+  file->addAction(tr("Compare Two &Directories..."), this, [this] {
+    const QString a = QFileDialog::getExistingDirectory(this, tr("Side A: a directory of step traces (before)"));
+    if (a.isEmpty()) return;
+    const QString b = QFileDialog::getExistingDirectory(this, tr("Side B: a directory of step traces (after)"));
+    if (!b.isEmpty()) Compare({a}, {b});
   });
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   RebuildRecentMenu();
@@ -267,9 +298,112 @@ DocumentView* MainWindow::AddDocument(std::shared_ptr<const TraceDocument> docum
   return view;
 }
 
-int MainWindow::document_count() const { return tabs_->count(); }
+void MainWindow::Compare(const QStringList& a, const QStringList& b, int64_t step_a, int64_t step_b) {
+  std::vector<std::string> paths_a, paths_b;
+  for (const QString& path : a) paths_a.push_back(path.toStdString());
+  for (const QString& path : b) paths_b.push_back(path.toStdString());
+  if (comparison_pending_) comparing_.waitForFinished();  // one at a time: the newest wins
+  comparison_pending_ = true;
+  statusBar()->showMessage(tr("Comparing %1 with %2 ...").arg(a.join(", "), b.join(", ")));
+  comparing_.setFuture(QtConcurrent::run([paths_a, paths_b, step_a, step_b] {
+    auto opened = std::make_shared<OpenedComparison>();
+    auto comparison = LoadComparison(paths_a, paths_b);
+    if (!comparison.ok()) {
+      opened->status = comparison.status();
+      return opened;
+    }
+    opened->comparison = *comparison;
+    auto pick = [](const std::vector<analysis::Step>& steps, int64_t number) -> size_t {
+      for (size_t i = 0; i < steps.size() && number >= 0; ++i) {
+        if (steps[i].step == number) return i;
+      }
+      return 0;
+    };
+    opened->step_a = pick(opened->comparison->steps_a, step_a);
+    opened->step_b = pick(opened->comparison->steps_b, step_b);
+    for (int s = 0; s < 2; ++s) {
+      const analysis::Step& step =
+          s == 0 ? opened->comparison->steps_a[opened->step_a] : opened->comparison->steps_b[opened->step_b];
+      auto document = OpenStepDocument(step);
+      if (!document.ok()) {
+        opened->status = document.status();
+        return opened;
+      }
+      (s == 0 ? opened->a : opened->b) = std::move(document).value();
+    }
+    return opened;
+  }));
+}
 
-DocumentView* MainWindow::document(int i) const { return qobject_cast<DocumentView*>(tabs_->widget(i)); }
+void MainWindow::WaitForComparison() {
+  comparing_.waitForFinished();
+  ShowComparison();
+}
+
+void MainWindow::ShowComparison() {
+  if (!comparison_pending_) return;
+  comparison_pending_ = false;
+  const std::shared_ptr<OpenedComparison> opened = comparing_.result();
+  if (!opened->status.ok()) {
+    ReportError(QString::fromStdString(opened->status.message()));
+    return;
+  }
+  const Comparison& comparison = *opened->comparison;
+  auto* view = new CompareView(opened->comparison, opened->step_a, std::move(opened->a), opened->step_b,
+                               std::move(opened->b), tabs_);
+  // A side's name: its input, or the directory its inputs share ("a (4)" for a/run0 ... a/run7).
+  auto side_name = [](const std::vector<std::string>& paths) {
+    const QFileInfo first(QString::fromStdString(paths.front()));
+    if (paths.size() == 1) return first.fileName().isEmpty() ? first.filePath() : first.fileName();
+    const QString parent = first.absolutePath();
+    const bool shared = std::all_of(paths.begin(), paths.end(), [&](const std::string& path) {
+      return QFileInfo(QString::fromStdString(path)).absolutePath() == parent;
+    });
+    return shared ? QStringLiteral("%1 (%2)").arg(QFileInfo(parent).fileName()).arg(paths.size())
+                  : QStringLiteral("%1 +%2").arg(first.fileName()).arg(paths.size() - 1);
+  };
+  const int index = tabs_->addTab(view, tr("%1 vs %2").arg(side_name(comparison.paths_a), side_name(comparison.paths_b)));
+  QStringList tip;
+  for (const auto* paths : {&comparison.paths_a, &comparison.paths_b}) {
+    QStringList side;
+    for (const std::string& path : *paths) side << QString::fromStdString(path);
+    tip << side.join(" ");
+  }
+  tabs_->setTabToolTip(index, tip.join(" --vs "));
+  tabs_->setCurrentIndex(index);
+  static_cast<QStackedWidget*>(centralWidget())->setCurrentWidget(tabs_);
+  connect(view, &CompareView::statusMessage, this, [this](const QString& message) { statusBar()->showMessage(message); });
+  statusBar()->showMessage(tr("Compared %1 steps with %2").arg(comparison.diff.steps_a).arg(comparison.diff.steps_b));
+}
+
+int MainWindow::comparison_count() const {
+  int count = 0;
+  for (int i = 0; i < tabs_->count(); ++i) count += qobject_cast<CompareView*>(tabs_->widget(i)) != nullptr;
+  return count;
+}
+
+CompareView* MainWindow::comparison(int i) const {
+  for (int t = 0; t < tabs_->count(); ++t) {
+    auto* view = qobject_cast<CompareView*>(tabs_->widget(t));
+    if (view != nullptr && i-- == 0) return view;
+  }
+  return nullptr;
+}
+
+int MainWindow::document_count() const {
+  int count = 0;
+  for (int i = 0; i < tabs_->count(); ++i) count += qobject_cast<DocumentView*>(tabs_->widget(i)) != nullptr;
+  return count;
+}
+
+// The i-th trace tab (comparison tabs are not counted).
+DocumentView* MainWindow::document(int i) const {
+  for (int t = 0; t < tabs_->count(); ++t) {
+    auto* view = qobject_cast<DocumentView*>(tabs_->widget(t));
+    if (view != nullptr && i-- == 0) return view;
+  }
+  return nullptr;
+}
 
 DocumentView* MainWindow::current_document() const {
   return qobject_cast<DocumentView*>(tabs_->currentWidget());

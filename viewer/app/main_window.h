@@ -4,8 +4,10 @@
 // is already open.
 #pragma once
 
+#include <QFutureWatcher>
 #include <QMainWindow>
 #include <QStringList>
+#include <cstdint>
 #include <memory>
 
 #include "viewer/load/document.h"
@@ -21,8 +23,10 @@ class QTabWidget;
 
 namespace stepscope::viewer {
 
+class CompareView;
 class DocumentView;
 class TraceLoader;
+struct OpenedComparison;
 
 // Writes `image` as a PNG completely or not at all (temp file + rename). Returns the error, or an
 // empty string.
@@ -42,9 +46,18 @@ class MainWindow : public QMainWindow {
   // Adds an already built document (the synthetic benchmark trace).
   DocumentView* AddDocument(std::shared_ptr<const TraceDocument> document);
   TraceLoader* loader() const { return loader_; }
-  int document_count() const;
+  int document_count() const;  // trace tabs (DocumentView), not comparisons
   DocumentView* document(int i) const;
   DocumentView* current_document() const;
+  // Opens the comparison of two runs in a tab of its own (`stepscope-view A... --vs B...`): each
+  // side files or directories, as `stepscope diff A... --vs B...` takes them; the timelines show
+  // the step numbered `step_a` / `step_b` (the first of the side when -1 or not found). The diff
+  // runs off the UI thread; a failure is reported like a load failure.
+  void Compare(const QStringList& a, const QStringList& b, int64_t step_a = -1, int64_t step_b = -1);
+  // Blocks until a comparison started by Compare() is shown or has failed (tests, headless).
+  void WaitForComparison();
+  int comparison_count() const;
+  CompareView* comparison(int i) const;
   // Every error reported since the window opened, newest last.
   const QStringList& errors() const { return errors_; }
 
@@ -67,6 +80,7 @@ class MainWindow : public QMainWindow {
   void RunSearch();
   void UpdateSearchStatus();
   void ShowKeys();
+  void ShowComparison();
 
   bool interactive_;
   TraceLoader* loader_;
@@ -79,6 +93,8 @@ class MainWindow : public QMainWindow {
   QCheckBox* search_regex_;
   QLabel* search_status_;
   QStringList errors_;
+  QFutureWatcher<std::shared_ptr<OpenedComparison>> comparing_;
+  bool comparison_pending_ = false;
 };
 
 }  // namespace stepscope::viewer

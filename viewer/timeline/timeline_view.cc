@@ -131,15 +131,32 @@ void TimelineView::SelectSlice(int64_t slice) {
   emit sliceSelected(slice);
 }
 
-void TimelineView::FocusSlice(uint32_t slice) {
+void TimelineView::RevealSlice(uint32_t slice) {
   const trace::Trace& trace = document_->trace();
-  const trace::Slice& s = trace.slices()[slice];
-  for (int32_t t = static_cast<int32_t>(s.track); t >= 0; t = trace.tracks()[t].parent) {
+  if (slice >= trace.slices().size()) return;
+  for (int32_t t = static_cast<int32_t>(trace.slices()[slice].track); t >= 0; t = trace.tracks()[t].parent) {
     layout_.SetCollapsed(static_cast<uint32_t>(t), false);
   }
   UpdateScrollBar();
   const int row = layout_.RowOfSlice(slice);
   if (row >= 0) EnsureRowVisible(row);
+  SelectSlice(slice);
+  update();
+}
+
+void TimelineView::SetSliceColors(std::vector<uint32_t> colors) {
+  slice_colors_ = colors.size() == document_->trace().slices().size() ? std::move(colors) : std::vector<uint32_t>();
+  update();
+}
+
+uint32_t TimelineView::SliceColor(uint32_t slice) const {
+  return slice < slice_colors_.size() ? slice_colors_[slice] : document_->ColorOf(document_->trace().slices()[slice]);
+}
+
+void TimelineView::FocusSlice(uint32_t slice) {
+  const trace::Trace& trace = document_->trace();
+  const trace::Slice& s = trace.slices()[slice];
+  RevealSlice(slice);
   // Keep the zoom when the slice is comfortably visible; otherwise show it at a fifth of the view.
   const TimeMapping map = mapping();
   const double start = static_cast<double>(s.start_ns);
@@ -157,7 +174,14 @@ void TimelineView::FocusSlice(uint32_t slice) {
 
 void TimelineView::ClearSelection() {
   range_.reset();
+  highlighted_.clear();
   SelectSlice(-1);
+  update();
+}
+
+void TimelineView::SetHighlighted(std::vector<uint32_t> slices) {
+  std::erase_if(slices, [this](uint32_t s) { return s >= document_->trace().slices().size(); });
+  highlighted_ = std::move(slices);
   update();
 }
 
@@ -329,7 +353,7 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
       flush_fold();
       const QRectF area(kTimeAreaLeft + x0, y + 1, x1 - x0, kRowHeight - 2);
       const trace::Slice& s = slices[box.slice];
-      painter.fillRect(area, QColor::fromRgb(document_->ColorOf(s)));
+      painter.fillRect(area, QColor::fromRgb(slice_colors_.empty() ? document_->ColorOf(s) : slice_colors_[box.slice]));
       if (area.width() > 3 * char_width + 4) {
         const auto fit = static_cast<uint32_t>((area.width() - 4) / char_width);
         painter.drawStaticText(QPointF(area.left() + 2, y + text_top), Label(s.name, fit));
@@ -349,6 +373,14 @@ void TimelineView::PaintSelection(QPainter& painter, const TimeMapping& map) {
     painter.setPen(QColor(0x46, 0x82, 0xdc));
     painter.drawLine(QPointF(kTimeAreaLeft + x0, kRulerHeight), QPointF(kTimeAreaLeft + x0, height()));
     painter.drawLine(QPointF(kTimeAreaLeft + x1, kRulerHeight), QPointF(kTimeAreaLeft + x1, height()));
+  }
+  if (!highlighted_.empty()) {
+    painter.setPen(QPen(QColor(0x20, 0x20, 0x28), 1, Qt::DashLine));
+    painter.setBrush(Qt::NoBrush);
+    for (uint32_t slice : highlighted_) {
+      const QRect box = SliceRect(slice);
+      if (!box.isEmpty()) painter.drawRect(box.adjusted(0, 0, -1, -1));
+    }
   }
   if (selected_ >= 0) {
     const QRect box = SliceRect(static_cast<uint32_t>(selected_));
@@ -437,13 +469,15 @@ QString TimelineView::TooltipAt(const QPoint& pos) const {
   const int64_t slice = SliceAt(pos);
   if (slice < 0) return {};
   const trace::Slice& s = trace.slices()[static_cast<size_t>(slice)];
+  const QString note = slice_note_ ? slice_note_(static_cast<uint32_t>(slice)) : QString();
   return QStringLiteral("<b>%1</b><br>%2 &middot; %3<br>start %4, duration <b>%5</b><br>%6")
-      .arg(QString::fromUtf8(trace.str(s.name)).toHtmlEscaped(),
-           QString::fromUtf8(trace.str(s.op_type)).toHtmlEscaped(),
-           QString::fromUtf8(trace::SliceKindName(s.kind)),
-           QString::fromStdString(FormatDuration(static_cast<double>(s.start_ns))),
-           QString::fromStdString(FormatDuration(static_cast<double>(s.dur_ns))),
-           QString::fromStdString(trace.TrackPath(s.track)).toHtmlEscaped());
+             .arg(QString::fromUtf8(trace.str(s.name)).toHtmlEscaped(),
+                  QString::fromUtf8(trace.str(s.op_type)).toHtmlEscaped(),
+                  QString::fromUtf8(trace::SliceKindName(s.kind)),
+                  QString::fromStdString(FormatDuration(static_cast<double>(s.start_ns))),
+                  QString::fromStdString(FormatDuration(static_cast<double>(s.dur_ns))),
+                  QString::fromStdString(trace.TrackPath(s.track)).toHtmlEscaped()) +
+         (note.isEmpty() ? QString() : QStringLiteral("<br>") + note);
 }
 
 bool TimelineView::event(QEvent* event) {

@@ -12,6 +12,7 @@
 #include <QFont>
 #include <QStaticText>
 #include <QWidget>
+#include <functional>
 #include <unordered_map>
 #include <memory>
 #include <optional>
@@ -51,6 +52,18 @@ class TimelineView : public QWidget {
   int64_t selected_slice() const { return selected_; }
   std::optional<std::pair<int64_t, int64_t>> selected_range() const { return range_; }
   bool show_flows() const { return show_flows_; }
+  // Colours per slice (0xRRGGBB, indexed like trace().slices()) instead of the op type colours:
+  // the comparison view tints slices by their change. Empty: the op type colours again.
+  void SetSliceColors(std::vector<uint32_t> colors);
+  uint32_t SliceColor(uint32_t slice) const;
+  // Slices outlined besides the selection (all slices of an op the comparison jumped to); Esc
+  // (ClearSelection) clears them.
+  void SetHighlighted(std::vector<uint32_t> slices);
+  const std::vector<uint32_t>& highlighted() const { return highlighted_; }
+  // A line added to the tooltip of a slice (the comparison's verdict for it); empty: none.
+  void SetSliceNote(std::function<QString(uint32_t slice)> note) { slice_note_ = std::move(note); }
+  // The tooltip at a widget position (HTML), empty where there is none.
+  QString TooltipAt(const QPoint& pos) const;
   // Milliseconds the last paintEvent took.
   double last_paint_ms() const { return last_paint_ms_; }
 
@@ -59,6 +72,8 @@ class TimelineView : public QWidget {
   // Selects a slice and brings it into view: expands what hides it, scrolls to its row and
   // zooms in when it is too narrow to see.
   void FocusSlice(uint32_t slice);
+  // Selects a slice and scrolls (expanding what hides it) to its row; the time window stays.
+  void RevealSlice(uint32_t slice);
   void ClearSelection();
   void SetShowFlows(bool show);
   void ZoomAtPx(double px, double factor);  // px within the time area
@@ -92,7 +107,6 @@ class TimelineView : public QWidget {
   void PaintRows(QPainter& painter, const TimeMapping& mapping);
   void PaintFlows(QPainter& painter, const TimeMapping& mapping);
   void PaintSelection(QPainter& painter, const TimeMapping& mapping);
-  QString TooltipAt(const QPoint& pos) const;
 
   std::shared_ptr<const TraceDocument> document_;
   TimeAxis* axis_;
@@ -112,6 +126,9 @@ class TimelineView : public QWidget {
 
   const QStaticText& Label(trace::StringId name, uint32_t max_chars);
 
+  std::vector<uint32_t> slice_colors_;  // overrides the op type colours when not empty
+  std::vector<uint32_t> highlighted_;
+  std::function<QString(uint32_t)> slice_note_;
   std::vector<DrawBox> boxes_;  // reused between frames
   QFont label_font_;
   std::unordered_map<uint64_t, QStaticText> label_cache_;  // (name, chars) -> laid-out label

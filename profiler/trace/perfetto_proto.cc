@@ -1,0 +1,1134 @@
+#include "profiler/trace/perfetto_proto.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <unordered_map>
+
+#include "profiler/trace/node_store.h"
+#include "profiler/trace/proto_wire.h"
+#include "profiler/trace/slice_details.h"
+#include "profiler/trace/utf8.h"
+#include "stepscope/tf/run_metadata.pb.h"
+
+namespace stepscope::trace {
+namespace {
+
+// Field numbers of google/perfetto protos/perfetto/trace/ (docs/formats.md §7).
+namespace trace_proto { enum : uint32_t { kPacket = 1 }; }
+namespace packet {
+enum : uint32_t {
+  kClockSnapshot = 6, kTimestamp = 8, kSequenceId = 10, kTrackEvent = 11, kInternedData = 12,
+  kSequenceFlags = 13, kIncrementalStateCleared = 41, kTimestampClockId = 58, kDefaults = 59,
+  kTrackDescriptor = 60,
+};
+enum : uint32_t { kSeqIncrementalStateCleared = 1, kSeqNeedsIncrementalState = 2 };
+}  // namespace packet
+namespace defaults { enum : uint32_t { kTrackEventDefaults = 11, kTimestampClockId = 58 }; }
+namespace event_defaults { enum : uint32_t { kTrackUuid = 11 }; }
+namespace clock_snapshot { enum : uint32_t { kClocks = 1, kPrimaryTraceClock = 2 }; }
+namespace clock {
+enum : uint32_t { kClockId = 1, kTimestamp = 2, kIsIncremental = 3, kUnitMultiplierNs = 4 };
+enum : uint32_t { kRealtime = 1, kBoottime = 6, kSequenceClock = 64 };
+}  // namespace clock
+namespace track_descriptor {
+enum : uint32_t { kUuid = 1, kName = 2, kProcess = 3, kThread = 4, kParentUuid = 5, kCounter = 8, kStaticName = 10,
+                  kChildOrdering = 11, kSiblingOrderRank = 12 };
+enum : uint32_t { kChildOrderingExplicit = 3 };
+}  // namespace track_descriptor
+namespace process_descriptor { enum : uint32_t { kPid = 1, kProcessName = 6 }; }
+namespace thread_descriptor { enum : uint32_t { kPid = 1, kTid = 2, kThreadName = 5 }; }
+namespace counter_descriptor { enum : uint32_t { kUnit = 3 }; enum : uint32_t { kUnitSizeBytes = 3 }; }
+namespace track_event {
+enum : uint32_t {
+  kCategoryIids = 3, kDebugAnnotations = 4, kType = 9, kNameIid = 10, kTrackUuid = 11, kCategories = 22,
+  kName = 23, kCounterValue = 30, kFlowIdsOld = 36, kTerminatingFlowIdsOld = 42, kDoubleCounterValue = 44,
+  kFlowIds = 47, kTerminatingFlowIds = 48,
+};
+enum : uint32_t { kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4 };
+}  // namespace track_event
+namespace annotation {
+enum : uint32_t { kNameIid = 1, kBool = 2, kUint = 3, kInt = 4, kDouble = 5, kString = 6, kPointer = 7,
+                  kName = 10, kStringIid = 17 };
+}
+namespace interned {
+enum : uint32_t { kEventCategories = 1, kEventNames = 2, kAnnotationNames = 3, kAnnotationStrings = 29 };
+enum : uint32_t { kIid = 1, kName = 2 };  // EventName/EventCategory/DebugAnnotationName; InternedString str = 2
+}  // namespace interned
+
+// ---------------------------------------------------------------------------------------------
+// Writing.
+
+class ProtoExporter {
+ public:
+  explicit ProtoExporter(const Trace& trace) : trace_(trace) {}
+
+  std::string Run() {
+    out_.reserve(trace_.slices().size() * 64 + 4096);
+    IndexFlows();
+    IndexArgs();
+    const auto& tracks = trace_.tracks();
+    // One sequence per root track (a host, a rank), with its tracks under it.
+    std::vector<int32_t> root_of(tracks.size(), -1);
+    for (uint32_t t = 0; t < tracks.size(); ++t) {
+      int32_t x = static_cast<int32_t>(t);
+      while (tracks[x].parent >= 0) x = tracks[x].parent;
+      root_of[t] = x;
+    }
+    // Tracks shown: those holding a kept slice or a counter, and their ancestors.
+    needed_.assign(tracks.size(), false);
+    auto need = [&](int32_t t) {
+      for (; t >= 0 && !needed_[t]; t = tracks[t].parent) needed_[t] = true;
+    };
+    for (const Slice& s : trace_.slices()) {
+      if (!s.duplicate()) need(static_cast<int32_t>(s.track));
+    }
+    for (const CounterSeries& counter : trace_.counters()) need(counter.track);
+    // Sequence 1: the trace's epoch on REALTIME and BOOTTIME (so even a trace with nothing in
+    // it is a file with a packet), every track's descriptor (hosts as processes, then their
+    // devices and lanes), and the counter tracks'.
+    BeginSequence(kDescriptorSequence, 0);
+    for (uint32_t root = 0; root < tracks.size(); ++root) {
+      if (tracks[root].parent >= 0 || !needed_[root]) continue;
+      for (uint32_t t = 0; t < tracks.size(); ++t) {
+        if (root_of[t] == static_cast<int32_t>(root) && needed_[t]) Descriptor(t, root);
+      }
+    }
+    for (size_t c = 0; c < trace_.counters().size(); ++c) CounterDescriptor(c);
+    // Then one sequence per track with events: its own clock snapshot, default track and
+    // incremental clock, so each event's timestamp is a small delta and no event names its track.
+    uint32_t sequence = kDescriptorSequence;
+    for (uint32_t t = 0; t < tracks.size(); ++t) {
+      bool any = false;
+      for (const Slice& s : trace_.track_slices(t)) any = any || !s.duplicate();
+      if (!any) continue;
+      BeginSequence(++sequence, TrackUuid(t));
+      Slices(t, sequence);
+    }
+    for (size_t c = 0; c < trace_.counters().size(); ++c) {
+      if (trace_.counters()[c].ts_ns.empty()) continue;
+      BeginSequence(++sequence, CounterUuid(c));
+      CounterValues(c, sequence);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  uint64_t TrackUuid(uint32_t track) const { return uint64_t{track} + 1; }
+  uint64_t CounterUuid(size_t counter) const { return uint64_t{trace_.tracks().size()} + 1 + counter; }
+
+  void IndexFlows() {
+    const size_t n = trace_.slices().size();
+    out_begin_.assign(n + 1, 0);
+    in_begin_.assign(n + 1, 0);
+    const auto& slices = trace_.slices();
+    auto kept = [&](const Flow& flow) {
+      return !slices[flow.from_slice].duplicate() && !slices[flow.to_slice].duplicate();
+    };
+    for (const Flow& flow : trace_.flows()) {
+      if (!kept(flow)) continue;
+      ++out_begin_[flow.from_slice + 1];
+      ++in_begin_[flow.to_slice + 1];
+    }
+    for (size_t i = 0; i < n; ++i) {
+      out_begin_[i + 1] += out_begin_[i];
+      in_begin_[i + 1] += in_begin_[i];
+    }
+    out_ids_.resize(trace_.flows().size());
+    in_ids_.resize(trace_.flows().size());
+    std::vector<uint32_t> out_fill(out_begin_.begin(), out_begin_.end() - 1);
+    std::vector<uint32_t> in_fill(in_begin_.begin(), in_begin_.end() - 1);
+    for (size_t f = 0; f < trace_.flows().size(); ++f) {
+      const Flow& flow = trace_.flows()[f];
+      if (!kept(flow)) continue;
+      out_ids_[out_fill[flow.from_slice]++] = f + 1;
+      in_ids_[in_fill[flow.to_slice]++] = f + 1;
+    }
+  }
+
+  // Per slice: its free-form arguments' range and its kernel/transfer args (no searches).
+  void IndexArgs() {
+    const size_t n = trace_.slices().size();
+    const auto& args = trace_.all_slice_args();
+    args_begin_.assign(n + 1, 0);
+    for (const SliceArg& arg : args) ++args_begin_[arg.slice + 1];
+    for (size_t i = 0; i < n; ++i) args_begin_[i + 1] += args_begin_[i];
+    kernel_index_.assign(trace_.all_kernel_args().empty() ? 0 : n, kNoArgs);
+    for (size_t k = 0; k < trace_.all_kernel_args().size(); ++k) kernel_index_[trace_.all_kernel_args()[k].slice] = static_cast<uint32_t>(k);
+    transfer_index_.assign(trace_.all_transfer_args().empty() ? 0 : n, kNoArgs);
+    for (size_t k = 0; k < trace_.all_transfer_args().size(); ++k) transfer_index_[trace_.all_transfer_args()[k].slice] = static_cast<uint32_t>(k);
+  }
+  static constexpr uint32_t kNoArgs = 0xffffffffu;
+  const KernelArgs* KernelOf(uint32_t slice) const {
+    if (kernel_index_.empty() || kernel_index_[slice] == kNoArgs) return nullptr;
+    return &trace_.all_kernel_args()[kernel_index_[slice]];
+  }
+  const TransferArgs* TransferOf(uint32_t slice) const {
+    if (transfer_index_.empty() || transfer_index_[slice] == kNoArgs) return nullptr;
+    return &trace_.all_transfer_args()[transfer_index_[slice]];
+  }
+
+  void SequenceHeader(uint32_t sequence, bool interned) {
+    wire::Varint(out_, packet::kSequenceId, sequence);
+    if (interned) wire::Varint(out_, packet::kSequenceFlags, packet::kSeqNeedsIncrementalState);
+  }
+
+  static constexpr uint32_t kDescriptorSequence = 1;
+
+  // The first packet of a track's sequence: incremental state cleared, defaults (the sequence
+  // clock, the track) and the clock snapshot that puts the sequence clock (incremental, ns,
+  // 0 = the trace's epoch) on REALTIME and BOOTTIME.
+  void BeginSequence(uint32_t sequence, uint64_t track_uuid) {
+    sequence_ = sequence;
+    last_ts_ = 0;
+    for (InternTable* table : {&names_, &categories_, &keys_, &strings_}) table->next = 1;
+    wire::Scope p(out_, trace_proto::kPacket);
+    wire::Varint(out_, packet::kSequenceId, sequence);
+    wire::Varint(out_, packet::kSequenceFlags, packet::kSeqIncrementalStateCleared);
+    {
+      wire::Scope d(out_, packet::kDefaults);
+      if (track_uuid != 0) {
+        wire::Scope e(out_, defaults::kTrackEventDefaults);
+        wire::Varint(out_, event_defaults::kTrackUuid, track_uuid);
+      }
+      wire::Varint(out_, defaults::kTimestampClockId, clock::kSequenceClock);
+    }
+    wire::Scope snapshot(out_, packet::kClockSnapshot);
+    const uint64_t epoch = static_cast<uint64_t>(std::max<int64_t>(trace_.epoch_ns(), 0));
+    for (uint32_t id : {uint32_t{clock::kSequenceClock}, uint32_t{clock::kRealtime}, uint32_t{clock::kBoottime}}) {
+      wire::Scope c(out_, clock_snapshot::kClocks);
+      wire::Varint(out_, clock::kClockId, id);
+      wire::Varint(out_, clock::kTimestamp, id == clock::kSequenceClock ? 0 : epoch);
+      if (id == clock::kSequenceClock) wire::Varint(out_, clock::kIsIncremental, 1);
+    }
+  }
+
+  // The delta of `ts` (ns from the epoch) on the sequence's incremental clock.
+  uint64_t Delta(int64_t ts) {
+    const int64_t delta = ts - last_ts_;
+    last_ts_ = ts;
+    return static_cast<uint64_t>(std::max<int64_t>(delta, 0));
+  }
+
+  void Descriptor(uint32_t t, uint32_t root) {
+    const Track& track = trace_.tracks()[t];
+    wire::Scope p(out_, trace_proto::kPacket);
+    SequenceHeader(kDescriptorSequence, false);
+    wire::Scope d(out_, packet::kTrackDescriptor);
+    wire::Varint(out_, track_descriptor::kUuid, TrackUuid(t));
+    if (track.parent >= 0) wire::Varint(out_, track_descriptor::kParentUuid, TrackUuid(static_cast<uint32_t>(track.parent)));
+    wire::Bytes(out_, track_descriptor::kName, trace_.str(track.name));
+    if (track.parent < 0) {
+      wire::Scope process(out_, track_descriptor::kProcess);
+      wire::Varint(out_, process_descriptor::kPid, sequence_pid(root));
+      wire::Bytes(out_, process_descriptor::kProcessName, trace_.str(track.name));
+    }
+    wire::Varint(out_, track_descriptor::kChildOrdering, track_descriptor::kChildOrderingExplicit);
+    wire::Varint(out_, track_descriptor::kSiblingOrderRank, static_cast<uint64_t>(static_cast<int64_t>(track.sort_index)));
+  }
+
+  uint64_t sequence_pid(uint32_t track) const { return uint64_t{track} + 1; }
+
+  void CounterDescriptor(size_t c) {
+    const CounterSeries& counter = trace_.counters()[c];
+    wire::Scope p(out_, trace_proto::kPacket);
+    SequenceHeader(kDescriptorSequence, false);
+    wire::Scope d(out_, packet::kTrackDescriptor);
+    wire::Varint(out_, track_descriptor::kUuid, CounterUuid(c));
+    if (counter.track >= 0) wire::Varint(out_, track_descriptor::kParentUuid, TrackUuid(static_cast<uint32_t>(counter.track)));
+    wire::Bytes(out_, track_descriptor::kName, trace_.str(counter.name));
+    wire::Scope descriptor(out_, track_descriptor::kCounter);
+    if (counter.unit == "bytes") wire::Varint(out_, counter_descriptor::kUnit, counter_descriptor::kUnitSizeBytes);
+  }
+
+  // A counter's values in time order (a series out of order is sorted, stably).
+  void CounterValues(size_t c, uint32_t sequence) {
+    const CounterSeries& counter = trace_.counters()[c];
+    std::vector<uint32_t> order(counter.ts_ns.size());
+    std::iota(order.begin(), order.end(), 0u);
+    if (!std::is_sorted(counter.ts_ns.begin(), counter.ts_ns.end())) {
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return counter.ts_ns[a] < counter.ts_ns[b]; });
+    }
+    for (uint32_t i : order) {
+      wire::Scope p(out_, trace_proto::kPacket);
+      wire::Varint(out_, packet::kTimestamp, Delta(counter.ts_ns[i]));
+      SequenceHeader(sequence, false);
+      wire::Scope e(out_, packet::kTrackEvent);
+      wire::Varint(out_, track_event::kType, track_event::kCounter);
+      wire::Int64(out_, track_event::kCounterValue, counter.values[i]);
+    }
+  }
+
+  // Interning, per sequence, indexed by what is interned (no hashing of text): trace strings by
+  // StringId, categories by slice kind, the annotation names we write by their Key. An entry
+  // holds the sequence it was interned in (high 32 bits) and its iid (low 32 bits).
+  enum Key : uint8_t {
+    kKeyName, kKeyGrid, kKeyBlock, kKeyRegisters, kKeyShared, kKeyBlocksPerSm, kKeyWarpsPerSm, kKeyOccupancy,
+    kKeyDevice, kKeyStream, kKeyCorrelation, kKeyBytes, kKeyBandwidth, kKeyLabel, kKeyKind, kKeyShapes, kKeyCount
+  };
+  static constexpr std::string_view kKeyNames[kKeyCount] = {
+      "name", "grid", "block", "registers per thread", "shared memory", "blocks per SM", "warps per SM",
+      "est. achieved occupancy %", "device", "stream", "correlation", "bytes", "memory bandwidth (GB/s)",
+      "label", "kind", "output shapes"};
+
+  struct InternTable {
+    std::vector<uint64_t> slots;
+    uint32_t next = 1;
+  };
+
+  // The iid of entry `index` of `table` in the current sequence; when new, its interned-data
+  // entry (field `field` of InternedData) is appended to `pending`.
+  uint64_t Intern(InternTable& table, size_t index, std::string_view text, uint32_t field, std::string& pending) {
+    if (table.slots.size() <= index) table.slots.resize(index + 1, 0);
+    uint64_t& slot = table.slots[index];
+    if ((slot >> 32) == sequence_) return slot & 0xffffffffu;
+    const uint32_t iid = table.next++;
+    slot = (uint64_t{sequence_} << 32) | iid;
+    wire::Scope entry(pending, field);
+    wire::Varint(pending, interned::kIid, iid);
+    wire::Bytes(pending, interned::kName, text);
+    return iid;
+  }
+
+  // Annotations are collected per slice before the packet is written (their names and string
+  // values may need interning in that packet).
+  struct Arg {
+    enum Kind : uint8_t { kInt, kDouble, kString, kInline } kind = kInt;
+    bool literal_key = true;
+    uint32_t key = 0;     // a Key, or a StringId of the trace
+    StringId value = 0;   // kString: a trace string (interned)
+    int64_t i = 0;
+    double d = 0;
+    std::string_view text;  // kInline: written as is (labels, made-up values)
+  };
+
+  void AddInt(Key key, int64_t value) {
+    Arg& a = args_.emplace_back();
+    a.key = key;
+    a.kind = Arg::kInt;
+    a.i = value;
+  }
+  void AddDouble(Key key, double value) {
+    Arg& a = args_.emplace_back();
+    a.key = key;
+    a.kind = Arg::kDouble;
+    a.d = value;
+  }
+  void AddInline(Key key, std::string_view value) {
+    Arg& a = args_.emplace_back();
+    a.key = key;
+    a.kind = Arg::kInline;
+    a.text = value;
+  }
+  // "x,y,z" into one of the scratch buffers (valid until the next slice).
+  std::string_view Triple(const uint32_t* v) {
+    std::string& out = scratch_[scratch_used_++ % kScratch];
+    out.clear();
+    for (int k = 0; k < 3; ++k) {
+      if (k > 0) out.push_back(',');
+      char buffer[16];
+      const auto r = std::to_chars(buffer, buffer + sizeof buffer, v[k]);
+      out.append(buffer, r.ptr);
+    }
+    return out;
+  }
+
+  // A step stats node's outputs as "float[20,200] int32[]" (dtype, then dims; ? for unknown).
+  std::string_view OutputShapes(const tf::NodeExecStats& node) {
+    std::string& out = scratch_[scratch_used_++ % kScratch];
+    out.clear();
+    for (const auto& output : node.output()) {
+      if (!out.empty()) out.push_back(' ');
+      const auto& description = output.tensor_description();
+      const int dtype = static_cast<int>(description.dtype());
+      std::string name = tf::DataType_IsValid(dtype) ? tf::DataType_Name(static_cast<tf::DataType>(dtype)) : "";
+      if (name.substr(0, 3) == "DT_") name = name.substr(3);
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      out += name.empty() ? "dtype" + std::to_string(dtype) : name;
+      out.push_back('[');
+      if (description.shape().unknown_rank()) out.push_back('?');
+      for (int d = 0; d < description.shape().dim_size(); ++d) {
+        if (d > 0) out.push_back(',');
+        const int64_t size = description.shape().dim(d).size();
+        out += size < 0 ? std::string("?") : std::to_string(size);
+      }
+      out.push_back(']');
+    }
+    return out;
+  }
+
+  void CollectArgs(uint32_t index, const Slice& s) {
+    args_.clear();
+    const std::span<const SliceArg> free_args(trace_.all_slice_args().data() + args_begin_[index],
+                                              args_begin_[index + 1] - args_begin_[index]);
+    // The node name first; also when it equals the op type but a free-form argument is called
+    // "name" too (the reader takes the first "name" as the node).
+    bool named_arg = false;
+    for (const SliceArg& arg : free_args) named_arg = named_arg || arg.key == name_key_;
+    if ((s.name != s.op_type || named_arg) && s.name != 0) {
+      Arg& a = args_.emplace_back();
+      a.key = kKeyName;
+      a.kind = Arg::kString;
+      a.value = s.name;
+    }
+    const KernelArgs* k = KernelOf(index);
+    if (k != nullptr) {
+      if (k->has_grid()) {
+        AddInline(kKeyGrid, Triple(k->grid));
+        AddInline(kKeyBlock, Triple(k->block));
+      }
+      if (k->registers_per_thread >= 0) AddInt(kKeyRegisters, k->registers_per_thread);
+      if (k->shared_memory_bytes >= 0) AddInt(kKeyShared, k->shared_memory_bytes);
+      if (k->blocks_per_sm >= 0) AddDouble(kKeyBlocksPerSm, k->blocks_per_sm);
+      if (k->warps_per_sm >= 0) AddDouble(kKeyWarpsPerSm, k->warps_per_sm);
+      if (k->occupancy_percent >= 0) AddDouble(kKeyOccupancy, k->occupancy_percent);
+      if (k->device >= 0) AddInt(kKeyDevice, k->device);
+      if (k->stream >= 0) AddInt(kKeyStream, k->stream);
+      if (k->correlation >= 0) AddInt(kKeyCorrelation, k->correlation);
+    }
+    const TransferArgs* t = TransferOf(index);
+    if (t != nullptr) {
+      if (t->bytes >= 0) AddInt(kKeyBytes, t->bytes);
+      if (t->bandwidth_gbps >= 0) AddDouble(kKeyBandwidth, t->bandwidth_gbps);
+      if (t->device >= 0) AddInt(kKeyDevice, t->device);
+      if (t->stream >= 0) AddInt(kKeyStream, t->stream);
+      if (t->correlation >= 0) AddInt(kKeyCorrelation, t->correlation);
+    }
+    if (has_nodes_) {
+      if (const tf::NodeExecStats* node = nodes_.Get(index)) {
+        if (!node->timeline_label().empty()) AddInline(kKeyLabel, node->timeline_label());
+        if (node->output_size() > 0) AddInline(kKeyShapes, OutputShapes(*node));
+        if (s.kind == SliceKind::kMemcpy && t == nullptr) {
+          if (auto memcpy = GetMemcpyDetails(trace_, index, nodes_)) {
+            std::string& kind = scratch_[scratch_used_++ % kScratch];
+            kind = memcpy->kind;
+            AddInline(kKeyKind, kind);
+            AddInt(kKeyBytes, memcpy->bytes);
+          }
+        }
+        if (node->has_kernel() && k == nullptr) {
+          const auto& kl = node->kernel();
+          const uint32_t grid[3] = {kl.grid_x(), kl.grid_y(), kl.grid_z()};
+          const uint32_t block[3] = {kl.block_x(), kl.block_y(), kl.block_z()};
+          AddInline(kKeyGrid, Triple(grid));
+          AddInline(kKeyBlock, Triple(block));
+          AddInt(kKeyRegisters, kl.registers_per_thread());
+          AddInt(kKeyShared, kl.static_shared_memory() + kl.dynamic_shared_memory());
+          AddInt(kKeyStream, kl.stream_id());
+        }
+        if (node->correlation_id() != 0 && k == nullptr) AddInt(kKeyCorrelation, static_cast<int64_t>(node->correlation_id()));
+      }
+    }
+    for (const SliceArg& arg : free_args) {
+      Arg& a = args_.emplace_back();
+      a.literal_key = false;
+      a.key = arg.key;
+      if (arg.is_number) {
+        a.kind = Arg::kInt;
+        a.i = arg.number;
+      } else {
+        a.kind = Arg::kString;
+        a.value = arg.value;
+      }
+    }
+  }
+
+  void Begin(uint32_t index, const Slice& s, uint32_t sequence) {
+    CollectArgs(index, s);
+    // Interned data first (into side buffers: InternedData's fields in number order), then the
+    // packet.
+    interned_categories_.clear();
+    interned_names_.clear();
+    interned_keys_.clear();
+    interned_values_.clear();
+    const StringId name = s.op_type != 0 ? s.op_type : s.name;
+    const uint64_t name_iid = Intern(names_, name, trace_.str(name), interned::kEventNames, interned_names_);
+    const uint64_t category_iid = Intern(categories_, static_cast<size_t>(s.kind), SliceKindName(s.kind),
+                                         interned::kEventCategories, interned_categories_);
+    annotation_iids_.clear();
+    for (const Arg& arg : args_) {
+      // One table for both kinds of names (one iid space): our keys after the trace's strings.
+      const uint64_t key = arg.literal_key ? Intern(keys_, trace_.strings().size() + arg.key, kKeyNames[arg.key],
+                                                    interned::kAnnotationNames, interned_keys_)
+                                           : Intern(keys_, arg.key, trace_.str(arg.key), interned::kAnnotationNames,
+                                                    interned_keys_);
+      uint64_t value = 0;
+      if (arg.kind == Arg::kString) {
+        value = Intern(strings_, arg.value, trace_.str(arg.value), interned::kAnnotationStrings, interned_values_);
+      }
+      annotation_iids_.push_back({key, value});
+    }
+
+    wire::Scope p(out_, trace_proto::kPacket);
+    wire::Varint(out_, packet::kTimestamp, Delta(s.start_ns));
+    SequenceHeader(sequence, true);
+    if (!interned_categories_.empty() || !interned_names_.empty() || !interned_keys_.empty() ||
+        !interned_values_.empty()) {
+      wire::Scope in(out_, packet::kInternedData);
+      out_ += interned_categories_;
+      out_ += interned_names_;
+      out_ += interned_keys_;
+      out_ += interned_values_;
+    }
+    wire::Scope e(out_, packet::kTrackEvent);
+    wire::Varint(out_, track_event::kCategoryIids, category_iid);
+    wire::Varint(out_, track_event::kType, track_event::kSliceBegin);
+    wire::Varint(out_, track_event::kNameIid, name_iid);
+    for (size_t a = 0; a < args_.size(); ++a) {
+      const Arg& arg = args_[a];
+      wire::Scope d(out_, track_event::kDebugAnnotations);
+      wire::Varint(out_, annotation::kNameIid, annotation_iids_[a].first);
+      switch (arg.kind) {
+        case Arg::kInt: wire::Int64(out_, annotation::kInt, arg.i); break;
+        case Arg::kDouble: wire::Double(out_, annotation::kDouble, arg.d); break;
+        case Arg::kString: wire::Varint(out_, annotation::kStringIid, annotation_iids_[a].second); break;
+        case Arg::kInline: wire::Bytes(out_, annotation::kString, arg.text); break;
+      }
+    }
+    for (uint32_t f = out_begin_[index]; f < out_begin_[index + 1]; ++f) {
+      wire::Fixed64(out_, track_event::kFlowIds, out_ids_[f]);
+    }
+    for (uint32_t f = in_begin_[index]; f < in_begin_[index + 1]; ++f) {
+      wire::Fixed64(out_, track_event::kTerminatingFlowIds, in_ids_[f]);
+    }
+  }
+
+  void End(int64_t ts, uint32_t sequence) {
+    wire::Scope p(out_, trace_proto::kPacket);
+    wire::Varint(out_, packet::kTimestamp, Delta(ts));
+    SequenceHeader(sequence, false);
+    wire::Scope e(out_, packet::kTrackEvent);
+    wire::Varint(out_, track_event::kType, track_event::kSliceEnd);
+  }
+
+  // A track's slices in nesting order: each END before the next BEGIN at or after it.
+  void Slices(uint32_t t, uint32_t sequence) {
+    const auto slices = trace_.track_slices(t);
+    if (slices.empty()) return;
+    const uint32_t first = trace_.track_first_slice(t);
+    open_.clear();
+    for (uint32_t k = 0; k < slices.size(); ++k) {
+      const Slice& s = slices[k];
+      if (s.duplicate()) continue;  // TensorFlow's /stream:all and /memcpy repeats, as in chrome
+      while (!open_.empty() && open_.back() <= s.start_ns) {
+        End(open_.back(), sequence);
+        open_.pop_back();
+      }
+      Begin(first + k, s, sequence);
+      open_.push_back(s.end_ns());
+    }
+    while (!open_.empty()) {
+      End(open_.back(), sequence);
+      open_.pop_back();
+    }
+  }
+
+  const Trace& trace_;
+  NodeReader nodes_{trace_};
+  std::string out_;
+  std::string interned_names_, interned_categories_, interned_keys_, interned_values_;
+  InternTable names_, categories_, keys_, strings_;
+  uint32_t sequence_ = 0;
+  int64_t last_ts_ = 0;
+  const bool has_nodes_ = trace_.has_step_stats();
+  const int64_t name_key_ = trace_.strings().Find("name");
+  static constexpr size_t kScratch = 8;
+  std::string scratch_[kScratch];
+  size_t scratch_used_ = 0;
+  std::vector<Arg> args_;
+  std::vector<std::pair<uint64_t, uint64_t>> annotation_iids_;
+  std::vector<int64_t> open_;
+  std::vector<bool> needed_;
+  std::vector<uint32_t> args_begin_, kernel_index_, transfer_index_;
+  std::vector<uint32_t> out_begin_, in_begin_;
+  std::vector<uint64_t> out_ids_, in_ids_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reading.
+
+SliceKind KindOfCategory(std::string_view category) {
+  for (SliceKind kind : {SliceKind::kOp, SliceKind::kKernel, SliceKind::kMemcpy, SliceKind::kMemset,
+                         SliceKind::kCollective, SliceKind::kRuntime, SliceKind::kOther, SliceKind::kAnnotation,
+                         SliceKind::kSync}) {
+    if (SliceKindName(kind) == category) return kind;
+  }
+  if (category == "kernel" || category == "gpu_memcpy") return SliceKind::kKernel;
+  return SliceKind::kOther;
+}
+
+struct ReadArg {
+  std::string key;
+  enum Kind { kInt, kDouble, kString } kind = kString;
+  int64_t i = 0;
+  double d = 0;
+  std::string s;
+  std::string Text() const {
+    if (kind == kInt) return std::to_string(i);
+    if (kind == kDouble) {
+      char buffer[64];
+      const int n = std::snprintf(buffer, sizeof buffer, "%.17g", d);
+      return std::string(buffer, static_cast<size_t>(std::max(n, 0)));
+    }
+    return s;
+  }
+};
+
+struct OpenSlice {
+  int64_t start_ns = 0;
+  std::string name;
+  std::string category;
+  std::vector<ReadArg> args;
+  std::vector<uint64_t> flows_out, flows_in;
+};
+
+struct Sequence {
+  std::unordered_map<uint64_t, std::string> names, categories, annotation_names, strings;
+  std::unordered_map<uint32_t, int64_t> clock_offset;  // sequence clock -> trace clock: abs = ts + offset
+  std::unordered_map<uint32_t, int64_t> incremental_last;  // incremental clocks: last value
+  std::unordered_map<uint32_t, bool> incremental;
+  std::unordered_map<uint32_t, int64_t> unit;
+  uint32_t default_clock = 0;
+  uint64_t default_track = 0;
+  bool has_default_track = false;
+};
+
+class ProtoImporter {
+ public:
+  explicit ProtoImporter(std::string name) : name_(std::move(name)) {}
+
+  StatusOr<Trace> Run(std::string_view bytes) {
+    wire::Reader top(bytes);
+    wire::Field f;
+    // Clock snapshots first: absolute times for builtin clocks need them in any order.
+    while (top.Next(f)) {
+      if (f.number != trace_proto::kPacket || f.type != wire::kLength) {
+        return InvalidInput(name_ + ": offset " + std::to_string(f.offset) +
+                            ": not a Perfetto trace packet (field " + std::to_string(f.number) + ")");
+      }
+      RETURN_IF_ERROR(Packet(f));
+    }
+    if (top.failed()) return Damage(top.error_offset(), top.error());
+    // Slices left open at the end close at the last instant seen.
+    for (auto& [uuid, stack] : open_) {
+      while (!stack.empty()) {
+        builder_.import_stats().Add("perfetto_unclosed_slices_closed");
+        Close(uuid, last_ts_);
+      }
+    }
+    for (const auto& [id, ends] : flows_) {
+      if (ends.first == kNone || ends.second == kNone) {
+        builder_.import_stats().Add("perfetto_flows_without_both_ends");
+        continue;
+      }
+      const SliceKind from = slice_kinds_[ends.first];
+      const SliceKind to = slice_kinds_[ends.second];
+      const FlowKind kind = IsDeviceWork(to) && !IsDeviceWork(from) ? FlowKind::kLaunch : FlowKind::kDataflow;
+      builder_.AddFlow(Flow{ends.first, ends.second, kind});
+    }
+    for (auto& [uuid, counter] : counters_) {
+      if (!counter.ts_ns.empty()) builder_.AddCounter(std::move(counter));
+    }
+    builder_.SetSource(SourceFormat::kPerfettoProto, name_);
+    builder_.step_info().producer = "Perfetto protobuf";
+    return std::move(builder_).Build();
+  }
+
+ private:
+  static constexpr uint32_t kNone = 0xffffffffu;
+
+  Status Damage(size_t offset, const std::string& what) const {
+    return InvalidInput(name_ + ": offset " + std::to_string(offset) + ": " + what +
+                        " (truncated or corrupt Perfetto protobuf)");
+  }
+
+  std::string Text(std::string_view bytes) {
+    if (IsValidUtf8(bytes)) return std::string(bytes);
+    int64_t replaced = 0;
+    std::string out = RepairUtf8(bytes, &replaced);
+    builder_.import_stats().Add("invalid_utf8_bytes_replaced", replaced);
+    return out;
+  }
+
+#define STEPSCOPE_WIRE_CHECK(reader) \
+  if ((reader).failed()) return Damage((reader).error_offset(), (reader).error())
+
+  Status Packet(const wire::Field& packet_field) {
+    wire::Reader reader = wire::Nested(packet_field);
+    wire::Field f;
+    uint32_t sequence_id = 0;
+    bool has_timestamp = false;
+    uint64_t timestamp = 0;
+    uint32_t clock_id = 0;
+    bool has_clock = false;
+    uint32_t flags = 0;
+    wire::Field event, descriptor, interned_field, snapshot, packet_defaults;
+    bool has_event = false, has_descriptor = false, has_interned = false, has_snapshot = false, has_defaults = false;
+    bool other = false;
+    while (reader.Next(f)) {
+      switch (f.number) {
+        case packet::kTimestamp: has_timestamp = true; timestamp = f.value; break;
+        case packet::kSequenceId: sequence_id = static_cast<uint32_t>(f.value); break;
+        case packet::kTimestampClockId: has_clock = true; clock_id = static_cast<uint32_t>(f.value); break;
+        case packet::kSequenceFlags: flags = static_cast<uint32_t>(f.value); break;
+        case packet::kIncrementalStateCleared: if (f.value != 0) flags |= packet::kSeqIncrementalStateCleared; break;
+        case packet::kTrackEvent: event = f; has_event = f.type == wire::kLength; break;
+        case packet::kTrackDescriptor: descriptor = f; has_descriptor = f.type == wire::kLength; break;
+        case packet::kInternedData: interned_field = f; has_interned = f.type == wire::kLength; break;
+        case packet::kClockSnapshot: snapshot = f; has_snapshot = f.type == wire::kLength; break;
+        case packet::kDefaults: packet_defaults = f; has_defaults = f.type == wire::kLength; break;
+        case 3: case 42: case 79: case 87: case 98: break;
+        default: other = true; break;
+      }
+    }
+    STEPSCOPE_WIRE_CHECK(reader);
+    Sequence& seq = sequences_[sequence_id];
+    if (flags & packet::kSeqIncrementalStateCleared) {
+      seq.names.clear();
+      seq.categories.clear();
+      seq.annotation_names.clear();
+      seq.strings.clear();
+      for (auto& [id, last] : seq.incremental_last) last = 0;
+    }
+    if (has_defaults) RETURN_IF_ERROR(Defaults(packet_defaults, seq));
+    if (has_interned) RETURN_IF_ERROR(Interned(interned_field, seq));
+    if (has_snapshot) RETURN_IF_ERROR(Snapshot(snapshot, seq));
+    if (has_descriptor) RETURN_IF_ERROR(Descriptor(descriptor));
+    if (has_event) {
+      if (!has_clock) clock_id = seq.default_clock;
+      int64_t ts = static_cast<int64_t>(timestamp);
+      if (clock_id >= 64 && clock_id < 128) {
+        const auto offset = seq.clock_offset.find(clock_id);
+        if (offset == seq.clock_offset.end()) {
+          builder_.import_stats().Add("perfetto_events_on_unknown_clock_skipped");
+          return Status::Ok();
+        }
+        if (seq.incremental[clock_id]) {
+          int64_t& last = seq.incremental_last[clock_id];
+          last += ts;
+          ts = last;
+        }
+        const int64_t unit = seq.unit.count(clock_id) ? seq.unit[clock_id] : 1;
+        ts = ts * unit + offset->second;
+      } else if (!has_timestamp) {
+        builder_.import_stats().Add("perfetto_events_without_timestamp_skipped");
+        return Status::Ok();
+      }
+      if (ts < -(int64_t{1} << 62) || ts > (int64_t{1} << 62)) {
+        builder_.import_stats().Add("event_bad_time_skipped");
+        return Status::Ok();
+      }
+      last_ts_ = std::max(last_ts_, ts);
+      RETURN_IF_ERROR(Event(event, seq, ts));
+    } else if (other && !has_descriptor && !has_snapshot) {
+      builder_.import_stats().Add("perfetto_other_packets_skipped");
+    }
+    return Status::Ok();
+  }
+
+  Status Defaults(const wire::Field& field, Sequence& seq) {
+    wire::Reader reader = wire::Nested(field);
+    wire::Field f;
+    while (reader.Next(f)) {
+      if (f.number == defaults::kTimestampClockId) seq.default_clock = static_cast<uint32_t>(f.value);
+      if (f.number == defaults::kTrackEventDefaults && f.type == wire::kLength) {
+        wire::Reader inner = wire::Nested(f);
+        wire::Field g;
+        while (inner.Next(g)) {
+          if (g.number == event_defaults::kTrackUuid) {
+            seq.default_track = g.value;
+            seq.has_default_track = true;
+          }
+        }
+        STEPSCOPE_WIRE_CHECK(inner);
+      }
+    }
+    STEPSCOPE_WIRE_CHECK(reader);
+    return Status::Ok();
+  }
+
+  Status Interned(const wire::Field& field, Sequence& seq) {
+    wire::Reader reader = wire::Nested(field);
+    wire::Field f;
+    while (reader.Next(f)) {
+      std::unordered_map<uint64_t, std::string>* table = nullptr;
+      switch (f.number) {
+        case interned::kEventCategories: table = &seq.categories; break;
+        case interned::kEventNames: table = &seq.names; break;
+        case interned::kAnnotationNames: table = &seq.annotation_names; break;
+        case interned::kAnnotationStrings: table = &seq.strings; break;
+        default: continue;
+      }
+      if (f.type != wire::kLength) continue;
+      wire::Reader entry = wire::Nested(f);
+      wire::Field g;
+      uint64_t iid = 0;
+      std::string_view text;
+      while (entry.Next(g)) {
+        if (g.number == interned::kIid) iid = g.value;
+        if (g.number == interned::kName && g.type == wire::kLength) text = g.bytes;
+      }
+      STEPSCOPE_WIRE_CHECK(entry);
+      (*table)[iid] = Text(text);
+    }
+    STEPSCOPE_WIRE_CHECK(reader);
+    return Status::Ok();
+  }
+
+  Status Snapshot(const wire::Field& field, Sequence& seq) {
+    wire::Reader reader = wire::Nested(field);
+    wire::Field f;
+    struct Reading {
+      uint32_t id = 0;
+      int64_t ts = 0;
+      bool incremental = false;
+      int64_t unit = 1;
+    };
+    std::vector<Reading> readings;
+    while (reader.Next(f)) {
+      if (f.number != clock_snapshot::kClocks || f.type != wire::kLength) continue;
+      wire::Reader c = wire::Nested(f);
+      wire::Field g;
+      Reading r;
+      while (c.Next(g)) {
+        if (g.number == clock::kClockId) r.id = static_cast<uint32_t>(g.value);
+        if (g.number == clock::kTimestamp) r.ts = static_cast<int64_t>(g.value);
+        if (g.number == clock::kIsIncremental) r.incremental = g.value != 0;
+        if (g.number == clock::kUnitMultiplierNs && g.value > 0 && g.value < (1u << 30)) r.unit = static_cast<int64_t>(g.value);
+      }
+      STEPSCOPE_WIRE_CHECK(c);
+      readings.push_back(r);
+    }
+    STEPSCOPE_WIRE_CHECK(reader);
+    // The trace clock: BOOTTIME, else REALTIME, else the first builtin clock of the snapshot.
+    const Reading* reference = nullptr;
+    for (uint32_t preferred : {uint32_t{clock::kBoottime}, uint32_t{clock::kRealtime}}) {
+      for (const Reading& r : readings) {
+        if (reference == nullptr && r.id == preferred) reference = &r;
+      }
+    }
+    for (const Reading& r : readings) {
+      if (reference == nullptr && r.id < 64) reference = &r;
+    }
+    if (reference == nullptr) return Status::Ok();
+    for (const Reading& r : readings) {
+      if (r.id < 64 || r.id >= 128) continue;
+      seq.unit[r.id] = r.unit;
+      seq.incremental[r.id] = r.incremental;
+      seq.incremental_last[r.id] = r.incremental ? r.ts : 0;
+      // abs = value * unit + offset, where an incremental clock's value accumulates its deltas
+      // from the snapshot's reading.
+      seq.clock_offset[r.id] = reference->ts - r.ts * r.unit;
+    }
+    return Status::Ok();
+  }
+
+  Status Descriptor(const wire::Field& field) {
+    wire::Reader reader = wire::Nested(field);
+    wire::Field f;
+    uint64_t uuid = 0, parent = 0;
+    bool has_parent = false, counter = false, process = false;
+    std::string name;
+    int64_t rank = 0;
+    while (reader.Next(f)) {
+      switch (f.number) {
+        case track_descriptor::kUuid: uuid = f.value; break;
+        case track_descriptor::kParentUuid: parent = f.value; has_parent = true; break;
+        case track_descriptor::kName:
+        case track_descriptor::kStaticName:
+          if (f.type == wire::kLength) name = Text(f.bytes);
+          break;
+        case track_descriptor::kCounter: counter = true; break;
+        case track_descriptor::kSiblingOrderRank: rank = static_cast<int64_t>(f.value); break;
+        case track_descriptor::kProcess:
+        case track_descriptor::kThread: {
+          if (f.type != wire::kLength) break;
+          process = process || f.number == track_descriptor::kProcess;
+          wire::Reader inner = wire::Nested(f);
+          wire::Field g;
+          while (inner.Next(g)) {
+            if (name.empty() && g.type == wire::kLength &&
+                ((f.number == track_descriptor::kProcess && g.number == process_descriptor::kProcessName) ||
+                 (f.number == track_descriptor::kThread && g.number == thread_descriptor::kThreadName))) {
+              name = Text(g.bytes);
+            }
+          }
+          STEPSCOPE_WIRE_CHECK(inner);
+          break;
+        }
+        default: break;
+      }
+    }
+    STEPSCOPE_WIRE_CHECK(reader);
+    Described& d = described_[uuid];
+    d.parent = parent;
+    d.has_parent = has_parent;
+    d.name = name.empty() ? "track " + std::to_string(uuid) : name;
+    d.counter = counter;
+    d.process = process;
+    d.rank = rank;
+    return Status::Ok();
+  }
+
+  struct Described {
+    uint64_t parent = 0;
+    bool has_parent = false;
+    bool counter = false;
+    bool process = false;
+    int64_t rank = 0;
+    std::string name;
+  };
+
+  // The Trace track of a Perfetto track (created with its ancestors on first use).
+  uint32_t TrackFor(uint64_t uuid, int depth = 0) {
+    if (auto it = tracks_.find(uuid); it != tracks_.end()) return it->second;
+    Track track;
+    const auto d = described_.find(uuid);
+    int32_t parent = -1;
+    std::string name = uuid == 0 ? "global" : "track " + std::to_string(uuid);
+    if (d != described_.end()) {
+      name = d->second.name;
+      if (d->second.has_parent && depth < 32 && d->second.parent != uuid) {
+        parent = static_cast<int32_t>(TrackFor(d->second.parent, depth + 1));
+      }
+      track.sort_index = static_cast<int32_t>(std::clamp<int64_t>(d->second.rank, INT32_MIN, INT32_MAX));
+    }
+    int level = 0;
+    for (int32_t x = parent; x >= 0; x = builder_.tracks()[x].parent) ++level;
+    track.parent = parent;
+    track.name = builder_.Intern(name);
+    track.full_name = track.name;
+    if (level == 0) {
+      track.kind = TrackKind::kHost;
+    } else if (level == 1) {
+      track.kind = TrackKind::kDevice;
+    } else if (name.find("stream:all") != std::string::npos) {
+      track.kind = TrackKind::kGpuAllStreams;
+    } else if (name.find("memcpy") != std::string::npos) {
+      track.kind = TrackKind::kGpuMemcpy;
+    } else if (name.find("stream") != std::string::npos || name.find("Stream") != std::string::npos) {
+      track.kind = TrackKind::kGpuStream;
+    } else if (name.find("comm") != std::string::npos || name.find("collective") != std::string::npos) {
+      track.kind = TrackKind::kCollective;
+    } else {
+      track.kind = TrackKind::kOpLane;
+    }
+    const uint32_t index = builder_.AddTrack(track);
+    tracks_[uuid] = index;
+    return index;
+  }
+
+  Status Annotation(const wire::Field& field, Sequence& seq, ReadArg& arg) {
+    wire::Reader reader = wire::Nested(field);
+    wire::Field f;
+    while (reader.Next(f)) {
+      switch (f.number) {
+        case annotation::kNameIid: arg.key = seq.annotation_names[f.value]; break;
+        case annotation::kName: if (f.type == wire::kLength) arg.key = Text(f.bytes); break;
+        case annotation::kBool: arg.kind = ReadArg::kInt; arg.i = f.value != 0; break;
+        case annotation::kUint: case annotation::kInt: case annotation::kPointer:
+          arg.kind = ReadArg::kInt;
+          arg.i = static_cast<int64_t>(f.value);
+          break;
+        case annotation::kDouble: {
+          arg.kind = ReadArg::kDouble;
+          std::memcpy(&arg.d, &f.value, 8);
+          break;
+        }
+        case annotation::kString: if (f.type == wire::kLength) { arg.kind = ReadArg::kString; arg.s = Text(f.bytes); } break;
+        case annotation::kStringIid: arg.kind = ReadArg::kString; arg.s = seq.strings[f.value]; break;
+        default: break;
+      }
+    }
+    STEPSCOPE_WIRE_CHECK(reader);
+    return Status::Ok();
+  }
+
+  Status Event(const wire::Field& field, Sequence& seq, int64_t ts) {
+    wire::Reader reader = wire::Nested(field);
+    wire::Field f;
+    uint32_t type = 0;
+    uint64_t uuid = seq.has_default_track ? seq.default_track : 0;
+    std::string name, category;
+    bool has_counter = false;
+    double counter_value = 0;
+    OpenSlice slice;
+    slice.start_ns = ts;
+    while (reader.Next(f)) {
+      switch (f.number) {
+        case track_event::kType: type = static_cast<uint32_t>(f.value); break;
+        case track_event::kTrackUuid: uuid = f.value; break;
+        case track_event::kNameIid: name = seq.names[f.value]; break;
+        case track_event::kName: if (f.type == wire::kLength) name = Text(f.bytes); break;
+        case track_event::kCategoryIids:
+          if (category.empty() && f.type == wire::kVarint) category = seq.categories[f.value];
+          break;
+        case track_event::kCategories: if (category.empty() && f.type == wire::kLength) category = Text(f.bytes); break;
+        case track_event::kCounterValue: has_counter = true; counter_value = static_cast<double>(static_cast<int64_t>(f.value)); break;
+        case track_event::kDoubleCounterValue: has_counter = true; std::memcpy(&counter_value, &f.value, 8); break;
+        case track_event::kDebugAnnotations:
+          if (f.type == wire::kLength) {
+            ReadArg arg;
+            RETURN_IF_ERROR(Annotation(f, seq, arg));
+            slice.args.push_back(std::move(arg));
+          }
+          break;
+        case track_event::kFlowIds: case track_event::kFlowIdsOld: slice.flows_out.push_back(f.value); break;
+        case track_event::kTerminatingFlowIds: case track_event::kTerminatingFlowIdsOld: slice.flows_in.push_back(f.value); break;
+        default: break;
+      }
+    }
+    STEPSCOPE_WIRE_CHECK(reader);
+    switch (type) {
+      case track_event::kSliceBegin:
+        slice.name = std::move(name);
+        slice.category = std::move(category);
+        open_[uuid].push_back(std::move(slice));
+        break;
+      case track_event::kSliceEnd:
+        if (open_[uuid].empty()) {
+          builder_.import_stats().Add("perfetto_unmatched_end_skipped");
+        } else {
+          Close(uuid, ts);
+        }
+        break;
+      case track_event::kInstant:
+        slice.name = std::move(name);
+        slice.category = std::move(category);
+        open_[uuid].push_back(std::move(slice));
+        Close(uuid, ts);
+        break;
+      case track_event::kCounter: {
+        if (!has_counter) break;
+        auto [it, added] = counters_.try_emplace(uuid);
+        if (added) {
+          const auto d = described_.find(uuid);
+          it->second.name = builder_.Intern(d != described_.end() ? d->second.name : "counter " + std::to_string(uuid));
+          it->second.unit = "bytes";
+          it->second.origin = "perfetto counter track";
+          if (d != described_.end() && d->second.has_parent) it->second.track = static_cast<int32_t>(TrackFor(d->second.parent));
+        }
+        it->second.ts_ns.push_back(ts);
+        it->second.values.push_back(static_cast<int64_t>(std::llround(counter_value)));
+        break;
+      }
+      default:
+        builder_.import_stats().Add("perfetto_events_of_unknown_type_skipped");
+        break;
+    }
+    return Status::Ok();
+  }
+
+  void Close(uint64_t uuid, int64_t end_ns) {
+    std::vector<OpenSlice>& stack = open_[uuid];
+    OpenSlice open = std::move(stack.back());
+    stack.pop_back();
+    Slice s;
+    s.start_ns = open.start_ns;
+    s.dur_ns = std::max<int64_t>(end_ns - open.start_ns, 0);
+    s.track = TrackFor(uuid);
+    s.kind = KindOfCategory(open.category);
+    std::string node;
+    KernelArgs kernel;
+    TransferArgs transfer;
+    bool has_kernel = false, has_transfer = false;
+    std::vector<const ReadArg*> rest;
+    for (const ReadArg& arg : open.args) {
+      const std::string& k = arg.key;
+      if (k == "name" && arg.kind == ReadArg::kString && &arg == &open.args.front()) node = arg.s;
+      else if (s.kind == SliceKind::kKernel && (k == "grid" || k == "block")) {
+        uint32_t* target = k == "grid" ? kernel.grid : kernel.block;
+        std::string_view text = arg.s;
+        for (int i = 0; i < 3; ++i) {
+          const size_t comma = text.find(',');
+          uint32_t v = 0;
+          std::from_chars(text.data(), text.data() + (comma == std::string_view::npos ? text.size() : comma), v);
+          target[i] = v;
+          if (comma == std::string_view::npos) break;
+          text.remove_prefix(comma + 1);
+        }
+        has_kernel = true;
+      } else if (s.kind == SliceKind::kKernel && arg.kind != ReadArg::kString &&
+                 (k == "registers per thread" || k == "shared memory" || k == "blocks per SM" || k == "warps per SM" ||
+                  k == "est. achieved occupancy %" || k == "device" || k == "stream" || k == "correlation")) {
+        const double v = arg.kind == ReadArg::kInt ? static_cast<double>(arg.i) : arg.d;
+        if (k == "registers per thread") kernel.registers_per_thread = static_cast<int32_t>(v);
+        if (k == "shared memory") kernel.shared_memory_bytes = static_cast<int32_t>(v);
+        if (k == "blocks per SM") kernel.blocks_per_sm = static_cast<float>(v);
+        if (k == "warps per SM") kernel.warps_per_sm = static_cast<float>(v);
+        if (k == "est. achieved occupancy %") kernel.occupancy_percent = static_cast<float>(v);
+        if (k == "device") kernel.device = static_cast<int32_t>(v);
+        if (k == "stream") kernel.stream = static_cast<int32_t>(v);
+        if (k == "correlation") kernel.correlation = arg.i;
+        has_kernel = true;
+      } else if ((s.kind == SliceKind::kMemcpy || s.kind == SliceKind::kMemset) && arg.kind != ReadArg::kString &&
+                 (k == "bytes" || k == "memory bandwidth (GB/s)" || k == "device" || k == "stream" || k == "correlation")) {
+        const double v = arg.kind == ReadArg::kInt ? static_cast<double>(arg.i) : arg.d;
+        if (k == "bytes") transfer.bytes = arg.i;
+        if (k == "memory bandwidth (GB/s)") transfer.bandwidth_gbps = static_cast<float>(v);
+        if (k == "device") transfer.device = static_cast<int32_t>(v);
+        if (k == "stream") transfer.stream = static_cast<int32_t>(v);
+        if (k == "correlation") transfer.correlation = arg.i;
+        has_transfer = true;
+      } else {
+        rest.push_back(&arg);
+      }
+    }
+    s.op_type = builder_.Intern(open.name);
+    s.name = node.empty() ? s.op_type : builder_.Intern(node);
+    const uint32_t index = builder_.AddSlice(s);
+    slice_kinds_.push_back(s.kind);
+    if (has_kernel) {
+      kernel.slice = index;
+      builder_.AddKernelArgs(kernel);
+    }
+    if (has_transfer) {
+      transfer.slice = index;
+      builder_.AddTransferArgs(transfer);
+    }
+    for (const ReadArg* arg : rest) {
+      if (arg->kind == ReadArg::kInt) {
+        builder_.AddSliceArg(index, builder_.Intern(arg->key), arg->i);
+      } else {
+        builder_.AddSliceArg(index, builder_.Intern(arg->key), builder_.Intern(arg->Text()));
+      }
+    }
+    for (uint64_t id : open.flows_out) {
+      auto& ends = flows_.try_emplace(id, kNone, kNone).first->second;
+      if (ends.first == kNone) ends.first = index;
+    }
+    for (uint64_t id : open.flows_in) {
+      auto& ends = flows_.try_emplace(id, kNone, kNone).first->second;
+      ends.second = index;
+    }
+  }
+
+#undef STEPSCOPE_WIRE_CHECK
+
+  std::string name_;
+  TraceBuilder builder_;
+  std::unordered_map<uint32_t, Sequence> sequences_;
+  std::unordered_map<uint64_t, Described> described_;
+  std::unordered_map<uint64_t, uint32_t> tracks_;
+  std::unordered_map<uint64_t, std::vector<OpenSlice>> open_;
+  std::map<uint64_t, CounterSeries> counters_;
+  std::map<uint64_t, std::pair<uint32_t, uint32_t>> flows_;
+  std::vector<SliceKind> slice_kinds_;
+  int64_t last_ts_ = 0;
+};
+
+}  // namespace
+
+std::string ExportPerfettoProto(const Trace& trace) { return ProtoExporter(trace).Run(); }
+
+StatusOr<Trace> ReadPerfettoProto(std::string_view bytes, const std::string& name) {
+  if (bytes.empty()) return InvalidInput(name + ": file is empty");
+  return ProtoImporter(name).Run(bytes);
+}
+
+}  // namespace stepscope::trace

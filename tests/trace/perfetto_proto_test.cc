@@ -1,0 +1,493 @@
+// The Perfetto protobuf export, decoded with Perfetto's own message definitions
+// (tests/trace/proto/perfetto_trace.proto, compiled by protoc into this test): every slice, flow
+// and counter point of the source is there with its time, name and track; and read back by
+// stepscope, the trace has the same slices, times and names. Damage names the file and offset.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "base/file_io.h"
+#include "proto/perfetto_trace.pb.h"
+#include "profiler/trace/format_sniff.h"
+#include "profiler/trace/perfetto_proto.h"
+#include "profiler/trace/reader.h"
+#include "profiler/trace/varint.h"
+#include "profiler/trace/writer.h"
+#include "test_util.h"
+
+namespace stepscope::trace {
+namespace {
+
+namespace pp = perfetto::protos;
+
+// What a Perfetto reader sees in our output, decoded packet by packet with interning resolved.
+struct Decoded {
+  struct SliceSeen {
+    uint64_t track = 0;
+    int64_t start = 0, end = 0;  // on the sequence clock (ns since the trace's epoch)
+    std::string name, category, node;
+  };
+  std::vector<SliceSeen> slices;
+  std::map<uint64_t, const pp::TrackDescriptor*> tracks;
+  std::map<uint64_t, int64_t> counter_points;  // per counter track
+  std::multiset<uint64_t> flow_starts, flow_ends;
+  std::set<uint32_t> sequences;
+  int64_t snapshots = 0;
+  std::vector<std::string> problems;
+};
+
+Decoded Decode(const pp::Trace& trace) {
+  Decoded d;
+  struct Interned {
+    std::unordered_map<uint64_t, std::string> names, categories, keys, values;
+    uint64_t default_track = 0;
+    bool incremental = false;  // the sequence clock 64 is incremental
+    int64_t last = 0;
+  };
+  std::map<uint32_t, Interned> interned;
+  std::map<uint64_t, std::vector<size_t>> open;  // per track: indices into d.slices
+  for (const pp::TracePacket& packet : trace.packet()) {
+    const uint32_t seq = packet.trusted_packet_sequence_id();
+    if (seq == 0) d.problems.push_back("packet without a sequence id");
+    d.sequences.insert(seq);
+    Interned& in = interned[seq];
+    if (packet.sequence_flags() & pp::TracePacket::SEQ_INCREMENTAL_STATE_CLEARED) in = Interned{};
+    if (packet.has_clock_snapshot()) {
+      ++d.snapshots;
+      if (packet.trace_packet_defaults().timestamp_clock_id() != 64) d.problems.push_back("no sequence clock default");
+      for (const auto& c : packet.clock_snapshot().clocks()) {
+        if (c.clock_id() == 64) {
+          in.incremental = c.is_incremental();
+          in.last = static_cast<int64_t>(c.timestamp());
+        }
+      }
+    }
+    if (packet.has_trace_packet_defaults() && packet.trace_packet_defaults().has_track_event_defaults()) {
+      in.default_track = packet.trace_packet_defaults().track_event_defaults().track_uuid();
+    }
+    // An iid is defined once per sequence (until its state is cleared).
+    auto define = [&](std::unordered_map<uint64_t, std::string>& table, uint64_t iid, const std::string& text) {
+      if (!table.try_emplace(iid, text).second) d.problems.push_back("iid " + std::to_string(iid) + " interned twice");
+    };
+    for (const auto& e : packet.interned_data().event_names()) define(in.names, e.iid(), e.name());
+    for (const auto& e : packet.interned_data().event_categories()) define(in.categories, e.iid(), e.name());
+    for (const auto& e : packet.interned_data().debug_annotation_names()) define(in.keys, e.iid(), e.name());
+    for (const auto& e : packet.interned_data().debug_annotation_string_values()) define(in.values, e.iid(), e.str());
+    if (packet.has_track_descriptor()) d.tracks[packet.track_descriptor().uuid()] = &packet.track_descriptor();
+    if (!packet.has_track_event()) continue;
+    const pp::TrackEvent& e = packet.track_event();
+    // Timestamps on an incremental clock are deltas from the sequence's previous one.
+    int64_t ts = static_cast<int64_t>(packet.timestamp());
+    if (in.incremental) ts = in.last += ts;
+    const uint64_t track = e.has_track_uuid() ? e.track_uuid() : in.default_track;
+    if (!d.tracks.count(track)) d.problems.push_back("event before its track descriptor");
+    switch (e.type()) {
+      case pp::TrackEvent::TYPE_SLICE_BEGIN: {
+        if (!(packet.sequence_flags() & pp::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE)) {
+          d.problems.push_back("interned event without SEQ_NEEDS_INCREMENTAL_STATE");
+        }
+        Decoded::SliceSeen s;
+        s.track = track;
+        s.start = ts;
+        if (!in.names.count(e.name_iid())) d.problems.push_back("name iid not interned");
+        s.name = in.names[e.name_iid()];
+        if (e.category_iids_size() != 1) d.problems.push_back("slice without one category");
+        if (e.category_iids_size() > 0) s.category = in.categories[e.category_iids(0)];
+        for (const auto& a : e.debug_annotations()) {
+          if (!in.keys.count(a.name_iid())) d.problems.push_back("annotation name not interned");
+        }
+        // The node name is the first annotation, "name" (later ones of that name are stats).
+        if (e.debug_annotations_size() > 0 && in.keys[e.debug_annotations(0).name_iid()] == "name") {
+          s.node = in.values[e.debug_annotations(0).string_value_iid()];
+        }
+        for (uint64_t id : e.flow_ids()) d.flow_starts.insert(id);
+        for (uint64_t id : e.terminating_flow_ids()) d.flow_ends.insert(id);
+        open[s.track].push_back(d.slices.size());
+        d.slices.push_back(s);
+        break;
+      }
+      case pp::TrackEvent::TYPE_SLICE_END: {
+        auto& stack = open[track];
+        if (stack.empty()) {
+          d.problems.push_back("END without BEGIN");
+          break;
+        }
+        Decoded::SliceSeen& s = d.slices[stack.back()];
+        stack.pop_back();
+        s.end = ts;
+        if (s.end < s.start) d.problems.push_back("slice ends before it starts");
+        if (!stack.empty() && d.slices[stack.back()].start > s.start) d.problems.push_back("bad nesting");
+        break;
+      }
+      case pp::TrackEvent::TYPE_COUNTER:
+        if (!d.tracks.count(track) || !d.tracks[track]->has_counter()) {
+          d.problems.push_back("counter value on a track without CounterDescriptor");
+        }
+        ++d.counter_points[track];
+        break;
+      default: d.problems.push_back("unexpected event type"); break;
+    }
+  }
+  for (const auto& [track, stack] : open) {
+    if (!stack.empty()) d.problems.push_back("slice never ended");
+  }
+  return d;
+}
+
+Trace Read(const std::string& name) {
+  auto trace = ReadTrace(testing::DataPath(name));
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  return std::move(trace).value();
+}
+
+// Every kept slice of `source` appears in the decoded output on its own track, with its time,
+// op type (event name), kind (category) and node name.
+void ExpectEverySlice(const Trace& source, const Decoded& d) {
+  std::multiset<std::tuple<uint64_t, int64_t, int64_t, std::string, std::string, std::string>> want, got;
+  for (uint32_t i = 0; i < source.slices().size(); ++i) {
+    const Slice& s = source.slices()[i];
+    if (s.duplicate()) continue;
+    const std::string name(source.str(s.op_type != 0 ? s.op_type : s.name));
+    const std::string node = s.name != s.op_type ? std::string(source.str(s.name)) : "";
+    want.insert({uint64_t{s.track} + 1, s.start_ns, s.end_ns(), name, std::string(SliceKindName(s.kind)), node});
+  }
+  // A node name equal to the op type is written only when a stat is called "name" too.
+  for (const auto& s : d.slices) got.insert({s.track, s.start, s.end, s.name, s.category, s.node == s.name ? "" : s.node});
+  EXPECT_EQ(got.size(), want.size());
+  EXPECT_TRUE(got == want) << "slices differ";
+}
+
+TEST(PerfettoProtoTest, DecodesWithPerfettosDefinitionsTfGpuStep) {
+  const Trace source = Read("ptb_lstm_tf1_gpu_step.pbtxt");
+  const std::string bytes = ExportPerfettoProto(source);
+  pp::Trace decoded;
+  ASSERT_TRUE(decoded.ParseFromString(bytes));
+  const Decoded d = Decode(decoded);
+  EXPECT_TRUE(d.problems.empty()) << d.problems.front();
+  // 2087 node stats of which 755 are /stream:all and /memcpy repeats (as in the chrome flavour).
+  EXPECT_EQ(d.slices.size(), 2087u - 755u);
+  ExpectEverySlice(source, d);
+  // Every flow whose ends are kept: one start and one end per id.
+  int64_t kept_flows = 0;
+  for (const Flow& f : source.flows()) {
+    kept_flows += !source.slices()[f.from_slice].duplicate() && !source.slices()[f.to_slice].duplicate();
+  }
+  EXPECT_GT(kept_flows, 0);
+  EXPECT_EQ(static_cast<int64_t>(d.flow_starts.size()), kept_flows);
+  EXPECT_EQ(static_cast<int64_t>(d.flow_ends.size()), kept_flows);
+  EXPECT_TRUE(d.flow_starts == d.flow_ends);
+  // Every counter point, on a bytes counter track under its device.
+  ASSERT_FALSE(source.counters().empty());
+  int64_t points = 0, decoded_points = 0;
+  for (const CounterSeries& c : source.counters()) points += static_cast<int64_t>(c.ts_ns.size());
+  for (const auto& [uuid, n] : d.counter_points) {
+    decoded_points += n;
+    EXPECT_EQ(d.tracks.at(uuid)->counter().unit(), pp::CounterDescriptor::UNIT_SIZE_BYTES);
+    EXPECT_TRUE(d.tracks.at(uuid)->has_parent_uuid());
+  }
+  EXPECT_EQ(decoded_points, points);
+  // The descriptors' sequence, then one sequence per track with events (each with its clock
+  // snapshot); the host is a process track.
+  std::set<uint32_t> tracks_with_events;
+  for (const Slice& s : source.slices()) {
+    if (!s.duplicate()) tracks_with_events.insert(s.track);
+  }
+  EXPECT_EQ(d.snapshots, static_cast<int64_t>(tracks_with_events.size() + source.counters().size() + 1));
+  EXPECT_EQ(d.sequences.size(), tracks_with_events.size() + source.counters().size() + 1);
+  int64_t processes = 0;
+  for (const auto& [uuid, t] : d.tracks) processes += t->has_process();
+  EXPECT_EQ(processes, 1);
+  // Executor ops carry their output shapes ("float[20,200] ..."), as an inline string.
+  int64_t shapes = 0;
+  for (const auto& packet : decoded.packet()) {
+    for (const auto& a : packet.track_event().debug_annotations()) {
+      shapes += a.has_string_value() && a.string_value().rfind("float[", 0) == 0;
+    }
+  }
+  EXPECT_GT(shapes, 100);
+}
+
+TEST(PerfettoProtoTest, KinetoKernelsKeepTheirOwnTracksAndArgs) {
+  const Trace source = Read("pytorch_kineto_alexnet_train.json.gz");
+  const std::string bytes = ExportPerfettoProto(source);
+  pp::Trace decoded;
+  ASSERT_TRUE(decoded.ParseFromString(bytes));
+  const Decoded d = Decode(decoded);
+  EXPECT_TRUE(d.problems.empty()) << d.problems.front();
+  ExpectEverySlice(source, d);
+  // Kernel geometry travels as debug annotations.
+  int64_t grids = 0;
+  for (const auto& packet : decoded.packet()) {
+    for (const auto& e : packet.interned_data().debug_annotation_names()) grids += e.name() == "grid";
+  }
+  // Interned once per sequence, i.e. per track holding kernels with a grid.
+  std::set<uint32_t> kernel_tracks;
+  for (const KernelArgs& k : source.all_kernel_args()) {
+    if (k.has_grid()) kernel_tracks.insert(source.slices()[k.slice].track);
+  }
+  EXPECT_GE(kernel_tracks.size(), 2u);
+  EXPECT_EQ(grids, static_cast<int64_t>(kernel_tracks.size()));
+}
+
+TEST(PerfettoProtoTest, XSpaceStatsBecomeAnnotations) {
+  const Trace source = Read("xspace/tf2_keras_mlp_cpu.xplane.pb.gz");
+  pp::Trace decoded;
+  ASSERT_TRUE(decoded.ParseFromString(ExportPerfettoProto(source)));
+  const Decoded d = Decode(decoded);
+  EXPECT_TRUE(d.problems.empty()) << d.problems.front();
+  ExpectEverySlice(source, d);
+  int64_t annotations = 0;
+  for (const auto& packet : decoded.packet()) annotations += packet.track_event().debug_annotations_size();
+  // Every stat, plus the node name where it differs from the op type.
+  int64_t named = 0;
+  for (const Slice& s : source.slices()) named += s.name != s.op_type;
+  EXPECT_GE(annotations, static_cast<int64_t>(source.all_slice_args().size()) + named);
+}
+
+TEST(PerfettoProtoTest, ReadsItsOwnOutputBack) {
+  for (const char* name : {"ptb_lstm_tf1_gpu_step.pbtxt", "pytorch_kineto_alexnet_train.json.gz",
+                           "xspace/tf2_keras_mlp_cpu.xplane.pb.gz"}) {
+    SCOPED_TRACE(name);
+    const Trace source = Read(name);
+    const std::string bytes = ExportPerfettoProto(source);
+    EXPECT_EQ(DetectFormat(bytes), DetectedFormat::kPerfettoProto);
+    auto back = ReadTraceFromBytes(bytes, "back.pftrace");
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back->source_format(), SourceFormat::kPerfettoProto);
+    EXPECT_EQ(back->epoch_ns() + back->span_begin_ns(), source.epoch_ns() + source.span_begin_ns());
+    std::multiset<std::tuple<int64_t, int64_t, std::string, std::string, SliceKind>> want, got;
+    for (const Slice& s : source.slices()) {
+      if (s.duplicate()) continue;
+      want.insert({source.epoch_ns() + s.start_ns, s.dur_ns, std::string(source.str(s.name)),
+                   std::string(source.str(s.op_type)), s.kind});
+    }
+    for (const Slice& s : back->slices()) {
+      got.insert({back->epoch_ns() + s.start_ns, s.dur_ns, std::string(back->str(s.name)),
+                  std::string(back->str(s.op_type)), s.kind});
+    }
+    EXPECT_EQ(got.size(), want.size());
+    EXPECT_TRUE(got == want);
+    EXPECT_EQ(back->import_stats().Get("overlap_moved_to_lane"), 0);
+    EXPECT_EQ(back->all_kernel_args().size(), source.all_kernel_args().size());
+    // Free-form arguments come back; so do a step stats node's label and copy details, as
+    // free-form arguments of their own.
+    std::multiset<std::pair<std::string, std::string>> source_args, back_args;
+    for (const SliceArg& a : source.all_slice_args()) source_args.insert({std::string(source.str(a.key)), a.Text(source.strings())});
+    for (const SliceArg& a : back->all_slice_args()) back_args.insert({std::string(back->str(a.key)), a.Text(back->strings())});
+    EXPECT_TRUE(std::includes(back_args.begin(), back_args.end(), source_args.begin(), source_args.end()));
+    if (source.has_step_stats()) {
+      int64_t labels = 0;
+      for (const auto& [key, value] : back_args) labels += key == "label";
+      EXPECT_GT(labels, 0);
+    } else {
+      EXPECT_EQ(back_args.size(), source_args.size());
+    }
+    int64_t kept_flows = 0;
+    for (const Flow& f : source.flows()) {
+      kept_flows += !source.slices()[f.from_slice].duplicate() && !source.slices()[f.to_slice].duplicate();
+    }
+    EXPECT_EQ(static_cast<int64_t>(back->flows().size()), kept_flows);
+    ASSERT_EQ(back->counters().size(), source.counters().size());
+    for (size_t c = 0; c < source.counters().size(); ++c) {
+      EXPECT_EQ(back->counters()[c].values, source.counters()[c].values);
+    }
+  }
+}
+
+TEST(PerfettoProtoTest, MergedRanksGetASequenceAndClockSnapshotEach) {
+  const Trace one = Read("ptb_lstm_tf1_gpu_step.pbtxt");
+  // Two hosts in one trace: a second host track copied from the first.
+  TraceBuilder builder;
+  for (const Track& t : one.tracks()) {
+    Track copy = t;
+    copy.name = builder.Intern(one.str(t.name));
+    copy.full_name = builder.Intern(one.str(t.full_name));
+    builder.AddTrack(copy);
+  }
+  const uint32_t offset = static_cast<uint32_t>(one.tracks().size());
+  for (const Track& t : one.tracks()) {
+    Track copy = t;
+    copy.name = builder.Intern(t.parent < 0 ? "rank1" : one.str(t.name));
+    copy.full_name = copy.name;
+    if (copy.parent >= 0) copy.parent += static_cast<int32_t>(offset);
+    builder.AddTrack(copy);
+  }
+  for (const Slice& s : one.slices()) {
+    for (uint32_t rank = 0; rank < 2; ++rank) {
+      Slice copy = s;
+      copy.start_ns += one.epoch_ns();
+      copy.track += rank * offset;
+      copy.name = builder.Intern(one.str(s.name));
+      copy.op_type = builder.Intern(one.str(s.op_type));
+      builder.AddSlice(copy);
+    }
+  }
+  const Trace two = std::move(builder).Build();
+  pp::Trace decoded;
+  ASSERT_TRUE(decoded.ParseFromString(ExportPerfettoProto(two)));
+  const Decoded d = Decode(decoded);
+  EXPECT_TRUE(d.problems.empty()) << d.problems.front();
+  // Each rank's tracks have their own sequences and clock snapshots, on one timeline.
+  std::set<uint32_t> tracks_with_events;
+  for (const Slice& s : two.slices()) {
+    if (!s.duplicate()) tracks_with_events.insert(s.track);
+  }
+  EXPECT_EQ(d.snapshots, static_cast<int64_t>(tracks_with_events.size() + 1));
+  int64_t processes = 0;
+  for (const auto& [uuid, t] : d.tracks) processes += t->has_process();
+  EXPECT_EQ(processes, 2);
+  EXPECT_EQ(d.slices.size(), 2 * (2087u - 755u));
+  ExpectEverySlice(two, d);
+  auto back = ReadPerfettoProto(ExportPerfettoProto(two), "two.pftrace");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->slices().size(), 2 * (2087u - 755u));
+  int64_t hosts = 0;
+  for (const Track& t : back->tracks()) hosts += t.kind == TrackKind::kHost;
+  EXPECT_EQ(hosts, 2);
+}
+
+TEST(PerfettoProtoTest, DamageNamesTheFileAndOffset) {
+  const std::string bytes = ExportPerfettoProto(Read("pytorch_kineto_alexnet_train.json.gz"));
+  for (size_t cut : {bytes.size() - 1, bytes.size() / 2, size_t{40}}) {
+    SCOPED_TRACE(cut);
+    const std::string truncated = bytes.substr(0, cut);
+    EXPECT_EQ(DetectFormat(truncated), DetectedFormat::kPerfettoProto);
+    auto trace = ReadTraceFromBytes(truncated, "cut.pftrace");
+    ASSERT_FALSE(trace.ok());
+    EXPECT_EQ(trace.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(trace.status().message().find("cut.pftrace: offset "), std::string::npos) << trace.status().message();
+    EXPECT_NE(trace.status().message().find("Perfetto protobuf"), std::string::npos);
+  }
+  // An invalid wire type in the tag of the second packet.
+  size_t pos = 1;
+  uint64_t length = 0;
+  ASSERT_TRUE(ReadVarint(bytes, pos, length));
+  const size_t second = pos + length;
+  std::string corrupt = bytes;
+  corrupt[second] = '\x0f';
+  EXPECT_EQ(DetectFormat(corrupt), DetectedFormat::kPerfettoProto);
+  auto trace = ReadTraceFromBytes(corrupt, "corrupt.pftrace");
+  ASSERT_FALSE(trace.ok());
+  EXPECT_NE(trace.status().message().find("corrupt.pftrace: offset " + std::to_string(second) + ": invalid wire type"),
+            std::string::npos)
+      << trace.status().message();
+}
+
+// A trace as the Perfetto SDK writes it, not as we do: a process and a thread track
+// (ThreadDescriptor), names and categories as plain strings, absolute BOOTTIME timestamps with
+// no clock snapshot, nested slices, an instant, a double-valued counter, a flow between threads,
+// an END without BEGIN and a BEGIN never ended.
+TEST(PerfettoProtoTest, ReadsTrackEventsOfOtherProducers) {
+  pp::Trace trace;
+  auto descriptor = [&](uint64_t uuid, uint64_t parent) {
+    pp::TracePacket* p = trace.add_packet();
+    p->set_trusted_packet_sequence_id(7);
+    pp::TrackDescriptor* d = p->mutable_track_descriptor();
+    d->set_uuid(uuid);
+    if (parent != 0) d->set_parent_uuid(parent);
+    return d;
+  };
+  pp::ProcessDescriptor* process = descriptor(100, 0)->mutable_process();
+  process->set_pid(42);
+  process->set_process_name("trainer");
+  for (int t = 0; t < 2; ++t) {
+    pp::ThreadDescriptor* thread = descriptor(101 + t, 100)->mutable_thread();
+    thread->set_pid(42);
+    thread->set_tid(1000 + t);
+    thread->set_thread_name(t == 0 ? "main" : "worker");
+  }
+  pp::TrackDescriptor* counter = descriptor(200, 100);
+  counter->set_name("rss");
+  counter->mutable_counter()->set_unit(pp::CounterDescriptor::UNIT_SIZE_BYTES);
+  auto event = [&](uint64_t ts, uint64_t track, pp::TrackEvent::Type type, const std::string& name) {
+    pp::TracePacket* p = trace.add_packet();
+    p->set_trusted_packet_sequence_id(7);
+    p->set_timestamp(ts);
+    pp::TrackEvent* e = p->mutable_track_event();
+    e->set_type(type);
+    e->set_track_uuid(track);
+    if (!name.empty()) {
+      e->set_name(name);
+      e->add_categories("cat");
+    }
+    return e;
+  };
+  const uint64_t base = uint64_t{1700000000} * 1000000000;
+  event(base + 100, 101, pp::TrackEvent::TYPE_SLICE_BEGIN, "step")->add_flow_ids(9);
+  event(base + 150, 101, pp::TrackEvent::TYPE_SLICE_BEGIN, "forward");
+  event(base + 160, 101, pp::TrackEvent::TYPE_INSTANT, "mark");
+  event(base + 400, 101, pp::TrackEvent::TYPE_SLICE_END, "");
+  event(base + 900, 101, pp::TrackEvent::TYPE_SLICE_END, "");
+  pp::TrackEvent* work = event(base + 300, 102, pp::TrackEvent::TYPE_SLICE_BEGIN, "work");
+  work->add_terminating_flow_ids(9);
+  pp::DebugAnnotation* arg = work->add_debug_annotations();
+  arg->set_name("items");
+  arg->set_int_value(12);
+  event(base + 700, 102, pp::TrackEvent::TYPE_SLICE_END, "");
+  event(base + 800, 102, pp::TrackEvent::TYPE_SLICE_END, "");  // unmatched
+  event(base + 850, 102, pp::TrackEvent::TYPE_SLICE_BEGIN, "never ends");
+  event(base + 200, 200, pp::TrackEvent::TYPE_COUNTER, "")->set_double_counter_value(4096.0);
+  event(base + 600, 200, pp::TrackEvent::TYPE_COUNTER, "")->set_counter_value(8192);
+
+  const std::string bytes = trace.SerializeAsString();
+  EXPECT_EQ(DetectFormat(bytes), DetectedFormat::kPerfettoProto);
+  auto read = ReadTraceFromBytes(bytes, "sdk.pftrace");
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  std::map<std::string, std::pair<int64_t, int64_t>> slices;  // name -> (start since base, dur)
+  for (const Slice& s : read->slices()) {
+    slices[std::string(read->str(s.name))] = {read->epoch_ns() + s.start_ns - static_cast<int64_t>(base), s.dur_ns};
+  }
+  EXPECT_EQ(slices.size(), 5u);
+  EXPECT_EQ(slices["step"], std::make_pair(int64_t{100}, int64_t{800}));
+  EXPECT_EQ(slices["forward"], std::make_pair(int64_t{150}, int64_t{250}));
+  EXPECT_EQ(slices["mark"], std::make_pair(int64_t{160}, int64_t{0}));
+  EXPECT_EQ(slices["work"], std::make_pair(int64_t{300}, int64_t{400}));
+  EXPECT_EQ(slices["never ends"].second, 50);  // closed at the last instant seen (900)
+  EXPECT_EQ(read->import_stats().Get("perfetto_unmatched_end_skipped"), 1);
+  EXPECT_EQ(read->import_stats().Get("perfetto_unclosed_slices_closed"), 1);
+  ASSERT_EQ(read->flows().size(), 1u);
+  EXPECT_EQ(read->str(read->slices()[read->flows()[0].from_slice].name), "step");
+  EXPECT_EQ(read->str(read->slices()[read->flows()[0].to_slice].name), "work");
+  ASSERT_EQ(read->counters().size(), 1u);
+  EXPECT_EQ(read->str(read->counters()[0].name), "rss");
+  EXPECT_EQ(read->counters()[0].values, (std::vector<int64_t>{4096, 8192}));
+  // process -> host, threads -> its lanes, named by their descriptors.
+  std::set<std::string> lanes;
+  for (const Track& t : read->tracks()) {
+    if (t.parent >= 0) lanes.insert(std::string(read->str(t.name)));
+    if (t.parent < 0) {
+      EXPECT_EQ(read->str(t.name), "trainer");
+    }
+  }
+  EXPECT_TRUE(lanes.count("main") && lanes.count("worker"));
+  int64_t items = 0;
+  for (const SliceArg& a : read->all_slice_args()) items += read->str(a.key) == "items" && a.is_number && a.number == 12;
+  EXPECT_EQ(items, 1);
+}
+
+TEST(PerfettoProtoTest, AnEmptyTraceIsAFileThatReadsBack) {
+  TraceBuilder builder;
+  const Trace empty = std::move(builder).Build();
+  const std::string bytes = ExportPerfettoProto(empty);
+  EXPECT_FALSE(bytes.empty());
+  EXPECT_EQ(DetectFormat(bytes), DetectedFormat::kPerfettoProto);
+  auto back = ReadPerfettoProto(bytes, "empty.pftrace");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_TRUE(back->slices().empty());
+}
+
+TEST(PerfettoProtoTest, WriterTableAndExtensions) {
+  EXPECT_EQ(OutputFormatFromPath("a.pftrace"), OutputFormat::kPerfettoProto);
+  EXPECT_EQ(OutputFormatFromPath("a.pftrace.gz"), OutputFormat::kPerfettoProto);
+  EXPECT_EQ(OutputFormatFromPath("a.perfetto-trace"), OutputFormat::kPerfettoProto);
+  EXPECT_EQ(ParseOutputFormat("perfetto-proto"), OutputFormat::kPerfettoProto);
+  EXPECT_EQ(ParseOutputFormat("pftrace"), OutputFormat::kPerfettoProto);
+  EXPECT_EQ(ParseOutputFormat("chrome"), OutputFormat::kPerfettoJson);
+  EXPECT_FALSE(ParseOutputFormat("xspace").has_value());
+}
+
+}  // namespace
+}  // namespace stepscope::trace
