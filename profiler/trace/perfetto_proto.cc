@@ -269,12 +269,13 @@ class ProtoExporter {
   // holds the sequence it was interned in (high 32 bits) and its iid (low 32 bits).
   enum Key : uint8_t {
     kKeyName, kKeyGrid, kKeyBlock, kKeyRegisters, kKeyShared, kKeyBlocksPerSm, kKeyWarpsPerSm, kKeyOccupancy,
-    kKeyDevice, kKeyStream, kKeyCorrelation, kKeyBytes, kKeyBandwidth, kKeyLabel, kKeyKind, kKeyShapes, kKeyCount
+    kKeyDevice, kKeyStream, kKeyCorrelation, kKeyBytes, kKeyBandwidth, kKeyLabel, kKeyKind, kKeyShapes,
+    kKeyInputs, kKeyMemory, kKeyCount
   };
   static constexpr std::string_view kKeyNames[kKeyCount] = {
       "name", "grid", "block", "registers per thread", "shared memory", "blocks per SM", "warps per SM",
       "est. achieved occupancy %", "device", "stream", "correlation", "bytes", "memory bandwidth (GB/s)",
-      "label", "kind", "output shapes"};
+      "label", "kind", "output shapes", "inputs", "memory"};
 
   struct InternTable {
     std::vector<uint64_t> slots;
@@ -336,6 +337,28 @@ class ProtoExporter {
       out.append(buffer, r.ptr);
     }
     return out;
+  }
+
+  // TensorFlow's executor label "[<memory>] <node> = <OpType>(<inputs>)" as the parts the slice
+  // does not already carry: `inputs` and `memory` (the node and op type are the slice's node
+  // annotation and name). Any other label is written whole.
+  void AddLabel(std::string_view label, const Slice& s) {
+    std::string_view rest = label, memory;
+    if (!rest.empty() && rest[0] == '[') {
+      const size_t close = rest.find("] ");
+      if (close == std::string_view::npos) return AddInline(kKeyLabel, label);
+      memory = rest.substr(1, close - 1);
+      rest.remove_prefix(close + 2);
+    }
+    const std::string_view node = trace_.str(s.name), op = trace_.str(s.op_type);
+    const size_t head = node.size() + 3 + op.size() + 1;
+    if (rest.size() < head + 1 || rest.back() != ')' || rest.substr(0, node.size()) != node ||
+        rest.substr(node.size(), 3) != " = " || rest.substr(node.size() + 3, op.size()) != op ||
+        rest[head - 1] != '(') {
+      return AddInline(kKeyLabel, label);
+    }
+    AddInline(kKeyInputs, rest.substr(head, rest.size() - head - 1));
+    if (!memory.empty()) AddInline(kKeyMemory, memory);
   }
 
   // A step stats node's outputs as "float[20,200] int32[]" (dtype, then dims; ? for unknown).
@@ -401,7 +424,7 @@ class ProtoExporter {
     }
     if (has_nodes_) {
       if (const tf::NodeExecStats* node = nodes_.Get(index)) {
-        if (!node->timeline_label().empty()) AddInline(kKeyLabel, node->timeline_label());
+        if (!node->timeline_label().empty()) AddLabel(node->timeline_label(), s);
         if (node->output_size() > 0) AddInline(kKeyShapes, OutputShapes(*node));
         if (s.kind == SliceKind::kMemcpy && t == nullptr) {
           if (auto memcpy = GetMemcpyDetails(trace_, index, nodes_)) {
