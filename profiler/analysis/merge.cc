@@ -16,7 +16,8 @@ using trace::TraceBuilder;
 namespace {
 
 bool IsTraceFileName(const std::string& name) {
-  for (const char* suffix : {".pb", ".pbtxt", ".json", ".pb.gz", ".pbtxt.gz", ".json.gz"}) {
+  for (const char* suffix : {".pb", ".pbtxt", ".json", ".pftrace", ".perfetto-trace", ".pb.gz", ".pbtxt.gz",
+                             ".json.gz", ".pftrace.gz", ".perfetto-trace.gz"}) {
     if (EndsWith(name, suffix)) return true;
   }
   return false;

@@ -36,7 +36,7 @@ namespace {
 
 constexpr int kMaxRecent = 10;
 const char* const kTraceFilter =
-    "Traces (*.pb *.pbtxt *.json *.json.gz *.gz *.trace);;All files (*)";
+    "Traces (*.pb *.pbtxt *.json *.json.gz *.xplane.pb *.pftrace *.perfetto-trace *.gz *.trace);;All files (*)";
 
 }  // namespace
 
