@@ -137,7 +137,16 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
   std::vector<Row> rows;
   std::map<std::tuple<int32_t, std::string, std::string>, size_t> index;
   std::vector<int64_t> totals[3];
-  std::vector<IdleGapDetail> gaps;
+  // Every gap by reference; names and the enclosing host op are looked up for the largest only.
+  struct Gap {
+    int64_t length, begin, end;
+    const Trace* trace;
+    int32_t rank;
+    uint32_t device, stream, before, after;
+    int64_t launch;
+    IdleCause cause;
+  };
+  std::vector<Gap> gaps;
   for (const GpuInput& input : inputs) {
     const Trace& trace = *input.trace;
     const int32_t rank = trace.step_info().rank;
@@ -174,22 +183,8 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
           row.all.push_back(gap);
           row.by_cause[c].push_back(gap);
           totals[c].push_back(gap);
-          IdleGapDetail detail;
-          detail.rank = rank;
-          detail.device = device;
-          detail.stream = stream;
-          detail.begin_ns = prev_end;
-          detail.end_ns = s.start_ns;
-          detail.cause = cause;
-          detail.before = std::string(trace.str(trace.slices()[static_cast<size_t>(prev)].name));
-          detail.after = std::string(trace.str(s.name));
-          if (r >= 0) {
-            detail.launch = std::string(trace.str(trace.slices()[r].name));
-            detail.launch_end_ns = trace.slices()[r].end_ns();
-            const int64_t op = EnclosingOp(trace, static_cast<uint32_t>(r));
-            if (op >= 0) detail.host_op = std::string(trace.str(trace.slices()[op].name));
-          }
-          gaps.push_back(std::move(detail));
+          gaps.push_back({gap, prev_end, s.start_ns, &trace, rank, w.device, w.lane, static_cast<uint32_t>(prev), i, r,
+                          cause});
         }
         if (s.end_ns() > prev_end) {
           prev_end = s.end_ns();
@@ -206,10 +201,34 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
   std::stable_sort(report.streams.begin(), report.streams.end(),
                    [](const StreamIdle& a, const StreamIdle& b) { return a.rank < b.rank; });
   for (int c = 0; c < 3; ++c) report.by_cause[c] = IntervalsOf(std::move(totals[c]));
-  std::stable_sort(gaps.begin(), gaps.end(),
-                   [](const IdleGapDetail& a, const IdleGapDetail& b) { return a.length() > b.length(); });
-  if (gaps.size() > options.largest) gaps.resize(options.largest);
-  report.largest = std::move(gaps);
+  // Longest first; equal lengths in the order found.
+  const size_t keep = std::min(options.largest, gaps.size());
+  std::vector<size_t> order(gaps.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(), [&](size_t a, size_t b) {
+    return gaps[a].length != gaps[b].length ? gaps[a].length > gaps[b].length : a < b;
+  });
+  for (size_t k = 0; k < keep; ++k) {
+    const Gap& g = gaps[order[k]];
+    const Trace& trace = *g.trace;
+    IdleGapDetail detail;
+    detail.rank = g.rank;
+    detail.device = TrackName(trace, g.device);
+    detail.stream = TrackName(trace, g.stream);
+    detail.begin_ns = g.begin;
+    detail.end_ns = g.end;
+    detail.cause = g.cause;
+    detail.before = std::string(trace.str(trace.slices()[g.before].name));
+    detail.after = std::string(trace.str(trace.slices()[g.after].name));
+    if (g.launch >= 0) {
+      const Slice& call = trace.slices()[static_cast<size_t>(g.launch)];
+      detail.launch = std::string(trace.str(call.name));
+      detail.launch_end_ns = call.end_ns();
+      const int64_t op = EnclosingOp(trace, static_cast<uint32_t>(g.launch));
+      if (op >= 0) detail.host_op = std::string(trace.str(trace.slices()[static_cast<size_t>(op)].name));
+    }
+    report.largest.push_back(std::move(detail));
+  }
   return report;
 }
 
