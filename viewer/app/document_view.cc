@@ -78,6 +78,61 @@ std::span<const DocumentView::PaneSpec> DocumentView::Panes() {
              }
            },
        .show = &DocumentView::ShowSteps},
+      {.id = kGpuPane,
+       .name = "gpu",
+       .title = QT_TR_NOOP("GPU"),
+       .create = &DocumentView::BuildGpuPane,
+       .analyse =
+           [](const TraceDocument& document, DocumentAnalysis& into) {
+             const std::vector<analysis::GpuInput> inputs = {{&document.trace(), {}}};
+             into.gpu = analysis::ComputeGpuBreakdown(inputs);
+             // The reports are copied before the originals go: the copies land in memory the
+             // analyses freed, not on top of it, so that memory goes back to the system
+             // (retaining the originals kept 100 bytes per slice of a 10^6-slice trace).
+             {
+               const analysis::IdleReport idle = analysis::ComputeIdle(inputs);
+               into.idle = idle;
+             }
+             {
+               analysis::LaunchReport launches = analysis::ComputeLaunches(inputs);
+               // The pane shows the statistics and outliers, not every launch (a big trace has millions).
+               std::vector<analysis::Launch>().swap(launches.launches);
+               into.launches = launches;
+             }
+           },
+       .show = &DocumentView::ShowGpu},
+      {.id = kCriticalPathPane,
+       .name = "critical-path",
+       .title = QT_TR_NOOP("Critical path"),
+       .create = &DocumentView::BuildCriticalPathPane,
+       .analyse =
+           [](const TraceDocument& document, DocumentAnalysis& into) {
+             // As `stepscope critical-path`: one path per ProfilerStep#N window, else the whole trace.
+             const trace::Trace& trace = document.trace();
+             const auto steps = analysis::StepsOfTrace(trace, /*with_totals=*/false);
+             if (steps.size() > 1) {
+               for (const analysis::Step& step : steps) {
+                 into.critical_paths.push_back(
+                     DocumentAnalysis::MakePathWindow(step.marker, step.begin_ns, step.end_ns,
+                                                      analysis::ComputeCriticalPath(trace, step.begin_ns, step.end_ns)));
+               }
+             } else {
+               into.critical_paths.push_back(DocumentAnalysis::MakePathWindow(
+                   "whole trace", trace.span_begin_ns(), trace.span_end_ns(), analysis::ComputeCriticalPath(trace)));
+             }
+           },
+       .show = &DocumentView::ShowCriticalPath},
+      {.id = kAttributionPane,
+       .name = "attribution",
+       .title = QT_TR_NOOP("GPU attribution"),
+       .create = &DocumentView::BuildAttributionPane,
+       .analyse =
+           [](const TraceDocument& document, DocumentAnalysis& into) {
+             const std::vector<analysis::GpuInput> inputs = {{&document.trace(), {}}};
+             into.annotations = analysis::ComputeAnnotationTime(inputs);
+             into.kernel_patterns = analysis::ComputeKernelPatterns(inputs);
+           },
+       .show = &DocumentView::ShowAttribution},
       {.id = kSearchPane, .name = "search", .title = QT_TR_NOOP("Search"), .create = &DocumentView::BuildSearchPane},
       {.id = kTracksPane, .name = "tracks", .title = QT_TR_NOOP("Tracks"), .create = &DocumentView::BuildTracksPane},
   };

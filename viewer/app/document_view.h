@@ -1,4 +1,5 @@
 // Everything shown for one open trace: the timeline on top; below it the panes: slice details,
+// the GPU breakdown, the critical path and GPU time per annotation (analysis_panes.cc),
 // op statistics (per op type or per node, sortable and filterable), statistics of a selected
 // time range, memory charts, the steps (duration, robust z, outliers and what deviated in them;
 // a double click zooms the timeline to the step), search results and the track tree. All panes read the same
@@ -18,11 +19,14 @@
 #include <string_view>
 #include <vector>
 
+#include "profiler/analysis/gpu_analyses.h"
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/analysis/op_stats.h"
+#include "profiler/analysis/step_analyses.h"
 #include "profiler/analysis/steps.h"
 #include "viewer/load/document.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -32,6 +36,7 @@ class QSortFilterProxyModel;
 class QTabWidget;
 class QTableView;
 class QTreeView;
+class QTreeWidget;
 
 namespace stepscope::viewer {
 
@@ -40,11 +45,42 @@ struct DocumentAnalysis {
   analysis::OpStats op_stats;                       // the stats pane
   std::vector<analysis::AllocatorTimeline> memory;  // the memory pane
   analysis::StepsReport steps;                      // the steps pane
+  // The GPU pane: time per GPU and stream, why streams sat idle, what launching cost.
+  std::vector<analysis::GpuBreakdown> gpu;
+  analysis::IdleReport idle;
+  analysis::LaunchReport launches;
+  // The critical-path pane: one path per ProfilerStep#N window, else one for the whole trace.
+  // A path is kept compact (a path through a big trace has hundreds of thousands of slices):
+  // its summary, and per element the slice, the edge and the times that are not the slice's;
+  // names, lanes, starts and durations are the slice's own (as analysis::PathElement takes them).
+  struct PathStep {
+    uint32_t slice = 0;
+    uint8_t edge = 0;  // index into PathEdges()
+    int64_t held_ns = 0, wait_ns = 0;
+  };
+  struct PathWindow {
+    std::string label;  // "ProfilerStep#3", "whole trace"
+    int64_t begin_ns = 0, end_ns = 0;
+    int64_t length_ns = 0, busy_ns = 0, wait_ns = 0;
+    int64_t bound_ns[analysis::kPathBounds] = {};
+    analysis::PathBound bound_by = analysis::PathBound::kCpu;
+    std::vector<PathStep> steps;
+  };
+  // The edges PathStep::edge names ("" for the first element, then PathElement::edge's names).
+  static const std::vector<std::string>& PathEdges();
+  static PathWindow MakePathWindow(std::string label, int64_t begin_ns, int64_t end_ns,
+                                   const analysis::CriticalPath& path);
+  std::vector<PathWindow> critical_paths;
+  // The GPU attribution pane: GPU time per annotation, frequent kernel sequences.
+  analysis::AnnotationReport annotations;
+  analysis::KernelPatternReport kernel_patterns;
 };
 
 // Runs every pane's analysis on `document` (off the UI thread: the loader calls it).
 std::shared_ptr<const DocumentAnalysis> AnalyseDocument(const TraceDocument& document);
 
+class GpuBars;
+class PathModel;
 class MemoryPanel;
 class OpStatsModel;
 class SearchModel;
@@ -57,7 +93,18 @@ class DocumentView : public QWidget {
   Q_OBJECT
 
  public:
-  enum Pane { kDetailsPane, kStatsPane, kRangePane, kMemoryPane, kStepsPane, kSearchPane, kTracksPane };
+  enum Pane {
+    kDetailsPane,
+    kStatsPane,
+    kRangePane,
+    kMemoryPane,
+    kStepsPane,
+    kGpuPane,
+    kCriticalPathPane,
+    kAttributionPane,
+    kSearchPane,
+    kTracksPane
+  };
   static constexpr Pane kDefaultPane = kStatsPane;  // shown first, and --pane's default
 
   struct PaneSpec {
@@ -115,6 +162,38 @@ class DocumentView : public QWidget {
   void ZoomToStep(int row);
   SliceDetailsModel* details_model() const { return details_model_; }
   TrackTreeModel* track_model() const { return track_model_; }
+  const DocumentAnalysis* analysis() const { return analysis_.get(); }
+
+  // The GPU pane (analysis_panes.cc): stacked bars per GPU and stream, a table of the same
+  // figures with the idle causes (columns in GpuColumn order; a row per GPU, then its streams),
+  // and the launch statistics.
+  enum GpuColumn {
+    kGpuName, kGpuWork, kGpuSpan, kGpuBusy, kGpuIdle, kGpuCompute, kGpuCommunication, kGpuMemory,
+    kGpuOverlap, kGpuHostWait, kGpuKernelWait, kGpuOtherIdle, kGpuColumns
+  };
+  QTableWidget* gpu_table() const { return gpu_table_; }
+  GpuBars* gpu_bars() const { return gpu_bars_; }
+  QString launches_caption() const;
+  // The critical-path pane: the bound-by summary, a row per path element (PathColumn order);
+  // a row's slice is selected on the timeline when the row is; the checkbox shows the path on
+  // the timeline.
+  enum PathColumn { kPathName, kPathEdge, kPathStart, kPathDuration, kPathHeld, kPathWait, kPathLane, kPathColumns };
+  QTableView* path_table() const { return path_table_; }
+  QTableWidget* bound_table() const { return bound_table_; }
+  QCheckBox* path_checkbox() const { return path_checkbox_; }
+  QComboBox* path_window() const { return path_window_; }
+  QString path_caption() const;
+  // The path shown (the window chosen), null before the analysis.
+  const DocumentAnalysis::PathWindow* shown_path() const;
+  void ShowPathWindow(int index);
+  // Fits the timeline to the path shown.
+  void ZoomToPath();
+  // The GPU attribution pane: annotations as a tree (AnnotationColumn order), kernel patterns as
+  // a table (PatternColumn order).
+  enum AnnotationColumn { kAnnName, kAnnInstances, kAnnCpu, kAnnWork, kAnnGpu, kAnnBusy, kAnnSelf, kAnnColumns };
+  enum PatternColumn { kPatKernels, kPatCount, kPatGpu, kPatSpan, kPatGap, kPatHostOp, kPatColumns };
+  QTreeWidget* annotation_tree() const { return annotation_tree_; }
+  QTableWidget* pattern_table() const { return pattern_table_; }
 
  public slots:
   void JumpToSlice(uint32_t slice);
@@ -130,6 +209,13 @@ class DocumentView : public QWidget {
   QWidget* BuildStepsPane();
   QWidget* BuildSearchPane();
   QWidget* BuildTracksPane();
+  QWidget* BuildGpuPane();
+  QWidget* BuildCriticalPathPane();
+  QWidget* BuildAttributionPane();
+  void ShowGpu();
+  void ShowCriticalPath();
+  void ShowPathOnTimeline();  // the path shown, when the checkbox says so
+  void ShowAttribution();
   void ShowDetails(int64_t slice);
   void ComputeRangeStats(int64_t begin_ns, int64_t end_ns);
   void FillStatsTable();
@@ -162,6 +248,21 @@ class DocumentView : public QWidget {
   SearchModel* search_model_;
   QListView* search_view_;
   TrackTreeModel* track_model_;
+
+  GpuBars* gpu_bars_;
+  QTableWidget* gpu_table_;
+  QLabel* launches_caption_;
+  QComboBox* path_window_;
+  QCheckBox* path_checkbox_;
+  QLabel* path_caption_;
+  QTableWidget* bound_table_;
+  QTableView* path_table_;
+  PathModel* path_model_;
+  int path_shown_ = -1;
+  bool path_auto_shown_ = false;
+  QLabel* attribution_caption_;
+  QTreeWidget* annotation_tree_;
+  QTableWidget* pattern_table_;
 };
 
 }  // namespace stepscope::viewer

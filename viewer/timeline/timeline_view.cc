@@ -185,6 +185,12 @@ void TimelineView::SetHighlighted(std::vector<uint32_t> slices) {
   update();
 }
 
+void TimelineView::SetPathSlices(std::vector<uint32_t> slices) {
+  std::erase_if(slices, [this](uint32_t s) { return s >= document_->trace().slices().size(); });
+  path_ = std::move(slices);
+  update();
+}
+
 void TimelineView::SetShowFlows(bool show) {
   show_flows_ = show;
   update();
@@ -373,6 +379,34 @@ void TimelineView::PaintSelection(QPainter& painter, const TimeMapping& map) {
     painter.setPen(QColor(0x46, 0x82, 0xdc));
     painter.drawLine(QPointF(kTimeAreaLeft + x0, kRulerHeight), QPointF(kTimeAreaLeft + x0, height()));
     painter.drawLine(QPointF(kTimeAreaLeft + x1, kRulerHeight), QPointF(kTimeAreaLeft + x1, height()));
+  }
+  if (!path_.empty()) {
+    // Each slice of the path outlined; consecutive ones on screen joined end to start.
+    const QColor color = QColor::fromRgba(kPathColor);
+    painter.setBrush(Qt::NoBrush);
+    // A path of 10^5 slices costs a frame no more than its visible part: slices outside the window
+    // are skipped before laying them out, and a box drawn just before (sub-pixel slices in a row)
+    // is not drawn again.
+    const auto& slices = document_->trace().slices();
+    QRect previous;
+    for (uint32_t slice : path_) {
+      const trace::Slice& s = slices[slice];
+      const QRect box = static_cast<double>(s.end_ns()) < map.begin_ns() || static_cast<double>(s.start_ns) > map.end_ns()
+                            ? QRect()
+                            : SliceRect(slice);
+      if (box.isEmpty()) {
+        previous = QRect();
+        continue;
+      }
+      if (box == previous) continue;
+      painter.setPen(QPen(color, 2));
+      painter.drawRect(box.adjusted(0, 0, -1, -1));
+      if (!previous.isEmpty() && box.left() - previous.right() > 2) {
+        painter.setPen(QPen(color, 1, Qt::DotLine));
+        painter.drawLine(QPoint(previous.right(), previous.center().y()), QPoint(box.left(), box.center().y()));
+      }
+      previous = box;
+    }
   }
   if (!highlighted_.empty()) {
     painter.setPen(QPen(QColor(0x20, 0x20, 0x28), 1, Qt::DashLine));

@@ -8,6 +8,7 @@
 // fits it; Shift+drag (or a drag on the ruler) selects a time range; Esc clears; L toggles flows.
 #pragma once
 
+#include <QColor>
 #include <QElapsedTimer>
 #include <QFont>
 #include <QStaticText>
@@ -60,6 +61,11 @@ class TimelineView : public QWidget {
   // (ClearSelection) clears them.
   void SetHighlighted(std::vector<uint32_t> slices);
   const std::vector<uint32_t>& highlighted() const { return highlighted_; }
+  // A path of slices (the critical path) outlined in its own colour and joined in order; Esc
+  // keeps it. Empty: none.
+  void SetPathSlices(std::vector<uint32_t> slices);
+  const std::vector<uint32_t>& path_slices() const { return path_; }
+  static constexpr QRgb kPathColor = 0xffd0187a;
   // A line added to the tooltip of a slice (the comparison's verdict for it); empty: none.
   void SetSliceNote(std::function<QString(uint32_t slice)> note) { slice_note_ = std::move(note); }
   // The tooltip at a widget position (HTML), empty where there is none.
@@ -128,6 +134,7 @@ class TimelineView : public QWidget {
 
   std::vector<uint32_t> slice_colors_;  // overrides the op type colours when not empty
   std::vector<uint32_t> highlighted_;
+  std::vector<uint32_t> path_;
   std::function<QString(uint32_t)> slice_note_;
   std::vector<DrawBox> boxes_;  // reused between frames
   QFont label_font_;

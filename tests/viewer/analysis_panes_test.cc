@@ -1,0 +1,399 @@
+// The panes of the GPU analyses and of the critical path on real traces (the PyTorch AlexNet
+// trace, the TensorFlow GPU step): their figures are the profiler/analysis results (and the ones
+// docs/analysis.md quotes), the critical path is outlined on the timeline exactly where its
+// slices are, a path row selects its slice, and `stepscope-view --screenshot --pane` draws each.
+#include <QCheckBox>
+#include <QComboBox>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTreeWidget>
+#include <QtTest/QtTest>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "profiler/analysis/gpu_analyses.h"
+#include "profiler/analysis/step_analyses.h"
+#include "tests/test_util.h"
+#include "viewer/app/document_view.h"
+#include "viewer/app/gpu_bars.h"
+#include "viewer/app/main_window.h"
+#include "viewer/load/trace_loader.h"
+#include "viewer/models/roles.h"
+#include "viewer/timeline/timeline_view.h"
+
+using namespace stepscope;
+using namespace stepscope::viewer;
+
+namespace {
+
+QString Kineto() { return QString::fromStdString(testing::DataPath("pytorch_kineto_alexnet_train.json.gz")); }
+QString TfSample() { return QString::fromStdString(testing::DataPath("ptb_lstm_tf1_gpu_step.pbtxt")); }
+
+int64_t Ns(const QTableWidgetItem* item) { return item->data(kSortRole).toLongLong(); }
+
+int CountColor(const QImage& image, QRgb color, QRect area = QRect()) {
+  if (area.isNull()) area = image.rect();
+  int count = 0;
+  for (int y = area.top(); y <= area.bottom(); ++y) {
+    for (int x = area.left(); x <= area.right(); ++x) count += (image.pixel(x, y) & 0xffffff) == (color & 0xffffff);
+  }
+  return count;
+}
+
+// Pixels dark enough to be text or lines.
+int CountDark(const QImage& image, QRect area) {
+  int count = 0;
+  for (int y = area.top(); y <= area.bottom(); ++y) {
+    for (int x = area.left(); x <= area.right(); ++x) count += qGray(image.pixel(x, y)) < 110;
+  }
+  return count;
+}
+
+std::vector<uint32_t> PathSlices(const analysis::CriticalPath& path) {
+  std::vector<uint32_t> slices;
+  for (const analysis::PathElement& e : path.elements) slices.push_back(e.slice);
+  return slices;
+}
+
+}  // namespace
+
+class AnalysisPanesTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    scratch_ = QString::fromStdString(testing::ScratchDir("viewer_panes").string());
+    window_ = std::make_unique<MainWindow>(/*interactive=*/false);
+    window_->resize(1600, 1000);
+    window_->show();
+    window_->Open({Kineto()});
+    window_->loader()->WaitForIdle();
+    QCOMPARE(window_->document_count(), 1);
+    doc_ = window_->document(0);
+    QVERIFY(doc_->analysed());
+    QApplication::processEvents();
+  }
+
+  void cleanupTestCase() {
+    window_.reset();
+    std::filesystem::remove_all(scratch_.toStdString());
+  }
+
+  // GPU 0 of the AlexNet trace: 98 pieces of work (79 kernels, 16 copies, 3 memsets), busy
+  // 66.141 ms of a 12.920244 s span, streams 7 and 20; each cell is the analysis' figure.
+  void GpuPaneShowsTheBreakdownIdleAndLaunches() {
+    const trace::Trace& trace = doc_->document().trace();
+    const std::vector<analysis::GpuInput> inputs = {{&trace, {}}};
+    const auto expected = analysis::ComputeGpuBreakdown(inputs);
+    QCOMPARE(expected.size(), size_t{1});
+    const analysis::GpuBreakdown& gpu = expected.front();
+    QTableWidget* table = doc_->gpu_table();
+    QCOMPARE(table->rowCount(), static_cast<int>(1 + gpu.streams.size()));
+    QCOMPARE(table->rowCount(), 3);
+    QCOMPARE(table->item(0, DocumentView::kGpuWork)->text(), QString("98"));
+    QCOMPARE(table->item(0, DocumentView::kGpuBusy)->text(), QString("66.141 ms"));
+    QCOMPARE(table->item(0, DocumentView::kGpuSpan)->text(), QString("12.920244 s"));
+    QCOMPARE(table->item(0, DocumentView::kGpuIdle)->text(), QString("12.854103 s"));
+    auto check_row = [&](int row, const analysis::GpuTime& t) {
+      QCOMPARE(table->item(row, DocumentView::kGpuWork)->data(kSortRole).toLongLong(), t.slices);
+      QCOMPARE(Ns(table->item(row, DocumentView::kGpuSpan)), t.span_ns);
+      QCOMPARE(Ns(table->item(row, DocumentView::kGpuBusy)), t.busy_ns);
+      QCOMPARE(Ns(table->item(row, DocumentView::kGpuIdle)), t.idle_ns);
+      QCOMPARE(Ns(table->item(row, DocumentView::kGpuCompute)), t.compute_ns);
+      QCOMPARE(Ns(table->item(row, DocumentView::kGpuCommunication)), t.communication_ns);
+      QCOMPARE(Ns(table->item(row, DocumentView::kGpuMemory)), t.memory_ns);
+      QCOMPARE(Ns(table->item(row, DocumentView::kGpuOverlap)), t.compute_communication_overlap_ns);
+    };
+    check_row(0, gpu.time);
+    for (size_t s = 0; s < gpu.streams.size(); ++s) {
+      check_row(static_cast<int>(s + 1), gpu.streams[s].time);
+      QVERIFY(table->item(static_cast<int>(s + 1), DocumentView::kGpuName)->text().endsWith(
+          QString::fromStdString(gpu.streams[s].stream)));
+    }
+    QCOMPARE(gpu.streams.front().stream, std::string("stream 7"));
+    // Idle causes per stream (launch-end rule): stream 7 waited 36 times on the host for
+    // 12 855 030 us and 54 times on queued kernels for 81 us (docs/analysis.md).
+    const analysis::IdleReport idle = analysis::ComputeIdle(inputs);
+    int64_t host = 0, kernel = 0, other = 0;
+    for (const analysis::StreamIdle& s : idle.streams) {
+      const int row = s.stream == "stream 7" ? 1 : 2;
+      QCOMPARE(Ns(table->item(row, DocumentView::kGpuHostWait)), s.by_cause[0].total_ns);
+      QCOMPARE(Ns(table->item(row, DocumentView::kGpuKernelWait)), s.by_cause[1].total_ns);
+      QCOMPARE(Ns(table->item(row, DocumentView::kGpuOtherIdle)), s.by_cause[2].total_ns);
+      host += s.by_cause[0].total_ns;
+      kernel += s.by_cause[1].total_ns;
+      other += s.by_cause[2].total_ns;
+    }
+    QCOMPARE(table->item(1, DocumentView::kGpuHostWait)->text(), QString("12.855030 s"));
+    QCOMPARE(table->item(1, DocumentView::kGpuKernelWait)->text(), QString("81.000 us"));
+    QCOMPARE(Ns(table->item(0, DocumentView::kGpuHostWait)), host);
+    QCOMPARE(Ns(table->item(0, DocumentView::kGpuKernelWait)), kernel);
+    QCOMPARE(Ns(table->item(0, DocumentView::kGpuOtherIdle)), other);
+    // Launch statistics (HTA's figures: delay p50 32.5 us, p95 1 319.05 us, max 1 533 us;
+    // 11 calls over 50 us, 43 delays over 100 us).
+    const QString launches = doc_->launches_caption();
+    for (const char* expected_text :
+         {"98 of 98 pieces of work", "launch delay p50 32.500 us, p95 1.319 ms, max 1.533 ms",
+          "runtime call p50 10.000 us, p95 667.000 us, max 3.055567 s", "11 calls over 50.000 us",
+          "43 delays over 100.000 us"}) {
+      QVERIFY2(launches.contains(expected_text), qPrintable(expected_text + QString(" in ") + launches));
+    }
+    // The bars: one per GPU and stream, the GPU's first; segments never exceed the bar.
+    GpuBars* bars = doc_->gpu_bars();
+    QCOMPARE(bars->rows().size(), size_t{3});
+    QVERIFY(bars->rows()[0].gpu && !bars->rows()[1].gpu);
+    QCOMPARE(bars->rows()[0].time.busy_ns, gpu.time.busy_ns);
+    const GpuBars::Segments s = bars->SegmentsOf(gpu.time, 1000);
+    QVERIFY(std::abs(s.compute + s.communication + s.memory + s.idle - 1000) < 1e-6);  // no overlap here
+    QVERIFY(std::abs(s.compute - 1000.0 * static_cast<double>(gpu.time.compute_ns) /
+                                     static_cast<double>(gpu.time.span_ns)) < 1e-6);
+    bars->SetWithoutIdle(true);
+    const GpuBars::Segments busy = bars->SegmentsOf(gpu.time, 1000);
+    QCOMPARE(busy.idle, 0.0);
+    QVERIFY(std::abs(busy.compute + busy.communication + busy.memory - 1000) < 1e-6);
+    bars->SetWithoutIdle(false);
+  }
+
+  // The bars of a GPU whose communication overlaps compute: the overlap is hatched inside
+  // compute, communication drawn less it, and the segments fill the span exactly.
+  void BarsSplitOverlappingWork() {
+    GpuBars bars;
+    analysis::GpuTime t;
+    t.span_ns = 100;
+    t.busy_ns = 80;
+    t.idle_ns = 20;
+    t.compute_ns = 50;
+    t.communication_ns = 30;
+    t.compute_communication_overlap_ns = 10;
+    t.memory_ns = 10;
+    const GpuBars::Segments s = bars.SegmentsOf(t, 200);
+    QCOMPARE(s.compute, 100.0);
+    QCOMPARE(s.communication, 40.0);
+    QCOMPARE(s.memory, 20.0);
+    QCOMPARE(s.idle, 40.0);
+    QCOMPARE(s.overlap, 20.0);
+  }
+
+  // Opening the pane shows the path on the timeline: exactly the path's slices, in path order,
+  // outlined in the path's colour; the checkbox takes it away.
+  void CriticalPathIsHighlightedOnTheTimeline() {
+    const trace::Trace& trace = doc_->document().trace();
+    const analysis::CriticalPath expected = analysis::ComputeCriticalPath(trace);  // no ProfilerStep# windows
+    QVERIFY(expected.elements.size() > 10);
+    TimelineView* timeline = doc_->timeline();
+    QVERIFY(timeline->path_slices().empty());  // not before the pane is opened
+    QVERIFY(!doc_->path_checkbox()->isChecked());
+    doc_->ShowPane(DocumentView::kCriticalPathPane);
+    QVERIFY(doc_->path_checkbox()->isChecked());
+    QCOMPARE(timeline->path_slices(), PathSlices(expected));
+    QCOMPARE(doc_->path_table()->model()->rowCount(), static_cast<int>(expected.elements.size()));
+    QVERIFY(doc_->path_window()->isHidden());  // one window: the whole trace
+    QVERIFY2(doc_->path_caption().contains(QStringLiteral("%1 slices").arg(expected.elements.size())),
+             qPrintable(doc_->path_caption()));
+    QVERIFY(doc_->path_caption().contains(QString::fromLatin1(analysis::PathBoundName(expected.bound_by))));
+    const QAbstractItemModel* model = doc_->path_table()->model();
+    const int64_t base = trace.span_begin_ns();
+    for (size_t i = 0; i < expected.elements.size(); ++i) {
+      const int row = static_cast<int>(i);
+      const analysis::PathElement& e = expected.elements[i];
+      auto cell = [&](int column, int role) { return model->index(row, column).data(role); };
+      QCOMPARE(cell(DocumentView::kPathName, kSliceRole).toUInt(), e.slice);
+      QCOMPARE(cell(DocumentView::kPathName, Qt::DisplayRole).toString(), QString::fromStdString(e.name));
+      QCOMPARE(cell(DocumentView::kPathEdge, Qt::DisplayRole).toString(),
+               e.edge.empty() ? QString("start") : QString::fromStdString(e.edge));
+      QCOMPARE(cell(DocumentView::kPathLane, Qt::DisplayRole).toString(), QString::fromStdString(e.lane));
+      QCOMPARE(cell(DocumentView::kPathStart, kSortRole).toLongLong(), e.start_ns - base);
+      QCOMPARE(cell(DocumentView::kPathDuration, kSortRole).toLongLong(), e.dur_ns);
+      QCOMPARE(cell(DocumentView::kPathHeld, kSortRole).toLongLong(), e.held_ns);
+      QCOMPARE(cell(DocumentView::kPathWait, kSortRole).toLongLong(), e.wait_ns);
+    }
+    QCOMPARE(model->index(1, DocumentView::kPathWait).data().toString(), ExactDuration(expected.elements[1].wait_ns));
+    int64_t bound_total = 0;
+    for (int b = 0; b < analysis::kPathBounds; ++b) {
+      QCOMPARE(Ns(doc_->bound_table()->item(b, 1)), expected.bound_ns[b]);
+      bound_total += expected.bound_ns[b];
+    }
+    QCOMPARE(bound_total, expected.length_ns);
+    QVERIFY(doc_->bound_table()->item(static_cast<int>(expected.bound_by), 0)->font().bold());
+
+    // On screen: the path's colour where its slices are drawn, and nowhere once unchecked.
+    doc_->ZoomToPath();
+    QApplication::processEvents();
+    const QImage with_path = timeline->grab().toImage();
+    int outlined = 0;
+    for (uint32_t slice : timeline->path_slices()) {
+      const QRect box = timeline->SliceRect(slice);
+      if (box.width() < 4 || box.height() < 4) continue;
+      ++outlined;
+      QCOMPARE(with_path.pixel(box.left(), box.center().y()) & 0xffffff, TimelineView::kPathColor & 0xffffff);
+    }
+    QVERIFY2(outlined > 5, qPrintable(QString::number(outlined)));
+    doc_->path_checkbox()->setChecked(false);
+    QVERIFY(timeline->path_slices().empty());
+    QApplication::processEvents();
+    const QImage without_path = timeline->grab().toImage();
+    QVERIFY(CountColor(with_path, TimelineView::kPathColor) > 100);
+    QCOMPARE(CountColor(without_path, TimelineView::kPathColor), 0);
+    doc_->path_checkbox()->setChecked(true);
+    QCOMPARE(timeline->path_slices(), PathSlices(expected));
+  }
+
+  // Selecting a row of the path selects (and brings into view) its slice; the pane stays.
+  void SelectingAPathRowSelectsItsSlice() {
+    doc_->ShowPane(DocumentView::kCriticalPathPane);
+    const DocumentAnalysis::PathWindow* path = doc_->shown_path();
+    QVERIFY(path != nullptr);
+    for (int row : {0, static_cast<int>(path->steps.size()) / 2, static_cast<int>(path->steps.size()) - 1}) {
+      doc_->path_table()->selectRow(row);
+      QCOMPARE(doc_->timeline()->selected_slice(), static_cast<int64_t>(path->steps[static_cast<size_t>(row)].slice));
+      QCOMPARE(doc_->panes()->currentIndex(), static_cast<int>(&DocumentView::PaneSpecOf(DocumentView::kCriticalPathPane) -
+                                                               DocumentView::Panes().data()));
+      QVERIFY(!doc_->timeline()->SliceRect(path->steps[static_cast<size_t>(row)].slice).isEmpty());
+    }
+  }
+
+  // [param|cuda] holds all 98 pieces of work: 66.203 ms of GPU time (summed), 66.141 ms busy;
+  // the most frequent sequence of three kernels occurs 6 times.
+  void AttributionPaneShowsAnnotationsAndKernelPatterns() {
+    const trace::Trace& trace = doc_->document().trace();
+    const std::vector<analysis::GpuInput> inputs = {{&trace, {}}};
+    const analysis::AnnotationReport annotations = analysis::ComputeAnnotationTime(inputs);
+    QTreeWidget* tree = doc_->annotation_tree();
+    QCOMPARE(tree->topLevelItemCount(), 1);
+    QTreeWidgetItem* top = tree->topLevelItem(0);
+    QCOMPARE(top->text(DocumentView::kAnnName), QString("[param|cuda]"));
+    QCOMPARE(top->text(DocumentView::kAnnGpu), QString("66.203 ms"));
+    QCOMPARE(top->text(DocumentView::kAnnBusy), QString("66.141 ms"));
+    QCOMPARE(top->text(DocumentView::kAnnWork), QString("98"));
+    // Every row, in depth-first order, at its depth, with its figures.
+    std::vector<QTreeWidgetItem*> items;
+    std::function<void(QTreeWidgetItem*, size_t)> walk = [&](QTreeWidgetItem* item, size_t depth) {
+      const analysis::AnnotationTime& row = annotations.rows[items.size()];
+      QCOMPARE(row.path.size(), depth + 1);
+      QCOMPARE(item->data(DocumentView::kAnnGpu, kSortRole).toLongLong(), row.gpu_ns);
+      QCOMPARE(item->data(DocumentView::kAnnSelf, kSortRole).toLongLong(), row.self_gpu_ns);
+      QCOMPARE(item->text(DocumentView::kAnnInstances).toLongLong(), row.instances);
+      items.push_back(item);
+      for (int c = 0; c < item->childCount(); ++c) walk(item->child(c), depth + 1);
+    };
+    walk(top, 0);
+    QCOMPARE(items.size(), annotations.rows.size());
+
+    const analysis::KernelPatternReport patterns = analysis::ComputeKernelPatterns(inputs);
+    QTableWidget* table = doc_->pattern_table();
+    QCOMPARE(table->rowCount(), static_cast<int>(patterns.patterns.size()));
+    QVERIFY(table->rowCount() > 0);
+    QCOMPARE(table->item(0, DocumentView::kPatCount)->text(), QString("6"));
+    for (int row = 0; row < table->rowCount(); ++row) {
+      const analysis::KernelPattern& p = patterns.patterns[static_cast<size_t>(row)];
+      QCOMPARE(Ns(table->item(row, DocumentView::kPatCount)), p.count);
+      QCOMPARE(Ns(table->item(row, DocumentView::kPatGpu)), p.gpu_ns);
+      QVERIFY(table->item(row, DocumentView::kPatKernels)->text().startsWith(QString::fromStdString(p.kernels.front())));
+    }
+  }
+
+  // The TensorFlow GPU step: no ProfilerStep# windows, so one path over the whole step, shown
+  // on the timeline exactly.
+  void TensorFlowStepHasItsCriticalPath() {
+    const int before = window_->document_count();
+    window_->Open({TfSample()});
+    window_->loader()->WaitForIdle();
+    QCOMPARE(window_->document_count(), before + 1);
+    DocumentView* tf = window_->document(before);
+    QVERIFY(tf->analysed());
+    const analysis::CriticalPath expected = analysis::ComputeCriticalPath(tf->document().trace());
+    tf->ShowPane(DocumentView::kCriticalPathPane);
+    QCOMPARE(tf->timeline()->path_slices(), PathSlices(expected));
+    QCOMPARE(tf->path_table()->model()->rowCount(), static_cast<int>(expected.elements.size()));
+    QVERIFY(tf->path_caption().startsWith("whole trace"));
+  }
+
+  // A trace with ProfilerStep#N windows: one path per step (as `stepscope critical-path`), the
+  // longest shown first; choosing another step shows its path on the timeline.
+  void OnePathPerProfilerStep() {
+    const QString path = scratch_ + "/steps.json";
+    {
+      std::ofstream out(path.toStdString());
+      out << "{\"traceEvents\": [\n";
+      double t = 1000;
+      for (int step = 1; step <= 3; ++step) {
+        const double length = step == 2 ? 3000 : 1000;
+        out << (step > 1 ? ",\n" : "") << "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#" << step
+            << "\", \"pid\": 1, \"tid\": 1, \"ts\": " << t << ", \"dur\": " << length << "},\n"
+            << "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, \"ts\": " << t + 10
+            << ", \"dur\": " << length - 500 << "},\n"
+            << "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"pid\": 1, \"tid\": 1, \"ts\": " << t + length - 400
+            << ", \"dur\": 100}";
+        t += length;
+      }
+      out << "\n]}\n";
+    }
+    const int before = window_->document_count();
+    window_->Open({path});
+    window_->loader()->WaitForIdle();
+    QCOMPARE(window_->document_count(), before + 1);
+    DocumentView* view = window_->document(before);
+    QVERIFY(view->analysed());
+    const trace::Trace& trace = view->document().trace();
+    const auto steps = analysis::StepsOfTrace(trace, false);
+    QCOMPARE(steps.size(), size_t{3});
+    QCOMPARE(view->path_window()->count(), 3);
+    QVERIFY(!view->path_window()->isHidden());
+    QCOMPARE(view->path_window()->currentIndex(), 1);  // step 2, the longest
+    view->ShowPane(DocumentView::kCriticalPathPane);
+    for (int index : {1, 0, 2}) {
+      view->path_window()->setCurrentIndex(index);
+      const analysis::Step& step = steps[static_cast<size_t>(index)];
+      const analysis::CriticalPath expected = analysis::ComputeCriticalPath(trace, step.begin_ns, step.end_ns);
+      QCOMPARE(expected.elements.size(), size_t{2});  // aten::mm, then aten::add
+      QCOMPARE(view->timeline()->path_slices(), PathSlices(expected));
+      QCOMPARE(view->path_table()->model()->rowCount(), 2);
+      QVERIFY2(view->path_caption().startsWith(QStringLiteral("ProfilerStep#%1").arg(index + 1)),
+               qPrintable(view->path_caption()));
+    }
+  }
+
+  // stepscope-view --screenshot --pane NAME: the window at the size asked, and the pane drawn
+  // (its own colours, or more text and lines than an empty pane has).
+  void HeadlessScreenshotsOfEachPane() {
+    auto shoot = [&](const QString& pane, const QString& trace) {
+      const QString out = scratch_ + "/" + pane + ".png";
+      QProcess process;
+      process.start(STEPSCOPE_VIEW_EXE, {"--screenshot", out, "--pane", pane, "--size", "1200x800", trace});
+      if (!process.waitForFinished(60000) || process.exitCode() != 0) return QImage();
+      if (!process.readAllStandardOutput().contains("(1200x800)")) return QImage();
+      return QImage(out);
+    };
+    const QImage search = shoot("search", Kineto());  // an empty list: the baseline
+    const QImage gpu = shoot("gpu", Kineto());
+    const QImage path = shoot("critical-path", Kineto());
+    const QImage attribution = shoot("attribution", Kineto());
+    const QImage tf_path = shoot("critical-path", TfSample());
+    for (const QImage* image : {&search, &gpu, &path, &attribution, &tf_path}) QCOMPARE(image->size(), QSize(1200, 800));
+    const QRect pane_area(0, 560, 1200, 210);  // below the timeline and the tabs
+    const int baseline = CountDark(search, pane_area);
+    QVERIFY2(CountColor(gpu, GpuBars::kComputeColor, pane_area) > 20, "compute bars");
+    QVERIFY2(CountColor(gpu, GpuBars::kIdleColor, pane_area) > 1000, "idle bars");
+    QVERIFY2(CountDark(gpu, pane_area) > baseline + 2000, qPrintable(QString::number(CountDark(gpu, pane_area))));
+    for (const QImage* image : {&path, &tf_path}) {
+      QVERIFY(CountColor(*image, TimelineView::kPathColor, QRect(0, 0, 1200, 560)) > 500);
+      QVERIFY(CountDark(*image, pane_area) > baseline + 2000);
+    }
+    QCOMPARE(CountColor(gpu, TimelineView::kPathColor), 0);  // only once the path's pane is open
+    QVERIFY(CountDark(attribution, pane_area) > baseline + 2000);
+  }
+
+ private:
+  QString scratch_;
+  std::unique_ptr<MainWindow> window_;
+  DocumentView* doc_ = nullptr;
+};
+
+QTEST_MAIN(AnalysisPanesTest)
+#include "analysis_panes_test.moc"

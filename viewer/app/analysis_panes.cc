@@ -1,0 +1,470 @@
+// The panes of the GPU analyses (gpu_analyses.h) and of the critical path (step_analyses.h):
+// GPU time per GPU and stream with idle causes and launch cost, the critical path with what
+// bound it (highlighted on the timeline), and GPU time per annotation with frequent kernel
+// sequences. The figures are the analyses' own; these functions only lay them out.
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSplitter>
+#include <QTableView>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+
+#include "base/check.h"
+#include "viewer/app/document_view.h"
+#include "viewer/app/gpu_bars.h"
+#include "viewer/models/roles.h"
+#include "viewer/timeline/time_axis.h"
+#include "viewer/timeline/timeline_view.h"
+
+namespace stepscope::viewer {
+namespace {
+
+QString Exact(int64_t ns) { return ExactDuration(ns); }
+QString Exact(double ns) { return ExactDuration(static_cast<int64_t>(std::llround(ns))); }
+
+QTableWidget* MakeTable(const QStringList& headers, QWidget* parent) {
+  auto* table = new QTableWidget(0, static_cast<int>(headers.size()), parent);
+  table->setHorizontalHeaderLabels(headers);
+  table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table->setSelectionMode(QAbstractItemView::SingleSelection);
+  table->setAlternatingRowColors(true);
+  table->verticalHeader()->hide();
+  table->verticalHeader()->setDefaultSectionSize(20);
+  table->horizontalHeader()->setStretchLastSection(true);
+  return table;
+}
+
+// A cell holding a duration: its text, and the exact ns under kSortRole.
+QTableWidgetItem* DurationItem(int64_t ns) {
+  auto* item = new QTableWidgetItem(Exact(ns));
+  item->setData(kSortRole, QVariant::fromValue<qint64>(ns));
+  item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+  return item;
+}
+QTableWidgetItem* CountItem(int64_t count) {
+  auto* item = new QTableWidgetItem(QString::number(count));
+  item->setData(kSortRole, QVariant::fromValue<qint64>(count));
+  item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+  return item;
+}
+
+QString GpuLabel(int32_t rank, const std::string& device) {
+  const QString name = QString::fromStdString(device);
+  return rank >= 0 ? QStringLiteral("rank %1 / %2").arg(rank).arg(name) : name;
+}
+
+}  // namespace
+
+// The path's elements for the table, formatted on demand from the compact path and the trace
+// (a QTableWidget would hold an item per cell: too much for a path of 10^5 slices).
+class PathModel : public QAbstractTableModel {
+ public:
+  PathModel(const trace::Trace& trace, QObject* parent) : QAbstractTableModel(parent), trace_(trace) {}
+
+  void SetPath(const DocumentAnalysis::PathWindow* path) {
+    beginResetModel();
+    path_ = path;
+    endResetModel();
+  }
+  int rowCount(const QModelIndex& parent = {}) const override {
+    return parent.isValid() || path_ == nullptr ? 0 : static_cast<int>(path_->steps.size());
+  }
+  int columnCount(const QModelIndex& parent = {}) const override {
+    return parent.isValid() ? 0 : DocumentView::kPathColumns;
+  }
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override {
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+    static const char* const kHeaders[] = {QT_TR_NOOP("Slice"), QT_TR_NOOP("Edge"), QT_TR_NOOP("Start"),
+                                           QT_TR_NOOP("Duration"), QT_TR_NOOP("Held"), QT_TR_NOOP("Wait"),
+                                           QT_TR_NOOP("Lane")};
+    return section >= 0 && section < DocumentView::kPathColumns ? DocumentView::tr(kHeaders[section]) : QVariant();
+  }
+  QVariant data(const QModelIndex& index, int role) const override {
+    if (path_ == nullptr || !index.isValid() || static_cast<size_t>(index.row()) >= path_->steps.size()) return {};
+    const DocumentAnalysis::PathStep& step = path_->steps[static_cast<size_t>(index.row())];
+    const trace::Slice& s = trace_.slices()[step.slice];
+    if (role == kSliceRole) return step.slice;
+    auto raw = [&]() -> QVariant {
+      switch (index.column()) {
+        case DocumentView::kPathStart: return QVariant::fromValue<qint64>(s.start_ns - trace_.span_begin_ns());
+        case DocumentView::kPathDuration: return QVariant::fromValue<qint64>(s.dur_ns);
+        case DocumentView::kPathHeld: return QVariant::fromValue<qint64>(step.held_ns);
+        case DocumentView::kPathWait: return QVariant::fromValue<qint64>(step.wait_ns);
+        default: return {};
+      }
+    };
+    switch (role) {
+      case kSortRole: return raw();
+      case Qt::TextAlignmentRole:
+        return raw().isValid() ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
+      case Qt::ToolTipRole:
+        if (index.column() != DocumentView::kPathName) return {};
+        return QString::fromUtf8(trace_.str(s.name)) + " (" + QString::fromUtf8(trace_.str(s.op_type)) + ", " +
+               QString::fromLatin1(trace::SliceKindName(s.kind)) + ")";
+      case Qt::DisplayRole:
+        switch (index.column()) {
+          case DocumentView::kPathName: return QString::fromUtf8(trace_.str(s.name));
+          case DocumentView::kPathEdge: {
+            const std::string& edge = DocumentAnalysis::PathEdges()[step.edge];
+            return edge.empty() ? DocumentView::tr("start") : QString::fromStdString(edge);
+          }
+          case DocumentView::kPathStart: return "+" + ExactDuration(s.start_ns - trace_.span_begin_ns());
+          case DocumentView::kPathLane: return QString::fromStdString(trace_.TrackPath(s.track));
+          default: return ExactDuration(raw().toLongLong());
+        }
+      default: return {};
+    }
+  }
+
+ private:
+  const trace::Trace& trace_;
+  const DocumentAnalysis::PathWindow* path_ = nullptr;
+};
+
+const std::vector<std::string>& DocumentAnalysis::PathEdges() {
+  static const std::vector<std::string> kEdges = {"", "dataflow", "launch", "lane", "stream", "nested", "child", "sync"};
+  return kEdges;
+}
+
+DocumentAnalysis::PathWindow DocumentAnalysis::MakePathWindow(std::string label, int64_t begin_ns, int64_t end_ns,
+                                                              const analysis::CriticalPath& path) {
+  PathWindow window;
+  window.label = std::move(label);
+  window.begin_ns = begin_ns;
+  window.end_ns = end_ns;
+  window.length_ns = path.length_ns;
+  window.busy_ns = path.busy_ns;
+  window.wait_ns = path.wait_ns;
+  std::copy(std::begin(path.bound_ns), std::end(path.bound_ns), window.bound_ns);
+  window.bound_by = path.bound_by;
+  window.steps.reserve(path.elements.size());
+  const auto& edges = PathEdges();
+  for (const analysis::PathElement& e : path.elements) {
+    const auto edge = std::find(edges.begin(), edges.end(), e.edge);
+    STEPSCOPE_CHECK(edge != edges.end());  // every edge the analysis names is listed
+    window.steps.push_back({e.slice, static_cast<uint8_t>(edge - edges.begin()), e.held_ns, e.wait_ns});
+  }
+  return window;
+}
+
+// ---- GPU --------------------------------------------------------------------------------------
+
+QWidget* DocumentView::BuildGpuPane() {
+  auto* pane = new QWidget(panes_);
+  launches_caption_ = new QLabel(tr("The GPU breakdown is computed after loading"), pane);
+  launches_caption_->setWordWrap(true);
+  launches_caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* without_idle = new QCheckBox(tr("Bars without idle (share of busy)"), pane);
+  gpu_bars_ = new GpuBars(pane);
+  gpu_table_ = MakeTable({tr("GPU / stream"), tr("Work"), tr("Span"), tr("Busy"), tr("Idle"), tr("Compute"),
+                          tr("Communication"), tr("Memory"), tr("Compute ∩ comm"), tr("Idle: host wait"),
+                          tr("Idle: kernel wait"), tr("Idle: other")},
+                         pane);
+  connect(without_idle, &QCheckBox::toggled, gpu_bars_, &GpuBars::SetWithoutIdle);
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(launches_caption_, 1);
+  bar->addWidget(without_idle);
+  auto* layout = new QVBoxLayout(pane);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(bar);
+  layout->addWidget(gpu_bars_);
+  layout->addWidget(gpu_table_, 1);
+  return pane;
+}
+
+void DocumentView::ShowGpu() {
+  const DocumentAnalysis& a = *analysis_;
+  std::vector<GpuBars::Row> bars;
+  gpu_table_->setRowCount(0);
+  auto add_row = [this](const QString& label, bool gpu, const analysis::GpuTime& t, const int64_t idle_ns[3]) {
+    const int row = gpu_table_->rowCount();
+    gpu_table_->insertRow(row);
+    auto* name = new QTableWidgetItem(label);
+    if (gpu) {
+      QFont font = name->font();
+      font.setBold(true);
+      name->setFont(font);
+    }
+    gpu_table_->setItem(row, kGpuName, name);
+    gpu_table_->setItem(row, kGpuWork, CountItem(t.slices));
+    const int64_t values[] = {t.span_ns,   t.busy_ns,          t.idle_ns,  t.compute_ns,
+                              t.communication_ns, t.memory_ns, t.compute_communication_overlap_ns};
+    for (int i = 0; i < 7; ++i) gpu_table_->setItem(row, kGpuSpan + i, DurationItem(values[i]));
+    for (int i = 0; i < 3; ++i) gpu_table_->setItem(row, kGpuHostWait + i, DurationItem(idle_ns[i]));
+  };
+  for (const analysis::GpuBreakdown& g : a.gpu) {
+    // Idle causes of its streams (ComputeIdle lists them per rank, device and stream).
+    auto idle_of = [&](const std::string& stream, int64_t out[3]) {
+      for (const analysis::StreamIdle& s : a.idle.streams) {
+        if (s.rank != g.rank || s.device != g.device || (!stream.empty() && s.stream != stream)) continue;
+        for (int c = 0; c < 3; ++c) out[c] += s.by_cause[c].total_ns;
+      }
+    };
+    int64_t gpu_idle[3] = {0, 0, 0};
+    idle_of("", gpu_idle);
+    const QString label = GpuLabel(g.rank, g.device);
+    add_row(label, true, g.time, gpu_idle);
+    bars.push_back({label, true, g.time});
+    for (const analysis::GpuStreamTime& s : g.streams) {
+      int64_t stream_idle[3] = {0, 0, 0};
+      idle_of(s.stream, stream_idle);
+      const QString stream = QString::fromStdString(s.stream);
+      add_row(QStringLiteral("    ") + stream, false, s.time, stream_idle);
+      bars.push_back({QStringLiteral("    ") + stream, false, s.time});
+    }
+  }
+  gpu_table_->resizeColumnsToContents();
+  gpu_bars_->SetRows(std::move(bars));
+  gpu_bars_->setFixedHeight(gpu_bars_->sizeHint().height());
+
+  const analysis::LaunchReport& l = a.launches;
+  if (a.gpu.empty()) {
+    launches_caption_->setText(tr("No GPU work in this trace (kernels, copies, memsets on GPU streams)."));
+    return;
+  }
+  const analysis::IntervalStats* causes = a.idle.by_cause;
+  launches_caption_->setText(
+      tr("<b>Idle</b> gaps between work on a stream: host wait %1 (%2), kernel wait %3 (%4), other %5 (%6).<br>"
+         "<b>Launches</b>: %7 of %8 pieces of work linked to their runtime call; launch delay p50 %9, p95 %10, "
+         "max %11; runtime call p50 %12, p95 %13, max %14; %15 calls over %16, %17 delays over %18.")
+          .arg(Exact(causes[0].total_ns)).arg(causes[0].count)
+          .arg(Exact(causes[1].total_ns)).arg(causes[1].count)
+          .arg(Exact(causes[2].total_ns)).arg(causes[2].count)
+          .arg(l.work - l.unlinked).arg(l.work)
+          .arg(Exact(l.delay.p50_ns), Exact(l.delay.p95_ns), Exact(l.delay.max_ns), Exact(l.cpu.p50_ns),
+               Exact(l.cpu.p95_ns), Exact(l.cpu.max_ns))
+          .arg(l.long_runtime_count)
+          .arg(Exact(l.runtime_cutoff_ns))
+          .arg(l.long_delay_count)
+          .arg(Exact(l.delay_cutoff_ns)));
+}
+
+QString DocumentView::launches_caption() const { return launches_caption_->text(); }
+
+// ---- critical path ----------------------------------------------------------------------------
+
+QWidget* DocumentView::BuildCriticalPathPane() {
+  auto* pane = new QWidget(panes_);
+  path_window_ = new QComboBox(pane);
+  path_window_->setVisible(false);
+  // Off until the pane is first shown: other panes keep the timeline's plain colours.
+  path_checkbox_ = new QCheckBox(tr("Show the path on the timeline"), pane);
+  path_checkbox_->setChecked(false);
+  path_caption_ = new QLabel(tr("The critical path is computed after loading"), pane);
+  path_caption_->setWordWrap(true);
+  path_caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  bound_table_ = MakeTable({tr("Bound by"), tr("Time"), tr("Share")}, pane);
+  bound_table_->setSelectionMode(QAbstractItemView::NoSelection);
+  path_model_ = new PathModel(document_->trace(), this);
+  path_table_ = new QTableView(pane);
+  path_table_->setModel(path_model_);
+  path_table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  path_table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  path_table_->setAlternatingRowColors(true);
+  path_table_->setWordWrap(false);
+  path_table_->verticalHeader()->hide();
+  path_table_->verticalHeader()->setDefaultSectionSize(20);
+  path_table_->horizontalHeader()->setStretchLastSection(true);
+  path_table_->horizontalHeader()->setDefaultSectionSize(100);
+  path_table_->setColumnWidth(kPathName, 320);
+  path_table_->setColumnWidth(kPathEdge, 70);
+  auto* split = new QSplitter(Qt::Horizontal, pane);
+  split->addWidget(bound_table_);
+  split->addWidget(path_table_);
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 4);
+  split->setSizes({340, 960});
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(path_window_);
+  bar->addWidget(path_checkbox_);
+  bar->addWidget(path_caption_, 1);
+  auto* layout = new QVBoxLayout(pane);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(bar);
+  layout->addWidget(split, 1);
+  connect(panes_, &QTabWidget::currentChanged, this, [this, pane](int index) {
+    if (panes_->widget(index) != pane || path_auto_shown_) return;
+    path_auto_shown_ = true;
+    path_checkbox_->setChecked(true);
+  });
+  connect(path_window_, &QComboBox::currentIndexChanged, this, [this](int index) { ShowPathWindow(index); });
+  connect(path_checkbox_, &QCheckBox::toggled, this, [this] { ShowPathOnTimeline(); });
+  connect(path_table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
+    const auto rows = path_table_->selectionModel()->selectedRows();
+    if (rows.size() != 1) return;
+    const QVariant slice = rows.front().data(kSliceRole);
+    if (slice.isValid()) JumpToSlice(slice.toUInt());
+  });
+  return pane;
+}
+
+void DocumentView::ShowCriticalPath() {
+  const auto& windows = analysis_->critical_paths;
+  const QSignalBlocker block(path_window_);
+  path_window_->clear();
+  // The window shown first: the one whose path is longest (the step to look at).
+  int longest = 0;
+  for (size_t i = 0; i < windows.size(); ++i) {
+    path_window_->addItem(tr("%1: %2").arg(QString::fromStdString(windows[i].label), Exact(windows[i].length_ns)));
+    if (windows[i].length_ns > windows[static_cast<size_t>(longest)].length_ns) longest = static_cast<int>(i);
+  }
+  path_window_->setVisible(windows.size() > 1);
+  path_window_->setCurrentIndex(longest);
+  ShowPathWindow(windows.empty() ? -1 : longest);
+}
+
+const DocumentAnalysis::PathWindow* DocumentView::shown_path() const {
+  if (analysis_ == nullptr || path_shown_ < 0 || static_cast<size_t>(path_shown_) >= analysis_->critical_paths.size()) {
+    return nullptr;
+  }
+  return &analysis_->critical_paths[static_cast<size_t>(path_shown_)];
+}
+
+void DocumentView::ShowPathWindow(int index) {
+  path_shown_ = index;
+  const DocumentAnalysis::PathWindow* path = shown_path();
+  path_model_->SetPath(path);
+  bound_table_->setRowCount(0);
+  if (path == nullptr || path->steps.empty()) {
+    path_caption_->setText(tr("No critical path: the trace holds no work."));
+    ShowPathOnTimeline();
+    return;
+  }
+  path_caption_->setText(tr("%1: %2 slices, %3 (busy %4, waiting %5); bound by <b>%6</b>")
+                             .arg(QString::fromStdString(path->label))
+                             .arg(path->steps.size())
+                             .arg(Exact(path->length_ns), Exact(path->busy_ns), Exact(path->wait_ns),
+                                  QString::fromLatin1(analysis::PathBoundName(path->bound_by))));
+  bound_table_->setRowCount(analysis::kPathBounds);
+  for (int b = 0; b < analysis::kPathBounds; ++b) {
+    auto* name = new QTableWidgetItem(QString::fromLatin1(analysis::PathBoundName(static_cast<analysis::PathBound>(b))));
+    if (b == static_cast<int>(path->bound_by)) {
+      QFont font = name->font();
+      font.setBold(true);
+      name->setFont(font);
+    }
+    bound_table_->setItem(b, 0, name);
+    bound_table_->setItem(b, 1, DurationItem(path->bound_ns[b]));
+    const double share =
+        path->length_ns > 0 ? 100.0 * static_cast<double>(path->bound_ns[b]) / static_cast<double>(path->length_ns) : 0;
+    auto* share_item = new QTableWidgetItem(QStringLiteral("%1%").arg(share, 0, 'f', 1));
+    share_item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    bound_table_->setItem(b, 2, share_item);
+  }
+  bound_table_->resizeColumnsToContents();
+  ShowPathOnTimeline();
+}
+
+void DocumentView::ShowPathOnTimeline() {
+  const DocumentAnalysis::PathWindow* path = shown_path();
+  std::vector<uint32_t> slices;
+  if (path_checkbox_->isChecked() && path != nullptr) {
+    slices.reserve(path->steps.size());
+    for (const DocumentAnalysis::PathStep& step : path->steps) slices.push_back(step.slice);
+  }
+  timeline_->SetPathSlices(std::move(slices));
+}
+
+QString DocumentView::path_caption() const { return path_caption_->text(); }
+
+void DocumentView::ZoomToPath() {
+  const DocumentAnalysis::PathWindow* path = shown_path();
+  if (path == nullptr || path->steps.empty()) return;
+  const auto& slices = document_->trace().slices();
+  int64_t begin = slices[path->steps.front().slice].start_ns, end = begin;
+  for (const DocumentAnalysis::PathStep& step : path->steps) {
+    begin = std::min(begin, slices[step.slice].start_ns);
+    end = std::max(end, slices[step.slice].end_ns());
+  }
+  const double margin = static_cast<double>(std::max<int64_t>(end - begin, 1)) * 0.02;
+  axis_->SetRange(static_cast<double>(begin) - margin, static_cast<double>(end) + margin);
+}
+
+// ---- GPU attribution --------------------------------------------------------------------------
+
+QWidget* DocumentView::BuildAttributionPane() {
+  auto* pane = new QWidget(panes_);
+  attribution_caption_ = new QLabel(tr("GPU time per annotation is computed after loading"), pane);
+  attribution_caption_->setWordWrap(true);
+  annotation_tree_ = new QTreeWidget(pane);
+  annotation_tree_->setColumnCount(kAnnColumns);
+  annotation_tree_->setHeaderLabels(
+      {tr("Annotation"), tr("Instances"), tr("CPU"), tr("GPU work"), tr("GPU time"), tr("GPU busy"), tr("Self GPU")});
+  annotation_tree_->setAlternatingRowColors(true);
+  annotation_tree_->setUniformRowHeights(true);
+  pattern_table_ =
+      MakeTable({tr("Kernel sequence"), tr("Count"), tr("GPU time"), tr("Span"), tr("Gaps"), tr("Launched by")}, pane);
+  pattern_table_->setWordWrap(false);
+  auto* split = new QSplitter(Qt::Horizontal, pane);
+  split->addWidget(annotation_tree_);
+  split->addWidget(pattern_table_);
+  split->setSizes({700, 600});
+  auto* layout = new QVBoxLayout(pane);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(attribution_caption_);
+  layout->addWidget(split, 1);
+  return pane;
+}
+
+void DocumentView::ShowAttribution() {
+  const analysis::AnnotationReport& r = analysis_->annotations;
+  const analysis::KernelPatternReport& k = analysis_->kernel_patterns;
+  attribution_caption_->setText(
+      tr("GPU work %1 (%2): outside every annotation %3 (%4), without a known launch %5 (%6). "
+         "Kernel sequences of %7 among %8 kernels: %9 occur at least twice.")
+          .arg(r.work).arg(Exact(r.gpu_ns))
+          .arg(r.unannotated_work).arg(Exact(r.unannotated_gpu_ns))
+          .arg(r.unlinked_work).arg(Exact(r.unlinked_gpu_ns))
+          .arg(k.length).arg(k.kernels).arg(k.distinct_patterns));
+  annotation_tree_->clear();
+  std::vector<QTreeWidgetItem*> parents;  // by depth
+  for (const analysis::AnnotationTime& row : r.rows) {
+    // Depth first: a row's parent is the last row one level up.
+    const size_t depth = std::min(row.path.empty() ? 0 : row.path.size() - 1, parents.size());
+    parents.resize(depth);
+    QTreeWidgetItem* item = depth == 0 ? new QTreeWidgetItem(annotation_tree_) : new QTreeWidgetItem(parents.back());
+    item->setText(kAnnName, QString::fromStdString(row.path.empty() ? std::string() : row.path.back()) +
+                                (row.name_scope ? tr(" (name scope)") : QString()));
+    item->setText(kAnnInstances, QString::number(row.instances));
+    item->setText(kAnnWork, QString::number(row.work));
+    const std::pair<int, int64_t> durations[] = {
+        {kAnnCpu, row.cpu_ns}, {kAnnGpu, row.gpu_ns}, {kAnnBusy, row.gpu_busy_ns}, {kAnnSelf, row.self_gpu_ns}};
+    for (const auto& [column, ns] : durations) {
+      item->setText(column, Exact(ns));
+      item->setData(column, kSortRole, QVariant::fromValue<qint64>(ns));
+    }
+    for (int column = kAnnInstances; column < kAnnColumns; ++column) item->setTextAlignment(column, Qt::AlignRight);
+    parents.push_back(item);
+  }
+  annotation_tree_->expandToDepth(1);
+  for (int column = 0; column < kAnnColumns; ++column) annotation_tree_->resizeColumnToContents(column);
+  annotation_tree_->setColumnWidth(kAnnName, std::min(annotation_tree_->columnWidth(kAnnName), 320));
+
+  pattern_table_->setRowCount(static_cast<int>(k.patterns.size()));
+  for (size_t i = 0; i < k.patterns.size(); ++i) {
+    const analysis::KernelPattern& p = k.patterns[i];
+    QStringList kernels;
+    for (const std::string& kernel : p.kernels) kernels << QString::fromStdString(kernel);
+    const int row = static_cast<int>(i);
+    auto* sequence = new QTableWidgetItem(kernels.join(QStringLiteral(" → ")));
+    sequence->setToolTip(kernels.join(QStringLiteral("\n")));
+    pattern_table_->setItem(row, kPatKernels, sequence);
+    pattern_table_->setItem(row, kPatCount, CountItem(p.count));
+    pattern_table_->setItem(row, kPatGpu, DurationItem(p.gpu_ns));
+    pattern_table_->setItem(row, kPatSpan, DurationItem(p.span_ns));
+    pattern_table_->setItem(row, kPatGap, DurationItem(p.gap_ns));
+    pattern_table_->setItem(row, kPatHostOp, new QTableWidgetItem(QString::fromStdString(p.host_op)));
+  }
+  pattern_table_->resizeColumnsToContents();
+  pattern_table_->setColumnWidth(kPatKernels, std::min(pattern_table_->columnWidth(kPatKernels), 360));
+}
+
+}  // namespace stepscope::viewer
