@@ -21,9 +21,12 @@
 #include "tests/test_util.h"
 #include "viewer/app/document_view.h"
 #include "viewer/app/gpu_bars.h"
+#include "viewer/app/launch_delay_chart.h"
 #include "viewer/app/main_window.h"
 #include "viewer/load/trace_loader.h"
 #include "viewer/models/roles.h"
+#include "viewer/timeline/time_axis.h"
+#include "viewer/timeline/time_mapping.h"
 #include "viewer/timeline/timeline_view.h"
 
 using namespace stepscope;
@@ -158,6 +161,30 @@ class AnalysisPanesTest : public QObject {
     QCOMPARE(busy.idle, 0.0);
     QVERIFY(std::abs(busy.compute + busy.communication + busy.memory - 1000) < 1e-6);
     bars->SetWithoutIdle(false);
+    // Launch delays as a counter track: every linked launch at its kernel's start, in time order;
+    // over the whole trace the columns' maximum is the largest delay (1.533 ms), and the column of
+    // each launch holds at least its own (non-negative) delay.
+    LaunchDelayChart* chart = doc_->launch_delay_chart();
+    QVERIFY(chart != nullptr);
+    const analysis::LaunchReport report = analysis::ComputeLaunches(inputs);
+    const auto& points = doc_->analysis()->launch_delays;
+    QCOMPARE(points.size(), report.launches.size());
+    QCOMPARE(points.size(), size_t{98});
+    QVERIFY(std::is_sorted(points.begin(), points.end(),
+                           [](const LaunchDelayPoint& a, const LaunchDelayPoint& b) { return a.time_ns < b.time_ns; }));
+    doc_->axis()->SetRange(static_cast<double>(trace.span_begin_ns()), static_cast<double>(trace.span_end_ns()));
+    const int width = 1000;
+    const std::vector<int64_t> columns = chart->ColumnMaxima(width);
+    QCOMPARE(*std::max_element(columns.begin(), columns.end()), int64_t{1533000});
+    const TimeMapping mapping = doc_->axis()->MappingFor(width);
+    int64_t drawn = 0;
+    for (const LaunchDelayPoint& p : points) {
+      const double x = mapping.NsToPx(static_cast<double>(p.time_ns));
+      if (x < 0 || x >= width) continue;
+      ++drawn;
+      QVERIFY(columns[static_cast<size_t>(x)] >= std::max<int64_t>(0, p.delay_ns));
+    }
+    QCOMPARE(drawn, int64_t{98});
   }
 
   // The bars of a GPU whose communication overlaps compute: the overlap is hatched inside

@@ -7,6 +7,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QTableView>
 #include <QTabWidget>
@@ -158,26 +159,39 @@ DocumentAnalysis::PathWindow DocumentAnalysis::MakePathWindow(std::string label,
 // ---- GPU --------------------------------------------------------------------------------------
 
 QWidget* DocumentView::BuildGpuPane() {
-  auto* pane = new QWidget(panes_);
+  // In a scroll area without scroll bars: on a small window bars, the delay chart and the table
+  // keep their heights and the table is cut at the bottom (never drawn over each other); no
+  // vertical bar narrows the delay chart, so its time axis stays under the timeline's.
+  auto* scroll = new QScrollArea(panes_);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidgetResizable(true);
+  scroll->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  auto* pane = new QWidget(scroll);
   launches_caption_ = new QLabel(tr("The GPU breakdown is computed after loading"), pane);
   launches_caption_->setWordWrap(true);
   launches_caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   auto* without_idle = new QCheckBox(tr("Bars without idle (share of busy)"), pane);
   gpu_bars_ = new GpuBars(pane);
+  launch_delay_chart_ = new LaunchDelayChart(axis_, pane);
   gpu_table_ = MakeTable({tr("GPU / stream"), tr("Work"), tr("Span"), tr("Busy"), tr("Idle"), tr("Compute"),
                           tr("Communication"), tr("Memory"), tr("Compute ∩ comm"), tr("Idle: host wait"),
                           tr("Idle: kernel wait"), tr("Idle: other")},
                          pane);
   connect(without_idle, &QCheckBox::toggled, gpu_bars_, &GpuBars::SetWithoutIdle);
   auto* bar = new QHBoxLayout;
+  bar->setContentsMargins(4, 0, 4, 0);
   bar->addWidget(launches_caption_, 1);
   bar->addWidget(without_idle);
   auto* layout = new QVBoxLayout(pane);
-  layout->setContentsMargins(4, 4, 4, 4);
+  layout->setContentsMargins(0, 4, 0, 4);  // no side margins: the delay chart lines up with the timeline
   layout->addLayout(bar);
   layout->addWidget(gpu_bars_);
+  layout->addWidget(launch_delay_chart_);
   layout->addWidget(gpu_table_, 1);
-  return pane;
+  gpu_table_->setMinimumHeight(110);
+  scroll->setWidget(pane);
+  return scroll;
 }
 
 void DocumentView::ShowGpu() {
@@ -223,6 +237,8 @@ void DocumentView::ShowGpu() {
   }
   gpu_table_->resizeColumnsToContents();
   gpu_bars_->SetRows(std::move(bars));
+  launch_delay_chart_->SetPoints(&a.launch_delays);
+  launch_delay_chart_->setVisible(!a.launch_delays.empty());
   gpu_bars_->setFixedHeight(gpu_bars_->sizeHint().height());
 
   const analysis::LaunchReport& l = a.launches;

@@ -95,7 +95,12 @@ std::span<const DocumentView::PaneSpec> DocumentView::Panes() {
              }
              {
                analysis::LaunchReport launches = analysis::ComputeLaunches(inputs);
-               // The pane shows the statistics and outliers, not every launch (a big trace has millions).
+               // The pane shows the statistics, the outliers and each launch's delay (16 bytes a
+               // launch), not every launch's record (a big trace has millions).
+               into.launch_delays.reserve(launches.launches.size());
+               for (const analysis::Launch& l : launches.launches) into.launch_delays.push_back({l.gpu_start_ns, l.delay_ns});
+               std::stable_sort(into.launch_delays.begin(), into.launch_delays.end(),
+                                [](const LaunchDelayPoint& a, const LaunchDelayPoint& b) { return a.time_ns < b.time_ns; });
                std::vector<analysis::Launch>().swap(launches.launches);
                into.launches = launches;
              }

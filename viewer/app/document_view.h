@@ -24,6 +24,7 @@
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
 #include "profiler/analysis/steps.h"
+#include "viewer/app/launch_delay_chart.h"
 #include "viewer/load/document.h"
 
 class QCheckBox;
@@ -49,6 +50,7 @@ struct DocumentAnalysis {
   std::vector<analysis::GpuBreakdown> gpu;
   analysis::IdleReport idle;
   analysis::LaunchReport launches;
+  std::vector<LaunchDelayPoint> launch_delays;  // every launch's delay at its kernel's start, in time order
   // The critical-path pane: one path per ProfilerStep#N window, else one for the whole trace.
   // A path is kept compact (a path through a big trace has hundreds of thousands of slices):
   // its summary, and per element the slice, the edge and the times that are not the slice's;
@@ -173,6 +175,7 @@ class DocumentView : public QWidget {
   };
   QTableWidget* gpu_table() const { return gpu_table_; }
   GpuBars* gpu_bars() const { return gpu_bars_; }
+  LaunchDelayChart* launch_delay_chart() const { return launch_delay_chart_; }
   QString launches_caption() const;
   // The critical-path pane: the bound-by summary, a row per path element (PathColumn order);
   // a row's slice is selected on the timeline when the row is; the checkbox shows the path on
@@ -250,6 +253,7 @@ class DocumentView : public QWidget {
   TrackTreeModel* track_model_;
 
   GpuBars* gpu_bars_;
+  LaunchDelayChart* launch_delay_chart_;
   QTableWidget* gpu_table_;
   QLabel* launches_caption_;
   QComboBox* path_window_;
