@@ -136,17 +136,13 @@ std::string_view Trim(std::string_view text) {
 }
 
 // pid/tid/id as text: numbers as written, strings unquoted.
-bool ReadText(od::value value, std::string& out) {
+// The view points into the parser's string buffer or the parsed bytes (valid while both are).
+bool ReadText(od::value value, std::string_view& out) {
   od::json_type type;
   if (value.type().get(type)) return false;
-  if (type == od::json_type::string) {
-    std::string_view text;
-    if (value.get_string().get(text)) return false;
-    out.assign(text);
-    return true;
-  }
-  out.assign(Trim(value.raw_json_token()));
-  if (type == od::json_type::null) out.clear();
+  if (type == od::json_type::string) return !value.get_string().get(out);
+  out = Trim(value.raw_json_token());
+  if (type == od::json_type::null) out = {};
   return true;
 }
 
@@ -163,35 +159,148 @@ std::optional<double> NumberOf(std::string_view text) {
   return value;
 }
 
-// The fields of one event an import needs; reused from event to event.
-struct EventFields {
+}  // namespace
+
+// The fields of one event an import needs, as views into the parser's string buffer and the
+// parsed bytes; read on any thread (Read touches no importer state), imported in file order.
+struct ChromeEventFields {
   std::string_view ph, name, cat, bp;
-  std::string pid, tid, id;
+  std::string_view pid, tid, id;
   std::string_view ts, dur;  // raw number text; empty when absent or not a number
   bool has_ts = false, has_dur = false, has_id = false, has_args = false;
   bool args_has_name = false, args_has_op = false;
+  bool not_an_object = false;
   std::string_view args_name, args_op, args_labels;
-  std::string args_text_name;  // args.name when it is not a string (M events)
   std::optional<int64_t> sort_index;
-  std::vector<std::pair<std::string_view, std::string_view>> numbers;  // numeric args: key, raw token
+  uint32_t numbers_begin = 0, numbers_end = 0;  // numeric args in ChromeEventBatch::Impl::numbers
   uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};  // kernel args "grid"/"block", 0 when absent
+  int32_t strings_unreadable = 0, launch_dims_unreadable = 0;  // repairs, counted when imported
+};
 
-  void Clear() {
-    ph = name = cat = bp = {};
-    pid.clear();
-    tid.clear();
-    id.clear();
-    ts = dur = {};
-    has_ts = has_dur = has_id = has_args = args_has_name = args_has_op = false;
-    args_name = args_op = args_labels = {};
-    args_text_name.clear();
-    sort_index.reset();
-    numbers.clear();
-    for (int i = 0; i < 3; ++i) grid[i] = block[i] = 0;
+struct ChromeEventBatch::Impl {
+  std::vector<ChromeEventFields> events;
+  std::vector<std::pair<std::string_view, std::string_view>> numbers;  // numeric args: key, raw token
+
+  simdjson::error_code Read(od::value value) {
+    ChromeEventFields& event = events.emplace_back();
+    event.numbers_begin = event.numbers_end = static_cast<uint32_t>(numbers.size());
+    od::object object;
+    if (value.get_object().get(object)) {
+      event.not_an_object = true;
+      return simdjson::SUCCESS;
+    }
+    for (auto field_result : object) {
+      od::field field;
+      if (auto error = std::move(field_result).get(field)) return Drop(error);
+      std::string_view key;
+      if (auto error = field.unescaped_key().get(key)) return Drop(error);
+      od::value v = field.value();
+      if (key == "ph") {
+        if (v.get_string().get(event.ph)) event.ph = "?";
+      } else if (key == "name") {
+        // A name with a broken escape is kept, empty, and counted.
+        if (v.get_string().get(event.name)) {
+          event.name = {};
+          ++event.strings_unreadable;
+        }
+      } else if (key == "cat") {
+        if (v.get_string().get(event.cat)) event.cat = {};
+      } else if (key == "ts") {
+        event.has_ts = true;
+        event.ts = v.raw_json_token();
+      } else if (key == "dur") {
+        event.has_dur = true;
+        event.dur = v.raw_json_token();
+      } else if (key == "pid") {
+        if (!ReadText(v, event.pid)) event.pid = {};
+      } else if (key == "tid") {
+        if (!ReadText(v, event.tid)) event.tid = {};
+      } else if (key == "id") {
+        event.has_id = ReadText(v, event.id);
+      } else if (key == "bp") {
+        if (v.get_string().get(event.bp)) event.bp = {};
+      } else if (key == "args") {
+        if (auto error = Args(v, event)) return Drop(error);
+      }
+    }
+    event.numbers_end = static_cast<uint32_t>(numbers.size());
+    return simdjson::SUCCESS;
+  }
+
+  // An event that failed is not kept.
+  simdjson::error_code Drop(simdjson::error_code error) {
+    numbers.resize(events.back().numbers_begin);
+    events.pop_back();
+    return error;
+  }
+
+  simdjson::error_code Args(od::value value, ChromeEventFields& event) {
+    od::object object;
+    if (value.get_object().get(object)) return simdjson::SUCCESS;  // args that are not an object
+    event.has_args = true;
+    for (auto field_result : object) {
+      od::field field;
+      if (auto error = std::move(field_result).get(field)) return error;
+      std::string_view key;
+      if (auto error = field.unescaped_key().get(key)) return error;
+      od::value v = field.value();
+      od::json_type type;
+      if (auto error = v.type().get(type)) return error;
+      if (key == "name") {
+        event.args_has_name = true;
+        if (type == od::json_type::string) {
+          if (v.get_string().get(event.args_name)) event.args_name = {};
+        } else if (!ReadText(v, event.args_name)) {
+          event.args_name = {};
+        }
+      } else if (key == "labels" && type == od::json_type::string) {
+        if (v.get_string().get(event.args_labels)) event.args_labels = {};
+      } else if (key == "op" && type == od::json_type::string) {
+        event.args_has_op = !v.get_string().get(event.args_op);
+      } else if (type == od::json_type::array && (key == "grid" || key == "block")) {
+        ReadTriple(v, key == "grid" ? event.grid : event.block, event);
+      } else if (type == od::json_type::number) {
+        // Kept as text: most events never need their numbers (they are parsed for counters,
+        // memory events and sort indices only).
+        numbers.emplace_back(key, Trim(v.raw_json_token()));
+        if (key == "sort_index") {
+          if (auto number = NumberOf(numbers.back().second)) event.sort_index = SaturatedInt64(*number);
+        }
+      }
+    }
+    return simdjson::SUCCESS;
+  }
+
+  // "grid": [x, y, z]; anything else (fewer numbers, non-numbers, beyond uint32) leaves zeros.
+  static void ReadTriple(od::value value, uint32_t* out, ChromeEventFields& event) {
+    od::array array;
+    if (value.get_array().get(array)) return;
+    uint32_t parsed[3] = {0, 0, 0};
+    size_t count = 0;
+    for (auto element : array) {
+      uint64_t number = 0;
+      if (element.get_uint64().get(number) || count >= 3 || number > UINT32_MAX) {
+        ++event.launch_dims_unreadable;
+        return;
+      }
+      parsed[count++] = static_cast<uint32_t>(number);
+    }
+    if (count != 3) {
+      ++event.launch_dims_unreadable;
+      return;
+    }
+    std::copy(parsed, parsed + 3, out);
   }
 };
 
-}  // namespace
+ChromeEventBatch::ChromeEventBatch() : impl_(std::make_unique<Impl>()) {}
+ChromeEventBatch::~ChromeEventBatch() = default;
+void ChromeEventBatch::Clear() {
+  impl_->events.clear();
+  impl_->numbers.clear();
+}
+simdjson::error_code ChromeEventBatch::Read(simdjson::ondemand::value value) { return impl_->Read(value); }
+size_t ChromeEventBatch::size() const { return impl_->events.size(); }
 
 class ChromeEventImporter::Impl {
  public:
@@ -202,50 +311,27 @@ class ChromeEventImporter::Impl {
 
   // Reads one event object; a simdjson error stops the import (the caller decides what to keep).
   simdjson::error_code Event(od::value value) {
-    od::object object;
-    if (value.get_object().get(object)) {
-      ++events_;
-      stats().Add("event_not_an_object_skipped");
-      return simdjson::SUCCESS;
-    }
-    event_.Clear();
-    for (auto field_result : object) {
-      od::field field;
-      if (auto error = std::move(field_result).get(field)) return error;
-      std::string_view key;
-      if (auto error = field.unescaped_key().get(key)) return error;
-      od::value v = field.value();
-      if (key == "ph") {
-        if (v.get_string().get(event_.ph)) event_.ph = "?";
-      } else if (key == "name") {
-        // A name with a broken escape is kept, empty, and counted.
-        if (v.get_string().get(event_.name)) {
-          event_.name = {};
-          stats().Add("string_unreadable_emptied");
-        }
-      } else if (key == "cat") {
-        if (v.get_string().get(event_.cat)) event_.cat = {};
-      } else if (key == "ts") {
-        event_.has_ts = true;
-        event_.ts = v.raw_json_token();
-      } else if (key == "dur") {
-        event_.has_dur = true;
-        event_.dur = v.raw_json_token();
-      } else if (key == "pid") {
-        if (!ReadText(v, event_.pid)) event_.pid.clear();
-      } else if (key == "tid") {
-        if (!ReadText(v, event_.tid)) event_.tid.clear();
-      } else if (key == "id") {
-        event_.has_id = ReadText(v, event_.id);
-      } else if (key == "bp") {
-        if (v.get_string().get(event_.bp)) event_.bp = {};
-      } else if (key == "args") {
-        if (auto error = Args(v)) return error;
-      }
-    }
-    ++events_;
-    Dispatch();
+    one_.Clear();
+    if (auto error = one_.Read(value)) return error;
+    Import(one_);
     return simdjson::SUCCESS;
+  }
+
+  // Imports the events of a batch, in their order.
+  void Import(const ChromeEventBatch& batch) {
+    const ChromeEventBatch::Impl& list = *batch.impl_;
+    for (const ChromeEventFields& event : list.events) {
+      ++events_;
+      if (event.not_an_object) {
+        stats().Add("event_not_an_object_skipped");
+        continue;
+      }
+      stats().Add("string_unreadable_emptied", event.strings_unreadable);
+      stats().Add("kernel_launch_dims_unreadable", event.launch_dims_unreadable);
+      event_ = event;
+      numbers_ = {list.numbers.data() + event.numbers_begin, list.numbers.data() + event.numbers_end};
+      Dispatch();
+    }
   }
 
   void DistributedInfo(od::value value) {
@@ -274,65 +360,6 @@ class ChromeEventImporter::Impl {
   }
 
  private:
-  simdjson::error_code Args(od::value value) {
-    od::object object;
-    if (value.get_object().get(object)) return simdjson::SUCCESS;  // args that are not an object
-    event_.has_args = true;
-    for (auto field_result : object) {
-      od::field field;
-      if (auto error = std::move(field_result).get(field)) return error;
-      std::string_view key;
-      if (auto error = field.unescaped_key().get(key)) return error;
-      od::value v = field.value();
-      od::json_type type;
-      if (auto error = v.type().get(type)) return error;
-      if (key == "name") {
-        event_.args_has_name = true;
-        if (type == od::json_type::string) {
-          if (v.get_string().get(event_.args_name)) event_.args_name = {};
-        } else {
-          ReadText(v, event_.args_text_name);
-          event_.args_name = event_.args_text_name;
-        }
-      } else if (key == "labels" && type == od::json_type::string) {
-        if (v.get_string().get(event_.args_labels)) event_.args_labels = {};
-      } else if (key == "op" && type == od::json_type::string) {
-        event_.args_has_op = !v.get_string().get(event_.args_op);
-      } else if (type == od::json_type::array && (key == "grid" || key == "block")) {
-        ReadTriple(v, key == "grid" ? event_.grid : event_.block);
-      } else if (type == od::json_type::number) {
-        // Kept as text: most events never need their numbers (they are parsed for counters,
-        // memory events and sort indices only).
-        event_.numbers.emplace_back(key, Trim(v.raw_json_token()));
-        if (key == "sort_index") {
-          if (auto number = NumberOf(event_.numbers.back().second)) event_.sort_index = SaturatedInt64(*number);
-        }
-      }
-    }
-    return simdjson::SUCCESS;
-  }
-
-  // "grid": [x, y, z]; anything else (fewer numbers, non-numbers, beyond uint32) leaves zeros.
-  void ReadTriple(od::value value, uint32_t* out) {
-    od::array array;
-    if (value.get_array().get(array)) return;
-    uint32_t parsed[3] = {0, 0, 0};
-    size_t count = 0;
-    for (auto element : array) {
-      uint64_t number = 0;
-      if (element.get_uint64().get(number) || count >= 3 || number > UINT32_MAX) {
-        stats().Add("kernel_launch_dims_unreadable");
-        return;
-      }
-      parsed[count++] = static_cast<uint32_t>(number);
-    }
-    if (count != 3) {
-      stats().Add("kernel_launch_dims_unreadable");
-      return;
-    }
-    std::copy(parsed, parsed + 3, out);
-  }
-
   // The PyTorch profiler's launch and transfer args, for slices that have them.
   void KeepArgs(uint32_t slice, SliceKind kind) {
     if (!event_.has_args) return;
@@ -366,7 +393,7 @@ class ChromeEventImporter::Impl {
       bool any = event_.grid[0] != 0;
       std::copy(event_.grid, event_.grid + 3, args.grid);
       std::copy(event_.block, event_.block + 3, args.block);
-      for (const auto& [key, text] : event_.numbers) {
+      for (const auto& [key, text] : numbers_) {
         if (key == "registers per thread") {
           args.registers_per_thread = static_cast<int32_t>(integer(text, kInt32));
         } else if (key == "shared memory") {
@@ -388,7 +415,7 @@ class ChromeEventImporter::Impl {
       TransferArgs args;
       args.slice = slice;
       bool any = false;
-      for (const auto& [key, text] : event_.numbers) {
+      for (const auto& [key, text] : numbers_) {
         if (key == "bytes") {
           args.bytes = integer(text, kInt62);
         } else if (key == "memory bandwidth (GB/s)") {
@@ -468,8 +495,9 @@ class ChromeEventImporter::Impl {
       end.set = true;
       FlowKey key{builder_.Intern(event_.cat), 0, 0};
       char* parse_end = nullptr;
-      const unsigned long long numeric = std::strtoull(event_.id.c_str(), &parse_end, 10);
-      if (!event_.id.empty() && parse_end == event_.id.c_str() + event_.id.size()) {
+      const std::string id(event_.id);
+      const unsigned long long numeric = std::strtoull(id.c_str(), &parse_end, 10);
+      if (!id.empty() && parse_end == id.c_str() + id.size()) {
         key.number = numeric;
       } else {
         key.text = builder_.Intern(event_.id);
@@ -484,11 +512,11 @@ class ChromeEventImporter::Impl {
   void Metadata() {
     const std::string_view name = event_.name;
     if (name == "process_name" && event_.args_has_name) {
-      process_names_[event_.pid] = std::string(event_.args_name);
+      process_names_[std::string(event_.pid)] = std::string(event_.args_name);
     } else if (name == "process_labels" && !event_.args_labels.empty()) {
-      process_labels_[event_.pid] = std::string(event_.args_labels);
+      process_labels_[std::string(event_.pid)] = std::string(event_.args_labels);
     } else if (name == "process_sort_index" && event_.sort_index) {
-      process_sort_[event_.pid] = static_cast<int32_t>(*event_.sort_index);
+      process_sort_[std::string(event_.pid)] = static_cast<int32_t>(*event_.sort_index);
     } else if (name == "thread_name" && event_.args_has_name) {
       thread_names_[ThreadKey(event_.pid, event_.tid)] = std::string(event_.args_name);
     } else if (name == "thread_sort_index" && event_.sort_index) {
@@ -582,8 +610,8 @@ class ChromeEventImporter::Impl {
 
   void Counter(int64_t ts) {
     if (!event_.has_args) return;
-    const std::string pid = event_.pid;
-    for (const auto& [key, text] : event_.numbers) {
+    const std::string pid(event_.pid);
+    for (const auto& [key, text] : numbers_) {
       const std::optional<double> value = NumberOf(text);
       if (!value) {
         stats().Add("counter_value_unreadable_skipped");
@@ -613,7 +641,7 @@ class ChromeEventImporter::Impl {
   // PyTorch's `[memory]` events: the allocator's Total Allocated after each allocation or free.
   void Memory(int64_t ts) {
     std::optional<double> total, device_type, device_id;
-    for (const auto& [key, text] : event_.numbers) {
+    for (const auto& [key, text] : numbers_) {
       if (key == "Total Allocated") total = NumberOf(text);
       if (key == "Device Type") device_type = NumberOf(text);
       if (key == "Device Id") device_id = NumberOf(text);
@@ -628,7 +656,7 @@ class ChromeEventImporter::Impl {
     auto [it, inserted] = counters_.try_emplace({std::string(), allocator});
     if (inserted) {
       it->second.name = builder_.Intern(allocator);
-      it->second.track = static_cast<int32_t>(ProcessTrack(event_.pid));
+      it->second.track = static_cast<int32_t>(ProcessTrack(std::string(event_.pid)));
       it->second.unit = "bytes";
       it->second.origin = "kineto_memory_events";
     }
@@ -781,7 +809,9 @@ class ChromeEventImporter::Impl {
   };
 
   TraceBuilder builder_;
-  EventFields event_;
+  ChromeEventBatch one_;  // the event Event() reads
+  ChromeEventFields event_;     // the event being imported
+  std::span<const std::pair<std::string_view, std::string_view>> numbers_;  // its numeric args
   int64_t events_ = 0;
   std::string thread_key_;
   const std::pair<const std::string, uint32_t>* last_slot_ = nullptr;
@@ -809,6 +839,7 @@ ChromeEventImporter::~ChromeEventImporter() = default;
 ImportStats& ChromeEventImporter::stats() { return impl_->stats(); }
 int64_t ChromeEventImporter::events() const { return impl_->events(); }
 simdjson::error_code ChromeEventImporter::Event(simdjson::ondemand::value value) { return impl_->Event(value); }
+void ChromeEventImporter::Import(const ChromeEventBatch& batch) { impl_->Import(batch); }
 void ChromeEventImporter::DistributedInfo(simdjson::ondemand::value value) { impl_->DistributedInfo(value); }
 Trace ChromeEventImporter::Finish() { return impl_->Finish(); }
 
