@@ -175,6 +175,15 @@ struct ChromeEventFields {
   uint32_t numbers_begin = 0, numbers_end = 0;  // numeric args in ChromeEventBatch::Impl::numbers
   uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};  // kernel args "grid"/"block", 0 when absent
   int32_t strings_unreadable = 0, launch_dims_unreadable = 0;  // repairs, counted when imported
+  // Worked out where the event is read (any thread), so that importing does little more than add.
+  std::optional<int64_t> ts_ns, dur_ns;  // ts and dur read, nullopt when absent or unreadable
+  SliceKind kind = SliceKind::kOther;    // of an X or B event: KindOfEvent(cat, name)
+  bool device_category = false;          // IsDeviceCategory(cat)
+  bool id_is_number = false;             // a flow's id is a decimal number: id_number
+  uint64_t id_number = 0;
+  enum : uint8_t { kNoArgs, kKernelArgs, kTransferArgs } launch_args = kNoArgs;  // of an X event
+  KernelArgs kernel_args;
+  TransferArgs transfer_args;
 };
 
 struct ChromeEventBatch::Impl {
@@ -224,7 +233,96 @@ struct ChromeEventBatch::Impl {
       }
     }
     event.numbers_end = static_cast<uint32_t>(numbers.size());
+    if (event.has_ts) event.ts_ns = MicrosTextToNs(event.ts);
+    if (event.has_dur) event.dur_ns = MicrosTextToNs(event.dur);
+    if (event.ph == "X" || event.ph == "B") {
+      event.kind = KindOfEvent(event.cat, event.name);
+      event.device_category = IsDeviceCategory(event.cat);
+      if (event.ph == "X") LaunchArgs(event);
+    } else if (event.has_id && !event.id.empty()) {
+      const std::string text(event.id);
+      char* parse_end = nullptr;
+      event.id_number = std::strtoull(text.c_str(), &parse_end, 10);
+      event.id_is_number = parse_end == text.c_str() + text.size();
+    }
     return simdjson::SUCCESS;
+  }
+
+  // The PyTorch profiler's launch and transfer args, for slices that have them.
+  // Worked out when the event is read; the slice index is set when it is imported.
+  void LaunchArgs(ChromeEventFields& event) const {
+    if (!event.has_args) return;
+    const SliceKind kind = event.kind;
+    const std::span<const std::pair<std::string_view, std::string_view>> numbers_(numbers.data() + event.numbers_begin, numbers.data() + event.numbers_end);
+    auto integer = [&](std::string_view text, int64_t limit) -> int64_t {
+      const std::optional<double> value = NumberOf(text);
+      if (!value || *value < 0 || *value > static_cast<double>(limit) || *value != std::floor(*value)) return -1;
+      return static_cast<int64_t>(*value);
+    };
+    auto real = [&](std::string_view text) -> float {
+      const std::optional<double> value = NumberOf(text);
+      return value && *value >= 0 && *value < 1e30 ? static_cast<float>(*value) : -1.0f;
+    };
+    constexpr int64_t kInt32 = INT32_MAX;
+    constexpr int64_t kInt62 = int64_t{1} << 62;
+    // Where it ran, kernels and transfers alike: device, stream, correlation id.
+    auto launch = [&](auto& args, std::string_view key, std::string_view text) {
+      if (key == "device") {
+        args.device = static_cast<int32_t>(integer(text, kInt32));
+      } else if (key == "stream") {
+        args.stream = static_cast<int32_t>(integer(text, kInt32));
+      } else if (key == "correlation") {
+        args.correlation = integer(text, kInt62);
+      } else {
+        return false;
+      }
+      return true;
+    };
+    if (kind == SliceKind::kKernel) {
+      KernelArgs args;
+      bool any = event.grid[0] != 0;
+      std::copy(event.grid, event.grid + 3, args.grid);
+      std::copy(event.block, event.block + 3, args.block);
+      for (const auto& [key, text] : numbers_) {
+        if (key == "registers per thread") {
+          args.registers_per_thread = static_cast<int32_t>(integer(text, kInt32));
+        } else if (key == "shared memory") {
+          args.shared_memory_bytes = static_cast<int32_t>(integer(text, kInt32));
+        } else if (launch(args, key, text)) {  // read into args
+        } else if (key == "blocks per SM") {
+          args.blocks_per_sm = real(text);
+        } else if (key == "warps per SM") {
+          args.warps_per_sm = real(text);
+        } else if (key == "est. achieved occupancy %") {
+          args.occupancy_percent = real(text);
+        } else {
+          continue;
+        }
+        any = true;
+      }
+      if (any) {
+        event.kernel_args = args;
+        event.launch_args = ChromeEventFields::kKernelArgs;
+      }
+    } else if (kind == SliceKind::kMemcpy || kind == SliceKind::kMemset) {
+      TransferArgs args;
+      bool any = false;
+      for (const auto& [key, text] : numbers_) {
+        if (key == "bytes") {
+          args.bytes = integer(text, kInt62);
+        } else if (key == "memory bandwidth (GB/s)") {
+          args.bandwidth_gbps = real(text);
+        } else if (launch(args, key, text)) {  // read into args
+        } else {
+          continue;
+        }
+        any = true;
+      }
+      if (any) {
+        event.transfer_args = args;
+        event.launch_args = ChromeEventFields::kTransferArgs;
+      }
+    }
   }
 
   // An event that failed is not kept.
@@ -360,80 +458,10 @@ class ChromeEventImporter::Impl {
   }
 
  private:
-  // The PyTorch profiler's launch and transfer args, for slices that have them.
-  void KeepArgs(uint32_t slice, SliceKind kind) {
-    if (!event_.has_args) return;
-    auto integer = [&](std::string_view text, int64_t limit) -> int64_t {
-      const std::optional<double> value = NumberOf(text);
-      if (!value || *value < 0 || *value > static_cast<double>(limit) || *value != std::floor(*value)) return -1;
-      return static_cast<int64_t>(*value);
-    };
-    auto real = [&](std::string_view text) -> float {
-      const std::optional<double> value = NumberOf(text);
-      return value && *value >= 0 && *value < 1e30 ? static_cast<float>(*value) : -1.0f;
-    };
-    constexpr int64_t kInt32 = INT32_MAX;
-    constexpr int64_t kInt62 = int64_t{1} << 62;
-    // Where it ran, kernels and transfers alike: device, stream, correlation id.
-    auto launch = [&](auto& args, std::string_view key, std::string_view text) {
-      if (key == "device") {
-        args.device = static_cast<int32_t>(integer(text, kInt32));
-      } else if (key == "stream") {
-        args.stream = static_cast<int32_t>(integer(text, kInt32));
-      } else if (key == "correlation") {
-        args.correlation = integer(text, kInt62);
-      } else {
-        return false;
-      }
-      return true;
-    };
-    if (kind == SliceKind::kKernel) {
-      KernelArgs args;
-      args.slice = slice;
-      bool any = event_.grid[0] != 0;
-      std::copy(event_.grid, event_.grid + 3, args.grid);
-      std::copy(event_.block, event_.block + 3, args.block);
-      for (const auto& [key, text] : numbers_) {
-        if (key == "registers per thread") {
-          args.registers_per_thread = static_cast<int32_t>(integer(text, kInt32));
-        } else if (key == "shared memory") {
-          args.shared_memory_bytes = static_cast<int32_t>(integer(text, kInt32));
-        } else if (launch(args, key, text)) {  // read into args
-        } else if (key == "blocks per SM") {
-          args.blocks_per_sm = real(text);
-        } else if (key == "warps per SM") {
-          args.warps_per_sm = real(text);
-        } else if (key == "est. achieved occupancy %") {
-          args.occupancy_percent = real(text);
-        } else {
-          continue;
-        }
-        any = true;
-      }
-      if (any) builder_.AddKernelArgs(args);
-    } else if (kind == SliceKind::kMemcpy || kind == SliceKind::kMemset) {
-      TransferArgs args;
-      args.slice = slice;
-      bool any = false;
-      for (const auto& [key, text] : numbers_) {
-        if (key == "bytes") {
-          args.bytes = integer(text, kInt62);
-        } else if (key == "memory bandwidth (GB/s)") {
-          args.bandwidth_gbps = real(text);
-        } else if (launch(args, key, text)) {  // read into args
-        } else {
-          continue;
-        }
-        any = true;
-      }
-      if (any) builder_.AddTransferArgs(args);
-    }
-  }
-
   void Dispatch() {
     const std::string_view ph = event_.ph;
     if (ph == "M") return Metadata();
-    const std::optional<int64_t> ts = event_.has_ts ? MicrosTextToNs(event_.ts) : std::nullopt;
+    const std::optional<int64_t> ts = event_.ts_ns;
     if (!ts) {
       stats().Add(event_.has_ts ? "event_bad_time_skipped" : "event_without_ts_skipped");
       return;
@@ -442,24 +470,33 @@ class ChromeEventImporter::Impl {
       int64_t dur = 0;
       if (!event_.has_dur) {
         stats().Add("x_event_without_dur");
-      } else if (auto parsed = MicrosTextToNs(event_.dur)) {
-        dur = *parsed;
+      } else if (event_.dur_ns) {
+        dur = *event_.dur_ns;
       } else {
         stats().Add("event_bad_time_skipped");
         return;
       }
-      AddSlice(event_.pid, event_.tid, *ts, dur, event_.name, event_.cat,
+      AddSlice(event_.pid, event_.tid, *ts, dur, event_.name, event_.kind, event_.device_category,
                event_.args_has_name && event_.args_has_op ? event_.args_name : std::string_view(),
                event_.args_has_name && event_.args_has_op ? event_.args_op : std::string_view(),
                event_.args_has_name && event_.args_has_op);
-      KeepArgs(slices_.back(), last_kind_);
+      if (event_.launch_args == ChromeEventFields::kKernelArgs) {
+        KernelArgs args = event_.kernel_args;
+        args.slice = slices_.back();
+        builder_.AddKernelArgs(args);
+      } else if (event_.launch_args == ChromeEventFields::kTransferArgs) {
+        TransferArgs args = event_.transfer_args;
+        args.slice = slices_.back();
+        builder_.AddTransferArgs(args);
+      }
     } else if (ph == "B") {
       OpenSlice open;
       open.pid = event_.pid;
       open.tid = event_.tid;
       open.ts = *ts;
       open.name = event_.name;
-      open.cat = event_.cat;
+      open.kind = event_.kind;
+      open.device_category = event_.device_category;
       if (event_.args_has_name && event_.args_has_op) {
         open.args_name = event_.args_name;
         open.args_op = event_.args_op;
@@ -473,7 +510,7 @@ class ChromeEventImporter::Impl {
         return;
       }
       const OpenSlice& b = stack.back();
-      AddSlice(b.pid, b.tid, b.ts, *ts - b.ts, b.name, b.cat, b.args_name, b.args_op, b.tf_args);
+      AddSlice(b.pid, b.tid, b.ts, *ts - b.ts, b.name, b.kind, b.device_category, b.args_name, b.args_op, b.tf_args);
       stack.pop_back();
     } else if (ph == "C") {
       Counter(*ts);
@@ -494,11 +531,8 @@ class ChromeEventImporter::Impl {
       end.bind_enclosing = ph != "f" || event_.bp == "e";
       end.set = true;
       FlowKey key{builder_.Intern(event_.cat), 0, 0};
-      char* parse_end = nullptr;
-      const std::string id(event_.id);
-      const unsigned long long numeric = std::strtoull(id.c_str(), &parse_end, 10);
-      if (!id.empty() && parse_end == id.c_str() + id.size()) {
-        key.number = numeric;
+      if (event_.id_is_number) {
+        key.number = event_.id_number;
       } else {
         key.text = builder_.Intern(event_.id);
       }
@@ -584,15 +618,14 @@ class ChromeEventImporter::Impl {
   }
 
   void AddSlice(std::string_view pid, std::string_view tid, int64_t start, int64_t dur, std::string_view name,
-                std::string_view cat, std::string_view args_name, std::string_view args_op, bool tf_args) {
-    const SliceKind kind = KindOfEvent(cat, name);
-    last_kind_ = kind;
+                SliceKind kind, bool device_category, std::string_view args_name, std::string_view args_op,
+                bool tf_args) {
     Slice slice;
     slice.start_ns = start;
     slice.dur_ns = dur;
     slice.kind = kind;
     slice.track = ThreadTrack(pid, tid, kind);
-    if (IsDeviceCategory(cat)) {
+    if (device_category) {
       if (device_lanes_.size() <= slice.track) device_lanes_.resize(slice.track + 1, 0);
       device_lanes_[slice.track] = 1;
     }
@@ -803,8 +836,10 @@ class ChromeEventImporter::Impl {
     int64_t start, dur;
   };
   struct OpenSlice {
-    std::string pid, tid, name, cat, args_name, args_op;
+    std::string pid, tid, name, args_name, args_op;
     int64_t ts = 0;
+    SliceKind kind = SliceKind::kOther;
+    bool device_category = false;
     bool tf_args = false;
   };
 
@@ -829,7 +864,6 @@ class ChromeEventImporter::Impl {
   std::unordered_map<FlowKey, FlowPair, FlowKeyHash> flows_;
   std::vector<uint32_t> slices_;
   std::vector<Position> positions_;
-  SliceKind last_kind_ = SliceKind::kOther;  // kind of the slice AddSlice added last
   std::vector<char> device_lanes_;           // per track: it holds device events
   std::map<std::string, std::string> process_labels_;  // pid -> "GPU 0" (process_labels)
 };
