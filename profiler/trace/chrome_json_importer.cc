@@ -426,7 +426,7 @@ class ChromeEventImporter::Impl {
       }
       stats().Add("string_unreadable_emptied", event.strings_unreadable);
       stats().Add("kernel_launch_dims_unreadable", event.launch_dims_unreadable);
-      event_ = event;
+      event_ = &event;
       numbers_ = {list.numbers.data() + event.numbers_begin, list.numbers.data() + event.numbers_end};
       Dispatch();
     }
@@ -459,52 +459,52 @@ class ChromeEventImporter::Impl {
 
  private:
   void Dispatch() {
-    const std::string_view ph = event_.ph;
+    const std::string_view ph = event_->ph;
     if (ph == "M") return Metadata();
-    const std::optional<int64_t> ts = event_.ts_ns;
+    const std::optional<int64_t> ts = event_->ts_ns;
     if (!ts) {
-      stats().Add(event_.has_ts ? "event_bad_time_skipped" : "event_without_ts_skipped");
+      stats().Add(event_->has_ts ? "event_bad_time_skipped" : "event_without_ts_skipped");
       return;
     }
     if (ph == "X") {
       int64_t dur = 0;
-      if (!event_.has_dur) {
+      if (!event_->has_dur) {
         stats().Add("x_event_without_dur");
-      } else if (event_.dur_ns) {
-        dur = *event_.dur_ns;
+      } else if (event_->dur_ns) {
+        dur = *event_->dur_ns;
       } else {
         stats().Add("event_bad_time_skipped");
         return;
       }
-      AddSlice(event_.pid, event_.tid, *ts, dur, event_.name, event_.kind, event_.device_category,
-               event_.args_has_name && event_.args_has_op ? event_.args_name : std::string_view(),
-               event_.args_has_name && event_.args_has_op ? event_.args_op : std::string_view(),
-               event_.args_has_name && event_.args_has_op);
-      if (event_.launch_args == ChromeEventFields::kKernelArgs) {
-        KernelArgs args = event_.kernel_args;
+      AddSlice(event_->pid, event_->tid, *ts, dur, event_->name, event_->kind, event_->device_category,
+               event_->args_has_name && event_->args_has_op ? event_->args_name : std::string_view(),
+               event_->args_has_name && event_->args_has_op ? event_->args_op : std::string_view(),
+               event_->args_has_name && event_->args_has_op);
+      if (event_->launch_args == ChromeEventFields::kKernelArgs) {
+        KernelArgs args = event_->kernel_args;
         args.slice = slices_.back();
         builder_.AddKernelArgs(args);
-      } else if (event_.launch_args == ChromeEventFields::kTransferArgs) {
-        TransferArgs args = event_.transfer_args;
+      } else if (event_->launch_args == ChromeEventFields::kTransferArgs) {
+        TransferArgs args = event_->transfer_args;
         args.slice = slices_.back();
         builder_.AddTransferArgs(args);
       }
     } else if (ph == "B") {
       OpenSlice open;
-      open.pid = event_.pid;
-      open.tid = event_.tid;
+      open.pid = event_->pid;
+      open.tid = event_->tid;
       open.ts = *ts;
-      open.name = event_.name;
-      open.kind = event_.kind;
-      open.device_category = event_.device_category;
-      if (event_.args_has_name && event_.args_has_op) {
-        open.args_name = event_.args_name;
-        open.args_op = event_.args_op;
+      open.name = event_->name;
+      open.kind = event_->kind;
+      open.device_category = event_->device_category;
+      if (event_->args_has_name && event_->args_has_op) {
+        open.args_name = event_->args_name;
+        open.args_op = event_->args_op;
         open.tf_args = true;
       }
-      open_[ThreadKey(event_.pid, event_.tid)].push_back(std::move(open));
+      open_[ThreadKey(event_->pid, event_->tid)].push_back(std::move(open));
     } else if (ph == "E") {
-      auto& stack = open_[ThreadKey(event_.pid, event_.tid)];
+      auto& stack = open_[ThreadKey(event_->pid, event_->tid)];
       if (stack.empty()) {
         stats().Add("end_without_begin_skipped");
         return;
@@ -515,26 +515,26 @@ class ChromeEventImporter::Impl {
     } else if (ph == "C") {
       Counter(*ts);
     } else if (ph == "i" || ph == "I") {
-      if (event_.name == "[memory]") {
+      if (event_->name == "[memory]") {
         Memory(*ts);
       } else {
         stats().Add("instant_event_ignored");
       }
     } else if (ph == "s" || ph == "t" || ph == "f") {
-      if (!event_.has_id) {
+      if (!event_->has_id) {
         stats().Add("flow_without_id_skipped");
         return;
       }
       FlowEnd end;
-      end.thread = ThreadSlot(event_.pid, event_.tid);
+      end.thread = ThreadSlot(event_->pid, event_->tid);
       end.ts = *ts;
-      end.bind_enclosing = ph != "f" || event_.bp == "e";
+      end.bind_enclosing = ph != "f" || event_->bp == "e";
       end.set = true;
-      FlowKey key{builder_.Intern(event_.cat), 0, 0};
-      if (event_.id_is_number) {
-        key.number = event_.id_number;
+      FlowKey key{builder_.Intern(event_->cat), 0, 0};
+      if (event_->id_is_number) {
+        key.number = event_->id_number;
       } else {
-        key.text = builder_.Intern(event_.id);
+        key.text = builder_.Intern(event_->id);
       }
       FlowPair& pair = flows_[key];
       (ph == "s" ? pair.start : pair.end) = end;
@@ -544,17 +544,17 @@ class ChromeEventImporter::Impl {
   }
 
   void Metadata() {
-    const std::string_view name = event_.name;
-    if (name == "process_name" && event_.args_has_name) {
-      process_names_[std::string(event_.pid)] = std::string(event_.args_name);
-    } else if (name == "process_labels" && !event_.args_labels.empty()) {
-      process_labels_[std::string(event_.pid)] = std::string(event_.args_labels);
-    } else if (name == "process_sort_index" && event_.sort_index) {
-      process_sort_[std::string(event_.pid)] = static_cast<int32_t>(*event_.sort_index);
-    } else if (name == "thread_name" && event_.args_has_name) {
-      thread_names_[ThreadKey(event_.pid, event_.tid)] = std::string(event_.args_name);
-    } else if (name == "thread_sort_index" && event_.sort_index) {
-      thread_sort_[ThreadKey(event_.pid, event_.tid)] = static_cast<int32_t>(*event_.sort_index);
+    const std::string_view name = event_->name;
+    if (name == "process_name" && event_->args_has_name) {
+      process_names_[std::string(event_->pid)] = std::string(event_->args_name);
+    } else if (name == "process_labels" && !event_->args_labels.empty()) {
+      process_labels_[std::string(event_->pid)] = std::string(event_->args_labels);
+    } else if (name == "process_sort_index" && event_->sort_index) {
+      process_sort_[std::string(event_->pid)] = static_cast<int32_t>(*event_->sort_index);
+    } else if (name == "thread_name" && event_->args_has_name) {
+      thread_names_[ThreadKey(event_->pid, event_->tid)] = std::string(event_->args_name);
+    } else if (name == "thread_sort_index" && event_->sort_index) {
+      thread_sort_[ThreadKey(event_->pid, event_->tid)] = static_cast<int32_t>(*event_->sort_index);
     }
   }
 
@@ -642,21 +642,21 @@ class ChromeEventImporter::Impl {
   }
 
   void Counter(int64_t ts) {
-    if (!event_.has_args) return;
-    const std::string pid(event_.pid);
+    if (!event_->has_args) return;
+    const std::string pid(event_->pid);
     for (const auto& [key, text] : numbers_) {
       const std::optional<double> value = NumberOf(text);
       if (!value) {
         stats().Add("counter_value_unreadable_skipped");
         continue;
       }
-      std::string series_name = event_.name == key ? std::string(key) : std::string(event_.name) + "." + std::string(key);
+      std::string series_name = event_->name == key ? std::string(key) : std::string(event_->name) + "." + std::string(key);
       std::string unit;
       // Allocator counters: "<allocator> bytes" (our export) or cat "Memory" (timeline.py).
       if (series_name.size() > 6 && series_name.compare(series_name.size() - 6, 6, " bytes") == 0) {
         series_name.resize(series_name.size() - 6);
         unit = "bytes";
-      } else if (event_.cat == "Memory") {
+      } else if (event_->cat == "Memory") {
         unit = "bytes";
       }
       auto [it, inserted] = counters_.try_emplace({pid, series_name});
@@ -689,7 +689,7 @@ class ChromeEventImporter::Impl {
     auto [it, inserted] = counters_.try_emplace({std::string(), allocator});
     if (inserted) {
       it->second.name = builder_.Intern(allocator);
-      it->second.track = static_cast<int32_t>(ProcessTrack(std::string(event_.pid)));
+      it->second.track = static_cast<int32_t>(ProcessTrack(std::string(event_->pid)));
       it->second.unit = "bytes";
       it->second.origin = "kineto_memory_events";
     }
@@ -845,7 +845,7 @@ class ChromeEventImporter::Impl {
 
   TraceBuilder builder_;
   ChromeEventBatch one_;  // the event Event() reads
-  ChromeEventFields event_;     // the event being imported
+  const ChromeEventFields* event_ = nullptr;  // the event being imported
   std::span<const std::pair<std::string_view, std::string_view>> numbers_;  // its numeric args
   int64_t events_ = 0;
   std::string thread_key_;
