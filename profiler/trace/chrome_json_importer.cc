@@ -136,17 +136,13 @@ std::string_view Trim(std::string_view text) {
 }
 
 // pid/tid/id as text: numbers as written, strings unquoted.
-bool ReadText(od::value value, std::string& out) {
+// The view points into the parser's string buffer or the parsed bytes (valid while both are).
+bool ReadText(od::value value, std::string_view& out) {
   od::json_type type;
   if (value.type().get(type)) return false;
-  if (type == od::json_type::string) {
-    std::string_view text;
-    if (value.get_string().get(text)) return false;
-    out.assign(text);
-    return true;
-  }
-  out.assign(Trim(value.raw_json_token()));
-  if (type == od::json_type::null) out.clear();
+  if (type == od::json_type::string) return !value.get_string().get(out);
+  out = Trim(value.raw_json_token());
+  if (type == od::json_type::null) out = {};
   return true;
 }
 
@@ -163,35 +159,246 @@ std::optional<double> NumberOf(std::string_view text) {
   return value;
 }
 
-// The fields of one event an import needs; reused from event to event.
-struct EventFields {
+}  // namespace
+
+// The fields of one event an import needs, as views into the parser's string buffer and the
+// parsed bytes; read on any thread (Read touches no importer state), imported in file order.
+struct ChromeEventFields {
   std::string_view ph, name, cat, bp;
-  std::string pid, tid, id;
+  std::string_view pid, tid, id;
   std::string_view ts, dur;  // raw number text; empty when absent or not a number
   bool has_ts = false, has_dur = false, has_id = false, has_args = false;
   bool args_has_name = false, args_has_op = false;
+  bool not_an_object = false;
   std::string_view args_name, args_op, args_labels;
-  std::string args_text_name;  // args.name when it is not a string (M events)
   std::optional<int64_t> sort_index;
-  std::vector<std::pair<std::string_view, std::string_view>> numbers;  // numeric args: key, raw token
+  uint32_t numbers_begin = 0, numbers_end = 0;  // numeric args in ChromeEventBatch::Impl::numbers
   uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};  // kernel args "grid"/"block", 0 when absent
+  int32_t strings_unreadable = 0, launch_dims_unreadable = 0;  // repairs, counted when imported
+  // Worked out where the event is read (any thread), so that importing does little more than add.
+  std::optional<int64_t> ts_ns, dur_ns;  // ts and dur read, nullopt when absent or unreadable
+  SliceKind kind = SliceKind::kOther;    // of an X or B event: KindOfEvent(cat, name)
+  bool device_category = false;          // IsDeviceCategory(cat)
+  bool id_is_number = false;             // a flow's id is a decimal number: id_number
+  uint64_t id_number = 0;
+  enum : uint8_t { kNoArgs, kKernelArgs, kTransferArgs } launch_args = kNoArgs;  // of an X event
+  KernelArgs kernel_args;
+  TransferArgs transfer_args;
+};
 
-  void Clear() {
-    ph = name = cat = bp = {};
-    pid.clear();
-    tid.clear();
-    id.clear();
-    ts = dur = {};
-    has_ts = has_dur = has_id = has_args = args_has_name = args_has_op = false;
-    args_name = args_op = args_labels = {};
-    args_text_name.clear();
-    sort_index.reset();
-    numbers.clear();
-    for (int i = 0; i < 3; ++i) grid[i] = block[i] = 0;
+struct ChromeEventBatch::Impl {
+  std::vector<ChromeEventFields> events;
+  std::vector<std::pair<std::string_view, std::string_view>> numbers;  // numeric args: key, raw token
+
+  simdjson::error_code Read(od::value value) {
+    ChromeEventFields& event = events.emplace_back();
+    event.numbers_begin = event.numbers_end = static_cast<uint32_t>(numbers.size());
+    od::object object;
+    if (value.get_object().get(object)) {
+      event.not_an_object = true;
+      return simdjson::SUCCESS;
+    }
+    for (auto field_result : object) {
+      od::field field;
+      if (auto error = std::move(field_result).get(field)) return Drop(error);
+      std::string_view key;
+      if (auto error = field.unescaped_key().get(key)) return Drop(error);
+      od::value v = field.value();
+      if (key == "ph") {
+        if (v.get_string().get(event.ph)) event.ph = "?";
+      } else if (key == "name") {
+        // A name with a broken escape is kept, empty, and counted.
+        if (v.get_string().get(event.name)) {
+          event.name = {};
+          ++event.strings_unreadable;
+        }
+      } else if (key == "cat") {
+        if (v.get_string().get(event.cat)) event.cat = {};
+      } else if (key == "ts") {
+        event.has_ts = true;
+        event.ts = v.raw_json_token();
+      } else if (key == "dur") {
+        event.has_dur = true;
+        event.dur = v.raw_json_token();
+      } else if (key == "pid") {
+        if (!ReadText(v, event.pid)) event.pid = {};
+      } else if (key == "tid") {
+        if (!ReadText(v, event.tid)) event.tid = {};
+      } else if (key == "id") {
+        event.has_id = ReadText(v, event.id);
+      } else if (key == "bp") {
+        if (v.get_string().get(event.bp)) event.bp = {};
+      } else if (key == "args") {
+        if (auto error = Args(v, event)) return Drop(error);
+      }
+    }
+    event.numbers_end = static_cast<uint32_t>(numbers.size());
+    if (event.has_ts) event.ts_ns = MicrosTextToNs(event.ts);
+    if (event.has_dur) event.dur_ns = MicrosTextToNs(event.dur);
+    if (event.ph == "X" || event.ph == "B") {
+      event.kind = KindOfEvent(event.cat, event.name);
+      event.device_category = IsDeviceCategory(event.cat);
+      if (event.ph == "X") LaunchArgs(event);
+    } else if (event.has_id && !event.id.empty()) {
+      const std::string text(event.id);
+      char* parse_end = nullptr;
+      event.id_number = std::strtoull(text.c_str(), &parse_end, 10);
+      event.id_is_number = parse_end == text.c_str() + text.size();
+    }
+    return simdjson::SUCCESS;
+  }
+
+  // The PyTorch profiler's launch and transfer args, for slices that have them.
+  // Worked out when the event is read; the slice index is set when it is imported.
+  void LaunchArgs(ChromeEventFields& event) const {
+    if (!event.has_args) return;
+    const SliceKind kind = event.kind;
+    const std::span<const std::pair<std::string_view, std::string_view>> numbers_(numbers.data() + event.numbers_begin, numbers.data() + event.numbers_end);
+    auto integer = [&](std::string_view text, int64_t limit) -> int64_t {
+      const std::optional<double> value = NumberOf(text);
+      if (!value || *value < 0 || *value > static_cast<double>(limit) || *value != std::floor(*value)) return -1;
+      return static_cast<int64_t>(*value);
+    };
+    auto real = [&](std::string_view text) -> float {
+      const std::optional<double> value = NumberOf(text);
+      return value && *value >= 0 && *value < 1e30 ? static_cast<float>(*value) : -1.0f;
+    };
+    constexpr int64_t kInt32 = INT32_MAX;
+    constexpr int64_t kInt62 = int64_t{1} << 62;
+    // Where it ran, kernels and transfers alike: device, stream, correlation id.
+    auto launch = [&](auto& args, std::string_view key, std::string_view text) {
+      if (key == "device") {
+        args.device = static_cast<int32_t>(integer(text, kInt32));
+      } else if (key == "stream") {
+        args.stream = static_cast<int32_t>(integer(text, kInt32));
+      } else if (key == "correlation") {
+        args.correlation = integer(text, kInt62);
+      } else {
+        return false;
+      }
+      return true;
+    };
+    if (kind == SliceKind::kKernel) {
+      KernelArgs args;
+      bool any = event.grid[0] != 0;
+      std::copy(event.grid, event.grid + 3, args.grid);
+      std::copy(event.block, event.block + 3, args.block);
+      for (const auto& [key, text] : numbers_) {
+        if (key == "registers per thread") {
+          args.registers_per_thread = static_cast<int32_t>(integer(text, kInt32));
+        } else if (key == "shared memory") {
+          args.shared_memory_bytes = static_cast<int32_t>(integer(text, kInt32));
+        } else if (launch(args, key, text)) {  // read into args
+        } else if (key == "blocks per SM") {
+          args.blocks_per_sm = real(text);
+        } else if (key == "warps per SM") {
+          args.warps_per_sm = real(text);
+        } else if (key == "est. achieved occupancy %") {
+          args.occupancy_percent = real(text);
+        } else {
+          continue;
+        }
+        any = true;
+      }
+      if (any) {
+        event.kernel_args = args;
+        event.launch_args = ChromeEventFields::kKernelArgs;
+      }
+    } else if (kind == SliceKind::kMemcpy || kind == SliceKind::kMemset) {
+      TransferArgs args;
+      bool any = false;
+      for (const auto& [key, text] : numbers_) {
+        if (key == "bytes") {
+          args.bytes = integer(text, kInt62);
+        } else if (key == "memory bandwidth (GB/s)") {
+          args.bandwidth_gbps = real(text);
+        } else if (launch(args, key, text)) {  // read into args
+        } else {
+          continue;
+        }
+        any = true;
+      }
+      if (any) {
+        event.transfer_args = args;
+        event.launch_args = ChromeEventFields::kTransferArgs;
+      }
+    }
+  }
+
+  // An event that failed is not kept.
+  simdjson::error_code Drop(simdjson::error_code error) {
+    numbers.resize(events.back().numbers_begin);
+    events.pop_back();
+    return error;
+  }
+
+  simdjson::error_code Args(od::value value, ChromeEventFields& event) {
+    od::object object;
+    if (value.get_object().get(object)) return simdjson::SUCCESS;  // args that are not an object
+    event.has_args = true;
+    for (auto field_result : object) {
+      od::field field;
+      if (auto error = std::move(field_result).get(field)) return error;
+      std::string_view key;
+      if (auto error = field.unescaped_key().get(key)) return error;
+      od::value v = field.value();
+      od::json_type type;
+      if (auto error = v.type().get(type)) return error;
+      if (key == "name") {
+        event.args_has_name = true;
+        if (type == od::json_type::string) {
+          if (v.get_string().get(event.args_name)) event.args_name = {};
+        } else if (!ReadText(v, event.args_name)) {
+          event.args_name = {};
+        }
+      } else if (key == "labels" && type == od::json_type::string) {
+        if (v.get_string().get(event.args_labels)) event.args_labels = {};
+      } else if (key == "op" && type == od::json_type::string) {
+        event.args_has_op = !v.get_string().get(event.args_op);
+      } else if (type == od::json_type::array && (key == "grid" || key == "block")) {
+        ReadTriple(v, key == "grid" ? event.grid : event.block, event);
+      } else if (type == od::json_type::number) {
+        // Kept as text: most events never need their numbers (they are parsed for counters,
+        // memory events and sort indices only).
+        numbers.emplace_back(key, Trim(v.raw_json_token()));
+        if (key == "sort_index") {
+          if (auto number = NumberOf(numbers.back().second)) event.sort_index = SaturatedInt64(*number);
+        }
+      }
+    }
+    return simdjson::SUCCESS;
+  }
+
+  // "grid": [x, y, z]; anything else (fewer numbers, non-numbers, beyond uint32) leaves zeros.
+  static void ReadTriple(od::value value, uint32_t* out, ChromeEventFields& event) {
+    od::array array;
+    if (value.get_array().get(array)) return;
+    uint32_t parsed[3] = {0, 0, 0};
+    size_t count = 0;
+    for (auto element : array) {
+      uint64_t number = 0;
+      if (element.get_uint64().get(number) || count >= 3 || number > UINT32_MAX) {
+        ++event.launch_dims_unreadable;
+        return;
+      }
+      parsed[count++] = static_cast<uint32_t>(number);
+    }
+    if (count != 3) {
+      ++event.launch_dims_unreadable;
+      return;
+    }
+    std::copy(parsed, parsed + 3, out);
   }
 };
 
-}  // namespace
+ChromeEventBatch::ChromeEventBatch() : impl_(std::make_unique<Impl>()) {}
+ChromeEventBatch::~ChromeEventBatch() = default;
+void ChromeEventBatch::Clear() {
+  impl_->events.clear();
+  impl_->numbers.clear();
+}
+simdjson::error_code ChromeEventBatch::Read(simdjson::ondemand::value value) { return impl_->Read(value); }
+size_t ChromeEventBatch::size() const { return impl_->events.size(); }
 
 class ChromeEventImporter::Impl {
  public:
@@ -202,50 +409,27 @@ class ChromeEventImporter::Impl {
 
   // Reads one event object; a simdjson error stops the import (the caller decides what to keep).
   simdjson::error_code Event(od::value value) {
-    od::object object;
-    if (value.get_object().get(object)) {
-      ++events_;
-      stats().Add("event_not_an_object_skipped");
-      return simdjson::SUCCESS;
-    }
-    event_.Clear();
-    for (auto field_result : object) {
-      od::field field;
-      if (auto error = std::move(field_result).get(field)) return error;
-      std::string_view key;
-      if (auto error = field.unescaped_key().get(key)) return error;
-      od::value v = field.value();
-      if (key == "ph") {
-        if (v.get_string().get(event_.ph)) event_.ph = "?";
-      } else if (key == "name") {
-        // A name with a broken escape is kept, empty, and counted.
-        if (v.get_string().get(event_.name)) {
-          event_.name = {};
-          stats().Add("string_unreadable_emptied");
-        }
-      } else if (key == "cat") {
-        if (v.get_string().get(event_.cat)) event_.cat = {};
-      } else if (key == "ts") {
-        event_.has_ts = true;
-        event_.ts = v.raw_json_token();
-      } else if (key == "dur") {
-        event_.has_dur = true;
-        event_.dur = v.raw_json_token();
-      } else if (key == "pid") {
-        if (!ReadText(v, event_.pid)) event_.pid.clear();
-      } else if (key == "tid") {
-        if (!ReadText(v, event_.tid)) event_.tid.clear();
-      } else if (key == "id") {
-        event_.has_id = ReadText(v, event_.id);
-      } else if (key == "bp") {
-        if (v.get_string().get(event_.bp)) event_.bp = {};
-      } else if (key == "args") {
-        if (auto error = Args(v)) return error;
-      }
-    }
-    ++events_;
-    Dispatch();
+    one_.Clear();
+    if (auto error = one_.Read(value)) return error;
+    Import(one_);
     return simdjson::SUCCESS;
+  }
+
+  // Imports the events of a batch, in their order.
+  void Import(const ChromeEventBatch& batch) {
+    const ChromeEventBatch::Impl& list = *batch.impl_;
+    for (const ChromeEventFields& event : list.events) {
+      ++events_;
+      if (event.not_an_object) {
+        stats().Add("event_not_an_object_skipped");
+        continue;
+      }
+      stats().Add("string_unreadable_emptied", event.strings_unreadable);
+      stats().Add("kernel_launch_dims_unreadable", event.launch_dims_unreadable);
+      event_ = &event;
+      numbers_ = {list.numbers.data() + event.numbers_begin, list.numbers.data() + event.numbers_end};
+      Dispatch();
+    }
   }
 
   void DistributedInfo(od::value value) {
@@ -274,205 +458,83 @@ class ChromeEventImporter::Impl {
   }
 
  private:
-  simdjson::error_code Args(od::value value) {
-    od::object object;
-    if (value.get_object().get(object)) return simdjson::SUCCESS;  // args that are not an object
-    event_.has_args = true;
-    for (auto field_result : object) {
-      od::field field;
-      if (auto error = std::move(field_result).get(field)) return error;
-      std::string_view key;
-      if (auto error = field.unescaped_key().get(key)) return error;
-      od::value v = field.value();
-      od::json_type type;
-      if (auto error = v.type().get(type)) return error;
-      if (key == "name") {
-        event_.args_has_name = true;
-        if (type == od::json_type::string) {
-          if (v.get_string().get(event_.args_name)) event_.args_name = {};
-        } else {
-          ReadText(v, event_.args_text_name);
-          event_.args_name = event_.args_text_name;
-        }
-      } else if (key == "labels" && type == od::json_type::string) {
-        if (v.get_string().get(event_.args_labels)) event_.args_labels = {};
-      } else if (key == "op" && type == od::json_type::string) {
-        event_.args_has_op = !v.get_string().get(event_.args_op);
-      } else if (type == od::json_type::array && (key == "grid" || key == "block")) {
-        ReadTriple(v, key == "grid" ? event_.grid : event_.block);
-      } else if (type == od::json_type::number) {
-        // Kept as text: most events never need their numbers (they are parsed for counters,
-        // memory events and sort indices only).
-        event_.numbers.emplace_back(key, Trim(v.raw_json_token()));
-        if (key == "sort_index") {
-          if (auto number = NumberOf(event_.numbers.back().second)) event_.sort_index = SaturatedInt64(*number);
-        }
-      }
-    }
-    return simdjson::SUCCESS;
-  }
-
-  // "grid": [x, y, z]; anything else (fewer numbers, non-numbers, beyond uint32) leaves zeros.
-  void ReadTriple(od::value value, uint32_t* out) {
-    od::array array;
-    if (value.get_array().get(array)) return;
-    uint32_t parsed[3] = {0, 0, 0};
-    size_t count = 0;
-    for (auto element : array) {
-      uint64_t number = 0;
-      if (element.get_uint64().get(number) || count >= 3 || number > UINT32_MAX) {
-        stats().Add("kernel_launch_dims_unreadable");
-        return;
-      }
-      parsed[count++] = static_cast<uint32_t>(number);
-    }
-    if (count != 3) {
-      stats().Add("kernel_launch_dims_unreadable");
-      return;
-    }
-    std::copy(parsed, parsed + 3, out);
-  }
-
-  // The PyTorch profiler's launch and transfer args, for slices that have them.
-  void KeepArgs(uint32_t slice, SliceKind kind) {
-    if (!event_.has_args) return;
-    auto integer = [&](std::string_view text, int64_t limit) -> int64_t {
-      const std::optional<double> value = NumberOf(text);
-      if (!value || *value < 0 || *value > static_cast<double>(limit) || *value != std::floor(*value)) return -1;
-      return static_cast<int64_t>(*value);
-    };
-    auto real = [&](std::string_view text) -> float {
-      const std::optional<double> value = NumberOf(text);
-      return value && *value >= 0 && *value < 1e30 ? static_cast<float>(*value) : -1.0f;
-    };
-    constexpr int64_t kInt32 = INT32_MAX;
-    constexpr int64_t kInt62 = int64_t{1} << 62;
-    // Where it ran, kernels and transfers alike: device, stream, correlation id.
-    auto launch = [&](auto& args, std::string_view key, std::string_view text) {
-      if (key == "device") {
-        args.device = static_cast<int32_t>(integer(text, kInt32));
-      } else if (key == "stream") {
-        args.stream = static_cast<int32_t>(integer(text, kInt32));
-      } else if (key == "correlation") {
-        args.correlation = integer(text, kInt62);
-      } else {
-        return false;
-      }
-      return true;
-    };
-    if (kind == SliceKind::kKernel) {
-      KernelArgs args;
-      args.slice = slice;
-      bool any = event_.grid[0] != 0;
-      std::copy(event_.grid, event_.grid + 3, args.grid);
-      std::copy(event_.block, event_.block + 3, args.block);
-      for (const auto& [key, text] : event_.numbers) {
-        if (key == "registers per thread") {
-          args.registers_per_thread = static_cast<int32_t>(integer(text, kInt32));
-        } else if (key == "shared memory") {
-          args.shared_memory_bytes = static_cast<int32_t>(integer(text, kInt32));
-        } else if (launch(args, key, text)) {  // read into args
-        } else if (key == "blocks per SM") {
-          args.blocks_per_sm = real(text);
-        } else if (key == "warps per SM") {
-          args.warps_per_sm = real(text);
-        } else if (key == "est. achieved occupancy %") {
-          args.occupancy_percent = real(text);
-        } else {
-          continue;
-        }
-        any = true;
-      }
-      if (any) builder_.AddKernelArgs(args);
-    } else if (kind == SliceKind::kMemcpy || kind == SliceKind::kMemset) {
-      TransferArgs args;
-      args.slice = slice;
-      bool any = false;
-      for (const auto& [key, text] : event_.numbers) {
-        if (key == "bytes") {
-          args.bytes = integer(text, kInt62);
-        } else if (key == "memory bandwidth (GB/s)") {
-          args.bandwidth_gbps = real(text);
-        } else if (launch(args, key, text)) {  // read into args
-        } else {
-          continue;
-        }
-        any = true;
-      }
-      if (any) builder_.AddTransferArgs(args);
-    }
-  }
-
   void Dispatch() {
-    const std::string_view ph = event_.ph;
+    const std::string_view ph = event_->ph;
     if (ph == "M") return Metadata();
-    const std::optional<int64_t> ts = event_.has_ts ? MicrosTextToNs(event_.ts) : std::nullopt;
+    const std::optional<int64_t> ts = event_->ts_ns;
     if (!ts) {
-      stats().Add(event_.has_ts ? "event_bad_time_skipped" : "event_without_ts_skipped");
+      stats().Add(event_->has_ts ? "event_bad_time_skipped" : "event_without_ts_skipped");
       return;
     }
     if (ph == "X") {
       int64_t dur = 0;
-      if (!event_.has_dur) {
+      if (!event_->has_dur) {
         stats().Add("x_event_without_dur");
-      } else if (auto parsed = MicrosTextToNs(event_.dur)) {
-        dur = *parsed;
+      } else if (event_->dur_ns) {
+        dur = *event_->dur_ns;
       } else {
         stats().Add("event_bad_time_skipped");
         return;
       }
-      AddSlice(event_.pid, event_.tid, *ts, dur, event_.name, event_.cat,
-               event_.args_has_name && event_.args_has_op ? event_.args_name : std::string_view(),
-               event_.args_has_name && event_.args_has_op ? event_.args_op : std::string_view(),
-               event_.args_has_name && event_.args_has_op);
-      KeepArgs(slices_.back(), last_kind_);
+      AddSlice(event_->pid, event_->tid, *ts, dur, event_->name, event_->kind, event_->device_category,
+               event_->args_has_name && event_->args_has_op ? event_->args_name : std::string_view(),
+               event_->args_has_name && event_->args_has_op ? event_->args_op : std::string_view(),
+               event_->args_has_name && event_->args_has_op);
+      if (event_->launch_args == ChromeEventFields::kKernelArgs) {
+        KernelArgs args = event_->kernel_args;
+        args.slice = slices_.back();
+        builder_.AddKernelArgs(args);
+      } else if (event_->launch_args == ChromeEventFields::kTransferArgs) {
+        TransferArgs args = event_->transfer_args;
+        args.slice = slices_.back();
+        builder_.AddTransferArgs(args);
+      }
     } else if (ph == "B") {
       OpenSlice open;
-      open.pid = event_.pid;
-      open.tid = event_.tid;
+      open.pid = event_->pid;
+      open.tid = event_->tid;
       open.ts = *ts;
-      open.name = event_.name;
-      open.cat = event_.cat;
-      if (event_.args_has_name && event_.args_has_op) {
-        open.args_name = event_.args_name;
-        open.args_op = event_.args_op;
+      open.name = event_->name;
+      open.kind = event_->kind;
+      open.device_category = event_->device_category;
+      if (event_->args_has_name && event_->args_has_op) {
+        open.args_name = event_->args_name;
+        open.args_op = event_->args_op;
         open.tf_args = true;
       }
-      open_[ThreadKey(event_.pid, event_.tid)].push_back(std::move(open));
+      open_[ThreadKey(event_->pid, event_->tid)].push_back(std::move(open));
     } else if (ph == "E") {
-      auto& stack = open_[ThreadKey(event_.pid, event_.tid)];
+      auto& stack = open_[ThreadKey(event_->pid, event_->tid)];
       if (stack.empty()) {
         stats().Add("end_without_begin_skipped");
         return;
       }
       const OpenSlice& b = stack.back();
-      AddSlice(b.pid, b.tid, b.ts, *ts - b.ts, b.name, b.cat, b.args_name, b.args_op, b.tf_args);
+      AddSlice(b.pid, b.tid, b.ts, *ts - b.ts, b.name, b.kind, b.device_category, b.args_name, b.args_op, b.tf_args);
       stack.pop_back();
     } else if (ph == "C") {
       Counter(*ts);
     } else if (ph == "i" || ph == "I") {
-      if (event_.name == "[memory]") {
+      if (event_->name == "[memory]") {
         Memory(*ts);
       } else {
         stats().Add("instant_event_ignored");
       }
     } else if (ph == "s" || ph == "t" || ph == "f") {
-      if (!event_.has_id) {
+      if (!event_->has_id) {
         stats().Add("flow_without_id_skipped");
         return;
       }
       FlowEnd end;
-      end.thread = ThreadSlot(event_.pid, event_.tid);
+      end.thread = ThreadSlot(event_->pid, event_->tid);
       end.ts = *ts;
-      end.bind_enclosing = ph != "f" || event_.bp == "e";
+      end.bind_enclosing = ph != "f" || event_->bp == "e";
       end.set = true;
-      FlowKey key{builder_.Intern(event_.cat), 0, 0};
-      char* parse_end = nullptr;
-      const unsigned long long numeric = std::strtoull(event_.id.c_str(), &parse_end, 10);
-      if (!event_.id.empty() && parse_end == event_.id.c_str() + event_.id.size()) {
-        key.number = numeric;
+      FlowKey key{builder_.Intern(event_->cat), 0, 0};
+      if (event_->id_is_number) {
+        key.number = event_->id_number;
       } else {
-        key.text = builder_.Intern(event_.id);
+        key.text = builder_.Intern(event_->id);
       }
       FlowPair& pair = flows_[key];
       (ph == "s" ? pair.start : pair.end) = end;
@@ -482,17 +544,17 @@ class ChromeEventImporter::Impl {
   }
 
   void Metadata() {
-    const std::string_view name = event_.name;
-    if (name == "process_name" && event_.args_has_name) {
-      process_names_[event_.pid] = std::string(event_.args_name);
-    } else if (name == "process_labels" && !event_.args_labels.empty()) {
-      process_labels_[event_.pid] = std::string(event_.args_labels);
-    } else if (name == "process_sort_index" && event_.sort_index) {
-      process_sort_[event_.pid] = static_cast<int32_t>(*event_.sort_index);
-    } else if (name == "thread_name" && event_.args_has_name) {
-      thread_names_[ThreadKey(event_.pid, event_.tid)] = std::string(event_.args_name);
-    } else if (name == "thread_sort_index" && event_.sort_index) {
-      thread_sort_[ThreadKey(event_.pid, event_.tid)] = static_cast<int32_t>(*event_.sort_index);
+    const std::string_view name = event_->name;
+    if (name == "process_name" && event_->args_has_name) {
+      process_names_[std::string(event_->pid)] = std::string(event_->args_name);
+    } else if (name == "process_labels" && !event_->args_labels.empty()) {
+      process_labels_[std::string(event_->pid)] = std::string(event_->args_labels);
+    } else if (name == "process_sort_index" && event_->sort_index) {
+      process_sort_[std::string(event_->pid)] = static_cast<int32_t>(*event_->sort_index);
+    } else if (name == "thread_name" && event_->args_has_name) {
+      thread_names_[ThreadKey(event_->pid, event_->tid)] = std::string(event_->args_name);
+    } else if (name == "thread_sort_index" && event_->sort_index) {
+      thread_sort_[ThreadKey(event_->pid, event_->tid)] = static_cast<int32_t>(*event_->sort_index);
     }
   }
 
@@ -556,15 +618,14 @@ class ChromeEventImporter::Impl {
   }
 
   void AddSlice(std::string_view pid, std::string_view tid, int64_t start, int64_t dur, std::string_view name,
-                std::string_view cat, std::string_view args_name, std::string_view args_op, bool tf_args) {
-    const SliceKind kind = KindOfEvent(cat, name);
-    last_kind_ = kind;
+                SliceKind kind, bool device_category, std::string_view args_name, std::string_view args_op,
+                bool tf_args) {
     Slice slice;
     slice.start_ns = start;
     slice.dur_ns = dur;
     slice.kind = kind;
     slice.track = ThreadTrack(pid, tid, kind);
-    if (IsDeviceCategory(cat)) {
+    if (device_category) {
       if (device_lanes_.size() <= slice.track) device_lanes_.resize(slice.track + 1, 0);
       device_lanes_[slice.track] = 1;
     }
@@ -581,21 +642,21 @@ class ChromeEventImporter::Impl {
   }
 
   void Counter(int64_t ts) {
-    if (!event_.has_args) return;
-    const std::string pid = event_.pid;
-    for (const auto& [key, text] : event_.numbers) {
+    if (!event_->has_args) return;
+    const std::string pid(event_->pid);
+    for (const auto& [key, text] : numbers_) {
       const std::optional<double> value = NumberOf(text);
       if (!value) {
         stats().Add("counter_value_unreadable_skipped");
         continue;
       }
-      std::string series_name = event_.name == key ? std::string(key) : std::string(event_.name) + "." + std::string(key);
+      std::string series_name = event_->name == key ? std::string(key) : std::string(event_->name) + "." + std::string(key);
       std::string unit;
       // Allocator counters: "<allocator> bytes" (our export) or cat "Memory" (timeline.py).
       if (series_name.size() > 6 && series_name.compare(series_name.size() - 6, 6, " bytes") == 0) {
         series_name.resize(series_name.size() - 6);
         unit = "bytes";
-      } else if (event_.cat == "Memory") {
+      } else if (event_->cat == "Memory") {
         unit = "bytes";
       }
       auto [it, inserted] = counters_.try_emplace({pid, series_name});
@@ -613,7 +674,7 @@ class ChromeEventImporter::Impl {
   // PyTorch's `[memory]` events: the allocator's Total Allocated after each allocation or free.
   void Memory(int64_t ts) {
     std::optional<double> total, device_type, device_id;
-    for (const auto& [key, text] : event_.numbers) {
+    for (const auto& [key, text] : numbers_) {
       if (key == "Total Allocated") total = NumberOf(text);
       if (key == "Device Type") device_type = NumberOf(text);
       if (key == "Device Id") device_id = NumberOf(text);
@@ -628,7 +689,7 @@ class ChromeEventImporter::Impl {
     auto [it, inserted] = counters_.try_emplace({std::string(), allocator});
     if (inserted) {
       it->second.name = builder_.Intern(allocator);
-      it->second.track = static_cast<int32_t>(ProcessTrack(event_.pid));
+      it->second.track = static_cast<int32_t>(ProcessTrack(std::string(event_->pid)));
       it->second.unit = "bytes";
       it->second.origin = "kineto_memory_events";
     }
@@ -775,13 +836,17 @@ class ChromeEventImporter::Impl {
     int64_t start, dur;
   };
   struct OpenSlice {
-    std::string pid, tid, name, cat, args_name, args_op;
+    std::string pid, tid, name, args_name, args_op;
     int64_t ts = 0;
+    SliceKind kind = SliceKind::kOther;
+    bool device_category = false;
     bool tf_args = false;
   };
 
   TraceBuilder builder_;
-  EventFields event_;
+  ChromeEventBatch one_;  // the event Event() reads
+  const ChromeEventFields* event_ = nullptr;  // the event being imported
+  std::span<const std::pair<std::string_view, std::string_view>> numbers_;  // its numeric args
   int64_t events_ = 0;
   std::string thread_key_;
   const std::pair<const std::string, uint32_t>* last_slot_ = nullptr;
@@ -799,7 +864,6 @@ class ChromeEventImporter::Impl {
   std::unordered_map<FlowKey, FlowPair, FlowKeyHash> flows_;
   std::vector<uint32_t> slices_;
   std::vector<Position> positions_;
-  SliceKind last_kind_ = SliceKind::kOther;  // kind of the slice AddSlice added last
   std::vector<char> device_lanes_;           // per track: it holds device events
   std::map<std::string, std::string> process_labels_;  // pid -> "GPU 0" (process_labels)
 };
@@ -809,6 +873,7 @@ ChromeEventImporter::~ChromeEventImporter() = default;
 ImportStats& ChromeEventImporter::stats() { return impl_->stats(); }
 int64_t ChromeEventImporter::events() const { return impl_->events(); }
 simdjson::error_code ChromeEventImporter::Event(simdjson::ondemand::value value) { return impl_->Event(value); }
+void ChromeEventImporter::Import(const ChromeEventBatch& batch) { impl_->Import(batch); }
 void ChromeEventImporter::DistributedInfo(simdjson::ondemand::value value) { impl_->DistributedInfo(value); }
 Trace ChromeEventImporter::Finish() { return impl_->Finish(); }
 

@@ -14,6 +14,27 @@
 
 namespace stepscope::trace {
 
+// Events read from one piece of the event array, on any thread: Read() touches no importer, and
+// what it keeps points into the parser's string buffer and the parsed bytes, so both must live
+// until ChromeEventImporter::Import() has taken the batch (in file order).
+class ChromeEventBatch {
+ public:
+  ChromeEventBatch();
+  ~ChromeEventBatch();
+  ChromeEventBatch(const ChromeEventBatch&) = delete;
+  ChromeEventBatch& operator=(const ChromeEventBatch&) = delete;
+
+  void Clear();
+  // Reads one event object; on a simdjson error the event is not kept.
+  simdjson::error_code Read(simdjson::ondemand::value value);
+  size_t size() const;
+
+ private:
+  friend class ChromeEventImporter;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 class ChromeEventImporter {
  public:
   explicit ChromeEventImporter(const std::string& name);
@@ -26,6 +47,8 @@ class ChromeEventImporter {
   int64_t events() const;
   // Reads one event object; a simdjson error stops the import (the caller decides what to keep).
   simdjson::error_code Event(simdjson::ondemand::value value);
+  // Imports a batch read before, as Event() would each of its events.
+  void Import(const ChromeEventBatch& batch);
   // The top-level `distributedInfo` object (rank, world size).
   void DistributedInfo(simdjson::ondemand::value value);
   // Closes what is open, applies metadata, binds flows and builds the Trace.

@@ -4,12 +4,15 @@
 // salvaged. Each event goes to ChromeEventImporter (chrome_json_importer.h), which knows what
 // events mean. Perfetto separates its json_trace_tokenizer from its parser the same way.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <simdjson.h>
 #include <span>
+#include <thread>
+#include <vector>
 
 #include "profiler/trace/chrome_json_importer.h"
 #include "profiler/trace/chrome_json_reader.h"
@@ -35,12 +38,22 @@ class StreamingImport {
  public:
   using Source = std::function<StatusOr<size_t>(std::span<char>)>;  // short read: the end
 
-  StreamingImport(Source source, const std::string& name, size_t chunk_bytes, const FileReader* file = nullptr)
+  StreamingImport(Source source, const std::string& name, const ChromeJsonReadOptions& options,
+                  const FileReader* file = nullptr)
       : source_(std::move(source)),
         name_(name),
-        chunk_bytes_(std::max<size_t>(chunk_bytes, 64)),
+        chunk_bytes_(std::max<size_t>(options.chunk_bytes, 64)),
+        threads_(options.threads > 0 ? options.threads
+                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
         file_(file),
-        importer_(name) {}
+        importer_(name) {
+    if (threads_ > 1) {
+      // Pieces of a quarter chunk: each has its parser (about 6 bytes per byte parsed), so the
+      // memory for parsing stays about what one thread with one chunk needs, per thread.
+      piece_count_ = 4 * static_cast<size_t>(threads_);
+      chunk_bytes_ *= static_cast<size_t>(threads_);
+    }
+  }
 
   StatusOr<Trace> Run() {
     RETURN_IF_ERROR(ReadTop());
@@ -341,6 +354,7 @@ class StreamingImport {
       size_t close = scan_next ? kNone : FindCut(pos_, end_);
       bool scanned = false;
       scan_next = false;
+      if (close != kNone && threads_ > 1 && Offset(pos_) >= serial_before_ && ParallelRound(close)) continue;
       if (close == kNone) {
         if (!eof_) {
           need_more = true;  // no whole element in the buffer
@@ -387,6 +401,128 @@ class StreamingImport {
     }
   }
 
+  // One parallel round: the events from pos_ to `close` cut into pieces at event boundaries, each
+  // copied and parsed on some thread into a batch, the batches imported here in file order.
+  // Consumes the pieces up to the first one that did not parse cleanly (that one and the rest go
+  // through the single-thread path, as if the round had ended there); false when nothing was.
+  struct Piece {
+    size_t start = 0, end = 0;  // the buffer's bytes [start, end); `end` is the comma after them
+    std::unique_ptr<char[]> copy;  // `[` + the bytes + `]` + padding, for the parser
+    size_t capacity = 0;
+    od::parser parser;
+    ChromeEventBatch events;
+    bool clean = false;
+    std::atomic<uint32_t> done{0};
+  };
+
+  // The last `}`, `,`, `{` (white space between) at or after `from` with its comma before
+  // `before`: the comma's index, or kNone. Stricter than FindCut, so cuts rarely fall in strings.
+  size_t FindPieceCut(size_t from, size_t before, size_t limit) const {
+    const char* data = buffer_.get();
+    while (before > from + 1) {
+      const size_t comma = FindCut(from, before);
+      if (comma == kNone) return kNone;
+      size_t k = comma + 1;
+      while (k < limit && IsJsonSpace(data[k])) ++k;
+      if (k < limit && data[k] == '{') return comma;
+      before = comma;
+    }
+    return kNone;
+  }
+
+  void ParsePiece(Piece& piece) const {
+    const size_t n = piece.end - piece.start;
+    const size_t need = n + 2 + kTail;
+    if (piece.capacity < need) {
+      piece.capacity = need + need / 4;
+      piece.copy = std::make_unique_for_overwrite<char[]>(piece.capacity);
+    }
+    char* text = piece.copy.get();
+    text[0] = '[';
+    std::memcpy(text + 1, buffer_.get() + piece.start, n);
+    text[n + 1] = ']';
+    std::memset(text + n + 2, ' ', kTail);
+    piece.events.Clear();
+    piece.clean = false;
+    if (!simdjson::validate_utf8(text + 1, n)) return;
+    od::document doc;
+    od::array events;
+    if (piece.parser.iterate(simdjson::padded_string_view(text, n + 2, piece.capacity)).get(doc) ||
+        doc.get_array().get(events)) {
+      return;
+    }
+    for (auto element : events) {
+      od::value value;
+      if (std::move(element).get(value) || piece.events.Read(value)) return;
+    }
+    const char* at = nullptr;
+    piece.clean = doc.current_location().get(at) != simdjson::SUCCESS;  // the array ended at the end
+  }
+
+  void ParsePieces(size_t count) {
+    while (true) {
+      const size_t j = next_piece_.fetch_add(1);
+      if (j >= count) return;
+      ParsePiece(*pieces_[j]);
+      pieces_[j]->done.store(1, std::memory_order_release);
+      pieces_[j]->done.notify_all();
+    }
+  }
+
+  bool ParallelRound(size_t close) {
+    size_t count = 0;
+    auto add = [&](size_t start, size_t end) {
+      if (pieces_.size() == count) pieces_.push_back(std::make_unique<Piece>());
+      Piece& piece = *pieces_[count++];
+      piece.start = start;
+      piece.end = end;
+      piece.done.store(0, std::memory_order_relaxed);
+    };
+    size_t start = pos_;
+    for (size_t k = 1; k < piece_count_; ++k) {
+      const size_t target = pos_ + (close - pos_) * k / piece_count_;
+      if (target <= start + 1) continue;
+      const size_t cut = FindPieceCut(start, target, close);
+      if (cut == kNone) continue;
+      add(start, cut);
+      start = cut + 1;
+    }
+    add(start, close);
+    if (count < 2) return false;
+    next_piece_.store(0);
+    size_t consumed = 0;
+    {
+      std::vector<std::jthread> workers;
+      for (int t = 1; t < threads_ && static_cast<size_t>(t) < count; ++t) {
+        workers.emplace_back([this, count] { ParsePieces(count); });
+      }
+      for (size_t i = 0; i < count; ++i) {
+        Piece& piece = *pieces_[i];
+        while (piece.done.load(std::memory_order_acquire) == 0) {
+          const size_t j = next_piece_.fetch_add(1);
+          if (j < count) {
+            ParsePiece(*pieces_[j]);
+            pieces_[j]->done.store(1, std::memory_order_release);
+            pieces_[j]->done.notify_all();
+          } else {
+            piece.done.wait(0, std::memory_order_acquire);
+          }
+        }
+        if (!piece.clean) {
+          next_piece_.store(count);  // the rest is read again by the single-thread path
+          break;
+        }
+        importer_.Import(piece.events);
+        consumed = i + 1;
+      }
+    }  // joins the workers
+    if (consumed < count) serial_before_ = Offset(close);
+    if (consumed == 0) return false;
+    Advance(pieces_[consumed - 1]->end + 1, false);
+    last_event_end_ = Offset(EndOfElementBefore(pos_));
+    return true;
+  }
+
   StatusOr<int64_t> BytesToEnd() {
     while (!eof_) {
       pos_ = end_;
@@ -398,6 +534,11 @@ class StreamingImport {
   Source source_;
   std::string name_;
   size_t chunk_bytes_;
+  int threads_ = 1;
+  size_t piece_count_ = 1;  // pieces per parallel round
+  std::vector<std::unique_ptr<Piece>> pieces_;
+  std::atomic<size_t> next_piece_{0};
+  int64_t serial_before_ = 0;  // input offset before which the single-thread path reads
   const FileReader* file_;  // the file streamed from, if any
   ChromeEventImporter importer_;
   od::parser parser_;
@@ -422,7 +563,7 @@ StatusOr<Trace> ReadChromeJson(std::string_view bytes, const std::string& name, 
         offset += n;
         return n;
       },
-      name, options.chunk_bytes);
+      name, options);
   return import.Run();
 }
 
@@ -437,7 +578,7 @@ StatusOr<Trace> ReadChromeJson(FileReader& reader, std::string_view prefix, cons
         ASSIGN_OR_RETURN(const size_t more, reader.Read(out.subspan(n)));
         return n + more;
       },
-      reader.path(), options.chunk_bytes, &reader);
+      reader.path(), options, &reader);
   return import.Run();
 }
 

@@ -4,6 +4,9 @@
 //   ImportKinetoJson parses bytes already in memory (one padded copy first);
 //   ImportKinetoJsonFile reads a file as `stepscope` and the viewer do (read straight into the
 //   parse buffer). Use --benchmark_repetitions=3: the first run also pays for generating the JSON.
+//   ImportKinetoJsonThreads/N reads the file on N threads (parallel pieces, chrome_json_reader.h);
+//   --json_file=PATH reads that file instead of the generated one (e.g. a 1 GB one written by
+//   GenerateKinetoJson), reporting MB/s, slices, peak resident growth per slice.
 //   Analyses: each on a trace of --events=N slices (1000000 for the quoted figures).
 // Run: build/release/tests/analysis/stepscope_analysis_benchmark --json_mb=500 --events=1000000
 #include <benchmark/benchmark.h>
@@ -20,6 +23,8 @@
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
+#include "base/file_reader.h"
+#include "profiler/trace/chrome_json_reader.h"
 #include "profiler/trace/reader.h"
 #include "test_util.h"
 #include "tests/benchmark_main.h"
@@ -29,6 +34,7 @@ namespace {
 
 size_t g_json_mb = 16;
 size_t g_events = 100000;
+std::string g_json_file;
 
 const testing::GeneratedJson& Json() {
   static const testing::GeneratedJson* json = new testing::GeneratedJson(testing::GenerateKinetoJson(g_json_mb << 20));
@@ -92,6 +98,35 @@ void BM_ImportKinetoJsonFile(benchmark::State& state) {
 }
 BENCHMARK(BM_ImportKinetoJsonFile)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The file on 1 or 2 threads: the import as `stepscope` runs it, with the thread count fixed.
+void BM_ImportKinetoJsonThreads(benchmark::State& state) {
+  const std::string path = g_json_file.empty() ? JsonPath() : g_json_file;
+  const auto bytes = static_cast<int64_t>(std::filesystem::file_size(path));
+  trace::ChromeJsonReadOptions options;
+  options.threads = static_cast<int>(state.range(0));
+  const int64_t rss_before = MaxRssBytes();
+  int64_t slices = 0;
+  for (auto _ : state) {
+    auto reader = FileReader::Open(path);
+    if (!reader.ok()) {
+      state.SkipWithError(reader.status().message().c_str());
+      return;
+    }
+    auto trace = trace::ReadChromeJson(**reader, {}, options);
+    if (!trace.ok()) {
+      state.SkipWithError(trace.status().message().c_str());
+      return;
+    }
+    slices = static_cast<int64_t>(trace->slices().size());
+    benchmark::DoNotOptimize(trace);
+  }
+  state.SetBytesProcessed(state.iterations() * bytes);
+  state.counters["slices"] = static_cast<double>(slices);
+  state.counters["MB"] = static_cast<double>(bytes) / 1e6;
+  state.counters["peak_rss_B/slice"] = static_cast<double>(MaxRssBytes() - rss_before) / static_cast<double>(slices);
+}
+BENCHMARK(BM_ImportKinetoJsonThreads)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // A trace of about g_events slices: the generated JSON cut to size.
 const trace::Trace& Events() {
   static const trace::Trace* trace = [] {
@@ -137,6 +172,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--json_mb=", 10) == 0) {
       stepscope::analysis::g_json_mb = std::strtoul(argv[i] + 10, nullptr, 10);
+    } else if (std::strncmp(argv[i], "--json_file=", 12) == 0) {
+      stepscope::analysis::g_json_file = argv[i] + 12;
     } else if (std::strncmp(argv[i], "--events=", 9) == 0) {
       stepscope::analysis::g_events = std::strtoul(argv[i] + 9, nullptr, 10);
     } else {

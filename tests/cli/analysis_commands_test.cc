@@ -86,6 +86,45 @@ TEST(AnalysisCommandsTest, BadInputIsAClearErrorNamingIt) {
   EXPECT_NE(r.err.find("invalid JSON at byte"), std::string::npos);
 }
 
+// Nothing is dropped silently: every repair and skip an import counts (here a partial overlap
+// moved to a lane, an end without a begin, an instant, a flow without id, an event without ts,
+// an unreadable counter value, a file cut short) is in `summary`, as text and as JSON.
+TEST(AnalysisCommandsTest, SummaryShowsEveryImportCount) {
+  const std::string path = (testing::ScratchDir("import_counts") / "damaged.json").string();
+  const std::string json =
+      R"({"traceEvents": [)"
+      R"({"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 10},)"
+      R"({"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 5, "dur": 10},)"
+      R"({"ph": "E", "pid": 1, "tid": 2, "ts": 3},)"
+      R"({"ph": "i", "name": "mark", "pid": 1, "tid": 1, "ts": 4},)"
+      R"({"ph": "s", "cat": "ac2g", "name": "f", "pid": 1, "tid": 1, "ts": 4},)"
+      R"({"ph": "X", "name": "no time", "pid": 1, "tid": 1, "dur": 1},)"
+      R"({"ph": "C", "name": "c", "pid": 1, "ts": 1, "args": {"v": 1e999}},)"
+      R"({"ph": "X", "name": "c", "pid": 1, "tid": 1, "ts": 20, "dur": 1}, {"ph": "X", "na)";
+  ASSERT_TRUE(WriteFileAtomically(path, json).ok());
+  auto trace = trace::ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  const auto& counts = trace->import_stats().counts();
+  for (const char* name : {"overlap_moved_to_lane", "end_without_begin_skipped", "instant_event_ignored",
+                           "flow_without_id_skipped", "event_without_ts_skipped", "counter_value_unreadable_skipped",
+                           "json_truncated_events_kept", "json_truncated_bytes_dropped"}) {
+    EXPECT_TRUE(counts.count(name)) << name;
+  }
+  const Result text = RunStepscope({"summary", path});
+  ASSERT_EQ(text.code, 0) << text.err;
+  const Result json_result = RunStepscope({"summary", path, "--json"});
+  ASSERT_EQ(json_result.code, 0) << json_result.err;
+  const auto doc = nlohmann::json::parse(json_result.out);
+  for (const auto& [name, count] : counts) {
+    const size_t at = text.out.find("  " + name + " ");
+    ASSERT_NE(at, std::string::npos) << name << " missing from:\n" << text.out;
+    const std::string line = text.out.substr(at, text.out.find('\n', at) - at);
+    EXPECT_NE(line.find(" " + std::to_string(count)), std::string::npos) << line;
+    EXPECT_EQ(doc["import"][name], count) << name;
+  }
+  EXPECT_EQ(doc["import"].size(), counts.size());
+}
+
 TEST(AnalysisCommandsTest, DiffMarksOpsOnOneSideOnly) {
   const Result r = RunStepscope({"diff", DataPath("analysis/ranks/rank0.pbtxt"), DataPath("analysis/kineto_small.json"), "--json"});
   ASSERT_EQ(r.code, 0) << r.err;

@@ -4,9 +4,11 @@
 // export, the same repairs counted.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "analysis/kineto_generator.h"
 #include "base/file_io.h"
 #include "profiler/trace/chrome_json_reader.h"
 #include "profiler/trace/chrome_writer.h"
@@ -24,20 +26,64 @@ std::string Read(const std::string& name) {
   return bytes.ok() ? *bytes : std::string();
 }
 
-// Reads `json` with every piece size and checks each against the default.
+// The same Trace, column by column: strings (same ids), tracks, slices, flows, counters, args,
+// import stats.
+void ExpectSameTrace(const Trace& a, const Trace& b, const std::string& what) {
+  ASSERT_EQ(a.strings().size(), b.strings().size()) << what;
+  for (StringId id = 0; id < a.strings().size(); ++id) ASSERT_EQ(a.str(id), b.str(id)) << what << " string " << id;
+  ASSERT_EQ(a.tracks().size(), b.tracks().size()) << what;
+  for (size_t t = 0; t < a.tracks().size(); ++t) {
+    EXPECT_EQ(a.tracks()[t].name, b.tracks()[t].name) << what << " track " << t;
+    EXPECT_EQ(a.tracks()[t].full_name, b.tracks()[t].full_name) << what << " track " << t;
+    EXPECT_EQ(a.tracks()[t].parent, b.tracks()[t].parent) << what << " track " << t;
+    EXPECT_EQ(a.tracks()[t].kind, b.tracks()[t].kind) << what << " track " << t;
+    EXPECT_EQ(a.tracks()[t].sort_index, b.tracks()[t].sort_index) << what << " track " << t;
+  }
+  ASSERT_EQ(a.slices().size(), b.slices().size()) << what;
+  EXPECT_EQ(std::memcmp(a.slices().data(), b.slices().data(), a.slices().size() * sizeof(Slice)), 0) << what;
+  ASSERT_EQ(a.flows().size(), b.flows().size()) << what;
+  for (size_t f = 0; f < a.flows().size(); ++f) {
+    EXPECT_EQ(a.flows()[f].from_slice, b.flows()[f].from_slice) << what << " flow " << f;
+    EXPECT_EQ(a.flows()[f].to_slice, b.flows()[f].to_slice) << what << " flow " << f;
+    EXPECT_EQ(a.flows()[f].kind, b.flows()[f].kind) << what << " flow " << f;
+  }
+  ASSERT_EQ(a.counters().size(), b.counters().size()) << what;
+  for (size_t c = 0; c < a.counters().size(); ++c) {
+    EXPECT_EQ(a.counters()[c].name, b.counters()[c].name) << what;
+    EXPECT_EQ(a.counters()[c].ts_ns, b.counters()[c].ts_ns) << what;
+    EXPECT_EQ(a.counters()[c].values, b.counters()[c].values) << what;
+  }
+  ASSERT_EQ(a.all_kernel_args().size(), b.all_kernel_args().size()) << what;
+  EXPECT_EQ(std::memcmp(a.all_kernel_args().data(), b.all_kernel_args().data(),
+                        a.all_kernel_args().size() * sizeof(KernelArgs)), 0) << what;
+  ASSERT_EQ(a.all_transfer_args().size(), b.all_transfer_args().size()) << what;
+  for (size_t i = 0; i < a.all_transfer_args().size(); ++i) {
+    EXPECT_EQ(a.all_transfer_args()[i].slice, b.all_transfer_args()[i].slice) << what;
+    EXPECT_EQ(a.all_transfer_args()[i].bytes, b.all_transfer_args()[i].bytes) << what;
+    EXPECT_EQ(a.all_transfer_args()[i].correlation, b.all_transfer_args()[i].correlation) << what;
+  }
+  EXPECT_EQ(a.import_stats().counts(), b.import_stats().counts()) << what;
+  EXPECT_EQ(a.step_info().rank, b.step_info().rank) << what;
+  EXPECT_EQ(a.step_info().world_size, b.step_info().world_size) << what;
+  EXPECT_EQ(a.epoch_ns(), b.epoch_ns()) << what;
+  EXPECT_TRUE(ExportPerfettoJson(a) == ExportPerfettoJson(b)) << what;
+}
+
+// Reads `json` with every piece size, on one thread and in parallel, and checks each against
+// the default pieces on one thread.
 void ExpectSameWhateverThePieces(const std::string& json, const std::string& name) {
-  auto whole = ReadChromeJson(json, name);
+  auto whole = ReadChromeJson(json, name, ChromeJsonReadOptions{.threads = 1});
   ASSERT_TRUE(whole.ok()) << whole.status().message();
-  const std::string expected = ExportPerfettoJson(*whole);
-  for (const size_t piece : kPieceSizes) {
-    auto trace = ReadChromeJson(json, name, ChromeJsonReadOptions{piece});
-    ASSERT_TRUE(trace.ok()) << piece << ": " << trace.status().message();
-    EXPECT_EQ(trace->slices().size(), whole->slices().size()) << name << " in pieces of " << piece;
-    EXPECT_EQ(trace->flows().size(), whole->flows().size()) << name << " in pieces of " << piece;
-    EXPECT_EQ(trace->all_kernel_args().size(), whole->all_kernel_args().size());
-    EXPECT_EQ(trace->import_stats().counts(), whole->import_stats().counts()) << name << " in pieces of " << piece;
-    EXPECT_EQ(trace->step_info().rank, whole->step_info().rank);
-    EXPECT_TRUE(ExportPerfettoJson(*trace) == expected) << name << " in pieces of " << piece;
+  for (const int threads : {1, 2, 3}) {
+    auto parallel = ReadChromeJson(json, name, ChromeJsonReadOptions{.threads = threads});
+    ASSERT_TRUE(parallel.ok()) << threads << ": " << parallel.status().message();
+    ExpectSameTrace(*parallel, *whole, name + " on " + std::to_string(threads) + " threads");
+    for (const size_t piece : kPieceSizes) {
+      auto trace = ReadChromeJson(json, name, ChromeJsonReadOptions{piece, threads});
+      ASSERT_TRUE(trace.ok()) << piece << ": " << trace.status().message();
+      ExpectSameTrace(*trace, *whole, name + " in pieces of " + std::to_string(piece) + " on " +
+                                          std::to_string(threads) + " threads");
+    }
   }
 }
 
@@ -93,15 +139,17 @@ TEST(ChromeJsonStreamTest, FilesCutShortGiveTheSameResultInPieces) {
   const std::string full = Read("analysis/kineto_small.json");
   for (size_t cut = full.find("{\"ph\""); cut < full.size(); cut += 13) {
     const std::string_view part = std::string_view(full).substr(0, cut);
-    auto whole = ReadChromeJson(part, "cut.json");
-    auto pieces = ReadChromeJson(part, "cut.json", ChromeJsonReadOptions{64});
-    ASSERT_EQ(whole.ok(), pieces.ok()) << "at " << cut;
-    if (!whole.ok()) {
-      EXPECT_EQ(whole.status().message(), pieces.status().message()) << "at " << cut;
-      continue;
+    auto whole = ReadChromeJson(part, "cut.json", ChromeJsonReadOptions{.threads = 1});
+    for (const ChromeJsonReadOptions& options : {ChromeJsonReadOptions{64, 1}, ChromeJsonReadOptions{64, 2},
+                                                  ChromeJsonReadOptions{256, 3}}) {
+      auto pieces = ReadChromeJson(part, "cut.json", options);
+      ASSERT_EQ(whole.ok(), pieces.ok()) << "at " << cut;
+      if (!whole.ok()) {
+        EXPECT_EQ(whole.status().message(), pieces.status().message()) << "at " << cut;
+        continue;
+      }
+      ExpectSameTrace(*pieces, *whole, "cut at " + std::to_string(cut) + " on " + std::to_string(options.threads));
     }
-    EXPECT_EQ(pieces->slices().size(), whole->slices().size()) << "at " << cut;
-    EXPECT_EQ(pieces->import_stats().counts(), whole->import_stats().counts()) << "at " << cut;
   }
 }
 
@@ -122,8 +170,11 @@ TEST(ChromeJsonStreamTest, DamageInTheMiddleKeepsTheEventsBeforeIt) {
     if (i == 1199) last_good_end = json.size();
   }
   json += "]}";
-  for (const size_t piece : {size_t{256}, size_t{4096}, size_t{4} << 20}) {
-    auto trace = ReadChromeJson(json, "damaged.json", ChromeJsonReadOptions{piece});
+  for (const ChromeJsonReadOptions options :
+       {ChromeJsonReadOptions{256, 1}, ChromeJsonReadOptions{4096, 1}, ChromeJsonReadOptions{size_t{4} << 20, 1},
+        ChromeJsonReadOptions{256, 2}, ChromeJsonReadOptions{1024, 2}, ChromeJsonReadOptions{4096, 4}}) {
+    const size_t piece = options.chunk_bytes;
+    auto trace = ReadChromeJson(json, "damaged.json", options);
     ASSERT_TRUE(trace.ok()) << trace.status().message();
     EXPECT_EQ(trace->slices().size(), 1200u) << "pieces of " << piece;
     EXPECT_EQ(trace->import_stats().Get("json_truncated_events_kept"), 1200) << "pieces of " << piece;
@@ -153,6 +204,24 @@ TEST(ChromeJsonStreamTest, InvalidUtf8IsCountedOnceInPieces) {
   ASSERT_TRUE(trace.ok());
   EXPECT_EQ(trace->import_stats().Get("invalid_utf8_bytes_replaced"), 43);  // i = 0, 7, ..., 294
   EXPECT_EQ(trace->str(trace->slices()[7].name), "op\xEF\xBF\xBD");
+}
+
+// Generated Kineto traces (ops, runtime launches, kernels, copies, ac2g flows whose start and end
+// land in different pieces, [memory] counters): parallel import gives the one-thread Trace.
+TEST(ChromeJsonStreamTest, GeneratedKinetoTraceInParallelIsTheSerialTrace) {
+  const auto generated = analysis::testing::GenerateKinetoJson(size_t{3} << 20);
+  auto serial = ReadChromeJson(generated.json, "generated.json", ChromeJsonReadOptions{.threads = 1});
+  ASSERT_TRUE(serial.ok()) << serial.status().message();
+  EXPECT_EQ(static_cast<int64_t>(serial->slices().size()), generated.slices);
+  EXPECT_GT(serial->flows().size(), 1000u);
+  for (const ChromeJsonReadOptions options :
+       {ChromeJsonReadOptions{.threads = 2}, ChromeJsonReadOptions{.threads = 4},
+        ChromeJsonReadOptions{4096, 2}, ChromeJsonReadOptions{65536, 3}}) {
+    auto parallel = ReadChromeJson(generated.json, "generated.json", options);
+    ASSERT_TRUE(parallel.ok()) << parallel.status().message();
+    ExpectSameTrace(*parallel, *serial,
+                    "pieces of " + std::to_string(options.chunk_bytes) + " on " + std::to_string(options.threads));
+  }
 }
 
 }  // namespace
