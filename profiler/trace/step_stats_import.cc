@@ -32,7 +32,7 @@ int DeviceSortKey(std::string_view device) {
   if (colon != std::string_view::npos) {
     for (char c : device.substr(colon + 1)) {
       if (c < '0' || c > '9') break;
-      index = index * 10 + (c - '0');
+      index = std::min(index * 10 + (c - '0'), 99999);  // saturates: a type's keys stay below the next type's
     }
   }
   const int type_rank = type == "CPU" ? 0 : type == "GPU" ? 1 : 2;
