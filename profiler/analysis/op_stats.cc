@@ -1,6 +1,7 @@
 #include "profiler/analysis/op_stats.h"
 
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 
 #include "profiler/analysis/breakdowns.h"
@@ -32,6 +33,13 @@ double Percentile(const std::vector<int64_t>& sorted, double fraction) {
 }
 
 namespace {
+
+// Totals of durations saturate: each duration fits in 2^62 ns, a sum of many need not.
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b < 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+}
 
 // Tracks to count: the listed ones and every track below them.
 std::vector<char> SelectTracks(const Trace& trace, const std::vector<uint32_t>& wanted) {
@@ -177,8 +185,8 @@ OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
           a.where = device ? "device" : "host";
           a.kind = s.kind;
         }
-        a.total += clipped;
-        a.self += clipped;
+        a.total = SaturatingAdd(a.total, clipped);
+        a.self = SaturatingAdd(a.self, clipped);
         a.durations.push_back(clipped);
         if (clipped > a.longest_ns) {
           a.longest_ns = clipped;
@@ -196,8 +204,8 @@ OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
           a.where = device ? "device" : "host";
           a.kind = s.kind;
         }
-        a.total += clipped;
-        a.self += clipped;
+        a.total = SaturatingAdd(a.total, clipped);
+        a.self = SaturatingAdd(a.self, clipped);
         a.durations.push_back(clipped);
         if (clipped > a.longest_ns) {
           a.longest_ns = clipped;
@@ -208,8 +216,8 @@ OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
       if (nesting && !open.empty()) {
         const int64_t inner = std::min(clip_end, open.back().end) - clip_start;
         if (inner > 0) {
-          by_type[open.back().type_row].self -= inner;
-          by_node[open.back().node_row].self -= inner;
+          by_type[open.back().type_row].self = SaturatingAdd(by_type[open.back().type_row].self, -inner);
+          by_node[open.back().node_row].self = SaturatingAdd(by_node[open.back().node_row].self, -inner);
         }
       }
       if (nesting) open.push_back({s.end_ns(), type_row, node_row});

@@ -731,13 +731,21 @@ class ProtoImporter {
           builder_.import_stats().Add("perfetto_events_on_unknown_clock_skipped");
           return Status::Ok();
         }
+        // A delta or a unit that takes the time out of int64 is a bad time, counted and skipped.
+        bool overflow = false;
         if (seq.incremental[clock_id]) {
           int64_t& last = seq.incremental_last[clock_id];
-          last += ts;
+          int64_t sum = 0;
+          overflow = __builtin_add_overflow(last, ts, &sum);
+          if (!overflow) last = sum;
           ts = last;
         }
         const int64_t unit = seq.unit.count(clock_id) ? seq.unit[clock_id] : 1;
-        ts = ts * unit + offset->second;
+        overflow = overflow || __builtin_mul_overflow(ts, unit, &ts) || __builtin_add_overflow(ts, offset->second, &ts);
+        if (overflow) {
+          builder_.import_stats().Add("event_bad_time_skipped");
+          return Status::Ok();
+        }
       } else if (!has_timestamp) {
         builder_.import_stats().Add("perfetto_events_without_timestamp_skipped");
         return Status::Ok();
@@ -846,7 +854,12 @@ class ProtoImporter {
       seq.incremental_last[r.id] = r.incremental ? r.ts : 0;
       // abs = value * unit + offset, where an incremental clock's value accumulates its deltas
       // from the snapshot's reading.
-      seq.clock_offset[r.id] = reference->ts - r.ts * r.unit;
+      int64_t scaled = 0, offset = 0;
+      if (__builtin_mul_overflow(r.ts, r.unit, &scaled) || __builtin_sub_overflow(reference->ts, scaled, &offset)) {
+        builder_.import_stats().Add("perfetto_clock_readings_out_of_range_skipped");
+        continue;  // its events land on an unknown clock, counted there
+      }
+      seq.clock_offset[r.id] = offset;
     }
     return Status::Ok();
   }
@@ -1053,7 +1066,11 @@ class ProtoImporter {
     stack.pop_back();
     Slice s;
     s.start_ns = open.start_ns;
-    s.dur_ns = std::max<int64_t>(end_ns - open.start_ns, 0);
+    // Within the trace's time limit, as every reader keeps it: a duration of at most 2^62 ns that
+    // ends by 2^62 (so sums and differences of times fit).
+    const int64_t longest = (int64_t{1} << 62) - std::max<int64_t>(open.start_ns, 0);
+    s.dur_ns = std::clamp<int64_t>(end_ns - open.start_ns, 0, longest);
+    if (end_ns - open.start_ns > longest) builder_.import_stats().Add("slice_duration_clamped");
     s.track = TrackFor(uuid);
     s.kind = KindOfCategory(open.category);
     std::string node;
