@@ -177,27 +177,8 @@ OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
       const int64_t clipped = std::max<int64_t>(0, clip_end - clip_start);
       // Annotations (the profiler's span, steps, user annotations) and sync markers only enclose
       // or mark work: listed apart, never an op, a parent in self time or part of the totals.
-      if (trace::IsAnnotationOrSync(s.kind)) {
-        Accumulator& a = annotations[slot(annotations, annotation_index, s.name, device)];
-        if (a.durations.empty()) {
-          a.name = trace.str(s.name);
-          a.op_type = s.op_type;
-          a.where = device ? "device" : "host";
-          a.kind = s.kind;
-        }
-        a.total = SaturatingAdd(a.total, clipped);
-        a.self = SaturatingAdd(a.self, clipped);
-        a.durations.push_back(clipped);
-        if (clipped > a.longest_ns) {
-          a.longest_ns = clipped;
-          a.longest = index;
-        }
-        continue;
-      }
-      const uint32_t type_row = slot(by_type, type_index, s.op_type, device);
-      const uint32_t node_row = slot(by_node, node_index, s.name, device);
-      for (auto [rows, row, label] : {std::tuple{&by_type, type_row, s.op_type}, std::tuple{&by_node, node_row, s.name}}) {
-        Accumulator& a = (*rows)[row];
+      // One more slice for a row: its first slice names it.
+      auto record = [&](Accumulator& a, trace::StringId label) {
         if (a.durations.empty()) {
           a.name = trace.str(label);
           a.op_type = s.op_type;
@@ -211,7 +192,15 @@ OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
           a.longest_ns = clipped;
           a.longest = index;
         }
+      };
+      if (trace::IsAnnotationOrSync(s.kind)) {
+        record(annotations[slot(annotations, annotation_index, s.name, device)], s.name);
+        continue;
       }
+      const uint32_t type_row = slot(by_type, type_index, s.op_type, device);
+      const uint32_t node_row = slot(by_node, node_index, s.name, device);
+      record(by_type[type_row], s.op_type);
+      record(by_node[node_row], s.name);
       // The parent loses the part of the child inside it (all of it unless the child overhangs).
       if (nesting && !open.empty()) {
         const int64_t inner = std::min(clip_end, open.back().end) - clip_start;

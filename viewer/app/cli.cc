@@ -39,6 +39,18 @@ void PrintError(const QString& text) {
 
 double Ms(const QElapsedTimer& timer) { return static_cast<double>(timer.nsecsElapsed()) / 1e6; }
 
+// Writes the window as OUT (atomically) and says so: exit code 0, or 1 when it cannot be written.
+int SaveScreenshot(MainWindow& window, const QString& out) {
+  const QImage image = window.grab().toImage();
+  const QString error = SavePngAtomically(image, out);
+  if (!error.isEmpty()) {
+    PrintError(error);
+    return 1;
+  }
+  Print(QStringLiteral("wrote %1 (%2x%3)").arg(out).arg(image.width()).arg(image.height()));
+  return 0;
+}
+
 int RunScreenshot(const QStringList& traces, bool merge, const QString& out, QSize size, DocumentView::Pane pane) {
   MainWindow window(/*interactive=*/false);
   window.resize(size);
@@ -60,14 +72,7 @@ int RunScreenshot(const QStringList& traces, bool merge, const QString& out, QSi
   // The critical path fills the timeline, outlined.
   if (pane == DocumentView::kCriticalPathPane) document->ZoomToPath();
   QApplication::processEvents();
-  const QImage image = window.grab().toImage();
-  const QString error = SavePngAtomically(image, out);
-  if (!error.isEmpty()) {
-    PrintError(error);
-    return 1;
-  }
-  Print(QStringLiteral("wrote %1 (%2x%3)").arg(out).arg(image.width()).arg(image.height()));
-  return 0;
+  return SaveScreenshot(window, out);
 }
 
 int RunCompareScreenshot(const QStringList& a, const QStringList& b, int64_t step_a, int64_t step_b,
@@ -83,14 +88,7 @@ int RunCompareScreenshot(const QStringList& a, const QStringList& b, int64_t ste
     return 2;
   }
   QApplication::processEvents();
-  const QImage image = window.grab().toImage();
-  const QString error = SavePngAtomically(image, out);
-  if (!error.isEmpty()) {
-    PrintError(error);
-    return 1;
-  }
-  Print(QStringLiteral("wrote %1 (%2x%3)").arg(out).arg(image.width()).arg(image.height()));
-  return 0;
+  return SaveScreenshot(window, out);
 }
 
 // One timeline frame, drawn as the window would (paintEvent) into an offscreen image.
