@@ -165,6 +165,7 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
     process.kind = trace::TrackKind::kHost;
     process.sort_index = static_cast<int32_t>(info.rank >= 0 ? info.rank : static_cast<int32_t>(i)) * 1000;
     const uint32_t process_track = builder.AddTrack(process);
+    merged.process_track = process_track;
     std::vector<uint32_t> track_map(input.tracks().size());
     for (uint32_t t = 0; t < input.tracks().size(); ++t) {
       trace::Track copy = input.tracks()[t];

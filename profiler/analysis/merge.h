@@ -38,6 +38,7 @@ std::vector<ClockAlignment> AlignClocks(std::span<const trace::Trace> traces);
 struct MergedInput {
   std::string source;        // path
   std::string process;       // process name in the merged trace
+  uint32_t process_track = 0;  // its track there
   int32_t rank = -1;
   int64_t step = -1;
   std::string host;

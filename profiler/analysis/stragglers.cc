@@ -214,6 +214,7 @@ StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const
     }
     const int64_t step_begin = *std::min_element(absolute_begin.begin(), absolute_begin.end());
     const int64_t first_end = *std::min_element(absolute_end.begin(), absolute_end.end());
+    step.origin_ns = step_begin;
     int64_t least_comm = std::numeric_limits<int64_t>::max(), most_comm = 0;
     size_t last = 0;
     for (size_t k = 0; k < step.ranks.size(); ++k) {

@@ -65,6 +65,10 @@ struct RankStep {
 
 struct StepStragglers {
   int64_t step = -1;
+  // The step's earliest begin over ranks on the aligned clock (ns since the Unix epoch, as
+  // Trace::epoch_ns() + a slice's start); RankStep times are relative to it. In the trace
+  // `MergeTraces` makes of the same inputs, the step starts at origin_ns - its epoch_ns().
+  int64_t origin_ns = 0;
   std::vector<RankStep> ranks;  // by rank
   int32_t straggler = -1;       // its rank
   int64_t lateness_ns = 0;      // vs the earliest end

@@ -3,6 +3,9 @@
 // PyTorch-style traces (one per rank, ProfilerStep#N windows, kernels linked to their launches).
 #include <gtest/gtest.h>
 
+#include <limits>
+
+#include "profiler/analysis/merge.h"
 #include "profiler/analysis/stragglers.h"
 #include "trace_fixtures.h"
 
@@ -161,6 +164,22 @@ TEST(StragglersTest, AlignsClocksOfOtherHosts) {
   EXPECT_EQ(report->steps[0].straggler, 1);
   EXPECT_EQ(report->steps[0].lateness_ns, 2 * kMs);
   EXPECT_EQ(report->steps[0].ranks[1].begin_ns, 0);
+  // The step's origin is on rank 0's clock (the reference): the start of both ranks' input op;
+  // in the merge of the same inputs the step starts at origin - the merged trace's epoch.
+  EXPECT_EQ(report->steps[0].origin_ns, kEpoch);
+  const MergeResult merged = MergeTraces(std::move(traces));
+  int64_t first_work = std::numeric_limits<int64_t>::max();
+  for (const trace::Slice& s : merged.trace.slices()) {
+    if (!trace::IsAnnotationOrSync(s.kind)) first_work = std::min(first_work, s.start_ns);
+  }
+  EXPECT_EQ(report->steps[0].origin_ns - merged.trace.epoch_ns(), first_work);
+  // Each input's process track in the merge is the one its slices hang under.
+  ASSERT_EQ(merged.report.inputs.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const trace::Track& process = merged.trace.tracks()[merged.report.inputs[i].process_track];
+    EXPECT_EQ(merged.trace.str(process.name), merged.report.inputs[i].process);
+    EXPECT_EQ(process.parent, -1);
+  }
 }
 
 TEST(StragglersTest, SameRankAndStepTwiceIsAnError) {

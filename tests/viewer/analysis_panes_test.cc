@@ -17,10 +17,13 @@
 #include <functional>
 
 #include "profiler/analysis/gpu_analyses.h"
+#include "profiler/analysis/merge.h"
+#include "profiler/analysis/stragglers.h"
 #include "profiler/analysis/step_analyses.h"
 #include "tests/test_util.h"
 #include "viewer/app/document_view.h"
 #include "viewer/app/gpu_bars.h"
+#include "viewer/app/rank_bars.h"
 #include "viewer/app/launch_delay_chart.h"
 #include "viewer/app/main_window.h"
 #include "viewer/load/trace_loader.h"
@@ -386,6 +389,88 @@ class AnalysisPanesTest : public QObject {
     }
   }
 
+  // A directory of two hand-made rank traces (tests/data/analysis/ranks: rank 1's backward pass
+  // is 60 us slower, its last copy ends at +510 us, rank 0's at +450 us): the stragglers pane
+  // holds ComputeStragglers' figures of the inputs, charts the step, and activating the step
+  // zooms to it on both ranks and selects the straggler's last piece of work.
+  void StragglersPaneComparesTheRanksOfAMerge() {
+    const std::string dir = testing::DataPath("analysis/ranks");
+    const int before = window_->document_count();
+    window_->Open({QString::fromStdString(dir)});
+    window_->loader()->WaitForIdle();
+    QCOMPARE(window_->document_count(), before + 1);
+    DocumentView* view = window_->document(before);
+    const RankMerge* merge = view->document().rank_merge();
+    QVERIFY(merge != nullptr);
+    QCOMPARE(merge->inputs.size(), size_t{2});
+    QVERIFY(merge->stragglers.has_value());
+    const auto inputs = analysis::LoadTraces(*analysis::ExpandTracePaths({dir}));
+    QVERIFY(inputs.ok());
+    const auto expected = analysis::ComputeStragglers(*inputs);
+    QVERIFY(expected.ok());
+    QCOMPARE(expected->steps.size(), size_t{1});
+    const analysis::StepStragglers& step = expected->steps.front();
+
+    QTableWidget* steps = view->stragglers_table();
+    QCOMPARE(steps->rowCount(), 1);
+    QCOMPARE(steps->item(0, DocumentView::kStrStep)->text(), QString("5"));
+    QCOMPARE(steps->item(0, DocumentView::kStrStraggler)->text(), QString("rank 1"));
+    QCOMPARE(Ns(steps->item(0, DocumentView::kStrLateness)), step.lateness_ns);
+    QCOMPARE(Ns(steps->item(0, DocumentView::kStrLateness)), int64_t{60'000});
+    QCOMPARE(Ns(steps->item(0, DocumentView::kStrVsMedian)), step.lateness_vs_median_ns);
+    QCOMPARE(steps->item(0, DocumentView::kStrReason)->text(), QString("compute"));
+    QCOMPARE(Ns(steps->item(0, DocumentView::kStrExcess)), int64_t{60'000});
+    QTableWidget* ranks = view->rank_totals_table();
+    QCOMPARE(ranks->rowCount(), 2);
+    QCOMPARE(ranks->item(1, DocumentView::kRankName)->text(), QString("rank 1"));
+    QCOMPARE(ranks->item(1, DocumentView::kRankLast)->text(), QString("1"));
+    QCOMPARE(Ns(ranks->item(1, DocumentView::kRankLatenessMax)), int64_t{60'000});
+    QCOMPARE(Ns(ranks->item(0, DocumentView::kRankLatenessTotal)), int64_t{0});
+    QVERIFY2(view->stragglers_caption().contains("rank 1 finished 60.000 us after the first"),
+             qPrintable(view->stragglers_caption()));
+
+    // The chart: the step with the largest lateness, rank 1's bar reaching 60 us past the
+    // earliest end.
+    view->ShowPane(DocumentView::kStragglersPane);
+    QApplication::processEvents();
+    RankBars* bars = view->rank_bars();
+    QVERIFY(bars->has_step());
+    QCOMPARE(bars->step().step, int64_t{5});
+    QCOMPARE(bars->step().ranks[1].end_ns - bars->step().ranks[0].end_ns, int64_t{60'000});
+    QVERIFY(bars->XOf(bars->step().ranks[1].end_ns) > bars->EarliestEndX() + 10);
+    const QImage chart = bars->grab().toImage();
+    QVERIFY(CountColor(chart, GpuBars::kComputeColor) > 100);
+    QVERIFY(CountColor(chart, GpuBars::kCommunicationColor) > 100);
+
+    // Activation: the step on both ranks fills the view; rank 1's last copy is selected.
+    const auto [begin, end] = view->StragglerStepRange(0);
+    QCOMPARE(end - begin, int64_t{510'000});
+    view->ZoomToStragglerStep(0);
+    QVERIFY(view->axis()->begin_ns() <= static_cast<double>(begin));
+    QVERIFY(view->axis()->end_ns() >= static_cast<double>(end));
+    QVERIFY(view->axis()->end_ns() - view->axis()->begin_ns() < 1.1 * static_cast<double>(end - begin));
+    const trace::Trace& merged = view->document().trace();
+    const int64_t last = view->timeline()->selected_slice();
+    QCOMPARE(last, view->StragglerLastSlice(0));
+    QVERIFY(last >= 0);
+    const trace::Slice& s = merged.slices()[static_cast<size_t>(last)];
+    QCOMPARE(s.end_ns(), end);
+    QCOMPARE(s.kind, trace::SliceKind::kMemcpy);
+    QVERIFY2(QString::fromStdString(merged.TrackPath(s.track)).startsWith("rank 1"),
+             qPrintable(QString::fromStdString(merged.TrackPath(s.track))));
+    // The earliest work of the step, on either rank, starts where the range begins.
+    int64_t first = end;
+    for (const trace::Slice& x : merged.slices()) {
+      if (!trace::IsAnnotationOrSync(x.kind) && trace::IsDeviceWork(x.kind)) first = std::min(first, x.start_ns);
+    }
+    QCOMPARE(first, begin);
+
+    // A single trace has no ranks to compare: the pane says how to get them.
+    QVERIFY(doc_->document().rank_merge() == nullptr);
+    QCOMPARE(doc_->stragglers_table()->rowCount(), 0);
+    QVERIFY(doc_->stragglers_caption().startsWith("Stragglers compare the ranks of one run"));
+  }
+
   // stepscope-view --screenshot --pane NAME: the window at the size asked, and the pane drawn
   // (its own colours, or more text and lines than an empty pane has).
   void HeadlessScreenshotsOfEachPane() {
@@ -402,7 +487,10 @@ class AnalysisPanesTest : public QObject {
     const QImage path = shoot("critical-path", Kineto());
     const QImage attribution = shoot("attribution", Kineto());
     const QImage tf_path = shoot("critical-path", TfSample());
-    for (const QImage* image : {&search, &gpu, &path, &attribution, &tf_path}) QCOMPARE(image->size(), QSize(1200, 800));
+    const QImage stragglers = shoot("stragglers", QString::fromStdString(testing::DataPath("analysis/ranks")));
+    for (const QImage* image : {&search, &gpu, &path, &attribution, &tf_path, &stragglers}) {
+      QCOMPARE(image->size(), QSize(1200, 800));
+    }
     const QRect pane_area(0, 560, 1200, 210);  // below the timeline and the tabs
     const int baseline = CountDark(search, pane_area);
     QVERIFY2(CountColor(gpu, GpuBars::kComputeColor, pane_area) > 20, "compute bars");
@@ -414,6 +502,8 @@ class AnalysisPanesTest : public QObject {
     }
     QCOMPARE(CountColor(gpu, TimelineView::kPathColor), 0);  // only once the path's pane is open
     QVERIFY(CountDark(attribution, pane_area) > baseline + 2000);
+    QVERIFY2(CountColor(stragglers, GpuBars::kComputeColor, pane_area) > 500, "a compute bar per rank");
+    QVERIFY(CountDark(stragglers, pane_area) > baseline + 2000);
   }
 
  private:

@@ -6,6 +6,7 @@
 #include <QImage>
 #include <QPainter>
 #include <QRegularExpression>
+#include <QTableWidget>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +72,7 @@ int RunScreenshot(const QStringList& traces, bool merge, const QString& out, QSi
   }
   // The critical path fills the timeline, outlined.
   if (pane == DocumentView::kCriticalPathPane) document->ZoomToPath();
+  if (pane == DocumentView::kStragglersPane) document->ZoomToStragglerStep(document->stragglers_table()->currentRow());
   QApplication::processEvents();
   return SaveScreenshot(window, out);
 }

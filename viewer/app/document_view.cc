@@ -138,6 +138,11 @@ std::span<const DocumentView::PaneSpec> DocumentView::Panes() {
              into.kernel_patterns = analysis::ComputeKernelPatterns(inputs);
            },
        .show = &DocumentView::ShowAttribution},
+      // Computed from the inputs by the loader before it merged them (TraceDocument::rank_merge).
+      {.id = kStragglersPane,
+       .name = "stragglers",
+       .title = QT_TR_NOOP("Stragglers"),
+       .create = &DocumentView::BuildStragglersPane},
       {.id = kSearchPane, .name = "search", .title = QT_TR_NOOP("Search"), .create = &DocumentView::BuildSearchPane},
       {.id = kTracksPane, .name = "tracks", .title = QT_TR_NOOP("Tracks"), .create = &DocumentView::BuildTracksPane},
   };

@@ -1,5 +1,6 @@
 // Everything shown for one open trace: the timeline on top; below it the panes: slice details,
-// the GPU breakdown, the critical path and GPU time per annotation (analysis_panes.cc),
+// the GPU breakdown, the critical path, GPU time per annotation and, for a merge of ranks, the
+// stragglers (analysis_panes.cc),
 // op statistics (per op type or per node, sortable and filterable), statistics of a selected
 // time range, memory charts, the steps (duration, robust z, outliers and what deviated in them;
 // a double click zooms the timeline to the step), search results and the track tree. All panes read the same
@@ -83,6 +84,7 @@ std::shared_ptr<const DocumentAnalysis> AnalyseDocument(const TraceDocument& doc
 
 class GpuBars;
 class PathModel;
+class RankBars;
 class MemoryPanel;
 class OpStatsModel;
 class SearchModel;
@@ -104,6 +106,7 @@ class DocumentView : public QWidget {
     kGpuPane,
     kCriticalPathPane,
     kAttributionPane,
+    kStragglersPane,
     kSearchPane,
     kTracksPane
   };
@@ -197,6 +200,24 @@ class DocumentView : public QWidget {
   enum PatternColumn { kPatKernels, kPatCount, kPatGpu, kPatSpan, kPatGap, kPatHostOp, kPatColumns };
   QTreeWidget* annotation_tree() const { return annotation_tree_; }
   QTableWidget* pattern_table() const { return pattern_table_; }
+  // The stragglers pane, for a merge of per-rank traces (TraceDocument::rank_merge): a row per
+  // compared step (StragglerColumn order), a row per rank (RankTotalsColumn order), and the
+  // chart of the step selected (the largest lateness first). Activating a step row zooms the
+  // timeline to the step on every rank and selects the straggler's last piece of work.
+  enum StragglerColumn {
+    kStrStep, kStrRanks, kStrStraggler, kStrLateness, kStrVsMedian, kStrReason, kStrExcess, kStrWaitedFor,
+    kStrOthersWaited, kStrColumns
+  };
+  enum RankTotalsColumn { kRankName, kRankSteps, kRankLast, kRankLatenessTotal, kRankLatenessMax, kRankColumns };
+  QTableWidget* stragglers_table() const { return stragglers_table_; }
+  QTableWidget* rank_totals_table() const { return rank_totals_table_; }
+  RankBars* rank_bars() const { return rank_bars_; }
+  QString stragglers_caption() const;
+  // The merged-trace time range [begin, end] of a row's step, over every rank; and the slice the
+  // straggler ended the step with (-1 when not found).
+  std::pair<int64_t, int64_t> StragglerStepRange(int row) const;
+  int64_t StragglerLastSlice(int row) const;
+  void ZoomToStragglerStep(int row);
 
  public slots:
   void JumpToSlice(uint32_t slice);
@@ -215,6 +236,7 @@ class DocumentView : public QWidget {
   QWidget* BuildGpuPane();
   QWidget* BuildCriticalPathPane();
   QWidget* BuildAttributionPane();
+  QWidget* BuildStragglersPane();
   void ShowGpu();
   void ShowCriticalPath();
   void ShowPathOnTimeline();  // the path shown, when the checkbox says so
@@ -267,6 +289,10 @@ class DocumentView : public QWidget {
   QLabel* attribution_caption_;
   QTreeWidget* annotation_tree_;
   QTableWidget* pattern_table_;
+  QLabel* stragglers_caption_;
+  QTableWidget* stragglers_table_;
+  QTableWidget* rank_totals_table_;
+  RankBars* rank_bars_;
 };
 
 }  // namespace stepscope::viewer

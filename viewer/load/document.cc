@@ -12,10 +12,11 @@
 
 namespace stepscope::viewer {
 
-TraceDocument::TraceDocument(trace::Trace trace, std::string path)
+TraceDocument::TraceDocument(trace::Trace trace, std::string path, std::shared_ptr<const RankMerge> ranks)
     : path_(std::move(path)),
       trace_(std::make_unique<const trace::Trace>(std::move(trace))),
-      index_(std::make_unique<TimelineIndex>(*trace_)) {
+      index_(std::make_unique<TimelineIndex>(*trace_)),
+      rank_merge_(std::move(ranks)) {
   const trace::StringTable& strings = trace_->strings();
   // Colours only for the ids slices use as their colour key; the rest stay 0.
   colors_.assign(strings.size(), 0);
@@ -66,11 +67,12 @@ StatusOr<std::shared_ptr<const TraceDocument>> OpenDocument(const std::string& p
   return MakeDocument(std::move(trace), path);
 }
 
-StatusOr<std::shared_ptr<const TraceDocument>> MakeDocument(trace::Trace trace, const std::string& name) {
+StatusOr<std::shared_ptr<const TraceDocument>> MakeDocument(trace::Trace trace, const std::string& name,
+                                                            std::shared_ptr<const RankMerge> ranks) {
   if (trace.slices().empty()) {
     return InvalidInput(name + ": the trace holds no slices (no ops, kernels or events to show)");
   }
-  return std::shared_ptr<const TraceDocument>(std::make_shared<TraceDocument>(std::move(trace), name));
+  return std::shared_ptr<const TraceDocument>(std::make_shared<TraceDocument>(std::move(trace), name, std::move(ranks)));
 }
 
 int64_t ResidentBytes() {

@@ -7,25 +7,40 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "profiler/analysis/merge.h"
+#include "profiler/analysis/stragglers.h"
 #include "profiler/trace/trace.h"
 #include "viewer/timeline/timeline_index.h"
 
 namespace stepscope::viewer {
 
+// A document that merges per-rank traces (a directory of ranks, --merge): what each input
+// became in the merged trace, and the stragglers across the inputs, computed from the inputs
+// before the merge (ComputeStragglers compares one trace per rank; the merged trace's ranks
+// cannot be taken apart again).
+struct RankMerge {
+  std::vector<analysis::MergedInput> inputs;
+  std::optional<analysis::StragglerReport> stragglers;
+  std::string stragglers_error;  // why there is no report (two runs mixed, no steps)
+};
+
 class TraceDocument {
  public:
-  TraceDocument(trace::Trace trace, std::string path);
+  TraceDocument(trace::Trace trace, std::string path, std::shared_ptr<const RankMerge> ranks = nullptr);
   TraceDocument(const TraceDocument&) = delete;
   TraceDocument& operator=(const TraceDocument&) = delete;
 
   const std::string& path() const { return path_; }
   const trace::Trace& trace() const { return *trace_; }
   const TimelineIndex& index() const { return *index_; }
+  // Null unless the document is a merge of several traces.
+  const RankMerge* rank_merge() const { return rank_merge_.get(); }
   // 0xRRGGBB of a slice, by op type (by name when the op type is empty).
   uint32_t ColorOf(const trace::Slice& slice) const {
     return colors_[slice.op_type != 0 ? slice.op_type : slice.name];
@@ -40,6 +55,7 @@ class TraceDocument {
   std::string path_;
   std::unique_ptr<const trace::Trace> trace_;
   std::unique_ptr<TimelineIndex> index_;
+  std::shared_ptr<const RankMerge> rank_merge_;
   std::vector<uint32_t> colors_;      // per StringId
   std::vector<uint32_t> flows_by_from_;  // flow indices sorted by from_slice
   std::vector<uint32_t> flows_by_to_;
@@ -50,7 +66,8 @@ class TraceDocument {
 StatusOr<std::shared_ptr<const TraceDocument>> OpenDocument(const std::string& path,
                                                             const std::atomic<bool>* cancel = nullptr);
 // Builds the document of a trace already in memory (a merge of several files, a generated one).
-StatusOr<std::shared_ptr<const TraceDocument>> MakeDocument(trace::Trace trace, const std::string& name);
+StatusOr<std::shared_ptr<const TraceDocument>> MakeDocument(trace::Trace trace, const std::string& name,
+                                                            std::shared_ptr<const RankMerge> ranks = nullptr);
 
 // Resident set size of this process in bytes (from /proc/self/statm), 0 when unknown.
 int64_t ResidentBytes();

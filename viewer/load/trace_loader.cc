@@ -118,12 +118,24 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
       }
       if (cancel->load()) break;
       if (failed_read) continue;
+      auto ranks = std::make_shared<RankMerge>();
+      if (traces.size() > 1) {
+        // From the inputs, before the merge takes them.
+        auto stragglers = analysis::ComputeStragglers(traces);
+        if (stragglers.ok()) {
+          ranks->stragglers = std::move(stragglers).value();
+        } else {
+          ranks->stragglers_error = stragglers.status().message();
+        }
+      }
+      if (cancel->load()) break;
       analysis::MergeResult merged = analysis::MergeTraces(std::move(traces));
       const QString summary = QStringLiteral("Merged %1 traces: %2 not clock-aligned, %3 steps with a straggler")
                                   .arg(merged.report.inputs.size())
                                   .arg(merged.report.unaligned)
                                   .arg(merged.report.stragglers.size());
-      auto document = MakeDocument(std::move(merged.trace), request.name);
+      ranks->inputs = std::move(merged.report.inputs);
+      auto document = MakeDocument(std::move(merged.trace), request.name, std::move(ranks));
       if (!document.ok()) {
         fail(document.status().message());
         continue;
