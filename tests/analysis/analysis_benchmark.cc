@@ -9,10 +9,15 @@
 //   GenerateKinetoJson), reporting MB/s, slices, peak resident growth per slice.
 //   Analyses: each on a trace of --events=N slices (1000000 for the quoted figures).
 // Run: build/release/tests/analysis/stepscope_analysis_benchmark --json_mb=500 --events=1000000
+// --write_ranks=DIR --ranks=8 --json_mb=100 writes a generated multi-rank run instead (rankR.json,
+// ProfilerStep#N windows of 1000 iterations, the last rank's kernels 2 us slower: the straggler of
+// every step, by 2 us, for compute) and exits: the input of the many-rank figures in
+// docs/analysis.md, for `stepscope` and HTA alike.
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -23,6 +28,7 @@
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
+#include "base/file_io.h"
 #include "base/file_reader.h"
 #include "profiler/trace/chrome_json_reader.h"
 #include "profiler/trace/reader.h"
@@ -168,6 +174,8 @@ BENCHMARK(BM_Diff)->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
   // Our own flags first; Google Benchmark rejects what it does not know.
+  std::string write_ranks;
+  int ranks = 8;
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--json_mb=", 10) == 0) {
@@ -176,11 +184,33 @@ int main(int argc, char** argv) {
       stepscope::analysis::g_json_file = argv[i] + 12;
     } else if (std::strncmp(argv[i], "--events=", 9) == 0) {
       stepscope::analysis::g_events = std::strtoul(argv[i] + 9, nullptr, 10);
+    } else if (std::strncmp(argv[i], "--write_ranks=", 14) == 0) {
+      write_ranks = argv[i] + 14;
+    } else if (std::strncmp(argv[i], "--ranks=", 8) == 0) {
+      ranks = std::atoi(argv[i] + 8);
     } else {
       argv[kept++] = argv[i];
     }
   }
   argc = kept;
+  if (!write_ranks.empty()) {
+    std::filesystem::create_directories(write_ranks);
+    for (int rank = 0; rank < ranks; ++rank) {
+      const stepscope::analysis::testing::KinetoJsonOptions options{
+          .rank = rank, .world_size = ranks, .iterations_per_step = 1000,
+          .slow_kernel_ns = rank == ranks - 1 ? 2000 : 0};
+      const auto generated = stepscope::analysis::testing::GenerateKinetoJson(stepscope::analysis::g_json_mb << 20, options);
+      const std::string path = write_ranks + "/rank" + std::to_string(rank) + ".json";
+      const stepscope::Status written = stepscope::WriteFileAtomically(path, generated.json);
+      if (!written.ok()) {
+        std::fprintf(stderr, "%s\n", written.message().c_str());
+        return 1;
+      }
+      std::printf("%s: %zu bytes, %lld slices\n", path.c_str(), generated.json.size(),
+                  static_cast<long long>(generated.slices));
+    }
+    return 0;
+  }
   const int status = stepscope::testing::RunBenchmarks(argc, argv);
   std::filesystem::remove_all(stepscope::testing::ScratchDir("analysis_benchmark"));  // the generated file
   return status;

@@ -15,14 +15,24 @@ struct GeneratedJson {
   int64_t slices = 0;
 };
 
-inline GeneratedJson GenerateKinetoJson(size_t target_bytes) {
+// A rank of a generated multi-rank run. By default one rank 0 of 8 without steps; with
+// `iterations_per_step` each run of that many iterations is a ProfilerStep#N window, and the
+// `slow_kernel_ns` (added to every kernel's duration) makes a rank the straggler of each step.
+struct KinetoJsonOptions {
+  int rank = 0;
+  int world_size = 8;
+  int64_t iterations_per_step = 0;
+  int64_t slow_kernel_ns = 0;
+};
+
+inline GeneratedJson GenerateKinetoJson(size_t target_bytes, const KinetoJsonOptions& options = {}) {
   GeneratedJson out;
   out.json.reserve(target_bytes + 4096);
   out.json +=
       "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA A100-SXM4-40GB\", "
       "\"totalGlobalMem\": 42505273344, \"computeMajor\": 8, \"computeMinor\": 0, \"numSms\": 108}],\n"
-      "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 8},\n"
-      "  \"traceEvents\": [\n";
+      "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": " + std::to_string(options.rank) +
+      ", \"world_size\": " + std::to_string(options.world_size) + "},\n  \"traceEvents\": [\n";
   static const char* const kOps[] = {"aten::mm", "aten::addmm", "aten::conv2d", "aten::relu", "aten::add_"};
   static const char* const kKernels[] = {"ampere_sgemm_128x64_tn", "sm80_xmma_fprop_implicit_gemm_tf32f32",
                                          "void at::native::vectorized_elementwise_kernel<4, at::native::"
@@ -37,7 +47,18 @@ inline GeneratedJson GenerateKinetoJson(size_t target_bytes) {
     const char* op = kOps[i % 5];
     const char* kernel = kKernels[i % 5];
     const int stream = i % 5 == 3 ? 20 : 7;
-    int n = std::snprintf(line, sizeof line,
+    int n = 0;
+    if (options.iterations_per_step > 0 && i % options.iterations_per_step == 0) {
+      n = std::snprintf(line, sizeof line,
+          "  {\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#%lld\", \"pid\": 4242, "
+          "\"tid\": 4242, \"ts\": %lld.000, \"dur\": %lld.000},\n",
+          static_cast<long long>(i / options.iterations_per_step), t,
+          static_cast<long long>(options.iterations_per_step * 40));
+      out.json.append(line, static_cast<size_t>(n));
+      out.events += 1;
+      out.slices += 1;
+    }
+    n = std::snprintf(line, sizeof line,
         "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"%s\", \"pid\": 4242, \"tid\": 4242, \"ts\": %lld.%03d, "
         "\"dur\": 30.250, \"args\": {\"External id\": %lld, \"Record function id\": 0, \"Sequence number\": %lld, "
         "\"Fwd thread id\": 0, \"Ev Idx\": %lld}},\n",
@@ -53,13 +74,14 @@ inline GeneratedJson GenerateKinetoJson(size_t target_bytes) {
     out.json.append(line, static_cast<size_t>(n));
     n = std::snprintf(line, sizeof line,
         "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"%s\", \"pid\": 0, \"tid\": %d, \"ts\": %lld.250, "
-        "\"dur\": 36.875, \"args\": {\"External id\": %lld, \"queued\": 0, \"device\": 0, \"context\": 1, "
+        "\"dur\": %lld.%03lld, \"args\": {\"External id\": %lld, \"queued\": 0, \"device\": 0, \"context\": 1, "
         "\"stream\": %d, \"correlation\": %lld, \"registers per thread\": 128, \"shared memory\": 16384, "
         "\"blocks per SM\": 2.370370, \"warps per SM\": 18.962963, \"grid\": [128, 2, 1], \"block\": [256, 1, 1], "
         "\"est. achieved occupancy %%\": 25}},\n"
         "  {\"ph\": \"f\", \"id\": %lld, \"pid\": 0, \"tid\": %d, \"ts\": %lld.250, \"cat\": \"ac2g\", \"name\": \"ac2g\", "
         "\"bp\": \"e\"},\n",
-        kernel, stream, t + 10, static_cast<long long>(correlation), stream, static_cast<long long>(correlation),
+        kernel, stream, t + 10, static_cast<long long>((36875 + options.slow_kernel_ns) / 1000),
+        static_cast<long long>((36875 + options.slow_kernel_ns) % 1000), static_cast<long long>(correlation), stream, static_cast<long long>(correlation),
         static_cast<long long>(correlation), stream, t + 10);
     out.json.append(line, static_cast<size_t>(n));
     out.events += 5;
