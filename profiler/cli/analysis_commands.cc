@@ -19,6 +19,7 @@
 #include "profiler/cli/command.h"
 #include "profiler/cli/compare_commands.h"
 #include "profiler/cli/report_format.h"
+#include "profiler/cli/scope_flags.h"
 #include "profiler/trace/reader.h"
 #include "profiler/trace/writer.h"
 
@@ -611,27 +612,69 @@ class StreamsCommand : public SingleTraceCommand {
 
 // ---- per-step commands: overlap, critical-path -------------------------------------------------
 
+// Commands that report each input trace (a step, a rank) on its own; --rank keeps the traces of
+// those ranks, --step/--steps the steps of those numbers (a step trace's, or ProfilerStep#N
+// windows inside a trace: what Windows() gives).
 class PerStepCommand : public SingleTraceCommand {
  public:
-  std::string synopsis() const override { return "TRACE|DIR... [--json] [--top N]"; }
+  std::string synopsis() const override { return "TRACE|DIR... [--json] [--top N] [--step N | --steps A-B] [--rank R]"; }
+  std::vector<FlagSpec> flags() const override {
+    auto flags = SingleTraceCommand::flags();
+    flags.push_back(StepFlag("only what happens"));
+    flags.push_back(StepsFlag("only what happens"));
+    flags.push_back(RankFlag());
+    return flags;
+  }
   Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
     ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
-    ASSIGN_OR_RETURN(std::vector<Trace> traces, analysis::LoadTraces(args.positional));
+    ASSIGN_OR_RETURN(const auto range, StepRange(args));
+    ASSIGN_OR_RETURN(std::vector<Trace> traces, LoadScopedTraces(args));
+    // Per trace, its windows in the range.
+    std::vector<std::pair<const Trace*, std::vector<StepWindow>>> scoped;
+    for (const Trace& trace : traces) {
+      std::vector<StepWindow> windows = Windows(trace);
+      if (range) {
+        std::erase_if(windows, [&](const StepWindow& w) { return w.step < range->first || w.step > range->second; });
+      }
+      if (!windows.empty()) scoped.emplace_back(&trace, std::move(windows));
+    }
+    if (scoped.empty()) {
+      return InvalidInput("no step " + std::to_string(range->first) +
+                          (range->second != range->first ? "-" + std::to_string(range->second) : "") +
+                          " in the traces given (see `stepscope steps`)");
+    }
     if (args.Has("json")) {
       nlohmann::ordered_json doc;
       doc["schema"] = "stepscope." + name() + "/1";
       auto steps = nlohmann::ordered_json::array();
-      for (const Trace& trace : traces) steps.push_back(ToJson(trace, top));
+      for (const auto& [trace, windows] : scoped) steps.push_back(ToJson(*trace, windows, top));
       doc["traces"] = steps;
       Emit(out, doc);
     } else {
-      for (size_t i = 0; i < traces.size(); ++i) {
+      for (size_t i = 0; i < scoped.size(); ++i) {
         if (i > 0) out << "\n";
-        out << Header(traces[i]) << Text(traces[i], top);
+        out << Header(*scoped[i].first) << Text(*scoped[i].first, scoped[i].second, top);
       }
     }
     return Status::Ok();
   }
+
+ protected:
+  // A step of a trace: a ProfilerStep#N window, or the whole trace (numbered by its step info).
+  struct StepWindow {
+    int64_t step = -1;
+    std::string marker;
+    int64_t begin_ns = std::numeric_limits<int64_t>::min(), end_ns = std::numeric_limits<int64_t>::max();
+    bool whole() const { return marker == "trace"; }
+  };
+  // The steps a command reports a trace in (default: the whole trace).
+  virtual std::vector<StepWindow> Windows(const Trace& trace) const {
+    return {{trace.step_info().step, "trace"}};
+  }
+  virtual std::string Text(const Trace& trace, const std::vector<StepWindow>& windows, size_t top) const = 0;
+  virtual Json ToJson(const Trace& trace, const std::vector<StepWindow>& windows, size_t top) const = 0;
+  std::string Text(const Trace& trace, size_t top) const final { return Text(trace, Windows(trace), top); }
+  Json ToJson(const Trace& trace, size_t top) const final { return ToJson(trace, Windows(trace), top); }
 };
 
 std::string OverlapDescription() {
@@ -645,9 +688,16 @@ class OverlapCommand : public PerStepCommand {
  public:
   std::string name() const override { return "overlap"; }
   std::string description() const override { return OverlapDescription(); }
+  // Whole traces only (ComputeOverlap has no windows): scoped by rank, not by step.
+  std::string synopsis() const override { return "TRACE|DIR... [--json] [--top N] [--rank R]"; }
+  std::vector<FlagSpec> flags() const override {
+    auto flags = SingleTraceCommand::flags();
+    flags.push_back(RankFlag());
+    return flags;
+  }
 
  protected:
-  std::string Text(const Trace& trace, size_t) const override {
+  std::string Text(const Trace& trace, const std::vector<StepWindow>&, size_t) const override {
     const analysis::OverlapStats stats = analysis::ComputeOverlap(trace);
     std::string out = "communication " + FormatDuration(stats.comm_ns) + ", hidden " + FormatDuration(stats.hidden_ns) +
                       " (" + FormatPercent(stats.hidden_share) + "), exposed " + FormatDuration(stats.exposed_ns) +
@@ -660,7 +710,7 @@ class OverlapCommand : public PerStepCommand {
     }
     return out + table.str();
   }
-  Json ToJson(const Trace& trace, size_t) const override {
+  Json ToJson(const Trace& trace, const std::vector<StepWindow>&, size_t) const override {
     const analysis::OverlapStats stats = analysis::ComputeOverlap(trace);
     auto doc = Document("overlap", trace);
     doc["step"] = trace.step_info().step;
@@ -681,23 +731,6 @@ class OverlapCommand : public PerStepCommand {
   }
 };
 
-// The windows a trace's critical path is found in: its ProfilerStep#N spans, or the whole trace.
-struct PathWindow {
-  int64_t step = -1;
-  std::string marker;
-  int64_t begin_ns = std::numeric_limits<int64_t>::min(), end_ns = std::numeric_limits<int64_t>::max();
-};
-std::vector<PathWindow> PathWindows(const Trace& trace) {
-  std::vector<PathWindow> windows;
-  const auto steps = analysis::StepsOfTrace(trace, false);
-  if (steps.size() > 1) {
-    for (const auto& step : steps) windows.push_back({step.step, step.marker, step.begin_ns, step.end_ns});
-  } else {
-    windows.push_back({trace.step_info().step, "trace"});
-  }
-  return windows;
-}
-
 class CriticalPathCommand : public PerStepCommand {
  public:
   std::string name() const override { return "critical-path"; }
@@ -713,24 +746,33 @@ class CriticalPathCommand : public PerStepCommand {
   }
 
  protected:
-  std::string Text(const Trace& trace, size_t top) const override {
+  // Its ProfilerStep#N spans, or the whole trace.
+  std::vector<StepWindow> Windows(const Trace& trace) const override {
+    std::vector<StepWindow> windows;
+    const auto steps = analysis::StepsOfTrace(trace, false);
+    if (steps.size() > 1) {
+      for (const auto& step : steps) windows.push_back({step.step, step.marker, step.begin_ns, step.end_ns});
+    } else {
+      windows.push_back({trace.step_info().step, "trace"});
+    }
+    return windows;
+  }
+  std::string Text(const Trace& trace, const std::vector<StepWindow>& windows, size_t top) const override {
     std::string out;
-    const auto windows = PathWindows(trace);
-    for (const PathWindow& w : windows) {
-      if (windows.size() > 1) out += (out.empty() ? "" : "\n") + std::string("== ") + w.marker + "\n";
+    for (const StepWindow& w : windows) {
+      if (!w.whole()) out += (out.empty() ? "" : "\n") + std::string("== ") + w.marker + "\n";
       out += PathText(trace, analysis::ComputeCriticalPath(trace, w.begin_ns, w.end_ns), top);
     }
     return out;
   }
-  Json ToJson(const Trace& trace, size_t) const override {
+  Json ToJson(const Trace& trace, const std::vector<StepWindow>& windows, size_t) const override {
     auto doc = Document("critical-path", trace);
-    const auto windows = PathWindows(trace);
-    if (windows.size() == 1) {
+    if (windows.size() == 1 && windows.front().whole()) {
       doc.update(PathJson(trace, analysis::ComputeCriticalPath(trace)));
       return doc;
     }
     auto steps = nlohmann::ordered_json::array();
-    for (const PathWindow& w : windows) {
+    for (const StepWindow& w : windows) {
       Json step = {{"step", w.step}, {"marker", w.marker}, {"begin_ns", w.begin_ns - trace.span_begin_ns()},
                    {"end_ns", w.end_ns - trace.span_begin_ns()}};
       step.update(PathJson(trace, analysis::ComputeCriticalPath(trace, w.begin_ns, w.end_ns)));

@@ -2,7 +2,8 @@
 // idle), `launches` (runtime call cost, launch delay, per op type), `annotations` (GPU time per
 // user annotation) and `kernel-patterns` (frequent kernel sequences). Each input (a trace file,
 // several, or a directory) is analysed on its own and the rows of one rank, device and stream add
-// up; --step/--steps keep the GPU work that starts in those steps' windows (analysis/steps.h).
+// up; --step/--steps keep the GPU work that starts in those steps' windows (analysis/steps.h),
+// --rank the traces of those ranks.
 #include "profiler/cli/gpu_commands.h"
 
 #include <cstdlib>
@@ -13,7 +14,7 @@
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/steps.h"
 #include "profiler/cli/report_format.h"
-#include "profiler/cli/step_range.h"
+#include "profiler/cli/scope_flags.h"
 
 namespace stepscope::cli {
 namespace {
@@ -36,7 +37,7 @@ struct Loaded {
 StatusOr<Loaded> Load(const ParsedArgs& args) {
   ASSIGN_OR_RETURN(auto range, StepRange(args));
   Loaded loaded;
-  ASSIGN_OR_RETURN(loaded.traces, analysis::LoadTraces(args.positional));
+  ASSIGN_OR_RETURN(loaded.traces, LoadScopedTraces(args));
   bool any = false;
   size_t order = 0;  // steps without a number take their place in the input order, as `steps` shows them
   for (const Trace& trace : loaded.traces) {
@@ -62,8 +63,7 @@ StatusOr<Loaded> Load(const ParsedArgs& args) {
 std::vector<FlagSpec> CommonFlags() {
   return {{"json", "", "write the result as JSON"},
           {"top", "N", "rows per list in text output (default 10)"},
-          {"step", "N", "only GPU work that starts in step N (ProfilerStep#N, or a step trace's number)"},
-          {"steps", "A-B", "only GPU work that starts in steps A to B"}};
+          StepFlag("only GPU work that starts"), StepsFlag("only GPU work that starts"), RankFlag()};
 }
 
 class GpuCommandBase : public Command {
@@ -83,7 +83,7 @@ Json TimeJson(const analysis::GpuTime& t) {
 class GpuCommand : public GpuCommandBase {
  public:
   std::string name() const override { return "gpu"; }
-  std::string synopsis() const override { return "TRACE|DIR... [--json] [--step N | --steps A-B]"; }
+  std::string synopsis() const override { return "TRACE|DIR... [--json] [--step N | --steps A-B] [--rank R]"; }
   std::string description() const override {
     return "Time breakdown per GPU (rank and device) and stream: span from the first to the last GPU\n"
            "work (kernels, copies, memsets; never annotations or sync markers), busy (their union),\n"
@@ -149,7 +149,7 @@ class IdleCommand : public GpuCommandBase {
  public:
   std::string name() const override { return "idle"; }
   std::string synopsis() const override {
-    return "TRACE|DIR... [--json] [--top N] [--rule launch-end|hta] [--kernel-delay NS] [--step N | --steps A-B]";
+    return "TRACE|DIR... [--json] [--top N] [--rule launch-end|hta] [--kernel-delay NS] [--step N | --steps A-B] [--rank R]";
   }
   std::string description() const override {
     return "Why each GPU stream sat idle: every gap between consecutive GPU work on a stream, by the\n"
@@ -259,7 +259,7 @@ class LaunchesCommand : public GpuCommandBase {
  public:
   std::string name() const override { return "launches"; }
   std::string synopsis() const override {
-    return "TRACE|DIR... [--json] [--top N] [--runtime-cutoff-us U] [--delay-cutoff-us U] [--step N | --steps A-B] [--all]";
+    return "TRACE|DIR... [--json] [--top N] [--runtime-cutoff-us U] [--delay-cutoff-us U] [--step N | --steps A-B] [--rank R] [--all]";
   }
   std::string description() const override {
     return "Per launch (GPU work linked to its runtime call by the launch flow): the call's CPU time,\n"
@@ -357,7 +357,7 @@ class AnnotationsCommand : public GpuCommandBase {
  public:
   std::string name() const override { return "annotations"; }
   std::string synopsis() const override {
-    return "TRACE|DIR... [--json] [--depth N] [--step N | --steps A-B]";
+    return "TRACE|DIR... [--json] [--depth N] [--step N | --steps A-B] [--rank R]";
   }
   std::string description() const override {
     return "GPU time per user annotation (record_function, `## name ##` spans, profiler ranges),\n"
@@ -419,7 +419,7 @@ class KernelPatternsCommand : public GpuCommandBase {
  public:
   std::string name() const override { return "kernel-patterns"; }
   std::string synopsis() const override {
-    return "TRACE|DIR... [--json] [--top N] [--length K] [--min-count N] [--by count|time] [--step N | --steps A-B]";
+    return "TRACE|DIR... [--json] [--top N] [--length K] [--min-count N] [--by count|time] [--step N | --steps A-B] [--rank R]";
   }
   std::string description() const override {
     return "The most frequent sequences of K consecutive kernels on a stream (copies, memsets and\n"

@@ -11,7 +11,7 @@
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/stragglers.h"
 #include "profiler/cli/report_format.h"
-#include "profiler/cli/step_range.h"
+#include "profiler/cli/scope_flags.h"
 
 namespace stepscope::cli {
 namespace {
@@ -141,7 +141,7 @@ std::string ReportText(const analysis::StragglerReport& report, size_t top) {
 class StragglersCommand : public Command {
  public:
   std::string name() const override { return "stragglers"; }
-  std::string synopsis() const override { return "TRACE|DIR... [--json] [--step N | --steps A-B] [--top N]"; }
+  std::string synopsis() const override { return "TRACE|DIR... [--json] [--step N | --steps A-B] [--rank R] [--top N]"; }
   std::string description() const override {
     return "Across ranks, per step: the rank that finished its work last (the straggler), by how much\n"
            "(lateness: its end - the earliest end, and - the median end), and why: per rank its\n"
@@ -158,7 +158,8 @@ class StragglersCommand : public Command {
     return {{"json", "", "write the result as JSON"},
             {"top", "N", "steps listed in text output, the latest (default 10)"},
             {"step", "N", "only step N (ProfilerStep#N, or a step trace's number)"},
-            {"steps", "A-B", "only steps A to B"}};
+            {"steps", "A-B", "only steps A to B"},
+            {"rank", "R", "compare only ranks R (R,S,... or A-B; at least two)"}};
   }
   size_t min_positional() const override { return 1; }
   size_t max_positional() const override { return std::numeric_limits<size_t>::max(); }
@@ -167,7 +168,7 @@ class StragglersCommand : public Command {
     ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", 10));
     analysis::StragglerOptions options;
     ASSIGN_OR_RETURN(options.steps, StepRange(args));
-    ASSIGN_OR_RETURN(const std::vector<trace::Trace> traces, analysis::LoadTraces(args.positional));
+    ASSIGN_OR_RETURN(const std::vector<trace::Trace> traces, LoadScopedTraces(args));
     ASSIGN_OR_RETURN(const analysis::StragglerReport report, analysis::ComputeStragglers(traces, options));
     if (report.steps.empty()) {
       if (options.steps && report.single_rank_steps.empty()) {

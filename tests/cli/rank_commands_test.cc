@@ -1,6 +1,7 @@
 // `stepscope stragglers` through RunCli on PyTorch profiler traces written here (one file per
 // rank, distributedInfo.rank, ProfilerStep#N windows, kernels linked by ac2g flows): the text and
-// JSON output of a known straggler, step scoping, and bad input (exit 2, a message naming it).
+// JSON output of a known straggler, step scoping, and bad input (exit 2, a message naming it);
+// and --rank / --step scoping of every per-rank analysis on the same run.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -166,6 +167,64 @@ TEST(StragglersCommandTest, BadInputExitsTwoWithAClearMessage) {
   EXPECT_NE(r.err.find("rank 1 step 1 is in both " + dir + "/rank1.json and " + dir + "/rank1.json"),
             std::string::npos)
       << r.err;
+}
+
+// --rank keeps the traces of those ranks in every analysis; --step/--steps picks steps in
+// critical-path as in the GPU commands.
+TEST(ScopeFlagsTest, RankAndStepScopeEveryAnalysis) {
+  const std::string dir = ThreeRanks();
+  for (const char* command : {"gpu", "idle", "launches", "annotations", "kernel-patterns", "critical-path", "overlap"}) {
+    const CliResult all = RunStepscope({command, dir, "--json"});
+    ASSERT_EQ(all.code, 0) << command << ": " << all.err;
+    const CliResult one = RunStepscope({command, dir, "--json", "--rank", "1"});
+    ASSERT_EQ(one.code, 0) << command << ": " << one.err;
+    EXPECT_NE(one.out, all.out) << command;
+    EXPECT_EQ(one.out.find("rank0.json"), std::string::npos) << command;
+    EXPECT_EQ(one.out.find("rank2.json"), std::string::npos) << command;
+  }
+  // gpu: one GPU per rank; ranks 0 and 2 only.
+  auto gpu = nlohmann::json::parse(RunStepscope({"gpu", dir, "--json", "--rank", "0,2"}).out);
+  ASSERT_EQ(gpu["gpus"].size(), 2u);
+  EXPECT_EQ(gpu["gpus"][0]["rank"], 0);
+  EXPECT_EQ(gpu["gpus"][1]["rank"], 2);
+  // Rank 1's step 2 computes 2 ms longer: its busy time in step 2 is the gemm (5 ms) and the
+  // all-reduce (500 us).
+  gpu = nlohmann::json::parse(RunStepscope({"gpu", dir, "--json", "--rank", "1", "--step", "2"}).out);
+  ASSERT_EQ(gpu["gpus"].size(), 1u);
+  EXPECT_EQ(gpu["gpus"][0]["busy_ns"], 5'500'000);
+
+  // critical-path: one path per ProfilerStep window, --steps keeps those windows.
+  auto paths = nlohmann::json::parse(RunStepscope({"critical-path", dir, "--json", "--rank", "1-2"}).out);
+  ASSERT_EQ(paths["traces"].size(), 2u);
+  EXPECT_EQ(paths["traces"][0]["steps"].size(), 3u);
+  paths = nlohmann::json::parse(RunStepscope({"critical-path", dir, "--json", "--rank", "1", "--steps", "2-3"}).out);
+  ASSERT_EQ(paths["traces"].size(), 1u);
+  ASSERT_EQ(paths["traces"][0]["steps"].size(), 2u);
+  EXPECT_EQ(paths["traces"][0]["steps"][0]["marker"], "ProfilerStep#2");
+  EXPECT_EQ(paths["traces"][0]["steps"][1]["marker"], "ProfilerStep#3");
+
+  // stragglers among ranks 0 and 2 only: rank 2's clock is 3 us late, every step.
+  const auto pair = nlohmann::json::parse(RunStepscope({"stragglers", dir, "--json", "--rank", "0,2"}).out);
+  ASSERT_EQ(pair["steps"].size(), 3u);
+  for (const auto& step : pair["steps"]) {
+    EXPECT_EQ(step["ranks"], 2);
+    EXPECT_EQ(step["straggler"], 2);
+    EXPECT_EQ(step["lateness_ns"], 3'000);
+  }
+
+  CliResult r = RunStepscope({"gpu", dir, "--rank", "5"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--rank 5: no trace of that rank among the 3 given (ranks: 0, 1, 2)"), std::string::npos) << r.err;
+  for (const char* bad : {"x", "2-1", "-1", "1,", ""}) {
+    r = RunStepscope({"idle", dir, "--rank", bad});
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.err.find("expected R, R,S,... or A-B"), std::string::npos) << bad << ": " << r.err;
+  }
+  r = RunStepscope({"critical-path", dir, "--steps", "7-9"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no step 7-9 in the traces given"), std::string::npos) << r.err;
+  r = RunStepscope({"overlap", dir, "--step", "1"});
+  EXPECT_EQ(r.code, 2);  // whole traces only
 }
 
 }  // namespace

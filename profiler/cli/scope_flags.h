@@ -1,14 +1,19 @@
-// The --step N / --steps A-B flags the per-step commands share (gpu, idle, launches, stragglers).
+// The flags that scope the analysis commands (gpu, idle, launches, annotations, kernel-patterns,
+// critical-path, overlap, stragglers): --step N / --steps A-B (profiler steps: ProfilerStep#N, or a
+// step trace's number) and --rank R (R, R,S,... or A-B: the traces of those ranks).
 #pragma once
 
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "base/flags.h"
 #include "base/status.h"
+#include "profiler/trace/trace.h"
 
 namespace stepscope::cli {
 
@@ -36,5 +41,20 @@ inline StatusOr<std::optional<std::pair<int64_t, int64_t>>> StepRange(const Pars
   }
   return range;
 }
+
+// The flags' help lines, for commands' flags().
+inline FlagSpec StepFlag(const std::string& what) { return {"step", "N", what + " in step N (ProfilerStep#N, or a step trace's number)"}; }
+inline FlagSpec StepsFlag(const std::string& what) { return {"steps", "A-B", what + " in steps A to B"}; }
+inline FlagSpec RankFlag() {
+  return {"rank", "R", "only the traces of rank R (also R,S,... or A-B; a trace without a rank is its position among the files)"};
+}
+
+// --rank: the ranks to keep, or nullopt for every rank.
+StatusOr<std::optional<std::set<int32_t>>> RankSet(const ParsedArgs& args);
+
+// The traces of the files (or directories) given, those of --rank only when it is given: each
+// file is read in turn and one of another rank dropped at once, so memory holds the kept ones.
+// Fails naming the ranks found when none is kept.
+StatusOr<std::vector<trace::Trace>> LoadScopedTraces(const ParsedArgs& args);
 
 }  // namespace stepscope::cli

@@ -1,0 +1,59 @@
+#include "profiler/cli/scope_flags.h"
+
+#include "profiler/analysis/merge.h"
+#include "profiler/trace/reader.h"
+
+namespace stepscope::cli {
+
+StatusOr<std::optional<std::set<int32_t>>> RankSet(const ParsedArgs& args) {
+  const auto text = args.Get("rank");
+  if (!text) return std::optional<std::set<int32_t>>();
+  auto bad = [&] { return InvalidInput("--rank " + *text + ": expected R, R,S,... or A-B (ranks >= 0)"); };
+  auto number = [](const std::string& part, int32_t& value) {
+    char* end = nullptr;
+    const long long parsed = std::strtoll(part.c_str(), &end, 10);
+    if (end == part.c_str() || *end != '\0' || parsed < 0 || parsed > 1'000'000) return false;
+    value = static_cast<int32_t>(parsed);
+    return true;
+  };
+  std::set<int32_t> ranks;
+  size_t begin = 0;
+  while (begin <= text->size()) {
+    const size_t comma = std::min(text->find(',', begin), text->size());
+    const std::string part = text->substr(begin, comma - begin);
+    const size_t dash = part.find('-', 1);
+    int32_t a = 0, b = 0;
+    if (dash == std::string::npos) {
+      if (!number(part, a)) return bad();
+      b = a;
+    } else if (!number(part.substr(0, dash), a) || !number(part.substr(dash + 1), b) || b < a) {
+      return bad();
+    }
+    for (int32_t r = a; r <= b; ++r) ranks.insert(r);
+    begin = comma + 1;
+  }
+  return std::optional<std::set<int32_t>>(std::move(ranks));
+}
+
+StatusOr<std::vector<trace::Trace>> LoadScopedTraces(const ParsedArgs& args) {
+  ASSIGN_OR_RETURN(const auto ranks, RankSet(args));
+  if (!ranks) return analysis::LoadTraces(args.positional);
+  ASSIGN_OR_RETURN(const std::vector<std::string> files, analysis::ExpandTracePaths(args.positional));
+  std::vector<trace::Trace> kept;
+  std::set<int32_t> found;
+  for (size_t i = 0; i < files.size(); ++i) {
+    ASSIGN_OR_RETURN(trace::Trace trace, trace::ReadTrace(files[i]));
+    const int32_t rank = trace.step_info().rank >= 0 ? trace.step_info().rank : static_cast<int32_t>(i);
+    found.insert(rank);
+    if (ranks->count(rank) > 0) kept.push_back(std::move(trace));
+  }
+  if (kept.empty()) {
+    std::string list;
+    for (int32_t r : found) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    return InvalidInput("--rank " + *args.Get("rank") + ": no trace of that rank among the " +
+                        std::to_string(files.size()) + " given (ranks: " + list + ")");
+  }
+  return kept;
+}
+
+}  // namespace stepscope::cli
