@@ -416,6 +416,37 @@ class ViewTest : public QObject {
     QVERIFY(merged->analysed());
   }
 
+  // A merge of more than DocumentView::kExpandedRanks inputs opens with a row per input, each
+  // painted where its lanes have work; expanding one shows its rows again.
+  void ManyRanksOpenCollapsedWithTheirActivity() {
+    const QString dir = scratch_ + "/many_ranks";
+    QDir().mkpath(dir);
+    const int inputs = static_cast<int>(DocumentView::kExpandedRanks) + 2;
+    for (int rank = 0; rank < inputs; ++rank) QVERIFY(QFile::copy(Sample(), dir + QString("/rank%1.pbtxt").arg(rank, 2, 10, QChar('0'))));
+    const int before = window_->document_count();
+    window_->Open({dir});
+    window_->loader()->WaitForIdle();
+    QCOMPARE(window_->document_count(), before + 1);
+    DocumentView* merged = window_->document(before);
+    TimelineView* timeline = merged->timeline();
+    QCOMPARE(timeline->row_count(), inputs);
+    auto activity = [&](int row) {
+      const QImage image = timeline->grab().toImage();
+      const int y = TimelineView::kRulerHeight + row * TimelineView::kRowHeight + TimelineView::kRowHeight / 2;
+      int count = 0;
+      for (int x = kTimeAreaLeft; x < image.width() - kTimeAreaRight; ++x) count += (image.pixel(x, y) & 0xffffff) == 0x7d8fb3;
+      return count;
+    };
+    // The sample's work covers most of its span: every row shows it, at the same pixels.
+    const int first = activity(0);
+    QVERIFY2(first > 100, qPrintable(QString::number(first)));
+    QCOMPARE(activity(inputs - 1), first);
+    const uint32_t process = merged->document().rank_merge()->inputs.front().process_track;
+    timeline->SetTrackCollapsed(process, false);
+    QCOMPARE(timeline->row_count(), inputs - 1 + doc_->timeline()->row_count() + 1);
+    QCOMPARE(activity(0), 0);  // an open header shows its lanes below it instead
+  }
+
   void CancelDropsTheLoad() {
     const int before = window_->document_count();
     QSignalSpy finished(window_->loader(), &TraceLoader::finished);

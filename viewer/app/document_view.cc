@@ -186,6 +186,11 @@ DocumentView::DocumentView(std::shared_ptr<const TraceDocument> document, QWidge
   for (const PaneSpec& pane : Panes()) panes_->addTab((this->*pane.create)(), tr(pane.title));
 
   connect(timeline_, &TimelineView::sliceSelected, this, &DocumentView::ShowDetails);
+  // A merge of many ranks opens as a row per rank, each showing where its work is; a click on
+  // the row (or a jump to one of its slices) opens it.
+  if (const RankMerge* merge = document_->rank_merge(); merge != nullptr && merge->inputs.size() > kExpandedRanks) {
+    for (const analysis::MergedInput& input : merge->inputs) timeline_->SetTrackCollapsed(input.process_track, true);
+  }
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);

@@ -111,6 +111,8 @@ class DocumentView : public QWidget {
     kTracksPane
   };
   static constexpr Pane kDefaultPane = kStatsPane;  // shown first, and --pane's default
+  // A merge of more inputs than this opens with each input's process collapsed.
+  static constexpr size_t kExpandedRanks = 8;
 
   struct PaneSpec {
     Pane id;

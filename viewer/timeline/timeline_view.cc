@@ -21,6 +21,7 @@ const QColor kHeaderBand(0xe4, 0xe7, 0xee);
 const QColor kRulerBand(0xee, 0xef, 0xf2);
 const QColor kGridLine(0xe0, 0xe2, 0xe8);
 const QColor kFoldedColor(0x9a, 0xa0, 0xb0);
+const QColor kActivityColor(0x7d, 0x8f, 0xb3);  // a collapsed subtree's work
 const QColor kDataflowColor(0x1f, 0x4e, 0xa8);
 const QColor kLaunchColor(0xc0, 0x5a, 0x00);
 const QColor kRangeFill(0x46, 0x82, 0xdc, 0x38);
@@ -332,6 +333,10 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
   const double right = map.width_px() + 1;
   for (int r = first; r < last; ++r) {
     const TimelineRow& row = rows[static_cast<size_t>(r)];
+    if (row.kind == TimelineRow::Kind::kHeader && layout_.collapsed(row.track)) {
+      PaintActivity(painter, map, row.track, RowTop(r));
+      continue;
+    }
     if (row.kind != TimelineRow::Kind::kSlices || row.depth >= document_->index().depth_count(row.track)) continue;
     const int y = RowTop(r);
     boxes_.clear();
@@ -368,6 +373,52 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
     flush_fold();
   }
   painter.setClipping(false);
+}
+
+const std::vector<uint32_t>& TimelineView::LanesBelow(uint32_t track) {
+  const size_t tracks = document_->trace().tracks().size();
+  if (lanes_below_.size() != tracks) {
+    lanes_below_.assign(tracks, {});
+    lanes_below_known_.assign(tracks, false);
+  }
+  if (!lanes_below_known_[track]) {
+    std::vector<uint32_t> pending = {track};
+    while (!pending.empty()) {
+      const uint32_t t = pending.back();
+      pending.pop_back();
+      if (document_->index().depth_count(t) > 0) lanes_below_[track].push_back(t);
+      for (uint32_t child : layout_.children(static_cast<int32_t>(t))) pending.push_back(child);
+    }
+    lanes_below_known_[track] = true;
+  }
+  return lanes_below_[track];
+}
+
+void TimelineView::PaintActivity(QPainter& painter, const TimeMapping& map, uint32_t track, int y) {
+  const int width = static_cast<int>(map.width_px()) + 2;
+  covered_.assign(static_cast<size_t>(width), 0);
+  bool any = false;
+  for (uint32_t lane : LanesBelow(track)) {
+    boxes_.clear();
+    CollectBoxes(document_->index(), lane, 0, map, &boxes_);
+    for (const DrawBox& box : boxes_) {
+      const int x0 = std::clamp(static_cast<int>(std::floor(box.x0)), 0, width - 1);
+      const int x1 = std::clamp(static_cast<int>(std::ceil(box.x1)), x0 + 1, width);
+      std::fill(covered_.begin() + x0, covered_.begin() + x1, uint8_t{1});
+      any = true;
+    }
+  }
+  if (!any) return;
+  for (int x = 0; x < width;) {
+    if (covered_[static_cast<size_t>(x)] == 0) {
+      ++x;
+      continue;
+    }
+    int end = x;
+    while (end < width && covered_[static_cast<size_t>(end)] != 0) ++end;
+    painter.fillRect(QRectF(kTimeAreaLeft + x, y + 4, end - x, kRowHeight - 8), kActivityColor);
+    x = end;
+  }
 }
 
 void TimelineView::PaintSelection(QPainter& painter, const TimeMapping& map) {

@@ -113,10 +113,17 @@ class TimelineView : public QWidget {
   void PaintRows(QPainter& painter, const TimeMapping& mapping);
   void PaintFlows(QPainter& painter, const TimeMapping& mapping);
   void PaintSelection(QPainter& painter, const TimeMapping& mapping);
+  // A collapsed header's row: where any lane below it has work (top-level slices), as runs of
+  // covered pixels, so a merge of many ranks collapsed to a row per rank still shows activity.
+  void PaintActivity(QPainter& painter, const TimeMapping& mapping, uint32_t track, int y);
+  const std::vector<uint32_t>& LanesBelow(uint32_t track);
 
   std::shared_ptr<const TraceDocument> document_;
   TimeAxis* axis_;
   TrackLayout layout_;
+  std::vector<std::vector<uint32_t>> lanes_below_;  // per track, the tracks with slices in its subtree (built on use)
+  std::vector<bool> lanes_below_known_;
+  std::vector<uint8_t> covered_;                    // per pixel, for PaintActivity
   QScrollBar* scroll_bar_;
   int scroll_y_ = 0;
   int64_t selected_ = -1;
