@@ -447,6 +447,27 @@ class ViewTest : public QObject {
     QCOMPARE(activity(0), 0);  // an open header shows its lanes below it instead
   }
 
+  // Nothing dropped silently: the status bar names what the current trace's import counted, the
+  // tooltip lists every count, and switching tabs shows the other trace's.
+  void StatusBarShowsWhatTheImportCounted() {
+    const QString quirks = QString::fromStdString(testing::DataPath("corner/two_colon_gpu.pbtxt"));
+    const int before = window_->document_count();
+    window_->Open({quirks});
+    window_->loader()->WaitForIdle();
+    QCOMPARE(window_->document_count(), before + 1);
+    const trace::Trace& trace = window_->document(before)->document().trace();
+    QCOMPARE(trace.import_stats().Get("gpu_aggregate_lane_duplicates_marked"), int64_t{4});
+    QVERIFY2(window_->import_status().contains("gpu_aggregate_lane_duplicates_marked 4"), qPrintable(window_->import_status()));
+    for (const auto& [name, count] : trace.import_stats().counts()) {
+      QVERIFY(window_->import_details().contains(QString::fromStdString(name) + " " + QString::number(count)));
+    }
+    window_->ShowDocument(0);
+    const trace::Trace& first = window_->document(0)->document().trace();
+    QCOMPARE(window_->import_status().contains("gpu_aggregate_lane_duplicates_marked"),
+             first.import_stats().Get("gpu_aggregate_lane_duplicates_marked") > 0);
+    if (first.import_stats().empty()) QCOMPARE(window_->import_status(), QString("Import: nothing repaired or skipped"));
+  }
+
   void CancelDropsTheLoad() {
     const int before = window_->document_count();
     QSignalSpy finished(window_->loader(), &TraceLoader::finished);

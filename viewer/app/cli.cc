@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QImage>
 #include <QPainter>
 #include <QRegularExpression>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "profiler/analysis/merge.h"
 #include "profiler/trace/writer.h"
 #include "viewer/app/document_view.h"
 #include "viewer/app/main_window.h"
@@ -116,7 +118,17 @@ int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, in
     document = std::make_shared<TraceDocument>(MakeSyntheticTrace(synthetic_slices),
                                                "synthetic:" + std::to_string(synthetic_slices));
   } else {
-    auto opened = OpenDocument(trace_path.toStdString());
+    // A directory (of ranks) is merged, as the window merges it.
+    const auto files = analysis::ExpandTracePaths({trace_path.toStdString()});
+    if (!files.ok()) {
+      PrintError(QString::fromStdString(files.status().message()));
+      return 2;
+    }
+    std::string merge_note;
+    auto opened = QFileInfo(trace_path).isDir()
+                      ? OpenMergedDocument(*files, trace_path.toStdString(), nullptr, nullptr, &merge_note)
+                      : OpenDocument(trace_path.toStdString());
+    if (!merge_note.empty()) Print(QString::fromStdString(merge_note));
     if (!opened.ok()) {
       PrintError(QString::fromStdString(opened.status().message()));
       return 2;

@@ -73,6 +73,9 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
   });
   connect(tabs_, &QTabWidget::currentChanged, this, [this] { RunSearch(); });
 
+  import_status_ = new QLabel(this);
+  statusBar()->addPermanentWidget(import_status_);
+  connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::UpdateImportStatus);
   progress_ = new QProgressBar(this);
   progress_->setMaximumWidth(240);
   progress_->hide();
@@ -95,6 +98,7 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
           [this, stack](std::shared_ptr<const TraceDocument> document, double load_ms) {
             AddDocument(document);
             stack->setCurrentWidget(tabs_);
+            UpdateImportStatus();
             // Merged documents are named after their inputs, not a file: nothing to reopen.
             const QString path = QString::fromStdString(document->path());
             if (QFileInfo(path).isFile()) AddRecent(path);
@@ -340,6 +344,28 @@ void MainWindow::WaitForComparison() {
   ShowComparison();
 }
 
+void MainWindow::UpdateImportStatus() {
+  const DocumentView* doc = current_document();
+  import_status_->setVisible(doc != nullptr);
+  if (doc == nullptr) return;
+  const trace::ImportStats& stats = doc->document().trace().import_stats();
+  QStringList counts, lines;
+  for (const auto& [name, count] : stats.counts()) {
+    counts << QStringLiteral("%1 %2").arg(QString::fromStdString(name)).arg(count);
+    lines << counts.back();
+  }
+  const QString text = counts.isEmpty() ? tr("Import: nothing repaired or skipped")
+                                        : tr("Import: %1").arg(counts.join(QStringLiteral(", ")));
+  import_status_->setText(fontMetrics().elidedText(text, Qt::ElideRight, 520));
+  import_status_->setToolTip(counts.isEmpty() ? text
+                                              : tr("What the import counted (repairs, skipped events, limits), "
+                                                   "as `stepscope summary` lists it:\n") +
+                                                    lines.join(QStringLiteral("\n")));
+}
+
+QString MainWindow::import_status() const { return import_status_->text(); }
+QString MainWindow::import_details() const { return import_status_->toolTip(); }
+
 void MainWindow::ShowComparison() {
   if (!comparison_pending_) return;
   comparison_pending_ = false;
@@ -407,6 +433,10 @@ DocumentView* MainWindow::document(int i) const {
 
 DocumentView* MainWindow::current_document() const {
   return qobject_cast<DocumentView*>(tabs_->currentWidget());
+}
+
+void MainWindow::ShowDocument(int i) {
+  if (DocumentView* doc = document(i)) tabs_->setCurrentWidget(doc);
 }
 
 void MainWindow::ReportError(const QString& message) {

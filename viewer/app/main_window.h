@@ -49,6 +49,7 @@ class MainWindow : public QMainWindow {
   int document_count() const;  // trace tabs (DocumentView), not comparisons
   DocumentView* document(int i) const;
   DocumentView* current_document() const;
+  void ShowDocument(int i);  // brings document i's tab to the front
   // Opens the comparison of two runs in a tab of its own (`stepscope-view A... --vs B...`): each
   // side files or directories, as `stepscope diff A... --vs B...` takes them; the timelines show
   // the step numbered `step_a` / `step_b` (the first of the side when -1 or not found). The diff
@@ -60,6 +61,10 @@ class MainWindow : public QMainWindow {
   CompareView* comparison(int i) const;
   // Every error reported since the window opened, newest last.
   const QStringList& errors() const { return errors_; }
+  // What the current document's import counted (repairs, skipped events, limits), as
+  // `stepscope summary` lists it: the status bar's permanent label and its tooltip.
+  QString import_status() const;
+  QString import_details() const;
 
   // Exports of the current document; the error message is empty on success.
   QString ExportChromeJson(const QString& path, bool tf_timeline);
@@ -81,12 +86,14 @@ class MainWindow : public QMainWindow {
   void UpdateSearchStatus();
   void ShowKeys();
   void ShowComparison();
+  void UpdateImportStatus();
 
   bool interactive_;
   TraceLoader* loader_;
   QTabWidget* tabs_;
   QLabel* welcome_;
   QProgressBar* progress_;
+  QLabel* import_status_;
   QPushButton* cancel_;
   QMenu* recent_menu_;
   QLineEdit* search_field_;

@@ -75,6 +75,39 @@ StatusOr<std::shared_ptr<const TraceDocument>> MakeDocument(trace::Trace trace, 
   return std::shared_ptr<const TraceDocument>(std::make_shared<TraceDocument>(std::move(trace), name, std::move(ranks)));
 }
 
+StatusOr<std::shared_ptr<const TraceDocument>> OpenMergedDocument(
+    const std::vector<std::string>& files, const std::string& name, const std::atomic<bool>* cancel,
+    const std::function<void(const std::string& file)>& on_file, std::string* note) {
+  auto cancelled = [&] { return cancel != nullptr && cancel->load(); };
+  auto stop = [&] { return Status(StatusCode::kCancelled, "opening " + name + " was cancelled"); };
+  std::vector<trace::Trace> traces;
+  for (const std::string& file : files) {
+    if (cancelled()) return stop();
+    if (on_file) on_file(file);
+    auto trace = trace::ReadTrace(file);
+    if (!trace.ok()) return Status(trace.status().code(), trace.status().message() + " (nothing from this merge was opened)");
+    traces.push_back(std::move(trace).value());
+  }
+  auto ranks = std::make_shared<RankMerge>();
+  if (traces.size() > 1) {
+    auto stragglers = analysis::ComputeStragglers(traces);
+    if (stragglers.ok()) {
+      ranks->stragglers = std::move(stragglers).value();
+    } else {
+      ranks->stragglers_error = stragglers.status().message();
+    }
+  }
+  if (cancelled()) return stop();
+  analysis::MergeResult merged = analysis::MergeTraces(std::move(traces));
+  if (note != nullptr) {
+    *note = "Merged " + std::to_string(merged.report.inputs.size()) + " traces: " +
+            std::to_string(merged.report.unaligned) + " not clock-aligned, " +
+            std::to_string(merged.report.stragglers.size()) + " steps with a straggler";
+  }
+  ranks->inputs = std::move(merged.report.inputs);
+  return MakeDocument(std::move(merged.trace), name, std::move(ranks));
+}
+
 int64_t ResidentBytes() {
   std::ifstream statm("/proc/self/statm");
   int64_t pages_total = 0, pages_resident = 0;

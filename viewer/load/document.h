@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -68,6 +69,15 @@ StatusOr<std::shared_ptr<const TraceDocument>> OpenDocument(const std::string& p
 // Builds the document of a trace already in memory (a merge of several files, a generated one).
 StatusOr<std::shared_ptr<const TraceDocument>> MakeDocument(trace::Trace trace, const std::string& name,
                                                             std::shared_ptr<const RankMerge> ranks = nullptr);
+
+// Reads `files` and merges them into one document (a directory of per-rank traces): the
+// stragglers are computed from the inputs before the merge takes them (RankMerge). `on_file` is
+// told each file before it is read; `note` gets what the merge did (inputs, clocks not aligned,
+// steps with a straggler). One unreadable file fails the whole merge, naming it (a merge with a
+// rank missing would mislead); a cancelled merge returns kCancelled.
+StatusOr<std::shared_ptr<const TraceDocument>> OpenMergedDocument(
+    const std::vector<std::string>& files, const std::string& name, const std::atomic<bool>* cancel,
+    const std::function<void(const std::string& file)>& on_file, std::string* note);
 
 // Resident set size of this process in bytes (from /proc/self/statm), 0 when unknown.
 int64_t ResidentBytes();

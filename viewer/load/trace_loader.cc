@@ -102,45 +102,14 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
         }
         continue;
       }
-      std::vector<trace::Trace> traces;
-      bool failed_read = false;
-      for (const std::string& file : request.files) {
-        if (cancel->load()) break;
-        step(file);
-        auto trace = trace::ReadTrace(file);
-        if (!trace.ok()) {
-          // A merge with a rank missing would mislead: the whole merge fails, naming the file.
-          fail(trace.status().message() + " (nothing from this merge was opened)");
-          failed_read = true;
-          break;
-        }
-        traces.push_back(std::move(trace).value());
-      }
+      std::string summary;
+      auto document = OpenMergedDocument(request.files, request.name, cancel.get(), step, &summary);
       if (cancel->load()) break;
-      if (failed_read) continue;
-      auto ranks = std::make_shared<RankMerge>();
-      if (traces.size() > 1) {
-        // From the inputs, before the merge takes them.
-        auto stragglers = analysis::ComputeStragglers(traces);
-        if (stragglers.ok()) {
-          ranks->stragglers = std::move(stragglers).value();
-        } else {
-          ranks->stragglers_error = stragglers.status().message();
-        }
-      }
-      if (cancel->load()) break;
-      analysis::MergeResult merged = analysis::MergeTraces(std::move(traces));
-      const QString summary = QStringLiteral("Merged %1 traces: %2 not clock-aligned, %3 steps with a straggler")
-                                  .arg(merged.report.inputs.size())
-                                  .arg(merged.report.unaligned)
-                                  .arg(merged.report.stragglers.size());
-      ranks->inputs = std::move(merged.report.inputs);
-      auto document = MakeDocument(std::move(merged.trace), request.name, std::move(ranks));
       if (!document.ok()) {
         fail(document.status().message());
         continue;
       }
-      Post(generation, [this, summary] { emit note(summary); });
+      Post(generation, [this, note = QString::fromStdString(summary)] { emit this->note(note); });
       deliver(*document, static_cast<double>(timer.nsecsElapsed()) / 1e6);
     }
     Post(generation, [this, total] {
