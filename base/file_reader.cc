@@ -94,7 +94,10 @@ StatusOr<std::unique_ptr<FileReader>> FileReader::Open(const std::string& path) 
 StatusOr<size_t> FileReader::ReadRaw(std::span<char> out) {
   while (true) {
     const ssize_t got = ::read(fd_, out.data(), out.size());
-    if (got >= 0) return static_cast<size_t>(got);
+    if (got >= 0) {
+      disk_bytes_read_ += got;
+      return static_cast<size_t>(got);
+    }
     if (errno != EINTR) return IoError(path_ + ": read failed: " + ErrnoText());
   }
 }

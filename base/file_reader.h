@@ -64,6 +64,8 @@ class FileReader {
   const std::string& path() const { return path_; }
   // Size on disk as stat reports it (0 for pipes); a hint, not a promise.
   int64_t size_on_disk() const { return size_on_disk_; }
+  // Bytes read from disk so far (compressed ones for gzip), against size_on_disk() for progress.
+  int64_t disk_bytes_read() const { return disk_bytes_read_; }
 
  private:
   FileReader(std::string path, int fd, int64_t size_on_disk);
@@ -73,6 +75,7 @@ class FileReader {
   std::string path_;
   int fd_ = -1;
   int64_t size_on_disk_ = 0;
+  int64_t disk_bytes_read_ = 0;
   bool sniffed_ = false;  // the first bytes were looked at for the gzip magic
   std::unique_ptr<char[]> raw_;  // compressed bytes waiting for inflate (or the sniffed prefix)
   size_t raw_capacity_ = 0;

@@ -21,6 +21,7 @@
 // the byte offset.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +42,13 @@ namespace stepscope::trace {
 struct ChromeJsonReadOptions {
   size_t chunk_bytes = size_t{1} << 20;
   int threads = 0;  // 0: one per core
+  // Told the input bytes read so far after each read, on the calling thread; returning false
+  // stops the read, which then returns kCancelled.
+  std::function<bool(int64_t bytes_read)> on_progress;
+  // A preview of a big file: the read stops after this many input bytes (0: never) and the
+  // trace holds the events read whole before it; its import stats count
+  // `json_preview_bytes_read` instead of a truncation.
+  int64_t preview_bytes = 0;
 };
 
 StatusOr<Trace> ReadChromeJson(std::string_view bytes, const std::string& name,

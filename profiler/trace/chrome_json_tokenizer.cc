@@ -40,8 +40,9 @@ class StreamingImport {
 
   StreamingImport(Source source, const std::string& name, const ChromeJsonReadOptions& options,
                   const FileReader* file = nullptr)
-      : source_(std::move(source)),
+      : source_(Metered(std::move(source), options)),
         name_(name),
+        preview_bytes_(options.preview_bytes),
         chunk_bytes_(std::max<size_t>(options.chunk_bytes, 64)),
         threads_(options.threads > 0 ? options.threads
                                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
@@ -58,7 +59,13 @@ class StreamingImport {
   StatusOr<Trace> Run() {
     RETURN_IF_ERROR(ReadTop());
     ImportStats& stats = importer_.stats();
-    if (damage_) {
+    if (preview_bytes_ > 0 && bytes_read_ >= preview_bytes_ && damage_) {
+      // The preview's cut, not damage: the events before it are the preview.
+      if (importer_.events() == 0) {
+        return InvalidInput(name_ + ": no whole event in the first " + std::to_string(preview_bytes_) + " bytes");
+      }
+      stats.Add("json_preview_bytes_read", last_event_end_);
+    } else if (damage_) {
       if (importer_.events() == 0) {
         return InvalidInput(name_ + ": invalid JSON at byte " + std::to_string(damage_->offset) + ": " + damage_->reason);
       }
@@ -531,8 +538,28 @@ class StreamingImport {
     return Offset(end_);
   }
 
+  // The source counted (progress, cancel) and cut at a preview's byte budget: a short read there
+  // is the end of the input.
+  Source Metered(Source source, const ChromeJsonReadOptions& options) {
+    return [this, source = std::move(source), on_progress = options.on_progress,
+            budget = options.preview_bytes](std::span<char> out) -> StatusOr<size_t> {
+      if (budget > 0) {
+        if (bytes_read_ >= budget) return size_t{0};
+        out = out.first(std::min<size_t>(out.size(), static_cast<size_t>(budget - bytes_read_)));
+      }
+      ASSIGN_OR_RETURN(const size_t got, source(out));
+      bytes_read_ += static_cast<int64_t>(got);
+      if (on_progress && !on_progress(bytes_read_)) {
+        return Status(StatusCode::kCancelled, name_ + ": reading was cancelled");
+      }
+      return got;
+    };
+  }
+
   Source source_;
   std::string name_;
+  int64_t preview_bytes_ = 0;
+  int64_t bytes_read_ = 0;  // input bytes the source gave
   size_t chunk_bytes_;
   int threads_ = 1;
   size_t piece_count_ = 1;  // pieces per parallel round

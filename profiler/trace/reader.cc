@@ -102,9 +102,10 @@ StatusOr<Trace> ReadTraceFromBytes(std::string_view bytes, const std::string& na
   return ReadStepStats(bytes, name);
 }
 
-StatusOr<Trace> ReadTrace(const std::string& path) {
+StatusOr<Trace> ReadTrace(const std::string& path, const ReadTraceOptions& options) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) {
+    if (options.preview_bytes > 0) return Status(StatusCode::kUnavailable, path + ": no preview of a profiler run directory");
     // A profiler run directory: its .xplane.pb files, one per host.
     std::vector<std::string> files;
     for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
@@ -121,8 +122,19 @@ StatusOr<Trace> ReadTrace(const std::string& path) {
   ASSIGN_OR_RETURN(const size_t got, reader->Read({bytes.data(), bytes.size()}));
   bytes.resize(got);
   if (bytes.empty()) return InvalidInput(path + ": file is empty");
-  if (SniffChromeJson(bytes)) return ReadChromeJson(*reader, bytes);
+  const FileReader& file = *reader;
+  auto progress = [&](int64_t bytes_read) {
+    return !options.on_progress || options.on_progress({bytes_read, file.disk_bytes_read(), file.size_on_disk()});
+  };
+  if (SniffChromeJson(bytes)) {
+    ChromeJsonReadOptions json;
+    if (options.on_progress) json.on_progress = progress;
+    json.preview_bytes = options.preview_bytes;
+    return ReadChromeJson(*reader, bytes, json);
+  }
+  if (options.preview_bytes > 0) return Status(StatusCode::kUnavailable, path + ": a preview is read of Chrome JSON only");
   RETURN_IF_ERROR(reader->ReadToEnd(bytes));
+  if (!progress(static_cast<int64_t>(bytes.size()))) return Status(StatusCode::kCancelled, path + ": reading was cancelled");
   return ReadTraceFromBytes(bytes, path);
 }
 

@@ -6,6 +6,8 @@
 // (docs/architecture.md, "Adding a reader").
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,9 +38,27 @@ const TraceReaderEntry* FindTraceReader(DetectedFormat format);
 // fits up to a cut (a truncated file, so its reader names the damage), else kUnknown.
 DetectedFormat DetectFormat(std::string_view bytes);
 
+// How far a read has come: content bytes (inflated), and the file's bytes read from disk of its
+// size there (compressed, for gzip), for a progress bar.
+struct ReadProgress {
+  int64_t bytes_read = 0;
+  int64_t disk_bytes_read = 0;
+  int64_t disk_bytes = 0;
+};
+
+struct ReadTraceOptions {
+  // Told the progress as the file streams (Chrome JSON: after each piece; other formats: once
+  // read whole); returning false stops the read, which returns kCancelled.
+  std::function<bool(const ReadProgress&)> on_progress;
+  // A preview of a big Chrome JSON file: only its first `preview_bytes` (the events read whole
+  // before them; import stat `json_preview_bytes_read`). Other formats have no preview: kUnavailable,
+  // before they are read.
+  int64_t preview_bytes = 0;
+};
+
 // A file, or a directory holding a profiler run (`plugins/profile/<run>/`: one `.xplane.pb` per
 // host, read as one trace with a host track per file).
-StatusOr<Trace> ReadTrace(const std::string& path);
+StatusOr<Trace> ReadTrace(const std::string& path, const ReadTraceOptions& options = {});
 // `name` is used in messages (a path, or "<stdin>").
 StatusOr<Trace> ReadTraceFromBytes(std::string_view bytes, const std::string& name);
 

@@ -175,7 +175,7 @@ TEST(ChromeJsonStreamTest, DamageInTheMiddleKeepsTheEventsBeforeIt) {
     if (i == 1199) last_good_end = json.size();
   }
   json += "]}";
-  for (const ChromeJsonReadOptions options :
+  for (const ChromeJsonReadOptions& options :
        {ChromeJsonReadOptions{256, 1}, ChromeJsonReadOptions{4096, 1}, ChromeJsonReadOptions{size_t{4} << 20, 1},
         ChromeJsonReadOptions{256, 2}, ChromeJsonReadOptions{1024, 2}, ChromeJsonReadOptions{4096, 4}}) {
     const size_t piece = options.chunk_bytes;
@@ -219,7 +219,7 @@ TEST(ChromeJsonStreamTest, GeneratedKinetoTraceInParallelIsTheSerialTrace) {
   ASSERT_TRUE(serial.ok()) << serial.status().message();
   EXPECT_EQ(static_cast<int64_t>(serial->slices().size()), generated.slices);
   EXPECT_GT(serial->flows().size(), 1000u);
-  for (const ChromeJsonReadOptions options :
+  for (const ChromeJsonReadOptions& options :
        {ChromeJsonReadOptions{.threads = 2}, ChromeJsonReadOptions{.threads = 4},
         ChromeJsonReadOptions{4096, 2}, ChromeJsonReadOptions{65536, 3}}) {
     auto parallel = ReadChromeJson(generated.json, "generated.json", options);
@@ -227,6 +227,77 @@ TEST(ChromeJsonStreamTest, GeneratedKinetoTraceInParallelIsTheSerialTrace) {
     ExpectSameTrace(*parallel, *serial,
                     "pieces of " + std::to_string(options.chunk_bytes) + " on " + std::to_string(options.threads));
   }
+}
+
+// A preview of a big file: the events read whole within the first bytes, counted as a preview
+// (not as a truncation); every slice of it starts as early as the full trace's first ones do.
+TEST(ChromeJsonStreamTest, PreviewReadsTheFirstBytesOnly) {
+  const auto generated = analysis::testing::GenerateKinetoJson(size_t{4} << 20);
+  const std::string path = (testing::ScratchDir("json_preview") / "big.json").string();
+  ASSERT_TRUE(WriteFileAtomically(path, generated.json).ok());
+  auto full = ReadTrace(path);
+  ASSERT_TRUE(full.ok()) << full.status().message();
+  {
+    auto preview = ReadTrace(path, {.preview_bytes = int64_t{1} << 20});
+    ASSERT_TRUE(preview.ok()) << preview.status().message();
+    const int64_t kept = preview->import_stats().Get("json_preview_bytes_read");
+    EXPECT_GT(kept, (int64_t{1} << 20) - 4096);
+    EXPECT_LE(kept, int64_t{1} << 20);
+    EXPECT_EQ(preview->import_stats().Get("json_truncated_events_kept"), 0);
+    // A quarter of the bytes holds about a quarter of the slices (the generator's events repeat).
+    const double share = static_cast<double>(preview->slices().size()) / static_cast<double>(full->slices().size());
+    EXPECT_GT(share, 0.2);
+    EXPECT_LT(share, 0.3);
+    // The same events, from the start: the preview's last slice starts within the full trace.
+    EXPECT_EQ(preview->epoch_ns(), full->epoch_ns());
+    EXPECT_LT(preview->span_end_ns(), full->span_end_ns());
+  }
+  // A file smaller than the budget is read whole, as without one.
+  auto whole = ReadTrace(path, {.preview_bytes = int64_t{64} << 20});
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->slices().size(), full->slices().size());
+  EXPECT_EQ(whole->import_stats().Get("json_preview_bytes_read"), 0);
+  // Other formats have no preview and say so before reading.
+  auto pb = ReadTrace(testing::DataPath("ptb_lstm_tf1_gpu_step.pbtxt"), {.preview_bytes = 1024});
+  EXPECT_EQ(pb.status().code(), StatusCode::kUnavailable);
+}
+
+// Progress is told as the file streams, in order, up to its size; a false answer cancels.
+TEST(ChromeJsonStreamTest, ProgressIsToldAndCanCancel) {
+  const auto generated = analysis::testing::GenerateKinetoJson(size_t{4} << 20);
+  const std::string path = (testing::ScratchDir("json_progress") / "big.json").string();
+  ASSERT_TRUE(WriteFileAtomically(path, generated.json).ok());
+  std::vector<ReadProgress> seen;
+  auto trace = ReadTrace(path, {.on_progress = [&](const ReadProgress& p) {
+                                  seen.push_back(p);
+                                  return true;
+                                }});
+  ASSERT_TRUE(trace.ok());
+  ASSERT_GT(seen.size(), 2u);
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i].bytes_read, seen[i - 1].bytes_read);
+  EXPECT_EQ(seen.back().bytes_read, static_cast<int64_t>(generated.json.size()));
+  EXPECT_EQ(seen.back().disk_bytes, static_cast<int64_t>(generated.json.size()));
+  EXPECT_EQ(seen.back().disk_bytes_read, seen.back().disk_bytes);
+
+  int calls = 0;
+  auto cancelled = ReadTrace(path, {.on_progress = [&](const ReadProgress&) { return ++calls < 2; }});
+  EXPECT_EQ(cancelled.status().code(), StatusCode::kCancelled);
+  EXPECT_NE(cancelled.status().message().find("big.json"), std::string::npos);
+  EXPECT_EQ(calls, 2);
+
+  // Gzip: progress on disk is the compressed bytes.
+  const std::string gz = path + ".gz";
+  ASSERT_TRUE(WriteFileAtomically(gz, generated.json, /*gzip=*/true).ok());
+  seen.clear();
+  ASSERT_TRUE(ReadTrace(gz, {.on_progress = [&](const ReadProgress& p) {
+                          seen.push_back(p);
+                          return true;
+                        }})
+                  .ok());
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().bytes_read, static_cast<int64_t>(generated.json.size()));
+  EXPECT_LT(seen.back().disk_bytes, seen.back().bytes_read / 2);
+  EXPECT_EQ(seen.back().disk_bytes_read, seen.back().disk_bytes);
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/trace/reader.h"
+#include "base/file_io.h"
+#include "tests/analysis/kineto_generator.h"
 #include "tests/test_util.h"
 #include "viewer/app/document_view.h"
 #include "viewer/app/main_window.h"
@@ -466,6 +468,42 @@ class ViewTest : public QObject {
     QCOMPARE(window_->import_status().contains("gpu_aggregate_lane_duplicates_marked"),
              first.import_stats().Get("gpu_aggregate_lane_duplicates_marked") > 0);
     if (first.import_stats().empty()) QCOMPARE(window_->import_status(), QString("Import: nothing repaired or skipped"));
+  }
+
+  // A big file (here: over 1 MB) shows a preview of its start (its first 1 MB) while the rest
+  // loads, with progress in MB; the whole file then takes the preview's tab.
+  void BigFileShowsAPreviewThenTheWhole() {
+    const auto generated = analysis::testing::GenerateKinetoJson(size_t{5} << 20);
+    const QString path = scratch_ + "/big.json";
+    QVERIFY(WriteFileAtomically(path.toStdString(), generated.json).ok());
+    const int before = window_->document_count();
+    window_->loader()->SetPreview(int64_t{1} << 20, int64_t{1} << 20);
+    QSignalSpy loaded(window_->loader(), &TraceLoader::documentLoaded);
+    QSignalSpy progress(window_->loader(), &TraceLoader::progress);
+    window_->Open({path});
+    window_->loader()->WaitForIdle();
+    window_->loader()->SetPreview(TraceLoader::kPreviewFileBytes, TraceLoader::kPreviewBytes);
+    QCOMPARE(loaded.count(), 2);
+    const auto preview = loaded.at(0).at(0).value<std::shared_ptr<const TraceDocument>>();
+    const auto whole = loaded.at(1).at(0).value<std::shared_ptr<const TraceDocument>>();
+    QVERIFY(preview->preview_bytes() > 0);
+    QVERIFY(preview->preview_bytes() <= int64_t{1} << 20);
+    QCOMPARE(whole->preview_bytes(), int64_t{0});
+    QCOMPARE(static_cast<int64_t>(whole->trace().slices().size()), generated.slices);
+    QVERIFY(preview->trace().slices().size() < whole->trace().slices().size() / 3);
+    // One tab: the whole file in the preview's place.
+    QCOMPARE(window_->document_count(), before + 1);
+    QCOMPARE(window_->document(before)->shared_document(), whole);
+    // Progress in MB read of the file's 5 MB, rising to all of it.
+    int last = -1, file_mb = 0;
+    for (const QList<QVariant>& signal : progress) {
+      if (signal.at(2).toString() != path || signal.at(1).toInt() < 2) continue;
+      QVERIFY(signal.at(0).toInt() >= last);
+      last = signal.at(0).toInt();
+      file_mb = signal.at(1).toInt();
+    }
+    QCOMPARE(file_mb, 5);
+    QCOMPARE(last, 5);
   }
 
   void CancelDropsTheLoad() {

@@ -29,6 +29,7 @@
 #include "viewer/app/document_view.h"
 #include "viewer/compare/compare_view.h"
 #include "viewer/load/trace_loader.h"
+#include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
 
 namespace stepscope::viewer {
@@ -102,6 +103,14 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
             // Merged documents are named after their inputs, not a file: nothing to reopen.
             const QString path = QString::fromStdString(document->path());
             if (QFileInfo(path).isFile()) AddRecent(path);
+            if (document->preview_bytes() > 0) {
+              statusBar()->showMessage(tr("Showing the first %1 MB of %2 (%3 slices, in %4 ms) while the rest loads")
+                                           .arg(document->preview_bytes() >> 20)
+                                           .arg(QString::fromStdString(document->path()))
+                                           .arg(document->trace().slices().size())
+                                           .arg(load_ms, 0, 'f', 0));
+              return;
+            }
             statusBar()->showMessage(tr("Opened %1: %2 slices in %3 ms")
                                          .arg(QString::fromStdString(document->path()))
                                          .arg(document->trace().slices().size())
@@ -289,9 +298,33 @@ void MainWindow::Open(const QStringList& paths, bool merge_all) {
 }
 
 DocumentView* MainWindow::AddDocument(std::shared_ptr<const TraceDocument> document) {
+  // The whole file replaces its preview in the same tab, at the time range shown.
+  DocumentView* preview = nullptr;
+  for (int i = 0; i < document_count() && document->preview_bytes() == 0; ++i) {
+    DocumentView* open = this->document(i);
+    if (open->document().preview_bytes() > 0 && open->document().path() == document->path()) preview = open;
+  }
   auto* view = new DocumentView(document, tabs_);
   const QString name = QFileInfo(QString::fromStdString(document->path())).fileName();
-  const int index = tabs_->addTab(view, name.isEmpty() ? QString::fromStdString(document->path()) : name);
+  QString title = name.isEmpty() ? QString::fromStdString(document->path()) : name;
+  if (document->preview_bytes() > 0) {
+    title += tr(" (first %1 MB, loading)").arg(document->preview_bytes() >> 20);
+  }
+  int index = 0;
+  if (preview != nullptr) {
+    index = tabs_->indexOf(preview);
+    // Kept where the preview was zoomed into; else the whole file is shown.
+    const trace::Trace& shown = preview->document().trace();
+    const TimeAxis& axis = *preview->axis();
+    if (axis.begin_ns() > static_cast<double>(shown.span_begin_ns()) || axis.end_ns() < static_cast<double>(shown.span_end_ns())) {
+      view->axis()->SetRange(axis.begin_ns(), axis.end_ns());
+    }
+    tabs_->insertTab(index, view, title);
+    tabs_->removeTab(index + 1);
+    preview->deleteLater();
+  } else {
+    index = tabs_->addTab(view, title);
+  }
   tabs_->setTabToolTip(index, QString::fromStdString(document->path()));
   tabs_->setCurrentIndex(index);
   static_cast<QStackedWidget*>(centralWidget())->setCurrentWidget(tabs_);

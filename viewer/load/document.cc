@@ -59,10 +59,15 @@ size_t TraceDocument::extra_bytes() const {
 }
 
 StatusOr<std::shared_ptr<const TraceDocument>> OpenDocument(const std::string& path,
-                                                            const std::atomic<bool>* cancel) {
+                                                            const std::atomic<bool>* cancel,
+                                                            const trace::ReadTraceOptions& read) {
   auto cancelled = [&] { return cancel != nullptr && cancel->load(); };
   if (cancelled()) return Status(StatusCode::kCancelled, "opening " + path + " was cancelled");
-  ASSIGN_OR_RETURN(trace::Trace trace, trace::ReadTrace(path));
+  trace::ReadTraceOptions options = read;
+  options.on_progress = [&](const trace::ReadProgress& progress) {
+    return !cancelled() && (!read.on_progress || read.on_progress(progress));
+  };
+  ASSIGN_OR_RETURN(trace::Trace trace, trace::ReadTrace(path, options));
   if (cancelled()) return Status(StatusCode::kCancelled, "opening " + path + " was cancelled");
   return MakeDocument(std::move(trace), path);
 }

@@ -16,6 +16,7 @@
 #include "base/status.h"
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/stragglers.h"
+#include "profiler/trace/reader.h"
 #include "profiler/trace/trace.h"
 #include "viewer/timeline/timeline_index.h"
 
@@ -42,6 +43,8 @@ class TraceDocument {
   const TimelineIndex& index() const { return *index_; }
   // Null unless the document is a merge of several traces.
   const RankMerge* rank_merge() const { return rank_merge_.get(); }
+  // A preview: the first part of a big file, shown while the rest loads (0: the whole file).
+  int64_t preview_bytes() const { return trace_->import_stats().Get("json_preview_bytes_read"); }
   // 0xRRGGBB of a slice, by op type (by name when the op type is empty).
   uint32_t ColorOf(const trace::Slice& slice) const {
     return colors_[slice.op_type != 0 ? slice.op_type : slice.name];
@@ -64,8 +67,11 @@ class TraceDocument {
 
 // Reads one trace file (any format the Trace library reads) and builds its document. The
 // error names the file. `cancel` is polled between stages; a cancelled load returns kCancelled.
+// `read` asks for a preview or progress (trace::ReadTraceOptions); `cancel` also stops a read in
+// progress.
 StatusOr<std::shared_ptr<const TraceDocument>> OpenDocument(const std::string& path,
-                                                            const std::atomic<bool>* cancel = nullptr);
+                                                            const std::atomic<bool>* cancel = nullptr,
+                                                            const trace::ReadTraceOptions& read = {});
 // Builds the document of a trace already in memory (a merge of several files, a generated one).
 StatusOr<std::shared_ptr<const TraceDocument>> MakeDocument(trace::Trace trace, const std::string& name,
                                                             std::shared_ptr<const RankMerge> ranks = nullptr);

@@ -4,6 +4,8 @@
 #include <QElapsedTimer>
 #include <QMetaObject>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
+#include <filesystem>
 
 #include "profiler/analysis/merge.h"
 #include "profiler/trace/reader.h"
@@ -49,7 +51,8 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
     wanted.emplace_back(std::move(paths), request.merge);
   }
   std::erase_if(jobs_, [](const QFuture<void>& job) { return job.isFinished(); });
-  jobs_.push_back(QtConcurrent::run([this, generation, wanted, cancel = cancel_] {
+  jobs_.push_back(QtConcurrent::run([this, generation, wanted, cancel = cancel_, preview_file_bytes = preview_file_bytes_,
+                                     preview_bytes = preview_bytes_] {
     auto fail = [&](const std::string& message) {
       const QString text = QString::fromStdString(message);
       Post(generation, [this, text] { emit failed(text); });
@@ -92,7 +95,32 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
           if (cancel->load()) break;
           step(file);
           timer.restart();
-          auto document = OpenDocument(file, cancel.get());
+          trace::ReadTraceOptions read;
+          if (total == 1) {
+            // One big file: a preview of its start first, then progress in MB as it streams.
+            std::error_code error;
+            const auto size = static_cast<int64_t>(std::filesystem::file_size(file, error));
+            if (!error && size >= preview_file_bytes) {
+              auto preview = OpenDocument(file, cancel.get(), {.preview_bytes = preview_bytes});
+              if (cancel->load()) break;
+              // Other formats have no preview (kUnavailable): the whole file is read below.
+              if (preview.ok()) {
+                const double ms = static_cast<double>(timer.nsecsElapsed()) / 1e6;
+                Post(generation, [this, document = *preview, ms] { emit documentLoaded(document, ms); });
+              }
+            }
+            const QString current = QString::fromStdString(file);
+            read.on_progress = [this, generation, current, shown = int64_t{-1}](const trace::ReadProgress& p) mutable {
+              const int64_t mb = p.disk_bytes_read >> 20;
+              if (mb != shown && p.disk_bytes > 0) {
+                shown = mb;
+                const int read_mb = static_cast<int>(mb), file_mb = static_cast<int>(std::max<int64_t>(p.disk_bytes >> 20, 2));
+                Post(generation, [this, read_mb, file_mb, current] { emit progress(read_mb, file_mb, current); });
+              }
+              return true;
+            };
+          }
+          auto document = OpenDocument(file, cancel.get(), read);
           if (cancel->load()) break;
           if (!document.ok()) {
             fail(document.status().message());

@@ -42,6 +42,15 @@ class TraceLoader : public QObject {
   bool busy() const { return busy_; }
   // Blocks until the current job has finished and its results are delivered (tests, headless).
   void WaitForIdle();
+  // A single file of at least `file_bytes` on disk is shown first as a preview of its first
+  // `preview_bytes` (Chrome JSON; documentLoaded twice: the preview, then the whole file), with
+  // progress in MB read from disk. Defaults: kPreviewFileBytes, kPreviewBytes.
+  static constexpr int64_t kPreviewFileBytes = int64_t{256} << 20;
+  static constexpr int64_t kPreviewBytes = int64_t{128} << 20;
+  void SetPreview(int64_t file_bytes, int64_t preview_bytes) {
+    preview_file_bytes_ = file_bytes;
+    preview_bytes_ = preview_bytes;
+  }
 
  signals:
   void progress(int done, int total, const QString& current);
@@ -61,6 +70,8 @@ class TraceLoader : public QObject {
   const AnalyseFunction analyse_;
   uint64_t generation_ = 0;
   bool busy_ = false;
+  int64_t preview_file_bytes_ = kPreviewFileBytes;
+  int64_t preview_bytes_ = kPreviewBytes;
   std::shared_ptr<std::atomic<bool>> cancel_;
   std::vector<QFuture<void>> jobs_;  // a cancelled job may still be finishing its read
 };
