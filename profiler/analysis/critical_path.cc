@@ -37,57 +37,106 @@ bool IsSynchronize(const Trace& trace, const Slice& s) {
 
 constexpr int64_t kNoSlice = -1;
 
-// The graph's edges, one entry per slice (flows apart).
+}  // namespace
+
+// What every window's graph reads of the trace, found once: a trace with thousands of
+// ProfilerStep#N windows builds each window's graph from its own slices only.
+struct TraceLinks {
+  explicit TraceLinks(const Trace& trace) : source_lane(SourceLanes(trace)) {
+    gpu_lane.resize(trace.tracks().size());
+    host_of.resize(trace.tracks().size());
+    for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+      gpu_lane[t] = IsGpuDeviceLane(trace, t);
+      host_of[t] = trace.HostOf(t);
+    }
+    flows_by_target.reserve(trace.flows().size());
+    for (const trace::Flow& flow : trace.flows()) {
+      if (flow.from_slice != flow.to_slice) flows_by_target.push_back(flow);
+    }
+    // By target; a target's flows keep their order in the trace (the order they are considered).
+    std::stable_sort(flows_by_target.begin(), flows_by_target.end(),
+                     [](const trace::Flow& a, const trace::Flow& b) { return a.to_slice < b.to_slice; });
+  }
+  std::vector<uint32_t> source_lane;
+  std::vector<char> gpu_lane;
+  std::vector<int32_t> host_of;
+  std::vector<trace::Flow> flows_by_target;
+};
+
+namespace {
+
+// A window's graph over its work (in the window, not an annotation, sync marker or duplicate),
+// indexed locally: members[i] is the trace's slice of node i, in increasing slice order. Edges
+// are local indices, kNoSlice for none.
 struct Graph {
-  std::vector<char> work;              // in the window, not an annotation, sync marker or duplicate
+  std::vector<uint32_t> members;
   std::vector<int64_t> previous;       // start <- end of the previous slice (lane or stream)
   std::vector<int64_t> parent;         // start <- start of the enclosing slice
   std::vector<int64_t> last_child;     // end <- end of the last child
   std::vector<int64_t> sync_target;    // end of a synchronising call <- end of the GPU work it waited for
   std::vector<std::vector<std::pair<uint32_t, Edge>>> flows_in;  // start <- end of a flow's source
   std::vector<char> on_gpu;
+  // The local index of a trace slice, kNoSlice when it is not work of the window.
+  int64_t LocalOf(uint32_t slice) const {
+    const auto it = std::lower_bound(members.begin(), members.end(), slice);
+    return it != members.end() && *it == slice ? it - members.begin() : kNoSlice;
+  }
 };
 
-Graph BuildGraph(const Trace& trace, int64_t begin_ns, int64_t end_ns) {
+Graph BuildGraph(const Trace& trace, const TraceLinks& links, int64_t begin_ns, int64_t end_ns) {
   const auto& slices = trace.slices();
-  const size_t n = slices.size();
   Graph g;
-  g.work.assign(n, 0);
+  // Each lane's slices are in start order: the window is a range of each.
+  std::vector<std::pair<uint32_t, uint32_t>> ranges(trace.tracks().size());  // [first, last) per track
+  for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+    const uint32_t first = trace.track_first_slice(t);
+    const auto lane = trace.track_slices(t);
+    const auto from = std::lower_bound(lane.begin(), lane.end(), begin_ns,
+                                       [](const Slice& x, int64_t at) { return x.start_ns < at; });
+    const auto to = std::lower_bound(from, lane.end(), end_ns, [](const Slice& x, int64_t at) { return x.start_ns < at; });
+    ranges[t] = {first + static_cast<uint32_t>(from - lane.begin()), first + static_cast<uint32_t>(to - lane.begin())};
+    for (uint32_t i = ranges[t].first; i < ranges[t].second; ++i) {
+      if (!slices[i].duplicate() && !trace::IsAnnotationOrSync(slices[i].kind)) g.members.push_back(i);
+    }
+  }
+  // Sorted: a track's slices are contiguous, and the tracks' ranges come in track order.
+  const size_t n = g.members.size();
   g.previous.assign(n, kNoSlice);
   g.parent.assign(n, kNoSlice);
   g.last_child.assign(n, kNoSlice);
   g.sync_target.assign(n, kNoSlice);
   g.flows_in.resize(n);
   g.on_gpu.assign(n, 0);
-  for (size_t i = 0; i < n; ++i) {
-    const Slice& s = slices[i];
-    g.work[i] = !s.duplicate() && !trace::IsAnnotationOrSync(s.kind) && s.start_ns >= begin_ns && s.start_ns < end_ns;
-  }
   // GPU streams: in start order per stream (overlap lanes of a stream joined), each work after the
   // one that ended last before it. Host lanes: nesting with annotations transparent.
-  const std::vector<uint32_t> source_lane = SourceLanes(trace);
-  std::map<uint32_t, std::vector<uint32_t>> streams;
+  std::map<uint32_t, std::vector<uint32_t>> streams;  // local indices
   // Per host process: the ends of its GPU work, for synchronising calls.
   std::map<int32_t, std::vector<std::pair<int64_t, uint32_t>>> gpu_ends;
+  size_t local = 0;  // members are visited in order below, track by track
   for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
-    const uint32_t first = trace.track_first_slice(t);
-    const auto lane = trace.track_slices(t);
-    if (IsGpuDeviceLane(trace, t)) {
-      for (uint32_t k = 0; k < lane.size(); ++k) {
-        if (!g.work[first + k]) continue;
-        g.on_gpu[first + k] = 1;
-        streams[source_lane[t]].push_back(first + k);
-        gpu_ends[trace.HostOf(t)].emplace_back(lane[k].end_ns(), first + k);
+    const auto [first, last] = ranges[t];
+    auto next_member = [&](uint32_t index) {
+      // The local index of `index` when it is work (members are in the same order as this walk).
+      if (local < n && g.members[local] == index) return static_cast<int64_t>(local++);
+      return kNoSlice;
+    };
+    if (links.gpu_lane[t]) {
+      for (uint32_t index = first; index < last; ++index) {
+        const int64_t i = next_member(index);
+        if (i == kNoSlice) continue;
+        g.on_gpu[static_cast<size_t>(i)] = 1;
+        streams[links.source_lane[t]].push_back(static_cast<uint32_t>(i));
+        gpu_ends[links.host_of[t]].emplace_back(slices[index].end_ns(), static_cast<uint32_t>(i));
       }
       continue;
     }
-    std::vector<uint32_t> open;                // enclosing work, innermost last
+    std::vector<uint32_t> open;                // enclosing work (local), innermost last
     std::vector<int64_t> closed_at_level;      // last slice closed at each nesting level
-    for (uint32_t k = 0; k < lane.size(); ++k) {
-      const uint32_t index = first + k;
-      if (!g.work[index]) continue;
-      const Slice& s = lane[k];
-      while (!open.empty() && slices[open.back()].end_ns() <= s.start_ns) {
+    for (uint32_t index = first; index < last; ++index) {
+      const int64_t i = next_member(index);
+      if (i == kNoSlice) continue;
+      const Slice& s = slices[index];
+      while (!open.empty() && slices[g.members[open.back()]].end_ns() <= s.start_ns) {
         const size_t level = open.size() - 1;
         if (closed_at_level.size() <= level) closed_at_level.resize(level + 1, kNoSlice);
         closed_at_level[level] = open.back();
@@ -97,38 +146,47 @@ Graph BuildGraph(const Trace& trace, int64_t begin_ns, int64_t end_ns) {
       const int64_t parent = open.empty() ? kNoSlice : open.back();
       const int64_t sibling = level < closed_at_level.size() ? closed_at_level[level] : kNoSlice;
       if (sibling != kNoSlice &&
-          (parent == kNoSlice || slices[static_cast<size_t>(sibling)].start_ns >= slices[static_cast<size_t>(parent)].start_ns)) {
-        g.previous[index] = sibling;
+          (parent == kNoSlice ||
+           slices[g.members[static_cast<size_t>(sibling)]].start_ns >= slices[g.members[static_cast<size_t>(parent)]].start_ns)) {
+        g.previous[static_cast<size_t>(i)] = sibling;
       }
-      g.parent[index] = parent;
-      if (parent != kNoSlice) g.last_child[static_cast<size_t>(parent)] = index;  // children come in time order
-      open.push_back(index);
+      g.parent[static_cast<size_t>(i)] = parent;
+      if (parent != kNoSlice) g.last_child[static_cast<size_t>(parent)] = i;  // children come in time order
+      open.push_back(static_cast<uint32_t>(i));
     }
   }
+  auto start_of = [&](uint32_t i) { return slices[g.members[i]].start_ns; };
+  auto end_of = [&](int64_t i) { return slices[g.members[static_cast<size_t>(i)]].end_ns(); };
   for (auto& [lane, work] : streams) {
-    std::stable_sort(work.begin(), work.end(), [&](uint32_t a, uint32_t b) { return slices[a].start_ns < slices[b].start_ns; });
+    std::stable_sort(work.begin(), work.end(), [&](uint32_t a, uint32_t b) { return start_of(a) < start_of(b); });
     int64_t busiest = kNoSlice;  // the work that ends last so far
     for (uint32_t i : work) {
       g.previous[i] = busiest;
-      if (busiest == kNoSlice || slices[i].end_ns() > slices[static_cast<size_t>(busiest)].end_ns()) busiest = i;
+      if (busiest == kNoSlice || end_of(i) > end_of(busiest)) busiest = i;
     }
   }
   for (auto& [host, ends] : gpu_ends) std::sort(ends.begin(), ends.end());
   for (size_t i = 0; i < n; ++i) {
-    if (!g.work[i] || g.on_gpu[i] || !IsSynchronize(trace, slices[i])) continue;
-    auto it = gpu_ends.find(trace.HostOf(slices[i].track));
+    const Slice& s = slices[g.members[i]];
+    if (g.on_gpu[i] || !IsSynchronize(trace, s)) continue;
+    auto it = gpu_ends.find(links.host_of[s.track]);
     if (it == gpu_ends.end()) continue;
     const auto& ends = it->second;
     // The last GPU work to end by the call's end; it was waited for if it ended after the call began.
-    auto after = std::upper_bound(ends.begin(), ends.end(), std::pair<int64_t, uint32_t>{slices[i].end_ns(), UINT32_MAX});
+    auto after = std::upper_bound(ends.begin(), ends.end(), std::pair<int64_t, uint32_t>{s.end_ns(), UINT32_MAX});
     if (after == ends.begin()) continue;
     --after;
-    if (after->first > slices[i].start_ns) g.sync_target[i] = after->second;
+    if (after->first > s.start_ns) g.sync_target[i] = after->second;
   }
-  for (const trace::Flow& flow : trace.flows()) {
-    if (flow.from_slice == flow.to_slice || !g.work[flow.from_slice] || !g.work[flow.to_slice]) continue;
-    g.flows_in[flow.to_slice].emplace_back(flow.from_slice,
-                                           flow.kind == trace::FlowKind::kLaunch ? Edge::kLaunch : Edge::kDataflow);
+  for (size_t i = 0; i < n; ++i) {
+    auto flow = std::lower_bound(links.flows_by_target.begin(), links.flows_by_target.end(), g.members[i],
+                                 [](const trace::Flow& f, uint32_t target) { return f.to_slice < target; });
+    for (; flow != links.flows_by_target.end() && flow->to_slice == g.members[i]; ++flow) {
+      const int64_t from = g.LocalOf(flow->from_slice);
+      if (from == kNoSlice) continue;
+      g.flows_in[i].emplace_back(static_cast<uint32_t>(from),
+                                 flow->kind == trace::FlowKind::kLaunch ? Edge::kLaunch : Edge::kDataflow);
+    }
   }
   return g;
 }
@@ -154,21 +212,20 @@ std::string_view PathBoundName(PathBound bound) {
   }
 }
 
-CriticalPath ComputeCriticalPath(const Trace& trace) { return ComputeCriticalPath(trace, INT64_MIN, INT64_MAX); }
+namespace {
 
-CriticalPath ComputeCriticalPath(const Trace& trace, int64_t begin_ns, int64_t end_ns) {
+CriticalPath PathOfWindow(const Trace& trace, const Graph& g) {
   CriticalPath path;
   const auto& slices = trace.slices();
-  if (slices.empty()) return path;
-  const Graph g = BuildGraph(trace, begin_ns, end_ns);
+  auto slice_of = [&](int64_t local) -> const Slice& { return slices[g.members[static_cast<size_t>(local)]]; };
   // The step ends with the work that ends last (the longest at equal ends): ops and GPU work, and
   // synchronising calls; other runtime calls and unknown slices only link.
   int64_t last = kNoSlice;
-  for (uint32_t i = 0; i < slices.size(); ++i) {
-    const Slice& s = slices[i];
-    if (!g.work[i] || s.kind == SliceKind::kOther || (s.kind == SliceKind::kRuntime && !IsSynchronize(trace, s))) continue;
-    if (last == kNoSlice || s.end_ns() > slices[static_cast<size_t>(last)].end_ns() ||
-        (s.end_ns() == slices[static_cast<size_t>(last)].end_ns() && s.dur_ns > slices[static_cast<size_t>(last)].dur_ns)) {
+  for (uint32_t i = 0; i < g.members.size(); ++i) {
+    const Slice& s = slice_of(i);
+    if (s.kind == SliceKind::kOther || (s.kind == SliceKind::kRuntime && !IsSynchronize(trace, s))) continue;
+    if (last == kNoSlice || s.end_ns() > slice_of(last).end_ns() ||
+        (s.end_ns() == slice_of(last).end_ns() && s.dur_ns > slice_of(last).dur_ns)) {
       last = i;
     }
   }
@@ -183,15 +240,15 @@ CriticalPath ComputeCriticalPath(const Trace& trace, int64_t begin_ns, int64_t e
     Edge edge;  // from this node to the next one on the path (kNone for the last)
   };
   std::vector<Step> walk;
-  std::vector<uint8_t> visited(slices.size(), 0);  // bit 0: start, bit 1: end
+  std::vector<uint8_t> visited(g.members.size(), 0);  // bit 0: start, bit 1: end
   uint32_t current = static_cast<uint32_t>(last);
   bool at_end = true;
   Edge into = Edge::kNone;
   // A node's time on the path: when it became ready for the node after it (a launch call still
   // running when its kernel started holds the path only until that start).
-  int64_t now = slices[current].end_ns();
+  int64_t now = slice_of(current).end_ns();
   while (true) {
-    const Slice& s = slices[current];
+    const Slice& s = slice_of(current);
     visited[current] |= at_end ? 2 : 1;
     walk.push_back({current, at_end, now, into});
     int64_t best = kNoSlice;
@@ -201,7 +258,7 @@ CriticalPath ComputeCriticalPath(const Trace& trace, int64_t begin_ns, int64_t e
     // Candidates in order of preference at equal readiness.
     auto consider = [&](int64_t p, bool p_end, Edge edge) {
       if (p == kNoSlice || (visited[static_cast<size_t>(p)] & (p_end ? 2 : 1))) return;
-      const Slice& pred = slices[static_cast<size_t>(p)];
+      const Slice& pred = slice_of(p);
       const int64_t at = p_end ? pred.end_ns() : pred.start_ns;
       if (edge != Edge::kLaunch && edge != Edge::kDataflow && at > now) return;  // drawn backwards: binds nothing
       const int64_t ready = std::min(at, now);
@@ -218,7 +275,7 @@ CriticalPath ComputeCriticalPath(const Trace& trace, int64_t begin_ns, int64_t e
       consider(current, false, Edge::kSelf);
     } else {
       for (const auto& [from, edge] : g.flows_in[current]) {
-        if (slices[from].start_ns <= s.start_ns) consider(from, true, edge);
+        if (slice_of(from).start_ns <= s.start_ns) consider(from, true, edge);
       }
       consider(g.previous[current], true, g.on_gpu[current] ? Edge::kStream : Edge::kLane);
       consider(g.parent[current], false, Edge::kNested);
@@ -240,9 +297,9 @@ CriticalPath ComputeCriticalPath(const Trace& trace, int64_t begin_ns, int64_t e
   auto element = [&](uint32_t slice) -> PathElement& {
     auto [it, inserted] = element_of.try_emplace(slice, path.elements.size());
     if (inserted) {
-      const Slice& s = slices[slice];
+      const Slice& s = slice_of(slice);
       PathElement e;
-      e.slice = slice;
+      e.slice = g.members[slice];
       e.name = std::string(trace.str(s.name));
       e.op_type = std::string(trace.str(s.op_type));
       e.kind = std::string(trace::SliceKindName(s.kind));
@@ -266,7 +323,7 @@ CriticalPath ComputeCriticalPath(const Trace& trace, int64_t begin_ns, int64_t e
     const Step& from = walk[k - 1];
     const Step& to = walk[k];
     const int64_t ns = std::max<int64_t>(0, to.time - from.time);
-    const Slice& target = slices[to.slice];
+    const Slice& target = slice_of(to.slice);
     switch (to.edge) {
       case Edge::kSelf:  // inside the slice, doing its own work
         hold(to.slice, ns, BoundOfWork(trace, target, g.on_gpu[to.slice]));
@@ -317,6 +374,22 @@ CriticalPath ComputeCriticalPath(const Trace& trace, int64_t begin_ns, int64_t e
     if (path.bound_ns[b] > path.bound_ns[static_cast<int>(path.bound_by)]) path.bound_by = static_cast<PathBound>(b);
   }
   return path;
+}
+
+}  // namespace
+
+CriticalPathFinder::CriticalPathFinder(const Trace& trace) : trace_(trace), links_(std::make_unique<TraceLinks>(trace)) {}
+CriticalPathFinder::~CriticalPathFinder() = default;
+
+CriticalPath CriticalPathFinder::Find(int64_t begin_ns, int64_t end_ns) const {
+  if (trace_.slices().empty()) return {};
+  return PathOfWindow(trace_, BuildGraph(trace_, *links_, begin_ns, end_ns));
+}
+
+CriticalPath ComputeCriticalPath(const Trace& trace) { return ComputeCriticalPath(trace, INT64_MIN, INT64_MAX); }
+
+CriticalPath ComputeCriticalPath(const Trace& trace, int64_t begin_ns, int64_t end_ns) {
+  return CriticalPathFinder(trace).Find(begin_ns, end_ns);
 }
 
 }  // namespace stepscope::analysis

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,5 +75,22 @@ struct CriticalPath {
 // The whole trace, or the work that starts in [begin_ns, end_ns) (a step's window).
 CriticalPath ComputeCriticalPath(const trace::Trace& trace);
 CriticalPath ComputeCriticalPath(const trace::Trace& trace, int64_t begin_ns, int64_t end_ns);
+// Paths of many windows of one trace, each as ComputeCriticalPath(trace, begin, end) gives it:
+// what the graphs share is found once, and each window's graph is built from its own slices, so
+// a trace with thousands of ProfilerStep#N windows costs about what one window over all of it
+// costs. Find() one window at a time (a path holds a record per element).
+struct TraceLinks;
+class CriticalPathFinder {
+ public:
+  explicit CriticalPathFinder(const trace::Trace& trace);
+  ~CriticalPathFinder();
+  CriticalPathFinder(const CriticalPathFinder&) = delete;
+  CriticalPathFinder& operator=(const CriticalPathFinder&) = delete;
+  CriticalPath Find(int64_t begin_ns, int64_t end_ns) const;
+
+ private:
+  const trace::Trace& trace_;
+  std::unique_ptr<const TraceLinks> links_;
+};
 
 }  // namespace stepscope::analysis

@@ -759,23 +759,25 @@ class CriticalPathCommand : public PerStepCommand {
   }
   std::string Text(const Trace& trace, const std::vector<StepWindow>& windows, size_t top) const override {
     std::string out;
+    const analysis::CriticalPathFinder paths(trace);
     for (const StepWindow& w : windows) {
       if (!w.whole()) out += (out.empty() ? "" : "\n") + std::string("== ") + w.marker + "\n";
-      out += PathText(trace, analysis::ComputeCriticalPath(trace, w.begin_ns, w.end_ns), top);
+      out += PathText(trace, paths.Find(w.begin_ns, w.end_ns), top);
     }
     return out;
   }
   Json ToJson(const Trace& trace, const std::vector<StepWindow>& windows, size_t) const override {
     auto doc = Document("critical-path", trace);
+    const analysis::CriticalPathFinder paths(trace);
     if (windows.size() == 1 && windows.front().whole()) {
-      doc.update(PathJson(trace, analysis::ComputeCriticalPath(trace)));
+      doc.update(PathJson(trace, paths.Find(windows.front().begin_ns, windows.front().end_ns)));
       return doc;
     }
     auto steps = nlohmann::ordered_json::array();
     for (const StepWindow& w : windows) {
       Json step = {{"step", w.step}, {"marker", w.marker}, {"begin_ns", w.begin_ns - trace.span_begin_ns()},
                    {"end_ns", w.end_ns - trace.span_begin_ns()}};
-      step.update(PathJson(trace, analysis::ComputeCriticalPath(trace, w.begin_ns, w.end_ns)));
+      step.update(PathJson(trace, paths.Find(w.begin_ns, w.end_ns)));
       steps.push_back(step);
     }
     doc["steps"] = steps;

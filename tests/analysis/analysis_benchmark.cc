@@ -28,6 +28,7 @@
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
+#include "profiler/analysis/steps.h"
 #include "base/file_io.h"
 #include "base/file_reader.h"
 #include "profiler/trace/chrome_json_reader.h"
@@ -158,6 +159,22 @@ void BM_Memcpy(benchmark::State& s) { RunAnalysis(s, [](const trace::Trace& t) {
 void BM_Streams(benchmark::State& s) { RunAnalysis(s, [](const trace::Trace& t) { return ComputeStreamStats(t); }); }
 void BM_Overlap(benchmark::State& s) { RunAnalysis(s, [](const trace::Trace& t) { return ComputeOverlap(t); }); }
 void BM_CriticalPath(benchmark::State& s) { RunAnalysis(s, [](const trace::Trace& t) { return ComputeCriticalPath(t); }); }
+// One path per ProfilerStep#N window, as `stepscope critical-path` and the viewer find them, on
+// a trace of about g_events slices with a step every 100 iterations (~300 slices a step).
+void BM_CriticalPathPerStep(benchmark::State& state) {
+  static const trace::Trace* trace = [] {
+    const auto json = testing::GenerateKinetoJson(g_events * 382, {.iterations_per_step = 100});
+    return new trace::Trace(trace::ReadTraceFromBytes(json.json, "steps.json").value());
+  }();
+  const std::vector<Step> steps = StepsOfTrace(*trace, /*with_totals=*/false);
+  for (auto _ : state) {
+    const CriticalPathFinder paths(*trace);
+    for (const Step& step : steps) benchmark::DoNotOptimize(paths.Find(step.begin_ns, step.end_ns));
+  }
+  state.counters["steps"] = static_cast<double>(steps.size());
+  state.counters["slices/s"] = benchmark::Counter(
+      static_cast<double>(state.iterations() * trace->slices().size()), benchmark::Counter::kIsRate);
+}
 void BM_Memory(benchmark::State& s) { RunAnalysis(s, [](const trace::Trace& t) { return ComputeMemoryTimelines(t); }); }
 void BM_Diff(benchmark::State& s) { RunAnalysis(s, [](const trace::Trace& t) { return DiffTraces(t, t); }); }
 BENCHMARK(BM_OpStats)->Unit(benchmark::kMillisecond);
@@ -166,6 +183,7 @@ BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Streams)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Overlap)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CriticalPath)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CriticalPathPerStep)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Memory)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Diff)->Unit(benchmark::kMillisecond);
 

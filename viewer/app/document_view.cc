@@ -116,10 +116,10 @@ std::span<const DocumentView::PaneSpec> DocumentView::Panes() {
              const trace::Trace& trace = document.trace();
              const auto steps = analysis::StepsOfTrace(trace, /*with_totals=*/false);
              if (steps.size() > 1) {
+               const analysis::CriticalPathFinder paths(trace);
                for (const analysis::Step& step : steps) {
-                 into.critical_paths.push_back(
-                     DocumentAnalysis::MakePathWindow(step.marker, step.begin_ns, step.end_ns,
-                                                      analysis::ComputeCriticalPath(trace, step.begin_ns, step.end_ns)));
+                 into.critical_paths.push_back(DocumentAnalysis::MakePathWindow(step.marker, step.begin_ns, step.end_ns,
+                                                                                paths.Find(step.begin_ns, step.end_ns)));
                }
              } else {
                into.critical_paths.push_back(DocumentAnalysis::MakePathWindow(
