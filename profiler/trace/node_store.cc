@@ -71,19 +71,21 @@ class BlockWriter {
       : blocks_(blocks), first_entry_(first_entry), fields_(fields) {}
 
   void Add(const tf::NodeExecStats& node) {
-    if (entries_in_block_ == 0) {
-      first_entry_.push_back(next_entry_);
-      fields_.push_back(0);
-    }
+    StartEntry();
     const size_t size = node.ByteSizeLong();
     AppendVarint(plain_, size);
     const size_t at = plain_.size();
     plain_.resize(at + size);
     node.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(plain_.data() + at));
-    fields_.back() |= FieldsOf(node);
-    ++entries_in_block_;
-    ++next_entry_;
-    if (plain_.size() >= kBlockTargetBytes) Flush();
+    EndEntry(FieldsOf(node));
+  }
+
+  // A node already serialised, with its NodeField bits.
+  void Add(std::string_view node, uint32_t fields) {
+    StartEntry();
+    AppendVarint(plain_, node.size());
+    plain_.append(node);
+    EndEntry(fields);
   }
 
   // Deflates the collected blocks, on several threads when there are many (the blocks are
@@ -109,6 +111,18 @@ class BlockWriter {
   uint32_t entries() const { return next_entry_; }
 
  private:
+  void StartEntry() {
+    if (entries_in_block_ > 0) return;
+    first_entry_.push_back(next_entry_);
+    fields_.push_back(0);
+  }
+  void EndEntry(uint32_t fields) {
+    fields_.back() |= fields;
+    ++entries_in_block_;
+    ++next_entry_;
+    if (plain_.size() >= kBlockTargetBytes) Flush();
+  }
+
   void Flush() {
     plain_blocks_.push_back(std::move(plain_));
     plain_ = std::string();
@@ -127,17 +141,10 @@ class BlockWriter {
 
 }  // namespace
 
-std::shared_ptr<const NodeStore> NodeStore::Build(tf::RunMetadata& metadata, std::span<const NodeRef> slice_refs,
-                                                  std::vector<uint32_t>* entry_of_slice) {
-  auto store = std::make_shared<NodeStore>();
-  auto* step = metadata.mutable_step_stats();
-  store->device_node_counts_.reserve(static_cast<size_t>(step->dev_stats_size()));
-  std::vector<std::vector<bool>> stored(static_cast<size_t>(step->dev_stats_size()));
-  for (int d = 0; d < step->dev_stats_size(); ++d) {
-    const int nodes = step->dev_stats(d).node_stats_size();
-    store->device_node_counts_.push_back(static_cast<uint32_t>(nodes));
-    stored[static_cast<size_t>(d)].assign(static_cast<size_t>(nodes), false);
-  }
+template <typename AddNode>
+void NodeStore::StoreEntries(std::span<const NodeRef> slice_refs, std::vector<uint32_t>* entry_of_slice, AddNode add) {
+  std::vector<std::vector<bool>> stored(device_node_counts_.size());
+  for (size_t d = 0; d < stored.size(); ++d) stored[d].assign(device_node_counts_[d], false);
   auto valid = [&](NodeRef ref) {
     return ref.valid() && ref.device < stored.size() && ref.node < stored[ref.device].size();
   };
@@ -145,26 +152,54 @@ std::shared_ptr<const NodeStore> NodeStore::Build(tf::RunMetadata& metadata, std
   entry_of_slice->clear();
   const bool dense = std::all_of(slice_refs.begin(), slice_refs.end(), valid);
   if (!dense) entry_of_slice->assign(slice_refs.size(), NodeRef::kNone);
-  BlockWriter writer(store->blocks_, store->block_first_entry_, store->block_fields_);
+  BlockWriter writer(blocks_, block_first_entry_, block_fields_);
   for (size_t s = 0; s < slice_refs.size(); ++s) {
     const NodeRef ref = slice_refs[s];
     if (!valid(ref)) continue;
     if (!dense) (*entry_of_slice)[s] = writer.entries();
     stored[ref.device][ref.node] = true;
-    writer.Add(step->dev_stats(static_cast<int>(ref.device)).node_stats(static_cast<int>(ref.node)));
+    add(ref, writer);
   }
   for (uint32_t d = 0; d < stored.size(); ++d) {
     for (uint32_t n = 0; n < stored[d].size(); ++n) {
       if (stored[d][n]) continue;
-      store->unreferenced_.push_back(NodeRef{d, n});
-      writer.Add(step->dev_stats(static_cast<int>(d)).node_stats(static_cast<int>(n)));
+      unreferenced_.push_back(NodeRef{d, n});
+      add(NodeRef{d, n}, writer);
     }
   }
   writer.Finish();
-  store->entry_count_ = writer.entries();
-  store->blocks_.shrink_to_fit();
+  entry_count_ = writer.entries();
+  blocks_.shrink_to_fit();
+}
+
+std::shared_ptr<const NodeStore> NodeStore::Build(tf::RunMetadata& metadata, std::span<const NodeRef> slice_refs,
+                                                  std::vector<uint32_t>* entry_of_slice) {
+  auto store = std::make_shared<NodeStore>();
+  auto* step = metadata.mutable_step_stats();
+  store->device_node_counts_.reserve(static_cast<size_t>(step->dev_stats_size()));
+  for (const auto& device : step->dev_stats()) {
+    store->device_node_counts_.push_back(static_cast<uint32_t>(device.node_stats_size()));
+  }
+  store->StoreEntries(slice_refs, entry_of_slice, [&](NodeRef ref, BlockWriter& writer) {
+    writer.Add(step->dev_stats(static_cast<int>(ref.device)).node_stats(static_cast<int>(ref.node)));
+  });
   for (auto& device : *step->mutable_dev_stats()) device.clear_node_stats();
   metadata.SerializeToString(&store->rest_);
+  store->rest_.shrink_to_fit();
+  return store;
+}
+
+std::shared_ptr<const NodeStore> NodeStore::Build(const SerializedNodes& nodes, std::span<const NodeRef> slice_refs,
+                                                  std::vector<uint32_t>* entry_of_slice) {
+  auto store = std::make_shared<NodeStore>();
+  const auto& first = nodes.device_first_node;
+  store->device_node_counts_.reserve(first.empty() ? 0 : first.size() - 1);
+  for (size_t d = 0; d + 1 < first.size(); ++d) store->device_node_counts_.push_back(first[d + 1] - first[d]);
+  store->StoreEntries(slice_refs, entry_of_slice, [&](NodeRef ref, BlockWriter& writer) {
+    const size_t node = first[ref.device] + ref.node;
+    writer.Add(nodes.nodes[node], nodes.fields[node]);
+  });
+  store->rest_ = nodes.rest;
   store->rest_.shrink_to_fit();
   return store;
 }

@@ -1,6 +1,8 @@
 // The StepStats detail of a Trace, kept compact: every NodeExecStats serialised and deflated in
 // blocks of about 32 KB (in slice order, so a pass over the slices inflates each block once),
 // and the rest of the RunMetadata (devices, thread names, graphs, session) serialised once.
+// Binary input gives its nodes as the bytes they are in the file (SerializedNodes): they are
+// copied into the blocks with no parse and no serialisation.
 // A parsed RunMetadata costs about 420 bytes per node; this costs 15-40, and one node is parsed
 // back on demand (details pane, analyses that need outputs or allocation records, pb export).
 //
@@ -33,6 +35,15 @@ enum NodeField : uint32_t {
   kNodeAnyField = 0xffffffffu,
 };
 
+// A step's nodes as wire bytes (a binary file's own: each NodeExecStats submessage is its
+// serialisation), for NodeStore::Build.
+struct SerializedNodes {
+  std::string rest;                        // the RunMetadata without node_stats, serialised
+  std::vector<uint32_t> device_first_node;  // nodes of dev_stats d: [first[d], first[d + 1])
+  std::vector<std::string_view> nodes;      // device by device; they must outlive Build
+  std::vector<uint32_t> fields;             // NodeField bits of each node
+};
+
 class NodeStore {
  public:
   // Stores the nodes `slice_refs` point at, in that order (entry k = k-th valid ref), then every
@@ -40,6 +51,10 @@ class NodeStore {
   // every slice has a node (entry = slice index).
   // Takes the nodes out of `metadata` (its node_stats are cleared).
   static std::shared_ptr<const NodeStore> Build(tf::RunMetadata& metadata,
+                                                std::span<const NodeRef> slice_refs,
+                                                std::vector<uint32_t>* entry_of_slice);
+  // The same from wire bytes; the stored entries parse to the same messages.
+  static std::shared_ptr<const NodeStore> Build(const SerializedNodes& nodes,
                                                 std::span<const NodeRef> slice_refs,
                                                 std::vector<uint32_t>* entry_of_slice);
 
@@ -80,6 +95,9 @@ class NodeStore {
   };
 
  private:
+  // Entries in slice order, then the unreferenced nodes; `add(ref)` stores one node.
+  template <typename AddNode>
+  void StoreEntries(std::span<const NodeRef> slice_refs, std::vector<uint32_t>* entry_of_slice, AddNode add);
   size_t BlockOf(uint32_t entry) const;
 
   std::string rest_;                         // RunMetadata without node_stats, serialised

@@ -5,6 +5,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "profiler/trace/node_store.h"
+#include "profiler/trace/step_stats_wire.h"
 #include "profiler/trace/tf_names.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
@@ -71,18 +73,50 @@ std::string_view ProducerOf(std::string_view input) {
   return input;
 }
 
-class Importer {
+// The nodes of a parsed RunMetadata.
+class MessageNodes {
  public:
-  Importer(std::shared_ptr<tf::RunMetadata> metadata, SourceFormat format,
-           const std::string& path)
-      : metadata_(std::move(metadata)) {
-    builder_.SetSource(format, path);
+  explicit MessageNodes(const tf::StepStats& step) : step_(step) {}
+  int size(int device) const { return step_.dev_stats(device).node_stats_size(); }
+  const tf::NodeExecStats& node(int device, int n) const { return step_.dev_stats(device).node_stats(n); }
+
+ private:
+  const tf::StepStats& step_;
+};
+
+// The nodes of a wire scan (step_stats_wire.h), read with the same accessor names.
+class WireNodes {
+ public:
+  WireNodes(const WireStepStats& step, std::string_view bytes) : step_(step), bytes_(bytes) {}
+  int size(int device) const {
+    return static_cast<int>(step_.device_first_node[device + 1] - step_.device_first_node[device]);
+  }
+  WireNodeView node(int device, int n) const {
+    return WireNodeView(step_, bytes_, step_.nodes[step_.device_first_node[device] + static_cast<uint32_t>(n)]);
   }
 
-  Trace Run(const ImportStats& parse_stats) {
+ private:
+  const WireStepStats& step_;
+  std::string_view bytes_;
+};
+
+int64_t StartNs(const tf::NodeExecStats& node) { return NodeStartNs(node); }
+int64_t StartNs(const WireNodeView& node) { return node.node().start_ns; }
+int64_t DurationNs(const tf::NodeExecStats& node) { return NodeDurationNs(node); }
+int64_t DurationNs(const WireNodeView& node) { return node.node().dur_ns; }
+
+// Adds the tracks, slices, flows and counters of a step to `builder`; devices and the session
+// come from `metadata`, nodes from `nodes` (MessageNodes or WireNodes: one import for both).
+template <typename Nodes>
+class Importer {
+ public:
+  Importer(const tf::RunMetadata& metadata, const Nodes& nodes, TraceBuilder& builder)
+      : metadata_(metadata), nodes_(nodes), builder_(builder) {}
+
+  void Run(const ImportStats& parse_stats) {
     for (const auto& [name, count] : parse_stats.counts()) builder_.import_stats().Add(name, count);
     ReadSession();
-    const auto& step = metadata_->step_stats();
+    const auto& step = metadata_.step_stats();
     device_names_.reserve(step.dev_stats_size());
     for (const auto& device : step.dev_stats()) device_names_.push_back(ParseTfDeviceName(device.device()));
     DefaultTask();
@@ -90,14 +124,12 @@ class Importer {
     MarkAggregateDuplicates();
     AddFlows();
     AddAllocatorCounters();
-    builder_.SetRunMetadata(std::move(metadata_));
-    return std::move(builder_).Build();
   }
 
  private:
   void ReadSession() {
-    if (!metadata_->has_stepscope_session()) return;
-    const auto& session = metadata_->stepscope_session();
+    if (!metadata_.has_stepscope_session()) return;
+    const auto& session = metadata_.stepscope_session();
     StepInfo& info = builder_.step_info();
     info.step = session.step();
     info.rank = session.rank();
@@ -155,7 +187,7 @@ class Importer {
   }
 
   void ImportDevice(int d) {
-    const auto& device = metadata_->step_stats().dev_stats(d);
+    const auto& device = metadata_.step_stats().dev_stats(d);
     const TfDeviceName& name = device_names_[d];
     if (!name.parsed) builder_.import_stats().Add("device_name_unrecognised");
     const std::string& task = name.task.empty() ? default_task_ : name.task;
@@ -188,11 +220,12 @@ class Importer {
       return it->second;
     };
 
-    for (int n = 0; n < device.node_stats_size(); ++n) {
-      const auto& node = device.node_stats(n);
+    const int nodes = nodes_.size(d);
+    for (int n = 0; n < nodes; ++n) {
+      const auto& node = nodes_.node(d, n);
       Slice slice;
-      slice.start_ns = NodeStartNs(node);
-      slice.dur_ns = NodeDurationNs(node);
+      slice.start_ns = StartNs(node);
+      slice.dur_ns = DurationNs(node);
       // A negative duration, or an end past the int64 nanosecond range, cannot be drawn or
       // summed: clamp it and count the repair.
       const int64_t longest = (int64_t{1} << 62) - std::max<int64_t>(slice.start_ns, 0);
@@ -283,7 +316,6 @@ class Importer {
   // Launch: a GPU record named after an executor op of the same device was launched by it
   // (or, in our traces, carries the op's correlation id).
   void AddFlows() {
-    const auto& step = metadata_->step_stats();
     auto& tracks = builder_.tracks();
     std::unordered_map<std::string_view, uint32_t> producer;       // node name -> added index
     std::unordered_map<uint64_t, uint32_t> op_by_correlation;
@@ -301,9 +333,9 @@ class Importer {
     });
     for (uint32_t i : order) {
       const Added& a = added_[i];
-      const auto& node = step.dev_stats(a.device).node_stats(a.node);
       const Track& track = tracks[a.slice.track];
       if (track.kind != TrackKind::kOpLane) continue;
+      const auto& node = nodes_.node(a.device, a.node);
       // Inputs: our own traces list them; TF's labels carry them.
       auto link = [&](std::string_view input) {
         std::string_view from = ProducerOf(input);
@@ -327,7 +359,7 @@ class Importer {
       const Added& a = added_[i];
       const Track& track = tracks[a.slice.track];
       if (track.kind != TrackKind::kGpuStream) continue;
-      const auto& node = step.dev_stats(a.device).node_stats(a.node);
+      const auto& node = nodes_.node(a.device, a.node);
       int64_t from = -1;
       if (node.correlation_id() != 0) {
         auto it = op_by_correlation.find(node.correlation_id());
@@ -365,11 +397,10 @@ class Importer {
     };
     std::map<std::string, Series> by_allocator;
     auto& tracks = builder_.tracks();
-    const auto& step = metadata_->step_stats();
     for (const Added& a : added_) {
-      const auto& node = step.dev_stats(a.device).node_stats(a.node);
+      const auto& node = nodes_.node(a.device, a.node);
       for (const auto& memory : node.memory()) {
-        Series& series = by_allocator[memory.allocator_name()];
+        Series& series = by_allocator[std::string(memory.allocator_name())];
         if (series.device_track < 0) series.device_track = tracks[a.slice.track].parent;
         for (const auto& record : memory.allocation_records()) {
           series.deltas.emplace_back(MicrosToNanos(record.alloc_micros()), record.alloc_bytes());
@@ -499,8 +530,9 @@ class Importer {
     Slice slice;     // a copy of what was added (absolute times)
   };
 
-  std::shared_ptr<tf::RunMetadata> metadata_;
-  TraceBuilder builder_;
+  const tf::RunMetadata& metadata_;
+  const Nodes& nodes_;
+  TraceBuilder& builder_;
   std::vector<TfDeviceName> device_names_;
   std::string default_task_;
   std::map<std::string, uint32_t> host_tracks_;
@@ -515,8 +547,9 @@ namespace {
 // two of them fits in int64; a corrupt file's larger values are clamped (and a slice's duration
 // counted as repaired where it is built).
 constexpr int64_t kTimeLimitNs = int64_t{1} << 62;
-int64_t ClampTime(int64_t ns) { return std::clamp(ns, -kTimeLimitNs, kTimeLimitNs); }
 }  // namespace
+
+int64_t ClampTimeNs(int64_t ns) { return std::clamp(ns, -kTimeLimitNs, kTimeLimitNs); }
 
 int64_t MicrosToNanos(int64_t micros) {
   constexpr int64_t kLimitMicros = kTimeLimitNs / 1000;
@@ -524,20 +557,45 @@ int64_t MicrosToNanos(int64_t micros) {
 }
 
 int64_t NodeStartNs(const tf::NodeExecStats& node) {
-  return node.all_start_nanos() != 0 ? ClampTime(node.all_start_nanos())
+  return node.all_start_nanos() != 0 ? ClampTimeNs(node.all_start_nanos())
                                      : MicrosToNanos(node.all_start_micros());
 }
 
 int64_t NodeDurationNs(const tf::NodeExecStats& node) {
   if (node.all_start_nanos() != 0 || node.all_end_rel_nanos() != 0) {
-    return ClampTime(node.all_end_rel_nanos());
+    return ClampTimeNs(node.all_end_rel_nanos());
   }
   return MicrosToNanos(node.all_end_rel_micros());
 }
 
 Trace ImportRunMetadata(std::shared_ptr<tf::RunMetadata> metadata, SourceFormat format,
                         const std::string& path, const ImportStats& parse_stats) {
-  return Importer(std::move(metadata), format, path).Run(parse_stats);
+  TraceBuilder builder;
+  builder.SetSource(format, path);
+  Importer<MessageNodes>(*metadata, MessageNodes(metadata->step_stats()), builder).Run(parse_stats);
+  builder.SetRunMetadata(std::move(metadata));
+  return std::move(builder).Build();
+}
+
+std::optional<Trace> ImportBinaryStepStats(std::string_view bytes, const std::string& path) {
+  std::optional<WireStepStats> step = ScanBinaryStepStats(bytes);
+  if (!step.has_value()) return std::nullopt;
+  TraceBuilder builder;
+  builder.SetSource(step->format, path);
+  Importer<WireNodes>(*step->rest_message, WireNodes(*step, bytes), builder).Run(step->stats);
+  // The nodes go to the node store as the bytes they are in the file.
+  SerializedNodes nodes;
+  nodes.rest = std::move(step->rest);
+  nodes.device_first_node = std::move(step->device_first_node);
+  nodes.nodes.reserve(step->nodes.size());
+  nodes.fields.reserve(step->nodes.size());
+  for (const WireNode& node : step->nodes) {
+    nodes.nodes.push_back(bytes.substr(node.offset, node.size));
+    nodes.fields.push_back(node.fields);
+  }
+  step.reset();
+  builder.SetSerializedNodes(std::move(nodes));
+  return std::move(builder).Build();
 }
 
 }  // namespace stepscope::trace

@@ -160,6 +160,10 @@ void TraceBuilder::SetRunMetadata(std::shared_ptr<tf::RunMetadata> metadata) {
   run_metadata_ = std::move(metadata);
 }
 
+void TraceBuilder::SetSerializedNodes(SerializedNodes nodes) {
+  serialized_nodes_ = std::make_unique<SerializedNodes>(std::move(nodes));
+}
+
 namespace {
 
 // Places the slices of one source track onto lanes so that no lane holds a partial overlap.
@@ -311,6 +315,9 @@ Trace TraceBuilder::Build() && {
   if (run_metadata_ != nullptr) {
     trace_.node_store_ = NodeStore::Build(*run_metadata_, trace_.node_refs_, &trace_.node_entries_);
     run_metadata_.reset();
+  } else if (serialized_nodes_ != nullptr) {
+    trace_.node_store_ = NodeStore::Build(*serialized_nodes_, trace_.node_refs_, &trace_.node_entries_);
+    serialized_nodes_.reset();
   }
 
   trace_.track_begin_.assign(tracks.size() + 1, 0);

@@ -35,6 +35,7 @@ class DeviceStepStats;
 namespace stepscope::trace {
 
 class NodeStore;
+struct SerializedNodes;
 
 enum class TrackKind : uint8_t {
   kHost,           // a process: host and rank (the root of a track tree)
@@ -320,6 +321,8 @@ class TraceBuilder {
   }
   // The builder takes the metadata over: Build() moves its nodes into the Trace's node store.
   void SetRunMetadata(std::shared_ptr<tf::RunMetadata> metadata);
+  // Or the nodes as wire bytes (binary input): Build() copies them into the node store.
+  void SetSerializedNodes(SerializedNodes nodes);
   // Kineto arguments of a slice added before (`slice` is the AddSlice index).
   void AddKernelArgs(const KernelArgs& args) { trace_.kernel_args_.push_back(args); }
   void AddTransferArgs(const TransferArgs& args) { trace_.transfer_args_.push_back(args); }
@@ -337,6 +340,7 @@ class TraceBuilder {
   Trace trace_;
   bool has_refs_ = false;
   std::shared_ptr<tf::RunMetadata> run_metadata_;
+  std::unique_ptr<SerializedNodes> serialized_nodes_;
 };
 
 }  // namespace stepscope::trace
