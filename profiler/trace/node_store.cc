@@ -1,6 +1,6 @@
 #include "profiler/trace/node_store.h"
 
-#include <zlib.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <thread>
@@ -12,8 +12,8 @@
 namespace stepscope::trace {
 namespace {
 
-// Big enough for deflate to find the repetition between nodes (names, labels, allocator
-// names), small enough that inflating one block for the details pane takes well under 1 ms.
+// Big enough for the compressor to find the repetition between nodes (names, labels, allocator
+// names), small enough that reading one block back for the details pane takes well under 1 ms.
 constexpr size_t kBlockTargetBytes = 32 * 1024;
 
 uint32_t FieldsOf(const tf::NodeExecStats& node) {
@@ -28,39 +28,34 @@ uint32_t FieldsOf(const tf::NodeExecStats& node) {
   return fields;
 }
 
-std::string Deflate(const std::string& plain) {
-  z_stream stream{};
-  // Raw deflate (no zlib header or checksum: the blocks never leave the process), level 1:
-  // about as small as level 6 on node records, several times faster.
-  STEPSCOPE_CHECK(deflateInit2(&stream, 1, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK);
-  std::string out(deflateBound(&stream, static_cast<uLong>(plain.size())), '\0');
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(plain.data()));
-  stream.avail_in = static_cast<uInt>(plain.size());
-  stream.next_out = reinterpret_cast<Bytef*>(out.data());
-  stream.avail_out = static_cast<uInt>(out.size());
-  STEPSCOPE_CHECK(deflate(&stream, Z_FINISH) == Z_STREAM_END);
-  out.resize(stream.total_out);
-  deflateEnd(&stream);
-  out.shrink_to_fit();
-  return out;
+// zstd level 1: on node records as small as deflate level 1 (2.6 times smaller on the
+// synthetic trace of trace_benchmark), and there 2.4 times as fast to compress and 3 times as
+// fast to read back, which keeping the detail of a binary trace is mostly about.
+constexpr int kCompressionLevel = 1;
+
+struct CompressContext {
+  CompressContext() : context(ZSTD_createCCtx()) { STEPSCOPE_CHECK(context != nullptr); }
+  ~CompressContext() { ZSTD_freeCCtx(context); }
+  CompressContext(const CompressContext&) = delete;
+  CompressContext& operator=(const CompressContext&) = delete;
+  ZSTD_CCtx* context;
+  std::string scratch;
+};
+
+std::string Compress(const std::string& plain, CompressContext& compress) {
+  compress.scratch.resize(ZSTD_compressBound(plain.size()));
+  const size_t size = ZSTD_compressCCtx(compress.context, compress.scratch.data(), compress.scratch.size(),
+                                        plain.data(), plain.size(), kCompressionLevel);
+  STEPSCOPE_CHECK(!ZSTD_isError(size));
+  return std::string(compress.scratch.data(), size);  // exactly as large as it needs
 }
 
-bool Inflate(const std::string& compressed, std::string& plain) {
-  z_stream stream{};
-  if (inflateInit2(&stream, -15) != Z_OK) return false;
-  plain.resize(std::max<size_t>(plain.capacity(), kBlockTargetBytes * 2));
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
-  stream.avail_in = static_cast<uInt>(compressed.size());
-  int result = Z_OK;
-  while (result == Z_OK) {
-    if (stream.total_out == plain.size()) plain.resize(plain.size() * 2);
-    stream.next_out = reinterpret_cast<Bytef*>(plain.data() + stream.total_out);
-    stream.avail_out = static_cast<uInt>(plain.size() - stream.total_out);
-    result = inflate(&stream, Z_NO_FLUSH);
-  }
-  plain.resize(stream.total_out);
-  inflateEnd(&stream);
-  return result == Z_STREAM_END;
+bool Decompress(const std::string& compressed, ZSTD_DCtx* context, std::string& plain) {
+  const unsigned long long size = ZSTD_getFrameContentSize(compressed.data(), compressed.size());
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) return false;
+  plain.resize(size);
+  const size_t got = ZSTD_decompressDCtx(context, plain.data(), plain.size(), compressed.data(), compressed.size());
+  return !ZSTD_isError(got) && got == size;
 }
 
 // Collects entries into blocks.
@@ -96,8 +91,9 @@ class BlockWriter {
     blocks_.resize(plain_blocks_.size());
     const size_t threads = plain_blocks_.size() < 64 ? 1 : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
     auto work = [&](size_t first) {
+      CompressContext compress;
       for (size_t b = first; b < plain_blocks_.size(); b += threads) {
-        blocks_[b] = Deflate(plain_blocks_[b]);
+        blocks_[b] = Compress(plain_blocks_[b], compress);
         std::string().swap(plain_blocks_[b]);
       }
     };
@@ -246,15 +242,26 @@ std::shared_ptr<tf::RunMetadata> NodeStore::Rebuild(std::span<const NodeRef> sli
   return ok ? metadata : nullptr;
 }
 
+struct NodeStore::Reader::DecompressContext {
+  DecompressContext() : context(ZSTD_createDCtx()) { STEPSCOPE_CHECK(context != nullptr); }
+  ~DecompressContext() { ZSTD_freeDCtx(context); }
+  DecompressContext(const DecompressContext&) = delete;
+  DecompressContext& operator=(const DecompressContext&) = delete;
+  ZSTD_DCtx* context;
+};
+
 NodeStore::Reader::Reader(const NodeStore& store, uint32_t needed_fields)
-    : store_(store), needed_fields_(needed_fields), node_(std::make_unique<tf::NodeExecStats>()) {}
+    : store_(store),
+      needed_fields_(needed_fields),
+      node_(std::make_unique<tf::NodeExecStats>()),
+      decompress_(std::make_unique<DecompressContext>()) {}
 NodeStore::Reader::~Reader() = default;
 
 bool NodeStore::Reader::LoadBlock(size_t block) {
   if (block == block_) return true;
   block_ = SIZE_MAX;
   spans_.clear();
-  if (!Inflate(store_.blocks_[block], plain_)) return false;
+  if (!Decompress(store_.blocks_[block], decompress_->context, plain_)) return false;
   const uint32_t entries = store_.block_first_entry_[block + 1] - store_.block_first_entry_[block];
   size_t at = 0;
   for (uint32_t e = 0; e < entries; ++e) {

@@ -89,9 +89,11 @@ class NodeStore {
     const NodeStore& store_;
     uint32_t needed_fields_;
     size_t block_ = SIZE_MAX;
-    std::string plain_;              // the inflated block
+    std::string plain_;              // the block read back
     std::vector<std::pair<uint32_t, uint32_t>> spans_;  // (start, size) of each entry in plain_
     std::unique_ptr<tf::NodeExecStats> node_;
+    struct DecompressContext;
+    std::unique_ptr<DecompressContext> decompress_;
   };
 
  private:

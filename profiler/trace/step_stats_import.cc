@@ -317,61 +317,61 @@ class Importer {
   // (or, in our traces, carries the op's correlation id).
   void AddFlows() {
     auto& tracks = builder_.tracks();
-    std::unordered_map<std::string_view, uint32_t> producer;       // node name -> added index
-    std::unordered_map<uint64_t, uint32_t> op_by_correlation;
-    // Hashed: a million-op step looks a name up once per op and once per kernel.
-    struct DeviceNameHash {
-      size_t operator()(const std::pair<uint32_t, std::string_view>& key) const {
-        return std::hash<std::string_view>()(key.second) * 31 + key.first;
+    const StringTable& strings = builder_.strings();
+    // Added indices of the slices on `kind` lanes in time order (ties in the order added).
+    auto in_time_order = [&](TrackKind kind) {
+      std::vector<std::pair<int64_t, uint32_t>> keyed;
+      for (uint32_t i = 0; i < added_.size(); ++i) {
+        if (tracks[added_[i].slice.track].kind == kind) keyed.emplace_back(added_[i].slice.start_ns, i);
       }
+      if (!std::is_sorted(keyed.begin(), keyed.end())) std::sort(keyed.begin(), keyed.end());
+      return keyed;
     };
-    std::unordered_map<std::pair<uint32_t, std::string_view>, uint32_t, DeviceNameHash> op_by_device_name;
-    std::vector<uint32_t> order(added_.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-      return added_[a].slice.start_ns < added_[b].slice.start_ns;
-    });
-    for (uint32_t i : order) {
+    // By interned name: an op's slice name is its node name, and a million-op step looks a name
+    // up once per op and once per kernel.
+    constexpr uint32_t kNone = 0xffffffffu;
+    std::vector<uint32_t> producer(strings.size(), kNone);  // node name -> latest added index
+    auto producer_of = [&](std::string_view name) {
+      const int64_t id = strings.Find(name);
+      return id < 0 ? kNone : producer[static_cast<size_t>(id)];
+    };
+    std::unordered_map<uint64_t, uint32_t> op_by_correlation;
+    std::unordered_map<uint64_t, uint32_t> op_by_device_name;  // (device track, name) -> added index
+    auto device_name = [&](const Track& track, StringId name) {
+      return static_cast<uint64_t>(static_cast<uint32_t>(track.parent)) << 32 | name;
+    };
+    for (const auto& [start, i] : in_time_order(TrackKind::kOpLane)) {
       const Added& a = added_[i];
       const Track& track = tracks[a.slice.track];
-      if (track.kind != TrackKind::kOpLane) continue;
       const auto& node = nodes_.node(a.device, a.node);
       // Inputs: our own traces list them; TF's labels carry them.
       auto link = [&](std::string_view input) {
-        std::string_view from = ProducerOf(input);
-        auto it = producer.find(from);
-        if (it == producer.end()) it = producer.find(StripPartitionSuffix(from));
-        if (it != producer.end()) {
-          builder_.AddFlow(Flow{added_[it->second].index, a.index, FlowKind::kDataflow});
-        }
+        const std::string_view from = ProducerOf(input);
+        uint32_t found = producer_of(from);
+        if (found == kNone) found = producer_of(StripPartitionSuffix(from));
+        if (found != kNone) builder_.AddFlow(Flow{added_[found].index, a.index, FlowKind::kDataflow});
       };
       if (node.input_size() > 0) {
         for (const auto& input : node.input()) link(input);
       } else {
         for (std::string_view input : ParseTfOpLabel(node.timeline_label()).inputs) link(input);
       }
-      producer[node.node_name()] = i;
+      producer[a.slice.name] = i;
       if (node.correlation_id() != 0) op_by_correlation[node.correlation_id()] = i;
-      op_by_device_name[{static_cast<uint32_t>(track.parent),
-                         builder_.strings().Get(a.slice.name)}] = i;
+      op_by_device_name[device_name(track, a.slice.name)] = i;
     }
-    for (uint32_t i : order) {
+    for (const auto& [start, i] : in_time_order(TrackKind::kGpuStream)) {
       const Added& a = added_[i];
-      const Track& track = tracks[a.slice.track];
-      if (track.kind != TrackKind::kGpuStream) continue;
       const auto& node = nodes_.node(a.device, a.node);
-      int64_t from = -1;
+      uint32_t from = kNone;
       if (node.correlation_id() != 0) {
         auto it = op_by_correlation.find(node.correlation_id());
         if (it != op_by_correlation.end()) from = it->second;
       } else {
-        auto it = op_by_device_name.find(
-            {static_cast<uint32_t>(track.parent), builder_.strings().Get(a.slice.name)});
+        auto it = op_by_device_name.find(device_name(tracks[a.slice.track], a.slice.name));
         if (it != op_by_device_name.end()) from = it->second;
       }
-      if (from >= 0) {
-        builder_.AddFlow(Flow{added_[from].index, a.index, FlowKind::kLaunch});
-      }
+      if (from != kNone) builder_.AddFlow(Flow{added_[from].index, a.index, FlowKind::kLaunch});
     }
   }
 

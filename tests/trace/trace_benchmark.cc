@@ -8,6 +8,7 @@
 //   LoadBinaryTf1Copies: the real TF1 GPU step repeated --tf1_copies times one after another
 //   (labels, outputs, allocation records, GPU stream and aggregate lanes, as TensorFlow writes).
 //   LoadBinaryFile: --pb_file=PATH, any binary RunMetadata.
+//   Each load runs as `stepscope` reads the file (/0: the wire scan) and by the protobuf path (/1).
 //   --write_synthetic=PATH writes the synthetic file (as the viewer would) and exits.
 //   Rates are of wall time: the import deflates the node store on a second thread.
 // Run: build/release/tests/trace/stepscope_trace_benchmark --slices=1000000 --tf1_copies=256
@@ -23,6 +24,7 @@
 #include "profiler/trace/chrome_writer.h"
 #include "profiler/trace/proto_utf8.h"
 #include "profiler/trace/reader.h"
+#include "profiler/trace/step_stats_import.h"
 #include "profiler/trace/step_stats_io.h"
 #include "profiler/trace/writer.h"
 #include "stepscope/tf/run_metadata.pb.h"
@@ -60,12 +62,23 @@ size_t HeapInUse() {
   return info.uordblks + info.hblkhd;
 }
 
-// Loads `binary` each iteration; MB/s of input, slices/s, and the heap the Trace keeps per slice
-// (measured on one more load after the timed ones).
+// The protobuf path (a message per node, then the import), which binary input took before the
+// wire scan and still takes where the scan declines it: for comparison under the same load.
+StatusOr<Trace> ReadWithProtobuf(std::string_view bytes, const std::string& name) {
+  ASSIGN_OR_RETURN(ParsedStepStats parsed, ParseStepStats(bytes, name));
+  return ImportRunMetadata(std::move(parsed.run_metadata), parsed.format, name, parsed.stats);
+}
+
+// Loads `binary` each iteration (`state.range(0)`: 0 as `stepscope` reads it, 1 by the protobuf
+// path); MB/s of input, slices/s, and the heap the Trace keeps per slice (measured on one more
+// load after the timed ones).
 void LoadBinary(benchmark::State& state, const std::string& binary) {
+  const bool protobuf = state.range(0) == 1;
+  state.SetLabel(protobuf ? "protobuf path" : "wire scan");
+  auto load = [&] { return protobuf ? ReadWithProtobuf(binary, "bench.pb") : ReadTraceFromBytes(binary, "bench.pb"); };
   size_t slices = 0;
   for (auto _ : state) {
-    auto trace = ReadTraceFromBytes(binary, "bench.pb");
+    auto trace = load();
     if (!trace.ok()) {
       state.SkipWithError(trace.status().message().c_str());
       return;
@@ -79,7 +92,7 @@ void LoadBinary(benchmark::State& state, const std::string& binary) {
       benchmark::Counter(static_cast<double>(state.iterations() * slices), benchmark::Counter::kIsRate);
   malloc_trim(0);
   const size_t before = HeapInUse();
-  auto trace = ReadTraceFromBytes(binary, "bench.pb");
+  auto trace = load();
   const size_t after = HeapInUse();
   state.counters["B/slice"] =
       slices == 0 ? 0.0 : static_cast<double>(after > before ? after - before : 0) / static_cast<double>(slices);
@@ -98,14 +111,14 @@ void BM_LoadBinary(benchmark::State& state) {
   static const std::string binary = Serialize(SampleTrace(), OutputFormat::kRunMetadataBinary).value();
   LoadBinary(state, binary);
 }
-BENCHMARK(BM_LoadBinary)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LoadBinary)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_LoadBinarySynthetic(benchmark::State& state) {
   static const std::string binary =
       Serialize(viewer::MakeSyntheticTrace(g_slices), OutputFormat::kRunMetadataBinary).value();
   LoadBinary(state, binary);
 }
-BENCHMARK(BM_LoadBinarySynthetic)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LoadBinarySynthetic)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The TF1 step `copies` times, each copy's times shifted past the previous one's end.
 std::string Tf1StepCopies(int copies) {
@@ -136,7 +149,7 @@ void BM_LoadBinaryTf1Copies(benchmark::State& state) {
   static const std::string binary = Tf1StepCopies(g_tf1_copies);
   LoadBinary(state, binary);
 }
-BENCHMARK(BM_LoadBinaryTf1Copies)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LoadBinaryTf1Copies)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Registered only with --pb_file.
 void BM_LoadBinaryFile(benchmark::State& state) {
@@ -202,7 +215,7 @@ int main(int argc, char** argv) {
     return status.ok() ? 0 : 1;
   }
   if (!stepscope::trace::g_pb_file.empty()) {
-    benchmark::RegisterBenchmark("BM_LoadBinaryFile", stepscope::trace::BM_LoadBinaryFile)->Unit(benchmark::kMillisecond)->UseRealTime();
+    benchmark::RegisterBenchmark("BM_LoadBinaryFile", stepscope::trace::BM_LoadBinaryFile)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
   }
   return stepscope::testing::RunBenchmarks(kept, argv);
 }
