@@ -192,8 +192,8 @@ std::shared_ptr<const NodeStore> NodeStore::Build(const SerializedNodes& nodes, 
   store->device_node_counts_.reserve(first.empty() ? 0 : first.size() - 1);
   for (size_t d = 0; d + 1 < first.size(); ++d) store->device_node_counts_.push_back(first[d + 1] - first[d]);
   store->StoreEntries(slice_refs, entry_of_slice, [&](NodeRef ref, BlockWriter& writer) {
-    const size_t node = first[ref.device] + ref.node;
-    writer.Add(nodes.nodes[node], nodes.fields[node]);
+    const SerializedNodes::Node& node = nodes.nodes[first[ref.device] + ref.node];
+    writer.Add(nodes.bytes.substr(node.offset, node.size), node.fields);
   });
   store->rest_ = nodes.rest;
   store->rest_.shrink_to_fit();

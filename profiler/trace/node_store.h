@@ -38,10 +38,14 @@ enum NodeField : uint32_t {
 // A step's nodes as wire bytes (a binary file's own: each NodeExecStats submessage is its
 // serialisation), for NodeStore::Build.
 struct SerializedNodes {
-  std::string rest;                        // the RunMetadata without node_stats, serialised
+  struct Node {
+    uint32_t offset = 0, size = 0;  // in `bytes`
+    uint32_t fields = 0;            // NodeField bits
+  };
+  std::string_view bytes;                   // the input; it must outlive Build
+  std::string rest;                         // the RunMetadata without node_stats, serialised
   std::vector<uint32_t> device_first_node;  // nodes of dev_stats d: [first[d], first[d + 1])
-  std::vector<std::string_view> nodes;      // device by device; they must outlive Build
-  std::vector<uint32_t> fields;             // NodeField bits of each node
+  std::vector<Node> nodes;                  // device by device
 };
 
 class NodeStore {

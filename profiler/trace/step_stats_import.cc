@@ -89,10 +89,11 @@ class WireNodes {
  public:
   WireNodes(const WireStepStats& step, std::string_view bytes) : step_(step), bytes_(bytes) {}
   int size(int device) const {
-    return static_cast<int>(step_.device_first_node[device + 1] - step_.device_first_node[device]);
+    const auto& first = step_.serialized.device_first_node;
+    return static_cast<int>(first[device + 1] - first[device]);
   }
   WireNodeView node(int device, int n) const {
-    return WireNodeView(step_, bytes_, step_.nodes[step_.device_first_node[device] + static_cast<uint32_t>(n)]);
+    return WireNodeView(step_, bytes_, step_.nodes[step_.serialized.device_first_node[device] + static_cast<uint32_t>(n)]);
   }
 
  private:
@@ -120,6 +121,10 @@ class Importer {
     device_names_.reserve(step.dev_stats_size());
     for (const auto& device : step.dev_stats()) device_names_.push_back(ParseTfDeviceName(device.device()));
     DefaultTask();
+    size_t nodes = 0;
+    for (int d = 0; d < step.dev_stats_size(); ++d) nodes += static_cast<size_t>(nodes_.size(d));
+    builder_.Reserve(nodes, 0);
+    added_.reserve(nodes);
     for (int d = 0; d < step.dev_stats_size(); ++d) ImportDevice(d);
     MarkAggregateDuplicates();
     AddFlows();
@@ -272,7 +277,7 @@ class Importer {
       slice.op_type = builder_.Intern(op);
       const uint32_t index = builder_.AddSlice(
           slice, NodeRef{static_cast<uint32_t>(d), static_cast<uint32_t>(n)});
-      added_.push_back(Added{index, d, n, slice});
+      added_.push_back(Added{index, d, n});
     }
   }
 
@@ -291,20 +296,24 @@ class Importer {
         return ((h * 31 + k.name) * 31 + k.op) * 31 + k.device;
       }
     };
-    std::unordered_map<Key, int, KeyHash> on_streams;
     auto& tracks = builder_.tracks();
-    auto key_of = [&](const Added& a) {
-      const uint32_t device = static_cast<uint32_t>(tracks[a.slice.track].parent);
-      return Key{device, a.slice.name, a.slice.op_type, a.slice.start_ns, a.slice.dur_ns};
+    const bool aggregates = std::any_of(tracks.begin(), tracks.end(), [](const Track& track) {
+      return track.kind == TrackKind::kGpuAllStreams || track.kind == TrackKind::kGpuMemcpy;
+    });
+    if (!aggregates) return;
+    std::unordered_map<Key, int, KeyHash> on_streams;
+    auto key_of = [&](const Slice& slice) {
+      const uint32_t device = static_cast<uint32_t>(tracks[slice.track].parent);
+      return Key{device, slice.name, slice.op_type, slice.start_ns, slice.dur_ns};
     };
     for (const Added& a : added_) {
-      if (tracks[a.slice.track].kind == TrackKind::kGpuStream) ++on_streams[key_of(a)];
+      if (tracks[SliceOf(a).track].kind == TrackKind::kGpuStream) ++on_streams[key_of(SliceOf(a))];
     }
     int64_t marked = 0;
     for (const Added& a : added_) {
-      const TrackKind kind = tracks[a.slice.track].kind;
+      const TrackKind kind = tracks[SliceOf(a).track].kind;
       if (kind != TrackKind::kGpuAllStreams && kind != TrackKind::kGpuMemcpy) continue;
-      if (on_streams.count(key_of(a)) != 0) {
+      if (on_streams.count(key_of(SliceOf(a))) != 0) {
         builder_.MutableSlice(a.index).flags |= kSliceDuplicate;
         ++marked;
       }
@@ -318,14 +327,18 @@ class Importer {
   void AddFlows() {
     auto& tracks = builder_.tracks();
     const StringTable& strings = builder_.strings();
-    // Added indices of the slices on `kind` lanes in time order (ties in the order added).
-    auto in_time_order = [&](TrackKind kind) {
+    // (start, added index) of the slices on `kind` lanes.
+    auto on_lanes = [&](TrackKind kind) {
       std::vector<std::pair<int64_t, uint32_t>> keyed;
       for (uint32_t i = 0; i < added_.size(); ++i) {
-        if (tracks[added_[i].slice.track].kind == kind) keyed.emplace_back(added_[i].slice.start_ns, i);
+        const Slice& slice = SliceOf(added_[i]);
+        if (tracks[slice.track].kind == kind) keyed.emplace_back(slice.start_ns, i);
       }
-      if (!std::is_sorted(keyed.begin(), keyed.end())) std::sort(keyed.begin(), keyed.end());
       return keyed;
+    };
+    // In time order, ties in the order added.
+    auto in_time_order = [](std::vector<std::pair<int64_t, uint32_t>>& keyed) {
+      if (!std::is_sorted(keyed.begin(), keyed.end())) std::sort(keyed.begin(), keyed.end());
     };
     // By interned name: an op's slice name is its node name, and a million-op step looks a name
     // up once per op and once per kernel.
@@ -340,9 +353,21 @@ class Importer {
     auto device_name = [&](const Track& track, StringId name) {
       return static_cast<uint64_t>(static_cast<uint32_t>(track.parent)) << 32 | name;
     };
-    for (const auto& [start, i] : in_time_order(TrackKind::kOpLane)) {
+    auto ops = on_lanes(TrackKind::kOpLane);
+    auto gpu_records = on_lanes(TrackKind::kGpuStream);
+    // Without GPU records and without inputs (a trace converted from another format), no flow
+    // can be found: the pass below would only fill the tables.
+    const bool inputs = std::any_of(ops.begin(), ops.end(), [&](const auto& op) {
+      const auto& node = nodes_.node(added_[op.second].device, added_[op.second].node);
+      return node.input_size() > 0 || !node.timeline_label().empty();
+    });
+    if (gpu_records.empty() && !inputs) return;
+    in_time_order(ops);
+    in_time_order(gpu_records);
+    for (const auto& [start, i] : ops) {
       const Added& a = added_[i];
-      const Track& track = tracks[a.slice.track];
+      const Slice& slice = SliceOf(a);
+      const Track& track = tracks[slice.track];
       const auto& node = nodes_.node(a.device, a.node);
       // Inputs: our own traces list them; TF's labels carry them.
       auto link = [&](std::string_view input) {
@@ -356,11 +381,11 @@ class Importer {
       } else {
         for (std::string_view input : ParseTfOpLabel(node.timeline_label()).inputs) link(input);
       }
-      producer[a.slice.name] = i;
+      producer[slice.name] = i;
       if (node.correlation_id() != 0) op_by_correlation[node.correlation_id()] = i;
-      op_by_device_name[device_name(track, a.slice.name)] = i;
+      op_by_device_name[device_name(track, slice.name)] = i;
     }
-    for (const auto& [start, i] : in_time_order(TrackKind::kGpuStream)) {
+    for (const auto& [start, i] : gpu_records) {
       const Added& a = added_[i];
       const auto& node = nodes_.node(a.device, a.node);
       uint32_t from = kNone;
@@ -368,7 +393,7 @@ class Importer {
         auto it = op_by_correlation.find(node.correlation_id());
         if (it != op_by_correlation.end()) from = it->second;
       } else {
-        auto it = op_by_device_name.find(device_name(tracks[a.slice.track], a.slice.name));
+        auto it = op_by_device_name.find(device_name(tracks[SliceOf(a).track], SliceOf(a).name));
         if (it != op_by_device_name.end()) from = it->second;
       }
       if (from != kNone) builder_.AddFlow(Flow{added_[from].index, a.index, FlowKind::kLaunch});
@@ -399,17 +424,18 @@ class Importer {
     auto& tracks = builder_.tracks();
     for (const Added& a : added_) {
       const auto& node = nodes_.node(a.device, a.node);
+      const Slice& slice = SliceOf(a);
       for (const auto& memory : node.memory()) {
         Series& series = by_allocator[std::string(memory.allocator_name())];
-        if (series.device_track < 0) series.device_track = tracks[a.slice.track].parent;
+        if (series.device_track < 0) series.device_track = tracks[slice.track].parent;
         for (const auto& record : memory.allocation_records()) {
           series.deltas.emplace_back(MicrosToNanos(record.alloc_micros()), record.alloc_bytes());
         }
-        const int64_t end = a.slice.start_ns + std::max<int64_t>(a.slice.dur_ns, 0);
+        const int64_t end = slice.start_ns + std::max<int64_t>(slice.dur_ns, 0);
         if (memory.allocator_bytes_in_use() > 0) {
           series.in_use.emplace_back(end, memory.allocator_bytes_in_use());
         }
-        if (memory.peak_bytes() > 0) series.floors.push_back({a.slice.start_ns, end, memory.peak_bytes()});
+        if (memory.peak_bytes() > 0) series.floors.push_back({slice.start_ns, end, memory.peak_bytes()});
       }
     }
     for (auto& [allocator, series] : by_allocator) {
@@ -524,11 +550,11 @@ class Importer {
   }
 
   struct Added {
-    uint32_t index;  // builder slice index
+    uint32_t index;  // builder slice index (absolute times until Build)
     int device;
     int node;
-    Slice slice;     // a copy of what was added (absolute times)
   };
+  const Slice& SliceOf(const Added& a) const { return builder_.slice(a.index); }
 
   const tf::RunMetadata& metadata_;
   const Nodes& nodes_;
@@ -584,17 +610,8 @@ std::optional<Trace> ImportBinaryStepStats(std::string_view bytes, const std::st
   builder.SetSource(step->format, path);
   Importer<WireNodes>(*step->rest_message, WireNodes(*step, bytes), builder).Run(step->stats);
   // The nodes go to the node store as the bytes they are in the file.
-  SerializedNodes nodes;
-  nodes.rest = std::move(step->rest);
-  nodes.device_first_node = std::move(step->device_first_node);
-  nodes.nodes.reserve(step->nodes.size());
-  nodes.fields.reserve(step->nodes.size());
-  for (const WireNode& node : step->nodes) {
-    nodes.nodes.push_back(bytes.substr(node.offset, node.size));
-    nodes.fields.push_back(node.fields);
-  }
+  builder.SetSerializedNodes(std::move(step->serialized));
   step.reset();
-  builder.SetSerializedNodes(std::move(nodes));
   return std::move(builder).Build();
 }
 

@@ -192,11 +192,14 @@ class Scanner {
   Scanner(std::string_view bytes, WireStepStats& out) : bytes_(bytes), out_(out), schema_(Schema::Get()) {}
 
   bool Run() {
+    const size_t nodes = CountNodes();
+    out_.nodes.reserve(nodes);
+    out_.serialized.nodes.reserve(nodes);
     if (BinaryLooksLikeBareStepStats(bytes_)) {
       out_.format = SourceFormat::kStepStatsBinary;
       std::string step;
       if (!StepStats(bytes_, 0, step)) return false;
-      wire::Bytes(out_.rest, run_metadata::kStepStats, step);
+      wire::Bytes(out_.serialized.rest, run_metadata::kStepStats, step);
       return true;
     }
     out_.format = SourceFormat::kRunMetadataBinary;
@@ -204,13 +207,13 @@ class Scanner {
     Field field;
     while (reader.Next(field)) {
       if (field.number != run_metadata::kStepStats) {
-        out_.rest.append(Raw(bytes_, 0, field, reader));
+        out_.serialized.rest.append(Raw(bytes_, 0, field, reader));
         continue;
       }
       if (field.type != wire::kLength) return false;
       std::string step;
       if (!StepStats(field.bytes, static_cast<size_t>(field.value), step)) return false;
-      wire::Bytes(out_.rest, run_metadata::kStepStats, step);
+      wire::Bytes(out_.serialized.rest, run_metadata::kStepStats, step);
     }
     return !reader.failed();
   }
@@ -218,6 +221,33 @@ class Scanner {
   int64_t unknown_node_fields() const { return unknown_node_fields_; }
 
  private:
+  // The node_stats of the input, counted ahead so that the columns are allocated once (a
+  // million-node step would otherwise copy them as they grow); 0 on damage, which Run declines.
+  size_t CountNodes() const {
+    const bool bare = BinaryLooksLikeBareStepStats(bytes_);
+    size_t nodes = 0;
+    auto count_step = [&](std::string_view step) {
+      wire::Reader devices(step);
+      Field device;
+      while (devices.Next(device)) {
+        if (device.number != step_stats::kDevStats || device.type != wire::kLength) continue;
+        wire::Reader fields(device.bytes);
+        Field field;
+        while (fields.Next(field)) nodes += field.number == device_stats::kNodeStats;
+      }
+    };
+    if (bare) {
+      count_step(bytes_);
+    } else {
+      wire::Reader reader(bytes_);
+      Field field;
+      while (reader.Next(field)) {
+        if (field.number == run_metadata::kStepStats && field.type == wire::kLength) count_step(field.bytes);
+      }
+    }
+    return nodes;
+  }
+
   // The whole field (tag to end) that `reader` has just read from `bytes` (at `base` in the input).
   static std::string_view Raw(std::string_view bytes, size_t base, const Field& field, const wire::Reader& reader) {
     return bytes.substr(field.offset - base, reader.position() - field.offset);
@@ -241,7 +271,7 @@ class Scanner {
   }
 
   bool Device(std::string_view bytes, size_t base, std::string& rest) {
-    out_.device_first_node.push_back(static_cast<uint32_t>(out_.nodes.size()));
+    out_.serialized.device_first_node.push_back(static_cast<uint32_t>(out_.nodes.size()));
     wire::Reader reader(bytes, base);
     Field field;
     while (reader.Next(field)) {
@@ -256,8 +286,6 @@ class Scanner {
 
   bool Node(const Field& at) {
     WireNode node;
-    node.offset = static_cast<uint32_t>(at.value);
-    node.size = static_cast<uint32_t>(at.bytes.size());
     node.first_input = static_cast<uint32_t>(out_.inputs.size());
     node.first_memory = static_cast<uint32_t>(out_.memory.size());
     int64_t start_micros = 0, end_rel_micros = 0, start_nanos = 0, end_rel_nanos = 0;
@@ -321,6 +349,7 @@ class Scanner {
     node.start_ns = start_nanos != 0 ? ClampTimeNs(start_nanos) : MicrosToNanos(start_micros);
     node.dur_ns = start_nanos != 0 || end_rel_nanos != 0 ? ClampTimeNs(end_rel_nanos) : MicrosToNanos(end_rel_micros);
     out_.nodes.push_back(node);
+    out_.serialized.nodes.push_back({static_cast<uint32_t>(at.value), static_cast<uint32_t>(at.bytes.size()), node.fields});
     return true;
   }
 
@@ -402,9 +431,12 @@ std::optional<WireStepStats> ScanBinaryStepStats(std::string_view bytes) {
   // protobuf's limit on one message, which the other path keeps (and offsets here fit in 32 bits).
   if (bytes.size() > static_cast<size_t>(INT32_MAX)) return std::nullopt;
   WireStepStats step;
+  step.serialized.bytes = bytes;
   Scanner scanner(bytes, step);
-  if (!scanner.Run() || step.device_first_node.empty()) return std::nullopt;
-  step.device_first_node.push_back(static_cast<uint32_t>(step.nodes.size()));
+  if (!scanner.Run()) return std::nullopt;
+  std::vector<uint32_t>& first_node = step.serialized.device_first_node;
+  if (first_node.empty()) return std::nullopt;
+  first_node.push_back(static_cast<uint32_t>(step.nodes.size()));
   for (WireAllocatorMemory& memory : step.memory) {
     memory.records = {step.records.data() + memory.first_record, memory.record_count};
   }
@@ -413,10 +445,10 @@ std::optional<WireStepStats> ScanBinaryStepStats(std::string_view bytes) {
   step.rest_message = std::make_shared<tf::RunMetadata>();
   {
     pb::LogSilencer silence;
-    if (!step.rest_message->ParseFromString(step.rest)) return std::nullopt;
+    if (!step.rest_message->ParseFromString(step.serialized.rest)) return std::nullopt;
   }
   const auto& devices = step.rest_message->step_stats().dev_stats();
-  if (static_cast<size_t>(devices.size()) + 1 != step.device_first_node.size()) return std::nullopt;
+  if (static_cast<size_t>(devices.size()) + 1 != first_node.size()) return std::nullopt;
   for (const auto& device : devices) {
     if (device.device().empty()) return std::nullopt;
   }

@@ -52,7 +52,6 @@ struct WireAllocatorMemory {
 // One NodeExecStats: what slices, flows and counters read. Strings are (offset, size) in the
 // input, which holds at most INT32_MAX bytes (protobuf's limit, which the other path keeps).
 struct WireNode {
-  uint32_t offset = 0, size = 0;              // the node's bytes
   uint32_t name_at = 0, name_size = 0;        // node_name
   uint32_t label_at = 0, label_size = 0;      // timeline_label
   uint32_t op_type_at = 0, op_type_size = 0;  // op_type
@@ -67,10 +66,11 @@ struct WireNode {
 
 struct WireStepStats {
   SourceFormat format = SourceFormat::kRunMetadataBinary;
-  std::string rest;                              // the RunMetadata without node_stats, as wire bytes
-  std::shared_ptr<tf::RunMetadata> rest_message;  // `rest` parsed: devices, thread names, session
-  std::vector<uint32_t> device_first_node;        // nodes of dev_stats d: [first[d], first[d + 1])
-  std::vector<WireNode> nodes;
+  // The rest of the RunMetadata (without node_stats, as wire bytes), the devices' first nodes and
+  // each node's bytes: what the node store keeps.
+  SerializedNodes serialized;
+  std::shared_ptr<tf::RunMetadata> rest_message;  // the rest parsed: devices, thread names, session
+  std::vector<WireNode> nodes;                    // parallel to serialized.nodes
   std::vector<std::string_view> inputs;
   std::vector<WireAllocatorMemory> memory;
   std::vector<WireAllocationRecord> records;

@@ -309,6 +309,7 @@ class TraceBuilder {
   // Adds a slice with absolute times; returns its index (valid for AddFlow until Build).
   uint32_t AddSlice(const Slice& slice, NodeRef ref = {});
   Slice& MutableSlice(uint32_t index) { return trace_.slices_[index]; }
+  const Slice& slice(uint32_t index) const { return trace_.slices_[index]; }
   void AddFlow(const Flow& flow) { trace_.flows_.push_back(flow); }
   // Counter times are absolute ns.
   void AddCounter(CounterSeries series) { trace_.counters_.push_back(std::move(series)); }
