@@ -83,7 +83,7 @@ class BlockWriter {
     EndEntry(fields);
   }
 
-  // Deflates the collected blocks, on several threads when there are many (the blocks are
+  // Compresses the collected blocks, on several threads when there are many (the blocks are
   // independent; this is most of the cost of keeping the detail of a big trace).
   void Finish() {
     if (entries_in_block_ > 0) Flush();
@@ -130,7 +130,7 @@ class BlockWriter {
   std::vector<uint32_t>& first_entry_;
   std::vector<uint32_t>& fields_;
   std::string plain_;
-  std::vector<std::string> plain_blocks_;  // serialised, waiting to be deflated
+  std::vector<std::string> plain_blocks_;  // serialised, waiting to be compressed
   uint32_t entries_in_block_ = 0;
   uint32_t next_entry_ = 0;
 };

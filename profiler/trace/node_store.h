@@ -1,5 +1,6 @@
-// The StepStats detail of a Trace, kept compact: every NodeExecStats serialised and deflated in
-// blocks of about 32 KB (in slice order, so a pass over the slices inflates each block once),
+// The StepStats detail of a Trace, kept compact: every NodeExecStats serialised and compressed
+// (zstd) in blocks of about 32 KB (in slice order, so a pass over the slices decompresses each
+// block once),
 // and the rest of the RunMetadata (devices, thread names, graphs, session) serialised once.
 // Binary input gives its nodes as the bytes they are in the file (SerializedNodes): they are
 // copied into the blocks with no parse and no serialisation.
@@ -7,7 +8,7 @@
 // back on demand (details pane, analyses that need outputs or allocation records, pb export).
 //
 // Invariants: entries are immutable after Build; entry k lives in the block b with
-// block_first_entry_[b] <= k < block_first_entry_[b + 1]; inside an inflated block each entry
+// block_first_entry_[b] <= k < block_first_entry_[b + 1]; inside a decompressed block each entry
 // is a varint length followed by that many bytes of NodeExecStats wire format.
 #pragma once
 
@@ -23,7 +24,7 @@
 
 namespace stepscope::trace {
 
-// Fields a pass may need; a block none of whose nodes has any of them is not inflated.
+// Fields a pass may need; a block none of whose nodes has any of them is not decompressed.
 enum NodeField : uint32_t {
   kNodeOutputs = 1u << 0,       // output
   kNodeMemory = 1u << 1,        // memory (allocators, allocation records)
@@ -64,7 +65,7 @@ class NodeStore {
 
   size_t entry_count() const { return entry_count_; }
   size_t block_count() const { return blocks_.size(); }
-  // Bytes held (deflated blocks, the serialised rest, indices), for memory reports and tests.
+  // Bytes held (compressed blocks, the serialised rest, indices), for memory reports and tests.
   size_t memory_bytes() const;
 
   // The whole RunMetadata again, node order as in the source. `slice_refs` and
@@ -72,8 +73,8 @@ class NodeStore {
   std::shared_ptr<tf::RunMetadata> Rebuild(std::span<const NodeRef> slice_refs,
                                            std::span<const uint32_t> entry_of_slice) const;
 
-  // Reads entries; keeps the last inflated block, so reading in entry order inflates each block
-  // once. Not shared between threads (each pass makes its own).
+  // Reads entries; keeps the last decompressed block, so reading in entry order decompresses
+  // each block once. Not shared between threads (each pass makes its own).
   class Reader {
    public:
     explicit Reader(const NodeStore& store, uint32_t needed_fields = kNodeAnyField);
@@ -108,14 +109,14 @@ class NodeStore {
 
   std::string rest_;                         // RunMetadata without node_stats, serialised
   std::vector<uint32_t> device_node_counts_;  // node_stats size of each dev_stats
-  std::vector<std::string> blocks_;           // deflated entries
+  std::vector<std::string> blocks_;           // compressed entries
   std::vector<uint32_t> block_first_entry_;   // size blocks + 1
   std::vector<uint32_t> block_fields_;        // NodeField bits present in each block
   std::vector<NodeRef> unreferenced_;         // nodes of entries past the referenced ones
   size_t entry_count_ = 0;
 };
 
-// Reads the NodeExecStats of many slices, inflating each stored block once when slices are
+// Reads the NodeExecStats of many slices, decompressing each stored block once when slices are
 // visited in order. `needed_fields` (NodeField bits) lets a pass skip blocks where no node has
 // what it looks for: Get() is then null for their slices. One reader per thread.
 class NodeReader {

@@ -11,7 +11,7 @@
 //  - Flows and node references follow the sorted slice order.
 //  - Whatever an import repaired or skipped is counted by name in import_stats().
 // StepStats inputs keep their full RunMetadata, compactly (NodeStore: each node serialised and
-// deflated, parsed back on demand), so outputs, allocation descriptions and memory stats stay
+// compressed, parsed back on demand), so outputs, allocation descriptions and memory stats stay
 // reachable from each slice (node(), NodeReader) and a pb -> pb conversion loses nothing.
 // Kineto kernel and copy arguments live in side tables holding only the slices that have them.
 #pragma once
@@ -240,7 +240,7 @@ class Trace {
     return slice < node_refs_.size() ? node_refs_[slice] : NodeRef{};
   }
   // One slice's NodeExecStats, parsed on demand (null when it has none). For passes over many
-  // slices use NodeReader, which inflates each block once.
+  // slices use NodeReader, which decompresses each block once.
   std::unique_ptr<tf::NodeExecStats> node(uint32_t slice) const;
   const NodeStore* node_store() const { return node_store_.get(); }
   // The store entry of a slice's node, NodeRef::kNone when it has none.
