@@ -3,6 +3,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "base/check.h"
@@ -90,16 +91,19 @@ class BlockWriter {
     first_entry_.push_back(next_entry_);
     blocks_.resize(plain_blocks_.size());
     const size_t threads = plain_blocks_.size() < 64 ? 1 : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
-    auto work = [&](size_t first) {
+    // Each thread takes the next block left: a thread whose core is busy with other work leaves
+    // more blocks to the others instead of holding up the end.
+    std::atomic<size_t> next{0};
+    auto work = [&] {
       CompressContext compress;
-      for (size_t b = first; b < plain_blocks_.size(); b += threads) {
+      for (size_t b = next++; b < plain_blocks_.size(); b = next++) {
         blocks_[b] = Compress(plain_blocks_[b], compress);
         std::string().swap(plain_blocks_[b]);
       }
     };
     std::vector<std::thread> workers;
-    for (size_t t = 1; t < threads; ++t) workers.emplace_back(work, t);
-    work(0);
+    for (size_t t = 1; t < threads; ++t) workers.emplace_back(work);
+    work();
     for (std::thread& worker : workers) worker.join();
     plain_blocks_.clear();
   }
