@@ -19,6 +19,7 @@
 #include "profiler/trace/writer.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
+#include "viewer/load/synthetic_trace.h"
 
 namespace stepscope::trace {
 namespace {
@@ -216,6 +217,31 @@ TEST(StepStatsWireTest, GeneratedTracesGiveTheSameTrace) {
   }
 }
 
+// Larger generated traces: the viewer's synthetic trace as `--write-synthetic x.pb` writes it, and
+// the real TF1 step repeated, each copy after the one before.
+TEST(StepStatsWireTest, LargeGeneratedTracesGiveTheSameTrace) {
+  EXPECT_TRUE(ExpectSameResult(Serialize(viewer::MakeSyntheticTrace(50000), OutputFormat::kRunMetadataBinary).value(),
+                               "synthetic 50000"));
+  const std::string text = ReadFile(DataPath("ptb_lstm_tf1_gpu_step.pbtxt")).value();
+  const Trace step = ReadWithProtobuf(text, "tf1").value();
+  const auto original = step.LoadRunMetadata();
+  tf::RunMetadata copies;
+  const int64_t span_micros = (step.span_end_ns() - step.span_begin_ns()) / 1000 + 1000;
+  for (const auto& device : original->step_stats().dev_stats()) {
+    auto* copy = copies.mutable_step_stats()->add_dev_stats();
+    *copy = device;
+    copy->clear_node_stats();
+    for (int c = 0; c < 6; ++c) {
+      for (const auto& node : device.node_stats()) {
+        auto* moved = copy->add_node_stats();
+        *moved = node;
+        moved->set_all_start_micros(node.all_start_micros() + span_micros * c);
+      }
+    }
+  }
+  EXPECT_TRUE(ExpectSameResult(copies.SerializeAsString(), "TF1 step 6 times"));
+}
+
 // One node's bytes, built by hand.
 struct NodeBuilder {
   std::string bytes;
@@ -390,10 +416,12 @@ TEST(StepStatsWireTest, DamagedBytesGiveTheSameResult) {
     const int changes = 1 + static_cast<int>(random() % 3);
     for (int c = 0; c < changes; ++c) {
       const size_t at = random() % bytes.size();
-      switch (random() % 3) {
+      switch (random() % 4) {
         case 0: bytes[at] = static_cast<char>(random()); break;
         case 1: bytes.erase(at, 1 + random() % 4); break;
-        default: bytes.insert(at, 1, static_cast<char>(random())); break;
+        case 2: bytes.insert(at, 1, static_cast<char>(random())); break;
+        // Varints keep their length: mostly other values, tags, lengths or text, still well formed.
+        default: bytes[at] = static_cast<char>((static_cast<uint8_t>(bytes[at]) & 0x80) | (random() & 0x7f)); break;
       }
       if (bytes.empty()) bytes = "\x0a";
     }
