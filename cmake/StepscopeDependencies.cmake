@@ -11,6 +11,8 @@ set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)
 # simdjson for the streaming Chrome/Kineto JSON import (libsimdjson-dev).
 find_package(simdjson REQUIRED)
+# zstd for the compressed node store of step stats traces (libzstd-dev).
+find_package(zstd REQUIRED)
 # OpenMPI for multi-process training (libopenmpi-dev); optional so a headless build still works.
 find_package(MPI COMPONENTS CXX QUIET)
 # NCCL for the `nccl` all-reduce of GPU towers (cmake/FindNCCL.cmake: NCCL::nccl); GPU builds

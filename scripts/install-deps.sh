@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config zlib1g-dev
+  build-essential cmake ninja-build pkg-config zlib1g-dev libzstd-dev
   protobuf-compiler libprotobuf-dev
   nlohmann-json3-dev libsimdjson-dev
   libopenblas-dev

@@ -35,6 +35,11 @@ StatusOr<Trace> ReadChromeJsonBytes(std::string_view bytes, const std::string& n
 }
 
 StatusOr<Trace> ReadStepStats(std::string_view bytes, const std::string& name) {
+  // Binary: straight from the wire, unless the scan declines the input (then protobuf parses it
+  // and names the damage or repairs it).
+  if (!LooksLikeTextProto(bytes)) {
+    if (std::optional<Trace> trace = ImportBinaryStepStats(bytes, name)) return std::move(*trace);
+  }
   ASSIGN_OR_RETURN(ParsedStepStats parsed, ParseStepStats(bytes, name));
   return ImportRunMetadata(std::move(parsed.run_metadata), parsed.format, name, parsed.stats);
 }

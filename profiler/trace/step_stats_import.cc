@@ -5,6 +5,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "profiler/trace/node_store.h"
+#include "profiler/trace/step_stats_wire.h"
 #include "profiler/trace/tf_names.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
@@ -71,33 +73,68 @@ std::string_view ProducerOf(std::string_view input) {
   return input;
 }
 
-class Importer {
+// The nodes of a parsed RunMetadata.
+class MessageNodes {
  public:
-  Importer(std::shared_ptr<tf::RunMetadata> metadata, SourceFormat format,
-           const std::string& path)
-      : metadata_(std::move(metadata)) {
-    builder_.SetSource(format, path);
+  explicit MessageNodes(const tf::StepStats& step) : step_(step) {}
+  int size(int device) const { return step_.dev_stats(device).node_stats_size(); }
+  const tf::NodeExecStats& node(int device, int n) const { return step_.dev_stats(device).node_stats(n); }
+
+ private:
+  const tf::StepStats& step_;
+};
+
+// The nodes of a wire scan (step_stats_wire.h), read with the same accessor names.
+class WireNodes {
+ public:
+  WireNodes(const WireStepStats& step, std::string_view bytes) : step_(step), bytes_(bytes) {}
+  int size(int device) const {
+    const auto& first = step_.serialized.device_first_node;
+    return static_cast<int>(first[device + 1] - first[device]);
+  }
+  WireNodeView node(int device, int n) const {
+    return WireNodeView(step_, bytes_, step_.nodes[step_.serialized.device_first_node[device] + static_cast<uint32_t>(n)]);
   }
 
-  Trace Run(const ImportStats& parse_stats) {
+ private:
+  const WireStepStats& step_;
+  std::string_view bytes_;
+};
+
+int64_t StartNs(const tf::NodeExecStats& node) { return NodeStartNs(node); }
+int64_t StartNs(const WireNodeView& node) { return node.node().start_ns; }
+int64_t DurationNs(const tf::NodeExecStats& node) { return NodeDurationNs(node); }
+int64_t DurationNs(const WireNodeView& node) { return node.node().dur_ns; }
+
+// Adds the tracks, slices, flows and counters of a step to `builder`; devices and the session
+// come from `metadata`, nodes from `nodes` (MessageNodes or WireNodes: one import for both).
+template <typename Nodes>
+class Importer {
+ public:
+  Importer(const tf::RunMetadata& metadata, const Nodes& nodes, TraceBuilder& builder)
+      : metadata_(metadata), nodes_(nodes), builder_(builder) {}
+
+  void Run(const ImportStats& parse_stats) {
     for (const auto& [name, count] : parse_stats.counts()) builder_.import_stats().Add(name, count);
     ReadSession();
-    const auto& step = metadata_->step_stats();
+    const auto& step = metadata_.step_stats();
     device_names_.reserve(step.dev_stats_size());
     for (const auto& device : step.dev_stats()) device_names_.push_back(ParseTfDeviceName(device.device()));
     DefaultTask();
+    size_t nodes = 0;
+    for (int d = 0; d < step.dev_stats_size(); ++d) nodes += static_cast<size_t>(nodes_.size(d));
+    builder_.Reserve(nodes, 0);
+    added_.reserve(nodes);
     for (int d = 0; d < step.dev_stats_size(); ++d) ImportDevice(d);
     MarkAggregateDuplicates();
     AddFlows();
     AddAllocatorCounters();
-    builder_.SetRunMetadata(std::move(metadata_));
-    return std::move(builder_).Build();
   }
 
  private:
   void ReadSession() {
-    if (!metadata_->has_stepscope_session()) return;
-    const auto& session = metadata_->stepscope_session();
+    if (!metadata_.has_stepscope_session()) return;
+    const auto& session = metadata_.stepscope_session();
     StepInfo& info = builder_.step_info();
     info.step = session.step();
     info.rank = session.rank();
@@ -155,7 +192,7 @@ class Importer {
   }
 
   void ImportDevice(int d) {
-    const auto& device = metadata_->step_stats().dev_stats(d);
+    const auto& device = metadata_.step_stats().dev_stats(d);
     const TfDeviceName& name = device_names_[d];
     if (!name.parsed) builder_.import_stats().Add("device_name_unrecognised");
     const std::string& task = name.task.empty() ? default_task_ : name.task;
@@ -188,11 +225,12 @@ class Importer {
       return it->second;
     };
 
-    for (int n = 0; n < device.node_stats_size(); ++n) {
-      const auto& node = device.node_stats(n);
+    const int nodes = nodes_.size(d);
+    for (int n = 0; n < nodes; ++n) {
+      const auto& node = nodes_.node(d, n);
       Slice slice;
-      slice.start_ns = NodeStartNs(node);
-      slice.dur_ns = NodeDurationNs(node);
+      slice.start_ns = StartNs(node);
+      slice.dur_ns = DurationNs(node);
       // A negative duration, or an end past the int64 nanosecond range, cannot be drawn or
       // summed: clamp it and count the repair.
       const int64_t longest = (int64_t{1} << 62) - std::max<int64_t>(slice.start_ns, 0);
@@ -239,7 +277,7 @@ class Importer {
       slice.op_type = builder_.Intern(op);
       const uint32_t index = builder_.AddSlice(
           slice, NodeRef{static_cast<uint32_t>(d), static_cast<uint32_t>(n)});
-      added_.push_back(Added{index, d, n, slice});
+      added_.push_back(Added{index, d, n});
     }
   }
 
@@ -258,20 +296,24 @@ class Importer {
         return ((h * 31 + k.name) * 31 + k.op) * 31 + k.device;
       }
     };
-    std::unordered_map<Key, int, KeyHash> on_streams;
     auto& tracks = builder_.tracks();
-    auto key_of = [&](const Added& a) {
-      const uint32_t device = static_cast<uint32_t>(tracks[a.slice.track].parent);
-      return Key{device, a.slice.name, a.slice.op_type, a.slice.start_ns, a.slice.dur_ns};
+    const bool aggregates = std::any_of(tracks.begin(), tracks.end(), [](const Track& track) {
+      return track.kind == TrackKind::kGpuAllStreams || track.kind == TrackKind::kGpuMemcpy;
+    });
+    if (!aggregates) return;
+    std::unordered_map<Key, int, KeyHash> on_streams;
+    auto key_of = [&](const Slice& slice) {
+      const uint32_t device = static_cast<uint32_t>(tracks[slice.track].parent);
+      return Key{device, slice.name, slice.op_type, slice.start_ns, slice.dur_ns};
     };
     for (const Added& a : added_) {
-      if (tracks[a.slice.track].kind == TrackKind::kGpuStream) ++on_streams[key_of(a)];
+      if (tracks[SliceOf(a).track].kind == TrackKind::kGpuStream) ++on_streams[key_of(SliceOf(a))];
     }
     int64_t marked = 0;
     for (const Added& a : added_) {
-      const TrackKind kind = tracks[a.slice.track].kind;
+      const TrackKind kind = tracks[SliceOf(a).track].kind;
       if (kind != TrackKind::kGpuAllStreams && kind != TrackKind::kGpuMemcpy) continue;
-      if (on_streams.count(key_of(a)) != 0) {
+      if (on_streams.count(key_of(SliceOf(a))) != 0) {
         builder_.MutableSlice(a.index).flags |= kSliceDuplicate;
         ++marked;
       }
@@ -283,63 +325,78 @@ class Importer {
   // Launch: a GPU record named after an executor op of the same device was launched by it
   // (or, in our traces, carries the op's correlation id).
   void AddFlows() {
-    const auto& step = metadata_->step_stats();
     auto& tracks = builder_.tracks();
-    std::unordered_map<std::string_view, uint32_t> producer;       // node name -> added index
-    std::unordered_map<uint64_t, uint32_t> op_by_correlation;
-    // Hashed: a million-op step looks a name up once per op and once per kernel.
-    struct DeviceNameHash {
-      size_t operator()(const std::pair<uint32_t, std::string_view>& key) const {
-        return std::hash<std::string_view>()(key.second) * 31 + key.first;
+    const StringTable& strings = builder_.strings();
+    // (start, added index) of the slices on `kind` lanes.
+    auto on_lanes = [&](TrackKind kind) {
+      std::vector<std::pair<int64_t, uint32_t>> keyed;
+      for (uint32_t i = 0; i < added_.size(); ++i) {
+        const Slice& slice = SliceOf(added_[i]);
+        if (tracks[slice.track].kind == kind) keyed.emplace_back(slice.start_ns, i);
       }
+      return keyed;
     };
-    std::unordered_map<std::pair<uint32_t, std::string_view>, uint32_t, DeviceNameHash> op_by_device_name;
-    std::vector<uint32_t> order(added_.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-      return added_[a].slice.start_ns < added_[b].slice.start_ns;
+    // In time order, ties in the order added.
+    auto in_time_order = [](std::vector<std::pair<int64_t, uint32_t>>& keyed) {
+      if (!std::is_sorted(keyed.begin(), keyed.end())) std::sort(keyed.begin(), keyed.end());
+    };
+    // By interned name: an op's slice name is its node name, and a million-op step looks a name
+    // up once per op and once per kernel.
+    constexpr uint32_t kNone = 0xffffffffu;
+    std::vector<uint32_t> producer(strings.size(), kNone);  // node name -> latest added index
+    auto producer_of = [&](std::string_view name) {
+      const int64_t id = strings.Find(name);
+      return id < 0 ? kNone : producer[static_cast<size_t>(id)];
+    };
+    std::unordered_map<uint64_t, uint32_t> op_by_correlation;
+    std::unordered_map<uint64_t, uint32_t> op_by_device_name;  // (device track, name) -> added index
+    auto device_name = [&](const Track& track, StringId name) {
+      return static_cast<uint64_t>(static_cast<uint32_t>(track.parent)) << 32 | name;
+    };
+    auto ops = on_lanes(TrackKind::kOpLane);
+    auto gpu_records = on_lanes(TrackKind::kGpuStream);
+    // Without GPU records and without inputs (a trace converted from another format), no flow
+    // can be found: the pass below would only fill the tables.
+    const bool inputs = std::any_of(ops.begin(), ops.end(), [&](const auto& op) {
+      const auto& node = nodes_.node(added_[op.second].device, added_[op.second].node);
+      return node.input_size() > 0 || !node.timeline_label().empty();
     });
-    for (uint32_t i : order) {
+    if (gpu_records.empty() && !inputs) return;
+    in_time_order(ops);
+    in_time_order(gpu_records);
+    for (const auto& [start, i] : ops) {
       const Added& a = added_[i];
-      const auto& node = step.dev_stats(a.device).node_stats(a.node);
-      const Track& track = tracks[a.slice.track];
-      if (track.kind != TrackKind::kOpLane) continue;
+      const Slice& slice = SliceOf(a);
+      const Track& track = tracks[slice.track];
+      const auto& node = nodes_.node(a.device, a.node);
       // Inputs: our own traces list them; TF's labels carry them.
       auto link = [&](std::string_view input) {
-        std::string_view from = ProducerOf(input);
-        auto it = producer.find(from);
-        if (it == producer.end()) it = producer.find(StripPartitionSuffix(from));
-        if (it != producer.end()) {
-          builder_.AddFlow(Flow{added_[it->second].index, a.index, FlowKind::kDataflow});
-        }
+        const std::string_view from = ProducerOf(input);
+        uint32_t found = producer_of(from);
+        if (found == kNone) found = producer_of(StripPartitionSuffix(from));
+        if (found != kNone) builder_.AddFlow(Flow{added_[found].index, a.index, FlowKind::kDataflow});
       };
       if (node.input_size() > 0) {
         for (const auto& input : node.input()) link(input);
       } else {
         for (std::string_view input : ParseTfOpLabel(node.timeline_label()).inputs) link(input);
       }
-      producer[node.node_name()] = i;
+      producer[slice.name] = i;
       if (node.correlation_id() != 0) op_by_correlation[node.correlation_id()] = i;
-      op_by_device_name[{static_cast<uint32_t>(track.parent),
-                         builder_.strings().Get(a.slice.name)}] = i;
+      op_by_device_name[device_name(track, slice.name)] = i;
     }
-    for (uint32_t i : order) {
+    for (const auto& [start, i] : gpu_records) {
       const Added& a = added_[i];
-      const Track& track = tracks[a.slice.track];
-      if (track.kind != TrackKind::kGpuStream) continue;
-      const auto& node = step.dev_stats(a.device).node_stats(a.node);
-      int64_t from = -1;
+      const auto& node = nodes_.node(a.device, a.node);
+      uint32_t from = kNone;
       if (node.correlation_id() != 0) {
         auto it = op_by_correlation.find(node.correlation_id());
         if (it != op_by_correlation.end()) from = it->second;
       } else {
-        auto it = op_by_device_name.find(
-            {static_cast<uint32_t>(track.parent), builder_.strings().Get(a.slice.name)});
+        auto it = op_by_device_name.find(device_name(tracks[SliceOf(a).track], SliceOf(a).name));
         if (it != op_by_device_name.end()) from = it->second;
       }
-      if (from >= 0) {
-        builder_.AddFlow(Flow{added_[from].index, a.index, FlowKind::kLaunch});
-      }
+      if (from != kNone) builder_.AddFlow(Flow{added_[from].index, a.index, FlowKind::kLaunch});
     }
   }
 
@@ -365,20 +422,20 @@ class Importer {
     };
     std::map<std::string, Series> by_allocator;
     auto& tracks = builder_.tracks();
-    const auto& step = metadata_->step_stats();
     for (const Added& a : added_) {
-      const auto& node = step.dev_stats(a.device).node_stats(a.node);
+      const auto& node = nodes_.node(a.device, a.node);
+      const Slice& slice = SliceOf(a);
       for (const auto& memory : node.memory()) {
-        Series& series = by_allocator[memory.allocator_name()];
-        if (series.device_track < 0) series.device_track = tracks[a.slice.track].parent;
+        Series& series = by_allocator[std::string(memory.allocator_name())];
+        if (series.device_track < 0) series.device_track = tracks[slice.track].parent;
         for (const auto& record : memory.allocation_records()) {
           series.deltas.emplace_back(MicrosToNanos(record.alloc_micros()), record.alloc_bytes());
         }
-        const int64_t end = a.slice.start_ns + std::max<int64_t>(a.slice.dur_ns, 0);
+        const int64_t end = slice.start_ns + std::max<int64_t>(slice.dur_ns, 0);
         if (memory.allocator_bytes_in_use() > 0) {
           series.in_use.emplace_back(end, memory.allocator_bytes_in_use());
         }
-        if (memory.peak_bytes() > 0) series.floors.push_back({a.slice.start_ns, end, memory.peak_bytes()});
+        if (memory.peak_bytes() > 0) series.floors.push_back({slice.start_ns, end, memory.peak_bytes()});
       }
     }
     for (auto& [allocator, series] : by_allocator) {
@@ -493,14 +550,15 @@ class Importer {
   }
 
   struct Added {
-    uint32_t index;  // builder slice index
+    uint32_t index;  // builder slice index (absolute times until Build)
     int device;
     int node;
-    Slice slice;     // a copy of what was added (absolute times)
   };
+  const Slice& SliceOf(const Added& a) const { return builder_.slice(a.index); }
 
-  std::shared_ptr<tf::RunMetadata> metadata_;
-  TraceBuilder builder_;
+  const tf::RunMetadata& metadata_;
+  const Nodes& nodes_;
+  TraceBuilder& builder_;
   std::vector<TfDeviceName> device_names_;
   std::string default_task_;
   std::map<std::string, uint32_t> host_tracks_;
@@ -515,8 +573,9 @@ namespace {
 // two of them fits in int64; a corrupt file's larger values are clamped (and a slice's duration
 // counted as repaired where it is built).
 constexpr int64_t kTimeLimitNs = int64_t{1} << 62;
-int64_t ClampTime(int64_t ns) { return std::clamp(ns, -kTimeLimitNs, kTimeLimitNs); }
 }  // namespace
+
+int64_t ClampTimeNs(int64_t ns) { return std::clamp(ns, -kTimeLimitNs, kTimeLimitNs); }
 
 int64_t MicrosToNanos(int64_t micros) {
   constexpr int64_t kLimitMicros = kTimeLimitNs / 1000;
@@ -524,20 +583,36 @@ int64_t MicrosToNanos(int64_t micros) {
 }
 
 int64_t NodeStartNs(const tf::NodeExecStats& node) {
-  return node.all_start_nanos() != 0 ? ClampTime(node.all_start_nanos())
+  return node.all_start_nanos() != 0 ? ClampTimeNs(node.all_start_nanos())
                                      : MicrosToNanos(node.all_start_micros());
 }
 
 int64_t NodeDurationNs(const tf::NodeExecStats& node) {
   if (node.all_start_nanos() != 0 || node.all_end_rel_nanos() != 0) {
-    return ClampTime(node.all_end_rel_nanos());
+    return ClampTimeNs(node.all_end_rel_nanos());
   }
   return MicrosToNanos(node.all_end_rel_micros());
 }
 
 Trace ImportRunMetadata(std::shared_ptr<tf::RunMetadata> metadata, SourceFormat format,
                         const std::string& path, const ImportStats& parse_stats) {
-  return Importer(std::move(metadata), format, path).Run(parse_stats);
+  TraceBuilder builder;
+  builder.SetSource(format, path);
+  Importer<MessageNodes>(*metadata, MessageNodes(metadata->step_stats()), builder).Run(parse_stats);
+  builder.SetRunMetadata(std::move(metadata));
+  return std::move(builder).Build();
+}
+
+std::optional<Trace> ImportBinaryStepStats(std::string_view bytes, const std::string& path) {
+  std::optional<WireStepStats> step = ScanBinaryStepStats(bytes);
+  if (!step.has_value()) return std::nullopt;
+  TraceBuilder builder;
+  builder.SetSource(step->format, path);
+  Importer<WireNodes>(*step->rest_message, WireNodes(*step, bytes), builder).Run(step->stats);
+  // The nodes go to the node store as the bytes they are in the file.
+  builder.SetSerializedNodes(std::move(step->serialized));
+  step.reset();
+  return std::move(builder).Build();
 }
 
 }  // namespace stepscope::trace

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "profiler/trace/trace.h"
 
@@ -17,8 +19,16 @@ namespace stepscope::trace {
 Trace ImportRunMetadata(std::shared_ptr<tf::RunMetadata> metadata, SourceFormat format,
                         const std::string& path, const ImportStats& parse_stats);
 
+// Binary RunMetadata or StepStats (`bytes`, already inflated) imported straight from the wire
+// (step_stats_wire.h): the same Trace ParseStepStats + ImportRunMetadata give, without a message
+// per node. nullopt where the scan declines the input (damage, strings to repair, unusual
+// encodings): the caller then takes that path, which names the problem or repairs it.
+std::optional<Trace> ImportBinaryStepStats(std::string_view bytes, const std::string& path);
+
 // Microseconds as nanoseconds, clamped to ±2^62 ns (so sums and differences of times fit).
 int64_t MicrosToNanos(int64_t micros);
+// Nanoseconds clamped to ±2^62.
+int64_t ClampTimeNs(int64_t ns);
 
 // Node times in ns: the *_nanos fields when the producer wrote them, else micros * 1000.
 int64_t NodeStartNs(const tf::NodeExecStats& node);

@@ -125,44 +125,6 @@ std::string_view FirstTextField(std::string_view text) {
   return text.substr(i, end - i);
 }
 
-// Binary: a StepStats starts with field 1 = DeviceStepStats whose first field is the device
-// *string*; a RunMetadata starts with field 1 = StepStats whose first field is a *message*.
-// Peek two levels down to tell them apart.
-bool BinaryLooksLikeBareStepStats(std::string_view bytes) {
-  size_t pos = 0;
-  uint64_t tag = 0;
-  uint64_t length = 0;
-  if (!ReadVarint(bytes, pos, tag) || tag != 0x0a) return false;
-  if (!ReadVarint(bytes, pos, length) || length > bytes.size() - pos) return false;
-  std::string_view inner = bytes.substr(pos, length);
-  pos = 0;
-  if (!ReadVarint(inner, pos, tag) || tag != 0x0a) return false;
-  if (!ReadVarint(inner, pos, length) || length > inner.size() - pos) return false;
-  const std::string_view first = inner.substr(pos, length);
-  // A device name: text starting with '/' (TF's device names always do); bytes past ASCII are
-  // allowed (UTF-8, or invalid UTF-8 the parse below repairs).
-  if (first.empty() || first[0] != '/') return false;
-  for (char c : first) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x80 && !std::isprint(byte)) return false;
-  }
-  return true;
-}
-
-int64_t CountUnknownBinaryFields(const tf::RunMetadata& metadata) {
-  int64_t count = 0;
-  auto unknown = [](const pb::Message& message) {
-    return message.GetReflection()->GetUnknownFields(message).field_count();
-  };
-  count += unknown(metadata);
-  count += unknown(metadata.step_stats());
-  for (const auto& device : metadata.step_stats().dev_stats()) {
-    count += unknown(device);
-    for (const auto& node : device.node_stats()) count += unknown(node);
-  }
-  return count;
-}
-
 // What a step stats file must have for us to make sense of it.
 Status Validate(const tf::RunMetadata& metadata, const std::string& name) {
   const auto& step = metadata.step_stats();
@@ -201,6 +163,44 @@ bool TextMayHoldInvalidUtf8(std::string_view text) {
 }
 
 }  // namespace
+
+// Binary: a StepStats starts with field 1 = DeviceStepStats whose first field is the device
+// *string*; a RunMetadata starts with field 1 = StepStats whose first field is a *message*.
+// Peek two levels down to tell them apart.
+bool BinaryLooksLikeBareStepStats(std::string_view bytes) {
+  size_t pos = 0;
+  uint64_t tag = 0;
+  uint64_t length = 0;
+  if (!ReadVarint(bytes, pos, tag) || tag != 0x0a) return false;
+  if (!ReadVarint(bytes, pos, length) || length > bytes.size() - pos) return false;
+  std::string_view inner = bytes.substr(pos, length);
+  pos = 0;
+  if (!ReadVarint(inner, pos, tag) || tag != 0x0a) return false;
+  if (!ReadVarint(inner, pos, length) || length > inner.size() - pos) return false;
+  const std::string_view first = inner.substr(pos, length);
+  // A device name: text starting with '/' (TF's device names always do); bytes past ASCII are
+  // allowed (UTF-8, or invalid UTF-8 the parse below repairs).
+  if (first.empty() || first[0] != '/') return false;
+  for (char c : first) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x80 && !std::isprint(byte)) return false;
+  }
+  return true;
+}
+
+int64_t CountUnknownBinaryFields(const tf::RunMetadata& metadata) {
+  int64_t count = 0;
+  auto unknown = [](const pb::Message& message) {
+    return message.GetReflection()->GetUnknownFields(message).field_count();
+  };
+  count += unknown(metadata);
+  count += unknown(metadata.step_stats());
+  for (const auto& device : metadata.step_stats().dev_stats()) {
+    count += unknown(device);
+    for (const auto& node : device.node_stats()) count += unknown(node);
+  }
+  return count;
+}
 
 bool LooksLikeTextProto(std::string_view bytes) {
   const std::string_view field = FirstTextField(bytes);

@@ -34,6 +34,13 @@ StatusOr<ParsedStepStats> ParseStepStats(std::string_view bytes, const std::stri
 // binary protobuf.
 bool LooksLikeTextProto(std::string_view bytes);
 
+// Binary input: true when it starts as a bare StepStats rather than a RunMetadata.
+bool BinaryLooksLikeBareStepStats(std::string_view bytes);
+
+// Unknown fields of a RunMetadata, its StepStats, devices and nodes (what a pb -> pb conversion
+// keeps: `unknown_binary_fields_kept`).
+int64_t CountUnknownBinaryFields(const tf::RunMetadata& metadata);
+
 struct SerializeOptions {
   // Text only. false (the default): the text holds TensorFlow's fields only, so TensorFlow's
   // own text parser (`google.protobuf.text_format.Parse` into tensorflow.RunMetadata) reads it;

@@ -160,6 +160,10 @@ void TraceBuilder::SetRunMetadata(std::shared_ptr<tf::RunMetadata> metadata) {
   run_metadata_ = std::move(metadata);
 }
 
+void TraceBuilder::SetSerializedNodes(SerializedNodes nodes) {
+  serialized_nodes_ = std::make_unique<SerializedNodes>(std::move(nodes));
+}
+
 namespace {
 
 // Places the slices of one source track onto lanes so that no lane holds a partial overlap.
@@ -253,7 +257,20 @@ Trace TraceBuilder::Build() && {
   // Readers that add each track's slices in time order (XSpace lines, our own protobuf) need no
   // sort.
   if (!std::is_sorted(order.begin(), order.end(), by_track_then_time)) {
-    std::sort(order.begin(), order.end(), by_track_then_time);
+    // The keys sorted side by side: comparing through `order` fetches two slices per comparison.
+    struct Key {
+      uint32_t track, index;
+      int64_t start, dur;
+    };
+    std::vector<Key> keys(slices.size());
+    for (uint32_t i = 0; i < keys.size(); ++i) keys[i] = {slices[i].track, i, slices[i].start_ns, slices[i].dur_ns};
+    std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
+      if (x.track != y.track) return x.track < y.track;
+      if (x.start != y.start) return x.start < y.start;
+      if (x.dur != y.dur) return x.dur > y.dur;
+      return x.index < y.index;
+    });
+    for (size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].index;
   }
 
   // Nesting depth and overlap lanes, track by track.
@@ -268,7 +285,17 @@ Trace TraceBuilder::Build() && {
     if (!tracks[track].concurrent) trace_.import_stats_.Add("overlap_moved_to_lane", moved);
     begin = end;
   }
-  if (tracks.size() != source_tracks) std::sort(order.begin(), order.end(), by_track_then_time);
+  if (tracks.size() != source_tracks) {
+    // Some slices moved to overlap lanes. Each lane holds slices of one source track, in that
+    // track's time order, and lanes come after all source tracks (those of a lower track first):
+    // a stable pass by track gives the same order as sorting by (track, time) again.
+    std::vector<uint32_t> begin(tracks.size() + 1, 0);
+    for (uint32_t index : order) ++begin[slices[index].track + 1];
+    for (size_t t = 0; t < tracks.size(); ++t) begin[t + 1] += begin[t];
+    std::vector<uint32_t> by_track(order.size());
+    for (uint32_t index : order) by_track[begin[slices[index].track]++] = index;
+    order.swap(by_track);
+  }
 
   // Apply the permutation to slices, refs and flows.
   std::vector<Slice> sorted(slices.size());
@@ -311,6 +338,9 @@ Trace TraceBuilder::Build() && {
   if (run_metadata_ != nullptr) {
     trace_.node_store_ = NodeStore::Build(*run_metadata_, trace_.node_refs_, &trace_.node_entries_);
     run_metadata_.reset();
+  } else if (serialized_nodes_ != nullptr) {
+    trace_.node_store_ = NodeStore::Build(*serialized_nodes_, trace_.node_refs_, &trace_.node_entries_);
+    serialized_nodes_.reset();
   }
 
   trace_.track_begin_.assign(tracks.size() + 1, 0);

@@ -11,7 +11,7 @@
 //  - Flows and node references follow the sorted slice order.
 //  - Whatever an import repaired or skipped is counted by name in import_stats().
 // StepStats inputs keep their full RunMetadata, compactly (NodeStore: each node serialised and
-// deflated, parsed back on demand), so outputs, allocation descriptions and memory stats stay
+// compressed, parsed back on demand), so outputs, allocation descriptions and memory stats stay
 // reachable from each slice (node(), NodeReader) and a pb -> pb conversion loses nothing.
 // Kineto kernel and copy arguments live in side tables holding only the slices that have them.
 #pragma once
@@ -35,6 +35,7 @@ class DeviceStepStats;
 namespace stepscope::trace {
 
 class NodeStore;
+struct SerializedNodes;
 
 enum class TrackKind : uint8_t {
   kHost,           // a process: host and rank (the root of a track tree)
@@ -239,7 +240,7 @@ class Trace {
     return slice < node_refs_.size() ? node_refs_[slice] : NodeRef{};
   }
   // One slice's NodeExecStats, parsed on demand (null when it has none). For passes over many
-  // slices use NodeReader, which inflates each block once.
+  // slices use NodeReader, which decompresses each block once.
   std::unique_ptr<tf::NodeExecStats> node(uint32_t slice) const;
   const NodeStore* node_store() const { return node_store_.get(); }
   // The store entry of a slice's node, NodeRef::kNone when it has none.
@@ -308,6 +309,7 @@ class TraceBuilder {
   // Adds a slice with absolute times; returns its index (valid for AddFlow until Build).
   uint32_t AddSlice(const Slice& slice, NodeRef ref = {});
   Slice& MutableSlice(uint32_t index) { return trace_.slices_[index]; }
+  const Slice& slice(uint32_t index) const { return trace_.slices_[index]; }
   void AddFlow(const Flow& flow) { trace_.flows_.push_back(flow); }
   // Counter times are absolute ns.
   void AddCounter(CounterSeries series) { trace_.counters_.push_back(std::move(series)); }
@@ -320,6 +322,8 @@ class TraceBuilder {
   }
   // The builder takes the metadata over: Build() moves its nodes into the Trace's node store.
   void SetRunMetadata(std::shared_ptr<tf::RunMetadata> metadata);
+  // Or the nodes as wire bytes (binary input): Build() copies them into the node store.
+  void SetSerializedNodes(SerializedNodes nodes);
   // Kineto arguments of a slice added before (`slice` is the AddSlice index).
   void AddKernelArgs(const KernelArgs& args) { trace_.kernel_args_.push_back(args); }
   void AddTransferArgs(const TransferArgs& args) { trace_.transfer_args_.push_back(args); }
@@ -337,6 +341,7 @@ class TraceBuilder {
   Trace trace_;
   bool has_refs_ = false;
   std::shared_ptr<tf::RunMetadata> run_metadata_;
+  std::unique_ptr<SerializedNodes> serialized_nodes_;
 };
 
 }  // namespace stepscope::trace
