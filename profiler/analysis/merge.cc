@@ -15,6 +15,8 @@ using trace::TraceBuilder;
 
 namespace {
 
+constexpr trace::StringId kUnmapped = ~trace::StringId{0};
+
 bool IsTraceFileName(const std::string& name) {
   for (const char* suffix : {".pb", ".pbtxt", ".json", ".pftrace", ".perfetto-trace", ".pb.gz", ".pbtxt.gz",
                              ".json.gz", ".pftrace.gz", ".perfetto-trace.gz"}) {
@@ -193,13 +195,19 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
       }
     }
     const int64_t shift = input.epoch_ns() + merged.offset_ns;
+    // The input's strings in the merged table, each interned once (not once per slice).
+    std::vector<trace::StringId> string_map(input.strings().size(), kUnmapped);
+    auto merged_string = [&](trace::StringId id) {
+      if (string_map[id] == kUnmapped) string_map[id] = builder.Intern(input.str(id));
+      return string_map[id];
+    };
     uint32_t base = 0;
     for (uint32_t s = 0; s < input.slices().size(); ++s) {
       trace::Slice copy = input.slices()[s];
       copy.start_ns += shift;
       copy.track = track_map[copy.track];
-      copy.name = builder.Intern(input.str(copy.name));
-      copy.op_type = builder.Intern(input.str(copy.op_type));
+      copy.name = merged_string(copy.name);
+      copy.op_type = merged_string(copy.op_type);
       trace::NodeRef node_ref = input.node_ref(s);
       if (node_ref.valid() && metadata != nullptr && input.has_step_stats()) {
         node_ref.device += device_base;
@@ -220,6 +228,14 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
     for (trace::TransferArgs args : input.all_transfer_args()) {
       args.slice += base;
       builder.AddTransferArgs(args);
+    }
+    // Free-form arguments (XSpace stats, Perfetto debug annotations) too.
+    for (const trace::SliceArg& arg : input.all_slice_args()) {
+      if (arg.is_number) {
+        builder.AddSliceArg(arg.slice + base, merged_string(arg.key), arg.number);
+      } else {
+        builder.AddSliceArg(arg.slice + base, merged_string(arg.key), merged_string(arg.value));
+      }
     }
     for (const trace::CounterSeries& counter : input.counters()) {
       trace::CounterSeries copy = counter;

@@ -1,6 +1,8 @@
 // Each analysis on traces where the right answer is known by construction.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/diff.h"
 #include "profiler/analysis/merge.h"
@@ -232,6 +234,41 @@ TEST(MergeTest, OtherHostWithoutSyncRecordIsReportedUnaligned) {
   EXPECT_EQ(merged.report.unaligned, 1);
   EXPECT_EQ(merged.report.inputs[1].alignment, "unaligned");
   EXPECT_EQ(merged.trace.import_stats().Get("merge_clock_unaligned"), 1);
+}
+
+// Free-form arguments (here the real JAX and TensorFlow 2 XSpace fixtures' stats) follow their
+// slices into the merge: none is dropped, each with its key and value.
+TEST(MergeTest, SliceArgumentsFollowTheirSlices) {
+  std::vector<trace::Trace> traces;
+  for (const char* name : {"xspace/jax_mlp_cpu.xplane.pb.gz", "xspace/tf2_keras_mlp_cpu.xplane.pb.gz"}) {
+    auto trace = trace::ReadTrace(stepscope::testing::DataPath(name));
+    ASSERT_TRUE(trace.ok()) << trace.status().message();
+    ASSERT_FALSE(trace->all_slice_args().empty()) << name;
+    traces.push_back(std::move(trace).value());
+  }
+  // Per input: its slices' names and arguments as text, to find again in the merge.
+  std::multiset<std::string> expected;
+  auto describe = [](const trace::Trace& t, uint32_t slice) {
+    std::string text(t.str(t.slices()[slice].name));
+    for (const trace::SliceArg& arg : t.slice_args(slice)) {
+      text += " " + std::string(t.str(arg.key)) + "=" + arg.Text(t.strings());
+    }
+    return text;
+  };
+  size_t args = 0;
+  for (const trace::Trace& t : traces) {
+    args += t.all_slice_args().size();
+    for (uint32_t k = 0; k < t.slices().size(); ++k) {
+      if (!t.slice_args(k).empty()) expected.insert(describe(t, k));
+    }
+  }
+  const MergeResult merged = MergeTraces(std::move(traces));
+  EXPECT_EQ(merged.trace.all_slice_args().size(), args);
+  std::multiset<std::string> found;
+  for (uint32_t k = 0; k < merged.trace.slices().size(); ++k) {
+    if (!merged.trace.slice_args(k).empty()) found.insert(describe(merged.trace, k));
+  }
+  EXPECT_EQ(found, expected);
 }
 
 TEST(MergeTest, DirectoryWithoutTracesIsAClearError) {
