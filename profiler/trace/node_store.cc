@@ -25,6 +25,7 @@ uint32_t FieldsOf(const tf::NodeExecStats& node) {
   if (node.has_kernel()) fields |= kNodeKernel;
   if (node.has_memcpy()) fields |= kNodeMemcpy;
   if (node.has_collective()) fields |= kNodeCollective;
+  if (node.correlation_id() != 0) fields |= kNodeCorrelation;
   return fields;
 }
 
@@ -249,6 +250,14 @@ bool NodeStore::Reader::ParseInto(uint32_t entry, tf::NodeExecStats* node) {
   const std::string_view bytes = EntryBytes(entry);
   if (bytes.data() == nullptr) return false;
   return node->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+}
+
+std::string_view NodeStore::Reader::Bytes(uint32_t entry) {
+  if (entry >= store_.entry_count_) return {};
+  if ((store_.block_fields_[store_.BlockOf(entry)] & needed_fields_) == 0 && needed_fields_ != kNodeAnyField) {
+    return {};
+  }
+  return EntryBytes(entry);
 }
 
 const tf::NodeExecStats* NodeStore::Reader::Get(uint32_t entry) {

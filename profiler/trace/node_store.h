@@ -30,6 +30,7 @@ enum NodeField : uint32_t {
   kNodeKernel = 1u << 4,        // kernel
   kNodeMemcpy = 1u << 5,        // memcpy
   kNodeCollective = 1u << 6,    // collective
+  kNodeCorrelation = 1u << 7,   // correlation_id
   kNodeAnyField = 0xffffffffu,
 };
 
@@ -66,6 +67,10 @@ class NodeStore {
     const tf::NodeExecStats* Get(uint32_t entry);
     // Parses the entry into `node` (all fields); false when it does not parse.
     bool ParseInto(uint32_t entry, tf::NodeExecStats* node);
+    // The entry's NodeExecStats wire bytes, valid until the next call, for passes that walk a
+    // few fields rather than parse them all; empty when the block holds none of the needed
+    // fields (or the entry does not exist).
+    std::string_view Bytes(uint32_t entry);
 
    private:
     bool LoadBlock(size_t block);
@@ -102,6 +107,8 @@ class NodeReader {
   NodeReader& operator=(const NodeReader&) = delete;
   // Valid until the next call; null when the slice has no node.
   const tf::NodeExecStats* Get(uint32_t slice);
+  // The slice's node as NodeExecStats wire bytes (NodeStore::Reader::Bytes); empty when none.
+  std::string_view Bytes(uint32_t slice);
 
  private:
   const Trace& trace_;

@@ -33,6 +33,7 @@ struct Decoded {
   std::vector<SliceSeen> slices;
   std::map<uint64_t, const pp::TrackDescriptor*> tracks;
   std::map<uint64_t, int64_t> counter_points;  // per counter track
+  std::map<uint64_t, std::vector<int64_t>> counter_values;  // per counter track, in bytes
   std::multiset<uint64_t> flow_starts, flow_ends;
   std::set<uint32_t> sequences;
   int64_t snapshots = 0;
@@ -46,6 +47,8 @@ Decoded Decode(const pp::Trace& trace) {
     uint64_t default_track = 0;
     bool incremental = false;  // the sequence clock 64 is incremental
     int64_t last = 0;
+    int64_t unit = 1;  // ns per tick of clock 64
+    std::map<uint64_t, int64_t> counter_last;  // incremental counters
   };
   std::map<uint32_t, Interned> interned;
   std::map<uint64_t, std::vector<size_t>> open;  // per track: indices into d.slices
@@ -62,6 +65,7 @@ Decoded Decode(const pp::Trace& trace) {
         if (c.clock_id() == 64) {
           in.incremental = c.is_incremental();
           in.last = static_cast<int64_t>(c.timestamp());
+          in.unit = c.has_unit_multiplier_ns() ? static_cast<int64_t>(c.unit_multiplier_ns()) : 1;
         }
       }
     }
@@ -79,9 +83,11 @@ Decoded Decode(const pp::Trace& trace) {
     if (packet.has_track_descriptor()) d.tracks[packet.track_descriptor().uuid()] = &packet.track_descriptor();
     if (!packet.has_track_event()) continue;
     const pp::TrackEvent& e = packet.track_event();
-    // Timestamps on an incremental clock are deltas from the sequence's previous one.
+    // Timestamps on an incremental clock are deltas from the sequence's previous one, in the
+    // clock's unit.
     int64_t ts = static_cast<int64_t>(packet.timestamp());
     if (in.incremental) ts = in.last += ts;
+    ts *= in.unit;
     const uint64_t track = e.has_track_uuid() ? e.track_uuid() : in.default_track;
     if (!d.tracks.count(track)) d.problems.push_back("event before its track descriptor");
     switch (e.type()) {
@@ -92,8 +98,10 @@ Decoded Decode(const pp::Trace& trace) {
         Decoded::SliceSeen s;
         s.track = track;
         s.start = ts;
-        if (!in.names.count(e.name_iid())) d.problems.push_back("name iid not interned");
-        s.name = in.names[e.name_iid()];
+        // Names used more than once on the sequence are interned, the others inline.
+        if (e.has_name_iid() && !in.names.count(e.name_iid())) d.problems.push_back("name iid not interned");
+        if (!e.has_name_iid() && !e.has_name()) d.problems.push_back("slice without a name");
+        s.name = e.has_name() ? e.name() : in.names[e.name_iid()];
         if (e.category_iids_size() != 1) d.problems.push_back("slice without one category");
         if (e.category_iids_size() > 0) s.category = in.categories[e.category_iids(0)];
         for (const auto& a : e.debug_annotations()) {
@@ -101,7 +109,11 @@ Decoded Decode(const pp::Trace& trace) {
         }
         // The node name is the first annotation, "name" (later ones of that name are stats).
         if (e.debug_annotations_size() > 0 && in.keys[e.debug_annotations(0).name_iid()] == "name") {
-          s.node = in.values[e.debug_annotations(0).string_value_iid()];
+          const pp::DebugAnnotation& a = e.debug_annotations(0);
+          if (a.has_string_value_iid() && !in.values.count(a.string_value_iid())) {
+            d.problems.push_back("string value iid not interned");
+          }
+          s.node = a.has_string_value() ? a.string_value() : in.values[a.string_value_iid()];
         }
         for (uint64_t id : e.flow_ids()) d.flow_starts.insert(id);
         for (uint64_t id : e.terminating_flow_ids()) d.flow_ends.insert(id);
@@ -122,12 +134,24 @@ Decoded Decode(const pp::Trace& trace) {
         if (!stack.empty() && d.slices[stack.back()].start > s.start) d.problems.push_back("bad nesting");
         break;
       }
-      case pp::TrackEvent::TYPE_COUNTER:
+      case pp::TrackEvent::TYPE_COUNTER: {
         if (!d.tracks.count(track) || !d.tracks[track]->has_counter()) {
           d.problems.push_back("counter value on a track without CounterDescriptor");
+          break;
         }
         ++d.counter_points[track];
+        // Incremental counters: deltas from the sequence's previous value, in the counter's unit.
+        const pp::CounterDescriptor& counter = d.tracks[track]->counter();
+        int64_t value = e.counter_value();
+        if (counter.is_incremental()) {
+          if (!(packet.sequence_flags() & pp::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE)) {
+            d.problems.push_back("incremental counter without SEQ_NEEDS_INCREMENTAL_STATE");
+          }
+          value = in.counter_last[track] += value;
+        }
+        d.counter_values[track].push_back(value * (counter.has_unit_multiplier() ? counter.unit_multiplier() : 1));
         break;
+      }
       default: d.problems.push_back("unexpected event type"); break;
     }
   }
@@ -189,6 +213,11 @@ TEST(PerfettoProtoTest, DecodesWithPerfettosDefinitionsTfGpuStep) {
     EXPECT_TRUE(d.tracks.at(uuid)->has_parent_uuid());
   }
   EXPECT_EQ(decoded_points, points);
+  // Their values, the deltas summed and scaled back, series by series.
+  std::multiset<std::vector<int64_t>> want_values, got_values;
+  for (const CounterSeries& c : source.counters()) want_values.insert(c.values);
+  for (const auto& [uuid, values] : d.counter_values) got_values.insert(values);
+  EXPECT_TRUE(want_values == got_values);
   // The descriptors' sequence, then one sequence per track with events (each with its clock
   // snapshot); the host is a process track.
   std::set<uint32_t> tracks_with_events;
