@@ -46,24 +46,6 @@ std::string Deflate(const std::string& plain) {
   return out;
 }
 
-bool Inflate(const std::string& compressed, std::string& plain) {
-  z_stream stream{};
-  if (inflateInit2(&stream, -15) != Z_OK) return false;
-  plain.resize(std::max<size_t>(plain.capacity(), kBlockTargetBytes * 2));
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
-  stream.avail_in = static_cast<uInt>(compressed.size());
-  int result = Z_OK;
-  while (result == Z_OK) {
-    if (stream.total_out == plain.size()) plain.resize(plain.size() * 2);
-    stream.next_out = reinterpret_cast<Bytef*>(plain.data() + stream.total_out);
-    stream.avail_out = static_cast<uInt>(plain.size() - stream.total_out);
-    result = inflate(&stream, Z_NO_FLUSH);
-  }
-  plain.resize(stream.total_out);
-  inflateEnd(&stream);
-  return result == Z_STREAM_END;
-}
-
 // Collects entries into blocks.
 class BlockWriter {
  public:
@@ -71,7 +53,12 @@ class BlockWriter {
                        std::vector<uint32_t>& fields)
       : blocks_(blocks), first_entry_(first_entry), fields_(fields) {}
 
-  void Add(const tf::NodeExecStats& node) {
+  // `device` is the node's dev_stats index: a block holds one device's nodes, so a pass that
+  // needs none of a device (TensorFlow's /stream:all and /memcpy repeats, which exporters skip)
+  // inflates none of its blocks.
+  void Add(const tf::NodeExecStats& node, uint32_t device) {
+    if (entries_in_block_ > 0 && device != device_) Flush();
+    device_ = device;
     if (entries_in_block_ == 0) {
       first_entry_.push_back(next_entry_);
       fields_.push_back(0);
@@ -124,9 +111,48 @@ class BlockWriter {
   std::vector<std::string> plain_blocks_;  // serialised, waiting to be deflated
   uint32_t entries_in_block_ = 0;
   uint32_t next_entry_ = 0;
+  uint32_t device_ = 0;
 };
 
 }  // namespace
+
+// One inflate stream per reader, reset between blocks (setting one up for every block would
+// allocate its state and window each time).
+class NodeStore::Reader::Inflater {
+ public:
+  Inflater() { ok_ = inflateInit2(&stream_, -15) == Z_OK; }
+  ~Inflater() {
+    if (ok_) inflateEnd(&stream_);
+  }
+  Inflater(const Inflater&) = delete;
+  Inflater& operator=(const Inflater&) = delete;
+
+  bool Inflate(const std::string& compressed, std::string& plain) {
+    if (!ok_ || inflateReset(&stream_) != Z_OK) return false;
+    // Blocks inflate to about kBlockTargetBytes: room for that without zero-filling more.
+    if (plain.size() < kBlockTargetBytes * 2) plain.resize(kBlockTargetBytes * 2);
+    stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+    stream_.avail_in = static_cast<uInt>(compressed.size());
+    size_t out = 0;
+    int result = Z_OK;
+    while (result == Z_OK) {
+      if (out == plain.size()) plain.resize(plain.size() * 2);
+      stream_.next_out = reinterpret_cast<Bytef*>(plain.data() + out);
+      stream_.avail_out = static_cast<uInt>(plain.size() - out);
+      result = inflate(&stream_, Z_NO_FLUSH);
+      out = plain.size() - stream_.avail_out;
+    }
+    plain_size_ = out;
+    return result == Z_STREAM_END;
+  }
+  // Bytes of the last inflated block (`plain` keeps its larger size, so it is never refilled).
+  size_t plain_size() const { return plain_size_; }
+
+ private:
+  z_stream stream_{};
+  bool ok_ = false;
+  size_t plain_size_ = 0;
+};
 
 std::shared_ptr<const NodeStore> NodeStore::Build(tf::RunMetadata& metadata, std::span<const NodeRef> slice_refs,
                                                   std::vector<uint32_t>* entry_of_slice) {
@@ -152,13 +178,13 @@ std::shared_ptr<const NodeStore> NodeStore::Build(tf::RunMetadata& metadata, std
     if (!valid(ref)) continue;
     if (!dense) (*entry_of_slice)[s] = writer.entries();
     stored[ref.device][ref.node] = true;
-    writer.Add(step->dev_stats(static_cast<int>(ref.device)).node_stats(static_cast<int>(ref.node)));
+    writer.Add(step->dev_stats(static_cast<int>(ref.device)).node_stats(static_cast<int>(ref.node)), ref.device);
   }
   for (uint32_t d = 0; d < stored.size(); ++d) {
     for (uint32_t n = 0; n < stored[d].size(); ++n) {
       if (stored[d][n]) continue;
       store->unreferenced_.push_back(NodeRef{d, n});
-      writer.Add(step->dev_stats(static_cast<int>(d)).node_stats(static_cast<int>(n)));
+      writer.Add(step->dev_stats(static_cast<int>(d)).node_stats(static_cast<int>(n)), d);
     }
   }
   writer.Finish();
@@ -217,32 +243,54 @@ NodeStore::Reader::Reader(const NodeStore& store, uint32_t needed_fields)
 NodeStore::Reader::~Reader() = default;
 
 bool NodeStore::Reader::LoadBlock(size_t block) {
-  if (block == block_) return true;
-  block_ = SIZE_MAX;
-  spans_.clear();
-  if (!Inflate(store_.blocks_[block], plain_)) return false;
+  ++uses_;
+  if (current_ != nullptr && current_->block == block) {
+    current_->last_use = uses_;
+    return true;
+  }
+  current_ = nullptr;
+  Inflated* slot = nullptr;
+  for (Inflated& cached : cache_) {
+    if (cached.block == block) {
+      cached.last_use = uses_;
+      current_ = &cached;
+      return true;
+    }
+    if (slot == nullptr || cached.last_use < slot->last_use) slot = &cached;
+  }
+  if (cache_.size() < kCachedBlocks) {
+    cache_.reserve(kCachedBlocks);  // never moved: no reallocation after this
+    slot = &cache_.emplace_back();
+  }
+  slot->block = SIZE_MAX;
+  slot->spans.clear();
+  if (inflater_ == nullptr) inflater_ = std::make_unique<Inflater>();
+  if (!inflater_->Inflate(store_.blocks_[block], slot->plain)) return false;
+  const std::string_view plain(slot->plain.data(), inflater_->plain_size());
   const uint32_t entries = store_.block_first_entry_[block + 1] - store_.block_first_entry_[block];
   size_t at = 0;
   for (uint32_t e = 0; e < entries; ++e) {
     uint64_t size = 0;
-    for (int shift = 0; at < plain_.size(); shift += 7) {
-      const auto byte = static_cast<uint8_t>(plain_[at++]);
+    for (int shift = 0; at < plain.size(); shift += 7) {
+      const auto byte = static_cast<uint8_t>(plain[at++]);
       size |= static_cast<uint64_t>(byte & 0x7f) << shift;
       if ((byte & 0x80) == 0 || shift > 56) break;
     }
-    if (size > plain_.size() - at) return false;
-    spans_.emplace_back(static_cast<uint32_t>(at), static_cast<uint32_t>(size));
+    if (size > plain.size() - at) return false;
+    slot->spans.emplace_back(static_cast<uint32_t>(at), static_cast<uint32_t>(size));
     at += size;
   }
-  block_ = block;
+  slot->block = block;
+  slot->last_use = uses_;
+  current_ = slot;
   return true;
 }
 
 std::string_view NodeStore::Reader::EntryBytes(uint32_t entry) {
   const size_t block = store_.BlockOf(entry);
   if (!LoadBlock(block)) return {};
-  const auto [begin, size] = spans_[entry - store_.block_first_entry_[block]];
-  return std::string_view(plain_).substr(begin, size);
+  const auto [begin, size] = current_->spans[entry - store_.block_first_entry_[block]];
+  return std::string_view(current_->plain.data() + begin, size);
 }
 
 bool NodeStore::Reader::ParseInto(uint32_t entry, tf::NodeExecStats* node) {

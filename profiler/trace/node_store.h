@@ -54,8 +54,9 @@ class NodeStore {
   std::shared_ptr<tf::RunMetadata> Rebuild(std::span<const NodeRef> slice_refs,
                                            std::span<const uint32_t> entry_of_slice) const;
 
-  // Reads entries; keeps the last inflated block, so reading in entry order inflates each block
-  // once. Not shared between threads (each pass makes its own).
+  // Reads entries; keeps the last few inflated blocks, so reading in entry order inflates each
+  // block once, and so does a pass that moves between a few runs of entries (the Perfetto writer
+  // visits a host's tracks in time order). Not shared between threads (each pass makes its own).
   class Reader {
    public:
     explicit Reader(const NodeStore& store, uint32_t needed_fields = kNodeAnyField);
@@ -78,9 +79,19 @@ class NodeStore {
 
     const NodeStore& store_;
     uint32_t needed_fields_;
-    size_t block_ = SIZE_MAX;
-    std::string plain_;              // the inflated block
-    std::vector<std::pair<uint32_t, uint32_t>> spans_;  // (start, size) of each entry in plain_
+    class Inflater;
+    std::unique_ptr<Inflater> inflater_;
+    struct Inflated {
+      size_t block = SIZE_MAX;
+      uint64_t last_use = 0;
+      std::string plain;                                 // the inflated block, and room after it
+      std::vector<std::pair<uint32_t, uint32_t>> spans;  // (start, size) of each entry in plain
+    };
+    // At most kCachedBlocks (32 KB each); the least recently used is replaced.
+    static constexpr size_t kCachedBlocks = 16;
+    std::vector<Inflated> cache_;
+    Inflated* current_ = nullptr;
+    uint64_t uses_ = 0;
     std::unique_ptr<tf::NodeExecStats> node_;
   };
 

@@ -83,7 +83,7 @@ class ProtoExporter {
   explicit ProtoExporter(const Trace& trace) : trace_(trace) {}
 
   std::string Run() {
-    out_.reserve(trace_.slices().size() * 64 + 4096);
+    out_.reserve(trace_.slices().size() * 80 + 4096);
     IndexFlows();
     IndexArgs();
     const auto& tracks = trace_.tracks();
@@ -114,27 +114,23 @@ class ProtoExporter {
       }
     }
     for (size_t c = 0; c < trace_.counters().size(); ++c) CounterDescriptor(c);
-    // Then one sequence per track with events: its own clock snapshot, default track and
-    // incremental clock, so each event's timestamp is a small delta and no event names its track.
+    // Then one sequence per host (root track) with events: its own clock snapshot, incremental
+    // clock and interned strings, its busiest track as the default; the events of all its tracks
+    // (and its counters) in time order, so timestamps are small deltas and every name, node
+    // name and input is written once for the host whichever lane or stream uses it.
     uint32_t sequence = kDescriptorSequence;
     uses_.assign(trace_.strings().size(), Uses{});
-    for (uint32_t t = 0; t < tracks.size(); ++t) {
-      bool any = false;
-      for (const Slice& s : trace_.track_slices(t)) any = any || !s.duplicate();
-      if (!any) continue;
-      const uint64_t unit = PlanTrack(t);
-      BeginSequence(++sequence, TrackUuid(t), unit);
-      Slices(t, sequence);
+    for (uint32_t root = 0; root < tracks.size(); ++root) {
+      if (tracks[root].parent < 0 && needed_[root]) HostSequence(root, root_of, sequence);
     }
+    // A counter on no track has a sequence of its own.
     for (size_t c = 0; c < trace_.counters().size(); ++c) {
-      const CounterSeries& counter = trace_.counters()[c];
-      if (counter.ts_ns.empty()) continue;
-      uint64_t unit = 0;
-      for (int64_t ts : counter.ts_ns) unit = ClockUnit(unit, ts);
-      BeginSequence(++sequence, CounterUuid(c), unit);
-      CounterValues(c, sequence);
+      if (trace_.counters()[c].track >= 0 || trace_.counters()[c].ts_ns.empty()) continue;
+      cursors_.clear();
+      cursors_.push_back(CounterCursor(c));
+      Merge(++sequence, CounterUuid(c));
     }
-    return std::move(out_);
+    return out_.Take();
   }
 
  private:
@@ -237,16 +233,15 @@ class ProtoExporter {
   static uint64_t ClockUnit(uint64_t unit, int64_t ts) {
     if (unit == 1) return 1;
     const uint64_t magnitude = ts < 0 ? uint64_t{0} - static_cast<uint64_t>(ts) : static_cast<uint64_t>(ts);
+    if (unit != 0 && magnitude % unit == 0) return unit;  // the common case: one division
     const uint64_t g = std::gcd(unit, magnitude);
     return g >= (uint64_t{1} << 30) ? (unit == 0 ? 0 : 1) : g;
   }
 
-  // Before a track's sequence: its clock unit, and how often each name and string value is
-  // used on it. A text used once goes inline: interning it would cost an interned entry and an
+  // Before a sequence, for each of its tracks: the clock unit (folded into `unit`), and how
+  // often each name and string value is used on the sequence. A text used once goes inline: interning it would cost an interned entry and an
   // id on top of the text.
-  uint64_t PlanTrack(uint32_t t) {
-    ++plan_;
-    uint64_t unit = 0;
+  uint64_t PlanTrack(uint32_t t, uint64_t unit) {
     const auto slices = trace_.track_slices(t);
     const uint32_t first = trace_.track_first_slice(t);
     for (uint32_t k = 0; k < slices.size(); ++k) {
@@ -256,20 +251,21 @@ class ProtoExporter {
       Use(s.op_type != 0 ? s.op_type : s.name).names++;
       const uint32_t index = first + k;
       if (s.name != s.op_type) {
-        // The node's name, and its consumers' input lists on this track (found by the dataflow).
-        uint32_t uses = 1;
-        for (uint32_t f = out_begin_[index]; f < out_begin_[index + 1]; ++f) {
-          const Flow& flow = trace_.flows()[out_ids_[f] - 1];
-          uses += flow.kind == FlowKind::kDataflow && trace_.slices()[flow.to_slice].track == t;
-        }
-        Use(s.name).values += uses;
+        Use(s.name).values++;
+      }
+      // The producers named in its input list (found by the dataflow into it), counted for the
+      // sequence; a producer on another host is counted where it is not used, which costs an
+      // interned entry and no correctness.
+      for (uint32_t f = in_begin_[index]; f < in_begin_[index + 1]; ++f) {
+        const Flow& flow = trace_.flows()[in_ids_[f] - 1];
+        if (flow.kind == FlowKind::kDataflow) Use(trace_.slices()[flow.from_slice].name).values++;
       }
       for (uint32_t a = args_begin_[index]; a < args_begin_[index + 1]; ++a) {
         const SliceArg& arg = trace_.all_slice_args()[a];
         if (!arg.is_number) Use(arg.value).values++;
       }
     }
-    return unit == 0 ? 1 : unit;
+    return unit;
   }
 
   // Uses of one string on the track being written (reset lazily per track).
@@ -333,32 +329,158 @@ class ProtoExporter {
   int64_t CounterValueUnit(size_t c) const {
     uint64_t unit = 0;
     for (int64_t v : trace_.counters()[c].values) {
-      unit = std::gcd(unit, v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v));
+      const uint64_t magnitude = v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+      if (unit != 0 && magnitude % unit == 0) continue;  // the common case: one division
+      unit = std::gcd(unit, magnitude);
       if (unit == 1) break;
     }
     return unit == 0 || unit > (uint64_t{1} << 40) ? 1 : static_cast<int64_t>(unit);
   }
 
-  // A counter's values in time order (a series out of order is sorted, stably).
-  void CounterValues(size_t c, uint32_t sequence) {
-    const CounterSeries& counter = trace_.counters()[c];
-    std::vector<uint32_t> order(counter.ts_ns.size());
-    std::iota(order.begin(), order.end(), 0u);
+  // The events of one sequence come from cursors, one per track (its slices as BEGIN/END in
+  // nesting order) or counter (its points in time order), merged by time.
+  struct Cursor {
+    bool counter = false;
+    uint32_t track = 0;             // a slice cursor's track, a counter cursor's counter index
+    uint64_t uuid = 0;
+    uint32_t next = 0;              // the next slice of the track, or the next point of `order`
+    std::vector<int64_t> open;      // ends of the open slices, innermost last
+    std::vector<uint32_t> order;    // counter points in time order (a series out of order is sorted)
+    int64_t last_value = 0;         // the counter's value on the sequence so far (in its unit)
+    int64_t value_unit = 1;
+  };
+
+  Cursor TrackCursor(uint32_t t) {
+    Cursor c;
+    c.track = t;
+    c.uuid = TrackUuid(t);
+    return c;
+  }
+  Cursor CounterCursor(size_t index) {
+    const CounterSeries& counter = trace_.counters()[index];
+    Cursor c;
+    c.counter = true;
+    c.track = static_cast<uint32_t>(index);
+    c.uuid = CounterUuid(index);
+    c.value_unit = CounterValueUnit(index);
+    c.order.resize(counter.ts_ns.size());
+    std::iota(c.order.begin(), c.order.end(), 0u);
     if (!std::is_sorted(counter.ts_ns.begin(), counter.ts_ns.end())) {
-      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return counter.ts_ns[a] < counter.ts_ns[b]; });
+      std::stable_sort(c.order.begin(), c.order.end(),
+                       [&](uint32_t a, uint32_t b) { return counter.ts_ns[a] < counter.ts_ns[b]; });
     }
-    const int64_t unit = CounterValueUnit(c);
-    int64_t last = 0;  // the sequence's incremental state starts the counter at 0
-    for (uint32_t i : order) {
+    return c;
+  }
+
+  // The time of the cursor's next event; false when it has none left. A slice ends before the
+  // next one on its track begins at or after its end (TensorFlow's /stream:all and /memcpy
+  // repeats are skipped, as in chrome).
+  bool Peek(Cursor& c, int64_t& ts) {
+    if (c.counter) {
+      if (c.next >= c.order.size()) return false;
+      ts = trace_.counters()[c.track].ts_ns[c.order[c.next]];
+      return true;
+    }
+    const auto slices = trace_.track_slices(c.track);
+    while (c.next < slices.size() && slices[c.next].duplicate()) ++c.next;
+    if (c.next < slices.size()) {
+      const Slice& s = slices[c.next];
+      ts = !c.open.empty() && c.open.back() <= s.start_ns ? c.open.back() : s.start_ns;
+      return true;
+    }
+    if (c.open.empty()) return false;
+    ts = c.open.back();
+    return true;
+  }
+
+  // Writes the cursor's next event (the one Peek saw).
+  void Step(Cursor& c, uint32_t sequence) {
+    if (c.counter) {
+      const CounterSeries& counter = trace_.counters()[c.track];
+      const uint32_t i = c.order[c.next++];
       wire::Scope p(out_, trace_proto::kPacket);
       wire::Varint(out_, packet::kTimestamp, Delta(counter.ts_ns[i]));
       SequenceHeader(sequence, true);
       wire::Scope e(out_, packet::kTrackEvent);
       wire::Varint(out_, track_event::kType, track_event::kCounter);
-      const int64_t value = counter.values[i] / unit;
-      wire::Int64(out_, track_event::kCounterValue, static_cast<int64_t>(static_cast<uint64_t>(value) - static_cast<uint64_t>(last)));
-      last = value;
+      if (c.uuid != default_uuid_) wire::Varint(out_, track_event::kTrackUuid, c.uuid);
+      // A delta from the counter's previous value on this sequence (0 after the state is cleared).
+      const int64_t value = counter.values[i] / c.value_unit;
+      wire::Int64(out_, track_event::kCounterValue,
+                  static_cast<int64_t>(static_cast<uint64_t>(value) - static_cast<uint64_t>(c.last_value)));
+      c.last_value = value;
+      return;
     }
+    const auto slices = trace_.track_slices(c.track);
+    if (c.next < slices.size() && (c.open.empty() || c.open.back() > slices[c.next].start_ns)) {
+      const Slice& s = slices[c.next];
+      Begin(trace_.track_first_slice(c.track) + c.next, s, sequence, c.uuid);
+      c.open.push_back(s.end_ns());
+      ++c.next;
+      return;
+    }
+    End(c.open.back(), sequence, c.uuid);
+    c.open.pop_back();
+  }
+
+  // Writes the sequence of cursors_ (their strings counted by Plan before): its first packet,
+  // then their events in time order (ties in cursor order, so each track keeps its own order).
+  void Merge(uint32_t sequence, uint64_t default_uuid) {
+    uint64_t unit = 0;
+    for (const Cursor& c : cursors_) {
+      if (c.counter) {
+        for (int64_t ts : trace_.counters()[c.track].ts_ns) unit = ClockUnit(unit, ts);
+      } else {
+        unit = PlanTrack(c.track, unit);
+      }
+    }
+    default_uuid_ = default_uuid;
+    BeginSequence(sequence, default_uuid, unit == 0 ? 1 : unit);
+    using Next = std::pair<int64_t, uint32_t>;  // (time, cursor)
+    std::vector<Next> heap;
+    for (uint32_t i = 0; i < cursors_.size(); ++i) {
+      int64_t ts = 0;
+      if (Peek(cursors_[i], ts)) heap.emplace_back(ts, i);
+    }
+    std::make_heap(heap.begin(), heap.end(), std::greater<>());
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      const uint32_t i = heap.back().second;
+      heap.pop_back();
+      Step(cursors_[i], sequence);
+      int64_t ts = 0;
+      if (Peek(cursors_[i], ts)) {
+        heap.emplace_back(ts, i);
+        std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      }
+    }
+  }
+
+  // A host's sequence: its tracks with kept slices and its counters; nothing when it has none.
+  void HostSequence(uint32_t root, const std::vector<int32_t>& root_of, uint32_t& sequence) {
+    cursors_.clear();
+    ++plan_;
+    size_t busiest = 0;
+    uint64_t default_uuid = 0;
+    for (uint32_t t = 0; t < trace_.tracks().size(); ++t) {
+      if (root_of[t] != static_cast<int32_t>(root)) continue;
+      size_t kept = 0;
+      for (const Slice& s : trace_.track_slices(t)) kept += !s.duplicate();
+      if (kept == 0) continue;
+      cursors_.push_back(TrackCursor(t));
+      if (kept > busiest) {
+        busiest = kept;
+        default_uuid = TrackUuid(t);
+      }
+    }
+    for (size_t c = 0; c < trace_.counters().size(); ++c) {
+      const CounterSeries& counter = trace_.counters()[c];
+      if (counter.track < 0 || root_of[counter.track] != static_cast<int32_t>(root) || counter.ts_ns.empty()) continue;
+      cursors_.push_back(CounterCursor(c));
+      if (default_uuid == 0) default_uuid = CounterUuid(c);
+    }
+    if (cursors_.empty()) return;
+    Merge(++sequence, default_uuid);
   }
 
   // Interning, per sequence, indexed by what is interned (no hashing of text): trace strings by
@@ -628,7 +750,7 @@ class ProtoExporter {
     }
   }
 
-  void Begin(uint32_t index, const Slice& s, uint32_t sequence) {
+  void Begin(uint32_t index, const Slice& s, uint32_t sequence, uint64_t uuid) {
     CollectArgs(index, s);
     // Interned data first (into side buffers: InternedData's fields in number order), then the
     // packet.
@@ -671,6 +793,7 @@ class ProtoExporter {
     wire::Scope e(out_, packet::kTrackEvent);
     wire::Varint(out_, track_event::kCategoryIids, category_iid);
     wire::Varint(out_, track_event::kType, track_event::kSliceBegin);
+    if (uuid != default_uuid_) wire::Varint(out_, track_event::kTrackUuid, uuid);
     if (name_interned) {
       wire::Varint(out_, track_event::kNameIid, name_iid);
     } else {
@@ -711,9 +834,11 @@ class ProtoExporter {
     }
   }
 
-  // Splits "a, b, ^c" into inputs_ (from the returned position on): each name with its iid when
-  // it is a producer's node name used more than once on this sequence (found among the slice's
-  // incoming dataflow, no text lookup), else 0 and written inline.
+  // Splits "a, b:1, ^c" into inputs_ (from the returned position on), each name with its iid
+  // when it is a producer's node name used more than once on this sequence (found among the
+  // slice's incoming dataflow: no text lookup), else 0 and written inline. Inputs interned by
+  // their text would make the file smaller but its gzip larger (an iid compresses worse than a
+  // repeated name does; docs/formats.md §7).
   uint64_t SplitInputs(uint32_t index, std::string_view text) {
     inputs_.clear();
     for (;;) {
@@ -734,34 +859,13 @@ class ProtoExporter {
     return 0;
   }
 
-  void End(int64_t ts, uint32_t sequence) {
+  void End(int64_t ts, uint32_t sequence, uint64_t uuid) {
     wire::Scope p(out_, trace_proto::kPacket);
     wire::Varint(out_, packet::kTimestamp, Delta(ts));
     SequenceHeader(sequence, false);
     wire::Scope e(out_, packet::kTrackEvent);
     wire::Varint(out_, track_event::kType, track_event::kSliceEnd);
-  }
-
-  // A track's slices in nesting order: each END before the next BEGIN at or after it.
-  void Slices(uint32_t t, uint32_t sequence) {
-    const auto slices = trace_.track_slices(t);
-    if (slices.empty()) return;
-    const uint32_t first = trace_.track_first_slice(t);
-    open_.clear();
-    for (uint32_t k = 0; k < slices.size(); ++k) {
-      const Slice& s = slices[k];
-      if (s.duplicate()) continue;  // TensorFlow's /stream:all and /memcpy repeats, as in chrome
-      while (!open_.empty() && open_.back() <= s.start_ns) {
-        End(open_.back(), sequence);
-        open_.pop_back();
-      }
-      Begin(first + k, s, sequence);
-      open_.push_back(s.end_ns());
-    }
-    while (!open_.empty()) {
-      End(open_.back(), sequence);
-      open_.pop_back();
-    }
+    if (uuid != default_uuid_) wire::Varint(out_, track_event::kTrackUuid, uuid);
   }
 
   const Trace& trace_;
@@ -769,7 +873,7 @@ class ProtoExporter {
   NodeReader nodes_{trace_, kNodeLabel | kNodeOutputs | kNodeKernel | kNodeMemcpy | kNodeCorrelation};
   tf::NodeExecStats node_;
   std::map<int, std::string> dtype_names_;
-  std::string out_;
+  wire::Buffer out_;
   std::string interned_names_, interned_categories_, interned_keys_, interned_values_;
   InternTable names_, categories_, keys_, strings_;
   uint32_t sequence_ = 0;
@@ -785,7 +889,8 @@ class ProtoExporter {
   std::vector<Arg> args_;
   std::vector<std::pair<uint64_t, uint64_t>> annotation_iids_;
   std::vector<std::pair<std::string_view, uint64_t>> inputs_;  // of the slice being written
-  std::vector<int64_t> open_;
+  std::vector<Cursor> cursors_;
+  uint64_t default_uuid_ = 0;
   std::vector<bool> needed_;
   std::vector<uint32_t> args_begin_, kernel_index_, transfer_index_;
   std::vector<uint32_t> out_begin_, in_begin_;

@@ -36,6 +36,8 @@ struct Decoded {
   std::map<uint64_t, std::vector<int64_t>> counter_values;  // per counter track, in bytes
   std::multiset<uint64_t> flow_starts, flow_ends;
   std::set<uint32_t> sequences;
+  std::set<int64_t> clock_units;  // of the sequence clocks
+  int64_t input_names = 0, interned_input_names = 0;  // elements of "inputs" arrays
   int64_t snapshots = 0;
   std::vector<std::string> problems;
 };
@@ -66,6 +68,7 @@ Decoded Decode(const pp::Trace& trace) {
           in.incremental = c.is_incremental();
           in.last = static_cast<int64_t>(c.timestamp());
           in.unit = c.has_unit_multiplier_ns() ? static_cast<int64_t>(c.unit_multiplier_ns()) : 1;
+          d.clock_units.insert(in.unit);
         }
       }
     }
@@ -106,6 +109,13 @@ Decoded Decode(const pp::Trace& trace) {
         if (e.category_iids_size() > 0) s.category = in.categories[e.category_iids(0)];
         for (const auto& a : e.debug_annotations()) {
           if (!in.keys.count(a.name_iid())) d.problems.push_back("annotation name not interned");
+          if (in.keys[a.name_iid()] != "inputs") continue;
+          for (const auto& element : a.array_values()) {
+            ++d.input_names;
+            if (!element.has_string_value_iid()) continue;
+            ++d.interned_input_names;
+            if (!in.values.count(element.string_value_iid())) d.problems.push_back("input iid not interned");
+          }
         }
         // The node name is the first annotation, "name" (later ones of that name are stats).
         if (e.debug_annotations_size() > 0 && in.keys[e.debug_annotations(0).name_iid()] == "name") {
@@ -218,14 +228,16 @@ TEST(PerfettoProtoTest, DecodesWithPerfettosDefinitionsTfGpuStep) {
   for (const CounterSeries& c : source.counters()) want_values.insert(c.values);
   for (const auto& [uuid, values] : d.counter_values) got_values.insert(values);
   EXPECT_TRUE(want_values == got_values);
-  // The descriptors' sequence, then one sequence per track with events (each with its clock
-  // snapshot); the host is a process track.
-  std::set<uint32_t> tracks_with_events;
-  for (const Slice& s : source.slices()) {
-    if (!s.duplicate()) tracks_with_events.insert(s.track);
-  }
-  EXPECT_EQ(d.snapshots, static_cast<int64_t>(tracks_with_events.size() + source.counters().size() + 1));
-  EXPECT_EQ(d.sequences.size(), tracks_with_events.size() + source.counters().size() + 1);
+  // The descriptors' sequence, then one sequence for the host's events (its lanes, streams and
+  // counters, each with its clock snapshot); the host is a process track.
+  EXPECT_EQ(d.snapshots, 2);
+  EXPECT_EQ(d.sequences.size(), 2u);
+  // Step stats times are whole µs: the host's sequence clock counts in µs (the descriptors'
+  // sequence, with no events, keeps ns).
+  EXPECT_EQ(d.clock_units, (std::set<int64_t>{1, 1000}));
+  // Input lists are arrays; a producer used more than once is named by its interned node name.
+  EXPECT_GT(d.input_names, 2000);
+  EXPECT_GT(d.interned_input_names, 500);
   int64_t processes = 0;
   for (const auto& [uuid, t] : d.tracks) processes += t->has_process();
   EXPECT_EQ(processes, 1);
@@ -252,13 +264,13 @@ TEST(PerfettoProtoTest, KinetoKernelsKeepTheirOwnTracksAndArgs) {
   for (const auto& packet : decoded.packet()) {
     for (const auto& e : packet.interned_data().debug_annotation_names()) grids += e.name() == "grid";
   }
-  // Interned once per sequence, i.e. per track holding kernels with a grid.
+  // Interned once per sequence, i.e. once for the host, though its kernels are on two streams.
   std::set<uint32_t> kernel_tracks;
   for (const KernelArgs& k : source.all_kernel_args()) {
     if (k.has_grid()) kernel_tracks.insert(source.slices()[k.slice].track);
   }
   EXPECT_GE(kernel_tracks.size(), 2u);
-  EXPECT_EQ(grids, static_cast<int64_t>(kernel_tracks.size()));
+  EXPECT_EQ(grids, 1);
 }
 
 TEST(PerfettoProtoTest, XSpaceStatsBecomeAnnotations) {
@@ -369,12 +381,9 @@ TEST(PerfettoProtoTest, MergedRanksGetASequenceAndClockSnapshotEach) {
   ASSERT_TRUE(decoded.ParseFromString(ExportPerfettoProto(two)));
   const Decoded d = Decode(decoded);
   EXPECT_TRUE(d.problems.empty()) << d.problems.front();
-  // Each rank's tracks have their own sequences and clock snapshots, on one timeline.
-  std::set<uint32_t> tracks_with_events;
-  for (const Slice& s : two.slices()) {
-    if (!s.duplicate()) tracks_with_events.insert(s.track);
-  }
-  EXPECT_EQ(d.snapshots, static_cast<int64_t>(tracks_with_events.size() + 1));
+  // Each rank has its own sequence and clock snapshot, on one timeline.
+  EXPECT_EQ(d.snapshots, 3);
+  EXPECT_EQ(d.sequences.size(), 3u);
   int64_t processes = 0;
   for (const auto& [uuid, t] : d.tracks) processes += t->has_process();
   EXPECT_EQ(processes, 2);
