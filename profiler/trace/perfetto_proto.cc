@@ -1314,7 +1314,12 @@ class ProtoImporter {
       if (f.number == annotation::kArrayValues && f.type == wire::kLength && depth < 4) {
         ReadArg element;
         RETURN_IF_ERROR(Annotation(f, seq, element, depth + 1));
-        arg.s = array ? arg.s + ", " + element.Text() : element.Text();
+        if (array) {
+          arg.s += ", ";
+          arg.s += element.Text();
+        } else {
+          arg.s = element.Text();
+        }
         arg.kind = ReadArg::kString;
         array = true;
         continue;
