@@ -56,21 +56,32 @@ class BlockWriter {
   // `device` is the node's dev_stats index: a block holds one device's nodes, so a pass that
   // needs none of a device (TensorFlow's /stream:all and /memcpy repeats, which exporters skip)
   // inflates none of its blocks.
+  // Likewise a long run of nodes with none of the NodeField fields (GPU kernel records) gets
+  // blocks of its own, so a pass skips it even when a copy record sits beside it on its stream.
   void Add(const tf::NodeExecStats& node, uint32_t device) {
     if (entries_in_block_ > 0 && device != device_) Flush();
     device_ = device;
+    const uint32_t fields = FieldsOf(node);
+    if (fields != 0 && run_entries_ >= kLongRun) Flush();  // the block is that run alone
     if (entries_in_block_ == 0) {
       first_entry_.push_back(next_entry_);
       fields_.push_back(0);
+      run_entries_ = 0;
+    }
+    if (fields == 0 && run_entries_ == 0) {
+      run_starts_at_ = plain_.size();
+      fields_before_run_ = fields_.back();
     }
     const size_t size = node.ByteSizeLong();
     AppendVarint(plain_, size);
     const size_t at = plain_.size();
     plain_.resize(at + size);
     node.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(plain_.data() + at));
-    fields_.back() |= FieldsOf(node);
+    fields_.back() |= fields;
     ++entries_in_block_;
     ++next_entry_;
+    run_entries_ = fields == 0 ? run_entries_ + 1 : 0;
+    if (run_entries_ == kLongRun && entries_in_block_ > kLongRun) SplitBeforeRun();
     if (plain_.size() >= kBlockTargetBytes) Flush();
   }
 
@@ -102,7 +113,24 @@ class BlockWriter {
     plain_ = std::string();
     plain_.reserve(kBlockTargetBytes + 1024);
     entries_in_block_ = 0;
+    run_entries_ = 0;
   }
+
+  // The block holds other nodes, then kLongRun nodes with no fields: the others become a block
+  // and the run goes on in a block of its own.
+  void SplitBeforeRun() {
+    std::string run = plain_.substr(run_starts_at_);
+    plain_.resize(run_starts_at_);
+    fields_.back() = fields_before_run_;
+    plain_blocks_.push_back(std::move(plain_));
+    first_entry_.push_back(next_entry_ - run_entries_);
+    fields_.push_back(0);
+    plain_ = std::move(run);
+    plain_.reserve(kBlockTargetBytes + 1024);
+    entries_in_block_ = run_entries_;
+  }
+
+  static constexpr uint32_t kLongRun = 16;
 
   std::vector<std::string>& blocks_;
   std::vector<uint32_t>& first_entry_;
@@ -112,6 +140,9 @@ class BlockWriter {
   uint32_t entries_in_block_ = 0;
   uint32_t next_entry_ = 0;
   uint32_t device_ = 0;
+  uint32_t run_entries_ = 0;        // nodes with no fields at the end of the block
+  size_t run_starts_at_ = 0;        // where that run starts in plain_
+  uint32_t fields_before_run_ = 0;  // the block's fields without it
 };
 
 }  // namespace

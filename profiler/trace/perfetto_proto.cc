@@ -188,9 +188,12 @@ class ProtoExporter {
     return &trace_.all_transfer_args()[transfer_index_[slice]];
   }
 
-  void SequenceHeader(uint32_t sequence, bool interned) {
+  // `incremental`: the packet needs the sequence's incremental state (interned data, the
+  // incremental clock its timestamp is a delta on, an incremental counter's previous value), so
+  // a reader that lost that state drops it rather than misplace it.
+  void SequenceHeader(uint32_t sequence, bool incremental) {
     wire::Varint(out_, packet::kSequenceId, sequence);
-    if (interned) wire::Varint(out_, packet::kSequenceFlags, packet::kSeqNeedsIncrementalState);
+    if (incremental) wire::Varint(out_, packet::kSequenceFlags, packet::kSeqNeedsIncrementalState);
   }
 
   static constexpr uint32_t kDescriptorSequence = 1;
@@ -862,7 +865,7 @@ class ProtoExporter {
   void End(int64_t ts, uint32_t sequence, uint64_t uuid) {
     wire::Scope p(out_, trace_proto::kPacket);
     wire::Varint(out_, packet::kTimestamp, Delta(ts));
-    SequenceHeader(sequence, false);
+    SequenceHeader(sequence, true);
     wire::Scope e(out_, packet::kTrackEvent);
     wire::Varint(out_, track_event::kType, track_event::kSliceEnd);
     if (uuid != default_uuid_) wire::Varint(out_, track_event::kTrackUuid, uuid);

@@ -86,6 +86,9 @@ Decoded Decode(const pp::Trace& trace) {
     if (packet.has_track_descriptor()) d.tracks[packet.track_descriptor().uuid()] = &packet.track_descriptor();
     if (!packet.has_track_event()) continue;
     const pp::TrackEvent& e = packet.track_event();
+    if (in.incremental && !(packet.sequence_flags() & pp::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE)) {
+      d.problems.push_back("event on an incremental clock without SEQ_NEEDS_INCREMENTAL_STATE");
+    }
     // Timestamps on an incremental clock are deltas from the sequence's previous one, in the
     // clock's unit.
     int64_t ts = static_cast<int64_t>(packet.timestamp());
