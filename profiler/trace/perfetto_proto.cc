@@ -271,7 +271,7 @@ class ProtoExporter {
     return unit;
   }
 
-  // Uses of one string on the track being written (reset lazily per track).
+  // Uses of one string on the sequence being planned (reset lazily per sequence).
   struct Uses {
     uint32_t plan = 0;
     uint32_t names = 0, values = 0;
