@@ -198,9 +198,9 @@ class ProtoExporter {
 
   static constexpr uint32_t kDescriptorSequence = 1;
 
-  // The first packet of a track's sequence: incremental state cleared, defaults (the sequence
-  // clock, the track) and the clock snapshot that puts the sequence clock (incremental, ns,
-  // 0 = the trace's epoch) on REALTIME and BOOTTIME.
+  // A sequence's first packet: incremental state cleared, defaults (the sequence clock, the
+  // default track) and the clock snapshot that puts the sequence clock (incremental, in `unit`
+  // ns, 0 = the trace's epoch) on REALTIME and BOOTTIME.
   void BeginSequence(uint32_t sequence, uint64_t track_uuid, uint64_t unit = 1) {
     sequence_ = sequence;
     last_ts_ = 0;
@@ -230,20 +230,24 @@ class ProtoExporter {
     }
   }
 
-  // The greatest unit (ns, below 2^30 as readers take it) that divides `ts` and every time
-  // folded into `unit` before (0: none yet): µs sources get 1000, so every delta is a varint of
-  // about ten bits less.
+  // The greatest common divisor of `ts` and every time folded into `unit` before (0: none yet).
   static uint64_t ClockUnit(uint64_t unit, int64_t ts) {
     if (unit == 1) return 1;
     const uint64_t magnitude = ts < 0 ? uint64_t{0} - static_cast<uint64_t>(ts) : static_cast<uint64_t>(ts);
     if (unit != 0 && magnitude % unit == 0) return unit;  // the common case: one division
-    const uint64_t g = std::gcd(unit, magnitude);
-    return g >= (uint64_t{1} << 30) ? (unit == 0 ? 0 : 1) : g;
+    return std::gcd(unit, magnitude);
+  }
+  // The sequence clock's unit from that divisor: it, or the part of it that divides 10^9 when it
+  // is 2^30 or more (readers take units below 2^30). µs sources get 1000, so every delta is a
+  // varint of about ten bits less.
+  static uint64_t SequenceUnit(uint64_t divisor) {
+    if (divisor == 0) return 1;
+    return divisor < (uint64_t{1} << 30) ? divisor : std::gcd(divisor, uint64_t{1000000000});
   }
 
-  // Before a sequence, for each of its tracks: the clock unit (folded into `unit`), and how
-  // often each name and string value is used on the sequence. A text used once goes inline: interning it would cost an interned entry and an
-  // id on top of the text.
+  // Before a sequence, for each of its tracks: the divisor of its times (folded into `unit`),
+  // and how often each name and string value is used on the sequence. A text used once goes
+  // inline: interning it would cost an interned entry and an id on top of the text.
   uint64_t PlanTrack(uint32_t t, uint64_t unit) {
     const auto slices = trace_.track_slices(t);
     const uint32_t first = trace_.track_first_slice(t);
@@ -253,9 +257,7 @@ class ProtoExporter {
       unit = ClockUnit(ClockUnit(unit, s.start_ns), s.end_ns());
       Use(s.op_type != 0 ? s.op_type : s.name).names++;
       const uint32_t index = first + k;
-      if (s.name != s.op_type) {
-        Use(s.name).values++;
-      }
+      if (s.name != s.op_type) Use(s.name).values++;
       // The producers named in its input list (found by the dataflow into it), counted for the
       // sequence; a producer on another host is counted where it is not used, which costs an
       // interned entry and no correctness.
@@ -438,7 +440,7 @@ class ProtoExporter {
       }
     }
     default_uuid_ = default_uuid;
-    BeginSequence(sequence, default_uuid, unit == 0 ? 1 : unit);
+    BeginSequence(sequence, default_uuid, SequenceUnit(unit));
     using Next = std::pair<int64_t, uint32_t>;  // (time, cursor)
     std::vector<Next> heap;
     for (uint32_t i = 0; i < cursors_.size(); ++i) {

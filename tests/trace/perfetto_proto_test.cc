@@ -519,6 +519,52 @@ TEST(PerfettoProtoTest, ReadsTrackEventsOfOtherProducers) {
   EXPECT_EQ(items, 1);
 }
 
+// The sequence clock counts in the largest unit dividing every time of the sequence (and below
+// 2^30 ns, as readers take it): times come back exact whatever they divide by.
+TEST(PerfettoProtoTest, TheClockUnitDividesEveryTime) {
+  struct Case {
+    std::vector<int64_t> starts;  // each slice lasts as long as it starts after the epoch
+    int64_t unit;
+  };
+  const int64_t giga = 1000000000;
+  for (const Case& c : {Case{{1000, 5000, 12000}, 1000}, Case{{0, 3 * giga, 9 * giga}, giga},
+                        Case{{int64_t{1} << 31, int64_t{3} << 31}, 512}, Case{{1000, 1007}, 1}}) {
+    TraceBuilder builder;
+    Track host;
+    host.name = builder.Intern("host");
+    host.kind = TrackKind::kHost;
+    const uint32_t parent = builder.AddTrack(host);
+    std::vector<std::pair<int64_t, int64_t>> want;
+    for (size_t i = 0; i < c.starts.size(); ++i) {
+      Track lane;
+      lane.name = builder.Intern("lane " + std::to_string(i));
+      lane.parent = static_cast<int32_t>(parent);
+      lane.kind = TrackKind::kOpLane;
+      const uint32_t track = builder.AddTrack(lane);
+      Slice slice;
+      slice.start_ns = int64_t{1700000000} * giga + c.starts[i];
+      slice.dur_ns = c.starts[i];
+      slice.track = track;
+      slice.name = slice.op_type = builder.Intern("op");
+      builder.AddSlice(slice);
+      want.emplace_back(slice.start_ns, slice.dur_ns);
+    }
+    const Trace trace = std::move(builder).Build();
+    const std::string bytes = ExportPerfettoProto(trace);
+    pp::Trace decoded;
+    ASSERT_TRUE(decoded.ParseFromString(bytes));
+    const Decoded d = Decode(decoded);
+    EXPECT_TRUE(d.problems.empty()) << d.problems.front();
+    EXPECT_TRUE(d.clock_units.count(c.unit)) << c.unit;
+    auto back = ReadPerfettoProto(bytes, "units.pftrace");
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    std::vector<std::pair<int64_t, int64_t>> got;
+    for (const Slice& s : back->slices()) got.emplace_back(back->epoch_ns() + s.start_ns, s.dur_ns);
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, want) << c.unit;
+  }
+}
+
 TEST(PerfettoProtoTest, AnEmptyTraceIsAFileThatReadsBack) {
   TraceBuilder builder;
   const Trace empty = std::move(builder).Build();
