@@ -145,6 +145,10 @@ inline void Bytes(std::string& out, uint32_t number, std::string_view value) {
 // the content.
 class Buffer {
  public:
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;  // data_ points into room_
+  Buffer& operator=(const Buffer&) = delete;
+
   void reserve(size_t bytes) {
     if (bytes > room_.size()) Resize(bytes);
   }
@@ -161,6 +165,7 @@ class Buffer {
     data_[size_++] = c;
   }
   void append(const char* bytes, size_t n) {
+    if (n == 0) return;  // an empty view may have no data (memcpy wants a pointer)
     Ensure(n);
     std::memcpy(data_ + size_, bytes, n);
     size_ += n;
@@ -224,7 +229,7 @@ inline void Double(Buffer& out, uint32_t number, double value) {
   char* at = out.end();
   size_t n = EncodeVarint(at, (static_cast<uint64_t>(number) << 3) | kLength);
   n += EncodeVarint(at + n, value.size());
-  std::memcpy(at + n, value.data(), value.size());
+  if (!value.empty()) std::memcpy(at + n, value.data(), value.size());
   out.advance(n + value.size());
 }
 
