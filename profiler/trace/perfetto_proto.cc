@@ -780,7 +780,7 @@ class ProtoExporter {
       if (arg.kind == Arg::kString && Repeated(arg.value, false)) {
         value = Intern(strings_, arg.value, trace_.str(arg.value), interned::kAnnotationStrings, interned_values_);
       }
-      if (arg.kind == Arg::kInputs) value = SplitInputs(index, arg.text);
+      if (arg.kind == Arg::kInputs) SplitInputs(index, arg.text);  // a slice has one label
       annotation_iids_.push_back({key, value});
     }
 
@@ -820,12 +820,12 @@ class ProtoExporter {
           break;
         case Arg::kInline: wire::Bytes(out_, annotation::kString, arg.text); break;
         case Arg::kInputs:
-          for (uint64_t i = annotation_iids_[a].second; i < inputs_.size(); ++i) {
+          for (const auto& [input, iid] : inputs_) {
             wire::Scope element(out_, annotation::kArrayValues);
-            if (inputs_[i].second != 0) {
-              wire::Varint(out_, annotation::kStringIid, inputs_[i].second);
+            if (iid != 0) {
+              wire::Varint(out_, annotation::kStringIid, iid);
             } else {
-              wire::Bytes(out_, annotation::kString, inputs_[i].first);
+              wire::Bytes(out_, annotation::kString, input);
             }
           }
           break;
@@ -839,12 +839,12 @@ class ProtoExporter {
     }
   }
 
-  // Splits "a, b:1, ^c" into inputs_ (from the returned position on), each name with its iid
-  // when it is a producer's node name used more than once on this sequence (found among the
-  // slice's incoming dataflow: no text lookup), else 0 and written inline. Inputs interned by
-  // their text would make the file smaller but its gzip larger (an iid compresses worse than a
-  // repeated name does; docs/formats.md §7).
-  uint64_t SplitInputs(uint32_t index, std::string_view text) {
+  // Splits "a, b:1, ^c" into inputs_, each name with its iid when it is a producer's node name
+  // used more than once on this sequence (found among the slice's incoming dataflow: no text
+  // lookup), else 0 and written inline. Inputs interned by their text would make the file
+  // smaller but its gzip larger (an iid compresses worse than a repeated name does;
+  // docs/formats.md §7).
+  void SplitInputs(uint32_t index, std::string_view text) {
     inputs_.clear();
     for (;;) {
       const size_t comma = text.find(", ");
@@ -861,7 +861,6 @@ class ProtoExporter {
       if (comma == std::string_view::npos) break;
       text.remove_prefix(comma + 2);
     }
-    return 0;
   }
 
   void End(int64_t ts, uint32_t sequence, uint64_t uuid) {
