@@ -45,6 +45,26 @@ std::string ProcessName(const Trace& trace, size_t index) {
 
 // The device (or, without device tracks, the process) that finished last, and its lead over the
 // first to finish.
+// Puts a device's node times on the merged timeline (its input's clock + offset), so the merged
+// RunMetadata (pb/pbtxt output) lines the ranks up as the merged trace does. Times left unset
+// (0: a producer without nanos) stay unset.
+void ShiftNodeTimes(tf::DeviceStepStats& device, int64_t offset_ns) {
+  if (offset_ns == 0) return;
+  const int64_t offset_us = offset_ns / 1000;
+  auto shift = [](int64_t value, int64_t by) { return value == 0 ? value : value + by; };
+  for (tf::NodeExecStats& node : *device.mutable_node_stats()) {
+    node.set_all_start_micros(shift(node.all_start_micros(), offset_us));
+    node.set_all_start_nanos(shift(node.all_start_nanos(), offset_ns));
+    node.set_scheduled_micros(shift(node.scheduled_micros(), offset_us));
+    node.set_scheduled_nanos(shift(node.scheduled_nanos(), offset_ns));
+    for (tf::AllocatorMemoryUsed& memory : *node.mutable_memory()) {
+      for (tf::AllocationRecord& record : *memory.mutable_allocation_records()) {
+        record.set_alloc_micros(shift(record.alloc_micros(), offset_us));
+      }
+    }
+  }
+}
+
 void LastDevice(const Trace& trace, MergedInput& input) {
   std::map<int32_t, int64_t> ends;
   for (const trace::Slice& s : trace.slices()) {
@@ -190,6 +210,7 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
       for (auto& device : *source->mutable_step_stats()->mutable_dev_stats()) {
         auto* copy = metadata->mutable_step_stats()->add_dev_stats();
         copy->Swap(&device);
+        ShiftNodeTimes(*copy, merged.offset_ns);
         copy->set_rank(info.rank);
         if (!info.host.empty()) copy->set_host(info.host);
       }

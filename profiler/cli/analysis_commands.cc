@@ -947,29 +947,51 @@ class DiffCommand : public Command {
 class MergeCommand : public Command {
  public:
   std::string name() const override { return "merge"; }
-  std::string synopsis() const override { return "DIR|TRACES... [-o OUT.json[.gz]] [--json]"; }
+  std::string synopsis() const override {
+    return "DIR|TRACES... [-o OUT] [--format chrome|perfetto-proto|tf-timeline|pb|pbtxt] [--json]";
+  }
   std::string description() const override {
     return "Merges per-rank (and per-step) traces into one timeline: one process per input (rank,\n"
            "host, step), clocks aligned (same host: its shared clock; other hosts: the barrier\n"
            "timestamp each rank records, TraceSession.clock_sync_nanos), and reports stragglers:\n"
            "per step the rank that finished last and by how much, and per rank the device (tower)\n"
-           "that finished last. With -o, writes the merged trace as Chrome JSON (Perfetto-ready).";
+           "that finished last. With -o, writes the merged trace in any output of 'stepscope\n"
+           "formats', told from --format or OUT's extension as convert tells it: .json, .json.gz ->\n"
+           "chrome; .pftrace, .perfetto-trace (.gz) -> perfetto-proto (a process track per input);\n"
+           ".pb -> pb; .pbtxt -> pbtxt (one RunMetadata holding every input's devices).";
   }
   std::vector<FlagSpec> flags() const override {
-    return {{"output", "OUT", "write the merged trace here (.json or .json.gz)", 'o'},
+    return {{"output", "OUT", "write the merged trace here (.json[.gz], .pftrace[.gz], .pb, .pbtxt)", 'o'},
+            {"format", "FORMAT", "the output's format when OUT's extension does not tell it (as convert)"},
             {"json", "", "write the merge report as JSON"}};
   }
   size_t min_positional() const override { return 1; }
   size_t max_positional() const override { return std::numeric_limits<size_t>::max(); }
 
-  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
+  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream& err) const override {
     const std::optional<std::string> output = args.Get("output");
-    if (output && !EndsWith(*output, ".json") && !EndsWith(*output, ".json.gz")) {
-      return InvalidInput(*output + ": merge writes Chrome JSON; use a .json or .json.gz name");
+    // The output format, checked before any input is read (as convert checks it).
+    std::optional<trace::OutputFormat> format;
+    if (auto name = args.Get("format")) {
+      if (!output) return InvalidInput("--format " + *name + ": needs -o OUT");
+      format = trace::ParseOutputFormat(*name);
+      if (!format) {
+        return InvalidInput("--format " + *name + ": unknown format (use chrome, perfetto-proto, tf-timeline, pb or pbtxt)");
+      }
+    } else if (output) {
+      format = trace::OutputFormatFromPath(*output);
+      if (!format) {
+        return InvalidInput(*output + ": cannot tell the output format from the extension; use "
+                                      ".json, .json.gz, .pftrace, .pb or .pbtxt, or pass --format");
+      }
     }
     ASSIGN_OR_RETURN(std::vector<Trace> traces, analysis::LoadTraces(args.positional));
     analysis::MergeResult merged = analysis::MergeTraces(std::move(traces));
-    if (output) RETURN_IF_ERROR(trace::WriteTrace(merged.trace, *output, trace::OutputFormat::kPerfettoJson));
+    if (output) {
+      std::vector<std::string> left_out;
+      RETURN_IF_ERROR(trace::WriteTrace(merged.trace, *output, *format, {}, &left_out));
+      for (const std::string& line : left_out) err << "stepscope merge: note: " << line << "\n";
+    }
     const analysis::MergeReport& report = merged.report;
     if (args.Has("json")) {
       nlohmann::ordered_json doc;

@@ -26,6 +26,7 @@ uint32_t FieldsOf(const tf::NodeExecStats& node) {
   if (node.has_kernel()) fields |= kNodeKernel;
   if (node.has_memcpy()) fields |= kNodeMemcpy;
   if (node.has_collective()) fields |= kNodeCollective;
+  if (node.correlation_id() != 0) fields |= kNodeCorrelation;
   return fields;
 }
 
@@ -66,19 +67,25 @@ class BlockWriter {
                        std::vector<uint32_t>& fields)
       : blocks_(blocks), first_entry_(first_entry), fields_(fields) {}
 
-  void Add(const tf::NodeExecStats& node) {
-    StartEntry();
+  // `device` is the node's dev_stats index: a block holds one device's nodes, so a pass that
+  // needs none of a device (TensorFlow's /stream:all and /memcpy repeats, which exporters skip)
+  // decompresses none of its blocks.
+  // Likewise a long run of nodes with none of the NodeField fields (GPU kernel records) gets
+  // blocks of its own, so a pass skips it even when a copy record sits beside it on its stream.
+  void Add(const tf::NodeExecStats& node, uint32_t device) {
+    const uint32_t fields = FieldsOf(node);
+    StartEntry(fields, device);
     const size_t size = node.ByteSizeLong();
     AppendVarint(plain_, size);
     const size_t at = plain_.size();
     plain_.resize(at + size);
     node.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(plain_.data() + at));
-    EndEntry(FieldsOf(node));
+    EndEntry(fields);
   }
 
   // A node already serialised, with its NodeField bits.
-  void Add(std::string_view node, uint32_t fields) {
-    StartEntry();
+  void Add(std::string_view node, uint32_t fields, uint32_t device) {
+    StartEntry(fields, device);
     AppendVarint(plain_, node.size());
     plain_.append(node);
     EndEntry(fields);
@@ -111,15 +118,26 @@ class BlockWriter {
   uint32_t entries() const { return next_entry_; }
 
  private:
-  void StartEntry() {
-    if (entries_in_block_ > 0) return;
-    first_entry_.push_back(next_entry_);
-    fields_.push_back(0);
+  void StartEntry(uint32_t fields, uint32_t device) {
+    if (entries_in_block_ > 0 && device != device_) Flush();
+    device_ = device;
+    if (fields != 0 && run_entries_ >= kLongRun) Flush();  // the block is that run alone
+    if (entries_in_block_ == 0) {
+      first_entry_.push_back(next_entry_);
+      fields_.push_back(0);
+      run_entries_ = 0;
+    }
+    if (fields == 0 && run_entries_ == 0) {
+      run_starts_at_ = plain_.size();
+      fields_before_run_ = fields_.back();
+    }
   }
   void EndEntry(uint32_t fields) {
     fields_.back() |= fields;
     ++entries_in_block_;
     ++next_entry_;
+    run_entries_ = fields == 0 ? run_entries_ + 1 : 0;
+    if (run_entries_ == kLongRun && entries_in_block_ > kLongRun) SplitBeforeRun();
     if (plain_.size() >= kBlockTargetBytes) Flush();
   }
 
@@ -128,7 +146,24 @@ class BlockWriter {
     plain_ = std::string();
     plain_.reserve(kBlockTargetBytes + 1024);
     entries_in_block_ = 0;
+    run_entries_ = 0;
   }
+
+  // The block holds other nodes, then kLongRun nodes with no fields: the others become a block
+  // and the run goes on in a block of its own.
+  void SplitBeforeRun() {
+    std::string run = plain_.substr(run_starts_at_);
+    plain_.resize(run_starts_at_);
+    fields_.back() = fields_before_run_;
+    plain_blocks_.push_back(std::move(plain_));
+    first_entry_.push_back(next_entry_ - run_entries_);
+    fields_.push_back(0);
+    plain_ = std::move(run);
+    plain_.reserve(kBlockTargetBytes + 1024);
+    entries_in_block_ = run_entries_;
+  }
+
+  static constexpr uint32_t kLongRun = 16;
 
   std::vector<std::string>& blocks_;
   std::vector<uint32_t>& first_entry_;
@@ -137,6 +172,10 @@ class BlockWriter {
   std::vector<std::string> plain_blocks_;  // serialised, waiting to be compressed
   uint32_t entries_in_block_ = 0;
   uint32_t next_entry_ = 0;
+  uint32_t device_ = 0;
+  uint32_t run_entries_ = 0;        // nodes with no fields at the end of the block
+  size_t run_starts_at_ = 0;        // where that run starts in plain_
+  uint32_t fields_before_run_ = 0;  // the block's fields without it
 };
 
 }  // namespace
@@ -181,7 +220,7 @@ std::shared_ptr<const NodeStore> NodeStore::Build(tf::RunMetadata& metadata, std
     store->device_node_counts_.push_back(static_cast<uint32_t>(device.node_stats_size()));
   }
   store->StoreEntries(slice_refs, entry_of_slice, [&](NodeRef ref, BlockWriter& writer) {
-    writer.Add(step->dev_stats(static_cast<int>(ref.device)).node_stats(static_cast<int>(ref.node)));
+    writer.Add(step->dev_stats(static_cast<int>(ref.device)).node_stats(static_cast<int>(ref.node)), ref.device);
   });
   for (auto& device : *step->mutable_dev_stats()) device.clear_node_stats();
   metadata.SerializeToString(&store->rest_);
@@ -197,7 +236,7 @@ std::shared_ptr<const NodeStore> NodeStore::Build(const SerializedNodes& nodes, 
   for (size_t d = 0; d + 1 < first.size(); ++d) store->device_node_counts_.push_back(first[d + 1] - first[d]);
   store->StoreEntries(slice_refs, entry_of_slice, [&](NodeRef ref, BlockWriter& writer) {
     const SerializedNodes::Node& node = nodes.nodes[first[ref.device] + ref.node];
-    writer.Add(nodes.bytes.substr(node.offset, node.size), node.fields);
+    writer.Add(nodes.bytes.substr(node.offset, node.size), node.fields, ref.device);
   });
   store->rest_ = nodes.rest;
   store->rest_.shrink_to_fit();
@@ -262,32 +301,53 @@ NodeStore::Reader::Reader(const NodeStore& store, uint32_t needed_fields)
 NodeStore::Reader::~Reader() = default;
 
 bool NodeStore::Reader::LoadBlock(size_t block) {
-  if (block == block_) return true;
-  block_ = SIZE_MAX;
-  spans_.clear();
-  if (!Decompress(store_.blocks_[block], decompress_->context, plain_)) return false;
+  ++uses_;
+  if (current_ != nullptr && current_->block == block) {
+    current_->last_use = uses_;
+    return true;
+  }
+  current_ = nullptr;
+  Decompressed* slot = nullptr;
+  for (Decompressed& cached : cache_) {
+    if (cached.block == block) {
+      cached.last_use = uses_;
+      current_ = &cached;
+      return true;
+    }
+    if (slot == nullptr || cached.last_use < slot->last_use) slot = &cached;
+  }
+  if (cache_.size() < kCachedBlocks) {
+    cache_.reserve(kCachedBlocks);  // never moved: no reallocation after this
+    slot = &cache_.emplace_back();
+  }
+  slot->block = SIZE_MAX;
+  slot->spans.clear();
+  if (!Decompress(store_.blocks_[block], decompress_->context, slot->plain)) return false;
+  const std::string& plain = slot->plain;
   const uint32_t entries = store_.block_first_entry_[block + 1] - store_.block_first_entry_[block];
   size_t at = 0;
   for (uint32_t e = 0; e < entries; ++e) {
     uint64_t size = 0;
-    for (int shift = 0; at < plain_.size(); shift += 7) {
-      const auto byte = static_cast<uint8_t>(plain_[at++]);
+    for (int shift = 0; at < plain.size(); shift += 7) {
+      const auto byte = static_cast<uint8_t>(plain[at++]);
       size |= static_cast<uint64_t>(byte & 0x7f) << shift;
       if ((byte & 0x80) == 0 || shift > 56) break;
     }
-    if (size > plain_.size() - at) return false;
-    spans_.emplace_back(static_cast<uint32_t>(at), static_cast<uint32_t>(size));
+    if (size > plain.size() - at) return false;
+    slot->spans.emplace_back(static_cast<uint32_t>(at), static_cast<uint32_t>(size));
     at += size;
   }
-  block_ = block;
+  slot->block = block;
+  slot->last_use = uses_;
+  current_ = slot;
   return true;
 }
 
 std::string_view NodeStore::Reader::EntryBytes(uint32_t entry) {
   const size_t block = store_.BlockOf(entry);
   if (!LoadBlock(block)) return {};
-  const auto [begin, size] = spans_[entry - store_.block_first_entry_[block]];
-  return std::string_view(plain_).substr(begin, size);
+  const auto [begin, size] = current_->spans[entry - store_.block_first_entry_[block]];
+  return std::string_view(current_->plain).substr(begin, size);
 }
 
 bool NodeStore::Reader::ParseInto(uint32_t entry, tf::NodeExecStats* node) {
@@ -295,6 +355,14 @@ bool NodeStore::Reader::ParseInto(uint32_t entry, tf::NodeExecStats* node) {
   const std::string_view bytes = EntryBytes(entry);
   if (bytes.data() == nullptr) return false;
   return node->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+}
+
+std::string_view NodeStore::Reader::Bytes(uint32_t entry) {
+  if (entry >= store_.entry_count_) return {};
+  if ((store_.block_fields_[store_.BlockOf(entry)] & needed_fields_) == 0 && needed_fields_ != kNodeAnyField) {
+    return {};
+  }
+  return EntryBytes(entry);
 }
 
 const tf::NodeExecStats* NodeStore::Reader::Get(uint32_t entry) {

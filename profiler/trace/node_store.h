@@ -33,6 +33,7 @@ enum NodeField : uint32_t {
   kNodeKernel = 1u << 4,        // kernel
   kNodeMemcpy = 1u << 5,        // memcpy
   kNodeCollective = 1u << 6,    // collective
+  kNodeCorrelation = 1u << 7,   // correlation_id
   kNodeAnyField = 0xffffffffu,
 };
 
@@ -73,8 +74,10 @@ class NodeStore {
   std::shared_ptr<tf::RunMetadata> Rebuild(std::span<const NodeRef> slice_refs,
                                            std::span<const uint32_t> entry_of_slice) const;
 
-  // Reads entries; keeps the last decompressed block, so reading in entry order decompresses
-  // each block once. Not shared between threads (each pass makes its own).
+  // Reads entries; keeps the last few decompressed blocks, so reading in entry order decompresses
+  // each block once, and so does a pass that moves between a few runs of entries (the Perfetto
+  // writer visits a host's tracks in time order). Not shared between threads (each pass makes
+  // its own).
   class Reader {
    public:
     explicit Reader(const NodeStore& store, uint32_t needed_fields = kNodeAnyField);
@@ -86,6 +89,10 @@ class NodeStore {
     const tf::NodeExecStats* Get(uint32_t entry);
     // Parses the entry into `node` (all fields); false when it does not parse.
     bool ParseInto(uint32_t entry, tf::NodeExecStats* node);
+    // The entry's NodeExecStats wire bytes, valid until the next call, for passes that walk a
+    // few fields rather than parse them all; empty when the block holds none of the needed
+    // fields (or the entry does not exist).
+    std::string_view Bytes(uint32_t entry);
 
    private:
     bool LoadBlock(size_t block);
@@ -93,9 +100,17 @@ class NodeStore {
 
     const NodeStore& store_;
     uint32_t needed_fields_;
-    size_t block_ = SIZE_MAX;
-    std::string plain_;              // the block read back
-    std::vector<std::pair<uint32_t, uint32_t>> spans_;  // (start, size) of each entry in plain_
+    struct Decompressed {
+      size_t block = SIZE_MAX;
+      uint64_t last_use = 0;
+      std::string plain;                                 // the block read back
+      std::vector<std::pair<uint32_t, uint32_t>> spans;  // (start, size) of each entry in plain
+    };
+    // At most kCachedBlocks (32 KB each); the least recently used is replaced.
+    static constexpr size_t kCachedBlocks = 16;
+    std::vector<Decompressed> cache_;
+    Decompressed* current_ = nullptr;
+    uint64_t uses_ = 0;
     std::unique_ptr<tf::NodeExecStats> node_;
     struct DecompressContext;
     std::unique_ptr<DecompressContext> decompress_;
@@ -127,6 +142,8 @@ class NodeReader {
   NodeReader& operator=(const NodeReader&) = delete;
   // Valid until the next call; null when the slice has no node.
   const tf::NodeExecStats* Get(uint32_t slice);
+  // The slice's node as NodeExecStats wire bytes (NodeStore::Reader::Bytes); empty when none.
+  std::string_view Bytes(uint32_t slice);
 
  private:
   const Trace& trace_;

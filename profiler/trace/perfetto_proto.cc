@@ -43,7 +43,10 @@ enum : uint32_t { kChildOrderingExplicit = 3 };
 }  // namespace track_descriptor
 namespace process_descriptor { enum : uint32_t { kPid = 1, kProcessName = 6 }; }
 namespace thread_descriptor { enum : uint32_t { kPid = 1, kTid = 2, kThreadName = 5 }; }
-namespace counter_descriptor { enum : uint32_t { kUnit = 3 }; enum : uint32_t { kUnitSizeBytes = 3 }; }
+namespace counter_descriptor {
+enum : uint32_t { kUnit = 3, kUnitMultiplier = 4, kIsIncremental = 5 };
+enum : uint32_t { kUnitSizeBytes = 3 };
+}  // namespace counter_descriptor
 namespace track_event {
 enum : uint32_t {
   kCategoryIids = 3, kDebugAnnotations = 4, kType = 9, kNameIid = 10, kTrackUuid = 11, kCategories = 22,
@@ -54,8 +57,19 @@ enum : uint32_t { kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4 };
 }  // namespace track_event
 namespace annotation {
 enum : uint32_t { kNameIid = 1, kBool = 2, kUint = 3, kInt = 4, kDouble = 5, kString = 6, kPointer = 7,
-                  kName = 10, kStringIid = 17 };
+                  kName = 10, kArrayValues = 12, kStringIid = 17 };
 }
+// NodeExecStats (stepscope/tf/step_stats.proto, docs/formats.md §1.2) and what the writer
+// reads of its outputs.
+namespace node_field {
+enum : uint32_t {
+  kOutput = 7, kTimelineLabel = 8, kKernel = 1001, kCorrelationId = 1004,
+  kOutputTensor = 3,                     // NodeOutput.tensor_description
+  kTensorDtype = 1, kTensorShape = 2,    // TensorDescription
+  kShapeDim = 2, kShapeUnknownRank = 3,  // TensorShapeProto
+  kDimSize = 1,                          // TensorShapeProto.Dim
+};
+}  // namespace node_field
 namespace interned {
 enum : uint32_t { kEventCategories = 1, kEventNames = 2, kAnnotationNames = 3, kAnnotationStrings = 29 };
 enum : uint32_t { kIid = 1, kName = 2 };  // EventName/EventCategory/DebugAnnotationName; InternedString str = 2
@@ -69,7 +83,7 @@ class ProtoExporter {
   explicit ProtoExporter(const Trace& trace) : trace_(trace) {}
 
   std::string Run() {
-    out_.reserve(trace_.slices().size() * 64 + 4096);
+    out_.reserve(trace_.slices().size() * 80 + 4096);
     IndexFlows();
     IndexArgs();
     const auto& tracks = trace_.tracks();
@@ -100,22 +114,23 @@ class ProtoExporter {
       }
     }
     for (size_t c = 0; c < trace_.counters().size(); ++c) CounterDescriptor(c);
-    // Then one sequence per track with events: its own clock snapshot, default track and
-    // incremental clock, so each event's timestamp is a small delta and no event names its track.
+    // Then one sequence per host (root track) with events: its own clock snapshot, incremental
+    // clock and interned strings, its busiest track as the default; the events of all its tracks
+    // (and its counters) in time order, so timestamps are small deltas and every name, node
+    // name and input is written once for the host whichever lane or stream uses it.
     uint32_t sequence = kDescriptorSequence;
-    for (uint32_t t = 0; t < tracks.size(); ++t) {
-      bool any = false;
-      for (const Slice& s : trace_.track_slices(t)) any = any || !s.duplicate();
-      if (!any) continue;
-      BeginSequence(++sequence, TrackUuid(t));
-      Slices(t, sequence);
+    uses_.assign(trace_.strings().size(), Uses{});
+    for (uint32_t root = 0; root < tracks.size(); ++root) {
+      if (tracks[root].parent < 0 && needed_[root]) HostSequence(root, root_of, sequence);
     }
+    // A counter on no track has a sequence of its own.
     for (size_t c = 0; c < trace_.counters().size(); ++c) {
-      if (trace_.counters()[c].ts_ns.empty()) continue;
-      BeginSequence(++sequence, CounterUuid(c));
-      CounterValues(c, sequence);
+      if (trace_.counters()[c].track >= 0 || trace_.counters()[c].ts_ns.empty()) continue;
+      cursors_.clear();
+      cursors_.push_back(CounterCursor(c));
+      Merge(++sequence, CounterUuid(c));
     }
-    return std::move(out_);
+    return out_.Take();
   }
 
  private:
@@ -173,19 +188,23 @@ class ProtoExporter {
     return &trace_.all_transfer_args()[transfer_index_[slice]];
   }
 
-  void SequenceHeader(uint32_t sequence, bool interned) {
+  // `incremental`: the packet needs the sequence's incremental state (interned data, the
+  // incremental clock its timestamp is a delta on, an incremental counter's previous value), so
+  // a reader that lost that state drops it rather than misplace it.
+  void SequenceHeader(uint32_t sequence, bool incremental) {
     wire::Varint(out_, packet::kSequenceId, sequence);
-    if (interned) wire::Varint(out_, packet::kSequenceFlags, packet::kSeqNeedsIncrementalState);
+    if (incremental) wire::Varint(out_, packet::kSequenceFlags, packet::kSeqNeedsIncrementalState);
   }
 
   static constexpr uint32_t kDescriptorSequence = 1;
 
-  // The first packet of a track's sequence: incremental state cleared, defaults (the sequence
-  // clock, the track) and the clock snapshot that puts the sequence clock (incremental, ns,
-  // 0 = the trace's epoch) on REALTIME and BOOTTIME.
-  void BeginSequence(uint32_t sequence, uint64_t track_uuid) {
+  // A sequence's first packet: incremental state cleared, defaults (the sequence clock, the
+  // default track) and the clock snapshot that puts the sequence clock (incremental, in `unit`
+  // ns, 0 = the trace's epoch) on REALTIME and BOOTTIME.
+  void BeginSequence(uint32_t sequence, uint64_t track_uuid, uint64_t unit = 1) {
     sequence_ = sequence;
     last_ts_ = 0;
+    unit_ = unit == 0 ? 1 : unit;
     for (InternTable* table : {&names_, &categories_, &keys_, &strings_}) table->next = 1;
     wire::Scope p(out_, trace_proto::kPacket);
     wire::Varint(out_, packet::kSequenceId, sequence);
@@ -204,15 +223,76 @@ class ProtoExporter {
       wire::Scope c(out_, clock_snapshot::kClocks);
       wire::Varint(out_, clock::kClockId, id);
       wire::Varint(out_, clock::kTimestamp, id == clock::kSequenceClock ? 0 : epoch);
-      if (id == clock::kSequenceClock) wire::Varint(out_, clock::kIsIncremental, 1);
+      if (id == clock::kSequenceClock) {
+        wire::Varint(out_, clock::kIsIncremental, 1);
+        if (unit_ != 1) wire::Varint(out_, clock::kUnitMultiplierNs, unit_);
+      }
     }
+  }
+
+  // The greatest common divisor of `ts` and every time folded into `unit` before (0: none yet).
+  static uint64_t ClockUnit(uint64_t unit, int64_t ts) {
+    if (unit == 1) return 1;
+    const uint64_t magnitude = ts < 0 ? uint64_t{0} - static_cast<uint64_t>(ts) : static_cast<uint64_t>(ts);
+    if (unit != 0 && magnitude % unit == 0) return unit;  // the common case: one division
+    return std::gcd(unit, magnitude);
+  }
+  // The sequence clock's unit from that divisor: it, or the part of it that divides 10^9 when it
+  // is 2^30 or more (readers take units below 2^30). µs sources get 1000, so every delta is a
+  // varint of about ten bits less.
+  static uint64_t SequenceUnit(uint64_t divisor) {
+    if (divisor == 0) return 1;
+    return divisor < (uint64_t{1} << 30) ? divisor : std::gcd(divisor, uint64_t{1000000000});
+  }
+
+  // Before a sequence, for each of its tracks: the divisor of its times (folded into `unit`),
+  // and how often each name and string value is used on the sequence. A text used once goes
+  // inline: interning it would cost an interned entry and an id on top of the text.
+  uint64_t PlanTrack(uint32_t t, uint64_t unit) {
+    const auto slices = trace_.track_slices(t);
+    const uint32_t first = trace_.track_first_slice(t);
+    for (uint32_t k = 0; k < slices.size(); ++k) {
+      const Slice& s = slices[k];
+      if (s.duplicate()) continue;
+      unit = ClockUnit(ClockUnit(unit, s.start_ns), s.end_ns());
+      Use(s.op_type != 0 ? s.op_type : s.name).names++;
+      const uint32_t index = first + k;
+      if (s.name != s.op_type) Use(s.name).values++;
+      // The producers named in its input list (found by the dataflow into it), counted for the
+      // sequence; a producer on another host is counted where it is not used, which costs an
+      // interned entry and no correctness.
+      for (uint32_t f = in_begin_[index]; f < in_begin_[index + 1]; ++f) {
+        const Flow& flow = trace_.flows()[in_ids_[f] - 1];
+        if (flow.kind == FlowKind::kDataflow) Use(trace_.slices()[flow.from_slice].name).values++;
+      }
+      for (uint32_t a = args_begin_[index]; a < args_begin_[index + 1]; ++a) {
+        const SliceArg& arg = trace_.all_slice_args()[a];
+        if (!arg.is_number) Use(arg.value).values++;
+      }
+    }
+    return unit;
+  }
+
+  // Uses of one string on the sequence being planned (reset lazily per sequence).
+  struct Uses {
+    uint32_t plan = 0;
+    uint32_t names = 0, values = 0;
+  };
+  Uses& Use(StringId id) {
+    Uses& u = uses_[id];
+    if (u.plan != plan_) u = Uses{plan_, 0, 0};
+    return u;
+  }
+  bool Repeated(StringId id, bool as_name) {
+    const Uses& u = Use(id);
+    return (as_name ? u.names : u.values) >= 2;
   }
 
   // The delta of `ts` (ns from the epoch) on the sequence's incremental clock.
   uint64_t Delta(int64_t ts) {
     const int64_t delta = ts - last_ts_;
     last_ts_ = ts;
-    return static_cast<uint64_t>(std::max<int64_t>(delta, 0));
+    return static_cast<uint64_t>(std::max<int64_t>(delta, 0)) / unit_;
   }
 
   void Descriptor(uint32_t t, uint32_t root) {
@@ -244,24 +324,168 @@ class ProtoExporter {
     wire::Bytes(out_, track_descriptor::kName, trace_.str(counter.name));
     wire::Scope descriptor(out_, track_descriptor::kCounter);
     if (counter.unit == "bytes") wire::Varint(out_, counter_descriptor::kUnit, counter_descriptor::kUnitSizeBytes);
+    // Values as deltas in a unit dividing them all (256 for BFC allocators): an allocator's
+    // steps are the sizes it allocates and frees, which repeat and compress.
+    const int64_t unit = CounterValueUnit(c);
+    if (unit != 1) wire::Int64(out_, counter_descriptor::kUnitMultiplier, unit);
+    wire::Varint(out_, counter_descriptor::kIsIncremental, 1);
   }
 
-  // A counter's values in time order (a series out of order is sorted, stably).
-  void CounterValues(size_t c, uint32_t sequence) {
-    const CounterSeries& counter = trace_.counters()[c];
-    std::vector<uint32_t> order(counter.ts_ns.size());
-    std::iota(order.begin(), order.end(), 0u);
-    if (!std::is_sorted(counter.ts_ns.begin(), counter.ts_ns.end())) {
-      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return counter.ts_ns[a] < counter.ts_ns[b]; });
+  int64_t CounterValueUnit(size_t c) const {
+    uint64_t unit = 0;
+    for (int64_t v : trace_.counters()[c].values) {
+      const uint64_t magnitude = v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+      if (unit != 0 && magnitude % unit == 0) continue;  // the common case: one division
+      unit = std::gcd(unit, magnitude);
+      if (unit == 1) break;
     }
-    for (uint32_t i : order) {
+    return unit == 0 || unit > (uint64_t{1} << 40) ? 1 : static_cast<int64_t>(unit);
+  }
+
+  // The events of one sequence come from cursors, one per track (its slices as BEGIN/END in
+  // nesting order) or counter (its points in time order), merged by time.
+  struct Cursor {
+    bool counter = false;
+    uint32_t track = 0;             // a slice cursor's track, a counter cursor's counter index
+    uint64_t uuid = 0;
+    uint32_t next = 0;              // the next slice of the track, or the next point of `order`
+    std::vector<int64_t> open;      // ends of the open slices, innermost last
+    std::vector<uint32_t> order;    // counter points in time order (a series out of order is sorted)
+    int64_t last_value = 0;         // the counter's value on the sequence so far (in its unit)
+    int64_t value_unit = 1;
+  };
+
+  Cursor TrackCursor(uint32_t t) {
+    Cursor c;
+    c.track = t;
+    c.uuid = TrackUuid(t);
+    return c;
+  }
+  Cursor CounterCursor(size_t index) {
+    const CounterSeries& counter = trace_.counters()[index];
+    Cursor c;
+    c.counter = true;
+    c.track = static_cast<uint32_t>(index);
+    c.uuid = CounterUuid(index);
+    c.value_unit = CounterValueUnit(index);
+    c.order.resize(counter.ts_ns.size());
+    std::iota(c.order.begin(), c.order.end(), 0u);
+    if (!std::is_sorted(counter.ts_ns.begin(), counter.ts_ns.end())) {
+      std::stable_sort(c.order.begin(), c.order.end(),
+                       [&](uint32_t a, uint32_t b) { return counter.ts_ns[a] < counter.ts_ns[b]; });
+    }
+    return c;
+  }
+
+  // The time of the cursor's next event; false when it has none left. A slice ends before the
+  // next one on its track begins at or after its end (TensorFlow's /stream:all and /memcpy
+  // repeats are skipped, as in chrome).
+  bool Peek(Cursor& c, int64_t& ts) {
+    if (c.counter) {
+      if (c.next >= c.order.size()) return false;
+      ts = trace_.counters()[c.track].ts_ns[c.order[c.next]];
+      return true;
+    }
+    const auto slices = trace_.track_slices(c.track);
+    while (c.next < slices.size() && slices[c.next].duplicate()) ++c.next;
+    if (c.next < slices.size()) {
+      const Slice& s = slices[c.next];
+      ts = !c.open.empty() && c.open.back() <= s.start_ns ? c.open.back() : s.start_ns;
+      return true;
+    }
+    if (c.open.empty()) return false;
+    ts = c.open.back();
+    return true;
+  }
+
+  // Writes the cursor's next event (the one Peek saw).
+  void Step(Cursor& c, uint32_t sequence) {
+    if (c.counter) {
+      const CounterSeries& counter = trace_.counters()[c.track];
+      const uint32_t i = c.order[c.next++];
       wire::Scope p(out_, trace_proto::kPacket);
       wire::Varint(out_, packet::kTimestamp, Delta(counter.ts_ns[i]));
-      SequenceHeader(sequence, false);
+      SequenceHeader(sequence, true);
       wire::Scope e(out_, packet::kTrackEvent);
       wire::Varint(out_, track_event::kType, track_event::kCounter);
-      wire::Int64(out_, track_event::kCounterValue, counter.values[i]);
+      if (c.uuid != default_uuid_) wire::Varint(out_, track_event::kTrackUuid, c.uuid);
+      // A delta from the counter's previous value on this sequence (0 after the state is cleared).
+      const int64_t value = counter.values[i] / c.value_unit;
+      wire::Int64(out_, track_event::kCounterValue,
+                  static_cast<int64_t>(static_cast<uint64_t>(value) - static_cast<uint64_t>(c.last_value)));
+      c.last_value = value;
+      return;
     }
+    const auto slices = trace_.track_slices(c.track);
+    if (c.next < slices.size() && (c.open.empty() || c.open.back() > slices[c.next].start_ns)) {
+      const Slice& s = slices[c.next];
+      Begin(trace_.track_first_slice(c.track) + c.next, s, sequence, c.uuid);
+      c.open.push_back(s.end_ns());
+      ++c.next;
+      return;
+    }
+    End(c.open.back(), sequence, c.uuid);
+    c.open.pop_back();
+  }
+
+  // Writes the sequence of cursors_ (their strings counted by Plan before): its first packet,
+  // then their events in time order (ties in cursor order, so each track keeps its own order).
+  void Merge(uint32_t sequence, uint64_t default_uuid) {
+    uint64_t unit = 0;
+    for (const Cursor& c : cursors_) {
+      if (c.counter) {
+        for (int64_t ts : trace_.counters()[c.track].ts_ns) unit = ClockUnit(unit, ts);
+      } else {
+        unit = PlanTrack(c.track, unit);
+      }
+    }
+    default_uuid_ = default_uuid;
+    BeginSequence(sequence, default_uuid, SequenceUnit(unit));
+    using Next = std::pair<int64_t, uint32_t>;  // (time, cursor)
+    std::vector<Next> heap;
+    for (uint32_t i = 0; i < cursors_.size(); ++i) {
+      int64_t ts = 0;
+      if (Peek(cursors_[i], ts)) heap.emplace_back(ts, i);
+    }
+    std::make_heap(heap.begin(), heap.end(), std::greater<>());
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      const uint32_t i = heap.back().second;
+      heap.pop_back();
+      Step(cursors_[i], sequence);
+      int64_t ts = 0;
+      if (Peek(cursors_[i], ts)) {
+        heap.emplace_back(ts, i);
+        std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      }
+    }
+  }
+
+  // A host's sequence: its tracks with kept slices and its counters; nothing when it has none.
+  void HostSequence(uint32_t root, const std::vector<int32_t>& root_of, uint32_t& sequence) {
+    cursors_.clear();
+    ++plan_;
+    size_t busiest = 0;
+    uint64_t default_uuid = 0;
+    for (uint32_t t = 0; t < trace_.tracks().size(); ++t) {
+      if (root_of[t] != static_cast<int32_t>(root)) continue;
+      size_t kept = 0;
+      for (const Slice& s : trace_.track_slices(t)) kept += !s.duplicate();
+      if (kept == 0) continue;
+      cursors_.push_back(TrackCursor(t));
+      if (kept > busiest) {
+        busiest = kept;
+        default_uuid = TrackUuid(t);
+      }
+    }
+    for (size_t c = 0; c < trace_.counters().size(); ++c) {
+      const CounterSeries& counter = trace_.counters()[c];
+      if (counter.track < 0 || root_of[counter.track] != static_cast<int32_t>(root) || counter.ts_ns.empty()) continue;
+      cursors_.push_back(CounterCursor(c));
+      if (default_uuid == 0) default_uuid = CounterUuid(c);
+    }
+    if (cursors_.empty()) return;
+    Merge(++sequence, default_uuid);
   }
 
   // Interning, per sequence, indexed by what is interned (no hashing of text): trace strings by
@@ -299,7 +523,8 @@ class ProtoExporter {
   // Annotations are collected per slice before the packet is written (their names and string
   // values may need interning in that packet).
   struct Arg {
-    enum Kind : uint8_t { kInt, kDouble, kString, kInline } kind = kInt;
+    // kInputs: an executor label's input list, written as an array of its names.
+    enum Kind : uint8_t { kInt, kDouble, kString, kInline, kInputs } kind = kInt;
     bool literal_key = true;
     uint32_t key = 0;     // a Key, or a StringId of the trace
     StringId value = 0;   // kString: a trace string (interned)
@@ -357,32 +582,125 @@ class ProtoExporter {
         rest[head - 1] != '(') {
       return AddInline(kKeyLabel, label);
     }
-    AddInline(kKeyInputs, rest.substr(head, rest.size() - head - 1));
+    const std::string_view inputs = rest.substr(head, rest.size() - head - 1);
+    if (inputs.empty()) {
+      AddInline(kKeyInputs, inputs);
+    } else {
+      Arg& a = args_.emplace_back();
+      a.key = kKeyInputs;
+      a.kind = Arg::kInputs;
+      a.text = inputs;
+    }
     if (!memory.empty()) AddInline(kKeyMemory, memory);
   }
 
-  // A step stats node's outputs as "float[20,200] int32[]" (dtype, then dims; ? for unknown).
-  std::string_view OutputShapes(const tf::NodeExecStats& node) {
-    std::string& out = scratch_[scratch_used_++ % kScratch];
-    out.clear();
-    for (const auto& output : node.output()) {
-      if (!out.empty()) out.push_back(' ');
-      const auto& description = output.tensor_description();
-      const int dtype = static_cast<int>(description.dtype());
+  // A step stats node's annotations, from its wire bytes: only the label, outputs, kernel, copy
+  // and correlation fields are read (a full parse would build its allocation records and memory
+  // stats too, most of a node's bytes).
+  void NodeArgs(uint32_t index, const Slice& s, const KernelArgs* k, const TransferArgs* t) {
+    const std::string_view bytes = nodes_.Bytes(index);
+    if (bytes.empty()) return;
+    wire::Reader reader(bytes);
+    wire::Field f;
+    std::string_view label, kernel;
+    bool has_outputs = false;
+    uint64_t correlation = 0;
+    std::string& shapes = scratch_[scratch_used_++ % kScratch];
+    shapes.clear();
+    while (reader.Next(f)) {
+      switch (f.number) {
+        case node_field::kTimelineLabel: if (f.type == wire::kLength) label = f.bytes; break;
+        case node_field::kOutput:
+          if (f.type != wire::kLength) break;
+          if (has_outputs) shapes.push_back(' ');
+          has_outputs = true;
+          OutputShape(f.bytes, shapes);
+          break;
+        case node_field::kKernel: if (f.type == wire::kLength) kernel = f.bytes; break;
+        case node_field::kCorrelationId: if (f.type == wire::kVarint) correlation = f.value; break;
+        default: break;
+      }
+    }
+    if (!label.empty()) AddLabel(label, s);
+    if (has_outputs) AddInline(kKeyShapes, shapes);
+    if (s.kind == SliceKind::kMemcpy && t == nullptr) {
+      // Copies are few: their node is parsed whole for the one place that reads copy details.
+      node_.Clear();
+      if (node_.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+        if (auto memcpy = GetMemcpyDetails(trace_, index, node_)) {
+          std::string& kind = scratch_[scratch_used_++ % kScratch];
+          kind = memcpy->kind;
+          AddInline(kKeyKind, kind);
+          AddInt(kKeyBytes, memcpy->bytes);
+        }
+      }
+    }
+    if (!kernel.empty() && k == nullptr) {
+      tf::KernelLaunch kl;
+      if (kl.ParseFromArray(kernel.data(), static_cast<int>(kernel.size()))) {
+        const uint32_t grid[3] = {kl.grid_x(), kl.grid_y(), kl.grid_z()};
+        const uint32_t block[3] = {kl.block_x(), kl.block_y(), kl.block_z()};
+        AddInline(kKeyGrid, Triple(grid));
+        AddInline(kKeyBlock, Triple(block));
+        AddInt(kKeyRegisters, kl.registers_per_thread());
+        AddInt(kKeyShared, kl.static_shared_memory() + kl.dynamic_shared_memory());
+        AddInt(kKeyStream, kl.stream_id());
+      }
+    }
+    if (correlation != 0 && k == nullptr) AddInt(kKeyCorrelation, static_cast<int64_t>(correlation));
+  }
+
+  // One NodeOutput as "float[20,200]" (dtype, then dims; ? for unknown), appended to `out`.
+  void OutputShape(std::string_view output, std::string& out) {
+    int dtype = 0;
+    std::string_view shape;
+    wire::Reader reader(output);
+    wire::Field f;
+    while (reader.Next(f)) {
+      if (f.number != node_field::kOutputTensor || f.type != wire::kLength) continue;
+      wire::Reader tensor(f.bytes);
+      wire::Field g;
+      while (tensor.Next(g)) {
+        if (g.number == node_field::kTensorDtype && g.type == wire::kVarint) dtype = static_cast<int>(g.value);
+        if (g.number == node_field::kTensorShape && g.type == wire::kLength) shape = g.bytes;
+      }
+    }
+    out += DtypeName(dtype);
+    out.push_back('[');
+    wire::Reader dims(shape);
+    bool first = true;
+    while (dims.Next(f)) {
+      if (f.number == node_field::kShapeUnknownRank && f.value != 0) out.push_back('?');
+      if (f.number != node_field::kShapeDim || f.type != wire::kLength) continue;
+      if (!first) out.push_back(',');
+      first = false;
+      int64_t size = 0;
+      wire::Reader dim(f.bytes);
+      wire::Field g;
+      while (dim.Next(g)) {
+        if (g.number == node_field::kDimSize && g.type == wire::kVarint) size = static_cast<int64_t>(g.value);
+      }
+      if (size < 0) {
+        out.push_back('?');
+      } else {
+        char buffer[24];
+        const auto r = std::to_chars(buffer, buffer + sizeof buffer, size);
+        out.append(buffer, r.ptr);
+      }
+    }
+    out.push_back(']');
+  }
+
+  // "float" for DT_FLOAT, "dtype<N>" for a value TensorFlow does not name (cached per value).
+  std::string_view DtypeName(int dtype) {
+    auto [it, added] = dtype_names_.try_emplace(dtype);
+    if (added) {
       std::string name = tf::DataType_IsValid(dtype) ? tf::DataType_Name(static_cast<tf::DataType>(dtype)) : "";
       if (name.substr(0, 3) == "DT_") name = name.substr(3);
       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      out += name.empty() ? "dtype" + std::to_string(dtype) : name;
-      out.push_back('[');
-      if (description.shape().unknown_rank()) out.push_back('?');
-      for (int d = 0; d < description.shape().dim_size(); ++d) {
-        if (d > 0) out.push_back(',');
-        const int64_t size = description.shape().dim(d).size();
-        out += size < 0 ? std::string("?") : std::to_string(size);
-      }
-      out.push_back(']');
+      it->second = name.empty() ? "dtype" + std::to_string(dtype) : name;
     }
-    return out;
+    return it->second;
   }
 
   void CollectArgs(uint32_t index, const Slice& s) {
@@ -422,31 +740,7 @@ class ProtoExporter {
       if (t->stream >= 0) AddInt(kKeyStream, t->stream);
       if (t->correlation >= 0) AddInt(kKeyCorrelation, t->correlation);
     }
-    if (has_nodes_) {
-      if (const tf::NodeExecStats* node = nodes_.Get(index)) {
-        if (!node->timeline_label().empty()) AddLabel(node->timeline_label(), s);
-        if (node->output_size() > 0) AddInline(kKeyShapes, OutputShapes(*node));
-        if (s.kind == SliceKind::kMemcpy && t == nullptr) {
-          if (auto memcpy = GetMemcpyDetails(trace_, index, nodes_)) {
-            std::string& kind = scratch_[scratch_used_++ % kScratch];
-            kind = memcpy->kind;
-            AddInline(kKeyKind, kind);
-            AddInt(kKeyBytes, memcpy->bytes);
-          }
-        }
-        if (node->has_kernel() && k == nullptr) {
-          const auto& kl = node->kernel();
-          const uint32_t grid[3] = {kl.grid_x(), kl.grid_y(), kl.grid_z()};
-          const uint32_t block[3] = {kl.block_x(), kl.block_y(), kl.block_z()};
-          AddInline(kKeyGrid, Triple(grid));
-          AddInline(kKeyBlock, Triple(block));
-          AddInt(kKeyRegisters, kl.registers_per_thread());
-          AddInt(kKeyShared, kl.static_shared_memory() + kl.dynamic_shared_memory());
-          AddInt(kKeyStream, kl.stream_id());
-        }
-        if (node->correlation_id() != 0 && k == nullptr) AddInt(kKeyCorrelation, static_cast<int64_t>(node->correlation_id()));
-      }
-    }
+    if (has_nodes_) NodeArgs(index, s, k, t);
     for (const SliceArg& arg : free_args) {
       Arg& a = args_.emplace_back();
       a.literal_key = false;
@@ -461,7 +755,7 @@ class ProtoExporter {
     }
   }
 
-  void Begin(uint32_t index, const Slice& s, uint32_t sequence) {
+  void Begin(uint32_t index, const Slice& s, uint32_t sequence, uint64_t uuid) {
     CollectArgs(index, s);
     // Interned data first (into side buffers: InternedData's fields in number order), then the
     // packet.
@@ -470,7 +764,9 @@ class ProtoExporter {
     interned_keys_.clear();
     interned_values_.clear();
     const StringId name = s.op_type != 0 ? s.op_type : s.name;
-    const uint64_t name_iid = Intern(names_, name, trace_.str(name), interned::kEventNames, interned_names_);
+    const bool name_interned = Repeated(name, true);
+    const uint64_t name_iid =
+        name_interned ? Intern(names_, name, trace_.str(name), interned::kEventNames, interned_names_) : 0;
     const uint64_t category_iid = Intern(categories_, static_cast<size_t>(s.kind), SliceKindName(s.kind),
                                          interned::kEventCategories, interned_categories_);
     annotation_iids_.clear();
@@ -481,9 +777,10 @@ class ProtoExporter {
                                            : Intern(keys_, arg.key, trace_.str(arg.key), interned::kAnnotationNames,
                                                     interned_keys_);
       uint64_t value = 0;
-      if (arg.kind == Arg::kString) {
+      if (arg.kind == Arg::kString && Repeated(arg.value, false)) {
         value = Intern(strings_, arg.value, trace_.str(arg.value), interned::kAnnotationStrings, interned_values_);
       }
+      if (arg.kind == Arg::kInputs) SplitInputs(index, arg.text);  // a slice has one label
       annotation_iids_.push_back({key, value});
     }
 
@@ -501,7 +798,12 @@ class ProtoExporter {
     wire::Scope e(out_, packet::kTrackEvent);
     wire::Varint(out_, track_event::kCategoryIids, category_iid);
     wire::Varint(out_, track_event::kType, track_event::kSliceBegin);
-    wire::Varint(out_, track_event::kNameIid, name_iid);
+    if (uuid != default_uuid_) wire::Varint(out_, track_event::kTrackUuid, uuid);
+    if (name_interned) {
+      wire::Varint(out_, track_event::kNameIid, name_iid);
+    } else {
+      wire::Bytes(out_, track_event::kName, trace_.str(name));
+    }
     for (size_t a = 0; a < args_.size(); ++a) {
       const Arg& arg = args_[a];
       wire::Scope d(out_, track_event::kDebugAnnotations);
@@ -509,8 +811,24 @@ class ProtoExporter {
       switch (arg.kind) {
         case Arg::kInt: wire::Int64(out_, annotation::kInt, arg.i); break;
         case Arg::kDouble: wire::Double(out_, annotation::kDouble, arg.d); break;
-        case Arg::kString: wire::Varint(out_, annotation::kStringIid, annotation_iids_[a].second); break;
+        case Arg::kString:
+          if (annotation_iids_[a].second != 0) {
+            wire::Varint(out_, annotation::kStringIid, annotation_iids_[a].second);
+          } else {
+            wire::Bytes(out_, annotation::kString, trace_.str(arg.value));
+          }
+          break;
         case Arg::kInline: wire::Bytes(out_, annotation::kString, arg.text); break;
+        case Arg::kInputs:
+          for (const auto& [input, iid] : inputs_) {
+            wire::Scope element(out_, annotation::kArrayValues);
+            if (iid != 0) {
+              wire::Varint(out_, annotation::kStringIid, iid);
+            } else {
+              wire::Bytes(out_, annotation::kString, input);
+            }
+          }
+          break;
       }
     }
     for (uint32_t f = out_begin_[index]; f < out_begin_[index + 1]; ++f) {
@@ -521,43 +839,52 @@ class ProtoExporter {
     }
   }
 
-  void End(int64_t ts, uint32_t sequence) {
-    wire::Scope p(out_, trace_proto::kPacket);
-    wire::Varint(out_, packet::kTimestamp, Delta(ts));
-    SequenceHeader(sequence, false);
-    wire::Scope e(out_, packet::kTrackEvent);
-    wire::Varint(out_, track_event::kType, track_event::kSliceEnd);
+  // Splits "a, b:1, ^c" into inputs_, each name with its iid when it is a producer's node name
+  // used more than once on this sequence (found among the slice's incoming dataflow: no text
+  // lookup), else 0 and written inline. Inputs interned by their text would make the file
+  // smaller but its gzip larger (an iid compresses worse than a repeated name does;
+  // docs/formats.md §7).
+  void SplitInputs(uint32_t index, std::string_view text) {
+    inputs_.clear();
+    for (;;) {
+      const size_t comma = text.find(", ");
+      const std::string_view input = text.substr(0, comma);
+      uint64_t iid = 0;
+      for (uint32_t f = in_begin_[index]; f < in_begin_[index + 1] && iid == 0; ++f) {
+        const Flow& flow = trace_.flows()[in_ids_[f] - 1];
+        const StringId producer = trace_.slices()[flow.from_slice].name;
+        if (flow.kind == FlowKind::kDataflow && trace_.str(producer) == input && Repeated(producer, false)) {
+          iid = Intern(strings_, producer, input, interned::kAnnotationStrings, interned_values_);
+        }
+      }
+      inputs_.emplace_back(input, iid);
+      if (comma == std::string_view::npos) break;
+      text.remove_prefix(comma + 2);
+    }
   }
 
-  // A track's slices in nesting order: each END before the next BEGIN at or after it.
-  void Slices(uint32_t t, uint32_t sequence) {
-    const auto slices = trace_.track_slices(t);
-    if (slices.empty()) return;
-    const uint32_t first = trace_.track_first_slice(t);
-    open_.clear();
-    for (uint32_t k = 0; k < slices.size(); ++k) {
-      const Slice& s = slices[k];
-      if (s.duplicate()) continue;  // TensorFlow's /stream:all and /memcpy repeats, as in chrome
-      while (!open_.empty() && open_.back() <= s.start_ns) {
-        End(open_.back(), sequence);
-        open_.pop_back();
-      }
-      Begin(first + k, s, sequence);
-      open_.push_back(s.end_ns());
-    }
-    while (!open_.empty()) {
-      End(open_.back(), sequence);
-      open_.pop_back();
-    }
+  void End(int64_t ts, uint32_t sequence, uint64_t uuid) {
+    wire::Scope p(out_, trace_proto::kPacket);
+    wire::Varint(out_, packet::kTimestamp, Delta(ts));
+    SequenceHeader(sequence, true);
+    wire::Scope e(out_, packet::kTrackEvent);
+    wire::Varint(out_, track_event::kType, track_event::kSliceEnd);
+    if (uuid != default_uuid_) wire::Varint(out_, track_event::kTrackUuid, uuid);
   }
 
   const Trace& trace_;
-  NodeReader nodes_{trace_};
-  std::string out_;
+  // Blocks of the node store whose nodes hold none of these are not even inflated.
+  NodeReader nodes_{trace_, kNodeLabel | kNodeOutputs | kNodeKernel | kNodeMemcpy | kNodeCorrelation};
+  tf::NodeExecStats node_;
+  std::map<int, std::string> dtype_names_;
+  wire::Buffer out_;
   std::string interned_names_, interned_categories_, interned_keys_, interned_values_;
   InternTable names_, categories_, keys_, strings_;
   uint32_t sequence_ = 0;
   int64_t last_ts_ = 0;
+  uint64_t unit_ = 1;
+  std::vector<Uses> uses_;
+  uint32_t plan_ = 0;
   const bool has_nodes_ = trace_.has_step_stats();
   const int64_t name_key_ = trace_.strings().Find("name");
   static constexpr size_t kScratch = 8;
@@ -565,7 +892,9 @@ class ProtoExporter {
   size_t scratch_used_ = 0;
   std::vector<Arg> args_;
   std::vector<std::pair<uint64_t, uint64_t>> annotation_iids_;
-  std::vector<int64_t> open_;
+  std::vector<std::pair<std::string_view, uint64_t>> inputs_;  // of the slice being written
+  std::vector<Cursor> cursors_;
+  uint64_t default_uuid_ = 0;
   std::vector<bool> needed_;
   std::vector<uint32_t> args_begin_, kernel_index_, transfer_index_;
   std::vector<uint32_t> out_begin_, in_begin_;
@@ -616,6 +945,7 @@ struct Sequence {
   std::unordered_map<uint32_t, int64_t> incremental_last;  // incremental clocks: last value
   std::unordered_map<uint32_t, bool> incremental;
   std::unordered_map<uint32_t, int64_t> unit;
+  std::unordered_map<uint64_t, double> counter_last;  // incremental counters: value so far
   uint32_t default_clock = 0;
   uint64_t default_track = 0;
   bool has_default_track = false;
@@ -716,6 +1046,7 @@ class ProtoImporter {
       seq.categories.clear();
       seq.annotation_names.clear();
       seq.strings.clear();
+      seq.counter_last.clear();
       for (auto& [id, last] : seq.incremental_last) last = 0;
     }
     if (has_defaults) RETURN_IF_ERROR(Defaults(packet_defaults, seq));
@@ -868,9 +1199,9 @@ class ProtoImporter {
     wire::Reader reader = wire::Nested(field);
     wire::Field f;
     uint64_t uuid = 0, parent = 0;
-    bool has_parent = false, counter = false, process = false;
+    bool has_parent = false, counter = false, process = false, incremental = false;
     std::string name;
-    int64_t rank = 0;
+    int64_t rank = 0, value_unit = 1;
     while (reader.Next(f)) {
       switch (f.number) {
         case track_descriptor::kUuid: uuid = f.value; break;
@@ -879,7 +1210,21 @@ class ProtoImporter {
         case track_descriptor::kStaticName:
           if (f.type == wire::kLength) name = Text(f.bytes);
           break;
-        case track_descriptor::kCounter: counter = true; break;
+        case track_descriptor::kCounter: {
+          counter = true;
+          if (f.type != wire::kLength) break;
+          wire::Reader inner = wire::Nested(f);
+          wire::Field g;
+          while (inner.Next(g)) {
+            if (g.number == counter_descriptor::kIsIncremental) incremental = g.value != 0;
+            // A unit that is no positive int64 (or beyond 2^40) is ignored: values stay as written.
+            if (g.number == counter_descriptor::kUnitMultiplier && g.value > 0 && g.value <= (uint64_t{1} << 40)) {
+              value_unit = static_cast<int64_t>(g.value);
+            }
+          }
+          STEPSCOPE_WIRE_CHECK(inner);
+          break;
+        }
         case track_descriptor::kSiblingOrderRank: rank = static_cast<int64_t>(f.value); break;
         case track_descriptor::kProcess:
         case track_descriptor::kThread: {
@@ -906,6 +1251,8 @@ class ProtoImporter {
     d.has_parent = has_parent;
     d.name = name.empty() ? "track " + std::to_string(uuid) : name;
     d.counter = counter;
+    d.counter_incremental = incremental;
+    d.counter_unit = value_unit;
     d.process = process;
     d.rank = rank;
     return Status::Ok();
@@ -915,6 +1262,8 @@ class ProtoImporter {
     uint64_t parent = 0;
     bool has_parent = false;
     bool counter = false;
+    bool counter_incremental = false;  // values are deltas on their sequence
+    int64_t counter_unit = 1;          // values are in this many units
     bool process = false;
     int64_t rank = 0;
     std::string name;
@@ -959,10 +1308,26 @@ class ProtoImporter {
     return index;
   }
 
-  Status Annotation(const wire::Field& field, Sequence& seq, ReadArg& arg) {
+  // One debug annotation; an array's values come as one text, joined by ", " (as a label's input
+  // list reads), nested arrays at most a few levels deep.
+  Status Annotation(const wire::Field& field, Sequence& seq, ReadArg& arg, int depth = 0) {
     wire::Reader reader = wire::Nested(field);
     wire::Field f;
+    bool array = false;
     while (reader.Next(f)) {
+      if (f.number == annotation::kArrayValues && f.type == wire::kLength && depth < 4) {
+        ReadArg element;
+        RETURN_IF_ERROR(Annotation(f, seq, element, depth + 1));
+        if (array) {
+          arg.s += ", ";
+          arg.s += element.Text();
+        } else {
+          arg.s = element.Text();
+        }
+        arg.kind = ReadArg::kString;
+        array = true;
+        continue;
+      }
       switch (f.number) {
         case annotation::kNameIid: arg.key = seq.annotation_names[f.value]; break;
         case annotation::kName: if (f.type == wire::kLength) arg.key = Text(f.bytes); break;
@@ -1049,6 +1414,11 @@ class ProtoImporter {
           it->second.origin = "perfetto counter track";
           if (d != described_.end() && d->second.has_parent) it->second.track = static_cast<int32_t>(TrackFor(d->second.parent));
         }
+        const auto d = described_.find(uuid);
+        if (d != described_.end() && d->second.counter_incremental) counter_value = seq.counter_last[uuid] += counter_value;
+        if (d != described_.end()) counter_value *= static_cast<double>(d->second.counter_unit);
+        // Beyond int64 a value is clamped (a corrupt delta must not overflow the conversion).
+        counter_value = std::isnan(counter_value) ? 0.0 : std::clamp(counter_value, -9.2e18, 9.2e18);
         it->second.ts_ns.push_back(ts);
         it->second.values.push_back(static_cast<int64_t>(std::llround(counter_value)));
         break;

@@ -4,21 +4,24 @@
 // Writing (ExportPerfettoProto): TrackDescriptors first (sequence 1) for every track of the
 // Trace: host (rank) -> process track, device -> child track, each lane (executor thread, GPU
 // stream, overlap lane) its own child track, so overlapping work is never dropped; counter
-// tracks (UNIT_SIZE_BYTES) for allocator curves. Then one packet sequence per track with
-// events: its first packet clears incremental state, sets the defaults (the track, the sequence
-// clock) and holds a ClockSnapshot that puts the sequence clock (id 64, incremental, ns; 0 = the
-// trace's epoch) on REALTIME and BOOTTIME, so every rank of a merged trace (already aligned by
-// merge) lands on one timeline; TYPE_SLICE_BEGIN/END TrackEvents (timestamps as deltas) with
-// interned names, categories (the slice kind), debug annotations for the arguments (node name,
-// kernel geometry, copy bytes, free-form args) and flow ids (dataflow, launch -> kernel). Every slice is kept except TensorFlow's GPU aggregate
+// tracks (UNIT_SIZE_BYTES, values as deltas in their unit) for allocator curves. Then one packet
+// sequence per host: its first packet clears incremental state, sets the defaults (the busiest
+// lane, the sequence clock) and holds a ClockSnapshot that puts the sequence clock (id 64,
+// incremental, in the unit dividing all the sequence's times; 0 = the trace's epoch) on REALTIME
+// and BOOTTIME, so every rank of a merged trace (already aligned by merge) lands on one
+// timeline; then the events of all the host's lanes and counters in time order:
+// TYPE_SLICE_BEGIN/END TrackEvents with names, categories (the slice kind), debug annotations for
+// the arguments (node name, kernel geometry, copy bytes, a label's inputs as an array,
+// free-form args) and flow ids (dataflow, launch -> kernel). Text used more than once on the
+// sequence is interned, the rest inline. Every slice is kept except TensorFlow's GPU aggregate
 // repeats (/stream:all, /memcpy: duplicate() slices, as in the chrome flavour), so reading the
 // file back gives the same slices as the source's non-duplicate ones.
 //
 // Reading (ReadPerfettoProto): our own files and other TrackEvent traces (the Perfetto SDK's):
 // track descriptors, interned data per sequence, clock snapshots (sequence clocks and
-// incremental clocks), slice begin/end, instants, counters, flows, debug annotations. Packets of
-// other data sources are skipped and counted. Damage is kInvalidInput naming the file and the
-// byte offset.
+// incremental clocks, with units), slice begin/end, instants, counters (incremental ones too),
+// flows, debug annotations (arrays joined by ", "). Packets of other data sources are skipped
+// and counted. Damage is kInvalidInput naming the file and the byte offset.
 #pragma once
 
 #include <string>

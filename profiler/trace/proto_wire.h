@@ -4,6 +4,7 @@
 // (the Perfetto protobuf writer). Field numbers and wire types are the callers' business.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -138,38 +139,132 @@ inline void Bytes(std::string& out, uint32_t number, std::string_view value) {
   out.append(value);
 }
 
-// A nested message written in place: one byte is reserved for the length before the payload
-// and patched after it; a payload of 128 bytes or more moves forward to make room for a longer
-// length (most messages of a trace are small, so most need no move).
+// An output buffer for writers that append many small fields (millions of varints): the bytes
+// go through a pointer into a string kept longer than its content, grown by doubling, so a
+// field is a few inlined stores rather than a call into std::string::append. Take() returns
+// the content.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;  // data_ points into room_
+  Buffer& operator=(const Buffer&) = delete;
+
+  void reserve(size_t bytes) {
+    if (bytes > room_.size()) Resize(bytes);
+  }
+  size_t size() const { return size_; }
+  char& operator[](size_t at) { return data_[at]; }
+  // At least `bytes` writable at end() (then advance()).
+  [[gnu::always_inline]] void Ensure(size_t bytes) {
+    if (room_.size() - size_ < bytes) Resize(std::max(room_.size() * 2, size_ + bytes + 4096));
+  }
+  char* end() { return data_ + size_; }
+  void advance(size_t bytes) { size_ += bytes; }
+  void push_back(char c) {
+    Ensure(1);
+    data_[size_++] = c;
+  }
+  void append(const char* bytes, size_t n) {
+    if (n == 0) return;  // an empty view may have no data (memcpy wants a pointer)
+    Ensure(n);
+    std::memcpy(data_ + size_, bytes, n);
+    size_ += n;
+  }
+  void append(std::string_view bytes) { append(bytes.data(), bytes.size()); }
+  Buffer& operator+=(std::string_view bytes) {
+    append(bytes);
+    return *this;
+  }
+  // Replaces the byte at `at` by `n` bytes (a longer length prefix), moving what follows.
+  void replace(size_t at, size_t one, const char* bytes, size_t n) {
+    Ensure(n);
+    std::memmove(data_ + at + n, data_ + at + one, size_ - at - one);
+    std::memcpy(data_ + at, bytes, n);
+    size_ += n - one;
+  }
+  std::string Take() {
+    room_.resize(size_);
+    std::string out = std::move(room_);
+    room_ = std::string();
+    data_ = room_.data();
+    size_ = 0;
+    return out;
+  }
+
+ private:
+  void Resize(size_t bytes) {
+    room_.resize(bytes);
+    data_ = room_.data();
+  }
+  std::string room_;  // size() is the capacity in use; the content is its first size_ bytes
+  char* data_ = room_.data();
+  size_t size_ = 0;
+};
+
+[[gnu::always_inline]] inline void Tag(Buffer& out, uint32_t number, WireType type) {
+  out.Ensure(10);
+  out.advance(EncodeVarint(out.end(), (static_cast<uint64_t>(number) << 3) | type));
+}
+[[gnu::always_inline]] inline void Varint(Buffer& out, uint32_t number, uint64_t value) {
+  out.Ensure(20);
+  char* at = out.end();
+  size_t n = EncodeVarint(at, (static_cast<uint64_t>(number) << 3) | kVarint);
+  n += EncodeVarint(at + n, value);
+  out.advance(n);
+}
+[[gnu::always_inline]] inline void Int64(Buffer& out, uint32_t number, int64_t value) { Varint(out, number, static_cast<uint64_t>(value)); }
+[[gnu::always_inline]] inline void Fixed64(Buffer& out, uint32_t number, uint64_t value) {
+  Tag(out, number, kFixed64);
+  out.Ensure(8);
+  std::memcpy(out.end(), &value, 8);
+  out.advance(8);
+}
+inline void Double(Buffer& out, uint32_t number, double value) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, 8);
+  Fixed64(out, number, bits);
+}
+[[gnu::always_inline]] inline void Bytes(Buffer& out, uint32_t number, std::string_view value) {
+  out.Ensure(20 + value.size());
+  char* at = out.end();
+  size_t n = EncodeVarint(at, (static_cast<uint64_t>(number) << 3) | kLength);
+  n += EncodeVarint(at + n, value.size());
+  if (!value.empty()) std::memcpy(at + n, value.data(), value.size());
+  out.advance(n + value.size());
+}
+
+// A nested message written in place (into a std::string or a Buffer): one byte is reserved
+// for the length before the payload and patched after it; a payload of 128 bytes or more moves
+// forward to make room for a longer length (most messages of a trace are small, so most need
+// no move).
+template <typename Out>
 class Scope {
  public:
-  Scope(std::string& out, uint32_t number) : out_(out) {
+  [[gnu::always_inline]] Scope(Out& out, uint32_t number) : out_(out) {
     Tag(out_, number, kLength);
     length_at_ = out_.size();
     out_.push_back('\0');
   }
-  ~Scope() {
+  [[gnu::always_inline]] ~Scope() {
     const size_t length = out_.size() - length_at_ - 1;
     if (length < 0x80) {
       out_[length_at_] = static_cast<char>(length);
     } else {
-      char prefix[10];
-      size_t n = 0;
-      for (uint64_t v = length; ; v >>= 7) {
-        if (v < 0x80) {
-          prefix[n++] = static_cast<char>(v);
-          break;
-        }
-        prefix[n++] = static_cast<char>((v & 0x7f) | 0x80);
-      }
-      out_.replace(length_at_, 1, prefix, n);
+      Widen(length);
     }
   }
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
 
  private:
-  std::string& out_;
+  // A length of 128 or more: the payload moves forward past its longer varint.
+  void Widen(size_t length) {
+    char prefix[10];
+    const size_t n = EncodeVarint(prefix, length);
+    out_.replace(length_at_, 1, prefix, n);
+  }
+
+  Out& out_;
   size_t length_at_ = 0;
 };
 

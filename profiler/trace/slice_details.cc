@@ -62,6 +62,12 @@ std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice
   return MemcpyFromNode(trace, slice, *node);
 }
 
+std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice, const tf::NodeExecStats& node) {
+  if (trace.slices()[slice].kind != SliceKind::kMemcpy) return std::nullopt;
+  if (const TransferArgs* args = trace.transfer_args(slice)) return MemcpyFromArgs(trace, slice, *args);
+  return MemcpyFromNode(trace, slice, node);
+}
+
 CopyName ParseCopyName(std::string_view name) {
   CopyName copy;
   // ROCm's copy activities (roctracer): CopyHostToDevice, CopyDeviceToHost, CopyDeviceToDevice.

@@ -11,6 +11,10 @@
 
 #include "profiler/trace/trace.h"
 
+namespace stepscope::tf {
+class NodeExecStats;
+}
+
 namespace stepscope::trace {
 
 class NodeReader;
@@ -26,6 +30,8 @@ struct MemcpyDetails {
 std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice);
 // For passes over many slices: nodes come from `nodes`.
 std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice, NodeReader& nodes);
+// From the slice's node already at hand (a pass that parses nodes itself).
+std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice, const tf::NodeExecStats& node);
 
 // Kind and memory kinds from a copy's name: PyTorch writes "Memcpy HtoD (Pageable -> Device)",
 // TensorFlow "MEMCPYHtoD". Empty kind when the name is neither.

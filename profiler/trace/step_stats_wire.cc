@@ -346,6 +346,7 @@ class Scanner {
     // A node without a name is an error the other path names.
     if (reader.failed() || node.name_size == 0) return false;
     if (node.label_size > 0) node.fields |= kNodeLabel;
+    if (node.correlation_id != 0) node.fields |= kNodeCorrelation;
     node.start_ns = start_nanos != 0 ? ClampTimeNs(start_nanos) : MicrosToNanos(start_micros);
     node.dur_ns = start_nanos != 0 || end_rel_nanos != 0 ? ClampTimeNs(end_rel_nanos) : MicrosToNanos(end_rel_micros);
     out_.nodes.push_back(node);

@@ -112,6 +112,12 @@ const tf::NodeExecStats* NodeReader::Get(uint32_t slice) {
   return entry == NodeRef::kNone ? nullptr : reader_->Get(entry);
 }
 
+std::string_view NodeReader::Bytes(uint32_t slice) {
+  if (reader_ == nullptr) return {};
+  const uint32_t entry = trace_.node_entry(slice);
+  return entry == NodeRef::kNone ? std::string_view() : reader_->Bytes(entry);
+}
+
 std::string Trace::TrackPath(uint32_t track) const {
   std::vector<uint32_t> chain;
   for (int32_t t = static_cast<int32_t>(track); t >= 0; t = tracks_[t].parent) chain.push_back(t);

@@ -61,6 +61,30 @@ TEST(AnalysisCommandsTest, MergeWritesAChromeTraceThatReadsBack) {
   EXPECT_EQ(merged->span_end_ns() - merged->span_begin_ns(), 510000);
 }
 
+// The merged trace goes through the writer table, as convert's output does: every format reads
+// back with both ranks' slices and the same span.
+TEST(AnalysisCommandsTest, MergeWritesEveryOutputFormatByExtension) {
+  for (const char* name : {"merged.json", "merged.pftrace", "merged.pftrace.gz", "merged.pb", "merged.pbtxt"}) {
+    SCOPED_TRACE(name);
+    const std::string out = (testing::ScratchDir("merge_formats") / name).string();
+    const Result r = RunStepscope({"merge", DataPath("analysis/ranks"), "-o", out});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("wrote " + out), std::string::npos) << r.out;
+    auto merged = trace::ReadTrace(out);
+    ASSERT_TRUE(merged.ok()) << merged.status().message();
+    EXPECT_EQ(merged->slices().size(), 18u);
+    EXPECT_EQ(merged->span_end_ns() - merged->span_begin_ns(), 510000);
+  }
+  // --format wins over the extension.
+  const std::string forced = (testing::ScratchDir("merge_formats") / "merged.out").string();
+  const Result r = RunStepscope({"merge", DataPath("analysis/ranks"), "-o", forced, "--format", "pftrace"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto merged = trace::ReadTrace(forced);
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_EQ(merged->source_format(), trace::SourceFormat::kPerfettoProto);
+  EXPECT_EQ(merged->slices().size(), 18u);
+}
+
 TEST(AnalysisCommandsTest, BadInputIsAClearErrorNamingIt) {
   Result r = RunStepscope({"ops", "/no/such/trace.pb"});
   EXPECT_EQ(r.code, 2);
@@ -69,10 +93,13 @@ TEST(AnalysisCommandsTest, BadInputIsAClearErrorNamingIt) {
   r = RunStepscope({"kernels", empty.string()});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("no trace files"), std::string::npos);
-  r = RunStepscope({"merge", DataPath("analysis/ranks"), "-o", "out.pb"});
+  r = RunStepscope({"merge", DataPath("analysis/ranks"), "-o", "out.txt"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("Chrome JSON"), std::string::npos);
-  EXPECT_FALSE(std::filesystem::exists("out.pb"));
+  EXPECT_NE(r.err.find("cannot tell the output format"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists("out.txt"));
+  r = RunStepscope({"merge", DataPath("analysis/ranks"), "-o", "out.txt", "--format", "xspace"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown format"), std::string::npos) << r.err;
   r = RunStepscope({"ops", DataPath("analysis/ranks"), "--top", "0"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--top"), std::string::npos);

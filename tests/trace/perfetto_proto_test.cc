@@ -33,8 +33,11 @@ struct Decoded {
   std::vector<SliceSeen> slices;
   std::map<uint64_t, const pp::TrackDescriptor*> tracks;
   std::map<uint64_t, int64_t> counter_points;  // per counter track
+  std::map<uint64_t, std::vector<int64_t>> counter_values;  // per counter track, in bytes
   std::multiset<uint64_t> flow_starts, flow_ends;
   std::set<uint32_t> sequences;
+  std::set<int64_t> clock_units;  // of the sequence clocks
+  int64_t input_names = 0, interned_input_names = 0;  // elements of "inputs" arrays
   int64_t snapshots = 0;
   std::vector<std::string> problems;
 };
@@ -46,6 +49,8 @@ Decoded Decode(const pp::Trace& trace) {
     uint64_t default_track = 0;
     bool incremental = false;  // the sequence clock 64 is incremental
     int64_t last = 0;
+    int64_t unit = 1;  // ns per tick of clock 64
+    std::map<uint64_t, int64_t> counter_last;  // incremental counters
   };
   std::map<uint32_t, Interned> interned;
   std::map<uint64_t, std::vector<size_t>> open;  // per track: indices into d.slices
@@ -62,6 +67,8 @@ Decoded Decode(const pp::Trace& trace) {
         if (c.clock_id() == 64) {
           in.incremental = c.is_incremental();
           in.last = static_cast<int64_t>(c.timestamp());
+          in.unit = c.has_unit_multiplier_ns() ? static_cast<int64_t>(c.unit_multiplier_ns()) : 1;
+          d.clock_units.insert(in.unit);
         }
       }
     }
@@ -79,9 +86,14 @@ Decoded Decode(const pp::Trace& trace) {
     if (packet.has_track_descriptor()) d.tracks[packet.track_descriptor().uuid()] = &packet.track_descriptor();
     if (!packet.has_track_event()) continue;
     const pp::TrackEvent& e = packet.track_event();
-    // Timestamps on an incremental clock are deltas from the sequence's previous one.
+    if (in.incremental && !(packet.sequence_flags() & pp::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE)) {
+      d.problems.push_back("event on an incremental clock without SEQ_NEEDS_INCREMENTAL_STATE");
+    }
+    // Timestamps on an incremental clock are deltas from the sequence's previous one, in the
+    // clock's unit.
     int64_t ts = static_cast<int64_t>(packet.timestamp());
     if (in.incremental) ts = in.last += ts;
+    ts *= in.unit;
     const uint64_t track = e.has_track_uuid() ? e.track_uuid() : in.default_track;
     if (!d.tracks.count(track)) d.problems.push_back("event before its track descriptor");
     switch (e.type()) {
@@ -92,16 +104,29 @@ Decoded Decode(const pp::Trace& trace) {
         Decoded::SliceSeen s;
         s.track = track;
         s.start = ts;
-        if (!in.names.count(e.name_iid())) d.problems.push_back("name iid not interned");
-        s.name = in.names[e.name_iid()];
+        // Names used more than once on the sequence are interned, the others inline.
+        if (e.has_name_iid() && !in.names.count(e.name_iid())) d.problems.push_back("name iid not interned");
+        if (!e.has_name_iid() && !e.has_name()) d.problems.push_back("slice without a name");
+        s.name = e.has_name() ? e.name() : in.names[e.name_iid()];
         if (e.category_iids_size() != 1) d.problems.push_back("slice without one category");
         if (e.category_iids_size() > 0) s.category = in.categories[e.category_iids(0)];
         for (const auto& a : e.debug_annotations()) {
           if (!in.keys.count(a.name_iid())) d.problems.push_back("annotation name not interned");
+          if (in.keys[a.name_iid()] != "inputs") continue;
+          for (const auto& element : a.array_values()) {
+            ++d.input_names;
+            if (!element.has_string_value_iid()) continue;
+            ++d.interned_input_names;
+            if (!in.values.count(element.string_value_iid())) d.problems.push_back("input iid not interned");
+          }
         }
         // The node name is the first annotation, "name" (later ones of that name are stats).
         if (e.debug_annotations_size() > 0 && in.keys[e.debug_annotations(0).name_iid()] == "name") {
-          s.node = in.values[e.debug_annotations(0).string_value_iid()];
+          const pp::DebugAnnotation& a = e.debug_annotations(0);
+          if (a.has_string_value_iid() && !in.values.count(a.string_value_iid())) {
+            d.problems.push_back("string value iid not interned");
+          }
+          s.node = a.has_string_value() ? a.string_value() : in.values[a.string_value_iid()];
         }
         for (uint64_t id : e.flow_ids()) d.flow_starts.insert(id);
         for (uint64_t id : e.terminating_flow_ids()) d.flow_ends.insert(id);
@@ -122,12 +147,24 @@ Decoded Decode(const pp::Trace& trace) {
         if (!stack.empty() && d.slices[stack.back()].start > s.start) d.problems.push_back("bad nesting");
         break;
       }
-      case pp::TrackEvent::TYPE_COUNTER:
+      case pp::TrackEvent::TYPE_COUNTER: {
         if (!d.tracks.count(track) || !d.tracks[track]->has_counter()) {
           d.problems.push_back("counter value on a track without CounterDescriptor");
+          break;
         }
         ++d.counter_points[track];
+        // Incremental counters: deltas from the sequence's previous value, in the counter's unit.
+        const pp::CounterDescriptor& counter = d.tracks[track]->counter();
+        int64_t value = e.counter_value();
+        if (counter.is_incremental()) {
+          if (!(packet.sequence_flags() & pp::TracePacket::SEQ_NEEDS_INCREMENTAL_STATE)) {
+            d.problems.push_back("incremental counter without SEQ_NEEDS_INCREMENTAL_STATE");
+          }
+          value = in.counter_last[track] += value;
+        }
+        d.counter_values[track].push_back(value * (counter.has_unit_multiplier() ? counter.unit_multiplier() : 1));
         break;
+      }
       default: d.problems.push_back("unexpected event type"); break;
     }
   }
@@ -189,14 +226,21 @@ TEST(PerfettoProtoTest, DecodesWithPerfettosDefinitionsTfGpuStep) {
     EXPECT_TRUE(d.tracks.at(uuid)->has_parent_uuid());
   }
   EXPECT_EQ(decoded_points, points);
-  // The descriptors' sequence, then one sequence per track with events (each with its clock
-  // snapshot); the host is a process track.
-  std::set<uint32_t> tracks_with_events;
-  for (const Slice& s : source.slices()) {
-    if (!s.duplicate()) tracks_with_events.insert(s.track);
-  }
-  EXPECT_EQ(d.snapshots, static_cast<int64_t>(tracks_with_events.size() + source.counters().size() + 1));
-  EXPECT_EQ(d.sequences.size(), tracks_with_events.size() + source.counters().size() + 1);
+  // Their values, the deltas summed and scaled back, series by series.
+  std::multiset<std::vector<int64_t>> want_values, got_values;
+  for (const CounterSeries& c : source.counters()) want_values.insert(c.values);
+  for (const auto& [uuid, values] : d.counter_values) got_values.insert(values);
+  EXPECT_TRUE(want_values == got_values);
+  // The descriptors' sequence, then one sequence for the host's events (its lanes, streams and
+  // counters, each with its clock snapshot); the host is a process track.
+  EXPECT_EQ(d.snapshots, 2);
+  EXPECT_EQ(d.sequences.size(), 2u);
+  // Step stats times are whole µs: the host's sequence clock counts in µs (the descriptors'
+  // sequence, with no events, keeps ns).
+  EXPECT_EQ(d.clock_units, (std::set<int64_t>{1, 1000}));
+  // Input lists are arrays; a producer used more than once is named by its interned node name.
+  EXPECT_GT(d.input_names, 2000);
+  EXPECT_GT(d.interned_input_names, 500);
   int64_t processes = 0;
   for (const auto& [uuid, t] : d.tracks) processes += t->has_process();
   EXPECT_EQ(processes, 1);
@@ -223,13 +267,13 @@ TEST(PerfettoProtoTest, KinetoKernelsKeepTheirOwnTracksAndArgs) {
   for (const auto& packet : decoded.packet()) {
     for (const auto& e : packet.interned_data().debug_annotation_names()) grids += e.name() == "grid";
   }
-  // Interned once per sequence, i.e. per track holding kernels with a grid.
+  // Interned once per sequence, i.e. once for the host, though its kernels are on two streams.
   std::set<uint32_t> kernel_tracks;
   for (const KernelArgs& k : source.all_kernel_args()) {
     if (k.has_grid()) kernel_tracks.insert(source.slices()[k.slice].track);
   }
   EXPECT_GE(kernel_tracks.size(), 2u);
-  EXPECT_EQ(grids, static_cast<int64_t>(kernel_tracks.size()));
+  EXPECT_EQ(grids, 1);
 }
 
 TEST(PerfettoProtoTest, XSpaceStatsBecomeAnnotations) {
@@ -340,12 +384,9 @@ TEST(PerfettoProtoTest, MergedRanksGetASequenceAndClockSnapshotEach) {
   ASSERT_TRUE(decoded.ParseFromString(ExportPerfettoProto(two)));
   const Decoded d = Decode(decoded);
   EXPECT_TRUE(d.problems.empty()) << d.problems.front();
-  // Each rank's tracks have their own sequences and clock snapshots, on one timeline.
-  std::set<uint32_t> tracks_with_events;
-  for (const Slice& s : two.slices()) {
-    if (!s.duplicate()) tracks_with_events.insert(s.track);
-  }
-  EXPECT_EQ(d.snapshots, static_cast<int64_t>(tracks_with_events.size() + 1));
+  // Each rank has its own sequence and clock snapshot, on one timeline.
+  EXPECT_EQ(d.snapshots, 3);
+  EXPECT_EQ(d.sequences.size(), 3u);
   int64_t processes = 0;
   for (const auto& [uuid, t] : d.tracks) processes += t->has_process();
   EXPECT_EQ(processes, 2);
@@ -476,6 +517,52 @@ TEST(PerfettoProtoTest, ReadsTrackEventsOfOtherProducers) {
   int64_t items = 0;
   for (const SliceArg& a : read->all_slice_args()) items += read->str(a.key) == "items" && a.is_number && a.number == 12;
   EXPECT_EQ(items, 1);
+}
+
+// The sequence clock counts in the largest unit dividing every time of the sequence (and below
+// 2^30 ns, as readers take it): times come back exact whatever they divide by.
+TEST(PerfettoProtoTest, TheClockUnitDividesEveryTime) {
+  struct Case {
+    std::vector<int64_t> starts;  // each slice lasts as long as it starts after the epoch
+    int64_t unit;
+  };
+  const int64_t giga = 1000000000;
+  for (const Case& c : {Case{{1000, 5000, 12000}, 1000}, Case{{0, 3 * giga, 9 * giga}, giga},
+                        Case{{int64_t{1} << 31, int64_t{3} << 31}, 512}, Case{{1000, 1007}, 1}}) {
+    TraceBuilder builder;
+    Track host;
+    host.name = builder.Intern("host");
+    host.kind = TrackKind::kHost;
+    const uint32_t parent = builder.AddTrack(host);
+    std::vector<std::pair<int64_t, int64_t>> want;
+    for (size_t i = 0; i < c.starts.size(); ++i) {
+      Track lane;
+      lane.name = builder.Intern("lane " + std::to_string(i));
+      lane.parent = static_cast<int32_t>(parent);
+      lane.kind = TrackKind::kOpLane;
+      const uint32_t track = builder.AddTrack(lane);
+      Slice slice;
+      slice.start_ns = int64_t{1700000000} * giga + c.starts[i];
+      slice.dur_ns = c.starts[i];
+      slice.track = track;
+      slice.name = slice.op_type = builder.Intern("op");
+      builder.AddSlice(slice);
+      want.emplace_back(slice.start_ns, slice.dur_ns);
+    }
+    const Trace trace = std::move(builder).Build();
+    const std::string bytes = ExportPerfettoProto(trace);
+    pp::Trace decoded;
+    ASSERT_TRUE(decoded.ParseFromString(bytes));
+    const Decoded d = Decode(decoded);
+    EXPECT_TRUE(d.problems.empty()) << d.problems.front();
+    EXPECT_TRUE(d.clock_units.count(c.unit)) << c.unit;
+    auto back = ReadPerfettoProto(bytes, "units.pftrace");
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    std::vector<std::pair<int64_t, int64_t>> got;
+    for (const Slice& s : back->slices()) got.emplace_back(back->epoch_ns() + s.start_ns, s.dur_ns);
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, want) << c.unit;
+  }
 }
 
 TEST(PerfettoProtoTest, AnEmptyTraceIsAFileThatReadsBack) {
