@@ -219,7 +219,9 @@ StatusOr<ParsedStepStats> ParseStepStats(std::string_view bytes, const std::stri
   // One arena for the whole message tree: parsing a 2^20-node step allocates millions of small
   // messages, and the arena makes that (and freeing them) a few large allocations.
   pb::ArenaOptions arena_options;
-  arena_options.start_block_size = std::min<size_t>(bytes.size() * 2 + 4096, size_t{64} << 20);
+  // A multiple of 8: the arena keeps its cleanup records at a block's end, and a block of odd size
+  // would leave them misaligned.
+  arena_options.start_block_size = std::min<size_t>((bytes.size() * 2 + 4096 + 7) & ~size_t{7}, size_t{64} << 20);
   arena_options.max_block_size = size_t{64} << 20;
   auto arena = std::make_shared<pb::Arena>(arena_options);
   parsed.run_metadata = std::shared_ptr<tf::RunMetadata>(
