@@ -94,6 +94,7 @@ StatusOr<std::shared_ptr<const TraceDocument>> OpenMergedDocument(
     traces.push_back(std::move(trace).value());
   }
   auto ranks = std::make_shared<RankMerge>();
+  if (traces.size() < 2) ranks->stragglers_error = "one trace, no ranks to compare";
   if (traces.size() > 1) {
     auto stragglers = analysis::ComputeStragglers(traces);
     if (stragglers.ok()) {
@@ -105,9 +106,13 @@ StatusOr<std::shared_ptr<const TraceDocument>> OpenMergedDocument(
   if (cancelled()) return stop();
   analysis::MergeResult merged = analysis::MergeTraces(std::move(traces));
   if (note != nullptr) {
+    // Steps as the stragglers analysis numbers them (ProfilerStep#N windows too), not the inputs'
+    // step numbers, which PyTorch traces do not have.
     *note = "Merged " + std::to_string(merged.report.inputs.size()) + " traces: " +
-            std::to_string(merged.report.unaligned) + " not clock-aligned, " +
-            std::to_string(merged.report.stragglers.size()) + " steps with a straggler";
+            std::to_string(merged.report.unaligned) + " not clock-aligned; " +
+            (ranks->stragglers ? std::to_string(ranks->stragglers->steps.size()) +
+                                     (ranks->stragglers->steps.size() == 1 ? " step" : " steps") + " compared across ranks"
+                               : "no stragglers: " + ranks->stragglers_error);
   }
   ranks->inputs = std::move(merged.report.inputs);
   return MakeDocument(std::move(merged.trace), name, std::move(ranks));

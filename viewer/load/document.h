@@ -79,7 +79,7 @@ StatusOr<std::shared_ptr<const TraceDocument>> MakeDocument(trace::Trace trace, 
 // Reads `files` and merges them into one document (a directory of per-rank traces): the
 // stragglers are computed from the inputs before the merge takes them (RankMerge). `on_file` is
 // told each file before it is read; `note` gets what the merge did (inputs, clocks not aligned,
-// steps with a straggler). One unreadable file fails the whole merge, naming it (a merge with a
+// steps compared across ranks). One unreadable file fails the whole merge, naming it (a merge with a
 // rank missing would mislead); a cancelled merge returns kCancelled.
 StatusOr<std::shared_ptr<const TraceDocument>> OpenMergedDocument(
     const std::vector<std::string>& files, const std::string& name, const std::atomic<bool>* cancel,
