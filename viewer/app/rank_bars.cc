@@ -12,15 +12,6 @@ constexpr int kLegendHeight = 22;
 constexpr QRgb kCategoryColors[analysis::kStragglerCategories] = {
     GpuBars::kComputeColor, GpuBars::kCommunicationColor, GpuBars::kMemoryColor, RankBars::kInputColor};
 
-// The lower median, as the analysis takes it (the ceil(n/2)-th smallest).
-int64_t LowerMedianEnd(const analysis::StepStragglers& step) {
-  std::vector<int64_t> ends;
-  for (const analysis::RankStep& r : step.ranks) ends.push_back(r.end_ns);
-  if (ends.empty()) return 0;
-  std::sort(ends.begin(), ends.end());
-  return ends[(ends.size() + 1) / 2 - 1];
-}
-
 }  // namespace
 
 RankBars::RankBars(QWidget* parent) : QWidget(parent) {
@@ -72,13 +63,9 @@ double RankBars::XOf(int64_t ns) const {
   return area.left() + static_cast<double>(ns) / static_cast<double>(LatestEnd()) * (area.width() - 1);
 }
 
-double RankBars::EarliestEndX() const {
-  int64_t earliest = LatestEnd();
-  for (const analysis::RankStep& r : step_.ranks) earliest = std::min(earliest, r.end_ns);
-  return XOf(earliest);
-}
-
-double RankBars::MedianEndX() const { return XOf(LowerMedianEnd(step_)); }
+// The straggler ends last: the earliest and the median end are its end less its lateness.
+double RankBars::EarliestEndX() const { return XOf(LatestEnd() - step_.lateness_ns); }
+double RankBars::MedianEndX() const { return XOf(LatestEnd() - step_.lateness_vs_median_ns); }
 
 void RankBars::paintEvent(QPaintEvent*) {
   QPainter painter(this);
