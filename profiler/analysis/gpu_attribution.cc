@@ -1,6 +1,8 @@
 // GPU work attributed back to what the user wrote: the annotations (or name scopes) that launched
 // it, and the kernel sequences that repeat (gpu_analyses.h).
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <map>
 #include <string_view>
 #include <tuple>
@@ -192,33 +194,59 @@ AnnotationReport ComputeAnnotationTime(const std::vector<GpuInput>& inputs) {
 
 // ---- kernel patterns ---------------------------------------------------------------------------
 
+namespace {
+
+// A pattern: `length` kernel name ids, as the bytes of the ids (short enough for the string's
+// own buffer at the default length of 3).
+std::string PatternKey(const int32_t* ids, size_t length) {
+  return std::string(reinterpret_cast<const char*>(ids), length * sizeof(int32_t));
+}
+
+// Saturating counts of every window's pattern by hash, in a fixed table: a pattern seen at least
+// `n` times has a count of at least `n` (collisions only add), so a pattern below it can be
+// skipped without being kept. A trace where almost every window is new (10^8 generated kernels)
+// then keeps only the repeated ones instead of a map entry per window.
+class PatternPrefilter {
+ public:
+  explicit PatternPrefilter(size_t windows) : counts_(std::bit_ceil(std::clamp<size_t>(windows, 1024, size_t{1} << 26))) {}
+  void Count(std::string_view key) {
+    uint8_t& count = counts_[Slot(key)];
+    if (count != 0xff) ++count;
+  }
+  bool MaySeen(std::string_view key, int64_t times) const { return counts_[Slot(key)] >= std::min<int64_t>(times, 0xff); }
+
+ private:
+  size_t Slot(std::string_view key) const { return std::hash<std::string_view>()(key) & (counts_.size() - 1); }
+  std::vector<uint8_t> counts_;
+};
+
+}  // namespace
+
 KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, const KernelPatternOptions& options) {
   KernelPatternReport report;
   report.length = std::max<size_t>(options.length, 1);
   const size_t k = report.length;
-  // Kernel names as indices shared across inputs.
+  // Kernel names and launching ops as indices shared across inputs.
   std::unordered_map<std::string, int32_t> index;
   std::vector<std::string> names;
-  struct Acc {
-    int64_t count = 0, gpu_ns = 0, span_ns = 0, gap_ns = 0;
-    size_t stream = SIZE_MAX;  // the stream and position where the last occurrence ended
-    size_t end = 0;
-    std::map<std::string, int64_t> host_ops;
+  std::unordered_map<std::string, int32_t> op_index;
+  std::vector<std::string> op_names;
+  // Per stream: its trace and its kernels, in stream order, with their name ids.
+  struct StreamKernels {
+    size_t input;
+    std::vector<uint32_t> kernels;
+    std::vector<int32_t> ids;
   };
-  std::map<std::vector<int32_t>, Acc> patterns;
-  size_t stream_number = 0;
-  for (const GpuInput& input : inputs) {
-    const Trace& trace = *input.trace;
-    const std::vector<int64_t> launch = LaunchOf(trace);
+  std::vector<StreamKernels> streams;
+  size_t windows = 0;
+  for (size_t n = 0; n < inputs.size(); ++n) {
+    const Trace& trace = *inputs[n].trace;
     std::vector<int32_t> id_of_string(trace.strings().size(), -1);
-    for (const StreamWork& w : CollectWork(input)) {
-      std::vector<uint32_t> kernels;
+    for (const StreamWork& w : CollectWork(inputs[n])) {
+      StreamKernels stream{n, {}, {}};
       for (uint32_t i : w.slices) {
-        if (trace.slices()[i].kind == SliceKind::kKernel) kernels.push_back(i);
-      }
-      report.kernels += static_cast<int64_t>(kernels.size());
-      std::vector<int32_t> ids;
-      for (uint32_t i : kernels) {
+        if (trace.slices()[i].kind != SliceKind::kKernel) continue;
+        stream.kernels.push_back(i);
         const trace::StringId name = trace.slices()[i].name;
         int32_t& id = id_of_string[name];
         if (id < 0) {
@@ -226,62 +254,135 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
           if (inserted) names.push_back(it->first);
           id = it->second;
         }
-        ids.push_back(id);
+        stream.ids.push_back(id);
       }
-      const size_t stream = stream_number++;
-      std::vector<int32_t> key(k);
-      for (size_t p = 0; p + k <= ids.size(); ++p) {
-        std::copy(ids.begin() + static_cast<std::ptrdiff_t>(p), ids.begin() + static_cast<std::ptrdiff_t>(p + k), key.begin());
-        Acc& acc = patterns[key];
-        if (acc.stream == stream && p < acc.end) continue;  // overlaps the previous occurrence
-        acc.stream = stream;
-        acc.end = p + k;
-        ++acc.count;
-        Intervals busy;
-        int64_t begin = INT64_MAX, end = INT64_MIN;
-        for (size_t q = p; q < p + k; ++q) {
-          const Slice& s = trace.slices()[kernels[q]];
-          acc.gpu_ns += s.dur_ns;
-          busy.emplace_back(s.start_ns, s.end_ns());
-          begin = std::min(begin, s.start_ns);
-          end = std::max(end, s.end_ns());
+      report.kernels += static_cast<int64_t>(stream.kernels.size());
+      if (stream.ids.size() >= k) windows += stream.ids.size() - k + 1;
+      streams.push_back(std::move(stream));
+    }
+  }
+  PatternPrefilter prefilter(options.min_count > 1 ? windows : 0);
+  if (options.min_count > 1) {
+    for (const StreamKernels& stream : streams) {
+      for (size_t p = 0; p + k <= stream.ids.size(); ++p) prefilter.Count(PatternKey(stream.ids.data() + p, k));
+    }
+  }
+
+  struct Acc {
+    int64_t count = 0, gpu_ns = 0, span_ns = 0, gap_ns = 0;
+    size_t stream = SIZE_MAX;  // the stream and position where the last occurrence ended
+    size_t end = 0;
+    std::vector<std::pair<int32_t, int64_t>> host_ops;  // op id, occurrences
+  };
+  std::unordered_map<std::string, Acc> patterns;
+  std::vector<int64_t> launch;
+  size_t launch_input = SIZE_MAX;
+  Intervals busy;
+  for (size_t stream = 0; stream < streams.size(); ++stream) {
+    const StreamKernels& work = streams[stream];
+    const Trace& trace = *inputs[work.input].trace;
+    if (launch_input != work.input) {
+      launch = LaunchOf(trace);
+      launch_input = work.input;
+    }
+    for (size_t p = 0; p + k <= work.ids.size(); ++p) {
+      const std::string key = PatternKey(work.ids.data() + p, k);
+      if (options.min_count > 1 && !prefilter.MaySeen(key, options.min_count)) continue;
+      Acc& acc = patterns[key];
+      if (acc.stream == stream && p < acc.end) continue;  // overlaps the previous occurrence
+      acc.stream = stream;
+      acc.end = p + k;
+      ++acc.count;
+      busy.clear();
+      int64_t begin = INT64_MAX, end = INT64_MIN;
+      for (size_t q = p; q < p + k; ++q) {
+        const Slice& s = trace.slices()[work.kernels[q]];
+        acc.gpu_ns += s.dur_ns;
+        busy.emplace_back(s.start_ns, s.end_ns());
+        begin = std::min(begin, s.start_ns);
+        end = std::max(end, s.end_ns());
+      }
+      // Busy time of the occurrence: the union of its kernels (they may overlap on a stream's
+      // lanes).
+      std::sort(busy.begin(), busy.end());
+      int64_t busy_ns = 0, reach = INT64_MIN;
+      for (const auto& [a, b] : busy) {
+        const int64_t from = std::max(a, reach);
+        if (b > from) busy_ns += b - from;
+        reach = std::max(reach, b);
+      }
+      acc.span_ns += end - begin;
+      acc.gap_ns += (end - begin) - busy_ns;
+      const int64_t r = launch[work.kernels[p]];
+      const int64_t op = r < 0 ? -1 : trace.slices()[static_cast<size_t>(r)].kind == SliceKind::kOp
+                                          ? r
+                                          : EnclosingOp(trace, static_cast<uint32_t>(r));
+      if (op >= 0) {
+        auto [it, inserted] = op_index.try_emplace(std::string(trace.str(trace.slices()[static_cast<size_t>(op)].name)),
+                                                   static_cast<int32_t>(op_names.size()));
+        if (inserted) op_names.push_back(it->first);
+        auto seen = std::find_if(acc.host_ops.begin(), acc.host_ops.end(),
+                                 [&](const auto& entry) { return entry.first == it->second; });
+        if (seen == acc.host_ops.end()) {
+          acc.host_ops.emplace_back(it->second, 1);
+        } else {
+          ++seen->second;
         }
-        int64_t busy_ns = 0;
-        for (const auto& [a, b] : MergeIntervals(std::move(busy))) busy_ns += b - a;
-        acc.span_ns += end - begin;
-        acc.gap_ns += (end - begin) - busy_ns;
-        const int64_t r = launch[kernels[p]];
-        const int64_t op = r < 0 ? -1 : trace.slices()[static_cast<size_t>(r)].kind == SliceKind::kOp
-                                            ? r
-                                            : EnclosingOp(trace, static_cast<uint32_t>(r));
-        if (op >= 0) ++acc.host_ops[std::string(trace.str(trace.slices()[static_cast<size_t>(op)].name))];
       }
     }
   }
+  // The ranking's ties go to the pattern whose ids come first (ids number kernel names in the
+  // order they are first seen), so the report does not depend on the hash map's order.
+  struct Ranked {
+    const std::string* key;
+    KernelPattern pattern;
+  };
+  std::vector<Ranked> ranked;
   for (auto& [key, acc] : patterns) {
     if (acc.count < options.min_count) continue;
     ++report.distinct_patterns;
     KernelPattern pattern;
-    for (int32_t id : key) pattern.kernels.push_back(names[static_cast<size_t>(id)]);
     pattern.count = acc.count;
     pattern.gpu_ns = acc.gpu_ns;
     pattern.span_ns = acc.span_ns;
     pattern.gap_ns = acc.gap_ns;
+    // The op launching it most often; ties to the first name in byte order.
     int64_t best = 0;
     for (const auto& [op, n] : acc.host_ops) {
-      if (n > best) {
+      if (n > best || (n == best && op_names[static_cast<size_t>(op)] < pattern.host_op)) {
         best = n;
-        pattern.host_op = op;
+        pattern.host_op = op_names[static_cast<size_t>(op)];
       }
     }
-    report.patterns.push_back(std::move(pattern));
+    ranked.push_back(Ranked{&key, std::move(pattern)});
   }
   auto rank = [&](const KernelPattern& p) {
     return options.by_time ? std::make_tuple(p.gpu_ns, p.count) : std::make_tuple(p.count, p.gpu_ns);
   };
-  std::stable_sort(report.patterns.begin(), report.patterns.end(),
-                   [&](const KernelPattern& a, const KernelPattern& b) { return rank(a) > rank(b); });
-  if (report.patterns.size() > options.top) report.patterns.resize(options.top);
+  auto ids_before = [&](const std::string& a, const std::string& b) {
+    for (size_t i = 0; i < k; ++i) {
+      int32_t x, y;
+      std::memcpy(&x, a.data() + i * sizeof(int32_t), sizeof(int32_t));
+      std::memcpy(&y, b.data() + i * sizeof(int32_t), sizeof(int32_t));
+      if (x != y) return x < y;
+    }
+    return false;
+  };
+  auto first = [&](const Ranked& a, const Ranked& b) {
+    if (rank(a.pattern) != rank(b.pattern)) return rank(a.pattern) > rank(b.pattern);
+    return ids_before(*a.key, *b.key);
+  };
+  const size_t shown = std::min(options.top, ranked.size());
+  std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(shown), ranked.end(), first);
+  for (size_t i = 0; i < shown; ++i) {
+    Ranked& entry = ranked[i];
+    for (size_t q = 0; q < k; ++q) {
+      int32_t id;
+      std::memcpy(&id, entry.key->data() + q * sizeof(int32_t), sizeof(int32_t));
+      entry.pattern.kernels.push_back(names[static_cast<size_t>(id)]);
+    }
+    report.patterns.push_back(std::move(entry.pattern));
+  }
   return report;
 }
 

@@ -225,6 +225,60 @@ class LaneAssigner {
   std::vector<Lane> lanes_;
 };
 
+// Slice indices in (track, start, longer first, then added first) order. Readers mostly add
+// each track's slices in time order but interleave tracks (Kineto, the generator): a stable
+// counting pass by track, then only the tracks found out of order are sorted, so a 100 M-slice
+// trace costs two linear passes and 8 bytes per slice, not a sort of 24-byte keys.
+std::vector<uint32_t> OrderByTrackThenTime(const std::vector<Slice>& slices, size_t track_count) {
+  std::vector<uint32_t> begin(track_count + 1, 0);
+  for (const Slice& s : slices) ++begin[s.track + 1];
+  for (size_t t = 0; t < track_count; ++t) begin[t + 1] += begin[t];
+  std::vector<uint32_t> order(slices.size());
+  {
+    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (uint32_t i = 0; i < slices.size(); ++i) order[fill[slices[i].track]++] = i;
+  }
+  auto before = [&](uint32_t a, uint32_t b) {
+    const Slice& x = slices[a];
+    const Slice& y = slices[b];
+    if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+    if (x.dur_ns != y.dur_ns) return x.dur_ns > y.dur_ns;
+    return a < b;
+  };
+  for (size_t t = 0; t < track_count; ++t) {
+    const auto first = order.begin() + begin[t];
+    const auto last = order.begin() + begin[t + 1];
+    if (std::is_sorted(first, last, before)) continue;
+    // The keys side by side: comparing through `order` would fetch two slices per comparison.
+    struct Key {
+      int64_t start, dur;
+      uint32_t index;
+    };
+    std::vector<Key> keys;
+    keys.reserve(static_cast<size_t>(last - first));
+    for (auto it = first; it != last; ++it) keys.push_back({slices[*it].start_ns, slices[*it].dur_ns, *it});
+    std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
+      if (x.start != y.start) return x.start < y.start;
+      if (x.dur != y.dur) return x.dur > y.dur;
+      return x.index < y.index;
+    });
+    for (size_t i = 0; i < keys.size(); ++i) first[static_cast<std::ptrdiff_t>(i)] = keys[i].index;
+  }
+  return order;
+}
+
+// Reorders `slices` (and `refs`, when not empty) so that position i holds what was at order[i].
+// A gather into a new array, not cycles followed in place: each track's slices come in rising
+// index order, so the reads stream from a few places at once; following cycles makes every move
+// wait on the previous one's cache miss (5x slower at 10 M slices), for 32 bytes per slice saved.
+template <typename T>
+void Permute(const std::vector<uint32_t>& order, std::vector<T>& items) {
+  if (items.empty()) return;
+  std::vector<T> permuted(items.size());
+  for (size_t i = 0; i < order.size(); ++i) permuted[i] = items[order[i]];
+  items.swap(permuted);
+}
+
 }  // namespace
 
 Trace TraceBuilder::Build() && {
@@ -250,34 +304,7 @@ Trace TraceBuilder::Build() && {
     for (int64_t& ts : c.ts_ns) ts -= epoch;
   }
 
-  auto by_track_then_time = [&](uint32_t a, uint32_t b) {
-    const Slice& x = slices[a];
-    const Slice& y = slices[b];
-    if (x.track != y.track) return x.track < y.track;
-    if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
-    if (x.dur_ns != y.dur_ns) return x.dur_ns > y.dur_ns;
-    return a < b;
-  };
-  std::vector<uint32_t> order(slices.size());
-  std::iota(order.begin(), order.end(), 0u);
-  // Readers that add each track's slices in time order (XSpace lines, our own protobuf) need no
-  // sort.
-  if (!std::is_sorted(order.begin(), order.end(), by_track_then_time)) {
-    // The keys sorted side by side: comparing through `order` fetches two slices per comparison.
-    struct Key {
-      uint32_t track, index;
-      int64_t start, dur;
-    };
-    std::vector<Key> keys(slices.size());
-    for (uint32_t i = 0; i < keys.size(); ++i) keys[i] = {slices[i].track, i, slices[i].start_ns, slices[i].dur_ns};
-    std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
-      if (x.track != y.track) return x.track < y.track;
-      if (x.start != y.start) return x.start < y.start;
-      if (x.dur != y.dur) return x.dur > y.dur;
-      return x.index < y.index;
-    });
-    for (size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].index;
-  }
+  std::vector<uint32_t> order = OrderByTrackThenTime(slices, tracks.size());
 
   // Nesting depth and overlap lanes, track by track.
   LaneAssigner assigner(trace_.strings_, tracks, slices);
@@ -303,25 +330,24 @@ Trace TraceBuilder::Build() && {
     order.swap(by_track);
   }
 
-  // Apply the permutation to slices, refs and flows.
-  std::vector<Slice> sorted(slices.size());
-  std::vector<uint32_t> new_index(slices.size());
-  for (size_t i = 0; i < order.size(); ++i) {
-    sorted[i] = slices[order[i]];
-    new_index[order[i]] = static_cast<uint32_t>(i);
+  // Apply the permutation to slices, refs, flows and arguments (nothing to do when the reader
+  // added the slices in order already: our own protobuf, XSpace lines).
+  bool identity = true;
+  for (size_t i = 0; i < order.size() && identity; ++i) identity = order[i] == i;
+  std::vector<uint32_t> new_index(identity ? 0 : order.size());
+  for (size_t i = 0; i < new_index.size(); ++i) new_index[order[i]] = static_cast<uint32_t>(i);
+  if (!identity) {
+    Permute(order, slices);
+    Permute(order, trace_.node_refs_);
   }
-  slices.swap(sorted);
-  if (!trace_.node_refs_.empty()) {
-    std::vector<NodeRef> refs(order.size());
-    for (size_t i = 0; i < order.size(); ++i) refs[i] = trace_.node_refs_[order[i]];
-    trace_.node_refs_.swap(refs);
-  }
+  order = {};
+  auto moved_to = [&](uint32_t old) { return identity ? old : new_index[old]; };
   for (Flow& flow : trace_.flows_) {
-    flow.from_slice = new_index[flow.from_slice];
-    flow.to_slice = new_index[flow.to_slice];
+    flow.from_slice = moved_to(flow.from_slice);
+    flow.to_slice = moved_to(flow.to_slice);
   }
   auto remap_args = [&](auto& table) {
-    for (auto& args : table) args.slice = new_index[args.slice];
+    for (auto& args : table) args.slice = moved_to(args.slice);
     std::sort(table.begin(), table.end(), [](const auto& a, const auto& b) { return a.slice < b.slice; });
     table.shrink_to_fit();
   };
@@ -331,13 +357,13 @@ Trace TraceBuilder::Build() && {
     // By new slice index, keeping each slice's order: a counting sort (arguments come several
     // per slice, millions in a large trace).
     std::vector<uint32_t> begin(slices.size() + 1, 0);
-    for (const SliceArg& arg : trace_.slice_args_) ++begin[new_index[arg.slice] + 1];
+    for (const SliceArg& arg : trace_.slice_args_) ++begin[moved_to(arg.slice) + 1];
     for (size_t i = 0; i < slices.size(); ++i) begin[i + 1] += begin[i];
     std::vector<SliceArg> sorted_args(trace_.slice_args_.size());
     for (const SliceArg& arg : trace_.slice_args_) {
-      SliceArg& to = sorted_args[begin[new_index[arg.slice]]++];
+      SliceArg& to = sorted_args[begin[moved_to(arg.slice)]++];
       to = arg;
-      to.slice = new_index[arg.slice];
+      to.slice = moved_to(arg.slice);
     }
     trace_.slice_args_.swap(sorted_args);
   }

@@ -1,6 +1,11 @@
 // TraceBuilder invariants: sorting, epoch rebase, nesting depth, overlap lanes, flow remapping.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <vector>
+
 #include "profiler/trace/trace.h"
 
 namespace stepscope::trace {
@@ -69,6 +74,112 @@ TEST(TraceBuilderTest, ConcurrentTracksNeverNestAndAreNotRepairs) {
   EXPECT_EQ(trace.track_slices(1).size(), 1u);
   for (const Slice& s : trace.slices()) EXPECT_EQ(s.depth, 0);
   EXPECT_EQ(trace.import_stats().Get("overlap_moved_to_lane"), 0);
+}
+
+// Tracks interleaved, some added in time order and some shuffled, with ties (equal starts, equal
+// durations): every slice, flow, reference and argument lands where a stable sort by (track,
+// start, longer first) puts it, whichever way the builder gets there.
+TEST(TraceBuilderTest, OrdersInterleavedTracksAsAStableSortWould) {
+  std::mt19937 random(7);
+  constexpr uint32_t kTracks = 5;
+  constexpr uint32_t kPerTrack = 400;
+  TraceBuilder builder;
+  for (uint32_t t = 0; t < kTracks; ++t) {
+    Track track;
+    track.kind = TrackKind::kOpLane;
+    track.name = builder.Intern("lane " + std::to_string(t));
+    builder.AddTrack(track);
+  }
+  const StringId n = builder.Intern("op");
+  // Per track: disjoint slices, runs of three sharing a start (a zero-length pair, identical, and
+  // one of 10 ns enclosing nothing, so ties exercise both the duration and the added-first rule).
+  std::vector<std::vector<Slice>> per_track(kTracks);
+  for (uint32_t t = 0; t < kTracks; ++t) {
+    int64_t clock = 1000 * t;
+    for (uint32_t i = 0; i < kPerTrack; i += 3) {
+      per_track[t].push_back(MakeSlice(t, clock, 0, n));
+      per_track[t].push_back(MakeSlice(t, clock, 0, n));
+      per_track[t].push_back(MakeSlice(t, clock, 10, n));
+      clock += 10 + std::uniform_int_distribution<int64_t>(0, 5)(random);
+    }
+    // Tracks 1 and 3 arrive out of order.
+    if (t % 2 == 1) std::shuffle(per_track[t].begin(), per_track[t].end(), random);
+  }
+  // Interleave the tracks randomly; remember each slice as added (its index is its node).
+  std::vector<Slice> added;
+  std::vector<size_t> next(kTracks, 0);
+  while (added.size() < kTracks * per_track[0].size()) {
+    const uint32_t t = std::uniform_int_distribution<uint32_t>(0, kTracks - 1)(random);
+    if (next[t] == per_track[t].size()) continue;
+    const Slice s = per_track[t][next[t]++];
+    const uint32_t index = builder.AddSlice(s, NodeRef{t, static_cast<uint32_t>(added.size())});
+    EXPECT_EQ(index, added.size());
+    added.push_back(s);
+    if (index % 7 == 0) builder.AddSliceArg(index, builder.Intern("k"), static_cast<int64_t>(index));
+    if (index % 11 == 0) builder.AddKernelArgs(KernelArgs{.correlation = index, .slice = index});
+    if (index > 0 && index % 5 == 0) builder.AddFlow(Flow{index - 1, index, FlowKind::kLaunch});
+  }
+  const Trace trace = std::move(builder).Build();
+
+  std::vector<uint32_t> expected(added.size());
+  std::iota(expected.begin(), expected.end(), 0u);
+  std::stable_sort(expected.begin(), expected.end(), [&](uint32_t a, uint32_t b) {
+    const Slice& x = added[a];
+    const Slice& y = added[b];
+    if (x.track != y.track) return x.track < y.track;
+    if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+    return x.dur_ns > y.dur_ns;
+  });
+  ASSERT_EQ(trace.slices().size(), added.size());
+  ASSERT_EQ(trace.tracks().size(), kTracks);  // nothing overlapped: no lane added
+  std::vector<uint32_t> origin(added.size());
+  for (uint32_t i = 0; i < trace.slices().size(); ++i) {
+    origin[i] = trace.node_ref(i).node;
+    ASSERT_EQ(origin[i], expected[i]) << "position " << i;
+    EXPECT_EQ(trace.slices()[i].track, added[origin[i]].track);
+    EXPECT_EQ(trace.slices()[i].start_ns + trace.epoch_ns(), added[origin[i]].start_ns);
+    EXPECT_EQ(trace.slices()[i].dur_ns, added[origin[i]].dur_ns);
+  }
+  for (const Flow& flow : trace.flows()) EXPECT_EQ(origin[flow.from_slice] + 1, origin[flow.to_slice]);
+  EXPECT_EQ(trace.flows().size(), (added.size() - 1) / 5);
+  ASSERT_EQ(trace.all_slice_args().size(), (added.size() + 6) / 7);
+  for (size_t i = 0; i < trace.all_slice_args().size(); ++i) {
+    const SliceArg& arg = trace.all_slice_args()[i];
+    EXPECT_EQ(arg.number, origin[arg.slice]);
+    if (i > 0) {
+      EXPECT_LT(trace.all_slice_args()[i - 1].slice, arg.slice);
+    }
+  }
+  ASSERT_EQ(trace.all_kernel_args().size(), (added.size() + 10) / 11);
+  for (const KernelArgs& args : trace.all_kernel_args()) EXPECT_EQ(args.correlation, origin[args.slice]);
+  EXPECT_EQ(trace.import_stats().Get("overlap_moved_to_lane"), 0);
+}
+
+// A reader that adds everything in order already: the trace keeps the order and the indices.
+TEST(TraceBuilderTest, SlicesAddedInOrderKeepTheirIndices) {
+  TraceBuilder builder;
+  Track track;
+  track.kind = TrackKind::kGpuStream;
+  track.name = builder.Intern("stream");
+  builder.AddTrack(track);
+  builder.AddTrack(track);
+  const StringId n = builder.Intern("kernel");
+  for (uint32_t t = 0; t < 2; ++t) {
+    for (int64_t i = 0; i < 100; ++i) builder.AddSlice(MakeSlice(t, 100 + 10 * i, 5, n));
+  }
+  builder.AddFlow(Flow{3, 150, FlowKind::kLaunch});
+  builder.AddSliceArg(150, builder.Intern("k"), int64_t{1});
+  builder.AddSliceArg(3, builder.Intern("k"), int64_t{2});  // added out of slice order
+  const Trace trace = std::move(builder).Build();
+  ASSERT_EQ(trace.flows().size(), 1u);
+  EXPECT_EQ(trace.flows()[0].from_slice, 3u);
+  EXPECT_EQ(trace.flows()[0].to_slice, 150u);
+  EXPECT_EQ(trace.slices()[150].track, 1u);
+  EXPECT_EQ(trace.slices()[150].start_ns, 500);
+  ASSERT_EQ(trace.all_slice_args().size(), 2u);
+  EXPECT_EQ(trace.all_slice_args()[0].slice, 3u);
+  EXPECT_EQ(trace.all_slice_args()[0].number, 2);
+  EXPECT_EQ(trace.all_slice_args()[1].slice, 150u);
 }
 
 }  // namespace

@@ -3,10 +3,15 @@
 // nest or are disjoint, and a slice starting inside another gets a deeper depth), so their
 // ends are sorted too and the visible part of a level is found by two binary searches.
 //
+// A track with one level (a GPU stream, a flat lane) needs no index: its level is the track's
+// own slice range. Every 64th start of a level is also kept side by side (sampled starts).
+//
 // CollectBoxes() turns a level's visible part into boxes for one frame. Runs of slices
 // narrower than a pixel are folded into one box with a count (as Tracy does): the next slice
-// that starts past the fold is found by binary search, so a frame costs O(boxes * log n)
-// whatever the number of slices. No Qt here: it is tested with synthetic 10^6-slice tracks.
+// that starts past the fold is found by a search over the sampled starts, finished within one
+// stride of the level, so a frame costs O(boxes * log n) whatever the number of slices, and
+// touches a few cache lines per box even when the level is gigabytes.
+// No Qt here: it is tested with synthetic 10^6-slice tracks.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +24,28 @@
 
 namespace stepscope::viewer {
 
+// The slices of one level, in start order: positions map to slice indices (trace.slices()).
+class LevelSlices {
+ public:
+  LevelSlices(const uint32_t* indices, uint32_t first_slice, size_t size)
+      : indices_(indices), first_slice_(first_slice), size_(size) {}
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  uint32_t operator[](size_t position) const {
+    return indices_ != nullptr ? indices_[position] : first_slice_ + static_cast<uint32_t>(position);
+  }
+
+ private:
+  const uint32_t* indices_;  // null: the level is the slice range starting at first_slice_
+  uint32_t first_slice_;
+  size_t size_;
+};
+
 class TimelineIndex {
  public:
+  // One sampled start per this many positions of a level.
+  static constexpr size_t kSampleStride = 64;
+
   explicit TimelineIndex(const trace::Trace& trace);
   TimelineIndex(const TimelineIndex&) = delete;
   TimelineIndex& operator=(const TimelineIndex&) = delete;
@@ -31,7 +56,9 @@ class TimelineIndex {
     return static_cast<int>(track_level_[track + 1] - track_level_[track]);
   }
   // Slice indices (into trace.slices()) of one level, sorted by start and by end.
-  std::span<const uint32_t> level(uint32_t track, int depth) const;
+  LevelSlices level(uint32_t track, int depth) const;
+  // Starts of positions 0, kSampleStride, 2 * kSampleStride, ... of a level.
+  std::span<const int64_t> sampled_starts(uint32_t track, int depth) const;
   // Positions [first, last) in level(track, depth) of the slices that intersect
   // [begin_ns, end_ns] (a zero-length slice at either edge counts).
   std::pair<size_t, size_t> VisibleRange(uint32_t track, int depth, double begin_ns,
@@ -39,10 +66,17 @@ class TimelineIndex {
   size_t memory_bytes() const;
 
  private:
+  struct Level {
+    uint32_t first_slice = 0;    // an unindexed level: its first slice
+    uint32_t size = 0;
+    int64_t indices = -1;        // offset into level_slices_, -1 for an unindexed level
+    uint32_t samples = 0;        // offset into sampled_starts_
+  };
   const trace::Trace* trace_;
-  std::vector<uint32_t> level_slices_;  // every slice, grouped by (track, depth)
-  std::vector<uint32_t> level_begin_;   // per level: offset into level_slices_ (+1 sentinel)
+  std::vector<Level> levels_;           // grouped by track, then depth
   std::vector<uint32_t> track_level_;   // per track: its first level (+1 sentinel)
+  std::vector<uint32_t> level_slices_;  // the slices of tracks with several levels, by level
+  std::vector<int64_t> sampled_starts_;
 };
 
 // One rectangle of a frame: a slice, or a folded run of `count` slices starting at `slice`.
