@@ -208,15 +208,28 @@ std::string PatternKey(const int32_t* ids, size_t length) {
 // then keeps only the repeated ones instead of a map entry per window.
 class PatternPrefilter {
  public:
-  explicit PatternPrefilter(size_t windows) : counts_(std::bit_ceil(std::clamp<size_t>(windows, 1024, size_t{1} << 26))) {}
-  void Count(std::string_view key) {
-    uint8_t& count = counts_[Slot(key)];
+  // Eight slots per window keep chance collisions (which let an unrepeated window through) to a
+  // few percent; 128 MB at most.
+  explicit PatternPrefilter(size_t windows)
+      : counts_(std::bit_ceil(std::clamp<size_t>(windows * 8, 1024, size_t{1} << 27))) {}
+  void Count(const int32_t* ids, size_t length) {
+    uint8_t& count = counts_[Slot(ids, length)];
     if (count != 0xff) ++count;
   }
-  bool MaySeen(std::string_view key, int64_t times) const { return counts_[Slot(key)] >= std::min<int64_t>(times, 0xff); }
+  bool MaySeen(const int32_t* ids, size_t length, int64_t times) const {
+    return counts_[Slot(ids, length)] >= std::min<int64_t>(times, 0xff);
+  }
 
  private:
-  size_t Slot(std::string_view key) const { return std::hash<std::string_view>()(key) & (counts_.size() - 1); }
+  // The ids mixed as splitmix64 does: no string is built for a window that is then skipped.
+  size_t Slot(const int32_t* ids, size_t length) const {
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < length; ++i) {
+      h = (h ^ static_cast<uint32_t>(ids[i])) * 0xbf58476d1ce4e5b9ull;
+      h ^= h >> 31;
+    }
+    return static_cast<size_t>(h) & (counts_.size() - 1);
+  }
   std::vector<uint8_t> counts_;
 };
 
@@ -264,7 +277,7 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
   PatternPrefilter prefilter(options.min_count > 1 ? windows : 0);
   if (options.min_count > 1) {
     for (const StreamKernels& stream : streams) {
-      for (size_t p = 0; p + k <= stream.ids.size(); ++p) prefilter.Count(PatternKey(stream.ids.data() + p, k));
+      for (size_t p = 0; p + k <= stream.ids.size(); ++p) prefilter.Count(stream.ids.data() + p, k);
     }
   }
 
@@ -286,9 +299,8 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
       launch_input = work.input;
     }
     for (size_t p = 0; p + k <= work.ids.size(); ++p) {
-      const std::string key = PatternKey(work.ids.data() + p, k);
-      if (options.min_count > 1 && !prefilter.MaySeen(key, options.min_count)) continue;
-      Acc& acc = patterns[key];
+      if (options.min_count > 1 && !prefilter.MaySeen(work.ids.data() + p, k, options.min_count)) continue;
+      Acc& acc = patterns[PatternKey(work.ids.data() + p, k)];
       if (acc.stream == stream && p < acc.end) continue;  // overlaps the previous occurrence
       acc.stream = stream;
       acc.end = p + k;
