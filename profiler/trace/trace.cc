@@ -151,6 +151,13 @@ uint32_t TraceBuilder::AddTrack(const Track& track) {
   return static_cast<uint32_t>(trace_.tracks_.size() - 1);
 }
 
+uint32_t TraceBuilder::AddSlices(size_t count) {
+  const size_t first = trace_.slices_.size();
+  trace_.slices_.resize(first + count);
+  if (has_refs_) trace_.node_refs_.resize(first + count);
+  return static_cast<uint32_t>(first);
+}
+
 uint32_t TraceBuilder::AddSlice(const Slice& slice, NodeRef ref) {
   STEPSCOPE_CHECK(slice.track < trace_.tracks_.size());
   if (ref.valid() && !has_refs_) {
@@ -173,20 +180,21 @@ void TraceBuilder::SetSerializedNodes(SerializedNodes nodes) {
 namespace {
 
 // Places the slices of one source track onto lanes so that no lane holds a partial overlap.
-// `order` lists the track's slices sorted by (start, longer first). Lane 0 is the track itself;
+// The track's slices come sorted by (start, longer first). Lane 0 is the track itself;
 // further lanes are sibling tracks created on demand.
 class LaneAssigner {
  public:
   LaneAssigner(StringTable& strings, std::vector<Track>& tracks, std::vector<Slice>& slices)
       : strings_(strings), tracks_(tracks), slices_(slices) {}
 
-  // Returns how many slices had to leave lane 0.
-  int64_t Assign(uint32_t track, std::span<const uint32_t> order) {
+  // `count` slices, the k-th at index_at(k). Returns how many slices had to leave lane 0.
+  template <typename IndexAt>
+  int64_t Assign(uint32_t track, size_t count, IndexAt index_at) {
     lanes_.assign(1, Lane{track, {}});
     const bool nesting = !tracks_[track].concurrent;
     int64_t moved = 0;
-    for (uint32_t index : order) {
-      Slice& slice = slices_[index];
+    for (size_t k = 0; k < count; ++k) {
+      Slice& slice = slices_[index_at(k)];
       size_t lane = 0;
       for (;; ++lane) {
         if (lane == lanes_.size()) lanes_.push_back(Lane{NewLane(track, lane), {}});
@@ -287,7 +295,10 @@ Trace TraceBuilder::Build() && {
 
   // Epoch: the earliest instant of the trace, so relative times stay small and exact.
   int64_t epoch = std::numeric_limits<int64_t>::max();
-  for (const Slice& s : slices) epoch = std::min(epoch, s.start_ns);
+  for (const Slice& s : slices) {
+    STEPSCOPE_CHECK(s.track < tracks.size());  // AddSlices leaves the track to the caller
+    epoch = std::min(epoch, s.start_ns);
+  }
   for (const CounterSeries& c : trace_.counters_) {
     for (int64_t ts : c.ts_ns) epoch = std::min(epoch, ts);
   }
@@ -304,17 +315,26 @@ Trace TraceBuilder::Build() && {
     for (int64_t& ts : c.ts_ns) ts -= epoch;
   }
 
-  std::vector<uint32_t> order = OrderByTrackThenTime(slices, tracks.size());
+  // Readers that add each track's slices in time order, track after track (our protobuf, XSpace
+  // lines, the generator) need no order at all.
+  bool in_order = true;
+  for (size_t i = 1; i < slices.size() && in_order; ++i) {
+    const Slice& x = slices[i - 1];
+    const Slice& y = slices[i];
+    in_order = x.track < y.track ||
+               (x.track == y.track && (x.start_ns < y.start_ns || (x.start_ns == y.start_ns && x.dur_ns >= y.dur_ns)));
+  }
+  std::vector<uint32_t> order = in_order ? std::vector<uint32_t>{} : OrderByTrackThenTime(slices, tracks.size());
+  auto index_at = [&](size_t k) { return in_order ? static_cast<uint32_t>(k) : order[k]; };
 
   // Nesting depth and overlap lanes, track by track.
   LaneAssigner assigner(trace_.strings_, tracks, slices);
   const size_t source_tracks = tracks.size();
-  for (size_t begin = 0; begin < order.size();) {
-    const uint32_t track = slices[order[begin]].track;
+  for (size_t begin = 0; begin < slices.size();) {
+    const uint32_t track = slices[index_at(begin)].track;
     size_t end = begin;
-    while (end < order.size() && slices[order[end]].track == track) ++end;
-    const int64_t moved =
-        assigner.Assign(track, std::span<const uint32_t>(order.data() + begin, end - begin));
+    while (end < slices.size() && slices[index_at(end)].track == track) ++end;
+    const int64_t moved = assigner.Assign(track, end - begin, [&](size_t k) { return index_at(begin + k); });
     if (!tracks[track].concurrent) trace_.import_stats_.Add("overlap_moved_to_lane", moved);
     begin = end;
   }
@@ -322,6 +342,11 @@ Trace TraceBuilder::Build() && {
     // Some slices moved to overlap lanes. Each lane holds slices of one source track, in that
     // track's time order, and lanes come after all source tracks (those of a lower track first):
     // a stable pass by track gives the same order as sorting by (track, time) again.
+    if (in_order) {
+      order.resize(slices.size());
+      std::iota(order.begin(), order.end(), 0u);
+      in_order = false;
+    }
     std::vector<uint32_t> begin(tracks.size() + 1, 0);
     for (uint32_t index : order) ++begin[slices[index].track + 1];
     for (size_t t = 0; t < tracks.size(); ++t) begin[t + 1] += begin[t];
@@ -333,7 +358,7 @@ Trace TraceBuilder::Build() && {
   // Apply the permutation to slices, refs, flows and arguments (nothing to do when the reader
   // added the slices in order already: our own protobuf, XSpace lines).
   bool identity = true;
-  for (size_t i = 0; i < order.size() && identity; ++i) identity = order[i] == i;
+  for (size_t i = 0; i < order.size() && identity; ++i) identity = order[i] == i;  // empty: in order
   std::vector<uint32_t> new_index(identity ? 0 : order.size());
   for (size_t i = 0; i < new_index.size(); ++i) new_index[order[i]] = static_cast<uint32_t>(i);
   if (!identity) {

@@ -308,6 +308,10 @@ class TraceBuilder {
   std::vector<Track>& tracks() { return trace_.tracks_; }
   // Adds a slice with absolute times; returns its index (valid for AddFlow until Build).
   uint32_t AddSlice(const Slice& slice, NodeRef ref = {});
+  // Or `count` default slices at once, to be filled in place with MutableSlice (each given a
+  // valid track): a reader that knows where every slice goes writes the trace's order directly.
+  // Returns the first one's index.
+  uint32_t AddSlices(size_t count);
   Slice& MutableSlice(uint32_t index) { return trace_.slices_[index]; }
   const Slice& slice(uint32_t index) const { return trace_.slices_[index]; }
   void AddFlow(const Flow& flow) { trace_.flows_.push_back(flow); }

@@ -182,5 +182,35 @@ TEST(TraceBuilderTest, SlicesAddedInOrderKeepTheirIndices) {
   EXPECT_EQ(trace.all_slice_args()[1].slice, 150u);
 }
 
+// Slices added as a block and filled in place: in order they stay as filled, out of order they
+// are sorted as any others.
+TEST(TraceBuilderTest, SlicesFilledInPlaceAreOrderedLikeAddedOnes) {
+  for (const bool reversed : {false, true}) {
+    TraceBuilder builder;
+    Track track;
+    track.kind = TrackKind::kOpLane;
+    track.name = builder.Intern("lane");
+    builder.AddTrack(track);
+    builder.AddTrack(track);
+    const StringId n = builder.Intern("op");
+    const uint32_t first = builder.AddSlices(6);
+    EXPECT_EQ(first, 0u);
+    for (uint32_t i = 0; i < 6; ++i) {
+      const uint32_t position = reversed ? 5 - i : i;
+      builder.MutableSlice(position) = MakeSlice(i / 3, 100 + 10 * (i % 3), 5, n);
+    }
+    builder.AddFlow(Flow{reversed ? 5u : 0u, reversed ? 0u : 5u, FlowKind::kLaunch});
+    const Trace trace = std::move(builder).Build();
+    ASSERT_EQ(trace.slices().size(), 6u);
+    for (uint32_t i = 0; i < 6; ++i) {
+      EXPECT_EQ(trace.slices()[i].track, i / 3);
+      EXPECT_EQ(trace.slices()[i].start_ns, 10 * (i % 3));
+    }
+    ASSERT_EQ(trace.flows().size(), 1u);
+    EXPECT_EQ(trace.flows()[0].from_slice, 0u);
+    EXPECT_EQ(trace.flows()[0].to_slice, 5u);
+  }
+}
+
 }  // namespace
 }  // namespace stepscope::trace

