@@ -333,10 +333,11 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
         auto [it, inserted] = op_index.try_emplace(std::string(trace.str(trace.slices()[static_cast<size_t>(op)].name)),
                                                    static_cast<int32_t>(op_names.size()));
         if (inserted) op_names.push_back(it->first);
+        const int32_t op_id = it->second;
         auto seen = std::find_if(acc.host_ops.begin(), acc.host_ops.end(),
-                                 [&](const auto& entry) { return entry.first == it->second; });
+                                 [op_id](const auto& entry) { return entry.first == op_id; });
         if (seen == acc.host_ops.end()) {
-          acc.host_ops.emplace_back(it->second, 1);
+          acc.host_ops.emplace_back(op_id, 1);
         } else {
           ++seen->second;
         }
