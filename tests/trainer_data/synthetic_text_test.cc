@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "trainer/data/random.h"
+#include "base/random.h"
 
 namespace stepscope::data {
 namespace {

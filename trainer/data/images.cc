@@ -8,7 +8,7 @@
 
 #include "base/check.h"
 #include "base/file_io.h"
-#include "trainer/data/random.h"
+#include "base/random.h"
 
 namespace stepscope::data {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/check.h"
-#include "trainer/data/random.h"
+#include "base/random.h"
 
 namespace stepscope::data {
 namespace {

@@ -3,7 +3,7 @@
 #include <numeric>
 #include <string>
 
-#include "trainer/data/random.h"
+#include "base/random.h"
 #include "trainer/towers/batch_rows.h"
 
 namespace stepscope::trainer {
@@ -57,7 +57,7 @@ StatusOr<models::Batch> ResidentData::Minibatch(int device, int64_t index) const
 std::vector<int64_t> ResidentData::EpochOrder(uint64_t seed, int64_t epoch) const {
   std::vector<int64_t> order(static_cast<size_t>(minibatches_));
   std::iota(order.begin(), order.end(), int64_t{0});
-  data::Rng rng(data::MixSeed(seed, static_cast<uint64_t>(epoch)));
+  Rng rng(MixSeed(seed, static_cast<uint64_t>(epoch)));
   for (size_t i = order.size(); i > 1; --i) {  // Fisher-Yates
     std::swap(order[i - 1], order[rng.Below(i)]);
   }

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "base/random.h"
+
 namespace stepscope::viewer {
 namespace {
 
@@ -17,49 +19,12 @@ constexpr int kNodeNames = 5000;
 constexpr int kCpuLanes = 4;
 constexpr int kGpuStreams = 4;
 
-// xoshiro256** seeded by splitmix64, with Lemire's multiply-shift range reduction: the same
-// sequence everywhere, and at 100 M slices std::mt19937_64 behind uniform_int_distribution was a
-// quarter of the time to the first frame.
-class FastRandom {
- public:
-  explicit FastRandom(uint64_t seed) {
-    for (uint64_t& word : state_) {
-      seed += 0x9e3779b97f4a7c15ull;
-      uint64_t z = seed;
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-      word = z ^ (z >> 31);
-    }
-  }
-  // Uniform in [lo, hi] for ranges below 2^32 (the bias, under range / 2^32, does not matter
-  // for a load generator).
-  int64_t Uniform(int64_t lo, int64_t hi) {
-    const uint64_t range = static_cast<uint64_t>(hi - lo) + 1;
-    return lo + static_cast<int64_t>(((Next() >> 32) * range) >> 32);
-  }
-
- private:
-  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  uint64_t Next() {
-    const uint64_t result = Rotl(state_[1] * 5, 7) * 9;
-    const uint64_t t = state_[1] << 17;
-    state_[2] ^= state_[0];
-    state_[3] ^= state_[1];
-    state_[1] ^= state_[2];
-    state_[0] ^= state_[3];
-    state_[2] ^= t;
-    state_[3] = Rotl(state_[3], 45);
-    return result;
-  }
-  uint64_t state_[4];
-};
-
 }  // namespace
 
 trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed) {
   trace::TraceBuilder builder;
-  FastRandom names_random(seed ^ 0x5bd1e995u);
-  auto pick = [&](int64_t lo, int64_t hi) { return names_random.Uniform(lo, hi); };
+  Rng names_random(MixSeed(seed, 1));
+  auto pick = [&](int64_t lo, int64_t hi) { return names_random.Between(lo, hi); };
 
   std::vector<trace::StringId> op_types;
   for (int i = 0; i < kOpTypes; ++i) {
@@ -121,8 +86,10 @@ trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed) {
   std::vector<uint32_t> track_next(builder.tracks().size(), 0);
   std::vector<uint32_t> track_count(builder.tracks().size(), 0);
   auto run = [&](bool place) {
-    FastRandom random(seed);
-    auto uniform = [&](int64_t lo, int64_t hi) { return random.Uniform(lo, hi); };
+    // std::mt19937_64 behind uniform_int_distribution was a quarter of the time to the first
+    // frame at 10^8 slices.
+    Rng random(seed);
+    auto uniform = [&](int64_t lo, int64_t hi) { return random.Between(lo, hi); };
     const int64_t epoch = 1'700'000'000'000'000'000;
     std::vector<int64_t> cpu_clock(kCpuLanes, epoch), gpu_clock(kGpuStreams, epoch + 20'000);
     std::vector<uint32_t> recent_cpu_ops;  // launch sources for kernels

@@ -3,6 +3,23 @@
 #include <algorithm>
 
 namespace stepscope::viewer {
+namespace {
+
+// The first position in [lo, hi) for which `before` is false (`before` holds for a prefix).
+template <typename Before>
+size_t FirstNotBefore(size_t lo, size_t hi, Before before) {
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (before(mid)) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+}  // namespace
 
 TimelineIndex::TimelineIndex(const trace::Trace& trace) : trace_(&trace) {
   const auto& tracks = trace.tracks();
@@ -71,23 +88,12 @@ std::pair<size_t, size_t> TimelineIndex::VisibleRange(uint32_t track, int depth,
                                                       double end_ns) const {
   const LevelSlices slices = level(track, depth);
   const auto& all = trace_->slices();
-  auto position_after = [](size_t lo, size_t hi, auto&& before) {  // first position in [lo, hi) not `before`
-    while (lo < hi) {
-      const size_t mid = lo + (hi - lo) / 2;
-      if (before(mid)) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo;
-  };
   // First slice ending at or after begin (ends are sorted within a level) ...
-  const size_t first = position_after(0, slices.size(), [&](size_t k) {
+  const size_t first = FirstNotBefore(0, slices.size(), [&](size_t k) {
     return static_cast<double>(all[slices[k]].end_ns()) < begin_ns;
   });
   // ... up to the first one starting after end.
-  const size_t last = position_after(first, slices.size(), [&](size_t k) {
+  const size_t last = FirstNotBefore(first, slices.size(), [&](size_t k) {
     return static_cast<double>(all[slices[k]].start_ns) <= end_ns;
   });
   return {first, last};
@@ -109,23 +115,12 @@ size_t FirstStartingAtOrAfter(const TimelineIndex& index, uint32_t track, int de
   const LevelSlices slices = index.level(track, depth);
   const auto& all = index.trace().slices();
   auto before = [&](size_t k) { return static_cast<double>(all[slices[k]].start_ns) < bound_ns; };
-  auto binary = [&](size_t lo, size_t hi) {
-    while (lo < hi) {
-      const size_t mid = lo + (hi - lo) / 2;
-      if (before(mid)) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo;
-  };
   constexpr size_t kStride = TimelineIndex::kSampleStride;
   size_t below = from;  // the last position known to start before the bound
   for (size_t step = 1; step <= kStride / 8; step *= 2) {
     const size_t probe = from + step;
-    if (probe >= end) return binary(below + 1, end);
-    if (!before(probe)) return binary(below + 1, probe);
+    if (probe >= end) return FirstNotBefore(below + 1, end, before);
+    if (!before(probe)) return FirstNotBefore(below + 1, probe, before);
     below = probe;
   }
   // Sample m holds the start of position m * kStride: find the first sample at or after the
@@ -139,19 +134,11 @@ size_t FirstStartingAtOrAfter(const TimelineIndex& index, uint32_t track, int de
     known = m;
     m = known + step;
   }
-  size_t lo = known + 1, hi = std::min(m, sample_end);
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (sample_before(mid)) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
+  const size_t lo = FirstNotBefore(known + 1, std::min(m, sample_end), sample_before);
   // Sample lo is the first at or after the bound (or past the end): the answer lies in
   // (known * kStride, lo * kStride], where `known` is the last sample before the bound.
   known = lo - 1;
-  return binary(std::max(below + 1, known * kStride + 1), std::min(lo * kStride, end));
+  return FirstNotBefore(std::max(below + 1, known * kStride + 1), std::min(lo * kStride, end), before);
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
-// A small deterministic random source for the built-in data. The standard distributions are
-// implementation-defined, so the same seed could give other data with another standard library;
-// these formulas give the same bits everywhere.
+// A small deterministic random source (the trainer's built-in data, generated traces). The
+// standard distributions are implementation-defined, so the same seed could give other data with
+// another standard library; these formulas give the same bits everywhere.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
-namespace stepscope::data {
+namespace stepscope {
 
 // SplitMix64: mixes a seed (or a seed and an index) into a well-spread 64-bit value.
 inline uint64_t MixSeed(uint64_t value) {
@@ -43,6 +43,12 @@ class Rng {
   double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
   // Uniform in [0, n); n > 0. The modulo bias is below 2^-32 for the sizes used here.
   uint64_t Below(uint64_t n) { return Next() % n; }
+  // Uniform in [lo, hi] for a range below 2^32, by multiply-shift rather than a division (the
+  // trace generator draws 10^9 of them); the bias is below (hi - lo + 1) / 2^32.
+  int64_t Between(int64_t lo, int64_t hi) {
+    const uint64_t range = static_cast<uint64_t>(hi - lo) + 1;
+    return lo + static_cast<int64_t>(((Next() >> 32) * range) >> 32);
+  }
   bool Bernoulli(double p) { return Uniform() < p; }
   // Standard normal (Box-Muller; one of the pair is dropped for simplicity).
   double Normal() {
@@ -56,4 +62,4 @@ class Rng {
   uint64_t state_[4];
 };
 
-}  // namespace stepscope::data
+}  // namespace stepscope
