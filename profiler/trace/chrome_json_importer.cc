@@ -452,6 +452,8 @@ class ChromeEventImporter::Impl {
   Trace Finish() {
     CloseOpenBegins();
     ApplyMetadata();
+    // In trace order from here on: flows bind by looking slices up by time on their track.
+    builder_.SortSlices();
     BindFlows();
     for (auto& [key, series] : counters_) builder_.AddCounter(std::move(series));
     return std::move(builder_).Build();
@@ -476,17 +478,18 @@ class ChromeEventImporter::Impl {
         stats().Add("event_bad_time_skipped");
         return;
       }
-      AddSlice(event_->pid, event_->tid, *ts, dur, event_->name, event_->kind, event_->device_category,
-               event_->args_has_name && event_->args_has_op ? event_->args_name : std::string_view(),
-               event_->args_has_name && event_->args_has_op ? event_->args_op : std::string_view(),
-               event_->args_has_name && event_->args_has_op);
+      const uint32_t slice =
+          AddSlice(event_->pid, event_->tid, *ts, dur, event_->name, event_->kind, event_->device_category,
+                   event_->args_has_name && event_->args_has_op ? event_->args_name : std::string_view(),
+                   event_->args_has_name && event_->args_has_op ? event_->args_op : std::string_view(),
+                   event_->args_has_name && event_->args_has_op);
       if (event_->launch_args == ChromeEventFields::kKernelArgs) {
         KernelArgs args = event_->kernel_args;
-        args.slice = slices_.back();
+        args.slice = slice;
         builder_.AddKernelArgs(args);
       } else if (event_->launch_args == ChromeEventFields::kTransferArgs) {
         TransferArgs args = event_->transfer_args;
-        args.slice = slices_.back();
+        args.slice = slice;
         builder_.AddTransferArgs(args);
       }
     } else if (ph == "B") {
@@ -530,14 +533,24 @@ class ChromeEventImporter::Impl {
       end.ts = *ts;
       end.bind_enclosing = ph != "f" || event_->bp == "e";
       end.set = true;
+      end.final = ph == "f";
       FlowKey key{builder_.Intern(event_->cat), 0, 0};
       if (event_->id_is_number) {
         key.number = event_->id_number;
       } else {
         key.text = builder_.Intern(event_->id);
       }
-      FlowPair& pair = flows_[key];
+      auto it = open_flows_.try_emplace(key).first;
+      FlowPair& pair = it->second;
       (ph == "s" ? pair.start : pair.end) = end;
+      // A flow whose start and final step (`f`) have both come is done: it leaves the map, so
+      // the map holds only open flows (a few, as Kineto writes each launch's pair close
+      // together) and an id used again later starts a new flow.
+      if (pair.start.set && pair.end.final) {
+        pair.launch = IsLaunchCategory(key.category);
+        done_flows_.push_back(pair);
+        open_flows_.erase(it);
+      }
     } else {
       stats().Add("event_phase_" + std::string(ph.empty() ? "missing" : ph) + "_ignored");
     }
@@ -617,7 +630,7 @@ class ChromeEventImporter::Impl {
     return it->second;
   }
 
-  void AddSlice(std::string_view pid, std::string_view tid, int64_t start, int64_t dur, std::string_view name,
+  uint32_t AddSlice(std::string_view pid, std::string_view tid, int64_t start, int64_t dur, std::string_view name,
                 SliceKind kind, bool device_category, std::string_view args_name, std::string_view args_op,
                 bool tf_args) {
     Slice slice;
@@ -625,10 +638,8 @@ class ChromeEventImporter::Impl {
     slice.dur_ns = dur;
     slice.kind = kind;
     slice.track = ThreadTrack(pid, tid, kind);
-    if (device_category) {
-      if (device_lanes_.size() <= slice.track) device_lanes_.resize(slice.track + 1, 0);
-      device_lanes_[slice.track] = 1;
-    }
+    if (lane_holds_.size() <= slice.track) lane_holds_.resize(slice.track + 1, 0);
+    lane_holds_[slice.track] |= device_category ? kHoldsDeviceWork : kHoldsHostWork;
     // TensorFlow's timeline keeps the node name in args.name and the op type as the event name.
     if (tf_args) {
       slice.name = builder_.Intern(args_name);
@@ -637,8 +648,7 @@ class ChromeEventImporter::Impl {
       slice.name = builder_.Intern(name);
       slice.op_type = slice.name;
     }
-    slices_.push_back(builder_.AddSlice(slice));
-    positions_.push_back({slice.track, start, dur});
+    return builder_.AddSlice(slice);
   }
 
   void Counter(int64_t ts) {
@@ -709,18 +719,14 @@ class ChromeEventImporter::Impl {
   // ("GPU 0"), and all its lanes are streams, whatever their first event was.
   void ApplyMetadata() {
     auto& tracks = builder_.tracks();
-    std::vector<char> device_lane(tracks.size(), 0), host_lane(tracks.size(), 0);
-    for (const Position& p : positions_) {
-      const bool device = p.track < device_lanes_.size() && device_lanes_[p.track];
-      (device ? device_lane : host_lane)[p.track] = 1;
-    }
+    lane_holds_.resize(tracks.size(), 0);
     std::vector<char> device_process(tracks.size(), 0), host_process(tracks.size(), 0);
     for (uint32_t t = 0; t < tracks.size(); ++t) {
       if (tracks[t].parent < 0) continue;
       const auto parent = static_cast<size_t>(tracks[t].parent);
-      if (device_lane[t]) device_process[parent] = 1;
+      if (lane_holds_[t] & kHoldsDeviceWork) device_process[parent] = 1;
       // Host work; annotations alone (a CPU-side span on the device's pid) do not make it a host.
-      if (host_lane[t] && tracks[t].kind != TrackKind::kGpuStream) host_process[parent] = 1;
+      if ((lane_holds_[t] & kHoldsHostWork) && tracks[t].kind != TrackKind::kGpuStream) host_process[parent] = 1;
     }
     for (const auto& [pid, track] : process_tracks_) {
       const bool device = device_process[track] && !host_process[track];
@@ -752,74 +758,85 @@ class ChromeEventImporter::Impl {
   }
 
   // Flows bind to the innermost slice enclosing their timestamp on their thread (the next slice
-  // for an `f` without bp:e). Per track, slices sorted by start; the search walks back from the
-  // last slice starting at or before the timestamp, no further than the track's longest slice.
+  // for an `f` without bp:e). The builder holds the slices sorted by (track, start, longer
+  // first); the search walks back from the last slice starting at or before the timestamp, no
+  // further than the track's longest slice.
   void BindFlows() {
-    if (flows_.empty()) return;
-    struct TrackIndex {
-      std::vector<uint32_t> order;  // positions_ indices sorted by start
-      int64_t longest = 0;
-    };
-    std::unordered_map<uint32_t, TrackIndex> by_track;
-    for (uint32_t i = 0; i < positions_.size(); ++i) {
-      TrackIndex& index = by_track[positions_[i].track];
-      index.order.push_back(i);
-      index.longest = std::max(index.longest, positions_[i].dur);
+    if (open_flows_.empty() && done_flows_.empty()) return;
+    const size_t track_count = builder_.tracks().size();
+    const size_t slice_count = builder_.slice_count();
+    std::vector<uint32_t> track_begin(track_count + 1, 0);
+    std::vector<int64_t> longest(track_count, 0);
+    for (uint32_t i = 0; i < slice_count; ++i) {
+      const Slice& slice = builder_.slice(i);
+      ++track_begin[slice.track + 1];
+      longest[slice.track] = std::max(longest[slice.track], slice.dur_ns);
     }
-    for (auto& [track, index] : by_track) {
-      std::stable_sort(index.order.begin(), index.order.end(),
-                       [&](uint32_t a, uint32_t b) { return positions_[a].start < positions_[b].start; });
-    }
+    for (size_t t = 0; t < track_count; ++t) track_begin[t + 1] += track_begin[t];
+    auto start_of = [&](uint32_t i) { return builder_.slice(i).start_ns; };
     auto find = [&](const FlowEnd& end) -> int64_t {
       if (slot_tracks_[end.thread] < 0) return -1;
-      auto it = by_track.find(static_cast<uint32_t>(slot_tracks_[end.thread]));
-      if (it == by_track.end()) return -1;
-      const auto& order = it->second.order;
-      auto upper = std::upper_bound(order.begin(), order.end(), end.ts,
-                                    [&](int64_t ts, uint32_t i) { return ts < positions_[i].start; });
-      if (!end.bind_enclosing) {
-        auto next = std::lower_bound(order.begin(), order.end(), end.ts,
-                                     [&](uint32_t i, int64_t ts) { return positions_[i].start < ts; });
-        return next == order.end() ? -1 : SaturatedInt64(*next);
+      const auto track = static_cast<size_t>(slot_tracks_[end.thread]);
+      const uint32_t first = track_begin[track];
+      const uint32_t last = track_begin[track + 1];
+      // First slice of the track starting after the timestamp (or, for `f` without bp:e, at or after it).
+      uint32_t lo = first, hi = last;
+      while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        const bool before = end.bind_enclosing ? start_of(mid) <= end.ts : start_of(mid) < end.ts;
+        if (before) lo = mid + 1; else hi = mid;
       }
+      if (!end.bind_enclosing) return lo == last ? -1 : lo;
       int64_t best = -1;
-      for (auto p = upper; p != order.begin();) {
+      for (uint32_t p = lo; p != first;) {
         --p;
-        const Position& pos = positions_[*p];
-        if (pos.start + it->second.longest < end.ts) break;
-        if (end.ts <= pos.start + pos.dur && (best < 0 || pos.dur < positions_[static_cast<size_t>(best)].dur)) {
-          best = *p;
+        const Slice& slice = builder_.slice(p);
+        if (slice.start_ns + longest[track] < end.ts) break;
+        if (end.ts <= slice.end_ns() &&
+            (best < 0 || slice.dur_ns < builder_.slice(static_cast<uint32_t>(best)).dur_ns)) {
+          best = p;
         }
       }
       return best;
     };
-    // In file order of their first event would be nicer; the builder sorts flows anyway.
-    const StringId launch_category = builder_.Intern("ac2g");
-    for (const auto& [key, pair] : flows_) {
+    auto bind = [&](const FlowPair& pair) {
       if (!pair.start.set || !pair.end.set) {
         stats().Add("flow_unmatched_skipped");
-        continue;
+        return;
       }
       const int64_t from = find(pair.start);
       const int64_t to = find(pair.end);
       if (from < 0 || to < 0) {
         stats().Add("flow_not_bound_skipped");
-        continue;
+        return;
       }
-      builder_.AddFlow(Flow{slices_[static_cast<size_t>(from)], slices_[static_cast<size_t>(to)],
-                            key.category == launch_category ? FlowKind::kLaunch : FlowKind::kDataflow});
+      builder_.AddFlow(Flow{static_cast<uint32_t>(from), static_cast<uint32_t>(to),
+                            pair.launch ? FlowKind::kLaunch : FlowKind::kDataflow});
+    };
+    // In the order the flows completed in the file, then the ones still open at its end.
+    for (const FlowPair& pair : done_flows_) bind(pair);
+    for (auto& [key, pair] : open_flows_) {
+      pair.launch = IsLaunchCategory(key.category);
+      bind(pair);
     }
+    done_flows_ = {};
+    open_flows_ = {};
   }
 
   struct FlowEnd {
-    uint32_t thread = 0;  // thread slot
     int64_t ts = 0;
+    uint32_t thread = 0;  // thread slot
     bool bind_enclosing = true;
     bool set = false;
+    bool final = false;  // an `f` (a `t` is a step that a later `f` replaces)
   };
   struct FlowPair {
     FlowEnd start, end;
+    bool launch = false;  // category ac2g: a kernel's or copy's launch
   };
+  // Kineto's ac2g flows join a launch (cudaLaunchKernel) to its kernel or copy.
+  bool IsLaunchCategory(StringId category) { return builder_.strings().Get(category) == "ac2g"; }
+
   struct FlowKey {  // flows match by category and id (numeric ids without a string)
     StringId category;
     StringId text;
@@ -830,10 +847,6 @@ class ChromeEventImporter::Impl {
     size_t operator()(const FlowKey& k) const {
       return std::hash<uint64_t>()(k.number * 1000003u + (static_cast<uint64_t>(k.category) << 32) + k.text);
     }
-  };
-  struct Position {
-    uint32_t track;
-    int64_t start, dur;
   };
   struct OpenSlice {
     std::string pid, tid, name, args_name, args_op;
@@ -861,10 +874,11 @@ class ChromeEventImporter::Impl {
   std::vector<std::pair<uint32_t, std::string>> track_keys_;
   std::map<std::string, std::vector<OpenSlice>> open_;
   std::map<std::pair<std::string, std::string>, CounterSeries> counters_;
-  std::unordered_map<FlowKey, FlowPair, FlowKeyHash> flows_;
-  std::vector<uint32_t> slices_;
-  std::vector<Position> positions_;
-  std::vector<char> device_lanes_;           // per track: it holds device events
+  std::unordered_map<FlowKey, FlowPair, FlowKeyHash> open_flows_;
+  std::vector<FlowPair> done_flows_;
+  // Per track: whether it holds device events, host events or both.
+  static constexpr uint8_t kHoldsDeviceWork = 1, kHoldsHostWork = 2;
+  std::vector<uint8_t> lane_holds_;
   std::map<std::string, std::string> process_labels_;  // pid -> "GPU 0" (process_labels)
 };
 

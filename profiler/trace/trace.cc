@@ -287,7 +287,40 @@ void Permute(const std::vector<uint32_t>& order, std::vector<T>& items) {
   items.swap(permuted);
 }
 
+// True when the slices already come in (track, start, longer first) order.
+bool SlicesInOrder(const std::vector<Slice>& slices) {
+  for (size_t i = 1; i < slices.size(); ++i) {
+    const Slice& x = slices[i - 1];
+    const Slice& y = slices[i];
+    const bool ordered = x.track < y.track ||
+        (x.track == y.track && (x.start_ns < y.start_ns || (x.start_ns == y.start_ns && x.dur_ns >= y.dur_ns)));
+    if (!ordered) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+void TraceBuilder::Reorder(const std::vector<uint32_t>& order) {
+  bool identity = true;
+  for (size_t i = 0; i < order.size() && identity; ++i) identity = order[i] == i;
+  if (identity) return;
+  std::vector<uint32_t> new_index(order.size());
+  for (size_t i = 0; i < new_index.size(); ++i) new_index[order[i]] = static_cast<uint32_t>(i);
+  Permute(order, trace_.slices_);
+  Permute(order, trace_.node_refs_);
+  for (Flow& flow : trace_.flows_) {
+    flow.from_slice = new_index[flow.from_slice];
+    flow.to_slice = new_index[flow.to_slice];
+  }
+  for (KernelArgs& args : trace_.kernel_args_) args.slice = new_index[args.slice];
+  for (TransferArgs& args : trace_.transfer_args_) args.slice = new_index[args.slice];
+  for (SliceArg& arg : trace_.slice_args_) arg.slice = new_index[arg.slice];
+}
+
+void TraceBuilder::SortSlices() {
+  if (!SlicesInOrder(trace_.slices_)) Reorder(OrderByTrackThenTime(trace_.slices_, trace_.tracks_.size()));
+}
 
 Trace TraceBuilder::Build() && {
   auto& slices = trace_.slices_;
@@ -316,14 +349,8 @@ Trace TraceBuilder::Build() && {
   }
 
   // Readers that add each track's slices in time order, track after track (our protobuf, XSpace
-  // lines, the generator) need no order at all.
-  bool in_order = true;
-  for (size_t i = 1; i < slices.size() && in_order; ++i) {
-    const Slice& x = slices[i - 1];
-    const Slice& y = slices[i];
-    in_order = x.track < y.track ||
-               (x.track == y.track && (x.start_ns < y.start_ns || (x.start_ns == y.start_ns && x.dur_ns >= y.dur_ns)));
-  }
+  // lines, the generator) or sorted them before (SortSlices) need no order at all.
+  bool in_order = SlicesInOrder(slices);
   std::vector<uint32_t> order = in_order ? std::vector<uint32_t>{} : OrderByTrackThenTime(slices, tracks.size());
   auto index_at = [&](size_t k) { return in_order ? static_cast<uint32_t>(k) : order[k]; };
 
@@ -357,39 +384,23 @@ Trace TraceBuilder::Build() && {
 
   // Apply the permutation to slices, refs, flows and arguments (nothing to do when the reader
   // added the slices in order already: our own protobuf, XSpace lines).
-  bool identity = true;
-  for (size_t i = 0; i < order.size() && identity; ++i) identity = order[i] == i;  // empty: in order
-  std::vector<uint32_t> new_index(identity ? 0 : order.size());
-  for (size_t i = 0; i < new_index.size(); ++i) new_index[order[i]] = static_cast<uint32_t>(i);
-  if (!identity) {
-    Permute(order, slices);
-    Permute(order, trace_.node_refs_);
-  }
+  Reorder(order);
   order = {};
-  auto moved_to = [&](uint32_t old) { return identity ? old : new_index[old]; };
-  for (Flow& flow : trace_.flows_) {
-    flow.from_slice = moved_to(flow.from_slice);
-    flow.to_slice = moved_to(flow.to_slice);
-  }
-  auto remap_args = [&](auto& table) {
-    for (auto& args : table) args.slice = moved_to(args.slice);
-    std::sort(table.begin(), table.end(), [](const auto& a, const auto& b) { return a.slice < b.slice; });
+  auto by_slice = [](const auto& a, const auto& b) { return a.slice < b.slice; };
+  auto sort_args = [&](auto& table) {
+    if (!std::is_sorted(table.begin(), table.end(), by_slice)) std::sort(table.begin(), table.end(), by_slice);
     table.shrink_to_fit();
   };
-  remap_args(trace_.kernel_args_);
-  remap_args(trace_.transfer_args_);
-  if (!trace_.slice_args_.empty()) {
-    // By new slice index, keeping each slice's order: a counting sort (arguments come several
-    // per slice, millions in a large trace).
+  sort_args(trace_.kernel_args_);
+  sort_args(trace_.transfer_args_);
+  if (!std::is_sorted(trace_.slice_args_.begin(), trace_.slice_args_.end(), by_slice)) {
+    // By slice index, keeping each slice's order: a counting sort (arguments come several per
+    // slice, millions in a large trace).
     std::vector<uint32_t> begin(slices.size() + 1, 0);
-    for (const SliceArg& arg : trace_.slice_args_) ++begin[moved_to(arg.slice) + 1];
+    for (const SliceArg& arg : trace_.slice_args_) ++begin[arg.slice + 1];
     for (size_t i = 0; i < slices.size(); ++i) begin[i + 1] += begin[i];
     std::vector<SliceArg> sorted_args(trace_.slice_args_.size());
-    for (const SliceArg& arg : trace_.slice_args_) {
-      SliceArg& to = sorted_args[begin[moved_to(arg.slice)]++];
-      to = arg;
-      to.slice = moved_to(arg.slice);
-    }
+    for (const SliceArg& arg : trace_.slice_args_) sorted_args[begin[arg.slice]++] = arg;
     trace_.slice_args_.swap(sorted_args);
   }
   if (run_metadata_ != nullptr) {

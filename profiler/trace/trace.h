@@ -339,9 +339,17 @@ class TraceBuilder {
     trace_.slice_args_.push_back(SliceArg{slice, key, 0, true, number});
   }
 
+  // Puts the slices in the trace's (track, start, longer first) order now, remapping refs, flows
+  // and arguments added so far; indices returned before no longer hold. For readers that look
+  // slices up by time before Build() (flow binding): Build() then finds them in order.
+  void SortSlices();
+
   Trace Build() &&;
 
  private:
+  // Moves the slice at order[i] to position i, with its ref, and renumbers flows and arguments.
+  void Reorder(const std::vector<uint32_t>& order);
+
   Trace trace_;
   bool has_refs_ = false;
   std::shared_ptr<tf::RunMetadata> run_metadata_;

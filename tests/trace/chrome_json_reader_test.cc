@@ -272,5 +272,48 @@ TEST(ChromeJsonReaderTest, OverlappingSlicesOnOneThreadAreCounted) {
   EXPECT_EQ(trace->import_stats().Get("overlap_moved_to_lane"), 1);
 }
 
+// Flows bind to the innermost slice around their time on their thread, whatever order the file
+// gives: B/E pairs (the inner slice closes, and so is added, first), an `f` written before its
+// `s`, an id used again for a later flow, a `t` step that the `f` replaces. Kernel args stay on
+// their kernel although the reader reorders the slices to bind.
+TEST(ChromeJsonReaderTest, FlowsBindToTheInnermostSliceWhateverTheFileOrder) {
+  const std::string json = R"({"traceEvents":[)"
+      // Thread 1: outer [0,100) with inner [10,30) as B/E; a second step [200,300) with inner [210,220).
+      R"({"ph":"B","name":"outer","pid":1,"tid":1,"ts":0},)"
+      R"({"ph":"B","name":"inner","pid":1,"tid":1,"ts":10},)"
+      R"({"ph":"E","pid":1,"tid":1,"ts":30},)"
+      R"({"ph":"E","pid":1,"tid":1,"ts":100},)"
+      R"({"ph":"X","name":"outer2","pid":1,"tid":1,"ts":200,"dur":100},)"
+      R"({"ph":"X","name":"inner2","pid":1,"tid":1,"ts":210,"dur":10},)"
+      // GPU stream: two kernels, written before the flows that point at them.
+      R"({"ph":"X","cat":"kernel","name":"k1","pid":0,"tid":7,"ts":40,"dur":5,"args":{"correlation":1,"stream":7}},)"
+      R"({"ph":"X","cat":"kernel","name":"k2","pid":0,"tid":7,"ts":230,"dur":5,"args":{"correlation":2,"stream":7}},)"
+      // Flow 1: f before s; s inside `inner`, f on k1.
+      R"({"ph":"f","id":1,"cat":"ac2g","name":"ac2g","pid":0,"tid":7,"ts":40,"bp":"e"},)"
+      R"({"ph":"s","id":1,"cat":"ac2g","name":"ac2g","pid":1,"tid":1,"ts":20},)"
+      // Flow id 1 again, later: from `inner2` to k2, with a `t` step on the way.
+      R"({"ph":"s","id":1,"cat":"ac2g","name":"ac2g","pid":1,"tid":1,"ts":215},)"
+      R"({"ph":"t","id":1,"cat":"ac2g","name":"ac2g","pid":1,"tid":1,"ts":250},)"
+      R"({"ph":"f","id":1,"cat":"ac2g","name":"ac2g","pid":0,"tid":7,"ts":231,"bp":"e"},)"
+      // A dataflow from `outer` (after inner ended) to outer2.
+      R"({"ph":"s","id":"d","cat":"data","name":"d","pid":1,"tid":1,"ts":50},)"
+      R"({"ph":"f","id":"d","cat":"data","name":"d","pid":1,"tid":1,"ts":250,"bp":"e"}]})";
+  auto trace = ReadTraceFromBytes(json, "flows.json");
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  auto name = [&](uint32_t slice) { return std::string(trace->str(trace->slices()[slice].name)); };
+  std::vector<std::tuple<std::string, std::string, FlowKind>> flows;
+  for (const Flow& f : trace->flows()) flows.emplace_back(name(f.from_slice), name(f.to_slice), f.kind);
+  std::sort(flows.begin(), flows.end());
+  EXPECT_EQ(flows, (std::vector<std::tuple<std::string, std::string, FlowKind>>{
+                       {"inner", "k1", FlowKind::kLaunch},
+                       {"inner2", "k2", FlowKind::kLaunch},
+                       {"outer", "outer2", FlowKind::kDataflow}}));
+  EXPECT_TRUE(trace->import_stats().empty()) << "every flow bound";
+  ASSERT_EQ(trace->all_kernel_args().size(), 2u);
+  for (const KernelArgs& args : trace->all_kernel_args()) {
+    EXPECT_EQ(name(args.slice), args.correlation == 1 ? "k1" : "k2");
+  }
+}
+
 }  // namespace
 }  // namespace stepscope::trace

@@ -78,8 +78,9 @@ TEST(TraceBuilderTest, ConcurrentTracksNeverNestAndAreNotRepairs) {
 
 // Tracks interleaved, some added in time order and some shuffled, with ties (equal starts, equal
 // durations): every slice, flow, reference and argument lands where a stable sort by (track,
-// start, longer first) puts it, whichever way the builder gets there.
-TEST(TraceBuilderTest, OrdersInterleavedTracksAsAStableSortWould) {
+// start, longer first) puts it, whichever way the builder gets there: Build() alone, or
+// SortSlices() first (as the JSON reader does to bind flows by time).
+void ExpectInterleavedTracksOrderedAsAStableSortWould(bool sorted_before_build) {
   std::mt19937 random(7);
   constexpr uint32_t kTracks = 5;
   constexpr uint32_t kPerTrack = 400;
@@ -119,6 +120,14 @@ TEST(TraceBuilderTest, OrdersInterleavedTracksAsAStableSortWould) {
     if (index % 11 == 0) builder.AddKernelArgs(KernelArgs{.correlation = index, .slice = index});
     if (index > 0 && index % 5 == 0) builder.AddFlow(Flow{index - 1, index, FlowKind::kLaunch});
   }
+  if (sorted_before_build) {
+    builder.SortSlices();
+    for (uint32_t i = 1; i < builder.slice_count(); ++i) {
+      const Slice& x = builder.slice(i - 1);
+      const Slice& y = builder.slice(i);
+      ASSERT_TRUE(x.track < y.track || (x.track == y.track && x.start_ns <= y.start_ns)) << "position " << i;
+    }
+  }
   const Trace trace = std::move(builder).Build();
 
   std::vector<uint32_t> expected(added.size());
@@ -153,6 +162,14 @@ TEST(TraceBuilderTest, OrdersInterleavedTracksAsAStableSortWould) {
   ASSERT_EQ(trace.all_kernel_args().size(), (added.size() + 10) / 11);
   for (const KernelArgs& args : trace.all_kernel_args()) EXPECT_EQ(args.correlation, origin[args.slice]);
   EXPECT_EQ(trace.import_stats().Get("overlap_moved_to_lane"), 0);
+}
+
+TEST(TraceBuilderTest, OrdersInterleavedTracksAsAStableSortWould) {
+  ExpectInterleavedTracksOrderedAsAStableSortWould(false);
+}
+
+TEST(TraceBuilderTest, SortingBeforeBuildGivesTheSameTrace) {
+  ExpectInterleavedTracksOrderedAsAStableSortWould(true);
 }
 
 // A reader that adds everything in order already: the trace keeps the order and the indices.
