@@ -1,19 +1,19 @@
 #include "profiler/trace/chrome_json_importer.h"
 
-#include "profiler/trace/chrome_json_reader.h"
+#include <simdjson.h>
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstring>
-#include <map>
-#include <simdjson.h>
-
 #include <functional>
+#include <limits>
+#include <map>
 #include <memory>
 #include <span>
 #include <unordered_map>
 
+#include "base/page_allocator.h"
+#include "profiler/trace/chrome_json_reader.h"
 #include "profiler/trace/utf8.h"
 
 namespace stepscope::trace {
@@ -452,7 +452,9 @@ class ChromeEventImporter::Impl {
   Trace Finish() {
     CloseOpenBegins();
     ApplyMetadata();
-    // In trace order from here on: flows bind by looking slices up by time on their track.
+    HandPendingSlicesToBuilder();
+    // In trace order from here on (only tracks whose slices came out of time order, as B/E
+    // pairs close inner first, move): flows bind by looking slices up by time on their track.
     builder_.SortSlices();
     BindFlows();
     for (auto& [key, series] : counters_) builder_.AddCounter(std::move(series));
@@ -460,6 +462,17 @@ class ChromeEventImporter::Impl {
   }
 
  private:
+  struct PendingRef {  // a slice before Finish(): its track and its place among the track's slices
+    uint32_t track;
+    uint32_t position;
+  };
+  struct PendingTrack {
+    // Each filled to its capacity before the next; the big ones are mapped, so that handing them
+    // over frees memory as the builder's array fills.
+    std::vector<std::vector<Slice, PageAllocator<Slice>>> blocks;
+    uint32_t count = 0;
+  };
+
   void Dispatch() {
     const std::string_view ph = event_->ph;
     if (ph == "M") return Metadata();
@@ -478,19 +491,21 @@ class ChromeEventImporter::Impl {
         stats().Add("event_bad_time_skipped");
         return;
       }
-      const uint32_t slice =
+      const PendingRef slice =
           AddSlice(event_->pid, event_->tid, *ts, dur, event_->name, event_->kind, event_->device_category,
                    event_->args_has_name && event_->args_has_op ? event_->args_name : std::string_view(),
                    event_->args_has_name && event_->args_has_op ? event_->args_op : std::string_view(),
                    event_->args_has_name && event_->args_has_op);
       if (event_->launch_args == ChromeEventFields::kKernelArgs) {
         KernelArgs args = event_->kernel_args;
-        args.slice = slice;
+        args.slice = slice.position;
         builder_.AddKernelArgs(args);
+        kernel_arg_tracks_.push_back(slice.track);
       } else if (event_->launch_args == ChromeEventFields::kTransferArgs) {
         TransferArgs args = event_->transfer_args;
-        args.slice = slice;
+        args.slice = slice.position;
         builder_.AddTransferArgs(args);
+        transfer_arg_tracks_.push_back(slice.track);
       }
     } else if (ph == "B") {
       OpenSlice open;
@@ -630,7 +645,7 @@ class ChromeEventImporter::Impl {
     return it->second;
   }
 
-  uint32_t AddSlice(std::string_view pid, std::string_view tid, int64_t start, int64_t dur, std::string_view name,
+  PendingRef AddSlice(std::string_view pid, std::string_view tid, int64_t start, int64_t dur, std::string_view name,
                 SliceKind kind, bool device_category, std::string_view args_name, std::string_view args_op,
                 bool tf_args) {
     Slice slice;
@@ -648,7 +663,44 @@ class ChromeEventImporter::Impl {
       slice.name = builder_.Intern(name);
       slice.op_type = slice.name;
     }
-    return builder_.AddSlice(slice);
+    return Pend(slice);
+  }
+
+  // Slices wait per track until Finish() hands them to the builder track after track: one copy
+  // that frees each block behind it. Added as they come instead (a Kineto file interleaves its
+  // threads and streams), they would need a trace-sized gather to be put in order. Blocks grow
+  // from 16 slices to 64 K, so a trace of many short tracks wastes little.
+  PendingRef Pend(const Slice& slice) {
+    if (pending_.size() <= slice.track) pending_.resize(slice.track + 1);
+    PendingTrack& track = pending_[slice.track];
+    if (track.blocks.empty() || track.blocks.back().size() == track.blocks.back().capacity()) {
+      track.blocks.emplace_back().reserve(std::min<size_t>(size_t{16} << track.blocks.size(), size_t{1} << 16));
+    }
+    track.blocks.back().push_back(slice);
+    ++pending_count_;
+    return {slice.track, track.count++};
+  }
+
+  void HandPendingSlicesToBuilder() {
+    std::vector<uint32_t> first(pending_.size(), 0);  // builder index of each track's first slice
+    uint32_t next = builder_.AddSlices(pending_count_);
+    for (size_t t = 0; t < pending_.size(); ++t) {
+      first[t] = next;
+      for (auto& block : pending_[t].blocks) {
+        std::copy(block.begin(), block.end(), &builder_.MutableSlice(next));
+        next += static_cast<uint32_t>(block.size());
+        block = {};
+      }
+    }
+    pending_ = {};
+    for (size_t i = 0; i < kernel_arg_tracks_.size(); ++i) {
+      builder_.kernel_args()[i].slice += first[kernel_arg_tracks_[i]];
+    }
+    for (size_t i = 0; i < transfer_arg_tracks_.size(); ++i) {
+      builder_.transfer_args()[i].slice += first[transfer_arg_tracks_[i]];
+    }
+    kernel_arg_tracks_ = {};
+    transfer_arg_tracks_ = {};
   }
 
   void Counter(int64_t ts) {
@@ -879,6 +931,12 @@ class ChromeEventImporter::Impl {
   // Per track: whether it holds device events, host events or both.
   static constexpr uint8_t kHoldsDeviceWork = 1, kHoldsHostWork = 2;
   std::vector<uint8_t> lane_holds_;
+  std::vector<PendingTrack> pending_;  // by track
+  size_t pending_count_ = 0;
+  // The track of each kernel's and copy's args (whose `slice` is a place in the track until
+  // HandPendingSlicesToBuilder()).
+  std::vector<uint32_t> kernel_arg_tracks_;
+  std::vector<uint32_t> transfer_arg_tracks_;
   std::map<std::string, std::string> process_labels_;  // pid -> "GPU 0" (process_labels)
 };
 

@@ -331,6 +331,8 @@ class TraceBuilder {
   // Kineto arguments of a slice added before (`slice` is the AddSlice index).
   void AddKernelArgs(const KernelArgs& args) { trace_.kernel_args_.push_back(args); }
   void AddTransferArgs(const TransferArgs& args) { trace_.transfer_args_.push_back(args); }
+  std::vector<KernelArgs>& kernel_args() { return trace_.kernel_args_; }
+  std::vector<TransferArgs>& transfer_args() { return trace_.transfer_args_; }
   // A free-form argument of a slice added before.
   void AddSliceArg(uint32_t slice, StringId key, StringId value) {
     trace_.slice_args_.push_back(SliceArg{slice, key, value, false, 0});
