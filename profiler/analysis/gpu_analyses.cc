@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 #include <tuple>
+#include <unordered_map>
 
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/gpu_work.h"
@@ -234,14 +236,66 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
 
 // ---- launches --------------------------------------------------------------------------------
 
+namespace {
+
+// A launch while launches are counted: indices into its trace, so that a trace of millions of
+// launches costs a few words each; names are looked up only for the launches reported whole.
+struct LinkedWork {
+  uint32_t work = 0;     // the GPU work's slice
+  uint32_t runtime = 0;  // the runtime call's slice
+  int64_t op = -1;       // the host op around the call, -1 when none
+  uint32_t device = 0, lane = 0;  // tracks
+};
+
+Launch MakeLaunch(const Trace& trace, const LinkedWork& linked) {
+  const Slice& s = trace.slices()[linked.work];
+  const Slice& call = trace.slices()[linked.runtime];
+  Launch l;
+  l.rank = trace.step_info().rank;
+  l.device = TrackName(trace, linked.device);
+  l.stream = TrackName(trace, linked.lane);
+  l.runtime = std::string(trace.str(call.name));
+  l.kernel = std::string(trace.str(s.name));
+  l.kind = WorkKind(s.kind);
+  if (const trace::KernelArgs* args = trace.kernel_args(linked.work)) l.correlation = args->correlation;
+  if (const trace::TransferArgs* args = trace.transfer_args(linked.work)) l.correlation = args->correlation;
+  l.runtime_start_ns = call.start_ns;
+  l.cpu_ns = call.dur_ns;
+  l.gpu_start_ns = s.start_ns;
+  l.gpu_ns = s.dur_ns;
+  l.delay_ns = s.start_ns - call.end_ns();
+  if (linked.op >= 0) {
+    const Slice& o = trace.slices()[static_cast<size_t>(linked.op)];
+    l.host_op = std::string(trace.str(o.name));
+    l.op_to_launch_ns = call.start_ns - o.start_ns;
+  }
+  return l;
+}
+
+}  // namespace
+
 LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOptions& options) {
   LaunchReport report;
   report.runtime_cutoff_ns = options.runtime_cutoff_ns;
   report.delay_cutoff_ns = options.delay_cutoff_ns;
+  std::vector<int64_t> cpu, gpu, delay;
+  // Names are views into the inputs' string tables, which outlive this call.
+  struct Op {
+    std::vector<int64_t> delay, op_to_launch;
+    std::map<std::string_view, std::vector<int64_t>> kernels;
+  };
+  std::map<std::string_view, Op> ops;
+  struct Outlier {
+    const Trace* trace;
+    LinkedWork linked;
+    int64_t ns;
+  };
+  std::vector<Outlier> long_runtime, long_delay;
+  // Launches in input, then time order (the order of every list below).
   for (const GpuInput& input : inputs) {
     const Trace& trace = *input.trace;
     const std::vector<int64_t> launch = LaunchOf(trace);
-    std::vector<Launch> mine;
+    std::vector<LinkedWork> mine;
     for (const StreamWork& w : CollectWork(input)) {
       for (uint32_t i : w.slices) {
         ++report.work;
@@ -250,71 +304,63 @@ LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOp
           ++report.unlinked;
           continue;
         }
-        const Slice& s = trace.slices()[i];
-        const Slice& call = trace.slices()[static_cast<size_t>(r)];
-        Launch l;
-        l.rank = trace.step_info().rank;
-        l.device = TrackName(trace, w.device);
-        l.stream = TrackName(trace, w.lane);
-        l.runtime = std::string(trace.str(call.name));
-        l.kernel = std::string(trace.str(s.name));
-        l.kind = WorkKind(s.kind);
-        if (const trace::KernelArgs* args = trace.kernel_args(i)) l.correlation = args->correlation;
-        if (const trace::TransferArgs* args = trace.transfer_args(i)) l.correlation = args->correlation;
-        l.runtime_start_ns = call.start_ns;
-        l.cpu_ns = call.dur_ns;
-        l.gpu_start_ns = s.start_ns;
-        l.gpu_ns = s.dur_ns;
-        l.delay_ns = s.start_ns - call.end_ns();
-        const int64_t op = EnclosingOp(trace, static_cast<uint32_t>(r));
-        if (op >= 0) {
-          const Slice& o = trace.slices()[static_cast<size_t>(op)];
-          l.host_op = std::string(trace.str(o.name));
-          l.op_to_launch_ns = call.start_ns - o.start_ns;
-        }
-        mine.push_back(std::move(l));
+        mine.push_back({i, static_cast<uint32_t>(r), -1, w.device, w.lane});
       }
     }
-    std::stable_sort(mine.begin(), mine.end(),
-                     [](const Launch& a, const Launch& b) { return a.runtime_start_ns < b.runtime_start_ns; });
-    for (Launch& l : mine) report.launches.push_back(std::move(l));
-  }
-  std::vector<int64_t> cpu, gpu, delay;
-  struct Op {
-    std::vector<int64_t> delay, op_to_launch;
-    std::map<std::string, std::vector<int64_t>> kernels;
-  };
-  std::map<std::string, Op> ops;
-  for (const Launch& l : report.launches) {
-    cpu.push_back(l.cpu_ns);
-    gpu.push_back(l.gpu_ns);
-    delay.push_back(l.delay_ns);
-    if (l.cpu_ns > options.runtime_cutoff_ns) report.long_runtime.push_back(l);
-    if (l.delay_ns > options.delay_cutoff_ns) report.long_delay.push_back(l);
-    Op& op = ops[l.host_op.empty() ? "(no op)" : l.host_op];
-    op.delay.push_back(l.delay_ns);
-    if (l.op_to_launch_ns >= 0) op.op_to_launch.push_back(l.op_to_launch_ns);
-    op.kernels[l.kernel].push_back(l.delay_ns);
+    std::stable_sort(mine.begin(), mine.end(), [&](const LinkedWork& a, const LinkedWork& b) {
+      return trace.slices()[a.runtime].start_ns < trace.slices()[b.runtime].start_ns;
+    });
+    // Per name id of this trace: its op row, and each (op, kernel) pair's delays.
+    std::vector<Op*> op_of_name(trace.strings().size(), nullptr);
+    Op* no_op = nullptr;
+    std::unordered_map<uint64_t, std::vector<int64_t>*> kernel_delays;
+    for (LinkedWork& l : mine) {
+      const Slice& s = trace.slices()[l.work];
+      const Slice& call = trace.slices()[l.runtime];
+      l.op = EnclosingOp(trace, l.runtime);
+      const int64_t delay_ns = s.start_ns - call.end_ns();
+      cpu.push_back(call.dur_ns);
+      gpu.push_back(s.dur_ns);
+      delay.push_back(delay_ns);
+      if (call.dur_ns > options.runtime_cutoff_ns) long_runtime.push_back({&trace, l, call.dur_ns});
+      if (delay_ns > options.delay_cutoff_ns) long_delay.push_back({&trace, l, delay_ns});
+      const Slice* host_op = l.op >= 0 ? &trace.slices()[static_cast<size_t>(l.op)] : nullptr;
+      const bool named = host_op != nullptr && !trace.str(host_op->name).empty();
+      Op*& op = named ? op_of_name[host_op->name] : no_op;
+      if (op == nullptr) op = &ops[named ? trace.str(host_op->name) : std::string_view("(no op)")];
+      op->delay.push_back(delay_ns);
+      if (host_op != nullptr && call.start_ns - host_op->start_ns >= 0) {
+        op->op_to_launch.push_back(call.start_ns - host_op->start_ns);
+      }
+      const uint64_t pair = (static_cast<uint64_t>(named ? host_op->name + 1 : 0) << 32) | s.name;
+      std::vector<int64_t>*& delays = kernel_delays[pair];
+      if (delays == nullptr) delays = &op->kernels[trace.str(s.name)];
+      delays->push_back(delay_ns);
+      if (options.keep_all) report.launches.push_back(MakeLaunch(trace, l));
+      if (options.keep_delays) report.delays.push_back({s.start_ns, delay_ns});
+    }
+    report.linked += static_cast<int64_t>(mine.size());
   }
   report.cpu = Durations(cpu);
   report.gpu = Durations(gpu);
   report.delay = Durations(delay);
-  report.long_runtime_count = static_cast<int64_t>(report.long_runtime.size());
-  report.long_delay_count = static_cast<int64_t>(report.long_delay.size());
-  std::stable_sort(report.long_runtime.begin(), report.long_runtime.end(),
-                   [](const Launch& a, const Launch& b) { return a.cpu_ns > b.cpu_ns; });
-  std::stable_sort(report.long_delay.begin(), report.long_delay.end(),
-                   [](const Launch& a, const Launch& b) { return a.delay_ns > b.delay_ns; });
-  if (report.long_runtime.size() > options.outliers) report.long_runtime.resize(options.outliers);
-  if (report.long_delay.size() > options.outliers) report.long_delay.resize(options.outliers);
+  report.long_runtime_count = static_cast<int64_t>(long_runtime.size());
+  report.long_delay_count = static_cast<int64_t>(long_delay.size());
+  auto largest = [&](std::vector<Outlier>& outliers, std::vector<Launch>& into) {
+    std::stable_sort(outliers.begin(), outliers.end(), [](const Outlier& a, const Outlier& b) { return a.ns > b.ns; });
+    if (outliers.size() > options.outliers) outliers.resize(options.outliers);
+    for (const Outlier& o : outliers) into.push_back(MakeLaunch(*o.trace, o.linked));
+  };
+  largest(long_runtime, report.long_runtime);
+  largest(long_delay, report.long_delay);
   for (auto& [name, op] : ops) {
     OpLaunches row;
-    row.op = name;
+    row.op = std::string(name);
     row.launches = static_cast<int64_t>(op.delay.size());
     row.delay = Durations(op.delay);
     row.op_to_launch = Durations(op.op_to_launch);
     for (auto& [kernel, delays] : op.kernels) {
-      row.kernels.push_back({kernel, static_cast<int64_t>(delays.size()), Durations(delays)});
+      row.kernels.push_back({std::string(kernel), static_cast<int64_t>(delays.size()), Durations(delays)});
     }
     std::stable_sort(row.kernels.begin(), row.kernels.end(),
                      [](const OpKernelLaunches& a, const OpKernelLaunches& b) { return a.count > b.count; });

@@ -138,12 +138,21 @@ struct LaunchReport {
   std::vector<Launch> long_delay;    // delay_ns > delay cutoff, longest first
   int64_t long_runtime_count = 0, long_delay_count = 0;
   std::vector<OpLaunches> by_op;     // by launches descending
-  std::vector<Launch> launches;      // all, in input then time order
+  int64_t linked = 0;                // GPU work with a known launch
+  // In input then time order, when asked for (LaunchOptions): every launch whole (hundreds of
+  // bytes each), or its work's start and delay.
+  std::vector<Launch> launches;
+  struct Delay {
+    int64_t gpu_start_ns = 0, delay_ns = 0;
+  };
+  std::vector<Delay> delays;
 };
 struct LaunchOptions {
   int64_t runtime_cutoff_ns = 50'000;   // HTA's runtime_cutoff (50 us)
   int64_t delay_cutoff_ns = 100'000;    // HTA's launch_delay_cutoff (100 us)
   size_t outliers = 10;                 // listed per kind of outlier
+  bool keep_all = false;                // fill `launches`
+  bool keep_delays = false;             // fill `delays`
 };
 LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOptions& options = {});
 

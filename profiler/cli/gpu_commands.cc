@@ -284,11 +284,12 @@ class LaunchesCommand : public GpuCommandBase {
     ASSIGN_OR_RETURN(const size_t delay_us, PositiveFlag(args, "delay-cutoff-us", 100));
     options.runtime_cutoff_ns = static_cast<int64_t>(runtime_us) * 1000;
     options.delay_cutoff_ns = static_cast<int64_t>(delay_us) * 1000;
+    options.keep_all = args.Has("all") && args.Has("json");
     ASSIGN_OR_RETURN(Loaded loaded, Load(args));
     const analysis::LaunchReport r = analysis::ComputeLaunches(loaded.inputs, options);
     if (args.Has("json")) {
       Json doc = {{"schema", "stepscope.launches/1"}, {"work", r.work}, {"unlinked", r.unlinked},
-                  {"launches", static_cast<int64_t>(r.launches.size())},
+                  {"launches", r.linked},
                   {"cpu", DurationsJson(r.cpu)}, {"gpu", DurationsJson(r.gpu)}, {"delay", DurationsJson(r.delay)}};
       Json lr = Json::array(), ld = Json::array();
       for (const auto& l : r.long_runtime) lr.push_back(LaunchJson(l));
@@ -313,7 +314,7 @@ class LaunchesCommand : public GpuCommandBase {
       out << doc.dump(2) << "\n";
       return Status::Ok();
     }
-    out << r.launches.size() << " launches linked of " << r.work << " pieces of GPU work (" << r.unlinked
+    out << r.linked << " launches linked of " << r.work << " pieces of GPU work (" << r.unlinked
         << " without a known launch)\n\n";
     TextTable stats({-22, 7, 12, 12, 12, 12, 12});
     stats.Row({"", "count", "min", "mean", "p50", "p95", "max"});

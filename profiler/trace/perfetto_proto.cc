@@ -955,7 +955,8 @@ class ProtoImporter {
  public:
   explicit ProtoImporter(std::string name) : name_(std::move(name)) {}
 
-  StatusOr<Trace> Run(std::string_view bytes) {
+  StatusOr<Trace> Run(std::string_view bytes, int64_t preview_bytes_read) {
+    builder_.import_stats().Add("perfetto_preview_bytes_read", preview_bytes_read);
     wire::Reader top(bytes);
     wire::Field f;
     // Clock snapshots first: absolute times for builtin clocks need them in any order.
@@ -1537,8 +1538,12 @@ class ProtoImporter {
 std::string ExportPerfettoProto(const Trace& trace) { return ProtoExporter(trace).Run(); }
 
 StatusOr<Trace> ReadPerfettoProto(std::string_view bytes, const std::string& name) {
+  return ReadPerfettoProto(bytes, name, 0);
+}
+
+StatusOr<Trace> ReadPerfettoProto(std::string_view bytes, const std::string& name, int64_t preview_bytes_read) {
   if (bytes.empty()) return InvalidInput(name + ": file is empty");
-  return ProtoImporter(name).Run(bytes);
+  return ProtoImporter(name).Run(bytes, preview_bytes_read);
 }
 
 }  // namespace stepscope::trace

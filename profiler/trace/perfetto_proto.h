@@ -35,5 +35,8 @@ namespace stepscope::trace {
 std::string ExportPerfettoProto(const Trace& trace);
 
 StatusOr<Trace> ReadPerfettoProto(std::string_view bytes, const std::string& name);
+// A preview: `bytes` are the first whole packets of a bigger file, `preview_bytes_read` of them
+// (import stat `perfetto_preview_bytes_read`).
+StatusOr<Trace> ReadPerfettoProto(std::string_view bytes, const std::string& name, int64_t preview_bytes_read);
 
 }  // namespace stepscope::trace

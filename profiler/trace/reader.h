@@ -50,9 +50,10 @@ struct ReadTraceOptions {
   // Told the progress as the file streams (Chrome JSON: after each piece; other formats: once
   // read whole); returning false stops the read, which returns kCancelled.
   std::function<bool(const ReadProgress&)> on_progress;
-  // A preview of a big Chrome JSON file: only its first `preview_bytes` (the events read whole
-  // before them; import stat `json_preview_bytes_read`). Other formats have no preview: kUnavailable,
-  // before they are read.
+  // A preview of a big Chrome JSON or Perfetto protobuf file: only its first `preview_bytes`
+  // (the events, or the packets, read whole before them; import stat `json_preview_bytes_read`
+  // or `perfetto_preview_bytes_read`). Other formats have no preview: kUnavailable, before they
+  // are read.
   int64_t preview_bytes = 0;
 };
 

@@ -153,10 +153,28 @@ TEST(LaunchesTest, DelaysAndOpsKnownByConstruction) {
   LaunchOptions options;
   options.runtime_cutoff_ns = 50;
   options.delay_cutoff_ns = 25;
+  options.keep_all = true;
+  options.keep_delays = true;
   const LaunchReport r = ComputeLaunches({GpuInput{&trace, {}}}, options);
   EXPECT_EQ(r.work, 6);
   EXPECT_EQ(r.unlinked, 2);
+  EXPECT_EQ(r.linked, 4);
   ASSERT_EQ(r.launches.size(), 4u);
+  ASSERT_EQ(r.delays.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(r.delays[i].gpu_start_ns, r.launches[i].gpu_start_ns);
+    EXPECT_EQ(r.delays[i].delay_ns, r.launches[i].delay_ns);
+  }
+  // Not asked for, the launches are not kept; the statistics and outliers are the same.
+  const LaunchReport lean = ComputeLaunches({GpuInput{&trace, {}}}, {.runtime_cutoff_ns = 50, .delay_cutoff_ns = 25});
+  EXPECT_TRUE(lean.launches.empty());
+  EXPECT_TRUE(lean.delays.empty());
+  EXPECT_EQ(lean.linked, 4);
+  EXPECT_EQ(lean.long_delay_count, 2);
+  ASSERT_EQ(lean.long_delay.size(), 2u);
+  EXPECT_EQ(lean.long_delay[0].delay_ns, 130);
+  EXPECT_EQ(lean.long_delay[0].host_op, "aten::mm");
+  EXPECT_DOUBLE_EQ(lean.delay.p50_ns, r.delay.p50_ns);
   EXPECT_EQ(r.launches[0].delay_ns, 40);   // 150 - 110
   EXPECT_EQ(r.launches[1].delay_ns, 130);  // 260 - 130
   EXPECT_EQ(r.launches[2].delay_ns, 20);   // 620 - 600

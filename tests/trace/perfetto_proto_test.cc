@@ -351,6 +351,48 @@ TEST(PerfettoProtoTest, ReadsItsOwnOutputBack) {
   }
 }
 
+// A preview of a big Perfetto file: the packets whole within the first bytes, a trace of their
+// own that starts where the full one does and holds a matching share of its slices.
+TEST(PerfettoProtoTest, PreviewReadsTheWholePacketsOfTheFirstBytes) {
+  const Trace source = Read("pytorch_kineto_alexnet_train.json.gz");
+  const std::string bytes = ExportPerfettoProto(source);
+  const std::string path = (testing::ScratchDir("perfetto_preview") / "alexnet.pftrace").string();
+  ASSERT_TRUE(WriteFileAtomically(path, bytes).ok());
+  auto full = ReadTrace(path);
+  ASSERT_TRUE(full.ok()) << full.status().message();
+  const int64_t budget = static_cast<int64_t>(bytes.size() / 2);
+  auto preview = ReadTrace(path, {.preview_bytes = budget});
+  ASSERT_TRUE(preview.ok()) << preview.status().message();
+  const int64_t kept = preview->import_stats().Get("perfetto_preview_bytes_read");
+  EXPECT_LE(kept, budget);
+  EXPECT_GT(kept, budget - 4096) << "cut at the last whole packet, and packets are small";
+  // Every packet before the cut, re-read as a file of its own, gives the same trace.
+  auto prefix = ReadTraceFromBytes(std::string_view(bytes).substr(0, static_cast<size_t>(kept)), "prefix");
+  ASSERT_TRUE(prefix.ok()) << prefix.status().message();
+  EXPECT_EQ(preview->slices().size(), prefix->slices().size());
+  EXPECT_GT(preview->slices().size(), full->slices().size() / 4);
+  EXPECT_LT(preview->slices().size(), full->slices().size());
+  // Each of its slices is one of the full trace's (by start and name: a slice open at the cut
+  // closes at the last instant before it). Sequences come one after another (one per host), so
+  // the preview need not begin where the full trace does.
+  std::multiset<std::pair<int64_t, std::string>> full_slices;
+  for (const Slice& s : full->slices()) full_slices.emplace(s.start_ns + full->epoch_ns(), full->str(s.name));
+  for (const Slice& s : preview->slices()) {
+    ASSERT_TRUE(full_slices.count({s.start_ns + preview->epoch_ns(), std::string(preview->str(s.name))}) > 0)
+        << preview->str(s.name);
+  }
+  EXPECT_GE(preview->epoch_ns(), full->epoch_ns());
+  // A file within the budget is read whole, as without one.
+  auto whole = ReadTrace(path, {.preview_bytes = static_cast<int64_t>(bytes.size()) + 1});
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->slices().size(), full->slices().size());
+  EXPECT_EQ(whole->import_stats().Get("perfetto_preview_bytes_read"), 0);
+  // A budget shorter than the first packet has nothing to show.
+  auto none = ReadTrace(path, {.preview_bytes = 2});
+  EXPECT_EQ(none.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(none.status().message().find(path), std::string::npos);
+}
+
 TEST(PerfettoProtoTest, MergedRanksGetASequenceAndClockSnapshotEach) {
   const Trace one = Read("ptb_lstm_tf1_gpu_step.pbtxt");
   // Two hosts in one trace: a second host track copied from the first.

@@ -279,7 +279,7 @@ int RunViewer(int argc, char** argv) {
   const QCommandLineOption synthetic("synthetic", "With --bench: a generated trace of N slices instead of a file.", "N");
   const QCommandLineOption frames("frames", "With --bench: frames to render (default 200).", "N", "200");
   const QCommandLineOption write_synthetic(
-      "write-synthetic", "With --synthetic N: write the generated trace to OUT (.pb, .pbtxt, .json, .json.gz) and exit.",
+      "write-synthetic", "With --synthetic N: write the generated trace to OUT (.pb, .pbtxt, .json, .pftrace; .gz too) and exit.",
       "OUT");
   const QCommandLineOption frame_log("frame-log", "With --bench: print the time of every frame.");
   const QCommandLineOption merge("merge", "Merge all TRACEs into one timeline (a directory is always merged).");
@@ -375,7 +375,7 @@ int RunViewer(int argc, char** argv) {
     const std::string out = parser.value(write_synthetic).toStdString();
     const auto format = trace::OutputFormatFromPath(out);
     if (!ok || slices < 1 || !format) {
-      PrintError("--write-synthetic OUT needs --synthetic N and OUT ending in .pb, .pbtxt, .json or .json.gz");
+      PrintError("--write-synthetic OUT needs --synthetic N and OUT ending in .pb, .pbtxt, .json or .pftrace (.gz too)");
       return 2;
     }
     const Status status = trace::WriteTrace(MakeSyntheticTrace(slices), out, *format);

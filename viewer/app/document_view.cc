@@ -94,14 +94,14 @@ std::span<const DocumentView::PaneSpec> DocumentView::Panes() {
                into.idle = idle;
              }
              {
-               analysis::LaunchReport launches = analysis::ComputeLaunches(inputs);
                // The pane shows the statistics, the outliers and each launch's delay (16 bytes a
                // launch), not every launch's record (a big trace has millions).
-               into.launch_delays.reserve(launches.launches.size());
-               for (const analysis::Launch& l : launches.launches) into.launch_delays.push_back({l.gpu_start_ns, l.delay_ns});
+               analysis::LaunchReport launches = analysis::ComputeLaunches(inputs, {.keep_delays = true});
+               into.launch_delays.reserve(launches.delays.size());
+               for (const auto& d : launches.delays) into.launch_delays.push_back({d.gpu_start_ns, d.delay_ns});
                std::stable_sort(into.launch_delays.begin(), into.launch_delays.end(),
                                 [](const LaunchDelayPoint& a, const LaunchDelayPoint& b) { return a.time_ns < b.time_ns; });
-               std::vector<analysis::Launch>().swap(launches.launches);
+               std::vector<analysis::LaunchReport::Delay>().swap(launches.delays);
                into.launches = launches;
              }
            },

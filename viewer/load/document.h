@@ -44,7 +44,9 @@ class TraceDocument {
   // Null unless the document is a merge of several traces.
   const RankMerge* rank_merge() const { return rank_merge_.get(); }
   // A preview: the first part of a big file, shown while the rest loads (0: the whole file).
-  int64_t preview_bytes() const { return trace_->import_stats().Get("json_preview_bytes_read"); }
+  int64_t preview_bytes() const {
+    return trace_->import_stats().Get("json_preview_bytes_read") + trace_->import_stats().Get("perfetto_preview_bytes_read");
+  }
   // 0xRRGGBB of a slice, by op type (by name when the op type is empty).
   uint32_t ColorOf(const trace::Slice& slice) const {
     return colors_[slice.op_type != 0 ? slice.op_type : slice.name];

@@ -103,7 +103,7 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
             if (!error && size >= preview_file_bytes) {
               auto preview = OpenDocument(file, cancel.get(), {.preview_bytes = preview_bytes});
               if (cancel->load()) break;
-              // Other formats have no preview (kUnavailable): the whole file is read below.
+              // Formats without a preview (kUnavailable) are read whole below.
               if (preview.ok()) {
                 const double ms = static_cast<double>(timer.nsecsElapsed()) / 1e6;
                 Post(generation, [this, document = *preview, ms] { emit documentLoaded(document, ms); });

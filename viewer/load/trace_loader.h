@@ -43,7 +43,7 @@ class TraceLoader : public QObject {
   // Blocks until the current job has finished and its results are delivered (tests, headless).
   void WaitForIdle();
   // A single file of at least `file_bytes` on disk is shown first as a preview of its first
-  // `preview_bytes` (Chrome JSON; documentLoaded twice: the preview, then the whole file), with
+  // `preview_bytes` (Chrome JSON, Perfetto protobuf; documentLoaded twice: the preview, then the whole file), with
   // progress in MB read from disk. Defaults: kPreviewFileBytes, kPreviewBytes.
   static constexpr int64_t kPreviewFileBytes = int64_t{256} << 20;
   static constexpr int64_t kPreviewBytes = int64_t{128} << 20;
