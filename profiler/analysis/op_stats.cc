@@ -1,7 +1,9 @@
 #include "profiler/analysis/op_stats.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <span>
 #include <unordered_map>
 
 #include "profiler/analysis/breakdowns.h"
@@ -106,6 +108,49 @@ std::vector<OpStatsRow> Finish(const Trace& trace, std::vector<Accumulator>& acc
 
 }  // namespace
 
+SliceWindows::SliceWindows(const Trace& trace) : trace_(trace), tracks_(trace.tracks().size()) {
+  // Up to this many slices per track are listed apart: enough for the spans that enclose a whole
+  // trace or a phase of it, few enough to add to every window.
+  constexpr size_t kLongest = 16;
+  std::vector<int64_t> durations;
+  for (uint32_t t = 0; t < tracks_.size(); ++t) {
+    const std::span<const Slice> slices = trace.track_slices(t);
+    if (slices.empty()) continue;
+    durations.clear();
+    for (const Slice& s : slices) durations.push_back(s.dur_ns);
+    Track& track = tracks_[t];
+    if (durations.size() <= kLongest) {
+      track.bound_ns = *std::max_element(durations.begin(), durations.end());
+      continue;
+    }
+    // The kLongest-th longest duration bounds every slice not listed.
+    std::nth_element(durations.begin(), durations.begin() + (kLongest - 1), durations.end(), std::greater<>());
+    track.bound_ns = durations[kLongest - 1];
+    const uint32_t first = trace.track_first_slice(t);
+    for (uint32_t k = 0; k < slices.size(); ++k) {
+      if (slices[k].dur_ns > track.bound_ns) track.long_slices.push_back(first + k);
+    }
+  }
+}
+
+void SliceWindows::Collect(uint32_t track, int64_t begin, int64_t end, std::vector<uint32_t>& out) const {
+  const std::span<const Slice> slices = trace_.track_slices(track);
+  const uint32_t first = trace_.track_first_slice(track);
+  const Track& bounds = tracks_[track];
+  const int64_t from = begin < std::numeric_limits<int64_t>::min() + bounds.bound_ns ? std::numeric_limits<int64_t>::min()
+                                                                                      : begin - bounds.bound_ns;
+  auto by_start = [](const Slice& s, int64_t t) { return s.start_ns < t; };
+  const auto lo = std::lower_bound(slices.begin(), slices.end(), from, by_start);
+  const auto hi = std::upper_bound(lo, slices.end(), end, [](int64_t t, const Slice& s) { return t < s.start_ns; });
+  // The long slices that start before the searched range come first (they start earlier).
+  const uint32_t lo_index = first + static_cast<uint32_t>(lo - slices.begin());
+  for (uint32_t index : bounds.long_slices) {
+    if (index >= lo_index) break;
+    if (trace_.slices()[index].end_ns() >= begin) out.push_back(index);
+  }
+  for (auto it = lo; it != hi; ++it) out.push_back(first + static_cast<uint32_t>(it - slices.begin()));
+}
+
 OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
   OpStats stats;
   const auto& tracks = trace.tracks();
@@ -150,6 +195,10 @@ OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
     open.clear();
     order.clear();
     for (uint32_t member : group) {
+      if (options.windows != nullptr) {
+        options.windows->Collect(member, begin, end, order);
+        continue;
+      }
       const uint32_t first = trace.track_first_slice(member);
       for (uint32_t k = 0; k < trace.track_slices(member).size(); ++k) order.push_back(first + k);
     }

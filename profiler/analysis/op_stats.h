@@ -22,11 +22,35 @@
 
 namespace stepscope::analysis {
 
+// Finds the slices of a track that can overlap a time window without walking the track from its
+// start, for many windows over one trace (a statistic per step of a trace of thousands of steps).
+// Per track, the few longest slices (a profiler span over the whole trace) are listed apart; every
+// other slice is at most `bound` long, so those overlapping [begin, end] start in
+// [begin - bound, end]: a binary search on the track's start-sorted slices.
+class SliceWindows {
+ public:
+  explicit SliceWindows(const trace::Trace& trace);
+  // Appends, in the track's order, the indices of its slices that can overlap [begin, end]: all
+  // that do, and some that end before `begin`.
+  void Collect(uint32_t track, int64_t begin, int64_t end, std::vector<uint32_t>& out) const;
+
+ private:
+  struct Track {
+    int64_t bound_ns = 0;              // the longest duration of the slices not listed apart
+    std::vector<uint32_t> long_slices;  // trace indices, in the track's order
+  };
+  const trace::Trace& trace_;
+  std::vector<Track> tracks_;
+};
+
 struct OpStatsOptions {
   int64_t begin_ns = std::numeric_limits<int64_t>::min();  // window in trace time (Trace's ns)
   int64_t end_ns = std::numeric_limits<int64_t>::max();    // slices are clipped to the window
   // Empty: every track. A host or device track stands for all the tracks below it.
   std::vector<uint32_t> tracks;
+  // For many windows over the same trace: built once, it makes a window cost its own slices
+  // rather than the trace's (null: each track is walked from its start).
+  const SliceWindows* windows = nullptr;
 };
 
 struct OpStatsRow {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <unordered_map>
 
 #include "profiler/analysis/merge.h"
@@ -127,8 +128,9 @@ std::vector<StepOpTotal> KernelTotals(const std::vector<OpStatsRow>& nodes) {
   return out;
 }
 
-void FillTotals(const Trace& trace, Step& step, bool whole) {
+void FillTotals(const Trace& trace, Step& step, bool whole, const SliceWindows* windows = nullptr) {
   OpStatsOptions options;
+  options.windows = windows;
   if (!whole) {
     options.begin_ns = step.begin_ns;
     options.end_ns = step.end_ns;
@@ -173,6 +175,8 @@ std::vector<Step> StepsOfTrace(const Trace& trace, bool with_totals) {
     steps.push_back(std::move(step));
     return steps;
   }
+  // Thousands of steps in a big trace: each step's totals come from its own slices.
+  std::unique_ptr<SliceWindows> windows = with_totals ? std::make_unique<SliceWindows>(trace) : nullptr;
   for (const auto& [number, slice] : markers) {
     Step step;
     step.source = trace.source_path();
@@ -182,7 +186,7 @@ std::vector<Step> StepsOfTrace(const Trace& trace, bool with_totals) {
     step.begin_ns = slice->start_ns;
     step.end_ns = slice->end_ns();
     step.duration_ns = slice->dur_ns;
-    if (with_totals) FillTotals(trace, step, /*whole=*/false);
+    if (with_totals) FillTotals(trace, step, /*whole=*/false, windows.get());
     steps.push_back(std::move(step));
   }
   std::sort(steps.begin(), steps.end(), [](const Step& x, const Step& y) { return x.begin_ns < y.begin_ns; });

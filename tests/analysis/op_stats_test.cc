@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
+#include "kineto_generator.h"
 #include "profiler/trace/reader.h"
 #include "test_util.h"
 #include "trace_fixtures.h"
@@ -154,6 +157,80 @@ TEST(OpStatsTest, RealSampleTotalsMatchTheSlices) {
   EXPECT_EQ(node_total, expected_total);
   for (size_t i = 1; i < stats.by_op_type.size(); ++i) {
     EXPECT_GE(stats.by_op_type[i - 1].total_ns, stats.by_op_type[i].total_ns);
+  }
+}
+
+// Windows found through SliceWindows give the statistics of a walk from each track's start: on
+// every ProfilerStep and random windows of real and generated traces, and on a lane under one
+// span as long as the trace with children overhanging each other (overlap lanes walked together).
+TEST(OpStatsTest, SliceWindowsGiveTheSameStatisticsAsAFullWalk) {
+  std::vector<trace::Trace> traces;
+  for (const char* name : {"pytorch_kineto_alexnet_train.json.gz", "ptb_lstm_tf1_gpu_step.pbtxt"}) {
+    auto trace = trace::ReadTrace(stepscope::testing::DataPath(name));
+    ASSERT_TRUE(trace.ok()) << trace.status().message();
+    traces.push_back(std::move(*trace));
+  }
+  {
+    auto trace = trace::ReadTraceFromBytes(testing::GenerateKinetoJson(size_t{2} << 20).json, "generated.json");
+    ASSERT_TRUE(trace.ok());
+    traces.push_back(std::move(*trace));
+  }
+  {
+    std::mt19937_64 random(11);
+    trace::TraceBuilder builder;
+    trace::Track lane;
+    lane.kind = TrackKind::kOpLane;
+    lane.name = builder.Intern("thread");
+    const uint32_t t = builder.AddTrack(lane);
+    const trace::StringId span = builder.Intern("whole"), op = builder.Intern("op"), inner = builder.Intern("inner");
+    auto add = [&](int64_t start, int64_t dur, trace::StringId name) {
+      trace::Slice s;
+      s.track = t;
+      s.start_ns = start;
+      s.dur_ns = dur;
+      s.name = s.op_type = name;
+      builder.AddSlice(s);
+    };
+    add(0, 1'000'000, span);
+    for (int64_t clock = 10; clock < 990'000;) {
+      const int64_t dur = std::uniform_int_distribution<int64_t>(0, 2000)(random);
+      add(clock, dur, op);
+      if (dur > 10) add(clock + 5, std::uniform_int_distribution<int64_t>(0, dur)(random), inner);  // may overhang
+      clock += std::uniform_int_distribution<int64_t>(dur / 2, dur + 500)(random);
+    }
+    traces.push_back(std::move(builder).Build());
+    ASSERT_GT(traces.back().import_stats().Get("overlap_moved_to_lane"), 0);
+  }
+  for (const trace::Trace& trace : traces) {
+    SCOPED_TRACE(trace.source_path());
+    const SliceWindows windows(trace);
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    for (const trace::Slice& s : trace.slices()) {
+      if (trace.str(s.name).starts_with("ProfilerStep#")) spans.emplace_back(s.start_ns, s.end_ns());
+    }
+    std::mt19937_64 random(5);
+    const int64_t b = trace.span_begin_ns(), e = trace.span_end_ns();
+    for (int i = 0; i < 40; ++i) {
+      const int64_t x = std::uniform_int_distribution<int64_t>(b, e)(random);
+      const int64_t y = std::uniform_int_distribution<int64_t>(b, e)(random);
+      spans.emplace_back(std::min(x, y), i % 4 == 0 ? std::min(x, y) : std::max(x, y));  // some of zero length
+    }
+    spans.emplace_back(b, e);
+    for (const auto& [begin, end] : spans) {
+      OpStatsOptions walk;
+      walk.begin_ns = begin;
+      walk.end_ns = end;
+      OpStatsOptions indexed = walk;
+      indexed.windows = &windows;
+      const OpStats expected = ComputeOpStats(trace, walk);
+      const OpStats got = ComputeOpStats(trace, indexed);
+      ASSERT_EQ(got.slices, expected.slices) << begin << "-" << end;
+      EXPECT_EQ(got.by_op_type, expected.by_op_type);
+      EXPECT_EQ(got.by_node, expected.by_node);
+      EXPECT_EQ(got.annotations, expected.annotations);
+      EXPECT_EQ(got.host_total_ns, expected.host_total_ns);
+      EXPECT_EQ(got.device_total_ns, expected.device_total_ns);
+    }
   }
 }
 
