@@ -811,18 +811,32 @@ class ChromeEventImporter::Impl {
 
   // Flows bind to the innermost slice enclosing their timestamp on their thread (the next slice
   // for an `f` without bp:e). The builder holds the slices sorted by (track, start, longer
-  // first); the search walks back from the last slice starting at or before the timestamp, no
-  // further than the track's longest slice.
+  // first). On a track whose slices nest (none overlaps the one open around it partly), the
+  // innermost slice around a time is the last one starting at or before it or the first of that
+  // one's ancestors still open: a walk up a parent chain, a few steps. On other tracks the search
+  // walks back from that slice, no further than the track's longest slice (a step span makes
+  // that thousands of slices, so it is the fallback only).
   void BindFlows() {
     if (open_flows_.empty() && done_flows_.empty()) return;
     const size_t track_count = builder_.tracks().size();
     const size_t slice_count = builder_.slice_count();
+    constexpr uint32_t kNoParent = 0xffffffffu;
     std::vector<uint32_t> track_begin(track_count + 1, 0);
     std::vector<int64_t> longest(track_count, 0);
+    std::vector<char> nests(track_count, 1);
+    std::vector<uint32_t> parent(slice_count, kNoParent);
+    std::vector<uint32_t> open;  // the slices open around the current one, innermost last
     for (uint32_t i = 0; i < slice_count; ++i) {
       const Slice& slice = builder_.slice(i);
+      if (i == 0 || builder_.slice(i - 1).track != slice.track) open.clear();
       ++track_begin[slice.track + 1];
       longest[slice.track] = std::max(longest[slice.track], slice.dur_ns);
+      while (!open.empty() && builder_.slice(open.back()).end_ns() <= slice.start_ns) open.pop_back();
+      if (!open.empty()) {
+        if (slice.end_ns() > builder_.slice(open.back()).end_ns()) nests[slice.track] = 0;
+        parent[i] = open.back();
+      }
+      open.push_back(i);
     }
     for (size_t t = 0; t < track_count; ++t) track_begin[t + 1] += track_begin[t];
     auto start_of = [&](uint32_t i) { return builder_.slice(i).start_ns; };
@@ -839,6 +853,13 @@ class ChromeEventImporter::Impl {
         if (before) lo = mid + 1; else hi = mid;
       }
       if (!end.bind_enclosing) return lo == last ? -1 : lo;
+      if (lo == first) return -1;
+      if (nests[track]) {
+        for (uint32_t p = lo - 1; p != kNoParent; p = parent[p]) {
+          if (end.ts <= builder_.slice(p).end_ns()) return p;
+        }
+        return -1;
+      }
       int64_t best = -1;
       for (uint32_t p = lo; p != first;) {
         --p;
