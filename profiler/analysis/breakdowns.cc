@@ -288,21 +288,22 @@ StreamStats ComputeStreamStats(const Trace& trace, size_t gaps) {
     usage.utilisation = stats.span_ns > 0 ? static_cast<double>(usage.busy_ns) / static_cast<double>(stats.span_ns) : 0;
     usage.first_ns = busy.front().start;
     usage.last_ns = busy.back().end;
-    std::vector<IdleGap> all;
-    auto name = [&](uint32_t i) { return std::string(trace.str(slices[i].name)); };
+    // Every gap as times and the slices either side (a stream of millions of kernels has millions
+    // of gaps); names only for the largest.
+    struct Gap {
+      int64_t begin, end;
+      int64_t before, after;  // slice indices, -1 at the trace's ends
+    };
+    std::vector<Gap> all;
     if (busy.front().start > trace.span_begin_ns()) {
-      all.push_back({trace.span_begin_ns(), busy.front().start, "", name(busy.front().first)});
+      all.push_back({trace.span_begin_ns(), busy.front().start, -1, busy.front().first});
     }
-    for (size_t k = 1; k < busy.size(); ++k) {
-      all.push_back({busy[k - 1].end, busy[k].start, name(busy[k - 1].last), name(busy[k].first)});
-    }
-    if (busy.back().end < trace.span_end_ns()) {
-      all.push_back({busy.back().end, trace.span_end_ns(), name(busy.back().last), ""});
-    }
-    std::stable_sort(all.begin(), all.end(),
-                     [](const IdleGap& a, const IdleGap& b) { return a.length() > b.length(); });
+    for (size_t k = 1; k < busy.size(); ++k) all.push_back({busy[k - 1].end, busy[k].start, busy[k - 1].last, busy[k].first});
+    if (busy.back().end < trace.span_end_ns()) all.push_back({busy.back().end, trace.span_end_ns(), busy.back().last, -1});
+    std::stable_sort(all.begin(), all.end(), [](const Gap& a, const Gap& b) { return a.end - a.begin > b.end - b.begin; });
     if (all.size() > gaps) all.resize(gaps);
-    usage.largest_gaps = std::move(all);
+    auto name = [&](int64_t i) { return i < 0 ? std::string() : std::string(trace.str(slices[static_cast<size_t>(i)].name)); };
+    for (const Gap& gap : all) usage.largest_gaps.push_back({gap.begin, gap.end, name(gap.before), name(gap.after)});
     stats.streams.push_back(std::move(usage));
   };
   for (const auto& group : groups) {
