@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -955,11 +956,11 @@ class ProtoImporter {
  public:
   explicit ProtoImporter(std::string name) : name_(std::move(name)) {}
 
-  StatusOr<Trace> Run(std::string_view bytes, int64_t preview_bytes_read) {
-    builder_.import_stats().Add("perfetto_preview_bytes_read", preview_bytes_read);
-    wire::Reader top(bytes);
+  // Reads packets in file order: all of a file at once, or its whole packets piece by piece
+  // (`base`: the file offset of bytes[0], for messages).
+  Status Packets(std::string_view bytes, size_t base) {
+    wire::Reader top(bytes, base);
     wire::Field f;
-    // Clock snapshots first: absolute times for builtin clocks need them in any order.
     while (top.Next(f)) {
       if (f.number != trace_proto::kPacket || f.type != wire::kLength) {
         return InvalidInput(name_ + ": offset " + std::to_string(f.offset) +
@@ -968,6 +969,11 @@ class ProtoImporter {
       RETURN_IF_ERROR(Packet(f));
     }
     if (top.failed()) return Damage(top.error_offset(), top.error());
+    return Status::Ok();
+  }
+
+  StatusOr<Trace> Finish(int64_t preview_bytes_read) {
+    builder_.import_stats().Add("perfetto_preview_bytes_read", preview_bytes_read);
     // Slices left open at the end close at the last instant seen.
     for (auto& [uuid, stack] : open_) {
       while (!stack.empty()) {
@@ -1538,12 +1544,71 @@ class ProtoImporter {
 std::string ExportPerfettoProto(const Trace& trace) { return ProtoExporter(trace).Run(); }
 
 StatusOr<Trace> ReadPerfettoProto(std::string_view bytes, const std::string& name) {
-  return ReadPerfettoProto(bytes, name, 0);
+  if (bytes.empty()) return InvalidInput(name + ": file is empty");
+  ProtoImporter importer(name);
+  RETURN_IF_ERROR(importer.Packets(bytes, 0));
+  return importer.Finish(0);
 }
 
-StatusOr<Trace> ReadPerfettoProto(std::string_view bytes, const std::string& name, int64_t preview_bytes_read) {
-  if (bytes.empty()) return InvalidInput(name + ": file is empty");
-  return ProtoImporter(name).Run(bytes, preview_bytes_read);
+namespace {
+
+// The end of the last whole packet at the start of `bytes` (0 when none is whole yet).
+size_t WholePackets(std::string_view bytes) {
+  size_t whole = 0;
+  for (size_t pos = 0; pos < bytes.size();) {
+    uint64_t tag = 0, length = 0;
+    if (!ReadVarint(bytes, pos, tag) || tag != 0x0a || !ReadVarint(bytes, pos, length)) break;
+    if (length > bytes.size() - pos) break;
+    pos += static_cast<size_t>(length);
+    whole = pos;
+  }
+  return whole;
+}
+
+}  // namespace
+
+StatusOr<Trace> ReadPerfettoProto(FileReader& file, std::string bytes, const std::string& name,
+                                  const PerfettoStreamOptions& options) {
+  ProtoImporter importer(name);
+  const size_t limit = options.preview_bytes > 0 ? static_cast<size_t>(options.preview_bytes) : SIZE_MAX;
+  size_t chunk = std::min(options.chunk_bytes, limit);
+  size_t base = 0;  // file offset of bytes[0]
+  bool end = false;  // the file is read to its end
+  for (;;) {
+    if (!end && bytes.size() < chunk) {
+      const size_t had = bytes.size();
+      bytes.resize(chunk);
+      ASSIGN_OR_RETURN(const size_t got, file.Read({bytes.data() + had, chunk - had}));
+      bytes.resize(had + got);
+      end = had + got < chunk;
+    }
+    if (base == 0 && bytes.empty()) return InvalidInput(name + ": file is empty");
+    if (!end && base + bytes.size() >= limit) {
+      // A preview: the packets whole within the first `limit` bytes, unless the file ends there.
+      const size_t whole = WholePackets(std::string_view(bytes).substr(0, limit - base));
+      if (whole == 0 && base == 0) return InvalidInput(name + ": no whole Perfetto packet in its first " + std::to_string(limit) + " bytes");
+      RETURN_IF_ERROR(importer.Packets(std::string_view(bytes).substr(0, whole), base));
+      return importer.Finish(static_cast<int64_t>(base + whole));
+    }
+    const size_t whole = WholePackets(bytes);
+    if (whole == 0) {
+      if (bytes.empty()) break;
+      // Not a packet, or the file ends inside one: the reader names the damage and its offset.
+      if (end || static_cast<unsigned char>(bytes[0]) != 0x0a) {
+        RETURN_IF_ERROR(importer.Packets(bytes, base));
+        break;
+      }
+      chunk = std::min(chunk * 2, limit);  // one packet longer than the buffer
+      continue;
+    }
+    RETURN_IF_ERROR(importer.Packets(std::string_view(bytes).substr(0, whole), base));
+    bytes.erase(0, whole);
+    base += whole;
+    if (options.on_progress && !options.on_progress(static_cast<int64_t>(base))) {
+      return Status(StatusCode::kCancelled, name + ": reading was cancelled");
+    }
+  }
+  return importer.Finish(0);
 }
 
 }  // namespace stepscope::trace

@@ -24,9 +24,12 @@
 // and counted. Damage is kInvalidInput naming the file and the byte offset.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
+#include "base/file_reader.h"
 #include "base/status.h"
 #include "profiler/trace/trace.h"
 
@@ -35,8 +38,18 @@ namespace stepscope::trace {
 std::string ExportPerfettoProto(const Trace& trace);
 
 StatusOr<Trace> ReadPerfettoProto(std::string_view bytes, const std::string& name);
-// A preview: `bytes` are the first whole packets of a bigger file, `preview_bytes_read` of them
-// (import stat `perfetto_preview_bytes_read`).
-StatusOr<Trace> ReadPerfettoProto(std::string_view bytes, const std::string& name, int64_t preview_bytes_read);
+
+struct PerfettoStreamOptions {
+  // > 0: a preview of a big file, the packets whole within its first `preview_bytes` (import stat
+  // `perfetto_preview_bytes_read`); a file within them is read whole, as without.
+  int64_t preview_bytes = 0;
+  // Told the bytes read so far after each piece; false stops the read (kCancelled).
+  std::function<bool(int64_t)> on_progress;
+  size_t chunk_bytes = size_t{64} << 20;  // packets are read in pieces of about this many bytes
+};
+// The same from a file, its whole packets a piece at a time (a multi-gigabyte trace is never held
+// whole); `bytes` are the first bytes already read from it.
+StatusOr<Trace> ReadPerfettoProto(FileReader& file, std::string bytes, const std::string& name,
+                                  const PerfettoStreamOptions& options = {});
 
 }  // namespace stepscope::trace

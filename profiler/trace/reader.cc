@@ -13,7 +13,6 @@
 #include "profiler/trace/perfetto_proto.h"
 #include "profiler/trace/step_stats_import.h"
 #include "profiler/trace/step_stats_io.h"
-#include "profiler/trace/varint.h"
 #include "profiler/trace/xspace_reader.h"
 
 namespace stepscope::trace {
@@ -67,37 +66,6 @@ DetectedFormat DetectCut(std::string_view bytes) {
   if (FitsXSpace(bytes, true)) return DetectedFormat::kXSpace;
   if (FitsPerfettoTrace(bytes, true)) return DetectedFormat::kPerfettoProto;
   return DetectedFormat::kUnknown;
-}
-
-// The first `preview_bytes` of a Perfetto trace, cut after its last whole packet: a Trace is
-// a sequence of TracePackets (field 1), so the packets before the cut are a trace of their own
-// (track descriptors and interned names come before the events that use them). The bytes kept
-// are the import stat `perfetto_preview_bytes_read`.
-StatusOr<Trace> ReadPerfettoPreview(FileReader& reader, std::string bytes, int64_t preview_bytes,
-                                    const std::string& path) {
-  const size_t want = static_cast<size_t>(std::max<int64_t>(preview_bytes, 1));
-  bool whole_file = false;  // the file ends within the budget
-  if (bytes.size() < want) {
-    const size_t had = bytes.size();
-    bytes.resize(want);
-    ASSIGN_OR_RETURN(const size_t got, reader.Read({bytes.data() + had, want - had}));
-    bytes.resize(had + got);
-    whole_file = had + got < want;
-  }
-  // A file within the budget is read whole, as without one.
-  if (whole_file) return ReadPerfettoProto(bytes, path);
-  bytes.resize(std::min(bytes.size(), want));
-  size_t whole = 0;  // end of the last whole packet
-  for (size_t pos = 0; pos < bytes.size();) {
-    uint64_t tag = 0, length = 0;
-    if (!ReadVarint(bytes, pos, tag) || tag != 0x0a || !ReadVarint(bytes, pos, length)) break;
-    if (length > bytes.size() - pos) break;
-    pos += static_cast<size_t>(length);
-    whole = pos;
-  }
-  bytes.resize(whole);
-  if (whole == 0) return InvalidInput(path + ": no whole Perfetto packet in its first " + std::to_string(want) + " bytes");
-  return ReadPerfettoProto(bytes, path, static_cast<int64_t>(whole));
 }
 
 bool IsXSpaceFileName(const std::filesystem::path& path) {
@@ -169,11 +137,15 @@ StatusOr<Trace> ReadTrace(const std::string& path, const ReadTraceOptions& optio
     json.preview_bytes = options.preview_bytes;
     return ReadChromeJson(*reader, bytes, json);
   }
+  // A Perfetto trace streams too: whole packets a piece at a time.
+  if (DetectFormat(bytes) == DetectedFormat::kPerfettoProto) {
+    PerfettoStreamOptions perfetto;
+    perfetto.preview_bytes = options.preview_bytes;
+    if (options.on_progress) perfetto.on_progress = progress;
+    return ReadPerfettoProto(*reader, std::move(bytes), path, perfetto);
+  }
   if (options.preview_bytes > 0) {
-    if (DetectFormat(bytes) != DetectedFormat::kPerfettoProto) {
-      return Status(StatusCode::kUnavailable, path + ": a preview is read of Chrome JSON and Perfetto protobuf only");
-    }
-    return ReadPerfettoPreview(*reader, std::move(bytes), options.preview_bytes, path);
+    return Status(StatusCode::kUnavailable, path + ": a preview is read of Chrome JSON and Perfetto protobuf only");
   }
   RETURN_IF_ERROR(reader->ReadToEnd(bytes));
   if (!progress(static_cast<int64_t>(bytes.size()))) return Status(StatusCode::kCancelled, path + ": reading was cancelled");

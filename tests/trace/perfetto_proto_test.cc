@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "base/file_io.h"
+#include "base/file_reader.h"
 #include "proto/perfetto_trace.pb.h"
 #include "profiler/trace/format_sniff.h"
 #include "profiler/trace/perfetto_proto.h"
@@ -391,6 +393,67 @@ TEST(PerfettoProtoTest, PreviewReadsTheWholePacketsOfTheFirstBytes) {
   auto none = ReadTrace(path, {.preview_bytes = 2});
   EXPECT_EQ(none.status().code(), StatusCode::kInvalidInput);
   EXPECT_NE(none.status().message().find(path), std::string::npos);
+}
+
+// Read from a file a piece at a time (pieces far smaller than a packet, so the buffer grows, and
+// larger), a Perfetto trace is the trace read from its bytes at once; damage in a later piece
+// names the same offset.
+TEST(PerfettoProtoTest, StreamingFromAFileGivesTheSameTrace) {
+  const Trace source = Read("pytorch_kineto_alexnet_train.json.gz");
+  const std::string bytes = ExportPerfettoProto(source);
+  const std::string path = (testing::ScratchDir("perfetto_stream") / "alexnet.pftrace").string();
+  ASSERT_TRUE(WriteFileAtomically(path, bytes).ok());
+  auto whole = ReadPerfettoProto(bytes, path);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  for (const size_t chunk : {size_t{64}, size_t{4096}, size_t{1} << 20}) {
+    SCOPED_TRACE(chunk);
+    auto file = FileReader::Open(path);
+    ASSERT_TRUE(file.ok());
+    int64_t progress = 0;
+    auto streamed = ReadPerfettoProto(**file, std::string(), path,
+                                      {.on_progress = [&](int64_t read) { return (progress = read), true; },
+                                       .chunk_bytes = chunk});
+    ASSERT_TRUE(streamed.ok()) << streamed.status().message();
+    EXPECT_EQ(progress, static_cast<int64_t>(bytes.size()));
+    ASSERT_EQ(streamed->slices().size(), whole->slices().size());
+    for (size_t i = 0; i < whole->slices().size(); ++i) {
+      const Slice& a = streamed->slices()[i];
+      const Slice& b = whole->slices()[i];
+      ASSERT_EQ(std::tie(a.start_ns, a.dur_ns, a.track, a.depth), std::tie(b.start_ns, b.dur_ns, b.track, b.depth)) << i;
+      ASSERT_EQ(streamed->str(a.name), whole->str(b.name));
+    }
+    EXPECT_EQ(streamed->flows().size(), whole->flows().size());
+    EXPECT_EQ(streamed->counters().size(), whole->counters().size());
+    EXPECT_EQ(streamed->import_stats().counts(), whole->import_stats().counts());
+  }
+  // A packet's tag changed past the first pieces: the same message as reading the bytes at once.
+  size_t at = 0;
+  for (size_t pos = 0; pos < bytes.size() * 3 / 4;) {
+    at = pos;
+    uint64_t tag = 0, length = 0;
+    ASSERT_TRUE(ReadVarint(bytes, pos, tag) && ReadVarint(bytes, pos, length));
+    pos += static_cast<size_t>(length);
+  }
+  ASSERT_GT(at, size_t{4096});
+  std::string damaged = bytes;
+  damaged[at] = '\x08';  // field 1 as a varint: not a packet
+  const std::string damaged_path = (testing::ScratchDir("perfetto_stream") / "damaged.pftrace").string();
+  ASSERT_TRUE(WriteFileAtomically(damaged_path, damaged).ok());
+  auto at_once = ReadPerfettoProto(damaged, damaged_path);
+  auto file = FileReader::Open(damaged_path);
+  ASSERT_TRUE(file.ok());
+  auto streamed = ReadPerfettoProto(**file, std::string(), damaged_path, {.chunk_bytes = 4096});
+  ASSERT_FALSE(at_once.ok());
+  ASSERT_FALSE(streamed.ok());
+  EXPECT_EQ(streamed.status().message(), at_once.status().message());
+  // Cut short inside a packet: the damage is named, nothing half-read is returned.
+  const std::string cut_path = (testing::ScratchDir("perfetto_stream") / "cut.pftrace").string();
+  ASSERT_TRUE(WriteFileAtomically(cut_path, bytes.substr(0, bytes.size() - 3)).ok());
+  auto cut_file = FileReader::Open(cut_path);
+  ASSERT_TRUE(cut_file.ok());
+  auto cut = ReadPerfettoProto(**cut_file, std::string(), cut_path, {.chunk_bytes = 4096});
+  EXPECT_EQ(cut.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(cut.status().message().find(cut_path), std::string::npos);
 }
 
 TEST(PerfettoProtoTest, MergedRanksGetASequenceAndClockSnapshotEach) {
