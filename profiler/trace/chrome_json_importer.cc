@@ -12,8 +12,8 @@
 #include <span>
 #include <unordered_map>
 
-#include "base/page_allocator.h"
 #include "profiler/trace/chrome_json_reader.h"
+#include "profiler/trace/track_slice_buffer.h"
 #include "profiler/trace/utf8.h"
 
 namespace stepscope::trace {
@@ -462,16 +462,6 @@ class ChromeEventImporter::Impl {
   }
 
  private:
-  struct PendingRef {  // a slice before Finish(): its track and its place among the track's slices
-    uint32_t track;
-    uint32_t position;
-  };
-  struct PendingTrack {
-    // Each filled to its capacity before the next; the big ones are mapped, so that handing them
-    // over frees memory as the builder's array fills.
-    std::vector<std::vector<Slice, PageAllocator<Slice>>> blocks;
-    uint32_t count = 0;
-  };
 
   void Dispatch() {
     const std::string_view ph = event_->ph;
@@ -491,7 +481,7 @@ class ChromeEventImporter::Impl {
         stats().Add("event_bad_time_skipped");
         return;
       }
-      const PendingRef slice =
+      const TrackSliceBuffer::Ref slice =
           AddSlice(event_->pid, event_->tid, *ts, dur, event_->name, event_->kind, event_->device_category,
                    event_->args_has_name && event_->args_has_op ? event_->args_name : std::string_view(),
                    event_->args_has_name && event_->args_has_op ? event_->args_op : std::string_view(),
@@ -645,7 +635,7 @@ class ChromeEventImporter::Impl {
     return it->second;
   }
 
-  PendingRef AddSlice(std::string_view pid, std::string_view tid, int64_t start, int64_t dur, std::string_view name,
+  TrackSliceBuffer::Ref AddSlice(std::string_view pid, std::string_view tid, int64_t start, int64_t dur, std::string_view name,
                 SliceKind kind, bool device_category, std::string_view args_name, std::string_view args_op,
                 bool tf_args) {
     Slice slice;
@@ -663,36 +653,12 @@ class ChromeEventImporter::Impl {
       slice.name = builder_.Intern(name);
       slice.op_type = slice.name;
     }
-    return Pend(slice);
+    return pending_.Add(slice);
   }
 
-  // Slices wait per track until Finish() hands them to the builder track after track: one copy
-  // that frees each block behind it. Added as they come instead (a Kineto file interleaves its
-  // threads and streams), they would need a trace-sized gather to be put in order. Blocks grow
-  // from 16 slices to 64 K, so a trace of many short tracks wastes little.
-  PendingRef Pend(const Slice& slice) {
-    if (pending_.size() <= slice.track) pending_.resize(slice.track + 1);
-    PendingTrack& track = pending_[slice.track];
-    if (track.blocks.empty() || track.blocks.back().size() == track.blocks.back().capacity()) {
-      track.blocks.emplace_back().reserve(std::min<size_t>(size_t{16} << track.blocks.size(), size_t{1} << 16));
-    }
-    track.blocks.back().push_back(slice);
-    ++pending_count_;
-    return {slice.track, track.count++};
-  }
-
+  // Slices wait per track (TrackSliceBuffer) until Finish() hands them to the builder.
   void HandPendingSlicesToBuilder() {
-    std::vector<uint32_t> first(pending_.size(), 0);  // builder index of each track's first slice
-    uint32_t next = builder_.AddSlices(pending_count_);
-    for (size_t t = 0; t < pending_.size(); ++t) {
-      first[t] = next;
-      for (auto& block : pending_[t].blocks) {
-        std::copy(block.begin(), block.end(), &builder_.MutableSlice(next));
-        next += static_cast<uint32_t>(block.size());
-        block = {};
-      }
-    }
-    pending_ = {};
+    const std::vector<uint32_t> first = pending_.MoveTo(builder_);
     for (size_t i = 0; i < kernel_arg_tracks_.size(); ++i) {
       builder_.kernel_args()[i].slice += first[kernel_arg_tracks_[i]];
     }
@@ -952,8 +918,7 @@ class ChromeEventImporter::Impl {
   // Per track: whether it holds device events, host events or both.
   static constexpr uint8_t kHoldsDeviceWork = 1, kHoldsHostWork = 2;
   std::vector<uint8_t> lane_holds_;
-  std::vector<PendingTrack> pending_;  // by track
-  size_t pending_count_ = 0;
+  TrackSliceBuffer pending_;
   // The track of each kernel's and copy's args (whose `slice` is a place in the track until
   // HandPendingSlicesToBuilder()).
   std::vector<uint32_t> kernel_arg_tracks_;

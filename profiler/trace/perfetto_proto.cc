@@ -14,6 +14,7 @@
 #include "profiler/trace/node_store.h"
 #include "profiler/trace/proto_wire.h"
 #include "profiler/trace/slice_details.h"
+#include "profiler/trace/track_slice_buffer.h"
 #include "profiler/trace/utf8.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
@@ -981,15 +982,29 @@ class ProtoImporter {
         Close(uuid, last_ts_);
       }
     }
+    // The slices reach the builder track after track; what points at them follows.
+    const std::vector<uint32_t> first = pending_.MoveTo(builder_);
+    auto index_of = [&](uint32_t track, uint32_t position) { return first[track] + position; };
+    for (size_t i = 0; i < kernel_arg_tracks_.size(); ++i) {
+      builder_.kernel_args()[i].slice = index_of(kernel_arg_tracks_[i], builder_.kernel_args()[i].slice);
+    }
+    for (size_t i = 0; i < transfer_arg_tracks_.size(); ++i) {
+      builder_.transfer_args()[i].slice = index_of(transfer_arg_tracks_[i], builder_.transfer_args()[i].slice);
+    }
+    for (size_t i = 0; i < slice_arg_tracks_.size(); ++i) {
+      builder_.slice_args()[i].slice = index_of(slice_arg_tracks_[i], builder_.slice_args()[i].slice);
+    }
     for (const auto& [id, ends] : flows_) {
-      if (ends.first == kNone || ends.second == kNone) {
+      if (ends.first == kNoRef || ends.second == kNoRef) {
         builder_.import_stats().Add("perfetto_flows_without_both_ends");
         continue;
       }
-      const SliceKind from = slice_kinds_[ends.first];
-      const SliceKind to = slice_kinds_[ends.second];
-      const FlowKind kind = IsDeviceWork(to) && !IsDeviceWork(from) ? FlowKind::kLaunch : FlowKind::kDataflow;
-      builder_.AddFlow(Flow{ends.first, ends.second, kind});
+      const uint32_t from = index_of(static_cast<uint32_t>(ends.first >> 32), static_cast<uint32_t>(ends.first));
+      const uint32_t to = index_of(static_cast<uint32_t>(ends.second >> 32), static_cast<uint32_t>(ends.second));
+      const FlowKind kind = IsDeviceWork(builder_.slice(to).kind) && !IsDeviceWork(builder_.slice(from).kind)
+                                ? FlowKind::kLaunch
+                                : FlowKind::kDataflow;
+      builder_.AddFlow(Flow{from, to, kind});
     }
     for (auto& [uuid, counter] : counters_) {
       if (!counter.ts_ns.empty()) builder_.AddCounter(std::move(counter));
@@ -1000,7 +1015,8 @@ class ProtoImporter {
   }
 
  private:
-  static constexpr uint32_t kNone = 0xffffffffu;
+  // A slice before the hand-over to the builder: its track << 32 | its place in the track.
+  static constexpr uint64_t kNoRef = ~uint64_t{0};
 
   Status Damage(size_t offset, const std::string& what) const {
     return InvalidInput(name_ + ": offset " + std::to_string(offset) + ": " + what +
@@ -1498,30 +1514,34 @@ class ProtoImporter {
     }
     s.op_type = builder_.Intern(open.name);
     s.name = node.empty() ? s.op_type : builder_.Intern(node);
-    const uint32_t index = builder_.AddSlice(s);
-    slice_kinds_.push_back(s.kind);
+    // Slices close inner first and the tracks of a sequence interleave: they wait per track.
+    const TrackSliceBuffer::Ref ref = pending_.Add(s);
     if (has_kernel) {
-      kernel.slice = index;
+      kernel.slice = ref.position;
       builder_.AddKernelArgs(kernel);
+      kernel_arg_tracks_.push_back(ref.track);
     }
     if (has_transfer) {
-      transfer.slice = index;
+      transfer.slice = ref.position;
       builder_.AddTransferArgs(transfer);
+      transfer_arg_tracks_.push_back(ref.track);
     }
     for (const ReadArg* arg : rest) {
       if (arg->kind == ReadArg::kInt) {
-        builder_.AddSliceArg(index, builder_.Intern(arg->key), arg->i);
+        builder_.AddSliceArg(ref.position, builder_.Intern(arg->key), arg->i);
       } else {
-        builder_.AddSliceArg(index, builder_.Intern(arg->key), builder_.Intern(arg->Text()));
+        builder_.AddSliceArg(ref.position, builder_.Intern(arg->key), builder_.Intern(arg->Text()));
       }
+      slice_arg_tracks_.push_back(ref.track);
     }
+    const uint64_t packed = (static_cast<uint64_t>(ref.track) << 32) | ref.position;
     for (uint64_t id : open.flows_out) {
-      auto& ends = flows_.try_emplace(id, kNone, kNone).first->second;
-      if (ends.first == kNone) ends.first = index;
+      auto& ends = flows_.try_emplace(id, kNoRef, kNoRef).first->second;
+      if (ends.first == kNoRef) ends.first = packed;
     }
     for (uint64_t id : open.flows_in) {
-      auto& ends = flows_.try_emplace(id, kNone, kNone).first->second;
-      ends.second = index;
+      auto& ends = flows_.try_emplace(id, kNoRef, kNoRef).first->second;
+      ends.second = packed;
     }
   }
 
@@ -1534,8 +1554,11 @@ class ProtoImporter {
   std::unordered_map<uint64_t, uint32_t> tracks_;
   std::unordered_map<uint64_t, std::vector<OpenSlice>> open_;
   std::map<uint64_t, CounterSeries> counters_;
-  std::map<uint64_t, std::pair<uint32_t, uint32_t>> flows_;
-  std::vector<SliceKind> slice_kinds_;
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> flows_;  // by flow id: its ends (kNoRef: none yet)
+  TrackSliceBuffer pending_;
+  // The track of each kernel's, copy's and free-form argument (whose `slice` is a place in the
+  // track until Finish()).
+  std::vector<uint32_t> kernel_arg_tracks_, transfer_arg_tracks_, slice_arg_tracks_;
   int64_t last_ts_ = 0;
 };
 

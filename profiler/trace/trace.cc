@@ -275,12 +275,12 @@ std::vector<uint32_t> OrderByTrackThenTime(const std::vector<Slice>& slices, siz
   return order;
 }
 
-// Puts at each position i of [lo, hi) what was at order[i] (`order` is the identity outside).
+// Puts at each position i of [lo, hi) what was at order[i] (`order` maps [lo, hi) onto itself).
 // A gather, not cycles followed in place: each track's slices come in rising index order, so the
 // reads stream from a few places at once; following cycles makes every move wait on the previous
-// one's cache miss (5x slower at 10 M slices). A window short of the whole array (a reader that
-// added all tracks in order but one) is gathered aside and copied back, so the extra memory is
-// the window's, not the trace's.
+// one's cache miss (5x slower at 10 M slices). A window short of the whole array (a track out of
+// order among tracks in order) is gathered aside and copied back, so the extra memory is the
+// window's, not the trace's.
 template <typename T>
 void Permute(const std::vector<uint32_t>& order, size_t lo, size_t hi, std::vector<T>& items) {
   if (items.empty()) return;
@@ -310,14 +310,30 @@ bool SlicesInOrder(const std::vector<Slice>& slices) {
 }  // namespace
 
 void TraceBuilder::Reorder(const std::vector<uint32_t>& order) {
-  size_t lo = 0, hi = order.size();
-  while (lo < hi && order[lo] == lo) ++lo;
-  while (hi > lo && order[hi - 1] == hi - 1) --hi;
-  if (lo == hi) return;
-  std::vector<uint32_t> new_index(hi - lo);  // of the slices in the window
+  // The permutation as closed windows: runs [lo, hi) whose slices all stay inside them (a track
+  // sorted on its own is one), each gathered apart, so the extra memory is the largest window's.
+  std::vector<std::pair<size_t, size_t>> windows;
+  for (size_t i = 0; i < order.size();) {
+    if (order[i] == i) {
+      ++i;
+      continue;
+    }
+    const size_t lo = i;
+    size_t reach = order[i];
+    do {
+      reach = std::max<size_t>(reach, order[i]);
+      ++i;
+    } while (i <= reach);
+    windows.emplace_back(lo, i);
+  }
+  if (windows.empty()) return;
+  const size_t lo = windows.front().first, hi = windows.back().second;
+  std::vector<uint32_t> new_index(hi - lo);  // of the slices from the first window to the last
   for (size_t i = lo; i < hi; ++i) new_index[order[i] - lo] = static_cast<uint32_t>(i);
-  Permute(order, lo, hi, trace_.slices_);
-  Permute(order, lo, hi, trace_.node_refs_);
+  for (const auto& [first, last] : windows) {
+    Permute(order, first, last, trace_.slices_);
+    Permute(order, first, last, trace_.node_refs_);
+  }
   auto renumber = [&](uint32_t& slice) {
     if (slice >= lo && slice < hi) slice = new_index[slice - lo];
   };

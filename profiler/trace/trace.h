@@ -333,6 +333,7 @@ class TraceBuilder {
   void AddTransferArgs(const TransferArgs& args) { trace_.transfer_args_.push_back(args); }
   std::vector<KernelArgs>& kernel_args() { return trace_.kernel_args_; }
   std::vector<TransferArgs>& transfer_args() { return trace_.transfer_args_; }
+  std::vector<SliceArg>& slice_args() { return trace_.slice_args_; }
   // A free-form argument of a slice added before.
   void AddSliceArg(uint32_t slice, StringId key, StringId value) {
     trace_.slice_args_.push_back(SliceArg{slice, key, value, false, 0});

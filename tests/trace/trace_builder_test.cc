@@ -199,41 +199,44 @@ TEST(TraceBuilderTest, SlicesAddedInOrderKeepTheirIndices) {
   EXPECT_EQ(trace.all_slice_args()[1].slice, 150u);
 }
 
-// All tracks in order but the middle one: only its slices move (the builder reorders that window
-// alone), and what points at slices inside and outside it follows.
-TEST(TraceBuilderTest, OneTrackOutOfOrderMovesOnlyItsSlices) {
+// Tracks in order but two, apart: only their slices move (the builder reorders each such track's
+// window on its own), and what points at slices inside and outside them follows.
+TEST(TraceBuilderTest, TracksOutOfOrderMoveOnlyTheirSlices) {
   TraceBuilder builder;
   Track track;
   track.kind = TrackKind::kOpLane;
   track.name = builder.Intern("lane");
-  for (int t = 0; t < 3; ++t) builder.AddTrack(track);
+  for (int t = 0; t < 4; ++t) builder.AddTrack(track);
   const StringId n = builder.Intern("op");
-  for (uint32_t t = 0; t < 3; ++t) {
+  for (uint32_t t = 0; t < 4; ++t) {
     for (int64_t i = 0; i < 4; ++i) {
-      const int64_t step = t == 1 ? 3 - i : i;  // track 1 arrives latest first
+      const int64_t step = t % 2 == 1 ? 3 - i : i;  // tracks 1 and 3 arrive latest first
       const uint32_t index = builder.AddSlice(MakeSlice(t, 100 + 10 * step, 5, n), NodeRef{t, static_cast<uint32_t>(step)});
       builder.AddKernelArgs(KernelArgs{.correlation = 10 * t + step, .slice = index});
     }
   }
-  builder.AddFlow(Flow{0, 4, FlowKind::kLaunch});   // track 0 step 0 -> track 1 step 3
-  builder.AddFlow(Flow{7, 11, FlowKind::kLaunch});  // track 1 step 0 -> track 2 step 3
+  builder.AddFlow(Flow{0, 4, FlowKind::kLaunch});    // track 0 step 0 -> track 1 step 3
+  builder.AddFlow(Flow{7, 11, FlowKind::kLaunch});   // track 1 step 0 -> track 2 step 3
+  builder.AddFlow(Flow{11, 12, FlowKind::kLaunch});  // track 2 step 3 -> track 3 step 3
   builder.SortSlices();
-  for (uint32_t i = 0; i < 12; ++i) {
+  for (uint32_t i = 0; i < 16; ++i) {
     EXPECT_EQ(builder.slice(i).track, i / 4);
     EXPECT_EQ(builder.slice(i).start_ns, 100 + 10 * (i % 4));
   }
   const Trace trace = std::move(builder).Build();
-  for (uint32_t i = 0; i < 12; ++i) {
+  for (uint32_t i = 0; i < 16; ++i) {
     EXPECT_EQ(trace.node_ref(i).device, i / 4);
     EXPECT_EQ(trace.node_ref(i).node, i % 4);
   }
-  ASSERT_EQ(trace.flows().size(), 2u);
+  ASSERT_EQ(trace.flows().size(), 3u);
   EXPECT_EQ(trace.flows()[0].from_slice, 0u);
   EXPECT_EQ(trace.flows()[0].to_slice, 7u);
   EXPECT_EQ(trace.flows()[1].from_slice, 4u);
   EXPECT_EQ(trace.flows()[1].to_slice, 11u);
-  ASSERT_EQ(trace.all_kernel_args().size(), 12u);
-  for (uint32_t i = 0; i < 12; ++i) {
+  EXPECT_EQ(trace.flows()[2].from_slice, 11u);
+  EXPECT_EQ(trace.flows()[2].to_slice, 15u);
+  ASSERT_EQ(trace.all_kernel_args().size(), 16u);
+  for (uint32_t i = 0; i < 16; ++i) {
     EXPECT_EQ(trace.all_kernel_args()[i].slice, i);
     EXPECT_EQ(trace.all_kernel_args()[i].correlation, 10 * (i / 4) + i % 4);
   }

@@ -1,0 +1,34 @@
+#include "profiler/trace/track_slice_buffer.h"
+
+#include <algorithm>
+
+namespace stepscope::trace {
+
+TrackSliceBuffer::Ref TrackSliceBuffer::Add(const Slice& slice) {
+  if (tracks_.size() <= slice.track) tracks_.resize(slice.track + 1);
+  Track& track = tracks_[slice.track];
+  if (track.blocks.empty() || track.blocks.back().size() == track.blocks.back().capacity()) {
+    track.blocks.emplace_back().reserve(std::min<size_t>(size_t{16} << track.blocks.size(), size_t{1} << 16));
+  }
+  track.blocks.back().push_back(slice);
+  ++count_;
+  return {slice.track, track.count++};
+}
+
+std::vector<uint32_t> TrackSliceBuffer::MoveTo(TraceBuilder& builder) {
+  std::vector<uint32_t> first(tracks_.size(), 0);
+  uint32_t next = builder.AddSlices(count_);
+  for (size_t t = 0; t < tracks_.size(); ++t) {
+    first[t] = next;
+    for (auto& block : tracks_[t].blocks) {
+      std::copy(block.begin(), block.end(), &builder.MutableSlice(next));
+      next += static_cast<uint32_t>(block.size());
+      block = {};
+    }
+  }
+  tracks_ = {};
+  count_ = 0;
+  return first;
+}
+
+}  // namespace stepscope::trace
