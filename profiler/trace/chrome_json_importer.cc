@@ -462,7 +462,6 @@ class ChromeEventImporter::Impl {
   }
 
  private:
-
   void Dispatch() {
     const std::string_view ph = event_->ph;
     if (ph == "M") return Metadata();
@@ -635,9 +634,9 @@ class ChromeEventImporter::Impl {
     return it->second;
   }
 
-  TrackSliceBuffer::Ref AddSlice(std::string_view pid, std::string_view tid, int64_t start, int64_t dur, std::string_view name,
-                SliceKind kind, bool device_category, std::string_view args_name, std::string_view args_op,
-                bool tf_args) {
+  TrackSliceBuffer::Ref AddSlice(std::string_view pid, std::string_view tid, int64_t start, int64_t dur,
+                                 std::string_view name, SliceKind kind, bool device_category,
+                                 std::string_view args_name, std::string_view args_op, bool tf_args) {
     Slice slice;
     slice.start_ns = start;
     slice.dur_ns = dur;
@@ -659,12 +658,8 @@ class ChromeEventImporter::Impl {
   // Slices wait per track (TrackSliceBuffer) until Finish() hands them to the builder.
   void HandPendingSlicesToBuilder() {
     const std::vector<uint32_t> first = pending_.MoveTo(builder_);
-    for (size_t i = 0; i < kernel_arg_tracks_.size(); ++i) {
-      builder_.kernel_args()[i].slice += first[kernel_arg_tracks_[i]];
-    }
-    for (size_t i = 0; i < transfer_arg_tracks_.size(); ++i) {
-      builder_.transfer_args()[i].slice += first[transfer_arg_tracks_[i]];
-    }
+    TrackSliceBuffer::Resolve(first, kernel_arg_tracks_, builder_.kernel_args());
+    TrackSliceBuffer::Resolve(first, transfer_arg_tracks_, builder_.transfer_args());
     kernel_arg_tracks_ = {};
     transfer_arg_tracks_ = {};
   }

@@ -985,15 +985,9 @@ class ProtoImporter {
     // The slices reach the builder track after track; what points at them follows.
     const std::vector<uint32_t> first = pending_.MoveTo(builder_);
     auto index_of = [&](uint32_t track, uint32_t position) { return first[track] + position; };
-    for (size_t i = 0; i < kernel_arg_tracks_.size(); ++i) {
-      builder_.kernel_args()[i].slice = index_of(kernel_arg_tracks_[i], builder_.kernel_args()[i].slice);
-    }
-    for (size_t i = 0; i < transfer_arg_tracks_.size(); ++i) {
-      builder_.transfer_args()[i].slice = index_of(transfer_arg_tracks_[i], builder_.transfer_args()[i].slice);
-    }
-    for (size_t i = 0; i < slice_arg_tracks_.size(); ++i) {
-      builder_.slice_args()[i].slice = index_of(slice_arg_tracks_[i], builder_.slice_args()[i].slice);
-    }
+    TrackSliceBuffer::Resolve(first, kernel_arg_tracks_, builder_.kernel_args());
+    TrackSliceBuffer::Resolve(first, transfer_arg_tracks_, builder_.transfer_args());
+    TrackSliceBuffer::Resolve(first, slice_arg_tracks_, builder_.slice_args());
     for (const auto& [id, ends] : flows_) {
       if (ends.first == kNoRef || ends.second == kNoRef) {
         builder_.import_stats().Add("perfetto_flows_without_both_ends");

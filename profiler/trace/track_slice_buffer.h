@@ -31,6 +31,14 @@ class TrackSliceBuffer {
   // index first[r.track] + r.position. The buffer is empty afterwards.
   std::vector<uint32_t> MoveTo(TraceBuilder& builder);
 
+  // For the tables a reader filled before the hand-over (kernel args, free-form args): row i's
+  // `slice` was its place in track tracks[i]; it becomes the builder index, from what MoveTo
+  // returned.
+  template <typename Rows>
+  static void Resolve(const std::vector<uint32_t>& first, const std::vector<uint32_t>& tracks, Rows& rows) {
+    for (size_t i = 0; i < tracks.size(); ++i) rows[i].slice += first[tracks[i]];
+  }
+
  private:
   struct Track {
     // Each filled to its capacity before the next.
