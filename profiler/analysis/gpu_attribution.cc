@@ -11,6 +11,7 @@
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/gpu_analyses.h"
 #include "profiler/analysis/gpu_work.h"
+#include "profiler/analysis/summary.h"
 
 namespace stepscope::analysis {
 
@@ -202,6 +203,13 @@ std::string PatternKey(const int32_t* ids, size_t length) {
   return std::string(reinterpret_cast<const char*>(ids), length * sizeof(int32_t));
 }
 
+// The i-th kernel name id of a pattern key.
+int32_t PatternId(const std::string& key, size_t i) {
+  int32_t id;
+  std::memcpy(&id, key.data() + i * sizeof(int32_t), sizeof(int32_t));
+  return id;
+}
+
 // Saturating counts of every window's pattern by hash, in a fixed table: a pattern seen at least
 // `n` times has a count of at least `n` (collisions only add), so a pattern below it can be
 // skipped without being kept. A trace where almost every window is new (10^8 generated kernels)
@@ -316,13 +324,7 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
       }
       // Busy time of the occurrence: the union of its kernels (they may overlap on a stream's
       // lanes).
-      std::sort(busy.begin(), busy.end());
-      int64_t busy_ns = 0, reach = INT64_MIN;
-      for (const auto& [a, b] : busy) {
-        const int64_t from = std::max(a, reach);
-        if (b > from) busy_ns += b - from;
-        reach = std::max(reach, b);
-      }
+      const int64_t busy_ns = UnionLengthInPlace(busy);
       acc.span_ns += end - begin;
       acc.gap_ns += (end - begin) - busy_ns;
       const int64_t r = launch[work.kernels[p]];
@@ -374,10 +376,7 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
   };
   auto ids_before = [&](const std::string& a, const std::string& b) {
     for (size_t i = 0; i < k; ++i) {
-      int32_t x, y;
-      std::memcpy(&x, a.data() + i * sizeof(int32_t), sizeof(int32_t));
-      std::memcpy(&y, b.data() + i * sizeof(int32_t), sizeof(int32_t));
-      if (x != y) return x < y;
+      if (PatternId(a, i) != PatternId(b, i)) return PatternId(a, i) < PatternId(b, i);
     }
     return false;
   };
@@ -389,11 +388,7 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
   std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(shown), ranked.end(), first);
   for (size_t i = 0; i < shown; ++i) {
     Ranked& entry = ranked[i];
-    for (size_t q = 0; q < k; ++q) {
-      int32_t id;
-      std::memcpy(&id, entry.key->data() + q * sizeof(int32_t), sizeof(int32_t));
-      entry.pattern.kernels.push_back(names[static_cast<size_t>(id)]);
-    }
+    for (size_t q = 0; q < k; ++q) entry.pattern.kernels.push_back(names[static_cast<size_t>(PatternId(*entry.key, q))]);
     report.patterns.push_back(std::move(entry.pattern));
   }
   return report;

@@ -15,7 +15,9 @@ using trace::SliceKind;
 using trace::Trace;
 using trace::TrackKind;
 
-int64_t UnionLength(std::vector<std::pair<int64_t, int64_t>> intervals) {
+int64_t UnionLength(std::vector<std::pair<int64_t, int64_t>> intervals) { return UnionLengthInPlace(intervals); }
+
+int64_t UnionLengthInPlace(std::span<std::pair<int64_t, int64_t>> intervals) {
   std::sort(intervals.begin(), intervals.end());
   int64_t total = 0;
   int64_t cur_start = 0;

@@ -21,6 +21,14 @@ Slice MakeSlice(uint32_t track, int64_t start, int64_t dur, StringId name) {
   return s;
 }
 
+// `count` root tracks of one kind and name.
+void AddTracks(TraceBuilder& builder, TrackKind kind, const char* name, int count) {
+  Track track;
+  track.kind = kind;
+  track.name = builder.Intern(name);
+  for (int t = 0; t < count; ++t) builder.AddTrack(track);
+}
+
 TEST(TraceBuilderTest, NestsContainedSlicesAndMovesPartialOverlaps) {
   TraceBuilder builder;
   Track host;
@@ -175,11 +183,7 @@ TEST(TraceBuilderTest, SortingBeforeBuildGivesTheSameTrace) {
 // A reader that adds everything in order already: the trace keeps the order and the indices.
 TEST(TraceBuilderTest, SlicesAddedInOrderKeepTheirIndices) {
   TraceBuilder builder;
-  Track track;
-  track.kind = TrackKind::kGpuStream;
-  track.name = builder.Intern("stream");
-  builder.AddTrack(track);
-  builder.AddTrack(track);
+  AddTracks(builder, TrackKind::kGpuStream, "stream", 2);
   const StringId n = builder.Intern("kernel");
   for (uint32_t t = 0; t < 2; ++t) {
     for (int64_t i = 0; i < 100; ++i) builder.AddSlice(MakeSlice(t, 100 + 10 * i, 5, n));
@@ -203,10 +207,7 @@ TEST(TraceBuilderTest, SlicesAddedInOrderKeepTheirIndices) {
 // window on its own), and what points at slices inside and outside them follows.
 TEST(TraceBuilderTest, TracksOutOfOrderMoveOnlyTheirSlices) {
   TraceBuilder builder;
-  Track track;
-  track.kind = TrackKind::kOpLane;
-  track.name = builder.Intern("lane");
-  for (int t = 0; t < 4; ++t) builder.AddTrack(track);
+  AddTracks(builder, TrackKind::kOpLane, "lane", 4);
   const StringId n = builder.Intern("op");
   for (uint32_t t = 0; t < 4; ++t) {
     for (int64_t i = 0; i < 4; ++i) {
@@ -247,11 +248,7 @@ TEST(TraceBuilderTest, TracksOutOfOrderMoveOnlyTheirSlices) {
 TEST(TraceBuilderTest, SlicesFilledInPlaceAreOrderedLikeAddedOnes) {
   for (const bool reversed : {false, true}) {
     TraceBuilder builder;
-    Track track;
-    track.kind = TrackKind::kOpLane;
-    track.name = builder.Intern("lane");
-    builder.AddTrack(track);
-    builder.AddTrack(track);
+    AddTracks(builder, TrackKind::kOpLane, "lane", 2);
     const StringId n = builder.Intern("op");
     const uint32_t first = builder.AddSlices(6);
     EXPECT_EQ(first, 0u);
