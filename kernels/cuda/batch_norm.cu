@@ -1,4 +1,4 @@
-// CUDA FusedBatchNorm and its gradient: one block per channel for the reductions, then an
+// CUDA FusedBatchNorm and its gradient: coalesced per-channel column reductions, then an
 // element pass; the per-element formulas are the CPU reference's (kernels/math/batch_norm_math.h).
 #include "kernels/batch_norm.h"
 #include "kernels/cuda/cuda_util.cuh"
@@ -7,30 +7,43 @@
 namespace stepscope::kernels {
 namespace {
 
-// One block per channel: Σx, then Σ(x − mean)² (two passes for accuracy), then the saved and
+// Batch statistics as two column reductions (internal::ColumnReduce): Σx gives the mean, then
+// Σ(x − mean)² the variance (two passes for accuracy); the second's finish writes the saved and
 // running statistics.
-__global__ void BatchNormStatsKernel(const float* x, int64_t rows, int64_t channels, float eps,
-                                     float factor, float* running_mean, float* running_var,
-                                     float* saved_mean, float* saved_inv_std) {
-  __shared__ float shared[internal::kThreads];
-  const int64_t c = blockIdx.x;
-  float s = 0;
-  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) s += x[r * channels + c];
-  const float mean = internal::BlockSum(s, shared) / static_cast<float>(rows);
-  float v = 0;
-  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
-    const float d = x[r * channels + c] - mean;
-    v += d * d;
+struct ColumnOfXFn {
+  const float* x;
+  int64_t channels;
+  __device__ internal::ColumnTerms<1> operator()(int64_t r, int64_t c) const {
+    return {{x[r * channels + c]}};
   }
-  const float var = internal::BlockSum(v, shared) / static_cast<float>(rows);
-  if (threadIdx.x == 0) {
+};
+struct StoreMeanFn {
+  float* saved_mean;
+  float rows;
+  __device__ void operator()(int64_t c, const internal::ColumnTerms<1>& sum) const {
+    saved_mean[c] = sum.v[0] / rows;
+  }
+};
+struct SquaredDeviationFn {
+  const float *x, *mean;
+  int64_t channels;
+  __device__ internal::ColumnTerms<1> operator()(int64_t r, int64_t c) const {
+    const float d = x[r * channels + c] - mean[c];
+    return {{d * d}};
+  }
+};
+struct StoreStatisticsFn {
+  int64_t rows;
+  float eps, factor;
+  float *running_mean, *running_var, *saved_mean, *saved_inv_std;
+  __device__ void operator()(int64_t c, const internal::ColumnTerms<1>& sum) const {
+    const float var = sum.v[0] / static_cast<float>(rows);
     const float unbias = rows > 1 ? static_cast<float>(rows) / static_cast<float>(rows - 1) : 1.0f;
-    saved_mean[c] = mean;
     saved_inv_std[c] = math::InvStd(var, eps);
-    running_mean[c] = math::RunningAverage(running_mean[c], mean, factor);
+    running_mean[c] = math::RunningAverage(running_mean[c], saved_mean[c], factor);
     running_var[c] = math::RunningAverage(running_var[c], var * unbias, factor);
   }
-}
+};
 
 struct InferenceStatsFn {
   const float *running_mean, *running_var;
@@ -52,25 +65,22 @@ struct BatchNormForwardFn {
   }
 };
 
-// One block per channel: Σdy and Σdy·x̂ into dscale/doffset.
-__global__ void BatchNormGradSumsKernel(const float* dy, const float* x, const float* mean,
-                                        const float* inv_std, int64_t rows, int64_t channels,
-                                        float* dscale, float* doffset) {
-  __shared__ float shared[internal::kThreads];
-  const int64_t c = blockIdx.x;
-  float sdy = 0, sdyx = 0;
-  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+// Σdy and Σdy·x̂ per channel (one column reduction) into doffset/dscale.
+struct GradTermsFn {
+  const float *dy, *x, *mean, *inv_std;
+  int64_t channels;
+  __device__ internal::ColumnTerms<2> operator()(int64_t r, int64_t c) const {
     const float g = dy[r * channels + c];
-    sdy += g;
-    sdyx += g * (x[r * channels + c] - mean[c]) * inv_std[c];
+    return {{g, g * (x[r * channels + c] - mean[c]) * inv_std[c]}};
   }
-  sdy = internal::BlockSum(sdy, shared);
-  sdyx = internal::BlockSum(sdyx, shared);
-  if (threadIdx.x == 0) {
-    doffset[c] = sdy;
-    dscale[c] = sdyx;
+};
+struct StoreGradSumsFn {
+  float *dscale, *doffset;
+  __device__ void operator()(int64_t c, const internal::ColumnTerms<2>& sums) const {
+    doffset[c] = sums.v[0];
+    dscale[c] = sums.v[1];
   }
-}
+};
 
 struct BatchNormDxFn {
   const float *dy, *x, *mean, *inv_std, *scale, *sum_dy, *sum_dy_xhat;
@@ -96,11 +106,14 @@ Status FusedBatchNorm(const CudaContext& ctx, const BatchNormArgs<float>& a,
   const float eps = static_cast<float>(options.epsilon);
   if (options.is_training) {
     if (rows == 0) return internal::ShapeError("FusedBatchNorm", "training needs at least one row");
-    STEPSCOPE_CUDA_LAUNCH(BatchNormStatsKernel, static_cast<unsigned int>(c), internal::kThreads,
-                          0, ctx.stream(), a.x.data, rows, c, eps,
-                          static_cast<float>(options.exponential_avg_factor),
+    RETURN_IF_ERROR(internal::ColumnReduce<1>(ctx, rows, c, ColumnOfXFn{a.x.data, c},
+                                              StoreMeanFn{a.saved_mean.data,
+                                                          static_cast<float>(rows)}));
+    RETURN_IF_ERROR(internal::ColumnReduce<1>(
+        ctx, rows, c, SquaredDeviationFn{a.x.data, a.saved_mean.data, c},
+        StoreStatisticsFn{rows, eps, static_cast<float>(options.exponential_avg_factor),
                           a.running_mean.data, a.running_var.data, a.saved_mean.data,
-                          a.saved_inv_std.data);
+                          a.saved_inv_std.data}));
   } else {
     RETURN_IF_ERROR(internal::ForEach(ctx, c,
                                       InferenceStatsFn{a.running_mean.data, a.running_var.data,
@@ -117,9 +130,9 @@ Status FusedBatchNormGrad(const CudaContext& ctx, const BatchNormGradArgs<float>
   ASSIGN_OR_RETURN(const int64_t c, internal::CheckBatchNormGrad(a));
   if (c == 0) return Status::Ok();
   const int64_t rows = a.x.size() / c;
-  STEPSCOPE_CUDA_LAUNCH(BatchNormGradSumsKernel, static_cast<unsigned int>(c), internal::kThreads,
-                        0, ctx.stream(), a.dy.data, a.x.data, a.saved_mean.data,
-                        a.saved_inv_std.data, rows, c, a.dscale.data, a.doffset.data);
+  RETURN_IF_ERROR(internal::ColumnReduce<2>(
+      ctx, rows, c, GradTermsFn{a.dy.data, a.x.data, a.saved_mean.data, a.saved_inv_std.data, c},
+      StoreGradSumsFn{a.dscale.data, a.doffset.data}));
   return internal::ForEach(
       ctx, a.x.size(),
       BatchNormDxFn{a.dy.data, a.x.data, a.saved_mean.data, a.saved_inv_std.data, a.scale.data,

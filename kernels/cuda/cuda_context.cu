@@ -65,24 +65,23 @@ Status RowMajorSgemm(const CudaContext& ctx, bool trans_a, bool trans_b, int64_t
 }
 
 namespace {
-// One block per column; threads stride over the rows and reduce in shared memory.
-__global__ void ColumnSumKernel(const float* x, int64_t rows, int64_t cols, float* out,
-                                bool accumulate) {
-  __shared__ float shared[kThreads];
-  const int64_t col = blockIdx.x;
-  float sum = 0;
-  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) sum += x[r * cols + col];
-  sum = BlockSum(sum, shared);
-  if (threadIdx.x == 0) out[col] = accumulate ? out[col] + sum : sum;
-}
+struct ColumnValuesFn {
+  const float* x;
+  int64_t cols;
+  __device__ ColumnTerms<1> operator()(int64_t r, int64_t c) const { return {{x[r * cols + c]}}; }
+};
+struct StoreColumnSumFn {
+  float* out;
+  bool accumulate;
+  __device__ void operator()(int64_t c, const ColumnTerms<1>& sum) const {
+    out[c] = accumulate ? out[c] + sum.v[0] : sum.v[0];
+  }
+};
 }  // namespace
 
 Status ColumnSum(const CudaContext& ctx, const float* x, int64_t rows, int64_t cols, float* out,
                  bool accumulate) {
-  if (cols == 0) return Status::Ok();
-  STEPSCOPE_CUDA_LAUNCH(ColumnSumKernel, static_cast<unsigned int>(cols), kThreads, 0,
-                        ctx.stream(), x, rows, cols, out, accumulate);
-  return Status::Ok();
+  return ColumnReduce<1>(ctx, rows, cols, ColumnValuesFn{x, cols}, StoreColumnSumFn{out, accumulate});
 }
 
 }  // namespace internal

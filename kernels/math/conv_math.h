@@ -1,5 +1,7 @@
 // Convolution/pooling index math (shared CPU/CUDA): output sizes, TF's SAME padding, and the
-// input coordinate a filter tap reads. All int64; negative or ≥ size means padding.
+// input coordinate a filter tap reads. int64, except the two tap formulas, which GPU kernels also
+// use with 32-bit indices where a tensor fits them (64-bit division is several times slower
+// there); negative or ≥ size means padding.
 #pragma once
 
 #include <cstdint>
@@ -29,17 +31,18 @@ STEPSCOPE_HD inline int64_t ExplicitOutputSize(int64_t in, int64_t k, int64_t st
 }
 
 // The input row/column output position `out` reads at filter tap `tap`.
-STEPSCOPE_HD inline int64_t InputCoord(int64_t out, int64_t tap, int64_t stride, int64_t pad) {
+template <typename I>
+STEPSCOPE_HD inline I InputCoord(I out, I tap, I stride, I pad) {
   return out * stride - pad + tap;
 }
 
 // For col2im as a gather: the output position that reads input coordinate `in` at filter tap
 // `tap` (in = out·stride − pad + tap), or −1 when there is none.
-STEPSCOPE_HD inline int64_t OutputForTap(int64_t in, int64_t tap, int64_t stride, int64_t pad,
-                                         int64_t out_size) {
-  const int64_t t = in + pad - tap;
+template <typename I>
+STEPSCOPE_HD inline I OutputForTap(I in, I tap, I stride, I pad, I out_size) {
+  const I t = in + pad - tap;
   if (t < 0 || t % stride != 0) return -1;
-  const int64_t out = t / stride;
+  const I out = t / stride;
   return out < out_size ? out : -1;
 }
 

@@ -100,7 +100,8 @@ class StepCollector {
   void BeginStep(int64_t step);
   bool recording() const { return recording_.load(std::memory_order_acquire); }
 
-  // Hot path, on the thread running the op. Ops on one thread do not nest.
+  // Hot path, on the thread running the op. Ops on one thread do not nest. The strings are kept
+  // by address until FinishStep (the graph owns them in the trainer): they must outlive the step.
   void BeginOp(const std::string* device, const std::string* node_name,
                const std::string* op_type, const std::vector<std::string>* inputs,
                int64_t start_ns);

@@ -13,7 +13,15 @@
 #             first 20 steps' losses side by side (train/compare.txt)
 #   profile   profiled GPU steps of the LSTM small and ResNet-50, then stepscope's summary,
 #             kernels, streams, overlap and critical-path on them and the Chrome export
-#   bench     step times of ours and PyTorch's on the GPU, in alternating rounds
+#   nccl      the trainer's NCCL all-reduce on one GPU (a clique of one), profiled
+#   bench     step times of ours and PyTorch's on the GPU, in alternating rounds; profiling
+#             overhead (every second step profiled); CUPTI records and trace size per step
+#   cpu-reference  only the CPU half of `train`, into OUT_DIR/cpu-reference/ (run it on any
+#             machine, then STEPSCOPE_CHECK_CPU_REFERENCE=that folder spares the GPU machine it)
+#
+# Time limits (a lent machine has minutes): every command a stage runs stops after
+# STEPSCOPE_CHECK_COMMAND_S seconds (default 900), and with STEPSCOPE_CHECK_DEADLINE_S set,
+# nothing runs past that many seconds after the start: what ran still comes back.
 # Each stage writes <stage>/ in a work folder and a line to the summary; the script goes on after
 # a failing stage and exits 1 if any failed. OUT_DIR gets two files (few files travel back from a
 # lent machine): summary.txt, and results.tar.gz with every log, figure and gzipped trace.
@@ -33,6 +41,21 @@ out=$(mktemp -d /tmp/stepscope-check.XXXXXX)
 summary=$out/summary.txt
 : > "$summary"
 failed=0
+deadline=${STEPSCOPE_CHECK_DEADLINE_S:-0}
+cpu_reference=${STEPSCOPE_CHECK_CPU_REFERENCE:-}
+[[ -z $cpu_reference ]] || cpu_reference=$(cd "$cpu_reference" && pwd) ||
+  { echo "STEPSCOPE_CHECK_CPU_REFERENCE: no folder $STEPSCOPE_CHECK_CPU_REFERENCE" >&2; exit 2; }
+
+# bounded COMMAND...: COMMAND under the time limits above (exit 124 when stopped or skipped).
+bounded() {
+  local limit=${STEPSCOPE_CHECK_COMMAND_S:-900}
+  if ((deadline > 0)); then
+    local left=$((deadline - SECONDS))
+    if ((left < 5)); then echo "skipped, out of time: $*"; return 124; fi
+    ((left < limit)) && limit=$left
+  fi
+  timeout -k 10 "$limit" "$@"
+}
 
 # The bundle: unpacked once into the build directory it was made from, reachable at the source
 # directory compiled into the tests (a link when this checkout lives elsewhere).
@@ -58,6 +81,9 @@ for pattern in libcublasLt.so.13 libnccl.so.2 libcuda.so.1; do
            } | while read -r d; do [[ -e $d/$pattern ]] && { echo "$d"; break; }; done)
   [[ -n $found ]] && cuda_dirs+=("$found")
 done
+# PyTorch (the bench's reference) brings its own cuDNN and cuBLAS: it runs with the caller's path,
+# since the toolkit's folders may hold an older cuDNN it refuses.
+callers_library_path=${LD_LIBRARY_PATH:-}
 lib_path=$repo/$build/lib
 for d in "${cuda_dirs[@]}"; do lib_path+=":$d"; done
 export LD_LIBRARY_PATH=$lib_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -91,34 +117,64 @@ stage_env() {
 }
 
 stage_tests() {
-  ctest --test-dir "$build" -L '^gpu' --output-on-failure -j4 --timeout 600 \
+  bounded ctest --test-dir "$build" -L '^gpu' -V -j4 --timeout 600 \
     --output-junit "$out/tests/gpu-tests.xml"
 }
 
 stage_all_tests() {
-  ctest --test-dir "$build" --output-on-failure -j8 --timeout 600 \
+  bounded ctest --test-dir "$build" --output-on-failure -j8 --timeout 600 \
     --output-junit "$out/all-tests/all-tests.xml"
 }
 
-# Losses of the first 20 steps, GPU against CPU with the same seed.
+# The trainer runs `train` compares: name, GPU steps, flags. The GPU runs go past the 20 steps
+# compared so that a leak shows in the allocator's level. ResNet-50 at its default learning rate
+# starts unstable on the built-in images (the loss climbs to ~10 before it falls), where rounding
+# differences grow by orders of magnitude a step; at 0.001 the two devices' losses stay together.
+train_runs=("lstm_small:200:--model lstm --config small"
+            "lstm_medium:200:--model lstm --config medium"
+            "resnet50:60:--model resnet50 --image_size 224 --batch_size 32"
+            "resnet50_lr0.001:20:--model resnet50 --image_size 224 --batch_size 32 --learning_rate 0.001")
+
+# train_run NAME DEVICE DIR [STEPS]: STEPS (default 20) steps of run NAME on DEVICE, metrics in
+# DIR.
+train_run() {
+  local name=$1 device=$2 dir=$3 steps=${4:-20} run flags
+  for run in "${train_runs[@]}"; do [[ ${run%%:*} == "$name" ]] && flags=${run#*:*:}; done
+  local tag=${name}_${device%%:*}
+  # shellcheck disable=SC2086
+  bounded "$train" $flags --devices "$device" --steps "$steps" --seed 7 --metrics "$dir/$tag.jsonl" \
+    "${extra_train_flags[@]}" > "$dir/$tag.txt" 2>&1 || { echo "$tag failed"; return 1; }
+}
+
+stage_cpu_reference() {
+  local status=0 run
+  mkdir -p "$results/cpu-reference"
+  for run in "${train_runs[@]}"; do
+    train_run "${run%%:*}" cpu "$results/cpu-reference" || status=1
+  done
+  return $status
+}
+
+# Losses of the first 20 steps, GPU against CPU with the same seed (the CPU's from
+# STEPSCOPE_CHECK_CPU_REFERENCE when it has them), and the GPU allocator's level over the run.
 stage_train() {
-  local dir=$out/train status=0
-  local runs=("lstm_small:--model lstm --config small"
-              "lstm_medium:--model lstm --config medium"
-              "resnet50:--model resnet50 --image_size 224 --batch_size 32")
-  for run in "${runs[@]}"; do
-    local name=${run%%:*} flags=${run#*:}
-    for device in gpu:0 cpu; do
-      local tag=${name}_${device%%:*}
-      # shellcheck disable=SC2086
-      "$train" $flags --devices "$device" --steps 20 --seed 7 --metrics "$dir/$tag.jsonl" \
-        "${extra_train_flags[@]}" > "$dir/$tag.txt" 2>&1 || { echo "$tag failed"; status=1; }
-    done
+  local dir=$out/train status=0 run name gpu_steps
+  for run in "${train_runs[@]}"; do
+    name=${run%%:*} gpu_steps=${run#*:} gpu_steps=${gpu_steps%%:*}
+    train_run "$name" gpu:0 "$dir" "$gpu_steps" || status=1
+    if [[ -n $cpu_reference && -f $cpu_reference/${name}_cpu.jsonl ]]; then
+      cp "$cpu_reference/${name}_cpu.jsonl" "$dir/"
+      echo "$name: CPU losses from $cpu_reference"
+    else
+      train_run "$name" cpu "$dir" || status=1
+    fi
   done
   python3 - "$dir" <<'EOF' | tee "$dir/compare.txt"
 import json, sys, os
 d = sys.argv[1]
-for name in ("lstm_small", "lstm_medium", "resnet50"):
+names = sorted({f[:-len("_gpu.jsonl")] for f in os.listdir(d)
+                if f.endswith(("_gpu.jsonl", "_cpu.jsonl"))})
+for name in names:
     def losses(device):
         path = os.path.join(d, f"{name}_{device}.jsonl")
         if not os.path.exists(path): return []
@@ -132,7 +188,7 @@ for name in ("lstm_small", "lstm_medium", "resnet50"):
         print(f"  GPU allocator bytes in use: after step 1 {levels[0]}, after step {len(levels)} "
               f"{levels[-1]} ({'steady' if levels[1:] and levels[-1] == levels[1] else 'CHANGED'})")
     worst = 0.0
-    for i, (a, b) in enumerate(zip(g, c)):
+    for i, (a, b) in enumerate(zip(g[:20], c[:20])):
         rel = abs(a - b) / max(abs(b), 1e-12)
         worst = max(worst, rel)
         print(f"  step {i + 1:2d}  gpu {a:.6f}  cpu {b:.6f}  rel {rel:.2e}")
@@ -144,40 +200,70 @@ EOF
 # Profiled GPU steps, and every analysis on them.
 stage_profile() {
   local dir=$out/profile status=0
-  "$train" --model lstm --config small --devices gpu:0 --steps 6 --profile --profile_dir "$dir" \
-    "${extra_train_flags[@]}" || status=1
-  "$train" --model resnet50 --image_size 224 --batch_size 32 --devices gpu:0 --steps 6 \
+  bounded "$train" --model lstm --config small --devices gpu:0 --steps 6 --profile \
+    --profile_dir "$dir" "${extra_train_flags[@]}" || status=1
+  bounded "$train" --model resnet50 --image_size 224 --batch_size 32 --devices gpu:0 --steps 6 \
     --profile --profile_dir "$dir" "${extra_train_flags[@]}" || status=1
   for trace in "$dir"/*.pb; do
     [[ -e $trace ]] || { echo "no trace written"; return 1; }
     for command in summary kernels streams overlap critical-path; do
       echo "== stepscope $command $(basename "$trace")"
-      "$cli" "$command" "$trace" || status=1
+      bounded "$cli" "$command" "$trace" || status=1
     done
-    "$cli" convert "$trace" "${trace%.pb}.json.gz" || status=1
+    bounded "$cli" convert "$trace" "${trace%.pb}.json.gz" || status=1
     gzip -k9 "$trace"
   done
   return $status
 }
 
+# NCCL through the trainer on this machine's GPU: a clique of one rank reduces the gradients,
+# and the profiled step shows NCCL's kernels linked to the all-reduce.
+stage_nccl() {
+  local dir=$out/nccl trace
+  bounded "$train" --model lstm --config small --devices gpu:0 --allreduce_spec nccl --steps 6 \
+    --profile --profile_dir "$dir" "${extra_train_flags[@]}"
+  for trace in "$dir"/*.pb; do
+    bounded "$cli" kernels "$trace" > "$dir/kernels.txt"
+    grep -i nccl "$dir/kernels.txt" || { echo "no NCCL kernel in $trace"; return 1; }
+  done
+}
+
+# Step times in alternating rounds (PyTorch, then ours), then the profiling overhead: one run
+# per model with every second step profiled. scripts/gpu/figures.py makes the table.
 stage_bench() {
-  python3 scripts/bench/torch_step_time.py --device cuda --steps 20 --warmup 5 \
-    > "$out/bench/torch.json"
-  local name flags
-  for run in "lstm_small:--model lstm --config small" "lstm_medium:--model lstm --config medium" \
-             "resnet50:--model resnet50 --image_size 224 --batch_size 64"; do
+  local dir=$out/bench status=0 round run name flags
+  local runs=("lstm_small:--model lstm --config small" "lstm_medium:--model lstm --config medium"
+              "resnet50:--model resnet50 --image_size 224 --batch_size 64")
+  for round in 1 2; do
+    LD_LIBRARY_PATH=$callers_library_path \
+      bounded python3 scripts/bench/torch_step_time.py --device cuda --steps 20 --warmup 5 \
+      > "$dir/torch_round$round.json" || status=1
+    for run in "${runs[@]}"; do
+      name=${run%%:*} flags=${run#*:}
+      # shellcheck disable=SC2086
+      bounded "$train" $flags --devices gpu:0 --steps 25 --warmup_steps 5 \
+        --metrics "$dir/${name}_ours_round$round.jsonl" > "$dir/${name}_ours_round$round.txt" 2>&1 ||
+        status=1
+    done
+  done
+  for run in "${runs[0]}" "${runs[2]}"; do
     name=${run%%:*} flags=${run#*:}
     # shellcheck disable=SC2086
-    "$train" $flags --devices gpu:0 --steps 30 --warmup_steps 10 \
-      --metrics "$out/bench/${name}_ours.jsonl" > "$out/bench/${name}_ours.txt" 2>&1 || return 1
+    bounded "$train" $flags --devices gpu:0 --steps 24 --warmup_steps 4 --profile --profile_every 2 \
+      --profile_dir "$dir/overhead_$name" --metrics "$dir/${name}_overhead.jsonl" \
+      > "$dir/${name}_overhead.txt" 2>&1 || status=1
   done
+  python3 scripts/gpu/figures.py "$dir" | tee "$dir/figures.txt"
+  return $status
 }
 
 for stage in "${stages[@]}"; do
   case $stage in
-    env|tests|train|profile|bench) run_stage "$stage" "stage_$stage" ;;
+    env|tests|train|profile|nccl|bench) run_stage "$stage" "stage_$stage" ;;
     all-tests) run_stage all-tests stage_all_tests ;;
-    *) echo "unknown stage '$stage' (env tests all-tests train profile bench)" >&2; exit 2 ;;
+    cpu-reference) run_stage cpu-reference stage_cpu_reference ;;
+    *) echo "unknown stage '$stage' (env tests all-tests train profile nccl bench cpu-reference)" >&2
+       exit 2 ;;
   esac
 done
 # Traces travel gzipped; their Chrome exports and the raw .pb stay behind.

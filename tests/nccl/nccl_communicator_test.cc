@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
+#include <thread>
 #include <vector>
 
 namespace stepscope::parallel {
@@ -34,6 +36,28 @@ TEST(NcclCliqueTest, RejectsBadGpuListsBeforeTouchingCuda) {
   auto bad = NcclCommunicator::CreateInProcess(twice);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidInput);
+}
+
+TEST(NcclCliqueTest, RanksSharingAGpuAreNamedBeforeNcclRefusesThem) {
+  const GpuUuidWords a = {0x4cc0b56c, 1, 2, 3}, b = {7, 1, 2, 3}, c = {7, 1, 2, 4};
+  const std::vector<GpuUuidWords> distinct = {a, b, c, {9, 9, 9, 9}};
+  EXPECT_TRUE(CheckOneGpuPerRank(distinct, 1).ok());
+  EXPECT_TRUE(CheckOneGpuPerRank(distinct, 2).ok());
+  // Two ranks of one GPU each on the same GPU: what `mpirun -np 2` on a one-GPU host gives.
+  const std::vector<GpuUuidWords> shared = {a, a};
+  const Status status = CheckOneGpuPerRank(shared, 1);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidInput);
+  EXPECT_NE(status.message().find("ranks 0 and 1 both drive GPU GPU-6cb5c04c"), std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find("a GPU of its own for every rank"), std::string::npos);
+  // Ranks of two GPUs each: rank 1's second GPU is rank 0's first.
+  const std::vector<GpuUuidWords> overlapping = {a, b, c, a};
+  EXPECT_NE(CheckOneGpuPerRank(overlapping, 2).message().find("ranks 0 and 1 both drive"),
+            std::string::npos);
+  const std::vector<GpuUuidWords> twice_in_one_rank = {b, b, a, c};
+  EXPECT_NE(CheckOneGpuPerRank(twice_in_one_rank, 2).message().find("rank 0 drives GPU GPU-07000000"),
+            std::string::npos);
+  EXPECT_EQ(CheckOneGpuPerRank(distinct, 3).code(), StatusCode::kInvalidInput);  // 4 % 3
 }
 
 TEST(NcclCommunicatorTest, WithoutGpusCreationNamesTheCudaError) {
@@ -121,6 +145,76 @@ TEST(NcclCommunicatorTest, CliqueOfOneGpuReducesAndBroadcasts) {
   EXPECT_EQ(out, host);
   EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
   EXPECT_EQ(cudaFree(buffer), cudaSuccess);
+}
+
+// Two ranks of one clique on the one GPU a machine has: what a 2-rank MPI run on one GPU meets.
+// Threads stand in for the processes (NCCL's rendezvous is the same through the unique id).
+// NCCL either refuses the shared device on both ranks with its own reason, or reduces correctly;
+// never a hang or a crash, never one rank up and the other not.
+TEST(NcclCommunicatorTest, TwoRanksSharingOneGpuReduceOrAreRefusedClearly) {
+  if (UsableGpus() < 1) GTEST_SKIP() << "needs a GPU";
+  auto id = NcclCommunicator::NewUniqueId();
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  const std::vector<int> gpu = {0};
+  StatusOr<std::unique_ptr<NcclCommunicator>> comms[2] = {Internal("not run"), Internal("not run")};
+  std::thread ranks[2];
+  for (int r = 0; r < 2; ++r) {
+    ranks[r] = std::thread([&, r] { comms[r] = NcclCommunicator::CreateForRanks(*id, 2, r, gpu); });
+  }
+  for (std::thread& t : ranks) t.join();
+  ASSERT_EQ(comms[0].ok(), comms[1].ok())
+      << comms[0].status().message() << " / " << comms[1].status().message();
+  if (!comms[0].ok()) {
+    // NCCL's own word for it (as seen on an H100): "invalid usage", from the group
+    // that initializes the rank; the trainer names the shared GPU first (CheckOneGpuPerRank).
+    for (const auto& comm : comms) {
+      EXPECT_NE(comm.status().message().find("nccl: "), std::string::npos);
+      EXPECT_NE(comm.status().message().find("invalid usage"), std::string::npos)
+          << comm.status().message();
+    }
+    // The UUIDs the trainer gathers say why, for both ranks alike.
+    auto uuid = GpuUuid(0);
+    ASSERT_TRUE(uuid.ok()) << uuid.status().message();
+    const std::vector<GpuUuidWords> gathered = {*uuid, *uuid};
+    EXPECT_NE(CheckOneGpuPerRank(gathered, 1).message().find("ranks 0 and 1 both drive GPU GPU-"),
+              std::string::npos);
+    std::cout << "NCCL refuses two ranks on one GPU: " << comms[0].status().message() << "\n";
+    return;
+  }
+  constexpr size_t kCount = 4099;
+  float* buffers[2] = {nullptr, nullptr};
+  cudaStream_t streams[2] = {nullptr, nullptr};
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  for (int r = 0; r < 2; ++r) {
+    std::vector<float> host(kCount, static_cast<float>(r + 1));
+    ASSERT_EQ(cudaMalloc(&buffers[r], kCount * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(buffers[r], host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  // Each rank's collective must be in flight before the other's can finish: one thread each.
+  Status reduced[2];
+  for (int r = 0; r < 2; ++r) {
+    ranks[r] = std::thread([&, r] {
+      float* buffer[] = {buffers[r]};
+      cudaStream_t stream[] = {streams[r]};
+      reduced[r] = (*comms[r])->AllReduce(buffer, kCount, ReduceOp::kSum, stream);
+      if (reduced[r].ok() && cudaStreamSynchronize(streams[r]) != cudaSuccess) {
+        reduced[r] = Internal("stream synchronize failed");
+      }
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(reduced[r].ok()) << reduced[r].message();
+    std::vector<float> out(kCount, -1.0f);
+    ASSERT_EQ(cudaMemcpy(out.data(), buffers[r], kCount * sizeof(float), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    EXPECT_EQ(out, std::vector<float>(kCount, 3.0f)) << "rank " << r;
+    EXPECT_EQ(cudaStreamDestroy(streams[r]), cudaSuccess);
+    EXPECT_EQ(cudaFree(buffers[r]), cudaSuccess);
+  }
+  std::cout << "NCCL reduces across two ranks on one GPU\n";
 }
 
 }  // namespace

@@ -64,16 +64,21 @@ const tf::NodeExecStats* HostOp(const tf::RunMetadata& metadata, const std::stri
   return nullptr;
 }
 
+// An op of the test's graph: the collector keeps its strings by address until the step ends, as
+// the trainer's graph nodes are kept.
+struct TestOp {
+  std::string name, type;
+  std::vector<std::string> inputs;
+};
+
 // One op of a step as StepProfiler drives it: the host record and the tracer's op scope around
 // `launch`, then a wait for the GPU, as the trainer's step ends after its results are read.
 template <typename Launch>
 void RunOp(collect::StepCollector& collector, GpuStepTracer& tracer,
-           const kernels::CudaContext& ctx, const std::string& name, const std::string& type,
-           Launch launch) {
-  static const std::vector<std::string> kNoInputs;
+           const kernels::CudaContext& ctx, const TestOp& op, Launch launch) {
   const int64_t start = cupti::SteadyNowNanos();
-  collector.BeginOp(&kGpuDevice, &name, &type, &kNoInputs, start);
-  tracer.OnOpStart(name, type, start);
+  collector.BeginOp(&kGpuDevice, &op.name, &op.type, &op.inputs, start);
+  tracer.OnOpStart(op.name, op.type, start);
   launch();
   tracer.OnOpEnd();
   ASSERT_TRUE(ctx.Synchronize().ok());
@@ -100,7 +105,8 @@ TEST(GpuStepTracerIntegrationTest, OurKernelAndCublasGemmAreLinkedToTheirOp) {
   collector.BeginStep(1);
   ASSERT_TRUE(tracer.BeginStep().ok());
   const int64_t step_start = cupti::SteadyNowNanos();
-  RunOp(collector, tracer, ctx, "op/MatMul", "MatMul", [&] {
+  const TestOp matmul_op{"op/MatMul", "MatMul", {}};
+  RunOp(collector, tracer, ctx, matmul_op, [&] {
     EXPECT_TRUE(kernels::Add(ctx, x.view({n}), y.view({n}), z.view({n})).ok());
     EXPECT_TRUE(kernels::MatMul(ctx, a.view({n, n}), b.view({n, n}), c.view({n, n})).ok());
   });
@@ -157,7 +163,8 @@ TEST(GpuStepTracerIntegrationTest, OurKernelAndCublasGemmAreLinkedToTheirOp) {
   collect::StepCollector second;
   second.BeginStep(2);
   ASSERT_TRUE(tracer.BeginStep().ok());
-  RunOp(second, tracer, ctx, "op/Add", "AddV2", [&] {
+  const TestOp add_op{"op/Add", "AddV2", {}};
+  RunOp(second, tracer, ctx, add_op, [&] {
     EXPECT_TRUE(kernels::Add(ctx, x.view({n}), y.view({n}), z.view({n})).ok());
   });
   tf::RunMetadata metadata2 = second.FinishStep(0);

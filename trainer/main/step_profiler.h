@@ -40,6 +40,9 @@ class StepProfiler final : public runtime::OpListener,
   void BeginStep(int64_t step, const std::vector<runtime::Device*>& devices);
   // Unhooks, builds the step's RunMetadata and writes it; returns the path written.
   StatusOr<std::string> EndStep();
+  // What the last EndStep's GPU trace held ("GPU: 1203 CUPTI records, 310 kernels, ..."), empty
+  // when that step traced no GPU: the figures a user checks first (records per step, drops).
+  const std::string& last_gpu_note() const { return last_gpu_note_; }
 
   void OnOpStart(const runtime::Device& device, const runtime::Node& node, int64_t start_ns) override;
   void OnOpEnd(const runtime::Device& device, const runtime::Node& node, int64_t start_ns,
@@ -73,6 +76,7 @@ class StepProfiler final : public runtime::OpListener,
   int64_t clock_offset_ns_ = 0;  // wall clock minus steady clock, so traces carry epoch times
   int64_t clock_sync_ns_ = 0;    // epoch time of the sync point; 0 = none recorded
   int rank_ = 0, world_size_ = 1;
+  std::string last_gpu_note_;
   std::unique_ptr<GpuTracing> gpu_;
 };
 

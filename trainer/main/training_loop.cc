@@ -95,7 +95,7 @@ StatusOr<TrainingReport> RunTraining(const TrainOptions& options, std::ostream& 
     record.seconds = static_cast<double>(runtime::NowNanos() - t0) * 1e-9;
     if (profiled) {
       ASSIGN_OR_RETURN(const std::string path, setup->profiler()->EndStep());
-      reporter.RecordTrace(record.step, path);
+      reporter.RecordTrace(record.step, path, setup->profiler()->last_gpu_note());
     }
     if (!std::isfinite(record.loss)) {
       return Internal("step " + std::to_string(record.step) +

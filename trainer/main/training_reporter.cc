@@ -89,15 +89,20 @@ TrainingReporter::TrainingReporter(const TrainingSetup& setup, std::ostream& log
 }
 
 void TrainingReporter::LogStart(const TrainOptions& options) {
-  const runtime::Device& device = setup_.input_device();
+  // Towers on GPUs take their inputs from a CPU device: its threads are the host's share.
+  const runtime::Device& input = setup_.input_device();
+  const runtime::Device& tower = *setup_.tower_devices().front();
+  const bool gpu_towers = tower.kind() == runtime::DeviceKind::kGpu;
   const int world = setup_.world_size();
   log_ << "stepscope-train: " << workload_.title() << " on "
        << (setup_.run_towers() == 1
-               ? device.name()
+               ? tower.name()
                : (world > 1 ? std::to_string(world) + " ranks x " : std::string()) +
                      std::to_string(setup_.tower_devices().size()) + " devices (" +
                      options.variable_update + ", all-reduce " + options.allreduce_spec + ")")
-       << " (" << device.num_threads() << " threads each), " << workload_.data().Describe()
+       << " (" << input.num_threads()
+       << (gpu_towers ? " input threads on " + input.name() : std::string(" threads each"))
+       << "), " << workload_.data().Describe()
        << "; " << total_steps_ << " steps, " << workload_.data().batches_per_epoch()
        << " batches per epoch\n";
   if (options.resident_batches > 0) {
@@ -113,9 +118,12 @@ Status TrainingReporter::Start(const std::string& metrics_path) {
   return Status::Ok();
 }
 
-void TrainingReporter::RecordTrace(int64_t step, const std::string& path) {
+void TrainingReporter::RecordTrace(int64_t step, const std::string& path,
+                                   const std::string& note) {
   if (interactive_) log_ << "\n";
-  rank_log_ << "trace of step " << step << ": " << path << "\n";
+  rank_log_ << "trace of step " << step << ": " << path;
+  if (!note.empty()) rank_log_ << " (" << note << ")";
+  rank_log_ << "\n";
   report_.trace_paths.push_back(path);
 }
 

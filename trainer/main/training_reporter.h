@@ -57,7 +57,8 @@ class TrainingReporter {
   Status Start(const std::string& metrics_path);
 
   // A profiled step's trace, written by this rank.
-  void RecordTrace(int64_t step, const std::string& path);
+  // `note`: what the step's GPU trace held, logged beside the path (empty: none).
+  void RecordTrace(int64_t step, const std::string& path, const std::string& note = {});
   // A finished step: its metrics line, its progress line, the report's losses.
   Status RecordStep(const StepRecord& step);
   // The run ended by a signal after `steps_done` steps.

@@ -69,6 +69,17 @@ StatusOr<std::unique_ptr<GpuAllReduce>> GpuAllReduce::Create(
     }
     RETURN_IF_ERROR(mpi->Broadcast(std::span<int64_t>(words), 0));
     std::memcpy(id.data(), words.data(), id.size());
+    // Ranks sharing a GPU: a clear error here, where NCCL would only say "invalid usage".
+    std::vector<parallel::GpuUuidWords> mine, all(static_cast<size_t>(local * mpi->world_size()));
+    for (int ordinal : ordinals) {
+      ASSIGN_OR_RETURN(const parallel::GpuUuidWords uuid, parallel::GpuUuid(ordinal));
+      mine.push_back(uuid);
+    }
+    static_assert(sizeof(parallel::GpuUuidWords) == 4 * sizeof(int32_t));
+    RETURN_IF_ERROR(mpi->AllGather(
+        std::span<const int32_t>(mine.front().data(), mine.size() * 4),
+        std::span<int32_t>(all.front().data(), all.size() * 4)));
+    RETURN_IF_ERROR(parallel::CheckOneGpuPerRank(all, local));
     clique->peers = local * mpi->world_size();
     ASSIGN_OR_RETURN(clique->communicator,
                      parallel::NcclCommunicator::CreateForRanks(id, clique->peers,

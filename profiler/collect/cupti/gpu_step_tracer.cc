@@ -1,6 +1,9 @@
 // The step profiler's CUPTI bridge; see the header for the step protocol, threads and locks.
 #include "profiler/collect/cupti/gpu_step_tracer.h"
 
+#include <set>
+#include <string_view>
+
 #include <utility>
 
 namespace stepscope::collect::cupti {
@@ -35,6 +38,27 @@ GpuStepTracer::GpuStepTracer(std::unique_ptr<CuptiActivitySource> source,
     : source_(std::move(source)), converter_(ClockAlignment{}, std::move(options)) {}
 
 GpuStepTracer::~GpuStepTracer() { (void)source_->Stop(); }
+
+void DropRuntimeCopyLanesOfTracedGpus(const tf::StepStats& gpu_lanes, tf::StepStats* step_stats) {
+  // "/device:GPU:k" of each GPU lane CUPTI filled, as the executor's lane names end.
+  std::set<std::string> traced;
+  for (const tf::DeviceStepStats& lane : gpu_lanes.dev_stats()) {
+    const std::string& name = lane.device();
+    const size_t gpu = name.find("/device:GPU:");
+    if (gpu == std::string::npos) continue;
+    const size_t end = name.find('/', gpu + 1 + std::string_view("device:GPU:").size());
+    traced.insert(name.substr(gpu, end == std::string::npos ? std::string::npos : end - gpu));
+  }
+  auto* lanes = step_stats->mutable_dev_stats();
+  for (int i = lanes->size() - 1; i >= 0; --i) {
+    const std::string& name = lanes->Get(i).device();
+    const size_t gpu = name.find("/device:GPU:");
+    if (gpu == 0 || gpu == std::string::npos || !name.ends_with("/memcpy")) continue;
+    if (traced.count(name.substr(gpu, name.size() - gpu - std::string_view("/memcpy").size())) != 0) {
+      lanes->DeleteSubrange(i, 1);
+    }
+  }
+}
 
 Status GpuStepTracer::BeginStep() {
   {
@@ -91,6 +115,7 @@ StatusOr<GpuStepSummary> GpuStepTracer::EndStep(int64_t clock_offset_ns,
   tf::StepStats* step_stats = metadata->mutable_step_stats();
   // Before the GPU lanes are added: only host ops take the launch ids.
   summary.linked_host_ops = GpuActivityConverter::LinkOps(step.launched_ops, step_stats);
+  DropRuntimeCopyLanesOfTracedGpus(step.step_stats, step_stats);
   for (tf::DeviceStepStats& lane : *step.step_stats.mutable_dev_stats()) {
     *step_stats->add_dev_stats() = std::move(lane);
   }

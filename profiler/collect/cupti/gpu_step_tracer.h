@@ -16,6 +16,10 @@
 // the step's RunMetadata, writes each launching host op's correlation id, and records the GPU
 // records lost in TraceSession.dropped_gpu_records. Records delivered outside a step are
 // discarded, so a step's lanes hold only that step's work.
+// The runtime's own copy lane of a traced GPU (`/job:.../device:GPU:k/memcpy`: host-observed
+// copy times, which include waiting for the stream and for CUPTI) gives way to CUPTI's
+// `/device:GPU:k/memcpy`, the GPU's own copies, as in TensorFlow's GPU traces; without CUPTI it
+// stays, the only record of the copies.
 // The source is an interface so tests drive the tracer with synthetic CUPTI records.
 //
 // Threads and locks: OnOpStart/OnOpEnd run on executor threads (RegisterOp takes the converter's
@@ -44,6 +48,9 @@ struct GpuStepSummary {
   ConversionStats stats;
   size_t linked_host_ops = 0;  // host ops given the correlation id of the GPU work they launched
 };
+
+// Removes from `step_stats` the runtime copy lanes of the GPUs that `gpu_lanes` (CUPTI's) cover.
+void DropRuntimeCopyLanesOfTracedGpus(const tf::StepStats& gpu_lanes, tf::StepStats* step_stats);
 
 class GpuStepTracer final : private ActivityRecordSink {
  public:

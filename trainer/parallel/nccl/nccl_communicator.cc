@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <string>
 
 namespace stepscope::parallel {
@@ -66,6 +67,56 @@ Status GroupCall(size_t num_comms, const char* call_name, const Call& call) {
 }
 
 }  // namespace
+
+StatusOr<GpuUuidWords> GpuUuid(int gpu_ordinal) {
+  cudaDeviceProp prop{};
+  const cudaError_t error = cudaGetDeviceProperties(&prop, gpu_ordinal);
+  if (error != cudaSuccess) {
+    return Unavailable("nccl: reading GPU " + std::to_string(gpu_ordinal) +
+                       "'s properties failed: " + cudaGetErrorString(error));
+  }
+  GpuUuidWords words{};
+  static_assert(sizeof(words) == sizeof(prop.uuid.bytes));
+  std::memcpy(words.data(), prop.uuid.bytes, sizeof(words));
+  return words;
+}
+
+namespace {
+// nvidia-smi's short form of a GPU's UUID: GPU- and its first 8 hex digits.
+std::string ShortUuid(const GpuUuidWords& words) {
+  unsigned char bytes[sizeof(GpuUuidWords)];
+  std::memcpy(bytes, words.data(), sizeof(bytes));
+  static const char kHex[] = "0123456789abcdef";
+  std::string text = "GPU-";
+  for (int i = 0; i < 4; ++i) {
+    text += kHex[bytes[i] >> 4];
+    text += kHex[bytes[i] & 15];
+  }
+  return text;
+}
+}  // namespace
+
+Status CheckOneGpuPerRank(std::span<const GpuUuidWords> all_ranks_gpus, int gpus_per_rank) {
+  if (gpus_per_rank < 1 || all_ranks_gpus.size() % static_cast<size_t>(gpus_per_rank) != 0) {
+    return InvalidInput("nccl: " + std::to_string(all_ranks_gpus.size()) +
+                        " GPUs gathered from ranks of " + std::to_string(gpus_per_rank) + " each");
+  }
+  std::map<GpuUuidWords, size_t> first_user;  // GPU -> index of its first entry
+  for (size_t i = 0; i < all_ranks_gpus.size(); ++i) {
+    const auto [it, fresh] = first_user.emplace(all_ranks_gpus[i], i);
+    if (fresh) continue;
+    const size_t rank_a = it->second / static_cast<size_t>(gpus_per_rank);
+    const size_t rank_b = i / static_cast<size_t>(gpus_per_rank);
+    return InvalidInput(
+        "nccl: " + (rank_a == rank_b ? "rank " + std::to_string(rank_a) + " drives"
+                                     : "ranks " + std::to_string(rank_a) + " and " +
+                                           std::to_string(rank_b) + " both drive") +
+        " GPU " + ShortUuid(all_ranks_gpus[i]) +
+        "; NCCL needs a GPU of its own for every rank: start at most as many ranks per host as "
+        "it has GPUs (or give each rank its GPUs with CUDA_VISIBLE_DEVICES)");
+  }
+  return Status::Ok();
+}
 
 Status ValidateNcclClique(std::span<const int> gpu_ordinals, int world_size, int first_rank) {
   if (gpu_ordinals.empty()) return InvalidInput("nccl: no GPUs given");

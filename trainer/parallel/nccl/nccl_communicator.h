@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
@@ -61,6 +62,16 @@ class NcclCommunicator {
   std::vector<ncclComm_t> comms_;
   int world_size_ = 0;
 };
+
+// A GPU's identity across processes: its 16-byte UUID (nvidia-smi's GPU-xxxxxxxx-...) as four
+// words, the unit an MPI all-gather carries.
+using GpuUuidWords = std::array<int32_t, 4>;
+StatusOr<GpuUuidWords> GpuUuid(int gpu_ordinal);
+
+// NCCL refuses a clique in which two ranks drive one GPU, with only "invalid usage" to say so;
+// before creating one, the ranks gather their GPUs' UUIDs (`gpus_per_rank` each, rank-major) and
+// this names the ranks that share a GPU (kInvalidInput), or is OK when every GPU is distinct.
+Status CheckOneGpuPerRank(std::span<const GpuUuidWords> all_ranks_gpus, int gpus_per_rank);
 
 // Argument checks shared by both constructors (host-only, tested without a GPU): GPU ordinals
 // non-empty, non-negative and distinct; for ranks, 0 <= first_rank and the local ranks within
