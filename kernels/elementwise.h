@@ -1,11 +1,12 @@
-// Element-wise ops: BiasAdd/BiasAddGrad, AddN, Add, Mul/MulGrad, Scale, Relu/ReluGrad, and the
-// scalar forms dropout is built of (AddScalar, Floor, DivideByScalar).
+// Element-wise ops: BiasAdd/BiasAddGrad, AddN, Add, Mul/MulGrad, Scale, Relu/ReluGrad, and what
+// dropout is built of (RandomUniform, AddScalar, Floor, DivideByScalar).
 // Shapes must match exactly (no general broadcasting); BiasAdd broadcasts a (C) bias over the
 // last dimension (channels last, TF's NHWC / BiasAdd data_format "NHWC").
 // The gradient of Add and AddN with respect to each input is the incoming gradient itself and
 // the gradient of Scale is Scale by the same factor, so they have no separate grad kernel.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <type_traits>
 
@@ -46,6 +47,9 @@ Status AddScalar(const CpuContext& ctx, In<T> x, std::type_identity_t<T> s, Out<
 // y = floor(x).
 template <typename T>
 Status Floor(const CpuContext& ctx, In<T> x, Out<T> y);
+// y[k] = the k-th uniform [0, 1) draw of SplitMix64 after `state` (math/random_math.h): the same
+// numbers on every device and thread count; the caller advances its state by y.size().
+Status RandomUniform(const CpuContext& ctx, uint64_t state, Out<float> y);
 // y = x / d (TF's RealDiv by a scalar: a division, which a multiply by 1/d does not round alike).
 template <typename T>
 Status DivideByScalar(const CpuContext& ctx, In<T> x, std::type_identity_t<T> d, Out<T> y);
@@ -67,6 +71,7 @@ Status MulGrad(const CudaContext& ctx, In<float> a, In<float> b, In<float> dc, O
 Status Scale(const CudaContext& ctx, In<float> x, float alpha, Out<float> y);
 Status AddScalar(const CudaContext& ctx, In<float> x, float s, Out<float> y);
 Status Floor(const CudaContext& ctx, In<float> x, Out<float> y);
+Status RandomUniform(const CudaContext& ctx, uint64_t state, Out<float> y);
 Status DivideByScalar(const CudaContext& ctx, In<float> x, float d, Out<float> y);
 Status Relu(const CudaContext& ctx, In<float> x, Out<float> y);
 Status ReluGrad(const CudaContext& ctx, In<float> dy, In<float> x, Out<float> dx);

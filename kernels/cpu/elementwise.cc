@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/math/elementwise_math.h"
+#include "kernels/math/random_math.h"
 #include "kernels/shape_check.h"
 
 namespace stepscope::kernels {
@@ -139,6 +140,13 @@ template <typename T>
 Status Floor(const CpuContext& ctx, In<T> x, Out<T> y) {
   RETURN_IF_ERROR(internal::CheckSameShape("Floor", x.shape, y.shape));
   ForEachIndex(ctx, y.size(), [&](int64_t i) { y.data[i] = math::Floor(x.data[i]); });
+  return Status::Ok();
+}
+
+Status RandomUniform(const CpuContext& ctx, uint64_t state, Out<float> y) {
+  ForEachIndex(ctx, y.size(), [&](int64_t i) {
+    y.data[i] = math::SplitMixUniform24(state, static_cast<uint64_t>(i));
+  });
   return Status::Ok();
 }
 

@@ -82,9 +82,9 @@ struct ColumnTerms {
 
 inline constexpr int kColumnTile = 32, kRowLanes = 8;
 
-template <int N, typename Values>
+template <int N, typename Values, typename Finish>
 __global__ void ColumnPartialSumsKernel(int64_t rows, int64_t cols, int64_t rows_per_chunk,
-                                        Values values, float* partials) {
+                                        Values values, float* partials, Finish finish) {
   __shared__ float shared[N][kRowLanes][kColumnTile];
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kColumnTile + threadIdx.x;
   const int64_t chunk = blockIdx.y;
@@ -100,11 +100,14 @@ __global__ void ColumnPartialSumsKernel(int64_t rows, int64_t cols, int64_t rows
   for (int i = 0; i < N; ++i) shared[i][threadIdx.y][threadIdx.x] = acc[i];
   __syncthreads();
   if (threadIdx.y == 0 && c < cols) {
+    ColumnTerms<N> sums;
     for (int i = 0; i < N; ++i) {
       float sum = 0;
       for (int lane = 0; lane < kRowLanes; ++lane) sum += shared[i][lane][threadIdx.x];
-      partials[(static_cast<int64_t>(i) * gridDim.y + chunk) * cols + c] = sum;
+      sums.v[i] = sum;
+      if (partials != nullptr) partials[(static_cast<int64_t>(i) * gridDim.y + chunk) * cols + c] = sum;
     }
+    if (partials == nullptr) finish(c, sums);  // one chunk: its sums are the column's
   }
 }
 
@@ -133,14 +136,19 @@ Status ColumnReduce(const CudaContext& ctx, int64_t rows, int64_t cols, Values v
   const int64_t wanted = std::clamp<int64_t>((1024 + tiles - 1) / tiles, 1, most_chunks);
   const int64_t rows_per_chunk = std::max<int64_t>(1, (rows + wanted - 1) / wanted);
   const int64_t chunks = std::max<int64_t>(1, (rows + rows_per_chunk - 1) / rows_per_chunk);
+  auto* const column_partial_sums = &ColumnPartialSumsKernel<N, Values, Finish>;
+  const dim3 grid(static_cast<unsigned int>(tiles), static_cast<unsigned int>(chunks));
+  const dim3 block(kColumnTile, kRowLanes);
+  if (chunks == 1) {  // few rows (an LSTM's batch): one launch, no scratch
+    STEPSCOPE_CUDA_LAUNCH(column_partial_sums, grid, block, 0, ctx.stream(), rows, cols,
+                          rows_per_chunk, values, static_cast<float*>(nullptr), finish);
+    return Status::Ok();
+  }
   DeviceScratch partials;
   RETURN_IF_ERROR(partials.Allocate(ctx, static_cast<size_t>(N * chunks * cols) * sizeof(float)));
-  auto* const column_partial_sums = &ColumnPartialSumsKernel<N, Values>;
   auto* const column_finish = &ColumnFinishKernel<N, Finish>;
-  STEPSCOPE_CUDA_LAUNCH(column_partial_sums,
-                        dim3(static_cast<unsigned int>(tiles), static_cast<unsigned int>(chunks)),
-                        dim3(kColumnTile, kRowLanes), 0, ctx.stream(), rows, cols, rows_per_chunk,
-                        values, partials.as<float>());
+  STEPSCOPE_CUDA_LAUNCH(column_partial_sums, grid, block, 0, ctx.stream(), rows, cols,
+                        rows_per_chunk, values, partials.as<float>(), finish);
   STEPSCOPE_CUDA_LAUNCH(column_finish, BlocksFor(cols), kThreads, 0, ctx.stream(), cols, chunks,
                         partials.as<float>(), finish);
   return Status::Ok();

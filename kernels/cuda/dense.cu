@@ -8,6 +8,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/math/elementwise_math.h"
 #include "kernels/math/optimizer_math.h"
+#include "kernels/math/random_math.h"
 #include "kernels/math/reduce_math.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_grad.h"
@@ -93,6 +94,13 @@ struct FloorFn {
   float* y;
   __device__ void operator()(int64_t i) const { y[i] = math::Floor(x[i]); }
 };
+struct RandomUniformFn {
+  uint64_t state;
+  float* y;
+  __device__ void operator()(int64_t i) const {
+    y[i] = math::SplitMixUniform24(state, static_cast<uint64_t>(i));
+  }
+};
 struct DivideByScalarFn {
   const float* x;
   float d;
@@ -177,6 +185,10 @@ Status AddScalar(const CudaContext& ctx, In<float> x, float s, Out<float> y) {
 Status Floor(const CudaContext& ctx, In<float> x, Out<float> y) {
   RETURN_IF_ERROR(internal::CheckSameShape("Floor", x.shape, y.shape));
   return ForEach(ctx, y.size(), FloorFn{x.data, y.data});
+}
+
+Status RandomUniform(const CudaContext& ctx, uint64_t state, Out<float> y) {
+  return ForEach(ctx, y.size(), RandomUniformFn{state, y.data});
 }
 
 Status DivideByScalar(const CudaContext& ctx, In<float> x, float d, Out<float> y) {

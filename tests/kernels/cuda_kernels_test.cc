@@ -205,6 +205,20 @@ TEST_F(CudaKernelsTest, DropoutScalarOpsMatchCpuExactly) {
   ExpectExact(g3.ToHost(), div, "DivideByScalar (IEEE division on both)");
 }
 
+// Dropout's random numbers: the same bits as the CPU's for the same state, past 2^32 elements'
+// worth of state increments (the counter wraps in 64 bits alike).
+TEST_F(CudaKernelsTest, RandomUniformMatchesCpuExactly) {
+  for (const uint64_t state : {uint64_t{0}, uint64_t{0xFFFFFFFFFFFFFF00ull}, uint64_t{12345}}) {
+    const Shape s{20, 650};  // a PTB medium dropout site
+    std::vector<float> cpu(13000);
+    DeviceVector<float> gpu(NaNs(13000));
+    ASSERT_OK(RandomUniform(cpu_, state, View(cpu, s)));
+    ASSERT_OK(RandomUniform(*ctx_, state, gpu.view(s)));
+    Sync();
+    ExpectExact(gpu.ToHost(), cpu, "RandomUniform");
+  }
+}
+
 TEST_F(CudaKernelsTest, EmbeddingOpsMatchCpu) {
   const int64_t rows = 10, dim = 4;
   const auto params = RandomVector<float>(rows * dim, 1);

@@ -112,6 +112,32 @@ TEST(Elementwise, AddScalarFloorAndDivideByScalar) {
             StatusCode::kInvalidInput);
 }
 
+// SplitMix64's published first outputs for seed 0 (0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4,
+// 0x06C45D188009454F): the top 24 bits of each over 2^24, from any start in the stream and on
+// any thread count.
+TEST(Elementwise, RandomUniformIsSplitMix64sStream) {
+  const std::vector<float> expected = {0xE220A8 / 16777216.0f, 0x6E789E / 16777216.0f,
+                                       0x06C45D / 16777216.0f};
+  ThreadPool pool(3);
+  for (const CpuContext& ctx : {CpuContext(), CpuContext(&pool)}) {
+    std::vector<float> y(3, -1.0f);
+    ASSERT_OK(RandomUniform(ctx, 0, View(y, {3})));
+    EXPECT_EQ(y, expected);
+    std::vector<float> later(2, -1.0f);  // the stream from after its first value
+    ASSERT_OK(RandomUniform(ctx, 0x9E3779B97F4A7C15ull, View(later, {2})));
+    EXPECT_EQ(later, std::vector<float>(expected.begin() + 1, expected.end()));
+  }
+  std::vector<float> many(10000);
+  ASSERT_OK(RandomUniform(CpuContext(&pool), 42, View(many, {100, 100})));
+  double sum = 0;
+  for (float u : many) {
+    ASSERT_GE(u, 0.0f);
+    ASSERT_LT(u, 1.0f);
+    sum += u;
+  }
+  EXPECT_NEAR(sum / 10000, 0.5, 0.01);
+}
+
 TEST(Elementwise, MulGradMatchesFiniteDifferences) {
   const Shape s{3, 7};
   auto a = testing::RandomVector<double>(21, 1), b = testing::RandomVector<double>(21, 2);

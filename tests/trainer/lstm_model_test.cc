@@ -23,6 +23,8 @@
 #include "trainer/runtime/op_scope.h"
 #include "trainer/runtime/transfers.h"
 #include "host_memory_gpu.h"
+#include "kernels/elementwise.h"
+#include "trainer/models/rng.h"
 
 namespace stepscope::models {
 namespace {
@@ -404,6 +406,19 @@ TEST(LstmDropout, MasksKeepTheRightShareAndScaleTheKeptValues) {
   }
   EXPECT_GT(zeroed, 0);
   EXPECT_LT(zeroed, static_cast<int>(muls.values.size()));
+}
+
+// Dropout draws its uniforms on the device from the Rng's state: the numbers the host Rng would
+// have drawn one by one, and the Rng goes on after them.
+TEST(LstmDropout, DeviceDrawsAreTheHostRngsStream) {
+  Rng host(1234), counter(1234);
+  std::vector<float> drawn(777);
+  ASSERT_TRUE(kernels::RandomUniform(kernels::CpuContext(), counter.state(),
+                                     kernels::Out<float>{drawn.data(), {777}})
+                  .ok());
+  counter.Skip(777);
+  for (float u : drawn) ASSERT_EQ(u, host.UniformFloat(0.0f, 1.0f));
+  EXPECT_EQ(counter.Next(), host.Next());
 }
 
 TEST(LstmDropout, RepeatableForASeedNewMasksEachStepAndPerDevice) {

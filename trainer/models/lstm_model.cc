@@ -376,13 +376,16 @@ StatusOr<Tensor> LstmModel::DropoutForward(const DropoutNodes& nodes, const Tens
   Tensor uniform, kept, scaled, y;
   {
     // TF's float RandomUniform: 23 random mantissa bits; ours takes 24 from the models' Rng,
-    // drawn on the host (one sequence whatever the device) and copied in.
+    // drawn on the device from the Rng's state (one sequence whatever the device, and no copy
+    // from the host, which on a GPU waited for the stream at every dropout).
     OpScope scope(device_, *nodes.random_uniform);
     ASSIGN_OR_RETURN(uniform, device_.Allocate(DType::kFloat32, x.shape()));
     scope.Output(uniform);
-    std::vector<float> u(static_cast<size_t>(n));
-    for (float& value : u) value = dropout_rng_.UniformFloat(0.0f, 1.0f);
-    RETURN_IF_ERROR(runtime::CopyFromHost<float>(device_, u, uniform));
+    const uint64_t state = dropout_rng_.state();
+    dropout_rng_.Skip(static_cast<uint64_t>(n));
+    RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
+      return kernels::RandomUniform(ctx, state, uniform.view<float>());
+    }));
   }
   {
     OpScope scope(device_, *nodes.add);
@@ -684,11 +687,17 @@ Status LstmModel::ApplyGradients(std::span<const Gradient> gradients, float lear
   }
   // Global-norm clipping (tf.clip_by_global_norm): every gradient times
   // max_norm / max(global_norm, max_norm); sparse gradients count their rows as given.
-  double sum_of_squares_halves = 0;
+  // Every L2Loss is enqueued before the first is read: on a GPU one wait for the device, not one
+  // per variable.
+  std::vector<Tensor> half_squares;
   for (const Gradient& g : gradients) {
     ASSIGN_OR_RETURN(Tensor l2, ops::L2Loss(device_, *l2loss_[static_cast<size_t>(g.variable)], g.values));
-    ASSIGN_OR_RETURN(const std::vector<float> half_squares, runtime::ToHostVector<float>(device_, l2));
-    sum_of_squares_halves += half_squares.at(0);
+    half_squares.push_back(std::move(l2));
+  }
+  double sum_of_squares_halves = 0;
+  for (const Tensor& l2 : half_squares) {
+    ASSIGN_OR_RETURN(const std::vector<float> value, runtime::ToHostVector<float>(device_, l2));
+    sum_of_squares_halves += value.at(0);
   }
   double global_norm = 0;
   {

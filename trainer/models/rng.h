@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/math/random_math.h"
+
 namespace stepscope::models {
 
 // SplitMix64, with Box-Muller normals.
@@ -12,12 +14,11 @@ class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
 
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  uint64_t Next() { return kernels::math::SplitMixMix(state_ += kernels::math::kSplitMixGamma); }
+  // The stream as a counter (kernels::RandomUniform draws `n` values from state() on a device,
+  // the same as n UniformFloat(0, 1) here): the state, and a jump past n values.
+  uint64_t state() const { return state_; }
+  void Skip(uint64_t n) { state_ += n * kernels::math::kSplitMixGamma; }
   double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }  // [0, 1)
   // Uniform in [lo, hi) from 24 random bits, in float (how the LSTM initialises its weights).
   float UniformFloat(float lo, float hi) {
