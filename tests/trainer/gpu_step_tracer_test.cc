@@ -532,8 +532,12 @@ TEST(StepProfilerGpuTest, HostCopiesIntoAGpuAreRecordedFromPinnedMemory) {
   StepProfiler profiler(options, "lstm_small");
   ::testing::internal::CaptureStderr();  // the no-driver warning, where there is no driver
   profiler.BeginStep(1, {gpu.get(), &cpu});
+  // Inside the input op, as the trainer copies its batch in.
+  const runtime::Node split{"tower_0/TrainInput/split", "Slice", {"TrainInput"}};
   for (runtime::Device* device : {gpu.get(), &cpu}) {
+    runtime::OpScope op(*device, split);
     runtime::Tensor t = *device->Allocate(runtime::DType::kFloat32, {256});
+    op.Output(t);
     const std::vector<float> values(256, 1.5f);
     runtime::CopyScope copy(*device, "tower_0/TrainInput/split:Slice",
                             runtime::CopyKind::kHostToDevice, t.bytes());
@@ -547,11 +551,16 @@ TEST(StepProfilerGpuTest, HostCopiesIntoAGpuAreRecordedFromPinnedMemory) {
   tf::RunMetadata metadata;
   ASSERT_TRUE(metadata.ParseFromString(*bytes));
   std::map<std::string, std::string> labels;  // memcpy lane -> its copy's label
+  std::set<std::string> allocators;             // of the GPU's memory records
   for (const auto& dev : metadata.step_stats().dev_stats()) {
     for (const auto& node : dev.node_stats()) {
       if (node.has_memcpy()) labels[dev.device()] = node.timeline_label();
+      if (dev.device() != kGpuDevice) continue;
+      for (const auto& memory : node.memory()) allocators.insert(memory.allocator_name());
     }
   }
+  // The staging buffer came from the GPU's pinned allocator, recorded as TensorFlow records it.
+  EXPECT_TRUE(allocators.count("cuda_host_bfc")) << ::testing::PrintToString(allocators);
   EXPECT_EQ(labels[kGpuDevice + "/memcpy"], "MEMCPYHtoD 1024 bytes (Pinned to Device)");
   EXPECT_EQ(labels["/job:localhost/replica:0/task:0/device:CPU:0/memcpy"],
             "MEMCPYHtoD 1024 bytes (Pageable to Device)");

@@ -80,6 +80,7 @@ void StepProfiler::Unhook() {
   for (runtime::Device* device : devices_) {
     device->set_op_listener(nullptr);
     device->allocator().SetObserver(nullptr);
+    if (device->host_allocator() != nullptr) device->host_allocator()->SetObserver(nullptr);
   }
 }
 
@@ -90,6 +91,8 @@ void StepProfiler::BeginStep(int64_t step, const std::vector<runtime::Device*>& 
   BeginGpuStep();
   for (runtime::Device* device : devices_) {
     device->allocator().SetObserver(this);
+    // A GPU's pinned staging buffers ("cuda_host_bfc"), as TensorFlow's GPU steps record them.
+    if (device->host_allocator() != nullptr) device->host_allocator()->SetObserver(this);
     device->set_op_listener(this);
   }
 }
