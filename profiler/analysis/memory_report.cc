@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "base/saturating.h"
 #include "profiler/trace/node_store.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
@@ -32,20 +33,23 @@ std::vector<AllocatorReport> ComputeMemoryReport(const trace::Trace& trace, size
     report.live_at_peak = LiveTensorsAt(trace, timeline, timeline.peak_ns);
     report.live_tensors = static_cast<int64_t>(report.live_at_peak.size());
     for (const LiveTensor& t : report.live_at_peak) {
-      report.live_requested_bytes += t.bytes;
+      // Sizes from a file may be anywhere in int64: the sums saturate.
+      report.live_requested_bytes = SaturatingAdd(report.live_requested_bytes, t.bytes);
       if (t.allocated_bytes > 0) {
-        report.live_allocated_bytes += t.allocated_bytes;
-        report.live_requested_with_allocated += t.bytes;
+        report.live_allocated_bytes = SaturatingAdd(report.live_allocated_bytes, t.allocated_bytes);
+        report.live_requested_with_allocated =
+            SaturatingAdd(report.live_requested_with_allocated, t.bytes);
       }
     }
     if (report.live_allocated_bytes > 0) {
       report.fragmentation = 1.0 - static_cast<double>(report.live_requested_with_allocated) /
                                        static_cast<double>(report.live_allocated_bytes);
     }
-    const int64_t attributed = std::max(report.live_allocated_bytes + report.live_requested_bytes -
-                                            report.live_requested_with_allocated,
-                                        int64_t{0});
-    report.unattributed_bytes = std::max<int64_t>(0, timeline.peak_bytes - attributed);
+    const int64_t attributed = std::max(
+        SaturatingSub(SaturatingAdd(report.live_allocated_bytes, report.live_requested_bytes),
+                      report.live_requested_with_allocated),
+        int64_t{0});
+    report.unattributed_bytes = std::max<int64_t>(0, SaturatingSub(timeline.peak_bytes, attributed));
     if (report.live_at_peak.size() > top) report.live_at_peak.resize(top);
     // Temporary and persistent bytes of the ops that ran on the allocator's device.
     trace::NodeReader nodes(trace, trace::kNodeMemoryStats);
@@ -54,8 +58,9 @@ std::vector<AllocatorReport> ComputeMemoryReport(const trace::Trace& trace, size
       const tf::NodeExecStats* node = nodes.Get(i);
       if (node == nullptr || !node->has_memory_stats()) continue;
       if (trace.DeviceOf(trace.slices()[i].track) != timeline.device_track) continue;
-      report.temp_bytes += node->memory_stats().temp_memory_size();
-      report.persistent_bytes += node->memory_stats().persistent_memory_size();
+      report.temp_bytes = SaturatingAdd(report.temp_bytes, node->memory_stats().temp_memory_size());
+      report.persistent_bytes =
+          SaturatingAdd(report.persistent_bytes, node->memory_stats().persistent_memory_size());
     }
     if (auto it = recorded.find(timeline.allocator); it != recorded.end()) {
       report.max_allocator_bytes_in_use = it->second.first;

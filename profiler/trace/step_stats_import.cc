@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "base/saturating.h"
 #include "profiler/trace/node_store.h"
 #include "profiler/trace/step_stats_wire.h"
 #include "profiler/trace/tf_names.h"
@@ -12,18 +13,6 @@
 
 namespace stepscope::trace {
 namespace {
-
-// Byte counts of a corrupt file may be anywhere in int64: the memory curve saturates instead.
-int64_t SaturatingAdd(int64_t a, int64_t b) {
-  int64_t sum = 0;
-  if (!__builtin_add_overflow(a, b, &sum)) return sum;
-  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
-}
-int64_t SaturatingSub(int64_t a, int64_t b) {
-  int64_t difference = 0;
-  if (!__builtin_sub_overflow(a, b, &difference)) return difference;
-  return b < 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
-}
 
 // Sort keys so that devices read CPU, then GPU, by index; lanes read executor, streams by id,
 // memcpy, then the stream:all aggregate.
