@@ -107,7 +107,13 @@ TEST(CompareRuns, LargerBatchFindsTheMatMulsAndTheSoftmaxSlower) {
   // confident finding, and the step must at least have grown and not read as an improvement.
   EXPECT_GT(diff.step.change, 0.5);
   EXPECT_NE(diff.step.verdict, "improved") << diff.step.change;
-  for (const RunDiffRow& r : diff.by_op_type) EXPECT_NE(r.verdict, "improved") << r.name;
+  // No op got faster, except below a microsecond: a host-only scalar op (the clipping's Sqrt,
+  // ~100 ns) moves either way with what ran before it (cache state, timer rounding) and a
+  // consistent shift of it is no finding.
+  for (const RunDiffRow& r : diff.by_op_type) {
+    if (r.median_a < 1000 && r.median_b < 1000) continue;
+    EXPECT_NE(r.verdict, "improved") << r.name << ": " << r.median_a << " -> " << r.median_b << " ns";
+  }
   EXPECT_FALSE(analysis::RegressionGate(diff, 10, 0.1e6).empty());
 }
 
