@@ -6,15 +6,21 @@
 #include <cmath>
 #include <cstdint>
 
+#include "base/hd.h"
+
 namespace stepscope {
 
-// SplitMix64: mixes a seed (or a seed and an index) into a well-spread 64-bit value.
-inline uint64_t MixSeed(uint64_t value) {
-  value += 0x9E3779B97F4A7C15ull;
-  value = (value ^ (value >> 30)) * 0xBF58476D1CE4E5B9ull;
-  value = (value ^ (value >> 27)) * 0x94D049BB133111EBull;
-  return value ^ (value >> 31);
+// SplitMix64 (Steele, Lea and Flood): a state that advances by kSplitMixGamma and an output
+// function of the state. Device code uses it too (dropout's numbers: kernels/math/random_math.h).
+inline constexpr uint64_t kSplitMixGamma = 0x9E3779B97F4A7C15ull;
+STEPSCOPE_HD inline uint64_t SplitMixOutput(uint64_t state) {
+  state = (state ^ (state >> 30)) * 0xBF58476D1CE4E5B9ull;
+  state = (state ^ (state >> 27)) * 0x94D049BB133111EBull;
+  return state ^ (state >> 31);
 }
+
+// Mixes a seed (or a seed and an index) into a well-spread 64-bit value: SplitMix64's next output.
+inline uint64_t MixSeed(uint64_t value) { return SplitMixOutput(value + kSplitMixGamma); }
 inline uint64_t MixSeed(uint64_t seed, uint64_t stream) { return MixSeed(MixSeed(seed) ^ stream); }
 
 // xoshiro256** (Blackman and Vigna).

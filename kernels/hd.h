@@ -1,16 +1,11 @@
-// STEPSCOPE_HD marks the scalar formulas shared by the CPU reference and the CUDA kernels
-// (`__host__ __device__` under nvcc, nothing for the host compiler), plus the few math
-// functions those formulas need, overloaded per element type so that a later fp16/bf16 port
+// The scalar formulas shared by the CPU reference and the CUDA kernels are STEPSCOPE_HD
+// (base/hd.h); here are the few math functions those formulas need, overloaded per element type so that a later fp16/bf16 port
 // adds overloads here instead of touching every formula.
 #pragma once
 
 #include <math.h>  // expf/tanhf/... are declared for both host and device under nvcc
 
-#if defined(__CUDACC__)
-#define STEPSCOPE_HD __host__ __device__
-#else
-#define STEPSCOPE_HD
-#endif
+#include "base/hd.h"
 
 namespace stepscope::kernels::math {
 

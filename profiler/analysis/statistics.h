@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/random.h"
+
 namespace stepscope::analysis {
 
 // Median of the values (the mean of the middle two for an even count); 0 for none.
@@ -81,12 +83,7 @@ BootstrapInterval BootstrapMedianDeltaGrouped(const std::vector<double>& a, cons
 class SplitMix64 {
  public:
   explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  uint64_t Next() { return SplitMixOutput(state_ += kSplitMixGamma); }
   // Uniform in [0, n), n > 0 (the modulo bias is below n / 2^64, nothing for step counts).
   size_t Below(size_t n) { return static_cast<size_t>(Next() % n); }
 

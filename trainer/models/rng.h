@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/math/random_math.h"
+#include "base/random.h"
 
 namespace stepscope::models {
 
@@ -14,11 +14,11 @@ class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
 
-  uint64_t Next() { return kernels::math::SplitMixMix(state_ += kernels::math::kSplitMixGamma); }
+  uint64_t Next() { return SplitMixOutput(state_ += kSplitMixGamma); }
   // The stream as a counter (kernels::RandomUniform draws `n` values from state() on a device,
   // the same as n UniformFloat(0, 1) here): the state, and a jump past n values.
   uint64_t state() const { return state_; }
-  void Skip(uint64_t n) { state_ += n * kernels::math::kSplitMixGamma; }
+  void Skip(uint64_t n) { state_ += n * kSplitMixGamma; }
   double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }  // [0, 1)
   // Uniform in [lo, hi) from 24 random bits, in float (how the LSTM initialises its weights).
   float UniformFloat(float lo, float hi) {

@@ -1,6 +1,7 @@
 // The step profiler's CUPTI bridge; see the header for the step protocol, threads and locks.
 #include "profiler/collect/cupti/gpu_step_tracer.h"
 
+#include <functional>
 #include <set>
 #include <string_view>
 
@@ -39,24 +40,31 @@ GpuStepTracer::GpuStepTracer(std::unique_ptr<CuptiActivitySource> source,
 
 GpuStepTracer::~GpuStepTracer() { (void)source_->Stop(); }
 
+namespace {
+// "/device:GPU:k" of a lane name ("/device:GPU:0/stream:7", "/job:.../device:GPU:0/memcpy"), and
+// where it starts; npos when the lane is no GPU's.
+std::pair<std::string_view, size_t> GpuOfLane(std::string_view lane) {
+  static constexpr std::string_view kGpu = "/device:GPU:";
+  const size_t at = lane.find(kGpu);
+  if (at == std::string_view::npos) return {{}, at};
+  const size_t end = lane.find('/', at + kGpu.size());
+  return {lane.substr(at, end == std::string_view::npos ? end : end - at), at};
+}
+}  // namespace
+
 void DropRuntimeCopyLanesOfTracedGpus(const tf::StepStats& gpu_lanes, tf::StepStats* step_stats) {
-  // "/device:GPU:k" of each GPU lane CUPTI filled, as the executor's lane names end.
-  std::set<std::string> traced;
+  std::set<std::string, std::less<>> traced;
   for (const tf::DeviceStepStats& lane : gpu_lanes.dev_stats()) {
-    const std::string& name = lane.device();
-    const size_t gpu = name.find("/device:GPU:");
-    if (gpu == std::string::npos) continue;
-    const size_t end = name.find('/', gpu + 1 + std::string_view("device:GPU:").size());
-    traced.insert(name.substr(gpu, end == std::string::npos ? std::string::npos : end - gpu));
+    const auto [gpu, at] = GpuOfLane(lane.device());
+    if (at != std::string_view::npos) traced.emplace(gpu);
   }
   auto* lanes = step_stats->mutable_dev_stats();
   for (int i = lanes->size() - 1; i >= 0; --i) {
     const std::string& name = lanes->Get(i).device();
-    const size_t gpu = name.find("/device:GPU:");
-    if (gpu == 0 || gpu == std::string::npos || !name.ends_with("/memcpy")) continue;
-    if (traced.count(name.substr(gpu, name.size() - gpu - std::string_view("/memcpy").size())) != 0) {
-      lanes->DeleteSubrange(i, 1);
-    }
+    const auto [gpu, at] = GpuOfLane(name);
+    // The runtime's lanes carry the executor's prefix (at > 0); CUPTI's start with the GPU.
+    if (at == 0 || at == std::string_view::npos || !name.ends_with("/memcpy")) continue;
+    if (traced.contains(gpu)) lanes->DeleteSubrange(i, 1);
   }
 }
 
