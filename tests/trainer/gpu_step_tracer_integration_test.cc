@@ -178,7 +178,10 @@ TEST(GpuStepTracerIntegrationTest, OurKernelAndCublasGemmAreLinkedToTheirOp) {
   EXPECT_NE(host_add->correlation_id(), 0u);
   EXPECT_NE(host_add->correlation_id(), host_op->correlation_id());
   EXPECT_EQ(kernels2[0]->correlation_id(), host_add->correlation_id());
-  EXPECT_EQ(summary2->stats.dropped_total(), 0u);
+  EXPECT_EQ(summary2->stats.dropped_total(), 0u)
+      << "by CUPTI " << summary2->stats.dropped_by_cupti << ", buffers refused "
+      << summary2->stats.dropped_buffers << ", other records " << summary2->stats.other_records
+      << ", between steps " << summary2->dropped_between_steps;
   EXPECT_EQ(tracer.correlation_errors(), 0u);
 }
 

@@ -32,16 +32,29 @@ std::string HostName() {
 }
 
 #ifdef STEPSCOPE_WITH_CUPTI
+// Why records were lost, when any were: each cause calls for a different remedy.
+std::string DescribeDrops(const collect::cupti::ConversionStats& s) {
+  if (s.dropped_total() == 0) return "";
+  return " (" + std::to_string(s.dropped_by_cupti) + " by CUPTI, " +
+         std::to_string(s.dropped_buffers) + " buffers refused, " +
+         std::to_string(s.dropped_by_record_limit) + " over the record limit)";
+}
+
 std::string DescribeGpuStep(const collect::cupti::GpuStepSummary& step) {
   const collect::cupti::ConversionStats& s = step.stats;
   const uint64_t records = s.kernels + s.memcpys + s.memsets + s.api_records +
                            s.external_correlations + s.other_records;
   return "GPU: " + std::to_string(records) + " CUPTI records (" + std::to_string(s.kernels) +
          " kernels, " + std::to_string(s.memcpys) + " copies, " + std::to_string(s.memsets) +
-         " memsets, " + std::to_string(s.api_records) + " API calls), " +
+         " memsets, " + std::to_string(s.api_records) + " API calls, " +
+         std::to_string(s.other_records) + " other), " +
          std::to_string(s.linked_records) + " linked to " + std::to_string(step.linked_host_ops) +
          " ops, " + std::to_string(s.unlinked_records) + " unlinked, " +
-         std::to_string(s.dropped_total()) + " dropped";
+         std::to_string(s.dropped_total()) + " dropped" + DescribeDrops(s) +
+         (step.dropped_between_steps == 0
+              ? ""
+              : "; " + std::to_string(step.dropped_between_steps) +
+                    " dropped between profiled steps, in no step");
 }
 #endif
 

@@ -6,6 +6,7 @@
 #include <cupti.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -111,7 +112,8 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
   }
 
   Status Flush() override {
-    if (!started_) return Status::Ok();
+    // Detached, CUPTI holds no buffer; a flush would only attach it again.
+    if (!started_ || detached_) return Status::Ok();
     // No lock of ours is held here: the completion callback takes sink_mu_.
     STEPSCOPE_CUPTI_RETURN_IF_ERROR(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
     const uint64_t refused = pool_.refused();
@@ -131,13 +133,30 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
     // Once more: records CUPTI completed between the flush and the disable reach the sink, and
     // the buffers that held them come back to the pool.
     const Status last = Flush();
-    return flushed.ok() ? last : flushed;
+    Status detached = Status::Ok();
+    if (options_.detach_when_paused && flushed.ok() && last.ok()) {
+      // Every buffer is back and no op is running: nothing of CUPTI's is in use.
+      const CUptiResult result = cuptiFinalize();
+      if (result == CUPTI_SUCCESS) {
+        detached_ = true;
+      } else {
+        detached = CuptiCallStatus(result, "cuptiFinalize()", __FILE__, __LINE__);
+      }
+    }
+    if (!flushed.ok()) return flushed;
+    return last.ok() ? detached : last;
   }
 
   Status Resume() override {
     if (!started_) return Internal("CUPTI tracer resumed before it was started");
     if (!paused_) return Status::Ok();
-    Status status = EnableKinds();
+    // Any CUPTI call attaches CUPTI again; the detach forgot the buffer callbacks.
+    Status status = detached_ ? RegisterCallbacks() : Status::Ok();
+    if (status.ok() && detached_) {
+      detached_ = false;
+      TakeDropsWhileOff();
+    }
+    if (status.ok()) status = EnableKinds();
     if (!status.ok()) {
       DisableEnabled();
       return status;
@@ -172,6 +191,7 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
   }
 
   ClockAlignment clock_alignment() const override { return clock_; }
+  uint64_t dropped_while_off() const override { return dropped_while_off_; }
 
   // CUPTI callbacks (static, C linkage-compatible); nothing may throw out of them.
   static void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -216,6 +236,23 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
     return Status::Ok();
   }
 
+  // Drop counts CUPTI holds from before this Resume (seen after a detach): no kind was enabled,
+  // so they belong to no step. Read (which resets them) before the kinds go on, and kept apart.
+  void TakeDropsWhileOff() {
+    std::vector<std::pair<CUcontext, uint32_t>> queues;
+    {
+      std::lock_guard<std::mutex> lock(sink_mu_);
+      queues = delivered_queues_;
+    }
+    queues.emplace_back(nullptr, 0);  // CUPTI's global queue
+    for (const auto& [context, stream_id] : queues) {
+      size_t dropped = 0;
+      if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS) {
+        dropped_while_off_ += dropped;
+      }
+    }
+  }
+
   void DisableEnabled() {
     for (CUpti_ActivityKind kind : enabled_) (void)cuptiActivityDisable(kind);
     enabled_.clear();
@@ -228,6 +265,11 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
         CUpti_Activity* record = nullptr;
         while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
           sink_->OnRecord(*record);
+        }
+        const std::pair<CUcontext, uint32_t> queue{context, stream_id};
+        if (std::find(delivered_queues_.begin(), delivered_queues_.end(), queue) ==
+            delivered_queues_.end()) {
+          delivered_queues_.push_back(queue);
         }
         size_t dropped = 0;
         if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS &&
@@ -246,11 +288,14 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
   // Start/Flush/Pause/Resume/Stop are called from one controlling thread.
   bool started_ = false;
   bool paused_ = false;  // started, kinds disabled
+  bool detached_ = false;  // paused with CUPTI detached (cuptiFinalize)
   std::vector<CUpti_ActivityKind> enabled_;
   ClockAlignment clock_;
   std::mutex sink_mu_;  // guards sink_ and reported_refused_; taken by buffer deliveries
   ActivityRecordSink* sink_ = nullptr;
   uint64_t reported_refused_ = 0;
+  std::vector<std::pair<CUcontext, uint32_t>> delivered_queues_;  // (context, stream) seen
+  uint64_t dropped_while_off_ = 0;  // controlling thread only
 };
 
 }  // namespace

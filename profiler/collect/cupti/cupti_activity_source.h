@@ -4,8 +4,10 @@
 // a GPU; the real implementation (MakeCuptiActivitySource) calls CUPTI's activity API.
 //
 // Tracing is on only while it is wanted: Start() registers the buffer callbacks and enables the
-// kinds; Pause() disables the kinds and Resume() enables them again with the callbacks left
-// registered, the cheap way to trace some steps of a run and leave the others at full speed.
+// kinds; Pause() disables the kinds and, by default, detaches CUPTI from the process
+// (cuptiFinalize); Resume() attaches it again (callbacks registered afresh) and enables the kinds.
+// Detaching is what leaves the unprofiled steps of a run at full speed: with every kind disabled
+// but CUPTI still attached, each CUDA call keeps paying for CUPTI's hooks.
 // Each Start/Resume reads the CUPTI-to-host clock alignment afresh: CUPTI's clock (which may
 // follow the wall clock) and the host's steady clock need not keep one offset over a long run.
 //
@@ -57,6 +59,9 @@ struct CuptiSourceOptions {
   // itself only reports CUPTI_ERROR_UNKNOWN when there is no driver.
   bool probe_driver = true;
   std::function<int64_t()> host_clock = SteadyNowNanos;
+  // Pause() detaches CUPTI (cuptiFinalize) once its buffers are flushed. Safe only when no thread
+  // is inside a CUPTI call at that moment: the step tracer pauses after the step's ops have ended.
+  bool detach_when_paused = true;
 };
 
 class CuptiActivitySource {
@@ -70,9 +75,11 @@ class CuptiActivitySource {
   // and refused buffers) through OnDropped. Returns after the sink has seen them all.
   virtual Status Flush() = 0;
   // Between Start and Stop, tracing off: Flush, disable the kinds (even when the flush failed),
-  // then flush again so every buffer CUPTI still held comes back to the pool. Idempotent.
+  // then flush again so every buffer CUPTI still held comes back to the pool, then (when
+  // detach_when_paused) detach CUPTI. Idempotent.
   virtual Status Pause() = 0;
-  // Tracing on again after Pause: enables the kinds and reads the clock alignment afresh. On
+  // Tracing on again after Pause: attaches CUPTI again when it was detached (registering the
+  // buffer callbacks), enables the kinds and reads the clock alignment afresh. On
   // failure nothing stays enabled. A no-op when not paused; an error before Start.
   virtual Status Resume() = 0;
   // Pause, then unregister the sink. Idempotent.
@@ -86,6 +93,8 @@ class CuptiActivitySource {
 
   // CUPTI's clock against the host clock, read at the last Start() or Resume().
   virtual ClockAlignment clock_alignment() const = 0;
+  // Records CUPTI counted as dropped while tracing was off (read as it resumed): part of no step.
+  virtual uint64_t dropped_while_off() const { return 0; }
 };
 
 std::unique_ptr<CuptiActivitySource> MakeCuptiActivitySource(CuptiSourceOptions options = {});

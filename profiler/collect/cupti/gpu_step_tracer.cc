@@ -120,6 +120,7 @@ StatusOr<GpuStepSummary> GpuStepTracer::EndStep(int64_t clock_offset_ns,
 
   GpuStepSummary summary;
   summary.stats = step.stats;
+  summary.dropped_between_steps = source_->dropped_while_off();
   tf::StepStats* step_stats = metadata->mutable_step_stats();
   // Before the GPU lanes are added: only host ops take the launch ids.
   summary.linked_host_ops = GpuActivityConverter::LinkOps(step.launched_ops, step_stats);

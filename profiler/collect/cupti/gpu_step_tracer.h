@@ -47,6 +47,8 @@ namespace stepscope::collect::cupti {
 struct GpuStepSummary {
   ConversionStats stats;
   size_t linked_host_ops = 0;  // host ops given the correlation id of the GPU work they launched
+  // Records CUPTI dropped while tracing was off, over the run so far: in no step's records.
+  uint64_t dropped_between_steps = 0;
 };
 
 // Removes from `step_stats` the runtime copy lanes of the GPUs that `gpu_lanes` (CUPTI's) cover.
