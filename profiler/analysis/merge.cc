@@ -224,7 +224,7 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
     };
     uint32_t base = 0;
     for (uint32_t s = 0; s < input.slices().size(); ++s) {
-      trace::Slice copy = input.slices()[s];
+      trace::SliceRecord copy = input.slices()[s].Record();
       copy.start_ns += shift;
       copy.track = track_map[copy.track];
       copy.name = merged_string(copy.name);

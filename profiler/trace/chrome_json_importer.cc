@@ -637,7 +637,7 @@ class ChromeEventImporter::Impl {
   TrackSliceBuffer::Ref AddSlice(std::string_view pid, std::string_view tid, int64_t start, int64_t dur,
                                  std::string_view name, SliceKind kind, bool device_category,
                                  std::string_view args_name, std::string_view args_op, bool tf_args) {
-    Slice slice;
+    SliceRecord slice;
     slice.start_ns = start;
     slice.dur_ns = dur;
     slice.kind = kind;
@@ -788,7 +788,7 @@ class ChromeEventImporter::Impl {
     std::vector<uint32_t> parent(slice_count, kNoParent);
     std::vector<uint32_t> open;  // the slices open around the current one, innermost last
     for (uint32_t i = 0; i < slice_count; ++i) {
-      const Slice& slice = builder_.slice(i);
+      const SliceRecord& slice = builder_.slice(i);
       if (i == 0 || builder_.slice(i - 1).track != slice.track) open.clear();
       ++track_begin[slice.track + 1];
       longest[slice.track] = std::max(longest[slice.track], slice.dur_ns);
@@ -824,7 +824,7 @@ class ChromeEventImporter::Impl {
       int64_t best = -1;
       for (uint32_t p = lo; p != first;) {
         --p;
-        const Slice& slice = builder_.slice(p);
+        const SliceRecord& slice = builder_.slice(p);
         if (slice.start_ns + longest[track] < end.ts) break;
         if (end.ts <= slice.end_ns() &&
             (best < 0 || slice.dur_ns < builder_.slice(static_cast<uint32_t>(best)).dur_ns)) {

@@ -1451,7 +1451,7 @@ class ProtoImporter {
     std::vector<OpenSlice>& stack = open_[uuid];
     OpenSlice open = std::move(stack.back());
     stack.pop_back();
-    Slice s;
+    SliceRecord s;
     s.start_ns = open.start_ns;
     // Within the trace's time limit, as every reader keeps it: a duration of at most 2^62 ns that
     // ends by 2^62 (so sums and differences of times fit).

@@ -217,7 +217,7 @@ class Importer {
     const int nodes = nodes_.size(d);
     for (int n = 0; n < nodes; ++n) {
       const auto& node = nodes_.node(d, n);
-      Slice slice;
+      SliceRecord slice;
       slice.start_ns = StartNs(node);
       slice.dur_ns = DurationNs(node);
       // A negative duration, or an end past the int64 nanosecond range, cannot be drawn or
@@ -291,7 +291,7 @@ class Importer {
     });
     if (!aggregates) return;
     std::unordered_map<Key, int, KeyHash> on_streams;
-    auto key_of = [&](const Slice& slice) {
+    auto key_of = [&](const SliceRecord& slice) {
       const uint32_t device = static_cast<uint32_t>(tracks[slice.track].parent);
       return Key{device, slice.name, slice.op_type, slice.start_ns, slice.dur_ns};
     };
@@ -320,7 +320,7 @@ class Importer {
     auto on_lanes = [&](TrackKind kind) {
       std::vector<std::pair<int64_t, uint32_t>> keyed;
       for (uint32_t i = 0; i < added_.size(); ++i) {
-        const Slice& slice = SliceOf(added_[i]);
+        const SliceRecord& slice = SliceOf(added_[i]);
         if (tracks[slice.track].kind == kind) keyed.emplace_back(slice.start_ns, i);
       }
       return keyed;
@@ -355,7 +355,7 @@ class Importer {
     in_time_order(gpu_records);
     for (const auto& [start, i] : ops) {
       const Added& a = added_[i];
-      const Slice& slice = SliceOf(a);
+      const SliceRecord& slice = SliceOf(a);
       const Track& track = tracks[slice.track];
       const auto& node = nodes_.node(a.device, a.node);
       // Inputs: our own traces list them; TF's labels carry them.
@@ -413,7 +413,7 @@ class Importer {
     auto& tracks = builder_.tracks();
     for (const Added& a : added_) {
       const auto& node = nodes_.node(a.device, a.node);
-      const Slice& slice = SliceOf(a);
+      const SliceRecord& slice = SliceOf(a);
       for (const auto& memory : node.memory()) {
         Series& series = by_allocator[std::string(memory.allocator_name())];
         if (series.device_track < 0) series.device_track = tracks[slice.track].parent;
@@ -543,7 +543,7 @@ class Importer {
     int device;
     int node;
   };
-  const Slice& SliceOf(const Added& a) const { return builder_.slice(a.index); }
+  const SliceRecord& SliceOf(const Added& a) const { return builder_.slice(a.index); }
 
   const tf::RunMetadata& metadata_;
   const Nodes& nodes_;

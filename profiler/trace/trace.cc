@@ -152,21 +152,21 @@ uint32_t TraceBuilder::AddTrack(const Track& track) {
 }
 
 uint32_t TraceBuilder::AddSlices(size_t count) {
-  const size_t first = trace_.slices_.size();
-  trace_.slices_.resize(first + count);
+  const size_t first = slices_.size();
+  slices_.resize(first + count);
   if (has_refs_) trace_.node_refs_.resize(first + count);
   return static_cast<uint32_t>(first);
 }
 
-uint32_t TraceBuilder::AddSlice(const Slice& slice, NodeRef ref) {
+uint32_t TraceBuilder::AddSlice(const SliceRecord& slice, NodeRef ref) {
   STEPSCOPE_CHECK(slice.track < trace_.tracks_.size());
   if (ref.valid() && !has_refs_) {
     has_refs_ = true;
-    trace_.node_refs_.resize(trace_.slices_.size());
+    trace_.node_refs_.resize(slices_.size());
   }
-  trace_.slices_.push_back(slice);
+  slices_.push_back(slice);
   if (has_refs_) trace_.node_refs_.push_back(ref);
-  return static_cast<uint32_t>(trace_.slices_.size() - 1);
+  return static_cast<uint32_t>(slices_.size() - 1);
 }
 
 void TraceBuilder::SetRunMetadata(std::shared_ptr<tf::RunMetadata> metadata) {
@@ -184,7 +184,7 @@ namespace {
 // further lanes are sibling tracks created on demand.
 class LaneAssigner {
  public:
-  LaneAssigner(StringTable& strings, std::vector<Track>& tracks, std::vector<Slice>& slices)
+  LaneAssigner(StringTable& strings, std::vector<Track>& tracks, SliceRecords& slices)
       : strings_(strings), tracks_(tracks), slices_(slices) {}
 
   // `count` slices, the k-th at index_at(k). Returns how many slices had to leave lane 0.
@@ -194,10 +194,19 @@ class LaneAssigner {
     const bool nesting = !tracks_[track].concurrent;
     int64_t moved = 0;
     for (size_t k = 0; k < count; ++k) {
-      Slice& slice = slices_[index_at(k)];
+      SliceRecord& slice = slices_[index_at(k)];
       size_t lane = 0;
       for (;; ++lane) {
-        if (lane == lanes_.size()) lanes_.push_back(Lane{NewLane(track, lane), {}});
+        if (lane == lanes_.size()) {
+          if (tracks_.size() > Slice::kMaxTrack) {
+            // No track left for a lane: the slice stays as an instant on lane 0 (counted).
+            slice.dur_ns = 0;
+            ++lost_to_track_limit_;
+            lane = 0;
+            break;
+          }
+          lanes_.push_back(Lane{NewLane(track, lane), {}});
+        }
         auto& open = lanes_[lane].open_ends;
         while (!open.empty() && open.back() <= slice.start_ns) open.pop_back();
         if (open.empty() || (nesting && slice.end_ns() <= open.back())) break;
@@ -210,6 +219,8 @@ class LaneAssigner {
     }
     return moved;
   }
+  // Slices made instants because the track limit left no lane for them.
+  int64_t lost_to_track_limit() const { return lost_to_track_limit_; }
 
  private:
   struct Lane {
@@ -229,17 +240,18 @@ class LaneAssigner {
 
   StringTable& strings_;
   std::vector<Track>& tracks_;
-  std::vector<Slice>& slices_;
+  SliceRecords& slices_;
   std::vector<Lane> lanes_;
+  int64_t lost_to_track_limit_ = 0;
 };
 
 // Slice indices in (track, start, longer first, then added first) order. Readers mostly add
 // each track's slices in time order but interleave tracks (Kineto, the generator): a stable
 // counting pass by track, then only the tracks found out of order are sorted, so a 100 M-slice
 // trace costs two linear passes and 8 bytes per slice, not a sort of 24-byte keys.
-std::vector<uint32_t> OrderByTrackThenTime(const std::vector<Slice>& slices, size_t track_count) {
+std::vector<uint32_t> OrderByTrackThenTime(const SliceRecords& slices, size_t track_count) {
   std::vector<uint32_t> begin(track_count + 1, 0);
-  for (const Slice& s : slices) ++begin[s.track + 1];
+  for (const SliceRecord& s : slices) ++begin[s.track + 1];
   for (size_t t = 0; t < track_count; ++t) begin[t + 1] += begin[t];
   std::vector<uint32_t> order(slices.size());
   {
@@ -247,8 +259,8 @@ std::vector<uint32_t> OrderByTrackThenTime(const std::vector<Slice>& slices, siz
     for (uint32_t i = 0; i < slices.size(); ++i) order[fill[slices[i].track]++] = i;
   }
   auto before = [&](uint32_t a, uint32_t b) {
-    const Slice& x = slices[a];
-    const Slice& y = slices[b];
+    const SliceRecord& x = slices[a];
+    const SliceRecord& y = slices[b];
     if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
     if (x.dur_ns != y.dur_ns) return x.dur_ns > y.dur_ns;
     return a < b;
@@ -281,25 +293,25 @@ std::vector<uint32_t> OrderByTrackThenTime(const std::vector<Slice>& slices, siz
 // one's cache miss (5x slower at 10 M slices). A window short of the whole array (a track out of
 // order among tracks in order) is gathered aside and copied back, so the extra memory is the
 // window's, not the trace's.
-template <typename T>
-void Permute(const std::vector<uint32_t>& order, size_t lo, size_t hi, std::vector<T>& items) {
+template <typename Items>
+void Permute(const std::vector<uint32_t>& order, size_t lo, size_t hi, Items& items) {
   if (items.empty()) return;
   if (lo == 0 && hi == items.size()) {
-    std::vector<T> permuted(items.size());
+    Items permuted(items.size());
     for (size_t i = 0; i < order.size(); ++i) permuted[i] = items[order[i]];
     items.swap(permuted);
     return;
   }
-  std::vector<T> window(hi - lo);
+  std::vector<typename Items::value_type> window(hi - lo);
   for (size_t i = lo; i < hi; ++i) window[i - lo] = items[order[i]];
   std::copy(window.begin(), window.end(), items.begin() + static_cast<std::ptrdiff_t>(lo));
 }
 
 // True when the slices already come in (track, start, longer first) order.
-bool SlicesInOrder(const std::vector<Slice>& slices) {
+bool SlicesInOrder(const SliceRecords& slices) {
   for (size_t i = 1; i < slices.size(); ++i) {
-    const Slice& x = slices[i - 1];
-    const Slice& y = slices[i];
+    const SliceRecord& x = slices[i - 1];
+    const SliceRecord& y = slices[i];
     const bool ordered = x.track < y.track ||
         (x.track == y.track && (x.start_ns < y.start_ns || (x.start_ns == y.start_ns && x.dur_ns >= y.dur_ns)));
     if (!ordered) return false;
@@ -331,7 +343,7 @@ void TraceBuilder::Reorder(const std::vector<uint32_t>& order) {
   std::vector<uint32_t> new_index(hi - lo);  // of the slices from the first window to the last
   for (size_t i = lo; i < hi; ++i) new_index[order[i] - lo] = static_cast<uint32_t>(i);
   for (const auto& [first, last] : windows) {
-    Permute(order, first, last, trace_.slices_);
+    Permute(order, first, last, slices_);
     Permute(order, first, last, trace_.node_refs_);
   }
   auto renumber = [&](uint32_t& slice) {
@@ -347,16 +359,16 @@ void TraceBuilder::Reorder(const std::vector<uint32_t>& order) {
 }
 
 void TraceBuilder::SortSlices() {
-  if (!SlicesInOrder(trace_.slices_)) Reorder(OrderByTrackThenTime(trace_.slices_, trace_.tracks_.size()));
+  if (!SlicesInOrder(slices_)) Reorder(OrderByTrackThenTime(slices_, trace_.tracks_.size()));
 }
 
 Trace TraceBuilder::Build() && {
-  auto& slices = trace_.slices_;
+  auto& slices = slices_;
   auto& tracks = trace_.tracks_;
 
   // Epoch: the earliest instant of the trace, so relative times stay small and exact.
   int64_t epoch = std::numeric_limits<int64_t>::max();
-  for (const Slice& s : slices) {
+  for (const SliceRecord& s : slices) {
     STEPSCOPE_CHECK(s.track < tracks.size());  // AddSlices leaves the track to the caller
     epoch = std::min(epoch, s.start_ns);
   }
@@ -365,7 +377,8 @@ Trace TraceBuilder::Build() && {
   }
   if (epoch == std::numeric_limits<int64_t>::max()) epoch = 0;
   trace_.epoch_ns_ = epoch;
-  for (Slice& s : slices) {
+  LimitTracks();
+  for (SliceRecord& s : slices) {
     s.start_ns -= epoch;
     if (s.dur_ns < 0) {
       trace_.import_stats_.Add("negative_duration_clamped");
@@ -393,6 +406,7 @@ Trace TraceBuilder::Build() && {
     if (!tracks[track].concurrent) trace_.import_stats_.Add("overlap_moved_to_lane", moved);
     begin = end;
   }
+  trace_.import_stats_.Add("slices_made_instant_at_track_limit", assigner.lost_to_track_limit());
   if (tracks.size() != source_tracks) {
     // Some slices moved to overlap lanes. Each lane holds slices of one source track, in that
     // track's time order, and lanes come after all source tracks (those of a lower track first):
@@ -440,21 +454,77 @@ Trace TraceBuilder::Build() && {
     serialized_nodes_.reset();
   }
 
+  // One pass packs the slices, counts them per track and finds the span.
   trace_.track_begin_.assign(tracks.size() + 1, 0);
-  for (const Slice& s : slices) ++trace_.track_begin_[s.track + 1];
+  PackSlices();
   for (size_t t = 0; t < tracks.size(); ++t) trace_.track_begin_[t + 1] += trace_.track_begin_[t];
+  return std::move(trace_);
+}
 
-  if (!slices.empty()) {
-    int64_t first = std::numeric_limits<int64_t>::max();
-    int64_t last = std::numeric_limits<int64_t>::min();
-    for (const Slice& s : slices) {
-      first = std::min(first, s.start_ns);
-      last = std::max(last, s.end_ns());
+void TraceBuilder::LimitTracks() {
+  auto& tracks = trace_.tracks_;
+  if (tracks.size() <= Slice::kMaxTrack) return;
+  // More tracks than a slice can name: the slices of the tracks past the limit become instants
+  // on one catch-all track, counted (a concurrent track: instants never need a lane).
+  const uint32_t catch_all = Slice::kMaxTrack - 1;
+  Track& last = tracks[catch_all];
+  last.name = trace_.strings_.Intern("(tracks past " + std::to_string(catch_all) + ")");
+  last.concurrent = true;
+  int64_t moved = 0;
+  for (SliceRecord& s : slices_) {
+    if (s.track < catch_all) continue;
+    s.track = catch_all;
+    s.dur_ns = 0;
+    ++moved;
+  }
+  for (CounterSeries& c : trace_.counters_) c.track = std::min<int32_t>(c.track, catch_all);
+  tracks.resize(catch_all + 1);
+  trace_.import_stats_.Add("slices_made_instant_at_track_limit", moved);
+}
+
+void TraceBuilder::PackSlices() {
+  // Counted in locals: the packing writes through a byte pointer, which may alias any member.
+  int64_t starts_clamped = 0, durations_clamped = 0, depths_clamped = 0;
+  int64_t first = std::numeric_limits<int64_t>::max();
+  int64_t last = std::numeric_limits<int64_t>::min();
+  uint32_t* per_track = trace_.track_begin_.data() + 1;
+  trace_.slices_ = std::move(slices_).ConvertInPlace<Slice>([&](const SliceRecord& r) {
+    int64_t start = r.start_ns;
+    if (start > Slice::kMaxStartNs || start < -Slice::kMaxStartNs) [[unlikely]] {
+      start = std::clamp(start, -Slice::kMaxStartNs, Slice::kMaxStartNs);
+      ++starts_clamped;
     }
+    int64_t dur = r.dur_ns;
+    if (dur > Slice::kMaxDurNs) [[unlikely]] {
+      dur = Slice::kMaxDurNs;
+      ++durations_clamped;
+    }
+    uint32_t depth = r.depth;
+    if (depth > Slice::kMaxDepth) [[unlikely]] {
+      depth = Slice::kMaxDepth;
+      ++depths_clamped;
+    }
+    ++per_track[r.track];
+    first = std::min(first, start);
+    last = std::max(last, start + dur);
+    Slice s;
+    s.start_ns = start;
+    s.dur_ns = dur;
+    s.depth = depth;
+    s.kind = r.kind;
+    s.flags = r.flags;
+    s.track = r.track;
+    s.name = r.name;
+    s.op_type = r.op_type;
+    return s;
+  });
+  if (!trace_.slices_.empty()) {
     trace_.span_begin_ns_ = first;
     trace_.span_end_ns_ = last;
   }
-  return std::move(trace_);
+  trace_.import_stats_.Add("slice_start_clamped_at_78_hours", starts_clamped);
+  trace_.import_stats_.Add("slice_duration_clamped_at_9_7_hours", durations_clamped);
+  trace_.import_stats_.Add("slice_depth_clamped_at_511", depths_clamped);
 }
 
 }  // namespace stepscope::trace

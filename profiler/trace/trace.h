@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/mapped_array.h"
 #include "profiler/trace/string_table.h"
 
 namespace stepscope::tf {
@@ -84,7 +85,8 @@ enum SliceFlags : uint8_t {
   kSliceDuplicate = 1 << 0,
 };
 
-struct Slice {
+// A slice as a reader adds it to a TraceBuilder: absolute times, every field at full width.
+struct SliceRecord {
   int64_t start_ns = 0;
   int64_t dur_ns = 0;
   uint32_t track = 0;
@@ -97,7 +99,42 @@ struct Slice {
   int64_t end_ns() const { return start_ns + dur_ns; }
   bool duplicate() const { return (flags & kSliceDuplicate) != 0; }
 };
-static_assert(sizeof(Slice) == 32, "keep Slice compact: rare fields go in side tables");
+
+// A slice of a built Trace: 24 bytes, so that a 10^8-slice trace fits in 2.4 GB. Times are
+// relative to the trace's epoch; the fields are packed to the widths below, and TraceBuilder::Build
+// clamps what does not fit and counts it in the import stats (nothing changes silently).
+struct Slice {
+  static constexpr int kStartBits = 49;  // ±78 hours from the epoch
+  static constexpr int kDepthBits = 9;   // 511 levels of nesting
+  static constexpr int kDurBits = 46;    // 9.7 hours
+  static constexpr int kTrackBits = 18;  // 262,143 tracks
+  static constexpr int64_t kMaxStartNs = (int64_t{1} << (kStartBits - 1)) - 1;
+  static constexpr int64_t kMaxDurNs = (int64_t{1} << (kDurBits - 1)) - 1;
+  static constexpr uint32_t kMaxDepth = (1u << kDepthBits) - 1;
+  static constexpr uint32_t kMaxTrack = (1u << kTrackBits) - 1;
+
+  int64_t start_ns : kStartBits = 0;
+  uint64_t depth : kDepthBits = 0;
+  SliceKind kind : 4 = SliceKind::kOp;
+  uint8_t flags : 2 = 0;
+  int64_t dur_ns : kDurBits = 0;
+  uint64_t track : kTrackBits = 0;
+  StringId name = 0;     // node or event name
+  StringId op_type = 0;  // op type ("MatMul", "MEMCPYHtoD"); "unknown" when not derivable
+
+  int64_t end_ns() const { return start_ns + dur_ns; }
+  bool duplicate() const { return (flags & kSliceDuplicate) != 0; }
+  // The record of this slice with its times made absolute again (`epoch_ns` of its trace).
+  SliceRecord Record(int64_t epoch_ns = 0) const {
+    return SliceRecord{start_ns + epoch_ns, dur_ns, static_cast<uint32_t>(track), name, op_type,
+                       static_cast<uint16_t>(depth), kind, flags};
+  }
+};
+static_assert(sizeof(Slice) == 24, "keep Slice compact: rare fields go in side tables");
+
+// A builder's records, in one mapping that grows without copying and that Build() packs into the
+// trace's slices in place (base/mapped_array.h).
+using SliceRecords = MappedArray<SliceRecord>;
 
 // Where a slice came from in a StepStats input.
 struct NodeRef {
@@ -214,7 +251,7 @@ class Trace {
   std::string_view str(StringId id) const { return strings_.Get(id); }
 
   const std::vector<Track>& tracks() const { return tracks_; }
-  const std::vector<Slice>& slices() const { return slices_; }
+  std::span<const Slice> slices() const { return {slices_.data(), slices_.size()}; }
   // The slices of one track, sorted by start (longer first at equal start).
   std::span<const Slice> track_slices(uint32_t track) const;
   uint32_t track_first_slice(uint32_t track) const { return track_begin_[track]; }
@@ -266,7 +303,7 @@ class Trace {
 
   StringTable strings_;
   std::vector<Track> tracks_;
-  std::vector<Slice> slices_;
+  MappedArray<Slice> slices_;
   std::vector<uint32_t> track_begin_;  // size tracks+1: slices of track t are [begin[t], begin[t+1])
   std::vector<NodeRef> node_refs_;     // parallel to slices_, empty when no StepStats source
   std::vector<Flow> flows_;
@@ -301,19 +338,19 @@ class TraceBuilder {
   uint32_t AddTrack(const Track& track);
   // Room for this many slices and free-form arguments in all (readers that can estimate).
   void Reserve(size_t slices, size_t slice_args) {
-    trace_.slices_.reserve(slices);
+    slices_.reserve(slices);
     trace_.slice_args_.reserve(slice_args);
   }
-  size_t slice_count() const { return trace_.slices_.size(); }
+  size_t slice_count() const { return slices_.size(); }
   std::vector<Track>& tracks() { return trace_.tracks_; }
   // Adds a slice with absolute times; returns its index (valid for AddFlow until Build).
-  uint32_t AddSlice(const Slice& slice, NodeRef ref = {});
+  uint32_t AddSlice(const SliceRecord& slice, NodeRef ref = {});
   // Or `count` default slices at once, to be filled in place with MutableSlice (each given a
   // valid track): a reader that knows where every slice goes writes the trace's order directly.
   // Returns the first one's index.
   uint32_t AddSlices(size_t count);
-  Slice& MutableSlice(uint32_t index) { return trace_.slices_[index]; }
-  const Slice& slice(uint32_t index) const { return trace_.slices_[index]; }
+  SliceRecord& MutableSlice(uint32_t index) { return slices_[index]; }
+  const SliceRecord& slice(uint32_t index) const { return slices_[index]; }
   void AddFlow(const Flow& flow) { trace_.flows_.push_back(flow); }
   // Counter times are absolute ns.
   void AddCounter(CounterSeries series) { trace_.counters_.push_back(std::move(series)); }
@@ -353,7 +390,16 @@ class TraceBuilder {
   // Moves the slice at order[i] to position i, with its ref, and renumbers flows and arguments.
   void Reorder(const std::vector<uint32_t>& order);
 
+  // Packs the records into the trace's 24-byte slices in their own pages (their times already on
+  // the epoch), clamping and counting what does not fit; counts the slices of each track into
+  // track_begin_ (sized tracks + 1, zeroed) and sets the span.
+  void PackSlices();
+  // Keeps the track count within what a Slice can name (Slice::kMaxTrack).
+  void LimitTracks();
+
   Trace trace_;
+  // Full-width, absolute until Build: packed into trace_.slices_ at its end.
+  SliceRecords slices_;
   bool has_refs_ = false;
   std::shared_ptr<tf::RunMetadata> run_metadata_;
   std::unique_ptr<SerializedNodes> serialized_nodes_;

@@ -4,7 +4,7 @@
 
 namespace stepscope::trace {
 
-TrackSliceBuffer::Ref TrackSliceBuffer::Add(const Slice& slice) {
+TrackSliceBuffer::Ref TrackSliceBuffer::Add(const SliceRecord& slice) {
   if (tracks_.size() <= slice.track) tracks_.resize(slice.track + 1);
   Track& track = tracks_[slice.track];
   if (track.blocks.empty() || track.blocks.back().size() == track.blocks.back().capacity()) {

@@ -23,7 +23,7 @@ class TrackSliceBuffer {
     uint32_t position = 0;
   };
 
-  Ref Add(const Slice& slice);
+  Ref Add(const SliceRecord& slice);
   size_t size() const { return count_; }
 
   // Adds every slice to `builder` (after any it holds), track after track, freeing the blocks as
@@ -42,7 +42,7 @@ class TrackSliceBuffer {
  private:
   struct Track {
     // Each filled to its capacity before the next.
-    std::vector<std::vector<Slice, PageAllocator<Slice>>> blocks;
+    std::vector<std::vector<SliceRecord, PageAllocator<SliceRecord>>> blocks;
     uint32_t count = 0;
   };
   std::vector<Track> tracks_;

@@ -647,7 +647,7 @@ class XSpaceImporter {
       meta = &no_meta_;
     }
     if (!meta->resolved) RETURN_IF_ERROR(Resolve(*meta));
-    Slice slice;
+    SliceRecord slice;
     slice.start_ns = line_ns + offset_ps / 1000;
     slice.dur_ns = line_ns + (offset_ps + duration_ps) / 1000 - slice.start_ns;
     slice.track = track;
@@ -694,7 +694,7 @@ class XSpaceImporter {
       kind = SliceKind::kAnnotation;
     }
     if (meta->traceme_args) builder_.AddSliceArg(index, traceme_key_, meta->full);
-    Slice& added = builder_.MutableSlice(index);
+    SliceRecord& added = builder_.MutableSlice(index);
     added.kind = kind;
     added.name = node;
     added.op_type = type != 0 ? type : unknown_;

@@ -184,7 +184,7 @@ TEST(OpStatsTest, SliceWindowsGiveTheSameStatisticsAsAFullWalk) {
     const uint32_t t = builder.AddTrack(lane);
     const trace::StringId span = builder.Intern("whole"), op = builder.Intern("op"), inner = builder.Intern("inner");
     auto add = [&](int64_t start, int64_t dur, trace::StringId name) {
-      trace::Slice s;
+      trace::SliceRecord s;
       s.track = t;
       s.start_ns = start;
       s.dur_ns = dur;

@@ -20,7 +20,7 @@ class TraceMaker {
   }
   uint32_t Slice(uint32_t track, int64_t start, int64_t end, const std::string& name, const std::string& op = "",
                  trace::SliceKind kind = trace::SliceKind::kOp, uint8_t flags = 0) {
-    trace::Slice s;
+    trace::SliceRecord s;
     s.track = track;
     s.start_ns = start;
     s.dur_ns = end - start;

@@ -45,7 +45,7 @@ Built BuildTrace(int nodes) {
   for (int d = 1; d >= 0; --d) {
     for (int n = nodes - 1; n >= 0; --n) {
       if (n % 2 != 0) continue;
-      Slice slice;
+      SliceRecord slice;
       slice.track = lane;
       slice.start_ns = (1000 + n * 10) * 1000 + int64_t{d} * 1'000'000'000;  // device 1 after device 0
       slice.dur_ns = 1;
@@ -53,7 +53,7 @@ Built BuildTrace(int nodes) {
       builder.AddSlice(slice, NodeRef{static_cast<uint32_t>(d), static_cast<uint32_t>(n)});
     }
   }
-  Slice orphan;
+  SliceRecord orphan;
   orphan.track = lane;
   orphan.name = builder.Intern("no node");
   builder.AddSlice(orphan);

@@ -476,7 +476,7 @@ TEST(PerfettoProtoTest, MergedRanksGetASequenceAndClockSnapshotEach) {
   }
   for (const Slice& s : one.slices()) {
     for (uint32_t rank = 0; rank < 2; ++rank) {
-      Slice copy = s;
+      SliceRecord copy = s.Record();
       copy.start_ns += one.epoch_ns();
       copy.track += rank * offset;
       copy.name = builder.Intern(one.str(s.name));
@@ -646,7 +646,7 @@ TEST(PerfettoProtoTest, TheClockUnitDividesEveryTime) {
       lane.parent = static_cast<int32_t>(parent);
       lane.kind = TrackKind::kOpLane;
       const uint32_t track = builder.AddTrack(lane);
-      Slice slice;
+      SliceRecord slice;
       slice.start_ns = int64_t{1700000000} * giga + c.starts[i];
       slice.dur_ns = c.starts[i];
       slice.track = track;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -11,8 +12,8 @@
 namespace stepscope::trace {
 namespace {
 
-Slice MakeSlice(uint32_t track, int64_t start, int64_t dur, StringId name) {
-  Slice s;
+SliceRecord MakeSlice(uint32_t track, int64_t start, int64_t dur, StringId name) {
+  SliceRecord s;
   s.track = track;
   s.start_ns = start;
   s.dur_ns = dur;
@@ -102,7 +103,7 @@ void ExpectInterleavedTracksOrderedAsAStableSortWould(bool sorted_before_build) 
   const StringId n = builder.Intern("op");
   // Per track: disjoint slices, runs of three sharing a start (a zero-length pair, identical, and
   // one of 10 ns enclosing nothing, so ties exercise both the duration and the added-first rule).
-  std::vector<std::vector<Slice>> per_track(kTracks);
+  std::vector<std::vector<SliceRecord>> per_track(kTracks);
   for (uint32_t t = 0; t < kTracks; ++t) {
     int64_t clock = 1000 * t;
     for (uint32_t i = 0; i < kPerTrack; i += 3) {
@@ -115,12 +116,12 @@ void ExpectInterleavedTracksOrderedAsAStableSortWould(bool sorted_before_build) 
     if (t % 2 == 1) std::shuffle(per_track[t].begin(), per_track[t].end(), random);
   }
   // Interleave the tracks randomly; remember each slice as added (its index is its node).
-  std::vector<Slice> added;
+  std::vector<SliceRecord> added;
   std::vector<size_t> next(kTracks, 0);
   while (added.size() < kTracks * per_track[0].size()) {
     const uint32_t t = std::uniform_int_distribution<uint32_t>(0, kTracks - 1)(random);
     if (next[t] == per_track[t].size()) continue;
-    const Slice s = per_track[t][next[t]++];
+    const SliceRecord s = per_track[t][next[t]++];
     const uint32_t index = builder.AddSlice(s, NodeRef{t, static_cast<uint32_t>(added.size())});
     EXPECT_EQ(index, added.size());
     added.push_back(s);
@@ -131,8 +132,8 @@ void ExpectInterleavedTracksOrderedAsAStableSortWould(bool sorted_before_build) 
   if (sorted_before_build) {
     builder.SortSlices();
     for (uint32_t i = 1; i < builder.slice_count(); ++i) {
-      const Slice& x = builder.slice(i - 1);
-      const Slice& y = builder.slice(i);
+      const SliceRecord& x = builder.slice(i - 1);
+      const SliceRecord& y = builder.slice(i);
       ASSERT_TRUE(x.track < y.track || (x.track == y.track && x.start_ns <= y.start_ns)) << "position " << i;
     }
   }
@@ -141,8 +142,8 @@ void ExpectInterleavedTracksOrderedAsAStableSortWould(bool sorted_before_build) 
   std::vector<uint32_t> expected(added.size());
   std::iota(expected.begin(), expected.end(), 0u);
   std::stable_sort(expected.begin(), expected.end(), [&](uint32_t a, uint32_t b) {
-    const Slice& x = added[a];
-    const Slice& y = added[b];
+    const SliceRecord& x = added[a];
+    const SliceRecord& y = added[b];
     if (x.track != y.track) return x.track < y.track;
     if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
     return x.dur_ns > y.dur_ns;
@@ -267,6 +268,75 @@ TEST(TraceBuilderTest, SlicesFilledInPlaceAreOrderedLikeAddedOnes) {
     EXPECT_EQ(trace.flows()[0].from_slice, 0u);
     EXPECT_EQ(trace.flows()[0].to_slice, 5u);
   }
+}
+
+// A built slice is 24 bytes: its fields have limits. What passes one is clamped and counted in
+// the import stats, never wrapped; a slice within every limit keeps its values exactly.
+TEST(TraceBuilderTest, PackedSlicesKeepValuesAndClampWhatExceedsTheirWidthsCounted) {
+  TraceBuilder builder;
+  AddTracks(builder, TrackKind::kOpLane, "lane", 2);
+  const StringId n = builder.Intern("op");
+  const int64_t epoch = int64_t{1'700'000'000} * 1'000'000'000;  // absolute, as readers add them
+  builder.AddSlice(MakeSlice(0, epoch, Slice::kMaxDurNs, n));          // at the limit: kept
+  builder.AddSlice(MakeSlice(1, epoch + 5, Slice::kMaxDurNs + 7, n));  // past it: clamped
+  builder.AddSlice(MakeSlice(1, epoch + Slice::kMaxStartNs + 1000, 3, n));  // 78 h later
+  const Trace trace = std::move(builder).Build();
+  EXPECT_EQ(trace.epoch_ns(), epoch);
+  ASSERT_EQ(trace.slices().size(), 3u);
+  EXPECT_EQ(trace.slices()[0].start_ns, 0);
+  EXPECT_EQ(trace.slices()[0].dur_ns, Slice::kMaxDurNs);
+  EXPECT_EQ(trace.slices()[1].start_ns, 5);
+  EXPECT_EQ(trace.slices()[1].dur_ns, Slice::kMaxDurNs);
+  EXPECT_EQ(trace.slices()[2].start_ns, Slice::kMaxStartNs);
+  EXPECT_EQ(trace.slices()[2].dur_ns, 3);
+  EXPECT_EQ(trace.slices()[2].track, 1u);
+  EXPECT_EQ(trace.import_stats().Get("slice_duration_clamped_at_9_7_hours"), 1);
+  EXPECT_EQ(trace.import_stats().Get("slice_start_clamped_at_78_hours"), 1);
+  // Back to absolute times, as writers and merges need them.
+  EXPECT_EQ(trace.slices()[1].Record(trace.epoch_ns()).start_ns, epoch + 5);
+}
+
+TEST(TraceBuilderTest, NestingDeeperThanASliceHoldsIsClampedAndCounted) {
+  TraceBuilder builder;
+  AddTracks(builder, TrackKind::kOpLane, "lane", 1);
+  const StringId n = builder.Intern("frame");
+  constexpr int kDepth = Slice::kMaxDepth + 5;  // a deep Python stack: depths 0 to 515
+  for (int d = 0; d < kDepth; ++d) builder.AddSlice(MakeSlice(0, d, 2 * (kDepth - d), n));
+  const Trace trace = std::move(builder).Build();
+  ASSERT_EQ(trace.slices().size(), static_cast<size_t>(kDepth));
+  for (int d = 0; d < kDepth; ++d) {
+    EXPECT_EQ(trace.slices()[d].depth, std::min<uint32_t>(d, Slice::kMaxDepth)) << d;
+  }
+  EXPECT_EQ(trace.import_stats().Get("slice_depth_clamped_at_511"), kDepth - 1 - int{Slice::kMaxDepth});
+}
+
+TEST(TraceBuilderTest, SlicesOfTracksPastTheLimitBecomeCountedInstantsOnOneTrack) {
+  TraceBuilder builder;
+  constexpr int kTracks = Slice::kMaxTrack + 10;
+  AddTracks(builder, TrackKind::kOpLane, "lane", kTracks);
+  const StringId n = builder.Intern("op");
+  builder.AddSlice(MakeSlice(0, 100, 50, n));
+  builder.AddSlice(MakeSlice(kTracks - 1, 100, 50, n));  // past the limit
+  builder.AddSlice(MakeSlice(Slice::kMaxTrack - 1, 120, 50, n));  // on the catch-all track
+  const Trace trace = std::move(builder).Build();
+  EXPECT_EQ(trace.tracks().size(), static_cast<size_t>(Slice::kMaxTrack));
+  ASSERT_EQ(trace.slices().size(), 3u);
+  EXPECT_EQ(trace.slices()[0].track, 0u);
+  EXPECT_EQ(trace.slices()[0].dur_ns, 50);
+  for (size_t i = 1; i < 3; ++i) {
+    EXPECT_EQ(trace.slices()[i].track, Slice::kMaxTrack - 1);
+    EXPECT_EQ(trace.slices()[i].dur_ns, 0);
+  }
+  EXPECT_EQ(trace.import_stats().Get("slices_made_instant_at_track_limit"), 2);
+  EXPECT_EQ(trace.str(trace.tracks().back().name), "(tracks past 262142)");
+}
+
+// The builder's record array grows without writing its new records (base/mapped_array.h): a
+// value-initialised SliceRecord must be what a fresh page holds, all zero bytes.
+TEST(TraceBuilderTest, DefaultSliceRecordIsAllZeroBytes) {
+  const SliceRecord record{};
+  unsigned char zeros[sizeof(record)] = {};
+  EXPECT_EQ(std::memcmp(&record, zeros, sizeof(record)), 0);
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ trace::Trace MakeDenseTrack(int64_t count) {
   int64_t clock = 0;
   const trace::StringId name = builder.Intern("op");
   for (int64_t i = 0; i < count; ++i) {
-    trace::Slice slice;
+    trace::SliceRecord slice;
     slice.track = t;
     slice.name = name;
     slice.op_type = name;

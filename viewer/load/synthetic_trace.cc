@@ -99,7 +99,7 @@ trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed) {
         return 0;
       }
       const uint32_t index = track_next[track]++;
-      trace::Slice& slice = builder.MutableSlice(index);
+      trace::SliceRecord& slice = builder.MutableSlice(index);
       slice.track = track;
       slice.start_ns = start;
       slice.dur_ns = dur;
