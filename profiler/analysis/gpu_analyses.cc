@@ -226,7 +226,7 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
       const Slice& call = trace.slices()[static_cast<size_t>(g.launch)];
       detail.launch = std::string(trace.str(call.name));
       detail.launch_end_ns = call.end_ns();
-      const int64_t op = EnclosingOp(trace, static_cast<uint32_t>(g.launch));
+      const int64_t op = LaunchingOp(trace, static_cast<uint32_t>(g.launch));
       if (op >= 0) detail.host_op = std::string(trace.str(trace.slices()[static_cast<size_t>(op)].name));
     }
     report.largest.push_back(std::move(detail));
@@ -308,28 +308,38 @@ LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOp
       }
     }
     std::stable_sort(mine.begin(), mine.end(), [&](const LinkedWork& a, const LinkedWork& b) {
-      return trace.slices()[a.runtime].start_ns < trace.slices()[b.runtime].start_ns;
+      const int64_t a_start = trace.slices()[a.runtime].start_ns, b_start = trace.slices()[b.runtime].start_ns;
+      return a_start != b_start ? a_start < b_start : a.runtime < b.runtime;
     });
     // Per name id of this trace: its op row, and each (op, kernel) pair's delays.
     std::vector<Op*> op_of_name(trace.strings().size(), nullptr);
     Op* no_op = nullptr;
     std::unordered_map<uint64_t, std::vector<int64_t>*> kernel_delays;
+    // `mine` is in the order of the calls' starts, a call's work together (stable sort).
+    int64_t last_call = -1;
     for (LinkedWork& l : mine) {
       const Slice& s = trace.slices()[l.work];
       const Slice& call = trace.slices()[l.runtime];
-      l.op = EnclosingOp(trace, l.runtime);
+      l.op = LaunchingOp(trace, l.runtime);
       const int64_t delay_ns = s.start_ns - call.end_ns();
-      cpu.push_back(call.dur_ns);
+      // A call counts once however much work it launched (an op of a RunMetadata trace launches
+      // several kernels; a Kineto runtime call one).
+      const bool first_of_call = l.runtime != last_call;
+      last_call = l.runtime;
+      if (first_of_call) cpu.push_back(call.dur_ns);
       gpu.push_back(s.dur_ns);
       delay.push_back(delay_ns);
-      if (call.dur_ns > options.runtime_cutoff_ns) long_runtime.push_back({&trace, l, call.dur_ns});
+      if (first_of_call && call.dur_ns > options.runtime_cutoff_ns) {
+        long_runtime.push_back({&trace, l, call.dur_ns});
+      }
       if (delay_ns > options.delay_cutoff_ns) long_delay.push_back({&trace, l, delay_ns});
       const Slice* host_op = l.op >= 0 ? &trace.slices()[static_cast<size_t>(l.op)] : nullptr;
       const bool named = host_op != nullptr && !trace.str(host_op->name).empty();
       Op*& op = named ? op_of_name[host_op->name] : no_op;
       if (op == nullptr) op = &ops[named ? trace.str(host_op->name) : std::string_view("(no op)")];
       op->delay.push_back(delay_ns);
-      if (host_op != nullptr && call.start_ns - host_op->start_ns >= 0) {
+      // (An op that is the launch itself has no delay before it.)
+      if (host_op != nullptr && l.op != l.runtime && call.start_ns - host_op->start_ns >= 0) {
         op->op_to_launch.push_back(call.start_ns - host_op->start_ns);
       }
       const uint64_t pair = (static_cast<uint64_t>(named ? host_op->name + 1 : 0) << 32) | s.name;

@@ -159,8 +159,7 @@ AnnotationReport ComputeAnnotationTime(const std::vector<GpuInput>& inputs) {
         uint32_t node = node_of[static_cast<size_t>(r)];
         if (node == 0) {
           // No annotation around the launch: the name scopes of the op that launched it.
-          const Slice& launcher = trace.slices()[static_cast<size_t>(r)];
-          int64_t op = launcher.kind == SliceKind::kOp ? r : EnclosingOp(trace, static_cast<uint32_t>(r));
+          const int64_t op = LaunchingOp(trace, static_cast<uint32_t>(r));
           if (op >= 0) {
             node = tree.Scopes(trace.str(trace.slices()[static_cast<size_t>(op)].name));
             if (node != 0 && !op_counted[static_cast<size_t>(op)]) {

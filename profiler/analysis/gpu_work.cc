@@ -82,6 +82,10 @@ int64_t EnclosingOp(const Trace& trace, uint32_t slice) {
   return -1;
 }
 
+int64_t LaunchingOp(const Trace& trace, uint32_t launch) {
+  return trace.slices()[launch].kind == SliceKind::kOp ? int64_t{launch} : EnclosingOp(trace, launch);
+}
+
 DurationStats Durations(const std::vector<int64_t>& values) {
   DurationStats stats;
   stats.count = static_cast<int64_t>(values.size());

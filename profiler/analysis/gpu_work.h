@@ -49,6 +49,10 @@ std::vector<int64_t> LaunchOf(const trace::Trace& trace);
 
 // The innermost op (kind kOp) enclosing a slice on its track, -1 when none.
 int64_t EnclosingOp(const trace::Trace& trace, uint32_t slice);
+// The op that launched GPU work, given the launching slice: the slice itself when it is an op
+// (RunMetadata traces link an op to its kernels; one op launches several), else the op
+// enclosing the runtime call (Kineto: aten::mm around cudaLaunchKernel); -1 when none.
+int64_t LaunchingOp(const trace::Trace& trace, uint32_t launch);
 
 DurationStats Durations(const std::vector<int64_t>& values);
 

@@ -232,7 +232,8 @@ class IdleCommand : public GpuCommandBase {
       out << "  " << FormatDuration(g.length()) << "  " << RankDevice(g.rank, g.device) << " " << g.stream << "  "
           << analysis::IdleCauseName(g.cause) << "  before " << Truncate(g.after, 40);
       if (!g.launch.empty()) {
-        out << "  launched by " << g.launch << (g.host_op.empty() ? "" : " in " + Truncate(g.host_op, 40))
+        out << "  launched by " << g.launch
+            << (g.host_op.empty() || g.host_op == g.launch ? "" : " in " + Truncate(g.host_op, 40))
             << " (call ended " << FormatDuration(g.launch_end_ns - g.begin_ns) << " after the stream went idle)";
       }
       out << "\n";
@@ -329,7 +330,9 @@ class LaunchesCommand : public GpuCommandBase {
       out << "\n" << title << "\n";
       for (const auto& l : launches) {
         out << "  " << Align(FormatDuration(by_delay ? l.delay_ns : l.cpu_ns), 12) << "  " << l.runtime << " -> "
-            << Truncate(l.kernel, 50) << (l.host_op.empty() ? "" : "  in " + Truncate(l.host_op, 30)) << "\n";
+            << Truncate(l.kernel, 50)
+            // An op that launched the work itself (RunMetadata) is not repeated as its own host.
+            << (l.host_op.empty() || l.host_op == l.runtime ? "" : "  in " + Truncate(l.host_op, 30)) << "\n";
       }
     };
     list("Long runtime calls (over " + FormatDuration(r.runtime_cutoff_ns) + "): " + I(r.long_runtime_count),

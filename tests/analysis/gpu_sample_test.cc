@@ -29,9 +29,10 @@ namespace {
 struct GpuSample {
   const char* file;
   int64_t kernels, copies, memsets, linked, ops_lane_nodes;
+  int64_t launching_ops;  // the ops the linked work came from (the trainer's "linked to N ops")
 };
-const GpuSample kLstm{"h100_lstm_small_step3.pb.gz", 482, 250, 1, 726, 418};
-const GpuSample kResNet{"h100_resnet50_b32_step3.pb.gz", 1337, 7, 1, 1342, 729};
+const GpuSample kLstm{"h100_lstm_small_step3.pb.gz", 482, 250, 1, 726, 418, 416};
+const GpuSample kResNet{"h100_resnet50_b32_step3.pb.gz", 1337, 7, 1, 1342, 729, 729};
 
 trace::Trace Read(const GpuSample& sample) {
   auto read = trace::ReadTrace(stepscope::testing::SamplePath(sample.file));
@@ -113,6 +114,17 @@ TEST_P(GpuSampleTest, AnalysesCountWhatTheTracerRecorded) {
   const LaunchReport launches = ComputeLaunches({GpuInput{&trace, {}}});
   EXPECT_EQ(launches.work, work);
   EXPECT_EQ(launches.work - launches.unlinked, GetParam().linked);
+  // Here an op is the launch of all its kernels: each op counts once as a call, lists once among
+  // the long calls, and is its own row of the per-op table (no "(no op)").
+  EXPECT_EQ(launches.cpu.count, GetParam().launching_ops);
+  std::set<std::string> long_calls;
+  for (const Launch& l : launches.long_runtime) {
+    EXPECT_TRUE(long_calls.insert(l.runtime).second) << "listed twice: " << l.runtime;
+    EXPECT_EQ(l.host_op, l.runtime);
+  }
+  EXPECT_FALSE(long_calls.empty());
+  EXPECT_EQ(static_cast<int64_t>(launches.by_op.size()), GetParam().launching_ops);
+  for (const OpLaunches& op : launches.by_op) EXPECT_NE(op.op, "(no op)");
   const IdleReport idle = ComputeIdle({GpuInput{&trace, {}}});
   EXPECT_FALSE(idle.streams.empty());
   const CriticalPath path = ComputeCriticalPath(trace);
