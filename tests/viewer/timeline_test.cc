@@ -4,6 +4,7 @@
 #include <QElapsedTimer>
 #include <QtTest/QtTest>
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "viewer/load/synthetic_trace.h"
@@ -147,6 +148,67 @@ class TimelineTest : public QObject {
       QCOMPARE(index.VisibleRange(0, 0, begin, end), BruteVisible(index, 0, 0, begin, end));
     }
     QCOMPARE(index.VisibleRange(0, 0, span + 10, span + 20), std::make_pair(size_t{1'000'000}, size_t{1'000'000}));
+  }
+
+  // The bucket table brackets the first sampled start at or after any bound, inside the span and
+  // past both ends. Folds found through it cover every visible slice once, give every slice a
+  // pixel wide or more its own box, and end where the exact fold of the same run ends, or less
+  // than an eighth of a pixel later (a deep fold ends at a sampled position), at every zoom.
+  void BucketTableBracketsEverySampleAndFoldsStayWithinAnEighthOfAPixel() {
+    const trace::Trace trace = MakeDenseTrack(1'000'000);
+    const TimelineIndex index(trace);
+    const auto samples = index.sampled_starts(0, 0);
+    QVERIFY(samples.size() > 10'000);
+    std::mt19937_64 random(11);
+    const double span = static_cast<double>(trace.span_end_ns());
+    for (int i = 0; i < 20'000; ++i) {
+      double bound = std::uniform_real_distribution<double>(-1000, span + 1000)(random);
+      if (i % 3 == 0) bound = static_cast<double>(samples[random() % samples.size()]);  // on a sample exactly
+      const size_t first = static_cast<size_t>(
+          std::lower_bound(samples.begin(), samples.end(), bound,
+                           [](int64_t start, double b) { return static_cast<double>(start) < b; }) -
+          samples.begin());
+      const auto [lo, hi] = index.SampleBracket(0, 0, bound);
+      QVERIFY2(lo <= first && first <= hi, qPrintable(QString("bound %1: first %2 not in [%3, %4]")
+                                                          .arg(bound, 0, 'f', 1).arg(first).arg(lo).arg(hi)));
+    }
+    const auto& all = trace.slices();
+    const auto level = index.level(0, 0);  // one level: position = slice index
+    TimeMapping mapping;
+    mapping.SetWidth(1600);
+    int snapped = 0;
+    for (int zoom = 0; zoom < 12; ++zoom) {
+      const double width = span / std::pow(3.0, zoom);
+      const double begin = std::uniform_real_distribution<double>(-width / 10, span - width / 2)(random);
+      mapping.SetRange(begin, begin + width);
+      const double min_ns = mapping.ns_per_px();
+      std::vector<DrawBox> boxes;
+      const size_t covered = CollectBoxes(index, 0, 0, mapping, &boxes);
+      const auto [first, last] = index.VisibleRange(0, 0, mapping.begin_ns(), mapping.end_ns());
+      QCOMPARE(covered, last - first);
+      size_t position = first;
+      for (const DrawBox& box : boxes) {
+        QCOMPARE(size_t{box.slice}, size_t{level[position]});  // runs follow each other
+        const auto& s = all[box.slice];
+        if (static_cast<double>(s.dur_ns) >= min_ns) {
+          QCOMPARE(box.count, 1u);  // a wide slice is never folded
+        } else {
+          // The exact run: up to the first slice starting a pixel later (a wide last one apart).
+          size_t j = position + 1;
+          while (j < last && static_cast<double>(all[level[j]].start_ns) < static_cast<double>(s.start_ns) + min_ns) ++j;
+          if (j - 1 > position && static_cast<double>(all[level[j - 1]].dur_ns) >= min_ns) --j;
+          QVERIFY(position + box.count >= j);
+          const double exact_end = static_cast<double>(all[level[j - 1]].end_ns());
+          const double end = static_cast<double>(all[level[position + box.count - 1]].end_ns());
+          QVERIFY2(end - exact_end < min_ns / 8 + 1, qPrintable(QString("zoom %1: fold ends %2 ns late")
+                                                                    .arg(zoom).arg(end - exact_end)));
+          snapped += position + box.count > j;
+        }
+        position += box.count;
+      }
+      QCOMPARE(position, last);
+    }
+    QVERIFY(snapped > 0);  // the widest views did take the shortcut
   }
 
   void FoldingBoundsTheBoxesAndAccountsForEverySlice() {

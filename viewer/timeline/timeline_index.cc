@@ -1,6 +1,7 @@
 #include "viewer/timeline/timeline_index.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace stepscope::viewer {
 namespace {
@@ -72,6 +73,35 @@ TimelineIndex::TimelineIndex(const trace::Trace& trace) : trace_(&trace) {
       for (size_t k = 0; k < positions.size(); k += kSampleStride) sampled_starts_.push_back(slices[positions[k]].start_ns);
     }
   }
+  // Time buckets over each level's sampled starts, at most one per sample and 2^16 per level.
+  constexpr size_t kMaxBuckets = size_t{1} << 16;
+  for (Level& level : levels_) {
+    const size_t count = (level.size + kSampleStride - 1) / kSampleStride;
+    if (count < 2) continue;
+    const int64_t* starts = sampled_starts_.data() + level.samples;
+    const size_t buckets = std::min(count, kMaxBuckets);
+    level.buckets = static_cast<uint32_t>(bucket_first_sample_.size());
+    level.bucket_count = static_cast<uint32_t>(buckets);
+    level.bucket_origin_ns = starts[0];
+    level.bucket_ns = std::max<int64_t>(1, (starts[count - 1] - starts[0]) / static_cast<int64_t>(buckets) + 1);
+    size_t m = 0;
+    for (size_t b = 0; b <= buckets; ++b) {
+      const int64_t bucket_start = level.bucket_origin_ns + static_cast<int64_t>(b) * level.bucket_ns;
+      while (m < count && starts[m] < bucket_start) ++m;
+      bucket_first_sample_.push_back(static_cast<uint32_t>(m));
+    }
+  }
+}
+
+std::pair<size_t, size_t> TimelineIndex::SampleBracket(uint32_t track, int depth, double bound_ns) const {
+  const Level& l = levels_[track_level_[track] + static_cast<uint32_t>(depth)];
+  const size_t count = (l.size + kSampleStride - 1) / kSampleStride;
+  if (l.bucket_count == 0) return {0, count};
+  const double bucket = std::floor((bound_ns - static_cast<double>(l.bucket_origin_ns)) / static_cast<double>(l.bucket_ns));
+  if (bucket < 0) return {0, 0};
+  if (bucket >= l.bucket_count) return {count, count};
+  const uint32_t* table = bucket_first_sample_.data() + l.buckets + static_cast<size_t>(bucket);
+  return {table[0], table[1]};
 }
 
 LevelSlices TimelineIndex::level(uint32_t track, int depth) const {
@@ -101,7 +131,8 @@ std::pair<size_t, size_t> TimelineIndex::VisibleRange(uint32_t track, int depth,
 
 size_t TimelineIndex::memory_bytes() const {
   return level_slices_.capacity() * sizeof(uint32_t) + track_level_.capacity() * sizeof(uint32_t) +
-         levels_.capacity() * sizeof(Level) + sampled_starts_.capacity() * sizeof(int64_t);
+         levels_.capacity() * sizeof(Level) + sampled_starts_.capacity() * sizeof(int64_t) +
+         bucket_first_sample_.capacity() * sizeof(uint32_t);
 }
 
 namespace {
@@ -110,8 +141,13 @@ namespace {
 // (`end` when none does). Gallops a few steps in the level itself (a fold is often short), then
 // over the sampled starts, which sit side by side, and ends with a binary search within one
 // sample stride: a handful of cache misses however long the fold is.
+//
+// With `snap_ns` > 0 the answer may be rounded up to the next sampled position when the stride
+// it lies in spans less than snap_ns: the slices of a stride sit between its sample and the next
+// (a level's slices are disjoint), so all of them are shorter than snap_ns and the fold that
+// takes them in grows by less than snap_ns. Deeply zoomed-out frames skip the last search.
 size_t FirstStartingAtOrAfter(const TimelineIndex& index, uint32_t track, int depth, size_t from, size_t end,
-                              double bound_ns) {
+                              double bound_ns, double snap_ns = 0) {
   const LevelSlices slices = index.level(track, depth);
   const auto& all = index.trace().slices();
   auto before = [&](size_t k) { return static_cast<double>(all[slices[k]].start_ns) < bound_ns; };
@@ -124,20 +160,34 @@ size_t FirstStartingAtOrAfter(const TimelineIndex& index, uint32_t track, int de
     below = probe;
   }
   // Sample m holds the start of position m * kStride: find the first sample at or after the
-  // bound beyond `below`, galloping, then the position within the stride before it.
+  // bound beyond `below` (within the bucket table's bracket, else galloping), then the position
+  // within the stride before it.
   const auto samples = index.sampled_starts(track, depth);
   const size_t sample_end = (end + kStride - 1) / kStride;  // samples of positions < end
   auto sample_before = [&](size_t m) { return static_cast<double>(samples[m]) < bound_ns; };
   size_t known = below / kStride;  // a sample at or before `below`: starts before the bound
-  size_t m = known + 1;
-  for (size_t step = 1; m < sample_end && sample_before(m); step *= 2) {
-    known = m;
-    m = known + step;
+  const auto [bracket_lo, bracket_hi] = index.SampleBracket(track, depth, bound_ns);
+  const size_t hi_m = std::min(bracket_hi, sample_end);
+  const size_t lo_m = std::min(std::max(known + 1, bracket_lo), hi_m);
+  size_t lo = FirstNotBefore(lo_m, hi_m, sample_before);
+  // The bracket rests on arithmetic in doubles: the answer is checked, and searched for again
+  // by galloping when a rounding put it outside.
+  const bool settled = lo >= known + 1 && (lo == known + 1 || sample_before(lo - 1)) &&
+                       (lo == sample_end || !sample_before(lo));
+  if (!settled) {
+    size_t m = known + 1;
+    for (size_t step = 1; m < sample_end && sample_before(m); step *= 2) {
+      known = m;
+      m = known + step;
+    }
+    lo = FirstNotBefore(known + 1, std::min(m, sample_end), sample_before);
   }
-  const size_t lo = FirstNotBefore(known + 1, std::min(m, sample_end), sample_before);
   // Sample lo is the first at or after the bound (or past the end): the answer lies in
   // (known * kStride, lo * kStride], where `known` is the last sample before the bound.
   known = lo - 1;
+  if (lo < sample_end && lo * kStride <= end && static_cast<double>(samples[lo] - samples[known]) < snap_ns) {
+    return lo * kStride;
+  }
   return FirstNotBefore(std::max(below + 1, known * kStride + 1), std::min(lo * kStride, end), before);
 }
 
@@ -163,7 +213,9 @@ size_t CollectBoxes(const TimelineIndex& index, uint32_t track, int depth,
       continue;
     }
     // A narrow slice: fold it with every following slice that starts within min_px of it.
-    size_t j = FirstStartingAtOrAfter(index, track, depth, i, end, static_cast<double>(s.start_ns) + min_ns);
+    // Snapped to a sample when its stride spans under an eighth of a pixel: invisible.
+    size_t j = FirstStartingAtOrAfter(index, track, depth, i, end, static_cast<double>(s.start_ns) + min_ns,
+                                      min_ns / 8);
     // The last of the run may be a wide slice: it gets its own box.
     if (j - 1 > i && static_cast<double>(all[slices[j - 1]].dur_ns) >= min_ns) --j;
     const double run_end_px = mapping.NsToPx(static_cast<double>(all[slices[j - 1]].end_ns()));

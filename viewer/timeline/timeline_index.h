@@ -8,9 +8,10 @@
 //
 // CollectBoxes() turns a level's visible part into boxes for one frame. Runs of slices
 // narrower than a pixel are folded into one box with a count (as Tracy does): the next slice
-// that starts past the fold is found by a search over the sampled starts, finished within one
-// stride of the level, so a frame costs O(boxes * log n) whatever the number of slices, and
-// touches a few cache lines per box even when the level is gigabytes.
+// that starts past the fold is found through a table of equal time buckets over the sampled
+// starts, finished within one stride of the level, so a frame costs O(boxes * log stride)
+// whatever the number of slices, and touches a few cache lines per box even when the level is
+// gigabytes.
 // No Qt here: it is tested with synthetic 10^6-slice tracks.
 #pragma once
 
@@ -59,6 +60,11 @@ class TimelineIndex {
   LevelSlices level(uint32_t track, int depth) const;
   // Starts of positions 0, kSampleStride, 2 * kSampleStride, ... of a level.
   std::span<const int64_t> sampled_starts(uint32_t track, int depth) const;
+  // Samples [lo, hi] of a level that hold its first sampled start at or after `bound_ns` (the
+  // count of samples when none is), from a table of equal time buckets over the level's span:
+  // a wide view's folds find their place in one or two samples instead of a search over a
+  // million of them. {0, count} for a level without a table.
+  std::pair<size_t, size_t> SampleBracket(uint32_t track, int depth, double bound_ns) const;
   // Positions [first, last) in level(track, depth) of the slices that intersect
   // [begin_ns, end_ns] (a zero-length slice at either edge counts).
   std::pair<size_t, size_t> VisibleRange(uint32_t track, int depth, double begin_ns,
@@ -71,12 +77,19 @@ class TimelineIndex {
     uint32_t size = 0;
     int64_t indices = -1;        // offset into level_slices_, -1 for an unindexed level
     uint32_t samples = 0;        // offset into sampled_starts_
+    uint32_t buckets = 0;        // offset into bucket_first_sample_
+    uint32_t bucket_count = 0;   // 0: no table (fewer than two samples)
+    int64_t bucket_origin_ns = 0;
+    int64_t bucket_ns = 1;
   };
   const trace::Trace* trace_;
   std::vector<Level> levels_;           // grouped by track, then depth
   std::vector<uint32_t> track_level_;   // per track: its first level (+1 sentinel)
   std::vector<uint32_t> level_slices_;  // the slices of tracks with several levels, by level
   std::vector<int64_t> sampled_starts_;
+  // Per level with a table, bucket_count + 1 entries: entry b is the first sample starting at or
+  // after bucket_origin_ns + b * bucket_ns (at most one entry per sample: 1/16 byte per slice).
+  std::vector<uint32_t> bucket_first_sample_;
 };
 
 // One rectangle of a frame: a slice, or a folded run of `count` slices starting at `slice`.
