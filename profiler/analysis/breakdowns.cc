@@ -87,7 +87,7 @@ LaunchGeometry KernelGeometry(const Trace& trace, uint32_t slice) {
 }
 
 LaunchGeometry KernelGeometry(const Trace& trace, uint32_t slice, trace::NodeReader& nodes) {
-  if (const trace::KernelArgs* args = trace.kernel_args(slice)) {
+  if (const std::optional<trace::KernelArgs> args = trace.kernel_args(slice)) {
     LaunchGeometry geometry;
     if (args->has_grid()) {
       geometry.grid = Triple(args->grid[0], args->grid[1], args->grid[2]);

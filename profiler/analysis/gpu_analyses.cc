@@ -257,7 +257,7 @@ Launch MakeLaunch(const Trace& trace, const LinkedWork& linked) {
   l.runtime = std::string(trace.str(call.name));
   l.kernel = std::string(trace.str(s.name));
   l.kind = WorkKind(s.kind);
-  if (const trace::KernelArgs* args = trace.kernel_args(linked.work)) l.correlation = args->correlation;
+  if (const std::optional<trace::KernelArgs> args = trace.kernel_args(linked.work)) l.correlation = args->correlation;
   if (const trace::TransferArgs* args = trace.transfer_args(linked.work)) l.correlation = args->correlation;
   l.runtime_start_ns = call.start_ns;
   l.cpu_ns = call.dur_ns;

@@ -1,3 +1,4 @@
+
 #include "profiler/trace/chrome_json_importer.h"
 
 #include <simdjson.h>
@@ -12,6 +13,7 @@
 #include <span>
 #include <unordered_map>
 
+#include "base/free_storage.h"
 #include "profiler/trace/chrome_json_reader.h"
 #include "profiler/trace/track_slice_buffer.h"
 #include "profiler/trace/utf8.h"
@@ -660,8 +662,8 @@ class ChromeEventImporter::Impl {
     const std::vector<uint32_t> first = pending_.MoveTo(builder_);
     TrackSliceBuffer::Resolve(first, kernel_arg_tracks_, builder_.kernel_args());
     TrackSliceBuffer::Resolve(first, transfer_arg_tracks_, builder_.transfer_args());
-    kernel_arg_tracks_ = {};
-    transfer_arg_tracks_ = {};
+    FreeStorage(kernel_arg_tracks_);
+    FreeStorage(transfer_arg_tracks_);
   }
 
   void Counter(int64_t ts) {
@@ -853,8 +855,8 @@ class ChromeEventImporter::Impl {
       pair.launch = IsLaunchCategory(key.category);
       bind(pair);
     }
-    done_flows_ = {};
-    open_flows_ = {};
+    FreeStorage(done_flows_);
+    FreeStorage(open_flows_);
   }
 
   struct FlowEnd {

@@ -218,8 +218,8 @@ class PerfettoExporter {
 
   // The PyTorch profiler's kernel args, under the names it uses (so our own import reads them).
   void KernelArgsJson(uint32_t index) {
-    const KernelArgs* args = trace_.kernel_args(index);
-    if (args == nullptr) return;
+    const std::optional<KernelArgs> args = trace_.kernel_args(index);
+    if (!args) return;
     if (args->has_grid()) {
       json_.Raw(",\"grid\":[");
       json_.UInt(args->grid[0]); json_.Char(','); json_.UInt(args->grid[1]); json_.Char(','); json_.UInt(args->grid[2]);

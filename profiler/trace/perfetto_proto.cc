@@ -176,14 +176,15 @@ class ProtoExporter {
     for (const SliceArg& arg : args) ++args_begin_[arg.slice + 1];
     for (size_t i = 0; i < n; ++i) args_begin_[i + 1] += args_begin_[i];
     kernel_index_.assign(trace_.all_kernel_args().empty() ? 0 : n, kNoArgs);
-    for (size_t k = 0; k < trace_.all_kernel_args().size(); ++k) kernel_index_[trace_.all_kernel_args()[k].slice] = static_cast<uint32_t>(k);
+    const auto& kernel_rows = trace_.all_kernel_args().rows();
+    for (size_t k = 0; k < kernel_rows.size(); ++k) kernel_index_[kernel_rows[k].slice] = static_cast<uint32_t>(k);
     transfer_index_.assign(trace_.all_transfer_args().empty() ? 0 : n, kNoArgs);
     for (size_t k = 0; k < trace_.all_transfer_args().size(); ++k) transfer_index_[trace_.all_transfer_args()[k].slice] = static_cast<uint32_t>(k);
   }
   static constexpr uint32_t kNoArgs = 0xffffffffu;
-  const KernelArgs* KernelOf(uint32_t slice) const {
-    if (kernel_index_.empty() || kernel_index_[slice] == kNoArgs) return nullptr;
-    return &trace_.all_kernel_args()[kernel_index_[slice]];
+  std::optional<KernelArgs> KernelOf(uint32_t slice) const {
+    if (kernel_index_.empty() || kernel_index_[slice] == kNoArgs) return std::nullopt;
+    return trace_.all_kernel_args()[kernel_index_[slice]];
   }
   const TransferArgs* TransferOf(uint32_t slice) const {
     if (transfer_index_.empty() || transfer_index_[slice] == kNoArgs) return nullptr;
@@ -599,7 +600,7 @@ class ProtoExporter {
   // A step stats node's annotations, from its wire bytes: only the label, outputs, kernel, copy
   // and correlation fields are read (a full parse would build its allocation records and memory
   // stats too, most of a node's bytes).
-  void NodeArgs(uint32_t index, const Slice& s, const KernelArgs* k, const TransferArgs* t) {
+  void NodeArgs(uint32_t index, const Slice& s, const std::optional<KernelArgs>& k, const TransferArgs* t) {
     const std::string_view bytes = nodes_.Bytes(index);
     if (bytes.empty()) return;
     wire::Reader reader(bytes);
@@ -637,7 +638,7 @@ class ProtoExporter {
         }
       }
     }
-    if (!kernel.empty() && k == nullptr) {
+    if (!kernel.empty() && !k) {
       tf::KernelLaunch kl;
       if (kl.ParseFromArray(kernel.data(), static_cast<int>(kernel.size()))) {
         const uint32_t grid[3] = {kl.grid_x(), kl.grid_y(), kl.grid_z()};
@@ -649,7 +650,7 @@ class ProtoExporter {
         AddInt(kKeyStream, kl.stream_id());
       }
     }
-    if (correlation != 0 && k == nullptr) AddInt(kKeyCorrelation, static_cast<int64_t>(correlation));
+    if (correlation != 0 && !k) AddInt(kKeyCorrelation, static_cast<int64_t>(correlation));
   }
 
   // One NodeOutput as "float[20,200]" (dtype, then dims; ? for unknown), appended to `out`.
@@ -719,8 +720,8 @@ class ProtoExporter {
       a.kind = Arg::kString;
       a.value = s.name;
     }
-    const KernelArgs* k = KernelOf(index);
-    if (k != nullptr) {
+    const std::optional<KernelArgs> k = KernelOf(index);
+    if (k) {
       if (k->has_grid()) {
         AddInline(kKeyGrid, Triple(k->grid));
         AddInline(kKeyBlock, Triple(k->block));

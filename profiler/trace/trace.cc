@@ -1,3 +1,4 @@
+
 #include "profiler/trace/trace.h"
 
 #include <algorithm>
@@ -5,6 +6,7 @@
 #include <numeric>
 
 #include "base/check.h"
+#include "base/free_storage.h"
 #include "profiler/trace/node_store.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
@@ -92,7 +94,6 @@ const Args* FindBySlice(const std::vector<Args>& table, uint32_t slice) {
 }
 }  // namespace
 
-const KernelArgs* Trace::kernel_args(uint32_t slice) const { return FindBySlice(kernel_args_, slice); }
 const TransferArgs* Trace::transfer_args(uint32_t slice) const { return FindBySlice(transfer_args_, slice); }
 
 std::span<const SliceArg> Trace::slice_args(uint32_t slice) const {
@@ -353,7 +354,7 @@ void TraceBuilder::Reorder(const std::vector<uint32_t>& order) {
     renumber(flow.from_slice);
     renumber(flow.to_slice);
   }
-  for (KernelArgs& args : trace_.kernel_args_) renumber(args.slice);
+  for (KernelArgsTable::Row& args : trace_.kernel_args_.rows()) renumber(args.slice);
   for (TransferArgs& args : trace_.transfer_args_) renumber(args.slice);
   for (SliceArg& arg : trace_.slice_args_) renumber(arg.slice);
 }
@@ -427,14 +428,14 @@ Trace TraceBuilder::Build() && {
   // Apply the permutation to slices, refs, flows and arguments (nothing to do when the reader
   // added the slices in order already: our own protobuf, XSpace lines).
   Reorder(order);
-  order = {};
+  FreeStorage(order);
   auto by_slice = [](const auto& a, const auto& b) { return a.slice < b.slice; };
   // Sorted in place and not shrunk: capacity never written is never resident, and shrinking
   // would copy the table at the import's peak.
   auto sort_args = [&](auto& table) {
     if (!std::is_sorted(table.begin(), table.end(), by_slice)) std::sort(table.begin(), table.end(), by_slice);
   };
-  sort_args(trace_.kernel_args_);
+  sort_args(trace_.kernel_args_.rows());
   sort_args(trace_.transfer_args_);
   if (!std::is_sorted(trace_.slice_args_.begin(), trace_.slice_args_.end(), by_slice)) {
     // By slice index, keeping each slice's order: a counting sort (arguments come several per

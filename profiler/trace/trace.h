@@ -19,12 +19,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/mapped_array.h"
+#include "profiler/trace/kernel_args_table.h"
 #include "profiler/trace/string_table.h"
 
 namespace stepscope::tf {
@@ -173,24 +175,6 @@ struct StepInfo {
   int64_t clock_sync_ns = 0;  // the producer's clock sync point, 0 when not recorded
 };
 
-// A GPU kernel's launch as the PyTorch profiler records it (args of a `kernel` event).
-// Absent values are -1 (integers) or NaN (occupancy).
-struct KernelArgs {
-  int64_t correlation = -1;
-  uint32_t slice = 0;
-  uint32_t grid[3] = {0, 0, 0};   // 0 when the event had no grid
-  uint32_t block[3] = {0, 0, 0};
-  int32_t registers_per_thread = -1;
-  int32_t shared_memory_bytes = -1;
-  int32_t device = -1;
-  int32_t stream = -1;
-  float blocks_per_sm = -1;
-  float warps_per_sm = -1;
-  float occupancy_percent = -1;   // "est. achieved occupancy %"
-  bool has_grid() const { return grid[0] != 0; }
-};
-static_assert(sizeof(KernelArgs) == 64, "one cache line per kernel launch");
-
 // A copy's or memset's size as the PyTorch profiler records it (args of gpu_memcpy/gpu_memset).
 struct TransferArgs {
   uint32_t slice = 0;
@@ -284,9 +268,9 @@ class Trace {
   uint32_t node_entry(uint32_t slice) const;
 
   // Kineto arguments; null when the slice has none.
-  const KernelArgs* kernel_args(uint32_t slice) const;
+  std::optional<KernelArgs> kernel_args(uint32_t slice) const { return kernel_args_.Find(slice); }
   const TransferArgs* transfer_args(uint32_t slice) const;
-  const std::vector<KernelArgs>& all_kernel_args() const { return kernel_args_; }
+  const KernelArgsTable& all_kernel_args() const { return kernel_args_; }
   const std::vector<TransferArgs>& all_transfer_args() const { return transfer_args_; }
   // Free-form arguments of one slice, in the order the source gave them; empty when none.
   std::span<const SliceArg> slice_args(uint32_t slice) const;
@@ -317,7 +301,7 @@ class Trace {
   std::string source_path_;
   std::shared_ptr<const NodeStore> node_store_;
   std::vector<uint32_t> node_entries_;  // store entry per slice; empty when entry == slice
-  std::vector<KernelArgs> kernel_args_;       // sorted by slice
+  KernelArgsTable kernel_args_;               // sorted by slice
   std::vector<TransferArgs> transfer_args_;   // sorted by slice
   std::vector<SliceArg> slice_args_;          // sorted by slice, source order within a slice
 };
@@ -366,9 +350,9 @@ class TraceBuilder {
   // Or the nodes as wire bytes (binary input): Build() copies them into the node store.
   void SetSerializedNodes(SerializedNodes nodes);
   // Kineto arguments of a slice added before (`slice` is the AddSlice index).
-  void AddKernelArgs(const KernelArgs& args) { trace_.kernel_args_.push_back(args); }
+  void AddKernelArgs(const KernelArgs& args) { trace_.kernel_args_.Add(args); }
   void AddTransferArgs(const TransferArgs& args) { trace_.transfer_args_.push_back(args); }
-  std::vector<KernelArgs>& kernel_args() { return trace_.kernel_args_; }
+  std::vector<KernelArgsTable::Row>& kernel_args() { return trace_.kernel_args_.rows(); }
   std::vector<TransferArgs>& transfer_args() { return trace_.transfer_args_; }
   std::vector<SliceArg>& slice_args() { return trace_.slice_args_; }
   // A free-form argument of a slice added before.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/free_storage.h"
+
 namespace stepscope::trace {
 
 TrackSliceBuffer::Ref TrackSliceBuffer::Add(const SliceRecord& slice) {
@@ -23,10 +25,10 @@ std::vector<uint32_t> TrackSliceBuffer::MoveTo(TraceBuilder& builder) {
     for (auto& block : tracks_[t].blocks) {
       std::copy(block.begin(), block.end(), &builder.MutableSlice(next));
       next += static_cast<uint32_t>(block.size());
-      block = {};
+      FreeStorage(block);
     }
   }
-  tracks_ = {};
+  FreeStorage(tracks_);
   count_ = 0;
   return first;
 }

@@ -57,9 +57,9 @@ void ExpectSameTrace(const Trace& a, const Trace& b, const std::string& what) {
     EXPECT_EQ(a.counters()[c].values, b.counters()[c].values) << what;
   }
   ASSERT_EQ(a.all_kernel_args().size(), b.all_kernel_args().size()) << what;
-  if (!a.all_kernel_args().empty()) {
-    EXPECT_EQ(std::memcmp(a.all_kernel_args().data(), b.all_kernel_args().data(),
-                          a.all_kernel_args().size() * sizeof(KernelArgs)), 0) << what;
+  for (size_t i = 0; i < a.all_kernel_args().size(); ++i) {
+    const KernelArgs x = a.all_kernel_args()[i], y = b.all_kernel_args()[i];
+    EXPECT_EQ(std::memcmp(&x, &y, sizeof(KernelArgs)), 0) << what << " kernel args " << i;
   }
   ASSERT_EQ(a.all_transfer_args().size(), b.all_transfer_args().size()) << what;
   for (size_t i = 0; i < a.all_transfer_args().size(); ++i) {

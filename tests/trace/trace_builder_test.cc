@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -329,6 +330,47 @@ TEST(TraceBuilderTest, SlicesOfTracksPastTheLimitBecomeCountedInstantsOnOneTrack
   }
   EXPECT_EQ(trace.import_stats().Get("slices_made_instant_at_track_limit"), 2);
   EXPECT_EQ(trace.str(trace.tracks().back().name), "(tracks past 262142)");
+}
+
+// Kernel arguments keep each distinct launch configuration once: launches of one kernel share it,
+// and every row reads back exactly what was added (NaN occupancy included), found by its slice
+// once the builder has sorted the rows.
+TEST(TraceBuilderTest, KernelArgsShareLaunchConfigurations) {
+  TraceBuilder builder;
+  AddTracks(builder, TrackKind::kGpuStream, "stream", 1);
+  const StringId n = builder.Intern("gemm");
+  constexpr uint32_t kKernels = 3000;
+  constexpr uint32_t kConfigs = 300;  // past the index's first size (64 slots): it grows
+  std::vector<KernelArgs> added;
+  for (uint32_t k = 0; k < kKernels; ++k) {
+    builder.AddSlice(MakeSlice(0, 1000 * (kKernels - k), 10, n));  // reversed: Build reorders
+    KernelArgs args;
+    args.slice = k;
+    args.correlation = 7 * int64_t{k} + 1;
+    const uint32_t config = k % kConfigs;
+    args.grid[0] = 1 + config;
+    args.grid[1] = 2;
+    args.block[0] = 128;
+    args.registers_per_thread = 32;
+    args.device = 0;
+    args.stream = static_cast<int32_t>(config % 3);
+    args.occupancy_percent = config % 2 == 0 ? std::numeric_limits<float>::quiet_NaN() : 50.0f;
+    builder.AddKernelArgs(args);
+    added.push_back(args);
+  }
+  const Trace trace = std::move(builder).Build();
+  const KernelArgsTable& table = trace.all_kernel_args();
+  ASSERT_EQ(table.size(), kKernels);
+  EXPECT_EQ(table.launch_count(), kConfigs);
+  for (uint32_t k = 0; k < kKernels; ++k) {
+    // Slice k started last-but-k: it is slice kKernels - 1 - k of the built trace.
+    const std::optional<KernelArgs> found = table.Find(kKernels - 1 - k);
+    ASSERT_TRUE(found.has_value()) << k;
+    KernelArgs expected = added[k];
+    expected.slice = kKernels - 1 - k;
+    EXPECT_EQ(std::memcmp(&*found, &expected, sizeof(KernelArgs)), 0) << k;
+  }
+  EXPECT_FALSE(table.Find(kKernels).has_value());
 }
 
 // The builder's record array grows without writing its new records (base/mapped_array.h): a

@@ -245,8 +245,8 @@ TEST(XSpaceReaderTest, GpuKernelsCopiesAndLaunches) {
       EXPECT_EQ(trace->str(t.name), "Stream #7(Compute)");
       EXPECT_EQ(trace->str(trace->tracks()[t.parent].name), "GPU:0");
       EXPECT_EQ(s.dur_ns, 3500);  // 4'000'000 ps + 3'500'500 ps ends at 7500.5 ns: floored
-      const KernelArgs* k = trace->kernel_args(i);
-      ASSERT_NE(k, nullptr);
+      const std::optional<KernelArgs> k = trace->kernel_args(i);
+      ASSERT_TRUE(k.has_value());
       EXPECT_EQ(k->grid[0], 80u);
       EXPECT_EQ(k->grid[1], 2u);
       EXPECT_EQ(k->block[0], 128u);

@@ -142,7 +142,7 @@ std::vector<DetailItem> DescribeSlice(const TraceDocument& document, uint32_t sl
     }
     items.push_back(std::move(item));
   }
-  if (const trace::KernelArgs* kernel = trace.kernel_args(slice_index)) {
+  if (const std::optional<trace::KernelArgs> kernel = trace.kernel_args(slice_index)) {
     auto triple = [](const uint32_t* v) {
       return std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]);
     };
