@@ -139,7 +139,8 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
   std::vector<Row> rows;
   std::map<std::tuple<int32_t, std::string, std::string>, size_t> index;
   std::vector<int64_t> totals[3];
-  // Every gap by reference; names and the enclosing host op are looked up for the largest only.
+  // The largest gaps by reference, names and the enclosing host op looked up at the end: a
+  // bounded heap, its worst at the top, since a trace holds a gap per kernel or more.
   struct Gap {
     int64_t length, begin, end;
     const Trace* trace;
@@ -147,12 +148,17 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
     uint32_t device, stream, before, after;
     int64_t launch;
     IdleCause cause;
+    uint64_t found;  // order found: of equal lengths the first found ranks higher
+  };
+  auto ranks_higher = [](const Gap& a, const Gap& b) {
+    return a.length != b.length ? a.length > b.length : a.found < b.found;
   };
   std::vector<Gap> gaps;
+  uint64_t found = 0;
   for (const GpuInput& input : inputs) {
     const Trace& trace = *input.trace;
     const int32_t rank = trace.step_info().rank;
-    const std::vector<int64_t> launch = LaunchOf(trace);
+    const LaunchIndex launch = LaunchOf(trace);
     for (const StreamWork& w : CollectWork(input)) {
       const std::string device = TrackName(trace, w.device), stream = TrackName(trace, w.lane);
       auto [it, inserted] = index.try_emplace({rank, device, stream}, rows.size());
@@ -185,8 +191,16 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
           row.all.push_back(gap);
           row.by_cause[c].push_back(gap);
           totals[c].push_back(gap);
-          gaps.push_back({gap, prev_end, s.start_ns, &trace, rank, w.device, w.lane, static_cast<uint32_t>(prev), i, r,
-                          cause});
+          const Gap candidate{gap, prev_end, s.start_ns, &trace, rank, w.device, w.lane,
+                              static_cast<uint32_t>(prev), i, r, cause, found++};
+          if (gaps.size() < options.largest) {
+            gaps.push_back(candidate);
+            std::push_heap(gaps.begin(), gaps.end(), ranks_higher);
+          } else if (!gaps.empty() && ranks_higher(candidate, gaps.front())) {
+            std::pop_heap(gaps.begin(), gaps.end(), ranks_higher);
+            gaps.back() = candidate;
+            std::push_heap(gaps.begin(), gaps.end(), ranks_higher);
+          }
         }
         if (s.end_ns() > prev_end) {
           prev_end = s.end_ns();
@@ -204,14 +218,8 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
                    [](const StreamIdle& a, const StreamIdle& b) { return a.rank < b.rank; });
   for (int c = 0; c < 3; ++c) report.by_cause[c] = IntervalsOf(std::move(totals[c]));
   // Longest first; equal lengths in the order found.
-  const size_t keep = std::min(options.largest, gaps.size());
-  std::vector<size_t> order(gaps.size());
-  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(), [&](size_t a, size_t b) {
-    return gaps[a].length != gaps[b].length ? gaps[a].length > gaps[b].length : a < b;
-  });
-  for (size_t k = 0; k < keep; ++k) {
-    const Gap& g = gaps[order[k]];
+  std::sort(gaps.begin(), gaps.end(), ranks_higher);
+  for (const Gap& g : gaps) {
     const Trace& trace = *g.trace;
     IdleGapDetail detail;
     detail.rank = g.rank;
@@ -294,7 +302,7 @@ LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOp
   // Launches in input, then time order (the order of every list below).
   for (const GpuInput& input : inputs) {
     const Trace& trace = *input.trace;
-    const std::vector<int64_t> launch = LaunchOf(trace);
+    const LaunchIndex launch = LaunchOf(trace);
     std::vector<LinkedWork> mine;
     for (const StreamWork& w : CollectWork(input)) {
       for (uint32_t i : w.slices) {

@@ -142,7 +142,7 @@ AnnotationReport ComputeAnnotationTime(const std::vector<GpuInput>& inputs) {
   AnnotationTree tree;
   for (const GpuInput& input : inputs) {
     const Trace& trace = *input.trace;
-    const std::vector<int64_t> launch = LaunchOf(trace);
+    const LaunchIndex launch = LaunchOf(trace);
     const std::vector<uint32_t> node_of = AnnotationNodes(input, tree);
     std::vector<char> op_counted(trace.slices().size(), 0);  // name scopes: each launching op once
     for (const StreamWork& w : CollectWork(input)) {
@@ -295,7 +295,7 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
     std::vector<std::pair<int32_t, int64_t>> host_ops;  // op id, occurrences
   };
   std::unordered_map<std::string, Acc> patterns;
-  std::vector<int64_t> launch;
+  LaunchIndex launch;
   size_t launch_input = SIZE_MAX;
   Intervals busy;
   for (size_t stream = 0; stream < streams.size(); ++stream) {

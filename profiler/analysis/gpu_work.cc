@@ -58,10 +58,10 @@ std::vector<StreamWork> CollectWork(const GpuInput& input) {
 std::string TrackName(const Trace& trace, uint32_t track) { return std::string(trace.str(trace.tracks()[track].name)); }
 
 // The runtime call that launched each slice (launch flows), -1 where none.
-std::vector<int64_t> LaunchOf(const Trace& trace) {
-  std::vector<int64_t> launch(trace.slices().size(), -1);
+LaunchIndex LaunchOf(const Trace& trace) {
+  LaunchIndex launch(trace.slices().size());
   for (const trace::Flow& flow : trace.flows()) {
-    if (flow.kind == trace::FlowKind::kLaunch) launch[flow.to_slice] = flow.from_slice;
+    if (flow.kind == trace::FlowKind::kLaunch) launch.Set(flow.to_slice, flow.from_slice);
   }
   return launch;
 }

@@ -44,8 +44,19 @@ std::vector<StreamWork> CollectWork(const GpuInput& input);
 std::string TrackName(const trace::Trace& trace, uint32_t track);
 
 // The slice that launched each slice (the source of its launch flow: a runtime call, or the
-// executor op in our traces), -1 where none.
-std::vector<int64_t> LaunchOf(const trace::Trace& trace);
+// executor op in our traces), -1 where none. 4 bytes a slice: analyses build it over every slice.
+class LaunchIndex {
+ public:
+  LaunchIndex() = default;
+  explicit LaunchIndex(size_t slices) : from_(slices, kNone) {}
+  int64_t operator[](size_t slice) const { return from_[slice] == kNone ? -1 : int64_t{from_[slice]}; }
+  void Set(uint32_t slice, uint32_t from) { from_[slice] = from; }
+
+ private:
+  static constexpr uint32_t kNone = 0xffffffffu;  // no slice index reaches it (indices are < size)
+  std::vector<uint32_t> from_;
+};
+LaunchIndex LaunchOf(const trace::Trace& trace);
 
 // The innermost op (kind kOp) enclosing a slice on its track, -1 when none.
 int64_t EnclosingOp(const trace::Trace& trace, uint32_t slice);

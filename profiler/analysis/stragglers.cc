@@ -144,7 +144,7 @@ StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const
       it->second.window_begin = windows[w].begin + shift;
       slots[w] = &it->second;
     }
-    const std::vector<int64_t> launch = whole ? std::vector<int64_t>() : LaunchOf(trace);
+    const LaunchIndex launch = whole ? LaunchIndex() : LaunchOf(trace);
     std::vector<bool> gpu_lane(trace.tracks().size());
     for (uint32_t t = 0; t < gpu_lane.size(); ++t) gpu_lane[t] = IsGpuDeviceLane(trace, t);
     const auto& slices = trace.slices();

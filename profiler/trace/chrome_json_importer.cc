@@ -536,6 +536,10 @@ class ChromeEventImporter::Impl {
       }
       FlowEnd end;
       end.thread = ThreadSlot(event_->pid, event_->tid);
+      if (end.thread >= (1u << kThreadBits)) {
+        stats().Add("flow_past_thread_limit_skipped");
+        return;
+      }
       end.ts = *ts;
       end.bind_enclosing = ph != "f" || event_->bp == "e";
       end.set = true;
@@ -548,12 +552,12 @@ class ChromeEventImporter::Impl {
       }
       auto it = open_flows_.try_emplace(key).first;
       FlowPair& pair = it->second;
-      (ph == "s" ? pair.start : pair.end) = end;
+      pair.Set(ph == "s" ? FlowPair::kStart : FlowPair::kEnd, end);
       // A flow whose start and final step (`f`) have both come is done: it leaves the map, so
       // the map holds only open flows (a few, as Kineto writes each launch's pair close
       // together) and an id used again later starts a new flow.
-      if (pair.start.set && pair.end.final) {
-        pair.launch = IsLaunchCategory(key.category);
+      if (pair.start().set && pair.end().final) {
+        pair.launch = IsLaunchCategory(key.category) ? 1 : 0;
         done_flows_.push_back(pair);
         open_flows_.erase(it);
       }
@@ -836,12 +840,12 @@ class ChromeEventImporter::Impl {
       return best;
     };
     auto bind = [&](const FlowPair& pair) {
-      if (!pair.start.set || !pair.end.set) {
+      if (!pair.start().set || !pair.end().set) {
         stats().Add("flow_unmatched_skipped");
         return;
       }
-      const int64_t from = find(pair.start);
-      const int64_t to = find(pair.end);
+      const int64_t from = find(pair.start());
+      const int64_t to = find(pair.end());
       if (from < 0 || to < 0) {
         stats().Add("flow_not_bound_skipped");
         return;
@@ -852,13 +856,15 @@ class ChromeEventImporter::Impl {
     // In the order the flows completed in the file, then the ones still open at its end.
     for (const FlowPair& pair : done_flows_) bind(pair);
     for (auto& [key, pair] : open_flows_) {
-      pair.launch = IsLaunchCategory(key.category);
+      pair.launch = IsLaunchCategory(key.category) ? 1 : 0;
       bind(pair);
     }
     FreeStorage(done_flows_);
     FreeStorage(open_flows_);
   }
 
+  // Thread slots a flow can name (FlowPair packs them); a flow on a thread past them is skipped.
+  static constexpr int kThreadBits = 28;
   struct FlowEnd {
     int64_t ts = 0;
     uint32_t thread = 0;  // thread slot
@@ -866,10 +872,34 @@ class ChromeEventImporter::Impl {
     bool set = false;
     bool final = false;  // an `f` (a `t` is a step that a later `f` replaces)
   };
+  // 24 bytes: a big trace has a flow per kernel launch, and all of them wait here until the
+  // slices are sorted. Each end's thread slot shares a word with its flags.
   struct FlowPair {
-    FlowEnd start, end;
-    bool launch = false;  // category ac2g: a kernel's or copy's launch
+    enum Side { kStart, kEnd };
+    int64_t ts[2] = {0, 0};
+    uint32_t start_thread : kThreadBits = 0;
+    uint32_t start_enclosing : 1 = 1, start_set : 1 = 0;
+    uint32_t launch : 1 = 0;  // category ac2g: a kernel's or copy's launch
+    uint32_t end_thread : kThreadBits = 0;
+    uint32_t end_enclosing : 1 = 1, end_set : 1 = 0, end_final : 1 = 0;
+
+    FlowEnd start() const { return {ts[kStart], start_thread, start_enclosing != 0, start_set != 0, false}; }
+    FlowEnd end() const { return {ts[kEnd], end_thread, end_enclosing != 0, end_set != 0, end_final != 0}; }
+    void Set(Side side, const FlowEnd& e) {
+      ts[side] = e.ts;
+      if (side == kStart) {
+        start_thread = e.thread;
+        start_enclosing = e.bind_enclosing;
+        start_set = e.set;
+      } else {
+        end_thread = e.thread;
+        end_enclosing = e.bind_enclosing;
+        end_set = e.set;
+        end_final = e.final;
+      }
+    }
   };
+  static_assert(sizeof(FlowPair) == 24);
   // Kineto's ac2g flows join a launch (cudaLaunchKernel) to its kernel or copy.
   bool IsLaunchCategory(StringId category) { return builder_.strings().Get(category) == "ac2g"; }
 
