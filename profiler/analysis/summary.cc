@@ -37,6 +37,53 @@ int64_t UnionLengthInPlace(std::span<std::pair<int64_t, int64_t>> intervals) {
 
 namespace {
 
+// Length of the union of the slices `keep` accepts on some tracks, each sorted by start: a merge
+// of the tracks by start, in memory for a cursor per track, not an interval per slice (a device's
+// busy time in a 10^7-slice trace would gather 160 MB of intervals).
+template <typename Keep>
+int64_t UnionLengthOfTracks(const Trace& trace, const std::vector<uint32_t>& tracks, Keep keep) {
+  struct Cursor {
+    const Slice* next;
+    const Slice* end;
+  };
+  std::vector<Cursor> cursors;
+  auto advance = [&](Cursor& c) {
+    while (c.next != c.end && !keep(*c.next)) ++c.next;
+  };
+  for (uint32_t t : tracks) {
+    const auto lane = trace.track_slices(t);
+    Cursor c{lane.data(), lane.data() + lane.size()};
+    advance(c);
+    if (c.next != c.end) cursors.push_back(c);
+  }
+  auto later = [](const Cursor& a, const Cursor& b) { return a.next->start_ns > b.next->start_ns; };
+  std::make_heap(cursors.begin(), cursors.end(), later);
+  int64_t total = 0;
+  int64_t cur_start = 0;
+  int64_t cur_end = INT64_MIN;
+  while (!cursors.empty()) {
+    std::pop_heap(cursors.begin(), cursors.end(), later);
+    Cursor& c = cursors.back();
+    const int64_t start = c.next->start_ns, end = c.next->end_ns();
+    if (start > cur_end) {
+      if (cur_end != INT64_MIN) total += cur_end - cur_start;
+      cur_start = start;
+      cur_end = end;
+    } else {
+      cur_end = std::max(cur_end, end);
+    }
+    ++c.next;
+    advance(c);
+    if (c.next == c.end) {
+      cursors.pop_back();
+    } else {
+      std::push_heap(cursors.begin(), cursors.end(), later);
+    }
+  }
+  if (cur_end != INT64_MIN) total += cur_end - cur_start;
+  return total;
+}
+
 std::string WhereOf(const Slice& slice) {
   switch (slice.kind) {
     case SliceKind::kKernel: return "gpu";
@@ -100,8 +147,14 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
     Intervals intervals;
     int64_t slices = 0;
   };
-  struct DeviceBusy : Busy {
-    std::map<uint32_t, Busy> streams;  // by the stream's source lane
+  // Work lanes are merged by start when the counting is done (UnionLengthOfTracks).
+  struct Work {
+    std::vector<uint32_t> tracks;
+    int64_t slices = 0;
+  };
+  struct DeviceBusy : Work {
+    bool gpu = false;
+    std::map<uint32_t, Work> streams;  // by the stream's source lane
   };
   std::map<int32_t, DeviceBusy> busy_by_device;
   std::map<std::pair<uint32_t, std::string>, Busy> annotations;  // (source lane, kind)
@@ -136,28 +189,34 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
         continue;
       }
       DeviceBusy& busy = busy_by_device[usage_key];
-      busy.intervals.emplace_back(s.start_ns, s.end_ns());
-      ++busy.slices;
-      if (gpu) {
-        Busy& stream = busy.streams[source_lane[t]];
-        stream.intervals.emplace_back(s.start_ns, s.end_ns());
-        ++stream.slices;
+      if (busy.tracks.empty() || busy.tracks.back() != t) {
+        busy.tracks.push_back(t);
+        busy.gpu = gpu;
+        if (gpu) busy.streams[source_lane[t]].tracks.push_back(t);
       }
+      ++busy.slices;
+      if (gpu) ++busy.streams[source_lane[t]].slices;
     }
   }
+  // What the loop above counted as work.
+  auto work = [](bool gpu) {
+    return [gpu](const Slice& s) {
+      return !s.duplicate() && !trace::IsAnnotationOrSync(s.kind) && !(gpu && !trace::IsDeviceWork(s.kind));
+    };
+  };
   auto share = [span](int64_t ns) { return span > 0 ? static_cast<double>(ns) / static_cast<double>(span) : 0.0; };
   for (auto& [key, busy] : busy_by_device) {
     DeviceUsage usage;
     usage.name = std::string(trace.str(tracks[key / 2].full_name));
     usage.lanes = key % 2 == 1 ? "gpu streams" : "ops";
     usage.slices = busy.slices;
-    usage.busy_ns = UnionLength(std::move(busy.intervals));
+    usage.busy_ns = UnionLengthOfTracks(trace, busy.tracks, work(busy.gpu));
     usage.utilisation = share(usage.busy_ns);
     for (auto& [stream, stream_busy] : busy.streams) {
       LaneUsage lane;
       lane.name = std::string(trace.str(tracks[stream].name));
       lane.slices = stream_busy.slices;
-      lane.busy_ns = UnionLength(std::move(stream_busy.intervals));
+      lane.busy_ns = UnionLengthOfTracks(trace, stream_busy.tracks, work(true));
       lane.utilisation = share(lane.busy_ns);
       usage.streams.push_back(std::move(lane));
     }

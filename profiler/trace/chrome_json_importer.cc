@@ -663,7 +663,7 @@ class ChromeEventImporter::Impl {
 
   // Slices wait per track (TrackSliceBuffer) until Finish() hands them to the builder.
   void HandPendingSlicesToBuilder() {
-    const std::vector<uint32_t> first = pending_.MoveTo(builder_);
+    const std::vector<uint32_t> first = pending_.MoveToBuilder();
     TrackSliceBuffer::Resolve(first, kernel_arg_tracks_, builder_.kernel_args());
     TrackSliceBuffer::Resolve(first, transfer_arg_tracks_, builder_.transfer_args());
     FreeStorage(kernel_arg_tracks_);
@@ -945,7 +945,7 @@ class ChromeEventImporter::Impl {
   // Per track: whether it holds device events, host events or both.
   static constexpr uint8_t kHoldsDeviceWork = 1, kHoldsHostWork = 2;
   std::vector<uint8_t> lane_holds_;
-  TrackSliceBuffer pending_;
+  TrackSliceBuffer pending_{builder_};
   // The track of each kernel's and copy's args (whose `slice` is a place in the track until
   // HandPendingSlicesToBuilder()).
   std::vector<uint32_t> kernel_arg_tracks_;

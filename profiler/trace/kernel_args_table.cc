@@ -15,6 +15,8 @@ size_t HashBytes(const void* data, size_t size) {
 
 void KernelArgsTable::Add(const KernelArgs& args) {
   Launch launch;
+  const auto correlation = static_cast<uint64_t>(args.correlation);
+  launch.correlation_high = static_cast<uint32_t>(correlation >> 32);
   std::copy(std::begin(args.grid), std::end(args.grid), launch.grid);
   std::copy(std::begin(args.block), std::end(args.block), launch.block);
   launch.registers_per_thread = args.registers_per_thread;
@@ -24,7 +26,7 @@ void KernelArgsTable::Add(const KernelArgs& args) {
   launch.blocks_per_sm = args.blocks_per_sm;
   launch.warps_per_sm = args.warps_per_sm;
   launch.occupancy_percent = args.occupancy_percent;
-  rows_.push_back(Row{args.slice, Intern(launch), args.correlation});
+  rows_.push_back(Row{args.slice, Intern(launch), static_cast<uint32_t>(correlation)});
 }
 
 uint32_t KernelArgsTable::Intern(const Launch& launch) {
@@ -53,7 +55,7 @@ KernelArgs KernelArgsTable::operator[](size_t row) const {
   const Row& r = rows_[row];
   const Launch& launch = launches_[r.launch];
   KernelArgs args;
-  args.correlation = r.correlation;
+  args.correlation = static_cast<int64_t>(uint64_t{launch.correlation_high} << 32 | r.correlation_low);
   args.slice = r.slice;
   std::copy(std::begin(launch.grid), std::end(launch.grid), args.grid);
   std::copy(std::begin(launch.block), std::end(launch.block), args.block);

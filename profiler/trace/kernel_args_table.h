@@ -1,7 +1,8 @@
 // How a Trace keeps its Kineto kernel arguments (KernelArgs): the launch configuration (grid,
 // block, registers, shared memory, device, stream, occupancy) is what the thousands of launches of
-// one kernel share, so each distinct one is stored once and a launch keeps 16 bytes: its slice,
-// its correlation id and which configuration it used. A trace of 10^6 kernels then holds 16 MB of
+// one kernel share, so each distinct one is stored once and a launch keeps 12 bytes: its slice,
+// the low half of its correlation id and which configuration it used (the configuration holds the
+// high half, the same for 2^32 launches in a row). A trace of 10^6 kernels then holds 12 MB of
 // kernel arguments instead of 64 MB.
 #pragma once
 
@@ -36,8 +37,9 @@ class KernelArgsTable {
   struct Row {
     uint32_t slice = 0;
     uint32_t launch = 0;  // index of its launch configuration
-    int64_t correlation = -1;
+    uint32_t correlation_low = 0;
   };
+  static_assert(sizeof(Row) == 12);
 
   // Rows come in any order; Find needs them sorted by slice (TraceBuilder::Build sorts them).
   void Add(const KernelArgs& args);
@@ -75,8 +77,10 @@ class KernelArgsTable {
   Iterator end() const { return {this, rows_.size()}; }
 
  private:
-  // All of KernelArgs but the slice and the correlation; compared and hashed as bytes (no padding).
+  // All of KernelArgs but the slice and the correlation's low half; compared and hashed as bytes
+  // (no padding).
   struct Launch {
+    uint32_t correlation_high;
     uint32_t grid[3];
     uint32_t block[3];
     int32_t registers_per_thread;
@@ -87,7 +91,7 @@ class KernelArgsTable {
     float warps_per_sm;
     float occupancy_percent;
   };
-  static_assert(sizeof(Launch) == 52, "no padding: launches compare as bytes");
+  static_assert(sizeof(Launch) == 56, "no padding: launches compare as bytes");
 
   uint32_t Intern(const Launch& launch);
 

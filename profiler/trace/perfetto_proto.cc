@@ -984,7 +984,7 @@ class ProtoImporter {
       }
     }
     // The slices reach the builder track after track; what points at them follows.
-    const std::vector<uint32_t> first = pending_.MoveTo(builder_);
+    const std::vector<uint32_t> first = pending_.MoveToBuilder();
     auto index_of = [&](uint32_t track, uint32_t position) { return first[track] + position; };
     TrackSliceBuffer::Resolve(first, kernel_arg_tracks_, builder_.kernel_args());
     TrackSliceBuffer::Resolve(first, transfer_arg_tracks_, builder_.transfer_args());
@@ -1550,7 +1550,7 @@ class ProtoImporter {
   std::unordered_map<uint64_t, std::vector<OpenSlice>> open_;
   std::map<uint64_t, CounterSeries> counters_;
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> flows_;  // by flow id: its ends (kNoRef: none yet)
-  TrackSliceBuffer pending_;
+  TrackSliceBuffer pending_{builder_};
   // The track of each kernel's, copy's and free-form argument (whose `slice` is a place in the
   // track until Finish()).
   std::vector<uint32_t> kernel_arg_tracks_, transfer_arg_tracks_, slice_arg_tracks_;

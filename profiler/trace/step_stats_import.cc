@@ -303,7 +303,9 @@ class Importer {
       const TrackKind kind = tracks[SliceOf(a).track].kind;
       if (kind != TrackKind::kGpuAllStreams && kind != TrackKind::kGpuMemcpy) continue;
       if (on_streams.count(key_of(SliceOf(a))) != 0) {
-        builder_.MutableSlice(a.index).flags |= kSliceDuplicate;
+        SliceRecord slice = builder_.slice(a.index);
+        slice.flags |= kSliceDuplicate;
+        builder_.SetSlice(a.index, slice);
         ++marked;
       }
     }
@@ -543,7 +545,7 @@ class Importer {
     int device;
     int node;
   };
-  const SliceRecord& SliceOf(const Added& a) const { return builder_.slice(a.index); }
+  SliceRecord SliceOf(const Added& a) const { return builder_.slice(a.index); }
 
   const tf::RunMetadata& metadata_;
   const Nodes& nodes_;

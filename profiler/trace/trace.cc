@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "base/free_storage.h"
+#include "base/saturating.h"
 #include "profiler/trace/node_store.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
@@ -165,9 +166,44 @@ uint32_t TraceBuilder::AddSlice(const SliceRecord& slice, NodeRef ref) {
     has_refs_ = true;
     trace_.node_refs_.resize(slices_.size());
   }
-  slices_.push_back(slice);
+  slices_.push_back(Pack(slice));
   if (has_refs_) trace_.node_refs_.push_back(ref);
   return static_cast<uint32_t>(slices_.size() - 1);
+}
+
+Slice TraceBuilder::Pack(const SliceRecord& r) {
+  if (!has_base_) {
+    base_ns_ = r.start_ns;
+    has_base_ = true;
+  }
+  int64_t start = SaturatingSub(r.start_ns, base_ns_);
+  if (start > Slice::kMaxStartNs || start < -Slice::kMaxStartNs) [[unlikely]] {
+    start = std::clamp(start, -Slice::kMaxStartNs, Slice::kMaxStartNs);
+    ++starts_clamped_;
+  }
+  int64_t dur = r.dur_ns;
+  if (dur < 0) [[unlikely]] {
+    dur = 0;
+    ++negative_durations_;
+  } else if (dur > Slice::kMaxDurNs) [[unlikely]] {
+    dur = Slice::kMaxDurNs;
+    ++durations_clamped_;
+  }
+  Slice s;
+  s.start_ns = start;
+  s.dur_ns = dur;
+  s.depth = std::min<uint32_t>(r.depth, Slice::kMaxDepth);  // Build sets the depth
+  s.kind = r.kind;
+  s.flags = r.flags;
+  // Past the last track a slice can name: LimitTracks makes it an instant on the catch-all track.
+  s.track = std::min<uint32_t>(r.track, Slice::kMaxTrack);
+  s.name = r.name;
+  s.op_type = r.op_type;
+  return s;
+}
+
+void TraceBuilder::SetPackedSlices(uint32_t index, std::span<const Slice> packed) {
+  std::copy(packed.begin(), packed.end(), slices_.begin() + index);
 }
 
 void TraceBuilder::SetRunMetadata(std::shared_ptr<tf::RunMetadata> metadata) {
@@ -185,7 +221,7 @@ namespace {
 // further lanes are sibling tracks created on demand.
 class LaneAssigner {
  public:
-  LaneAssigner(StringTable& strings, std::vector<Track>& tracks, SliceRecords& slices)
+  LaneAssigner(StringTable& strings, std::vector<Track>& tracks, MappedArray<Slice>& slices)
       : strings_(strings), tracks_(tracks), slices_(slices) {}
 
   // `count` slices, the k-th at index_at(k). Returns how many slices had to leave lane 0.
@@ -195,7 +231,7 @@ class LaneAssigner {
     const bool nesting = !tracks_[track].concurrent;
     int64_t moved = 0;
     for (size_t k = 0; k < count; ++k) {
-      SliceRecord& slice = slices_[index_at(k)];
+      Slice& slice = slices_[index_at(k)];
       size_t lane = 0;
       for (;; ++lane) {
         if (lane == lanes_.size()) {
@@ -213,7 +249,8 @@ class LaneAssigner {
         if (open.empty() || (nesting && slice.end_ns() <= open.back())) break;
       }
       auto& open = lanes_[lane].open_ends;
-      slice.depth = static_cast<uint16_t>(std::min<size_t>(open.size(), 0xffff));
+      if (open.size() > Slice::kMaxDepth) [[unlikely]] ++depths_clamped_;
+      slice.depth = std::min<size_t>(open.size(), Slice::kMaxDepth);
       slice.track = lanes_[lane].track;
       open.push_back(slice.end_ns());
       if (lane != 0) ++moved;
@@ -222,6 +259,8 @@ class LaneAssigner {
   }
   // Slices made instants because the track limit left no lane for them.
   int64_t lost_to_track_limit() const { return lost_to_track_limit_; }
+  // Slices nested deeper than a Slice can say (their depth is kMaxDepth).
+  int64_t depths_clamped() const { return depths_clamped_; }
 
  private:
   struct Lane {
@@ -241,18 +280,19 @@ class LaneAssigner {
 
   StringTable& strings_;
   std::vector<Track>& tracks_;
-  SliceRecords& slices_;
+  MappedArray<Slice>& slices_;
   std::vector<Lane> lanes_;
   int64_t lost_to_track_limit_ = 0;
+  int64_t depths_clamped_ = 0;
 };
 
 // Slice indices in (track, start, longer first, then added first) order. Readers mostly add
 // each track's slices in time order but interleave tracks (Kineto, the generator): a stable
 // counting pass by track, then only the tracks found out of order are sorted, so a 100 M-slice
 // trace costs two linear passes and 8 bytes per slice, not a sort of 24-byte keys.
-std::vector<uint32_t> OrderByTrackThenTime(const SliceRecords& slices, size_t track_count) {
+std::vector<uint32_t> OrderByTrackThenTime(const MappedArray<Slice>& slices, size_t track_count) {
   std::vector<uint32_t> begin(track_count + 1, 0);
-  for (const SliceRecord& s : slices) ++begin[s.track + 1];
+  for (const Slice& s : slices) ++begin[s.track + 1];
   for (size_t t = 0; t < track_count; ++t) begin[t + 1] += begin[t];
   std::vector<uint32_t> order(slices.size());
   {
@@ -260,8 +300,8 @@ std::vector<uint32_t> OrderByTrackThenTime(const SliceRecords& slices, size_t tr
     for (uint32_t i = 0; i < slices.size(); ++i) order[fill[slices[i].track]++] = i;
   }
   auto before = [&](uint32_t a, uint32_t b) {
-    const SliceRecord& x = slices[a];
-    const SliceRecord& y = slices[b];
+    const Slice& x = slices[a];
+    const Slice& y = slices[b];
     if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
     if (x.dur_ns != y.dur_ns) return x.dur_ns > y.dur_ns;
     return a < b;
@@ -317,10 +357,10 @@ void Permute(const std::vector<uint32_t>& order, size_t lo, size_t hi, Items& it
 }
 
 // True when the slices already come in (track, start, longer first) order.
-bool SlicesInOrder(const SliceRecords& slices) {
+bool SlicesInOrder(const MappedArray<Slice>& slices) {
   for (size_t i = 1; i < slices.size(); ++i) {
-    const SliceRecord& x = slices[i - 1];
-    const SliceRecord& y = slices[i];
+    const Slice& x = slices[i - 1];
+    const Slice& y = slices[i];
     const bool ordered = x.track < y.track ||
         (x.track == y.track && (x.start_ns < y.start_ns || (x.start_ns == y.start_ns && x.dur_ns >= y.dur_ns)));
     if (!ordered) return false;
@@ -377,9 +417,13 @@ Trace TraceBuilder::Build() && {
 
   // Epoch: the earliest instant of the trace, so relative times stay small and exact.
   int64_t epoch = std::numeric_limits<int64_t>::max();
-  for (const SliceRecord& s : slices) {
-    STEPSCOPE_CHECK(s.track < tracks.size());  // AddSlices leaves the track to the caller
-    epoch = std::min(epoch, s.start_ns);
+  if (!slices.empty()) {
+    int64_t first = std::numeric_limits<int64_t>::max();
+    for (const Slice& s : slices) {
+      STEPSCOPE_CHECK(s.track < tracks.size());  // AddSlices leaves the track to the caller
+      first = std::min<int64_t>(first, s.start_ns);
+    }
+    epoch = SaturatingAdd(base_ns_, first);
   }
   for (const CounterSeries& c : trace_.counters_) {
     for (int64_t ts : c.ts_ns) epoch = std::min(epoch, ts);
@@ -387,13 +431,6 @@ Trace TraceBuilder::Build() && {
   if (epoch == std::numeric_limits<int64_t>::max()) epoch = 0;
   trace_.epoch_ns_ = epoch;
   LimitTracks();
-  for (SliceRecord& s : slices) {
-    s.start_ns -= epoch;
-    if (s.dur_ns < 0) {
-      trace_.import_stats_.Add("negative_duration_clamped");
-      s.dur_ns = 0;
-    }
-  }
   for (CounterSeries& c : trace_.counters_) {
     for (int64_t& ts : c.ts_ns) ts -= epoch;
   }
@@ -416,6 +453,7 @@ Trace TraceBuilder::Build() && {
     begin = end;
   }
   trace_.import_stats_.Add("slices_made_instant_at_track_limit", assigner.lost_to_track_limit());
+  depths_clamped_ += assigner.depths_clamped();
   if (tracks.size() != source_tracks) {
     // Some slices moved to overlap lanes. Each lane holds slices of one source track, in that
     // track's time order, and lanes come after all source tracks (those of a lower track first):
@@ -463,9 +501,9 @@ Trace TraceBuilder::Build() && {
     serialized_nodes_.reset();
   }
 
-  // One pass packs the slices, counts them per track and finds the span.
+  // One pass puts the slices on the epoch, counts them per track and finds the span.
   trace_.track_begin_.assign(tracks.size() + 1, 0);
-  PackSlices();
+  RebaseSlices(slices.empty() ? 0 : SaturatingSub(base_ns_, epoch));
   for (size_t t = 0; t < tracks.size(); ++t) trace_.track_begin_[t + 1] += trace_.track_begin_[t];
   return std::move(trace_);
 }
@@ -480,7 +518,7 @@ void TraceBuilder::LimitTracks() {
   last.name = trace_.strings_.Intern("(tracks past " + std::to_string(catch_all) + ")");
   last.concurrent = true;
   int64_t moved = 0;
-  for (SliceRecord& s : slices_) {
+  for (Slice& s : slices_) {
     if (s.track < catch_all) continue;
     s.track = catch_all;
     s.dur_ns = 0;
@@ -491,49 +529,31 @@ void TraceBuilder::LimitTracks() {
   trace_.import_stats_.Add("slices_made_instant_at_track_limit", moved);
 }
 
-void TraceBuilder::PackSlices() {
-  // Counted in locals: the packing writes through a byte pointer, which may alias any member.
-  int64_t starts_clamped = 0, durations_clamped = 0, depths_clamped = 0;
+void TraceBuilder::RebaseSlices(int64_t shift_ns) {
   int64_t first = std::numeric_limits<int64_t>::max();
   int64_t last = std::numeric_limits<int64_t>::min();
   uint32_t* per_track = trace_.track_begin_.data() + 1;
-  trace_.slices_ = std::move(slices_).ConvertInPlace<Slice>([&](const SliceRecord& r) {
-    int64_t start = r.start_ns;
-    if (start > Slice::kMaxStartNs || start < -Slice::kMaxStartNs) [[unlikely]] {
-      start = std::clamp(start, -Slice::kMaxStartNs, Slice::kMaxStartNs);
-      ++starts_clamped;
+  for (Slice& s : slices_) {
+    // The epoch is at or before the base: starts move up, and may pass the limit.
+    int64_t start = SaturatingAdd(s.start_ns, shift_ns);
+    if (start > Slice::kMaxStartNs) [[unlikely]] {
+      start = Slice::kMaxStartNs;
+      ++starts_clamped_;
     }
-    int64_t dur = r.dur_ns;
-    if (dur > Slice::kMaxDurNs) [[unlikely]] {
-      dur = Slice::kMaxDurNs;
-      ++durations_clamped;
-    }
-    uint32_t depth = r.depth;
-    if (depth > Slice::kMaxDepth) [[unlikely]] {
-      depth = Slice::kMaxDepth;
-      ++depths_clamped;
-    }
-    ++per_track[r.track];
-    first = std::min(first, start);
-    last = std::max(last, start + dur);
-    Slice s;
     s.start_ns = start;
-    s.dur_ns = dur;
-    s.depth = depth;
-    s.kind = r.kind;
-    s.flags = r.flags;
-    s.track = r.track;
-    s.name = r.name;
-    s.op_type = r.op_type;
-    return s;
-  });
-  if (!trace_.slices_.empty()) {
+    ++per_track[s.track];
+    first = std::min(first, start);
+    last = std::max<int64_t>(last, start + s.dur_ns);
+  }
+  if (!slices_.empty()) {
     trace_.span_begin_ns_ = first;
     trace_.span_end_ns_ = last;
   }
-  trace_.import_stats_.Add("slice_start_clamped_at_78_hours", starts_clamped);
-  trace_.import_stats_.Add("slice_duration_clamped_at_9_7_hours", durations_clamped);
-  trace_.import_stats_.Add("slice_depth_clamped_at_511", depths_clamped);
+  trace_.slices_ = std::move(slices_);
+  trace_.import_stats_.Add("negative_duration_clamped", negative_durations_);
+  trace_.import_stats_.Add("slice_start_clamped_at_78_hours", starts_clamped_);
+  trace_.import_stats_.Add("slice_duration_clamped_at_9_7_hours", durations_clamped_);
+  trace_.import_stats_.Add("slice_depth_clamped_at_511", depths_clamped_);
 }
 
 }  // namespace stepscope::trace

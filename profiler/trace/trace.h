@@ -134,9 +134,6 @@ struct Slice {
 };
 static_assert(sizeof(Slice) == 24, "keep Slice compact: rare fields go in side tables");
 
-// A builder's records, in one mapping that grows without copying and that Build() packs into the
-// trace's slices in place (base/mapped_array.h).
-using SliceRecords = MappedArray<SliceRecord>;
 
 // Where a slice came from in a StepStats input.
 struct NodeRef {
@@ -329,12 +326,21 @@ class TraceBuilder {
   std::vector<Track>& tracks() { return trace_.tracks_; }
   // Adds a slice with absolute times; returns its index (valid for AddFlow until Build).
   uint32_t AddSlice(const SliceRecord& slice, NodeRef ref = {});
-  // Or `count` default slices at once, to be filled in place with MutableSlice (each given a
-  // valid track): a reader that knows where every slice goes writes the trace's order directly.
-  // Returns the first one's index.
+  // Or `count` default slices at once, to be filled with SetSlice (each given a valid track): a
+  // reader that knows where every slice goes writes the trace's order directly. Returns the first
+  // one's index.
   uint32_t AddSlices(size_t count);
-  SliceRecord& MutableSlice(uint32_t index) { return slices_[index]; }
-  const SliceRecord& slice(uint32_t index) const { return slices_[index]; }
+  void SetSlice(uint32_t index, const SliceRecord& slice) { slices_[index] = Pack(slice); }
+  // A slice added before, with absolute times.
+  SliceRecord slice(uint32_t index) const { return slices_[index].Record(base_ns_); }
+
+  // The builder keeps its slices packed (24 bytes, times relative to the first slice's start)
+  // from the moment they are added, so a big import never holds them wider. Pack clamps what
+  // does not fit and counts it (Build adds the counts to the import stats); a reader that holds
+  // slices before adding them (TrackSliceBuffer) keeps them so too and copies them in with
+  // SetPackedSlices.
+  Slice Pack(const SliceRecord& slice);
+  void SetPackedSlices(uint32_t index, std::span<const Slice> packed);
   void AddFlow(const Flow& flow) { trace_.flows_.push_back(flow); }
   // Counter times are absolute ns.
   void AddCounter(CounterSeries series) { trace_.counters_.push_back(std::move(series)); }
@@ -374,16 +380,20 @@ class TraceBuilder {
   // Moves the slice at order[i] to position i, with its ref, and renumbers flows and arguments.
   void Reorder(const std::vector<uint32_t>& order);
 
-  // Packs the records into the trace's 24-byte slices in their own pages (their times already on
-  // the epoch), clamping and counting what does not fit; counts the slices of each track into
-  // track_begin_ (sized tracks + 1, zeroed) and sets the span.
-  void PackSlices();
+  // Moves the slices into the trace with their starts on the epoch (`shift_ns`: from the packing
+  // base to the epoch), clamping and counting what does not fit; counts the slices of each track
+  // into track_begin_ (sized tracks + 1, zeroed) and sets the span.
+  void RebaseSlices(int64_t shift_ns);
   // Keeps the track count within what a Slice can name (Slice::kMaxTrack).
   void LimitTracks();
 
   Trace trace_;
-  // Full-width, absolute until Build: packed into trace_.slices_ at its end.
-  SliceRecords slices_;
+  // Packed, starts relative to base_ns_ until Build rebases them on the epoch.
+  MappedArray<Slice> slices_;
+  int64_t base_ns_ = 0;
+  bool has_base_ = false;
+  // What Pack clamped.
+  int64_t starts_clamped_ = 0, durations_clamped_ = 0, negative_durations_ = 0, depths_clamped_ = 0;
   bool has_refs_ = false;
   std::shared_ptr<tf::RunMetadata> run_metadata_;
   std::unique_ptr<SerializedNodes> serialized_nodes_;

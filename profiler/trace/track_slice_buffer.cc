@@ -12,18 +12,18 @@ TrackSliceBuffer::Ref TrackSliceBuffer::Add(const SliceRecord& slice) {
   if (track.blocks.empty() || track.blocks.back().size() == track.blocks.back().capacity()) {
     track.blocks.emplace_back().reserve(std::min<size_t>(size_t{16} << track.blocks.size(), size_t{1} << 16));
   }
-  track.blocks.back().push_back(slice);
+  track.blocks.back().push_back(builder_.Pack(slice));
   ++count_;
   return {slice.track, track.count++};
 }
 
-std::vector<uint32_t> TrackSliceBuffer::MoveTo(TraceBuilder& builder) {
+std::vector<uint32_t> TrackSliceBuffer::MoveToBuilder() {
   std::vector<uint32_t> first(tracks_.size(), 0);
-  uint32_t next = builder.AddSlices(count_);
+  uint32_t next = builder_.AddSlices(count_);
   for (size_t t = 0; t < tracks_.size(); ++t) {
     first[t] = next;
     for (auto& block : tracks_[t].blocks) {
-      std::copy(block.begin(), block.end(), &builder.MutableSlice(next));
+      builder_.SetPackedSlices(next, block);
       next += static_cast<uint32_t>(block.size());
       FreeStorage(block);
     }

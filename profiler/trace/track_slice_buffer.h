@@ -1,7 +1,7 @@
 // Slices held per track while a file is read, handed to a TraceBuilder track after track at the
 // end. A reader whose tracks interleave (Kineto's threads and streams, the tracks of a Perfetto
-// sequence) would otherwise leave the builder a trace-sized gather to put them in order: 32 bytes
-// per slice more at the import's peak. Blocks grow from 16 slices to 64 K, so a trace of many
+// sequence) would otherwise leave the builder a trace-sized gather to put them in order: 24 bytes
+// per slice more at the import's peak. They are held packed by the builder that takes them. Blocks grow from 16 slices to 64 K, so a trace of many
 // short tracks wastes little, and the big ones are mapped straight from the kernel
 // (base/page_allocator.h): each is unmapped once copied, so memory stays one copy of the slices.
 #pragma once
@@ -17,6 +17,8 @@ namespace stepscope::trace {
 
 class TrackSliceBuffer {
  public:
+  explicit TrackSliceBuffer(TraceBuilder& builder) : builder_(builder) {}
+
   // A slice before the hand-over: its track and its place among the track's slices.
   struct Ref {
     uint32_t track = 0;
@@ -26,10 +28,10 @@ class TrackSliceBuffer {
   Ref Add(const SliceRecord& slice);
   size_t size() const { return count_; }
 
-  // Adds every slice to `builder` (after any it holds), track after track, freeing the blocks as
-  // it goes; returns the builder index of each track's first slice, by track: a Ref r is then
+  // Adds every slice to the builder (after any it holds), track after track, freeing the blocks
+  // as it goes; returns the builder index of each track's first slice, by track: a Ref r is then
   // index first[r.track] + r.position. The buffer is empty afterwards.
-  std::vector<uint32_t> MoveTo(TraceBuilder& builder);
+  std::vector<uint32_t> MoveToBuilder();
 
   // For the tables a reader filled before the hand-over (kernel args, free-form args): row i's
   // `slice` was its place in track tracks[i]; it becomes the builder index, from what MoveTo
@@ -42,9 +44,10 @@ class TrackSliceBuffer {
  private:
   struct Track {
     // Each filled to its capacity before the next.
-    std::vector<std::vector<SliceRecord, PageAllocator<SliceRecord>>> blocks;
+    std::vector<std::vector<Slice, PageAllocator<Slice>>> blocks;
     uint32_t count = 0;
   };
+  TraceBuilder& builder_;
   std::vector<Track> tracks_;
   size_t count_ = 0;
 };

@@ -694,10 +694,11 @@ class XSpaceImporter {
       kind = SliceKind::kAnnotation;
     }
     if (meta->traceme_args) builder_.AddSliceArg(index, traceme_key_, meta->full);
-    SliceRecord& added = builder_.MutableSlice(index);
+    SliceRecord added = builder_.slice(index);
     added.kind = kind;
     added.name = node;
     added.op_type = type != 0 ? type : unknown_;
+    builder_.SetSlice(index, added);
 
     if (kind == SliceKind::kKernel && !facts.kernel_details.empty()) {
       KernelArgs args;

@@ -256,7 +256,7 @@ TEST(TraceBuilderTest, SlicesFilledInPlaceAreOrderedLikeAddedOnes) {
     EXPECT_EQ(first, 0u);
     for (uint32_t i = 0; i < 6; ++i) {
       const uint32_t position = reversed ? 5 - i : i;
-      builder.MutableSlice(position) = MakeSlice(i / 3, 100 + 10 * (i % 3), 5, n);
+      builder.SetSlice(position, MakeSlice(i / 3, 100 + 10 * (i % 3), 5, n));
     }
     builder.AddFlow(Flow{reversed ? 5u : 0u, reversed ? 0u : 5u, FlowKind::kLaunch});
     const Trace trace = std::move(builder).Build();
@@ -346,7 +346,8 @@ TEST(TraceBuilderTest, KernelArgsShareLaunchConfigurations) {
     builder.AddSlice(MakeSlice(0, 1000 * (kKernels - k), 10, n));  // reversed: Build reorders
     KernelArgs args;
     args.slice = k;
-    args.correlation = 7 * int64_t{k} + 1;
+    // Correlations past 32 bits and absent (-1) read back too.
+    args.correlation = k % 5 == 4 ? -1 : 7 * int64_t{k} + (k % 2 == 0 ? 1 : (int64_t{3} << 40));
     const uint32_t config = k % kConfigs;
     args.grid[0] = 1 + config;
     args.grid[1] = 2;
@@ -361,6 +362,8 @@ TEST(TraceBuilderTest, KernelArgsShareLaunchConfigurations) {
   const Trace trace = std::move(builder).Build();
   const KernelArgsTable& table = trace.all_kernel_args();
   ASSERT_EQ(table.size(), kKernels);
+  // The correlation's high half is stored with the configuration; here both follow k mod 300
+  // (300 is a multiple of 2 and 5), so there are exactly 300.
   EXPECT_EQ(table.launch_count(), kConfigs);
   for (uint32_t k = 0; k < kKernels; ++k) {
     // Slice k started last-but-k: it is slice kKernels - 1 - k of the built trace.
@@ -373,10 +376,10 @@ TEST(TraceBuilderTest, KernelArgsShareLaunchConfigurations) {
   EXPECT_FALSE(table.Find(kKernels).has_value());
 }
 
-// The builder's record array grows without writing its new records (base/mapped_array.h): a
-// value-initialised SliceRecord must be what a fresh page holds, all zero bytes.
-TEST(TraceBuilderTest, DefaultSliceRecordIsAllZeroBytes) {
-  const SliceRecord record{};
+// The builder's slice array grows without writing its new slices (base/mapped_array.h): a
+// value-initialised Slice must be what a fresh page holds, all zero bytes.
+TEST(TraceBuilderTest, DefaultSliceIsAllZeroBytes) {
+  const Slice record{};
   unsigned char zeros[sizeof(record)] = {};
   EXPECT_EQ(std::memcmp(&record, zeros, sizeof(record)), 0);
 }

@@ -99,13 +99,14 @@ trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed) {
         return 0;
       }
       const uint32_t index = track_next[track]++;
-      trace::SliceRecord& slice = builder.MutableSlice(index);
+      trace::SliceRecord slice;
       slice.track = track;
       slice.start_ns = start;
       slice.dur_ns = dur;
       slice.name = node_names[static_cast<size_t>(node)];
       slice.op_type = node_ops[static_cast<size_t>(node)];
       slice.kind = kind;
+      builder.SetSlice(index, slice);
       return index;
     };
     int64_t added = 0;
