@@ -255,25 +255,9 @@ StreamStats ComputeStreamStats(const Trace& trace, size_t gaps) {
   const auto& slices = trace.slices();
   // One row from a lane's slices of one content: its busy runs, idle gaps and utilisation.
   auto add_row = [&](const std::vector<uint32_t>& group, std::vector<uint32_t>& members, std::string_view content) {
-    struct Busy {
-      int64_t start, end;
-      uint32_t first, last;  // slices starting / ending the run
-    };
     std::sort(members.begin(), members.end(), [&](uint32_t a, uint32_t b) {
       return slices[a].start_ns != slices[b].start_ns ? slices[a].start_ns < slices[b].start_ns : a < b;
     });
-    std::vector<Busy> busy;
-    for (uint32_t i : members) {
-      const Slice& s = slices[i];
-      if (!busy.empty() && s.start_ns <= busy.back().end) {
-        if (s.end_ns() > busy.back().end) {
-          busy.back().end = s.end_ns();
-          busy.back().last = i;
-        }
-      } else {
-        busy.push_back({s.start_ns, s.end_ns(), i, i});
-      }
-    }
     const trace::Track& source = tracks[group.front()];
     StreamUsage usage;
     const int32_t device = trace.DeviceOf(group.front());
@@ -283,27 +267,61 @@ StreamStats ComputeStreamStats(const Trace& trace, size_t gaps) {
     usage.kind = std::string(trace::TrackKindName(source.kind));
     usage.content = std::string(content);
     usage.slices = static_cast<int64_t>(members.size());
-    for (const Busy& b : busy) usage.busy_ns += b.end - b.start;
-    usage.idle_ns = stats.span_ns - usage.busy_ns;
-    usage.utilisation = stats.span_ns > 0 ? static_cast<double>(usage.busy_ns) / static_cast<double>(stats.span_ns) : 0;
-    usage.first_ns = busy.front().start;
-    usage.last_ns = busy.back().end;
-    // Every gap as times and the slices either side (a stream of millions of kernels has millions
-    // of gaps); names only for the largest.
+    // Busy runs as the slices pass in start order; of the gaps between them (a stream of millions
+    // of kernels has millions) only the largest are kept, in a bounded heap with the smallest on
+    // top, the first found ranking higher among equals.
     struct Gap {
       int64_t begin, end;
       int64_t before, after;  // slice indices, -1 at the trace's ends
+      uint64_t found;
     };
-    std::vector<Gap> all;
-    if (busy.front().start > trace.span_begin_ns()) {
-      all.push_back({trace.span_begin_ns(), busy.front().start, -1, busy.front().first});
+    auto ranks_higher = [](const Gap& a, const Gap& b) {
+      return a.end - a.begin != b.end - b.begin ? a.end - a.begin > b.end - b.begin : a.found < b.found;
+    };
+    std::vector<Gap> largest;
+    uint64_t found = 0;
+    auto offer = [&](int64_t begin, int64_t end, int64_t before, int64_t after) {
+      const Gap gap{begin, end, before, after, found++};
+      if (largest.size() < gaps) {
+        largest.push_back(gap);
+        std::push_heap(largest.begin(), largest.end(), ranks_higher);
+      } else if (!largest.empty() && ranks_higher(gap, largest.front())) {
+        std::pop_heap(largest.begin(), largest.end(), ranks_higher);
+        largest.back() = gap;
+        std::push_heap(largest.begin(), largest.end(), ranks_higher);
+      }
+    };
+    int64_t run_start = 0, run_end = 0;
+    uint32_t run_last = 0;
+    for (size_t k = 0; k < members.size(); ++k) {
+      const uint32_t i = members[k];
+      const Slice& s = slices[i];
+      if (k > 0 && s.start_ns <= run_end) {
+        if (s.end_ns() > run_end) {
+          run_end = s.end_ns();
+          run_last = i;
+        }
+        continue;
+      }
+      if (k == 0) {
+        usage.first_ns = s.start_ns;
+        if (s.start_ns > trace.span_begin_ns()) offer(trace.span_begin_ns(), s.start_ns, -1, i);
+      } else {
+        usage.busy_ns += run_end - run_start;
+        offer(run_end, s.start_ns, run_last, i);
+      }
+      run_start = s.start_ns;
+      run_end = s.end_ns();
+      run_last = i;
     }
-    for (size_t k = 1; k < busy.size(); ++k) all.push_back({busy[k - 1].end, busy[k].start, busy[k - 1].last, busy[k].first});
-    if (busy.back().end < trace.span_end_ns()) all.push_back({busy.back().end, trace.span_end_ns(), busy.back().last, -1});
-    std::stable_sort(all.begin(), all.end(), [](const Gap& a, const Gap& b) { return a.end - a.begin > b.end - b.begin; });
-    if (all.size() > gaps) all.resize(gaps);
+    usage.busy_ns += run_end - run_start;
+    usage.last_ns = run_end;
+    usage.idle_ns = stats.span_ns - usage.busy_ns;
+    usage.utilisation = stats.span_ns > 0 ? static_cast<double>(usage.busy_ns) / static_cast<double>(stats.span_ns) : 0;
+    if (run_end < trace.span_end_ns()) offer(run_end, trace.span_end_ns(), run_last, -1);
+    std::sort(largest.begin(), largest.end(), ranks_higher);
     auto name = [&](int64_t i) { return i < 0 ? std::string() : std::string(trace.str(slices[static_cast<size_t>(i)].name)); };
-    for (const Gap& gap : all) usage.largest_gaps.push_back({gap.begin, gap.end, name(gap.before), name(gap.after)});
+    for (const Gap& gap : largest) usage.largest_gaps.push_back({gap.begin, gap.end, name(gap.before), name(gap.after)});
     stats.streams.push_back(std::move(usage));
   };
   for (const auto& group : groups) {

@@ -33,33 +33,75 @@ IntervalStats IntervalsOf(std::vector<int64_t> values) {
   return stats;
 }
 
-GpuTime TimeOf(const Trace& trace, const std::vector<uint32_t>& slices) {
-  GpuTime time;
-  Intervals all, compute, comm, memory;
-  for (uint32_t i : slices) {
-    const Slice& s = trace.slices()[i];
-    const std::pair<int64_t, int64_t> interval{s.start_ns, s.end_ns()};
-    all.push_back(interval);
-    if (IsCommunication(trace, s)) {
-      comm.push_back(interval);
-    } else if (s.kind == SliceKind::kMemcpy || s.kind == SliceKind::kMemset) {
-      memory.push_back(interval);
+// The length of a union of intervals fed in order of start.
+class UnionInStartOrder {
+ public:
+  void Add(int64_t start, int64_t end) {
+    if (start > end_) {
+      if (end_ != INT64_MIN) total_ += end_ - start_;
+      start_ = start;
+      end_ = end;
     } else {
-      compute.push_back(interval);
+      end_ = std::max(end_, end);
     }
   }
-  time.slices = static_cast<int64_t>(slices.size());
-  if (all.empty()) return time;
-  const Intervals busy = MergeIntervals(std::move(all));
-  time.span_ns = busy.back().second - busy.front().first;
-  for (const auto& [a, b] : busy) time.busy_ns += b - a;
+  int64_t length() const { return total_ + (end_ != INT64_MIN ? end_ - start_ : 0); }
+
+ private:
+  int64_t start_ = 0, end_ = INT64_MIN, total_ = 0;
+};
+
+// Busy, compute, communication and memory time of the slices of some streams, each stream's list
+// sorted by start: the lists are merged by start and every union is measured as the slices pass,
+// so nothing is gathered per slice. The overlap of compute and communication is
+// |compute| + |communication| - |compute or communication|.
+GpuTime TimeOf(const Trace& trace, const std::vector<const std::vector<uint32_t>*>& streams) {
+  GpuTime time;
+  struct Cursor {
+    const uint32_t* next;
+    const uint32_t* end;
+  };
+  std::vector<Cursor> cursors;
+  for (const std::vector<uint32_t>* list : streams) {
+    time.slices += static_cast<int64_t>(list->size());
+    if (!list->empty()) cursors.push_back({list->data(), list->data() + list->size()});
+  }
+  if (cursors.empty()) return time;
+  const auto slices = trace.slices();
+  auto later = [&](const Cursor& a, const Cursor& b) { return slices[*a.next].start_ns > slices[*b.next].start_ns; };
+  std::make_heap(cursors.begin(), cursors.end(), later);
+  UnionInStartOrder all, compute, comm, memory, compute_or_comm;
+  int64_t first_start = INT64_MAX, last_end = INT64_MIN;
+  while (!cursors.empty()) {
+    std::pop_heap(cursors.begin(), cursors.end(), later);
+    Cursor& c = cursors.back();
+    const Slice& s = slices[*c.next];
+    const int64_t start = s.start_ns, end = s.end_ns();
+    first_start = std::min(first_start, start);
+    last_end = std::max(last_end, end);
+    all.Add(start, end);
+    if (IsCommunication(trace, s)) {
+      comm.Add(start, end);
+      compute_or_comm.Add(start, end);
+    } else if (s.kind == SliceKind::kMemcpy || s.kind == SliceKind::kMemset) {
+      memory.Add(start, end);
+    } else {
+      compute.Add(start, end);
+      compute_or_comm.Add(start, end);
+    }
+    if (++c.next == c.end) {
+      cursors.pop_back();
+    } else {
+      std::push_heap(cursors.begin(), cursors.end(), later);
+    }
+  }
+  time.span_ns = last_end - first_start;
+  time.busy_ns = all.length();
   time.idle_ns = time.span_ns - time.busy_ns;
-  const Intervals compute_union = MergeIntervals(std::move(compute));
-  const Intervals comm_union = MergeIntervals(std::move(comm));
-  for (const auto& [a, b] : compute_union) time.compute_ns += b - a;
-  for (const auto& [a, b] : comm_union) time.communication_ns += b - a;
-  for (const auto& [a, b] : MergeIntervals(std::move(memory))) time.memory_ns += b - a;
-  time.compute_communication_overlap_ns = IntersectionLength(compute_union, comm_union);
+  time.compute_ns = compute.length();
+  time.communication_ns = comm.length();
+  time.memory_ns = memory.length();
+  time.compute_communication_overlap_ns = time.compute_ns + time.communication_ns - compute_or_comm.length();
   return time;
 }
 
@@ -87,13 +129,13 @@ std::vector<GpuBreakdown> ComputeGpuBreakdown(const std::vector<GpuInput>& input
   for (const GpuInput& input : inputs) {
     const Trace& trace = *input.trace;
     const int32_t rank = trace.step_info().rank;
-    std::map<uint32_t, std::vector<uint32_t>> by_device;
+    std::map<uint32_t, std::vector<const std::vector<uint32_t>*>> by_device;  // its streams' slices
     std::vector<uint32_t> device_order;
     const std::vector<StreamWork> work = CollectWork(input);
     for (const StreamWork& w : work) {
       auto [it, inserted] = by_device.try_emplace(w.device);
       if (inserted) device_order.push_back(w.device);
-      it->second.insert(it->second.end(), w.slices.begin(), w.slices.end());
+      it->second.push_back(&w.slices);
     }
     for (uint32_t device : device_order) {
       const std::string name = TrackName(trace, device);
@@ -107,7 +149,7 @@ std::vector<GpuBreakdown> ComputeGpuBreakdown(const std::vector<GpuInput>& input
         auto s = std::find_if(row.streams.begin(), row.streams.end(),
                               [&](const GpuStreamTime& x) { return x.stream == stream; });
         if (s == row.streams.end()) s = row.streams.insert(row.streams.end(), {stream, {}});
-        Add(s->time, TimeOf(trace, w.slices));
+        Add(s->time, TimeOf(trace, {&w.slices}));
       }
     }
   }
