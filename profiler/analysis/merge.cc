@@ -166,7 +166,7 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
   int32_t world_size = -1;  // unknown unless some input knows it
   std::vector<std::pair<int64_t, int64_t>> absolute_spans;
   for (size_t i = 0; i < traces.size(); ++i) {
-    const Trace& input = traces[i];
+    const Trace& input = traces[i];  // freed once merged
     const trace::StepInfo& info = input.step_info();
     world_size = std::max(world_size, info.world_size);
     MergedInput merged;
@@ -280,6 +280,8 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
     }
     absolute_spans.emplace_back(work_begin + shift, work_end + shift);
     report.inputs.push_back(std::move(merged));
+    // Merged: the input goes now, so the merge holds about one copy of the slices, not two.
+    traces[i] = Trace();
   }
   builder.import_stats().Add("merge_clock_unaligned", report.unaligned);
   builder.step_info().world_size = world_size;

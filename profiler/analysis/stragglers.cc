@@ -35,18 +35,30 @@ int64_t LowerMedian(std::vector<int64_t> values) {
   return *middle;
 }
 
-// One rank's work in one step, on the aligned (absolute) clock.
+// One rank's work in one step, on the aligned (absolute) clock. Only the union of each category
+// matters, and a track's slices come in start order: a slice that starts within the last interval
+// of its list extends it, so nested and back-to-back work costs one interval, not one per slice
+// (all of a 256-rank run's slices are held here at once). The union of everything is the union of
+// the categories' lists.
 struct Work {
   int64_t slices = 0;
   int64_t begin = std::numeric_limits<int64_t>::max(), end = kNone;
-  Intervals all;
   Intervals by_category[kStragglerCategories];
   void Add(int64_t start, int64_t stop, StragglerCategory category) {
     ++slices;
     begin = std::min(begin, start);
     end = std::max(end, stop);
-    all.emplace_back(start, stop);
-    by_category[static_cast<int>(category)].emplace_back(start, stop);
+    Intervals& list = by_category[static_cast<int>(category)];
+    if (!list.empty() && start >= list.back().first && start <= list.back().second) {
+      list.back().second = std::max(list.back().second, stop);
+    } else {
+      list.emplace_back(start, stop);
+    }
+  }
+  int64_t BusyLength() const {
+    Intervals all;
+    for (const Intervals& list : by_category) all.insert(all.end(), list.begin(), list.end());
+    return UnionLength(std::move(all));
   }
 };
 
@@ -198,6 +210,7 @@ StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const
       r.gpu = w->gpu.slices > 0;
       Work& used = r.gpu ? w->gpu : w->host;
       r.work = used.slices;
+      r.busy_ns = used.BusyLength();
       for (int c = 0; c < kStragglerCategories; ++c) {
         if (r.gpu && c == static_cast<int>(StragglerCategory::kInput)) continue;
         Intervals& list = used.by_category[c];
@@ -207,7 +220,6 @@ StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const
         r.by_category_ns[c] = UnionLength(std::move(list));
       }
       if (r.gpu) r.by_category_ns[static_cast<int>(StragglerCategory::kInput)] = std::max<int64_t>(0, used.begin - w->window_begin);
-      r.busy_ns = UnionLength(std::move(used.all));
       absolute_begin.push_back(used.begin);
       absolute_end.push_back(used.end);
       step.ranks.push_back(r);
