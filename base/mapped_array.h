@@ -1,10 +1,8 @@
 // A growable array of trivially copyable values in one anonymous mapping of its own, for the
 // few arrays that hold a value per slice of a trace (10^8 of them and more):
 // - growth remaps the pages (mremap) instead of copying them into a new block;
-// - ConvertInPlace rewrites every value as a smaller one in the same pages and hands them to a
-//   MappedArray of the smaller type, so packing a trace's slices touches no fresh memory (fresh
-//   pages are what a big load waits for: the kernel zeroes each one as it is first written);
-// - freeing unmaps, so the memory leaves the process at once.
+// - freeing unmaps, and ShrinkToFit unmaps the pages past the end, so the memory leaves the
+//   process at once.
 // New elements are value-initialised; T's value-initialised form must be all zero bytes (what a
 // fresh page holds), which lets growth skip writing them.
 #pragma once
@@ -14,7 +12,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -84,33 +81,21 @@ class MappedArray {
     std::swap(mapped_bytes_, other.mapped_bytes_);
   }
 
-  // Each value made a U by `convert`, in the same pages, front to back (a U is no larger than a
-  // T: the write of value i never reaches value i + 1 before it is read); the pages past the
-  // last U are unmapped. This array is left empty.
-  template <typename U, typename Convert>
-  MappedArray<U> ConvertInPlace(Convert convert) && {
-    static_assert(sizeof(U) <= sizeof(T) && alignof(U) <= alignof(T));
-    MappedArray<U> out;
-    if (data_ == nullptr) return out;
-    for (size_t i = 0; i < size_; ++i) {
-      const T value = data_[i];
-      const U converted = convert(value);
-      std::memcpy(reinterpret_cast<unsigned char*>(data_) + i * sizeof(U), &converted, sizeof(U));
-    }
-    const size_t keep = RoundUpToPage(std::max<size_t>(size_ * sizeof(U), 1));
+  void pop_back() { --size_; }
+  // Hands the pages past the last value back to the system: the mapping shrinks where it is, no
+  // copy (a big table consumed from its back shrinks as it goes).
+  void ShrinkToFit() {
+    if (data_ == nullptr) return;
+    const size_t keep = RoundUpToPage(size_ * sizeof(T));
+    if (keep == 0) return Unmap();
     if (keep < mapped_bytes_) {
       munmap(reinterpret_cast<unsigned char*>(data_) + keep, mapped_bytes_ - keep);
+      mapped_bytes_ = keep;
+      written_ = std::min(written_, capacity());
     }
-    out.Adopt(reinterpret_cast<U*>(data_), size_, keep);
-    data_ = nullptr;
-    size_ = written_ = mapped_bytes_ = 0;
-    return out;
   }
 
  private:
-  template <typename>
-  friend class MappedArray;
-
   static size_t PageBytes() {
     static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     return page;
@@ -118,13 +103,6 @@ class MappedArray {
   static size_t RoundUpToPage(size_t bytes) {
     const size_t page = PageBytes();
     return (bytes + page - 1) / page * page;
-  }
-
-  void Adopt(T* data, size_t size, size_t mapped_bytes) {
-    Unmap();
-    data_ = data;
-    size_ = written_ = size;
-    mapped_bytes_ = mapped_bytes;
   }
 
   void Remap(size_t count) {

@@ -853,8 +853,17 @@ class ChromeEventImporter::Impl {
       builder_.AddFlow(Flow{static_cast<uint32_t>(from), static_cast<uint32_t>(to),
                             pair.launch ? FlowKind::kLaunch : FlowKind::kDataflow});
     };
-    // In the order the flows completed in the file, then the ones still open at its end.
-    for (const FlowPair& pair : done_flows_) bind(pair);
+    // In the order the flows completed in the file, then the ones still open at its end. The
+    // completed ones are bound from the last, their table shrinking as the flows grow (24 bytes a
+    // pending flow, 12 a bound one), and put back in file order after.
+    builder_.ReserveFlows(done_flows_.size() + open_flows_.size());
+    const size_t first_flow = builder_.flows().size();
+    for (size_t bound = 1; !done_flows_.empty(); ++bound) {
+      bind(done_flows_.back());
+      done_flows_.pop_back();
+      if (bound % kFlowsPerShrink == 0) done_flows_.ShrinkToFit();
+    }
+    std::reverse(builder_.flows().begin() + static_cast<std::ptrdiff_t>(first_flow), builder_.flows().end());
     for (auto& [key, pair] : open_flows_) {
       pair.launch = IsLaunchCategory(key.category) ? 1 : 0;
       bind(pair);
@@ -941,7 +950,8 @@ class ChromeEventImporter::Impl {
   std::map<std::string, std::vector<OpenSlice>> open_;
   std::map<std::pair<std::string, std::string>, CounterSeries> counters_;
   std::unordered_map<FlowKey, FlowPair, FlowKeyHash> open_flows_;
-  std::vector<FlowPair> done_flows_;
+  MappedArray<FlowPair> done_flows_;
+  static constexpr size_t kFlowsPerShrink = size_t{1} << 16;  // 1.5 MB of pending flows
   // Per track: whether it holds device events, host events or both.
   static constexpr uint8_t kHoldsDeviceWork = 1, kHoldsHostWork = 2;
   std::vector<uint8_t> lane_holds_;

@@ -342,6 +342,10 @@ class TraceBuilder {
   Slice Pack(const SliceRecord& slice);
   void SetPackedSlices(uint32_t index, std::span<const Slice> packed);
   void AddFlow(const Flow& flow) { trace_.flows_.push_back(flow); }
+  // Room for this many more flows: a reader that knows how many it will add spares the regrowth's
+  // copy at the import's peak.
+  void ReserveFlows(size_t more) { trace_.flows_.reserve(trace_.flows_.size() + more); }
+  std::vector<Flow>& flows() { return trace_.flows_; }
   // Counter times are absolute ns.
   void AddCounter(CounterSeries series) { trace_.counters_.push_back(std::move(series)); }
 

@@ -1,5 +1,5 @@
 // MappedArray: growth keeps the values, new elements are value-initialised (also where a shrink
-// left old values behind), and ConvertInPlace rewrites every value as a smaller type exactly.
+// left old values behind), and ShrinkToFit gives back the pages past the end, keeping the rest.
 #include "base/mapped_array.h"
 
 #include <gtest/gtest.h>
@@ -14,10 +14,6 @@ namespace {
 struct Wide {
   int64_t a = 0;
   int64_t b = 0;
-  int32_t c = 0;
-};
-struct Narrow {
-  int64_t a = 0;
   int32_t c = 0;
 };
 
@@ -43,21 +39,34 @@ TEST(MappedArrayTest, ResizeValueInitialisesNewElementsEvenWhereOldValuesWere) {
   }
 }
 
-TEST(MappedArrayTest, ConvertInPlaceKeepsEveryValueAndEmptiesTheSource) {
-  MappedArray<Wide> wide;
+// Consumed from the back and shrunk as it goes, it keeps the values before the end and grows
+// again from there; shrunk to nothing, it is empty and grows anew.
+TEST(MappedArrayTest, ShrinkToFitKeepsTheValuesBeforeTheEnd) {
+  MappedArray<Wide> values;
   constexpr int64_t kCount = 1'000'003;
-  for (int64_t i = 0; i < kCount; ++i) wide.push_back(Wide{i, -i, static_cast<int32_t>(i % 1000)});
-  MappedArray<Narrow> narrow =
-      std::move(wide).ConvertInPlace<Narrow>([](const Wide& w) { return Narrow{w.a + w.b + w.a, w.c}; });
-  EXPECT_TRUE(wide.empty());  // NOLINT(bugprone-use-after-move): the documented state
-  ASSERT_EQ(narrow.size(), static_cast<size_t>(kCount));
-  for (int64_t i = 0; i < kCount; ++i) {
-    ASSERT_EQ(narrow[i].a, i) << i;
-    ASSERT_EQ(narrow[i].c, i % 1000) << i;
+  for (int64_t i = 0; i < kCount; ++i) values.push_back(Wide{i, -i, static_cast<int32_t>(i % 1000)});
+  const size_t full = values.capacity();
+  for (int64_t i = kCount - 1; i >= kCount / 3; --i) {
+    ASSERT_EQ(values.back().a, i);
+    values.pop_back();
+    if (i % 65536 == 0) values.ShrinkToFit();
   }
-  narrow.push_back(Narrow{5, 6});  // and it grows on from there
-  EXPECT_EQ(narrow.back().a, 5);
-  EXPECT_EQ(narrow[kCount - 1].a, kCount - 1);
+  values.ShrinkToFit();
+  ASSERT_EQ(values.size(), static_cast<size_t>(kCount / 3));
+  EXPECT_LT(values.capacity(), full / 2);
+  for (int64_t i = 0; i < kCount / 3; ++i) {
+    ASSERT_EQ(values[i].a, i) << i;
+    ASSERT_EQ(values[i].c, i % 1000) << i;
+  }
+  values.resize(values.size() + 2);  // past the old end: value-initialised, not the old values
+  EXPECT_EQ(values.back().a, 0);
+  values.push_back(Wide{5, 6, 7});
+  EXPECT_EQ(values.back().b, 6);
+  values.resize(0);
+  values.ShrinkToFit();
+  EXPECT_EQ(values.capacity(), 0u);
+  values.push_back(Wide{8, 9, 10});
+  EXPECT_EQ(values[0].c, 10);
 }
 
 }  // namespace
