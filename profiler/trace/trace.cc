@@ -286,10 +286,49 @@ class LaneAssigner {
   int64_t depths_clamped_ = 0;
 };
 
+// True when the slices at `indices` (one track's) come in (start, longer first, then added
+// first) order.
+bool InTrackOrder(const MappedArray<Slice>& slices, std::span<const uint32_t> indices) {
+  auto before = [&](uint32_t a, uint32_t b) {
+    const Slice& x = slices[a];
+    const Slice& y = slices[b];
+    if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+    if (x.dur_ns != y.dur_ns) return x.dur_ns > y.dur_ns;
+    return a < b;
+  };
+  return std::is_sorted(indices.begin(), indices.end(), before);
+}
+
+// Sorts the indices of one track's slices into (start, longer first, then added first) order.
+void SortTrackOrder(const MappedArray<Slice>& slices, std::span<uint32_t> indices) {
+  // The keys side by side: comparing through the indices would fetch two slices per comparison.
+  // 16 bytes (start and index): slices starting together, rare, are put longer first after.
+  struct Key {
+    int64_t start;
+    uint32_t index;
+  };
+  std::vector<Key> keys;
+  keys.reserve(indices.size());
+  for (uint32_t i : indices) keys.push_back({slices[i].start_ns, i});
+  std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
+    return x.start != y.start ? x.start < y.start : x.index < y.index;
+  });
+  for (size_t i = 0; i + 1 < keys.size();) {
+    size_t j = i + 1;
+    while (j < keys.size() && keys[j].start == keys[i].start) ++j;
+    if (j - i > 1) {
+      std::stable_sort(keys.begin() + static_cast<std::ptrdiff_t>(i), keys.begin() + static_cast<std::ptrdiff_t>(j),
+                       [&](const Key& x, const Key& y) { return slices[x.index].dur_ns > slices[y.index].dur_ns; });
+    }
+    i = j;
+  }
+  for (size_t i = 0; i < keys.size(); ++i) indices[i] = keys[i].index;
+}
+
 // Slice indices in (track, start, longer first, then added first) order. Readers mostly add
-// each track's slices in time order but interleave tracks (Kineto, the generator): a stable
-// counting pass by track, then only the tracks found out of order are sorted, so a 100 M-slice
-// trace costs two linear passes and 8 bytes per slice, not a sort of 24-byte keys.
+// each track's slices in time order but interleave tracks (the generator): a stable counting pass
+// by track, then only the tracks found out of order are sorted, so a 100 M-slice trace costs two
+// linear passes and 8 bytes per slice, not a sort of 24-byte keys.
 std::vector<uint32_t> OrderByTrackThenTime(const MappedArray<Slice>& slices, size_t track_count) {
   std::vector<uint32_t> begin(track_count + 1, 0);
   for (const Slice& s : slices) ++begin[s.track + 1];
@@ -299,61 +338,36 @@ std::vector<uint32_t> OrderByTrackThenTime(const MappedArray<Slice>& slices, siz
     std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
     for (uint32_t i = 0; i < slices.size(); ++i) order[fill[slices[i].track]++] = i;
   }
-  auto before = [&](uint32_t a, uint32_t b) {
-    const Slice& x = slices[a];
-    const Slice& y = slices[b];
-    if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
-    if (x.dur_ns != y.dur_ns) return x.dur_ns > y.dur_ns;
-    return a < b;
-  };
   for (size_t t = 0; t < track_count; ++t) {
-    const auto first = order.begin() + begin[t];
-    const auto last = order.begin() + begin[t + 1];
-    if (std::is_sorted(first, last, before)) continue;
-    // The keys side by side: comparing through `order` would fetch two slices per comparison.
-    // 16 bytes (start and index): slices starting together, rare, are put longer first after.
-    struct Key {
-      int64_t start;
-      uint32_t index;
-    };
-    std::vector<Key> keys;
-    keys.reserve(static_cast<size_t>(last - first));
-    for (auto it = first; it != last; ++it) keys.push_back({slices[*it].start_ns, *it});
-    std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
-      return x.start != y.start ? x.start < y.start : x.index < y.index;
-    });
-    for (size_t i = 0; i + 1 < keys.size();) {
-      size_t j = i + 1;
-      while (j < keys.size() && keys[j].start == keys[i].start) ++j;
-      if (j - i > 1) {
-        std::stable_sort(keys.begin() + static_cast<std::ptrdiff_t>(i), keys.begin() + static_cast<std::ptrdiff_t>(j),
-                         [&](const Key& x, const Key& y) { return slices[x.index].dur_ns > slices[y.index].dur_ns; });
-      }
-      i = j;
-    }
-    for (size_t i = 0; i < keys.size(); ++i) first[static_cast<std::ptrdiff_t>(i)] = keys[i].index;
+    const std::span<uint32_t> track(order.data() + begin[t], begin[t + 1] - begin[t]);
+    if (!InTrackOrder(slices, track)) SortTrackOrder(slices, track);
   }
   return order;
 }
 
-// Puts at each position i of [lo, hi) what was at order[i] (`order` maps [lo, hi) onto itself).
-// A gather, not cycles followed in place: each track's slices come in rising index order, so the
-// reads stream from a few places at once; following cycles makes every move wait on the previous
-// one's cache miss (5x slower at 10 M slices). A window short of the whole array (a track out of
-// order among tracks in order) is gathered aside and copied back, so the extra memory is the
-// window's, not the trace's.
+// Puts at each position i of [lo, hi) what was at order[i - offset] (`order` maps [lo, hi) onto
+// itself),
+// in place, following the permutation's cycles: the extra memory is a bit per slice, where a
+// gather into a copy would need 24 bytes per slice of the window at the import's peak (a Kineto
+// stream out of time order is a third of a big trace). The cycles jump about the window, which a
+// gather would not; a big import runs out of memory before it runs out of time.
 template <typename Items>
-void Permute(const std::vector<uint32_t>& order, size_t lo, size_t hi, Items& items) {
+void Permute(std::span<const uint32_t> order, size_t offset, size_t lo, size_t hi, Items& items) {
   if (items.empty()) return;
-  if (lo == 0 && hi == items.size()) {
-    Items permuted(items.size());
-    for (size_t i = 0; i < order.size(); ++i) permuted[i] = items[order[i]];
-    items.swap(permuted);
-    return;
+  auto source = [&](size_t i) -> size_t { return order[i - offset]; };
+  std::vector<bool> placed(hi - lo, false);
+  for (size_t start = lo; start < hi; ++start) {
+    if (placed[start - lo] || source(start) == start) continue;
+    const auto value = items[start];
+    size_t i = start;
+    while (source(i) != start) {
+      items[i] = items[source(i)];
+      placed[i - lo] = true;
+      i = source(i);
+    }
+    items[i] = value;
+    placed[i - lo] = true;
   }
-  std::vector<typename Items::value_type> window(hi - lo);
-  for (size_t i = lo; i < hi; ++i) window[i - lo] = items[order[i]];
-  std::copy(window.begin(), window.end(), items.begin() + static_cast<std::ptrdiff_t>(lo));
 }
 
 // True when the slices already come in (track, start, longer first) order.
@@ -370,19 +384,21 @@ bool SlicesInOrder(const MappedArray<Slice>& slices) {
 
 }  // namespace
 
-void TraceBuilder::Reorder(const std::vector<uint32_t>& order) {
+void TraceBuilder::Reorder(std::span<const uint32_t> order, size_t offset) {
   // The permutation as closed windows: runs [lo, hi) whose slices all stay inside them (a track
-  // sorted on its own is one), each gathered apart, so the extra memory is the largest window's.
+  // sorted on its own is one), each permuted apart.
+  auto source = [&](size_t i) -> size_t { return order[i - offset]; };
+  const size_t end = offset + order.size();
   std::vector<std::pair<size_t, size_t>> windows;
-  for (size_t i = 0; i < order.size();) {
-    if (order[i] == i) {
+  for (size_t i = offset; i < end;) {
+    if (source(i) == i) {
       ++i;
       continue;
     }
     const size_t lo = i;
-    size_t reach = order[i];
+    size_t reach = source(i);
     do {
-      reach = std::max<size_t>(reach, order[i]);
+      reach = std::max<size_t>(reach, source(i));
       ++i;
     } while (i <= reach);
     windows.emplace_back(lo, i);
@@ -390,10 +406,10 @@ void TraceBuilder::Reorder(const std::vector<uint32_t>& order) {
   if (windows.empty()) return;
   const size_t lo = windows.front().first, hi = windows.back().second;
   std::vector<uint32_t> new_index(hi - lo);  // of the slices from the first window to the last
-  for (size_t i = lo; i < hi; ++i) new_index[order[i] - lo] = static_cast<uint32_t>(i);
+  for (size_t i = lo; i < hi; ++i) new_index[source(i) - lo] = static_cast<uint32_t>(i);
   for (const auto& [first, last] : windows) {
-    Permute(order, first, last, slices_);
-    Permute(order, first, last, trace_.node_refs_);
+    Permute(order, offset, first, last, slices_);
+    Permute(order, offset, first, last, trace_.node_refs_);
   }
   auto renumber = [&](uint32_t& slice) {
     if (slice >= lo && slice < hi) slice = new_index[slice - lo];
@@ -408,7 +424,23 @@ void TraceBuilder::Reorder(const std::vector<uint32_t>& order) {
 }
 
 void TraceBuilder::SortSlices() {
-  if (!SlicesInOrder(slices_)) Reorder(OrderByTrackThenTime(slices_, trace_.tracks_.size()));
+  if (SlicesInOrder(slices_)) return;
+  bool grouped = true;  // each track's slices in one run (TrackSliceBuffer hands them over so)
+  for (size_t i = 1; i < slices_.size() && grouped; ++i) grouped = slices_[i - 1].track <= slices_[i].track;
+  if (!grouped) return Reorder(OrderByTrackThenTime(slices_, trace_.tracks_.size()), 0);
+  // Track by track, only those out of order: the memory is the largest such track's keys, not an
+  // index per slice of the trace.
+  for (size_t begin = 0; begin < slices_.size();) {
+    size_t end = begin + 1;
+    while (end < slices_.size() && slices_[end].track == slices_[begin].track) ++end;
+    std::vector<uint32_t> track(end - begin);
+    std::iota(track.begin(), track.end(), static_cast<uint32_t>(begin));
+    if (!InTrackOrder(slices_, track)) {
+      SortTrackOrder(slices_, track);
+      Reorder(track, begin);
+    }
+    begin = end;
+  }
 }
 
 Trace TraceBuilder::Build() && {
@@ -473,7 +505,7 @@ Trace TraceBuilder::Build() && {
 
   // Apply the permutation to slices, refs, flows and arguments (nothing to do when the reader
   // added the slices in order already: our own protobuf, XSpace lines).
-  Reorder(order);
+  Reorder(order, 0);
   FreeStorage(order);
   auto by_slice = [](const auto& a, const auto& b) { return a.slice < b.slice; };
   // Sorted in place and not shrunk: capacity never written is never resident, and shrinking

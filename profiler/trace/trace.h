@@ -381,8 +381,9 @@ class TraceBuilder {
   Trace Build() &&;
 
  private:
-  // Moves the slice at order[i] to position i, with its ref, and renumbers flows and arguments.
-  void Reorder(const std::vector<uint32_t>& order);
+  // Moves the slice at order[i] to position offset + i, with its ref, and renumbers flows and
+  // arguments (`order` maps [offset, offset + order.size()) onto itself).
+  void Reorder(std::span<const uint32_t> order, size_t offset);
 
   // Moves the slices into the trace with their starts on the epoch (`shift_ns`: from the packing
   // base to the epoch), clamping and counting what does not fit; counts the slices of each track
