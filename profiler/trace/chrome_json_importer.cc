@@ -1,4 +1,3 @@
-
 #include "profiler/trace/chrome_json_importer.h"
 
 #include <simdjson.h>
