@@ -289,21 +289,28 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
 namespace {
 
 // A launch while launches are counted: indices into its trace, so that a trace of millions of
-// launches costs a few words each; names are looked up only for the launches reported whole.
+// launches costs 16 bytes each; names are looked up only for the launches reported whole.
 struct LinkedWork {
+  static constexpr uint32_t kNoOp = 0xffffffffu;
   uint32_t work = 0;     // the GPU work's slice
   uint32_t runtime = 0;  // the runtime call's slice
-  int64_t op = -1;       // the host op around the call, -1 when none
-  uint32_t device = 0, lane = 0;  // tracks
+  uint32_t op = kNoOp;   // the host op around the call
+  uint32_t stream = 0;   // index of its stream in the input's work (CollectWork)
+};
+static_assert(sizeof(LinkedWork) == 16);
+
+// A stream's device and lane tracks.
+struct StreamTracks {
+  uint32_t device = 0, lane = 0;
 };
 
-Launch MakeLaunch(const Trace& trace, const LinkedWork& linked) {
+Launch MakeLaunch(const Trace& trace, const LinkedWork& linked, const StreamTracks& tracks) {
   const Slice& s = trace.slices()[linked.work];
   const Slice& call = trace.slices()[linked.runtime];
   Launch l;
   l.rank = trace.step_info().rank;
-  l.device = TrackName(trace, linked.device);
-  l.stream = TrackName(trace, linked.lane);
+  l.device = TrackName(trace, tracks.device);
+  l.stream = TrackName(trace, tracks.lane);
   l.runtime = std::string(trace.str(call.name));
   l.kernel = std::string(trace.str(s.name));
   l.kind = WorkKind(s.kind);
@@ -314,8 +321,8 @@ Launch MakeLaunch(const Trace& trace, const LinkedWork& linked) {
   l.gpu_start_ns = s.start_ns;
   l.gpu_ns = s.dur_ns;
   l.delay_ns = s.start_ns - call.end_ns();
-  if (linked.op >= 0) {
-    const Slice& o = trace.slices()[static_cast<size_t>(linked.op)];
+  if (linked.op != LinkedWork::kNoOp) {
+    const Slice& o = trace.slices()[linked.op];
     l.host_op = std::string(trace.str(o.name));
     l.op_to_launch_ns = call.start_ns - o.start_ns;
   }
@@ -338,6 +345,7 @@ LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOp
   struct Outlier {
     const Trace* trace;
     LinkedWork linked;
+    StreamTracks tracks;
     int64_t ns;
   };
   std::vector<Outlier> long_runtime, long_delay;
@@ -346,17 +354,29 @@ LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOp
     const Trace& trace = *input.trace;
     const LaunchIndex launch = LaunchOf(trace);
     std::vector<LinkedWork> mine;
-    for (const StreamWork& w : CollectWork(input)) {
-      for (uint32_t i : w.slices) {
-        ++report.work;
-        const int64_t r = launch[i];
-        if (r < 0) {
-          ++report.unlinked;
-          continue;
+    std::vector<StreamTracks> streams;
+    {
+      const std::vector<StreamWork> work = CollectWork(input);
+      size_t count = 0;
+      for (const StreamWork& w : work) count += w.slices.size();
+      mine.reserve(count);  // exactly: a regrowth would copy the table at the peak
+      for (const StreamWork& w : work) {
+        const auto stream = static_cast<uint32_t>(streams.size());
+        streams.push_back({w.device, w.lane});
+        for (uint32_t i : w.slices) {
+          ++report.work;
+          const int64_t r = launch[i];
+          if (r < 0) {
+            ++report.unlinked;
+            continue;
+          }
+          mine.push_back({i, static_cast<uint32_t>(r), LinkedWork::kNoOp, stream});
         }
-        mine.push_back({i, static_cast<uint32_t>(r), -1, w.device, w.lane});
       }
     }
+    cpu.reserve(cpu.size() + mine.size());
+    gpu.reserve(gpu.size() + mine.size());
+    delay.reserve(delay.size() + mine.size());
     std::stable_sort(mine.begin(), mine.end(), [&](const LinkedWork& a, const LinkedWork& b) {
       const int64_t a_start = trace.slices()[a.runtime].start_ns, b_start = trace.slices()[b.runtime].start_ns;
       return a_start != b_start ? a_start < b_start : a.runtime < b.runtime;
@@ -370,7 +390,9 @@ LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOp
     for (LinkedWork& l : mine) {
       const Slice& s = trace.slices()[l.work];
       const Slice& call = trace.slices()[l.runtime];
-      l.op = LaunchingOp(trace, l.runtime);
+      const int64_t op_index = LaunchingOp(trace, l.runtime);
+      l.op = op_index >= 0 ? static_cast<uint32_t>(op_index) : LinkedWork::kNoOp;
+      const StreamTracks& tracks = streams[l.stream];
       const int64_t delay_ns = s.start_ns - call.end_ns();
       // A call counts once however much work it launched (an op of a RunMetadata trace launches
       // several kernels; a Kineto runtime call one).
@@ -380,10 +402,10 @@ LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOp
       gpu.push_back(s.dur_ns);
       delay.push_back(delay_ns);
       if (first_of_call && call.dur_ns > options.runtime_cutoff_ns) {
-        long_runtime.push_back({&trace, l, call.dur_ns});
+        long_runtime.push_back({&trace, l, tracks, call.dur_ns});
       }
-      if (delay_ns > options.delay_cutoff_ns) long_delay.push_back({&trace, l, delay_ns});
-      const Slice* host_op = l.op >= 0 ? &trace.slices()[static_cast<size_t>(l.op)] : nullptr;
+      if (delay_ns > options.delay_cutoff_ns) long_delay.push_back({&trace, l, tracks, delay_ns});
+      const Slice* host_op = l.op != LinkedWork::kNoOp ? &trace.slices()[l.op] : nullptr;
       const bool named = host_op != nullptr && !trace.str(host_op->name).empty();
       Op*& op = named ? op_of_name[host_op->name] : no_op;
       if (op == nullptr) op = &ops[named ? trace.str(host_op->name) : std::string_view("(no op)")];
@@ -396,7 +418,7 @@ LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOp
       std::vector<int64_t>*& delays = kernel_delays[pair];
       if (delays == nullptr) delays = &op->kernels[trace.str(s.name)];
       delays->push_back(delay_ns);
-      if (options.keep_all) report.launches.push_back(MakeLaunch(trace, l));
+      if (options.keep_all) report.launches.push_back(MakeLaunch(trace, l, tracks));
       if (options.keep_delays) report.delays.push_back({s.start_ns, delay_ns});
     }
     report.linked += static_cast<int64_t>(mine.size());
@@ -409,7 +431,7 @@ LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOp
   auto largest = [&](std::vector<Outlier>& outliers, std::vector<Launch>& into) {
     std::stable_sort(outliers.begin(), outliers.end(), [](const Outlier& a, const Outlier& b) { return a.ns > b.ns; });
     if (outliers.size() > options.outliers) outliers.resize(options.outliers);
-    for (const Outlier& o : outliers) into.push_back(MakeLaunch(*o.trace, o.linked));
+    for (const Outlier& o : outliers) into.push_back(MakeLaunch(*o.trace, o.linked, o.tracks));
   };
   largest(long_runtime, report.long_runtime);
   largest(long_delay, report.long_delay);
