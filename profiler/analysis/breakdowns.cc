@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "base/largest_n.h"
 #include "profiler/trace/node_store.h"
 #include "profiler/trace/slice_details.h"
 #include "stepscope/tf/run_metadata.pb.h"
@@ -268,28 +269,15 @@ StreamStats ComputeStreamStats(const Trace& trace, size_t gaps) {
     usage.content = std::string(content);
     usage.slices = static_cast<int64_t>(members.size());
     // Busy runs as the slices pass in start order; of the gaps between them (a stream of millions
-    // of kernels has millions) only the largest are kept, in a bounded heap with the smallest on
-    // top, the first found ranking higher among equals.
+    // of kernels has millions) only the largest are kept.
     struct Gap {
       int64_t begin, end;
       int64_t before, after;  // slice indices, -1 at the trace's ends
-      uint64_t found;
     };
-    auto ranks_higher = [](const Gap& a, const Gap& b) {
-      return a.end - a.begin != b.end - b.begin ? a.end - a.begin > b.end - b.begin : a.found < b.found;
-    };
-    std::vector<Gap> largest;
-    uint64_t found = 0;
+    auto longer = [](const Gap& a, const Gap& b) { return a.end - a.begin > b.end - b.begin; };
+    LargestN<Gap, decltype(longer)> largest(gaps, longer);
     auto offer = [&](int64_t begin, int64_t end, int64_t before, int64_t after) {
-      const Gap gap{begin, end, before, after, found++};
-      if (largest.size() < gaps) {
-        largest.push_back(gap);
-        std::push_heap(largest.begin(), largest.end(), ranks_higher);
-      } else if (!largest.empty() && ranks_higher(gap, largest.front())) {
-        std::pop_heap(largest.begin(), largest.end(), ranks_higher);
-        largest.back() = gap;
-        std::push_heap(largest.begin(), largest.end(), ranks_higher);
-      }
+      largest.Offer({begin, end, before, after});
     };
     int64_t run_start = 0, run_end = 0;
     uint32_t run_last = 0;
@@ -319,9 +307,8 @@ StreamStats ComputeStreamStats(const Trace& trace, size_t gaps) {
     usage.idle_ns = stats.span_ns - usage.busy_ns;
     usage.utilisation = stats.span_ns > 0 ? static_cast<double>(usage.busy_ns) / static_cast<double>(stats.span_ns) : 0;
     if (run_end < trace.span_end_ns()) offer(run_end, trace.span_end_ns(), run_last, -1);
-    std::sort(largest.begin(), largest.end(), ranks_higher);
     auto name = [&](int64_t i) { return i < 0 ? std::string() : std::string(trace.str(slices[static_cast<size_t>(i)].name)); };
-    for (const Gap& gap : largest) usage.largest_gaps.push_back({gap.begin, gap.end, name(gap.before), name(gap.after)});
+    for (const Gap& gap : largest.TakeSorted()) usage.largest_gaps.push_back({gap.begin, gap.end, name(gap.before), name(gap.after)});
     stats.streams.push_back(std::move(usage));
   };
   for (const auto& group : groups) {

@@ -6,8 +6,10 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "base/largest_n.h"
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/gpu_work.h"
+#include "profiler/analysis/intervals.h"
 #include "profiler/analysis/statistics.h"
 #include "profiler/analysis/step_analyses.h"
 
@@ -33,49 +35,23 @@ IntervalStats IntervalsOf(std::vector<int64_t> values) {
   return stats;
 }
 
-// The length of a union of intervals fed in order of start.
-class UnionInStartOrder {
- public:
-  void Add(int64_t start, int64_t end) {
-    if (start > end_) {
-      if (end_ != INT64_MIN) total_ += end_ - start_;
-      start_ = start;
-      end_ = end;
-    } else {
-      end_ = std::max(end_, end);
-    }
-  }
-  int64_t length() const { return total_ + (end_ != INT64_MIN ? end_ - start_ : 0); }
-
- private:
-  int64_t start_ = 0, end_ = INT64_MIN, total_ = 0;
-};
-
 // Busy, compute, communication and memory time of the slices of some streams, each stream's list
 // sorted by start: the lists are merged by start and every union is measured as the slices pass,
 // so nothing is gathered per slice. The overlap of compute and communication is
 // |compute| + |communication| - |compute or communication|.
 GpuTime TimeOf(const Trace& trace, const std::vector<const std::vector<uint32_t>*>& streams) {
   GpuTime time;
-  struct Cursor {
-    const uint32_t* next;
-    const uint32_t* end;
-  };
-  std::vector<Cursor> cursors;
+  std::vector<std::pair<const uint32_t*, const uint32_t*>> lists;
   for (const std::vector<uint32_t>* list : streams) {
     time.slices += static_cast<int64_t>(list->size());
-    if (!list->empty()) cursors.push_back({list->data(), list->data() + list->size()});
+    lists.emplace_back(list->data(), list->data() + list->size());
   }
-  if (cursors.empty()) return time;
+  if (time.slices == 0) return time;
   const auto slices = trace.slices();
-  auto later = [&](const Cursor& a, const Cursor& b) { return slices[*a.next].start_ns > slices[*b.next].start_ns; };
-  std::make_heap(cursors.begin(), cursors.end(), later);
   UnionInStartOrder all, compute, comm, memory, compute_or_comm;
   int64_t first_start = INT64_MAX, last_end = INT64_MIN;
-  while (!cursors.empty()) {
-    std::pop_heap(cursors.begin(), cursors.end(), later);
-    Cursor& c = cursors.back();
-    const Slice& s = slices[*c.next];
+  MergeByStart(std::move(lists), [&](uint32_t i) { return slices[i].start_ns; }, [&](uint32_t i) {
+    const Slice& s = slices[i];
     const int64_t start = s.start_ns, end = s.end_ns();
     first_start = std::min(first_start, start);
     last_end = std::max(last_end, end);
@@ -89,12 +65,7 @@ GpuTime TimeOf(const Trace& trace, const std::vector<const std::vector<uint32_t>
       compute.Add(start, end);
       compute_or_comm.Add(start, end);
     }
-    if (++c.next == c.end) {
-      cursors.pop_back();
-    } else {
-      std::push_heap(cursors.begin(), cursors.end(), later);
-    }
-  }
+  });
   time.span_ns = last_end - first_start;
   time.busy_ns = all.length();
   time.idle_ns = time.span_ns - time.busy_ns;
@@ -181,8 +152,8 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
   std::vector<Row> rows;
   std::map<std::tuple<int32_t, std::string, std::string>, size_t> index;
   std::vector<int64_t> totals[3];
-  // The largest gaps by reference, names and the enclosing host op looked up at the end: a
-  // bounded heap, its worst at the top, since a trace holds a gap per kernel or more.
+  // The largest gaps by reference, names and the enclosing host op looked up at the end: only
+  // `largest` are kept, since a trace holds a gap per kernel or more.
   struct Gap {
     int64_t length, begin, end;
     const Trace* trace;
@@ -190,13 +161,9 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
     uint32_t device, stream, before, after;
     int64_t launch;
     IdleCause cause;
-    uint64_t found;  // order found: of equal lengths the first found ranks higher
   };
-  auto ranks_higher = [](const Gap& a, const Gap& b) {
-    return a.length != b.length ? a.length > b.length : a.found < b.found;
-  };
-  std::vector<Gap> gaps;
-  uint64_t found = 0;
+  auto longer = [](const Gap& a, const Gap& b) { return a.length > b.length; };
+  LargestN<Gap, decltype(longer)> largest_gaps(options.largest, longer);
   for (const GpuInput& input : inputs) {
     const Trace& trace = *input.trace;
     const int32_t rank = trace.step_info().rank;
@@ -233,16 +200,8 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
           row.all.push_back(gap);
           row.by_cause[c].push_back(gap);
           totals[c].push_back(gap);
-          const Gap candidate{gap, prev_end, s.start_ns, &trace, rank, w.device, w.lane,
-                              static_cast<uint32_t>(prev), i, r, cause, found++};
-          if (gaps.size() < options.largest) {
-            gaps.push_back(candidate);
-            std::push_heap(gaps.begin(), gaps.end(), ranks_higher);
-          } else if (!gaps.empty() && ranks_higher(candidate, gaps.front())) {
-            std::pop_heap(gaps.begin(), gaps.end(), ranks_higher);
-            gaps.back() = candidate;
-            std::push_heap(gaps.begin(), gaps.end(), ranks_higher);
-          }
+          largest_gaps.Offer({gap, prev_end, s.start_ns, &trace, rank, w.device, w.lane,
+                              static_cast<uint32_t>(prev), i, r, cause});
         }
         if (s.end_ns() > prev_end) {
           prev_end = s.end_ns();
@@ -260,8 +219,7 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
                    [](const StreamIdle& a, const StreamIdle& b) { return a.rank < b.rank; });
   for (int c = 0; c < 3; ++c) report.by_cause[c] = IntervalsOf(std::move(totals[c]));
   // Longest first; equal lengths in the order found.
-  std::sort(gaps.begin(), gaps.end(), ranks_higher);
-  for (const Gap& g : gaps) {
+  for (const Gap& g : largest_gaps.TakeSorted()) {
     const Trace& trace = *g.trace;
     IdleGapDetail detail;
     detail.rank = g.rank;
