@@ -239,7 +239,7 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
       if (s == 0) base = index;
     }
     for (const trace::Flow& flow : input.flows()) {
-      builder.AddFlow({flow.from_slice + base, flow.to_slice + base, flow.kind});
+      builder.AddFlow(flow.from_slice + base, flow.to_slice + base, flow.kind);
     }
     // Kineto launch geometry and copy sizes follow their slices.
     for (trace::KernelArgs args : input.all_kernel_args()) {

@@ -849,8 +849,8 @@ class ChromeEventImporter::Impl {
         stats().Add("flow_not_bound_skipped");
         return;
       }
-      builder_.AddFlow(Flow{static_cast<uint32_t>(from), static_cast<uint32_t>(to),
-                            pair.launch ? FlowKind::kLaunch : FlowKind::kDataflow});
+      builder_.AddFlow(static_cast<uint32_t>(from), static_cast<uint32_t>(to),
+                            pair.launch ? FlowKind::kLaunch : FlowKind::kDataflow);
     };
     // In the order the flows completed in the file, then the ones still open at its end. The
     // completed ones are bound from the last, their table shrinking as the flows grow (24 bytes a

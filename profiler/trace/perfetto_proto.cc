@@ -999,7 +999,7 @@ class ProtoImporter {
       const FlowKind kind = IsDeviceWork(builder_.slice(to).kind) && !IsDeviceWork(builder_.slice(from).kind)
                                 ? FlowKind::kLaunch
                                 : FlowKind::kDataflow;
-      builder_.AddFlow(Flow{from, to, kind});
+      builder_.AddFlow(from, to, kind);
     }
     for (auto& [uuid, counter] : counters_) {
       if (!counter.ts_ns.empty()) builder_.AddCounter(std::move(counter));

@@ -365,7 +365,7 @@ class Importer {
         const std::string_view from = ProducerOf(input);
         uint32_t found = producer_of(from);
         if (found == kNone) found = producer_of(StripPartitionSuffix(from));
-        if (found != kNone) builder_.AddFlow(Flow{added_[found].index, a.index, FlowKind::kDataflow});
+        if (found != kNone) builder_.AddFlow(added_[found].index, a.index, FlowKind::kDataflow);
       };
       if (node.input_size() > 0) {
         for (const auto& input : node.input()) link(input);
@@ -387,7 +387,7 @@ class Importer {
         auto it = op_by_device_name.find(device_name(tracks[SliceOf(a).track], SliceOf(a).name));
         if (it != op_by_device_name.end()) from = it->second;
       }
-      if (from != kNone) builder_.AddFlow(Flow{added_[from].index, a.index, FlowKind::kLaunch});
+      if (from != kNone) builder_.AddFlow(added_[from].index, a.index, FlowKind::kLaunch);
     }
   }
 

@@ -205,6 +205,14 @@ void TraceBuilder::SetPackedSlices(uint32_t index, std::span<const Slice> packed
   std::copy(packed.begin(), packed.end(), slices_.begin() + index);
 }
 
+void TraceBuilder::AddFlow(uint32_t from_slice, uint32_t to_slice, FlowKind kind) {
+  if (to_slice > Flow::kMaxSlice) {
+    trace_.import_stats_.Add("flow_past_slice_limit_skipped");
+    return;
+  }
+  trace_.flows_.push_back(Flow{from_slice, to_slice, kind});
+}
+
 void TraceBuilder::SetRunMetadata(std::shared_ptr<tf::RunMetadata> metadata) {
   run_metadata_ = std::move(metadata);
 }
@@ -416,7 +424,9 @@ void TraceBuilder::Reorder(std::span<const uint32_t> order, size_t offset) {
   };
   for (Flow& flow : trace_.flows_) {
     renumber(flow.from_slice);
-    renumber(flow.to_slice);
+    uint32_t to = flow.to_slice;  // a bit-field: renumbered through a copy
+    renumber(to);
+    flow.to_slice = to;
   }
   for (KernelArgsTable::Row& args : trace_.kernel_args_.rows()) renumber(args.slice);
   for (TransferArgs& args : trace_.transfer_args_) renumber(args.slice);

@@ -145,11 +145,16 @@ struct NodeRef {
 
 enum class FlowKind : uint8_t { kDataflow, kLaunch };
 
+// 8 bytes: a big trace holds a flow per kernel launch. The target slice takes 31 bits; a flow
+// that reaches past them (a trace of more than 2^31 slices) is not kept but counted
+// (TraceBuilder::AddFlow).
 struct Flow {
+  static constexpr uint32_t kMaxSlice = (1u << 31) - 1;
   uint32_t from_slice = 0;
-  uint32_t to_slice = 0;
-  FlowKind kind = FlowKind::kDataflow;
+  uint32_t to_slice : 31 = 0;
+  FlowKind kind : 1 = FlowKind::kDataflow;
 };
+static_assert(sizeof(Flow) == 8, "keep Flow compact");
 
 // A value over time, e.g. an allocator's bytes in use.
 struct CounterSeries {
@@ -341,7 +346,9 @@ class TraceBuilder {
   // SetPackedSlices.
   Slice Pack(const SliceRecord& slice);
   void SetPackedSlices(uint32_t index, std::span<const Slice> packed);
-  void AddFlow(const Flow& flow) { trace_.flows_.push_back(flow); }
+  // A flow between slices added before; one whose slice is past Flow::kMaxSlice is counted as
+  // flow_past_slice_limit_skipped.
+  void AddFlow(uint32_t from_slice, uint32_t to_slice, FlowKind kind);
   // Room for this many more flows: a reader that knows how many it will add spares the regrowth's
   // copy at the import's peak.
   void ReserveFlows(size_t more) { trace_.flows_.reserve(trace_.flows_.size() + more); }

@@ -183,7 +183,7 @@ class XSpaceImporter {
     for (const Correlated& c : correlated_) {
       if (c.host) continue;
       const auto it = launch.find(c.id);
-      if (it != launch.end()) builder_.AddFlow(Flow{it->second, c.slice, FlowKind::kLaunch});
+      if (it != launch.end()) builder_.AddFlow(it->second, c.slice, FlowKind::kLaunch);
     }
     builder_.step_info().producer = "XSpace";
     return std::move(builder_).Build();

@@ -31,7 +31,7 @@ class TraceMaker {
     return builder_.AddSlice(s);
   }
   void Flow(uint32_t from, uint32_t to, trace::FlowKind kind = trace::FlowKind::kDataflow) {
-    builder_.AddFlow({from, to, kind});
+    builder_.AddFlow(from, to, kind);
   }
   trace::TraceBuilder& builder() { return builder_; }
   trace::Trace Build() && { return std::move(builder_).Build(); }

@@ -46,7 +46,7 @@ TEST(TraceBuilderTest, NestsContainedSlicesAndMovesPartialOverlaps) {
   const uint32_t outer = builder.AddSlice(MakeSlice(t, 1000, 100, n));
   builder.AddSlice(MakeSlice(t, 1010, 20, n));   // nested in outer
   const uint32_t partial = builder.AddSlice(MakeSlice(t, 1090, 50, n));  // crosses outer's end
-  builder.AddFlow(Flow{outer, partial, FlowKind::kDataflow});
+  builder.AddFlow(outer, partial, FlowKind::kDataflow);
   const Trace trace = std::move(builder).Build();
 
   EXPECT_EQ(trace.epoch_ns(), 1000);
@@ -128,7 +128,7 @@ void ExpectInterleavedTracksOrderedAsAStableSortWould(bool sorted_before_build) 
     added.push_back(s);
     if (index % 7 == 0) builder.AddSliceArg(index, builder.Intern("k"), static_cast<int64_t>(index));
     if (index % 11 == 0) builder.AddKernelArgs(KernelArgs{.correlation = index, .slice = index});
-    if (index > 0 && index % 5 == 0) builder.AddFlow(Flow{index - 1, index, FlowKind::kLaunch});
+    if (index > 0 && index % 5 == 0) builder.AddFlow(index - 1, index, FlowKind::kLaunch);
   }
   if (sorted_before_build) {
     builder.SortSlices();
@@ -190,7 +190,7 @@ TEST(TraceBuilderTest, SlicesAddedInOrderKeepTheirIndices) {
   for (uint32_t t = 0; t < 2; ++t) {
     for (int64_t i = 0; i < 100; ++i) builder.AddSlice(MakeSlice(t, 100 + 10 * i, 5, n));
   }
-  builder.AddFlow(Flow{3, 150, FlowKind::kLaunch});
+  builder.AddFlow(3, 150, FlowKind::kLaunch);
   builder.AddSliceArg(150, builder.Intern("k"), int64_t{1});
   builder.AddSliceArg(3, builder.Intern("k"), int64_t{2});  // added out of slice order
   const Trace trace = std::move(builder).Build();
@@ -203,6 +203,27 @@ TEST(TraceBuilderTest, SlicesAddedInOrderKeepTheirIndices) {
   EXPECT_EQ(trace.all_slice_args()[0].slice, 3u);
   EXPECT_EQ(trace.all_slice_args()[0].number, 2);
   EXPECT_EQ(trace.all_slice_args()[1].slice, 150u);
+}
+
+// A flow keeps its kind and both ends in 8 bytes; one whose target lies past the 31 bits a target
+// takes is counted, not kept with a wrapped index.
+TEST(TraceBuilderTest, FlowsPastTheSliceLimitAreCountedNotWrapped) {
+  static_assert(sizeof(Flow) == 8);
+  TraceBuilder builder;
+  AddTracks(builder, TrackKind::kGpuStream, "stream", 1);
+  const StringId n = builder.Intern("kernel");
+  for (int64_t i = 0; i < 4; ++i) builder.AddSlice(MakeSlice(0, 100 + 10 * i, 5, n));
+  builder.AddFlow(0, 3, FlowKind::kLaunch);
+  builder.AddFlow(1, Flow::kMaxSlice + 2, FlowKind::kLaunch);  // would wrap to slice 1
+  builder.AddFlow(2, 1, FlowKind::kDataflow);
+  const Trace trace = std::move(builder).Build();
+  ASSERT_EQ(trace.flows().size(), 2u);
+  EXPECT_EQ(trace.flows()[0].to_slice, 3u);
+  EXPECT_EQ(trace.flows()[0].kind, FlowKind::kLaunch);
+  EXPECT_EQ(trace.flows()[1].from_slice, 2u);
+  EXPECT_EQ(trace.flows()[1].to_slice, 1u);
+  EXPECT_EQ(trace.flows()[1].kind, FlowKind::kDataflow);
+  EXPECT_EQ(trace.import_stats().Get("flow_past_slice_limit_skipped"), 1);
 }
 
 // Tracks in order but two, apart: only their slices move (the builder reorders each such track's
@@ -218,9 +239,9 @@ TEST(TraceBuilderTest, TracksOutOfOrderMoveOnlyTheirSlices) {
       builder.AddKernelArgs(KernelArgs{.correlation = 10 * t + step, .slice = index});
     }
   }
-  builder.AddFlow(Flow{0, 4, FlowKind::kLaunch});    // track 0 step 0 -> track 1 step 3
-  builder.AddFlow(Flow{7, 11, FlowKind::kLaunch});   // track 1 step 0 -> track 2 step 3
-  builder.AddFlow(Flow{11, 12, FlowKind::kLaunch});  // track 2 step 3 -> track 3 step 3
+  builder.AddFlow(0, 4, FlowKind::kLaunch);    // track 0 step 0 -> track 1 step 3
+  builder.AddFlow(7, 11, FlowKind::kLaunch);   // track 1 step 0 -> track 2 step 3
+  builder.AddFlow(11, 12, FlowKind::kLaunch);  // track 2 step 3 -> track 3 step 3
   builder.SortSlices();
   for (uint32_t i = 0; i < 16; ++i) {
     EXPECT_EQ(builder.slice(i).track, i / 4);
@@ -258,7 +279,7 @@ TEST(TraceBuilderTest, SlicesFilledInPlaceAreOrderedLikeAddedOnes) {
       const uint32_t position = reversed ? 5 - i : i;
       builder.SetSlice(position, MakeSlice(i / 3, 100 + 10 * (i % 3), 5, n));
     }
-    builder.AddFlow(Flow{reversed ? 5u : 0u, reversed ? 0u : 5u, FlowKind::kLaunch});
+    builder.AddFlow(reversed ? 5u : 0u, reversed ? 0u : 5u, FlowKind::kLaunch);
     const Trace trace = std::move(builder).Build();
     ASSERT_EQ(trace.slices().size(), 6u);
     for (uint32_t i = 0; i < 6; ++i) {

@@ -146,7 +146,7 @@ trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed) {
         ++added;
         gpu_clock[stream] = start + dur;
         if (!recent_cpu_ops.empty() && uniform(0, 3) == 0) {
-          if (place) builder.AddFlow(trace::Flow{recent_cpu_ops.back(), kernel, trace::FlowKind::kLaunch});
+          if (place) builder.AddFlow(recent_cpu_ops.back(), kernel, trace::FlowKind::kLaunch);
         }
       }
     }
