@@ -8,6 +8,7 @@
 #include <QToolTip>
 #include <algorithm>
 #include <cmath>
+#include <future>
 
 namespace stepscope::viewer {
 namespace {
@@ -331,6 +332,7 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
   }
   painter.setPen(Qt::black);
   const double right = map.width_px() + 1;
+  CollectRowBoxes(map, first, last);
   for (int r = first; r < last; ++r) {
     const TimelineRow& row = rows[static_cast<size_t>(r)];
     if (row.kind == TimelineRow::Kind::kHeader && layout_.collapsed(row.track)) {
@@ -339,8 +341,6 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
     }
     if (row.kind != TimelineRow::Kind::kSlices || row.depth >= document_->index().depth_count(row.track)) continue;
     const int y = RowTop(r);
-    boxes_.clear();
-    CollectBoxes(document_->index(), row.track, row.depth, map, &boxes_);
     // Adjacent folded runs are painted as one rectangle: a zoomed-out dense row is a handful
     // of fills, not one per pixel.
     double fold_x0 = 0, fold_x1 = -1e9;
@@ -350,7 +350,7 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
       }
       fold_x1 = -1e9;
     };
-    for (const DrawBox& box : boxes_) {
+    for (const DrawBox& box : row_boxes_[static_cast<size_t>(r - first)]) {
       const double x0 = std::max<double>(box.x0, -1.0);
       const double x1 = std::max(x0 + 1, std::min<double>(box.x1, right));
       if (box.folded()) {
@@ -373,6 +373,27 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
     flush_fold();
   }
   painter.setClipping(false);
+}
+
+void TimelineView::CollectRowBoxes(const TimeMapping& map, int first, int last) {
+  const auto& rows = layout_.rows();
+  const TimelineIndex& index = document_->index();
+  row_boxes_.resize(static_cast<size_t>(std::max(0, last - first)));
+  // Rows alternate between this thread and a helper: on a wide view of a dense trace, finding
+  // each pixel's fold is most of the frame. Both only read the frozen index.
+  auto collect = [&](int parity) {
+    for (int r = first + parity; r < last; r += 2) {
+      std::vector<DrawBox>& boxes = row_boxes_[static_cast<size_t>(r - first)];
+      boxes.clear();
+      const TimelineRow& row = rows[static_cast<size_t>(r)];
+      if (row.kind != TimelineRow::Kind::kSlices || row.depth >= index.depth_count(row.track)) continue;
+      CollectBoxes(index, row.track, row.depth, map, &boxes);
+    }
+  };
+  if (last - first < 2) return collect(0);
+  auto helper = std::async(std::launch::async, collect, 1);
+  collect(0);
+  helper.get();
 }
 
 const std::vector<uint32_t>& TimelineView::LanesBelow(uint32_t track) {
