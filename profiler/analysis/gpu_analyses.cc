@@ -363,6 +363,9 @@ LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOp
         long_runtime.push_back({&trace, l, tracks, call.dur_ns});
       }
       if (delay_ns > options.delay_cutoff_ns) long_delay.push_back({&trace, l, tracks, delay_ns});
+      if (options.keep_all) report.launches.push_back(MakeLaunch(trace, l, tracks));
+      if (options.keep_delays) report.delays.push_back({s.start_ns, delay_ns});
+      if (!options.by_op) continue;
       const Slice* host_op = l.op != LinkedWork::kNoOp ? &trace.slices()[l.op] : nullptr;
       const bool named = host_op != nullptr && !trace.str(host_op->name).empty();
       Op*& op = named ? op_of_name[host_op->name] : no_op;
@@ -376,8 +379,6 @@ LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOp
       std::vector<int64_t>*& delays = kernel_delays[pair];
       if (delays == nullptr) delays = &op->kernels[trace.str(s.name)];
       delays->push_back(delay_ns);
-      if (options.keep_all) report.launches.push_back(MakeLaunch(trace, l, tracks));
-      if (options.keep_delays) report.delays.push_back({s.start_ns, delay_ns});
     }
     report.linked += static_cast<int64_t>(mine.size());
   }

@@ -153,6 +153,7 @@ struct LaunchOptions {
   size_t outliers = 10;                 // listed per kind of outlier
   bool keep_all = false;                // fill `launches`
   bool keep_delays = false;             // fill `delays`
+  bool by_op = true;                    // fill `by_op` (its delays per op and kernel: 8 bytes a launch)
 };
 LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOptions& options = {});
 

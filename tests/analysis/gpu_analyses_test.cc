@@ -175,6 +175,17 @@ TEST(LaunchesTest, DelaysAndOpsKnownByConstruction) {
   EXPECT_EQ(lean.long_delay[0].delay_ns, 130);
   EXPECT_EQ(lean.long_delay[0].host_op, "aten::mm");
   EXPECT_DOUBLE_EQ(lean.delay.p50_ns, r.delay.p50_ns);
+  EXPECT_FALSE(lean.by_op.empty());
+  // Without the rows per op (the viewer's report), the totals and outliers stay.
+  const LaunchReport totals =
+      ComputeLaunches({GpuInput{&trace, {}}}, {.runtime_cutoff_ns = 50, .delay_cutoff_ns = 25, .by_op = false});
+  EXPECT_TRUE(totals.by_op.empty());
+  EXPECT_EQ(totals.linked, lean.linked);
+  EXPECT_EQ(totals.long_delay_count, lean.long_delay_count);
+  ASSERT_EQ(totals.long_delay.size(), lean.long_delay.size());
+  EXPECT_EQ(totals.long_delay[0].host_op, "aten::mm");
+  EXPECT_DOUBLE_EQ(totals.delay.p95_ns, lean.delay.p95_ns);
+  EXPECT_DOUBLE_EQ(totals.cpu.p50_ns, lean.cpu.p50_ns);
   EXPECT_EQ(r.launches[0].delay_ns, 40);   // 150 - 110
   EXPECT_EQ(r.launches[1].delay_ns, 130);  // 260 - 130
   EXPECT_EQ(r.launches[2].delay_ns, 20);   // 620 - 600

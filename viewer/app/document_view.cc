@@ -95,8 +95,10 @@ std::span<const DocumentView::PaneSpec> DocumentView::Panes() {
              }
              {
                // The pane shows the statistics, the outliers and each launch's delay (16 bytes a
-               // launch), not every launch's record (a big trace has millions).
-               analysis::LaunchReport launches = analysis::ComputeLaunches(inputs, {.keep_delays = true});
+               // launch), not every launch's record (a big trace has millions) nor the rows per
+               // op and kernel (a 10^7-slice trace's held 100 MB).
+               analysis::LaunchReport launches =
+                   analysis::ComputeLaunches(inputs, {.keep_delays = true, .by_op = false});
                into.launch_delays.reserve(launches.delays.size());
                for (const auto& d : launches.delays) into.launch_delays.push_back({d.gpu_start_ns, d.delay_ns});
                std::stable_sort(into.launch_delays.begin(), into.launch_delays.end(),
