@@ -164,6 +164,28 @@ class ModelsTest : public QObject {
     QCOMPARE(model.Next(), int64_t{-1});
   }
 
+  // The flows of a slice, found by a scan and kept for the last slice asked about, are the
+  // flows whose ends are that slice, in flow order, whichever slice was asked about before.
+  void FlowsOfASliceAreThoseEndingThere() {
+    const trace::Trace& trace = document_->trace();
+    const auto& flows = trace.flows();
+    QVERIFY(flows.size() > 100);
+    std::vector<std::vector<uint32_t>> from(trace.slices().size()), to(trace.slices().size());
+    for (uint32_t f = 0; f < flows.size(); ++f) {
+      from[flows[f].from_slice].push_back(f);
+      to[flows[f].to_slice].push_back(f);
+    }
+    int with_flows = 0;
+    for (uint32_t slice = 0; slice < trace.slices().size(); slice += 7) {
+      for (int again = 0; again < 2; ++again) {  // the second time from what was kept
+        QCOMPARE(document_->FlowsFrom(slice), from[slice]);
+        QCOMPARE(document_->FlowsTo(slice), to[slice]);
+      }
+      with_flows += !from[slice].empty() || !to[slice].empty();
+    }
+    QVERIFY(with_flows > 10);
+  }
+
   void DetailsListEveryFieldOfTheRecord() {
     const trace::Trace& trace = document_->trace();
     // An executor op with outputs and memory: shapes, allocation descriptions, allocators.

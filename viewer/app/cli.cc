@@ -197,6 +197,12 @@ int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, in
                 .arg(frame_ms.back(), 0, 'f', 2));
     }
   }
+  // A selection's flows are found by a scan of the flow table (TraceDocument::FlowsFrom).
+  const auto& flows = document->trace().flows();
+  QElapsedTimer scanning;
+  scanning.start();
+  const size_t selected_flows = flows.empty() ? 0 : document->FlowsFrom(flows[flows.size() / 2].from_slice).size();
+  const double flows_ms = Ms(scanning);
   std::vector<double> sorted = frame_ms;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
@@ -230,6 +236,10 @@ int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, in
             .arg(worst, 0, 'f', 2)
             .arg(kFrameTargetMs, 0, 'f', 0)
             .arg(verdict(worst <= kFrameTargetMs)));
+  Print(QStringLiteral("a selection's flows: %1 ms (%2 of %3 flows, found by a scan)")
+            .arg(flows_ms, 0, 'f', 2)
+            .arg(selected_flows)
+            .arg(flows.size()));
   // Below this many slices the window's own fixed costs (fonts, glyph caches)
   // dominate and a per-slice figure says nothing.
   constexpr size_t kMinSlicesForPerSlice = 100'000;

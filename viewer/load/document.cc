@@ -5,41 +5,16 @@
 
 #include <algorithm>
 #include <fstream>
-#include <future>
-#include <tuple>
-#include <numeric>
 
 #include "profiler/trace/reader.h"
 #include "viewer/timeline/slice_colors.h"
 
 namespace stepscope::viewer {
-namespace {
-
-// Flow indices ordered by one endpoint, ties in flow order: the endpoint and the index packed in
-// one integer and sorted as such, so no comparison reaches into the flows (8 M flows of a
-// 100 M-slice trace: a third of the time of a sort through the indices).
-template <typename Endpoint>
-std::vector<uint32_t> FlowsByEndpoint(const std::vector<trace::Flow>& flows, Endpoint endpoint) {
-  std::vector<uint64_t> keys(flows.size());
-  for (size_t f = 0; f < flows.size(); ++f) keys[f] = uint64_t{endpoint(flows[f])} << 32 | f;
-  std::sort(keys.begin(), keys.end());
-  std::vector<uint32_t> order(flows.size());
-  for (size_t f = 0; f < keys.size(); ++f) order[f] = static_cast<uint32_t>(keys[f]);
-  return order;
-}
-
-}  // namespace
 
 TraceDocument::TraceDocument(trace::Trace trace, std::string path, std::shared_ptr<const RankMerge> ranks)
     : path_(std::move(path)),
       trace_(std::make_unique<const trace::Trace>(std::move(trace))),
       rank_merge_(std::move(ranks)) {
-  // The flow tables on the other core while this one builds the timeline index and colours.
-  const auto& flows = trace_->flows();
-  auto by_endpoint = std::async(std::launch::async, [&flows] {
-    return std::make_pair(FlowsByEndpoint(flows, [](const trace::Flow& f) -> uint32_t { return f.from_slice; }),
-                          FlowsByEndpoint(flows, [](const trace::Flow& f) -> uint32_t { return f.to_slice; }));
-  });
   index_ = std::make_unique<TimelineIndex>(*trace_);
   const trace::StringTable& strings = trace_->strings();
   // Colours only for the ids slices use as their colour key; the rest stay 0.
@@ -49,30 +24,33 @@ TraceDocument::TraceDocument(trace::Trace trace, std::string path, std::shared_p
   for (size_t id = 0; id < used.size(); ++id) {
     if (used[id]) colors_[id] = ColorForName(strings.Get(static_cast<trace::StringId>(id)));
   }
-  std::tie(flows_by_from_, flows_by_to_) = by_endpoint.get();
+}
+
+const TraceDocument::SliceFlows& TraceDocument::FlowsOf(uint32_t slice) const {
+  if (last_flows_.slice == slice) return last_flows_;
+  last_flows_.from.clear();
+  last_flows_.to.clear();
+  const auto& flows = trace_->flows();
+  for (size_t f = 0; f < flows.size(); ++f) {
+    if (flows[f].from_slice == slice) last_flows_.from.push_back(static_cast<uint32_t>(f));
+    if (flows[f].to_slice == slice) last_flows_.to.push_back(static_cast<uint32_t>(f));
+  }
+  last_flows_.slice = slice;
+  return last_flows_;
 }
 
 std::vector<uint32_t> TraceDocument::FlowsFrom(uint32_t slice) const {
-  const auto& flows = trace_->flows();
-  auto first = std::partition_point(flows_by_from_.begin(), flows_by_from_.end(),
-                                    [&](uint32_t f) { return flows[f].from_slice < slice; });
-  auto last = std::partition_point(first, flows_by_from_.end(),
-                                   [&](uint32_t f) { return flows[f].from_slice == slice; });
-  return {first, last};
+  std::lock_guard<std::mutex> lock(flows_mutex_);
+  return FlowsOf(slice).from;
 }
 
 std::vector<uint32_t> TraceDocument::FlowsTo(uint32_t slice) const {
-  const auto& flows = trace_->flows();
-  auto first = std::partition_point(flows_by_to_.begin(), flows_by_to_.end(),
-                                    [&](uint32_t f) { return flows[f].to_slice < slice; });
-  auto last = std::partition_point(first, flows_by_to_.end(),
-                                   [&](uint32_t f) { return flows[f].to_slice == slice; });
-  return {first, last};
+  std::lock_guard<std::mutex> lock(flows_mutex_);
+  return FlowsOf(slice).to;
 }
 
 size_t TraceDocument::extra_bytes() const {
-  return index_->memory_bytes() +
-         (colors_.capacity() + flows_by_from_.capacity() + flows_by_to_.capacity()) * sizeof(uint32_t);
+  return index_->memory_bytes() + colors_.capacity() * sizeof(uint32_t);
 }
 
 StatusOr<std::shared_ptr<const TraceDocument>> OpenDocument(const std::string& path,

@@ -1,6 +1,6 @@
 // A trace opened in the viewer: the immutable Trace plus what the timeline draws from (the
-// per-level index, op type colours, flows by endpoint). Built once off the UI thread and then
-// only read, so widgets paint from it without locks. The analyses the panes show (op
+// per-level index, op type colours). Built once off the UI thread and then only read, so widgets
+// paint from it without locks (the flows of the last slice asked about are kept under one). The analyses the panes show (op
 // statistics, memory timelines) are computed from it separately, after the first frame.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,10 +52,13 @@ class TraceDocument {
   uint32_t ColorOf(const trace::Slice& slice) const {
     return colors_[slice.op_type != 0 ? slice.op_type : slice.name];
   }
-  // Indices into trace().flows() leaving / entering `slice`.
+  // Indices into trace().flows() leaving / entering `slice`, in flow order. Found by a scan of
+  // the flows (a few milliseconds for 10^7) and kept for the last slice asked about: the
+  // selection, which the timeline asks about every frame. Tables of the flows by either end
+  // would hold 8 bytes a flow for as long as the document is open.
   std::vector<uint32_t> FlowsFrom(uint32_t slice) const;
   std::vector<uint32_t> FlowsTo(uint32_t slice) const;
-  // Bytes held by the index, colours and flow tables (the Trace is counted by the caller).
+  // Bytes held by the index and colours (the Trace is counted by the caller).
   size_t extra_bytes() const;
 
  private:
@@ -63,8 +67,14 @@ class TraceDocument {
   std::unique_ptr<TimelineIndex> index_;
   std::shared_ptr<const RankMerge> rank_merge_;
   std::vector<uint32_t> colors_;      // per StringId
-  std::vector<uint32_t> flows_by_from_;  // flow indices sorted by from_slice
-  std::vector<uint32_t> flows_by_to_;
+  struct SliceFlows {
+    int64_t slice = -1;
+    std::vector<uint32_t> from, to;
+  };
+  // The flows of `slice`, scanned for unless it was the last one asked about (under flows_mutex_).
+  const SliceFlows& FlowsOf(uint32_t slice) const;
+  mutable std::mutex flows_mutex_;
+  mutable SliceFlows last_flows_;
 };
 
 // Reads one trace file (any format the Trace library reads) and builds its document. The
