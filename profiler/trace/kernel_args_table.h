@@ -1,9 +1,10 @@
 // How a Trace keeps its Kineto kernel arguments (KernelArgs): the launch configuration (grid,
 // block, registers, shared memory, device, stream, occupancy) is what the thousands of launches of
-// one kernel share, so each distinct one is stored once and a launch keeps 12 bytes: its slice,
-// the low half of its correlation id and which configuration it used (the configuration holds the
-// high half, the same for 2^32 launches in a row). A trace of 10^6 kernels then holds 12 MB of
-// kernel arguments instead of 64 MB.
+// one kernel share, so each distinct one is stored once with the high half of the correlation id
+// (the same for 2^32 launches in a row). While a trace is built a launch is a row of 12 bytes:
+// its slice, the low half of its correlation id and its configuration's index. Once the rows are
+// sorted (Freeze), a row keeps 8 bytes and its slice is a bit among the trace's slices, found by
+// counting bits. A trace of 10^6 kernels then holds 8 MB of kernel arguments instead of 64 MB.
 #pragma once
 
 #include <cstddef>
@@ -43,17 +44,20 @@ class KernelArgsTable {
 
   // Rows come in any order; Find needs them sorted by slice (TraceBuilder::Build sorts them).
   void Add(const KernelArgs& args);
-  size_t size() const { return rows_.size(); }
-  bool empty() const { return rows_.empty(); }
+  // Once the rows are sorted by slice and the trace holds `slice_count` slices: each row's slice
+  // becomes a bit (TraceBuilder::Build calls this last).
+  void Freeze(size_t slice_count);
+  size_t size() const { return frozen_ ? entries_.size() : rows_.size(); }
+  bool empty() const { return size() == 0; }
+  // Row by index (in slice order once sorted); a frozen table finds the slice by counting bits.
   KernelArgs operator[](size_t row) const;
   // The arguments of a slice, nullopt when it has none.
   std::optional<KernelArgs> Find(uint32_t slice) const;
   // Distinct launch configurations.
   size_t launch_count() const { return launches_.size(); }
 
-  // For the builder, which renumbers and sorts the rows with the slices.
+  // For the builder, which renumbers and sorts the rows with the slices (before Freeze).
   std::vector<Row>& rows() { return rows_; }
-  const std::vector<Row>& rows() const { return rows_; }
 
   // Rows as KernelArgs values, in row order.
   class Iterator {
@@ -61,20 +65,18 @@ class KernelArgsTable {
     using iterator_category = std::input_iterator_tag;
     using value_type = KernelArgs;
     using difference_type = std::ptrdiff_t;
-    Iterator(const KernelArgsTable* table, size_t row) : table_(table), row_(row) {}
-    KernelArgs operator*() const { return (*table_)[row_]; }
-    Iterator& operator++() {
-      ++row_;
-      return *this;
-    }
+    Iterator(const KernelArgsTable* table, size_t row);
+    KernelArgs operator*() const { return table_->Args(row_, slice_); }
+    Iterator& operator++();
     bool operator==(const Iterator& other) const { return row_ == other.row_; }
 
    private:
     const KernelArgsTable* table_;
     size_t row_;
+    uint32_t slice_ = 0;  // of row_ (walked bit by bit in a frozen table)
   };
   Iterator begin() const { return {this, 0}; }
-  Iterator end() const { return {this, rows_.size()}; }
+  Iterator end() const { return {this, size()}; }
 
  private:
   // All of KernelArgs but the slice and the correlation's low half; compared and hashed as bytes
@@ -93,9 +95,24 @@ class KernelArgsTable {
   };
   static_assert(sizeof(Launch) == 56, "no padding: launches compare as bytes");
 
-  uint32_t Intern(const Launch& launch);
+  struct Entry {  // a frozen row
+    uint32_t launch = 0;
+    uint32_t correlation_low = 0;
+  };
+  static constexpr size_t kWordsPerRankBlock = 8;  // a count of the rows before every 512 slices
 
-  std::vector<Row> rows_;
+  uint32_t Intern(const Launch& launch);
+  KernelArgs Args(size_t row, uint32_t slice) const;
+  bool HasArgs(uint32_t slice) const { return (present_[slice / 64] >> (slice % 64)) & 1; }
+  size_t RowsBefore(uint32_t slice) const;  // frozen: rows of the slices before `slice`
+  uint32_t SliceOfRow(size_t row) const;    // frozen
+  uint32_t NextSliceWithArgs(uint32_t after) const;  // frozen: the first past `after`
+
+  std::vector<Row> rows_;  // while building, then empty
+  bool frozen_ = false;
+  std::vector<Entry> entries_;            // frozen rows, in slice order
+  std::vector<uint64_t> present_;         // frozen: a bit per slice, set for those with a row
+  std::vector<uint32_t> rank_blocks_;     // frozen: rows before each block of present_
   std::vector<Launch> launches_;
   // Open addressing over launches_: launch index + 1 per slot, 0 for empty; a power of two, at
   // most half full.

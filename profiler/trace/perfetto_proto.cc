@@ -168,24 +168,19 @@ class ProtoExporter {
     }
   }
 
-  // Per slice: its free-form arguments' range and its kernel/transfer args (no searches).
+  // Per slice: its free-form arguments' range and its transfer args (no searches; kernel
+  // arguments are found by counting bits, KernelArgsTable).
   void IndexArgs() {
     const size_t n = trace_.slices().size();
     const auto& args = trace_.all_slice_args();
     args_begin_.assign(n + 1, 0);
     for (const SliceArg& arg : args) ++args_begin_[arg.slice + 1];
     for (size_t i = 0; i < n; ++i) args_begin_[i + 1] += args_begin_[i];
-    kernel_index_.assign(trace_.all_kernel_args().empty() ? 0 : n, kNoArgs);
-    const auto& kernel_rows = trace_.all_kernel_args().rows();
-    for (size_t k = 0; k < kernel_rows.size(); ++k) kernel_index_[kernel_rows[k].slice] = static_cast<uint32_t>(k);
     transfer_index_.assign(trace_.all_transfer_args().empty() ? 0 : n, kNoArgs);
     for (size_t k = 0; k < trace_.all_transfer_args().size(); ++k) transfer_index_[trace_.all_transfer_args()[k].slice] = static_cast<uint32_t>(k);
   }
   static constexpr uint32_t kNoArgs = 0xffffffffu;
-  std::optional<KernelArgs> KernelOf(uint32_t slice) const {
-    if (kernel_index_.empty() || kernel_index_[slice] == kNoArgs) return std::nullopt;
-    return trace_.all_kernel_args()[kernel_index_[slice]];
-  }
+  std::optional<KernelArgs> KernelOf(uint32_t slice) const { return trace_.kernel_args(slice); }
   const TransferArgs* TransferOf(uint32_t slice) const {
     if (transfer_index_.empty() || transfer_index_[slice] == kNoArgs) return nullptr;
     return &trace_.all_transfer_args()[transfer_index_[slice]];
@@ -899,7 +894,7 @@ class ProtoExporter {
   std::vector<Cursor> cursors_;
   uint64_t default_uuid_ = 0;
   std::vector<bool> needed_;
-  std::vector<uint32_t> args_begin_, kernel_index_, transfer_index_;
+  std::vector<uint32_t> args_begin_, transfer_index_;
   std::vector<uint32_t> out_begin_, in_begin_;
   std::vector<uint64_t> out_ids_, in_ids_;
 };

@@ -597,6 +597,7 @@ void TraceBuilder::RebaseSlices(int64_t shift_ns) {
     trace_.span_end_ns_ = last;
   }
   trace_.slices_ = std::move(slices_);
+  trace_.kernel_args_.Freeze(trace_.slices_.size());
   trace_.import_stats_.Add("negative_duration_clamped", negative_durations_);
   trace_.import_stats_.Add("slice_start_clamped_at_78_hours", starts_clamped_);
   trace_.import_stats_.Add("slice_duration_clamped_at_9_7_hours", durations_clamped_);

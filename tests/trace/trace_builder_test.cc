@@ -397,6 +397,52 @@ TEST(TraceBuilderTest, KernelArgsShareLaunchConfigurations) {
   EXPECT_FALSE(table.Find(kKernels).has_value());
 }
 
+// Once built, a kernel row keeps its slice as a bit: on sparse arguments (empty 512-slice blocks,
+// the first and last slice, runs) every slice finds its own or none, rows read back in slice
+// order by index and by iteration.
+TEST(TraceBuilderTest, KernelArgsOfSparseSlicesAreFoundByTheirBits) {
+  TraceBuilder builder;
+  AddTracks(builder, TrackKind::kGpuStream, "stream", 1);
+  const StringId n = builder.Intern("k");
+  constexpr uint32_t kSlices = 5000;
+  std::mt19937 random(3);
+  std::vector<uint32_t> with_args;
+  for (uint32_t i = 0; i < kSlices; ++i) {
+    builder.AddSlice(MakeSlice(0, 10 * int64_t{i}, 5, n));
+    const bool empty_block = i >= 1024 && i < 2048;
+    if (i == 0 || i == kSlices - 1 || (i >= 700 && i < 800) || (!empty_block && random() % 7 == 0)) with_args.push_back(i);
+  }
+  // Added out of order, as a reader resolving per-track buffers does.
+  std::vector<uint32_t> order = with_args;
+  std::shuffle(order.begin(), order.end(), random);
+  for (uint32_t slice : order) {
+    KernelArgs args;
+    args.slice = slice;
+    args.correlation = 1000 + slice;
+    args.grid[0] = 1 + slice % 3;
+    builder.AddKernelArgs(args);
+  }
+  const Trace trace = std::move(builder).Build();
+  const KernelArgsTable& table = trace.all_kernel_args();
+  ASSERT_EQ(table.size(), with_args.size());
+  size_t row = 0;
+  for (uint32_t slice = 0; slice < kSlices; ++slice) {
+    const std::optional<KernelArgs> found = trace.kernel_args(slice);
+    const bool expected = row < with_args.size() && with_args[row] == slice;
+    ASSERT_EQ(found.has_value(), expected) << slice;
+    if (!expected) continue;
+    EXPECT_EQ(found->slice, slice);
+    EXPECT_EQ(found->correlation, 1000 + slice);
+    EXPECT_EQ(found->grid[0], 1 + slice % 3);
+    EXPECT_EQ(table[row].slice, slice) << row;
+    ++row;
+  }
+  std::vector<uint32_t> iterated;
+  for (const KernelArgs& args : table) iterated.push_back(args.slice);
+  EXPECT_EQ(iterated, with_args);
+  EXPECT_FALSE(trace.kernel_args(kSlices + 100).has_value());
+}
+
 // The builder's slice array grows without writing its new slices (base/mapped_array.h): a
 // value-initialised Slice must be what a fresh page holds, all zero bytes.
 TEST(TraceBuilderTest, DefaultSliceIsAllZeroBytes) {
