@@ -236,6 +236,9 @@ int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, in
             .arg(worst, 0, 'f', 2)
             .arg(kFrameTargetMs, 0, 'f', 0)
             .arg(verdict(worst <= kFrameTargetMs)));
+  Print(QStringLiteral("timeline index and colours: %1 MB (%2 bytes/slice)")
+            .arg(static_cast<double>(document->extra_bytes()) / 1e6, 0, 'f', 1)
+            .arg(static_cast<double>(document->extra_bytes()) / slices, 0, 'f', 1));
   Print(QStringLiteral("a selection's flows: %1 ms (%2 of %3 flows, found by a scan)")
             .arg(flows_ms, 0, 'f', 2)
             .arg(selected_flows)
