@@ -122,11 +122,11 @@ KernelStats ComputeKernelStats(const Trace& trace) {
   for (uint32_t i = 0; i < slices.size(); ++i) {
     const Slice& s = slices[i];
     if (s.kind != SliceKind::kKernel || s.duplicate()) continue;
-    auto [it, inserted] = index.try_emplace(s.name, rows.size());
+    auto [it, inserted] = index.try_emplace(trace.slice_name(s), rows.size());
     if (inserted) {
       rows.emplace_back();
-      rows.back().row.name = std::string(trace.str(s.name));
-      rows.back().row.op_type = std::string(trace.str(s.op_type));
+      rows.back().row.name = std::string(trace.str(trace.slice_name(s)));
+      rows.back().row.op_type = std::string(trace.str(trace.slice_op_type(s)));
       rows.back().row.min_ns = s.dur_ns;
       rows.back().row.communication = IsCommunicationKernel(rows.back().row.name);
     }
@@ -194,8 +194,8 @@ MemcpyBreakdown ComputeMemcpyStats(const Trace& trace) {
       bandwidth = details->bandwidth_gbps;
       if (!details->src_memory.empty()) memory = details->src_memory + " to " + details->dst_memory;
     } else {
-      CopyName copy = ParseCopyName(trace.str(s.name));
-      if (copy.kind.empty()) copy = ParseCopyName(trace.str(s.op_type));
+      CopyName copy = ParseCopyName(trace.str(trace.slice_name(s)));
+      if (copy.kind.empty()) copy = ParseCopyName(trace.str(trace.slice_op_type(s)));
       kind = copy.kind.empty() ? "unknown" : copy.kind;
       if (!copy.src_memory.empty()) memory = copy.src_memory + " to " + copy.dst_memory;
     }
@@ -307,7 +307,9 @@ StreamStats ComputeStreamStats(const Trace& trace, size_t gaps) {
     usage.idle_ns = stats.span_ns - usage.busy_ns;
     usage.utilisation = stats.span_ns > 0 ? static_cast<double>(usage.busy_ns) / static_cast<double>(stats.span_ns) : 0;
     if (run_end < trace.span_end_ns()) offer(run_end, trace.span_end_ns(), run_last, -1);
-    auto name = [&](int64_t i) { return i < 0 ? std::string() : std::string(trace.str(slices[static_cast<size_t>(i)].name)); };
+    auto name = [&](int64_t i) {
+      return i < 0 ? std::string() : std::string(trace.str(trace.slice_name(slices[static_cast<size_t>(i)])));
+    };
     for (const Gap& gap : largest.TakeSorted()) usage.largest_gaps.push_back({gap.begin, gap.end, name(gap.before), name(gap.after)});
     stats.streams.push_back(std::move(usage));
   };

@@ -32,7 +32,7 @@ const char* EdgeName(Edge edge) {
 }
 
 bool IsSynchronize(const Trace& trace, const Slice& s) {
-  return s.kind == SliceKind::kRuntime && trace.str(s.name).find("Synchronize") != std::string_view::npos;
+  return s.kind == SliceKind::kRuntime && trace.str(trace.slice_name(s)).find("Synchronize") != std::string_view::npos;
 }
 
 constexpr int64_t kNoSlice = -1;
@@ -300,8 +300,8 @@ CriticalPath PathOfWindow(const Trace& trace, const Graph& g) {
       const Slice& s = slice_of(slice);
       PathElement e;
       e.slice = g.members[slice];
-      e.name = std::string(trace.str(s.name));
-      e.op_type = std::string(trace.str(s.op_type));
+      e.name = std::string(trace.str(trace.slice_name(s)));
+      e.op_type = std::string(trace.str(trace.slice_op_type(s)));
       e.kind = std::string(trace::SliceKindName(s.kind));
       e.lane = trace.TrackPath(s.track);
       e.start_ns = s.start_ns;

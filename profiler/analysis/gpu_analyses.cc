@@ -228,14 +228,14 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
     detail.begin_ns = g.begin;
     detail.end_ns = g.end;
     detail.cause = g.cause;
-    detail.before = std::string(trace.str(trace.slices()[g.before].name));
-    detail.after = std::string(trace.str(trace.slices()[g.after].name));
+    detail.before = std::string(trace.str(trace.slice_name(trace.slices()[g.before])));
+    detail.after = std::string(trace.str(trace.slice_name(trace.slices()[g.after])));
     if (g.launch >= 0) {
       const Slice& call = trace.slices()[static_cast<size_t>(g.launch)];
-      detail.launch = std::string(trace.str(call.name));
+      detail.launch = std::string(trace.str(trace.slice_name(call)));
       detail.launch_end_ns = call.end_ns();
       const int64_t op = LaunchingOp(trace, static_cast<uint32_t>(g.launch));
-      if (op >= 0) detail.host_op = std::string(trace.str(trace.slices()[static_cast<size_t>(op)].name));
+      if (op >= 0) detail.host_op = std::string(trace.str(trace.slice_name(trace.slices()[static_cast<size_t>(op)])));
     }
     report.largest.push_back(std::move(detail));
   }
@@ -269,8 +269,8 @@ Launch MakeLaunch(const Trace& trace, const LinkedWork& linked, const StreamTrac
   l.rank = trace.step_info().rank;
   l.device = TrackName(trace, tracks.device);
   l.stream = TrackName(trace, tracks.lane);
-  l.runtime = std::string(trace.str(call.name));
-  l.kernel = std::string(trace.str(s.name));
+  l.runtime = std::string(trace.str(trace.slice_name(call)));
+  l.kernel = std::string(trace.str(trace.slice_name(s)));
   l.kind = WorkKind(s.kind);
   if (const std::optional<trace::KernelArgs> args = trace.kernel_args(linked.work)) l.correlation = args->correlation;
   if (const trace::TransferArgs* args = trace.transfer_args(linked.work)) l.correlation = args->correlation;
@@ -281,7 +281,7 @@ Launch MakeLaunch(const Trace& trace, const LinkedWork& linked, const StreamTrac
   l.delay_ns = s.start_ns - call.end_ns();
   if (linked.op != LinkedWork::kNoOp) {
     const Slice& o = trace.slices()[linked.op];
-    l.host_op = std::string(trace.str(o.name));
+    l.host_op = std::string(trace.str(trace.slice_name(o)));
     l.op_to_launch_ns = call.start_ns - o.start_ns;
   }
   return l;
@@ -367,17 +367,18 @@ LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOp
       if (options.keep_delays) report.delays.push_back({s.start_ns, delay_ns});
       if (!options.by_op) continue;
       const Slice* host_op = l.op != LinkedWork::kNoOp ? &trace.slices()[l.op] : nullptr;
-      const bool named = host_op != nullptr && !trace.str(host_op->name).empty();
-      Op*& op = named ? op_of_name[host_op->name] : no_op;
-      if (op == nullptr) op = &ops[named ? trace.str(host_op->name) : std::string_view("(no op)")];
+      const bool named = host_op != nullptr && !trace.str(trace.slice_name(*host_op)).empty();
+      Op*& op = named ? op_of_name[trace.slice_name(*host_op)] : no_op;
+      if (op == nullptr) op = &ops[named ? trace.str(trace.slice_name(*host_op)) : std::string_view("(no op)")];
       op->delay.push_back(delay_ns);
       // (An op that is the launch itself has no delay before it.)
       if (host_op != nullptr && l.op != l.runtime && call.start_ns - host_op->start_ns >= 0) {
         op->op_to_launch.push_back(call.start_ns - host_op->start_ns);
       }
-      const uint64_t pair = (static_cast<uint64_t>(named ? host_op->name + 1 : 0) << 32) | s.name;
+      const trace::StringId kernel = trace.slice_name(s);
+      const uint64_t pair = (static_cast<uint64_t>(named ? trace.slice_name(*host_op) + 1 : 0) << 32) | kernel;
       std::vector<int64_t>*& delays = kernel_delays[pair];
-      if (delays == nullptr) delays = &op->kernels[trace.str(s.name)];
+      if (delays == nullptr) delays = &op->kernels[trace.str(kernel)];
       delays->push_back(delay_ns);
     }
     report.linked += static_cast<int64_t>(mine.size());

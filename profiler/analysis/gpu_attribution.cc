@@ -119,8 +119,8 @@ std::vector<uint32_t> AnnotationNodes(const GpuInput& input, AnnotationTree& tre
       while (!open.empty() && open.back().first >= s.depth) open.pop_back();
       uint32_t node = open.empty() ? 0 : open.back().second;
       if (s.kind == SliceKind::kAnnotation && !s.duplicate() &&
-          !IsStepOrProfilerSpan(trace.str(s.name))) {
-        node = tree.Child(node, trace.str(s.name), false);
+          !IsStepOrProfilerSpan(trace.str(trace.slice_name(s)))) {
+        node = tree.Child(node, trace.str(trace.slice_name(s)), false);
         if (InWindows(input, s.start_ns)) {
           ++tree[node].time.instances;
           tree[node].time.cpu_ns += s.dur_ns;
@@ -161,7 +161,7 @@ AnnotationReport ComputeAnnotationTime(const std::vector<GpuInput>& inputs) {
           // No annotation around the launch: the name scopes of the op that launched it.
           const int64_t op = LaunchingOp(trace, static_cast<uint32_t>(r));
           if (op >= 0) {
-            node = tree.Scopes(trace.str(trace.slices()[static_cast<size_t>(op)].name));
+            node = tree.Scopes(trace.str(trace.slice_name(trace.slices()[static_cast<size_t>(op)])));
             if (node != 0 && !op_counted[static_cast<size_t>(op)]) {
               op_counted[static_cast<size_t>(op)] = 1;
               const Slice& o = trace.slices()[static_cast<size_t>(op)];
@@ -267,7 +267,7 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
       for (uint32_t i : w.slices) {
         if (trace.slices()[i].kind != SliceKind::kKernel) continue;
         stream.kernels.push_back(i);
-        const trace::StringId name = trace.slices()[i].name;
+        const trace::StringId name = trace.slice_name(trace.slices()[i]);
         int32_t& id = id_of_string[name];
         if (id < 0) {
           auto [it, inserted] = index.try_emplace(std::string(trace.str(name)), static_cast<int32_t>(names.size()));
@@ -331,8 +331,8 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
                                           ? r
                                           : EnclosingOp(trace, static_cast<uint32_t>(r));
       if (op >= 0) {
-        auto [it, inserted] = op_index.try_emplace(std::string(trace.str(trace.slices()[static_cast<size_t>(op)].name)),
-                                                   static_cast<int32_t>(op_names.size()));
+        const trace::StringId op_name = trace.slice_name(trace.slices()[static_cast<size_t>(op)]);
+        auto [it, inserted] = op_index.try_emplace(std::string(trace.str(op_name)), static_cast<int32_t>(op_names.size()));
         if (inserted) op_names.push_back(it->first);
         const int32_t op_id = it->second;
         auto seen = std::find_if(acc.host_ops.begin(), acc.host_ops.end(),

@@ -38,7 +38,7 @@ std::vector<LiveTensor> TensorsFromOutputs(const Trace& trace) {
       tensor.bytes = allocation.requested_bytes();
       tensor.allocated_bytes = allocation.allocated_bytes();
       tensor.allocator = allocation.allocator_name();
-      tensor.producer_op = std::string(trace.str(s.op_type));
+      tensor.producer_op = std::string(trace.str(trace.slice_op_type(s)));
       tensor.producer_slice = i;
       tensor.alloc_ns = s.start_ns;
       tensor.free_ns = std::max(s.end_ns(), last_use[i]);

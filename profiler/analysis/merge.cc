@@ -224,8 +224,8 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
     };
     uint32_t base = 0;
     for (uint32_t s = 0; s < input.slices().size(); ++s) {
-      trace::SliceRecord copy = input.slices()[s].Record();
-      copy.start_ns += shift;
+      trace::SliceRecord copy = input.Record(input.slices()[s]);
+      copy.start_ns += merged.offset_ns;
       copy.track = track_map[copy.track];
       copy.name = merged_string(copy.name);
       copy.op_type = merged_string(copy.op_type);

@@ -227,10 +227,11 @@ OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
       // Annotations (the profiler's span, steps, user annotations) and sync markers only enclose
       // or mark work: listed apart, never an op, a parent in self time or part of the totals.
       // One more slice for a row: its first slice names it.
-      auto record = [&](Accumulator& a, trace::StringId label) {
+      const trace::SliceLabel& label = trace.labels()[s.label];
+      auto record = [&](Accumulator& a, trace::StringId row_name) {
         if (a.durations.empty()) {
-          a.name = trace.str(label);
-          a.op_type = s.op_type;
+          a.name = trace.str(row_name);
+          a.op_type = label.op_type;
           a.where = device ? "device" : "host";
           a.kind = s.kind;
         }
@@ -243,13 +244,13 @@ OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
         }
       };
       if (trace::IsAnnotationOrSync(s.kind)) {
-        record(annotations[slot(annotations, annotation_index, s.name, device)], s.name);
+        record(annotations[slot(annotations, annotation_index, label.name, device)], label.name);
         continue;
       }
-      const uint32_t type_row = slot(by_type, type_index, s.op_type, device);
-      const uint32_t node_row = slot(by_node, node_index, s.name, device);
-      record(by_type[type_row], s.op_type);
-      record(by_node[node_row], s.name);
+      const uint32_t type_row = slot(by_type, type_index, label.op_type, device);
+      const uint32_t node_row = slot(by_node, node_index, label.name, device);
+      record(by_type[type_row], label.op_type);
+      record(by_node[node_row], label.name);
       // The parent loses the part of the child inside it (all of it unless the child overhangs).
       if (nesting && !open.empty()) {
         const int64_t inner = std::min(clip_end, open.back().end) - clip_start;

@@ -33,8 +33,8 @@ int32_t ResourceOf(const Trace& trace, uint32_t track) {
 bool IsCommunication(const Trace& trace, const Slice& slice) {
   switch (slice.kind) {
     case SliceKind::kCollective: return true;
-    case SliceKind::kKernel: return IsCommunicationKernel(trace.str(slice.name));
-    case SliceKind::kMemcpy: return ContainsIgnoringCase(trace.str(slice.name), "fusion");
+    case SliceKind::kKernel: return IsCommunicationKernel(trace.str(trace.slice_name(slice)));
+    case SliceKind::kMemcpy: return ContainsIgnoringCase(trace.str(trace.slice_name(slice)), "fusion");
     default: return trace.tracks()[slice.track].kind == trace::TrackKind::kCollective;
   }
 }

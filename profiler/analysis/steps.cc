@@ -152,7 +152,7 @@ std::vector<Step> StepsOfTrace(const Trace& trace, bool with_totals) {
   std::map<int64_t, const trace::Slice*> markers;
   for (const trace::Slice& s : trace.slices()) {
     if (s.duplicate() || s.dur_ns <= 0) continue;
-    const std::string_view name = trace.str(s.name);
+    const std::string_view name = trace.str(trace.slice_name(s));
     if (name.substr(0, kProfilerStep.size()) != kProfilerStep) continue;
     int64_t number = 0;
     const char* begin = name.data() + kProfilerStep.size();
@@ -181,7 +181,7 @@ std::vector<Step> StepsOfTrace(const Trace& trace, bool with_totals) {
     Step step;
     step.source = trace.source_path();
     step.step = number;
-    step.marker = std::string(trace.str(slice->name));
+    step.marker = std::string(trace.str(trace.slice_name(*slice)));
     step.run = trace.source_path();
     step.begin_ns = slice->start_ns;
     step.end_ns = slice->end_ns();

@@ -87,10 +87,11 @@ bool IsCollectiveOpType(std::string_view op_type) {
 }
 
 StragglerCategory CategoryOf(const Trace& trace, const Slice& s, bool on_gpu) {
-  if (IsCommunication(trace, s) || (s.kind == SliceKind::kOp && IsCollectiveOpType(trace.str(s.op_type)))) {
+  const std::string_view op_type = trace.str(trace.slice_op_type(s));
+  if (IsCommunication(trace, s) || (s.kind == SliceKind::kOp && IsCollectiveOpType(op_type))) {
     return StragglerCategory::kCommunication;
   }
-  if (!on_gpu && IsInputOp(trace.str(s.name), trace.str(s.op_type))) return StragglerCategory::kInput;
+  if (!on_gpu && IsInputOp(trace.str(trace.slice_name(s)), op_type)) return StragglerCategory::kInput;
   if (s.kind == SliceKind::kMemcpy || s.kind == SliceKind::kMemset) return StragglerCategory::kMemory;
   return StragglerCategory::kCompute;
 }
@@ -165,8 +166,8 @@ StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const
       if (s.duplicate() || s.kind == SliceKind::kSync) continue;
       const bool on_gpu = gpu_lane[s.track];
       if (on_gpu && !trace::IsDeviceWork(s.kind)) continue;  // GPU annotations
-      const bool input_annotation =
-          s.kind == SliceKind::kAnnotation && !on_gpu && IsInputOp(trace.str(s.name), trace.str(s.op_type));
+      const bool input_annotation = s.kind == SliceKind::kAnnotation && !on_gpu &&
+                                    IsInputOp(trace.str(trace.slice_name(s)), trace.str(trace.slice_op_type(s)));
       if (s.kind == SliceKind::kAnnotation && !input_annotation) continue;
       size_t w = 0;
       if (!whole) {

@@ -76,7 +76,7 @@ std::vector<std::pair<std::string, LiveTensor>> CollectTensors(const Trace& trac
       LiveTensor tensor;
       tensor.name = k == 0 ? node->node_name() : node->node_name() + ":" + std::to_string(k);
       tensor.bytes = allocation.requested_bytes();
-      tensor.producer_op = std::string(trace.str(s.op_type));
+      tensor.producer_op = std::string(trace.str(trace.slice_op_type(s)));
       tensor.alloc_ns = s.start_ns;
       tensor.free_ns = std::max(s.end_ns(), last_use[i]);
       tensors.emplace_back(allocation.allocator_name(), std::move(tensor));
@@ -191,7 +191,7 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
     const Slice& s = slices[i];
     if (s.duplicate() || trace::IsAnnotationOrSync(s.kind)) continue;
     const std::string where = WhereOf(s);
-    const std::string op(trace.str(s.op_type));
+    const std::string op(trace.str(trace.slice_op_type(s)));
     OpTypeStats& stats = op_types[{where, op}];
     stats.op_type = op;
     stats.where = where;

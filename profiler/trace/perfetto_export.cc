@@ -149,11 +149,12 @@ class PerfettoExporter {
         json_.Raw(",\"dur\":");
         json_.NanosAsMicros(s.dur_ns);
         json_.Raw(",\"name\":");
-        json_.String(trace_.str(s.op_type != 0 ? s.op_type : s.name));
+        const SliceLabel& label = trace_.labels()[s.label];
+        json_.String(trace_.str(label.op_type != 0 ? label.op_type : label.name));
         json_.Raw(",\"cat\":");
         json_.String(SliceKindName(s.kind));
         json_.Raw(",\"args\":{\"name\":");
-        json_.String(trace_.str(s.name));
+        json_.String(trace_.str(label.name));
         SliceArgs(index, s);
         json_.Raw("}}");
       }

@@ -253,15 +253,16 @@ class ProtoExporter {
       const Slice& s = slices[k];
       if (s.duplicate()) continue;
       unit = ClockUnit(ClockUnit(unit, s.start_ns), s.end_ns());
-      Use(s.op_type != 0 ? s.op_type : s.name).names++;
+      const SliceLabel& label = trace_.labels()[s.label];
+      Use(label.op_type != 0 ? label.op_type : label.name).names++;
       const uint32_t index = first + k;
-      if (s.name != s.op_type) Use(s.name).values++;
+      if (label.name != label.op_type) Use(label.name).values++;
       // The producers named in its input list (found by the dataflow into it), counted for the
       // sequence; a producer on another host is counted where it is not used, which costs an
       // interned entry and no correctness.
       for (uint32_t f = in_begin_[index]; f < in_begin_[index + 1]; ++f) {
         const Flow& flow = trace_.flows()[in_ids_[f] - 1];
-        if (flow.kind == FlowKind::kDataflow) Use(trace_.slices()[flow.from_slice].name).values++;
+        if (flow.kind == FlowKind::kDataflow) Use(trace_.slice_name(trace_.slices()[flow.from_slice])).values++;
       }
       for (uint32_t a = args_begin_[index]; a < args_begin_[index + 1]; ++a) {
         const SliceArg& arg = trace_.all_slice_args()[a];
@@ -573,7 +574,7 @@ class ProtoExporter {
       memory = rest.substr(1, close - 1);
       rest.remove_prefix(close + 2);
     }
-    const std::string_view node = trace_.str(s.name), op = trace_.str(s.op_type);
+    const std::string_view node = trace_.str(trace_.slice_name(s)), op = trace_.str(trace_.slice_op_type(s));
     const size_t head = node.size() + 3 + op.size() + 1;
     if (rest.size() < head + 1 || rest.back() != ')' || rest.substr(0, node.size()) != node ||
         rest.substr(node.size(), 3) != " = " || rest.substr(node.size() + 3, op.size()) != op ||
@@ -709,11 +710,12 @@ class ProtoExporter {
     // "name" too (the reader takes the first "name" as the node).
     bool named_arg = false;
     for (const SliceArg& arg : free_args) named_arg = named_arg || arg.key == name_key_;
-    if ((s.name != s.op_type || named_arg) && s.name != 0) {
+    const SliceLabel& label = trace_.labels()[s.label];
+    if ((label.name != label.op_type || named_arg) && label.name != 0) {
       Arg& a = args_.emplace_back();
       a.key = kKeyName;
       a.kind = Arg::kString;
-      a.value = s.name;
+      a.value = label.name;
     }
     const std::optional<KernelArgs> k = KernelOf(index);
     if (k) {
@@ -761,7 +763,8 @@ class ProtoExporter {
     interned_names_.clear();
     interned_keys_.clear();
     interned_values_.clear();
-    const StringId name = s.op_type != 0 ? s.op_type : s.name;
+    const SliceLabel& label = trace_.labels()[s.label];
+    const StringId name = label.op_type != 0 ? label.op_type : label.name;
     const bool name_interned = Repeated(name, true);
     const uint64_t name_iid =
         name_interned ? Intern(names_, name, trace_.str(name), interned::kEventNames, interned_names_) : 0;
@@ -850,7 +853,7 @@ class ProtoExporter {
       uint64_t iid = 0;
       for (uint32_t f = in_begin_[index]; f < in_begin_[index + 1] && iid == 0; ++f) {
         const Flow& flow = trace_.flows()[in_ids_[f] - 1];
-        const StringId producer = trace_.slices()[flow.from_slice].name;
+        const StringId producer = trace_.slice_name(trace_.slices()[flow.from_slice]);
         if (flow.kind == FlowKind::kDataflow && trace_.str(producer) == input && Repeated(producer, false)) {
           iid = Intern(strings_, producer, input, interned::kAnnotationStrings, interned_values_);
         }

@@ -19,7 +19,7 @@ std::optional<MemcpyDetails> MemcpyFromNode(const Trace& trace, uint32_t slice, 
   const TfMemcpyLabel label = ParseTfMemcpyLabel(node.timeline_label());
   if (!label.matched) {
     // Kind from the op type ("MEMCPYHtoD") even when the label gives no byte count.
-    std::string_view op = trace.str(trace.slices()[slice].op_type);
+    std::string_view op = trace.str(trace.slice_op_type(trace.slices()[slice]));
     if (op.substr(0, 6) != "MEMCPY") return std::nullopt;
     details.kind = std::string(op.substr(6));
     return details;
@@ -33,8 +33,8 @@ std::optional<MemcpyDetails> MemcpyFromNode(const Trace& trace, uint32_t slice, 
 
 // A PyTorch profiler copy: kind and memory kinds from its name, bytes from its args.
 std::optional<MemcpyDetails> MemcpyFromArgs(const Trace& trace, uint32_t slice, const TransferArgs& args) {
-  CopyName copy = ParseCopyName(trace.str(trace.slices()[slice].name));
-  if (copy.kind.empty()) copy = ParseCopyName(trace.str(trace.slices()[slice].op_type));
+  CopyName copy = ParseCopyName(trace.str(trace.slice_name(trace.slices()[slice])));
+  if (copy.kind.empty()) copy = ParseCopyName(trace.str(trace.slice_op_type(trace.slices()[slice])));
   MemcpyDetails details;
   details.kind = copy.kind.empty() ? "unknown" : copy.kind;
   details.src_memory = copy.src_memory;

@@ -27,6 +27,7 @@
 
 #include "base/mapped_array.h"
 #include "profiler/trace/kernel_args_table.h"
+#include "profiler/trace/label_table.h"
 #include "profiler/trace/string_table.h"
 
 namespace stepscope::tf {
@@ -102,10 +103,12 @@ struct SliceRecord {
   bool duplicate() const { return (flags & kSliceDuplicate) != 0; }
 };
 
-// A slice of a built Trace: 24 bytes, so that a 10^8-slice trace fits in 2.4 GB. Times are
+// A slice of a built Trace: 20 bytes, so that a 10^8-slice trace fits in 2 GB. Times are
 // relative to the trace's epoch; the fields are packed to the widths below, and TraceBuilder::Build
-// clamps what does not fit and counts it in the import stats (nothing changes silently).
-struct Slice {
+// clamps what does not fit and counts it in the import stats (nothing changes silently). The name
+// and op type are one label of the trace's LabelTable (Trace::slice_name, Trace::slice_op_type).
+// Packed on 4 bytes: x86 reads the 8-byte words unaligned at no cost.
+struct __attribute__((packed, aligned(4))) Slice {
   static constexpr int kStartBits = 49;  // ±78 hours from the epoch
   static constexpr int kDepthBits = 9;   // 511 levels of nesting
   static constexpr int kDurBits = 46;    // 9.7 hours
@@ -121,18 +124,12 @@ struct Slice {
   uint8_t flags : 2 = 0;
   int64_t dur_ns : kDurBits = 0;
   uint64_t track : kTrackBits = 0;
-  StringId name = 0;     // node or event name
-  StringId op_type = 0;  // op type ("MatMul", "MEMCPYHtoD"); "unknown" when not derivable
+  LabelId label = 0;  // name and op type
 
   int64_t end_ns() const { return start_ns + dur_ns; }
   bool duplicate() const { return (flags & kSliceDuplicate) != 0; }
-  // The record of this slice with its times made absolute again (`epoch_ns` of its trace).
-  SliceRecord Record(int64_t epoch_ns = 0) const {
-    return SliceRecord{start_ns + epoch_ns, dur_ns, static_cast<uint32_t>(track), name, op_type,
-                       static_cast<uint16_t>(depth), kind, flags};
-  }
 };
-static_assert(sizeof(Slice) == 24, "keep Slice compact: rare fields go in side tables");
+static_assert(sizeof(Slice) == 20 && alignof(Slice) == 4, "keep Slice compact: rare fields go in side tables");
 
 
 // Where a slice came from in a StepStats input.
@@ -235,6 +232,11 @@ class Trace {
 
   const StringTable& strings() const { return strings_; }
   std::string_view str(StringId id) const { return strings_.Get(id); }
+  const LabelTable& labels() const { return labels_; }
+  StringId slice_name(const Slice& s) const { return labels_[s.label].name; }
+  StringId slice_op_type(const Slice& s) const { return labels_[s.label].op_type; }
+  // The record of a slice, its times absolute again.
+  SliceRecord Record(const Slice& s) const;
 
   const std::vector<Track>& tracks() const { return tracks_; }
   std::span<const Slice> slices() const { return {slices_.data(), slices_.size()}; }
@@ -288,6 +290,7 @@ class Trace {
   friend class TraceBuilder;
 
   StringTable strings_;
+  LabelTable labels_;
   std::vector<Track> tracks_;
   MappedArray<Slice> slices_;
   std::vector<uint32_t> track_begin_;  // size tracks+1: slices of track t are [begin[t], begin[t+1])
@@ -337,9 +340,9 @@ class TraceBuilder {
   uint32_t AddSlices(size_t count);
   void SetSlice(uint32_t index, const SliceRecord& slice) { slices_[index] = Pack(slice); }
   // A slice added before, with absolute times.
-  SliceRecord slice(uint32_t index) const { return slices_[index].Record(base_ns_); }
+  SliceRecord slice(uint32_t index) const;
 
-  // The builder keeps its slices packed (24 bytes, times relative to the first slice's start)
+  // The builder keeps its slices packed (20 bytes, times relative to the first slice's start)
   // from the moment they are added, so a big import never holds them wider. Pack clamps what
   // does not fit and counts it (Build adds the counts to the import stats); a reader that holds
   // slices before adding them (TrackSliceBuffer) keeps them so too and copies them in with

@@ -1,8 +1,8 @@
 // Slices held per track while a file is read, handed to a TraceBuilder track after track at the
 // end. A reader whose tracks interleave (Kineto's threads and streams, the tracks of a Perfetto
-// sequence) would otherwise leave the builder a trace-sized gather to put them in order: 24 bytes
-// per slice more at the import's peak. They are held packed by the builder that takes them. Blocks grow from 16 slices to 64 K, so a trace of many
-// short tracks wastes little, and the big ones are mapped straight from the kernel
+// sequence) would otherwise leave the builder a trace-sized gather to put them in order: 20 bytes
+// per slice more at the import's peak. They are held packed by the builder that takes them.
+// Blocks grow from 16 slices to 64 K, so a trace of many short tracks wastes little, and the big ones are mapped straight from the kernel
 // (base/page_allocator.h): each is unmapped once copied, so memory stays one copy of the slices.
 #pragma once
 

@@ -56,8 +56,8 @@ std::shared_ptr<const tf::RunMetadata> RunMetadataFor(const Trace& trace) {
     for (const Slice& s : slices) {
       const int64_t start = trace.epoch_ns() + s.start_ns;
       tf::NodeExecStats* node = device->add_node_stats();
-      node->set_node_name(std::string(trace.str(s.name)));
-      node->set_op_type(std::string(trace.str(s.op_type)));
+      node->set_node_name(std::string(trace.str(trace.slice_name(s))));
+      node->set_op_type(std::string(trace.str(trace.slice_op_type(s))));
       node->set_all_start_micros(start / 1000);
       node->set_op_end_rel_micros(s.dur_ns / 1000);
       node->set_all_end_rel_micros(s.dur_ns / 1000);

@@ -249,7 +249,7 @@ TEST(MergeTest, SliceArgumentsFollowTheirSlices) {
   // Per input: its slices' names and arguments as text, to find again in the merge.
   std::multiset<std::string> expected;
   auto describe = [](const trace::Trace& t, uint32_t slice) {
-    std::string text(t.str(t.slices()[slice].name));
+    std::string text(t.str(t.slice_name(t.slices()[slice])));
     for (const trace::SliceArg& arg : t.slice_args(slice)) {
       text += " " + std::string(t.str(arg.key)) + "=" + arg.Text(t.strings());
     }

@@ -81,7 +81,7 @@ TEST(MemoryTimelineTest, LiveTensorsAtThePeakAddUpToIt) {
   EXPECT_EQ(live[0].alloc_ns, 0);
   EXPECT_EQ(live[0].free_ns, 30000);  // the end of its consumer B
   EXPECT_EQ(live[0].producer_op, "Const");
-  EXPECT_EQ(trace.str(trace.slices()[static_cast<size_t>(live[0].producer_slice)].name), "A");
+  EXPECT_EQ(trace.str(trace.slice_name(trace.slices()[static_cast<size_t>(live[0].producer_slice)])), "A");
   EXPECT_EQ(live[1].name, "C");
   EXPECT_EQ(live[1].free_ns, 15000);  // unconsumed: its producer's end
   // At every curve point the live tensors add up to the curve.

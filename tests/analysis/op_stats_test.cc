@@ -146,7 +146,7 @@ TEST(OpStatsTest, RealSampleTotalsMatchTheSlices) {
     count += row.count;
     EXPECT_EQ(row.self_ns, row.total_ns) << row.name;  // executor ops and kernels never nest
     const trace::Slice& longest = trace->slices()[row.longest_slice];
-    EXPECT_EQ(trace->str(longest.op_type), row.name);
+    EXPECT_EQ(trace->str(trace->slice_op_type(longest)), row.name);
     EXPECT_EQ(longest.dur_ns, row.max_ns);
     EXPECT_LE(row.p50_ns, row.p95_ns);
   }
@@ -206,7 +206,7 @@ TEST(OpStatsTest, SliceWindowsGiveTheSameStatisticsAsAFullWalk) {
     const SliceWindows windows(trace);
     std::vector<std::pair<int64_t, int64_t>> spans;
     for (const trace::Slice& s : trace.slices()) {
-      if (trace.str(s.name).starts_with("ProfilerStep#")) spans.emplace_back(s.start_ns, s.end_ns());
+      if (trace.str(trace.slice_name(s)).starts_with("ProfilerStep#")) spans.emplace_back(s.start_ns, s.end_ns());
     }
     std::mt19937_64 random(5);
     const int64_t b = trace.span_begin_ns(), e = trace.span_end_ns();

@@ -168,8 +168,8 @@ TEST(KernelNames, NormalisedAsTraceLensGroupsThem) {
   std::set<std::string> raw, normalised;
   for (const trace::Slice& s : trace->slices()) {
     if (s.kind != SliceKind::kKernel) continue;
-    raw.insert(std::string(trace->str(s.name)));
-    const std::string n = NormalizeKernelName(trace->str(s.name));
+    raw.insert(std::string(trace->str(trace->slice_name(s))));
+    const std::string n = NormalizeKernelName(trace->str(trace->slice_name(s)));
     normalised.insert(n);
     EXPECT_EQ(n.find("float"), std::string::npos) << n;
     EXPECT_EQ(n.find("void "), std::string::npos) << n;

@@ -52,7 +52,7 @@ class TraceMaker {
 // Slice index of the (first) slice with this name, or -1.
 inline int64_t FindSlice(const trace::Trace& trace, std::string_view name) {
   for (uint32_t i = 0; i < trace.slices().size(); ++i) {
-    if (trace.str(trace.slices()[i].name) == name) return i;
+    if (trace.str(trace.slice_name(trace.slices()[i])) == name) return i;
   }
   return -1;
 }

@@ -56,7 +56,7 @@ TEST(ChromeJsonReaderTest, KeepsKinetoKernelAndCopyArgs) {
   auto find = [&](std::string_view prefix, int64_t absolute_us) -> int64_t {
     for (uint32_t i = 0; i < trace->slices().size(); ++i) {
       const Slice& s = trace->slices()[i];
-      if (trace->str(s.name).substr(0, prefix.size()) == prefix &&
+      if (trace->str(trace->slice_name(s)).substr(0, prefix.size()) == prefix &&
           trace->epoch_ns() + s.start_ns == absolute_us * 1000) {
         return i;
       }
@@ -247,8 +247,8 @@ TEST(ChromeJsonReaderTest, InvalidUtf8IsReplacedAndCounted) {
   EXPECT_EQ(trace->slices().size(), 3u);
   EXPECT_EQ(trace->import_stats().Get("invalid_utf8_bytes_replaced"), 2);
   EXPECT_EQ(trace->import_stats().Get("string_unreadable_emptied"), 1);
-  EXPECT_EQ(trace->str(trace->slices()[0].name), "op\xEF\xBF\xBD\xEF\xBF\xBD");  // U+FFFD each
-  EXPECT_EQ(trace->str(trace->slices()[1].name), "ok \xe2\x82\xac");  // valid UTF-8 stays
+  EXPECT_EQ(trace->str(trace->slice_name(trace->slices()[0])), "op\xEF\xBF\xBD\xEF\xBF\xBD");  // U+FFFD each
+  EXPECT_EQ(trace->str(trace->slice_name(trace->slices()[1])), "ok \xe2\x82\xac");  // valid UTF-8 stays
 }
 
 TEST(ChromeJsonReaderTest, HugeIntegersAndNonNumbersAreSkippedAndCounted) {
@@ -310,7 +310,7 @@ TEST(ChromeJsonReaderTest, FlowsBindToTheInnermostSliceWhateverTheFileOrder) {
       R"({"ph":"f","id":"e","cat":"data","name":"e","pid":1,"tid":1,"ts":260,"bp":"e"}]})";
   auto trace = ReadTraceFromBytes(json, "flows.json");
   ASSERT_TRUE(trace.ok()) << trace.status().message();
-  auto name = [&](uint32_t slice) { return std::string(trace->str(trace->slices()[slice].name)); };
+  auto name = [&](uint32_t slice) { return std::string(trace->str(trace->slice_name(trace->slices()[slice]))); };
   std::vector<std::tuple<std::string, std::string, FlowKind>> flows;
   for (const Flow& f : trace->flows()) flows.emplace_back(name(f.from_slice), name(f.to_slice), f.kind);
   std::sort(flows.begin(), flows.end());

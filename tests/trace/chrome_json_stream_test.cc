@@ -127,7 +127,7 @@ TEST(ChromeJsonStreamTest, CutsNeverFallInsideAnEvent) {
   auto trace = ReadChromeJson(object_form, "cuts.json");
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   ASSERT_EQ(trace->slices().size(), static_cast<size_t>(kEvents));
-  EXPECT_EQ(trace->str(trace->slices()[7].name), "op},{\"x\"}, {7");
+  EXPECT_EQ(trace->str(trace->slice_name(trace->slices()[7])), "op},{\"x\"}, {7");
   EXPECT_EQ(trace->step_info().rank, 3);  // distributedInfo after the events
   EXPECT_EQ(trace->step_info().world_size, 4);
   EXPECT_TRUE(trace->import_stats().empty());
@@ -208,7 +208,7 @@ TEST(ChromeJsonStreamTest, InvalidUtf8IsCountedOnceInPieces) {
   auto trace = ReadChromeJson(json, "utf8.json", ChromeJsonReadOptions{100});
   ASSERT_TRUE(trace.ok());
   EXPECT_EQ(trace->import_stats().Get("invalid_utf8_bytes_replaced"), 43);  // i = 0, 7, ..., 294
-  EXPECT_EQ(trace->str(trace->slices()[7].name), "op\xEF\xBF\xBD");
+  EXPECT_EQ(trace->str(trace->slice_name(trace->slices()[7])), "op\xEF\xBF\xBD");
 }
 
 // Generated Kineto traces (ops, runtime launches, kernels, copies, ac2g flows whose start and end

@@ -189,8 +189,9 @@ void ExpectEverySlice(const Trace& source, const Decoded& d) {
   for (uint32_t i = 0; i < source.slices().size(); ++i) {
     const Slice& s = source.slices()[i];
     if (s.duplicate()) continue;
-    const std::string name(source.str(s.op_type != 0 ? s.op_type : s.name));
-    const std::string node = s.name != s.op_type ? std::string(source.str(s.name)) : "";
+    const SliceLabel& label = source.labels()[s.label];
+    const std::string name(source.str(label.op_type != 0 ? label.op_type : label.name));
+    const std::string node = label.name != label.op_type ? std::string(source.str(label.name)) : "";
     want.insert({uint64_t{s.track} + 1, s.start_ns, s.end_ns(), name, std::string(SliceKindName(s.kind)), node});
   }
   // A node name equal to the op type is written only when a stat is called "name" too.
@@ -289,7 +290,7 @@ TEST(PerfettoProtoTest, XSpaceStatsBecomeAnnotations) {
   for (const auto& packet : decoded.packet()) annotations += packet.track_event().debug_annotations_size();
   // Every stat, plus the node name where it differs from the op type.
   int64_t named = 0;
-  for (const Slice& s : source.slices()) named += s.name != s.op_type;
+  for (const Slice& s : source.slices()) named += source.slice_name(s) != source.slice_op_type(s);
   EXPECT_GE(annotations, static_cast<int64_t>(source.all_slice_args().size()) + named);
 }
 
@@ -307,12 +308,12 @@ TEST(PerfettoProtoTest, ReadsItsOwnOutputBack) {
     std::multiset<std::tuple<int64_t, int64_t, std::string, std::string, SliceKind>> want, got;
     for (const Slice& s : source.slices()) {
       if (s.duplicate()) continue;
-      want.insert({source.epoch_ns() + s.start_ns, s.dur_ns, std::string(source.str(s.name)),
-                   std::string(source.str(s.op_type)), s.kind});
+      want.insert({source.epoch_ns() + s.start_ns, s.dur_ns, std::string(source.str(source.slice_name(s))),
+                   std::string(source.str(source.slice_op_type(s))), s.kind});
     }
     for (const Slice& s : back->slices()) {
-      got.insert({back->epoch_ns() + s.start_ns, s.dur_ns, std::string(back->str(s.name)),
-                  std::string(back->str(s.op_type)), s.kind});
+      got.insert({back->epoch_ns() + s.start_ns, s.dur_ns, std::string(back->str(back->slice_name(s))),
+                  std::string(back->str(back->slice_op_type(s))), s.kind});
     }
     EXPECT_EQ(got.size(), want.size());
     EXPECT_TRUE(got == want);
@@ -378,10 +379,12 @@ TEST(PerfettoProtoTest, PreviewReadsTheWholePacketsOfTheFirstBytes) {
   // closes at the last instant before it). Sequences come one after another (one per host), so
   // the preview need not begin where the full trace does.
   std::multiset<std::pair<int64_t, std::string>> full_slices;
-  for (const Slice& s : full->slices()) full_slices.emplace(s.start_ns + full->epoch_ns(), full->str(s.name));
+  for (const Slice& s : full->slices()) {
+    full_slices.emplace(s.start_ns + full->epoch_ns(), full->str(full->slice_name(s)));
+  }
   for (const Slice& s : preview->slices()) {
-    ASSERT_TRUE(full_slices.count({s.start_ns + preview->epoch_ns(), std::string(preview->str(s.name))}) > 0)
-        << preview->str(s.name);
+    const std::string name(preview->str(preview->slice_name(s)));
+    ASSERT_TRUE(full_slices.count({s.start_ns + preview->epoch_ns(), name}) > 0) << name;
   }
   EXPECT_GE(preview->epoch_ns(), full->epoch_ns());
   // A file within the budget is read whole, as without one.
@@ -420,7 +423,7 @@ TEST(PerfettoProtoTest, StreamingFromAFileGivesTheSameTrace) {
       const Slice& a = streamed->slices()[i];
       const Slice& b = whole->slices()[i];
       ASSERT_EQ(std::tie(a.start_ns, a.dur_ns, a.track, a.depth), std::tie(b.start_ns, b.dur_ns, b.track, b.depth)) << i;
-      ASSERT_EQ(streamed->str(a.name), whole->str(b.name));
+      ASSERT_EQ(streamed->str(streamed->slice_name(a)), whole->str(whole->slice_name(b)));
     }
     EXPECT_EQ(streamed->flows().size(), whole->flows().size());
     EXPECT_EQ(streamed->counters().size(), whole->counters().size());
@@ -476,11 +479,10 @@ TEST(PerfettoProtoTest, MergedRanksGetASequenceAndClockSnapshotEach) {
   }
   for (const Slice& s : one.slices()) {
     for (uint32_t rank = 0; rank < 2; ++rank) {
-      SliceRecord copy = s.Record();
-      copy.start_ns += one.epoch_ns();
+      SliceRecord copy = one.Record(s);
       copy.track += rank * offset;
-      copy.name = builder.Intern(one.str(s.name));
-      copy.op_type = builder.Intern(one.str(s.op_type));
+      copy.name = builder.Intern(one.str(one.slice_name(s)));
+      copy.op_type = builder.Intern(one.str(one.slice_op_type(s)));
       builder.AddSlice(copy);
     }
   }
@@ -594,7 +596,8 @@ TEST(PerfettoProtoTest, ReadsTrackEventsOfOtherProducers) {
   ASSERT_TRUE(read.ok()) << read.status().message();
   std::map<std::string, std::pair<int64_t, int64_t>> slices;  // name -> (start since base, dur)
   for (const Slice& s : read->slices()) {
-    slices[std::string(read->str(s.name))] = {read->epoch_ns() + s.start_ns - static_cast<int64_t>(base), s.dur_ns};
+    slices[std::string(read->str(read->slice_name(s)))] = {read->epoch_ns() + s.start_ns - static_cast<int64_t>(base),
+                                                           s.dur_ns};
   }
   EXPECT_EQ(slices.size(), 5u);
   EXPECT_EQ(slices["step"], std::make_pair(int64_t{100}, int64_t{800}));
@@ -605,8 +608,8 @@ TEST(PerfettoProtoTest, ReadsTrackEventsOfOtherProducers) {
   EXPECT_EQ(read->import_stats().Get("perfetto_unmatched_end_skipped"), 1);
   EXPECT_EQ(read->import_stats().Get("perfetto_unclosed_slices_closed"), 1);
   ASSERT_EQ(read->flows().size(), 1u);
-  EXPECT_EQ(read->str(read->slices()[read->flows()[0].from_slice].name), "step");
-  EXPECT_EQ(read->str(read->slices()[read->flows()[0].to_slice].name), "work");
+  EXPECT_EQ(read->str(read->slice_name(read->slices()[read->flows()[0].from_slice])), "step");
+  EXPECT_EQ(read->str(read->slice_name(read->slices()[read->flows()[0].to_slice])), "work");
   ASSERT_EQ(read->counters().size(), 1u);
   EXPECT_EQ(read->str(read->counters()[0].name), "rss");
   EXPECT_EQ(read->counters()[0].values, (std::vector<int64_t>{4096, 8192}));

@@ -73,8 +73,9 @@ void ExpectSameTrace(const Trace& wire, const Trace& message, const std::string&
   for (size_t s = 0; s < wire.slices().size(); ++s) {
     const Slice& a = wire.slices()[s];
     const Slice& b = message.slices()[s];
-    ASSERT_TRUE(a.start_ns == b.start_ns && a.dur_ns == b.dur_ns && a.track == b.track && a.name == b.name &&
-                a.op_type == b.op_type && a.depth == b.depth && a.kind == b.kind && a.flags == b.flags)
+    ASSERT_TRUE(a.start_ns == b.start_ns && a.dur_ns == b.dur_ns && a.track == b.track &&
+                wire.slice_name(a) == message.slice_name(b) && wire.slice_op_type(a) == message.slice_op_type(b) &&
+                a.depth == b.depth && a.kind == b.kind && a.flags == b.flags)
         << "slice " << s;
     const NodeRef ra = wire.node_ref(static_cast<uint32_t>(s));
     const NodeRef rb = message.node_ref(static_cast<uint32_t>(s));

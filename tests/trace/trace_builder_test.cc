@@ -6,6 +6,8 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "profiler/trace/trace.h"
@@ -292,7 +294,55 @@ TEST(TraceBuilderTest, SlicesFilledInPlaceAreOrderedLikeAddedOnes) {
   }
 }
 
-// A built slice is 24 bytes: its fields have limits. What passes one is clamped and counted in
+// A slice names its name and op type by one label. Names seen with several op types (a TF node
+// name reused on a kernel and a copy, a Kineto event with and without an "op" argument) keep
+// each pair apart; everything else shares one label per name.
+TEST(TraceBuilderTest, LabelsKeepEveryNameAndOpTypePair) {
+  LabelTable table;
+  EXPECT_EQ(table.Intern(0, 0), 0u);  // a default slice's label
+  EXPECT_EQ(table[0].name, 0u);
+  EXPECT_EQ(table[0].op_type, 0u);
+  const LabelId a = table.Intern(7, 3);
+  EXPECT_EQ(table.Intern(7, 3), a);
+  const LabelId b = table.Intern(7, 4);  // the same name, another op type
+  const LabelId c = table.Intern(2, 4);
+  EXPECT_EQ(table.Intern(7, 4), b);
+  EXPECT_EQ(table.Intern(7, 3), a);
+  EXPECT_EQ(table.Intern(2, 4), c);
+  EXPECT_EQ(table.size(), 4u);
+  EXPECT_TRUE(a != b && b != c && a != c);
+  EXPECT_EQ(table[b].name, 7u);
+  EXPECT_EQ(table[b].op_type, 4u);
+
+  // Through a build: random pairs out of a few names and op types come back as added, sorted.
+  TraceBuilder builder;
+  AddTracks(builder, TrackKind::kOpLane, "lane", 3);
+  std::vector<StringId> names, types;
+  for (int i = 0; i < 6; ++i) names.push_back(builder.Intern("name" + std::to_string(i)));
+  for (int i = 0; i < 4; ++i) types.push_back(builder.Intern("type" + std::to_string(i)));
+  std::mt19937 random(11);
+  std::vector<std::tuple<uint32_t, int64_t, StringId, StringId>> added;
+  for (int i = 0; i < 2000; ++i) {
+    SliceRecord r = MakeSlice(random() % 3, 1000 + 10 * i, 5, names[random() % names.size()]);
+    r.op_type = random() % 5 == 0 ? 0 : types[random() % types.size()];
+    builder.AddSlice(r);
+    added.emplace_back(r.track, r.start_ns, r.name, r.op_type);
+  }
+  const Trace trace = std::move(builder).Build();
+  std::vector<std::tuple<uint32_t, int64_t, StringId, StringId>> built;
+  for (const Slice& s : trace.slices()) {
+    built.emplace_back(s.track, trace.epoch_ns() + s.start_ns, trace.slice_name(s), trace.slice_op_type(s));
+    const SliceRecord r = trace.Record(s);
+    EXPECT_EQ(r.name, trace.slice_name(s));
+    EXPECT_EQ(r.op_type, trace.slice_op_type(s));
+  }
+  std::sort(added.begin(), added.end());
+  std::sort(built.begin(), built.end());
+  EXPECT_EQ(built, added);
+  EXPECT_LE(trace.labels().size(), 1 + names.size() * (types.size() + 1));
+}
+
+// A built slice is 20 bytes: its fields have limits. What passes one is clamped and counted in
 // the import stats, never wrapped; a slice within every limit keeps its values exactly.
 TEST(TraceBuilderTest, PackedSlicesKeepValuesAndClampWhatExceedsTheirWidthsCounted) {
   TraceBuilder builder;
@@ -315,7 +365,7 @@ TEST(TraceBuilderTest, PackedSlicesKeepValuesAndClampWhatExceedsTheirWidthsCount
   EXPECT_EQ(trace.import_stats().Get("slice_duration_clamped_at_9_7_hours"), 1);
   EXPECT_EQ(trace.import_stats().Get("slice_start_clamped_at_78_hours"), 1);
   // Back to absolute times, as writers and merges need them.
-  EXPECT_EQ(trace.slices()[1].Record(trace.epoch_ns()).start_ns, epoch + 5);
+  EXPECT_EQ(trace.Record(trace.slices()[1]).start_ns, epoch + 5);
 }
 
 TEST(TraceBuilderTest, NestingDeeperThanASliceHoldsIsClampedAndCounted) {

@@ -73,8 +73,8 @@ constexpr char kBadStrings[] = R"pb(step_stats {
 void ExpectRepairedDetails(const Trace& trace) {
   ASSERT_EQ(trace.slices().size(), 2u);
   EXPECT_EQ(trace.import_stats().Get(kInvalidUtf8StringsRepaired), 3);
-  uint32_t bad = trace.str(trace.slices()[0].name) == "clean" ? 1 : 0;
-  EXPECT_EQ(trace.str(trace.slices()[bad].name), "bad" + kFffd + "name");
+  uint32_t bad = trace.str(trace.slice_name(trace.slices()[0])) == "clean" ? 1 : 0;
+  EXPECT_EQ(trace.str(trace.slice_name(trace.slices()[bad])), "bad" + kFffd + "name");
   const auto node = trace.node(bad);
   ASSERT_NE(node, nullptr) << "the node's details were lost";
   EXPECT_EQ(node->node_name(), "bad" + kFffd + "name");

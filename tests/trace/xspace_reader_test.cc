@@ -57,7 +57,7 @@ Expected FromProtoc(const xp::XSpace& space) {
 
 // The metadata name a slice came from: node:OpType for TensorFlow ops, else the name.
 std::string SourceName(const Trace& trace, const Slice& s) {
-  const std::string_view name = trace.str(s.name), type = trace.str(s.op_type);
+  const std::string_view name = trace.str(trace.slice_name(s)), type = trace.str(trace.slice_op_type(s));
   if (name.substr(0, 13) == "ProfilerStep#") return std::string(type);  // a step annotation
   const bool hlo = type.size() < name.size() && name.substr(0, type.size()) == type && name[type.size()] == '.';
   if (s.kind == SliceKind::kOp && name != type && !hlo) return std::string(name) + ":" + std::string(type);
@@ -113,10 +113,10 @@ TEST(XSpaceReaderTest, TensorFlowKerasStepsMatchProtoc) {
   std::map<std::string, int64_t> ops;
   int64_t annotations = 0, steps = 0;
   for (const Slice& s : trace->slices()) {
-    if (s.kind == SliceKind::kOp) ++ops[std::string(trace->str(s.op_type))];
+    if (s.kind == SliceKind::kOp) ++ops[std::string(trace->str(trace->slice_op_type(s)))];
     if (s.kind == SliceKind::kAnnotation) ++annotations;
-    if (s.kind == SliceKind::kAnnotation && trace->str(s.op_type) == "train") {
-      EXPECT_EQ(trace->str(s.name), "ProfilerStep#" + std::to_string(steps));
+    if (s.kind == SliceKind::kAnnotation && trace->str(trace->slice_op_type(s)) == "train") {
+      EXPECT_EQ(trace->str(trace->slice_name(s)), "ProfilerStep#" + std::to_string(steps));
       ++steps;
     }
   }
@@ -128,7 +128,8 @@ TEST(XSpaceReaderTest, TensorFlowKerasStepsMatchProtoc) {
   bool found = false;
   for (uint32_t i = 0; i < trace->slices().size(); ++i) {
     const Slice& s = trace->slices()[i];
-    if (trace->str(s.name) == "sequential_1/dense_1/Relu" && trace->str(s.op_type) == "_MklNativeFusedMatMul") {
+    if (trace->str(trace->slice_name(s)) == "sequential_1/dense_1/Relu" &&
+        trace->str(trace->slice_op_type(s)) == "_MklNativeFusedMatMul") {
       found = true;
       EXPECT_EQ(s.kind, SliceKind::kOp);
     }
@@ -148,7 +149,7 @@ TEST(XSpaceReaderTest, JaxJittedStepsMatchProtoc) {
   ASSERT_TRUE(trace.ok());
   std::map<std::string, int64_t> ops;
   for (const Slice& s : trace->slices()) {
-    if (s.kind == SliceKind::kOp) ++ops[std::string(trace->str(s.op_type))];
+    if (s.kind == SliceKind::kOp) ++ops[std::string(trace->str(trace->slice_op_type(s)))];
   }
   // XLA instructions: "dot.1" counts as op type "dot"; each of the 3 steps runs 2 dots.
   EXPECT_EQ(ops["dot"], 6);
@@ -239,8 +240,8 @@ TEST(XSpaceReaderTest, GpuKernelsCopiesAndLaunches) {
     const Track& t = trace->tracks()[s.track];
     if (s.kind == SliceKind::kKernel) {
       ++kernels;
-      EXPECT_EQ(trace->str(s.name), "dense/MatMul");  // the op that launched it (tf_op)
-      EXPECT_EQ(trace->str(s.op_type), "MatMul");
+      EXPECT_EQ(trace->str(trace->slice_name(s)), "dense/MatMul");  // the op that launched it (tf_op)
+      EXPECT_EQ(trace->str(trace->slice_op_type(s)), "MatMul");
       EXPECT_EQ(t.kind, TrackKind::kGpuStream);
       EXPECT_EQ(trace->str(t.name), "Stream #7(Compute)");
       EXPECT_EQ(trace->str(trace->tracks()[t.parent].name), "GPU:0");
@@ -268,7 +269,7 @@ TEST(XSpaceReaderTest, GpuKernelsCopiesAndLaunches) {
   const Flow& flow = trace->flows()[0];
   EXPECT_EQ(flow.kind, FlowKind::kLaunch);
   EXPECT_EQ(trace->slices()[flow.from_slice].kind, SliceKind::kRuntime);
-  EXPECT_EQ(trace->str(trace->slices()[flow.from_slice].name), "cudaLaunchKernel");
+  EXPECT_EQ(trace->str(trace->slice_name(trace->slices()[flow.from_slice])), "cudaLaunchKernel");
   EXPECT_EQ(trace->slices()[flow.to_slice].kind, SliceKind::kKernel);
   EXPECT_EQ(trace->tracks()[trace->slices()[flow.from_slice].track].thread_id, 77);
 }

@@ -145,7 +145,9 @@ class CompareTest : public QObject {
     auto trace = trace::ReadTrace(sample);
     QVERIFY(trace.ok());
     std::map<std::string, std::string> op_of;
-    for (const trace::Slice& s : trace->slices()) op_of[std::string(trace->str(s.name))] = std::string(trace->str(s.op_type));
+    for (const trace::Slice& s : trace->slices()) {
+      op_of[std::string(trace->str(trace->slice_name(s)))] = std::string(trace->str(trace->slice_op_type(s)));
+    }
     std::ifstream in(sample, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     auto parsed = trace::ParseStepStats(bytes, sample);
@@ -297,7 +299,7 @@ class CompareTest : public QObject {
           const analysis::RunDiffRow& row = RowsOf(diff, match->table)[match->row];
           QCOMPARE(color, VerdictColor(row));
           const int r = color >> 16 & 0xff, g = color >> 8 & 0xff, b = color & 0xff;
-          const std::string op(trace.str(trace.slices()[i].op_type));
+          const std::string op(trace.str(trace.slice_op_type(trace.slices()[i])));
           if (row.verdict == "regressed") QVERIFY2(r > g + 40 && r > b + 40, op.c_str());
           if (row.verdict == "improved") QVERIFY2(g > r + 30 && g > b + 30, op.c_str());
           if (row.verdict == "unchanged") QVERIFY(r == g && g == b);
@@ -350,24 +352,24 @@ class CompareTest : public QObject {
         QVERIFY2(slice >= 0, name.c_str());
         const trace::Trace& trace = view_->side(side).document->trace();
         const trace::Slice& s = trace.slices()[static_cast<size_t>(slice)];
-        QCOMPARE(QString::fromUtf8(trace.str(s.op_type)), QString::fromStdString(name));
+        QCOMPARE(QString::fromUtf8(trace.str(trace.slice_op_type(s))), QString::fromStdString(name));
         QVERIFY(s.end_ns() > view_->side(side).begin_ns && s.start_ns < view_->side(side).end_ns);
         QVERIFY2(!view_->timeline(side)->SliceRect(static_cast<uint32_t>(slice)).isEmpty(), name.c_str());
       }
       // The same node on both sides (the copies hold the same nodes).
       const auto name_of = [&](int side) {
         const trace::Trace& trace = view_->side(side).document->trace();
-        return std::string(trace.str(trace.slices()[static_cast<size_t>(view_->timeline(side)->selected_slice())].name));
+        return std::string(trace.str(trace.slice_name(trace.slices()[static_cast<size_t>(view_->timeline(side)->selected_slice())])));
       };
       QCOMPARE(name_of(0), name_of(1));
       // Every slice of the op in the step is outlined (a step trace: all of them in the trace).
       for (int side = 0; side < 2; ++side) {
         const trace::Trace& trace = view_->side(side).document->trace();
         size_t of_op = 0;
-        for (const trace::Slice& s : trace.slices()) of_op += !s.duplicate() && trace.str(s.op_type) == name;
+        for (const trace::Slice& s : trace.slices()) of_op += !s.duplicate() && trace.str(trace.slice_op_type(s)) == name;
         QCOMPARE(view_->timeline(side)->highlighted().size(), of_op);
         for (uint32_t h : view_->timeline(side)->highlighted()) {
-          QCOMPARE(std::string(trace.str(trace.slices()[h].op_type)), name);
+          QCOMPARE(std::string(trace.str(trace.slice_op_type(trace.slices()[h]))), name);
         }
       }
     }
@@ -378,7 +380,7 @@ class CompareTest : public QObject {
     view_->ActivateRow(0);
     for (int side = 0; side < 2; ++side) {
       const trace::Trace& trace = view_->side(side).document->trace();
-      QCOMPARE(std::string(trace.str(trace.slices()[static_cast<size_t>(view_->timeline(side)->selected_slice())].name)),
+      QCOMPARE(std::string(trace.str(trace.slice_name(trace.slices()[static_cast<size_t>(view_->timeline(side)->selected_slice())]))),
                top.name);
     }
     // A row only one side has (gone): selected on A, nothing on B.
@@ -407,13 +409,14 @@ class CompareTest : public QObject {
       QCOMPARE(other, view_->Counterpart(side, target));
       const trace::Trace& mine = view_->side(side).document->trace();
       const trace::Trace& theirs = view_->side(1 - side).document->trace();
-      QCOMPARE(theirs.str(theirs.slices()[static_cast<size_t>(other)].name), mine.str(mine.slices()[target].name));
+      QCOMPARE(theirs.str(theirs.slice_name(theirs.slices()[static_cast<size_t>(other)])),
+               mine.str(mine.slice_name(mine.slices()[target])));
       // The tooltip names the row and its verdict.
       view_->SetTintLevel(TintLevel::kOpType);
       const QString tip = timeline->TooltipAt(at);
       QVERIFY2(tip.contains("op type MatMul") && tip.contains("+50.0%") && tip.contains("regressed"), qPrintable(tip));
       view_->SetTintLevel(TintLevel::kNode);
-      QVERIFY2(timeline->TooltipAt(at).contains("node " + QString::fromUtf8(mine.str(mine.slices()[target].name))),
+      QVERIFY2(timeline->TooltipAt(at).contains("node " + QString::fromUtf8(mine.str(mine.slice_name(mine.slices()[target])))),
                qPrintable(timeline->TooltipAt(at)));
     }
     // Esc clears the selection and the outlines.
@@ -445,7 +448,7 @@ class CompareTest : public QObject {
       const auto match = finder.Find(trace, i);
       QVERIFY(match && match->table == DiffTable::kKernel);
       const analysis::RunDiffRow& row = diff.by_kernel[match->row];
-      QCOMPARE(row.name, analysis::NormalizeKernelName(trace.str(s.name)));
+      QCOMPARE(row.name, analysis::NormalizeKernelName(trace.str(trace.slice_name(s))));
       QCOMPARE(row.verdict, std::string("unchanged"));
       QCOMPARE(view->timeline(0)->SliceColor(i), VerdictColor(row));
       ++kernels;

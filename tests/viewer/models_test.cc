@@ -149,7 +149,7 @@ class ModelsTest : public QObject {
     // The jump target is a slice of that op type.
     const uint32_t slice = proxy.index(0, 0).data(kSliceRole).toUInt();
     const auto& s = document_->trace().slices()[slice];
-    QCOMPARE(QString::fromUtf8(document_->trace().str(s.op_type)), proxy.index(0, OpStatsModel::kOpType).data().toString());
+    QCOMPARE(QString::fromUtf8(document_->trace().str(document_->trace().slice_op_type(s))), proxy.index(0, OpStatsModel::kOpType).data().toString());
   }
 
   void SearchByTextAndRegex() {
@@ -159,8 +159,8 @@ class ModelsTest : public QObject {
     auto brute = [&](const QRegularExpression& expression) {
       int count = 0;
       for (const auto& s : trace.slices()) {
-        count += expression.match(QString::fromUtf8(trace.str(s.name))).hasMatch() ||
-                         expression.match(QString::fromUtf8(trace.str(s.op_type))).hasMatch()
+        count += expression.match(QString::fromUtf8(trace.str(trace.slice_name(s)))).hasMatch() ||
+                         expression.match(QString::fromUtf8(trace.str(trace.slice_op_type(s)))).hasMatch()
                      ? 1
                      : 0;
       }
@@ -220,7 +220,7 @@ class ModelsTest : public QObject {
     QStringList texts;
     CollectTexts(model, {}, &texts);
     const auto& s = trace.slices()[static_cast<size_t>(slice)];
-    QVERIFY(texts.contains(QString::fromUtf8(trace.str(s.name))));
+    QVERIFY(texts.contains(QString::fromUtf8(trace.str(trace.slice_name(s)))));
     for (const char* field : {"op type", "duration", "source record", "output", "tensor_description", "shape",
                               "allocation_description", "requested_bytes", "memory", "allocator_name",
                               "all_start_micros", "timeline_label"}) {

@@ -175,7 +175,7 @@ class ViewTest : public QObject {
     QCOMPARE(selected.count(), 1);
     QVERIFY(doc_->details_model()->rowCount() > 5);
     QCOMPARE(doc_->details_model()->index(0, 1).data().toString(),
-             QString::fromUtf8(trace.str(trace.slices()[target].name)));
+             QString::fromUtf8(trace.str(trace.slice_name(trace.slices()[target]))));
     // F fits the selection: the slice then spans most of the view.
     QTest::keyClick(timeline, Qt::Key_F);
     const double span = doc_->axis()->end_ns() - doc_->axis()->begin_ns();
@@ -188,7 +188,7 @@ class ViewTest : public QObject {
     QHelpEvent help(QEvent::ToolTip, again.center(), timeline->mapToGlobal(again.center()));
     QApplication::sendEvent(timeline, &help);
     QTRY_VERIFY(QToolTip::isVisible());
-    QVERIFY(QToolTip::text().contains(QString::fromUtf8(trace.str(trace.slices()[target].name)).toHtmlEscaped()));
+    QVERIFY(QToolTip::text().contains(QString::fromUtf8(trace.str(trace.slice_name(trace.slices()[target]))).toHtmlEscaped()));
     QToolTip::hideText();
     QTest::mouseDClick(timeline, Qt::LeftButton, Qt::NoModifier, again.center());
     QCOMPARE(timeline->selected_slice(), static_cast<int64_t>(target));

@@ -118,11 +118,11 @@ class PathModel : public QAbstractTableModel {
         return raw().isValid() ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
       case Qt::ToolTipRole:
         if (index.column() != DocumentView::kPathName) return {};
-        return QString::fromUtf8(trace_.str(s.name)) + " (" + QString::fromUtf8(trace_.str(s.op_type)) + ", " +
-               QString::fromLatin1(trace::SliceKindName(s.kind)) + ")";
+        return QString::fromUtf8(trace_.str(trace_.slice_name(s))) + " (" +
+               QString::fromUtf8(trace_.str(trace_.slice_op_type(s))) + ", " + QString::fromLatin1(trace::SliceKindName(s.kind)) + ")";
       case Qt::DisplayRole:
         switch (index.column()) {
-          case DocumentView::kPathName: return QString::fromUtf8(trace_.str(s.name));
+          case DocumentView::kPathName: return QString::fromUtf8(trace_.str(trace_.slice_name(s)));
           case DocumentView::kPathEdge: {
             const std::string& edge = DocumentAnalysis::PathEdges()[step.edge];
             return edge.empty() ? DocumentView::tr("start") : QString::fromStdString(edge);

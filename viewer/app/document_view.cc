@@ -423,8 +423,8 @@ void DocumentView::ShowDetails(int64_t slice) {
   ShowPane(kDetailsPane);
   const trace::Slice& s = document_->trace().slices()[static_cast<size_t>(slice)];
   emit statusMessage(tr("%1 (%2), %3")
-                         .arg(QString::fromUtf8(document_->trace().str(s.name)),
-                              QString::fromUtf8(document_->trace().str(s.op_type)),
+                         .arg(QString::fromUtf8(document_->trace().str(document_->trace().slice_name(s))),
+                              QString::fromUtf8(document_->trace().str(document_->trace().slice_op_type(s))),
                               QString::fromStdString(FormatDuration(static_cast<double>(s.dur_ns)))));
 }
 

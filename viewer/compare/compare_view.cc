@@ -164,8 +164,8 @@ void CompareView::BuildTimelines() {
       const trace::Trace& trace = sides_[s].document->trace();
       const trace::Slice& info = trace.slices()[static_cast<size_t>(slice)];
       emit statusMessage(tr("%1: %2 (%3), %4")
-                             .arg(s == 0 ? "A" : "B", QString::fromUtf8(trace.str(info.name)),
-                                  QString::fromUtf8(trace.str(info.op_type)),
+                             .arg(s == 0 ? "A" : "B", QString::fromUtf8(trace.str(trace.slice_name(info))),
+                                  QString::fromUtf8(trace.str(trace.slice_op_type(info))),
                                   Duration(static_cast<double>(info.dur_ns))));
     });
   }
@@ -307,9 +307,10 @@ void CompareView::ActivateRow(int table_row) {
     chosen[s] = slices.front();
     if (s == 1 && chosen[0] >= 0) {
       // The same node as on A when B ran it too: an op type or kernel row has many slices.
-      const std::string_view name = sides_[0].document->trace().str(sides_[0].document->trace().slices()[chosen[0]].name);
+      const trace::Trace& a = sides_[0].document->trace();
+      const std::string_view name = a.str(a.slice_name(a.slices()[chosen[0]]));
       for (uint32_t candidate : slices) {
-        if (trace.str(trace.slices()[candidate].name) == name) {
+        if (trace.str(trace.slice_name(trace.slices()[candidate])) == name) {
           chosen[s] = candidate;
           break;
         }
@@ -356,14 +357,14 @@ int64_t CompareView::Counterpart(int side, uint32_t slice) const {
   const trace::Trace& from = sides_[side].document->trace();
   const trace::Trace& to = sides_[1 - side].document->trace();
   if (slice >= from.slices().size()) return -1;
-  const std::string_view name = from.str(from.slices()[slice].name);
+  const std::string_view name = from.str(from.slice_name(from.slices()[slice]));
   // The k-th slice of that name in the step, in start order (then by index: a stable order).
   auto named = [&](const trace::Trace& trace, const StepDocument& step) {
     std::vector<uint32_t> out;
     for (uint32_t i = 0; i < trace.slices().size(); ++i) {
       const trace::Slice& s = trace.slices()[i];
       if (s.duplicate() || s.end_ns() < step.begin_ns || s.start_ns > step.end_ns) continue;
-      if (trace.str(s.name) == name) out.push_back(i);
+      if (trace.str(trace.slice_name(s)) == name) out.push_back(i);
     }
     std::stable_sort(out.begin(), out.end(),
                      [&](uint32_t x, uint32_t y) { return trace.slices()[x].start_ns < trace.slices()[y].start_ns; });

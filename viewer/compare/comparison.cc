@@ -19,10 +19,11 @@ std::optional<std::pair<std::string, std::string>> KeyOf(const trace::Trace& tra
   const bool kernel = s.kind == trace::SliceKind::kKernel;
   if ((table == DiffTable::kKernel) != kernel) return std::nullopt;
   std::string where = analysis::WhereOfTrack(trace, s.track);
+  const std::string_view name = trace.str(trace.slice_name(s));
   switch (table) {
-    case DiffTable::kKernel: return std::make_pair(analysis::NormalizeKernelName(trace.str(s.name)), std::move(where));
-    case DiffTable::kNode: return std::make_pair(std::string(trace.str(s.name)), std::move(where));
-    case DiffTable::kOpType: return std::make_pair(std::string(trace.str(s.op_type)), std::move(where));
+    case DiffTable::kKernel: return std::make_pair(analysis::NormalizeKernelName(name), std::move(where));
+    case DiffTable::kNode: return std::make_pair(std::string(name), std::move(where));
+    case DiffTable::kOpType: return std::make_pair(std::string(trace.str(trace.slice_op_type(s))), std::move(where));
   }
   return std::nullopt;
 }
@@ -140,12 +141,13 @@ std::vector<uint32_t> SliceTints(const TraceDocument& document, const analysis::
   const trace::Trace& trace = document.trace();
   const DiffRowFinder finder(diff, level);
   std::vector<uint32_t> colors(trace.slices().size(), kNotComparedColor);
-  // Names repeat (every step runs the same ops): look each (name, op type, kind, track) up once.
-  std::map<std::tuple<trace::StringId, trace::StringId, trace::SliceKind, uint32_t>, uint32_t> seen;
+  // Names repeat (every step runs the same ops): look each (label: name and op type, kind, track)
+  // up once.
+  std::map<std::tuple<trace::LabelId, trace::SliceKind, uint32_t>, uint32_t> seen;
   for (uint32_t i = 0; i < colors.size(); ++i) {
     const trace::Slice& s = trace.slices()[i];
     if (s.duplicate()) continue;
-    const auto key = std::make_tuple(s.name, s.op_type, s.kind, s.track);
+    const auto key = std::make_tuple(s.label, s.kind, static_cast<uint32_t>(s.track));
     auto it = seen.find(key);
     if (it == seen.end()) {
       const auto match = finder.Find(trace, i);

@@ -18,13 +18,12 @@ TraceDocument::TraceDocument(trace::Trace trace, std::string path, std::shared_p
       trace_(std::make_unique<const trace::Trace>(std::move(trace))),
       rank_merge_(std::move(ranks)) {
   index_ = std::make_unique<TimelineIndex>(*trace_);
-  const trace::StringTable& strings = trace_->strings();
-  // Colours only for the ids slices use as their colour key; the rest stay 0.
-  colors_.assign(strings.size(), 0);
-  std::vector<bool> used(strings.size(), false);
-  for (const trace::Slice& s : trace_->slices()) used[s.op_type != 0 ? s.op_type : s.name] = true;
-  for (size_t id = 0; id < used.size(); ++id) {
-    if (used[id]) colors_[id] = ColorForName(strings.Get(static_cast<trace::StringId>(id)));
+  // A colour per label, by op type (by name when the op type is empty).
+  const trace::LabelTable& labels = trace_->labels();
+  colors_.resize(labels.size());
+  for (trace::LabelId id = 0; id < labels.size(); ++id) {
+    const trace::SliceLabel& label = labels[id];
+    colors_[id] = ColorForName(trace_->str(label.op_type != 0 ? label.op_type : label.name));
   }
 }
 

@@ -49,9 +49,7 @@ class TraceDocument {
     return trace_->import_stats().Get("json_preview_bytes_read") + trace_->import_stats().Get("perfetto_preview_bytes_read");
   }
   // 0xRRGGBB of a slice, by op type (by name when the op type is empty).
-  uint32_t ColorOf(const trace::Slice& slice) const {
-    return colors_[slice.op_type != 0 ? slice.op_type : slice.name];
-  }
+  uint32_t ColorOf(const trace::Slice& slice) const { return colors_[slice.label]; }
   // Indices into trace().flows() leaving / entering `slice`, in flow order. Found by a scan of
   // the flows (a few milliseconds for 10^7) and kept for the last slice asked about: the
   // selection, which the timeline asks about every frame. Tables of the flows by either end
@@ -66,7 +64,7 @@ class TraceDocument {
   std::unique_ptr<const trace::Trace> trace_;
   std::unique_ptr<TimelineIndex> index_;
   std::shared_ptr<const RankMerge> rank_merge_;
-  std::vector<uint32_t> colors_;      // per StringId
+  std::vector<uint32_t> colors_;      // per label
   struct SliceFlows {
     int64_t slice = -1;
     std::vector<uint32_t> from, to;

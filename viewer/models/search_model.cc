@@ -51,9 +51,15 @@ QString SearchModel::SetQuery(const QString& pattern, bool regex) {
         matched[id] = ContainsIgnoringCase(strings.Get(static_cast<trace::StringId>(id)), needle);
       }
     }
+    // A label matches when its name or op type does.
+    const trace::LabelTable& labels = trace.labels();
+    std::vector<bool> label_matched(labels.size());
+    for (trace::LabelId id = 0; id < labels.size(); ++id) {
+      label_matched[id] = matched[labels[id].name] || matched[labels[id].op_type];
+    }
     const auto& slices = trace.slices();
     for (uint32_t i = 0; i < slices.size(); ++i) {
-      if (matched[slices[i].name] || matched[slices[i].op_type]) matches_.push_back(i);
+      if (label_matched[slices[i].label]) matches_.push_back(i);
     }
     std::stable_sort(matches_.begin(), matches_.end(), [&](uint32_t a, uint32_t b) {
       return slices[a].start_ns < slices[b].start_ns;
@@ -93,7 +99,7 @@ QVariant SearchModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case Qt::DisplayRole:
       return QStringLiteral("%1  [%2]  %3 @ %4")
-          .arg(QString::fromUtf8(trace.str(slice.name)), QString::fromUtf8(trace.str(slice.op_type)),
+          .arg(QString::fromUtf8(trace.str(trace.slice_name(slice))), QString::fromUtf8(trace.str(trace.slice_op_type(slice))),
                QString::fromStdString(FormatDuration(static_cast<double>(slice.dur_ns))),
                QString::fromStdString(FormatDuration(static_cast<double>(slice.start_ns))));
     case Qt::ToolTipRole: return QString::fromStdString(trace.TrackPath(slice.track));

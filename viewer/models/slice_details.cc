@@ -94,7 +94,7 @@ std::string Digest(const Message& message) {
 
 std::string SliceLabel(const trace::Trace& trace, uint32_t slice) {
   const trace::Slice& s = trace.slices()[slice];
-  return std::string(trace.str(s.name)) + " (" + trace.TrackPath(s.track) + ")";
+  return std::string(trace.str(trace.slice_name(s))) + " (" + trace.TrackPath(s.track) + ")";
 }
 
 }  // namespace
@@ -106,8 +106,8 @@ std::vector<DetailItem> DescribeSlice(const TraceDocument& document, uint32_t sl
   auto add = [&](std::string key, std::string value) {
     items.push_back(DetailItem{std::move(key), std::move(value), {}});
   };
-  add("name", std::string(trace.str(slice.name)));
-  add("op type", std::string(trace.str(slice.op_type)));
+  add("name", std::string(trace.str(trace.slice_name(slice))));
+  add("op type", std::string(trace.str(trace.slice_op_type(slice))));
   add("kind", std::string(trace::SliceKindName(slice.kind)));
   add("track", trace.TrackPath(slice.track));
   add("start", FormatDuration(static_cast<double>(slice.start_ns)) + " (" +

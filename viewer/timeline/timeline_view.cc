@@ -367,7 +367,7 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
       painter.fillRect(area, QColor::fromRgb(slice_colors_.empty() ? document_->ColorOf(s) : slice_colors_[box.slice]));
       if (area.width() > 3 * char_width + 4) {
         const auto fit = static_cast<uint32_t>((area.width() - 4) / char_width);
-        painter.drawStaticText(QPointF(area.left() + 2, y + text_top), Label(s.name, fit));
+        painter.drawStaticText(QPointF(area.left() + 2, y + text_top), Label(trace.slice_name(s), fit));
       }
     }
     flush_fold();
@@ -577,8 +577,8 @@ QString TimelineView::TooltipAt(const QPoint& pos) const {
   const trace::Slice& s = trace.slices()[static_cast<size_t>(slice)];
   const QString note = slice_note_ ? slice_note_(static_cast<uint32_t>(slice)) : QString();
   return QStringLiteral("<b>%1</b><br>%2 &middot; %3<br>start %4, duration <b>%5</b><br>%6")
-             .arg(QString::fromUtf8(trace.str(s.name)).toHtmlEscaped(),
-                  QString::fromUtf8(trace.str(s.op_type)).toHtmlEscaped(),
+             .arg(QString::fromUtf8(trace.str(trace.slice_name(s))).toHtmlEscaped(),
+                  QString::fromUtf8(trace.str(trace.slice_op_type(s))).toHtmlEscaped(),
                   QString::fromUtf8(trace::SliceKindName(s.kind)),
                   QString::fromStdString(FormatDuration(static_cast<double>(s.start_ns))),
                   QString::fromStdString(FormatDuration(static_cast<double>(s.dur_ns))),
