@@ -274,6 +274,36 @@ class TimelineTest : public QObject {
     QCOMPARE(deepest, 3);
   }
 
+  // A nested track's levels name slices by their place in the track, in 3 bytes or (past the
+  // limit, lowered here to 0) 4: both give every slice of each depth in start order. 10^6
+  // slices, so that places pass 2^16 and use all three bytes.
+  void LevelsHoldEachDepthsSlicesInThreeOrFourBytes() {
+    const trace::Trace trace = MakeSyntheticTrace(1'000'000);
+    const TimelineIndex narrow(trace);
+    const TimelineIndex wide(trace, /*max_narrow_track=*/0);
+    QVERIFY(wide.memory_bytes() > narrow.memory_bytes());
+    size_t biggest_nested = 0;
+    for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+      const auto track_slices = trace.track_slices(t);
+      QCOMPARE(narrow.depth_count(t), wide.depth_count(t));
+      if (narrow.depth_count(t) > 1) biggest_nested = std::max(biggest_nested, track_slices.size());
+      for (int d = 0; d < narrow.depth_count(t); ++d) {
+        std::vector<uint32_t> expected;
+        for (uint32_t i = 0; i < track_slices.size(); ++i) {
+          if (static_cast<int>(track_slices[i].depth) == d) expected.push_back(trace.track_first_slice(t) + i);
+        }
+        for (const TimelineIndex* index : {&narrow, &wide}) {
+          const LevelSlices level = index->level(t, d);
+          QCOMPARE(level.size(), expected.size());
+          for (size_t k = 0; k < expected.size(); ++k) {
+            if (level[k] != expected[k]) QFAIL(qPrintable(QStringLiteral("track %1 depth %2 place %3").arg(t).arg(d).arg(k)));
+          }
+        }
+      }
+    }
+    QVERIFY(biggest_nested > size_t{1} << 16);
+  }
+
   void LayoutRowsFollowTheTrackTree() {
     const trace::Trace trace = MakeSyntheticTrace(10'000);
     const TimelineIndex index(trace);

@@ -1,9 +1,13 @@
 #include "viewer/timeline/timeline_index.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace stepscope::viewer {
+
+static_assert(std::endian::native == std::endian::little, "LevelSlices reads 3-byte places as the low bytes of 4");
+
 namespace {
 
 // The first position in [lo, hi) for which `before` is false (`before` holds for a prefix).
@@ -22,7 +26,8 @@ size_t FirstNotBefore(size_t lo, size_t hi, Before before) {
 
 }  // namespace
 
-TimelineIndex::TimelineIndex(const trace::Trace& trace) : trace_(&trace) {
+TimelineIndex::TimelineIndex(const trace::Trace& trace, size_t max_narrow_track) : trace_(&trace) {
+  max_narrow_track = std::min(max_narrow_track, size_t{LevelSlices::kNarrowMask} + 1);
   const auto& tracks = trace.tracks();
   const auto& slices = trace.slices();
   // Pass 1: levels per track; a track with one level keeps its slice range, the others count
@@ -32,32 +37,44 @@ TimelineIndex::TimelineIndex(const trace::Trace& trace) : trace_(&trace) {
     int depths = 0;
     for (const trace::Slice& s : trace.track_slices(t)) depths = std::max(depths, s.depth + 1);
     track_level_[t + 1] = track_level_[t] + static_cast<uint32_t>(depths);
-    for (int d = 0; d < depths; ++d) levels_.push_back(Level{trace.track_first_slice(t), 0, -1, 0});
+    for (int d = 0; d < depths; ++d) levels_.push_back(Level{trace.track_first_slice(t), 0, -1, false});
     if (depths == 1) {
       levels_.back().size = static_cast<uint32_t>(trace.track_slices(t).size());
     } else {
       for (const trace::Slice& s : trace.track_slices(t)) ++levels_[track_level_[t] + s.depth].size;
     }
   }
-  size_t indexed = 0;
+  size_t narrow = 0, wide = 0;
   for (uint32_t t = 0; t < tracks.size(); ++t) {
     if (track_level_[t + 1] - track_level_[t] < 2) continue;
+    const bool is_wide = trace.track_slices(t).size() > max_narrow_track;
     for (uint32_t l = track_level_[t]; l < track_level_[t + 1]; ++l) {
-      levels_[l].indices = static_cast<int64_t>(indexed);
-      indexed += levels_[l].size;
+      size_t& count = is_wide ? wide : narrow;
+      levels_[l].places = static_cast<int64_t>(count);
+      levels_[l].wide = is_wide;
+      count += levels_[l].size;
     }
   }
   // Pass 2: place the slices of indexed levels (a counting sort by level: stable, so each
   // level keeps the track's start order).
-  level_slices_.resize(indexed);
+  narrow_.assign(narrow * 3 + 1, 0);
+  wide_.resize(wide);
   std::vector<size_t> fill(levels_.size(), 0);
-  for (size_t l = 0; l < levels_.size(); ++l) fill[l] = static_cast<size_t>(std::max<int64_t>(levels_[l].indices, 0));
+  for (size_t l = 0; l < levels_.size(); ++l) fill[l] = static_cast<size_t>(std::max<int64_t>(levels_[l].places, 0));
   for (uint32_t t = 0; t < tracks.size(); ++t) {
     if (track_level_[t + 1] - track_level_[t] < 2) continue;
-    const uint32_t first = trace.track_first_slice(t);
     const auto track_slices = trace.track_slices(t);
+    const bool is_wide = levels_[track_level_[t]].wide;
     for (uint32_t i = 0; i < track_slices.size(); ++i) {
-      level_slices_[fill[track_level_[t] + track_slices[i].depth]++] = first + i;
+      const size_t entry = fill[track_level_[t] + track_slices[i].depth]++;
+      if (is_wide) {
+        wide_[entry] = i;
+      } else {
+        uint8_t* place = narrow_.data() + 3 * entry;
+        place[0] = static_cast<uint8_t>(i);
+        place[1] = static_cast<uint8_t>(i >> 8);
+        place[2] = static_cast<uint8_t>(i >> 16);
+      }
     }
   }
   // Sampled starts.
@@ -106,7 +123,10 @@ std::pair<size_t, size_t> TimelineIndex::SampleBracket(uint32_t track, int depth
 
 LevelSlices TimelineIndex::level(uint32_t track, int depth) const {
   const Level& l = levels_[track_level_[track] + static_cast<uint32_t>(depth)];
-  return LevelSlices(l.indices < 0 ? nullptr : level_slices_.data() + l.indices, l.first_slice, l.size);
+  if (l.places < 0) return LevelSlices(nullptr, nullptr, l.first_slice, l.size);
+  const auto entry = static_cast<size_t>(l.places);
+  return l.wide ? LevelSlices(nullptr, wide_.data() + entry, l.first_slice, l.size)
+                : LevelSlices(narrow_.data() + 3 * entry, nullptr, l.first_slice, l.size);
 }
 
 std::span<const int64_t> TimelineIndex::sampled_starts(uint32_t track, int depth) const {
@@ -130,7 +150,7 @@ std::pair<size_t, size_t> TimelineIndex::VisibleRange(uint32_t track, int depth,
 }
 
 size_t TimelineIndex::memory_bytes() const {
-  return level_slices_.capacity() * sizeof(uint32_t) + track_level_.capacity() * sizeof(uint32_t) +
+  return narrow_.capacity() + wide_.capacity() * sizeof(uint32_t) + track_level_.capacity() * sizeof(uint32_t) +
          levels_.capacity() * sizeof(Level) + sampled_starts_.capacity() * sizeof(int64_t) +
          bucket_first_sample_.capacity() * sizeof(uint32_t);
 }

@@ -4,7 +4,9 @@
 // ends are sorted too and the visible part of a level is found by two binary searches.
 //
 // A track with one level (a GPU stream, a flat lane) needs no index: its level is the track's
-// own slice range. Every 64th start of a level is also kept side by side (sampled starts).
+// own slice range. The others name each slice by its place in the track in 3 bytes (4 for a
+// track of more than 2^24 slices): a quarter less than a slice index, on every slice of a
+// nested track. Every 64th start of a level is also kept side by side (sampled starts).
 //
 // CollectBoxes() turns a level's visible part into boxes for one frame. Runs of slices
 // narrower than a pixel are folded into one box with a count (as Tracy does): the next slice
@@ -16,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <utility>
 #include <vector>
@@ -28,16 +31,25 @@ namespace stepscope::viewer {
 // The slices of one level, in start order: positions map to slice indices (trace.slices()).
 class LevelSlices {
  public:
-  LevelSlices(const uint32_t* indices, uint32_t first_slice, size_t size)
-      : indices_(indices), first_slice_(first_slice), size_(size) {}
+  // Places in the track of 3 bytes (`narrow`), of 4 (`wide`), or neither: the level is the
+  // slice range starting at the track's first slice.
+  LevelSlices(const uint8_t* narrow, const uint32_t* wide, uint32_t first_slice, size_t size)
+      : narrow_(narrow), wide_(wide), first_slice_(first_slice), size_(size) {}
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   uint32_t operator[](size_t position) const {
-    return indices_ != nullptr ? indices_[position] : first_slice_ + static_cast<uint32_t>(position);
+    if (narrow_ != nullptr) {
+      uint32_t place;  // 4 bytes read, 3 kept: the table ends with a byte to spare
+      std::memcpy(&place, narrow_ + 3 * position, sizeof(place));
+      return first_slice_ + (place & kNarrowMask);
+    }
+    return first_slice_ + (wide_ != nullptr ? wide_[position] : static_cast<uint32_t>(position));
   }
+  static constexpr uint32_t kNarrowMask = (1u << 24) - 1;
 
  private:
-  const uint32_t* indices_;  // null: the level is the slice range starting at first_slice_
+  const uint8_t* narrow_;
+  const uint32_t* wide_;
   uint32_t first_slice_;
   size_t size_;
 };
@@ -47,7 +59,9 @@ class TimelineIndex {
   // One sampled start per this many positions of a level.
   static constexpr size_t kSampleStride = 64;
 
-  explicit TimelineIndex(const trace::Trace& trace);
+  // A nested track of more than `max_narrow_track` slices (at most 2^24) gets 4-byte places; a
+  // test lowers it to check that path on a small trace.
+  explicit TimelineIndex(const trace::Trace& trace, size_t max_narrow_track = size_t{1} << 24);
   TimelineIndex(const TimelineIndex&) = delete;
   TimelineIndex& operator=(const TimelineIndex&) = delete;
 
@@ -73,9 +87,10 @@ class TimelineIndex {
 
  private:
   struct Level {
-    uint32_t first_slice = 0;    // an unindexed level: its first slice
+    uint32_t first_slice = 0;    // the track's first slice
     uint32_t size = 0;
-    int64_t indices = -1;        // offset into level_slices_, -1 for an unindexed level
+    int64_t places = -1;         // entry of its first place in narrow_ or wide_, -1 for an unindexed level
+    bool wide = false;           // its places are in wide_
     uint32_t samples = 0;        // offset into sampled_starts_
     uint32_t buckets = 0;        // offset into bucket_first_sample_
     uint32_t bucket_count = 0;   // 0: no table (fewer than two samples)
@@ -85,7 +100,10 @@ class TimelineIndex {
   const trace::Trace* trace_;
   std::vector<Level> levels_;           // grouped by track, then depth
   std::vector<uint32_t> track_level_;   // per track: its first level (+1 sentinel)
-  std::vector<uint32_t> level_slices_;  // the slices of tracks with several levels, by level
+  // The places in their track of the slices of tracks with several levels, by level: 3 bytes
+  // each (little-endian, and a spare byte at the end), or 4 for a track past 2^24 slices.
+  std::vector<uint8_t> narrow_;
+  std::vector<uint32_t> wide_;
   std::vector<int64_t> sampled_starts_;
   // Per level with a table, bucket_count + 1 entries: entry b is the first sample starting at or
   // after bucket_origin_ns + b * bucket_ns (at most one entry per sample: 1/16 byte per slice).
