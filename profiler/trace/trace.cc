@@ -323,10 +323,50 @@ bool InTrackOrder(const MappedArray<Slice>& slices, std::span<const uint32_t> in
   return std::is_sorted(indices.begin(), indices.end(), before);
 }
 
-// Sorts the indices of one track's slices into (start, longer first, then added first) order.
+// Within runs of keys (sorted by start, then added first) that start together, rare, puts the
+// longer slices first, keeping the added order among equals.
+template <typename Key, typename SameStart, typename SliceOf>
+void LongerFirstAmongEqualStarts(const MappedArray<Slice>& slices, std::vector<Key>& keys, SameStart same_start,
+                                 SliceOf slice_of) {
+  for (size_t i = 0; i + 1 < keys.size();) {
+    size_t j = i + 1;
+    while (j < keys.size() && same_start(keys[j], keys[i])) ++j;
+    if (j - i > 1) {
+      std::stable_sort(keys.begin() + static_cast<std::ptrdiff_t>(i), keys.begin() + static_cast<std::ptrdiff_t>(j),
+                       [&](const Key& x, const Key& y) { return slices[slice_of(x)].dur_ns > slices[slice_of(y)].dur_ns; });
+    }
+    i = j;
+  }
+}
+
+// Sorts the indices (ascending) of one track's slices into (start, longer first, then added
+// first) order. The keys side by side: comparing through the indices would fetch two slices per
+// comparison. A key is 8 bytes where the track allows, one integer: the start from the track's
+// earliest in 40 bits (18 minutes) above the place in `indices` in 24 (16.7 M slices); else 16
+// (start and index). On 10 GB of Kineto JSON an 8 M-slice stream is out of order: its sort held
+// 20 bytes a slice at the import's peak (these keys and the index list), now 12.
 void SortTrackOrder(const MappedArray<Slice>& slices, std::span<uint32_t> indices) {
-  // The keys side by side: comparing through the indices would fetch two slices per comparison.
-  // 16 bytes (start and index): slices starting together, rare, are put longer first after.
+  constexpr int kPlaceBits = 24;
+  constexpr uint64_t kPlaceMask = (uint64_t{1} << kPlaceBits) - 1;
+  int64_t earliest = std::numeric_limits<int64_t>::max(), latest = std::numeric_limits<int64_t>::min();
+  for (uint32_t i : indices) {
+    earliest = std::min<int64_t>(earliest, slices[i].start_ns);
+    latest = std::max<int64_t>(latest, slices[i].start_ns);
+  }
+  if (indices.size() <= kPlaceMask + 1 &&
+      static_cast<uint64_t>(latest - earliest) < (uint64_t{1} << (64 - kPlaceBits))) {
+    std::vector<uint64_t> keys(indices.size());
+    for (size_t k = 0; k < indices.size(); ++k) {
+      keys[k] = (static_cast<uint64_t>(slices[indices[k]].start_ns - earliest) << kPlaceBits) | k;
+    }
+    std::sort(keys.begin(), keys.end());
+    LongerFirstAmongEqualStarts(
+        slices, keys, [](uint64_t x, uint64_t y) { return (x >> kPlaceBits) == (y >> kPlaceBits); },
+        [&](uint64_t key) { return indices[key & kPlaceMask]; });
+    for (uint64_t& key : keys) key = indices[key & kPlaceMask];  // all read before any is written
+    for (size_t k = 0; k < keys.size(); ++k) indices[k] = static_cast<uint32_t>(keys[k]);
+    return;
+  }
   struct Key {
     int64_t start;
     uint32_t index;
@@ -337,15 +377,8 @@ void SortTrackOrder(const MappedArray<Slice>& slices, std::span<uint32_t> indice
   std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
     return x.start != y.start ? x.start < y.start : x.index < y.index;
   });
-  for (size_t i = 0; i + 1 < keys.size();) {
-    size_t j = i + 1;
-    while (j < keys.size() && keys[j].start == keys[i].start) ++j;
-    if (j - i > 1) {
-      std::stable_sort(keys.begin() + static_cast<std::ptrdiff_t>(i), keys.begin() + static_cast<std::ptrdiff_t>(j),
-                       [&](const Key& x, const Key& y) { return slices[x.index].dur_ns > slices[y.index].dur_ns; });
-    }
-    i = j;
-  }
+  LongerFirstAmongEqualStarts(
+      slices, keys, [](const Key& x, const Key& y) { return x.start == y.start; }, [](const Key& key) { return key.index; });
   for (size_t i = 0; i < keys.size(); ++i) indices[i] = keys[i].index;
 }
 
