@@ -790,20 +790,25 @@ class ChromeEventImporter::Impl {
     std::vector<uint32_t> track_begin(track_count + 1, 0);
     std::vector<int64_t> longest(track_count, 0);
     std::vector<char> nests(track_count, 1);
-    std::vector<uint32_t> parent(slice_count, kNoParent);
+    // Each slice's parent, made only for a trace where the scan below gives up (4 bytes a slice at
+    // the import's peak otherwise).
+    std::vector<uint32_t> parent;
     std::vector<uint32_t> open;  // the slices open around the current one, innermost last
-    for (uint32_t i = 0; i < slice_count; ++i) {
-      const SliceRecord& slice = builder_.slice(i);
-      if (i == 0 || builder_.slice(i - 1).track != slice.track) open.clear();
+    auto walk_nesting = [&](auto&& visit) {
+      open.clear();
+      for (uint32_t i = 0; i < slice_count; ++i) {
+        const SliceRecord& slice = builder_.slice(i);
+        if (i == 0 || builder_.slice(i - 1).track != slice.track) open.clear();
+        while (!open.empty() && builder_.slice(open.back()).end_ns() <= slice.start_ns) open.pop_back();
+        visit(i, slice, open.empty() ? kNoParent : open.back());
+        open.push_back(i);
+      }
+    };
+    walk_nesting([&](uint32_t, const SliceRecord& slice, uint32_t enclosing) {
       ++track_begin[slice.track + 1];
       longest[slice.track] = std::max(longest[slice.track], slice.dur_ns);
-      while (!open.empty() && builder_.slice(open.back()).end_ns() <= slice.start_ns) open.pop_back();
-      if (!open.empty()) {
-        if (slice.end_ns() > builder_.slice(open.back()).end_ns()) nests[slice.track] = 0;
-        parent[i] = open.back();
-      }
-      open.push_back(i);
-    }
+      if (enclosing != kNoParent && slice.end_ns() > builder_.slice(enclosing).end_ns()) nests[slice.track] = 0;
+    });
     for (size_t t = 0; t < track_count; ++t) track_begin[t + 1] += track_begin[t];
     auto start_of = [&](uint32_t i) { return builder_.slice(i).start_ns; };
     auto find = [&](const FlowEnd& end) -> int64_t {
@@ -821,7 +826,21 @@ class ChromeEventImporter::Impl {
       if (!end.bind_enclosing) return lo == last ? -1 : lo;
       if (lo == first) return -1;
       if (nests[track]) {
-        for (uint32_t p = lo - 1; p != kNoParent; p = parent[p]) {
+        // The innermost slice holding the time is the last one starting before it that ends at or
+        // after it (slices nest): mostly the first one looked at (a launch holds its flow's start,
+        // a kernel its end). Past a few hundred siblings, the parents are walked instead.
+        constexpr uint32_t kScan = 256;
+        uint32_t p = lo;
+        for (uint32_t scanned = 0; p != first && scanned < kScan; ++scanned) {
+          --p;
+          if (end.ts <= builder_.slice(p).end_ns()) return p;
+        }
+        if (p == first) return -1;
+        if (parent.empty()) {
+          parent.resize(slice_count);
+          walk_nesting([&](uint32_t i, const SliceRecord&, uint32_t enclosing) { parent[i] = enclosing; });
+        }
+        for (p = lo - 1; p != kNoParent; p = parent[p]) {
           if (end.ts <= builder_.slice(p).end_ns()) return p;
         }
         return -1;

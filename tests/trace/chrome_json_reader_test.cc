@@ -328,5 +328,36 @@ TEST(ChromeJsonReaderTest, FlowsBindToTheInnermostSliceWhateverTheFileOrder) {
   }
 }
 
+// A flow whose time falls in a slice after many of its children have ended: found by walking the
+// parents once the scan back over the siblings gives up (past 256), as near the first child as
+// past the last; a time before the parent and one in a gap of the top level bind to nothing.
+TEST(ChromeJsonReaderTest, FlowsBindToAParentPastManyEndedChildren) {
+  std::string json = R"({"traceEvents":[)"
+                     R"({"ph":"X","name":"parent","pid":1,"tid":1,"ts":1000,"dur":10000},)"
+                     R"({"ph":"X","name":"after","pid":1,"tid":1,"ts":12000,"dur":10},)";
+  for (int i = 0; i < 1000; ++i) {
+    json += R"({"ph":"X","name":"child","pid":1,"tid":1,"ts":)" + std::to_string(1000 + 5 * i) + R"(,"dur":2},)";
+  }
+  json += R"({"ph":"X","name":"target","pid":1,"tid":2,"ts":0,"dur":20000},)";
+  const auto flow = [&](const std::string& id, int ts) {
+    json += R"({"ph":"s","id":")" + id + R"(","cat":"data","name":"d","pid":1,"tid":1,"ts":)" + std::to_string(ts) + "},";
+    json += R"({"ph":"f","id":")" + id + R"(","cat":"data","name":"d","pid":1,"tid":2,"ts":10,"bp":"e"},)";
+  };
+  flow("late", 8000);   // after all 1000 children: the scan gives up
+  flow("early", 1004);  // in the gap after the first child: the parent too
+  flow("inside", 1501);  // inside child 100
+  flow("before", 500);  // before anything on the thread
+  flow("gap", 11500);   // between `parent` and `after`
+  json.back() = ']';
+  json += "}";
+  auto trace = ReadTraceFromBytes(json, "many_children.json");
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  std::vector<std::string> from;
+  for (const Flow& f : trace->flows()) from.push_back(std::string(trace->str(trace->slice_name(trace->slices()[f.from_slice]))));
+  std::sort(from.begin(), from.end());
+  EXPECT_EQ(from, (std::vector<std::string>{"child", "parent", "parent"}));
+  EXPECT_EQ(trace->import_stats().Get("flow_not_bound_skipped"), 2);
+}
+
 }  // namespace
 }  // namespace stepscope::trace
