@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "base/free_storage.h"
+#include "base/saturating.h"
 #include "profiler/trace/chrome_json_reader.h"
 #include "profiler/trace/track_slice_buffer.h"
 #include "profiler/trace/utf8.h"
@@ -539,6 +540,15 @@ class ChromeEventImporter::Impl {
         stats().Add("flow_past_thread_limit_skipped");
         return;
       }
+      if (!has_flow_base_) {
+        flow_base_ns_ = *ts;
+        has_flow_base_ = true;
+      }
+      if (const int64_t offset = SaturatingSub(*ts, flow_base_ns_);
+          offset > FlowPair::kMaxOffsetNs || offset < -FlowPair::kMaxOffsetNs) {
+        stats().Add("flow_past_time_limit_skipped");
+        return;
+      }
       end.ts = *ts;
       end.bind_enclosing = ph != "f" || event_->bp == "e";
       end.set = true;
@@ -551,11 +561,11 @@ class ChromeEventImporter::Impl {
       }
       auto it = open_flows_.try_emplace(key).first;
       FlowPair& pair = it->second;
-      pair.Set(ph == "s" ? FlowPair::kStart : FlowPair::kEnd, end);
+      pair.Set(ph == "s" ? FlowPair::kStart : FlowPair::kEnd, end, flow_base_ns_);
       // A flow whose start and final step (`f`) have both come is done: it leaves the map, so
       // the map holds only open flows (a few, as Kineto writes each launch's pair close
       // together) and an id used again later starts a new flow.
-      if (pair.start().set && pair.end().final) {
+      if (pair.start_set && pair.end_final) {
         pair.launch = IsLaunchCategory(key.category) ? 1 : 0;
         done_flows_.push_back(pair);
         open_flows_.erase(it);
@@ -858,12 +868,12 @@ class ChromeEventImporter::Impl {
       return best;
     };
     auto bind = [&](const FlowPair& pair) {
-      if (!pair.start().set || !pair.end().set) {
+      if (!pair.start_set || !pair.end_set) {
         stats().Add("flow_unmatched_skipped");
         return;
       }
-      const int64_t from = find(pair.start());
-      const int64_t to = find(pair.end());
+      const int64_t from = find(pair.start(flow_base_ns_));
+      const int64_t to = find(pair.end(flow_base_ns_));
       if (from < 0 || to < 0) {
         stats().Add("flow_not_bound_skipped");
         return;
@@ -872,8 +882,8 @@ class ChromeEventImporter::Impl {
                             pair.launch ? FlowKind::kLaunch : FlowKind::kDataflow);
     };
     // In the order the flows completed in the file, then the ones still open at its end. The
-    // completed ones are bound from the last, their table shrinking as the flows grow (24 bytes a
-    // pending flow, 12 a bound one), and put back in file order after.
+    // completed ones are bound from the last, their table shrinking as the flows grow (16 bytes a
+    // pending flow, 8 a bound one), and put back in file order after.
     builder_.ReserveFlows(done_flows_.size() + open_flows_.size());
     const size_t first_flow = builder_.flows().size();
     for (size_t bound = 1; !done_flows_.empty(); ++bound) {
@@ -890,8 +900,9 @@ class ChromeEventImporter::Impl {
     FreeStorage(open_flows_);
   }
 
-  // Thread slots a flow can name (FlowPair packs them); a flow on a thread past them is skipped.
-  static constexpr int kThreadBits = 28;
+  // Thread slots a flow can name (FlowPair packs them); a flow on a thread past them is skipped
+  // (counted as flow_past_thread_limit_skipped).
+  static constexpr int kThreadBits = 16;
   struct FlowEnd {
     int64_t ts = 0;
     uint32_t thread = 0;  // thread slot
@@ -899,26 +910,37 @@ class ChromeEventImporter::Impl {
     bool set = false;
     bool final = false;  // an `f` (a `t` is a step that a later `f` replaces)
   };
-  // 24 bytes: a big trace has a flow per kernel launch, and all of them wait here until the
-  // slices are sorted. Each end's thread slot shares a word with its flags.
+  // 16 bytes: a big trace has a flow per kernel launch, and all of them wait here until the
+  // slices are sorted. Each end is a word: its time from the trace's first flow event (±4.9
+  // hours; an end past that is skipped, counted as flow_past_time_limit_skipped), its thread slot
+  // and its flags.
   struct FlowPair {
+    static constexpr int kTimeBits = 45;
+    static constexpr int64_t kMaxOffsetNs = (int64_t{1} << (kTimeBits - 1)) - 1;
     enum Side { kStart, kEnd };
-    int64_t ts[2] = {0, 0};
-    uint32_t start_thread : kThreadBits = 0;
-    uint32_t start_enclosing : 1 = 1, start_set : 1 = 0;
-    uint32_t launch : 1 = 0;  // category ac2g: a kernel's or copy's launch
-    uint32_t end_thread : kThreadBits = 0;
-    uint32_t end_enclosing : 1 = 1, end_set : 1 = 0, end_final : 1 = 0;
+    int64_t start_offset : kTimeBits = 0;
+    uint64_t start_thread : kThreadBits = 0;
+    uint64_t start_enclosing : 1 = 1, start_set : 1 = 0;
+    uint64_t launch : 1 = 0;  // category ac2g: a kernel's or copy's launch
+    int64_t end_offset : kTimeBits = 0;
+    uint64_t end_thread : kThreadBits = 0;
+    uint64_t end_enclosing : 1 = 1, end_set : 1 = 0, end_final : 1 = 0;
 
-    FlowEnd start() const { return {ts[kStart], start_thread, start_enclosing != 0, start_set != 0, false}; }
-    FlowEnd end() const { return {ts[kEnd], end_thread, end_enclosing != 0, end_set != 0, end_final != 0}; }
-    void Set(Side side, const FlowEnd& e) {
-      ts[side] = e.ts;
+    // The ends with their times made absolute again (`base_ns`: the first flow event's time).
+    FlowEnd start(int64_t base_ns) const {
+      return {base_ns + start_offset, static_cast<uint32_t>(start_thread), start_enclosing != 0, start_set != 0, false};
+    }
+    FlowEnd end(int64_t base_ns) const {
+      return {base_ns + end_offset, static_cast<uint32_t>(end_thread), end_enclosing != 0, end_set != 0, end_final != 0};
+    }
+    void Set(Side side, const FlowEnd& e, int64_t base_ns) {
       if (side == kStart) {
+        start_offset = e.ts - base_ns;
         start_thread = e.thread;
         start_enclosing = e.bind_enclosing;
         start_set = e.set;
       } else {
+        end_offset = e.ts - base_ns;
         end_thread = e.thread;
         end_enclosing = e.bind_enclosing;
         end_set = e.set;
@@ -926,7 +948,7 @@ class ChromeEventImporter::Impl {
       }
     }
   };
-  static_assert(sizeof(FlowPair) == 24);
+  static_assert(sizeof(FlowPair) == 16);
   // Kineto's ac2g flows join a launch (cudaLaunchKernel) to its kernel or copy.
   bool IsLaunchCategory(StringId category) { return builder_.strings().Get(category) == "ac2g"; }
 
@@ -969,7 +991,9 @@ class ChromeEventImporter::Impl {
   std::map<std::pair<std::string, std::string>, CounterSeries> counters_;
   std::unordered_map<FlowKey, FlowPair, FlowKeyHash> open_flows_;
   MappedArray<FlowPair> done_flows_;
-  static constexpr size_t kFlowsPerShrink = size_t{1} << 16;  // 1.5 MB of pending flows
+  int64_t flow_base_ns_ = 0;  // the first flow event's time: FlowPair keeps times from it
+  bool has_flow_base_ = false;
+  static constexpr size_t kFlowsPerShrink = size_t{1} << 16;  // 1 MB of pending flows
   // Per track: whether it holds device events, host events or both.
   static constexpr uint8_t kHoldsDeviceWork = 1, kHoldsHostWork = 2;
   std::vector<uint8_t> lane_holds_;

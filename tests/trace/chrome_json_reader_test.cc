@@ -328,6 +328,34 @@ TEST(ChromeJsonReaderTest, FlowsBindToTheInnermostSliceWhateverTheFileOrder) {
   }
 }
 
+// What a pending flow cannot hold is counted, not wrapped: an end on a thread past the first
+// 2^16, and one more than 4.9 hours from the first flow event. The flows within both bind.
+TEST(ChromeJsonReaderTest, FlowsPastThePendingLimitsAreCountedNotWrapped) {
+  std::string json = R"({"traceEvents":[)"
+                     R"({"ph":"X","name":"from","pid":1,"tid":0,"ts":0,"dur":10},)"
+                     R"({"ph":"X","name":"to","pid":1,"tid":1,"ts":0,"dur":10},)"
+                     R"({"ph":"s","id":1,"cat":"data","name":"d","pid":1,"tid":0,"ts":5},)"
+                     R"({"ph":"f","id":1,"cat":"data","name":"d","pid":1,"tid":1,"ts":5,"bp":"e"},)";
+  // 5 hours later (in microseconds): both ends of flow 2.
+  json += R"({"ph":"s","id":2,"cat":"data","name":"d","pid":1,"tid":0,"ts":18000000000},)"
+          R"({"ph":"f","id":2,"cat":"data","name":"d","pid":1,"tid":1,"ts":18000000001,"bp":"e"},)";
+  // Threads up to slot 2^16 (the two above hold slots 0 and 1), then a flow from the next one.
+  for (int tid = 2; tid <= 65536; ++tid) {
+    json += R"({"ph":"X","name":"t","pid":1,"tid":)" + std::to_string(tid) + R"(,"ts":0,"dur":10},)";
+  }
+  json += R"({"ph":"s","id":3,"cat":"data","name":"d","pid":1,"tid":65536,"ts":5},)"
+          R"({"ph":"f","id":3,"cat":"data","name":"d","pid":1,"tid":1,"ts":6,"bp":"e"},)"
+          R"({"ph":"s","id":4,"cat":"data","name":"d","pid":1,"tid":65535,"ts":5},)"
+          R"({"ph":"f","id":4,"cat":"data","name":"d","pid":1,"tid":1,"ts":7,"bp":"e"}]})";
+  auto trace = ReadTraceFromBytes(json, "limits.json");
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->flows().size(), 2u);  // flows 1 and 4
+  EXPECT_EQ(trace->import_stats().Get("flow_past_time_limit_skipped"), 2);
+  EXPECT_EQ(trace->import_stats().Get("flow_past_thread_limit_skipped"), 1);
+  // Flow 3 lost its start: its end alone is unmatched.
+  EXPECT_EQ(trace->import_stats().Get("flow_unmatched_skipped"), 1);
+}
+
 // A flow whose time falls in a slice after many of its children have ended: found by walking the
 // parents once the scan back over the siblings gives up (past 256), as near the first child as
 // past the last; a time before the parent and one in a gap of the top level bind to nothing.
