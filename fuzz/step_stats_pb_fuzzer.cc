@@ -26,8 +26,9 @@ bool SameSlices(const Trace& a, const Trace& b) {
   for (size_t s = 0; s < a.slices().size(); ++s) {
     const Slice& x = a.slices()[s];
     const Slice& y = b.slices()[s];
-    if (x.start_ns != y.start_ns || x.dur_ns != y.dur_ns || x.track != y.track || x.name != y.name ||
-        x.op_type != y.op_type || x.depth != y.depth || x.kind != y.kind || x.flags != y.flags) {
+    if (x.start_ns != y.start_ns || x.dur_ns != y.dur_ns || x.track != y.track ||
+        a.slice_name(x) != b.slice_name(y) || a.slice_op_type(x) != b.slice_op_type(y) || x.depth != y.depth ||
+        x.kind != y.kind || x.flags != y.flags) {
       return false;
     }
   }
