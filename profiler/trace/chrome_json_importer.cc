@@ -672,11 +672,12 @@ class ChromeEventImporter::Impl {
 
   // Slices wait per track (TrackSliceBuffer) until Finish() hands them to the builder.
   void HandPendingSlicesToBuilder() {
-    const std::vector<uint32_t> first = pending_.MoveToBuilder();
+    const std::vector<uint32_t> first = pending_.FirstIndices();
     TrackSliceBuffer::Resolve(first, kernel_arg_tracks_, builder_.kernel_args());
     TrackSliceBuffer::Resolve(first, transfer_arg_tracks_, builder_.transfer_args());
     FreeStorage(kernel_arg_tracks_);
     FreeStorage(transfer_arg_tracks_);
+    pending_.MoveToBuilder();
   }
 
   void Counter(int64_t ts) {
@@ -1000,7 +1001,7 @@ class ChromeEventImporter::Impl {
   TrackSliceBuffer pending_{builder_};
   // The track of each kernel's and copy's args (whose `slice` is a place in the track until
   // HandPendingSlicesToBuilder()).
-  std::vector<uint32_t> kernel_arg_tracks_;
+  MappedArray<uint32_t> kernel_arg_tracks_;
   std::vector<uint32_t> transfer_arg_tracks_;
   std::map<std::string, std::string> process_labels_;  // pid -> "GPU 0" (process_labels)
 };

@@ -13,6 +13,8 @@
 #include <optional>
 #include <vector>
 
+#include "base/mapped_array.h"
+
 namespace stepscope::trace {
 
 // A GPU kernel's launch as the PyTorch profiler records it (args of a `kernel` event).
@@ -57,7 +59,7 @@ class KernelArgsTable {
   size_t launch_count() const { return launches_.size(); }
 
   // For the builder, which renumbers and sorts the rows with the slices (before Freeze).
-  std::vector<Row>& rows() { return rows_; }
+  MappedArray<Row>& rows() { return rows_; }
 
   // Rows as KernelArgs values, in row order.
   class Iterator {
@@ -108,7 +110,9 @@ class KernelArgsTable {
   uint32_t SliceOfRow(size_t row) const;    // frozen
   uint32_t NextSliceWithArgs(uint32_t after) const;  // frozen: the first past `after`
 
-  std::vector<Row> rows_;  // while building, then empty
+  // While building, then empty; mapped, so that growing never holds two copies (a row per
+  // kernel: the import's peak on big Kineto traces while the file is parsed).
+  MappedArray<Row> rows_;
   bool frozen_ = false;
   std::vector<Entry> entries_;            // frozen rows, in slice order
   std::vector<uint64_t> present_;         // frozen: a bit per slice, set for those with a row

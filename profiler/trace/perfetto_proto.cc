@@ -11,6 +11,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "base/free_storage.h"
 #include "profiler/trace/node_store.h"
 #include "profiler/trace/proto_wire.h"
 #include "profiler/trace/slice_details.h"
@@ -982,11 +983,15 @@ class ProtoImporter {
       }
     }
     // The slices reach the builder track after track; what points at them follows.
-    const std::vector<uint32_t> first = pending_.MoveToBuilder();
+    const std::vector<uint32_t> first = pending_.FirstIndices();
     auto index_of = [&](uint32_t track, uint32_t position) { return first[track] + position; };
     TrackSliceBuffer::Resolve(first, kernel_arg_tracks_, builder_.kernel_args());
     TrackSliceBuffer::Resolve(first, transfer_arg_tracks_, builder_.transfer_args());
     TrackSliceBuffer::Resolve(first, slice_arg_tracks_, builder_.slice_args());
+    FreeStorage(kernel_arg_tracks_);
+    FreeStorage(transfer_arg_tracks_);
+    FreeStorage(slice_arg_tracks_);
+    pending_.MoveToBuilder();
     for (const auto& [id, ends] : flows_) {
       if (ends.first == kNoRef || ends.second == kNoRef) {
         builder_.import_stats().Add("perfetto_flows_without_both_ends");

@@ -469,9 +469,12 @@ void TraceBuilder::Reorder(std::span<const uint32_t> order, size_t offset) {
     Permute(order, offset, first, last, slices_);
     Permute(order, offset, first, last, trace_.node_refs_);
   }
-  auto renumber = [&](uint32_t& slice) {
+  RenumberSlices([&](uint32_t& slice) {
     if (slice >= lo && slice < hi) slice = new_index[slice - lo];
-  };
+  });
+}
+
+void TraceBuilder::RenumberSlices(const std::function<void(uint32_t&)>& renumber) {
   for (Flow& flow : trace_.flows_) {
     renumber(flow.from_slice);
     uint32_t to = flow.to_slice;  // a bit-field: renumbered through a copy
@@ -481,6 +484,88 @@ void TraceBuilder::Reorder(std::span<const uint32_t> order, size_t offset) {
   for (KernelArgsTable::Row& args : trace_.kernel_args_.rows()) renumber(args.slice);
   for (TransferArgs& args : trace_.transfer_args_) renumber(args.slice);
   for (SliceArg& arg : trace_.slice_args_) renumber(arg.slice);
+}
+
+bool TraceBuilder::SortNearlyOrderedTrack(size_t begin, size_t end) {
+  const size_t n = end - begin;
+  const size_t max_strays = n / 4;
+  // The strays: the slices before the latest one kept so far. What is left is in order.
+  std::vector<bool> stray(n, false);
+  MappedArray<uint32_t> strays;  // mapped, as the moves below: growing never holds two copies
+  for (size_t i = begin + 1, kept = begin; i < end; ++i) {
+    const Slice& x = slices_[kept];
+    const Slice& y = slices_[i];
+    if (x.start_ns < y.start_ns || (x.start_ns == y.start_ns && x.dur_ns >= y.dur_ns)) {
+      kept = i;
+      continue;
+    }
+    if (strays.size() == max_strays) return false;
+    stray[i - begin] = true;
+    strays.push_back(static_cast<uint32_t>(i));
+  }
+  // (start, longer first, then added first), as OrderByTrackThenTime orders. The strays are
+  // sorted through their slices: few, so 4 bytes each rather than keys.
+  auto before = [&](uint32_t a, uint32_t b) {
+    const Slice& x = slices_[a];
+    const Slice& y = slices_[b];
+    if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+    return x.dur_ns != y.dur_ns ? x.dur_ns > y.dur_ns : a < b;
+  };
+  std::sort(strays.begin(), strays.end(), before);
+
+  // Merge the sorted strays into the kept slices; each slice whose place changes is a move.
+  struct Move {
+    uint32_t from, to;
+  };
+  MappedArray<Move> moves;  // by `to`, as made
+  size_t next_stray = 0, to = begin;
+  auto place = [&](uint32_t from) {
+    if (from != to) moves.push_back({from, static_cast<uint32_t>(to)});
+    ++to;
+  };
+  for (size_t i = begin; i < end; ++i) {
+    if (stray[i - begin]) continue;
+    while (next_stray < strays.size() && before(strays[next_stray], static_cast<uint32_t>(i))) {
+      place(strays[next_stray++]);
+    }
+    place(static_cast<uint32_t>(i));
+  }
+  while (next_stray < strays.size()) place(strays[next_stray++]);
+  FreeStorage(strays);
+  FreeStorage(stray);
+
+  // The moved slices form cycles among themselves: follow them, fetching a place's move by a
+  // binary search (a bit per move, not an index per slice of the track).
+  auto move_into = [&](uint32_t slot) {
+    return static_cast<size_t>(std::lower_bound(moves.begin(), moves.end(), slot,
+                                                [](const Move& m, uint32_t p) { return m.to < p; }) -
+                               moves.begin());
+  };
+  auto permute = [&](auto& items) {
+    if (items.empty()) return;
+    std::vector<bool> placed(moves.size(), false);
+    for (size_t first = 0; first < moves.size(); ++first) {
+      if (placed[first]) continue;
+      const auto value = items[moves[first].to];
+      size_t m = first;
+      while (moves[m].from != moves[first].to) {
+        items[moves[m].to] = items[moves[m].from];
+        placed[m] = true;
+        m = move_into(moves[m].from);
+      }
+      items[moves[m].to] = value;
+      placed[m] = true;
+    }
+  };
+  permute(slices_);
+  permute(trace_.node_refs_);
+  std::sort(moves.begin(), moves.end(), [](const Move& x, const Move& y) { return x.from < y.from; });
+  RenumberSlices([&](uint32_t& slice) {
+    if (slice < begin || slice >= end) return;
+    auto it = std::lower_bound(moves.begin(), moves.end(), slice, [](const Move& m, uint32_t s) { return m.from < s; });
+    if (it != moves.end() && it->from == slice) slice = it->to;
+  });
+  return true;
 }
 
 void TraceBuilder::SortSlices() {
@@ -498,7 +583,7 @@ void TraceBuilder::SortSlices() {
       const Slice& y = slices_[end];
       in_order = in_order && (x.start_ns < y.start_ns || (x.start_ns == y.start_ns && x.dur_ns >= y.dur_ns));
     }
-    if (!in_order) {
+    if (!in_order && !SortNearlyOrderedTrack(begin, end)) {
       std::vector<uint32_t> track(end - begin);
       std::iota(track.begin(), track.end(), static_cast<uint32_t>(begin));
       SortTrackOrder(slices_, track);

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -372,7 +373,7 @@ class TraceBuilder {
   // Kineto arguments of a slice added before (`slice` is the AddSlice index).
   void AddKernelArgs(const KernelArgs& args) { trace_.kernel_args_.Add(args); }
   void AddTransferArgs(const TransferArgs& args) { trace_.transfer_args_.push_back(args); }
-  std::vector<KernelArgsTable::Row>& kernel_args() { return trace_.kernel_args_.rows(); }
+  MappedArray<KernelArgsTable::Row>& kernel_args() { return trace_.kernel_args_.rows(); }
   std::vector<TransferArgs>& transfer_args() { return trace_.transfer_args_; }
   std::vector<SliceArg>& slice_args() { return trace_.slice_args_; }
   // A free-form argument of a slice added before.
@@ -394,6 +395,12 @@ class TraceBuilder {
   // Moves the slice at order[i] to position offset + i, with its ref, and renumbers flows and
   // arguments (`order` maps [offset, offset + order.size()) onto itself).
   void Reorder(std::span<const uint32_t> order, size_t offset);
+  // Sorts the slices [begin, end) of one track that are in order but for a few strays (at most a
+  // quarter), moving only the slices whose place changes; false, with nothing changed, when
+  // there are more strays.
+  bool SortNearlyOrderedTrack(size_t begin, size_t end);
+  // Applies `renumber` to every slice index held by flows and arguments.
+  void RenumberSlices(const std::function<void(uint32_t&)>& renumber);
 
   // Moves the slices into the trace with their starts on the epoch (`shift_ns`: from the packing
   // base to the epoch), clamping and counting what does not fit; counts the slices of each track

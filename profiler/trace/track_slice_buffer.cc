@@ -17,11 +17,19 @@ TrackSliceBuffer::Ref TrackSliceBuffer::Add(const SliceRecord& slice) {
   return {slice.track, track.count++};
 }
 
-std::vector<uint32_t> TrackSliceBuffer::MoveToBuilder() {
+std::vector<uint32_t> TrackSliceBuffer::FirstIndices() const {
   std::vector<uint32_t> first(tracks_.size(), 0);
-  uint32_t next = builder_.AddSlices(count_);
+  auto next = static_cast<uint32_t>(builder_.slice_count());
   for (size_t t = 0; t < tracks_.size(); ++t) {
     first[t] = next;
+    next += tracks_[t].count;
+  }
+  return first;
+}
+
+void TrackSliceBuffer::MoveToBuilder() {
+  uint32_t next = builder_.AddSlices(count_);
+  for (size_t t = 0; t < tracks_.size(); ++t) {
     for (auto& block : tracks_[t].blocks) {
       builder_.SetPackedSlices(next, block);
       next += static_cast<uint32_t>(block.size());
@@ -30,7 +38,6 @@ std::vector<uint32_t> TrackSliceBuffer::MoveToBuilder() {
   }
   FreeStorage(tracks_);
   count_ = 0;
-  return first;
 }
 
 }  // namespace stepscope::trace

@@ -28,16 +28,19 @@ class TrackSliceBuffer {
   Ref Add(const SliceRecord& slice);
   size_t size() const { return count_; }
 
+  // The builder index each track's first slice gets from MoveToBuilder, by track: a Ref r is
+  // then index first[r.track] + r.position. Known before the move, so that the tables pointing at
+  // slices are resolved and their tracks freed first (their bytes are not held with the slices'
+  // move).
+  std::vector<uint32_t> FirstIndices() const;
   // Adds every slice to the builder (after any it holds), track after track, freeing the blocks
-  // as it goes; returns the builder index of each track's first slice, by track: a Ref r is then
-  // index first[r.track] + r.position. The buffer is empty afterwards.
-  std::vector<uint32_t> MoveToBuilder();
+  // as it goes. The buffer is empty afterwards.
+  void MoveToBuilder();
 
   // For the tables a reader filled before the hand-over (kernel args, free-form args): row i's
-  // `slice` was its place in track tracks[i]; it becomes the builder index, from what MoveTo
-  // returned.
-  template <typename Rows>
-  static void Resolve(const std::vector<uint32_t>& first, const std::vector<uint32_t>& tracks, Rows& rows) {
+  // `slice` was its place in track tracks[i]; it becomes the builder index, from FirstIndices.
+  template <typename Tracks, typename Rows>
+  static void Resolve(const std::vector<uint32_t>& first, const Tracks& tracks, Rows& rows) {
     for (size_t i = 0; i < tracks.size(); ++i) rows[i].slice += first[tracks[i]];
   }
 

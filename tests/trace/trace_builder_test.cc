@@ -229,6 +229,70 @@ TEST(TraceBuilderTest, FlowsPastTheSliceLimitAreCountedNotWrapped) {
   EXPECT_EQ(trace.import_stats().Get("flow_past_slice_limit_skipped"), 1);
 }
 
+// Tracks handed over whole (as the JSON reader's buffer does), one in order, one in order but for
+// strays (a copy recorded after the kernel it precedes, ties among them) and one shuffled (too
+// many strays: the whole track is sorted): every slice lands where a stable sort by (start,
+// longer first) puts it, and flows, references and arguments follow their slices.
+TEST(TraceBuilderTest, NearlyOrderedTracksMoveOnlyTheirStrays) {
+  std::mt19937 random(11);
+  constexpr uint32_t kTracks = 3;
+  TraceBuilder builder;
+  AddTracks(builder, TrackKind::kGpuStream, "stream", kTracks);
+  const StringId n = builder.Intern("kernel");
+  std::vector<SliceRecord> added;
+  for (uint32_t t = 0; t < kTracks; ++t) {
+    std::vector<SliceRecord> track;
+    for (int64_t i = 0; i < 300; ++i) {
+      track.push_back(MakeSlice(t, 1000 + 40 * i, 30, n));
+      if (t == 1 && i % 10 == 0) {
+        // Starts before the kernel just added: a stray one place late. Every 30th comes as a
+        // pair sharing that start (the longer one second, so the tie moves it first).
+        track.push_back(MakeSlice(t, 1000 + 40 * i - 9, 2, n));
+        if (i % 30 == 0) track.push_back(MakeSlice(t, 1000 + 40 * i - 9, 4, n));
+      }
+    }
+    if (t == 1) {  // one stray far behind: every slice it passes moves one place
+      track.push_back(MakeSlice(t, 1000 + 40 * 150 + 1, 1, n));
+    }
+    if (t == 2) std::shuffle(track.begin(), track.end(), random);
+    for (const SliceRecord& s : track) {
+      const auto index = static_cast<uint32_t>(added.size());
+      EXPECT_EQ(builder.AddSlice(s, NodeRef{t, index}), index);
+      added.push_back(s);
+      if (index % 3 == 0) builder.AddKernelArgs(KernelArgs{.correlation = index, .slice = index});
+      if (index % 7 == 0) builder.AddSliceArg(index, builder.Intern("k"), static_cast<int64_t>(index));
+      if (index > 0 && index % 5 == 0) builder.AddFlow(index - 1, index, FlowKind::kLaunch);
+    }
+  }
+  builder.SortSlices();
+  std::vector<uint32_t> expected(added.size());
+  std::iota(expected.begin(), expected.end(), 0u);
+  std::stable_sort(expected.begin(), expected.end(), [&](uint32_t a, uint32_t b) {
+    const SliceRecord& x = added[a];
+    const SliceRecord& y = added[b];
+    if (x.track != y.track) return x.track < y.track;
+    if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+    return x.dur_ns > y.dur_ns;
+  });
+  for (uint32_t i = 0; i < builder.slice_count(); ++i) {
+    const SliceRecord& want = added[expected[i]];
+    ASSERT_EQ(builder.slice(i).start_ns, want.start_ns) << "position " << i;
+    ASSERT_EQ(builder.slice(i).dur_ns, want.dur_ns) << "position " << i;
+  }
+  const Trace trace = std::move(builder).Build();
+  std::vector<uint32_t> origin(added.size());
+  for (uint32_t i = 0; i < trace.slices().size(); ++i) {
+    origin[i] = trace.node_ref(i).node;
+    ASSERT_EQ(origin[i], expected[i]) << "position " << i;
+  }
+  ASSERT_EQ(trace.flows().size(), (added.size() - 1) / 5);
+  for (const Flow& flow : trace.flows()) EXPECT_EQ(origin[flow.from_slice] + 1, origin[flow.to_slice]);
+  ASSERT_EQ(trace.all_kernel_args().size(), (added.size() + 2) / 3);
+  for (const KernelArgs& args : trace.all_kernel_args()) EXPECT_EQ(args.correlation, origin[args.slice]);
+  ASSERT_EQ(trace.all_slice_args().size(), (added.size() + 6) / 7);
+  for (const SliceArg& arg : trace.all_slice_args()) EXPECT_EQ(arg.number, origin[arg.slice]);
+}
+
 // Tracks in order but two, apart: only their slices move (the builder reorders each such track's
 // window on its own), and what points at slices inside and outside them follows.
 TEST(TraceBuilderTest, TracksOutOfOrderMoveOnlyTheirSlices) {
