@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "base/largest_n.h"
+#include "base/mapped_array.h"
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/gpu_work.h"
 #include "profiler/analysis/intervals.h"
@@ -23,15 +24,92 @@ using Intervals = std::vector<std::pair<int64_t, int64_t>>;
 
 namespace {
 
-IntervalStats IntervalsOf(std::vector<int64_t> values) {
+// The gaps of one stream and cause, each kept once (a stream's and a cause's statistics over all
+// streams are read off these lists merged): 4 bytes a gap below 4.3 s, 8 past it. A trace holds a
+// gap per kernel or more; three copies of 8 bytes each were the largest table of `idle`.
+class GapList {
+ public:
+  void Add(int64_t gap) {
+    if (gap >= 0 && gap <= int64_t{UINT32_MAX}) {
+      narrow_.push_back(static_cast<uint32_t>(gap));
+    } else {
+      wide_.push_back(gap);
+    }
+  }
+  size_t size() const { return narrow_.size() + wide_.size(); }
+  void Sort() {
+    std::sort(narrow_.begin(), narrow_.end());
+    std::sort(wide_.begin(), wide_.end());
+  }
+  const MappedArray<uint32_t>& narrow() const { return narrow_; }
+  const std::vector<int64_t>& wide() const { return wide_; }
+
+ private:
+  MappedArray<uint32_t> narrow_;
+  std::vector<int64_t> wide_;
+};
+
+// Count, total, max and the quantiles of the union of sorted gap lists, by merging them up to the
+// 95th percentile's position: the figures statistics.h's QuantileInPlace gives on the values gathered,
+// without gathering them.
+IntervalStats IntervalsOfSorted(const std::vector<const GapList*>& lists) {
+  struct Cursor {
+    const uint32_t* narrow;
+    const int64_t* wide;
+    size_t size, at;
+    int64_t value() const { return narrow != nullptr ? int64_t{narrow[at]} : wide[at]; }
+  };
+  std::vector<Cursor> cursors;
   IntervalStats stats;
-  stats.count = static_cast<int64_t>(values.size());
-  if (values.empty()) return stats;
-  std::vector<double> d(values.begin(), values.end());
-  for (int64_t v : values) stats.total_ns += v;
-  stats.max_ns = *std::max_element(values.begin(), values.end());
-  stats.p50_ns = Quantile(d, 0.5);
-  stats.p95_ns = Quantile(std::move(d), 0.95);
+  for (const GapList* list : lists) {
+    if (!list->narrow().empty()) cursors.push_back({list->narrow().data(), nullptr, list->narrow().size(), 0});
+    if (!list->wide().empty()) cursors.push_back({nullptr, list->wide().data(), list->wide().size(), 0});
+  }
+  for (const Cursor& c : cursors) {
+    stats.count += static_cast<int64_t>(c.size);
+    for (size_t i = 0; i < c.size; ++i) stats.total_ns += c.narrow != nullptr ? int64_t{c.narrow[i]} : c.wide[i];
+    stats.max_ns = std::max(stats.max_ns, Cursor{c.narrow, c.wide, c.size, c.size - 1}.value());  // sorted: the last
+  }
+  if (stats.count == 0) return stats;
+  // The order statistics each quantile interpolates between (statistics.h QuantileInPlace).
+  const auto n = static_cast<size_t>(stats.count);
+  struct Wanted {
+    double fraction, position;
+    size_t below;
+    int64_t lower = 0, upper = 0;
+  };
+  Wanted wanted[2] = {{0.5, 0, 0}, {0.95, 0, 0}};
+  size_t last = 0;
+  for (Wanted& w : wanted) {
+    w.position = w.fraction * static_cast<double>(n - 1);
+    w.below = static_cast<size_t>(w.position);
+    last = std::max(last, std::min(w.below + 1, n - 1));
+  }
+  auto greater = [&](size_t a, size_t b) { return cursors[a].value() > cursors[b].value(); };
+  std::vector<size_t> heap(cursors.size());
+  for (size_t i = 0; i < heap.size(); ++i) heap[i] = i;
+  std::make_heap(heap.begin(), heap.end(), greater);
+  for (size_t rank = 0; rank <= last; ++rank) {
+    std::pop_heap(heap.begin(), heap.end(), greater);
+    Cursor& c = cursors[heap.back()];
+    const int64_t value = c.value();
+    for (Wanted& w : wanted) {
+      if (rank == w.below) w.lower = value;
+      if (rank == w.below + 1) w.upper = value;
+    }
+    if (++c.at == c.size) {
+      heap.pop_back();
+    } else {
+      std::push_heap(heap.begin(), heap.end(), greater);
+    }
+  }
+  auto quantile = [&](const Wanted& w) {
+    if (w.below + 1 >= n) return static_cast<double>(w.lower);
+    const double weight = w.position - static_cast<double>(w.below);
+    return static_cast<double>(w.lower) * (1 - weight) + static_cast<double>(w.upper) * weight;
+  };
+  stats.p50_ns = quantile(wanted[0]);
+  stats.p95_ns = quantile(wanted[1]);
   return stats;
 }
 
@@ -147,11 +225,10 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
   report.consecutive_kernel_delay_ns = options.consecutive_kernel_delay_ns;
   struct Row {
     StreamIdle idle;
-    std::vector<int64_t> all, by_cause[3];
+    GapList by_cause[3];
   };
   std::vector<Row> rows;
   std::map<std::tuple<int32_t, std::string, std::string>, size_t> index;
-  std::vector<int64_t> totals[3];
   // The largest gaps by reference, names and the enclosing host op looked up at the end: only
   // `largest` are kept, since a trace holds a gap per kernel or more.
   struct Gap {
@@ -196,10 +273,7 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
               cause = IdleCause::kKernelWait;
             }
           }
-          const int c = static_cast<int>(cause);
-          row.all.push_back(gap);
-          row.by_cause[c].push_back(gap);
-          totals[c].push_back(gap);
+          row.by_cause[static_cast<int>(cause)].Add(gap);
           largest_gaps.Offer({gap, prev_end, s.start_ns, &trace, rank, w.device, w.lane,
                               static_cast<uint32_t>(prev), i, r, cause});
         }
@@ -210,14 +284,19 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
       }
     }
   }
+  std::vector<const GapList*> of_cause[3];
   for (Row& row : rows) {
-    row.idle.all = IntervalsOf(std::move(row.all));
-    for (int c = 0; c < 3; ++c) row.idle.by_cause[c] = IntervalsOf(std::move(row.by_cause[c]));
-    report.streams.push_back(std::move(row.idle));
+    for (int c = 0; c < 3; ++c) {
+      row.by_cause[c].Sort();
+      row.idle.by_cause[c] = IntervalsOfSorted({&row.by_cause[c]});
+      of_cause[c].push_back(&row.by_cause[c]);
+    }
+    row.idle.all = IntervalsOfSorted({&row.by_cause[0], &row.by_cause[1], &row.by_cause[2]});
+    report.streams.push_back(row.idle);
   }
   std::stable_sort(report.streams.begin(), report.streams.end(),
                    [](const StreamIdle& a, const StreamIdle& b) { return a.rank < b.rank; });
-  for (int c = 0; c < 3; ++c) report.by_cause[c] = IntervalsOf(std::move(totals[c]));
+  for (int c = 0; c < 3; ++c) report.by_cause[c] = IntervalsOfSorted(of_cause[c]);
   // Longest first; equal lengths in the order found.
   for (const Gap& g : largest_gaps.TakeSorted()) {
     const Trace& trace = *g.trace;
@@ -383,9 +462,9 @@ LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOp
     }
     report.linked += static_cast<int64_t>(mine.size());
   }
-  report.cpu = Durations(cpu);
-  report.gpu = Durations(gpu);
-  report.delay = Durations(delay);
+  report.cpu = Durations(std::move(cpu));
+  report.gpu = Durations(std::move(gpu));
+  report.delay = Durations(std::move(delay));
   report.long_runtime_count = static_cast<int64_t>(long_runtime.size());
   report.long_delay_count = static_cast<int64_t>(long_delay.size());
   auto largest = [&](std::vector<Outlier>& outliers, std::vector<Launch>& into) {
@@ -399,10 +478,11 @@ LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOp
     OpLaunches row;
     row.op = std::string(name);
     row.launches = static_cast<int64_t>(op.delay.size());
-    row.delay = Durations(op.delay);
-    row.op_to_launch = Durations(op.op_to_launch);
+    row.delay = Durations(std::move(op.delay));
+    row.op_to_launch = Durations(std::move(op.op_to_launch));
     for (auto& [kernel, delays] : op.kernels) {
-      row.kernels.push_back({std::string(kernel), static_cast<int64_t>(delays.size()), Durations(delays)});
+      const auto count = static_cast<int64_t>(delays.size());
+      row.kernels.push_back({std::string(kernel), count, Durations(std::move(delays))});
     }
     std::stable_sort(row.kernels.begin(), row.kernels.end(),
                      [](const OpKernelLaunches& a, const OpKernelLaunches& b) { return a.count > b.count; });

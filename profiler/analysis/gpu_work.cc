@@ -59,9 +59,23 @@ std::string TrackName(const Trace& trace, uint32_t track) { return std::string(t
 
 // The runtime call that launched each slice (launch flows), -1 where none.
 LaunchIndex LaunchOf(const Trace& trace) {
-  LaunchIndex launch(trace.slices().size());
+  LaunchIndex launch;
+  launch.trace_ = &trace;
+  launch.offset_.assign(trace.tracks().size(), LaunchIndex::kNone);
   for (const trace::Flow& flow : trace.flows()) {
-    if (flow.kind == trace::FlowKind::kLaunch) launch.Set(flow.to_slice, flow.from_slice);
+    if (flow.kind == trace::FlowKind::kLaunch) launch.offset_[trace.slices()[flow.to_slice].track] = 0;
+  }
+  size_t size = 0;
+  for (uint32_t t = 0; t < launch.offset_.size(); ++t) {
+    if (launch.offset_[t] == LaunchIndex::kNone) continue;
+    launch.offset_[t] = static_cast<uint32_t>(size);
+    size += trace.track_slices(t).size();
+  }
+  launch.from_.assign(size, LaunchIndex::kNone);
+  for (const trace::Flow& flow : trace.flows()) {
+    if (flow.kind != trace::FlowKind::kLaunch) continue;
+    const uint32_t track = trace.slices()[flow.to_slice].track;
+    launch.from_[launch.offset_[track] + (flow.to_slice - trace.track_first_slice(track))] = flow.from_slice;
   }
   return launch;
 }
@@ -86,18 +100,17 @@ int64_t LaunchingOp(const Trace& trace, uint32_t launch) {
   return trace.slices()[launch].kind == SliceKind::kOp ? int64_t{launch} : EnclosingOp(trace, launch);
 }
 
-DurationStats Durations(const std::vector<int64_t>& values) {
+DurationStats Durations(std::vector<int64_t> values) {
   DurationStats stats;
   stats.count = static_cast<int64_t>(values.size());
   if (values.empty()) return stats;
-  std::vector<double> d(values.begin(), values.end());
   double sum = 0;
-  for (double v : d) sum += v;
-  stats.mean_ns = sum / static_cast<double>(d.size());
+  for (int64_t v : values) sum += static_cast<double>(v);
+  stats.mean_ns = sum / static_cast<double>(values.size());
   stats.min_ns = *std::min_element(values.begin(), values.end());
   stats.max_ns = *std::max_element(values.begin(), values.end());
-  stats.p50_ns = Quantile(d, 0.5);
-  stats.p95_ns = Quantile(std::move(d), 0.95);
+  stats.p50_ns = QuantileInPlace(values, 0.5);
+  stats.p95_ns = QuantileInPlace(values, 0.95);
   return stats;
 }
 

@@ -44,16 +44,24 @@ std::vector<StreamWork> CollectWork(const GpuInput& input);
 std::string TrackName(const trace::Trace& trace, uint32_t track);
 
 // The slice that launched each slice (the source of its launch flow: a runtime call, or the
-// executor op in our traces), -1 where none. 4 bytes a slice: analyses build it over every slice.
+// executor op in our traces), -1 where none. 4 bytes a slice of the tracks that launches reach
+// (the GPU streams: a third of a Kineto trace's slices), not of every track.
 class LaunchIndex {
  public:
-  LaunchIndex() = default;
-  explicit LaunchIndex(size_t slices) : from_(slices, kNone) {}
-  int64_t operator[](size_t slice) const { return from_[slice] == kNone ? -1 : int64_t{from_[slice]}; }
-  void Set(uint32_t slice, uint32_t from) { from_[slice] = from; }
+  LaunchIndex() = default;  // knows no launch
+  int64_t operator[](size_t slice) const {
+    if (trace_ == nullptr) return -1;
+    const uint32_t track = trace_->slices()[slice].track;
+    if (offset_[track] == kNone) return -1;
+    const uint32_t from = from_[offset_[track] + (slice - trace_->track_first_slice(track))];
+    return from == kNone ? -1 : int64_t{from};
+  }
 
  private:
+  friend LaunchIndex LaunchOf(const trace::Trace& trace);
   static constexpr uint32_t kNone = 0xffffffffu;  // no slice index reaches it (indices are < size)
+  const trace::Trace* trace_ = nullptr;
+  std::vector<uint32_t> offset_;  // per track: where its slices start in from_; kNone if no launch reaches it
   std::vector<uint32_t> from_;
 };
 LaunchIndex LaunchOf(const trace::Trace& trace);
@@ -65,6 +73,8 @@ int64_t EnclosingOp(const trace::Trace& trace, uint32_t slice);
 // enclosing the runtime call (Kineto: aten::mm around cudaLaunchKernel); -1 when none.
 int64_t LaunchingOp(const trace::Trace& trace, uint32_t launch);
 
-DurationStats Durations(const std::vector<int64_t>& values);
+// Count, extremes, mean and quantiles of the values (taken: reordered, not copied; callers move
+// their lists in).
+DurationStats Durations(std::vector<int64_t> values);
 
 }  // namespace stepscope::analysis

@@ -29,6 +29,17 @@ double Quantile(std::vector<double> values, double fraction) {
   return *at * (1 - weight) + *std::min_element(at + 1, values.end()) * weight;
 }
 
+double QuantileInPlace(std::span<int64_t> values, double fraction) {
+  if (values.empty()) return 0;
+  const double position = std::clamp(fraction, 0.0, 1.0) * static_cast<double>(values.size() - 1);
+  const size_t below = static_cast<size_t>(position);
+  const auto at = values.begin() + static_cast<std::ptrdiff_t>(below);
+  std::nth_element(values.begin(), at, values.end());
+  if (below + 1 >= values.size()) return static_cast<double>(*at);
+  const double weight = position - static_cast<double>(below);
+  return static_cast<double>(*at) * (1 - weight) + static_cast<double>(*std::min_element(at + 1, values.end())) * weight;
+}
+
 double MedianAbsoluteDeviation(const std::vector<double>& values) {
   const double median = Median(values);
   std::vector<double> deviations;

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "profiler/analysis/gpu_analyses.h"
+#include "profiler/analysis/statistics.h"
 #include "profiler/trace/reader.h"
 #include "test_util.h"
 #include "trace_fixtures.h"
@@ -139,6 +140,64 @@ TEST(IdleTest, CausesKnownByConstruction) {
   hta.consecutive_kernel_delay_ns = 5;
   const IdleReport h5 = ComputeIdle({GpuInput{&trace, {}}}, hta);
   EXPECT_EQ(h5.streams[0].by_cause[static_cast<int>(IdleCause::kOther)].total_ns, 40);
+}
+
+// Gaps of every size on two streams, each cause among them, one past the 4.3 s a gap's narrow
+// form holds: every stream's, cause's and total count, sum, max and percentiles are those of the
+// gaps gathered (the report merges its sorted lists instead of gathering them).
+TEST(IdleTest, PercentilesEqualThoseOfTheGapsGathered) {
+  TraceMaker m;
+  const uint32_t host = m.Host("host");
+  const uint32_t gpu = m.Device("GPU 0", host);
+  std::vector<double> by_stream_cause[2][3], by_cause[3], by_stream[2];
+  for (int stream = 0; stream < 2; ++stream) {
+    const uint32_t thread = m.Lane("thread " + std::to_string(stream), host, TrackKind::kOpLane, false);
+    const uint32_t lane = m.Lane("stream " + std::to_string(stream), gpu, TrackKind::kGpuStream);
+    int64_t end = 1000;
+    m.Slice(lane, 0, end, "first", "", SliceKind::kKernel);
+    for (int64_t i = 0; i < 61; ++i) {
+      int64_t gap = (i * 37 % 11 + 1) * 100 * (stream + 1);
+      if (stream == 0 && i == 30) gap = int64_t{5'000'000'000};
+      const int64_t start = end + gap;
+      const uint32_t kernel = m.Slice(lane, start, start + 50, "k", "", SliceKind::kKernel);
+      auto cause = IdleCause::kOther;
+      if (i % 3 == 0) {  // the call returned after the stream ran dry
+        m.Flow(m.Slice(thread, start - 20, start - 10, "cudaLaunchKernel", "", SliceKind::kRuntime), kernel,
+               FlowKind::kLaunch);
+        cause = IdleCause::kHostWait;
+      } else if (i % 3 == 1) {  // queued before
+        m.Flow(m.Slice(thread, end - 30, end - 20, "cudaLaunchKernel", "", SliceKind::kRuntime), kernel,
+               FlowKind::kLaunch);
+        cause = IdleCause::kKernelWait;
+      }
+      const auto c = static_cast<int>(cause);
+      by_stream_cause[stream][c].push_back(static_cast<double>(gap));
+      by_cause[c].push_back(static_cast<double>(gap));
+      by_stream[stream].push_back(static_cast<double>(gap));
+      end = start + 50;
+    }
+  }
+  const trace::Trace trace = std::move(m).Build();
+  const IdleReport r = ComputeIdle({GpuInput{&trace, {}}});
+  auto expect_stats = [](const IntervalStats& got, const std::vector<double>& gaps, const std::string& what) {
+    ASSERT_EQ(got.count, static_cast<int64_t>(gaps.size())) << what;
+    double total = 0;
+    for (double g : gaps) total += g;
+    EXPECT_EQ(got.total_ns, static_cast<int64_t>(total)) << what;
+    EXPECT_EQ(got.max_ns, static_cast<int64_t>(*std::max_element(gaps.begin(), gaps.end()))) << what;
+    EXPECT_DOUBLE_EQ(got.p50_ns, Quantile(gaps, 0.5)) << what;
+    EXPECT_DOUBLE_EQ(got.p95_ns, Quantile(gaps, 0.95)) << what;
+  };
+  ASSERT_EQ(r.streams.size(), 2u);
+  EXPECT_EQ(r.streams[0].all.max_ns, 5'000'000'000);
+  for (int stream = 0; stream < 2; ++stream) {
+    expect_stats(r.streams[stream].all, by_stream[stream], "stream " + std::to_string(stream));
+    for (int c = 0; c < 3; ++c) {
+      expect_stats(r.streams[stream].by_cause[c], by_stream_cause[stream][c],
+                   "stream " + std::to_string(stream) + " cause " + std::to_string(c));
+    }
+  }
+  for (int c = 0; c < 3; ++c) expect_stats(r.by_cause[c], by_cause[c], "cause " + std::to_string(c));
 }
 
 TEST(IdleTest, WindowsKeepWorkStartingInThem) {
