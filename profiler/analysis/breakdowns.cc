@@ -320,21 +320,28 @@ StreamStats ComputeStreamStats(const Trace& trace, size_t gaps) {
     const bool gpu = lane_kind == TrackKind::kGpuStream || lane_kind == TrackKind::kGpuAllStreams ||
                      lane_kind == TrackKind::kGpuMemcpy;
     std::vector<uint32_t> work, annotations, syncs, other;
+    // Counted first, then gathered into lists of exactly that size: a host thread of tens of
+    // millions of slices grew its list by copies (the peak of `streams` on big traces).
+    auto list_of = [&](const Slice& s) -> std::vector<uint32_t>* {
+      if (s.duplicate()) return nullptr;
+      if (s.kind == SliceKind::kAnnotation) return &annotations;
+      if (s.kind == SliceKind::kSync) return &syncs;
+      if (gpu && !trace::IsDeviceWork(s.kind)) return &other;
+      return &work;
+    };
+    size_t counts[4] = {0, 0, 0, 0};
+    std::vector<uint32_t>* const lists[4] = {&work, &annotations, &syncs, &other};
+    for (uint32_t t : group) {
+      for (const Slice& s : trace.track_slices(t)) {
+        if (std::vector<uint32_t>* list = list_of(s)) ++counts[std::find(lists, lists + 4, list) - lists];
+      }
+    }
+    for (int l = 0; l < 4; ++l) lists[l]->reserve(counts[l]);
     for (uint32_t t : group) {
       const uint32_t first = trace.track_first_slice(t);
       const auto lane = trace.track_slices(t);
       for (uint32_t k = 0; k < lane.size(); ++k) {
-        const Slice& s = lane[k];
-        if (s.duplicate()) continue;
-        if (s.kind == SliceKind::kAnnotation) {
-          annotations.push_back(first + k);
-        } else if (s.kind == SliceKind::kSync) {
-          syncs.push_back(first + k);
-        } else if (gpu && !trace::IsDeviceWork(s.kind)) {
-          other.push_back(first + k);
-        } else {
-          work.push_back(first + k);
-        }
+        if (std::vector<uint32_t>* list = list_of(lane[k])) list->push_back(first + k);
       }
     }
     // An aggregate lane that only repeats others has nothing left.

@@ -215,10 +215,11 @@ int32_t PatternId(const std::string& key, size_t i) {
 // then keeps only the repeated ones instead of a map entry per window.
 class PatternPrefilter {
  public:
-  // Eight slots per window keep chance collisions (which let an unrepeated window through) to a
-  // few percent; 128 MB at most.
+  // Four slots per window, 32 MB at most (a fixed buffer: every slot of a big trace's table is
+  // touched). A chance collision lets an unrepeated window through to the exact count, which
+  // drops it: it costs a map entry and time, never a wrong answer.
   explicit PatternPrefilter(size_t windows)
-      : counts_(std::bit_ceil(std::clamp<size_t>(windows * 8, 1024, size_t{1} << 27))) {}
+      : counts_(std::bit_ceil(std::clamp<size_t>(windows * 4, 1024, size_t{1} << 25))) {}
   void Count(const int32_t* ids, size_t length) {
     uint8_t& count = counts_[Slot(ids, length)];
     if (count != 0xff) ++count;
@@ -251,19 +252,24 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
   std::vector<std::string> names;
   std::unordered_map<std::string, int32_t> op_index;
   std::vector<std::string> op_names;
-  // Per stream: its trace and its kernels, in stream order, with their name ids.
+  // Per stream: its trace and its kernels, in stream order. A kernel's name id comes from its
+  // input's table by its name (a list of ids beside the kernels was 4 bytes a kernel more at the
+  // peak).
   struct StreamKernels {
     size_t input;
     std::vector<uint32_t> kernels;
-    std::vector<int32_t> ids;
   };
   std::vector<StreamKernels> streams;
+  std::vector<std::vector<int32_t>> id_of_string_by_input(inputs.size());
   size_t windows = 0;
   for (size_t n = 0; n < inputs.size(); ++n) {
     const Trace& trace = *inputs[n].trace;
-    std::vector<int32_t> id_of_string(trace.strings().size(), -1);
+    std::vector<int32_t>& id_of_string = id_of_string_by_input[n];
+    id_of_string.assign(trace.strings().size(), -1);
     for (const StreamWork& w : CollectWork(inputs[n])) {
-      StreamKernels stream{n, {}, {}};
+      StreamKernels stream{n, {}};
+      // At most every piece of work is a kernel: reserved so that the lists never grow by copies.
+      stream.kernels.reserve(w.slices.size());
       for (uint32_t i : w.slices) {
         if (trace.slices()[i].kind != SliceKind::kKernel) continue;
         stream.kernels.push_back(i);
@@ -274,17 +280,24 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
           if (inserted) names.push_back(it->first);
           id = it->second;
         }
-        stream.ids.push_back(id);
       }
       report.kernels += static_cast<int64_t>(stream.kernels.size());
-      if (stream.ids.size() >= k) windows += stream.ids.size() - k + 1;
+      if (stream.kernels.size() >= k) windows += stream.kernels.size() - k + 1;
       streams.push_back(std::move(stream));
     }
   }
+  // The name ids of the k kernels from position p of a stream.
+  std::vector<int32_t> window(k);
+  auto window_ids = [&](const StreamKernels& stream, size_t p) {
+    const Trace& trace = *inputs[stream.input].trace;
+    const std::vector<int32_t>& id_of_string = id_of_string_by_input[stream.input];
+    for (size_t q = 0; q < k; ++q) window[q] = id_of_string[trace.slice_name(trace.slices()[stream.kernels[p + q]])];
+    return static_cast<const int32_t*>(window.data());
+  };
   PatternPrefilter prefilter(options.min_count > 1 ? windows : 0);
   if (options.min_count > 1) {
     for (const StreamKernels& stream : streams) {
-      for (size_t p = 0; p + k <= stream.ids.size(); ++p) prefilter.Count(stream.ids.data() + p, k);
+      for (size_t p = 0; p + k <= stream.kernels.size(); ++p) prefilter.Count(window_ids(stream, p), k);
     }
   }
 
@@ -305,9 +318,10 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
       launch = LaunchOf(trace);
       launch_input = work.input;
     }
-    for (size_t p = 0; p + k <= work.ids.size(); ++p) {
-      if (options.min_count > 1 && !prefilter.MaySeen(work.ids.data() + p, k, options.min_count)) continue;
-      Acc& acc = patterns[PatternKey(work.ids.data() + p, k)];
+    for (size_t p = 0; p + k <= work.kernels.size(); ++p) {
+      const int32_t* ids = window_ids(work, p);
+      if (options.min_count > 1 && !prefilter.MaySeen(ids, k, options.min_count)) continue;
+      Acc& acc = patterns[PatternKey(ids, k)];
       if (acc.stream == stream && p < acc.end) continue;  // overlaps the previous occurrence
       acc.stream = stream;
       acc.end = p + k;

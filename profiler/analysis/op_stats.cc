@@ -6,6 +6,7 @@
 #include <span>
 #include <unordered_map>
 
+#include "base/largest_n.h"
 #include "profiler/analysis/breakdowns.h"
 
 namespace stepscope::analysis {
@@ -112,19 +113,19 @@ SliceWindows::SliceWindows(const Trace& trace) : trace_(trace), tracks_(trace.tr
   // Up to this many slices per track are listed apart: enough for the spans that enclose a whole
   // trace or a phase of it, few enough to add to every window.
   constexpr size_t kLongest = 16;
-  std::vector<int64_t> durations;
   for (uint32_t t = 0; t < tracks_.size(); ++t) {
     const std::span<const Slice> slices = trace.track_slices(t);
     if (slices.empty()) continue;
-    durations.clear();
-    for (const Slice& s : slices) durations.push_back(s.dur_ns);
+    // The kLongest-th longest duration bounds every slice not listed (the longest of a track of
+    // fewer). Kept in a bounded heap: a copy of a big track's durations was the peak of `steps`.
+    LargestN<int64_t, std::greater<>> longest(kLongest, std::greater<>());
+    for (const Slice& s : slices) longest.Offer(s.dur_ns);
+    const std::vector<int64_t> durations = longest.TakeSorted();
     Track& track = tracks_[t];
-    if (durations.size() <= kLongest) {
-      track.bound_ns = *std::max_element(durations.begin(), durations.end());
+    if (slices.size() <= kLongest) {
+      track.bound_ns = durations.front();
       continue;
     }
-    // The kLongest-th longest duration bounds every slice not listed.
-    std::nth_element(durations.begin(), durations.begin() + (kLongest - 1), durations.end(), std::greater<>());
     track.bound_ns = durations[kLongest - 1];
     const uint32_t first = trace.track_first_slice(t);
     for (uint32_t k = 0; k < slices.size(); ++k) {
