@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 
 #include "kineto_generator.h"
@@ -78,6 +79,52 @@ TEST(OpStatsTest, TotalsSelfTimeAndPercentilesByConstruction) {
   // Sorted by total time.
   EXPECT_EQ(stats.by_op_type[0].name, "A");
   EXPECT_EQ(stats.by_op_type[1].name, "K");
+}
+
+// An op type's row shares its name row's durations while both have counted the same slices
+// (Kineto names slices by their op type) and takes its own copy when either meets another
+// partner: every row's figures are those of its own slices, a duration past 4.3 s among them.
+TEST(OpStatsTest, TypeAndNameRowsThatPartKeepTheirOwnFigures) {
+  struct Op {
+    std::string name, type;
+    int64_t dur;
+  };
+  const std::vector<Op> ops = {
+      {"n1", "T", 30}, {"n1", "T", 10}, {"n1", "T", 50},           // n1 and T share
+      {"n2", "T", 20},                                              // T meets n2: T parts from n1
+      {"n1", "U", 70},                                              // n1 alone, U shares with none
+      {"x", "X", 5}, {"x", "X", 5'000'000'000}, {"x", "Y", 15},     // x meets Y: X parts from x
+      {"z", "Z", 7}, {"z", "Z", 9},                                 // z and Z share to the end
+  };
+  TraceMaker m;
+  const uint32_t thread = m.Lane("thread 1", m.Device("CPU:0", m.Host("host")), TrackKind::kOpLane, false);
+  std::map<std::string, std::vector<int64_t>> by_type, by_name;
+  int64_t clock = 0;
+  for (const Op& op : ops) {
+    m.Slice(thread, clock, clock + op.dur, op.name, op.type);
+    clock += op.dur + 1;
+    by_type[op.type].push_back(op.dur);
+    by_name[op.name].push_back(op.dur);
+  }
+  const trace::Trace trace = std::move(m).Build();
+  const OpStats stats = ComputeOpStats(trace);
+  auto expect_rows = [](const std::vector<OpStatsRow>& rows, std::map<std::string, std::vector<int64_t>> want) {
+    ASSERT_EQ(rows.size(), want.size());
+    for (auto& [name, durations] : want) {
+      const OpStatsRow* row = Row(rows, name);
+      ASSERT_NE(row, nullptr) << name;
+      std::sort(durations.begin(), durations.end());
+      EXPECT_EQ(row->count, static_cast<int64_t>(durations.size())) << name;
+      EXPECT_EQ(row->min_ns, durations.front()) << name;
+      EXPECT_EQ(row->max_ns, durations.back()) << name;
+      EXPECT_DOUBLE_EQ(row->p50_ns, Percentile(durations, 0.5)) << name;
+      EXPECT_DOUBLE_EQ(row->p95_ns, Percentile(durations, 0.95)) << name;
+    }
+  };
+  expect_rows(stats.by_op_type, by_type);
+  expect_rows(stats.by_node, by_name);
+  EXPECT_DOUBLE_EQ(Row(stats.by_op_type, "T")->p50_ns, 25);  // 10 20 30 50
+  EXPECT_EQ(Row(stats.by_node, "x")->max_ns, 5'000'000'000);
 }
 
 TEST(OpStatsTest, WindowClipsSlicesAndSelfTime) {
