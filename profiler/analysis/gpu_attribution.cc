@@ -98,20 +98,53 @@ class AnnotationTree {
   std::vector<AnnotationNode> nodes_;
 };
 
-// For every slice of a trace, the annotation node in effect where it runs (its own node for an
-// annotation); annotation spans starting in the input's windows are counted into their nodes.
-std::vector<uint32_t> AnnotationNodes(const GpuInput& input, AnnotationTree& tree) {
+// GPU lanes launch nothing; their annotations (Kineto's gpu_user_annotation) mirror the host's.
+bool LaunchesNothing(trace::TrackKind kind) {
+  return kind == trace::TrackKind::kGpuStream || kind == trace::TrackKind::kGpuAllStreams ||
+         kind == trace::TrackKind::kGpuMemcpy;
+}
+
+// The annotation node in effect where each slice of the launching tracks runs (its own node for
+// an annotation), 4 bytes a slice of those tracks only, and no table at all where no track holds
+// an annotation (every slice is then at the root).
+class AnnotationNodeIndex {
+ public:
+  uint32_t operator[](uint32_t slice) const {
+    if (nodes_.empty()) return 0;
+    const uint32_t track = trace_->slices()[slice].track;
+    return offset_[track] == kNone ? 0 : nodes_[offset_[track] + (slice - trace_->track_first_slice(track))];
+  }
+
+ private:
+  friend AnnotationNodeIndex AnnotationNodes(const GpuInput& input, AnnotationTree& tree);
+  static constexpr uint32_t kNone = 0xffffffffu;
+  const Trace* trace_ = nullptr;
+  std::vector<uint32_t> offset_;  // per track: where its slices start in nodes_, kNone for GPU lanes
+  std::vector<uint32_t> nodes_;
+};
+
+// Annotation spans starting in the input's windows are counted into their nodes.
+AnnotationNodeIndex AnnotationNodes(const GpuInput& input, AnnotationTree& tree) {
   const Trace& trace = *input.trace;
-  const auto& slices = trace.slices();
-  std::vector<uint32_t> node_of(slices.size(), 0);
+  AnnotationNodeIndex index;
+  index.trace_ = &trace;
+  index.offset_.assign(trace.tracks().size(), AnnotationNodeIndex::kNone);
+  bool annotated = false;
+  size_t size = 0;
   for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
-    // GPU lanes launch nothing; their annotations (Kineto's gpu_user_annotation) mirror the host's.
-    const trace::TrackKind kind = trace.tracks()[t].kind;
-    if (kind == trace::TrackKind::kGpuStream || kind == trace::TrackKind::kGpuAllStreams ||
-        kind == trace::TrackKind::kGpuMemcpy) {
-      continue;
+    if (LaunchesNothing(trace.tracks()[t].kind)) continue;
+    index.offset_[t] = static_cast<uint32_t>(size);
+    size += trace.track_slices(t).size();
+    for (const Slice& s : trace.track_slices(t)) {
+      annotated = annotated || (s.kind == SliceKind::kAnnotation && !s.duplicate() &&
+                                !IsStepOrProfilerSpan(trace.str(trace.slice_name(s))));
     }
-    const uint32_t first = trace.track_first_slice(t);
+  }
+  if (!annotated) return index;
+  index.nodes_.assign(size, 0);
+  for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+    if (index.offset_[t] == AnnotationNodeIndex::kNone) continue;
+    uint32_t* node_of = index.nodes_.data() + index.offset_[t];
     const auto lane = trace.track_slices(t);
     std::vector<std::pair<uint16_t, uint32_t>> open;  // (depth, node in effect inside it)
     for (uint32_t k = 0; k < lane.size(); ++k) {
@@ -126,11 +159,11 @@ std::vector<uint32_t> AnnotationNodes(const GpuInput& input, AnnotationTree& tre
           tree[node].time.cpu_ns += s.dur_ns;
         }
       }
-      node_of[first + k] = node;
+      node_of[k] = node;
       open.emplace_back(s.depth, node);
     }
   }
-  return node_of;
+  return index;
 }
 
 }  // namespace
@@ -143,8 +176,8 @@ AnnotationReport ComputeAnnotationTime(const std::vector<GpuInput>& inputs) {
   for (const GpuInput& input : inputs) {
     const Trace& trace = *input.trace;
     const LaunchIndex launch = LaunchOf(trace);
-    const std::vector<uint32_t> node_of = AnnotationNodes(input, tree);
-    std::vector<char> op_counted(trace.slices().size(), 0);  // name scopes: each launching op once
+    const AnnotationNodeIndex node_of = AnnotationNodes(input, tree);
+    std::vector<bool> op_counted(trace.slices().size(), false);  // name scopes: each launching op once
     for (const StreamWork& w : CollectWork(input)) {
       for (uint32_t i : w.slices) {
         const Slice& s = trace.slices()[i];
@@ -156,14 +189,14 @@ AnnotationReport ComputeAnnotationTime(const std::vector<GpuInput>& inputs) {
           report.unlinked_gpu_ns += s.dur_ns;
           continue;
         }
-        uint32_t node = node_of[static_cast<size_t>(r)];
+        uint32_t node = node_of[static_cast<uint32_t>(r)];
         if (node == 0) {
           // No annotation around the launch: the name scopes of the op that launched it.
           const int64_t op = LaunchingOp(trace, static_cast<uint32_t>(r));
           if (op >= 0) {
             node = tree.Scopes(trace.str(trace.slice_name(trace.slices()[static_cast<size_t>(op)])));
             if (node != 0 && !op_counted[static_cast<size_t>(op)]) {
-              op_counted[static_cast<size_t>(op)] = 1;
+              op_counted[static_cast<size_t>(op)] = true;
               const Slice& o = trace.slices()[static_cast<size_t>(op)];
               for (uint32_t n = node; n != 0; n = tree[n].parent) {
                 ++tree[n].time.instances;
