@@ -24,7 +24,21 @@ std::vector<double> AsDouble(const std::vector<int64_t>& values) {
   return std::vector<double>(values.begin(), values.end());
 }
 
-void Compare(RunDiffRow& row, const std::vector<size_t>& runs_a, const std::vector<size_t>& runs_b,
+// The p-value over runs: Welch's t on the runs' medians. Timing noise between runs is a factor (a
+// run on a busier machine has every op slower by a share; an op that shares its core in some runs
+// takes twice as long in them) and a verdict is on a relative change, so the medians are compared
+// on a log scale, unless one is 0 (an op absent from most steps of a run): then as they are.
+double RunTestP(std::vector<double> a, std::vector<double> b) {
+  auto positive = [](const std::vector<double>& v) { return std::all_of(v.begin(), v.end(), [](double x) { return x > 0; }); };
+  if (positive(a) && positive(b)) {
+    for (std::vector<double>* side : {&a, &b}) {
+      for (double& v : *side) v = std::log(v);
+    }
+  }
+  return WelchTTest(a, b).p;
+}
+
+void Compare(RunDiffRow& row, const std::vector<size_t>& runs_a, const std::vector<size_t>& runs_b, bool per_run,
              const RunDiffOptions& options) {
   const std::vector<double> a = AsDouble(row.a), b = AsDouble(row.b);
   row.spread_a = Describe(a);
@@ -33,9 +47,13 @@ void Compare(RunDiffRow& row, const std::vector<size_t>& runs_a, const std::vect
   row.median_b = row.spread_b.median;
   row.delta_ns = row.median_b - row.median_a;
   row.change = row.median_a != 0 ? row.delta_ns / row.median_a : 0;
-  const MannWhitney test = MannWhitneyU(a, b);
-  row.p = test.p;
-  row.exact = test.exact;
+  if (per_run) {
+    row.p = RunTestP(GroupMedians(a, runs_a), GroupMedians(b, runs_b));
+  } else {
+    const MannWhitney test = MannWhitneyU(a, b);
+    row.p = test.p;
+    row.exact = test.exact;
+  }
   BootstrapOptions bootstrap = options.bootstrap;
   bootstrap.seed ^= Fnv1a(row.where + "\t" + row.name);  // each row its own stream, whatever the order
   const BootstrapInterval interval = BootstrapMedianDeltaGrouped(a, runs_a, b, runs_b, bootstrap);
@@ -61,7 +79,7 @@ size_t CountRuns(const std::vector<size_t>& ids) {
 }
 
 std::vector<RunDiffRow> Table(const std::vector<Step>& a, const std::vector<Step>& b, Extract extract,
-                              const RunDiffOptions& options) {
+                              bool per_run, const RunDiffOptions& options) {
   const std::vector<size_t> runs_a = RunIds(a), runs_b = RunIds(b);
   std::map<std::pair<std::string, std::string>, RunDiffRow> rows;
   std::map<std::pair<std::string, std::string>, std::vector<char>> ran_a, ran_b;
@@ -93,7 +111,7 @@ std::vector<RunDiffRow> Table(const std::vector<Step>& a, const std::vector<Step
     row.b.resize(b.size(), 0);
     for (char ran : ran_a[key]) row.present_a += ran;
     for (char ran : ran_b[key]) row.present_b += ran;
-    Compare(row, runs_a, runs_b, options);
+    Compare(row, runs_a, runs_b, per_run, options);
     out.push_back(std::move(row));
   }
   std::vector<double> p;
@@ -140,7 +158,10 @@ RunDiff DiffRuns(const std::vector<Step>& a, const std::vector<Step>& b, const R
   diff.steps_b = b.size();
   diff.sources_a = Sources(a);
   diff.sources_b = Sources(b);
-  diff.min_p = MannWhitneyMinP(a.size(), b.size());
+  diff.runs_a = CountRuns(RunIds(a));
+  diff.runs_b = CountRuns(RunIds(b));
+  diff.per_run = diff.runs_a >= kMinRunsForRunTest && diff.runs_b >= kMinRunsForRunTest;
+  diff.min_p = diff.per_run ? 0 : MannWhitneyMinP(a.size(), b.size());
   diff.confident = diff.min_p < options.alpha;
 
   diff.step.name = "step";
@@ -149,18 +170,19 @@ RunDiff DiffRuns(const std::vector<Step>& a, const std::vector<Step>& b, const R
   for (const Step& s : b) diff.step.b.push_back(s.duration_ns);
   diff.step.present_a = static_cast<int64_t>(a.size());
   diff.step.present_b = static_cast<int64_t>(b.size());
-  diff.runs_a = CountRuns(RunIds(a));
-  diff.runs_b = CountRuns(RunIds(b));
-  Compare(diff.step, RunIds(a), RunIds(b), options);
+  Compare(diff.step, RunIds(a), RunIds(b), diff.per_run, options);
   diff.step.q = diff.step.p;
   const bool moved = (diff.step.ci_low_ns > 0 || diff.step.ci_high_ns < 0) &&
                      std::fabs(diff.step.delta_ns) >= options.min_change * std::fabs(diff.step.median_a);
   diff.step.verdict = diff.step.p < options.alpha && moved ? (diff.step.delta_ns > 0 ? "regressed" : "improved")
                                                            : "unchanged";
 
-  diff.by_op_type = Table(a, b, [](const Step& s) -> const std::vector<StepOpTotal>& { return s.op_types; }, options);
-  diff.by_node = Table(a, b, [](const Step& s) -> const std::vector<StepOpTotal>& { return s.nodes; }, options);
-  diff.by_kernel = Table(a, b, [](const Step& s) -> const std::vector<StepOpTotal>& { return s.kernels; }, options);
+  diff.by_op_type = Table(a, b, [](const Step& s) -> const std::vector<StepOpTotal>& { return s.op_types; },
+                       diff.per_run, options);
+  diff.by_node = Table(a, b, [](const Step& s) -> const std::vector<StepOpTotal>& { return s.nodes; },
+                       diff.per_run, options);
+  diff.by_kernel = Table(a, b, [](const Step& s) -> const std::vector<StepOpTotal>& { return s.kernels; },
+                       diff.per_run, options);
   return diff;
 }
 

@@ -1,8 +1,13 @@
 // Comparing two runs step by step: each side is a set of steps (analysis/steps.h); per op type,
 // node and kernel, the per-step totals of each side (0 in a step without it), the change of the
 // median with a seeded bootstrap confidence interval (runs resampled, then their steps: see
-// BootstrapMedianDeltaGrouped), a two-sided Mann-Whitney p-value,
-// Benjamini-Hochberg adjusted p-values over the rows of each table, and a verdict:
+// BootstrapMedianDeltaGrouped), a two-sided p-value, Benjamini-Hochberg adjusted p-values over
+// the rows of each table, and a verdict. The p-value tests the runs when each side has at least
+// kMinRunsForRunTest of them: Welch's t-test on the logs of the runs' medians (RunTestP in
+// run_diff.cc says why the logs), since the steps of one process
+// share its conditions and a test that takes them for independent draws reads a slower run as a
+// change (an A/A of 4 runs a side flagged up to 15% of its rows so). With fewer runs it is
+// Mann-Whitney over the steps, and a difference between whole runs cannot be told from a change.
 //   regressed / improved  q < alpha, the interval excludes 0, and the median moved by at least
 //                         min_change of side A's median (slower / faster);
 //   new / gone            in no step of A / of B;
@@ -19,6 +24,8 @@
 
 namespace stepscope::analysis {
 
+constexpr size_t kMinRunsForRunTest = 3;
+
 struct RunDiffOptions {
   BootstrapOptions bootstrap;  // 2000 resamples, 95%, seed 1
   double alpha = 0.05;         // on the Benjamini-Hochberg adjusted p-value
@@ -34,8 +41,8 @@ struct RunDiffRow {
   double delta_ns = 0;           // median_b - median_a
   double change = 0;             // delta / median_a (0 when A's median is 0)
   double ci_low_ns = 0, ci_high_ns = 0;
-  double p = 1, q = 1;           // Mann-Whitney two-sided, and BH-adjusted
-  bool exact = false;            // p from the exact distribution
+  double p = 1, q = 1;           // two-sided (RunDiff::per_run says which test), and BH-adjusted
+  bool exact = false;            // Mann-Whitney's p from the exact distribution
   std::string verdict;           // regressed, improved, unchanged, new, gone
 };
 
@@ -45,7 +52,8 @@ struct RunDiff {
   std::vector<std::string> sources_a, sources_b;  // distinct files, in step order
   RunDiffRow step;               // the step durations ("step" row, not in any table)
   std::vector<RunDiffRow> by_op_type, by_node, by_kernel;
-  double min_p = 1;              // the smallest p-value these sample sizes allow
+  bool per_run = false;          // p from Welch's t on log run medians, else Mann-Whitney over steps
+  double min_p = 1;              // the smallest p-value these sample sizes allow (0 per run)
   bool confident = false;        // min_p < alpha: a change can be shown at all
   RunDiffOptions options;
 };

@@ -183,6 +183,67 @@ MannWhitney MannWhitneyU(const std::vector<double>& a, const std::vector<double>
   return result;
 }
 
+namespace {
+
+// The continued fraction of I_x(a, b) by the modified Lentz method (Numerical Recipes 6.4),
+// converging fast for x < (a + 1) / (a + b + 2).
+double IncompleteBetaFraction(double x, double a, double b) {
+  constexpr double kTiny = 1e-300, kEpsilon = 1e-15;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  if (std::fabs(d) < kTiny) d = kTiny;
+  d = 1 / d;
+  double h = d;
+  for (int m = 1; m <= 300; ++m) {
+    const double m2 = 2.0 * m;
+    for (const double coefficient : {m * (b - m) * x / ((a + m2 - 1) * (a + m2)),
+                                     -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))}) {
+      d = 1 + coefficient * d;
+      if (std::fabs(d) < kTiny) d = kTiny;
+      c = 1 + coefficient / c;
+      if (std::fabs(c) < kTiny) c = kTiny;
+      d = 1 / d;
+      h *= d * c;
+    }
+    if (std::fabs(d * c - 1) < kEpsilon) break;
+  }
+  return h;
+}
+
+}  // namespace
+
+double RegularizedIncompleteBeta(double x, double a, double b) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double front =
+      std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
+  if (x < (a + 1) / (a + b + 2)) return front * IncompleteBetaFraction(x, a, b) / a;
+  return 1 - front * IncompleteBetaFraction(1 - x, b, a) / b;  // the symmetry I_x(a,b) = 1 - I_1-x(b,a)
+}
+
+double StudentTTwoSidedP(double t, double df) {
+  if (!(df > 0) || std::isnan(t)) return 1;
+  if (std::isinf(t)) return 0;
+  return std::min(1.0, RegularizedIncompleteBeta(df / (df + t * t), df / 2, 0.5));
+}
+
+WelchT WelchTTest(const std::vector<double>& a, const std::vector<double>& b) {
+  WelchT result;
+  if (a.size() < 2 || b.size() < 2) return result;
+  const Spread sa = Describe(a), sb = Describe(b);
+  const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
+  const double wa = sa.stddev * sa.stddev / na, wb = sb.stddev * sb.stddev / nb;  // variances of the means
+  const double difference = sb.mean - sa.mean;
+  if (wa + wb == 0) {
+    result.p = difference == 0 ? 1 : 0;
+    result.t = difference == 0 ? 0 : std::copysign(HUGE_VAL, difference);
+    return result;
+  }
+  result.t = difference / std::sqrt(wa + wb);
+  result.df = (wa + wb) * (wa + wb) / (wa * wa / (na - 1) + wb * wb / (nb - 1));
+  result.p = StudentTTwoSidedP(result.t, result.df);
+  return result;
+}
+
 std::vector<double> BenjaminiHochberg(const std::vector<double>& p) {
   const size_t m = p.size();
   std::vector<double> q(m, 1.0);
@@ -250,6 +311,12 @@ void ResampleGroups(const std::vector<std::vector<double>>& groups, SplitMix64& 
 }
 
 }  // namespace
+
+std::vector<double> GroupMedians(const std::vector<double>& values, const std::vector<size_t>& groups) {
+  std::vector<double> medians;
+  for (std::vector<double>& group : ByGroup(values, groups)) medians.push_back(Median(std::move(group)));
+  return medians;
+}
 
 BootstrapInterval BootstrapMedianDeltaGrouped(const std::vector<double>& a, const std::vector<size_t>& group_a,
                                               const std::vector<double>& b, const std::vector<size_t>& group_b,

@@ -1,6 +1,6 @@
 // Small-sample statistics for comparing runs step by step: robust location and spread (median,
 // MAD, robust z-scores), the Mann-Whitney U test (exact distribution for small samples without
-// ties, normal approximation with tie correction otherwise), Benjamini-Hochberg adjusted
+// ties, normal approximation with tie correction otherwise), Welch's t-test, Benjamini-Hochberg adjusted
 // p-values, and a seeded percentile bootstrap of the change of the median between two samples.
 // Everything is deterministic: the bootstrap draws from its own SplitMix64 generator, so the same
 // inputs and seed give the same interval on every platform.
@@ -56,6 +56,20 @@ double MannWhitneyExactP(size_t n1, size_t n2, double u);
 // The smallest two-sided p-value samples of these sizes can reach (2 / C(n1 + n2, n1)).
 double MannWhitneyMinP(size_t n1, size_t n2);
 
+// Welch's unequal-variance t-test of a against b: t = (mean b - mean a) / sqrt(var a / n_a +
+// var b / n_b) with the Welch-Satterthwaite degrees of freedom, p two-sided from Student's t.
+// Needs two values a side (p = 1 otherwise). When neither side varies, p is 0 if the means differ
+// (the difference is certain) and 1 if they are equal.
+struct WelchT {
+  double t = 0, df = 0;
+  double p = 1;  // two-sided
+};
+WelchT WelchTTest(const std::vector<double>& a, const std::vector<double>& b);
+// P(|T| >= |t|) for Student's t with df > 0 degrees of freedom (df need not be whole).
+double StudentTTwoSidedP(double t, double df);
+// The regularised incomplete beta function I_x(a, b), a, b > 0, 0 <= x <= 1.
+double RegularizedIncompleteBeta(double x, double a, double b);
+
 // Benjamini-Hochberg adjusted p-values (q-values), in the order given: q_(i) = min over j >= i of
 // p_(j) m / j on the ascending ranks, at most 1.
 std::vector<double> BenjaminiHochberg(const std::vector<double>& p);
@@ -81,6 +95,10 @@ BootstrapInterval BootstrapMedianDelta(const std::vector<double>& a, const std::
 BootstrapInterval BootstrapMedianDeltaGrouped(const std::vector<double>& a, const std::vector<size_t>& group_a,
                                               const std::vector<double>& b, const std::vector<size_t>& group_b,
                                               const BootstrapOptions& options = {});
+
+// The median of each group's values, in the order groups first appear (`groups[i]` is the group
+// of values[i]).
+std::vector<double> GroupMedians(const std::vector<double>& values, const std::vector<size_t>& groups);
 
 // SplitMix64: a small, fast, portable generator (std::uniform_int_distribution is not the same
 // on every standard library).

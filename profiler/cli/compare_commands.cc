@@ -208,7 +208,9 @@ std::string DiffText(const RunDiff& d, size_t top) {
   out += "       delta " + Signed(s.delta_ns) + " (" + SignedPercent(s.change) + "), " +
          FormatPercent(d.options.bootstrap.confidence) + " CI [" + Signed(s.ci_low_ns) + ", " + Signed(s.ci_high_ns) +
          "], p " + P(s.p) + ": " + s.verdict + "\n";
-  out += "method Mann-Whitney U per row, Benjamini-Hochberg q over each table, " +
+  out += std::string("method ") +
+         (d.per_run ? "Welch's t on the log run medians per row" : "Mann-Whitney U over the steps per row") +
+         ", Benjamini-Hochberg q over each table, " +
          I(d.options.bootstrap.resamples) + " bootstrap resamples of runs and their steps (seed " +
          std::to_string(d.options.bootstrap.seed) + "); verdict when q < " + FormatFixed(d.options.alpha, 3) +
          ", the CI excludes 0 and |change| >= " + FormatPercent(d.options.min_change) + "\n";
@@ -216,10 +218,12 @@ std::string DiffText(const RunDiff& d, size_t top) {
     out += "note   with " + I(static_cast<int64_t>(d.steps_a)) + " and " + I(static_cast<int64_t>(d.steps_b)) +
            " steps the smallest possible p is " + P(d.min_p) + ": no change can be shown with confidence\n";
   }
-  if (d.confident && (d.runs_a < 2 || d.runs_b < 2)) {
-    out += "note   one run on " + std::string(d.runs_a < 2 && d.runs_b < 2 ? "each side" : d.runs_a < 2 ? "side A" : "side B") +
-           ": a difference between whole runs (the machine's load while each ran) looks like a change here;\n"
-           "       give several runs per side (docs/compare.md)\n";
+  if (d.confident && !d.per_run) {
+    const bool few_a = d.runs_a < analysis::kMinRunsForRunTest, few_b = d.runs_b < analysis::kMinRunsForRunTest;
+    out += "note   fewer than " + I(static_cast<int64_t>(analysis::kMinRunsForRunTest)) + " runs on " +
+           std::string(few_a && few_b ? "each side" : few_a ? "side A" : "side B") +
+           ": the steps are tested, and a difference between whole runs (the machine's load while each\n"
+           "       ran) looks like a change here; give several runs per side (docs/compare.md)\n";
   }
   out += "op types  " + Counts(d.by_op_type) + "\n";
   out += "nodes     " + Counts(d.by_node) + "\n";
@@ -313,7 +317,7 @@ Status RunStepDiff(const ParsedArgs& args, const std::vector<std::string>& a, co
     doc["schema"] = "stepscope.diff/2";
     doc["a"] = {{"sources", diff.sources_a}, {"steps", diff.steps_a}, {"runs", diff.runs_a}};
     doc["b"] = {{"sources", diff.sources_b}, {"steps", diff.steps_b}, {"runs", diff.runs_b}};
-    doc["method"] = {{"test", "mann-whitney-u"}, {"correction", "benjamini-hochberg"},
+    doc["method"] = {{"test", diff.per_run ? "welch-t-log-run-medians" : "mann-whitney-u"}, {"correction", "benjamini-hochberg"},
                      {"bootstrap_resamples", diff.options.bootstrap.resamples},
                      {"confidence", diff.options.bootstrap.confidence}, {"seed", diff.options.bootstrap.seed},
                      {"alpha", diff.options.alpha}, {"min_change", diff.options.min_change}};

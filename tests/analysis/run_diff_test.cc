@@ -89,6 +89,26 @@ TEST(Statistics, MannWhitneyOnSamplesAsScipyDocuments) {
   EXPECT_DOUBLE_EQ(MannWhitneyU({3, 3}, {3, 3, 3}).p, 1);
 }
 
+TEST(Statistics, WelchTTestAndStudentTAsScipyComputes) {
+  // scipy.special.betainc and 2 * scipy.stats.t.sf.
+  EXPECT_NEAR(RegularizedIncompleteBeta(0.3, 2.5, 3.5), 0.29675298929566646, 1e-12);
+  EXPECT_NEAR(RegularizedIncompleteBeta(0.9, 0.5, 0.5), 0.7951672353008665, 1e-12);
+  EXPECT_NEAR(StudentTTwoSidedP(2.0, 5), 0.10193947882985835, 1e-12);
+  EXPECT_NEAR(StudentTTwoSidedP(-3.56, 3.8), 0.02568821107565921, 1e-12);
+  EXPECT_NEAR(StudentTTwoSidedP(0.5, 1), 0.7048327646991335, 1e-12);
+  EXPECT_NEAR(StudentTTwoSidedP(1.3, 2.5), 0.3004867892707083, 1e-12);
+  EXPECT_NEAR(StudentTTwoSidedP(10, 30) / 4.575251408229618e-11, 1, 1e-9);
+  // scipy.stats.ttest_ind(b, a, equal_var=False)
+  const WelchT welch = WelchTTest({10.1, 10.4, 9.8, 10.2}, {11.0, 10.6, 11.5, 10.9, 11.2});
+  EXPECT_NEAR(welch.t, 4.680016098981222, 1e-9);
+  EXPECT_NEAR(welch.df, 6.9888036016609245, 1e-9);
+  EXPECT_NEAR(welch.p, 0.0022704344276862514, 1e-12);
+  EXPECT_DOUBLE_EQ(WelchTTest({1}, {2, 3}).p, 1);         // one value: no variance to test against
+  EXPECT_DOUBLE_EQ(WelchTTest({5, 5, 5}, {5, 5}).p, 1);   // nothing varies, nothing differs
+  EXPECT_DOUBLE_EQ(WelchTTest({5, 5, 5}, {6, 6}).p, 0);   // nothing varies, the means differ
+  EXPECT_EQ(GroupMedians({1, 9, 2, 8, 3}, {0, 1, 0, 1, 0}), (std::vector<double>{2, 8.5}));
+}
+
 TEST(Statistics, BenjaminiHochbergAgainstAHandComputedExample) {
   // Sorted 0.005, 0.01, 0.03, 0.04 (m = 4): p m / rank = 0.02, 0.02, 0.04, 0.04.
   const std::vector<double> q = BenjaminiHochberg({0.01, 0.04, 0.03, 0.005});
@@ -319,6 +339,58 @@ TEST(RunDiff, VerdictsConfidenceAndGate) {
   EXPECT_FALSE(few.confident);
   EXPECT_EQ(Find(few.by_op_type, "MatMul")->verdict, "unchanged");
   EXPECT_TRUE(RegressionGate(few, 0, 0).empty());
+}
+
+// Four runs of four steps a side, each run at its own level (the machine's state while that process
+// ran), its steps within 0.6% of it: MatMul's runs at A +3%, -2%, +4%, 0% and B -3%, +1%, -1%,
+// -4% of 10 ms, times `b_factor` on side B.
+std::vector<Step> RunsAtLevels(bool b, double b_factor) {
+  const double a_levels[] = {0.03, -0.02, 0.04, 0}, b_levels[] = {-0.03, 0.01, -0.01, -0.04};
+  const double step_noise[] = {-0.006, -0.002, 0.002, 0.006};
+  std::vector<Step> steps;
+  for (int run = 0; run < 4; ++run) {
+    for (int i = 0; i < 4; ++i) {
+      Step s;
+      s.run = std::string(b ? "b" : "a") + "/run" + std::to_string(run);
+      s.source = s.run + "/step" + std::to_string(i);
+      s.step = i;
+      const double level = 1 + (b ? b_levels : a_levels)[run];
+      const auto matmul = static_cast<int64_t>(10e6 * level * (1 + step_noise[i]) * (b ? b_factor : 1));
+      s.op_types = {{"MatMul", "MatMul", "host", matmul, 10}};
+      s.duration_ns = matmul + 1'000'000;
+      steps.push_back(std::move(s));
+    }
+  }
+  return steps;
+}
+
+TEST(RunDiff, TestsTheRunsWhenEachSideHasSeveral) {
+  // The same configuration: B's runs happened to land lower. Over the 16 steps a side that reads as
+  // a change (SciPy's mannwhitneyu p = 0.0027); over the runs it does not (Welch's t on the logs of
+  // the run medians, scipy.stats.ttest_ind(equal_var=False): p = 0.1425).
+  const RunDiff same = DiffRuns(RunsAtLevels(false, 1), RunsAtLevels(true, 1));
+  EXPECT_TRUE(same.per_run);
+  EXPECT_EQ(same.runs_a, 4u);
+  EXPECT_TRUE(same.confident);
+  const RunDiffRow* matmul = Find(same.by_op_type, "MatMul");
+  ASSERT_NE(matmul, nullptr);
+  EXPECT_LT(MannWhitneyU(std::vector<double>(matmul->a.begin(), matmul->a.end()),
+                         std::vector<double>(matmul->b.begin(), matmul->b.end())).p, 0.01);
+  EXPECT_NEAR(matmul->p, 0.1425238824036034, 1e-6);
+  EXPECT_EQ(matmul->verdict, "unchanged");
+  EXPECT_EQ(same.step.verdict, "unchanged");
+  // B 10% slower over the same run levels: found (p = 0.0108).
+  const RunDiff slower = DiffRuns(RunsAtLevels(false, 1), RunsAtLevels(true, 1.10));
+  const RunDiffRow* slow = Find(slower.by_op_type, "MatMul");
+  ASSERT_NE(slow, nullptr);
+  EXPECT_NEAR(slow->p, 0.01081182073960377, 1e-6);
+  EXPECT_EQ(slow->verdict, "regressed");
+  // Two runs on side A: too few to test runs, so the steps are tested.
+  std::vector<Step> two_runs = RunsAtLevels(false, 1);
+  two_runs.resize(8);
+  const RunDiff few = DiffRuns(two_runs, RunsAtLevels(true, 1));
+  EXPECT_FALSE(few.per_run);
+  EXPECT_EQ(few.runs_a, 2u);
 }
 
 }  // namespace
