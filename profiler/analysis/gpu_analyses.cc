@@ -7,8 +7,8 @@
 #include <unordered_map>
 
 #include "base/largest_n.h"
-#include "base/mapped_array.h"
 #include "profiler/analysis/breakdowns.h"
+#include "profiler/analysis/duration_list.h"
 #include "profiler/analysis/gpu_work.h"
 #include "profiler/analysis/intervals.h"
 #include "profiler/analysis/statistics.h"
@@ -24,92 +24,16 @@ using Intervals = std::vector<std::pair<int64_t, int64_t>>;
 
 namespace {
 
-// The gaps of one stream and cause, each kept once (a stream's and a cause's statistics over all
-// streams are read off these lists merged): 4 bytes a gap below 4.3 s, 8 past it. A trace holds a
-// gap per kernel or more; three copies of 8 bytes each were the largest table of `idle`.
-class GapList {
- public:
-  void Add(int64_t gap) {
-    if (gap >= 0 && gap <= int64_t{UINT32_MAX}) {
-      narrow_.push_back(static_cast<uint32_t>(gap));
-    } else {
-      wide_.push_back(gap);
-    }
-  }
-  size_t size() const { return narrow_.size() + wide_.size(); }
-  void Sort() {
-    std::sort(narrow_.begin(), narrow_.end());
-    std::sort(wide_.begin(), wide_.end());
-  }
-  const MappedArray<uint32_t>& narrow() const { return narrow_; }
-  const std::vector<int64_t>& wide() const { return wide_; }
-
- private:
-  MappedArray<uint32_t> narrow_;
-  std::vector<int64_t> wide_;
-};
-
-// Count, total, max and the quantiles of the union of sorted gap lists, by merging them up to the
-// 95th percentile's position: the figures statistics.h's QuantileInPlace gives on the values gathered,
-// without gathering them.
-IntervalStats IntervalsOfSorted(const std::vector<const GapList*>& lists) {
-  struct Cursor {
-    const uint32_t* narrow;
-    const int64_t* wide;
-    size_t size, at;
-    int64_t value() const { return narrow != nullptr ? int64_t{narrow[at]} : wide[at]; }
-  };
-  std::vector<Cursor> cursors;
+// Idle figures of gap lists taken together (a stream's causes, a cause over all streams): each
+// gap is kept once, in its stream's list for its cause.
+IntervalStats IntervalsOfSorted(const std::vector<const DurationList*>& lists) {
+  const MergedStats merged = StatsOfSorted(lists);
   IntervalStats stats;
-  for (const GapList* list : lists) {
-    if (!list->narrow().empty()) cursors.push_back({list->narrow().data(), nullptr, list->narrow().size(), 0});
-    if (!list->wide().empty()) cursors.push_back({nullptr, list->wide().data(), list->wide().size(), 0});
-  }
-  for (const Cursor& c : cursors) {
-    stats.count += static_cast<int64_t>(c.size);
-    for (size_t i = 0; i < c.size; ++i) stats.total_ns += c.narrow != nullptr ? int64_t{c.narrow[i]} : c.wide[i];
-    stats.max_ns = std::max(stats.max_ns, Cursor{c.narrow, c.wide, c.size, c.size - 1}.value());  // sorted: the last
-  }
-  if (stats.count == 0) return stats;
-  // The order statistics each quantile interpolates between (statistics.h QuantileInPlace).
-  const auto n = static_cast<size_t>(stats.count);
-  struct Wanted {
-    double fraction, position;
-    size_t below;
-    int64_t lower = 0, upper = 0;
-  };
-  Wanted wanted[2] = {{0.5, 0, 0}, {0.95, 0, 0}};
-  size_t last = 0;
-  for (Wanted& w : wanted) {
-    w.position = w.fraction * static_cast<double>(n - 1);
-    w.below = static_cast<size_t>(w.position);
-    last = std::max(last, std::min(w.below + 1, n - 1));
-  }
-  auto greater = [&](size_t a, size_t b) { return cursors[a].value() > cursors[b].value(); };
-  std::vector<size_t> heap(cursors.size());
-  for (size_t i = 0; i < heap.size(); ++i) heap[i] = i;
-  std::make_heap(heap.begin(), heap.end(), greater);
-  for (size_t rank = 0; rank <= last; ++rank) {
-    std::pop_heap(heap.begin(), heap.end(), greater);
-    Cursor& c = cursors[heap.back()];
-    const int64_t value = c.value();
-    for (Wanted& w : wanted) {
-      if (rank == w.below) w.lower = value;
-      if (rank == w.below + 1) w.upper = value;
-    }
-    if (++c.at == c.size) {
-      heap.pop_back();
-    } else {
-      std::push_heap(heap.begin(), heap.end(), greater);
-    }
-  }
-  auto quantile = [&](const Wanted& w) {
-    if (w.below + 1 >= n) return static_cast<double>(w.lower);
-    const double weight = w.position - static_cast<double>(w.below);
-    return static_cast<double>(w.lower) * (1 - weight) + static_cast<double>(w.upper) * weight;
-  };
-  stats.p50_ns = quantile(wanted[0]);
-  stats.p95_ns = quantile(wanted[1]);
+  stats.count = merged.count;
+  stats.total_ns = merged.total_ns;
+  stats.max_ns = merged.max_ns;
+  stats.p50_ns = merged.p50_ns;
+  stats.p95_ns = merged.p95_ns;
   return stats;
 }
 
@@ -225,7 +149,7 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
   report.consecutive_kernel_delay_ns = options.consecutive_kernel_delay_ns;
   struct Row {
     StreamIdle idle;
-    GapList by_cause[3];
+    DurationList by_cause[3];
   };
   std::vector<Row> rows;
   std::map<std::tuple<int32_t, std::string, std::string>, size_t> index;
@@ -284,7 +208,7 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
       }
     }
   }
-  std::vector<const GapList*> of_cause[3];
+  std::vector<const DurationList*> of_cause[3];
   for (Row& row : rows) {
     for (int c = 0; c < 3; ++c) {
       row.by_cause[c].Sort();
@@ -368,15 +292,36 @@ Launch MakeLaunch(const Trace& trace, const LinkedWork& linked, const StreamTrac
 
 }  // namespace
 
+namespace {
+
+DurationStats StatsOf(const std::vector<const DurationList*>& lists) {
+  const MergedStats merged = StatsOfSorted(lists);
+  DurationStats stats;
+  stats.count = merged.count;
+  if (merged.count == 0) return stats;
+  stats.min_ns = merged.min_ns;
+  stats.max_ns = merged.max_ns;
+  stats.mean_ns = static_cast<double>(merged.total_ns) / static_cast<double>(merged.count);
+  stats.p50_ns = merged.p50_ns;
+  stats.p95_ns = merged.p95_ns;
+  return stats;
+}
+
+}  // namespace
+
+// Launches are taken in the order their work was collected (stream by stream); what depends on
+// the order of the calls (the listed launches, outliers that tie) is put in that order by key, so
+// nothing is kept per launch but its figures: 4 bytes each for the runtime call's duration (once a
+// call), the work's, the delay (in its op and kernel's list only) and the op-to-launch time.
 LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOptions& options) {
   LaunchReport report;
   report.runtime_cutoff_ns = options.runtime_cutoff_ns;
   report.delay_cutoff_ns = options.delay_cutoff_ns;
-  std::vector<int64_t> cpu, gpu, delay;
+  DurationList cpu, gpu, delays;  // delays: only without by_op
   // Names are views into the inputs' string tables, which outlive this call.
   struct Op {
-    std::vector<int64_t> delay, op_to_launch;
-    std::map<std::string_view, std::vector<int64_t>> kernels;
+    DurationList op_to_launch;
+    std::map<std::string_view, DurationList> kernels;  // the delays of the work of each kernel
   };
   std::map<std::string_view, Op> ops;
   struct Outlier {
@@ -384,106 +329,119 @@ LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOp
     LinkedWork linked;
     StreamTracks tracks;
     int64_t ns;
+    size_t input;
+    int64_t call_start_ns;
+    uint64_t collected;  // its place in the order work was collected
   };
-  std::vector<Outlier> long_runtime, long_delay;
-  // Launches in input, then time order (the order of every list below).
-  for (const GpuInput& input : inputs) {
+  // Longest first; then in input order, then the calls' order, then the order work was collected.
+  auto ranks_higher = [](const Outlier& a, const Outlier& b) {
+    return std::tuple(-a.ns, a.input, a.call_start_ns, a.linked.runtime, a.collected) <
+           std::tuple(-b.ns, b.input, b.call_start_ns, b.linked.runtime, b.collected);
+  };
+  LargestN<Outlier, decltype(ranks_higher)> long_runtime(options.outliers, ranks_higher),
+      long_delay(options.outliers, ranks_higher);
+  for (size_t input_index = 0; input_index < inputs.size(); ++input_index) {
+    const GpuInput& input = inputs[input_index];
     const Trace& trace = *input.trace;
     const LaunchIndex launch = LaunchOf(trace);
-    std::vector<LinkedWork> mine;
+    const std::vector<StreamWork> work = CollectWork(input);
+    std::vector<bool> call_counted(trace.slices().size(), false);  // a call counts once, however much it launched
+    std::vector<LinkedWork> kept;  // for the launches listed (LaunchOptions keep_all, keep_delays)
     std::vector<StreamTracks> streams;
-    {
-      const std::vector<StreamWork> work = CollectWork(input);
-      size_t count = 0;
-      for (const StreamWork& w : work) count += w.slices.size();
-      mine.reserve(count);  // exactly: a regrowth would copy the table at the peak
-      for (const StreamWork& w : work) {
-        const auto stream = static_cast<uint32_t>(streams.size());
-        streams.push_back({w.device, w.lane});
-        for (uint32_t i : w.slices) {
-          ++report.work;
-          const int64_t r = launch[i];
-          if (r < 0) {
-            ++report.unlinked;
-            continue;
-          }
-          mine.push_back({i, static_cast<uint32_t>(r), LinkedWork::kNoOp, stream});
+    // Per name id of this trace: its op row, and each (op, kernel) pair's delays.
+    std::vector<Op*> op_of_name(options.by_op ? trace.strings().size() : 0, nullptr);
+    Op* no_op = nullptr;
+    std::unordered_map<uint64_t, DurationList*> kernel_delays;
+    uint64_t collected = 0;
+    for (const StreamWork& w : work) {
+      const auto stream = static_cast<uint32_t>(streams.size());
+      streams.push_back({w.device, w.lane});
+      const StreamTracks& tracks = streams.back();
+      for (uint32_t i : w.slices) {
+        ++report.work;
+        const int64_t r = launch[i];
+        if (r < 0) {
+          ++report.unlinked;
+          continue;
         }
+        ++report.linked;
+        LinkedWork l{i, static_cast<uint32_t>(r), LinkedWork::kNoOp, stream};
+        const Slice& s = trace.slices()[l.work];
+        const Slice& call = trace.slices()[l.runtime];
+        const int64_t op_index = LaunchingOp(trace, l.runtime);
+        l.op = op_index >= 0 ? static_cast<uint32_t>(op_index) : LinkedWork::kNoOp;
+        const int64_t delay_ns = s.start_ns - call.end_ns();
+        const bool first_of_call = !call_counted[l.runtime];
+        call_counted[l.runtime] = true;
+        if (first_of_call) cpu.Add(call.dur_ns);
+        gpu.Add(s.dur_ns);
+        ++collected;
+        if (first_of_call && call.dur_ns > options.runtime_cutoff_ns) {
+          ++report.long_runtime_count;
+          long_runtime.Offer({&trace, l, tracks, call.dur_ns, input_index, call.start_ns, collected});
+        }
+        if (delay_ns > options.delay_cutoff_ns) {
+          ++report.long_delay_count;
+          long_delay.Offer({&trace, l, tracks, delay_ns, input_index, call.start_ns, collected});
+        }
+        if (options.keep_all || options.keep_delays) kept.push_back(l);
+        if (!options.by_op) {
+          delays.Add(delay_ns);
+          continue;
+        }
+        const Slice* host_op = l.op != LinkedWork::kNoOp ? &trace.slices()[l.op] : nullptr;
+        const bool named = host_op != nullptr && !trace.str(trace.slice_name(*host_op)).empty();
+        Op*& op = named ? op_of_name[trace.slice_name(*host_op)] : no_op;
+        if (op == nullptr) op = &ops[named ? trace.str(trace.slice_name(*host_op)) : std::string_view("(no op)")];
+        // (An op that is the launch itself has no delay before it.)
+        if (host_op != nullptr && l.op != l.runtime && call.start_ns - host_op->start_ns >= 0) {
+          op->op_to_launch.Add(call.start_ns - host_op->start_ns);
+        }
+        const trace::StringId kernel = trace.slice_name(s);
+        const uint64_t pair = (static_cast<uint64_t>(named ? trace.slice_name(*host_op) + 1 : 0) << 32) | kernel;
+        DurationList*& list = kernel_delays[pair];
+        if (list == nullptr) list = &op->kernels[trace.str(kernel)];
+        list->Add(delay_ns);
       }
     }
-    cpu.reserve(cpu.size() + mine.size());
-    gpu.reserve(gpu.size() + mine.size());
-    delay.reserve(delay.size() + mine.size());
-    std::stable_sort(mine.begin(), mine.end(), [&](const LinkedWork& a, const LinkedWork& b) {
+    // The listed launches in the order of the calls' starts, a call's work together.
+    std::stable_sort(kept.begin(), kept.end(), [&](const LinkedWork& a, const LinkedWork& b) {
       const int64_t a_start = trace.slices()[a.runtime].start_ns, b_start = trace.slices()[b.runtime].start_ns;
       return a_start != b_start ? a_start < b_start : a.runtime < b.runtime;
     });
-    // Per name id of this trace: its op row, and each (op, kernel) pair's delays.
-    std::vector<Op*> op_of_name(trace.strings().size(), nullptr);
-    Op* no_op = nullptr;
-    std::unordered_map<uint64_t, std::vector<int64_t>*> kernel_delays;
-    // `mine` is in the order of the calls' starts, a call's work together (stable sort).
-    int64_t last_call = -1;
-    for (LinkedWork& l : mine) {
-      const Slice& s = trace.slices()[l.work];
-      const Slice& call = trace.slices()[l.runtime];
-      const int64_t op_index = LaunchingOp(trace, l.runtime);
-      l.op = op_index >= 0 ? static_cast<uint32_t>(op_index) : LinkedWork::kNoOp;
-      const StreamTracks& tracks = streams[l.stream];
-      const int64_t delay_ns = s.start_ns - call.end_ns();
-      // A call counts once however much work it launched (an op of a RunMetadata trace launches
-      // several kernels; a Kineto runtime call one).
-      const bool first_of_call = l.runtime != last_call;
-      last_call = l.runtime;
-      if (first_of_call) cpu.push_back(call.dur_ns);
-      gpu.push_back(s.dur_ns);
-      delay.push_back(delay_ns);
-      if (first_of_call && call.dur_ns > options.runtime_cutoff_ns) {
-        long_runtime.push_back({&trace, l, tracks, call.dur_ns});
+    for (const LinkedWork& l : kept) {
+      if (options.keep_all) report.launches.push_back(MakeLaunch(trace, l, streams[l.stream]));
+      if (options.keep_delays) {
+        const Slice& s = trace.slices()[l.work];
+        report.delays.push_back({s.start_ns, s.start_ns - trace.slices()[l.runtime].end_ns()});
       }
-      if (delay_ns > options.delay_cutoff_ns) long_delay.push_back({&trace, l, tracks, delay_ns});
-      if (options.keep_all) report.launches.push_back(MakeLaunch(trace, l, tracks));
-      if (options.keep_delays) report.delays.push_back({s.start_ns, delay_ns});
-      if (!options.by_op) continue;
-      const Slice* host_op = l.op != LinkedWork::kNoOp ? &trace.slices()[l.op] : nullptr;
-      const bool named = host_op != nullptr && !trace.str(trace.slice_name(*host_op)).empty();
-      Op*& op = named ? op_of_name[trace.slice_name(*host_op)] : no_op;
-      if (op == nullptr) op = &ops[named ? trace.str(trace.slice_name(*host_op)) : std::string_view("(no op)")];
-      op->delay.push_back(delay_ns);
-      // (An op that is the launch itself has no delay before it.)
-      if (host_op != nullptr && l.op != l.runtime && call.start_ns - host_op->start_ns >= 0) {
-        op->op_to_launch.push_back(call.start_ns - host_op->start_ns);
-      }
-      const trace::StringId kernel = trace.slice_name(s);
-      const uint64_t pair = (static_cast<uint64_t>(named ? trace.slice_name(*host_op) + 1 : 0) << 32) | kernel;
-      std::vector<int64_t>*& delays = kernel_delays[pair];
-      if (delays == nullptr) delays = &op->kernels[trace.str(kernel)];
-      delays->push_back(delay_ns);
     }
-    report.linked += static_cast<int64_t>(mine.size());
   }
-  report.cpu = Durations(std::move(cpu));
-  report.gpu = Durations(std::move(gpu));
-  report.delay = Durations(std::move(delay));
-  report.long_runtime_count = static_cast<int64_t>(long_runtime.size());
-  report.long_delay_count = static_cast<int64_t>(long_delay.size());
-  auto largest = [&](std::vector<Outlier>& outliers, std::vector<Launch>& into) {
-    std::stable_sort(outliers.begin(), outliers.end(), [](const Outlier& a, const Outlier& b) { return a.ns > b.ns; });
-    if (outliers.size() > options.outliers) outliers.resize(options.outliers);
-    for (const Outlier& o : outliers) into.push_back(MakeLaunch(*o.trace, o.linked, o.tracks));
-  };
-  largest(long_runtime, report.long_runtime);
-  largest(long_delay, report.long_delay);
+  std::vector<const DurationList*> all_delays = {&delays};
+  for (DurationList* list : {&cpu, &gpu, &delays}) list->Sort();
+  for (auto& [name, op] : ops) {
+    op.op_to_launch.Sort();
+    for (auto& [kernel, list] : op.kernels) {
+      list.Sort();
+      all_delays.push_back(&list);
+    }
+  }
+  report.cpu = StatsOf({&cpu});
+  report.gpu = StatsOf({&gpu});
+  report.delay = StatsOf(all_delays);
+  for (const Outlier& o : long_runtime.TakeSorted()) report.long_runtime.push_back(MakeLaunch(*o.trace, o.linked, o.tracks));
+  for (const Outlier& o : long_delay.TakeSorted()) report.long_delay.push_back(MakeLaunch(*o.trace, o.linked, o.tracks));
   for (auto& [name, op] : ops) {
     OpLaunches row;
     row.op = std::string(name);
-    row.launches = static_cast<int64_t>(op.delay.size());
-    row.delay = Durations(std::move(op.delay));
-    row.op_to_launch = Durations(std::move(op.op_to_launch));
-    for (auto& [kernel, delays] : op.kernels) {
-      const auto count = static_cast<int64_t>(delays.size());
-      row.kernels.push_back({std::string(kernel), count, Durations(std::move(delays))});
+    std::vector<const DurationList*> of_op;
+    for (auto& [kernel, list] : op.kernels) {
+      of_op.push_back(&list);
+      row.kernels.push_back({std::string(kernel), static_cast<int64_t>(list.size()), StatsOf({&list})});
     }
+    row.delay = StatsOf(of_op);
+    row.launches = row.delay.count;
+    row.op_to_launch = StatsOf({&op.op_to_launch});
     std::stable_sort(row.kernels.begin(), row.kernels.end(),
                      [](const OpKernelLaunches& a, const OpKernelLaunches& b) { return a.count > b.count; });
     report.by_op.push_back(std::move(row));

@@ -7,8 +7,8 @@
 #include <unordered_map>
 
 #include "base/largest_n.h"
-#include "base/mapped_array.h"
 #include "profiler/analysis/breakdowns.h"
+#include "profiler/analysis/duration_list.h"
 
 namespace stepscope::analysis {
 
@@ -69,37 +69,6 @@ std::vector<char> SelectTracks(const Trace& trace, const std::vector<uint32_t>& 
   }
   return selected;
 }
-
-// A row's durations, kept for exact percentiles: 4 bytes each below 4.3 s, 8 past it (clipped
-// durations are never negative, so sorted, the wide ones follow the narrow ones). Mapped, so that
-// a row of millions grows without a second copy.
-class DurationList {
- public:
-  void Add(int64_t ns) {
-    if (ns <= int64_t{UINT32_MAX}) {
-      narrow_.push_back(static_cast<uint32_t>(ns));
-    } else {
-      wide_.push_back(ns);
-    }
-  }
-  void CopyFrom(const DurationList& other) {
-    narrow_.resize(other.narrow_.size());
-    std::copy(other.narrow_.begin(), other.narrow_.end(), narrow_.begin());
-    wide_ = other.wide_;
-  }
-  size_t size() const { return narrow_.size() + wide_.size(); }
-  void Sort() {
-    std::sort(narrow_.begin(), narrow_.end());
-    std::sort(wide_.begin(), wide_.end());
-  }
-  int64_t operator[](size_t k) const {  // once sorted: the k-th smallest
-    return k < narrow_.size() ? int64_t{narrow_[k]} : wide_[k - narrow_.size()];
-  }
-
- private:
-  MappedArray<uint32_t> narrow_;
-  std::vector<int64_t> wide_;
-};
 
 struct Accumulator {
   std::string_view name;
