@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:-release}
 shift || true
-cmake --preset "$preset" >/dev/null
+scripts/configure.sh "$preset"
 cmake --build --preset "$preset" "$@"

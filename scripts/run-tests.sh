@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything with warnings as errors, and runs every test
-# through ctest; then builds the tests labelled `sanitized` under ASan+UBSan and runs them; then
-# the threaded ones (labels parallel, collect, runtime, threads; no benchmarks) under
-# ThreadSanitizer; then fuzzes every reader briefly (scripts/fuzz.sh). Ends with the test
-# groups this machine's configuration could not build (CMake writes them to
-# <build>/skipped-tests.txt).
+# through ctest; then builds the tests labelled `sanitized` under ASan+UBSan (clang: a third
+# faster to build than g++ with both sanitizers) and runs them; then the threaded ones (labels
+# parallel, collect, runtime, threads; no benchmarks) under ThreadSanitizer, each program's
+# threaded cases only (THREADED_CASES in tests/CMakeLists.txt); then fuzzes every reader
+# briefly (scripts/fuzz.sh). Ends with the test groups this machine's configuration could not
+# build (CMake writes them to <build>/skipped-tests.txt). Ninja builds the targets named to a
+# stage in parallel (make's top level takes them one at a time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -15,7 +17,7 @@ ctest --preset ci -j2
 programs() {
   ctest --preset "$@" -N | awk '/Test +#/ {sub(/_smoke$/, "", $3); sub(/_[0-9]+_ranks$/, "", $3); print $3}' | sort -u
 }
-cmake --preset asan >/dev/null
+scripts/configure.sh asan
 sanitized=$(programs asan -L sanitized)
 scripts/build.sh asan --target $sanitized
 ctest --preset asan -j2 -L sanitized
@@ -23,7 +25,7 @@ ctest --preset asan -j2 -L sanitized
 # smoke runs are left out: under TSan the all-reduce one alone takes minutes, and the tests
 # cover the same algorithms.
 tsan_selection=(-L 'parallel|collect|runtime|threads' -LE benchmark)
-cmake --preset tsan >/dev/null
+scripts/configure.sh tsan
 threaded=$(programs tsan "${tsan_selection[@]}")
 scripts/build.sh tsan --target $threaded
 ctest --preset tsan -j2 "${tsan_selection[@]}"

@@ -16,20 +16,12 @@ double Median(std::vector<double> values) {
   return (lower + upper) / 2;
 }
 
-double Quantile(std::vector<double> values, double fraction) {
-  if (values.empty()) return 0;
-  // The two order statistics around the position, in linear time: a selection, then the least
-  // of what lies above it (kernel durations number in the tens of millions).
-  const double position = std::clamp(fraction, 0.0, 1.0) * static_cast<double>(values.size() - 1);
-  const size_t below = static_cast<size_t>(position);
-  const auto at = values.begin() + static_cast<std::ptrdiff_t>(below);
-  std::nth_element(values.begin(), at, values.end());
-  if (below + 1 >= values.size()) return *at;
-  const double weight = position - static_cast<double>(below);
-  return *at * (1 - weight) + *std::min_element(at + 1, values.end()) * weight;
-}
+namespace {
 
-double QuantileInPlace(std::span<int64_t> values, double fraction) {
+// The two order statistics around the position, in linear time: a selection, then the least of
+// what lies above it (kernel durations number in the tens of millions). Reorders `values`.
+template <typename T>
+double InterpolatedQuantile(std::span<T> values, double fraction) {
   if (values.empty()) return 0;
   const double position = std::clamp(fraction, 0.0, 1.0) * static_cast<double>(values.size() - 1);
   const size_t below = static_cast<size_t>(position);
@@ -39,6 +31,14 @@ double QuantileInPlace(std::span<int64_t> values, double fraction) {
   const double weight = position - static_cast<double>(below);
   return static_cast<double>(*at) * (1 - weight) + static_cast<double>(*std::min_element(at + 1, values.end())) * weight;
 }
+
+}  // namespace
+
+double Quantile(std::vector<double> values, double fraction) {
+  return InterpolatedQuantile(std::span<double>(values), fraction);
+}
+
+double QuantileInPlace(std::span<int64_t> values, double fraction) { return InterpolatedQuantile(values, fraction); }
 
 double MedianAbsoluteDeviation(const std::vector<double>& values) {
   const double median = Median(values);

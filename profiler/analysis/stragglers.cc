@@ -4,8 +4,8 @@
 #include <limits>
 #include <map>
 
-#include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/gpu_work.h"
+#include "profiler/analysis/intervals.h"
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/step_analyses.h"
 #include "profiler/analysis/steps.h"
@@ -15,17 +15,10 @@ namespace stepscope::analysis {
 using trace::Slice;
 using trace::SliceKind;
 using trace::Trace;
-using Intervals = std::vector<std::pair<int64_t, int64_t>>;
 
 namespace {
 
 constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
-
-int64_t UnionLength(Intervals intervals) {
-  int64_t total = 0;
-  for (const auto& [a, b] : MergeIntervals(std::move(intervals))) total += b - a;
-  return total;
-}
 
 // The ceil(n/2)-th smallest; 0 for none.
 int64_t LowerMedian(std::vector<int64_t> values) {
@@ -35,30 +28,20 @@ int64_t LowerMedian(std::vector<int64_t> values) {
   return *middle;
 }
 
-// One rank's work in one step, on the aligned (absolute) clock. Only the union of each category
-// matters, and a track's slices come in start order: a slice that starts within the last interval
-// of its list extends it, so nested and back-to-back work costs one interval, not one per slice
-// (all of a 256-rank run's slices are held here at once). The union of everything is the union of
-// the categories' lists.
+// One rank's work in one step, on the aligned (absolute) clock. Only the length of each
+// category's union matters: a trace's slices are visited in start order across its tracks, so
+// each union is measured as they pass, in a few words however many slices (all of a 256-rank
+// run's steps are held here at once). The union of everything is measured alongside.
 struct Work {
   int64_t slices = 0;
   int64_t begin = std::numeric_limits<int64_t>::max(), end = kNone;
-  Intervals by_category[kStragglerCategories];
+  UnionInStartOrder by_category[kStragglerCategories], all;
   void Add(int64_t start, int64_t stop, StragglerCategory category) {
     ++slices;
     begin = std::min(begin, start);
     end = std::max(end, stop);
-    Intervals& list = by_category[static_cast<int>(category)];
-    if (!list.empty() && start >= list.back().first && start <= list.back().second) {
-      list.back().second = std::max(list.back().second, stop);
-    } else {
-      list.emplace_back(start, stop);
-    }
-  }
-  int64_t BusyLength() const {
-    Intervals all;
-    for (const Intervals& list : by_category) all.insert(all.end(), list.begin(), list.end());
-    return UnionLength(std::move(all));
+    by_category[static_cast<int>(category)].Add(start, stop);
+    all.Add(start, stop);
   }
 };
 
@@ -66,7 +49,8 @@ struct RankStepWork {
   size_t input = 0;
   int64_t window_begin = 0;  // aligned
   Work gpu, host;
-  Intervals host_input_annotations;  // input annotations: input time on host, never the end
+  // Input time on the host: its input ops and input annotations (never the end of the work).
+  UnionInStartOrder host_input;
 };
 
 // One window of a trace (trace time) and its step number.
@@ -161,33 +145,40 @@ StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const
     std::vector<bool> gpu_lane(trace.tracks().size());
     for (uint32_t t = 0; t < gpu_lane.size(); ++t) gpu_lane[t] = IsGpuDeviceLane(trace, t);
     const auto& slices = trace.slices();
-    for (uint32_t k = 0; k < slices.size(); ++k) {
-      const Slice& s = slices[k];
-      if (s.duplicate() || s.kind == SliceKind::kSync) continue;
+    std::vector<std::pair<const Slice*, const Slice*>> lanes;
+    for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+      const auto lane = trace.track_slices(t);
+      lanes.emplace_back(lane.data(), lane.data() + lane.size());
+    }
+    MergeByStart(std::move(lanes), [](const Slice& s) { return s.start_ns; }, [&](const Slice& s) {
+      if (s.duplicate() || s.kind == SliceKind::kSync) return;
       const bool on_gpu = gpu_lane[s.track];
-      if (on_gpu && !trace::IsDeviceWork(s.kind)) continue;  // GPU annotations
+      if (on_gpu && !trace::IsDeviceWork(s.kind)) return;  // GPU annotations
       const bool input_annotation = s.kind == SliceKind::kAnnotation && !on_gpu &&
                                     IsInputOp(trace.str(trace.slice_name(s)), trace.str(trace.slice_op_type(s)));
-      if (s.kind == SliceKind::kAnnotation && !input_annotation) continue;
+      if (s.kind == SliceKind::kAnnotation && !input_annotation) return;
       size_t w = 0;
       if (!whole) {
         // The window holding the work's launch, or its own start without one.
-        const int64_t anchor = launch[k] >= 0 ? slices[static_cast<size_t>(launch[k])].start_ns : s.start_ns;
+        const int64_t from = launch[static_cast<size_t>(&s - slices.data())];
+        const int64_t anchor = from >= 0 ? slices[static_cast<size_t>(from)].start_ns : s.start_ns;
         auto after = std::upper_bound(windows.begin(), windows.end(), anchor,
                                       [](int64_t t, const Window& x) { return t < x.begin; });
-        if (after == windows.begin()) continue;
+        if (after == windows.begin()) return;
         w = static_cast<size_t>(after - windows.begin()) - 1;
-        if (anchor >= windows[w].end) continue;
+        if (anchor >= windows[w].end) return;
       }
       RankStepWork* slot = slots[w];
-      if (slot == nullptr) continue;
+      if (slot == nullptr) return;
       const int64_t start = s.start_ns + shift, stop = s.end_ns() + shift;
       if (input_annotation) {
-        slot->host_input_annotations.emplace_back(start, stop);
-      } else {
-        (on_gpu ? slot->gpu : slot->host).Add(start, stop, CategoryOf(trace, s, on_gpu));
+        slot->host_input.Add(start, stop);
+        return;
       }
-    }
+      const StragglerCategory category = CategoryOf(trace, s, on_gpu);
+      (on_gpu ? slot->gpu : slot->host).Add(start, stop, category);
+      if (!on_gpu && category == StragglerCategory::kInput) slot->host_input.Add(start, stop);
+    });
   }
 
   // Per step, the ranks in rank order (the map's order).
@@ -211,16 +202,10 @@ StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const
       r.gpu = w->gpu.slices > 0;
       Work& used = r.gpu ? w->gpu : w->host;
       r.work = used.slices;
-      r.busy_ns = used.BusyLength();
-      for (int c = 0; c < kStragglerCategories; ++c) {
-        if (r.gpu && c == static_cast<int>(StragglerCategory::kInput)) continue;
-        Intervals& list = used.by_category[c];
-        if (!r.gpu && c == static_cast<int>(StragglerCategory::kInput)) {
-          list.insert(list.end(), w->host_input_annotations.begin(), w->host_input_annotations.end());
-        }
-        r.by_category_ns[c] = UnionLength(std::move(list));
-      }
-      if (r.gpu) r.by_category_ns[static_cast<int>(StragglerCategory::kInput)] = std::max<int64_t>(0, used.begin - w->window_begin);
+      r.busy_ns = used.all.length();
+      for (int c = 0; c < kStragglerCategories; ++c) r.by_category_ns[c] = used.by_category[c].length();
+      constexpr int kInput = static_cast<int>(StragglerCategory::kInput);
+      r.by_category_ns[kInput] = r.gpu ? std::max<int64_t>(0, used.begin - w->window_begin) : w->host_input.length();
       absolute_begin.push_back(used.begin);
       absolute_end.push_back(used.end);
       step.ranks.push_back(r);

@@ -35,8 +35,8 @@ inline GeneratedJson GenerateKinetoJson(size_t target_bytes, const KinetoJsonOpt
       ", \"world_size\": " + std::to_string(options.world_size) + "},\n  \"traceEvents\": [\n";
   static const char* const kOps[] = {"aten::mm", "aten::addmm", "aten::conv2d", "aten::relu", "aten::add_"};
   static const char* const kKernels[] = {"ampere_sgemm_128x64_tn", "sm80_xmma_fprop_implicit_gemm_tf32f32",
-                                         "void at::native::vectorized_elementwise_kernel<4, at::native::"
-                                         "(anonymous namespace)::launch_clamp_scalar>",
+                                         ("void at::native::vectorized_elementwise_kernel<4, at::native::"
+                                          "(anonymous namespace)::launch_clamp_scalar>"),
                                          "ncclKernel_AllReduce_RING_LL_Sum_float", "void cudnn::bn_fw_tr_1C11_kernel_NCHW"};
   char line[1024];
   int64_t allocated = 0;
