@@ -5,48 +5,98 @@
 namespace stepscope::analysis {
 
 void DurationList::CopyFrom(const DurationList& other) {
-  narrow_.resize(other.narrow_.size());
-  std::copy(other.narrow_.begin(), other.narrow_.end(), narrow_.begin());
+  pending_ = other.pending_;
+  runs_ = other.runs_;
+  bytes_.resize(other.bytes_.size());
+  std::copy(other.bytes_.begin(), other.bytes_.end(), bytes_.begin());
+  sealed_ = other.sealed_;
   wide_ = other.wide_;
-  negative_ = other.negative_;
+}
+
+void DurationList::SealRun() {
+  if (pending_.empty()) return;
+  std::sort(pending_.begin(), pending_.end());
+  runs_.push_back({bytes_.size(), static_cast<uint32_t>(pending_.size()), pending_[0]});
+  for (size_t i = 1; i < pending_.size(); ++i) {
+    uint32_t delta = pending_[i] - pending_[i - 1];
+    while (delta >= 0x80) {
+      bytes_.push_back(static_cast<uint8_t>(delta | 0x80));
+      delta >>= 7;
+    }
+    bytes_.push_back(static_cast<uint8_t>(delta));
+  }
+  sealed_ += pending_.size();
+  pending_.clear();
 }
 
 void DurationList::Sort() {
-  std::sort(narrow_.begin(), narrow_.end());
+  SealRun();
+  // The last run's buffer is not needed again (a list is read once it is sorted).
+  std::vector<uint32_t>().swap(pending_);
   std::sort(wide_.begin(), wide_.end());
-  negative_ = static_cast<size_t>(std::lower_bound(wide_.begin(), wide_.end(), 0) - wide_.begin());
 }
 
-int64_t DurationList::operator[](size_t k) const {
-  if (k < negative_) return wide_[k];
-  k -= negative_;
-  if (k < narrow_.size()) return int64_t{narrow_[k]};
-  return wide_[negative_ + k - narrow_.size()];
+namespace {
+
+// Reads one part of a list in order: a run (decoding its deltas) or the wide values.
+class SortedCursor {
+ public:
+  SortedCursor(const DurationList::Run& run, const uint8_t* bytes)
+      : next_byte_(bytes + run.offset), left_(run.count), value_(run.first), run_(true) {}
+  SortedCursor(const int64_t* wide, size_t count) : wide_(wide), left_(count), value_(wide[0]) {}
+  int64_t value() const { return value_; }
+  // Moves to the next value; false at the end.
+  bool Next() {
+    if (--left_ == 0) return false;
+    if (!run_) {
+      value_ = *++wide_;
+      return true;
+    }
+    uint32_t delta = 0;
+    for (int shift = 0;; shift += 7) {
+      const uint8_t byte = *next_byte_++;
+      delta |= static_cast<uint32_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) break;
+    }
+    value_ += delta;
+    return true;
+  }
+
+ private:
+  const uint8_t* next_byte_ = nullptr;
+  const int64_t* wide_ = nullptr;
+  size_t left_ = 0;
+  int64_t value_ = 0;
+  bool run_ = false;
+};
+
+std::vector<SortedCursor> CursorsOf(const std::vector<const DurationList*>& lists) {
+  std::vector<SortedCursor> cursors;
+  for (const DurationList* list : lists) {
+    for (const DurationList::Run& run : list->runs()) cursors.emplace_back(run, list->run_bytes());
+    if (!list->wide().empty()) cursors.emplace_back(list->wide().data(), list->wide().size());
+  }
+  return cursors;
 }
+
+}  // namespace
 
 MergedStats StatsOfSorted(const std::vector<const DurationList*>& lists) {
-  // A cursor per non-empty part: a list's narrow values, its wide ones.
-  struct Cursor {
-    const uint32_t* narrow;
-    const int64_t* wide;
-    size_t size, at;
-    int64_t value(size_t i) const { return narrow != nullptr ? int64_t{narrow[i]} : wide[i]; }
-    int64_t value() const { return value(at); }
-  };
-  std::vector<Cursor> cursors;
   MergedStats stats;
-  for (const DurationList* list : lists) {
-    if (!list->narrow().empty()) cursors.push_back({list->narrow().data(), nullptr, list->narrow().size(), 0});
-    if (!list->wide().empty()) cursors.push_back({nullptr, list->wide().data(), list->wide().size(), 0});
-  }
-  if (cursors.empty()) return stats;
-  stats.min_ns = cursors[0].value(0);
-  stats.max_ns = cursors[0].value(cursors[0].size - 1);
-  for (const Cursor& c : cursors) {
-    stats.count += static_cast<int64_t>(c.size);
-    for (size_t i = 0; i < c.size; ++i) stats.total_ns += c.value(i);
-    stats.min_ns = std::min(stats.min_ns, c.value(0));  // sorted: the first and the last
-    stats.max_ns = std::max(stats.max_ns, c.value(c.size - 1));
+  for (const DurationList* list : lists) stats.count += static_cast<int64_t>(list->size());
+  if (stats.count == 0) return stats;
+  // First pass: total and extremes.
+  bool first = true;
+  for (SortedCursor& c : CursorsOf(lists)) {
+    const int64_t least = c.value();
+    int64_t value = least;
+    do {
+      value = c.value();
+      stats.total_ns += value;
+    } while (c.Next());
+    stats.min_ns = first ? least : std::min(stats.min_ns, least);
+    stats.max_ns = first ? value : std::max(stats.max_ns, value);
+    first = false;
   }
   // The order statistics each percentile interpolates between.
   const auto n = static_cast<size_t>(stats.count);
@@ -62,22 +112,23 @@ MergedStats StatsOfSorted(const std::vector<const DurationList*>& lists) {
     w.below = static_cast<size_t>(w.position);
     last = std::max(last, std::min(w.below + 1, n - 1));
   }
+  std::vector<SortedCursor> cursors = CursorsOf(lists);
   auto greater = [&](size_t a, size_t b) { return cursors[a].value() > cursors[b].value(); };
   std::vector<size_t> heap(cursors.size());
   for (size_t i = 0; i < heap.size(); ++i) heap[i] = i;
   std::make_heap(heap.begin(), heap.end(), greater);
   for (size_t rank = 0; rank <= last; ++rank) {
     std::pop_heap(heap.begin(), heap.end(), greater);
-    Cursor& c = cursors[heap.back()];
+    SortedCursor& c = cursors[heap.back()];
     const int64_t value = c.value();
     for (Wanted& w : wanted) {
       if (rank == w.below) w.lower = value;
       if (rank == w.below + 1) w.upper = value;
     }
-    if (++c.at == c.size) {
-      heap.pop_back();
-    } else {
+    if (c.Next()) {
       std::push_heap(heap.begin(), heap.end(), greater);
+    } else {
+      heap.pop_back();
     }
   }
   auto percentile = [&](const Wanted& w) {

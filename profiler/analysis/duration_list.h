@@ -1,8 +1,9 @@
-// Nanosecond values kept for exact statistics on traces of tens of millions of slices: a list
-// takes 4 bytes a value in [0, 4.3 s] and 8 for the rest (negative launch delays, long gaps), in
-// mapped memory so that a list of millions grows without a second copy. The statistics of several
-// lists together are read by merging them sorted, so a value is kept once however many figures
-// (a stream's, a cause's, the whole trace's) count it.
+// Nanosecond values kept for exact statistics on traces of tens of millions of slices. Values in
+// [0, 4.3 s] gather 4 bytes each until there are 65536 of them, which are then sorted and kept as
+// a run of delta-coded bytes (sorted durations lie close together: about a byte each); the rest
+// (negative launch delays, gaps past 4.3 s) are kept whole. The statistics of several lists
+// together are read by merging their runs in order, so a value is kept once however many
+// figures (a stream's, a cause's, the whole trace's) count it, and nothing is gathered.
 #pragma once
 
 #include <cstdint>
@@ -14,31 +15,44 @@ namespace stepscope::analysis {
 
 class DurationList {
  public:
+  static constexpr size_t kRunValues = 65536;
+
   void Add(int64_t ns) {
     if (ns >= 0 && ns <= int64_t{UINT32_MAX}) {
-      narrow_.push_back(static_cast<uint32_t>(ns));
+      pending_.push_back(static_cast<uint32_t>(ns));
+      if (pending_.size() == kRunValues) SealRun();
     } else {
       wide_.push_back(ns);
     }
   }
   void CopyFrom(const DurationList& other);
-  size_t size() const { return narrow_.size() + wide_.size(); }
+  size_t size() const { return sealed_ + pending_.size() + wide_.size(); }
   bool empty() const { return size() == 0; }
+  // Before reading: the values not yet in a run become one, the wide ones are sorted.
   void Sort();
-  // Once sorted: the k-th smallest value.
-  int64_t operator[](size_t k) const;
-  const MappedArray<uint32_t>& narrow() const { return narrow_; }
-  const std::vector<int64_t>& wide() const { return wide_; }
+
+  // A sorted run: its first value, then count - 1 deltas as LEB128 bytes from `offset`.
+  struct Run {
+    size_t offset = 0;
+    uint32_t count = 0, first = 0;
+  };
+  const std::vector<Run>& runs() const { return runs_; }
+  const uint8_t* run_bytes() const { return bytes_.data(); }
+  const std::vector<int64_t>& wide() const { return wide_; }  // sorted once Sort() ran
 
  private:
-  MappedArray<uint32_t> narrow_;
+  void SealRun();
+
+  std::vector<uint32_t> pending_;
+  std::vector<Run> runs_;
+  MappedArray<uint8_t> bytes_;
+  size_t sealed_ = 0;  // values in runs
   std::vector<int64_t> wide_;
-  size_t negative_ = 0;  // once sorted: the wide values below 0, which precede the narrow ones
 };
 
 // Count, total, least, greatest and the 50th and 95th percentiles (linear-interpolated, as
-// statistics.h Quantile) of the values of sorted lists taken together: the lists are merged up to
-// the 95th percentile's position, nothing is gathered.
+// statistics.h Quantile) of the values of sorted lists taken together: their runs are merged up
+// to the 95th percentile's position, nothing is gathered.
 struct MergedStats {
   int64_t count = 0, total_ns = 0, min_ns = 0, max_ns = 0;
   double p50_ns = 0, p95_ns = 0;

@@ -27,23 +27,13 @@ const char* WhereOfTrack(const Trace& trace, uint32_t track) {
   }
 }
 
-namespace {
-
-// Linear-interpolated percentile of `size` sorted values, the k-th read through `at(k)`.
-template <typename At>
-double SortedPercentile(size_t size, At at, double fraction) {
-  if (size == 0) return 0;
-  const double position = fraction * static_cast<double>(size - 1);
-  const size_t below = static_cast<size_t>(position);
-  if (below + 1 >= size) return static_cast<double>(at(size - 1));
-  const double weight = position - static_cast<double>(below);
-  return static_cast<double>(at(below)) * (1 - weight) + static_cast<double>(at(below + 1)) * weight;
-}
-
-}  // namespace
-
 double Percentile(const std::vector<int64_t>& sorted, double fraction) {
-  return SortedPercentile(sorted.size(), [&](size_t k) { return sorted[k]; }, fraction);
+  if (sorted.empty()) return 0;
+  const double position = fraction * static_cast<double>(sorted.size() - 1);
+  const size_t below = static_cast<size_t>(position);
+  if (below + 1 >= sorted.size()) return static_cast<double>(sorted.back());
+  const double weight = position - static_cast<double>(below);
+  return static_cast<double>(sorted[below]) * (1 - weight) + static_cast<double>(sorted[below + 1]) * weight;
 }
 
 namespace {
@@ -108,12 +98,12 @@ std::vector<OpStatsRow> Finish(const Trace& trace, std::vector<Accumulator>& acc
     row.count = a.count;
     row.total_ns = a.total;
     row.self_ns = a.self;
-    row.min_ns = durations[0];
-    row.max_ns = durations[durations.size() - 1];
+    const MergedStats stats = StatsOfSorted({&durations});
+    row.min_ns = stats.min_ns;
+    row.max_ns = stats.max_ns;
     row.mean_ns = static_cast<double>(a.total) / static_cast<double>(row.count);
-    auto at = [&](size_t k) { return durations[k]; };
-    row.p50_ns = SortedPercentile(durations.size(), at, 0.5);
-    row.p95_ns = SortedPercentile(durations.size(), at, 0.95);
+    row.p50_ns = stats.p50_ns;
+    row.p95_ns = stats.p95_ns;
     row.share = window_ns > 0 ? static_cast<double>(a.total) / static_cast<double>(window_ns) : 0;
     row.longest_slice = a.longest;
     rows.push_back(std::move(row));

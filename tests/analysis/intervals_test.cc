@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -75,56 +76,75 @@ TEST(IntervalsTest, UnionLengthsMatchTheTimeCovered) {
   EXPECT_EQ(UnionInStartOrder().length(), 0);
 }
 
-// Values of every width (negative launch delays, gaps past 4.3 s, and the narrow ones between):
-// a sorted list reads back in order, and the statistics of several lists together are those of
-// all their values sorted, with statistics.h's interpolated percentiles.
+// Values of every width (negative launch delays, gaps past 4.3 s, and the narrow ones between,
+// whose deltas take one to five bytes): the statistics of several lists together, read off their
+// sorted runs, are those of all their values sorted, with statistics.h's interpolated
+// percentiles.
 TEST(DurationListTest, ListsOfEveryWidthGiveTheStatisticsOfAllTheirValues) {
   Rng random(5);
   const int64_t kWide = int64_t{UINT32_MAX};
-  std::vector<DurationList> lists(4);
-  std::vector<int64_t> all;
-  for (size_t l = 0; l < lists.size(); ++l) {
-    const int count = l == 3 ? 1 : static_cast<int>(random.Between(50, 400));
-    for (int i = 0; i < count; ++i) {
-      int64_t value = random.Between(0, 1000000);
-      const int64_t kind = random.Between(0, 9);
-      if (kind == 0) value = -random.Between(1, 5000);                   // a launch before its call ended
-      if (kind == 1) value = kWide + random.Between(-2, 1000000);        // around and past 4.3 s
-      if (l == 3) value = -7;                                            // a list of one wide value
-      lists[l].Add(value);
-      all.push_back(value);
-    }
+  std::vector<DurationList> lists(5);
+  std::vector<std::vector<int64_t>> values(lists.size());
+  auto add = [&](size_t l, int64_t value) {
+    lists[l].Add(value);
+    values[l].push_back(value);
+  };
+  // Three runs and a remainder, values close together as durations are, and a few far apart.
+  for (size_t i = 0; i < 3 * DurationList::kRunValues + 1234; ++i) {
+    int64_t value = random.Between(1000, 60000);
+    const int64_t kind = random.Between(0, 999);
+    if (kind == 0) value = -random.Between(1, 5000);             // a launch before its call ended
+    if (kind == 1) value = kWide + random.Between(-2, 1000000);  // around and past 4.3 s
+    if (kind == 2) value = random.Between(0, kWide);              // far apart: deltas of 5 bytes
+    add(0, value);
   }
-  lists.emplace_back();  // an empty list adds nothing
+  for (int i = 0; i < 300; ++i) add(1, random.Between(0, 1000000));
+  add(2, -7);  // a list of one wide value
+  add(3, kWide);
+  add(3, 0);
+  // lists[4] stays empty: it adds nothing.
   std::vector<const DurationList*> pointers;
   for (DurationList& list : lists) {
     list.Sort();
     pointers.push_back(&list);
   }
-  for (const DurationList& list : lists) {
-    for (size_t k = 1; k < list.size(); ++k) ASSERT_LE(list[k - 1], list[k]) << k;
-  }
+  EXPECT_EQ(lists[0].runs().size(), 4u);
   EXPECT_GT(lists[0].wide().size(), 0u);
-  EXPECT_EQ(lists[3][0], -7);
-  std::sort(all.begin(), all.end());
-  const MergedStats stats = StatsOfSorted(pointers);
-  EXPECT_EQ(stats.count, static_cast<int64_t>(all.size()));
-  int64_t total = 0;
-  for (int64_t v : all) total += v;
-  EXPECT_EQ(stats.total_ns, total);
-  EXPECT_EQ(stats.min_ns, all.front());
-  EXPECT_EQ(stats.max_ns, all.back());
-  const std::vector<double> as_double(all.begin(), all.end());
-  EXPECT_DOUBLE_EQ(stats.p50_ns, Quantile(as_double, 0.5));
-  EXPECT_DOUBLE_EQ(stats.p95_ns, Quantile(as_double, 0.95));
-  // One list alone, and a copy of it, give the same as its own values.
+  auto expect_stats_of = [](const MergedStats& stats, std::vector<int64_t> all, const std::string& what) {
+    std::sort(all.begin(), all.end());
+    ASSERT_EQ(stats.count, static_cast<int64_t>(all.size())) << what;
+    if (all.empty()) return;
+    int64_t total = 0;
+    for (int64_t v : all) total += v;
+    EXPECT_EQ(stats.total_ns, total) << what;
+    EXPECT_EQ(stats.min_ns, all.front()) << what;
+    EXPECT_EQ(stats.max_ns, all.back()) << what;
+    const std::vector<double> as_double(all.begin(), all.end());
+    EXPECT_DOUBLE_EQ(stats.p50_ns, Quantile(as_double, 0.5)) << what;
+    EXPECT_DOUBLE_EQ(stats.p95_ns, Quantile(as_double, 0.95)) << what;
+  };
+  std::vector<int64_t> all;
+  for (size_t l = 0; l < lists.size(); ++l) {
+    expect_stats_of(StatsOfSorted({&lists[l]}), values[l], "list " + std::to_string(l));
+    all.insert(all.end(), values[l].begin(), values[l].end());
+  }
+  expect_stats_of(StatsOfSorted(pointers), all, "all lists");
+  expect_stats_of(StatsOfSorted({&lists[1], &lists[2], &lists[3]}), [&] {
+    std::vector<int64_t> some = values[1];
+    some.insert(some.end(), values[2].begin(), values[2].end());
+    some.insert(some.end(), values[3].begin(), values[3].end());
+    return some;
+  }(), "small lists");
+  // A copy reads the same; a list copied before its last run was sealed too.
   DurationList copy;
-  copy.CopyFrom(lists[1]);
-  const MergedStats one = StatsOfSorted({&copy});
-  EXPECT_EQ(one.count, static_cast<int64_t>(lists[1].size()));
-  EXPECT_EQ(one.min_ns, lists[1][0]);
-  EXPECT_EQ(one.max_ns, lists[1][lists[1].size() - 1]);
-  EXPECT_EQ(StatsOfSorted({&lists[4]}).count, 0);
+  copy.CopyFrom(lists[0]);
+  expect_stats_of(StatsOfSorted({&copy}), values[0], "copy");
+  DurationList unsorted;
+  for (int64_t v : values[0]) unsorted.Add(v);
+  DurationList copy_before_sort;
+  copy_before_sort.CopyFrom(unsorted);
+  copy_before_sort.Sort();
+  expect_stats_of(StatsOfSorted({&copy_before_sort}), values[0], "copied unsorted");
 }
 
 }  // namespace

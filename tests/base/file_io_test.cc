@@ -2,19 +2,15 @@
 #include "base/file_io.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
+
+#include "test_util.h"
 
 namespace stepscope {
 namespace {
 
-std::filesystem::path TempDir() {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("stepscope_file_io_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path TempDir() { return testing::ScratchDir("file_io_test"); }
 
 TEST(FileIoTest, GzipRoundTripAndTransparentRead) {
   const std::string text(100000, 'x');

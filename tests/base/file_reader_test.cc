@@ -4,20 +4,18 @@
 #include "base/file_reader.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <random>
 
 #include "base/file_io.h"
+#include "test_util.h"
 
 namespace stepscope {
 namespace {
 
 std::string TempPath(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("stepscope_file_reader_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
+  return (testing::ScratchDir("file_reader_test") / name).string();
 }
 
 void WriteRaw(const std::string& path, std::string_view bytes) {
