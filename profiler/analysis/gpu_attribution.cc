@@ -109,42 +109,32 @@ bool LaunchesNothing(trace::TrackKind kind) {
 // an annotation (every slice is then at the root).
 class AnnotationNodeIndex {
  public:
-  uint32_t operator[](uint32_t slice) const {
-    if (nodes_.empty()) return 0;
-    const uint32_t track = trace_->slices()[slice].track;
-    return offset_[track] == kNone ? 0 : nodes_[offset_[track] + (slice - trace_->track_first_slice(track))];
-  }
+  uint32_t operator[](uint32_t slice) const { return nodes_.Get(slice, 0); }
 
  private:
   friend AnnotationNodeIndex AnnotationNodes(const GpuInput& input, AnnotationTree& tree);
-  static constexpr uint32_t kNone = 0xffffffffu;
-  const Trace* trace_ = nullptr;
-  std::vector<uint32_t> offset_;  // per track: where its slices start in nodes_, kNone for GPU lanes
-  std::vector<uint32_t> nodes_;
+  TrackSliceValues nodes_;  // the launching tracks' slices
 };
 
 // Annotation spans starting in the input's windows are counted into their nodes.
 AnnotationNodeIndex AnnotationNodes(const GpuInput& input, AnnotationTree& tree) {
   const Trace& trace = *input.trace;
   AnnotationNodeIndex index;
-  index.trace_ = &trace;
-  index.offset_.assign(trace.tracks().size(), AnnotationNodeIndex::kNone);
+  std::vector<bool> launching(trace.tracks().size(), false);
   bool annotated = false;
-  size_t size = 0;
   for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
     if (LaunchesNothing(trace.tracks()[t].kind)) continue;
-    index.offset_[t] = static_cast<uint32_t>(size);
-    size += trace.track_slices(t).size();
+    launching[t] = true;
     for (const Slice& s : trace.track_slices(t)) {
       annotated = annotated || (s.kind == SliceKind::kAnnotation && !s.duplicate() &&
                                 !IsStepOrProfilerSpan(trace.str(trace.slice_name(s))));
     }
   }
   if (!annotated) return index;
-  index.nodes_.assign(size, 0);
+  index.nodes_ = TrackSliceValues(trace, launching, 0);
   for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
-    if (index.offset_[t] == AnnotationNodeIndex::kNone) continue;
-    uint32_t* node_of = index.nodes_.data() + index.offset_[t];
+    if (!launching[t]) continue;
+    uint32_t* node_of = index.nodes_.Of(t);
     const auto lane = trace.track_slices(t);
     std::vector<std::pair<uint16_t, uint32_t>> open;  // (depth, node in effect inside it)
     for (uint32_t k = 0; k < lane.size(); ++k) {

@@ -58,24 +58,28 @@ std::vector<StreamWork> CollectWork(const GpuInput& input) {
 std::string TrackName(const Trace& trace, uint32_t track) { return std::string(trace.str(trace.tracks()[track].name)); }
 
 // The runtime call that launched each slice (launch flows), -1 where none.
-LaunchIndex LaunchOf(const Trace& trace) {
-  LaunchIndex launch;
-  launch.trace_ = &trace;
-  launch.offset_.assign(trace.tracks().size(), LaunchIndex::kNone);
-  for (const trace::Flow& flow : trace.flows()) {
-    if (flow.kind == trace::FlowKind::kLaunch) launch.offset_[trace.slices()[flow.to_slice].track] = 0;
-  }
+TrackSliceValues::TrackSliceValues(const Trace& trace, const std::vector<bool>& kept, uint32_t fill)
+    : trace_(&trace), offset_(trace.tracks().size(), kNotKept) {
   size_t size = 0;
-  for (uint32_t t = 0; t < launch.offset_.size(); ++t) {
-    if (launch.offset_[t] == LaunchIndex::kNone) continue;
-    launch.offset_[t] = static_cast<uint32_t>(size);
+  for (uint32_t t = 0; t < offset_.size(); ++t) {
+    if (!kept[t]) continue;
+    offset_[t] = static_cast<uint32_t>(size);
     size += trace.track_slices(t).size();
   }
-  launch.from_.assign(size, LaunchIndex::kNone);
+  values_.assign(size, fill);
+}
+
+LaunchIndex LaunchOf(const Trace& trace) {
+  std::vector<bool> reached(trace.tracks().size(), false);
+  for (const trace::Flow& flow : trace.flows()) {
+    if (flow.kind == trace::FlowKind::kLaunch) reached[trace.slices()[flow.to_slice].track] = true;
+  }
+  LaunchIndex launch;
+  launch.from_ = TrackSliceValues(trace, reached, LaunchIndex::kNone);
   for (const trace::Flow& flow : trace.flows()) {
     if (flow.kind != trace::FlowKind::kLaunch) continue;
     const uint32_t track = trace.slices()[flow.to_slice].track;
-    launch.from_[launch.offset_[track] + (flow.to_slice - trace.track_first_slice(track))] = flow.from_slice;
+    launch.from_.Of(track)[flow.to_slice - trace.track_first_slice(track)] = flow.from_slice;
   }
   return launch;
 }

@@ -43,6 +43,31 @@ std::vector<StreamWork> CollectWork(const GpuInput& input);
 
 std::string TrackName(const trace::Trace& trace, uint32_t track);
 
+// A 4-byte value for each slice of some of a trace's tracks and none for the others: a table
+// that only some lanes need (the launch of GPU work, the annotation in effect on the launching
+// threads) costs 4 bytes a slice of those lanes only.
+class TrackSliceValues {
+ public:
+  TrackSliceValues() = default;
+  // Room for the slices of the tracks `kept` marks, each value `fill`.
+  TrackSliceValues(const trace::Trace& trace, const std::vector<bool>& kept, uint32_t fill);
+  bool empty() const { return values_.empty(); }
+  // The slice's value; `absent` where its track is not kept.
+  uint32_t Get(uint32_t slice, uint32_t absent) const {
+    if (values_.empty()) return absent;
+    const uint32_t track = trace_->slices()[slice].track;
+    return offset_[track] == kNotKept ? absent : values_[offset_[track] + (slice - trace_->track_first_slice(track))];
+  }
+  // The values of a kept track's slices, in the track's order.
+  uint32_t* Of(uint32_t track) { return values_.data() + offset_[track]; }
+
+ private:
+  static constexpr uint32_t kNotKept = 0xffffffffu;
+  const trace::Trace* trace_ = nullptr;
+  std::vector<uint32_t> offset_;  // per track: where its slices start in values_
+  std::vector<uint32_t> values_;
+};
+
 // The slice that launched each slice (the source of its launch flow: a runtime call, or the
 // executor op in our traces), -1 where none. 4 bytes a slice of the tracks that launches reach
 // (the GPU streams: a third of a Kineto trace's slices), not of every track.
@@ -50,19 +75,14 @@ class LaunchIndex {
  public:
   LaunchIndex() = default;  // knows no launch
   int64_t operator[](size_t slice) const {
-    if (trace_ == nullptr) return -1;
-    const uint32_t track = trace_->slices()[slice].track;
-    if (offset_[track] == kNone) return -1;
-    const uint32_t from = from_[offset_[track] + (slice - trace_->track_first_slice(track))];
+    const uint32_t from = from_.Get(static_cast<uint32_t>(slice), kNone);
     return from == kNone ? -1 : int64_t{from};
   }
 
  private:
   friend LaunchIndex LaunchOf(const trace::Trace& trace);
   static constexpr uint32_t kNone = 0xffffffffu;  // no slice index reaches it (indices are < size)
-  const trace::Trace* trace_ = nullptr;
-  std::vector<uint32_t> offset_;  // per track: where its slices start in from_; kNone if no launch reaches it
-  std::vector<uint32_t> from_;
+  TrackSliceValues from_;
 };
 LaunchIndex LaunchOf(const trace::Trace& trace);
 
