@@ -57,7 +57,6 @@ std::vector<StreamWork> CollectWork(const GpuInput& input) {
 
 std::string TrackName(const Trace& trace, uint32_t track) { return std::string(trace.str(trace.tracks()[track].name)); }
 
-// The runtime call that launched each slice (launch flows), -1 where none.
 TrackSliceValues::TrackSliceValues(const Trace& trace, const std::vector<bool>& kept, uint32_t fill)
     : trace_(&trace), offset_(trace.tracks().size(), kNotKept) {
   size_t size = 0;
@@ -69,6 +68,7 @@ TrackSliceValues::TrackSliceValues(const Trace& trace, const std::vector<bool>& 
   values_.assign(size, fill);
 }
 
+// The runtime call that launched each slice (launch flows), -1 where none.
 LaunchIndex LaunchOf(const Trace& trace) {
   std::vector<bool> reached(trace.tracks().size(), false);
   for (const trace::Flow& flow : trace.flows()) {

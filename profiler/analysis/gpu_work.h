@@ -51,7 +51,6 @@ class TrackSliceValues {
   TrackSliceValues() = default;
   // Room for the slices of the tracks `kept` marks, each value `fill`.
   TrackSliceValues(const trace::Trace& trace, const std::vector<bool>& kept, uint32_t fill);
-  bool empty() const { return values_.empty(); }
   // The slice's value; `absent` where its track is not kept.
   uint32_t Get(uint32_t slice, uint32_t absent) const {
     if (values_.empty()) return absent;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <span>
 #include <unordered_map>
 
@@ -74,6 +75,8 @@ struct Accumulator {
   int32_t shared_by = -1;  // a name row's: the type row using its list
   uint32_t longest = 0;
   int64_t longest_ns = -1;
+  // The statistics of its list, read once (a type row sharing this list reads them here).
+  std::optional<MergedStats> list_stats;
 };
 
 struct KeyHash {
@@ -88,8 +91,12 @@ std::vector<OpStatsRow> Finish(const Trace& trace, std::vector<Accumulator>& acc
   std::vector<OpStatsRow> rows;
   rows.reserve(accumulators.size());
   for (Accumulator& a : accumulators) {
-    DurationList& durations = a.shares_with >= 0 ? (*lists)[static_cast<size_t>(a.shares_with)].durations : a.durations;
-    durations.Sort();
+    Accumulator& owner = a.shares_with >= 0 ? (*lists)[static_cast<size_t>(a.shares_with)] : a;
+    if (!owner.list_stats) {
+      owner.durations.Sort();
+      owner.list_stats = StatsOfSorted({&owner.durations});
+    }
+    const MergedStats& stats = *owner.list_stats;
     OpStatsRow row;
     row.name = std::string(a.name);
     row.op_type = std::string(trace.str(a.op_type));
@@ -98,7 +105,6 @@ std::vector<OpStatsRow> Finish(const Trace& trace, std::vector<Accumulator>& acc
     row.count = a.count;
     row.total_ns = a.total;
     row.self_ns = a.self;
-    const MergedStats stats = StatsOfSorted({&durations});
     row.min_ns = stats.min_ns;
     row.max_ns = stats.max_ns;
     row.mean_ns = static_cast<double>(a.total) / static_cast<double>(row.count);
