@@ -1,17 +1,15 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (fuzz/) with clang + ASan/UBSan in build/fuzz and runs each for a
-# short time from its seed corpus (fuzz/corpus/<reader>). A crash, leak or sanitizer report fails
-# the script and leaves the reproducer in build/fuzz/artifacts.
-#   scripts/fuzz.sh            # 30 s per fuzzer (CI)
+# Builds the libFuzzer targets (fuzz/) in the clang ASan+UBSan tree (build/asan, the asan preset)
+# and runs each for a short time from its seed corpus (fuzz/corpus/<reader>). A crash, leak or
+# sanitizer report fails the script and leaves the reproducer in build/asan/fuzz/artifacts.
+#   scripts/fuzz.sh            # 20 s per fuzzer (CI)
 #   FUZZ_SECONDS=600 scripts/fuzz.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds="${FUZZ_SECONDS:-30}"
-build=build/fuzz
-CC="${CC_FUZZ:-clang-14}" CXX="${CXX_FUZZ:-clang++-14}" \
-  cmake -S fuzz -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j2 --target chrome_json_fuzzer step_stats_pb_fuzzer step_stats_pbtxt_fuzzer \
+seconds="${FUZZ_SECONDS:-20}"
+scripts/build.sh asan --target chrome_json_fuzzer step_stats_pb_fuzzer step_stats_pbtxt_fuzzer \
   xspace_fuzzer perfetto_proto_fuzzer
+build=build/asan/fuzz
 mkdir -p "$build/artifacts"
 run() {
   local fuzzer="$1" seeds="$2"

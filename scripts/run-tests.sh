@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything with warnings as errors, and runs every test
 # through ctest; then builds the tests labelled `sanitized` under ASan+UBSan (clang: a third
-# faster to build than g++ with both sanitizers) and runs them; then the threaded ones (labels
-# parallel, collect, runtime, threads; no benchmarks) under ThreadSanitizer, each program's
-# threaded cases only (THREADED_CASES in tests/CMakeLists.txt); then fuzzes every reader
-# briefly (scripts/fuzz.sh). Ends with the test groups this machine's configuration could not
+# faster to build than g++ with both sanitizers) and runs them, and fuzzes every reader briefly
+# in the same tree (scripts/fuzz.sh); then the threaded ones (labels parallel, collect, runtime,
+# threads; no benchmarks) under ThreadSanitizer, each program's threaded cases only
+# (THREADED_CASES in tests/CMakeLists.txt). Ends with the test groups this machine's configuration could not
 # build (CMake writes them to <build>/skipped-tests.txt). Ninja builds the targets named to a
 # stage in parallel (make's top level takes them one at a time).
 set -euo pipefail
@@ -21,6 +21,7 @@ scripts/configure.sh asan
 sanitized=$(programs asan -L sanitized)
 scripts/build.sh asan --target $sanitized
 ctest --preset asan -j2 -L sanitized
+scripts/fuzz.sh  # the fuzzers live in the same tree
 # TSan: threaded code (towers, fusion buffer, collectives, collectors, allocators). Benchmark
 # smoke runs are left out: under TSan the all-reduce one alone takes minutes, and the tests
 # cover the same algorithms.
@@ -29,7 +30,6 @@ scripts/configure.sh tsan
 threaded=$(programs tsan "${tsan_selection[@]}")
 scripts/build.sh tsan --target $threaded
 ctest --preset tsan -j2 "${tsan_selection[@]}"
-scripts/fuzz.sh
 echo
 if [[ -s build/ci/skipped-tests.txt ]]; then
   echo "All tests passed; test groups skipped in this configuration (build/ci):"
