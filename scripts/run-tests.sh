@@ -4,9 +4,9 @@
 # faster to build than g++ with both sanitizers) and runs them, and fuzzes every reader briefly
 # in the same tree (scripts/fuzz.sh); then the threaded ones (labels parallel, collect, runtime,
 # threads; no benchmarks) under ThreadSanitizer, each program's threaded cases only
-# (THREADED_CASES in tests/CMakeLists.txt). Ends with the test groups this machine's configuration could not
-# build (CMake writes them to <build>/skipped-tests.txt). Ninja builds the targets named to a
-# stage in parallel (make's top level takes them one at a time).
+# (THREADED_CASES in tests/CMakeLists.txt). Ends with the test groups this machine's
+# configuration could not build (CMake writes them to <build>/skipped-tests.txt). Ninja builds
+# the targets named to a stage in parallel (make's top level takes them one at a time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
