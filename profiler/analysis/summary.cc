@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
+#include <unordered_map>
 
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/intervals.h"
@@ -43,14 +45,17 @@ int64_t UnionLengthOfTracks(const Trace& trace, const std::vector<uint32_t>& tra
   return busy.length();
 }
 
-std::string WhereOf(const Slice& slice) {
+// Where a slice's op type is counted: "ops" (executor/host), "gpu" (kernels, memsets), "memcpy",
+// "collective", "runtime"; an index into kWhereNames.
+constexpr std::string_view kWhereNames[] = {"ops", "gpu", "memcpy", "collective", "runtime"};
+uint32_t WhereOf(const Slice& slice) {
   switch (slice.kind) {
-    case SliceKind::kKernel: return "gpu";
-    case SliceKind::kMemcpy: return "memcpy";
-    case SliceKind::kMemset: return "gpu";
-    case SliceKind::kCollective: return "collective";
-    case SliceKind::kRuntime: return "runtime";
-    default: return "ops";
+    case SliceKind::kKernel: return 1;
+    case SliceKind::kMemcpy: return 2;
+    case SliceKind::kMemset: return 1;
+    case SliceKind::kCollective: return 3;
+    case SliceKind::kRuntime: return 4;
+    default: return 0;
   }
 }
 
@@ -188,16 +193,17 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
     summary.annotations.push_back({trace.TrackPath(key.first), key.second, busy.slices, UnionLength(std::move(busy.intervals))});
   }
 
-  std::map<std::pair<std::string, std::string>, OpTypeStats> op_types;
+  // Counted by (where, op type id), named once per op type after: a big trace has millions of
+  // slices and a few hundred op types.
+  struct OpTypeCount {
+    int64_t count = 0, total_ns = 0;
+  };
+  std::unordered_map<uint64_t, OpTypeCount> op_types;
   std::map<std::string, MemcpyStats> memcpy;
   for (uint32_t i = 0; i < slices.size(); ++i) {
     const Slice& s = slices[i];
     if (s.duplicate() || trace::IsAnnotationOrSync(s.kind)) continue;
-    const std::string where = WhereOf(s);
-    const std::string op(trace.str(trace.slice_op_type(s)));
-    OpTypeStats& stats = op_types[{where, op}];
-    stats.op_type = op;
-    stats.where = where;
+    OpTypeCount& stats = op_types[uint64_t{WhereOf(s)} << 32 | trace.slice_op_type(s)];
     ++stats.count;
     stats.total_ns += s.dur_ns;
     if (auto details = trace::GetMemcpyDetails(trace, i)) {
@@ -215,9 +221,15 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
       }
     }
   }
-  for (auto& [key, stats] : op_types) summary.op_types.push_back(stats);
-  std::stable_sort(summary.op_types.begin(), summary.op_types.end(),
-                   [](const OpTypeStats& a, const OpTypeStats& b) { return a.total_ns > b.total_ns; });
+  for (const auto& [key, count] : op_types) {
+    summary.op_types.push_back({std::string(trace.str(static_cast<trace::StringId>(key))),
+                                std::string(kWhereNames[key >> 32]), count.count, count.total_ns});
+  }
+  // By time, ties in (where, op type) order.
+  std::sort(summary.op_types.begin(), summary.op_types.end(), [](const OpTypeStats& a, const OpTypeStats& b) {
+    if (a.total_ns != b.total_ns) return a.total_ns > b.total_ns;
+    return std::tie(a.where, a.op_type) < std::tie(b.where, b.op_type);
+  });
   for (auto& [kind, stats] : memcpy) summary.memcpy.push_back(stats);
   std::stable_sort(summary.memcpy.begin(), summary.memcpy.end(),
                    [](const MemcpyStats& a, const MemcpyStats& b) { return a.bytes > b.bytes; });

@@ -3,6 +3,8 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -110,11 +112,11 @@ bool IsDeviceCategory(std::string_view cat) {
 
 bool StartsWith(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
 
-// The kind a category gives, refined by the event's name: device events named as copies or fills
+// The kind a category gives (KindOfCategory), refined by the event's name: device events named as copies or fills
 // (ROCm's hipMemcpy*/Copy*To*/FillBuffer, MTIA's dma*) are copies and memsets; ProfilerStep#N
 // (a cpu_op in older profilers) and `## name ##` record_function spans are annotations.
-SliceKind KindOfEvent(std::string_view cat, std::string_view name) {
-  SliceKind kind = KindOfCategory(cat);
+SliceKind KindOfEvent(SliceKind category_kind, std::string_view name) {
+  const SliceKind kind = category_kind;
   if (kind == SliceKind::kKernel) {
     if (StartsWith(name, "Memcpy") || StartsWith(name, "hipMemcpy") || StartsWith(name, "dma") ||
         (StartsWith(name, "Copy") && name.find("To") != std::string_view::npos)) {
@@ -150,7 +152,24 @@ bool ReadText(od::value value, std::string_view& out) {
 
 // A JSON number's text as a double; nullopt for what strtod cannot read or infinities (integers
 // beyond a double's range, which real Kineto files contain, come out inexact but finite).
+// Integers of up to 18 digits (most numbers in a trace: ids, sizes) are read directly, other
+// numbers by from_chars; both round as strtod does, which reads what they leave.
 std::optional<double> NumberOf(std::string_view text) {
+  if (!text.empty() && text.size() <= 19) {
+    size_t i = text[0] == '-' ? 1 : 0;
+    int64_t magnitude = 0;
+    const size_t first_digit = i;
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) magnitude = magnitude * 10 + (text[i] - '0');
+    if (i == text.size() && i > first_digit && i - first_digit <= 18) {
+      return first_digit == 1 ? -static_cast<double>(magnitude) : static_cast<double>(magnitude);
+    }
+  }
+  double parsed = 0;
+  if (const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+      error == std::errc() && end == text.data() + text.size()) {
+    if (!std::isfinite(parsed)) return std::nullopt;
+    return parsed;
+  }
   char buffer[64];
   if (text.empty() || text.size() >= sizeof buffer) return std::nullopt;
   std::memcpy(buffer, text.data(), text.size());
@@ -159,6 +178,45 @@ std::optional<double> NumberOf(std::string_view text) {
   const double value = std::strtod(buffer, &end);
   if (end != buffer + text.size() || !std::isfinite(value)) return std::nullopt;
   return value;
+}
+
+// A field's key: a view of the parsed bytes when it has no escape (nearly every key), else
+// unescaped into the parser's string buffer. Either lives as long as the batch's parse.
+simdjson::error_code KeyOf(od::field& field, std::string_view& key) {
+  const char* raw = field.key().raw();
+  size_t n = 0;
+  while (raw[n] != '"' && raw[n] != '\\') ++n;  // the closing quote is in the indexed bytes
+  if (raw[n] == '"') {
+    key = {raw, n};
+    return simdjson::SUCCESS;
+  }
+  return field.unescaped_key().get(key);
+}
+
+// The event fields the import reads, told apart by length and bytes rather than a chain of
+// comparisons (ten keys an event, a hundred million events).
+enum class EventKey : uint8_t { kOther, kPh, kName, kCat, kTs, kDur, kPid, kTid, kId, kBp, kArgs };
+EventKey EventKeyOf(std::string_view key) {
+  const char* k = key.data();
+  switch (key.size()) {
+    case 2:
+      if (std::memcmp(k, "ph", 2) == 0) return EventKey::kPh;
+      if (std::memcmp(k, "ts", 2) == 0) return EventKey::kTs;
+      if (std::memcmp(k, "id", 2) == 0) return EventKey::kId;
+      if (std::memcmp(k, "bp", 2) == 0) return EventKey::kBp;
+      break;
+    case 3:
+      if (std::memcmp(k, "cat", 3) == 0) return EventKey::kCat;
+      if (std::memcmp(k, "dur", 3) == 0) return EventKey::kDur;
+      if (std::memcmp(k, "pid", 3) == 0) return EventKey::kPid;
+      if (std::memcmp(k, "tid", 3) == 0) return EventKey::kTid;
+      break;
+    case 4:
+      if (std::memcmp(k, "name", 4) == 0) return EventKey::kName;
+      if (std::memcmp(k, "args", 4) == 0) return EventKey::kArgs;
+      break;
+  }
+  return EventKey::kOther;
 }
 
 }  // namespace
@@ -192,6 +250,27 @@ struct ChromeEventBatch::Impl {
   std::vector<ChromeEventFields> events;
   std::vector<std::pair<std::string_view, std::string_view>> numbers;  // numeric args: key, raw token
 
+  // A category's kind and whether it is a device's, kept for the last few categories seen: a
+  // trace has a handful, and telling one apart takes up to twenty comparisons.
+  struct CategoryKind {
+    std::string cat;
+    SliceKind kind = KindOfCategory({});
+    bool device = IsDeviceCategory({});
+  };
+  std::array<CategoryKind, 8> categories;  // the empty category, then those seen, round robin
+  size_t next_category = 1;
+  const CategoryKind& CategoryKindOf(std::string_view cat) {
+    for (const CategoryKind& known : categories) {
+      if (known.cat == cat) return known;
+    }
+    CategoryKind& added = categories[next_category];
+    next_category = next_category + 1 == categories.size() ? 1 : next_category + 1;
+    added.cat.assign(cat);
+    added.kind = KindOfCategory(cat);
+    added.device = IsDeviceCategory(cat);
+    return added;
+  }
+
   simdjson::error_code Read(od::value value) {
     ChromeEventFields& event = events.emplace_back();
     event.numbers_begin = event.numbers_end = static_cast<uint32_t>(numbers.size());
@@ -204,42 +283,56 @@ struct ChromeEventBatch::Impl {
       od::field field;
       if (auto error = std::move(field_result).get(field)) return Drop(error);
       std::string_view key;
-      if (auto error = field.unescaped_key().get(key)) return Drop(error);
+      if (auto error = KeyOf(field, key)) return Drop(error);
       od::value v = field.value();
-      if (key == "ph") {
-        if (v.get_string().get(event.ph)) event.ph = "?";
-      } else if (key == "name") {
-        // A name with a broken escape is kept, empty, and counted.
-        if (v.get_string().get(event.name)) {
-          event.name = {};
-          ++event.strings_unreadable;
-        }
-      } else if (key == "cat") {
-        if (v.get_string().get(event.cat)) event.cat = {};
-      } else if (key == "ts") {
-        event.has_ts = true;
-        event.ts = v.raw_json_token();
-      } else if (key == "dur") {
-        event.has_dur = true;
-        event.dur = v.raw_json_token();
-      } else if (key == "pid") {
-        if (!ReadText(v, event.pid)) event.pid = {};
-      } else if (key == "tid") {
-        if (!ReadText(v, event.tid)) event.tid = {};
-      } else if (key == "id") {
-        event.has_id = ReadText(v, event.id);
-      } else if (key == "bp") {
-        if (v.get_string().get(event.bp)) event.bp = {};
-      } else if (key == "args") {
-        if (auto error = Args(v, event)) return Drop(error);
+      switch (EventKeyOf(key)) {
+        case EventKey::kPh:
+          if (v.get_string().get(event.ph)) event.ph = "?";
+          break;
+        case EventKey::kName:
+          // A name with a broken escape is kept, empty, and counted.
+          if (v.get_string().get(event.name)) {
+            event.name = {};
+            ++event.strings_unreadable;
+          }
+          break;
+        case EventKey::kCat:
+          if (v.get_string().get(event.cat)) event.cat = {};
+          break;
+        case EventKey::kTs:
+          event.has_ts = true;
+          event.ts = v.raw_json_token();
+          break;
+        case EventKey::kDur:
+          event.has_dur = true;
+          event.dur = v.raw_json_token();
+          break;
+        case EventKey::kPid:
+          if (!ReadText(v, event.pid)) event.pid = {};
+          break;
+        case EventKey::kTid:
+          if (!ReadText(v, event.tid)) event.tid = {};
+          break;
+        case EventKey::kId:
+          event.has_id = ReadText(v, event.id);
+          break;
+        case EventKey::kBp:
+          if (v.get_string().get(event.bp)) event.bp = {};
+          break;
+        case EventKey::kArgs:
+          if (auto error = Args(v, event)) return Drop(error);
+          break;
+        case EventKey::kOther:
+          break;
       }
     }
     event.numbers_end = static_cast<uint32_t>(numbers.size());
     if (event.has_ts) event.ts_ns = MicrosTextToNs(event.ts);
     if (event.has_dur) event.dur_ns = MicrosTextToNs(event.dur);
     if (event.ph == "X" || event.ph == "B") {
-      event.kind = KindOfEvent(event.cat, event.name);
-      event.device_category = IsDeviceCategory(event.cat);
+      const CategoryKind& category = CategoryKindOf(event.cat);
+      event.kind = KindOfEvent(category.kind, event.name);
+      event.device_category = category.device;
       if (event.ph == "X") LaunchArgs(event);
     } else if (event.has_id && !event.id.empty()) {
       const std::string text(event.id);
@@ -342,7 +435,7 @@ struct ChromeEventBatch::Impl {
       od::field field;
       if (auto error = std::move(field_result).get(field)) return error;
       std::string_view key;
-      if (auto error = field.unescaped_key().get(key)) return error;
+      if (auto error = KeyOf(field, key)) return error;
       od::value v = field.value();
       od::json_type type;
       if (auto error = v.type().get(type)) return error;
@@ -466,13 +559,14 @@ class ChromeEventImporter::Impl {
  private:
   void Dispatch() {
     const std::string_view ph = event_->ph;
-    if (ph == "M") return Metadata();
+    const char phase = ph.size() == 1 ? ph[0] : '\0';  // every phase the import reads is one letter
+    if (phase == 'M') return Metadata();
     const std::optional<int64_t> ts = event_->ts_ns;
     if (!ts) {
       stats().Add(event_->has_ts ? "event_bad_time_skipped" : "event_without_ts_skipped");
       return;
     }
-    if (ph == "X") {
+    if (phase == 'X') {
       int64_t dur = 0;
       if (!event_->has_dur) {
         stats().Add("x_event_without_dur");
@@ -498,7 +592,7 @@ class ChromeEventImporter::Impl {
         builder_.AddTransferArgs(args);
         transfer_arg_tracks_.push_back(slice.track);
       }
-    } else if (ph == "B") {
+    } else if (phase == 'B') {
       OpenSlice open;
       open.pid = event_->pid;
       open.tid = event_->tid;
@@ -512,7 +606,7 @@ class ChromeEventImporter::Impl {
         open.tf_args = true;
       }
       open_[ThreadKey(event_->pid, event_->tid)].push_back(std::move(open));
-    } else if (ph == "E") {
+    } else if (phase == 'E') {
       auto& stack = open_[ThreadKey(event_->pid, event_->tid)];
       if (stack.empty()) {
         stats().Add("end_without_begin_skipped");
@@ -521,15 +615,15 @@ class ChromeEventImporter::Impl {
       const OpenSlice& b = stack.back();
       AddSlice(b.pid, b.tid, b.ts, *ts - b.ts, b.name, b.kind, b.device_category, b.args_name, b.args_op, b.tf_args);
       stack.pop_back();
-    } else if (ph == "C") {
+    } else if (phase == 'C') {
       Counter(*ts);
-    } else if (ph == "i" || ph == "I") {
+    } else if (phase == 'i' || phase == 'I') {
       if (event_->name == "[memory]") {
         Memory(*ts);
       } else {
         stats().Add("instant_event_ignored");
       }
-    } else if (ph == "s" || ph == "t" || ph == "f") {
+    } else if (phase == 's' || phase == 't' || phase == 'f') {
       if (!event_->has_id) {
         stats().Add("flow_without_id_skipped");
         return;
@@ -550,9 +644,9 @@ class ChromeEventImporter::Impl {
         return;
       }
       end.ts = *ts;
-      end.bind_enclosing = ph != "f" || event_->bp == "e";
+      end.bind_enclosing = phase != 'f' || event_->bp == "e";
       end.set = true;
-      end.final = ph == "f";
+      end.final = phase == 'f';
       FlowKey key{builder_.Intern(event_->cat), 0, 0};
       if (event_->id_is_number) {
         key.number = event_->id_number;
@@ -561,7 +655,7 @@ class ChromeEventImporter::Impl {
       }
       auto it = open_flows_.try_emplace(key).first;
       FlowPair& pair = it->second;
-      pair.Set(ph == "s" ? FlowPair::kStart : FlowPair::kEnd, end, flow_base_ns_);
+      pair.Set(phase == 's' ? FlowPair::kStart : FlowPair::kEnd, end, flow_base_ns_);
       // A flow whose start and final step (`f`) have both come is done: it leaves the map, so
       // the map holds only open flows (a few, as Kineto writes each launch's pair close
       // together) and an id used again later starts a new flow.
@@ -805,25 +899,29 @@ class ChromeEventImporter::Impl {
     // the import's peak otherwise).
     std::vector<uint32_t> parent;
     std::vector<uint32_t> open;  // the slices open around the current one, innermost last
+    // The slices as packed: starts relative to the packing base, as the flow times below are.
+    auto slice_at = [this](uint32_t i) -> const Slice& { return builder_.packed_slice(i); };
+    const int64_t base_ns = builder_.packing_base_ns();
     auto walk_nesting = [&](auto&& visit) {
       open.clear();
       for (uint32_t i = 0; i < slice_count; ++i) {
-        const SliceRecord& slice = builder_.slice(i);
-        if (i == 0 || builder_.slice(i - 1).track != slice.track) open.clear();
-        while (!open.empty() && builder_.slice(open.back()).end_ns() <= slice.start_ns) open.pop_back();
+        const Slice& slice = slice_at(i);
+        if (i == 0 || slice_at(i - 1).track != slice.track) open.clear();
+        while (!open.empty() && slice_at(open.back()).end_ns() <= slice.start_ns) open.pop_back();
         visit(i, slice, open.empty() ? kNoParent : open.back());
         open.push_back(i);
       }
     };
-    walk_nesting([&](uint32_t, const SliceRecord& slice, uint32_t enclosing) {
+    walk_nesting([&](uint32_t, const Slice& slice, uint32_t enclosing) {
       ++track_begin[slice.track + 1];
-      longest[slice.track] = std::max(longest[slice.track], slice.dur_ns);
-      if (enclosing != kNoParent && slice.end_ns() > builder_.slice(enclosing).end_ns()) nests[slice.track] = 0;
+      longest[slice.track] = std::max<int64_t>(longest[slice.track], slice.dur_ns);
+      if (enclosing != kNoParent && slice.end_ns() > slice_at(enclosing).end_ns()) nests[slice.track] = 0;
     });
     for (size_t t = 0; t < track_count; ++t) track_begin[t + 1] += track_begin[t];
-    auto start_of = [&](uint32_t i) { return builder_.slice(i).start_ns; };
+    auto start_of = [&](uint32_t i) -> int64_t { return slice_at(i).start_ns; };
     auto find = [&](const FlowEnd& end) -> int64_t {
       if (slot_tracks_[end.thread] < 0) return -1;
+      const int64_t ts = SaturatingSub(end.ts, base_ns);
       const auto track = static_cast<size_t>(slot_tracks_[end.thread]);
       const uint32_t first = track_begin[track];
       const uint32_t last = track_begin[track + 1];
@@ -831,7 +929,7 @@ class ChromeEventImporter::Impl {
       uint32_t lo = first, hi = last;
       while (lo < hi) {
         const uint32_t mid = lo + (hi - lo) / 2;
-        const bool before = end.bind_enclosing ? start_of(mid) <= end.ts : start_of(mid) < end.ts;
+        const bool before = end.bind_enclosing ? start_of(mid) <= ts : start_of(mid) < ts;
         if (before) lo = mid + 1; else hi = mid;
       }
       if (!end.bind_enclosing) return lo == last ? -1 : lo;
@@ -844,25 +942,24 @@ class ChromeEventImporter::Impl {
         uint32_t p = lo;
         for (uint32_t scanned = 0; p != first && scanned < kScan; ++scanned) {
           --p;
-          if (end.ts <= builder_.slice(p).end_ns()) return p;
+          if (ts <= slice_at(p).end_ns()) return p;
         }
         if (p == first) return -1;
         if (parent.empty()) {
           parent.resize(slice_count);
-          walk_nesting([&](uint32_t i, const SliceRecord&, uint32_t enclosing) { parent[i] = enclosing; });
+          walk_nesting([&](uint32_t i, const Slice&, uint32_t enclosing) { parent[i] = enclosing; });
         }
         for (p = lo - 1; p != kNoParent; p = parent[p]) {
-          if (end.ts <= builder_.slice(p).end_ns()) return p;
+          if (ts <= slice_at(p).end_ns()) return p;
         }
         return -1;
       }
       int64_t best = -1;
       for (uint32_t p = lo; p != first;) {
         --p;
-        const SliceRecord& slice = builder_.slice(p);
-        if (slice.start_ns + longest[track] < end.ts) break;
-        if (end.ts <= slice.end_ns() &&
-            (best < 0 || slice.dur_ns < builder_.slice(static_cast<uint32_t>(best)).dur_ns)) {
+        const Slice& slice = slice_at(p);
+        if (slice.start_ns + longest[track] < ts) break;
+        if (ts <= slice.end_ns() && (best < 0 || slice.dur_ns < slice_at(static_cast<uint32_t>(best)).dur_ns)) {
           best = p;
         }
       }

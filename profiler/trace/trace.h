@@ -342,6 +342,10 @@ class TraceBuilder {
   void SetSlice(uint32_t index, const SliceRecord& slice) { slices_[index] = Pack(slice); }
   // A slice added before, with absolute times.
   SliceRecord slice(uint32_t index) const;
+  // The same slice as stored: its start relative to packing_base_ns(), no label looked up (for
+  // scans over every slice, which slice() would slow by a table lookup each).
+  const Slice& packed_slice(uint32_t index) const { return slices_[index]; }
+  int64_t packing_base_ns() const { return base_ns_; }
 
   // The builder keeps its slices packed (20 bytes, times relative to the first slice's start)
   // from the moment they are added, so a big import never holds them wider. Pack clamps what

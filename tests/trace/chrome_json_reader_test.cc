@@ -1,6 +1,8 @@
 // Chrome JSON import: our own export read back, and a real PyTorch profiler (Kineto) trace.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "base/file_io.h"
@@ -263,6 +265,46 @@ TEST(ChromeJsonReaderTest, HugeIntegersAndNonNumbersAreSkippedAndCounted) {
   EXPECT_EQ(trace->slices().size(), 2u);
   EXPECT_EQ(trace->import_stats().Get("event_bad_time_skipped"), 2);
   EXPECT_EQ(trace->import_stats().Get("counter_value_unreadable_skipped"), 1);
+}
+
+// Numbers take two roads (integers of up to 18 digits read directly, the rest by from_chars, what
+// neither reads by strtod) and keys two (raw bytes, or unescaped when they hold an escape): each
+// road gives what strtod and the unescaped key give.
+TEST(ChromeJsonReaderTest, NumbersAndEscapedKeysReadAsWritten) {
+  const std::string json = R"({"traceEvents":[)"
+      R"({"ph":"C","name":"mem","pid":1,"ts":1,"args":{"v":42}},)"
+      R"({"ph":"C","name":"mem","pid":1,"ts":2,"args":{"v":-7}},)"
+      R"({"ph":"C","name":"mem","pid":1,"ts":3,"args":{"v":1.5e3}},)"
+      R"({"ph":"C","name":"mem","pid":1,"ts":4,"args":{"v":123456789012345678}},)"
+      R"({"ph":"C","name":"mem","pid":1,"ts":5,"args":{"v":1234567890123456789}},)"
+      R"({"ph":"C","name":"mem","pid":1,"ts":6,"args":{"v":-0}},)"
+      R"({"ph":"C","name":"mem","pid":1,"ts":7,"args":{"v":2.75}},)"
+      R"({"ph":"C","name":"mem","pid":1,"ts":8,"args":{"v":1e-400}},)"
+      R"({"ph":"C","name":"mem","pid":1,"ts":9,"args":{"v":-1e400}},)"
+      R"({"p\u0068":"X","n\u0061me":"escaped keys","pid":1,"tid":1,"ts":10,"dur":2},)"
+      R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":11,"dur":1,)"
+      R"("args":{"device":0,"stream":7,"correlation":12345678901,"blocks per SM":0.5,"registers per thread":32}}]})";
+  auto trace = ReadTraceFromBytes(json, "numbers.json");
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  ASSERT_EQ(trace->counters().size(), 1u);
+  // Values are read as doubles (as strtod would), then kept as integers.
+  EXPECT_EQ(trace->counters()[0].values,
+            (std::vector<int64_t>{42, -7, 1500, 123456789012345680, 1234567890123456768, 0, 2, 0}));
+  EXPECT_EQ(trace->import_stats().Get("counter_value_unreadable_skipped"), 1);
+  ASSERT_EQ(trace->slices().size(), 2u);
+  std::vector<std::string> names;
+  std::optional<KernelArgs> args;
+  for (uint32_t i = 0; i < trace->slices().size(); ++i) {
+    names.emplace_back(trace->str(trace->slice_name(trace->slices()[i])));
+    if (names.back() == "k") args = trace->kernel_args(i);
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"escaped keys", "k"}));
+  ASSERT_TRUE(args.has_value());
+  EXPECT_EQ(args->stream, 7);
+  EXPECT_EQ(args->correlation, 12345678901);
+  EXPECT_EQ(args->registers_per_thread, 32);
+  EXPECT_FLOAT_EQ(args->blocks_per_sm, 0.5f);
 }
 
 TEST(ChromeJsonReaderTest, OverlappingSlicesOnOneThreadAreCounted) {
