@@ -134,8 +134,11 @@ SliceKind KindOfEvent(SliceKind category_kind, std::string_view name) {
   return kind;
 }
 
+bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// A raw number token without the white space simdjson leaves after it.
 std::string_view Trim(std::string_view text) {
-  while (!text.empty() && std::strchr(" \t\r\n", text.back()) != nullptr) text.remove_suffix(1);
+  while (!text.empty() && IsJsonSpace(text.back())) text.remove_suffix(1);
   return text;
 }
 
@@ -708,10 +711,17 @@ class ChromeEventImporter::Impl {
 
   // A (pid, tid) pair as a small integer; its track is made when its first slice arrives.
   uint32_t ThreadSlot(std::string_view pid, std::string_view tid) {
+    // Events of one thread come in runs: the last thread's key is compared in place, unbuilt.
+    if (last_slot_ != nullptr) {
+      const std::string_view last = last_slot_->first;
+      if (last.size() == pid.size() + 1 + tid.size() && last.starts_with(pid) && last[pid.size()] == '\0' &&
+          last.ends_with(tid)) {
+        return last_slot_->second;
+      }
+    }
     thread_key_.assign(pid);
     thread_key_.push_back('\0');
     thread_key_.append(tid);
-    if (last_slot_ != nullptr && last_slot_->first == thread_key_) return last_slot_->second;
     auto [it, inserted] = thread_slots_.try_emplace(thread_key_, static_cast<uint32_t>(slot_tracks_.size()));
     if (inserted) slot_tracks_.push_back(-1);
     last_slot_ = &*it;
@@ -1074,6 +1084,7 @@ class ChromeEventImporter::Impl {
   const ChromeEventFields* event_ = nullptr;  // the event being imported
   std::span<const std::pair<std::string_view, std::string_view>> numbers_;  // its numeric args
   int64_t events_ = 0;
+  // The key of the last thread ThreadSlot() gave (the one last_slot_ holds), for ThreadTrack().
   std::string thread_key_;
   const std::pair<const std::string, uint32_t>* last_slot_ = nullptr;
   std::unordered_map<std::string, uint32_t> thread_slots_;

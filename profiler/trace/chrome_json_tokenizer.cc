@@ -5,9 +5,12 @@
 // events mean. Perfetto separates its json_trace_tokenizer from its parser the same way.
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <simdjson.h>
 #include <span>
@@ -49,9 +52,11 @@ class StreamingImport {
         file_(file),
         importer_(name) {
     if (threads_ > 1) {
-      // Pieces of a quarter chunk: each has its parser (about 6 bytes per byte parsed), so the
-      // memory for parsing stays about what one thread with one chunk needs, per thread.
+      // Pieces of a quarter chunk, four a thread in flight: each has its parser (about 6 bytes
+      // per byte parsed), so the memory for parsing stays about what one thread with one chunk
+      // needs, per thread.
       piece_count_ = 4 * static_cast<size_t>(threads_);
+      piece_bytes_ = chunk_bytes_ / 4;
       chunk_bytes_ *= static_cast<size_t>(threads_);
     }
   }
@@ -358,10 +363,13 @@ class StreamingImport {
       }
       if (first && buffer_[pos_] != '{') return NotATrace("traceEvents holds values that are not event objects");
       first = false;
+      if (threads_ > 1 && !scan_next && Offset(pos_) >= serial_before_) {
+        ASSIGN_OR_RETURN(const bool consumed, ParallelRun());
+        if (consumed) continue;
+      }
       size_t close = scan_next ? kNone : FindCut(pos_, end_);
       bool scanned = false;
       scan_next = false;
-      if (close != kNone && threads_ > 1 && Offset(pos_) >= serial_before_ && ParallelRound(close)) continue;
       if (close == kNone) {
         if (!eof_) {
           need_more = true;  // no whole element in the buffer
@@ -408,17 +416,21 @@ class StreamingImport {
     }
   }
 
-  // One parallel round: the events from pos_ to `close` cut into pieces at event boundaries, each
-  // copied and parsed on some thread into a batch, the batches imported here in file order.
-  // Consumes the pieces up to the first one that did not parse cleanly (that one and the rest go
-  // through the single-thread path, as if the round had ended there); false when nothing was.
+  // The parallel path. Pieces of the event array cut at event boundaries are copied out of the
+  // buffer and queued; the parsing threads (and this one, when the next piece to import is not
+  // ready) parse them into batches, which this thread imports in file order. Cutting runs ahead
+  // of importing by up to piece_count_ pieces, so the threads never wait for a round's last
+  // piece or for the next read.
   struct Piece {
-    size_t start = 0, end = 0;  // the buffer's bytes [start, end); `end` is the comma after them
     std::unique_ptr<char[]> copy;  // `[` + the bytes + `]` + padding, for the parser
+    size_t size = 0;               // the bytes' count
     size_t capacity = 0;
+    int64_t offset = 0;            // input offset of the first byte; a comma follows the last
+    int64_t last_event_end = 0;    // input offset just past its last event
     od::parser parser;
     ChromeEventBatch events;
     bool clean = false;
+    bool claimed = false;  // taken from the queue by a thread (under queue_mutex_)
     std::atomic<uint32_t> done{0};
   };
 
@@ -437,8 +449,15 @@ class StreamingImport {
     return kNone;
   }
 
-  void ParsePiece(Piece& piece) const {
-    const size_t n = piece.end - piece.start;
+  // Copies the events from pos_ to `comma` into a piece, queues it and consumes them and the comma.
+  void QueuePiece(size_t comma) {
+    if (free_pieces_.empty()) {
+      pieces_.push_back(std::make_unique<Piece>());
+      free_pieces_.push_back(pieces_.back().get());
+    }
+    Piece& piece = *free_pieces_.back();
+    free_pieces_.pop_back();
+    const size_t n = comma - pos_;
     const size_t need = n + 2 + kTail;
     if (piece.capacity < need) {
       piece.capacity = need + need / 4;
@@ -446,88 +465,146 @@ class StreamingImport {
     }
     char* text = piece.copy.get();
     text[0] = '[';
-    std::memcpy(text + 1, buffer_.get() + piece.start, n);
+    std::memcpy(text + 1, buffer_.get() + pos_, n);
     text[n + 1] = ']';
     std::memset(text + n + 2, ' ', kTail);
+    piece.size = n;
+    piece.offset = Offset(pos_);
+    piece.last_event_end = Offset(EndOfElementBefore(comma + 1));
+    piece.clean = false;
+    piece.claimed = false;
+    piece.done.store(0, std::memory_order_relaxed);
+    in_flight_.push_back(&piece);
+    {
+      const std::lock_guard lock(queue_mutex_);
+      queue_.push_back(&piece);
+    }
+    queue_ready_.notify_one();
+    pos_ = comma + 1;
+  }
+
+  void ParsePiece(Piece& piece) const {
+    const size_t n = piece.size;
+    const char* text = piece.copy.get();
     piece.events.Clear();
     piece.clean = false;
-    if (!simdjson::validate_utf8(text + 1, n)) return;
-    od::document doc;
-    od::array events;
-    if (piece.parser.iterate(simdjson::padded_string_view(text, n + 2, piece.capacity)).get(doc) ||
-        doc.get_array().get(events)) {
-      return;
-    }
-    for (auto element : events) {
-      od::value value;
-      if (std::move(element).get(value) || piece.events.Read(value)) return;
-    }
-    const char* at = nullptr;
-    piece.clean = doc.current_location().get(at) != simdjson::SUCCESS;  // the array ended at the end
-  }
-
-  void ParsePieces(size_t count) {
-    while (true) {
-      const size_t j = next_piece_.fetch_add(1);
-      if (j >= count) return;
-      ParsePiece(*pieces_[j]);
-      pieces_[j]->done.store(1, std::memory_order_release);
-      pieces_[j]->done.notify_all();
-    }
-  }
-
-  bool ParallelRound(size_t close) {
-    size_t count = 0;
-    auto add = [&](size_t start, size_t end) {
-      if (pieces_.size() == count) pieces_.push_back(std::make_unique<Piece>());
-      Piece& piece = *pieces_[count++];
-      piece.start = start;
-      piece.end = end;
-      piece.done.store(0, std::memory_order_relaxed);
-    };
-    size_t start = pos_;
-    for (size_t k = 1; k < piece_count_; ++k) {
-      const size_t target = pos_ + (close - pos_) * k / piece_count_;
-      if (target <= start + 1) continue;
-      const size_t cut = FindPieceCut(start, target, close);
-      if (cut == kNone) continue;
-      add(start, cut);
-      start = cut + 1;
-    }
-    add(start, close);
-    if (count < 2) return false;
-    next_piece_.store(0);
-    size_t consumed = 0;
-    {
-      std::vector<std::jthread> workers;
-      for (int t = 1; t < threads_ && static_cast<size_t>(t) < count; ++t) {
-        workers.emplace_back([this, count] { ParsePieces(count); });
-      }
-      for (size_t i = 0; i < count; ++i) {
-        Piece& piece = *pieces_[i];
-        while (piece.done.load(std::memory_order_acquire) == 0) {
-          const size_t j = next_piece_.fetch_add(1);
-          if (j < count) {
-            ParsePiece(*pieces_[j]);
-            pieces_[j]->done.store(1, std::memory_order_release);
-            pieces_[j]->done.notify_all();
-          } else {
-            piece.done.wait(0, std::memory_order_acquire);
+    if (simdjson::validate_utf8(text + 1, n)) {
+      od::document doc;
+      od::array events;
+      if (!piece.parser.iterate(simdjson::padded_string_view(text, n + 2, piece.capacity)).get(doc) &&
+          !doc.get_array().get(events)) {
+        bool read = true;
+        for (auto element : events) {
+          od::value value;
+          if (std::move(element).get(value) || piece.events.Read(value)) {
+            read = false;
+            break;
           }
         }
-        if (!piece.clean) {
-          next_piece_.store(count);  // the rest is read again by the single-thread path
-          break;
-        }
-        importer_.Import(piece.events);
-        consumed = i + 1;
+        const char* at = nullptr;
+        piece.clean = read && doc.current_location().get(at) != simdjson::SUCCESS;  // the array ended at the end
       }
-    }  // joins the workers
-    if (consumed < count) serial_before_ = Offset(close);
-    if (consumed == 0) return false;
-    Advance(pieces_[consumed - 1]->end + 1, false);
-    last_event_end_ = Offset(EndOfElementBefore(pos_));
-    return true;
+    }
+    piece.done.store(1, std::memory_order_release);
+    piece.done.notify_all();
+  }
+
+  // The oldest piece no thread has taken, taken; null when there is none.
+  Piece* TakeQueued() {
+    const std::lock_guard lock(queue_mutex_);
+    if (queue_.empty()) return nullptr;
+    Piece* piece = queue_.front();
+    queue_.pop_front();
+    piece->claimed = true;
+    return piece;
+  }
+
+  void ParseQueued(std::stop_token stop) {
+    while (true) {
+      Piece* piece = nullptr;
+      {
+        std::unique_lock lock(queue_mutex_);
+        if (!queue_ready_.wait(lock, stop, [this] { return !queue_.empty(); })) return;
+        piece = queue_.front();
+        queue_.pop_front();
+        piece->claimed = true;
+      }
+      ParsePiece(*piece);
+    }
+  }
+
+  // Runs the parallel path from pos_ until no piece can be cut (the array's end is near, or one
+  // event is larger than the buffer) or a piece did not parse cleanly: that piece and the ones
+  // after it go back into the buffer, for the single-thread path to read up to serial_before_.
+  // True when it consumed events.
+  StatusOr<bool> ParallelRun() {
+    for (int t = static_cast<int>(workers_.size()) + 1; t < threads_; ++t) {
+      workers_.emplace_back([this](std::stop_token stop) { ParseQueued(stop); });
+    }
+    bool consumed = false;
+    while (true) {
+      bool cut = true;
+      while (cut && in_flight_.size() < piece_count_) {
+        if (end_ - pos_ < 2 * piece_bytes_ && !eof_) RETURN_IF_ERROR(Fill());
+        size_t comma = FindPieceCut(pos_, std::min(end_, pos_ + piece_bytes_), end_);
+        if (comma == kNone) comma = FindPieceCut(pos_, end_, end_);  // an event longer than a piece
+        cut = comma != kNone;
+        if (cut) QueuePiece(comma);
+      }
+      if (in_flight_.empty()) return consumed;
+      Piece& piece = *in_flight_.front();
+      while (piece.done.load(std::memory_order_acquire) == 0) {
+        if (Piece* other = TakeQueued()) {
+          ParsePiece(*other);
+        } else {
+          piece.done.wait(0, std::memory_order_acquire);
+        }
+      }
+      if (!piece.clean) {
+        ReturnPiecesToBuffer();
+        return consumed;
+      }
+      importer_.Import(piece.events);
+      last_event_end_ = piece.last_event_end;
+      in_flight_.pop_front();
+      free_pieces_.push_back(&piece);
+      consumed = true;
+    }
+  }
+
+  // The pieces in flight (the first did not parse cleanly) back in front of the unconsumed
+  // bytes, as they were in the input, once no thread parses them.
+  void ReturnPiecesToBuffer() {
+    std::vector<Piece*> taken;
+    {
+      const std::lock_guard lock(queue_mutex_);
+      queue_.clear();
+      for (Piece* piece : in_flight_) {
+        if (piece->claimed) taken.push_back(piece);
+      }
+    }
+    for (Piece* piece : taken) piece->done.wait(0, std::memory_order_acquire);
+    serial_before_ = Offset(pos_);
+    const size_t rest = end_ - pos_;
+    size_t total = rest;
+    for (const Piece* piece : in_flight_) total += piece->size + 1;
+    chunk_bytes_ = std::max(chunk_bytes_, total);  // Fill reads into what the chunk leaves
+    capacity_ = std::max(capacity_, kLead + chunk_bytes_ + kTail);
+    auto bytes = std::make_unique_for_overwrite<char[]>(capacity_);
+    size_t at = kLead;
+    for (const Piece* piece : in_flight_) {
+      std::memcpy(bytes.get() + at, piece->copy.get() + 1, piece->size);
+      at += piece->size;
+      bytes[at++] = ',';
+    }
+    std::memcpy(bytes.get() + at, buffer_.get() + pos_, rest);
+    origin_ = in_flight_.front()->offset - static_cast<int64_t>(kLead);
+    buffer_ = std::move(bytes);
+    pos_ = kLead;
+    end_ = kLead + total;
+    std::memset(buffer_.get() + end_, ' ', kTail);
+    for (Piece* piece : in_flight_) free_pieces_.push_back(piece);
+    in_flight_.clear();
   }
 
   StatusOr<int64_t> BytesToEnd() {
@@ -562,9 +639,14 @@ class StreamingImport {
   int64_t bytes_read_ = 0;  // input bytes the source gave
   size_t chunk_bytes_;
   int threads_ = 1;
-  size_t piece_count_ = 1;  // pieces per parallel round
+  size_t piece_count_ = 1;  // pieces in flight at most
+  size_t piece_bytes_ = 0;  // a piece's length aimed at
   std::vector<std::unique_ptr<Piece>> pieces_;
-  std::atomic<size_t> next_piece_{0};
+  std::vector<Piece*> free_pieces_;
+  std::deque<Piece*> in_flight_;  // queued, in file order, until imported
+  std::mutex queue_mutex_;
+  std::condition_variable_any queue_ready_;
+  std::deque<Piece*> queue_;  // in flight, not taken by a thread yet
   int64_t serial_before_ = 0;  // input offset before which the single-thread path reads
   const FileReader* file_;  // the file streamed from, if any
   ChromeEventImporter importer_;
@@ -577,6 +659,8 @@ class StreamingImport {
   int64_t last_event_end_ = 0;  // input offset just past the last event read whole
   int64_t utf8_replaced_ = 0;
   std::optional<Damage> damage_;
+  // Last, so that they stop (finishing the piece they parse) before the pieces go.
+  std::vector<std::jthread> workers_;
 };
 
 }  // namespace
