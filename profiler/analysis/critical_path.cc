@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <climits>
 #include <map>
+#include <span>
+#include <unordered_map>
 
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/gpu_work.h"
@@ -31,10 +33,6 @@ const char* EdgeName(Edge edge) {
   }
 }
 
-bool IsSynchronize(const Trace& trace, const Slice& s) {
-  return s.kind == SliceKind::kRuntime && trace.str(trace.slice_name(s)).find("Synchronize") != std::string_view::npos;
-}
-
 constexpr int64_t kNoSlice = -1;
 
 }  // namespace
@@ -45,9 +43,15 @@ struct TraceLinks {
   explicit TraceLinks(const Trace& trace) : source_lane(SourceLanes(trace)) {
     gpu_lane.resize(trace.tracks().size());
     host_of.resize(trace.tracks().size());
+    lane_path.resize(trace.tracks().size());
     for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
       gpu_lane[t] = IsGpuDeviceLane(trace, t);
       host_of[t] = trace.HostOf(t);
+      lane_path[t] = trace.TrackPath(t);
+    }
+    synchronize_label.resize(trace.labels().size());
+    for (trace::LabelId label = 0; label < trace.labels().size(); ++label) {
+      synchronize_label[label] = trace.str(trace.labels()[label].name).find("Synchronize") != std::string_view::npos;
     }
     flows_by_target.reserve(trace.flows().size());
     for (const trace::Flow& flow : trace.flows()) {
@@ -57,9 +61,14 @@ struct TraceLinks {
     std::stable_sort(flows_by_target.begin(), flows_by_target.end(),
                      [](const trace::Flow& a, const trace::Flow& b) { return a.to_slice < b.to_slice; });
   }
+  // A runtime call named *Synchronize* waits for the GPU work of its host.
+  bool IsSynchronize(const Slice& s) const { return s.kind == SliceKind::kRuntime && synchronize_label[s.label]; }
+
   std::vector<uint32_t> source_lane;
   std::vector<char> gpu_lane;
   std::vector<int32_t> host_of;
+  std::vector<std::string> lane_path;      // Trace::TrackPath of each track
+  std::vector<char> synchronize_label;     // by label: the name holds "Synchronize"
   std::vector<trace::Flow> flows_by_target;
 };
 
@@ -74,8 +83,13 @@ struct Graph {
   std::vector<int64_t> parent;         // start <- start of the enclosing slice
   std::vector<int64_t> last_child;     // end <- end of the last child
   std::vector<int64_t> sync_target;    // end of a synchronising call <- end of the GPU work it waited for
-  std::vector<std::vector<std::pair<uint32_t, Edge>>> flows_in;  // start <- end of a flow's source
+  // start <- end of a flow's source: node i's flows are flows_in[flows_in_begin[i], flows_in_begin[i + 1]).
+  std::vector<std::pair<uint32_t, Edge>> flows_in;
+  std::vector<uint32_t> flows_in_begin;
   std::vector<char> on_gpu;
+  std::span<const std::pair<uint32_t, Edge>> FlowsInto(size_t i) const {
+    return {flows_in.data() + flows_in_begin[i], flows_in.data() + flows_in_begin[i + 1]};
+  }
   // The local index of a trace slice, kNoSlice when it is not work of the window.
   int64_t LocalOf(uint32_t slice) const {
     const auto it = std::lower_bound(members.begin(), members.end(), slice);
@@ -105,7 +119,6 @@ Graph BuildGraph(const Trace& trace, const TraceLinks& links, int64_t begin_ns, 
   g.parent.assign(n, kNoSlice);
   g.last_child.assign(n, kNoSlice);
   g.sync_target.assign(n, kNoSlice);
-  g.flows_in.resize(n);
   g.on_gpu.assign(n, 0);
   // GPU streams: in start order per stream (overlap lanes of a stream joined), each work after the
   // one that ended last before it. Host lanes: nesting with annotations transparent.
@@ -168,7 +181,7 @@ Graph BuildGraph(const Trace& trace, const TraceLinks& links, int64_t begin_ns, 
   for (auto& [host, ends] : gpu_ends) std::sort(ends.begin(), ends.end());
   for (size_t i = 0; i < n; ++i) {
     const Slice& s = slices[g.members[i]];
-    if (g.on_gpu[i] || !IsSynchronize(trace, s)) continue;
+    if (g.on_gpu[i] || !links.IsSynchronize(s)) continue;
     auto it = gpu_ends.find(links.host_of[s.track]);
     if (it == gpu_ends.end()) continue;
     const auto& ends = it->second;
@@ -178,15 +191,18 @@ Graph BuildGraph(const Trace& trace, const TraceLinks& links, int64_t begin_ns, 
     --after;
     if (after->first > s.start_ns) g.sync_target[i] = after->second;
   }
+  g.flows_in_begin.reserve(n + 1);
+  g.flows_in_begin.push_back(0);
   for (size_t i = 0; i < n; ++i) {
     auto flow = std::lower_bound(links.flows_by_target.begin(), links.flows_by_target.end(), g.members[i],
                                  [](const trace::Flow& f, uint32_t target) { return f.to_slice < target; });
     for (; flow != links.flows_by_target.end() && flow->to_slice == g.members[i]; ++flow) {
       const int64_t from = g.LocalOf(flow->from_slice);
       if (from == kNoSlice) continue;
-      g.flows_in[i].emplace_back(static_cast<uint32_t>(from),
-                                 flow->kind == trace::FlowKind::kLaunch ? Edge::kLaunch : Edge::kDataflow);
+      g.flows_in.emplace_back(static_cast<uint32_t>(from),
+                              flow->kind == trace::FlowKind::kLaunch ? Edge::kLaunch : Edge::kDataflow);
     }
+    g.flows_in_begin.push_back(static_cast<uint32_t>(g.flows_in.size()));
   }
   return g;
 }
@@ -214,7 +230,7 @@ std::string_view PathBoundName(PathBound bound) {
 
 namespace {
 
-CriticalPath PathOfWindow(const Trace& trace, const Graph& g) {
+CriticalPath PathOfWindow(const Trace& trace, const TraceLinks& links, const Graph& g) {
   CriticalPath path;
   const auto& slices = trace.slices();
   auto slice_of = [&](int64_t local) -> const Slice& { return slices[g.members[static_cast<size_t>(local)]]; };
@@ -223,7 +239,7 @@ CriticalPath PathOfWindow(const Trace& trace, const Graph& g) {
   int64_t last = kNoSlice;
   for (uint32_t i = 0; i < g.members.size(); ++i) {
     const Slice& s = slice_of(i);
-    if (s.kind == SliceKind::kOther || (s.kind == SliceKind::kRuntime && !IsSynchronize(trace, s))) continue;
+    if (s.kind == SliceKind::kOther || (s.kind == SliceKind::kRuntime && !links.IsSynchronize(s))) continue;
     if (last == kNoSlice || s.end_ns() > slice_of(last).end_ns() ||
         (s.end_ns() == slice_of(last).end_ns() && s.dur_ns > slice_of(last).dur_ns)) {
       last = i;
@@ -274,7 +290,7 @@ CriticalPath PathOfWindow(const Trace& trace, const Graph& g) {
       consider(g.last_child[current], true, Edge::kChild);
       consider(current, false, Edge::kSelf);
     } else {
-      for (const auto& [from, edge] : g.flows_in[current]) {
+      for (const auto& [from, edge] : g.FlowsInto(current)) {
         if (slice_of(from).start_ns <= s.start_ns) consider(from, true, edge);
       }
       consider(g.previous[current], true, g.on_gpu[current] ? Edge::kStream : Edge::kLane);
@@ -292,31 +308,37 @@ CriticalPath PathOfWindow(const Trace& trace, const Graph& g) {
   for (size_t k = walk.size(); k-- > 1;) walk[k].edge = walk[k - 1].edge;
   walk[0].edge = Edge::kNone;
 
-  std::map<uint32_t, size_t> element_of;
-  std::map<std::string, PathShare> shares;
+  // A path holds thousands of elements a step and a trace thousands of steps: elements are found
+  // by their local index, shares counted by op type id and named once at the end.
+  constexpr int32_t kNoElement = -1;
+  std::vector<int32_t> element_of(g.members.size(), kNoElement);
+  auto is_element = [&](uint32_t slice) { return element_of[slice] != kNoElement; };
+  struct OpShare {
+    int64_t count = 0, total_ns = 0;
+  };
+  std::unordered_map<trace::StringId, OpShare> shares;
   auto element = [&](uint32_t slice) -> PathElement& {
-    auto [it, inserted] = element_of.try_emplace(slice, path.elements.size());
-    if (inserted) {
+    if (element_of[slice] == kNoElement) {
+      element_of[slice] = static_cast<int32_t>(path.elements.size());
       const Slice& s = slice_of(slice);
       PathElement e;
       e.slice = g.members[slice];
       e.name = std::string(trace.str(trace.slice_name(s)));
       e.op_type = std::string(trace.str(trace.slice_op_type(s)));
       e.kind = std::string(trace::SliceKindName(s.kind));
-      e.lane = trace.TrackPath(s.track);
+      e.lane = links.lane_path[s.track];
       e.start_ns = s.start_ns;
       e.dur_ns = s.dur_ns;
       path.elements.push_back(std::move(e));
+      ++shares[trace.slice_op_type(s)].count;
     }
-    return path.elements[it->second];
+    return path.elements[static_cast<size_t>(element_of[slice])];
   };
   auto hold = [&](uint32_t slice, int64_t ns, PathBound bound) {
     PathElement& e = element(slice);
     e.held_ns += ns;
     path.bound_ns[static_cast<int>(bound)] += ns;
-    PathShare& share = shares[e.op_type];
-    share.op_type = e.op_type;
-    share.total_ns += ns;
+    shares[trace.slice_op_type(slice_of(slice))].total_ns += ns;
   };
   element(walk[0].slice);
   for (size_t k = 1; k < walk.size(); ++k) {
@@ -333,13 +355,13 @@ CriticalPath PathOfWindow(const Trace& trace, const Graph& g) {
         break;
       case Edge::kNested: {  // the parent's own time before the child started
         hold(from.slice, ns, PathBound::kCpu);
-        const bool new_element = element_of.count(to.slice) == 0;
+        const bool new_element = !is_element(to.slice);
         PathElement& e = element(to.slice);
         if (new_element) e.edge = EdgeName(Edge::kNested);
         break;
       }
       default: {  // between slices: waiting
-        const bool new_element = element_of.count(to.slice) == 0;
+        const bool new_element = !is_element(to.slice);
         PathElement& e = element(to.slice);
         if (new_element) e.edge = EdgeName(to.edge);
         e.wait_ns += ns;
@@ -357,19 +379,20 @@ CriticalPath PathOfWindow(const Trace& trace, const Graph& g) {
       }
     }
   }
-  for (const PathElement& e : path.elements) {
-    PathShare& share = shares[e.op_type];
-    share.op_type = e.op_type;
-    ++share.count;
-  }
   path.length_ns = walk.back().time - walk.front().time;
   path.busy_ns = path.length_ns - path.wait_ns;
-  for (auto& [op, share] : shares) {
+  for (const auto& [op, counted] : shares) {
+    PathShare share;
+    share.op_type = std::string(trace.str(op));
+    share.count = counted.count;
+    share.total_ns = counted.total_ns;
     share.share = path.length_ns > 0 ? static_cast<double>(share.total_ns) / static_cast<double>(path.length_ns) : 0;
-    path.by_op_type.push_back(share);
+    path.by_op_type.push_back(std::move(share));
   }
-  std::stable_sort(path.by_op_type.begin(), path.by_op_type.end(),
-                   [](const PathShare& a, const PathShare& b) { return a.total_ns > b.total_ns; });
+  // By time on the path, op types of equal time by name.
+  std::sort(path.by_op_type.begin(), path.by_op_type.end(), [](const PathShare& a, const PathShare& b) {
+    return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.op_type < b.op_type;
+  });
   for (int b = 1; b < kPathBounds; ++b) {
     if (path.bound_ns[b] > path.bound_ns[static_cast<int>(path.bound_by)]) path.bound_by = static_cast<PathBound>(b);
   }
@@ -383,7 +406,7 @@ CriticalPathFinder::~CriticalPathFinder() = default;
 
 CriticalPath CriticalPathFinder::Find(int64_t begin_ns, int64_t end_ns) const {
   if (trace_.slices().empty()) return {};
-  return PathOfWindow(trace_, BuildGraph(trace_, *links_, begin_ns, end_ns));
+  return PathOfWindow(trace_, *links_, BuildGraph(trace_, *links_, begin_ns, end_ns));
 }
 
 CriticalPath ComputeCriticalPath(const Trace& trace) { return ComputeCriticalPath(trace, INT64_MIN, INT64_MAX); }
