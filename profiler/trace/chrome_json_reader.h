@@ -34,11 +34,12 @@ namespace stepscope::trace {
 
 // The JSON is parsed in pieces of about `chunk_bytes` (a piece grows only to hold one event
 // larger than that): memory for parsing stays a few pieces, whatever the file's size.
-// With more than one thread, the buffer holds a chunk per thread, cut at event boundaries into 4
-// pieces per thread; the
-// threads parse pieces while the calling thread imports them in file order, so the Trace is the
-// one a single thread builds. A piece that does not parse cleanly (damage, a cut that fell in a
-// string) is read again by the single-thread path, which repairs and counts as always.
+// With more than one thread, the buffer holds a chunk per thread, from which pieces of a quarter
+// chunk are cut at event boundaries and copied out, up to 4 per thread in flight: the threads
+// parse them while the calling thread imports the parsed ones in file order (and parses too when
+// the next one is not ready), so the Trace is the one a single thread builds. A piece that does
+// not parse cleanly (damage, a cut that fell in a string) goes back into the buffer with the
+// ones after it and is read again by the single-thread path, which repairs and counts as always.
 struct ChromeJsonReadOptions {
   size_t chunk_bytes = size_t{1} << 20;
   int threads = 0;  // 0: one per core
