@@ -25,9 +25,7 @@ namespace stepscope::trace {
 namespace od = simdjson::ondemand;
 
 std::optional<int64_t> MicrosTextToNs(std::string_view text) {
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' || text.back() == '\t')) {
-    text.remove_suffix(1);
-  }
+  while (!text.empty() && IsJsonSpace(text.back())) text.remove_suffix(1);
   if (text.empty()) return std::nullopt;
   size_t i = 0;
   const bool negative = text[0] == '-';
@@ -133,8 +131,6 @@ SliceKind KindOfEvent(SliceKind category_kind, std::string_view name) {
   }
   return kind;
 }
-
-bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 // A raw number token without the white space simdjson leaves after it.
 std::string_view Trim(std::string_view text) {

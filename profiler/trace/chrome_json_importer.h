@@ -14,6 +14,10 @@
 
 namespace stepscope::trace {
 
+// JSON's white space (RFC 8259): what the tokenizer skips between tokens and the importer trims
+// off raw number tokens.
+inline bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
 // Events read from one piece of the event array, on any thread: Read() touches no importer, and
 // what it keeps points into the parser's string buffer and the parsed bytes, so both must live
 // until ChromeEventImporter::Import() has taken the batch (in file order).

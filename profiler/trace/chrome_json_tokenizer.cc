@@ -29,8 +29,6 @@ namespace {
 
 constexpr size_t kNone = std::string::npos;
 
-bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
 // Import in pieces. The buffer holds the part of the input not consumed yet, refilled from the
 // source; the outer object is walked by a small scanner, and the event array is parsed a batch
 // at a time: from the consumed position to the last `},` in the buffer, whose comma is turned
