@@ -110,11 +110,11 @@ bool IsDeviceCategory(std::string_view cat) {
 
 bool StartsWith(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
 
-// The kind a category gives (KindOfCategory), refined by the event's name: device events named as copies or fills
-// (ROCm's hipMemcpy*/Copy*To*/FillBuffer, MTIA's dma*) are copies and memsets; ProfilerStep#N
-// (a cpu_op in older profilers) and `## name ##` record_function spans are annotations.
-SliceKind KindOfEvent(SliceKind category_kind, std::string_view name) {
-  const SliceKind kind = category_kind;
+// The kind a category gives (`kind`, KindOfCategory), refined by the event's name: device events
+// named as copies or fills (ROCm's hipMemcpy*/Copy*To*/FillBuffer, MTIA's dma*) are copies and
+// memsets; ProfilerStep#N (a cpu_op in older profilers) and `## name ##` record_function spans
+// are annotations.
+SliceKind KindOfEvent(SliceKind kind, std::string_view name) {
   if (kind == SliceKind::kKernel) {
     if (StartsWith(name, "Memcpy") || StartsWith(name, "hipMemcpy") || StartsWith(name, "dma") ||
         (StartsWith(name, "Copy") && name.find("To") != std::string_view::npos)) {
@@ -156,7 +156,7 @@ bool ReadText(od::value value, std::string_view& out) {
 std::optional<double> NumberOf(std::string_view text) {
   if (!text.empty() && text.size() <= 19) {
     size_t i = text[0] == '-' ? 1 : 0;
-    int64_t magnitude = 0;
+    uint64_t magnitude = 0;  // 19 digits at most: no overflow before the length is checked
     const size_t first_digit = i;
     for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) magnitude = magnitude * 10 + (text[i] - '0');
     if (i == text.size() && i > first_digit && i - first_digit <= 18) {

@@ -507,14 +507,18 @@ class StreamingImport {
     piece.done.notify_all();
   }
 
-  // The oldest piece no thread has taken, taken; null when there is none.
-  Piece* TakeQueued() {
-    const std::lock_guard lock(queue_mutex_);
-    if (queue_.empty()) return nullptr;
+  // The oldest piece no thread has taken, taken (queue_mutex_ held, the queue not empty).
+  Piece* PopQueued() {
     Piece* piece = queue_.front();
     queue_.pop_front();
     piece->claimed = true;
     return piece;
+  }
+
+  // The same, or null when there is none, without waiting.
+  Piece* TakeQueued() {
+    const std::lock_guard lock(queue_mutex_);
+    return queue_.empty() ? nullptr : PopQueued();
   }
 
   void ParseQueued(std::stop_token stop) {
@@ -523,9 +527,7 @@ class StreamingImport {
       {
         std::unique_lock lock(queue_mutex_);
         if (!queue_ready_.wait(lock, stop, [this] { return !queue_.empty(); })) return;
-        piece = queue_.front();
-        queue_.pop_front();
-        piece->claimed = true;
+        piece = PopQueued();
       }
       ParsePiece(*piece);
     }
