@@ -11,11 +11,8 @@
 #include <cstring>
 
 namespace stepscope {
-namespace {
 
 std::string ErrnoText() { return std::strerror(errno); }
-
-}  // namespace
 
 bool IsGzip(std::string_view bytes) {
   return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&

@@ -24,6 +24,9 @@ StatusOr<std::string> Gzip(std::string_view plain);
 
 bool EndsWith(std::string_view text, std::string_view suffix);
 
+// strerror(errno), for the message of a failed system call.
+std::string ErrnoText();
+
 // Writes to `<path>.tmp.<pid>` and renames onto `path` in Commit(). If Commit() is never
 // reached (error, early return) the destructor removes the temp file: nothing partial remains.
 class AtomicFileWriter {

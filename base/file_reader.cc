@@ -16,8 +16,6 @@ namespace {
 
 constexpr size_t kRawBufferBytes = size_t{1} << 20;
 
-std::string ErrnoText() { return std::strerror(errno); }
-
 }  // namespace
 
 GzipInflater::GzipInflater(std::string name_for_errors) : name_(std::move(name_for_errors)) {}

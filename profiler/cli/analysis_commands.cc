@@ -29,9 +29,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 using trace::Trace;
 
-constexpr size_t kDefaultTop = 15;
 
-std::string I(int64_t value) { return std::to_string(value); }
 
 std::string Header(const Trace& trace) {
   std::string out = "trace  " + trace.source_path() + " (" + std::string(trace::SourceFormatName(trace.source_format())) + ")\n";
@@ -47,7 +45,6 @@ Json Document(const std::string& schema, const Trace& trace) {
   return doc;
 }
 
-void Emit(std::ostream& out, const Json& doc) { out << doc.dump(2) << "\n"; }
 
 // Commands that analyse one trace (a directory or several files are merged first).
 class SingleTraceCommand : public Command {
@@ -64,7 +61,7 @@ class SingleTraceCommand : public Command {
     ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
     ASSIGN_OR_RETURN(Trace trace, analysis::LoadAsOneTrace(args.positional));
     if (args.Has("json")) {
-      Emit(out, ToJson(trace, top));
+      EmitJson(out, ToJson(trace, top));
     } else {
       out << Header(trace) << Text(trace, top);
     }
@@ -81,8 +78,8 @@ class SingleTraceCommand : public Command {
 // Sizes and the peak's offset come from the input and can be negative (a damaged record, a
 // counter that starts before the first slice): the summary prints those as plain numbers, as
 // it always has, where the other commands scale them.
-std::string SummaryBytes(int64_t bytes) { return bytes < 0 ? I(bytes) + " B" : FormatBytes(bytes); }
-std::string SummaryOffset(int64_t ns) { return ns < 0 ? I(ns) + " ns" : FormatDuration(ns); }
+std::string SummaryBytes(int64_t bytes) { return bytes < 0 ? IntText(bytes) + " B" : FormatBytes(bytes); }
+std::string SummaryOffset(int64_t ns) { return ns < 0 ? IntText(ns) + " ns" : FormatDuration(ns); }
 
 // The summary's text lines stop at 1023 bytes: longer ones (C++ kernel names from the PyTorch
 // profiler run to thousands) are cut there, as the text has always been; --json has them whole.
@@ -103,12 +100,12 @@ std::string CutLongLines(const std::string& text) {
 std::string SummaryText(const analysis::Summary& s, size_t top) {
   std::string out = "trace      " + s.source + " (" + s.format + ")\n";
   if (s.step.step >= 0 || s.step.rank >= 0) {
-    out += "step       " + I(s.step.step) + "  rank " + std::to_string(s.step.rank) + "/" +
+    out += "step       " + IntText(s.step.step) + "  rank " + std::to_string(s.step.rank) + "/" +
            std::to_string(s.step.world_size) + "  host " + s.step.host + "  producer " + s.step.producer + "\n";
   }
-  out += "span       " + FormatDuration(s.span_end_ns - s.span_begin_ns) + " (from " + I(s.epoch_ns + s.span_begin_ns) +
+  out += "span       " + FormatDuration(s.span_end_ns - s.span_begin_ns) + " (from " + IntText(s.epoch_ns + s.span_begin_ns) +
          " ns since the Unix epoch)\n";
-  out += "nodes      " + I(s.nodes) + " on " + std::to_string(s.devices.size()) + " lanes as recorded\n";
+  out += "nodes      " + IntText(s.nodes) + " on " + std::to_string(s.devices.size()) + " lanes as recorded\n";
 
   // TensorFlow's dev_stats entries; a JSON trace's pid/tid lanes (Kineto: GPU/stream).
   out += "\nLanes (as recorded)\n";
@@ -116,7 +113,7 @@ std::string SummaryText(const analysis::Summary& s, size_t top) {
   devices.Row({"lane", "lane kind", "nodes"});
   for (const auto& d : s.devices) {
     // The note sits two spaces after the count: one from the table, one of its own.
-    devices.Row({d.name, d.kind, I(d.nodes), d.aggregate_duplicates ? " (repeats other lanes)" : ""});
+    devices.Row({d.name, d.kind, IntText(d.nodes), d.aggregate_duplicates ? " (repeats other lanes)" : ""});
   }
   out += devices.str();
 
@@ -124,9 +121,9 @@ std::string SummaryText(const analysis::Summary& s, size_t top) {
   TextTable busy({-50, -12, 8, 12, 7});
   busy.Row({"device", "lanes", "slices", "busy", "util"});
   for (const auto& u : s.usage) {
-    busy.Row({u.name, u.lanes, I(u.slices), FormatDuration(u.busy_ns), FormatPercent(u.utilisation)});
+    busy.Row({u.name, u.lanes, IntText(u.slices), FormatDuration(u.busy_ns), FormatPercent(u.utilisation)});
     for (const auto& lane : u.streams) {
-      busy.Row({"  " + lane.name, "stream", I(lane.slices), FormatDuration(lane.busy_ns), FormatPercent(lane.utilisation)});
+      busy.Row({"  " + lane.name, "stream", IntText(lane.slices), FormatDuration(lane.busy_ns), FormatPercent(lane.utilisation)});
     }
   }
   out += busy.str();
@@ -135,7 +132,7 @@ std::string SummaryText(const analysis::Summary& s, size_t top) {
     TextTable annotations({-60, -11, 8, 12});
     annotations.Row({"lane", "kind", "slices", "span"});
     for (const auto& a : s.annotations) {
-      annotations.Row({a.lane, a.kind, I(a.slices), FormatDuration(a.span_ns)});
+      annotations.Row({a.lane, a.kind, IntText(a.slices), FormatDuration(a.span_ns)});
     }
     out += annotations.str();
   }
@@ -145,7 +142,7 @@ std::string SummaryText(const analysis::Summary& s, size_t top) {
   ops.Row({"op type", "where", "count", "total", "mean"});
   for (size_t i = 0; i < s.op_types.size() && i < top; ++i) {
     const auto& op = s.op_types[i];
-    ops.Row({op.op_type, op.where, I(op.count), FormatDuration(op.total_ns), FormatDuration(op.mean_ns())});
+    ops.Row({op.op_type, op.where, IntText(op.count), FormatDuration(op.total_ns), FormatDuration(op.mean_ns())});
   }
   out += ops.str();
 
@@ -154,7 +151,7 @@ std::string SummaryText(const analysis::Summary& s, size_t top) {
     TextTable copies({-8, 7, 12, 12, 12, -15});
     copies.Row({"kind", "count", "bytes", "time", "GB/s", "GB/s from"});
     for (const auto& m : s.memcpy) {
-      copies.Row({m.kind, I(m.count), SummaryBytes(m.bytes), FormatDuration(m.total_ns), FormatFixed(m.bandwidth_gbps(), 2),
+      copies.Row({m.kind, IntText(m.count), SummaryBytes(m.bytes), FormatDuration(m.total_ns), FormatFixed(m.bandwidth_gbps(), 2),
                   m.bandwidth_from()});
     }
     out += copies.str();
@@ -163,10 +160,10 @@ std::string SummaryText(const analysis::Summary& s, size_t top) {
     out += "\nAllocator peaks\n";
     for (const auto& a : s.allocators) {
       out += "  " + Align(a.allocator, -16) + " peak " + SummaryBytes(a.peak_bytes) + " at +" +
-             SummaryOffset(a.peak_ns - s.span_begin_ns) + " (" + I(a.samples) + " samples; curve from " +
+             SummaryOffset(a.peak_ns - s.span_begin_ns) + " (" + IntText(a.samples) + " samples; curve from " +
              analysis::DescribeCurveSources(a.curve_origin) + ")\n";
       if (a.live_tensors_total > 0) {
-        out += "    " + I(a.live_tensors_total) + " tensors live at the peak; largest:\n";
+        out += "    " + IntText(a.live_tensors_total) + " tensors live at the peak; largest:\n";
         for (const auto& t : a.live_at_peak) {
           out += "    " + Align(SummaryBytes(t.bytes), 12) + "  " + t.name + " (" + t.producer_op + ")\n";
         }
@@ -175,7 +172,7 @@ std::string SummaryText(const analysis::Summary& s, size_t top) {
   }
   out += "\nImport\n";
   if (s.import_stats.empty()) out += "  nothing repaired or skipped\n";
-  for (const auto& [name, count] : s.import_stats) out += "  " + Align(name, -44) + " " + I(count) + "\n";
+  for (const auto& [name, count] : s.import_stats) out += "  " + Align(name, -44) + " " + IntText(count) + "\n";
   return CutLongLines(out);
 }
 
@@ -269,7 +266,7 @@ class SummaryCommand : public Command {
     ASSIGN_OR_RETURN(Trace trace, trace::ReadTrace(args.positional[0]));
     const analysis::Summary summary = analysis::Summarize(trace);
     if (args.Has("json")) {
-      Emit(out, SummaryJson(summary));
+      EmitJson(out, SummaryJson(summary));
     } else {
       out << SummaryText(summary, top);
     }
@@ -298,7 +295,7 @@ std::string OpRowsText(const std::vector<analysis::OpStatsRow>& rows, size_t top
   table.Row({first_column, "where", "count", "total", "self", "mean", "p50", "p95", "share"});
   for (size_t i = 0; i < rows.size() && i < top; ++i) {
     const auto& r = rows[i];
-    table.Row({Truncate(r.name, 40), r.where, I(r.count), FormatDuration(r.total_ns), FormatDuration(r.self_ns),
+    table.Row({Truncate(r.name, 40), r.where, IntText(r.count), FormatDuration(r.total_ns), FormatDuration(r.self_ns),
                FormatDuration(r.mean_ns), FormatDuration(r.p50_ns), FormatDuration(r.p95_ns),
                FormatPercent(r.share)});
   }
@@ -317,7 +314,7 @@ class OpsCommand : public SingleTraceCommand {
  protected:
   std::string Text(const Trace& trace, size_t top) const override {
     const analysis::OpStats stats = analysis::ComputeOpStats(trace);
-    std::string out = "slices " + I(stats.slices) + "  host time " + FormatDuration(stats.host_total_ns) +
+    std::string out = "slices " + IntText(stats.slices) + "  host time " + FormatDuration(stats.host_total_ns) +
                       "  device time " + FormatDuration(stats.device_total_ns) + "\n";
     out += OpRowsText(stats.by_op_type, top, "Op types by total time", "op type");
     out += OpRowsText(stats.by_node, top, "Nodes by total time", "node");
@@ -355,7 +352,7 @@ class KernelsCommand : public SingleTraceCommand {
  protected:
   std::string Text(const Trace& trace, size_t top) const override {
     const analysis::KernelStats stats = analysis::ComputeKernelStats(trace);
-    std::string out = "kernels " + I(stats.launches) + " launches, " + FormatDuration(stats.total_ns) + "\n";
+    std::string out = "kernels " + IntText(stats.launches) + " launches, " + FormatDuration(stats.total_ns) + "\n";
     if (stats.launches == 0) return out + "  (no GPU kernels in this trace)\n";
     out += "\nKernels by total time (top " + std::to_string(std::min(top, stats.kernels.size())) + " of " +
            std::to_string(stats.kernels.size()) + ")\n";
@@ -363,7 +360,7 @@ class KernelsCommand : public SingleTraceCommand {
     table.Row({"kernel", "launches", "total", "mean", "share", "grid", "block", "regs"});
     for (size_t i = 0; i < stats.kernels.size() && i < top; ++i) {
       const auto& k = stats.kernels[i];
-      table.Row({Truncate(k.name, 48) + (k.communication ? " [nccl]" : ""), I(k.launches),
+      table.Row({Truncate(k.name, 48) + (k.communication ? " [nccl]" : ""), IntText(k.launches),
                  FormatDuration(k.total_ns), FormatDuration(k.mean_ns), FormatPercent(k.share),
                  k.grid.empty() ? "-" : k.grid, k.block.empty() ? "-" : k.block,
                  k.registers.empty() ? "-" : k.registers});
@@ -372,7 +369,7 @@ class KernelsCommand : public SingleTraceCommand {
     TextTable streams({-60, 8, 12, 7});
     streams.Row({"stream", "launches", "total", "share"});
     for (const auto& s : stats.streams) {
-      streams.Row({s.stream, I(s.launches), FormatDuration(s.total_ns), FormatPercent(s.share)});
+      streams.Row({s.stream, IntText(s.launches), FormatDuration(s.total_ns), FormatPercent(s.share)});
     }
     return out + streams.str();
   }
@@ -422,7 +419,7 @@ class MemoryCommand : public SingleTraceCommand {
     for (const auto& r : reports) {
       const auto& t = r.timeline;
       out += "\n" + t.allocator + "  (" + (t.device.empty() ? "no device" : t.device) + ")\n";
-      out += "  curve       " + I(static_cast<int64_t>(t.curve.size())) + " points from " +
+      out += "  curve       " + IntText(static_cast<int64_t>(t.curve.size())) + " points from " +
              analysis::DescribeCurveSources(t.origin) + "\n";
       out += "  peak        " + FormatBytes(t.peak_bytes) + " at +" + FormatDuration(t.peak_ns - base) + "\n";
       std::string recorded;
@@ -435,7 +432,7 @@ class MemoryCommand : public SingleTraceCommand {
       }
       if (!recorded.empty()) out += "  recorded    " + recorded + "\n";
       if (r.live_tensors > 0) {
-        out += "  live        " + I(r.live_tensors) + " tensors, " + FormatBytes(r.live_requested_bytes) +
+        out += "  live        " + IntText(r.live_tensors) + " tensors, " + FormatBytes(r.live_requested_bytes) +
                " requested\n";
         if (r.live_allocated_bytes > 0) {
           out += "  fragmentation " + FormatPercent(r.fragmentation) + " (" + FormatBytes(r.live_allocated_bytes) +
@@ -507,10 +504,10 @@ class MemcpyCommand : public SingleTraceCommand {
  protected:
   std::string Text(const Trace& trace, size_t top) const override {
     const analysis::MemcpyBreakdown stats = analysis::ComputeMemcpyStats(trace);
-    std::string out = "copies " + I(stats.count) + ", " + FormatBytes(stats.bytes) + ", " +
+    std::string out = "copies " + IntText(stats.count) + ", " + FormatBytes(stats.bytes) + ", " +
                       FormatDuration(stats.total_ns) + "\n";
     if (stats.count == 0) return out;
-    if (stats.without_bytes > 0) out += "(" + I(stats.without_bytes) + " copies record no byte count)\n";
+    if (stats.without_bytes > 0) out += "(" + IntText(stats.without_bytes) + " copies record no byte count)\n";
     TextTable table({-8, -24, 7, 12, 12, 9, 7});
     table.Row({"kind", "memory", "count", "bytes", "time", "GB/s", "step"});
     bool rated = false, timed = false;
@@ -521,7 +518,7 @@ class MemcpyCommand : public SingleTraceCommand {
     for (size_t i = 0; i < stats.rows.size() && i < top; ++i) {
       const auto& r = stats.rows[i];
       const bool starred = rated && (r.bandwidth_from == "durations" || r.bandwidth_from == "mixed");
-      table.Row({r.kind, r.memory.empty() ? "-" : r.memory, I(r.count), FormatBytes(r.bytes),
+      table.Row({r.kind, r.memory.empty() ? "-" : r.memory, IntText(r.count), FormatBytes(r.bytes),
                  FormatDuration(r.total_ns), FormatFixed(r.bandwidth_gbps, 2) + (starred ? "*" : ""),
                  FormatPercent(r.step_share)});
     }
@@ -572,7 +569,7 @@ class StreamsCommand : public SingleTraceCommand {
     for (const auto& s : stats.streams) {
       // Annotation and sync rows show where they lie; they are not busy time.
       const bool work = s.content == "work";
-      table.Row({Truncate(s.device, 44), Truncate(work ? s.stream : s.stream + " (" + s.content + ")", 18), I(s.slices),
+      table.Row({Truncate(s.device, 44), Truncate(work ? s.stream : s.stream + " (" + s.content + ")", 18), IntText(s.slices),
                  FormatDuration(s.busy_ns), work ? FormatPercent(s.utilisation) : "-",
                  work ? FormatDuration(s.idle_ns) : "-"});
     }
@@ -649,7 +646,7 @@ class PerStepCommand : public SingleTraceCommand {
       auto steps = nlohmann::ordered_json::array();
       for (const auto& [trace, windows] : scoped) steps.push_back(ToJson(*trace, windows, top));
       doc["traces"] = steps;
-      Emit(out, doc);
+      EmitJson(out, doc);
     } else {
       for (size_t i = 0; i < scoped.size(); ++i) {
         if (i > 0) out << "\n";
@@ -705,7 +702,7 @@ class OverlapCommand : public PerStepCommand {
     TextTable table({-50, 6, 12, 12, 12, 12, 7});
     table.Row({"device", "comms", "comm", "compute", "hidden", "exposed", "hidden"});
     for (const auto& d : stats.devices) {
-      table.Row({Truncate(d.device, 50), I(d.comm_slices), FormatDuration(d.comm_ns), FormatDuration(d.compute_ns),
+      table.Row({Truncate(d.device, 50), IntText(d.comm_slices), FormatDuration(d.comm_ns), FormatDuration(d.compute_ns),
                  FormatDuration(d.hidden_ns), FormatDuration(d.exposed_ns), FormatPercent(d.hidden_share)});
     }
     return out + table.str();
@@ -786,7 +783,7 @@ class CriticalPathCommand : public PerStepCommand {
 
  private:
   static std::string PathText(const Trace& trace, const analysis::CriticalPath& path, size_t top) {
-    std::string out = "path   " + I(static_cast<int64_t>(path.elements.size())) + " slices, " +
+    std::string out = "path   " + IntText(static_cast<int64_t>(path.elements.size())) + " slices, " +
                       FormatDuration(path.length_ns) + " (busy " + FormatDuration(path.busy_ns) + ", waiting " +
                       FormatDuration(path.wait_ns) + ")\nbound  by " +
                       std::string(analysis::PathBoundName(path.bound_by)) + "\n\n";
@@ -803,7 +800,7 @@ class CriticalPathCommand : public PerStepCommand {
     shares.Row({"op type", "count", "time", "share"});
     for (size_t i = 0; i < path.by_op_type.size() && i < top; ++i) {
       const auto& s = path.by_op_type[i];
-      shares.Row({Truncate(s.op_type, 40), I(s.count), FormatDuration(s.total_ns), FormatPercent(s.share)});
+      shares.Row({Truncate(s.op_type, 40), IntText(s.count), FormatDuration(s.total_ns), FormatPercent(s.share)});
     }
     out += shares.str();
     // The links that hold the path longest, shown in path order.
@@ -915,7 +912,7 @@ class DiffCommand : public Command {
       };
       doc["by_op_type"] = rows(diff.by_op_type);
       doc["by_node"] = rows(diff.by_node);
-      Emit(out, doc);
+      EmitJson(out, doc);
       return Status::Ok();
     }
     out << "A      " << a.source_path() << "  span " << FormatDuration(diff.span_a) << ", op time "
@@ -930,7 +927,7 @@ class DiffCommand : public Command {
       t.Row({column, "where", "count A>B", "A", "B", "delta", "B/A"});
       for (size_t i = 0; i < list.size() && i < top; ++i) {
         const auto& r = list[i];
-        t.Row({Truncate(r.name, 40), r.where, I(r.count_a) + ">" + I(r.count_b), FormatDuration(r.total_a),
+        t.Row({Truncate(r.name, 40), r.where, IntText(r.count_a) + ">" + IntText(r.count_b), FormatDuration(r.total_a),
                FormatDuration(r.total_b), (r.delta_ns > 0 ? "+" : "") + FormatDuration(r.delta_ns),
                r.presence == "only_b" ? "new" : r.presence == "only_a" ? "gone" : FormatFixed(r.ratio, 2)});
       }
@@ -1014,7 +1011,7 @@ class MergeCommand : public Command {
       }
       doc["stragglers"] = stragglers;
       doc["unaligned"] = report.unaligned;
-      Emit(out, doc);
+      EmitJson(out, doc);
       return Status::Ok();
     }
     out << "merged " << report.inputs.size() << " traces, span "
@@ -1053,6 +1050,8 @@ StatusOr<size_t> PositiveFlag(const ParsedArgs& args, const std::string& name, s
   }
   return static_cast<size_t>(value);
 }
+
+void EmitJson(std::ostream& out, const nlohmann::ordered_json& doc) { out << doc.dump(2) << "\n"; }
 
 void AddAnalysisCommands(std::vector<std::unique_ptr<Command>>& commands) {
   commands.push_back(std::make_unique<SummaryCommand>());

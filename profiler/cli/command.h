@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -35,7 +36,13 @@ class Command {
 // summary, ops, kernels, memory, memcpy, streams, overlap, critical-path, diff, merge.
 void AddAnalysisCommands(std::vector<std::unique_ptr<Command>>& commands);
 
+// Rows per table in text output unless --top says otherwise.
+constexpr size_t kDefaultTop = 15;
+
 // A positive integer flag value, or `fallback` when the flag is absent.
 StatusOr<size_t> PositiveFlag(const ParsedArgs& args, const std::string& name, size_t fallback);
+
+// The --json output of a command: the document, indented, and a newline.
+void EmitJson(std::ostream& out, const nlohmann::ordered_json& doc);
 
 }  // namespace stepscope::cli

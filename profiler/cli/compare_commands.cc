@@ -18,11 +18,9 @@ using analysis::RunDiff;
 using analysis::RunDiffRow;
 using analysis::Step;
 
-constexpr size_t kDefaultTop = 15;
 constexpr size_t kDefaultCauses = 5;
 constexpr double kDefaultGateMinMs = 0.1;
 
-std::string I(int64_t value) { return std::to_string(value); }
 
 std::string Signed(double ns) { return (ns > 0 ? "+" : "") + FormatDuration(ns); }
 
@@ -49,7 +47,6 @@ std::string FileName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-void Emit(std::ostream& out, const Json& doc) { out << doc.dump(2) << "\n"; }
 
 // ---- steps -------------------------------------------------------------------------------------
 
@@ -103,7 +100,7 @@ class StepsCommand : public Command {
                             {"causes", causes}});
       }
       doc["outliers"] = outliers;
-      Emit(out, doc);
+      EmitJson(out, doc);
       return Status::Ok();
     }
     out << "steps      " << report.steps.size() << "\n";
@@ -118,7 +115,7 @@ class StepsCommand : public Command {
       const Step& s = report.steps[i];
       std::string where = FileName(s.source);
       if (s.marker != "trace") where += " (" + s.marker + ")";
-      table.Row({I(s.step), FormatDuration(s.duration_ns), Z(report.z[i]), Truncate(where, 48),
+      table.Row({IntText(s.step), FormatDuration(s.duration_ns), Z(report.z[i]), Truncate(where, 48),
                  std::fabs(report.z[i]) > analysis::kOutlierZ ? "outlier" : ""});
     }
     out << table.str();
@@ -183,13 +180,13 @@ std::string Counts(const std::vector<RunDiffRow>& rows) {
     else if (r.verdict == "gone") ++gone;
     else ++unchanged;
   }
-  return I(regressed) + " regressed, " + I(improved) + " improved, " + I(unchanged) + " unchanged, " + I(added) +
-         " new, " + I(gone) + " gone";
+  return IntText(regressed) + " regressed, " + IntText(improved) + " improved, " + IntText(unchanged) + " unchanged, " + IntText(added) +
+         " new, " + IntText(gone) + " gone";
 }
 
 std::string Side(const std::vector<std::string>& sources, size_t steps, size_t runs) {
-  std::string text = I(static_cast<int64_t>(steps)) + " steps of " + I(static_cast<int64_t>(runs)) + " run" +
-                     (runs == 1 ? "" : "s") + " from " + I(static_cast<int64_t>(sources.size())) + " trace" +
+  std::string text = IntText(static_cast<int64_t>(steps)) + " steps of " + IntText(static_cast<int64_t>(runs)) + " run" +
+                     (runs == 1 ? "" : "s") + " from " + IntText(static_cast<int64_t>(sources.size())) + " trace" +
                      (sources.size() == 1 ? "" : "s");
   if (!sources.empty()) {
     text += " (" + sources.front() + (sources.size() > 1 ? " ... " + FileName(sources.back()) : "") + ")";
@@ -211,16 +208,16 @@ std::string DiffText(const RunDiff& d, size_t top) {
   out += std::string("method ") +
          (d.per_run ? "Welch's t on the log run medians per row" : "Mann-Whitney U over the steps per row") +
          ", Benjamini-Hochberg q over each table, " +
-         I(d.options.bootstrap.resamples) + " bootstrap resamples of runs and their steps (seed " +
+         IntText(d.options.bootstrap.resamples) + " bootstrap resamples of runs and their steps (seed " +
          std::to_string(d.options.bootstrap.seed) + "); verdict when q < " + FormatFixed(d.options.alpha, 3) +
          ", the CI excludes 0 and |change| >= " + FormatPercent(d.options.min_change) + "\n";
   if (!d.confident) {
-    out += "note   with " + I(static_cast<int64_t>(d.steps_a)) + " and " + I(static_cast<int64_t>(d.steps_b)) +
+    out += "note   with " + IntText(static_cast<int64_t>(d.steps_a)) + " and " + IntText(static_cast<int64_t>(d.steps_b)) +
            " steps the smallest possible p is " + P(d.min_p) + ": no change can be shown with confidence\n";
   }
   if (d.confident && !d.per_run) {
     const bool few_a = d.runs_a < analysis::kMinRunsForRunTest, few_b = d.runs_b < analysis::kMinRunsForRunTest;
-    out += "note   fewer than " + I(static_cast<int64_t>(analysis::kMinRunsForRunTest)) + " runs on " +
+    out += "note   fewer than " + IntText(static_cast<int64_t>(analysis::kMinRunsForRunTest)) + " runs on " +
            std::string(few_a && few_b ? "each side" : few_a ? "side A" : "side B") +
            ": the steps are tested, and a difference between whole runs (the machine's load while each\n"
            "       ran) looks like a change here; give several runs per side (docs/compare.md)\n";
@@ -341,7 +338,7 @@ Status RunStepDiff(const ParsedArgs& args, const std::vector<std::string>& a, co
     }
     gate_doc["regressions"] = hit_list;
     doc["gate"] = gate_doc;
-    Emit(out, doc);
+    EmitJson(out, doc);
   } else {
     out << DiffText(diff, top);
     if (gate.on) {

@@ -22,7 +22,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 using trace::Trace;
 
-std::string I(int64_t value) { return std::to_string(value); }
 std::string D(double ns) { return FormatDuration(ns); }
 int64_t R(double ns) { return static_cast<int64_t>(ns < 0 ? ns - 0.5 : ns + 0.5); }
 std::string RankDevice(int32_t rank, const std::string& device) {
@@ -54,7 +53,7 @@ StatusOr<Loaded> Load(const ParsedArgs& args) {
     loaded.inputs.push_back(std::move(input));
   }
   if (!any) {
-    return InvalidInput("no step " + I(range->first) + (range->second != range->first ? "-" + I(range->second) : "") +
+    return InvalidInput("no step " + IntText(range->first) + (range->second != range->first ? "-" + IntText(range->second) : "") +
                         " in the traces given (see `stepscope steps`)");
   }
   return loaded;
@@ -124,7 +123,7 @@ class GpuCommand : public GpuCommandBase {
     table.Row({"gpu / stream", "work", "span", "busy", "idle", "util", "compute", "comm", "memory", "overlap"});
     auto cells = [](const std::string& name, const analysis::GpuTime& t) {
       const double util = t.span_ns > 0 ? static_cast<double>(t.busy_ns) / static_cast<double>(t.span_ns) : 0;
-      return std::vector<std::string>{name, I(t.slices), FormatDuration(t.span_ns), FormatDuration(t.busy_ns),
+      return std::vector<std::string>{name, IntText(t.slices), FormatDuration(t.span_ns), FormatDuration(t.busy_ns),
                                       FormatDuration(t.idle_ns), FormatPercent(util), FormatDuration(t.compute_ns),
                                       FormatDuration(t.communication_ns), FormatDuration(t.memory_ns),
                                       FormatDuration(t.compute_communication_overlap_ns)};
@@ -218,7 +217,7 @@ class IdleCommand : public GpuCommandBase {
     TextTable table({-32, -12, 7, 12, 12, 12, 12});
     table.Row({"gpu / stream", "cause", "gaps", "total", "p50", "p95", "max"});
     auto row = [&](const std::string& where, const std::string& cause, const analysis::IntervalStats& s) {
-      table.Row({where, cause, I(s.count), FormatDuration(s.total_ns), D(s.p50_ns), D(s.p95_ns), FormatDuration(s.max_ns)});
+      table.Row({where, cause, IntText(s.count), FormatDuration(s.total_ns), D(s.p50_ns), D(s.p95_ns), FormatDuration(s.max_ns)});
     };
     for (const auto& s : report.streams) {
       row(RankDevice(s.rank, s.device) + " " + s.stream, "all", s.all);
@@ -320,7 +319,7 @@ class LaunchesCommand : public GpuCommandBase {
     TextTable stats({-22, 7, 12, 12, 12, 12, 12});
     stats.Row({"", "count", "min", "mean", "p50", "p95", "max"});
     auto srow = [&](const std::string& what, const analysis::DurationStats& s) {
-      stats.Row({what, I(s.count), FormatDuration(s.min_ns), D(s.mean_ns), D(s.p50_ns), D(s.p95_ns), FormatDuration(s.max_ns)});
+      stats.Row({what, IntText(s.count), FormatDuration(s.min_ns), D(s.mean_ns), D(s.p50_ns), D(s.p95_ns), FormatDuration(s.max_ns)});
     };
     srow("runtime call (CPU)", r.cpu);
     srow("GPU work", r.gpu);
@@ -335,18 +334,18 @@ class LaunchesCommand : public GpuCommandBase {
             << (l.host_op.empty() || l.host_op == l.runtime ? "" : "  in " + Truncate(l.host_op, 30)) << "\n";
       }
     };
-    list("Long runtime calls (over " + FormatDuration(r.runtime_cutoff_ns) + "): " + I(r.long_runtime_count),
+    list("Long runtime calls (over " + FormatDuration(r.runtime_cutoff_ns) + "): " + IntText(r.long_runtime_count),
          r.long_runtime, false);
-    list("Long launch delays (over " + FormatDuration(r.delay_cutoff_ns) + "): " + I(r.long_delay_count), r.long_delay,
+    list("Long launch delays (over " + FormatDuration(r.delay_cutoff_ns) + "): " + IntText(r.long_delay_count), r.long_delay,
          true);
     out << "\nPer op type (the host op enclosing the runtime call)\n";
     TextTable ops({-40, 8, 12, 12, 12});
     ops.Row({"op / kernel", "launches", "delay p50", "delay mean", "delay max"});
     for (size_t i = 0; i < r.by_op.size() && i < top; ++i) {
       const auto& o = r.by_op[i];
-      ops.Row({Truncate(o.op, 40), I(o.launches), D(o.delay.p50_ns), D(o.delay.mean_ns), FormatDuration(o.delay.max_ns)});
+      ops.Row({Truncate(o.op, 40), IntText(o.launches), D(o.delay.p50_ns), D(o.delay.mean_ns), FormatDuration(o.delay.max_ns)});
       for (const auto& k : o.kernels) {
-        ops.Row({"  " + Truncate(k.kernel, 38), I(k.count), D(k.delay.p50_ns), D(k.delay.mean_ns),
+        ops.Row({"  " + Truncate(k.kernel, 38), IntText(k.count), D(k.delay.p50_ns), D(k.delay.mean_ns),
                  FormatDuration(k.delay.max_ns)});
       }
     }
@@ -409,7 +408,7 @@ class AnnotationsCommand : public GpuCommandBase {
       if (a.path.size() > depth) continue;
       const double share = r.gpu_ns > 0 ? static_cast<double>(a.gpu_ns) / static_cast<double>(r.gpu_ns) : 0;
       table.Row({std::string(2 * (a.path.size() - 1), ' ') + Truncate(a.path.back(), 64 - 2 * static_cast<int>(a.path.size() - 1)),
-                 I(a.instances), FormatDuration(a.cpu_ns), I(a.work), FormatDuration(a.gpu_ns), FormatPercent(share),
+                 IntText(a.instances), FormatDuration(a.cpu_ns), IntText(a.work), FormatDuration(a.gpu_ns), FormatPercent(share),
                  FormatDuration(a.gpu_busy_ns), FormatDuration(a.self_gpu_ns)});
     }
     out << table.str();

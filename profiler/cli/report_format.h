@@ -8,6 +8,7 @@
 
 namespace stepscope::cli {
 
+inline std::string IntText(int64_t value) { return std::to_string(value); }  // table cells
 std::string FormatDuration(int64_t ns);   // "1.234 ms", "12.0 us", "850 ns"
 std::string FormatDuration(double ns);
 std::string FormatBytes(int64_t bytes);   // "1.50 MiB"

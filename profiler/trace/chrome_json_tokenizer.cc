@@ -27,7 +27,7 @@ namespace od = simdjson::ondemand;
 
 namespace {
 
-constexpr size_t kNone = std::string::npos;
+constexpr size_t kNoCut = std::string::npos;
 
 // Import in pieces. The buffer holds the part of the input not consumed yet, refilled from the
 // source; the outer object is walked by a small scanner, and the event array is parsed a batch
@@ -251,19 +251,19 @@ class StreamingImport {
     importer_.DistributedInfo(value);
   }
 
-  // The last `},` after `from` and before `before`: the comma's index, or kNone.
+  // The last `},` after `from` and before `before`: the comma's index, or kNoCut.
   size_t FindCut(size_t from, size_t before) const {
     const char* data = buffer_.get();
     while (before > from + 1) {
       const void* hit = memrchr(data + from + 1, ',', before - from - 1);
-      if (hit == nullptr) return kNone;
+      if (hit == nullptr) return kNoCut;
       const size_t comma = static_cast<size_t>(static_cast<const char*>(hit) - data);
       size_t k = comma;
       while (k > from && IsJsonSpace(data[k - 1])) --k;
       if (k > from && data[k - 1] == '}') return comma;
       before = comma;
     }
-    return kNone;
+    return kNoCut;
   }
 
   // The end of the element before `index` (which follows its `,` or the array's `]`).
@@ -365,10 +365,10 @@ class StreamingImport {
         ASSIGN_OR_RETURN(const bool consumed, ParallelRun());
         if (consumed) continue;
       }
-      size_t close = scan_next ? kNone : FindCut(pos_, end_);
+      size_t close = scan_next ? kNoCut : FindCut(pos_, end_);
       bool scanned = false;
       scan_next = false;
-      if (close == kNone) {
+      if (close == kNoCut) {
         if (!eof_) {
           need_more = true;  // no whole element in the buffer
           continue;
@@ -405,7 +405,7 @@ class StreamingImport {
           return SetDamage(batch.error_index, batch.error), Status::Ok();
         }
         close = FindCut(pos_, close);
-        if (close == kNone) {
+        if (close == kNoCut) {
           scan_next = eof_;
           need_more = !eof_;
           break;
@@ -433,18 +433,18 @@ class StreamingImport {
   };
 
   // The last `}`, `,`, `{` (white space between) at or after `from` with its comma before
-  // `before`: the comma's index, or kNone. Stricter than FindCut, so cuts rarely fall in strings.
+  // `before`: the comma's index, or kNoCut. Stricter than FindCut, so cuts rarely fall in strings.
   size_t FindPieceCut(size_t from, size_t before, size_t limit) const {
     const char* data = buffer_.get();
     while (before > from + 1) {
       const size_t comma = FindCut(from, before);
-      if (comma == kNone) return kNone;
+      if (comma == kNoCut) return kNoCut;
       size_t k = comma + 1;
       while (k < limit && IsJsonSpace(data[k])) ++k;
       if (k < limit && data[k] == '{') return comma;
       before = comma;
     }
-    return kNone;
+    return kNoCut;
   }
 
   // Copies the events from pos_ to `comma` into a piece, queues it and consumes them and the comma.
@@ -547,8 +547,8 @@ class StreamingImport {
       while (cut && in_flight_.size() < piece_count_) {
         if (end_ - pos_ < 2 * piece_bytes_ && !eof_) RETURN_IF_ERROR(Fill());
         size_t comma = FindPieceCut(pos_, std::min(end_, pos_ + piece_bytes_), end_);
-        if (comma == kNone) comma = FindPieceCut(pos_, end_, end_);  // an event longer than a piece
-        cut = comma != kNone;
+        if (comma == kNoCut) comma = FindPieceCut(pos_, end_, end_);  // an event longer than a piece
+        cut = comma != kNoCut;
         if (cut) QueuePiece(comma);
       }
       if (in_flight_.empty()) return consumed;

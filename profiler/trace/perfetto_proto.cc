@@ -906,7 +906,7 @@ class ProtoExporter {
 // ---------------------------------------------------------------------------------------------
 // Reading.
 
-SliceKind KindOfCategory(std::string_view category) {
+SliceKind KindOfExportedCategory(std::string_view category) {
   for (SliceKind kind : {SliceKind::kOp, SliceKind::kKernel, SliceKind::kMemcpy, SliceKind::kMemset,
                          SliceKind::kCollective, SliceKind::kRuntime, SliceKind::kOther, SliceKind::kAnnotation,
                          SliceKind::kSync}) {
@@ -1463,7 +1463,7 @@ class ProtoImporter {
     s.dur_ns = std::clamp<int64_t>(end_ns - open.start_ns, 0, longest);
     if (end_ns - open.start_ns > longest) builder_.import_stats().Add("slice_duration_clamped");
     s.track = TrackFor(uuid);
-    s.kind = KindOfCategory(open.category);
+    s.kind = KindOfExportedCategory(open.category);
     std::string node;
     KernelArgs kernel;
     TransferArgs transfer;

@@ -152,7 +152,7 @@ TEST(KinetoFidelityTest, AnnotationsAndSyncsAreNotGpuBusyTime) {
 }
 
 TEST(KinetoFidelityTest, AlexNetGpuBusyIsItsKernelsCopiesAndMemsets) {
-  auto read = trace::ReadTrace(testing::DataPath("pytorch_kineto_alexnet_train.json.gz"));
+  auto read = trace::ReadTrace(stepscope::testing::DataPath("pytorch_kineto_alexnet_train.json.gz"));
   ASSERT_TRUE(read.ok()) << read.status().message();
   const Summary summary = Summarize(*read);
   const DeviceUsage* gpu = GpuUsage(summary);
@@ -212,7 +212,7 @@ TEST(KinetoFidelityTest, SelfTimeWhenAChildOverhangsItsParent) {
 }
 
 TEST(KinetoFidelityTest, ProfilerSpanIsNeverTheStraggler) {
-  const auto dir = testing::ScratchDir("kineto_straggler");
+  const auto dir = stepscope::testing::ScratchDir("kineto_straggler");
   // Rank 0's profiler span runs long after its work; rank 1's work ends 1 ms later than rank 0's.
   std::ofstream(dir / "rank0.pt.trace.json") << CudaStep(0, 0, 6000);
   std::ofstream(dir / "rank1.pt.trace.json") << CudaStep(1, 1000, 3000);
@@ -298,7 +298,7 @@ TEST(KinetoFidelityTest, MtiaAndRocmDeviceEvents) {
 // ---- 8: launch geometry survives loading a directory -------------------------------------------
 
 TEST(KinetoFidelityTest, KernelGeometryFromADirectory) {
-  const auto dir = testing::ScratchDir("kineto_geometry");
+  const auto dir = stepscope::testing::ScratchDir("kineto_geometry");
   std::ofstream(dir / "rank0.pt.trace.json") << CudaStep(0, 0, 2000);
   std::ofstream(dir / "rank1.pt.trace.json") << CudaStep(1, 0, 2000);
   auto merged = LoadAsOneTrace({dir.string()});

@@ -18,7 +18,7 @@ using Result = CliResult;
 
 using testing::DataPath;
 
-std::string Scratch(const std::string& name) {
+std::string ConvertScratch(const std::string& name) {
   return (testing::ScratchDir("convert_text") / name).string();
 }
 
@@ -29,7 +29,7 @@ std::string Read(const std::string& path) {
 }
 
 TEST(ConvertTextTest, DefaultPbtxtIsTheFixtureTensorFlowParsed) {
-  const std::string out = Scratch("trainer.pbtxt");
+  const std::string out = ConvertScratch("trainer.pbtxt");
   const Result result = RunStepscope({"convert", DataPath("trainer/lstm_small_step3.pb"), out});
   ASSERT_EQ(result.code, 0) << result.err;
   const std::string text = Read(out);
@@ -41,24 +41,24 @@ TEST(ConvertTextTest, DefaultPbtxtIsTheFixtureTensorFlowParsed) {
 }
 
 TEST(ConvertTextTest, KeepExtensionsKeepsOurFieldsAndRoundTrips) {
-  const std::string text = Scratch("full.pbtxt");
+  const std::string text = ConvertScratch("full.pbtxt");
   const Result result = RunStepscope({"convert", DataPath("trainer/lstm_small_step3.pb"), text, "--keep-extensions"});
   ASSERT_EQ(result.code, 0) << result.err;
   EXPECT_EQ(result.err, "");
   EXPECT_NE(Read(text).find("op_type: \"GatherV2\""), std::string::npos);
-  const std::string a = Scratch("a.pb"), b = Scratch("b.pb");
+  const std::string a = ConvertScratch("a.pb"), b = ConvertScratch("b.pb");
   ASSERT_EQ(RunStepscope({"convert", DataPath("trainer/lstm_small_step3.pb"), a}).code, 0);
   ASSERT_EQ(RunStepscope({"convert", text, b}).code, 0);
   EXPECT_TRUE(Read(a) == Read(b));
   // Only meaningful for text output.
-  const Result wrong = RunStepscope({"convert", DataPath("trainer/lstm_small_step3.pb"), Scratch("x.pb"), "--keep-extensions"});
+  const Result wrong = RunStepscope({"convert", DataPath("trainer/lstm_small_step3.pb"), ConvertScratch("x.pb"), "--keep-extensions"});
   EXPECT_EQ(wrong.code, 2);
   EXPECT_NE(wrong.err.find("pbtxt output only"), std::string::npos) << wrong.err;
   EXPECT_NE(RunStepscope({"convert", "--help"}).out.find("--keep-extensions"), std::string::npos);
 }
 
 TEST(ConvertTextTest, GraphsSurvivePbPbtxtPb) {
-  const std::string text = Scratch("graphs.pbtxt"), binary = Scratch("graphs.pb");
+  const std::string text = ConvertScratch("graphs.pbtxt"), binary = ConvertScratch("graphs.pb");
   const Result to_text = RunStepscope({"convert", DataPath("tf_run_metadata/two_cpu_graphs.pb"), text});
   ASSERT_EQ(to_text.code, 0) << to_text.err;
   EXPECT_EQ(to_text.err, "");  // nothing left out

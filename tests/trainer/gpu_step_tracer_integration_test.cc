@@ -76,13 +76,13 @@ struct TestOp {
 template <typename Launch>
 void RunOp(collect::StepCollector& collector, GpuStepTracer& tracer,
            const kernels::CudaContext& ctx, const TestOp& op, Launch launch) {
-  const int64_t start = cupti::SteadyNowNanos();
+  const int64_t start = SteadyNowNanos();
   collector.BeginOp(&kGpuDevice, &op.name, &op.type, &op.inputs, start);
   tracer.OnOpStart(op.name, op.type, start);
   launch();
   tracer.OnOpEnd();
   ASSERT_TRUE(ctx.Synchronize().ok());
-  collector.EndOp(cupti::SteadyNowNanos());
+  collector.EndOp(SteadyNowNanos());
 }
 
 TEST(GpuStepTracerIntegrationTest, OurKernelAndCublasGemmAreLinkedToTheirOp) {
@@ -104,13 +104,13 @@ TEST(GpuStepTracerIntegrationTest, OurKernelAndCublasGemmAreLinkedToTheirOp) {
   collect::StepCollector collector;
   collector.BeginStep(1);
   ASSERT_TRUE(tracer.BeginStep().ok());
-  const int64_t step_start = cupti::SteadyNowNanos();
+  const int64_t step_start = SteadyNowNanos();
   const TestOp matmul_op{"op/MatMul", "MatMul", {}};
   RunOp(collector, tracer, ctx, matmul_op, [&] {
     EXPECT_TRUE(kernels::Add(ctx, x.view({n}), y.view({n}), z.view({n})).ok());
     EXPECT_TRUE(kernels::MatMul(ctx, a.view({n, n}), b.view({n, n}), c.view({n, n})).ok());
   });
-  const int64_t step_end = cupti::SteadyNowNanos();
+  const int64_t step_end = SteadyNowNanos();
   tf::RunMetadata metadata = collector.FinishStep(0);
   auto summary = tracer.EndStep(0, &metadata);
   ASSERT_TRUE(summary.ok()) << summary.status().message();

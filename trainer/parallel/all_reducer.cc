@@ -2,21 +2,15 @@
 #include "trainer/parallel/all_reducer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <utility>
 
+#include "base/steady_clock.h"
 #include "trainer/parallel/gradient_packing.h"
 #include "trainer/parallel/mpi_session.h"
 
 namespace stepscope::parallel {
 namespace {
-
-int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string RangeText(const AllReduceRange& range) {
   return FormatAllReduceSpec(AllReduceSpec{{range}, {}});
@@ -200,7 +194,7 @@ Status AllReducer::AllReduce(std::span<const GradientReplicas> gradients) {
   const bool packing = pack_elements > 0;
   team_.Run([&](int p) {
     if (packing) {
-      if (p == 0) pack_time.first = NowNanos();
+      if (p == 0) pack_time.first = SteadyNowNanos();
       for (const Unit& unit : units) {
         if (!unit.packed) continue;
         float* dst = pack_buffers_[p].data() + unit.pack_offset;
@@ -211,12 +205,12 @@ Status AllReducer::AllReduce(std::span<const GradientReplicas> gradients) {
         }
       }
       team_.Barrier();  // packed buffers complete before anyone reads a neighbour's
-      if (p == 0) pack_time.second = NowNanos();
+      if (p == 0) pack_time.second = SteadyNowNanos();
     }
     for (size_t u = 0; u < units.size(); ++u) {
-      if (p == 0) unit_times[u].first = NowNanos();
+      if (p == 0) unit_times[u].first = SteadyNowNanos();
       Status status = ReduceUnitShare(p, units[u], host_accumulator_.data());
-      if (p == 0) unit_times[u].second = NowNanos();
+      if (p == 0) unit_times[u].second = SteadyNowNanos();
       if (!status.ok()) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (first_error.ok()) first_error = status;
@@ -224,7 +218,7 @@ Status AllReducer::AllReduce(std::span<const GradientReplicas> gradients) {
     }
     if (packing) {
       // This participant's packed copies are final once its own share is done.
-      if (p == 0) unpack_time.first = NowNanos();
+      if (p == 0) unpack_time.first = SteadyNowNanos();
       for (const Unit& unit : units) {
         if (!unit.packed) continue;
         const float* src = pack_buffers_[p].data() + unit.pack_offset;
@@ -234,7 +228,7 @@ Status AllReducer::AllReduce(std::span<const GradientReplicas> gradients) {
           src += count;
         }
       }
-      if (p == 0) unpack_time.second = NowNanos();
+      if (p == 0) unpack_time.second = SteadyNowNanos();
     }
   });
   RETURN_IF_ERROR(first_error);

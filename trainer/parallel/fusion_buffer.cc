@@ -5,18 +5,10 @@
 #include <cstring>
 #include <utility>
 
+#include "base/steady_clock.h"
 #include "trainer/parallel/mpi_session.h"
 
 namespace stepscope::parallel {
-namespace {
-
-int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 StatusOr<std::unique_ptr<FusionBuffer>> FusionBuffer::Create(AllReduceSpec spec,
                                                              int num_participants,
@@ -96,7 +88,7 @@ Status FusionBuffer::Ready(int participant, const std::string& name, std::span<f
   if (++pending.count < n) return Status::Ok();
   // Complete on every participant: queue it for the communication thread. The entry stays in
   // pending_ (with count == n) so a third hand-in in this step is still caught.
-  if (queue_.empty()) queue_start_ns_ = NowNanos();
+  if (queue_.empty()) queue_start_ns_ = SteadyNowNanos();
   queue_.push_back(pending.gradient);
   queued_bytes_ += pending.gradient.num_elements * 4;
   ++complete_count_;
@@ -153,7 +145,7 @@ void FusionBuffer::CommunicationLoop() {
       if (batch_bytes > threshold) break;  // a gradient larger than the buffer goes alone
     }
     queued_bytes_ -= batch_bytes;
-    if (!queue_.empty()) queue_start_ns_ = NowNanos();
+    if (!queue_.empty()) queue_start_ns_ = SteadyNowNanos();
     lock.unlock();
     Status status = ReduceBatch(batch);
     lock.lock();
@@ -185,9 +177,9 @@ Status FusionBuffer::ReduceBatch(const Batch& batch) {
   };
   if (batch.gradients.size() == 1) {
     // Alone: reduced in place, no copies through the buffer.
-    const int64_t start = NowNanos();
+    const int64_t start = SteadyNowNanos();
     RETURN_IF_ERROR(reducer_->AllReduce(batch.gradients));
-    report(CollectivePhase::kAllReduce, start, NowNanos());
+    report(CollectivePhase::kAllReduce, start, SteadyNowNanos());
     return Status::Ok();
   }
   for (auto& buffer : fusion_buffers_) {
@@ -199,7 +191,7 @@ Status FusionBuffer::ReduceBatch(const Batch& batch) {
   std::vector<std::pair<int64_t, int64_t>> times(static_cast<size_t>(n));
   auto copy_all = [&](bool into_buffer) {
     reducer_->team().Run([&](int p) {
-      times[static_cast<size_t>(p)].first = NowNanos();
+      times[static_cast<size_t>(p)].first = SteadyNowNanos();
       float* fused = fusion_buffers_[p].data();
       for (const GradientReplicas& g : batch.gradients) {
         const auto bytes = static_cast<size_t>(g.num_elements) * sizeof(float);
@@ -212,24 +204,24 @@ Status FusionBuffer::ReduceBatch(const Batch& batch) {
         }
         fused += g.num_elements;
       }
-      times[static_cast<size_t>(p)].second = NowNanos();
+      times[static_cast<size_t>(p)].second = SteadyNowNanos();
     });
   };
-  int64_t start = NowNanos();
+  int64_t start = SteadyNowNanos();
   copy_all(true);
-  int64_t end = NowNanos();
+  int64_t end = SteadyNowNanos();
   report(CollectivePhase::kMemcpyInFusionBuffer, start, end, times);
 
   GradientReplicas fused{batch_name, {}, batch.num_elements};
   for (int p = 0; p < n; ++p) fused.replicas.push_back(fusion_buffers_[p].data());
-  start = NowNanos();
+  start = SteadyNowNanos();
   RETURN_IF_ERROR(reducer_->AllReduce(std::span<const GradientReplicas>(&fused, 1)));
-  end = NowNanos();
+  end = SteadyNowNanos();
   report(CollectivePhase::kAllReduce, start, end);
 
-  start = NowNanos();
+  start = SteadyNowNanos();
   copy_all(false);
-  end = NowNanos();
+  end = SteadyNowNanos();
   report(CollectivePhase::kMemcpyOutFusionBuffer, start, end, times);
   return Status::Ok();
 }

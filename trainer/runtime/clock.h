@@ -2,15 +2,12 @@
 // step timings all read it, so their times line up on one axis without conversion.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
+
+#include "base/steady_clock.h"
 
 namespace stepscope::runtime {
 
-inline int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+inline int64_t NowNanos() { return SteadyNowNanos(); }
 
 }  // namespace stepscope::runtime

@@ -6,13 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
-
 namespace stepscope::viewer {
-namespace {
-
-constexpr int kLegendHeight = 22;
-
-}  // namespace
 
 QString ExactDuration(int64_t ns) {
   const double v = static_cast<double>(ns);

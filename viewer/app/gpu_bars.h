@@ -25,6 +25,7 @@ class GpuBars : public QWidget {
   static constexpr QRgb kMemoryColor = 0xff4caf50;
   static constexpr QRgb kIdleColor = 0xffd5d8de;
   static constexpr int kRowHeight = 22;
+  static constexpr int kLegendHeight = 22;  // the colour legend above the bars (RankBars too)
   static constexpr int kLabelWidth = 170;
   static constexpr int kTextWidth = 420;
 

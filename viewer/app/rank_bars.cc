@@ -8,14 +8,13 @@
 namespace stepscope::viewer {
 namespace {
 
-constexpr int kLegendHeight = 22;
 constexpr QRgb kCategoryColors[analysis::kStragglerCategories] = {
     GpuBars::kComputeColor, GpuBars::kCommunicationColor, GpuBars::kMemoryColor, RankBars::kInputColor};
 
 }  // namespace
 
 RankBars::RankBars(QWidget* parent) : QWidget(parent) {
-  setMinimumHeight(kLegendHeight + 2 * kRowHeight);
+  setMinimumHeight(GpuBars::kLegendHeight + 2 * kRowHeight);
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
 }
 
@@ -28,7 +27,7 @@ void RankBars::SetStep(const analysis::StepStragglers* step) {
 
 QSize RankBars::sizeHint() const {
   const int rows = static_cast<int>(std::max<size_t>(step_.ranks.size(), 2));
-  return {kLabelWidth + 400 + kTextWidth, kLegendHeight + rows * kRowHeight + 4};
+  return {kLabelWidth + 400 + kTextWidth, GpuBars::kLegendHeight + rows * kRowHeight + 4};
 }
 
 RankBars::Segments RankBars::SegmentsOf(const analysis::RankStep& rank, double width) {
@@ -55,7 +54,7 @@ int64_t RankBars::LatestEnd() const {
 
 QRect RankBars::RowRect(int row) const {
   const int width = std::max(40, this->width() - kLabelWidth - kTextWidth - 12);
-  return {kLabelWidth, kLegendHeight + row * kRowHeight + 3, width, kRowHeight - 6};
+  return {kLabelWidth, GpuBars::kLegendHeight + row * kRowHeight + 3, width, kRowHeight - 6};
 }
 
 double RankBars::XOf(int64_t ns) const {
@@ -133,7 +132,7 @@ void RankBars::paintEvent(QPaintEvent*) {
                      summary);
   }
   // The end lines over all rows.
-  const int top = kLegendHeight, bottom = kLegendHeight + rows * kRowHeight;
+  const int top = GpuBars::kLegendHeight, bottom = GpuBars::kLegendHeight + rows * kRowHeight;
   painter.setPen(QPen(QColor::fromRgba(kEarliestEndColor), 2));
   painter.drawLine(QPointF(EarliestEndX(), top), QPointF(EarliestEndX(), bottom));
   painter.setPen(QPen(QColor::fromRgba(kMedianEndColor), 1, Qt::DashLine));

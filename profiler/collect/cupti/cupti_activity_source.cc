@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -21,12 +20,6 @@ std::vector<CUpti_ActivityKind> DefaultActivityKinds() {
           CUPTI_ACTIVITY_KIND_MEMCPY2,               CUPTI_ACTIVITY_KIND_MEMSET,
           CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,       CUPTI_ACTIVITY_KIND_OVERHEAD,
           CUPTI_ACTIVITY_KIND_RUNTIME,               CUPTI_ACTIVITY_KIND_DRIVER};
-}
-
-int64_t SteadyNowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 Status CuptiCallStatus(CUptiResult result, const char* call, const char* file, int line) {

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/steady_clock.h"
 #include "profiler/collect/cupti/gpu_activity_converter.h"
 
 namespace stepscope::collect::cupti {
@@ -48,9 +49,6 @@ inline constexpr CUpti_ExternalCorrelationKind kOpCorrelationKind =
 // (cuLaunchKernelEx): without DRIVER records their kernels would not be linked to their ops.
 std::vector<CUpti_ActivityKind> DefaultActivityKinds();
 
-// Host clock the collector uses (steady clock, ns).
-int64_t SteadyNowNanos();
-
 struct CuptiSourceOptions {
   std::vector<CUpti_ActivityKind> kinds = DefaultActivityKinds();
   size_t buffer_bytes = size_t{4} << 20;          // CUPTI recommends 1-10 MB
@@ -58,7 +56,7 @@ struct CuptiSourceOptions {
   // Check that the NVIDIA driver library loads before calling CUPTI, for a clear error: CUPTI
   // itself only reports CUPTI_ERROR_UNKNOWN when there is no driver.
   bool probe_driver = true;
-  std::function<int64_t()> host_clock = SteadyNowNanos;
+  std::function<int64_t()> host_clock = SteadyNowNanos;  // host clock (steady, ns)
   // Pause() detaches CUPTI (cuptiFinalize) once its buffers are flushed. Safe only when no thread
   // is inside a CUPTI call at that moment: the step tracer pauses after the step's ops have ended.
   bool detach_when_paused = true;
