@@ -285,6 +285,8 @@ class LaneAssigner {
   int64_t lost_to_track_limit() const { return lost_to_track_limit_; }
   // Slices nested deeper than a Slice can say (their depth is kMaxDepth).
   int64_t depths_clamped() const { return depths_clamped_; }
+  // The source track of each lane made, in the order the lanes were appended to the tracks.
+  std::span<const uint32_t> lane_sources() const { return lane_sources_; }
 
  private:
   struct Lane {
@@ -299,6 +301,7 @@ class LaneAssigner {
     name += " #" + std::to_string(lane + 1);
     copy.name = strings_.Intern(name);
     tracks_.push_back(copy);
+    lane_sources_.push_back(track);
     return static_cast<uint32_t>(tracks_.size() - 1);
   }
 
@@ -306,9 +309,43 @@ class LaneAssigner {
   std::vector<Track>& tracks_;
   MappedArray<Slice>& slices_;
   std::vector<Lane> lanes_;
+  std::vector<uint32_t> lane_sources_;
   int64_t lost_to_track_limit_ = 0;
   int64_t depths_clamped_ = 0;
 };
+
+// Moves each overlap lane (appended after the source tracks) to just after its source track and
+// the lanes made before it: the slices of a source track and of its lanes then stay where the
+// source track's were, so putting them in track order moves them within that range only.
+// Renumbers the parents and counters; returns each old track's new index.
+std::vector<uint32_t> PlaceLanesAfterSources(std::vector<Track>& tracks, size_t source_tracks,
+                                             std::span<const uint32_t> lane_sources,
+                                             std::vector<CounterSeries>& counters) {
+  std::vector<uint32_t> lanes_begin(source_tracks + 1, 0);  // lanes of source t: a run, by t
+  for (uint32_t source : lane_sources) ++lanes_begin[source + 1];
+  for (size_t t = 0; t < source_tracks; ++t) lanes_begin[t + 1] += lanes_begin[t];
+  std::vector<uint32_t> lanes(lane_sources.size());
+  std::vector<uint32_t> fill(lanes_begin.begin(), lanes_begin.end() - 1);
+  for (size_t l = 0; l < lane_sources.size(); ++l) {
+    lanes[fill[lane_sources[l]]++] = static_cast<uint32_t>(source_tracks + l);
+  }
+  std::vector<uint32_t> new_index(tracks.size());
+  uint32_t next = 0;
+  for (size_t t = 0; t < source_tracks; ++t) {
+    new_index[t] = next++;
+    for (uint32_t l = lanes_begin[t]; l < lanes_begin[t + 1]; ++l) new_index[lanes[l]] = next++;
+  }
+  std::vector<Track> placed(tracks.size());
+  for (size_t t = 0; t < tracks.size(); ++t) {
+    Track& track = placed[new_index[t]] = tracks[t];
+    if (track.parent >= 0) track.parent = static_cast<int32_t>(new_index[static_cast<size_t>(track.parent)]);
+  }
+  tracks.swap(placed);
+  for (CounterSeries& c : counters) {
+    if (c.track >= 0) c.track = static_cast<int32_t>(new_index[static_cast<size_t>(c.track)]);
+  }
+  return new_index;
+}
 
 // True when the slices at `indices` (one track's) come in (start, longer first, then added
 // first) order.
@@ -637,9 +674,13 @@ Trace TraceBuilder::Build() && {
   trace_.import_stats_.Add("slices_made_instant_at_track_limit", assigner.lost_to_track_limit());
   depths_clamped_ += assigner.depths_clamped();
   if (tracks.size() != source_tracks) {
-    // Some slices moved to overlap lanes. Each lane holds slices of one source track, in that
-    // track's time order, and lanes come after all source tracks (those of a lower track first):
-    // a stable pass by track gives the same order as sorting by (track, time) again.
+    // Some slices moved to overlap lanes. Each lane follows its source track and holds slices of
+    // that track in its time order: a stable pass by track gives the same order as sorting by
+    // (track, time) again, and moves slices only within their source track's range (local moves;
+    // lanes after all tracks made this one permutation across the whole trace).
+    const std::vector<uint32_t> new_index =
+        PlaceLanesAfterSources(tracks, source_tracks, assigner.lane_sources(), trace_.counters_);
+    for (Slice& slice : slices) slice.track = new_index[slice.track];
     if (in_order) {
       order.resize(slices.size());
       std::iota(order.begin(), order.end(), 0u);

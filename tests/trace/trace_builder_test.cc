@@ -69,6 +69,60 @@ TEST(TraceBuilderTest, NestsContainedSlicesAndMovesPartialOverlaps) {
   EXPECT_EQ(trace.span_end_ns(), 140);
 }
 
+// Overlap lanes sit right after their source track (the tracks after it move down), and
+// everything that names a track or a slice follows: parents, counters, flows, node references.
+TEST(TraceBuilderTest, OverlapLanesFollowTheirSourceTrack) {
+  TraceBuilder builder;
+  Track host;
+  host.kind = TrackKind::kHost;
+  host.name = builder.Intern("host");
+  const uint32_t h = builder.AddTrack(host);
+  Track lane;
+  lane.parent = static_cast<int32_t>(h);
+  lane.kind = TrackKind::kOpLane;
+  lane.concurrent = true;
+  lane.name = builder.Intern("a");
+  const uint32_t a = builder.AddTrack(lane);
+  lane.name = builder.Intern("b");
+  const uint32_t b = builder.AddTrack(lane);
+  const StringId n = builder.Intern("op");
+  builder.AddSlice(MakeSlice(a, 0, 100, n), NodeRef{0, 0});
+  const uint32_t a_overlap = builder.AddSlice(MakeSlice(a, 10, 20, n), NodeRef{0, 1});
+  builder.AddSlice(MakeSlice(a, 50, 100, n), NodeRef{0, 2});  // lane #2 is free again at 50
+  builder.AddSlice(MakeSlice(b, 0, 10, n), NodeRef{1, 0});
+  const uint32_t b_overlap = builder.AddSlice(MakeSlice(b, 5, 10, n), NodeRef{1, 1});
+  builder.AddFlow(a_overlap, b_overlap, FlowKind::kDataflow);
+  CounterSeries counter;
+  counter.name = builder.Intern("bytes");
+  counter.track = static_cast<int32_t>(b);
+  counter.ts_ns = {0, 10};
+  counter.values = {1, 2};
+  builder.AddCounter(counter);
+  const Trace trace = std::move(builder).Build();
+
+  ASSERT_EQ(trace.tracks().size(), 5u);
+  std::vector<std::string> names;
+  for (const Track& t : trace.tracks()) names.push_back(std::string(trace.str(t.name)));
+  EXPECT_EQ(names, (std::vector<std::string>{"host", "a", "a #2", "b", "b #2"}));
+  for (size_t t = 1; t < 5; ++t) EXPECT_EQ(trace.tracks()[t].parent, 0) << t;
+  EXPECT_EQ(trace.tracks()[2].lane, 1);
+  EXPECT_EQ(trace.tracks()[4].lane, 1);
+  ASSERT_EQ(trace.counters().size(), 1u);
+  EXPECT_EQ(trace.counters()[0].track, 3);
+  // (track, start, node) of every slice, in the trace's order.
+  std::vector<std::tuple<uint32_t, int64_t, uint32_t, uint32_t>> placed;
+  for (uint32_t i = 0; i < trace.slices().size(); ++i) {
+    const Slice& s = trace.slices()[i];
+    placed.emplace_back(s.track, s.start_ns, trace.node_ref(i).device, trace.node_ref(i).node);
+  }
+  EXPECT_EQ(placed, (std::vector<std::tuple<uint32_t, int64_t, uint32_t, uint32_t>>{
+                        {1, 0, 0, 0}, {2, 10, 0, 1}, {2, 50, 0, 2}, {3, 0, 1, 0}, {4, 5, 1, 1}}));
+  ASSERT_EQ(trace.flows().size(), 1u);
+  EXPECT_EQ(trace.flows()[0].from_slice, 1u);
+  EXPECT_EQ(trace.flows()[0].to_slice, 4u);
+  EXPECT_EQ(trace.import_stats().Get("overlap_moved_to_lane"), 0);  // concurrent: not a repair
+}
+
 TEST(TraceBuilderTest, ConcurrentTracksNeverNestAndAreNotRepairs) {
   TraceBuilder builder;
   Track lane;
