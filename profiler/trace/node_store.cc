@@ -3,7 +3,9 @@
 #include <zstd.h>
 
 #include <algorithm>
-#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <thread>
 
 #include "base/check.h"
@@ -60,12 +62,91 @@ bool Decompress(const std::string& compressed, ZSTD_DCtx* context, std::string& 
   return !ZSTD_isError(got) && got == size;
 }
 
+// Compresses blocks while the writer goes on collecting them: helper threads take each block as
+// it is handed over, and the collecting thread compresses the oldest waiting block itself when
+// several wait. So a few plain blocks are held at a time, not a plain copy of every node (the
+// size of the input) until the end, and the compression runs beside the collecting.
+class BlockCompressor {
+ public:
+  explicit BlockCompressor(std::vector<std::string>& compressed) : compressed_(compressed) {}
+  ~BlockCompressor() { Finish(); }
+  BlockCompressor(const BlockCompressor&) = delete;
+  BlockCompressor& operator=(const BlockCompressor&) = delete;
+
+  // Block i is the i-th added; its compressed bytes land in compressed[i].
+  void Add(std::string plain) {
+    std::unique_lock lock(mutex_);
+    const size_t index = done_.size();
+    done_.emplace_back();
+    waiting_.push_back({index, std::move(plain)});
+    if (helpers_.empty() && done_.size() >= kBlocksBeforeHelpers) StartHelpers();
+    if (waiting_.size() > kMaxWaiting || helpers_.empty()) {
+      CompressOldest(own_, lock);
+    } else {
+      ready_.notify_one();
+    }
+  }
+
+  // Compresses what still waits (the helpers too) and moves the blocks into `compressed`.
+  void Finish() {
+    std::unique_lock lock(mutex_);
+    if (finished_) return;
+    finished_ = true;
+    ready_.notify_all();
+    while (!waiting_.empty()) CompressOldest(own_, lock);
+    lock.unlock();
+    for (std::thread& helper : helpers_) helper.join();
+    compressed_.assign(std::make_move_iterator(done_.begin()), std::make_move_iterator(done_.end()));
+    done_.clear();
+  }
+
+ private:
+  // Helpers only pay for themselves past a few blocks (a small trace compresses in microseconds).
+  static constexpr size_t kBlocksBeforeHelpers = 8;
+  // Plain blocks held at most (32 KB each) before the collecting thread compresses one.
+  static constexpr size_t kMaxWaiting = 8;
+
+  void StartHelpers() {
+    const size_t helpers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4) - 1;
+    for (size_t h = 0; h < helpers; ++h) helpers_.emplace_back([this] { Help(); });
+  }
+
+  void Help() {
+    CompressContext context;
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      ready_.wait(lock, [&] { return finished_ || !waiting_.empty(); });
+      if (waiting_.empty()) return;
+      CompressOldest(context, lock);
+    }
+  }
+
+  // Takes the oldest waiting block and compresses it with the lock released.
+  void CompressOldest(CompressContext& context, std::unique_lock<std::mutex>& lock) {
+    auto [index, plain] = std::move(waiting_.front());
+    waiting_.pop_front();
+    lock.unlock();
+    std::string compressed = Compress(plain, context);
+    lock.lock();
+    done_[index] = std::move(compressed);  // a deque: the slots stay put as it grows
+  }
+
+  std::vector<std::string>& compressed_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::pair<size_t, std::string>> waiting_;
+  std::deque<std::string> done_;
+  bool finished_ = false;
+  std::vector<std::thread> helpers_;
+  CompressContext own_;  // the collecting thread's
+};
+
 // Collects entries into blocks.
 class BlockWriter {
  public:
   explicit BlockWriter(std::vector<std::string>& blocks, std::vector<uint32_t>& first_entry,
                        std::vector<uint32_t>& fields)
-      : blocks_(blocks), first_entry_(first_entry), fields_(fields) {}
+      : compressor_(blocks), first_entry_(first_entry), fields_(fields) {}
 
   // `device` is the node's dev_stats index: a block holds one device's nodes, so a pass that
   // needs none of a device (TensorFlow's /stream:all and /memcpy repeats, which exporters skip)
@@ -91,28 +172,11 @@ class BlockWriter {
     EndEntry(fields);
   }
 
-  // Compresses the collected blocks, on several threads when there are many (the blocks are
-  // independent; this is most of the cost of keeping the detail of a big trace).
+  // Hands over the last block and waits for the compression of all.
   void Finish() {
     if (entries_in_block_ > 0) Flush();
     first_entry_.push_back(next_entry_);
-    blocks_.resize(plain_blocks_.size());
-    const size_t threads = plain_blocks_.size() < 64 ? 1 : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
-    // Each thread takes the next block left: a thread whose core is busy with other work leaves
-    // more blocks to the others instead of holding up the end.
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      CompressContext compress;
-      for (size_t b = next++; b < plain_blocks_.size(); b = next++) {
-        blocks_[b] = Compress(plain_blocks_[b], compress);
-        std::string().swap(plain_blocks_[b]);
-      }
-    };
-    std::vector<std::thread> workers;
-    for (size_t t = 1; t < threads; ++t) workers.emplace_back(work);
-    work();
-    for (std::thread& worker : workers) worker.join();
-    plain_blocks_.clear();
+    compressor_.Finish();
   }
 
   uint32_t entries() const { return next_entry_; }
@@ -142,7 +206,7 @@ class BlockWriter {
   }
 
   void Flush() {
-    plain_blocks_.push_back(std::move(plain_));
+    compressor_.Add(std::move(plain_));
     plain_ = std::string();
     plain_.reserve(kBlockTargetBytes + 1024);
     entries_in_block_ = 0;
@@ -155,7 +219,7 @@ class BlockWriter {
     std::string run = plain_.substr(run_starts_at_);
     plain_.resize(run_starts_at_);
     fields_.back() = fields_before_run_;
-    plain_blocks_.push_back(std::move(plain_));
+    compressor_.Add(std::move(plain_));
     first_entry_.push_back(next_entry_ - run_entries_);
     fields_.push_back(0);
     plain_ = std::move(run);
@@ -165,11 +229,10 @@ class BlockWriter {
 
   static constexpr uint32_t kLongRun = 16;
 
-  std::vector<std::string>& blocks_;
+  BlockCompressor compressor_;
   std::vector<uint32_t>& first_entry_;
   std::vector<uint32_t>& fields_;
   std::string plain_;
-  std::vector<std::string> plain_blocks_;  // serialised, waiting to be compressed
   uint32_t entries_in_block_ = 0;
   uint32_t next_entry_ = 0;
   uint32_t device_ = 0;
