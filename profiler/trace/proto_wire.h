@@ -66,7 +66,7 @@ class Reader {
         return true;
       }
       default:
-        return Fail(field.offset, "invalid wire type " + std::to_string(static_cast<int>(field.type)));
+        return FailWireType(field.offset, field.type);
     }
   }
 
@@ -76,10 +76,16 @@ class Reader {
   size_t position() const { return base_ + pos_; }
 
  private:
-  bool Fail(size_t offset, std::string message) {
+  // Out of line and cold: the hot path of Next stays small enough to inline.
+  [[gnu::cold, gnu::noinline]] bool Fail(size_t offset, const char* message) {
     failed_ = true;
     error_offset_ = offset;
-    error_ = std::move(message);
+    error_ = message;
+    return false;
+  }
+  [[gnu::cold, gnu::noinline]] bool FailWireType(size_t offset, WireType type) {
+    Fail(offset, "invalid wire type ");
+    error_ += std::to_string(static_cast<int>(type));
     return false;
   }
 

@@ -11,6 +11,11 @@ namespace stepscope::trace {
 
 // Reads one varint at `pos` and advances it; false at the end of input or on overflow.
 inline bool ReadVarint(std::string_view bytes, size_t& pos, uint64_t& value) {
+  // One byte: tags, small numbers and short lengths, most of what a reader meets.
+  if (pos < bytes.size() && static_cast<uint8_t>(bytes[pos]) < 0x80) {
+    value = static_cast<uint8_t>(bytes[pos++]);
+    return true;
+  }
   value = 0;
   for (int shift = 0; shift < 64 && pos < bytes.size(); shift += 7) {
     const auto byte = static_cast<uint8_t>(bytes[pos++]);
