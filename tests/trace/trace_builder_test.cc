@@ -33,17 +33,27 @@ void AddTracks(TraceBuilder& builder, TrackKind kind, const char* name, int coun
   for (int t = 0; t < count; ++t) builder.AddTrack(track);
 }
 
-TEST(TraceBuilderTest, NestsContainedSlicesAndMovesPartialOverlaps) {
-  TraceBuilder builder;
+// A host track, the root of the lanes below.
+uint32_t AddHost(TraceBuilder& builder) {
   Track host;
   host.kind = TrackKind::kHost;
   host.name = builder.Intern("host");
-  const uint32_t h = builder.AddTrack(host);
+  return builder.AddTrack(host);
+}
+
+// An op lane under `host`.
+uint32_t AddOpLane(TraceBuilder& builder, uint32_t host, const char* name, bool concurrent) {
   Track lane;
-  lane.parent = static_cast<int32_t>(h);
+  lane.parent = static_cast<int32_t>(host);
   lane.kind = TrackKind::kOpLane;
-  lane.name = builder.Intern("thread");
-  const uint32_t t = builder.AddTrack(lane);
+  lane.concurrent = concurrent;
+  lane.name = builder.Intern(name);
+  return builder.AddTrack(lane);
+}
+
+TEST(TraceBuilderTest, NestsContainedSlicesAndMovesPartialOverlaps) {
+  TraceBuilder builder;
+  const uint32_t t = AddOpLane(builder, AddHost(builder), "thread", /*concurrent=*/false);
   const StringId n = builder.Intern("op");
   const uint32_t outer = builder.AddSlice(MakeSlice(t, 1000, 100, n));
   builder.AddSlice(MakeSlice(t, 1010, 20, n));   // nested in outer
@@ -73,18 +83,9 @@ TEST(TraceBuilderTest, NestsContainedSlicesAndMovesPartialOverlaps) {
 // everything that names a track or a slice follows: parents, counters, flows, node references.
 TEST(TraceBuilderTest, OverlapLanesFollowTheirSourceTrack) {
   TraceBuilder builder;
-  Track host;
-  host.kind = TrackKind::kHost;
-  host.name = builder.Intern("host");
-  const uint32_t h = builder.AddTrack(host);
-  Track lane;
-  lane.parent = static_cast<int32_t>(h);
-  lane.kind = TrackKind::kOpLane;
-  lane.concurrent = true;
-  lane.name = builder.Intern("a");
-  const uint32_t a = builder.AddTrack(lane);
-  lane.name = builder.Intern("b");
-  const uint32_t b = builder.AddTrack(lane);
+  const uint32_t h = AddHost(builder);
+  const uint32_t a = AddOpLane(builder, h, "a", /*concurrent=*/true);
+  const uint32_t b = AddOpLane(builder, h, "b", /*concurrent=*/true);
   const StringId n = builder.Intern("op");
   builder.AddSlice(MakeSlice(a, 0, 100, n), NodeRef{0, 0});
   const uint32_t a_overlap = builder.AddSlice(MakeSlice(a, 10, 20, n), NodeRef{0, 1});
