@@ -5,6 +5,7 @@
 #include <map>
 
 #include "base/file_io.h"
+#include "profiler/trace/node_store.h"
 #include "profiler/trace/reader.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
@@ -223,13 +224,14 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
       return string_map[id];
     };
     uint32_t base = 0;
+    trace::NodeReader nodes(input);  // each slice's node ref, each block read about once
     for (uint32_t s = 0; s < input.slices().size(); ++s) {
       trace::SliceRecord copy = input.Record(input.slices()[s]);
       copy.start_ns += merged.offset_ns;
       copy.track = track_map[copy.track];
       copy.name = merged_string(copy.name);
       copy.op_type = merged_string(copy.op_type);
-      trace::NodeRef node_ref = input.node_ref(s);
+      trace::NodeRef node_ref = nodes.Ref(s);
       if (node_ref.valid() && metadata != nullptr && input.has_step_stats()) {
         node_ref.device += device_base;
       } else {

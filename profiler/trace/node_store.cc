@@ -64,23 +64,36 @@ bool Decompress(const std::string& compressed, ZSTD_DCtx* context, std::string& 
 
 // Compresses blocks while the writer goes on collecting them: helper threads take each block as
 // it is handed over, and the collecting thread compresses the oldest waiting block itself when
-// several wait. So a few plain blocks are held at a time, not a plain copy of every node (the
-// size of the input) until the end, and the compression runs beside the collecting.
+// more than `max_waiting` wait. So a bounded number of plain blocks is held at a time, not a
+// plain copy of every node (the size of the input) until the end, and the compression runs
+// beside the collecting.
 class BlockCompressor {
  public:
-  explicit BlockCompressor(std::vector<std::string>& compressed) : compressed_(compressed) {}
-  ~BlockCompressor() { Finish(); }
+  BlockCompressor(std::vector<std::string>& compressed, size_t max_waiting)
+      : compressed_(compressed), max_waiting_(max_waiting) {}
+  // Without Finish (the scan declined the input): what waits is dropped, the helpers stop.
+  ~BlockCompressor() {
+    std::unique_lock lock(mutex_);
+    waiting_.clear();
+    finished_ = true;
+    ready_.notify_all();
+    lock.unlock();
+    for (std::thread& helper : helpers_) {
+      if (helper.joinable()) helper.join();
+    }
+  }
   BlockCompressor(const BlockCompressor&) = delete;
   BlockCompressor& operator=(const BlockCompressor&) = delete;
 
-  // Block i is the i-th added; its compressed bytes land in compressed[i].
-  void Add(std::string plain) {
+  // Block i is the i-th added: `header` then `plain`, compressed as one; its compressed bytes
+  // land in compressed[i].
+  void Add(std::string header, std::string plain) {
     std::unique_lock lock(mutex_);
     const size_t index = done_.size();
     done_.emplace_back();
-    waiting_.push_back({index, std::move(plain)});
+    waiting_.push_back({index, std::move(header), std::move(plain)});
     if (helpers_.empty() && done_.size() >= kBlocksBeforeHelpers) StartHelpers();
-    if (waiting_.size() > kMaxWaiting || helpers_.empty()) {
+    if (waiting_.size() > max_waiting_ || helpers_.empty()) {
       CompressOldest(own_, lock);
     } else {
       ready_.notify_one();
@@ -96,6 +109,7 @@ class BlockCompressor {
     while (!waiting_.empty()) CompressOldest(own_, lock);
     lock.unlock();
     for (std::thread& helper : helpers_) helper.join();
+    helpers_.clear();
     compressed_.assign(std::make_move_iterator(done_.begin()), std::make_move_iterator(done_.end()));
     done_.clear();
   }
@@ -103,8 +117,11 @@ class BlockCompressor {
  private:
   // Helpers only pay for themselves past a few blocks (a small trace compresses in microseconds).
   static constexpr size_t kBlocksBeforeHelpers = 8;
-  // Plain blocks held at most (32 KB each) before the collecting thread compresses one.
-  static constexpr size_t kMaxWaiting = 8;
+
+  struct Waiting {
+    size_t index;
+    std::string header, plain;
+  };
 
   void StartHelpers() {
     const size_t helpers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4) - 1;
@@ -123,58 +140,94 @@ class BlockCompressor {
 
   // Takes the oldest waiting block and compresses it with the lock released.
   void CompressOldest(CompressContext& context, std::unique_lock<std::mutex>& lock) {
-    auto [index, plain] = std::move(waiting_.front());
+    Waiting block = std::move(waiting_.front());
     waiting_.pop_front();
     lock.unlock();
-    std::string compressed = Compress(plain, context);
+    block.header.append(block.plain);
+    block.plain = std::string();
+    std::string compressed = Compress(block.header, context);
     lock.lock();
-    done_[index] = std::move(compressed);  // a deque: the slots stay put as it grows
+    done_[block.index] = std::move(compressed);  // a deque: the slots stay put as it grows
   }
 
   std::vector<std::string>& compressed_;
+  const size_t max_waiting_;
   std::mutex mutex_;
   std::condition_variable ready_;
-  std::deque<std::pair<size_t, std::string>> waiting_;
+  std::deque<Waiting> waiting_;
   std::deque<std::string> done_;
   bool finished_ = false;
   std::vector<std::thread> helpers_;
   CompressContext own_;  // the collecting thread's
 };
 
-// Collects entries into blocks.
+// One block being filled: entries as the store keeps them, and the node index of each.
+struct OpenBlock {
+  std::string plain;
+  std::vector<uint32_t> nodes;
+  uint32_t device = 0;
+  uint32_t fields = 0;              // NodeField bits of its nodes
+  uint32_t run_entries = 0;         // nodes with no fields at its end
+  size_t run_starts_at = 0;         // where that run starts in plain
+  uint32_t fields_before_run = 0;   // its fields without that run
+  uint64_t key = 0;                 // NodeStoreWriter: (device, thread)
+  uint64_t last_use = 0;            // NodeStoreWriter: when a node last went in
+};
+
+// Hands full blocks to the compressor and numbers their entries in that order.
 class BlockWriter {
  public:
-  explicit BlockWriter(std::vector<std::string>& blocks, std::vector<uint32_t>& first_entry,
-                       std::vector<uint32_t>& fields)
-      : compressor_(blocks), first_entry_(first_entry), fields_(fields) {}
+  BlockWriter(std::vector<std::string>& blocks, std::vector<uint32_t>& first_entry, std::vector<uint32_t>& fields,
+              std::vector<uint32_t>& devices, size_t max_waiting)
+      : compressor_(blocks, max_waiting), first_entry_(first_entry), fields_(fields), devices_(devices) {}
 
-  // `device` is the node's dev_stats index: a block holds one device's nodes, so a pass that
-  // needs none of a device (TensorFlow's /stream:all and /memcpy repeats, which exporters skip)
-  // decompresses none of its blocks.
-  // Likewise a long run of nodes with none of the NodeField fields (GPU kernel records) gets
-  // blocks of its own, so a pass skips it even when a copy record sits beside it on its stream.
-  void Add(const tf::NodeExecStats& node, uint32_t device) {
-    const uint32_t fields = FieldsOf(node);
-    StartEntry(fields, device);
-    const size_t size = node.ByteSizeLong();
-    AppendVarint(plain_, size);
-    const size_t at = plain_.size();
-    plain_.resize(at + size);
-    node.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(plain_.data() + at));
-    EndEntry(fields);
+  // Appends a node to `block`, handing the block over when it is full. A long run of nodes with
+  // none of the NodeField fields (GPU kernel records) gets blocks of its own, so a pass that
+  // needs none skips them even when a copy record sits beside them on their stream.
+  // `on_flush(device, node, entry)` hears the entry of each node handed over.
+  template <typename OnFlush>
+  void Add(OpenBlock& block, uint32_t node, std::string_view bytes, uint32_t fields, OnFlush on_flush) {
+    if (fields != 0 && block.run_entries >= kLongRun) Flush(block, on_flush);  // the run alone
+    if (fields == 0 && block.run_entries == 0) {
+      block.run_starts_at = block.plain.size();
+      block.fields_before_run = block.fields;
+    }
+    AppendVarint(block.plain, bytes.size());
+    block.plain.append(bytes);
+    block.nodes.push_back(node);
+    block.fields |= fields;
+    block.run_entries = fields == 0 ? block.run_entries + 1 : 0;
+    if (block.run_entries == kLongRun && block.nodes.size() > kLongRun) SplitBeforeRun(block, on_flush);
+    if (block.plain.size() >= kBlockTargetBytes) Flush(block, on_flush);
   }
 
-  // A node already serialised, with its NodeField bits.
-  void Add(std::string_view node, uint32_t fields, uint32_t device) {
-    StartEntry(fields, device);
-    AppendVarint(plain_, node.size());
-    plain_.append(node);
-    EndEntry(fields);
+  // Hands `block` over (nothing when it is empty) and leaves it empty.
+  template <typename OnFlush>
+  void Flush(OpenBlock& block, OnFlush on_flush) {
+    if (block.nodes.empty()) return;
+    const uint32_t first = next_entry_;
+    first_entry_.push_back(first);
+    fields_.push_back(block.fields);
+    devices_.push_back(block.device);
+    std::string header;
+    int64_t previous = 0;
+    for (size_t k = 0; k < block.nodes.size(); ++k) {
+      const int64_t node = block.nodes[k];
+      AppendVarint(header, ZigZag(node - previous));
+      previous = node;
+      on_flush(block.device, block.nodes[k], first + static_cast<uint32_t>(k));
+    }
+    next_entry_ += static_cast<uint32_t>(block.nodes.size());
+    compressor_.Add(std::move(header), std::move(block.plain));
+    block.plain = std::string();
+    block.plain.reserve(kBlockTargetBytes + 1024);
+    block.nodes.clear();
+    block.fields = 0;
+    block.run_entries = 0;
   }
 
-  // Hands over the last block and waits for the compression of all.
+  // Hands the rest over and waits for the compression of all.
   void Finish() {
-    if (entries_in_block_ > 0) Flush();
     first_entry_.push_back(next_entry_);
     compressor_.Finish();
   }
@@ -182,49 +235,27 @@ class BlockWriter {
   uint32_t entries() const { return next_entry_; }
 
  private:
-  void StartEntry(uint32_t fields, uint32_t device) {
-    if (entries_in_block_ > 0 && device != device_) Flush();
-    device_ = device;
-    if (fields != 0 && run_entries_ >= kLongRun) Flush();  // the block is that run alone
-    if (entries_in_block_ == 0) {
-      first_entry_.push_back(next_entry_);
-      fields_.push_back(0);
-      run_entries_ = 0;
-    }
-    if (fields == 0 && run_entries_ == 0) {
-      run_starts_at_ = plain_.size();
-      fields_before_run_ = fields_.back();
-    }
-  }
-  void EndEntry(uint32_t fields) {
-    fields_.back() |= fields;
-    ++entries_in_block_;
-    ++next_entry_;
-    run_entries_ = fields == 0 ? run_entries_ + 1 : 0;
-    if (run_entries_ == kLongRun && entries_in_block_ > kLongRun) SplitBeforeRun();
-    if (plain_.size() >= kBlockTargetBytes) Flush();
+  static uint64_t ZigZag(int64_t value) {
+    return (static_cast<uint64_t>(value) << 1) ^ static_cast<uint64_t>(value >> 63);
   }
 
-  void Flush() {
-    compressor_.Add(std::move(plain_));
-    plain_ = std::string();
-    plain_.reserve(kBlockTargetBytes + 1024);
-    entries_in_block_ = 0;
-    run_entries_ = 0;
-  }
-
-  // The block holds other nodes, then kLongRun nodes with no fields: the others become a block
-  // and the run goes on in a block of its own.
-  void SplitBeforeRun() {
-    std::string run = plain_.substr(run_starts_at_);
-    plain_.resize(run_starts_at_);
-    fields_.back() = fields_before_run_;
-    compressor_.Add(std::move(plain_));
-    first_entry_.push_back(next_entry_ - run_entries_);
-    fields_.push_back(0);
-    plain_ = std::move(run);
-    plain_.reserve(kBlockTargetBytes + 1024);
-    entries_in_block_ = run_entries_;
+  // The block holds other nodes, then kLongRun nodes with no fields: the others are handed over
+  // and the run goes on in the block alone.
+  template <typename OnFlush>
+  void SplitBeforeRun(OpenBlock& block, OnFlush on_flush) {
+    std::string run = block.plain.substr(block.run_starts_at);
+    std::vector<uint32_t> run_nodes(block.nodes.end() - block.run_entries, block.nodes.end());
+    const uint32_t run_entries = block.run_entries;
+    block.plain.resize(block.run_starts_at);
+    block.nodes.resize(block.nodes.size() - run_entries);
+    block.fields = block.fields_before_run;
+    Flush(block, on_flush);
+    block.plain = std::move(run);
+    block.plain.reserve(kBlockTargetBytes + 1024);
+    block.nodes = std::move(run_nodes);
+    block.run_entries = run_entries;
+    block.run_starts_at = 0;
+    block.fields_before_run = 0;
   }
 
   static constexpr uint32_t kLongRun = 16;
@@ -232,47 +263,17 @@ class BlockWriter {
   BlockCompressor compressor_;
   std::vector<uint32_t>& first_entry_;
   std::vector<uint32_t>& fields_;
-  std::string plain_;
-  uint32_t entries_in_block_ = 0;
+  std::vector<uint32_t>& devices_;
   uint32_t next_entry_ = 0;
-  uint32_t device_ = 0;
-  uint32_t run_entries_ = 0;        // nodes with no fields at the end of the block
-  size_t run_starts_at_ = 0;        // where that run starts in plain_
-  uint32_t fields_before_run_ = 0;  // the block's fields without it
 };
 
+// Plain blocks the collecting thread lets wait before it compresses one itself: building from a
+// parsed RunMetadata is all compression (a few suffice); the wire scan has its own work to do,
+// and the helper catches up during the import.
+constexpr size_t kMaxWaitingBehindBuild = 8;
+constexpr size_t kMaxWaitingBehindScan = 512;  // 16 MB
+
 }  // namespace
-
-template <typename AddNode>
-void NodeStore::StoreEntries(std::span<const NodeRef> slice_refs, std::vector<uint32_t>* entry_of_slice, AddNode add) {
-  std::vector<std::vector<bool>> stored(device_node_counts_.size());
-  for (size_t d = 0; d < stored.size(); ++d) stored[d].assign(device_node_counts_[d], false);
-  auto valid = [&](NodeRef ref) {
-    return ref.valid() && ref.device < stored.size() && ref.node < stored[ref.device].size();
-  };
-
-  entry_of_slice->clear();
-  const bool dense = std::all_of(slice_refs.begin(), slice_refs.end(), valid);
-  if (!dense) entry_of_slice->assign(slice_refs.size(), NodeRef::kNone);
-  BlockWriter writer(blocks_, block_first_entry_, block_fields_);
-  for (size_t s = 0; s < slice_refs.size(); ++s) {
-    const NodeRef ref = slice_refs[s];
-    if (!valid(ref)) continue;
-    if (!dense) (*entry_of_slice)[s] = writer.entries();
-    stored[ref.device][ref.node] = true;
-    add(ref, writer);
-  }
-  for (uint32_t d = 0; d < stored.size(); ++d) {
-    for (uint32_t n = 0; n < stored[d].size(); ++n) {
-      if (stored[d][n]) continue;
-      unreferenced_.push_back(NodeRef{d, n});
-      add(NodeRef{d, n}, writer);
-    }
-  }
-  writer.Finish();
-  entry_count_ = writer.entries();
-  blocks_.shrink_to_fit();
-}
 
 std::shared_ptr<const NodeStore> NodeStore::Build(tf::RunMetadata& metadata, std::span<const NodeRef> slice_refs,
                                                   std::vector<uint32_t>* entry_of_slice) {
@@ -282,34 +283,141 @@ std::shared_ptr<const NodeStore> NodeStore::Build(tf::RunMetadata& metadata, std
   for (const auto& device : step->dev_stats()) {
     store->device_node_counts_.push_back(static_cast<uint32_t>(device.node_stats_size()));
   }
-  store->StoreEntries(slice_refs, entry_of_slice, [&](NodeRef ref, BlockWriter& writer) {
-    writer.Add(step->dev_stats(static_cast<int>(ref.device)).node_stats(static_cast<int>(ref.node)), ref.device);
-  });
+  std::vector<std::vector<bool>> stored(store->device_node_counts_.size());
+  for (size_t d = 0; d < stored.size(); ++d) stored[d].assign(store->device_node_counts_[d], false);
+  auto valid = [&](NodeRef ref) {
+    return ref.valid() && ref.device < stored.size() && ref.node < stored[ref.device].size();
+  };
+
+  // Entries in slice order (entry k = k-th valid ref), then the nodes no slice points at; a block
+  // holds one device's nodes, so a pass that needs none of a device (TensorFlow's /stream:all and
+  // /memcpy repeats, which exporters skip) decompresses none of its blocks.
+  entry_of_slice->clear();
+  const bool dense = std::all_of(slice_refs.begin(), slice_refs.end(), valid);
+  if (!dense) entry_of_slice->assign(slice_refs.size(), NodeRef::kNone);
+  BlockWriter writer(store->blocks_, store->block_first_entry_, store->block_fields_, store->block_devices_,
+                     kMaxWaitingBehindBuild);
+  OpenBlock block;
+  uint32_t entries = 0;
+  std::string bytes;
+  auto ignore = [](uint32_t, uint32_t, uint32_t) {};
+  auto add = [&](NodeRef ref) {
+    if (ref.device != block.device) writer.Flush(block, ignore);
+    block.device = ref.device;
+    const tf::NodeExecStats& node = step->dev_stats(static_cast<int>(ref.device)).node_stats(static_cast<int>(ref.node));
+    bytes.clear();
+    node.AppendToString(&bytes);
+    writer.Add(block, ref.node, bytes, FieldsOf(node), ignore);
+    stored[ref.device][ref.node] = true;
+    ++entries;
+  };
+  for (size_t s = 0; s < slice_refs.size(); ++s) {
+    const NodeRef ref = slice_refs[s];
+    if (!valid(ref)) continue;
+    if (!dense) (*entry_of_slice)[s] = entries;
+    add(ref);
+  }
+  for (uint32_t d = 0; d < stored.size(); ++d) {
+    for (uint32_t n = 0; n < stored[d].size(); ++n) {
+      if (!stored[d][n]) add(NodeRef{d, n});
+    }
+  }
+  writer.Flush(block, ignore);
+  writer.Finish();
+  store->entry_count_ = writer.entries();
+  store->blocks_.shrink_to_fit();
   for (auto& device : *step->mutable_dev_stats()) device.clear_node_stats();
   metadata.SerializeToString(&store->rest_);
   store->rest_.shrink_to_fit();
   return store;
 }
 
-std::shared_ptr<const NodeStore> NodeStore::Build(const SerializedNodes& nodes, std::span<const NodeRef> slice_refs,
-                                                  std::vector<uint32_t>* entry_of_slice) {
-  auto store = std::make_shared<NodeStore>();
-  const auto& first = nodes.device_first_node;
-  store->device_node_counts_.reserve(first.empty() ? 0 : first.size() - 1);
-  for (size_t d = 0; d + 1 < first.size(); ++d) store->device_node_counts_.push_back(first[d + 1] - first[d]);
-  store->StoreEntries(slice_refs, entry_of_slice, [&](NodeRef ref, BlockWriter& writer) {
-    const SerializedNodes::Node& node = nodes.nodes[first[ref.device] + ref.node];
-    writer.Add(nodes.bytes.substr(node.offset, node.size), node.fields, ref.device);
-  });
-  store->rest_ = nodes.rest;
-  store->rest_.shrink_to_fit();
-  return store;
+struct NodeStoreWriter::State {
+  explicit State(size_t node_count)
+      : store(std::make_shared<NodeStore>()),
+        writer(store->blocks_, store->block_first_entry_, store->block_fields_, store->block_devices_,
+               kMaxWaitingBehindScan),
+        entry_of_node(node_count, NodeRef::kNone) {}
+
+  // Open blocks held at most (32 KB each); past them the least recently used is handed over.
+  static constexpr size_t kMaxOpenBlocks = 64;
+
+  // Records each handed-over node's entry.
+  auto record() {
+    return [this](uint32_t device, uint32_t node, uint32_t entry) { entry_of_node[device_first[device] + node] = entry; };
+  }
+
+  OpenBlock& BlockFor(uint64_t key, uint32_t device) {
+    ++uses;
+    if (last != nullptr && last->key == key) {
+      last->last_use = uses;
+      return *last;
+    }
+    OpenBlock* oldest = nullptr;
+    for (OpenBlock& block : open) {
+      if (block.key == key) {
+        oldest = &block;
+        break;
+      }
+      if (oldest == nullptr || block.last_use < oldest->last_use) oldest = &block;
+    }
+    if (oldest == nullptr || oldest->key != key) {
+      if (open.size() < kMaxOpenBlocks) {
+        oldest = &open.emplace_back();  // a deque: the others stay put
+      } else {
+        writer.Flush(*oldest, record());
+      }
+      oldest->key = key;
+      oldest->device = device;
+    }
+    oldest->last_use = uses;
+    last = oldest;
+    return *oldest;
+  }
+
+  std::shared_ptr<NodeStore> store;
+  BlockWriter writer;
+  std::deque<OpenBlock> open;
+  OpenBlock* last = nullptr;
+  uint64_t uses = 0;
+  std::vector<uint32_t> device_first;  // global index of each device's first node
+  std::vector<uint32_t> entry_of_node;
+};
+
+NodeStoreWriter::NodeStoreWriter(size_t node_count) : state_(std::make_unique<State>(node_count)) {}
+NodeStoreWriter::~NodeStoreWriter() = default;
+
+void NodeStoreWriter::Add(uint32_t device, uint32_t node, uint32_t global_node, uint32_t thread,
+                          std::string_view bytes, uint32_t fields) {
+  State& state = *state_;
+  STEPSCOPE_CHECK(global_node < state.entry_of_node.size() && node <= global_node);
+  if (device >= state.device_first.size()) state.device_first.resize(device + 1, 0);
+  state.device_first[device] = global_node - node;
+  OpenBlock& block = state.BlockFor(uint64_t{device} << 32 | thread, device);
+  state.writer.Add(block, node, bytes, fields, state.record());
+}
+
+std::shared_ptr<const NodeStore> NodeStoreWriter::Finish(std::string rest, std::vector<uint32_t> device_node_counts,
+                                                         std::vector<uint32_t>* entry_of_node) {
+  State& state = *state_;
+  for (OpenBlock& block : state.open) state.writer.Flush(block, state.record());
+  state.open.clear();
+  state.last = nullptr;
+  state.writer.Finish();
+  NodeStore& store = *state.store;
+  store.entry_count_ = state.writer.entries();
+  store.blocks_.shrink_to_fit();
+  store.rest_ = std::move(rest);
+  store.rest_.shrink_to_fit();
+  store.device_node_counts_ = std::move(device_node_counts);
+  *entry_of_node = std::move(state.entry_of_node);
+  return std::move(state.store);
 }
 
 size_t NodeStore::memory_bytes() const {
   size_t bytes = sizeof(*this) + rest_.capacity() + device_node_counts_.capacity() * sizeof(uint32_t) +
                  blocks_.capacity() * sizeof(std::string) + block_first_entry_.capacity() * sizeof(uint32_t) +
-                 block_fields_.capacity() * sizeof(uint32_t) + unreferenced_.capacity() * sizeof(NodeRef);
+                 block_fields_.capacity() * sizeof(uint32_t) + block_devices_.capacity() * sizeof(uint32_t);
   for (const std::string& block : blocks_) bytes += block.capacity();
   return bytes;
 }
@@ -319,8 +427,7 @@ size_t NodeStore::BlockOf(uint32_t entry) const {
   return static_cast<size_t>(it - block_first_entry_.begin()) - 1;
 }
 
-std::shared_ptr<tf::RunMetadata> NodeStore::Rebuild(std::span<const NodeRef> slice_refs,
-                                                    std::span<const uint32_t> entry_of_slice) const {
+std::shared_ptr<tf::RunMetadata> NodeStore::Rebuild() const {
   // What Build serialised parses back; a failure (never seen) yields null rather than a crash.
   auto metadata = std::make_shared<tf::RunMetadata>();
   if (!metadata->ParseFromString(rest_)) return nullptr;
@@ -331,21 +438,17 @@ std::shared_ptr<tf::RunMetadata> NodeStore::Rebuild(std::span<const NodeRef> sli
     nodes->Reserve(static_cast<int>(device_node_counts_[static_cast<size_t>(d)]));
     for (uint32_t n = 0; n < device_node_counts_[static_cast<size_t>(d)]; ++n) nodes->Add();
   }
+  // Entry by entry (each block read once), each node to its place.
   Reader reader(*this);
-  bool ok = true;
-  auto place = [&](NodeRef ref, uint32_t entry) {
+  for (uint32_t entry = 0; entry < entry_count_; ++entry) {
+    const NodeRef ref = reader.Ref(entry);
+    if (!ref.valid() || ref.device >= device_node_counts_.size() || ref.node >= device_node_counts_[ref.device]) {
+      return nullptr;
+    }
     auto* node = step->mutable_dev_stats(static_cast<int>(ref.device))->mutable_node_stats(static_cast<int>(ref.node));
-    ok = reader.ParseInto(entry, node) && ok;
-  };
-  uint32_t referenced = 0;
-  for (size_t s = 0; s < slice_refs.size(); ++s) {
-    const uint32_t entry = entry_of_slice.empty() ? static_cast<uint32_t>(s) : entry_of_slice[s];
-    if (entry == NodeRef::kNone) continue;
-    place(slice_refs[s], entry);
-    ++referenced;
+    if (!reader.ParseInto(entry, node)) return nullptr;
   }
-  for (size_t k = 0; k < unreferenced_.size(); ++k) place(unreferenced_[k], referenced + static_cast<uint32_t>(k));
-  return ok ? metadata : nullptr;
+  return metadata;
 }
 
 struct NodeStore::Reader::DecompressContext {
@@ -386,19 +489,22 @@ bool NodeStore::Reader::LoadBlock(size_t block) {
   slot->block = SIZE_MAX;
   slot->spans.clear();
   if (!Decompress(store_.blocks_[block], decompress_->context, slot->plain)) return false;
-  const std::string& plain = slot->plain;
+  const std::string_view plain = slot->plain;
   const uint32_t entries = store_.block_first_entry_[block + 1] - store_.block_first_entry_[block];
+  slot->nodes.clear();
   size_t at = 0;
+  uint64_t value = 0;
+  int64_t node = 0;
   for (uint32_t e = 0; e < entries; ++e) {
-    uint64_t size = 0;
-    for (int shift = 0; at < plain.size(); shift += 7) {
-      const auto byte = static_cast<uint8_t>(plain[at++]);
-      size |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0 || shift > 56) break;
-    }
-    if (size > plain.size() - at) return false;
-    slot->spans.emplace_back(static_cast<uint32_t>(at), static_cast<uint32_t>(size));
-    at += size;
+    if (!ReadVarint(plain, at, value)) return false;
+    node += static_cast<int64_t>(value >> 1) ^ -static_cast<int64_t>(value & 1);  // zigzag
+    if (node < 0 || node > UINT32_MAX) return false;
+    slot->nodes.push_back(static_cast<uint32_t>(node));
+  }
+  for (uint32_t e = 0; e < entries; ++e) {
+    if (!ReadVarint(plain, at, value) || value > plain.size() - at) return false;
+    slot->spans.emplace_back(static_cast<uint32_t>(at), static_cast<uint32_t>(value));
+    at += value;
   }
   slot->block = block;
   slot->last_use = uses_;
@@ -411,6 +517,13 @@ std::string_view NodeStore::Reader::EntryBytes(uint32_t entry) {
   if (!LoadBlock(block)) return {};
   const auto [begin, size] = current_->spans[entry - store_.block_first_entry_[block]];
   return std::string_view(current_->plain).substr(begin, size);
+}
+
+NodeRef NodeStore::Reader::Ref(uint32_t entry) {
+  if (entry >= store_.entry_count_) return {};
+  const size_t block = store_.BlockOf(entry);
+  if (!LoadBlock(block)) return {};
+  return NodeRef{store_.block_devices_[block], current_->nodes[entry - store_.block_first_entry_[block]]};
 }
 
 bool NodeStore::Reader::ParseInto(uint32_t entry, tf::NodeExecStats* node) {

@@ -1,15 +1,20 @@
 // The StepStats detail of a Trace, kept compact: every NodeExecStats serialised and compressed
-// (zstd) in blocks of about 32 KB (in slice order, so a pass over the slices decompresses each
-// block once),
-// and the rest of the RunMetadata (devices, thread names, graphs, session) serialised once.
-// Binary input gives its nodes as the bytes they are in the file (SerializedNodes): they are
-// copied into the blocks with no parse and no serialisation.
+// (zstd) in blocks of about 32 KB, and the rest of the RunMetadata (devices, thread names, graphs,
+// session) serialised once. A block holds the nodes of one device that a pass over the slices
+// visits together, so such a pass decompresses each block about once:
+//  - built from a parsed RunMetadata (NodeStore::Build), entries are in slice order;
+//  - streamed from binary input (NodeStoreWriter, during the wire scan), a block holds one source
+//    thread's nodes in file order (a thread's slices form one track and its lanes), and each
+//    block is compressed on a helper thread while the scan and the import go on. The nodes are
+//    the bytes they are in the file: no parse and no serialisation.
 // A parsed RunMetadata costs about 420 bytes per node; this costs 15-40, and one node is parsed
 // back on demand (details pane, analyses that need outputs or allocation records, pb export).
 //
-// Invariants: entries are immutable after Build; entry k lives in the block b with
-// block_first_entry_[b] <= k < block_first_entry_[b + 1]; inside a decompressed block each entry
-// is a varint length followed by that many bytes of NodeExecStats wire format.
+// Invariants: entries are immutable once built; entry k lives in the block b with
+// block_first_entry_[b] <= k < block_first_entry_[b + 1]; a decompressed block is the index (in
+// its device's node_stats) of each of its nodes, as zigzag varint differences from the one
+// before, then each entry as a varint length followed by that many bytes of NodeExecStats wire
+// format. Every node of the source is stored exactly once.
 #pragma once
 
 #include <cstdint>
@@ -37,18 +42,7 @@ enum NodeField : uint32_t {
   kNodeAnyField = 0xffffffffu,
 };
 
-// A step's nodes as wire bytes (a binary file's own: each NodeExecStats submessage is its
-// serialisation), for NodeStore::Build.
-struct SerializedNodes {
-  struct Node {
-    uint32_t offset = 0, size = 0;  // in `bytes`
-    uint32_t fields = 0;            // NodeField bits
-  };
-  std::string_view bytes;                   // the input; it must outlive Build
-  std::string rest;                         // the RunMetadata without node_stats, serialised
-  std::vector<uint32_t> device_first_node;  // nodes of dev_stats d: [first[d], first[d + 1])
-  std::vector<Node> nodes;                  // device by device
-};
+class NodeStoreWriter;
 
 class NodeStore {
  public:
@@ -59,20 +53,15 @@ class NodeStore {
   static std::shared_ptr<const NodeStore> Build(tf::RunMetadata& metadata,
                                                 std::span<const NodeRef> slice_refs,
                                                 std::vector<uint32_t>* entry_of_slice);
-  // The same from wire bytes; the stored entries parse to the same messages.
-  static std::shared_ptr<const NodeStore> Build(const SerializedNodes& nodes,
-                                                std::span<const NodeRef> slice_refs,
-                                                std::vector<uint32_t>* entry_of_slice);
 
   size_t entry_count() const { return entry_count_; }
   size_t block_count() const { return blocks_.size(); }
   // Bytes held (compressed blocks, the serialised rest, indices), for memory reports and tests.
   size_t memory_bytes() const;
 
-  // The whole RunMetadata again, node order as in the source. `slice_refs` and
-  // `entry_of_slice` as given to (and produced by) Build.
-  std::shared_ptr<tf::RunMetadata> Rebuild(std::span<const NodeRef> slice_refs,
-                                           std::span<const uint32_t> entry_of_slice) const;
+  // The whole RunMetadata again, node order as in the source; null when a stored block does not
+  // read back (never for a store built here).
+  std::shared_ptr<tf::RunMetadata> Rebuild() const;
 
   // Reads entries; keeps the last few decompressed blocks, so reading in entry order decompresses
   // each block once, and so does a pass that moves between a few runs of entries (the Perfetto
@@ -89,6 +78,8 @@ class NodeStore {
     const tf::NodeExecStats* Get(uint32_t entry);
     // Parses the entry into `node` (all fields); false when it does not parse.
     bool ParseInto(uint32_t entry, tf::NodeExecStats* node);
+    // Where the entry's node is in the source RunMetadata (invalid when the entry does not exist).
+    NodeRef Ref(uint32_t entry);
     // The entry's NodeExecStats wire bytes, valid until the next call, for passes that walk a
     // few fields rather than parse them all; empty when the block holds none of the needed
     // fields (or the entry does not exist).
@@ -105,6 +96,7 @@ class NodeStore {
       uint64_t last_use = 0;
       std::string plain;                                 // the block read back
       std::vector<std::pair<uint32_t, uint32_t>> spans;  // (start, size) of each entry in plain
+      std::vector<uint32_t> nodes;                       // node index (in its device) of each entry
     };
     // At most kCachedBlocks (32 KB each); the least recently used is replaced.
     static constexpr size_t kCachedBlocks = 16;
@@ -117,18 +109,43 @@ class NodeStore {
   };
 
  private:
-  // Entries in slice order, then the unreferenced nodes; `add(ref)` stores one node.
-  template <typename AddNode>
-  void StoreEntries(std::span<const NodeRef> slice_refs, std::vector<uint32_t>* entry_of_slice, AddNode add);
+  friend class NodeStoreWriter;
   size_t BlockOf(uint32_t entry) const;
 
-  std::string rest_;                         // RunMetadata without node_stats, serialised
+  std::string rest_;                          // RunMetadata without node_stats, serialised
   std::vector<uint32_t> device_node_counts_;  // node_stats size of each dev_stats
   std::vector<std::string> blocks_;           // compressed entries
   std::vector<uint32_t> block_first_entry_;   // size blocks + 1
   std::vector<uint32_t> block_fields_;        // NodeField bits present in each block
-  std::vector<NodeRef> unreferenced_;         // nodes of entries past the referenced ones
+  std::vector<uint32_t> block_devices_;       // the dev_stats index of each block's nodes
   size_t entry_count_ = 0;
+};
+
+// Builds a store from nodes handed over one by one as the binary input is read (the wire scan),
+// each as its own serialised bytes. Nodes of one source thread of one device share blocks; a
+// full block is compressed on a helper thread while the caller goes on, and Finish waits for
+// what is left.
+class NodeStoreWriter {
+ public:
+  // `node_count`: the nodes that will be added (node indices below it).
+  explicit NodeStoreWriter(size_t node_count);
+  ~NodeStoreWriter();
+  NodeStoreWriter(const NodeStoreWriter&) = delete;
+  NodeStoreWriter& operator=(const NodeStoreWriter&) = delete;
+
+  // Node `node` of dev_stats `device` (`global_node`: its index over all devices, < node_count),
+  // recorded on `thread`, as NodeExecStats wire bytes with its NodeField bits.
+  void Add(uint32_t device, uint32_t node, uint32_t global_node, uint32_t thread, std::string_view bytes,
+           uint32_t fields);
+
+  // The store, with `rest` (the RunMetadata without node_stats, serialised) and each device's
+  // node count; `entry_of_node` gets the entry of each node by its global index.
+  std::shared_ptr<const NodeStore> Finish(std::string rest, std::vector<uint32_t> device_node_counts,
+                                          std::vector<uint32_t>* entry_of_node);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 // Reads the NodeExecStats of many slices, decompressing each stored block once when slices are
@@ -144,6 +161,8 @@ class NodeReader {
   const tf::NodeExecStats* Get(uint32_t slice);
   // The slice's node as NodeExecStats wire bytes (NodeStore::Reader::Bytes); empty when none.
   std::string_view Bytes(uint32_t slice);
+  // Where the slice's node is in the source RunMetadata; invalid when it has none.
+  NodeRef Ref(uint32_t slice);
 
  private:
   const Trace& trace_;

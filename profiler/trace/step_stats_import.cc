@@ -78,11 +78,11 @@ class WireNodes {
  public:
   WireNodes(const WireStepStats& step, std::string_view bytes) : step_(step), bytes_(bytes) {}
   int size(int device) const {
-    const auto& first = step_.serialized.device_first_node;
+    const auto& first = step_.device_first_node;
     return static_cast<int>(first[device + 1] - first[device]);
   }
   WireNodeView node(int device, int n) const {
-    return WireNodeView(step_, bytes_, step_.nodes[step_.serialized.device_first_node[device] + static_cast<uint32_t>(n)]);
+    return WireNodeView(step_, bytes_, step_.nodes[step_.device_first_node[device] + static_cast<uint32_t>(n)]);
   }
 
  private:
@@ -600,8 +600,8 @@ std::optional<Trace> ImportBinaryStepStats(std::string_view bytes, const std::st
   TraceBuilder builder;
   builder.SetSource(step->format, path);
   Importer<WireNodes>(*step->rest_message, WireNodes(*step, bytes), builder).Run(step->stats);
-  // The nodes go to the node store as the bytes they are in the file.
-  builder.SetSerializedNodes(std::move(step->serialized));
+  // The node store, filled during the scan, finishes compressing while the import goes on.
+  builder.SetNodeStore(std::move(step->store), std::move(step->rest), std::move(step->device_first_node));
   step.reset();
   return std::move(builder).Build();
 }

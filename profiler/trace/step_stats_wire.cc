@@ -193,13 +193,14 @@ class Scanner {
 
   bool Run() {
     const size_t nodes = CountNodes();
+    nodes_counted_ = nodes;
     out_.nodes.reserve(nodes);
-    out_.serialized.nodes.reserve(nodes);
+    out_.store = std::make_unique<NodeStoreWriter>(nodes);
     if (BinaryLooksLikeBareStepStats(bytes_)) {
       out_.format = SourceFormat::kStepStatsBinary;
       std::string step;
       if (!StepStats(bytes_, 0, step)) return false;
-      wire::Bytes(out_.serialized.rest, run_metadata::kStepStats, step);
+      wire::Bytes(out_.rest, run_metadata::kStepStats, step);
       return true;
     }
     out_.format = SourceFormat::kRunMetadataBinary;
@@ -207,13 +208,13 @@ class Scanner {
     Field field;
     while (reader.Next(field)) {
       if (field.number != run_metadata::kStepStats) {
-        out_.serialized.rest.append(Raw(bytes_, 0, field, reader));
+        out_.rest.append(Raw(bytes_, 0, field, reader));
         continue;
       }
       if (field.type != wire::kLength) return false;
       std::string step;
       if (!StepStats(field.bytes, static_cast<size_t>(field.value), step)) return false;
-      wire::Bytes(out_.serialized.rest, run_metadata::kStepStats, step);
+      wire::Bytes(out_.rest, run_metadata::kStepStats, step);
     }
     return !reader.failed();
   }
@@ -271,7 +272,7 @@ class Scanner {
   }
 
   bool Device(std::string_view bytes, size_t base, std::string& rest) {
-    out_.serialized.device_first_node.push_back(static_cast<uint32_t>(out_.nodes.size()));
+    out_.device_first_node.push_back(static_cast<uint32_t>(out_.nodes.size()));
     wire::Reader reader(bytes, base);
     Field field;
     while (reader.Next(field)) {
@@ -349,8 +350,12 @@ class Scanner {
     if (node.correlation_id != 0) node.fields |= kNodeCorrelation;
     node.start_ns = start_nanos != 0 ? ClampTimeNs(start_nanos) : MicrosToNanos(start_micros);
     node.dur_ns = start_nanos != 0 || end_rel_nanos != 0 ? ClampTimeNs(end_rel_nanos) : MicrosToNanos(end_rel_micros);
+    // CountNodes counted what Device walks, unless the input is damaged past where it looked.
+    const auto global = static_cast<uint32_t>(out_.nodes.size());
+    if (global >= nodes_counted_) return false;
+    const uint32_t device = static_cast<uint32_t>(out_.device_first_node.size()) - 1;
+    out_.store->Add(device, global - out_.device_first_node.back(), global, node.thread_id, at.bytes, node.fields);
     out_.nodes.push_back(node);
-    out_.serialized.nodes.push_back({static_cast<uint32_t>(at.value), static_cast<uint32_t>(at.bytes.size()), node.fields});
     return true;
   }
 
@@ -424,6 +429,7 @@ class Scanner {
   WireStepStats& out_;
   const Schema& schema_;
   int64_t unknown_node_fields_ = 0;
+  size_t nodes_counted_ = 0;
 };
 
 }  // namespace
@@ -432,10 +438,9 @@ std::optional<WireStepStats> ScanBinaryStepStats(std::string_view bytes) {
   // protobuf's limit on one message, which the other path keeps (and offsets here fit in 32 bits).
   if (bytes.size() > static_cast<size_t>(INT32_MAX)) return std::nullopt;
   WireStepStats step;
-  step.serialized.bytes = bytes;
   Scanner scanner(bytes, step);
   if (!scanner.Run()) return std::nullopt;
-  std::vector<uint32_t>& first_node = step.serialized.device_first_node;
+  std::vector<uint32_t>& first_node = step.device_first_node;
   if (first_node.empty()) return std::nullopt;
   first_node.push_back(static_cast<uint32_t>(step.nodes.size()));
   for (WireAllocatorMemory& memory : step.memory) {
@@ -446,7 +451,7 @@ std::optional<WireStepStats> ScanBinaryStepStats(std::string_view bytes) {
   step.rest_message = std::make_shared<tf::RunMetadata>();
   {
     pb::LogSilencer silence;
-    if (!step.rest_message->ParseFromString(step.serialized.rest)) return std::nullopt;
+    if (!step.rest_message->ParseFromString(step.rest)) return std::nullopt;
   }
   const auto& devices = step.rest_message->step_stats().dev_stats();
   if (static_cast<size_t>(devices.size()) + 1 != first_node.size()) return std::nullopt;

@@ -66,11 +66,13 @@ struct WireNode {
 
 struct WireStepStats {
   SourceFormat format = SourceFormat::kRunMetadataBinary;
-  // The rest of the RunMetadata (without node_stats, as wire bytes), the devices' first nodes and
-  // each node's bytes: what the node store keeps.
-  SerializedNodes serialized;
+  // The rest of the RunMetadata (without node_stats, as wire bytes) and the node store being
+  // filled with each node's bytes (its blocks compress while the import goes on).
+  std::string rest;
+  std::unique_ptr<NodeStoreWriter> store;
   std::shared_ptr<tf::RunMetadata> rest_message;  // the rest parsed: devices, thread names, session
-  std::vector<WireNode> nodes;                    // parallel to serialized.nodes
+  std::vector<uint32_t> device_first_node;        // nodes of dev_stats d: [first[d], first[d + 1])
+  std::vector<WireNode> nodes;                    // over all devices, in file order
   std::vector<std::string_view> inputs;
   std::vector<WireAllocatorMemory> memory;
   std::vector<WireAllocationRecord> records;

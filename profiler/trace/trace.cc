@@ -78,7 +78,15 @@ std::span<const Slice> Trace::track_slices(uint32_t track) const {
 uint32_t Trace::node_entry(uint32_t slice) const {
   if (node_store_ == nullptr || slice >= slices_.size()) return NodeRef::kNone;
   if (!node_entries_.empty()) return node_entries_[slice];
-  return node_ref(slice).valid() ? slice : NodeRef::kNone;
+  return slice < node_store_->entry_count() ? slice : NodeRef::kNone;
+}
+
+NodeRef Trace::node_ref(uint32_t slice) const {
+  if (slice < node_refs_.size()) return node_refs_[slice];
+  const uint32_t entry = node_entry(slice);
+  if (entry == NodeRef::kNone) return {};
+  NodeStore::Reader reader(*node_store_);
+  return reader.Ref(entry);
 }
 
 std::unique_ptr<tf::NodeExecStats> Trace::node(uint32_t slice) const {
@@ -92,7 +100,7 @@ std::unique_ptr<tf::NodeExecStats> Trace::node(uint32_t slice) const {
 
 std::shared_ptr<tf::RunMetadata> Trace::LoadRunMetadata() const {
   if (node_store_ == nullptr) return nullptr;
-  return node_store_->Rebuild(node_refs_, node_entries_);
+  return node_store_->Rebuild();
 }
 
 namespace {
@@ -121,6 +129,12 @@ const tf::NodeExecStats* NodeReader::Get(uint32_t slice) {
   if (reader_ == nullptr) return nullptr;
   const uint32_t entry = trace_.node_entry(slice);
   return entry == NodeRef::kNone ? nullptr : reader_->Get(entry);
+}
+
+NodeRef NodeReader::Ref(uint32_t slice) {
+  if (reader_ == nullptr) return trace_.node_ref(slice);
+  const uint32_t entry = trace_.node_entry(slice);
+  return entry == NodeRef::kNone ? NodeRef{} : reader_->Ref(entry);
 }
 
 std::string_view NodeReader::Bytes(uint32_t slice) {
@@ -234,10 +248,12 @@ void TraceBuilder::SetRunMetadata(std::shared_ptr<tf::RunMetadata> metadata) {
   run_metadata_ = std::move(metadata);
 }
 
-void TraceBuilder::SetSerializedNodes(SerializedNodes nodes) {
-  serialized_nodes_ = std::make_unique<SerializedNodes>(std::move(nodes));
+void TraceBuilder::SetNodeStore(std::unique_ptr<NodeStoreWriter> store, std::string rest,
+                                std::vector<uint32_t> device_first_node) {
+  store_writer_ = std::move(store);
+  store_rest_ = std::move(rest);
+  device_first_node_ = std::move(device_first_node);
 }
-
 namespace {
 
 // Places the slices of one source track onto lanes so that no lane holds a partial overlap.
@@ -719,10 +735,33 @@ Trace TraceBuilder::Build() && {
   if (run_metadata_ != nullptr) {
     trace_.node_store_ = NodeStore::Build(*run_metadata_, trace_.node_refs_, &trace_.node_entries_);
     run_metadata_.reset();
-  } else if (serialized_nodes_ != nullptr) {
-    trace_.node_store_ = NodeStore::Build(*serialized_nodes_, trace_.node_refs_, &trace_.node_entries_);
-    serialized_nodes_.reset();
+  } else if (store_writer_ != nullptr) {
+    std::vector<uint32_t> node_counts;
+    for (size_t d = 0; d + 1 < device_first_node_.size(); ++d) {
+      node_counts.push_back(device_first_node_[d + 1] - device_first_node_[d]);
+    }
+    std::vector<uint32_t> entry_of_node;
+    trace_.node_store_ = store_writer_->Finish(std::move(store_rest_), std::move(node_counts), &entry_of_node);
+    store_writer_.reset();
+    // Each slice's entry from its node's (the store numbered them as it filled its blocks).
+    const size_t devices = device_first_node_.empty() ? 0 : device_first_node_.size() - 1;
+    auto entry_of = [&](NodeRef ref) {
+      if (!ref.valid() || ref.device >= devices) return NodeRef::kNone;
+      const size_t node = size_t{device_first_node_[ref.device]} + ref.node;
+      return node < device_first_node_[ref.device + 1] ? entry_of_node[node] : NodeRef::kNone;
+    };
+    auto& entries = trace_.node_entries_;
+    entries.resize(slices.size());
+    bool identity = true;
+    for (size_t s = 0; s < entries.size(); ++s) {
+      entries[s] = s < trace_.node_refs_.size() ? entry_of(trace_.node_refs_[s]) : NodeRef::kNone;
+      identity = identity && entries[s] == s;
+    }
+    if (identity) FreeStorage(entries);
+    FreeStorage(device_first_node_);
   }
+  // The store knows each entry's node.
+  if (trace_.node_store_ != nullptr) FreeStorage(trace_.node_refs_);
 
   // One pass puts the slices on the epoch, counts them per track and finds the span.
   trace_.track_begin_.assign(tracks.size() + 1, 0);

@@ -40,7 +40,7 @@ class DeviceStepStats;
 namespace stepscope::trace {
 
 class NodeStore;
-struct SerializedNodes;
+class NodeStoreWriter;
 
 enum class TrackKind : uint8_t {
   kHost,           // a process: host and rank (the root of a track tree)
@@ -262,9 +262,9 @@ class Trace {
   // The source RunMetadata, rebuilt from the node store (every node parsed: for writers and
   // merging, not per-slice lookups); a fresh copy the caller owns; null for other inputs.
   std::shared_ptr<tf::RunMetadata> LoadRunMetadata() const;
-  NodeRef node_ref(uint32_t slice) const {
-    return slice < node_refs_.size() ? node_refs_[slice] : NodeRef{};
-  }
+  // Where a slice came from in the source StepStats (invalid when it has no node). With a node
+  // store this reads the slice's block; passes over many slices use NodeReader::Ref.
+  NodeRef node_ref(uint32_t slice) const;
   // One slice's NodeExecStats, parsed on demand (null when it has none). For passes over many
   // slices use NodeReader, which decompresses each block once.
   std::unique_ptr<tf::NodeExecStats> node(uint32_t slice) const;
@@ -295,7 +295,9 @@ class Trace {
   std::vector<Track> tracks_;
   MappedArray<Slice> slices_;
   std::vector<uint32_t> track_begin_;  // size tracks+1: slices of track t are [begin[t], begin[t+1])
-  std::vector<NodeRef> node_refs_;     // parallel to slices_, empty when no StepStats source
+  // Parallel to slices_ while building, and kept only when no node store holds them (a store
+  // knows each entry's node): empty when no StepStats source.
+  std::vector<NodeRef> node_refs_;
   std::vector<Flow> flows_;
   std::vector<CounterSeries> counters_;
   int64_t epoch_ns_ = 0;
@@ -372,8 +374,10 @@ class TraceBuilder {
   }
   // The builder takes the metadata over: Build() moves its nodes into the Trace's node store.
   void SetRunMetadata(std::shared_ptr<tf::RunMetadata> metadata);
-  // Or the nodes as wire bytes (binary input): Build() copies them into the node store.
-  void SetSerializedNodes(SerializedNodes nodes);
+  // Or a node store being filled (binary input: the wire scan adds every node), which Build()
+  // finishes with `rest` (the RunMetadata without node_stats, serialised);
+  // `device_first_node[d]` is the index of device d's first node over all devices.
+  void SetNodeStore(std::unique_ptr<NodeStoreWriter> store, std::string rest, std::vector<uint32_t> device_first_node);
   // Kineto arguments of a slice added before (`slice` is the AddSlice index).
   void AddKernelArgs(const KernelArgs& args) { trace_.kernel_args_.Add(args); }
   void AddTransferArgs(const TransferArgs& args) { trace_.transfer_args_.push_back(args); }
@@ -422,7 +426,9 @@ class TraceBuilder {
   int64_t starts_clamped_ = 0, durations_clamped_ = 0, negative_durations_ = 0, depths_clamped_ = 0;
   bool has_refs_ = false;
   std::shared_ptr<tf::RunMetadata> run_metadata_;
-  std::unique_ptr<SerializedNodes> serialized_nodes_;
+  std::unique_ptr<NodeStoreWriter> store_writer_;  // SetNodeStore's
+  std::string store_rest_;
+  std::vector<uint32_t> device_first_node_;
 };
 
 }  // namespace stepscope::trace

@@ -9,13 +9,9 @@
 
 namespace stepscope::trace {
 
-// Reads one varint at `pos` and advances it; false at the end of input or on overflow.
-inline bool ReadVarint(std::string_view bytes, size_t& pos, uint64_t& value) {
-  // One byte: tags, small numbers and short lengths, most of what a reader meets.
-  if (pos < bytes.size() && static_cast<uint8_t>(bytes[pos]) < 0x80) {
-    value = static_cast<uint8_t>(bytes[pos++]);
-    return true;
-  }
+// The loop of ReadVarint for values of two bytes or more, out of line so that the one-byte
+// case inlines everywhere (a scan reads several varints per field).
+[[gnu::noinline]] inline bool ReadLongVarint(std::string_view bytes, size_t& pos, uint64_t& value) {
   value = 0;
   for (int shift = 0; shift < 64 && pos < bytes.size(); shift += 7) {
     const auto byte = static_cast<uint8_t>(bytes[pos++]);
@@ -23,6 +19,16 @@ inline bool ReadVarint(std::string_view bytes, size_t& pos, uint64_t& value) {
     if ((byte & 0x80) == 0) return true;
   }
   return false;
+}
+
+// Reads one varint at `pos` and advances it; false at the end of input or on overflow.
+[[gnu::always_inline]] inline bool ReadVarint(std::string_view bytes, size_t& pos, uint64_t& value) {
+  // One byte: tags, small numbers and short lengths, most of what a reader meets.
+  if (pos < bytes.size() && static_cast<uint8_t>(bytes[pos]) < 0x80) {
+    value = static_cast<uint8_t>(bytes[pos++]);
+    return true;
+  }
+  return ReadLongVarint(bytes, pos, value);
 }
 
 inline void AppendVarint(std::string& out, uint64_t value) {

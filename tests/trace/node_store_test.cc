@@ -1,9 +1,12 @@
-// The node store: StepStats detail kept deflated and parsed back on demand, losslessly.
+// The node store: StepStats detail kept compressed and parsed back on demand, losslessly.
 #include "profiler/trace/node_store.h"
 
 #include <gtest/gtest.h>
 
+#include <google/protobuf/stubs/logging.h>
+
 #include "profiler/trace/reader.h"
+#include "profiler/trace/step_stats_wire.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 
@@ -145,6 +148,96 @@ TEST(NodeStoreTest, TheSampleCostsFarLessThanItsParsedNodes) {
   const double per_node = static_cast<double>(store->memory_bytes()) / static_cast<double>(store->entry_count());
   EXPECT_LT(per_node, 100.0);
   std::printf("sample node store: %zu bytes, %.1f bytes/node\n", store->memory_bytes(), per_node);
+}
+
+
+// The wire scan's way in: nodes handed over one by one as the file is read, four threads of one
+// device interleaved, then a second device. Each block holds one thread's nodes (a pass over a
+// track reads only its own blocks), every node finds its entry, and the rebuilt RunMetadata is
+// the original.
+TEST(NodeStoreWriterTest, GroupsEachThreadsNodesAndKeepsEveryNode) {
+  tf::RunMetadata metadata;
+  constexpr uint32_t kThreads = 4, kNodesPerDevice = 8000;
+  for (int d = 0; d < 2; ++d) {
+    auto* device = metadata.mutable_step_stats()->add_dev_stats();
+    device->set_device("/device:CPU:" + std::to_string(d));
+    for (uint32_t n = 0; n < kNodesPerDevice; ++n) {
+      auto* node = device->add_node_stats();
+      node->set_node_name("op_" + std::to_string(n));
+      node->set_thread_id(d == 0 ? n % kThreads : 0);
+      node->set_all_start_micros(n);
+      if (n % 100 == 0) node->add_output()->set_slot(1);
+    }
+  }
+  const std::string original = metadata.SerializeAsString();
+  NodeStoreWriter writer(2 * kNodesPerDevice);
+  for (uint32_t d = 0; d < 2; ++d) {
+    for (uint32_t n = 0; n < kNodesPerDevice; ++n) {
+      const tf::NodeExecStats& node = metadata.step_stats().dev_stats(static_cast<int>(d)).node_stats(static_cast<int>(n));
+      writer.Add(d, n, d * kNodesPerDevice + n, static_cast<uint32_t>(node.thread_id()), node.SerializeAsString(),
+                 node.output_size() > 0 ? uint32_t{kNodeOutputs} : 0u);
+    }
+  }
+  tf::RunMetadata rest = metadata;
+  for (auto& device : *rest.mutable_step_stats()->mutable_dev_stats()) device.clear_node_stats();
+  std::vector<uint32_t> entry_of_node;
+  const auto store = writer.Finish(rest.SerializeAsString(), {kNodesPerDevice, kNodesPerDevice}, &entry_of_node);
+  ASSERT_EQ(store->entry_count(), 2 * kNodesPerDevice);
+  ASSERT_EQ(entry_of_node.size(), 2 * kNodesPerDevice);
+  EXPECT_GE(store->block_count(), 8u);
+
+  NodeStore::Reader reader(*store);
+  std::vector<bool> seen(entry_of_node.size(), false);
+  for (uint32_t global = 0; global < entry_of_node.size(); ++global) {
+    const uint32_t entry = entry_of_node[global];
+    ASSERT_LT(entry, store->entry_count());
+    ASSERT_FALSE(seen[entry]) << "two nodes share entry " << entry;
+    seen[entry] = true;
+    const NodeRef ref = reader.Ref(entry);
+    EXPECT_EQ(ref.device, global / kNodesPerDevice);
+    EXPECT_EQ(ref.node, global % kNodesPerDevice);
+    const tf::NodeExecStats* node = reader.Get(entry);
+    ASSERT_NE(node, nullptr);
+    EXPECT_EQ(node->node_name(), "op_" + std::to_string(ref.node));
+  }
+  // Entries of one block: one device, one thread, in file order.
+  for (uint32_t entry = 1; entry < store->entry_count(); ++entry) {
+    const NodeRef a = reader.Ref(entry - 1), b = reader.Ref(entry);
+    if (a.device != b.device || a.node % kThreads != b.node % kThreads || a.device == 1) continue;
+    EXPECT_GT(b.node, a.node) << entry;
+  }
+  uint32_t thread_changes = 0;
+  for (uint32_t entry = 1; entry < store->entry_count(); ++entry) {
+    const NodeRef a = reader.Ref(entry - 1), b = reader.Ref(entry);
+    thread_changes += a.device == 0 && b.device == 0 && a.node % kThreads != b.node % kThreads;
+  }
+  EXPECT_LE(thread_changes, store->block_count());  // only where a block ends
+  const auto rebuilt = store->Rebuild();
+  ASSERT_NE(rebuilt, nullptr);
+  EXPECT_EQ(rebuilt->SerializeAsString(), original);
+}
+
+// A scan that declines its input at the last node drops its writer with blocks handed to the
+// helper threads: the scan gives nothing (the protobuf path then reads the file), and nothing
+// leaks or races (the ThreadSanitizer stage runs this).
+TEST(NodeStoreWriterTest, AScanDeclinedAtTheEndDropsItsStore) {
+  tf::RunMetadata metadata;
+  auto* device = metadata.mutable_step_stats()->add_dev_stats();
+  device->set_device("/device:CPU:0");
+  for (int n = 0; n < 3000; ++n) {
+    auto* node = device->add_node_stats();
+    node->set_node_name("op_" + std::to_string(n));
+    node->set_thread_id(static_cast<uint32_t>(n % 3));
+    node->set_timeline_label(std::string(200, static_cast<char>('a' + n % 26)));
+  }
+  std::string bytes = metadata.SerializeAsString();
+  ASSERT_TRUE(ScanBinaryStepStats(bytes).has_value());
+  device->mutable_node_stats(2999)->set_node_name("op_\xff");  // protobuf refuses this string
+  {
+    google::protobuf::LogSilencer silence;
+    bytes = metadata.SerializeAsString();
+  }
+  EXPECT_FALSE(ScanBinaryStepStats(bytes).has_value());
 }
 
 }  // namespace
