@@ -267,11 +267,13 @@ class BlockWriter {
   uint32_t next_entry_ = 0;
 };
 
-// Plain blocks the collecting thread lets wait before it compresses one itself: building from a
-// parsed RunMetadata is all compression (a few suffice); the wire scan has its own work to do,
-// and the helper catches up during the import.
+// Plain blocks the collecting thread lets wait before it compresses one itself. Building from a
+// parsed RunMetadata is all compression: a few suffice. The wire scan hands blocks over faster
+// than one helper compresses them (about 600 against 400 MB/s here) and has its import still to
+// do, during which the helper catches up: 32 MB let the scan go on alone through a 70 MB file
+// (its load 275 -> 261 ms against a cap of 16 MB, whose peak is 6 MB lower).
 constexpr size_t kMaxWaitingBehindBuild = 8;
-constexpr size_t kMaxWaitingBehindScan = 512;  // 16 MB
+constexpr size_t kMaxWaitingBehindScan = 1024;  // 32 KB each
 
 }  // namespace
 
