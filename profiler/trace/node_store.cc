@@ -43,7 +43,8 @@ struct CompressContext {
   CompressContext(const CompressContext&) = delete;
   CompressContext& operator=(const CompressContext&) = delete;
   ZSTD_CCtx* context;
-  std::string scratch;
+  std::string input;    // a block's bytes gathered
+  std::string scratch;  // compressed
 };
 
 std::string Compress(const std::string& plain, CompressContext& compress) {
@@ -64,13 +65,13 @@ bool Decompress(const std::string& compressed, ZSTD_DCtx* context, std::string& 
 
 // Compresses blocks while the writer goes on collecting them: helper threads take each block as
 // it is handed over, and the collecting thread compresses the oldest waiting block itself when
-// more than `max_waiting` wait. So a bounded number of plain blocks is held at a time, not a
+// more than `max_waiting_bytes` wait. So a bounded amount of plain blocks is held at a time, not a
 // plain copy of every node (the size of the input) until the end, and the compression runs
 // beside the collecting.
 class BlockCompressor {
  public:
-  BlockCompressor(std::vector<std::string>& compressed, size_t max_waiting)
-      : compressed_(compressed), max_waiting_(max_waiting) {}
+  BlockCompressor(std::vector<std::string>& compressed, size_t max_waiting_bytes)
+      : compressed_(compressed), max_waiting_bytes_(max_waiting_bytes) {}
   // Without Finish (the scan declined the input): what waits is dropped, the helpers stop.
   ~BlockCompressor() {
     std::unique_lock lock(mutex_);
@@ -85,15 +86,17 @@ class BlockCompressor {
   BlockCompressor(const BlockCompressor&) = delete;
   BlockCompressor& operator=(const BlockCompressor&) = delete;
 
-  // Block i is the i-th added: `header` then `plain`, compressed as one; its compressed bytes
-  // land in compressed[i].
-  void Add(std::string header, std::string plain) {
+  // Block i is the i-th added: `header`, then `plain`, then each of `borrowed` as a varint length
+  // and its bytes, compressed as one; its compressed bytes land in compressed[i]. The bytes
+  // `borrowed` points at must stay until Finish.
+  void Add(std::string header, std::string plain, std::vector<std::string_view> borrowed) {
     std::unique_lock lock(mutex_);
     const size_t index = done_.size();
     done_.emplace_back();
-    waiting_.push_back({index, std::move(header), std::move(plain)});
+    waiting_.push_back({index, std::move(header), std::move(plain), std::move(borrowed)});
+    waiting_bytes_ += waiting_.back().HeldBytes();
     if (helpers_.empty() && done_.size() >= kBlocksBeforeHelpers) StartHelpers();
-    if (waiting_.size() > max_waiting_ || helpers_.empty()) {
+    if (waiting_bytes_ > max_waiting_bytes_ || helpers_.empty()) {
       CompressOldest(own_, lock);
     } else {
       ready_.notify_one();
@@ -121,6 +124,10 @@ class BlockCompressor {
   struct Waiting {
     size_t index;
     std::string header, plain;
+    std::vector<std::string_view> borrowed;
+    size_t HeldBytes() const {
+      return header.capacity() + plain.capacity() + borrowed.capacity() * sizeof(std::string_view);
+    }
   };
 
   void StartHelpers() {
@@ -142,16 +149,26 @@ class BlockCompressor {
   void CompressOldest(CompressContext& context, std::unique_lock<std::mutex>& lock) {
     Waiting block = std::move(waiting_.front());
     waiting_.pop_front();
+    waiting_bytes_ -= block.HeldBytes();
     lock.unlock();
-    block.header.append(block.plain);
-    block.plain = std::string();
-    std::string compressed = Compress(block.header, context);
+    // Gathered here, off the collecting thread (the wire scan hands over views of its input).
+    std::string& input = context.input;
+    input.assign(block.header);
+    input.append(block.plain);
+    for (std::string_view node : block.borrowed) {
+      AppendVarint(input, node.size());
+      input.append(node);
+    }
+    const size_t index = block.index;
+    block = Waiting{};
+    std::string compressed = Compress(input, context);
     lock.lock();
-    done_[block.index] = std::move(compressed);  // a deque: the slots stay put as it grows
+    done_[index] = std::move(compressed);  // a deque: the slots stay put as it grows
   }
 
   std::vector<std::string>& compressed_;
-  const size_t max_waiting_;
+  const size_t max_waiting_bytes_;
+  size_t waiting_bytes_ = 0;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<Waiting> waiting_;
@@ -161,14 +178,19 @@ class BlockCompressor {
   CompressContext own_;  // the collecting thread's
 };
 
-// One block being filled: entries as the store keeps them, and the node index of each.
+// One block being filled: its entries, either as the store keeps them (`plain`, built from
+// parsed nodes) or as views of the wire scan's input (`borrowed`, gathered by the compressing
+// thread), and the node index of each.
 struct OpenBlock {
   std::string plain;
+  std::vector<std::string_view> borrowed;
   std::vector<uint32_t> nodes;
+  size_t bytes = 0;                 // its entries' size as the store keeps them
   uint32_t device = 0;
   uint32_t fields = 0;              // NodeField bits of its nodes
   uint32_t run_entries = 0;         // nodes with no fields at its end
   size_t run_starts_at = 0;         // where that run starts in plain
+  size_t bytes_before_run = 0;      // its size without that run
   uint32_t fields_before_run = 0;   // its fields without that run
   uint64_t key = 0;                 // NodeStoreWriter: (device, thread)
   uint64_t last_use = 0;            // NodeStoreWriter: when a node last went in
@@ -178,27 +200,34 @@ struct OpenBlock {
 class BlockWriter {
  public:
   BlockWriter(std::vector<std::string>& blocks, std::vector<uint32_t>& first_entry, std::vector<uint32_t>& fields,
-              std::vector<uint32_t>& devices, size_t max_waiting)
-      : compressor_(blocks, max_waiting), first_entry_(first_entry), fields_(fields), devices_(devices) {}
+              std::vector<uint32_t>& devices, size_t max_waiting_bytes)
+      : compressor_(blocks, max_waiting_bytes), first_entry_(first_entry), fields_(fields), devices_(devices) {}
 
   // Appends a node to `block`, handing the block over when it is full. A long run of nodes with
   // none of the NodeField fields (GPU kernel records) gets blocks of its own, so a pass that
   // needs none skips them even when a copy record sits beside them on their stream.
+  // `borrow`: keep a view of `bytes` (valid until Finish) rather than a copy.
   // `on_flush(device, node, entry)` hears the entry of each node handed over.
   template <typename OnFlush>
-  void Add(OpenBlock& block, uint32_t node, std::string_view bytes, uint32_t fields, OnFlush on_flush) {
+  void Add(OpenBlock& block, uint32_t node, std::string_view bytes, uint32_t fields, bool borrow, OnFlush on_flush) {
     if (fields != 0 && block.run_entries >= kLongRun) Flush(block, on_flush);  // the run alone
     if (fields == 0 && block.run_entries == 0) {
       block.run_starts_at = block.plain.size();
+      block.bytes_before_run = block.bytes;
       block.fields_before_run = block.fields;
     }
-    AppendVarint(block.plain, bytes.size());
-    block.plain.append(bytes);
+    if (borrow) {
+      block.borrowed.push_back(bytes);
+    } else {
+      AppendVarint(block.plain, bytes.size());
+      block.plain.append(bytes);
+    }
+    block.bytes += bytes.size() + VarintSize(bytes.size());
     block.nodes.push_back(node);
     block.fields |= fields;
     block.run_entries = fields == 0 ? block.run_entries + 1 : 0;
     if (block.run_entries == kLongRun && block.nodes.size() > kLongRun) SplitBeforeRun(block, on_flush);
-    if (block.plain.size() >= kBlockTargetBytes) Flush(block, on_flush);
+    if (block.bytes >= kBlockTargetBytes) Flush(block, on_flush);
   }
 
   // Hands `block` over (nothing when it is empty) and leaves it empty.
@@ -218,10 +247,11 @@ class BlockWriter {
       on_flush(block.device, block.nodes[k], first + static_cast<uint32_t>(k));
     }
     next_entry_ += static_cast<uint32_t>(block.nodes.size());
-    compressor_.Add(std::move(header), std::move(block.plain));
+    compressor_.Add(std::move(header), std::move(block.plain), std::move(block.borrowed));
     block.plain = std::string();
-    block.plain.reserve(kBlockTargetBytes + 1024);
+    block.borrowed = {};
     block.nodes.clear();
+    block.bytes = 0;
     block.fields = 0;
     block.run_entries = 0;
   }
@@ -235,6 +265,11 @@ class BlockWriter {
   uint32_t entries() const { return next_entry_; }
 
  private:
+  static size_t VarintSize(uint64_t value) {
+    size_t size = 1;
+    for (; value >= 0x80; value >>= 7) ++size;
+    return size;
+  }
   static uint64_t ZigZag(int64_t value) {
     return (static_cast<uint64_t>(value) << 1) ^ static_cast<uint64_t>(value >> 63);
   }
@@ -243,18 +278,26 @@ class BlockWriter {
   // and the run goes on in the block alone.
   template <typename OnFlush>
   void SplitBeforeRun(OpenBlock& block, OnFlush on_flush) {
-    std::string run = block.plain.substr(block.run_starts_at);
-    std::vector<uint32_t> run_nodes(block.nodes.end() - block.run_entries, block.nodes.end());
     const uint32_t run_entries = block.run_entries;
+    const size_t run_bytes = block.bytes - block.bytes_before_run;
+    std::string run = block.plain.substr(block.run_starts_at);
+    std::vector<std::string_view> run_borrowed;
+    if (!block.borrowed.empty()) {
+      run_borrowed.assign(block.borrowed.end() - run_entries, block.borrowed.end());
+      block.borrowed.resize(block.borrowed.size() - run_entries);
+    }
+    std::vector<uint32_t> run_nodes(block.nodes.end() - run_entries, block.nodes.end());
     block.plain.resize(block.run_starts_at);
     block.nodes.resize(block.nodes.size() - run_entries);
     block.fields = block.fields_before_run;
     Flush(block, on_flush);
     block.plain = std::move(run);
-    block.plain.reserve(kBlockTargetBytes + 1024);
+    block.borrowed = std::move(run_borrowed);
     block.nodes = std::move(run_nodes);
+    block.bytes = run_bytes;
     block.run_entries = run_entries;
     block.run_starts_at = 0;
+    block.bytes_before_run = 0;
     block.fields_before_run = 0;
   }
 
@@ -267,13 +310,14 @@ class BlockWriter {
   uint32_t next_entry_ = 0;
 };
 
-// Plain blocks the collecting thread lets wait before it compresses one itself. Building from a
-// parsed RunMetadata is all compression: a few suffice. The wire scan hands blocks over faster
-// than one helper compresses them (about 600 against 400 MB/s here) and has its import still to
-// do, during which the helper catches up: 32 MB let the scan go on alone through a 70 MB file
-// (its load 275 -> 261 ms against a cap of 16 MB, whose peak is 6 MB lower).
-constexpr size_t kMaxWaitingBehindBuild = 8;
-constexpr size_t kMaxWaitingBehindScan = 1024;  // 32 KB each
+// What the collecting thread lets wait before it compresses a block itself. Building from a
+// parsed RunMetadata is all compression: a few blocks suffice. The wire scan hands blocks over
+// faster than one helper compresses them (about 600 against 400 MB/s here) and has its import
+// still to do, during which the helper catches up; its blocks are views of the input (16 bytes
+// a node, about 7 KB a block of the synthetic trace), so 32 MB of them let the scan go on alone
+// through a file of several hundred MB.
+constexpr size_t kMaxWaitingBehindBuild = 8 * kBlockTargetBytes;
+constexpr size_t kMaxWaitingBehindScan = size_t{32} << 20;
 
 }  // namespace
 
@@ -309,7 +353,7 @@ std::shared_ptr<const NodeStore> NodeStore::Build(tf::RunMetadata& metadata, std
     const tf::NodeExecStats& node = step->dev_stats(static_cast<int>(ref.device)).node_stats(static_cast<int>(ref.node));
     bytes.clear();
     node.AppendToString(&bytes);
-    writer.Add(block, ref.node, bytes, FieldsOf(node), ignore);
+    writer.Add(block, ref.node, bytes, FieldsOf(node), /*borrow=*/false, ignore);
     stored[ref.device][ref.node] = true;
     ++entries;
   };
@@ -396,7 +440,7 @@ void NodeStoreWriter::Add(uint32_t device, uint32_t node, uint32_t global_node, 
   if (device >= state.device_first.size()) state.device_first.resize(device + 1, 0);
   state.device_first[device] = global_node - node;
   OpenBlock& block = state.BlockFor(uint64_t{device} << 32 | thread, device);
-  state.writer.Add(block, node, bytes, fields, state.record());
+  state.writer.Add(block, node, bytes, fields, /*borrow=*/true, state.record());
 }
 
 std::shared_ptr<const NodeStore> NodeStoreWriter::Finish(std::string rest, std::vector<uint32_t> device_node_counts,

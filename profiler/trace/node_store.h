@@ -134,7 +134,8 @@ class NodeStoreWriter {
   NodeStoreWriter& operator=(const NodeStoreWriter&) = delete;
 
   // Node `node` of dev_stats `device` (`global_node`: its index over all devices, < node_count),
-  // recorded on `thread`, as NodeExecStats wire bytes with its NodeField bits.
+  // recorded on `thread`, as NodeExecStats wire bytes with its NodeField bits. The writer keeps a
+  // view of `bytes` (the scan's input), which must stay valid until Finish.
   void Add(uint32_t device, uint32_t node, uint32_t global_node, uint32_t thread, std::string_view bytes,
            uint32_t fields);
 

@@ -170,12 +170,20 @@ TEST(NodeStoreWriterTest, GroupsEachThreadsNodesAndKeepsEveryNode) {
     }
   }
   const std::string original = metadata.SerializeAsString();
+  // The writer keeps views of the nodes' bytes (the scan's input) until Finish.
+  std::vector<std::string> serialized;
   NodeStoreWriter writer(2 * kNodesPerDevice);
   for (uint32_t d = 0; d < 2; ++d) {
     for (uint32_t n = 0; n < kNodesPerDevice; ++n) {
       const tf::NodeExecStats& node = metadata.step_stats().dev_stats(static_cast<int>(d)).node_stats(static_cast<int>(n));
-      writer.Add(d, n, d * kNodesPerDevice + n, static_cast<uint32_t>(node.thread_id()), node.SerializeAsString(),
-                 node.output_size() > 0 ? uint32_t{kNodeOutputs} : 0u);
+      serialized.push_back(node.SerializeAsString());
+    }
+  }
+  for (uint32_t d = 0; d < 2; ++d) {
+    for (uint32_t n = 0; n < kNodesPerDevice; ++n) {
+      const tf::NodeExecStats& node = metadata.step_stats().dev_stats(static_cast<int>(d)).node_stats(static_cast<int>(n));
+      writer.Add(d, n, d * kNodesPerDevice + n, static_cast<uint32_t>(node.thread_id()),
+                 serialized[d * kNodesPerDevice + n], node.output_size() > 0 ? uint32_t{kNodeOutputs} : 0u);
     }
   }
   tf::RunMetadata rest = metadata;
