@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "base/check.h"
+#include "base/free_storage.h"
 #include "profiler/trace/varint.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
@@ -242,7 +243,7 @@ class BlockWriter {
     int64_t previous = 0;
     for (size_t k = 0; k < block.nodes.size(); ++k) {
       const int64_t node = block.nodes[k];
-      AppendVarint(header, ZigZag(node - previous));
+      AppendVarint(header, ZigZagEncode(node - previous));
       previous = node;
       on_flush(block.device, block.nodes[k], first + static_cast<uint32_t>(k));
     }
@@ -265,15 +266,6 @@ class BlockWriter {
   uint32_t entries() const { return next_entry_; }
 
  private:
-  static size_t VarintSize(uint64_t value) {
-    size_t size = 1;
-    for (; value >= 0x80; value >>= 7) ++size;
-    return size;
-  }
-  static uint64_t ZigZag(int64_t value) {
-    return (static_cast<uint64_t>(value) << 1) ^ static_cast<uint64_t>(value >> 63);
-  }
-
   // The block holds other nodes, then kLongRun nodes with no fields: the others are handed over
   // and the run goes on in the block alone.
   template <typename OnFlush>
@@ -443,8 +435,9 @@ void NodeStoreWriter::Add(uint32_t device, uint32_t node, uint32_t global_node, 
   state.writer.Add(block, node, bytes, fields, /*borrow=*/true, state.record());
 }
 
-std::shared_ptr<const NodeStore> NodeStoreWriter::Finish(std::string rest, std::vector<uint32_t> device_node_counts,
-                                                         std::vector<uint32_t>* entry_of_node) {
+std::shared_ptr<const NodeStore> NodeStoreWriter::Finish(std::string rest, std::span<const uint32_t> device_first_node,
+                                                         std::span<const NodeRef> slice_refs,
+                                                         std::vector<uint32_t>* entry_of_slice) {
   State& state = *state_;
   for (OpenBlock& block : state.open) state.writer.Flush(block, state.record());
   state.open.clear();
@@ -455,8 +448,26 @@ std::shared_ptr<const NodeStore> NodeStoreWriter::Finish(std::string rest, std::
   store.blocks_.shrink_to_fit();
   store.rest_ = std::move(rest);
   store.rest_.shrink_to_fit();
-  store.device_node_counts_ = std::move(device_node_counts);
-  *entry_of_node = std::move(state.entry_of_node);
+  for (size_t d = 0; d + 1 < device_first_node.size(); ++d) {
+    store.device_node_counts_.push_back(device_first_node[d + 1] - device_first_node[d]);
+  }
+  // Each slice's entry from its node's (entries were numbered as the blocks filled); none at all
+  // when entry = slice throughout.
+  const std::vector<uint32_t>& entry_of_node = state.entry_of_node;
+  const size_t devices = store.device_node_counts_.size();
+  auto entry_of = [&](NodeRef ref) {
+    if (!ref.valid() || ref.device >= devices || ref.node >= store.device_node_counts_[ref.device]) {
+      return NodeRef::kNone;
+    }
+    return entry_of_node[size_t{device_first_node[ref.device]} + ref.node];
+  };
+  entry_of_slice->resize(slice_refs.size());
+  bool identity = true;
+  for (size_t s = 0; s < slice_refs.size(); ++s) {
+    (*entry_of_slice)[s] = entry_of(slice_refs[s]);
+    identity = identity && (*entry_of_slice)[s] == s;
+  }
+  if (identity) FreeStorage(*entry_of_slice);
   return std::move(state.store);
 }
 
@@ -543,7 +554,7 @@ bool NodeStore::Reader::LoadBlock(size_t block) {
   int64_t node = 0;
   for (uint32_t e = 0; e < entries; ++e) {
     if (!ReadVarint(plain, at, value)) return false;
-    node += static_cast<int64_t>(value >> 1) ^ -static_cast<int64_t>(value & 1);  // zigzag
+    node += ZigZagDecode(value);
     if (node < 0 || node > UINT32_MAX) return false;
     slot->nodes.push_back(static_cast<uint32_t>(node));
   }

@@ -139,10 +139,12 @@ class NodeStoreWriter {
   void Add(uint32_t device, uint32_t node, uint32_t global_node, uint32_t thread, std::string_view bytes,
            uint32_t fields);
 
-  // The store, with `rest` (the RunMetadata without node_stats, serialised) and each device's
-  // node count; `entry_of_node` gets the entry of each node by its global index.
-  std::shared_ptr<const NodeStore> Finish(std::string rest, std::vector<uint32_t> device_node_counts,
-                                          std::vector<uint32_t>* entry_of_node);
+  // The store, with `rest` (the RunMetadata without node_stats, serialised);
+  // `device_first_node[d]` is the global index of device d's first node (size devices + 1).
+  // `entry_of_slice` gets the entry of each of `slice_refs`, or stays empty when entry = slice
+  // for every slice (as NodeStore::Build).
+  std::shared_ptr<const NodeStore> Finish(std::string rest, std::span<const uint32_t> device_first_node,
+                                          std::span<const NodeRef> slice_refs, std::vector<uint32_t>* entry_of_slice);
 
  private:
   struct State;

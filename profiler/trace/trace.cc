@@ -736,28 +736,9 @@ Trace TraceBuilder::Build() && {
     trace_.node_store_ = NodeStore::Build(*run_metadata_, trace_.node_refs_, &trace_.node_entries_);
     run_metadata_.reset();
   } else if (store_writer_ != nullptr) {
-    std::vector<uint32_t> node_counts;
-    for (size_t d = 0; d + 1 < device_first_node_.size(); ++d) {
-      node_counts.push_back(device_first_node_[d + 1] - device_first_node_[d]);
-    }
-    std::vector<uint32_t> entry_of_node;
-    trace_.node_store_ = store_writer_->Finish(std::move(store_rest_), std::move(node_counts), &entry_of_node);
+    trace_.node_store_ =
+        store_writer_->Finish(std::move(store_rest_), device_first_node_, trace_.node_refs_, &trace_.node_entries_);
     store_writer_.reset();
-    // Each slice's entry from its node's (the store numbered them as it filled its blocks).
-    const size_t devices = device_first_node_.empty() ? 0 : device_first_node_.size() - 1;
-    auto entry_of = [&](NodeRef ref) {
-      if (!ref.valid() || ref.device >= devices) return NodeRef::kNone;
-      const size_t node = size_t{device_first_node_[ref.device]} + ref.node;
-      return node < device_first_node_[ref.device + 1] ? entry_of_node[node] : NodeRef::kNone;
-    };
-    auto& entries = trace_.node_entries_;
-    entries.resize(slices.size());
-    bool identity = true;
-    for (size_t s = 0; s < entries.size(); ++s) {
-      entries[s] = s < trace_.node_refs_.size() ? entry_of(trace_.node_refs_[s]) : NodeRef::kNone;
-      identity = identity && entries[s] == s;
-    }
-    if (identity) FreeStorage(entries);
     FreeStorage(device_first_node_);
   }
   // The store knows each entry's node.

@@ -188,8 +188,14 @@ TEST(NodeStoreWriterTest, GroupsEachThreadsNodesAndKeepsEveryNode) {
   }
   tf::RunMetadata rest = metadata;
   for (auto& device : *rest.mutable_step_stats()->mutable_dev_stats()) device.clear_node_stats();
+  // One slice per node, in node order: slice s is global node s.
+  std::vector<NodeRef> refs;
+  for (uint32_t d = 0; d < 2; ++d) {
+    for (uint32_t n = 0; n < kNodesPerDevice; ++n) refs.push_back(NodeRef{d, n});
+  }
+  const std::vector<uint32_t> device_first_node = {0, kNodesPerDevice, 2 * kNodesPerDevice};
   std::vector<uint32_t> entry_of_node;
-  const auto store = writer.Finish(rest.SerializeAsString(), {kNodesPerDevice, kNodesPerDevice}, &entry_of_node);
+  const auto store = writer.Finish(rest.SerializeAsString(), device_first_node, refs, &entry_of_node);
   ASSERT_EQ(store->entry_count(), 2 * kNodesPerDevice);
   ASSERT_EQ(entry_of_node.size(), 2 * kNodesPerDevice);
   EXPECT_GE(store->block_count(), 8u);
