@@ -9,6 +9,7 @@
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/gpu_work.h"
 #include "profiler/analysis/step_analyses.h"
+#include "profiler/trace/slice_details.h"
 
 namespace stepscope::analysis {
 
@@ -18,7 +19,9 @@ using trace::Trace;
 
 namespace {
 
-enum class Edge : uint8_t { kNone, kSelf, kChild, kSync, kLane, kStream, kNested, kLaunch, kDataflow };
+enum class Edge : uint8_t {
+  kNone, kSelf, kChild, kSync, kLane, kStream, kNested, kLaunch, kDataflow, kReadback, kCrossStream
+};
 
 const char* EdgeName(Edge edge) {
   switch (edge) {
@@ -29,6 +32,8 @@ const char* EdgeName(Edge edge) {
     case Edge::kNested: return "nested";
     case Edge::kLaunch: return "launch";
     case Edge::kDataflow: return "dataflow";
+    case Edge::kReadback: return "readback";
+    case Edge::kCrossStream: return "cross_stream";
     default: return "";
   }
 }
@@ -43,15 +48,30 @@ struct TraceLinks {
   explicit TraceLinks(const Trace& trace) : source_lane(SourceLanes(trace)) {
     gpu_lane.resize(trace.tracks().size());
     host_of.resize(trace.tracks().size());
+    device_of.resize(trace.tracks().size());
     lane_path.resize(trace.tracks().size());
     for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
       gpu_lane[t] = IsGpuDeviceLane(trace, t);
       host_of[t] = trace.HostOf(t);
+      device_of[t] = trace.DeviceOf(t);
       lane_path[t] = trace.TrackPath(t);
     }
     synchronize_label.resize(trace.labels().size());
     for (trace::LabelId label = 0; label < trace.labels().size(); ++label) {
       synchronize_label[label] = trace.str(trace.labels()[label].name).find("Synchronize") != std::string_view::npos;
+    }
+    // Device-to-host copies: by name (TensorFlow's MEMCPYDtoH, PyTorch's "Memcpy DtoH (Device ->
+    // Pinned)"), else by the kind the copy's record holds.
+    const auto& slices = trace.slices();
+    for (uint32_t i = 0; i < slices.size(); ++i) {
+      const Slice& s = slices[i];
+      if (s.kind != SliceKind::kMemcpy || s.duplicate() || !gpu_lane[s.track]) continue;
+      std::string kind = trace::ParseCopyName(trace.str(trace.slice_name(s))).kind;
+      if (kind.empty()) kind = trace::ParseCopyName(trace.str(trace.slice_op_type(s))).kind;
+      if (kind.empty()) {
+        if (auto details = trace::GetMemcpyDetails(trace, i)) kind = details->kind;
+      }
+      if (kind == "DtoH") device_to_host.push_back(i);
     }
     flows_by_target.reserve(trace.flows().size());
     for (const trace::Flow& flow : trace.flows()) {
@@ -63,10 +83,15 @@ struct TraceLinks {
   }
   // A runtime call named *Synchronize* waits for the GPU work of its host.
   bool IsSynchronize(const Slice& s) const { return s.kind == SliceKind::kRuntime && synchronize_label[s.label]; }
+  bool IsDeviceToHost(uint32_t slice) const {
+    return std::binary_search(device_to_host.begin(), device_to_host.end(), slice);
+  }
 
   std::vector<uint32_t> source_lane;
   std::vector<char> gpu_lane;
   std::vector<int32_t> host_of;
+  std::vector<int32_t> device_of;
+  std::vector<uint32_t> device_to_host;    // slices of device-to-host copies, in slice order
   std::vector<std::string> lane_path;      // Trace::TrackPath of each track
   std::vector<char> synchronize_label;     // by label: the name holds "Synchronize"
   std::vector<trace::Flow> flows_by_target;
@@ -83,6 +108,11 @@ struct Graph {
   std::vector<int64_t> parent;         // start <- start of the enclosing slice
   std::vector<int64_t> last_child;     // end <- end of the last child
   std::vector<int64_t> sync_target;    // end of a synchronising call <- end of the GPU work it waited for
+  // start <- end of the device result it waited for: a host slice after the last device-to-host
+  // copy of its process that ended by its start (`readback`); a device-to-host copy after the last
+  // work of its device that ended by its start, on any stream (`cross_stream`: what it copies):
+  // kernels, memsets, copies into the device.
+  std::vector<int64_t> result_wait;
   // start <- end of a flow's source: node i's flows are flows_in[flows_in_begin[i], flows_in_begin[i + 1]).
   std::vector<std::pair<uint32_t, Edge>> flows_in;
   std::vector<uint32_t> flows_in_begin;
@@ -119,12 +149,16 @@ Graph BuildGraph(const Trace& trace, const TraceLinks& links, int64_t begin_ns, 
   g.parent.assign(n, kNoSlice);
   g.last_child.assign(n, kNoSlice);
   g.sync_target.assign(n, kNoSlice);
+  g.result_wait.assign(n, kNoSlice);
   g.on_gpu.assign(n, 0);
   // GPU streams: in start order per stream (overlap lanes of a stream joined), each work after the
   // one that ended last before it. Host lanes: nesting with annotations transparent.
   std::map<uint32_t, std::vector<uint32_t>> streams;  // local indices
-  // Per host process: the ends of its GPU work, for synchronising calls.
+  // Per host process: the ends of its GPU work, for synchronising calls, and of its device-to-host
+  // copies; per device: the ends of the work that leaves results on it (all but those copies).
   std::map<int32_t, std::vector<std::pair<int64_t, uint32_t>>> gpu_ends;
+  std::map<int32_t, std::vector<std::pair<int64_t, uint32_t>>> readback_ends;
+  std::map<int32_t, std::vector<std::pair<int64_t, uint32_t>>> device_ends;
   size_t local = 0;  // members are visited in order below, track by track
   for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
     const auto [first, last] = ranges[t];
@@ -140,6 +174,11 @@ Graph BuildGraph(const Trace& trace, const TraceLinks& links, int64_t begin_ns, 
         g.on_gpu[static_cast<size_t>(i)] = 1;
         streams[links.source_lane[t]].push_back(static_cast<uint32_t>(i));
         gpu_ends[links.host_of[t]].emplace_back(slices[index].end_ns(), static_cast<uint32_t>(i));
+        if (links.IsDeviceToHost(index)) {
+          readback_ends[links.host_of[t]].emplace_back(slices[index].end_ns(), static_cast<uint32_t>(i));
+        } else {
+          device_ends[links.device_of[t]].emplace_back(slices[index].end_ns(), static_cast<uint32_t>(i));
+        }
       }
       continue;
     }
@@ -179,6 +218,32 @@ Graph BuildGraph(const Trace& trace, const TraceLinks& links, int64_t begin_ns, 
     }
   }
   for (auto& [host, ends] : gpu_ends) std::sort(ends.begin(), ends.end());
+  for (auto& [host, ends] : readback_ends) std::sort(ends.begin(), ends.end());
+  for (auto& [device, ends] : device_ends) std::sort(ends.begin(), ends.end());
+  // The last (end, node) of `ends` that ended by `time` and is not `self`, kNoSlice for none.
+  auto last_ended_by = [](const std::vector<std::pair<int64_t, uint32_t>>& ends, int64_t time, size_t self) {
+    auto it = std::upper_bound(ends.begin(), ends.end(), std::pair<int64_t, uint32_t>{time, UINT32_MAX});
+    while (it != ends.begin()) {
+      --it;
+      if (it->second != self) return static_cast<int64_t>(it->second);
+    }
+    return kNoSlice;
+  };
+  // A host op's end in a GPU trace is when it enqueued its work, not when the result exists: a
+  // host slice that reads a device result waits for the copy that brings it back, and that copy
+  // waits for the work that computed it. The walk takes these only where they became ready last
+  // (after the lane's previous slice, any dataflow input or parent).
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t index = g.members[i];
+    const Slice& s = slices[index];
+    if (!g.on_gpu[i]) {
+      auto it = readback_ends.find(links.host_of[s.track]);
+      if (it != readback_ends.end()) g.result_wait[i] = last_ended_by(it->second, s.start_ns, i);
+    } else if (links.IsDeviceToHost(index)) {
+      auto it = device_ends.find(links.device_of[s.track]);
+      if (it != device_ends.end()) g.result_wait[i] = last_ended_by(it->second, s.start_ns, i);
+    }
+  }
   for (size_t i = 0; i < n; ++i) {
     const Slice& s = slices[g.members[i]];
     if (g.on_gpu[i] || !links.IsSynchronize(s)) continue;
@@ -294,6 +359,7 @@ CriticalPath PathOfWindow(const Trace& trace, const TraceLinks& links, const Gra
         if (slice_of(from).start_ns <= s.start_ns) consider(from, true, edge);
       }
       consider(g.previous[current], true, g.on_gpu[current] ? Edge::kStream : Edge::kLane);
+      consider(g.result_wait[current], true, g.on_gpu[current] ? Edge::kCrossStream : Edge::kReadback);
       consider(g.parent[current], false, Edge::kNested);
     }
     if (best == kNoSlice) break;
@@ -367,7 +433,7 @@ CriticalPath PathOfWindow(const Trace& trace, const TraceLinks& links, const Gra
         e.wait_ns += ns;
         path.wait_ns += ns;
         PathBound bound = PathBound::kCpu;
-        if (to.edge == Edge::kSync) {
+        if (to.edge == Edge::kSync || to.edge == Edge::kReadback) {
           bound = PathBound::kSync;
         } else if (to.edge == Edge::kLaunch) {
           bound = PathBound::kLaunchDelay;

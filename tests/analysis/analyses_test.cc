@@ -129,6 +129,49 @@ TEST(CriticalPathTest, LaunchStreamAndSyncEdgesWithWhatBoundThePath) {
   EXPECT_EQ(window.length_ns, 390);
 }
 
+// A TensorFlow-style GPU step: host ops only enqueue their kernels (conv, loss), the host then
+// blocks unrecorded until the loss comes back (two device-to-host copies on another stream), and
+// grad runs after it. The path runs through the kernels and the copies, not the host's enqueue
+// times: conv, k_conv (launch), k_loss (stream), copy1 (after k_loss, cross_stream), copy2 (stream),
+// grad (readback), k_grad (launch).
+TEST(CriticalPathTest, HostOpWaitsForTheCopyOfADeviceResult) {
+  TraceMaker m;
+  const uint32_t gpu = m.Device("GPU:0", m.Host("host"));
+  const uint32_t ops = m.Lane("ops", gpu, TrackKind::kOpLane);
+  const uint32_t compute = m.Lane("stream:13", gpu, TrackKind::kGpuStream);
+  const uint32_t copies = m.Lane("stream:15", gpu, TrackKind::kGpuStream);
+  const uint32_t conv = m.Slice(ops, 0, 10, "conv", "Conv2D", SliceKind::kOp);
+  const uint32_t loss = m.Slice(ops, 10, 20, "loss", "SparseSoftmaxCrossEntropyWithLogits", SliceKind::kOp);
+  const uint32_t grad = m.Slice(ops, 610, 620, "grad", "Mul", SliceKind::kOp);
+  m.Flow(conv, m.Slice(compute, 5, 400, "k_conv", "Conv2D", SliceKind::kKernel), trace::FlowKind::kLaunch);
+  m.Flow(loss, m.Slice(compute, 400, 450, "k_loss", "SparseSoftmaxCrossEntropyWithLogits", SliceKind::kKernel),
+         trace::FlowKind::kLaunch);
+  m.Flow(grad, m.Slice(compute, 620, 900, "k_grad", "Mul", SliceKind::kKernel), trace::FlowKind::kLaunch);
+  m.Slice(copies, 455, 460, "MEMCPYDtoH", "MEMCPYDtoH", SliceKind::kMemcpy);
+  m.Slice(copies, 600, 605, "MEMCPYDtoH", "MEMCPYDtoH", SliceKind::kMemcpy);
+  m.Slice(copies, 1, 3, "MEMCPYHtoD", "MEMCPYHtoD", SliceKind::kMemcpy);  // a copy in: read by nobody on the host
+  m.Flow(conv, loss);
+  m.Flow(loss, grad);
+  const trace::Trace trace = std::move(m).Build();
+
+  const CriticalPath path = ComputeCriticalPath(trace);
+  std::vector<std::string> names, edges;
+  for (const auto& e : path.elements) {
+    names.push_back(e.name);
+    edges.push_back(e.edge);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"conv", "k_conv", "k_loss", "MEMCPYDtoH", "MEMCPYDtoH", "grad", "k_grad"}));
+  EXPECT_EQ(edges, (std::vector<std::string>{"", "launch", "stream", "cross_stream", "stream", "readback", "launch"}));
+  EXPECT_EQ(path.length_ns, 900);
+  const auto bound = [&](PathBound b) { return path.bound_ns[static_cast<int>(b)]; };
+  EXPECT_EQ(bound(PathBound::kGpuCompute), 395 + 50 + 280);
+  EXPECT_EQ(bound(PathBound::kGpuMemory), 5 + 5);
+  EXPECT_EQ(bound(PathBound::kKernelGap), 5 + 140);  // copy1 after k_loss; copy2 after copy1
+  EXPECT_EQ(bound(PathBound::kSync), 5);              // grad's start after the copy's end
+  EXPECT_EQ(bound(PathBound::kCpu), 5 + 10);          // conv until its kernel started; grad
+  EXPECT_EQ(path.bound_by, PathBound::kGpuCompute);
+}
+
 TEST(StreamsTest, BusyTimeAndLargestGaps) {
   TraceMaker m;
   const uint32_t gpu = m.Device("GPU:0", m.Host("host"));

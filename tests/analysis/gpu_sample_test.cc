@@ -10,6 +10,7 @@
 // ops, 3 unlinked" for ResNet-50), the reader and analyses count what the file holds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -163,6 +164,74 @@ TEST(GpuSamples, ResNetIsGpuBoundAndTheLstmHostBound) {
   ASSERT_EQ(lstm.size(), 1u);
   EXPECT_GT(resnet[0].time.busy_ns * 10, resnet[0].time.span_ns * 8);  // > 80% busy
   EXPECT_LT(lstm[0].time.busy_ns * 10, lstm[0].time.span_ns * 3);      // < 30% busy
+}
+
+// Length of the union of [begin, end) intervals: a recount made here, not by the analyses.
+int64_t UnionNs(std::vector<std::pair<int64_t, int64_t>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  int64_t total = 0, covered_to = INT64_MIN;
+  for (const auto& [begin, end] : intervals) {
+    if (end <= covered_to) continue;
+    total += end - std::max(begin, covered_to);
+    covered_to = end;
+  }
+  return total;
+}
+
+// The critical path of the real GPU steps against what their records allow. A path's pieces are
+// disjoint in time, so the time it holds in kernels (copies, host work) can be no more than the
+// union of the step's kernels (copies, host ops and calls). ResNet-50 keeps stream 13 busy and its
+// host blocks on the loss' device-to-host copies before the backward pass: the path runs through
+// the kernels and those copies, bound by GPU compute. The LSTM steps (H100, and TensorFlow 1.x's
+// own, 58% of its span on the GPU against 82% on the host op lane) are bound by the host.
+TEST(GpuSamples, CriticalPathRunsThroughTheGpuWhereTheGpuIsBusy) {
+  struct Case {
+    std::string path;
+    PathBound bound;
+  };
+  const std::vector<Case> cases = {{stepscope::testing::SamplePath(kResNet.file), PathBound::kGpuCompute},
+                                   {stepscope::testing::SamplePath(kLstm.file), PathBound::kCpu},
+                                   {stepscope::testing::DataPath("ptb_lstm_tf1_gpu_step.pbtxt"), PathBound::kCpu}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.path);
+    auto read = trace::ReadTrace(c.path);
+    ASSERT_TRUE(read.ok()) << read.status().message();
+    const trace::Trace& trace = *read;
+    std::vector<std::pair<int64_t, int64_t>> kernels, copies, host;
+    for (const trace::Slice& s : trace.slices()) {
+      if (s.duplicate()) continue;
+      const trace::TrackKind lane = trace.tracks()[s.track].kind;
+      const bool gpu = lane == trace::TrackKind::kGpuStream;
+      if (gpu && s.kind == trace::SliceKind::kKernel) kernels.emplace_back(s.start_ns, s.end_ns());
+      if (gpu && s.kind == trace::SliceKind::kMemcpy) copies.emplace_back(s.start_ns, s.end_ns());
+      if (!gpu && (s.kind == trace::SliceKind::kOp || s.kind == trace::SliceKind::kRuntime)) {
+        host.emplace_back(s.start_ns, s.end_ns());
+      }
+    }
+    const CriticalPath path = ComputeCriticalPath(trace);
+    int64_t held_in_kernels = 0, held_in_copies = 0, held_on_host = 0;
+    for (const PathElement& e : path.elements) {
+      if (e.kind == "kernel") held_in_kernels += e.held_ns;
+      if (e.kind == "memcpy") held_in_copies += e.held_ns;
+      if (e.kind == "op" || e.kind == "runtime") held_on_host += e.held_ns;
+    }
+    EXPECT_LE(held_in_kernels, UnionNs(kernels));
+    EXPECT_LE(held_in_copies, UnionNs(copies));
+    EXPECT_LE(held_on_host, UnionNs(host));
+    EXPECT_LE(path.length_ns, trace.span_end_ns() - trace.span_begin_ns());
+    EXPECT_EQ(path.bound_by, c.bound);
+  }
+  // ResNet-50: GPU compute for most of the step, and the backward pass' first op after the
+  // copies that brought the loss back.
+  const CriticalPath resnet = ComputeCriticalPath(Read(kResNet));
+  EXPECT_GT(resnet.bound_ns[static_cast<int>(PathBound::kGpuCompute)] * 10, resnet.length_ns * 8);
+  const auto mul = std::find_if(resnet.elements.begin(), resnet.elements.end(), [](const PathElement& e) {
+    return e.name == "gradient_tape/SparseSoftmaxCrossEntropyWithLogits/mul";
+  });
+  ASSERT_NE(mul, resnet.elements.end());
+  EXPECT_EQ(mul->edge, "readback");
+  ASSERT_NE(mul, resnet.elements.begin());
+  EXPECT_EQ(std::prev(mul)->kind, "memcpy");
 }
 
 }  // namespace
