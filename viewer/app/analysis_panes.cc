@@ -141,7 +141,8 @@ class PathModel : public QAbstractTableModel {
 };
 
 const std::vector<std::string>& DocumentAnalysis::PathEdges() {
-  static const std::vector<std::string> kEdges = {"", "dataflow", "launch", "lane", "stream", "nested", "child", "sync"};
+  static const std::vector<std::string> kEdges = {"",       "dataflow", "launch", "lane",     "stream",
+                                                  "nested", "child",    "sync",   "readback", "cross_stream"};
   return kEdges;
 }
 
