@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <map>
+#include <queue>
 #include <set>
+#include <unordered_map>
 
+#include "base/saturating.h"
 #include "profiler/trace/node_store.h"
+#include "profiler/trace/step_stats_import.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::analysis {
@@ -38,6 +42,7 @@ std::vector<LiveTensor> TensorsFromOutputs(const Trace& trace) {
       tensor.bytes = allocation.requested_bytes();
       tensor.allocated_bytes = allocation.allocated_bytes();
       tensor.allocator = allocation.allocator_name();
+      tensor.allocation_id = static_cast<int64_t>(allocation.allocation_id());
       tensor.producer_op = std::string(trace.str(trace.slice_op_type(s)));
       tensor.producer_slice = i;
       tensor.alloc_ns = s.start_ns;
@@ -48,6 +53,131 @@ std::vector<LiveTensor> TensorsFromOutputs(const Trace& trace) {
     }
   }
   return tensors;
+}
+
+namespace {
+
+// One allocation record of an allocator: a buffer the step allocated (an output's, or a
+// temporary's), with when it was most likely released and, once matched, when it was.
+struct RecordedAllocation {
+  int64_t ns = 0, bytes = 0;
+  int64_t likely_free_ns = 0;  // the output's last use; a temporary's node end
+  int64_t freed_ns = -1;       // the free record matched to it; -1: still allocated at the end
+  int32_t tensor = -1;         // index into the outputs, -1 for a temporary
+};
+
+// Matches each free record (t, -bytes) of one allocator to one allocation of the same size made
+// by t: the one most likely released by then (the earliest likely release, then the oldest). The
+// records name no buffer, so this is the choice that keeps every output's last use before its
+// free wherever the records allow; the counts per size at any instant are the records' own.
+void MatchFrees(std::vector<RecordedAllocation>& allocations, std::vector<std::pair<int64_t, int64_t>>& frees) {
+  std::stable_sort(allocations.begin(), allocations.end(),
+                   [](const RecordedAllocation& a, const RecordedAllocation& b) { return a.ns < b.ns; });
+  std::stable_sort(frees.begin(), frees.end());
+  using Candidate = std::pair<int64_t, size_t>;  // (likely free, allocation index): the smallest first
+  std::unordered_map<int64_t, std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>>> open;
+  size_t next = 0;
+  for (const auto& [when, bytes] : frees) {
+    for (; next < allocations.size() && allocations[next].ns <= when; ++next) {
+      open[allocations[next].bytes].emplace(allocations[next].likely_free_ns, next);
+    }
+    auto it = open.find(bytes);
+    if (it == open.end() || it->second.empty()) continue;  // allocated before the records began
+    allocations[it->second.top().second].freed_ns = when;
+    it->second.pop();
+  }
+}
+
+}  // namespace
+
+std::vector<LiveTensor> BuffersFromOutputs(const Trace& trace) {
+  std::vector<LiveTensor> outputs = TensorsFromOutputs(trace);
+  if (outputs.empty()) return outputs;
+  const auto& slices = trace.slices();
+  // Outputs that share one allocation (an op forwarding its input, an in-place update) are one
+  // buffer: the first output stands for it, live over the union of their lifetimes.
+  std::vector<char> alias(outputs.size(), 0);
+  {
+    std::map<std::pair<std::string, int64_t>, size_t> first_of_allocation;
+    for (size_t t = 0; t < outputs.size(); ++t) {
+      if (outputs[t].allocation_id == 0) continue;
+      auto [it, added] = first_of_allocation.try_emplace({outputs[t].allocator, outputs[t].allocation_id}, t);
+      if (added) continue;
+      LiveTensor& buffer = outputs[it->second];
+      buffer.alloc_ns = std::min(buffer.alloc_ns, outputs[t].alloc_ns);
+      buffer.free_ns = std::max(buffer.free_ns, outputs[t].free_ns);
+      alias[t] = 1;
+    }
+  }
+  // Allocators with allocation records: each output backed by a record of its producer (same
+  // allocator and allocated size) lives from that record to the free matched to it.
+  struct Records {
+    std::vector<RecordedAllocation> allocations;
+    std::vector<std::pair<int64_t, int64_t>> frees;  // (ns, bytes freed)
+  };
+  std::map<std::string, Records> by_allocator;
+  std::unordered_map<uint32_t, std::vector<size_t>> waiting;  // producer slice -> its unbacked outputs
+  for (size_t t = 0; t < outputs.size(); ++t) {
+    if (!alias[t]) waiting[static_cast<uint32_t>(outputs[t].producer_slice)].push_back(t);
+  }
+  trace::NodeReader memory(trace, trace::kNodeMemory);
+  for (uint32_t i = 0; i < slices.size(); ++i) {
+    if (slices[i].duplicate()) continue;
+    const tf::NodeExecStats* node = memory.Get(i);
+    if (node == nullptr) continue;
+    for (const auto& used : node->memory()) {
+      if (used.allocation_records_size() == 0) continue;
+      Records& records = by_allocator[used.allocator_name()];
+      for (const auto& record : used.allocation_records()) {
+        const int64_t ns = trace::MicrosToNanos(record.alloc_micros()) - trace.epoch_ns();
+        if (record.alloc_bytes() < 0) {
+          records.frees.emplace_back(ns, -record.alloc_bytes());
+          continue;
+        }
+        RecordedAllocation allocation{ns, record.alloc_bytes(), slices[i].end_ns()};
+        if (auto it = waiting.find(i); it != waiting.end()) {
+          for (size_t& t : it->second) {
+            const LiveTensor& out = outputs[t];
+            const int64_t size = out.allocated_bytes > 0 ? out.allocated_bytes : out.bytes;
+            if (t == SIZE_MAX || out.allocator != used.allocator_name() || size != record.alloc_bytes()) continue;
+            allocation.tensor = static_cast<int32_t>(t);
+            allocation.likely_free_ns = out.free_ns;
+            t = SIZE_MAX;  // backed
+            break;
+          }
+        }
+        records.allocations.push_back(allocation);
+      }
+    }
+  }
+  std::vector<char> backed(outputs.size(), 0);
+  std::set<std::string> recorded;
+  for (auto& [allocator, records] : by_allocator) {
+    recorded.insert(allocator);
+    MatchFrees(records.allocations, records.frees);
+    for (const RecordedAllocation& a : records.allocations) {
+      if (a.tensor < 0) continue;
+      LiveTensor& out = outputs[static_cast<size_t>(a.tensor)];
+      out.alloc_ns = a.ns;
+      out.free_ns = a.freed_ns;
+      if (out.free_ns == out.alloc_ns) ++out.free_ns;  // held for an instant
+      backed[static_cast<size_t>(a.tensor)] = 1;
+    }
+  }
+  // Outputs of an allocator with records but none of their own were allocated before the step
+  // (variables, buffers carried across steps): marked, so a query counts them only within the
+  // level the records leave unexplained.
+  std::vector<LiveTensor> buffers;
+  buffers.reserve(outputs.size());
+  for (size_t t = 0; t < outputs.size(); ++t) {
+    if (alias[t]) continue;
+    if (recorded.count(outputs[t].allocator) != 0 && !backed[t]) {
+      outputs[t].allocated_in_step = false;
+      outputs[t].alloc_ns = std::min(outputs[t].alloc_ns, trace.span_begin_ns());  // there when the step began
+    }
+    buffers.push_back(std::move(outputs[t]));
+  }
+  return buffers;
 }
 
 int64_t BytesAt(const std::vector<MemoryPoint>& curve, int64_t time_ns) {
@@ -175,11 +305,26 @@ std::vector<AllocatorTimeline> ComputeMemoryTimelines(const Trace& trace) {
 std::vector<LiveTensor> LiveTensorsAt(const Trace& trace, const AllocatorTimeline& timeline,
                                       int64_t time_ns) {
   std::vector<LiveTensor> live;
-  for (LiveTensor& t : TensorsFromOutputs(trace)) {
+  for (LiveTensor& t : timeline.derived_from_outputs ? TensorsFromOutputs(trace) : BuffersFromOutputs(trace)) {
     if (t.allocator == timeline.allocator && t.LiveAt(time_ns)) live.push_back(std::move(t));
   }
-  std::stable_sort(live.begin(), live.end(), [](const LiveTensor& a, const LiveTensor& b) {
+  auto largest_first = [](const LiveTensor& a, const LiveTensor& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.name < b.name;
+  };
+  std::stable_sort(live.begin(), live.end(), largest_first);
+  if (timeline.derived_from_outputs) return live;
+  // Buffers from before the step hold the part of the level the step's records do not explain:
+  // the largest that fit in it, so the list never adds up to more than the curve.
+  auto size = [](const LiveTensor& t) { return t.allocated_bytes > 0 ? t.allocated_bytes : t.bytes; };
+  int64_t room = BytesAt(timeline.curve, time_ns);
+  for (const LiveTensor& t : live) {
+    if (t.allocated_in_step) room = SaturatingSub(room, size(t));
+  }
+  std::erase_if(live, [&](const LiveTensor& t) {
+    if (t.allocated_in_step) return false;
+    if (size(t) > room) return true;
+    room -= size(t);
+    return false;
   });
   return live;
 }

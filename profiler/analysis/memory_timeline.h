@@ -36,6 +36,8 @@ struct LiveTensor {
   std::string producer_op;   // op type of the producer
   std::string allocator;
   int64_t allocated_bytes = 0;  // what the allocator handed out (>= bytes; 0 when unknown)
+  int64_t allocation_id = 0;    // the producer's id of the allocation, shared by aliases (0: none)
+  bool allocated_in_step = true;  // false: the allocator has records, none of them this tensor's
   bool LiveAt(int64_t time_ns) const { return alloc_ns <= time_ns && (free_ns < 0 || time_ns < free_ns); }
 };
 
@@ -53,13 +55,25 @@ struct AllocatorTimeline {
 // Sorted by allocator name.
 std::vector<AllocatorTimeline> ComputeMemoryTimelines(const trace::Trace& trace);
 
-// Tensors of the timeline's allocator live at time_ns, sorted by bytes descending (then name).
+// Tensors of the timeline's allocator live at time_ns, sorted by bytes descending (then name):
+// on a curve derived from outputs, TensorsFromOutputs (they add up to the curve); on a curve from
+// allocation records, BuffersFromOutputs (their allocated bytes add up to no more than the curve).
 // Empty when the trace records no tensors (e.g. PyTorch traces).
 std::vector<LiveTensor> LiveTensorsAt(const trace::Trace& trace, const AllocatorTimeline& timeline,
                                       int64_t time_ns);
 
-// Every output tensor with an allocation description (StepStats inputs), in slice order.
+// Every output tensor with an allocation description (StepStats inputs), in slice order, live
+// from its producer's start to its last consumer's end, as timeline.py draws them.
 std::vector<LiveTensor> TensorsFromOutputs(const trace::Trace& trace);
+// The same outputs as the buffers they occupied: outputs sharing an allocation id (an op
+// forwarding its input, an in-place update) are one buffer, named after its first producer and
+// live over their union; where the allocator has allocation records, each output's buffer lives
+// from its producer's record of that size to the free record matched to it (the one most likely
+// released first among the open allocations of that size; -1 when never freed in the step), and
+// outputs with no record of their own are marked allocated before the step. LiveTensorsAt lists
+// those only within the level the step's buffers leave, so what it lists at any instant takes no
+// more than the curve.
+std::vector<LiveTensor> BuffersFromOutputs(const trace::Trace& trace);
 
 // The sources named in a curve origin ("allocation_records+allocator_bytes_in_use" -> both).
 std::vector<std::string> CurveSources(std::string_view origin);

@@ -450,7 +450,7 @@ class MemoryCommand : public SingleTraceCommand {
         for (const auto& tensor : r.live_at_peak) {
           table.Row({FormatBytes(tensor.bytes), tensor.allocated_bytes > 0 ? FormatBytes(tensor.allocated_bytes) : "-",
                      Truncate(tensor.name, 40), Truncate(tensor.producer_op, 16),
-                     "+" + FormatDuration(tensor.alloc_ns - base),
+                     tensor.allocated_in_step ? "+" + FormatDuration(tensor.alloc_ns - base) : "before step",
                      tensor.free_ns < 0 ? "end" : "+" + FormatDuration(tensor.free_ns - base)});
         }
         out += table.str();
@@ -469,9 +469,14 @@ class MemoryCommand : public SingleTraceCommand {
       for (const auto& p : t.curve) curve.push_back({p.time_ns - base, p.bytes});
       auto live = nlohmann::ordered_json::array();
       for (const auto& tensor : r.live_at_peak) {
-        live.push_back({{"name", tensor.name}, {"bytes", tensor.bytes}, {"allocated_bytes", tensor.allocated_bytes},
-                        {"producer_op", tensor.producer_op}, {"alloc_ns", tensor.alloc_ns - base},
-                        {"free_ns", tensor.free_ns < 0 ? -1 : tensor.free_ns - base}});
+        nlohmann::ordered_json entry = {{"name", tensor.name},
+                                        {"bytes", tensor.bytes},
+                                        {"allocated_bytes", tensor.allocated_bytes},
+                                        {"producer_op", tensor.producer_op},
+                                        {"allocated_in_step", tensor.allocated_in_step},
+                                        {"alloc_ns", tensor.alloc_ns - base}};
+        if (tensor.free_ns >= 0) entry["free_ns"] = tensor.free_ns - base;  // absent: still live at the end
+        live.push_back(std::move(entry));
       }
       allocators.push_back({{"allocator", t.allocator}, {"device", t.device}, {"origin", t.origin},
                             {"sources", t.sources},
