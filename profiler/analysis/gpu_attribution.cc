@@ -271,7 +271,9 @@ class GpuSpanCursor {
     open_.erase(closed, open_.end());
     if (changed) {
       node_ = 0;
-      for (size_t i : open_) node_ = tree_.Child(node_, trace_.str(trace_.slice_name(trace_.slices()[(*spans_)[i].slice])), false);
+      for (size_t i : open_) {
+        node_ = tree_.Child(node_, trace_.str(trace_.slice_name(trace_.slices()[(*spans_)[i].slice])), false);
+      }
     }
     return node_;
   }
