@@ -184,6 +184,8 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
       int64_t prev = -1;
       for (uint32_t i : w.slices) {
         const Slice& s = trace.slices()[i];
+        ++report.links.work;
+        if (launch[i] >= 0) ++report.links.linked;
         if (prev >= 0 && s.start_ns > prev_end) {
           const int64_t gap = s.start_ns - prev_end;
           const int64_t r = launch[i];

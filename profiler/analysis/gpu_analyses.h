@@ -3,7 +3,10 @@
 // launching the kernels cost. They read the GPU work of a trace: kernels, copies, memsets and
 // collectives on GPU stream lanes (trace::IsDeviceWork), never annotations or sync markers, and
 // never TensorFlow's /stream:all and /memcpy repeats. Kernels are linked to their runtime call by
-// the trace's launch flows (Kineto's ac2g, our KernelLaunch records): HTA's correlation join.
+// the trace's launch flows: what the reader made of Kineto's correlation ids (HTA's join) and flow
+// events, our KernelLaunch records. Every analysis that follows a launch says how much of the work
+// it could link (LaunchLinks): work without a link cannot be told apart (idle gaps it ends are
+// "other", annotations do not see it).
 // Definitions and how they differ from HTA's are in docs/analysis.md.
 #pragma once
 
@@ -22,6 +25,15 @@ struct GpuInput {
   const trace::Trace* trace = nullptr;
   std::vector<std::pair<int64_t, int64_t>> windows;
 };
+
+// ---- launch links --------------------------------------------------------------------------------
+// GPU work (kernels, copies, memsets, collectives as CollectWork takes them) and, of it, the
+// pieces linked to the host call or op that launched them.
+struct LaunchLinks {
+  int64_t work = 0, linked = 0;
+  double fraction() const { return work > 0 ? static_cast<double>(linked) / static_cast<double>(work) : 0; }
+};
+LaunchLinks CountLaunchLinks(const std::vector<GpuInput>& inputs);
 
 // ---- gpu: time breakdown ---------------------------------------------------------------------
 // span: first start to last end of the GPU work; busy: union of it; idle = span - busy. compute:
@@ -90,6 +102,7 @@ struct IdleReport {
   std::vector<StreamIdle> streams;     // in rank then track order
   IntervalStats by_cause[3];           // over every stream
   std::vector<IdleGapDetail> largest;  // longest first
+  LaunchLinks links;                   // gaps are classified by the launch of the work after them
 };
 struct IdleOptions {
   IdleRule rule = IdleRule::kLaunchEnd;
@@ -158,12 +171,19 @@ struct LaunchOptions {
 LaunchReport ComputeLaunches(const std::vector<GpuInput>& inputs, const LaunchOptions& options = {});
 
 // ---- annotations: GPU time per user annotation -------------------------------------------------
-// Each piece of GPU work counts for the annotations enclosing the host slice that launched it
-// (record_function / user spans, `## name ##`, TensorFlow's profiler ranges; the profiler's own
-// span and ProfilerStep#N are left out: steps are chosen with --step). Traces without host
-// annotations (TensorFlow's, ours) use the name scopes of the op that launched the work
-// ("tower_0/conv1/Conv2D": tower_0 > conv1). Rows form a tree keyed by the annotation path:
-// instances of the same path (several steps, ranks) add up.
+// Each piece of GPU work counts for the annotations (record_function / user spans, `## name ##`,
+// TensorFlow's profiler ranges; the profiler's own span and ProfilerStep#N are left out: steps are
+// chosen with --step) found, in this order:
+//  1. on its stream: the annotation spans the PyTorch profiler draws on GPU streams
+//     (gpu_user_annotation) around it, as PyTorch attributes it;
+//  2. around the host slice that launched it, on its thread;
+//  3. on another thread of the same process, at the time of that slice (the autograd thread's
+//     kernels in a span of the main thread); where several threads' spans overlap, the latest to
+//     start holds;
+//  4. traces without host annotations (TensorFlow's, ours): the name scopes of the op that
+//     launched the work ("tower_0/conv1/Conv2D": tower_0 > conv1).
+// Rows form a tree keyed by the annotation path: instances of the same path (several steps,
+// ranks) add up.
 struct AnnotationTime {
   std::vector<std::string> path;  // outermost first; the last element is this row's name
   bool name_scope = false;        // from op names, not annotation spans
@@ -177,7 +197,11 @@ struct AnnotationReport {
   std::vector<AnnotationTime> rows;  // depth first, siblings by gpu_ns descending
   int64_t work = 0, gpu_ns = 0;      // all GPU work considered
   int64_t unannotated_work = 0, unannotated_gpu_ns = 0;  // launched outside every annotation
-  int64_t unlinked_work = 0, unlinked_gpu_ns = 0;        // no known launch
+  // Not attributed at all: outside the GPU annotation spans and no known launch.
+  int64_t unlinked_work = 0, unlinked_gpu_ns = 0;
+  int64_t gpu_annotation_work = 0;  // attributed by the annotation spans on its stream (1.)
+  int64_t other_thread_work = 0;    // attributed by another thread's annotation (3.)
+  LaunchLinks links;
 };
 AnnotationReport ComputeAnnotationTime(const std::vector<GpuInput>& inputs);
 
@@ -205,6 +229,7 @@ struct KernelPatternReport {
   int64_t kernels = 0;               // kernels considered
   int64_t distinct_patterns = 0;     // with at least min_count occurrences
   std::vector<KernelPattern> patterns;  // the top ones
+  LaunchLinks links;                 // of the kernels considered (host_op follows the launch)
 };
 KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs,
                                           const KernelPatternOptions& options = {});

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <iterator>
 #include <map>
+#include <set>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -156,6 +158,135 @@ AnnotationNodeIndex AnnotationNodes(const GpuInput& input, AnnotationTree& tree)
   return index;
 }
 
+// The annotation spans on GPU streams (PyTorch's gpu_user_annotation: a host annotation's span
+// over the work it launched, drawn on each stream that ran some) by source lane, sorted by start
+// (longer first), with the annotation node of their path on the stream. Empty when the trace has
+// none.
+struct GpuSpan {
+  int64_t start_ns, end_ns;
+  uint32_t slice;
+};
+std::map<uint32_t, std::vector<GpuSpan>> GpuAnnotationSpans(const Trace& trace) {
+  std::map<uint32_t, std::vector<GpuSpan>> spans;
+  std::vector<uint32_t> source_lane;
+  for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+    if (!LaunchesNothing(trace.tracks()[t].kind)) continue;
+    const uint32_t first = trace.track_first_slice(t);
+    const auto lane = trace.track_slices(t);
+    for (uint32_t k = 0; k < lane.size(); ++k) {
+      const Slice& s = lane[k];
+      if (s.kind != SliceKind::kAnnotation || s.duplicate() || IsStepOrProfilerSpan(trace.str(trace.slice_name(s)))) {
+        continue;
+      }
+      if (source_lane.empty()) source_lane = SourceLanes(trace);
+      spans[source_lane[t]].push_back({s.start_ns, s.end_ns(), first + k});
+    }
+  }
+  for (auto& [lane, list] : spans) {
+    std::sort(list.begin(), list.end(), [](const GpuSpan& a, const GpuSpan& b) {
+      return std::tie(a.start_ns, b.end_ns, a.slice) < std::tie(b.start_ns, a.end_ns, b.slice);
+    });
+  }
+  return spans;
+}
+
+// The annotation in effect at each moment on any thread of a process: for work launched on a
+// thread that has no annotation of its own around the call (PyTorch's autograd thread runs the
+// backward pass that "## backward ##" on the main thread encloses). Where spans of several threads
+// overlap, the one that started last (the innermost on its thread) holds.
+class ProcessAnnotations {
+ public:
+  ProcessAnnotations(const Trace& trace, const AnnotationNodeIndex& node_of) {
+    std::map<int32_t, std::vector<std::tuple<int64_t, int64_t, uint32_t>>> spans;  // host: (start, end, node)
+    for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+      if (LaunchesNothing(trace.tracks()[t].kind)) continue;
+      const uint32_t first = trace.track_first_slice(t);
+      const auto lane = trace.track_slices(t);
+      for (uint32_t k = 0; k < lane.size(); ++k) {
+        const Slice& s = lane[k];
+        if (s.kind != SliceKind::kAnnotation || s.dur_ns <= 0) continue;
+        const uint32_t node = node_of[first + k];
+        if (node != 0) spans[trace.HostOf(t)].emplace_back(s.start_ns, s.end_ns(), node);
+      }
+    }
+    for (auto& [host, list] : spans) {
+      // Sweep the starts and ends: the open span that started last is in effect.
+      std::vector<std::tuple<int64_t, int, size_t>> edges;  // (time, 0 end | 1 start, span)
+      for (size_t i = 0; i < list.size(); ++i) {
+        edges.emplace_back(std::get<0>(list[i]), 1, i);
+        edges.emplace_back(std::get<1>(list[i]), 0, i);
+      }
+      std::sort(edges.begin(), edges.end());
+      std::set<std::pair<int64_t, size_t>> open;  // (start, span)
+      std::vector<Segment>& segments = segments_[host];
+      for (size_t e = 0; e < edges.size();) {
+        const int64_t at = std::get<0>(edges[e]);
+        for (; e < edges.size() && std::get<0>(edges[e]) == at; ++e) {
+          const size_t span = std::get<2>(edges[e]);
+          if (std::get<1>(edges[e]) == 1) {
+            open.emplace(std::get<0>(list[span]), span);
+          } else {
+            open.erase({std::get<0>(list[span]), span});
+          }
+        }
+        const uint32_t node = open.empty() ? 0 : std::get<2>(list[open.rbegin()->second]);
+        if (segments.empty() || segments.back().node != node) segments.push_back({at, node});
+      }
+    }
+  }
+  // The node in effect at `time` in the process of `host`, 0 when none.
+  uint32_t At(int32_t host, int64_t time) const {
+    auto it = segments_.find(host);
+    if (it == segments_.end()) return 0;
+    const std::vector<Segment>& segments = it->second;
+    auto after = std::upper_bound(segments.begin(), segments.end(), time,
+                                  [](int64_t t, const Segment& s) { return t < s.begin_ns; });
+    return after == segments.begin() ? 0 : std::prev(after)->node;
+  }
+
+ private:
+  struct Segment {
+    int64_t begin_ns;
+    uint32_t node;
+  };
+  std::map<int32_t, std::vector<Segment>> segments_;
+};
+
+// The node of the GPU annotation spans around each piece of work of a stream, taken in start
+// order: the spans open at its start, outermost first, make its path.
+class GpuSpanCursor {
+ public:
+  GpuSpanCursor(const Trace& trace, const std::vector<GpuSpan>* spans, AnnotationTree& tree)
+      : trace_(trace), spans_(spans), tree_(tree) {}
+  uint32_t At(int64_t start_ns) {
+    if (spans_ == nullptr) return 0;
+    bool changed = false;
+    for (; next_ < spans_->size() && (*spans_)[next_].start_ns <= start_ns; ++next_) {
+      open_.push_back(next_);
+      changed = true;
+    }
+    const auto closed = std::remove_if(open_.begin(), open_.end(),
+                                       [&](size_t i) { return (*spans_)[i].end_ns <= start_ns; });
+    changed = changed || closed != open_.end();
+    open_.erase(closed, open_.end());
+    if (changed) {
+      node_ = 0;
+      for (size_t i : open_) {
+        node_ = tree_.Child(node_, trace_.str(trace_.slice_name(trace_.slices()[(*spans_)[i].slice])), false);
+      }
+    }
+    return node_;
+  }
+
+ private:
+  const Trace& trace_;
+  const std::vector<GpuSpan>* spans_;
+  AnnotationTree& tree_;
+  size_t next_ = 0;
+  std::vector<size_t> open_;  // in start order (outermost first)
+  uint32_t node_ = 0;
+};
+
 }  // namespace
 
 // ---- annotations -------------------------------------------------------------------------------
@@ -167,19 +298,35 @@ AnnotationReport ComputeAnnotationTime(const std::vector<GpuInput>& inputs) {
     const Trace& trace = *input.trace;
     const LaunchIndex launch = LaunchOf(trace);
     const AnnotationNodeIndex node_of = AnnotationNodes(input, tree);
+    const auto gpu_spans = GpuAnnotationSpans(trace);
+    const ProcessAnnotations process_annotations(trace, node_of);
     std::vector<bool> op_counted(trace.slices().size(), false);  // name scopes: each launching op once
     for (const StreamWork& w : CollectWork(input)) {
+      const auto spans = gpu_spans.find(w.lane);
+      GpuSpanCursor gpu_span(trace, spans == gpu_spans.end() ? nullptr : &spans->second, tree);
       for (uint32_t i : w.slices) {
         const Slice& s = trace.slices()[i];
         ++report.work;
         report.gpu_ns += s.dur_ns;
         const int64_t r = launch[i];
-        if (r < 0) {
+        if (r >= 0) ++report.links.linked;
+        // As the profiler drew it on the stream, where it did; else by the launch.
+        uint32_t node = gpu_span.At(s.start_ns);
+        if (node != 0) {
+          ++report.gpu_annotation_work;
+        } else if (r < 0) {
           ++report.unlinked_work;
           report.unlinked_gpu_ns += s.dur_ns;
           continue;
+        } else {
+          node = node_of[static_cast<uint32_t>(r)];
         }
-        uint32_t node = node_of[static_cast<uint32_t>(r)];
+        if (node == 0) {
+          // Another thread's annotation over the call (the autograd thread's work in a backward span).
+          const Slice& call = trace.slices()[static_cast<size_t>(r)];
+          node = process_annotations.At(trace.HostOf(call.track), call.start_ns);
+          if (node != 0) ++report.other_thread_work;
+        }
         if (node == 0) {
           // No annotation around the launch: the name scopes of the op that launched it.
           const int64_t op = LaunchingOp(trace, static_cast<uint32_t>(r));
@@ -211,6 +358,7 @@ AnnotationReport ComputeAnnotationTime(const std::vector<GpuInput>& inputs) {
       }
     }
   }
+  report.links.work = report.work;
   report.rows = tree.Rows();
   return report;
 }
@@ -296,6 +444,7 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
       for (uint32_t i : w.slices) {
         if (trace.slices()[i].kind != SliceKind::kKernel) continue;
         stream.kernels.push_back(i);
+        ++report.links.work;
         const trace::StringId name = trace.slice_name(trace.slices()[i]);
         int32_t& id = id_of_string[name];
         if (id < 0) {
@@ -341,6 +490,7 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
       launch = LaunchOf(trace);
       launch_input = work.input;
     }
+    for (uint32_t kernel : work.kernels) report.links.linked += launch[kernel] >= 0 ? 1 : 0;
     for (size_t p = 0; p + k <= work.kernels.size(); ++p) {
       const int32_t* ids = window_ids(work, p);
       if (options.min_count > 1 && !prefilter.MaySeen(ids, k, options.min_count)) continue;

@@ -84,6 +84,18 @@ LaunchIndex LaunchOf(const Trace& trace) {
   return launch;
 }
 
+LaunchLinks CountLaunchLinks(const std::vector<GpuInput>& inputs) {
+  LaunchLinks links;
+  for (const GpuInput& input : inputs) {
+    const LaunchIndex launch = LaunchOf(*input.trace);
+    for (const StreamWork& w : CollectWork(input)) {
+      links.work += static_cast<int64_t>(w.slices.size());
+      for (uint32_t i : w.slices) links.linked += launch[i] >= 0 ? 1 : 0;
+    }
+  }
+  return links;
+}
+
 // The innermost op (not an annotation) enclosing a slice on its track, -1 when none. Slices of a
 // track nest and are sorted by start (longer first), so the parent is the nearest earlier slice of
 // lower depth.

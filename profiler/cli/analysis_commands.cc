@@ -18,6 +18,7 @@
 #include "profiler/analysis/summary.h"
 #include "profiler/cli/command.h"
 #include "profiler/cli/compare_commands.h"
+#include "profiler/cli/gpu_commands.h"
 #include "profiler/cli/report_format.h"
 #include "profiler/cli/scope_flags.h"
 #include "profiler/trace/reader.h"
@@ -760,7 +761,7 @@ class CriticalPathCommand : public PerStepCommand {
     return windows;
   }
   std::string Text(const Trace& trace, const std::vector<StepWindow>& windows, size_t top) const override {
-    std::string out;
+    std::string out = LaunchLinksText(analysis::CountLaunchLinks({analysis::GpuInput{&trace, {}}}));
     const analysis::CriticalPathFinder paths(trace);
     for (const StepWindow& w : windows) {
       if (!w.whole()) out += (out.empty() ? "" : "\n") + std::string("== ") + w.marker + "\n";
@@ -770,6 +771,9 @@ class CriticalPathCommand : public PerStepCommand {
   }
   Json ToJson(const Trace& trace, const std::vector<StepWindow>& windows, size_t) const override {
     auto doc = Document("critical-path", trace);
+    if (const auto links = analysis::CountLaunchLinks({analysis::GpuInput{&trace, {}}}); links.work > 0) {
+      doc["launch_links"] = LaunchLinksJson(links);
+    }
     const analysis::CriticalPathFinder paths(trace);
     if (windows.size() == 1 && windows.front().whole()) {
       doc.update(PathJson(trace, paths.Find(windows.front().begin_ns, windows.front().end_ns)));

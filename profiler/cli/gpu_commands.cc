@@ -152,7 +152,7 @@ class IdleCommand : public GpuCommandBase {
   }
   std::string description() const override {
     return "Why each GPU stream sat idle: every gap between consecutive GPU work on a stream, by the\n"
-           "launch of the work after it (its runtime call, linked by the launch flow). launch-end\n"
+           "launch of the work after it (its runtime call, linked by correlation id or flow). launch-end\n"
            "(default): host_wait when the call ended after the previous work ended, kernel_wait when\n"
            "it ended before (queued behind work: launch overhead, driver), other when no launch is\n"
            "known. hta: HTA's rule (host_wait when the call started after the previous work ended,\n"
@@ -208,12 +208,13 @@ class IdleCommand : public GpuCommandBase {
                         {"launch_end_ns", g.launch_end_ns}, {"host_op", g.host_op}});
       }
       doc["largest_gaps"] = gaps;
+      doc["launch_links"] = LaunchLinksJson(report.links);
       out << doc.dump(2) << "\n";
       return Status::Ok();
     }
     out << "rule " << rule;
     if (options.rule == analysis::IdleRule::kHta) out << " (kernel_wait under " << options.consecutive_kernel_delay_ns << " ns)";
-    out << "\n\n";
+    out << "\n" << LaunchLinksText(report.links) << "\n";
     TextTable table({-32, -12, 7, 12, 12, 12, 12});
     table.Row({"gpu / stream", "cause", "gaps", "total", "p50", "p95", "max"});
     auto row = [&](const std::string& where, const std::string& cause, const analysis::IntervalStats& s) {
@@ -262,7 +263,7 @@ class LaunchesCommand : public GpuCommandBase {
     return "TRACE|DIR... [--json] [--top N] [--runtime-cutoff-us U] [--delay-cutoff-us U] [--step N | --steps A-B] [--rank R] [--all]";
   }
   std::string description() const override {
-    return "Per launch (GPU work linked to its runtime call by the launch flow): the call's CPU time,\n"
+    return "Per launch (GPU work linked to its runtime call by correlation id or flow): the call's CPU time,\n"
            "the work's GPU time and the launch delay (work start - call end, not clipped). Statistics\n"
            "of each; outliers: calls longer than --runtime-cutoff-us (default 50) and delays longer\n"
            "than --delay-cutoff-us (default 100), HTA's fixed cut-offs; per op type (the host op\n"
@@ -289,7 +290,7 @@ class LaunchesCommand : public GpuCommandBase {
     const analysis::LaunchReport r = analysis::ComputeLaunches(loaded.inputs, options);
     if (args.Has("json")) {
       Json doc = {{"schema", "stepscope.launches/1"}, {"work", r.work}, {"unlinked", r.unlinked},
-                  {"launches", r.linked},
+                  {"launches", r.linked}, {"launch_links", LaunchLinksJson({r.work, r.linked})},
                   {"cpu", DurationsJson(r.cpu)}, {"gpu", DurationsJson(r.gpu)}, {"delay", DurationsJson(r.delay)}};
       Json lr = Json::array(), ld = Json::array();
       for (const auto& l : r.long_runtime) lr.push_back(LaunchJson(l));
@@ -315,7 +316,8 @@ class LaunchesCommand : public GpuCommandBase {
       return Status::Ok();
     }
     out << r.linked << " launches linked of " << r.work << " pieces of GPU work (" << r.unlinked
-        << " without a known launch)\n\n";
+        << " without a known launch, " << FormatPercent(analysis::LaunchLinks{r.work, r.linked}.fraction())
+        << " linked)\n\n";
     TextTable stats({-22, 7, 12, 12, 12, 12, 12});
     stats.Row({"", "count", "min", "mean", "p50", "p95", "max"});
     auto srow = [&](const std::string& what, const analysis::DurationStats& s) {
@@ -366,9 +368,12 @@ class AnnotationsCommand : public GpuCommandBase {
     return "GPU time per user annotation (record_function, `## name ##` spans, profiler ranges),\n"
            "nested: each piece of GPU work counts for the annotations around the host call that\n"
            "launched it. gpu: its time summed; busy: its union per GPU; self: work launched with the\n"
-           "row the innermost annotation; cpu: the annotation spans' host time. Traces without\n"
-           "annotations (TensorFlow's) use the name scopes of the launching op. ProfilerStep#N and\n"
-           "the profiler's own span are left out: choose steps with --step.";
+           "row the innermost annotation; cpu: the annotation spans' host time. Where the trace\n"
+           "draws annotations on GPU streams (PyTorch's gpu_user_annotation), the work counts for\n"
+           "those around it; work launched on a thread without an annotation of its own counts for\n"
+           "the annotation another thread of the process had open at the call (the autograd thread).\n"
+           "Traces without annotations (TensorFlow's) use the name scopes of the launching op.\n"
+           "ProfilerStep#N and the profiler's own span are left out: choose steps with --step.";
   }
   std::vector<FlagSpec> flags() const override {
     auto flags = CommonFlags();
@@ -391,13 +396,19 @@ class AnnotationsCommand : public GpuCommandBase {
       out << Json{{"schema", "stepscope.annotations/1"}, {"work", r.work}, {"gpu_ns", r.gpu_ns},
                   {"unannotated_work", r.unannotated_work}, {"unannotated_gpu_ns", r.unannotated_gpu_ns},
                   {"unlinked_work", r.unlinked_work}, {"unlinked_gpu_ns", r.unlinked_gpu_ns},
-                  {"annotations", rows}}.dump(2)
+                  {"gpu_annotation_work", r.gpu_annotation_work}, {"other_thread_work", r.other_thread_work},
+                  {"launch_links", LaunchLinksJson(r.links)}, {"annotations", rows}}.dump(2)
           << "\n";
       return Status::Ok();
     }
     out << r.work << " pieces of GPU work, " << FormatDuration(r.gpu_ns) << "; outside every annotation "
-        << r.unannotated_work << " (" << FormatDuration(r.unannotated_gpu_ns) << "), launch unknown "
-        << r.unlinked_work << " (" << FormatDuration(r.unlinked_gpu_ns) << ")\n\n";
+        << r.unannotated_work << " (" << FormatDuration(r.unannotated_gpu_ns) << "), not attributed (no annotation on "
+        << "its stream, launch unknown) " << r.unlinked_work << " (" << FormatDuration(r.unlinked_gpu_ns) << ")\n";
+    if (r.gpu_annotation_work > 0 || r.other_thread_work > 0) {
+      out << "attributed by the annotations on GPU streams " << r.gpu_annotation_work << ", by another thread's annotation "
+          << r.other_thread_work << "\n";
+    }
+    out << LaunchLinksText(r.links) << "\n";
     if (r.rows.empty()) {
       out << "no annotations or name scopes launched GPU work\n";
       return Status::Ok();
@@ -455,12 +466,13 @@ class KernelPatternsCommand : public GpuCommandBase {
                             {"span_ns", p.span_ns}, {"gap_ns", p.gap_ns}, {"host_op", p.host_op}});
       }
       out << Json{{"schema", "stepscope.kernel_patterns/1"}, {"length", r.length}, {"kernels", r.kernels},
-                  {"distinct_patterns", r.distinct_patterns}, {"patterns", patterns}}.dump(2)
+                  {"distinct_patterns", r.distinct_patterns}, {"launch_links", LaunchLinksJson(r.links)},
+                  {"patterns", patterns}}.dump(2)
           << "\n";
       return Status::Ok();
     }
     out << r.kernels << " kernels; " << r.distinct_patterns << " sequences of " << r.length << " seen at least "
-        << options.min_count << " times\n";
+        << options.min_count << " times\n" << LaunchLinksText(r.links);
     int n = 0;
     for (const auto& p : r.patterns) {
       out << "\n#" << ++n << "  " << p.count << " times, gpu " << FormatDuration(p.gpu_ns) << ", span "
@@ -473,6 +485,18 @@ class KernelPatternsCommand : public GpuCommandBase {
 };
 
 }  // namespace
+
+std::string LaunchLinksText(const analysis::LaunchLinks& links) {
+  if (links.work == 0) return "";
+  std::string text = "launch links: " + IntText(links.linked) + " of " + IntText(links.work) +
+                     " pieces of GPU work linked to the call that launched them (" + FormatPercent(links.fraction()) + ")";
+  if (links.linked < links.work) text += "; " + IntText(links.work - links.linked) + " without a known launch";
+  return text + "\n";
+}
+
+nlohmann::ordered_json LaunchLinksJson(const analysis::LaunchLinks& links) {
+  return {{"work", links.work}, {"linked", links.linked}, {"fraction", links.fraction()}};
+}
 
 void AddGpuCommands(std::vector<std::unique_ptr<Command>>& commands) {
   commands.push_back(std::make_unique<GpuCommand>());

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -243,6 +244,9 @@ struct ChromeEventFields {
   enum : uint8_t { kNoArgs, kKernelArgs, kTransferArgs } launch_args = kNoArgs;  // of an X event
   KernelArgs kernel_args;
   TransferArgs transfer_args;
+  // args.correlation of a runtime or driver call (or op) and of a sync marker, -1 when none; a
+  // kernel's or copy's is in its kernel_args / transfer_args.
+  int64_t correlation = -1;
 };
 
 struct ChromeEventBatch::Impl {
@@ -372,7 +376,14 @@ struct ChromeEventBatch::Impl {
       }
       return true;
     };
-    if (kind == SliceKind::kKernel) {
+    if (kind == SliceKind::kRuntime || kind == SliceKind::kOp || kind == SliceKind::kSync) {
+      // The id CUPTI gives a runtime or driver call and the GPU work it enqueues alike, and a
+      // synchronising call and the sync it waited in (our own export writes it on the executor
+      // op that launched the work, as our step stats keep it).
+      for (const auto& [key, text] : numbers_) {
+        if (key == "correlation") event.correlation = integer(text, kInt62);
+      }
+    } else if (kind == SliceKind::kKernel) {
       KernelArgs args;
       bool any = event.grid[0] != 0;
       std::copy(event.grid, event.grid + 3, args.grid);
@@ -547,10 +558,12 @@ class ChromeEventImporter::Impl {
     CloseOpenBegins();
     ApplyMetadata();
     HandPendingSlicesToBuilder();
+    const size_t correlation_links = LinkByCorrelation();
     // In trace order from here on (only tracks whose slices came out of time order, as B/E
     // pairs close inner first, move): flows bind by looking slices up by time on their track.
     builder_.SortSlices();
     BindFlows();
+    CheckLaunchFlows(correlation_links);
     for (auto& [key, series] : counters_) builder_.AddCounter(std::move(series));
     return std::move(builder_).Build();
   }
@@ -590,6 +603,11 @@ class ChromeEventImporter::Impl {
         args.slice = slice.position;
         builder_.AddTransferArgs(args);
         transfer_arg_tracks_.push_back(slice.track);
+      }
+      if (event_->correlation > 0) {
+        const bool sync = event_->kind == SliceKind::kSync;
+        (sync ? syncs_ : runtime_calls_).push_back({event_->correlation, slice.position});
+        (sync ? sync_tracks_ : runtime_call_tracks_).push_back(slice.track);
       }
     } else if (phase == 'B') {
       OpenSlice open;
@@ -775,8 +793,12 @@ class ChromeEventImporter::Impl {
     const std::vector<uint32_t> first = pending_.FirstIndices();
     TrackSliceBuffer::Resolve(first, kernel_arg_tracks_, builder_.kernel_args());
     TrackSliceBuffer::Resolve(first, transfer_arg_tracks_, builder_.transfer_args());
+    TrackSliceBuffer::Resolve(first, runtime_call_tracks_, runtime_calls_);
+    TrackSliceBuffer::Resolve(first, sync_tracks_, syncs_);
     FreeStorage(kernel_arg_tracks_);
     FreeStorage(transfer_arg_tracks_);
+    FreeStorage(runtime_call_tracks_);
+    FreeStorage(sync_tracks_);
     pending_.MoveToBuilder();
   }
 
@@ -884,6 +906,80 @@ class ChromeEventImporter::Impl {
         tracks[track].kind = TrackKind::kGpuStream;
       }
     }
+  }
+
+  // GPU work (kernels, copies, memsets) carries the correlation id of the runtime or driver call
+  // that enqueued it, as the call does (args.correlation, CUPTI's id): the launch link, joined as
+  // HolisticTraceAnalysis joins them, whether or not the file has flow events. One call may
+  // enqueue many (cudaGraphLaunch: every kernel of the graph carries its id). A sync marker
+  // (cuda_sync) carries its synchronising call's id, and is linked to it the same way, as Kineto's
+  // flows link it. The links are added as launch flows before the flow events are bound; returns
+  // how many (the first flows).
+  size_t LinkByCorrelation() {
+    if (runtime_calls_.empty()) return 0;
+    std::sort(runtime_calls_.begin(), runtime_calls_.end(),
+              [](const RuntimeCall& a, const RuntimeCall& b) { return a.correlation < b.correlation; });
+    // An id two calls carry (a file joining several processes' records) links nothing: its work
+    // is left to the flow events.
+    for (size_t i = 0; i < runtime_calls_.size();) {
+      size_t j = i + 1;
+      while (j < runtime_calls_.size() && runtime_calls_[j].correlation == runtime_calls_[i].correlation) ++j;
+      if (j - i > 1) stats().Add("runtime_correlation_repeated", static_cast<int64_t>(j - i));
+      i = j;
+    }
+    constexpr int64_t kNotFound = -1, kRepeated = -2;
+    auto call_of = [&](int64_t correlation) -> int64_t {
+      auto it = std::lower_bound(runtime_calls_.begin(), runtime_calls_.end(), correlation,
+                                 [](const RuntimeCall& c, int64_t id) { return c.correlation < id; });
+      if (it == runtime_calls_.end() || it->correlation != correlation) return kNotFound;
+      if (std::next(it) != runtime_calls_.end() && std::next(it)->correlation == correlation) return kRepeated;
+      return it->slice;
+    };
+    const size_t before = builder_.flows().size();
+    auto link = [&](int64_t correlation, uint32_t slice) {
+      if (correlation <= 0) return;
+      const int64_t call = call_of(correlation);
+      if (call < 0) return;
+      builder_.AddFlow(static_cast<uint32_t>(call), slice, FlowKind::kLaunch);
+    };
+    const KernelArgsTable& kernels = builder_.kernel_args_table();
+    for (size_t row = 0; row < kernels.size(); ++row) {
+      const KernelArgs args = kernels[row];
+      link(args.correlation, args.slice);
+    }
+    for (const TransferArgs& args : builder_.transfer_args()) link(args.correlation, args.slice);
+    for (const RuntimeCall& sync : syncs_) link(sync.correlation, sync.slice);
+    FreeStorage(runtime_calls_);
+    FreeStorage(syncs_);
+    return builder_.flows().size() - before;
+  }
+
+  // The launch flows of the file checked against the correlation links (the first
+  // `correlation_links` flows): a flow to work a correlation links is dropped, and counted when
+  // it came from another slice (a flow is bound by time: a 0-µs cudaPeekAtLastError starting in
+  // the µs of the cudaMemsetAsync whose id the memset carries takes its flow). A flow to work
+  // without a correlation link is kept: it is the only link there is.
+  void CheckLaunchFlows(size_t correlation_links) {
+    if (correlation_links == 0) return;
+    std::vector<Flow>& flows = builder_.flows();
+    std::vector<std::pair<uint32_t, uint32_t>> linked;  // (work, call), by work
+    linked.reserve(correlation_links);
+    for (size_t i = 0; i < correlation_links; ++i) linked.emplace_back(uint32_t{flows[i].to_slice}, flows[i].from_slice);
+    std::sort(linked.begin(), linked.end());
+    size_t kept = correlation_links;
+    for (size_t i = correlation_links; i < flows.size(); ++i) {
+      const Flow flow = flows[i];
+      if (flow.kind == FlowKind::kLaunch) {
+        const uint32_t work = flow.to_slice;
+        auto it = std::lower_bound(linked.begin(), linked.end(), std::pair<uint32_t, uint32_t>(work, 0));
+        if (it != linked.end() && it->first == work) {
+          if (it->second != flow.from_slice) stats().Add("launch_flow_other_than_correlation_dropped");
+          continue;
+        }
+      }
+      flows[kept++] = flow;
+    }
+    flows.resize(kept);
   }
 
   // Flows bind to the innermost slice enclosing their timestamp on their thread (the next slice
@@ -1025,7 +1121,7 @@ class ChromeEventImporter::Impl {
     int64_t start_offset : kTimeBits = 0;
     uint64_t start_thread : kThreadBits = 0;
     uint64_t start_enclosing : 1 = 1, start_set : 1 = 0;
-    uint64_t launch : 1 = 0;  // category ac2g: a kernel's or copy's launch
+    uint64_t launch : 1 = 0;  // a launch category (IsLaunchCategory): a kernel's or copy's launch
     int64_t end_offset : kTimeBits = 0;
     uint64_t end_thread : kThreadBits = 0;
     uint64_t end_enclosing : 1 = 1, end_set : 1 = 0, end_final : 1 = 0;
@@ -1053,8 +1149,13 @@ class ChromeEventImporter::Impl {
     }
   };
   static_assert(sizeof(FlowPair) == 16);
-  // Kineto's ac2g flows join a launch (cudaLaunchKernel) to its kernel or copy.
-  bool IsLaunchCategory(StringId category) { return builder_.strings().Get(category) == "ac2g"; }
+  // Kineto's launch flows join a runtime call (cudaLaunchKernel) to its kernel or copy: `ac2g`
+  // from its Chrome logger, `async_cpu_to_gpu` (or the short `async_gpu`) from its generic link
+  // names (plugins, other devices' tracers).
+  bool IsLaunchCategory(StringId category) {
+    const std::string_view name = builder_.strings().Get(category);
+    return name == "ac2g" || name == "async_cpu_to_gpu" || name == "async_gpu";
+  }
 
   struct FlowKey {  // flows match by category and id (numeric ids without a string)
     StringId category;
@@ -1107,6 +1208,16 @@ class ChromeEventImporter::Impl {
   // HandPendingSlicesToBuilder()).
   MappedArray<uint32_t> kernel_arg_tracks_;
   std::vector<uint32_t> transfer_arg_tracks_;
+  // Runtime and driver calls that carry a correlation id: `slice` as kernel args' (a place in
+  // track runtime_call_tracks_[i] until HandPendingSlicesToBuilder(), then a builder index).
+  struct RuntimeCall {
+    int64_t correlation = 0;
+    uint32_t slice = 0;
+  };
+  std::vector<RuntimeCall> runtime_calls_;
+  std::vector<uint32_t> runtime_call_tracks_;
+  std::vector<RuntimeCall> syncs_;  // sync markers with the id of their call, as runtime_calls_
+  std::vector<uint32_t> sync_tracks_;
   std::map<std::string, std::string> process_labels_;  // pid -> "GPU 0" (process_labels)
 };
 

@@ -19,6 +19,7 @@ class PerfettoExporter {
   std::string Run() {
     out_.reserve(trace_.slices().size() * 160 + 4096);
     AssignIds();
+    LaunchCorrelations();
     json_.Raw("{\"traceEvents\":[");
     EmitMetadata();
     EmitSlices();
@@ -180,6 +181,7 @@ class PerfettoExporter {
     }
     KernelArgsJson(index);
     TransferArgsJson(index, s);
+    LauncherCorrelationJson(index);
     FreeArgsJson(index);
     const tf::NodeExecStats* node = nodes_.Get(index);
     if (node == nullptr) return;
@@ -263,13 +265,54 @@ class PerfettoExporter {
     }
   }
 
-  // Memsets (copies have their bytes written with the memcpy details).
+  // Memsets' bytes (copies have theirs written with the memcpy details); the correlation id of
+  // both, as the PyTorch profiler writes it.
   void TransferArgsJson(uint32_t index, const Slice& s) {
-    if (s.kind != SliceKind::kMemset) return;
     const TransferArgs* args = trace_.transfer_args(index);
-    if (args == nullptr || args->bytes < 0) return;
-    json_.Raw(",\"bytes\":");
-    json_.Int(args->bytes);
+    if (args == nullptr) return;
+    if (s.kind == SliceKind::kMemset && args->bytes >= 0) {
+      json_.Raw(",\"bytes\":");
+      json_.Int(args->bytes);
+    }
+    if (args->correlation >= 0) {
+      json_.Raw(",\"correlation\":");
+      json_.Int(args->correlation);
+    }
+  }
+
+  // The correlation id of the work a slice launched, on the launching slice (Kineto's runtime
+  // call), so that a reader joins them by id as well as by the flow: from the launch flows' work.
+  // A call launching several pieces of work (a graph) has one id for all; a slice whose work
+  // carries several ids (an executor op launching kernels one by one) gets none: the flows link it.
+  void LaunchCorrelations() {
+    for (const Flow& flow : trace_.flows()) {
+      if (flow.kind != FlowKind::kLaunch) continue;
+      int64_t correlation = -1;
+      if (const std::optional<KernelArgs> args = trace_.kernel_args(flow.to_slice)) correlation = args->correlation;
+      if (const TransferArgs* args = trace_.transfer_args(flow.to_slice)) correlation = args->correlation;
+      if (const tf::NodeExecStats* node = nodes_.Get(flow.to_slice); correlation < 0 && node != nullptr &&
+                                                                      node->correlation_id() != 0) {
+        correlation = static_cast<int64_t>(node->correlation_id());
+      }
+      if (correlation > 0) launcher_correlation_.emplace_back(flow.from_slice, correlation);
+    }
+    std::sort(launcher_correlation_.begin(), launcher_correlation_.end());
+    launcher_correlation_.erase(std::unique(launcher_correlation_.begin(), launcher_correlation_.end()),
+                                launcher_correlation_.end());
+    // Slices left with two ids or more: none.
+    for (size_t i = 0; i + 1 < launcher_correlation_.size(); ++i) {
+      if (launcher_correlation_[i].first == launcher_correlation_[i + 1].first) {
+        launcher_correlation_[i].second = launcher_correlation_[i + 1].second = -1;
+      }
+    }
+  }
+  void LauncherCorrelationJson(uint32_t index) {
+    auto it = std::lower_bound(launcher_correlation_.begin(), launcher_correlation_.end(), index,
+                               [](const auto& entry, uint32_t slice) { return entry.first < slice; });
+    if (it == launcher_correlation_.end() || it->first != index || it->second < 0) return;
+    if (const tf::NodeExecStats* node = nodes_.Get(index); node != nullptr && node->correlation_id() != 0) return;
+    json_.Raw(",\"correlation\":");
+    json_.Int(it->second);
   }
 
   // Counters are process-scoped: each allocator goes on its device's process.
@@ -312,7 +355,8 @@ class PerfettoExporter {
       // A flow must not go back in time: dataflow into an op that started before its producer
       // ended (TF µs rounding) is drawn from the producer's start instead.
       const int64_t from_ts = std::min(InsideEnd(from), std::max(InsideStart(to), from.start_ns));
-      const char* cat = flow.kind == FlowKind::kLaunch ? "launch" : "dataflow";
+      // Launch flows under Kineto's category, which readers (ours, HTA, Perfetto) take as launches.
+      const char* cat = flow.kind == FlowKind::kLaunch ? "ac2g" : "dataflow";
       ++id;
       for (int end = 0; end < 2; ++end) {
         const Slice& s = end == 0 ? from : to;
@@ -350,6 +394,7 @@ class PerfettoExporter {
   bool first_event_ = true;
   std::vector<int32_t> pid_, tid_;
   std::vector<bool> emitted_;
+  std::vector<std::pair<uint32_t, int64_t>> launcher_correlation_;  // (launching slice, id), by slice
   std::vector<uint32_t> processes_, lanes_;
   std::map<int32_t, int32_t> threads_in_process_;
 };

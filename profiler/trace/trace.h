@@ -382,6 +382,7 @@ class TraceBuilder {
   void AddKernelArgs(const KernelArgs& args) { trace_.kernel_args_.Add(args); }
   void AddTransferArgs(const TransferArgs& args) { trace_.transfer_args_.push_back(args); }
   MappedArray<KernelArgsTable::Row>& kernel_args() { return trace_.kernel_args_.rows(); }
+  const KernelArgsTable& kernel_args_table() const { return trace_.kernel_args_; }
   std::vector<TransferArgs>& transfer_args() { return trace_.transfer_args_; }
   std::vector<SliceArg>& slice_args() { return trace_.slice_args_; }
   // A free-form argument of a slice added before.

@@ -354,6 +354,49 @@ TEST(AnnotationTimeTest, NameScopesOfTheLaunchingOpWithoutAnnotations) {
   EXPECT_EQ(r.unannotated_work, 1);  // "loss" has no scope
 }
 
+// tests/data/kineto_links/autograd_thread.json: "## backward ##" on the main thread; the autograd
+// thread launches three kernels (10 + 20 + 30 us) inside it with no annotation of its own; the
+// main thread launches one (5 us) in "## forward ##".
+TEST(AnnotationTimeTest, WorkLaunchedOnAnotherThreadCountsForItsAnnotation) {
+  auto read = trace::ReadTrace(stepscope::testing::DataPath("kineto_links/autograd_thread.json"));
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  const AnnotationReport r = ComputeAnnotationTime({GpuInput{&*read, {}}});
+  EXPECT_EQ(r.work, 4);
+  EXPECT_EQ(r.unannotated_work, 0);
+  EXPECT_EQ(r.unlinked_work, 0);
+  EXPECT_EQ(r.other_thread_work, 3);
+  EXPECT_EQ(r.gpu_annotation_work, 0);
+  EXPECT_EQ(r.links.work, 4);
+  EXPECT_EQ(r.links.linked, 4);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].path, (std::vector<std::string>{"## backward ##"}));
+  EXPECT_EQ(r.rows[0].work, 3);
+  EXPECT_EQ(r.rows[0].gpu_ns, 60'000);
+  EXPECT_EQ(r.rows[0].instances, 1);
+  EXPECT_EQ(r.rows[0].cpu_ns, 4'000'000);
+  EXPECT_EQ(r.rows[1].path, (std::vector<std::string>{"## forward ##"}));
+  EXPECT_EQ(r.rows[1].work, 1);
+  EXPECT_EQ(r.rows[1].gpu_ns, 5'000);
+}
+
+// The same trace with the profiler's gpu_user_annotation spans on the stream: the work counts for
+// the spans around it there, as PyTorch attributes it, and the host spans give count and cpu.
+TEST(AnnotationTimeTest, GpuUserAnnotationSpansAttributeTheWorkInside) {
+  auto read = trace::ReadTrace(stepscope::testing::DataPath("kineto_links/gpu_user_annotation.json"));
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  const AnnotationReport r = ComputeAnnotationTime({GpuInput{&*read, {}}});
+  EXPECT_EQ(r.work, 4);
+  EXPECT_EQ(r.gpu_annotation_work, 4);
+  EXPECT_EQ(r.other_thread_work, 0);
+  EXPECT_EQ(r.unannotated_work, 0);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].path, (std::vector<std::string>{"## backward ##"}));
+  EXPECT_EQ(r.rows[0].work, 3);
+  EXPECT_EQ(r.rows[0].gpu_ns, 60'000);
+  EXPECT_EQ(r.rows[0].instances, 1);
+  EXPECT_EQ(r.rows[1].work, 1);
+}
+
 // Stream: A B C A B C A B C D with a copy between the second A and B (skipped over); A A A A A on
 // another stream holds one AAA (occurrences do not overlap).
 TEST(KernelPatternsTest, SequencesKnownByConstruction) {
@@ -482,6 +525,32 @@ TEST_F(AlexNetGpuTest, LaunchesMatchRecountAndHta) {
   ASSERT_FALSE(r.by_op.empty());
   EXPECT_EQ(r.by_op[0].op, "aten::cudnn_convolution");
   EXPECT_EQ(r.by_op[0].launches, 31);
+}
+
+// With its flow events removed, the trace links by correlation id alone: idle and annotations
+// give the same answers (the AlexNet file's ac2g flows agree with every id).
+TEST_F(AlexNetGpuTest, SameAnswersWithoutFlowEvents) {
+  auto read = trace::ReadTrace(stepscope::testing::DataPath("kineto_links/alexnet_no_flows.json.gz"));
+  ASSERT_TRUE(read.ok());
+  const trace::Trace& bare = *read;
+  const IdleReport a = ComputeIdle({GpuInput{trace_, {}}}), b = ComputeIdle({GpuInput{&bare, {}}});
+  EXPECT_EQ(a.links.work, 98);
+  EXPECT_EQ(a.links.linked, 98);
+  EXPECT_EQ(b.links.linked, 98);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(a.by_cause[c].count, b.by_cause[c].count) << c;
+    EXPECT_EQ(a.by_cause[c].total_ns, b.by_cause[c].total_ns) << c;
+  }
+  EXPECT_EQ(b.by_cause[static_cast<int>(IdleCause::kHostWait)].count, 36 + 4);
+  EXPECT_EQ(b.by_cause[static_cast<int>(IdleCause::kOther)].count, 0);
+  const AnnotationReport x = ComputeAnnotationTime({GpuInput{trace_, {}}});
+  const AnnotationReport y = ComputeAnnotationTime({GpuInput{&bare, {}}});
+  ASSERT_EQ(x.rows.size(), y.rows.size());
+  for (size_t i = 0; i < x.rows.size(); ++i) {
+    EXPECT_EQ(x.rows[i].path, y.rows[i].path);
+    EXPECT_EQ(x.rows[i].work, y.rows[i].work);
+  }
+  EXPECT_EQ(y.unlinked_work, 0);
 }
 
 // Recount: kernels, copies and memsets joined to their cuda_runtime call by correlation, the call

@@ -90,6 +90,32 @@ TEST(GpuCommandsTest, TensorFlowStep) {
                 annotations["unlinked_work"].get<int64_t>());
 }
 
+// Every command that follows launches says how much GPU work it linked, in text and JSON; a trace
+// without flow events links by correlation id (tests/data/kineto_links/alexnet_no_flows.json.gz).
+TEST(GpuCommandsTest, LaunchLinksAreReported) {
+  const std::string bare = DataPath("kineto_links/alexnet_no_flows.json.gz");
+  for (const char* command : {"idle", "launches", "annotations", "kernel-patterns", "critical-path"}) {
+    const Json doc = JsonOf({command, bare, "--json"});
+    const Json& links = std::string(command) == "critical-path" ? doc["traces"][0]["launch_links"] : doc["launch_links"];
+    ASSERT_TRUE(links.is_object()) << command << "\n" << doc.dump(2).substr(0, 400);
+    // kernel-patterns counts kernels only: 79 of the 98 pieces of work.
+    const int64_t work = std::string(command) == "kernel-patterns" ? 79 : 98;
+    EXPECT_EQ(links["work"], work) << command;
+    EXPECT_EQ(links["linked"], work) << command;
+    EXPECT_DOUBLE_EQ(links["fraction"].get<double>(), 1.0) << command;
+    const CliResult text = RunStepscope({command, bare});
+    ASSERT_EQ(text.code, 0) << text.err;
+    EXPECT_NE(text.out.find(std::string(command) == "launches" ? "98 launches linked of 98" : "launch links: "),
+              std::string::npos)
+        << command << "\n" << text.out;
+  }
+  const CliResult partial = RunStepscope({"idle", DataPath("kineto_links/correlation_only.json")});
+  EXPECT_NE(partial.out.find("launch links: 4 of 5 pieces of GPU work linked to the call that launched them (80.0%); "
+                             "1 without a known launch"),
+            std::string::npos)
+      << partial.out;
+}
+
 TEST(GpuCommandsTest, TextOutput) {
   const CliResult annotations = RunStepscope({"annotations", AlexNet(), "--depth", "2"});
   ASSERT_EQ(annotations.code, 0) << annotations.err;

@@ -445,7 +445,8 @@ void DocumentView::ShowAttribution() {
   const analysis::AnnotationReport& r = analysis_->annotations;
   const analysis::KernelPatternReport& k = analysis_->kernel_patterns;
   attribution_caption_->setText(
-      tr("GPU work %1 (%2): outside every annotation %3 (%4), without a known launch %5 (%6). "
+      tr("GPU work %1 (%2): outside every annotation %3 (%4), not attributed (no annotation on its stream, "
+         "launch unknown) %5 (%6). "
          "Kernel sequences of %7 among %8 kernels: %9 occur at least twice.")
           .arg(r.work).arg(Exact(r.gpu_ns))
           .arg(r.unannotated_work).arg(Exact(r.unannotated_gpu_ns))
