@@ -317,8 +317,7 @@ StreamStats ComputeStreamStats(const Trace& trace, size_t gaps) {
     // Work on a GPU stream is kernels, copies and memsets; on other lanes every slice but
     // annotations and sync markers. Those get rows of their own, never counted as busy.
     const TrackKind lane_kind = tracks[group.front()].kind;
-    const bool gpu = lane_kind == TrackKind::kGpuStream || lane_kind == TrackKind::kGpuAllStreams ||
-                     lane_kind == TrackKind::kGpuMemcpy;
+    const bool gpu = trace::IsGpuLane(lane_kind);
     std::vector<uint32_t> work, annotations, syncs, other;
     // Counted first, then gathered into lists of exactly that size: a host thread of tens of
     // millions of slices grew its list by copies (the peak of `streams` on big traces).

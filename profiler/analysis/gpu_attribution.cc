@@ -101,10 +101,7 @@ class AnnotationTree {
 };
 
 // GPU lanes launch nothing; their annotations (Kineto's gpu_user_annotation) mirror the host's.
-bool LaunchesNothing(trace::TrackKind kind) {
-  return kind == trace::TrackKind::kGpuStream || kind == trace::TrackKind::kGpuAllStreams ||
-         kind == trace::TrackKind::kGpuMemcpy;
-}
+bool LaunchesNothing(trace::TrackKind kind) { return trace::IsGpuLane(kind); }
 
 // The annotation node in effect where each slice of the launching tracks runs (its own node for
 // an annotation), 4 bytes a slice of those tracks only, and no table at all where no track holds

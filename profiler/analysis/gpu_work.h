@@ -13,19 +13,11 @@
 
 namespace stepscope::analysis {
 
-// GPU lanes as the summary takes them: streams, and TensorFlow's aggregate lanes (whose repeats
-// are flagged duplicate and skipped slice by slice, so a trace with only aggregates still counts).
-inline bool IsGpuLane(trace::TrackKind kind) {
-  return kind == trace::TrackKind::kGpuStream || kind == trace::TrackKind::kGpuAllStreams ||
-         kind == trace::TrackKind::kGpuMemcpy;
-}
-
-// A GPU lane of a GPU: TensorFlow's and our CPU devices have a /memcpy lane too, whose copies are
-// the host's (a device track named CPU is no GPU).
+// GPU lanes as the summary takes them (trace::IsGpuLane): streams, and TensorFlow's aggregate
+// lanes (whose repeats are flagged duplicate and skipped slice by slice, so a trace with only
+// aggregates still counts). A CPU device's /memcpy lane is the host's (kHostMemcpy, on import).
 inline bool IsGpuDeviceLane(const trace::Trace& trace, uint32_t track) {
-  if (!IsGpuLane(trace.tracks()[track].kind)) return false;
-  const int32_t device = trace.DeviceOf(track);
-  return device < 0 || trace.str(trace.tracks()[static_cast<size_t>(device)].name).find("CPU") == std::string_view::npos;
+  return trace::IsGpuLane(trace.tracks()[track].kind);
 }
 
 // True when `start` lies in one of the input's windows (or the input has none).

@@ -15,17 +15,9 @@ namespace stepscope::analysis {
 
 using trace::Slice;
 using trace::Trace;
-using trace::TrackKind;
 
 const char* WhereOfTrack(const Trace& trace, uint32_t track) {
-  switch (trace.tracks()[track].kind) {
-    case TrackKind::kGpuStream:
-    case TrackKind::kGpuAllStreams:
-    case TrackKind::kGpuMemcpy:
-      return "device";
-    default:
-      return "host";
-  }
+  return trace::IsGpuLane(trace.tracks()[track].kind) ? "device" : "host";
 }
 
 double Percentile(const std::vector<int64_t>& sorted, double fraction) {

@@ -140,9 +140,7 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
     int32_t physical = trace.DeviceOf(t);
     if (physical < 0) physical = static_cast<int32_t>(t);
     // Host-side op lanes and GPU stream lanes of one device are separate resources.
-    const bool gpu = tracks[t].kind == TrackKind::kGpuStream ||
-                     tracks[t].kind == TrackKind::kGpuAllStreams ||
-                     tracks[t].kind == TrackKind::kGpuMemcpy;
+    const bool gpu = trace::IsGpuLane(tracks[t].kind);
     const int32_t usage_key = physical * 2 + (gpu ? 1 : 0);
     for (const Slice& s : lane) {
       if (s.duplicate()) continue;

@@ -42,6 +42,9 @@ enum : uint32_t { kRealtime = 1, kBoottime = 6, kSequenceClock = 64 };
 namespace track_descriptor {
 enum : uint32_t { kUuid = 1, kName = 2, kProcess = 3, kThread = 4, kParentUuid = 5, kCounter = 8, kStaticName = 10,
                   kChildOrdering = 11, kSiblingOrderRank = 12 };
+// stepscope's own field (Perfetto skips it): the lane's TrackKindName, so a reader need not guess
+// what a lane is from its name and depth.
+enum : uint32_t { kStepscopeTrackKind = 1000 };
 enum : uint32_t { kChildOrderingExplicit = 3 };
 }  // namespace track_descriptor
 namespace process_descriptor { enum : uint32_t { kPid = 1, kProcessName = 6 }; }
@@ -310,6 +313,7 @@ class ProtoExporter {
     }
     wire::Varint(out_, track_descriptor::kChildOrdering, track_descriptor::kChildOrderingExplicit);
     wire::Varint(out_, track_descriptor::kSiblingOrderRank, static_cast<uint64_t>(static_cast<int64_t>(track.sort_index)));
+    wire::Bytes(out_, track_descriptor::kStepscopeTrackKind, TrackKindName(track.kind));
   }
 
   uint64_t sequence_pid(uint32_t track) const { return uint64_t{track} + 1; }
@@ -912,7 +916,10 @@ SliceKind KindOfExportedCategory(std::string_view category) {
                          SliceKind::kSync}) {
     if (SliceKindName(kind) == category) return kind;
   }
-  if (category == "kernel" || category == "gpu_memcpy") return SliceKind::kKernel;
+  // Categories other writers use (Kineto's names kept by a converter).
+  if (category == "kernel" || category == "Kernel") return SliceKind::kKernel;
+  if (category == "gpu_memcpy" || category == "Memcpy") return SliceKind::kMemcpy;
+  if (category == "gpu_memset" || category == "Memset") return SliceKind::kMemset;
   return SliceKind::kOther;
 }
 
@@ -1223,6 +1230,7 @@ class ProtoImporter {
     bool has_parent = false, counter = false, process = false, incremental = false;
     std::string name;
     int64_t rank = 0, value_unit = 1;
+    std::optional<TrackKind> kind;
     while (reader.Next(f)) {
       switch (f.number) {
         case track_descriptor::kUuid: uuid = f.value; break;
@@ -1247,6 +1255,9 @@ class ProtoImporter {
           break;
         }
         case track_descriptor::kSiblingOrderRank: rank = static_cast<int64_t>(f.value); break;
+        case track_descriptor::kStepscopeTrackKind:
+          if (f.type == wire::kLength) kind = TrackKindOfName(Text(f.bytes));
+          break;
         case track_descriptor::kProcess:
         case track_descriptor::kThread: {
           if (f.type != wire::kLength) break;
@@ -1276,6 +1287,7 @@ class ProtoImporter {
     d.counter_unit = value_unit;
     d.process = process;
     d.rank = rank;
+    d.kind = kind;
     return Status::Ok();
   }
 
@@ -1288,6 +1300,7 @@ class ProtoImporter {
     bool process = false;
     int64_t rank = 0;
     std::string name;
+    std::optional<TrackKind> kind;  // as our writer names it; other producers' lanes are guessed
   };
 
   // The Trace track of a Perfetto track (created with its ancestors on first use).
@@ -1309,14 +1322,19 @@ class ProtoImporter {
     track.parent = parent;
     track.name = builder_.Intern(name);
     track.full_name = track.name;
-    if (level == 0) {
+    if (d != described_.end() && d->second.kind) {
+      track.kind = *d->second.kind;
+    } else if (level == 0) {
       track.kind = TrackKind::kHost;
     } else if (level == 1) {
       track.kind = TrackKind::kDevice;
     } else if (name.find("stream:all") != std::string::npos) {
       track.kind = TrackKind::kGpuAllStreams;
     } else if (name.find("memcpy") != std::string::npos) {
-      track.kind = TrackKind::kGpuMemcpy;
+      // A CPU device's /memcpy lane holds the host's copies; a GPU's repeats its streams'.
+      const std::string_view device =
+          parent >= 0 ? builder_.strings().Get(builder_.tracks()[static_cast<size_t>(parent)].name) : "";
+      track.kind = device.find("CPU") != std::string_view::npos ? TrackKind::kHostMemcpy : TrackKind::kGpuMemcpy;
     } else if (name.find("stream") != std::string::npos || name.find("Stream") != std::string::npos) {
       track.kind = TrackKind::kGpuStream;
     } else if (name.find("comm") != std::string::npos || name.find("collective") != std::string::npos) {

@@ -40,11 +40,13 @@ int LaneSortKey(const TfDeviceName& name) {
   return 0;
 }
 
-TrackKind LaneTrackKind(TfLaneKind kind) {
-  switch (kind) {
+// A CPU device's /memcpy lane (our CPU towers copy between devices there) holds copies the host
+// made, recorded nowhere else: host work, not a GPU tracer's repeat lane.
+TrackKind LaneTrackKind(const TfDeviceName& name) {
+  switch (name.kind) {
     case TfLaneKind::kExecutor: return TrackKind::kOpLane;
     case TfLaneKind::kStream: return TrackKind::kGpuStream;
-    case TfLaneKind::kMemcpy: return TrackKind::kGpuMemcpy;
+    case TfLaneKind::kMemcpy: return name.device.starts_with("CPU") ? TrackKind::kHostMemcpy : TrackKind::kGpuMemcpy;
     case TfLaneKind::kAllStreams: return TrackKind::kGpuAllStreams;
   }
   return TrackKind::kOther;
@@ -203,7 +205,7 @@ class Importer {
         lane.name = builder_.Intern(lane_name);
         lane.full_name = builder_.Intern(device.device());
         lane.parent = static_cast<int32_t>(device_track);
-        lane.kind = LaneTrackKind(name.kind);
+        lane.kind = LaneTrackKind(name);
         lane.sort_index = LaneSortKey(name) * 1000 + static_cast<int32_t>(thread_tracks.size());
         lane.thread_id = gpu_lane ? -1 : thread_id;
         lane.source_device = d;

@@ -20,10 +20,20 @@ std::string_view TrackKindName(TrackKind kind) {
     case TrackKind::kGpuStream: return "gpu_stream";
     case TrackKind::kGpuAllStreams: return "gpu_all_streams";
     case TrackKind::kGpuMemcpy: return "gpu_memcpy";
+    case TrackKind::kHostMemcpy: return "host_memcpy";
     case TrackKind::kCollective: return "collective";
     case TrackKind::kOther: return "other";
   }
   return "other";
+}
+
+std::optional<TrackKind> TrackKindOfName(std::string_view name) {
+  for (TrackKind kind : {TrackKind::kHost, TrackKind::kDevice, TrackKind::kOpLane, TrackKind::kGpuStream,
+                         TrackKind::kGpuAllStreams, TrackKind::kGpuMemcpy, TrackKind::kHostMemcpy,
+                         TrackKind::kCollective, TrackKind::kOther}) {
+    if (TrackKindName(kind) == name) return kind;
+  }
+  return std::nullopt;
 }
 
 std::string_view SliceKindName(SliceKind kind) {

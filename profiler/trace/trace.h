@@ -48,11 +48,18 @@ enum class TrackKind : uint8_t {
   kOpLane,         // executor ops of a device (one lane per thread, more where ops overlap)
   kGpuStream,      // kernels and copies the GPU tracer saw on one stream
   kGpuAllStreams,  // TensorFlow's /stream:all aggregate: every kernel once more
-  kGpuMemcpy,      // TensorFlow's /memcpy lane: every copy once more
+  kGpuMemcpy,      // TensorFlow's /memcpy lane of a GPU: every copy once more
+  kHostMemcpy,     // the /memcpy lane of a CPU device: copies the host made (their only record)
   kCollective,     // communication lane
   kOther,
 };
 std::string_view TrackKindName(TrackKind kind);
+std::optional<TrackKind> TrackKindOfName(std::string_view name);  // the inverse; none when unknown
+// A lane of a GPU's tracer: its streams and TensorFlow's aggregate lanes (whose repeats are
+// flagged duplicate). The work on them is the device's; every other lane's is the host's.
+inline bool IsGpuLane(TrackKind kind) {
+  return kind == TrackKind::kGpuStream || kind == TrackKind::kGpuAllStreams || kind == TrackKind::kGpuMemcpy;
+}
 
 struct Track {
   StringId name = 0;       // short display name: "GPU:0", "stream:14", "ops (thread 3)"

@@ -305,15 +305,16 @@ TEST(PerfettoProtoTest, ReadsItsOwnOutputBack) {
     ASSERT_TRUE(back.ok()) << back.status().message();
     EXPECT_EQ(back->source_format(), SourceFormat::kPerfettoProto);
     EXPECT_EQ(back->epoch_ns() + back->span_begin_ns(), source.epoch_ns() + source.span_begin_ns());
-    std::multiset<std::tuple<int64_t, int64_t, std::string, std::string, SliceKind>> want, got;
+    // Each slice with its kind and its lane's kind (a GPU stream stays one, a host lane too).
+    std::multiset<std::tuple<int64_t, int64_t, std::string, std::string, SliceKind, TrackKind>> want, got;
     for (const Slice& s : source.slices()) {
       if (s.duplicate()) continue;
       want.insert({source.epoch_ns() + s.start_ns, s.dur_ns, std::string(source.str(source.slice_name(s))),
-                   std::string(source.str(source.slice_op_type(s))), s.kind});
+                   std::string(source.str(source.slice_op_type(s))), s.kind, source.tracks()[s.track].kind});
     }
     for (const Slice& s : back->slices()) {
       got.insert({back->epoch_ns() + s.start_ns, s.dur_ns, std::string(back->str(back->slice_name(s))),
-                  std::string(back->str(back->slice_op_type(s))), s.kind});
+                  std::string(back->str(back->slice_op_type(s))), s.kind, back->tracks()[s.track].kind});
     }
     EXPECT_EQ(got.size(), want.size());
     EXPECT_TRUE(got == want);
