@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/file_io.h"
 #include "profiler/trace/chrome_json_reader.h"
 #include "profiler/trace/reader.h"
 #include "profiler/trace/truncation.h"
+#include "profiler/trace/writer.h"
 #include "test_util.h"
 
 namespace stepscope::trace {
@@ -59,10 +61,10 @@ size_t EventsEndingBy(const std::vector<size_t>& ends, size_t offset) {
 }
 
 // What zlib inflates from a gzip file's first bytes: the decompressed bytes a cut leaves.
-size_t InflatedBytes(std::string_view gz) {
+size_t InflatedBytes(std::string_view gz, size_t most) {
   z_stream stream{};
   EXPECT_EQ(inflateInit2(&stream, 16 + MAX_WBITS), Z_OK);
-  std::string out(size_t{1} << 20, '\0');
+  std::string out(most + 1, '\0');
   stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
   stream.avail_in = static_cast<uInt>(gz.size());
   stream.next_out = reinterpret_cast<Bytef*>(out.data());
@@ -176,7 +178,7 @@ TEST(TruncatedInputTest, EveryCutOfAGzipFileIsAnErrorWithItsOffset) {
     const std::string& message = trace.status().message();
     EXPECT_EQ(message.rfind(path + ": ", 0), 0u) << message;
     if (cut < 2) continue;  // not even the gzip magic: not known as gzip
-    const size_t inflated = InflatedBytes(std::string_view(*gz).substr(0, cut));
+    const size_t inflated = InflatedBytes(std::string_view(*gz).substr(0, cut), json.size());
     EXPECT_NE(message.find("the compressed file ends early"), std::string::npos) << message;
     EXPECT_NE(message.find("at byte " + std::to_string(inflated) + " of the decompressed content"), std::string::npos)
         << message;
@@ -214,11 +216,22 @@ TEST(TruncatedInputTest, AGzipCutIsAnErrorInEveryFormat) {
   ASSERT_TRUE(gz.ok());
   const std::string path = dir + "/quirks.pbtxt.gz";
   WriteBytes(path, std::string_view(*gz).substr(0, gz->size() - 4));  // the length in the trailer cut
-  for (bool allow : {false, true}) {
-    auto trace = ReadTrace(path, {.allow_truncated = allow});
-    ASSERT_FALSE(trace.ok());
-    EXPECT_EQ(trace.status().message(), path + ": the compressed file ends early: its gzip stream stops at byte " +
-                                            std::to_string(pbtxt->size()) + " of the decompressed content");
+  // Perfetto protobuf streams through its own reader: the same, with every packet whole.
+  auto alexnet = ReadTrace(testing::DataPath("pytorch_kineto_alexnet_train.json.gz"));
+  ASSERT_TRUE(alexnet.ok());
+  auto pftrace = Serialize(*alexnet, OutputFormat::kPerfettoProto);
+  ASSERT_TRUE(pftrace.ok());
+  auto pftrace_gz = Gzip(*pftrace);
+  ASSERT_TRUE(pftrace_gz.ok());
+  const std::string perfetto = dir + "/alexnet.pftrace.gz";
+  WriteBytes(perfetto, std::string_view(*pftrace_gz).substr(0, pftrace_gz->size() - 4));
+  for (const auto& [file, size] : {std::pair{path, pbtxt->size()}, std::pair{perfetto, pftrace->size()}}) {
+    for (bool allow : {false, true}) {
+      auto trace = ReadTrace(file, {.allow_truncated = allow});
+      ASSERT_FALSE(trace.ok()) << file;
+      EXPECT_EQ(trace.status().message(), file + ": the compressed file ends early: its gzip stream stops at byte " +
+                                              std::to_string(size) + " of the decompressed content");
+    }
   }
 }
 

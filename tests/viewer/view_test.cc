@@ -487,6 +487,7 @@ class ViewTest : public QObject {
     window_->loader()->WaitForIdle();
     QCOMPARE(window_->document_count(), before);
     QVERIFY2(window_->errors().back().startsWith(cut + ": the compressed file ends early"), qPrintable(window_->errors().back()));
+    QVERIFY(window_->errors().back().endsWith("(File > Read Traces Cut Short up to the Cut)"));
     window_->SetAllowTruncated(true);
     window_->Open({cut});
     window_->loader()->WaitForIdle();
@@ -508,6 +509,27 @@ class ViewTest : public QObject {
     window_->ShowDocument(0);
     QCOMPARE(window_->windowTitle(), QString("stepscope-view"));
     QVERIFY(window_->document(0)->truncation_banner() == nullptr);
+
+    // A directory holding it opens as one merged timeline only when allowed, naming that file.
+    const QString dir = scratch_ + "/truncated_dir";
+    QDir().mkpath(dir);
+    QFile::copy(cut, dir + "/t.json.gz");
+    QFile::copy(QString::fromStdString(testing::DataPath("analysis/kineto_small.json")), dir + "/whole.json");
+    window_->Open({dir});
+    window_->loader()->WaitForIdle();
+    QCOMPARE(window_->document_count(), before + 1);
+    QVERIFY2(window_->errors().back().contains("nothing from this merge was opened"), qPrintable(window_->errors().back()));
+    window_->SetAllowTruncated(true);
+    window_->Open({dir});
+    window_->loader()->WaitForIdle();
+    window_->SetAllowTruncated(false);
+    QCOMPARE(window_->document_count(), before + 2);
+    DocumentView* merged = window_->current_document();
+    QVERIFY(merged->document().rank_merge() != nullptr);
+    QCOMPARE(merged->document().truncations().size(), size_t{1});
+    QCOMPARE(QString::fromStdString(merged->document().truncations().front().file), dir + "/t.json.gz");
+    QVERIFY(merged->truncation_banner() != nullptr);
+    QVERIFY(window_->windowTitle().startsWith("TRUNCATED at byte "));
   }
 
   // A big file (here: over 1 MB) shows a preview of its start (its first 1 MB) while the rest

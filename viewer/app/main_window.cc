@@ -498,7 +498,10 @@ void MainWindow::ShowDocument(int i) {
   if (DocumentView* doc = document(i)) tabs_->setCurrentWidget(doc);
 }
 
-void MainWindow::ReportError(const QString& message) {
+void MainWindow::ReportError(const QString& message_text) {
+  QString message = message_text;
+  // The reader names the command-line flag; here it is also a menu item.
+  if (message.contains("--allow-truncated")) message += tr(" (File > Read Traces Cut Short up to the Cut)");
   errors_.push_back(message);
   statusBar()->showMessage(message);
   if (!interactive_) return;

@@ -83,7 +83,7 @@ class MainWindow : public QMainWindow {
  private:
   void BuildMenus();
   void BuildSearchBar();
-  void ReportError(const QString& message);
+  void ReportError(const QString& message_text);
   void AddRecent(const QString& path);
   void RebuildRecentMenu();
   void RunSearch();
