@@ -38,8 +38,8 @@ class Command {
   std::string Help() const {
     return "usage: stepscope " + name() + " " + synopsis() + "\n\n" + description() + "\n\nflags:\n" +
            FlagHelp(all_flags()) +
-           "\nexit codes: 0 ok, 1 runtime failure, 2 usage or bad input (a trace cut short included)" +
-           more_exit_codes() + "\n";
+           "\nexit codes: 0 ok, 1 runtime failure, 2 usage or bad input" +
+           (reads_traces() ? " (a trace file cut short included)" : "") + more_exit_codes() + "\n";
   }
 
   // --allow-truncated: RunCli reads every trace cut short up to its cut and says so first in the
