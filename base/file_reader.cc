@@ -127,6 +127,7 @@ StatusOr<size_t> FileReader::Read(std::span<char> out) {
       raw_ended_ = n == 0;
       written += n;
     }
+    bytes_read_ += static_cast<int64_t>(written);
     return written;
   }
   while (written < out.size()) {
@@ -146,6 +147,7 @@ StatusOr<size_t> FileReader::Read(std::span<char> out) {
       break;
     }
   }
+  bytes_read_ += static_cast<int64_t>(written);
   return written;
 }
 

@@ -66,6 +66,8 @@ class FileReader {
   int64_t size_on_disk() const { return size_on_disk_; }
   // Bytes read from disk so far (compressed ones for gzip), against size_on_disk() for progress.
   int64_t disk_bytes_read() const { return disk_bytes_read_; }
+  // Content bytes (inflated ones for gzip) Read has returned so far.
+  int64_t bytes_read() const { return bytes_read_; }
 
  private:
   FileReader(std::string path, int fd, int64_t size_on_disk);
@@ -76,6 +78,7 @@ class FileReader {
   int fd_ = -1;
   int64_t size_on_disk_ = 0;
   int64_t disk_bytes_read_ = 0;
+  int64_t bytes_read_ = 0;
   bool sniffed_ = false;  // the first bytes were looked at for the gzip magic
   std::unique_ptr<char[]> raw_;  // compressed bytes waiting for inflate (or the sniffed prefix)
   size_t raw_capacity_ = 0;

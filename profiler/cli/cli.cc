@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "base/file_io.h"
 #include "profiler/cli/command.h"
@@ -9,6 +11,7 @@
 #include "profiler/cli/rank_commands.h"
 #include "base/flags.h"
 #include "profiler/trace/reader.h"
+#include "profiler/trace/truncation.h"
 #include "profiler/trace/writer.h"
 
 namespace stepscope::cli {
@@ -95,6 +98,7 @@ class FormatsCommand : public Command {
   std::vector<FlagSpec> flags() const override { return {{"json", "", "machine-readable output"}}; }
   size_t min_positional() const override { return 0; }
   size_t max_positional() const override { return 0; }
+  bool reads_traces() const override { return false; }
 
   Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
     if (args.Has("json")) {
@@ -144,6 +148,38 @@ std::vector<std::unique_ptr<Command>> AllCommands() {
   return commands;
 }
 
+// The output of a command run with --allow-truncated that read a trace cut short, saying so
+// first: a --json document gets the top-level key "truncated" (after "schema"), a list of
+// {file, offset, gzip_cut, events_kept, reason}; text gets a TruncationLine per cut first.
+// Done here, once for every command, so that no command's output can go without it.
+std::string WithTruncationNotice(const std::string& output, const std::vector<trace::Truncation>& cuts, bool json) {
+  if (cuts.empty()) return output;
+  if (json) {
+    auto doc = nlohmann::ordered_json::parse(output, nullptr, false);
+    if (doc.is_object()) {
+      nlohmann::ordered_json list = nlohmann::ordered_json::array();
+      for (const trace::Truncation& cut : cuts) {
+        list.push_back({{"file", cut.file},
+                        {"offset", cut.offset},
+                        {"gzip_cut", cut.gzip_cut},
+                        {"events_kept", cut.events_kept},
+                        {"reason", cut.reason}});
+      }
+      nlohmann::ordered_json noted = nlohmann::ordered_json::object();
+      if (doc.contains("schema")) noted["schema"] = doc["schema"];
+      noted["truncated"] = std::move(list);
+      for (auto& [key, value] : doc.items()) {
+        if (key != "schema") noted[key] = std::move(value);
+      }
+      return noted.dump(2) + "\n";
+    }
+    return output;  // no document (the command failed): stderr says it
+  }
+  std::string lines;
+  for (const trace::Truncation& cut : cuts) lines += trace::TruncationLine(cut) + "\n";
+  return lines + output;
+}
+
 std::string TopHelp() {
   std::string help =
       "usage: stepscope <command> [args] [--help]\n\n"
@@ -159,7 +195,8 @@ std::string TopHelp() {
     help += name + command->synopsis() + "\n";
   }
   help += "\n'stepscope <command> --help' for details. Exit codes: 0 ok, 1 runtime failure,\n"
-          "2 usage or bad input, 3 a check failed (diff --fail-on-regression: the regression gate).\n";
+          "2 usage or bad input (a trace file cut short included: --allow-truncated reads it up to\n"
+          "the cut and says so first), 3 a check failed (diff --fail-on-regression: the regression gate).\n";
   return help;
 }
 
@@ -181,7 +218,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   for (const auto& command : AllCommands()) {
     if (command->name() != args[0]) continue;
     const std::vector<std::string> rest(args.begin() + 1, args.end());
-    auto parsed = ParseFlags(rest, command->flags());
+    auto parsed = ParseFlags(rest, command->all_flags());
     if (!parsed.ok()) {
       err << "stepscope " << command->name() << ": " << parsed.status().message() << "\n"
           << "usage: stepscope " << command->name() << " " << command->synopsis() << "\n";
@@ -199,7 +236,21 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
           << "usage: stepscope " << command->name() << " " << command->synopsis() << "\n";
       return kExitUsage;
     }
-    const Status status = command->Run(*parsed, out, err);
+    Status status;
+    if (parsed->Has("allow-truncated")) {
+      // Every read in the run accepts a cut; the output is held back to be headed by the cuts.
+      trace::AllowTruncatedScope scope;
+      std::ostringstream held;
+      status = command->Run(*parsed, held, err);
+      const auto& cuts = scope.truncations();
+      const bool json = parsed->Has("json");
+      out << WithTruncationNotice(held.str(), cuts, json);
+      if (json) {
+        for (const trace::Truncation& cut : cuts) err << trace::TruncationLine(cut) << "\n";
+      }
+    } else {
+      status = command->Run(*parsed, out, err);
+    }
     if (!status.ok()) {
       err << "stepscope " << command->name() << ": " << status.message() << "\n";
       return ExitCodeFor(status);

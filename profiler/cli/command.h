@@ -25,11 +25,28 @@ class Command {
   virtual Status Run(const ParsedArgs& args, std::ostream& out, std::ostream& err) const = 0;
   // Exit codes beyond 0, 1 and 2 this command can return, e.g. ", 3 a check failed: ...".
   virtual std::string more_exit_codes() const { return ""; }
+  // Whether it reads traces, and so takes the global flags of reading (AllowTruncatedFlag).
+  virtual bool reads_traces() const { return true; }
+
+  // The command's flags and, when it reads traces, the global ones.
+  std::vector<FlagSpec> all_flags() const {
+    std::vector<FlagSpec> all = flags();
+    if (reads_traces()) all.push_back(AllowTruncatedFlag());
+    return all;
+  }
 
   std::string Help() const {
     return "usage: stepscope " + name() + " " + synopsis() + "\n\n" + description() + "\n\nflags:\n" +
-           FlagHelp(flags()) +
-           "\nexit codes: 0 ok, 1 runtime failure, 2 usage or bad input" + more_exit_codes() + "\n";
+           FlagHelp(all_flags()) +
+           "\nexit codes: 0 ok, 1 runtime failure, 2 usage or bad input" +
+           (reads_traces() ? " (a trace file cut short included)" : "") + more_exit_codes() + "\n";
+  }
+
+  // --allow-truncated: RunCli reads every trace cut short up to its cut and says so first in the
+  // output (trace::AllowTruncatedScope).
+  static FlagSpec AllowTruncatedFlag() {
+    return {"allow-truncated", "",
+            "analyse a trace file cut short up to its cut instead of failing; the output starts by saying so"};
   }
 };
 

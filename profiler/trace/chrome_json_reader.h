@@ -7,11 +7,14 @@
 //
 // The input streams through a buffer of a few megabytes, parsed a batch of whole events at a
 // time with simdjson's on-demand API: no document tree is built, the file is never in memory
-// whole, and memory grows with the slices kept, not with the JSON. Damage is repaired where the
-// rest can still be read, and every repair is counted in import_stats():
-//  - a file cut short, or damaged: the events before the damage are kept
-//    (`json_truncated_events_kept`, `json_truncated_bytes_dropped`: bytes after the last event
-//    read whole); a `.json.gz` cut short is read to the cut (`gzip_cut_short_read_to_the_cut`);
+// whole, and memory grows with the slices kept, not with the JSON.
+// A file cut short (the JSON or, for `.json.gz`, the compressed file: its gzip stream must end)
+// or damaged mid-way is kInvalidInput naming the file and the byte offset of the cut or damage
+// (in the decompressed stream for gzip), unless ChromeJsonReadOptions::allow_truncated: then the
+// events before the damage are kept, the cut is described in `truncation`, and import_stats()
+// counts `json_truncated_events_kept`, `json_truncated_bytes_dropped` (bytes after the last event
+// read whole) and, for a gzip stream that ends early, `gzip_cut_short_read_to_the_cut`.
+// Other damage is repaired where the rest can still be read, and every repair is counted:
 //  - invalid UTF-8: each bad byte becomes U+FFFD, as in every reader (utf8.h)
 //    (`invalid_utf8_bytes_replaced`);
 //  - numbers beyond int64 or not numbers where times belong: the event is skipped
@@ -29,6 +32,7 @@
 #include "base/status.h"
 #include "base/file_reader.h"
 #include "profiler/trace/trace.h"
+#include "profiler/trace/truncation.h"
 
 namespace stepscope::trace {
 
@@ -50,6 +54,10 @@ struct ChromeJsonReadOptions {
   // trace holds the events read whole before it; its import stats count
   // `json_preview_bytes_read` instead of a truncation.
   int64_t preview_bytes = 0;
+  // Read a file cut short or damaged up to the damage instead of failing; `truncation`, when
+  // given, is then set to describe the cut (left alone when the input was whole).
+  bool allow_truncated = false;
+  Truncation* truncation = nullptr;
 };
 
 StatusOr<Trace> ReadChromeJson(std::string_view bytes, const std::string& name,

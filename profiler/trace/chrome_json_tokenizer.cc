@@ -44,6 +44,8 @@ class StreamingImport {
       : source_(Metered(std::move(source), options)),
         name_(name),
         preview_bytes_(options.preview_bytes),
+        allow_truncated_(options.allow_truncated),
+        truncation_(options.truncation),
         chunk_bytes_(std::max<size_t>(options.chunk_bytes, 64)),
         threads_(options.threads > 0 ? options.threads
                                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
@@ -68,16 +70,18 @@ class StreamingImport {
         return InvalidInput(name_ + ": no whole event in the first " + std::to_string(preview_bytes_) + " bytes");
       }
       stats.Add("json_preview_bytes_read", last_event_end_);
-    } else if (damage_) {
-      if (importer_.events() == 0) {
-        return InvalidInput(name_ + ": invalid JSON at byte " + std::to_string(damage_->offset) + ": " + damage_->reason);
-      }
+    } else {
+      // To the end, so that a gzip stream cut after the JSON's last byte is seen too.
       ASSIGN_OR_RETURN(const int64_t total, BytesToEnd());
-      stats.Add("json_truncated_events_kept", importer_.events());
-      stats.Add("json_truncated_bytes_dropped", total - last_event_end_);
+      const bool gzip_cut = file_ != nullptr && file_->cut_short();
+      if (damage_ || gzip_cut) {
+        RETURN_IF_ERROR(Truncated(total, gzip_cut));
+        stats.Add("json_truncated_events_kept", importer_.events());
+        if (damage_) stats.Add("json_truncated_bytes_dropped", total - last_event_end_);
+        if (gzip_cut) stats.Add("gzip_cut_short_read_to_the_cut");
+      }
     }
     stats.Add("invalid_utf8_bytes_replaced", utf8_replaced_);
-    if (file_ != nullptr && file_->cut_short()) stats.Add("gzip_cut_short_read_to_the_cut");
     return importer_.Finish();
   }
 
@@ -100,6 +104,32 @@ class StreamingImport {
     int64_t parsed = 0;
     bool repaired = false;  // parsed from a UTF-8-repaired copy
   };
+
+  // The input ended early (`total` bytes of content) or is damaged: an error naming the file and
+  // the byte, unless the caller reads truncated input, which then learns where the reading stopped.
+  Status Truncated(int64_t total, bool gzip_cut) {
+    const int64_t events = importer_.events();
+    const int64_t at = damage_ ? damage_->offset : total;
+    const std::string reason = damage_ ? damage_->reason : "after the end of the JSON";
+    if (allow_truncated_ && events > 0) {
+      if (truncation_ != nullptr) *truncation_ = Truncation{name_, at, gzip_cut, events, reason};
+      return Status::Ok();
+    }
+    std::string what;
+    if (damage_ && at < total) {
+      what = "invalid JSON at byte " + std::to_string(at) + ": " + reason;
+      if (gzip_cut) what += "; the compressed file also ends early";
+    } else if (gzip_cut) {
+      what = "the compressed file ends early: its gzip stream stops at byte " + std::to_string(total) +
+             " of the decompressed content (" + reason + ")";
+    } else {
+      what = "the file is cut short at byte " + std::to_string(total) + " (" + reason + ")";
+    }
+    if (events > 0) {
+      what += "; " + std::to_string(events) + " whole events before it, which --allow-truncated reads";
+    }
+    return InvalidInput(name_ + ": " + what);
+  }
 
   int64_t Offset(size_t index) const { return origin_ + static_cast<int64_t>(index); }
   bool AtEnd() const { return pos_ == end_; }
@@ -636,6 +666,8 @@ class StreamingImport {
   Source source_;
   std::string name_;
   int64_t preview_bytes_ = 0;
+  bool allow_truncated_ = false;
+  Truncation* truncation_ = nullptr;
   int64_t bytes_read_ = 0;  // input bytes the source gave
   size_t chunk_bytes_;
   int threads_ = 1;
@@ -679,7 +711,7 @@ StatusOr<Trace> ReadChromeJson(std::string_view bytes, const std::string& name, 
 }
 
 StatusOr<Trace> ReadChromeJson(FileReader& reader, std::string_view prefix, const ChromeJsonReadOptions& options) {
-  reader.AcceptCutGzip();  // a .json.gz cut short is a JSON file cut short
+  reader.AcceptCutGzip();  // a .json.gz cut short is a JSON file cut short, named with its offset
   StreamingImport import(
       [&reader, &prefix](std::span<char> out) -> StatusOr<size_t> {
         const size_t n = std::min(out.size(), prefix.size());

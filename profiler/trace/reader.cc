@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 #include <vector>
 
@@ -107,7 +108,34 @@ StatusOr<Trace> ReadTraceFromBytes(std::string_view bytes, const std::string& na
   return ReadStepStats(bytes, name);
 }
 
+namespace {
+
+// A gzip stream that ends early under a reader that reads whole files: the file and the offset.
+Status CutGzip(const FileReader& reader) {
+  return InvalidInput(reader.path() + ": the compressed file ends early: its gzip stream stops at byte " +
+                      std::to_string(reader.bytes_read()) + " of the decompressed content");
+}
+
+StatusOr<Trace> ReadTraceFile(const std::string& path, const ReadTraceOptions& options, Truncation* truncation);
+
+}  // namespace
+
 StatusOr<Trace> ReadTrace(const std::string& path, const ReadTraceOptions& options) {
+  AllowTruncatedScope* scope = AllowTruncatedScope::Current();
+  if (!options.allow_truncated && scope == nullptr) return ReadTraceFile(path, options, nullptr);
+  std::optional<Truncation> cut;
+  StatusOr<Trace> trace = ReadTraceFile(path, options, &cut.emplace());
+  if (trace.ok() && !cut->file.empty()) {
+    if (options.truncation != nullptr) *options.truncation = *cut;
+    if (scope != nullptr) scope->Add(std::move(*cut));
+  }
+  return trace;
+}
+
+namespace {
+
+// `truncation` non-null: truncated input is read up to the cut, and described there.
+StatusOr<Trace> ReadTraceFile(const std::string& path, const ReadTraceOptions& options, Truncation* truncation) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) {
     if (options.preview_bytes > 0) return Status(StatusCode::kUnavailable, path + ": no preview of a profiler run directory");
@@ -122,11 +150,14 @@ StatusOr<Trace> ReadTrace(const std::string& path, const ReadTraceOptions& optio
     }
   }
   ASSIGN_OR_RETURN(std::unique_ptr<FileReader> reader, FileReader::Open(path));
+  // A gzip stream that ends early ends the content, so that the JSON reader can name the cut in
+  // the JSON; the other formats fail on it below.
+  reader->AcceptCutGzip();
   // The first bytes tell the format: JSON streams from here, the others are read whole.
   std::string bytes(size_t{64} << 10, '\0');
   ASSIGN_OR_RETURN(const size_t got, reader->Read({bytes.data(), bytes.size()}));
   bytes.resize(got);
-  if (bytes.empty()) return InvalidInput(path + ": file is empty");
+  if (bytes.empty()) return reader->cut_short() ? CutGzip(*reader) : InvalidInput(path + ": file is empty");
   const FileReader& file = *reader;
   auto progress = [&](int64_t bytes_read) {
     return !options.on_progress || options.on_progress({bytes_read, file.disk_bytes_read(), file.size_on_disk()});
@@ -135,6 +166,8 @@ StatusOr<Trace> ReadTrace(const std::string& path, const ReadTraceOptions& optio
     ChromeJsonReadOptions json;
     if (options.on_progress) json.on_progress = progress;
     json.preview_bytes = options.preview_bytes;
+    json.allow_truncated = truncation != nullptr;
+    json.truncation = truncation;
     return ReadChromeJson(*reader, bytes, json);
   }
   // A Perfetto trace streams too: whole packets a piece at a time.
@@ -142,14 +175,22 @@ StatusOr<Trace> ReadTrace(const std::string& path, const ReadTraceOptions& optio
     PerfettoStreamOptions perfetto;
     perfetto.preview_bytes = options.preview_bytes;
     if (options.on_progress) perfetto.on_progress = progress;
-    return ReadPerfettoProto(*reader, std::move(bytes), path, perfetto);
+    StatusOr<Trace> trace = ReadPerfettoProto(*reader, std::move(bytes), path, perfetto);
+    // A gzip cut is named as such, also where it fell between two packets and reads as whole.
+    if (reader->cut_short() && (trace.ok() || trace.status().code() == StatusCode::kInvalidInput)) {
+      return CutGzip(*reader);
+    }
+    return trace;
   }
   if (options.preview_bytes > 0) {
     return Status(StatusCode::kUnavailable, path + ": a preview is read of Chrome JSON and Perfetto protobuf only");
   }
   RETURN_IF_ERROR(reader->ReadToEnd(bytes));
+  if (reader->cut_short()) return CutGzip(*reader);
   if (!progress(static_cast<int64_t>(bytes.size()))) return Status(StatusCode::kCancelled, path + ": reading was cancelled");
   return ReadTraceFromBytes(bytes, path);
 }
+
+}  // namespace
 
 }  // namespace stepscope::trace

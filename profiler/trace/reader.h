@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "profiler/trace/trace.h"
+#include "profiler/trace/truncation.h"
 
 namespace stepscope::trace {
 
@@ -55,6 +56,12 @@ struct ReadTraceOptions {
   // or `perfetto_preview_bytes_read`). Other formats have no preview: kUnavailable, before they
   // are read.
   int64_t preview_bytes = 0;
+  // A file cut short (or a gzip stream that ends early) is kInvalidInput naming the file and the
+  // byte offset of the cut. With this set (or while an AllowTruncatedScope lives on the calling
+  // thread), a Chrome JSON file is read up to the cut instead and `truncation`, when given, says
+  // where; the protobuf formats are read whole or not at all either way.
+  bool allow_truncated = false;
+  Truncation* truncation = nullptr;
 };
 
 // A file, or a directory holding a profiler run (`plugins/profile/<run>/`: one `.xplane.pb` per

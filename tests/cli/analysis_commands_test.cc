@@ -129,7 +129,12 @@ TEST(AnalysisCommandsTest, SummaryShowsEveryImportCount) {
       R"({"ph": "C", "name": "c", "pid": 1, "ts": 1, "args": {"v": 1e999}},)"
       R"({"ph": "X", "name": "c", "pid": 1, "tid": 1, "ts": 20, "dur": 1}, {"ph": "X", "na)";
   ASSERT_TRUE(WriteFileAtomically(path, json).ok());
-  auto trace = trace::ReadTrace(path);
+  // Cut short: refused unless --allow-truncated, which then heads the output with the cut.
+  const Result refused = RunStepscope({"summary", path});
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find(path + ": the file is cut short at byte " + std::to_string(json.size())), std::string::npos)
+      << refused.err;
+  auto trace = trace::ReadTrace(path, {.allow_truncated = true});
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   const auto& counts = trace->import_stats().counts();
   for (const char* name : {"overlap_moved_to_lane", "end_without_begin_skipped", "instant_event_ignored",
@@ -137,11 +142,15 @@ TEST(AnalysisCommandsTest, SummaryShowsEveryImportCount) {
                            "json_truncated_events_kept", "json_truncated_bytes_dropped"}) {
     EXPECT_TRUE(counts.count(name)) << name;
   }
-  const Result text = RunStepscope({"summary", path});
+  const Result text = RunStepscope({"summary", path, "--allow-truncated"});
   ASSERT_EQ(text.code, 0) << text.err;
-  const Result json_result = RunStepscope({"summary", path, "--json"});
+  EXPECT_EQ(text.out.rfind("TRUNCATED INPUT: " + path + ": read to byte " + std::to_string(json.size()), 0), 0u)
+      << text.out;
+  const Result json_result = RunStepscope({"summary", path, "--json", "--allow-truncated"});
   ASSERT_EQ(json_result.code, 0) << json_result.err;
   const auto doc = nlohmann::json::parse(json_result.out);
+  EXPECT_EQ(doc["truncated"][0]["file"], path);
+  EXPECT_EQ(doc["truncated"][0]["events_kept"], 8);
   for (const auto& [name, count] : counts) {
     const size_t at = text.out.find("  " + name + " ");
     ASSERT_NE(at, std::string::npos) << name << " missing from:\n" << text.out;

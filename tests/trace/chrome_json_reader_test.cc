@@ -138,9 +138,20 @@ TEST(ChromeJsonReaderTest, ReadingAFileMatchesReadingItsBytes) {
     std::fwrite(compressed->data(), 1, compressed->size() / 2, f);
     std::fclose(f);
   }
-  // A .json.gz cut short (a profiler killed while writing) keeps the events before the cut.
-  auto cut = ReadTrace(cut_path);
+  // A .json.gz cut short (a profiler killed while writing) is an error naming the file and that
+  // the compressed file ends early; accepted, the events before the cut are kept.
+  auto refused = ReadTrace(cut_path);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(refused.status().message().find(cut_path + ": the compressed file ends early: its gzip stream stops at byte "),
+            std::string::npos)
+      << refused.status().message();
+  Truncation truncation;
+  auto cut = ReadTrace(cut_path, {.allow_truncated = true, .truncation = &truncation});
   ASSERT_TRUE(cut.ok()) << cut.status().message();
+  EXPECT_EQ(truncation.file, cut_path);
+  EXPECT_TRUE(truncation.gzip_cut);
+  EXPECT_EQ(truncation.events_kept, cut->import_stats().Get("json_truncated_events_kept"));
   EXPECT_EQ(cut->import_stats().Get("gzip_cut_short_read_to_the_cut"), 1);
   EXPECT_GT(cut->import_stats().Get("json_truncated_events_kept"), 0);
   EXPECT_GT(cut->slices().size(), 0u);
@@ -166,9 +177,11 @@ TEST(ChromeJsonReaderTest, JsonThatIsNotATrace) {
   trace = ReadTraceFromBytes(R"([1, 2, 3])", "numbers.json");
   ASSERT_FALSE(trace.ok());
   EXPECT_NE(trace.status().message().find("not a trace"), std::string::npos);
-  trace = ReadTraceFromBytes(R"({"traceEvents": [{"ph": "X", "ts": 1)", "cut.json");
+  const std::string cut = R"({"traceEvents": [{"ph": "X", "ts": 1)";
+  trace = ReadTraceFromBytes(cut, "cut.json");
   ASSERT_FALSE(trace.ok());
-  EXPECT_NE(trace.status().message().find("invalid JSON"), std::string::npos);
+  EXPECT_EQ(trace.status().message(),
+            "cut.json: the file is cut short at byte " + std::to_string(cut.size()) + " (the file ends inside a value)");
 }
 
 std::string KinetoSmall() {
@@ -213,16 +226,21 @@ TEST(ChromeJsonReaderTest, FractionalMicrosecondsKeepNanoseconds) {
   EXPECT_EQ(MicrosTextToNs(""), std::nullopt);
 }
 
-TEST(ChromeJsonReaderTest, FilesCutShortKeepTheEventsBeforeTheCut) {
+TEST(ChromeJsonReaderTest, FilesCutShortAreErrorsOrWithAllowTruncatedKeepTheEventsBeforeTheCut) {
   const std::string full = KinetoSmall();
   auto whole = ReadTraceFromBytes(full, "whole.json");
   ASSERT_TRUE(whole.ok());
   size_t previous_slices = 0;
-  // Every cut point from the first event on: either the events before the cut, counted, or a
-  // clear error when no event is complete. Never a crash.
+  // Every cut point from the first event on: an error naming the file and the cut; accepted,
+  // either the events before the cut, counted, or a clear error when no event is complete.
   const size_t first_event = full.find("{\"ph\"");
-  for (size_t cut = first_event; cut < full.size(); cut += 7) {
-    auto trace = ReadTraceFromBytes(std::string_view(full).substr(0, cut), "cut.json");
+  for (size_t cut = first_event; cut < full.size() - 1; cut += 7) {
+    auto refused = ReadTraceFromBytes(std::string_view(full).substr(0, cut), "cut.json");
+    ASSERT_FALSE(refused.ok()) << "at " << cut;
+    EXPECT_NE(refused.status().message().find("cut.json: the file is cut short at byte " + std::to_string(cut)),
+              std::string::npos)
+        << refused.status().message();
+    auto trace = ReadChromeJson(std::string_view(full).substr(0, cut), "cut.json", {.allow_truncated = true});
     if (!trace.ok()) {
       EXPECT_EQ(trace.status().code(), StatusCode::kInvalidInput);
       EXPECT_NE(trace.status().message().find("cut.json"), std::string::npos);
@@ -235,7 +253,7 @@ TEST(ChromeJsonReaderTest, FilesCutShortKeepTheEventsBeforeTheCut) {
       EXPECT_GT(trace->import_stats().Get("json_truncated_events_kept"), 0) << "at " << cut;
     }
   }
-  auto half = ReadTraceFromBytes(std::string_view(full).substr(0, full.size() / 2), "half.json");
+  auto half = ReadChromeJson(std::string_view(full).substr(0, full.size() / 2), "half.json", {.allow_truncated = true});
   ASSERT_TRUE(half.ok()) << half.status().message();
   EXPECT_GT(half->slices().size(), 3u);
 }

@@ -144,9 +144,14 @@ TEST(ChromeJsonStreamTest, FilesCutShortGiveTheSameResultInPieces) {
   const std::string full = Read("analysis/kineto_small.json");
   for (size_t cut = full.find("{\"ph\""); cut < full.size(); cut += 13) {
     const std::string_view part = std::string_view(full).substr(0, cut);
-    auto whole = ReadChromeJson(part, "cut.json", ChromeJsonReadOptions{.threads = 1});
-    for (const ChromeJsonReadOptions& options : {ChromeJsonReadOptions{64, 1}, ChromeJsonReadOptions{64, 2},
-                                                  ChromeJsonReadOptions{256, 3}}) {
+    // Refused alike in pieces; accepted (--allow-truncated), the same trace.
+    auto refused = ReadChromeJson(part, "cut.json", ChromeJsonReadOptions{.threads = 1});
+    ASSERT_FALSE(refused.ok()) << "at " << cut;
+    auto whole = ReadChromeJson(part, "cut.json", ChromeJsonReadOptions{.threads = 1, .allow_truncated = true});
+    for (ChromeJsonReadOptions options : {ChromeJsonReadOptions{64, 1}, ChromeJsonReadOptions{64, 2},
+                                          ChromeJsonReadOptions{256, 3}}) {
+      EXPECT_EQ(ReadChromeJson(part, "cut.json", options).status().message(), refused.status().message()) << "at " << cut;
+      options.allow_truncated = true;
       auto pieces = ReadChromeJson(part, "cut.json", options);
       ASSERT_EQ(whole.ok(), pieces.ok()) << "at " << cut;
       if (!whole.ok()) {
@@ -158,9 +163,10 @@ TEST(ChromeJsonStreamTest, FilesCutShortGiveTheSameResultInPieces) {
   }
 }
 
-// Damage in the middle of a long file: the events before it are kept, the bytes from the end of
-// the last whole event on are counted as dropped, and nothing after the damage is read as events.
-TEST(ChromeJsonStreamTest, DamageInTheMiddleKeepsTheEventsBeforeIt) {
+// Damage in the middle of a long file: an error naming the byte; accepted (--allow-truncated),
+// the events before it are kept, the bytes from the end of the last whole event on are counted
+// as dropped, and nothing after the damage is read as events.
+TEST(ChromeJsonStreamTest, DamageInTheMiddleIsAnErrorOrKeepsTheEventsBeforeIt) {
   std::string json = "{\"traceEvents\": [";
   size_t damage_at = 0, last_good_end = 0;
   const int kEvents = 2000;
@@ -175,16 +181,28 @@ TEST(ChromeJsonStreamTest, DamageInTheMiddleKeepsTheEventsBeforeIt) {
     if (i == 1199) last_good_end = json.size();
   }
   json += "]}";
-  for (const ChromeJsonReadOptions& options :
+  for (ChromeJsonReadOptions options :
        {ChromeJsonReadOptions{256, 1}, ChromeJsonReadOptions{4096, 1}, ChromeJsonReadOptions{size_t{4} << 20, 1},
         ChromeJsonReadOptions{256, 2}, ChromeJsonReadOptions{1024, 2}, ChromeJsonReadOptions{4096, 4}}) {
     const size_t piece = options.chunk_bytes;
+    auto refused = ReadChromeJson(json, "damaged.json", options);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("damaged.json: invalid JSON at byte "), std::string::npos)
+        << refused.status().message();
+    EXPECT_NE(refused.status().message().find("; 1200 whole events before it"), std::string::npos)
+        << refused.status().message();
+    Truncation cut;
+    options.allow_truncated = true;
+    options.truncation = &cut;
     auto trace = ReadChromeJson(json, "damaged.json", options);
     ASSERT_TRUE(trace.ok()) << trace.status().message();
     EXPECT_EQ(trace->slices().size(), 1200u) << "pieces of " << piece;
     EXPECT_EQ(trace->import_stats().Get("json_truncated_events_kept"), 1200) << "pieces of " << piece;
     EXPECT_EQ(trace->import_stats().Get("json_truncated_bytes_dropped"),
               static_cast<int64_t>(json.size() - last_good_end)) << "pieces of " << piece;
+    EXPECT_EQ(cut.events_kept, 1200);
+    EXPECT_GE(cut.offset, static_cast<int64_t>(damage_at));
+    EXPECT_LT(cut.offset, static_cast<int64_t>(json.size()));
   }
   EXPECT_GT(damage_at, last_good_end);
   // Damage before any event is an error naming the file and the byte.

@@ -2,6 +2,7 @@
 // timeline, keyboard and mouse navigation, selection and range statistics, memory charts,
 // exports, the Kineto trace, and a corrupt file that must show an error and change nothing.
 #include <QImage>
+#include <QLabel>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTableWidget>
@@ -468,6 +469,67 @@ class ViewTest : public QObject {
     QCOMPARE(window_->import_status().contains("gpu_aggregate_lane_duplicates_marked"),
              first.import_stats().Get("gpu_aggregate_lane_duplicates_marked") > 0);
     if (first.import_stats().empty()) QCOMPARE(window_->import_status(), QString("Import: nothing repaired or skipped"));
+  }
+
+  // A trace cut short (the AlexNet .json.gz's first 12000 bytes) fails to open, naming the cut;
+  // allowed, it opens with what it holds, the window title, its tab and a red banner saying
+  // TRUNCATED; a whole trace's title and tab say nothing of it.
+  void TruncatedTraceOpensOnlyWhenAllowedAndSaysSo() {
+    const QString cut = scratch_ + "/t.json.gz";
+    {
+      std::ifstream in(Kineto().toStdString(), std::ios::binary);
+      std::string bytes(12000, '\0');
+      in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      std::ofstream(cut.toStdString(), std::ios::binary) << bytes;
+    }
+    const int before = window_->document_count();
+    window_->Open({cut});
+    window_->loader()->WaitForIdle();
+    QCOMPARE(window_->document_count(), before);
+    QVERIFY2(window_->errors().back().startsWith(cut + ": the compressed file ends early"), qPrintable(window_->errors().back()));
+    QVERIFY(window_->errors().back().endsWith("(File > Read Traces Cut Short up to the Cut)"));
+    window_->SetAllowTruncated(true);
+    window_->Open({cut});
+    window_->loader()->WaitForIdle();
+    window_->SetAllowTruncated(false);
+    QCOMPARE(window_->document_count(), before + 1);
+    DocumentView* shown = window_->document(before);
+    QCOMPARE(window_->current_document(), shown);
+    const auto& cuts = shown->document().truncations();
+    QCOMPARE(cuts.size(), size_t{1});
+    QCOMPARE(QString::fromStdString(cuts.front().file), cut);
+    QVERIFY(cuts.front().gzip_cut);
+    QCOMPARE(cuts.front().events_kept, shown->document().trace().import_stats().Get("json_truncated_events_kept"));
+    QCOMPARE(window_->windowTitle(), QString("TRUNCATED at byte %1: t.json.gz - stepscope-view").arg(cuts.front().offset));
+    auto* tabs = window_->findChild<QTabWidget*>();
+    QVERIFY(tabs->tabText(tabs->indexOf(shown)).endsWith("(TRUNCATED)"));
+    QVERIFY(shown->truncation_banner() != nullptr);
+    QVERIFY(shown->truncation_banner()->isVisible());
+    QCOMPARE(shown->truncation_banner()->text(), QString::fromStdString(trace::TruncationLine(cuts.front())));
+    window_->ShowDocument(0);
+    QCOMPARE(window_->windowTitle(), QString("stepscope-view"));
+    QVERIFY(window_->document(0)->truncation_banner() == nullptr);
+
+    // A directory holding it opens as one merged timeline only when allowed, naming that file.
+    const QString dir = scratch_ + "/truncated_dir";
+    QDir().mkpath(dir);
+    QFile::copy(cut, dir + "/t.json.gz");
+    QFile::copy(QString::fromStdString(testing::DataPath("analysis/kineto_small.json")), dir + "/whole.json");
+    window_->Open({dir});
+    window_->loader()->WaitForIdle();
+    QCOMPARE(window_->document_count(), before + 1);
+    QVERIFY2(window_->errors().back().contains("nothing from this merge was opened"), qPrintable(window_->errors().back()));
+    window_->SetAllowTruncated(true);
+    window_->Open({dir});
+    window_->loader()->WaitForIdle();
+    window_->SetAllowTruncated(false);
+    QCOMPARE(window_->document_count(), before + 2);
+    DocumentView* merged = window_->current_document();
+    QVERIFY(merged->document().rank_merge() != nullptr);
+    QCOMPARE(merged->document().truncations().size(), size_t{1});
+    QCOMPARE(QString::fromStdString(merged->document().truncations().front().file), dir + "/t.json.gz");
+    QVERIFY(merged->truncation_banner() != nullptr);
+    QVERIFY(window_->windowTitle().startsWith("TRUNCATED at byte "));
   }
 
   // A big file (here: over 1 MB) shows a preview of its start (its first 1 MB) while the rest

@@ -55,10 +55,12 @@ int SaveScreenshot(MainWindow& window, const QString& out) {
   return 0;
 }
 
-int RunScreenshot(const QStringList& traces, bool merge, const QString& out, QSize size, DocumentView::Pane pane) {
+int RunScreenshot(const QStringList& traces, bool merge, bool allow_truncated, const QString& out, QSize size,
+                  DocumentView::Pane pane) {
   MainWindow window(/*interactive=*/false);
   window.resize(size);
   window.show();
+  window.SetAllowTruncated(allow_truncated);
   window.Open(traces, merge);
   window.loader()->WaitForIdle();
   if (window.document_count() == 0) {
@@ -299,6 +301,8 @@ int RunViewer(int argc, char** argv) {
   const QCommandLineOption step_option(
       "step", "With --vs: the step each side's timeline shows, by number: N, or A,B (default: each side's first).",
       "N[,N]");
+  const QCommandLineOption allow_truncated(
+      "allow-truncated", "Open a trace file cut short with what it holds (the title and a banner say TRUNCATED) instead of failing.");
   const QStringList pane_names = PaneNames();
   const QString default_pane = QString::fromLatin1(DocumentView::PaneSpecOf(DocumentView::kDefaultPane).name);
   const QCommandLineOption pane("pane",
@@ -306,7 +310,7 @@ int RunViewer(int argc, char** argv) {
                                     pane_names.mid(0, pane_names.size() - 1).join(", ") + " or " + pane_names.last() +
                                     " (default " + default_pane + ").",
                                 "NAME", default_pane);
-  parser.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option});
+  parser.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option, allow_truncated});
   parser.addPositionalArgument("traces", "Trace files or directories of traces to open.", "[TRACE...]");
   parser.addPositionalArgument("--vs", "Compare: TRACE... --vs TRACE... shows the runs before and after --vs one above the "
                                        "other with the diff of `stepscope diff A... --vs B...`.", "[--vs TRACE...]");
@@ -318,7 +322,7 @@ int RunViewer(int argc, char** argv) {
   qsizetype side_a_count = -1;
   if (vs_at > 0) {
     QCommandLineParser before;
-    before.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option});
+    before.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option, allow_truncated});
     before.addHelpOption();
     if (before.parse(arguments.mid(0, vs_at))) side_a_count = before.positionalArguments().size();
     arguments.removeAt(vs_at);
@@ -412,7 +416,7 @@ int RunViewer(int argc, char** argv) {
       PrintError("--pane wants one of " + pane_names.join(", ") + ", not '" + parser.value(pane) + "'");
       return 2;
     }
-    return RunScreenshot(traces, parser.isSet(merge), parser.value(screenshot), size, shown->id);
+    return RunScreenshot(traces, parser.isSet(merge), parser.isSet(allow_truncated), parser.value(screenshot), size, shown->id);
   }
   if (parser.isSet(bench)) {
     bool ok = true;
@@ -436,6 +440,7 @@ int RunViewer(int argc, char** argv) {
   }
 
   MainWindow window;
+  window.SetAllowTruncated(parser.isSet(allow_truncated));
   window.show();
   if (!side_b.isEmpty()) {
     window.Compare(traces_given, side_b, step_a, step_b);

@@ -196,6 +196,16 @@ DocumentView::DocumentView(std::shared_ptr<const TraceDocument> document, QWidge
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
+  if (!document_->truncations().empty()) {
+    // Read only up to a cut (--allow-truncated): said above everything the document shows.
+    QStringList lines;
+    for (const trace::Truncation& cut : document_->truncations()) lines << QString::fromStdString(trace::TruncationLine(cut));
+    truncation_banner_ = new QLabel(lines.join('\n'), this);
+    truncation_banner_->setObjectName("truncationBanner");
+    truncation_banner_->setWordWrap(true);
+    truncation_banner_->setStyleSheet("QLabel { background: #b00020; color: white; font-weight: bold; padding: 4px; }");
+    layout->addWidget(truncation_banner_);
+  }
   layout->addWidget(splitter);
   ShowPane(kDefaultPane);
 }

@@ -136,6 +136,8 @@ class DocumentView : public QWidget {
   const TraceDocument& document() const { return *document_; }
   std::shared_ptr<const TraceDocument> shared_document() const { return document_; }
   TimelineView* timeline() const { return timeline_; }
+  // The red line over the timeline naming each cut of a document read up to one; null otherwise.
+  QLabel* truncation_banner() const { return truncation_banner_; }
   TimeAxis* axis() const { return axis_; }
   QTabWidget* panes() const { return panes_; }
   void ShowPane(Pane pane);
@@ -263,6 +265,7 @@ class DocumentView : public QWidget {
   QTableView* stats_table_;
   QComboBox* stats_granularity_;
   QLineEdit* stats_filter_;
+  QLabel* truncation_banner_ = nullptr;
   QLabel* stats_caption_;
 
   OpStatsModel* range_model_;

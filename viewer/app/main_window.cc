@@ -77,6 +77,7 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
   import_status_ = new QLabel(this);
   statusBar()->addPermanentWidget(import_status_);
   connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::UpdateImportStatus);
+  connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::UpdateTitle);
   progress_ = new QProgressBar(this);
   progress_->setMaximumWidth(240);
   progress_->hide();
@@ -202,6 +203,11 @@ void MainWindow::BuildMenus() {
     export_to(tr("Export statistics"), tr("CSV (*.csv)"), [this](const QString& path) { return ExportStatsCsv(path); });
   });
   file->addSeparator();
+  allow_truncated_ = file->addAction(tr("Read Traces Cut Short up to the Cut"));
+  allow_truncated_->setCheckable(true);
+  allow_truncated_->setToolTip(tr("A file cut short opens with what it holds, marked TRUNCATED, instead of failing"));
+  connect(allow_truncated_, &QAction::toggled, this, [this](bool on) { loader_->SetAllowTruncated(on); });
+  file->addSeparator();
   file->addAction(tr("&Close Tab"), QKeySequence::Close, this, [this] {
     if (tabs_->count() > 0) emit tabs_->tabCloseRequested(tabs_->currentIndex());
   });
@@ -310,6 +316,7 @@ DocumentView* MainWindow::AddDocument(std::shared_ptr<const TraceDocument> docum
   if (document->preview_bytes() > 0) {
     title += tr(" (first %1 MB, loading)").arg(document->preview_bytes() >> 20);
   }
+  if (!document->truncations().empty()) title += tr(" (TRUNCATED)");
   int index = 0;
   if (preview != nullptr) {
     index = tabs_->indexOf(preview);
@@ -327,6 +334,7 @@ DocumentView* MainWindow::AddDocument(std::shared_ptr<const TraceDocument> docum
   }
   tabs_->setTabToolTip(index, QString::fromStdString(document->path()));
   tabs_->setCurrentIndex(index);
+  UpdateTitle();
   static_cast<QStackedWidget*>(centralWidget())->setCurrentWidget(tabs_);
   connect(view, &DocumentView::statusMessage, this, [this](const QString& message) {
     statusBar()->showMessage(message);
@@ -375,6 +383,24 @@ void MainWindow::Compare(const QStringList& a, const QStringList& b, int64_t ste
 void MainWindow::WaitForComparison() {
   comparing_.waitForFinished();
   ShowComparison();
+}
+
+void MainWindow::SetAllowTruncated(bool allow) {
+  allow_truncated_->setChecked(allow);  // toggled() tells the loader
+  loader_->SetAllowTruncated(allow);
+}
+
+// The current trace's name, and TRUNCATED with its cut when it was read only up to one.
+void MainWindow::UpdateTitle() {
+  const DocumentView* doc = current_document();
+  if (doc == nullptr || doc->document().truncations().empty()) {
+    setWindowTitle(tr("stepscope-view"));
+    return;
+  }
+  const auto& cuts = doc->document().truncations();
+  const QString name = QFileInfo(QString::fromStdString(doc->document().path())).fileName();
+  setWindowTitle(cuts.size() == 1 ? tr("TRUNCATED at byte %1: %2 - stepscope-view").arg(cuts.front().offset).arg(name)
+                                  : tr("TRUNCATED (%1 files cut short): %2 - stepscope-view").arg(cuts.size()).arg(name));
 }
 
 void MainWindow::UpdateImportStatus() {
@@ -472,7 +498,10 @@ void MainWindow::ShowDocument(int i) {
   if (DocumentView* doc = document(i)) tabs_->setCurrentWidget(doc);
 }
 
-void MainWindow::ReportError(const QString& message) {
+void MainWindow::ReportError(const QString& message_text) {
+  QString message = message_text;
+  // The reader names the command-line flag; here it is also a menu item.
+  if (message.contains("--allow-truncated")) message += tr(" (File > Read Traces Cut Short up to the Cut)");
   errors_.push_back(message);
   statusBar()->showMessage(message);
   if (!interactive_) return;

@@ -46,6 +46,10 @@ class MainWindow : public QMainWindow {
   // Adds an already built document (the synthetic benchmark trace).
   DocumentView* AddDocument(std::shared_ptr<const TraceDocument> document);
   TraceLoader* loader() const { return loader_; }
+  // Whether files cut short open up to their cut (`--allow-truncated`, File > Read Traces Cut
+  // Short) instead of failing; such a document's tab and the window title say TRUNCATED and a
+  // banner over its timeline names each cut.
+  void SetAllowTruncated(bool allow);
   int document_count() const;  // trace tabs (DocumentView), not comparisons
   DocumentView* document(int i) const;
   DocumentView* current_document() const;
@@ -79,7 +83,7 @@ class MainWindow : public QMainWindow {
  private:
   void BuildMenus();
   void BuildSearchBar();
-  void ReportError(const QString& message);
+  void ReportError(const QString& message_text);
   void AddRecent(const QString& path);
   void RebuildRecentMenu();
   void RunSearch();
@@ -87,6 +91,7 @@ class MainWindow : public QMainWindow {
   void ShowKeys();
   void ShowComparison();
   void UpdateImportStatus();
+  void UpdateTitle();
 
   bool interactive_;
   TraceLoader* loader_;
@@ -96,6 +101,7 @@ class MainWindow : public QMainWindow {
   QLabel* import_status_;
   QPushButton* cancel_;
   QMenu* recent_menu_;
+  QAction* allow_truncated_ = nullptr;
   QLineEdit* search_field_;
   QCheckBox* search_regex_;
   QLabel* search_status_;

@@ -13,10 +13,12 @@
 
 namespace stepscope::viewer {
 
-TraceDocument::TraceDocument(trace::Trace trace, std::string path, std::shared_ptr<const RankMerge> ranks)
+TraceDocument::TraceDocument(trace::Trace trace, std::string path, std::shared_ptr<const RankMerge> ranks,
+                             std::vector<trace::Truncation> truncations)
     : path_(std::move(path)),
       trace_(std::make_unique<const trace::Trace>(std::move(trace))),
-      rank_merge_(std::move(ranks)) {
+      rank_merge_(std::move(ranks)),
+      truncations_(std::move(truncations)) {
   index_ = std::make_unique<TimelineIndex>(*trace_);
   // A colour per label, by op type (by name when the op type is empty).
   const trace::LabelTable& labels = trace_->labels();
@@ -76,30 +78,39 @@ StatusOr<std::shared_ptr<const TraceDocument>> OpenDocument(const std::string& p
   options.on_progress = [&](const trace::ReadProgress& progress) {
     return !cancelled() && (!read.on_progress || read.on_progress(progress));
   };
+  trace::Truncation cut;
+  if (options.allow_truncated) options.truncation = &cut;
   ASSIGN_OR_RETURN(trace::Trace trace, trace::ReadTrace(path, options));
   if (cancelled()) return Status(StatusCode::kCancelled, "opening " + path + " was cancelled");
-  return MakeDocument(std::move(trace), path);
+  std::vector<trace::Truncation> truncations;
+  if (!cut.file.empty()) truncations.push_back(std::move(cut));
+  return MakeDocument(std::move(trace), path, nullptr, std::move(truncations));
 }
 
 StatusOr<std::shared_ptr<const TraceDocument>> MakeDocument(trace::Trace trace, const std::string& name,
-                                                            std::shared_ptr<const RankMerge> ranks) {
+                                                            std::shared_ptr<const RankMerge> ranks,
+                                                            std::vector<trace::Truncation> truncations) {
   if (trace.slices().empty()) {
     return InvalidInput(name + ": the trace holds no slices (no ops, kernels or events to show)");
   }
-  return std::shared_ptr<const TraceDocument>(std::make_shared<TraceDocument>(std::move(trace), name, std::move(ranks)));
+  return std::shared_ptr<const TraceDocument>(
+      std::make_shared<TraceDocument>(std::move(trace), name, std::move(ranks), std::move(truncations)));
 }
 
 StatusOr<std::shared_ptr<const TraceDocument>> OpenMergedDocument(
     const std::vector<std::string>& files, const std::string& name, const std::atomic<bool>* cancel,
-    const std::function<void(const std::string& file)>& on_file, std::string* note) {
+    const std::function<void(const std::string& file)>& on_file, std::string* note, bool allow_truncated) {
   auto cancelled = [&] { return cancel != nullptr && cancel->load(); };
   auto stop = [&] { return Status(StatusCode::kCancelled, "opening " + name + " was cancelled"); };
   std::vector<trace::Trace> traces;
+  std::vector<trace::Truncation> truncations;
   for (const std::string& file : files) {
     if (cancelled()) return stop();
     if (on_file) on_file(file);
-    auto trace = trace::ReadTrace(file);
+    trace::Truncation cut;
+    auto trace = trace::ReadTrace(file, {.allow_truncated = allow_truncated, .truncation = &cut});
     if (!trace.ok()) return Status(trace.status().code(), trace.status().message() + " (nothing from this merge was opened)");
+    if (!cut.file.empty()) truncations.push_back(std::move(cut));
     traces.push_back(std::move(trace).value());
   }
   auto ranks = std::make_shared<RankMerge>();
@@ -124,7 +135,7 @@ StatusOr<std::shared_ptr<const TraceDocument>> OpenMergedDocument(
                                : "no stragglers: " + ranks->stragglers_error);
   }
   ranks->inputs = std::move(merged.report.inputs);
-  return MakeDocument(std::move(merged.trace), name, std::move(ranks));
+  return MakeDocument(std::move(merged.trace), name, std::move(ranks), std::move(truncations));
 }
 
 int64_t ResidentBytes() {

@@ -35,7 +35,8 @@ struct RankMerge {
 
 class TraceDocument {
  public:
-  TraceDocument(trace::Trace trace, std::string path, std::shared_ptr<const RankMerge> ranks = nullptr);
+  TraceDocument(trace::Trace trace, std::string path, std::shared_ptr<const RankMerge> ranks = nullptr,
+                std::vector<trace::Truncation> truncations = {});
   TraceDocument(const TraceDocument&) = delete;
   TraceDocument& operator=(const TraceDocument&) = delete;
 
@@ -44,6 +45,9 @@ class TraceDocument {
   const TimelineIndex& index() const { return *index_; }
   // Null unless the document is a merge of several traces.
   const RankMerge* rank_merge() const { return rank_merge_.get(); }
+  // The input files read only up to a cut (opened with allow_truncated), which the window says in
+  // its title and a banner over the timeline; empty when every input was whole.
+  const std::vector<trace::Truncation>& truncations() const { return truncations_; }
   // A preview: the first part of a big file, shown while the rest loads (0: the whole file).
   int64_t preview_bytes() const {
     return trace_->import_stats().Get("json_preview_bytes_read") + trace_->import_stats().Get("perfetto_preview_bytes_read");
@@ -64,6 +68,7 @@ class TraceDocument {
   std::unique_ptr<const trace::Trace> trace_;
   std::unique_ptr<TimelineIndex> index_;
   std::shared_ptr<const RankMerge> rank_merge_;
+  std::vector<trace::Truncation> truncations_;
   std::vector<uint32_t> colors_;      // per label
   struct SliceFlows {
     int64_t slice = -1;
@@ -77,23 +82,26 @@ class TraceDocument {
 
 // Reads one trace file (any format the Trace library reads) and builds its document. The
 // error names the file. `cancel` is polled between stages; a cancelled load returns kCancelled.
-// `read` asks for a preview or progress (trace::ReadTraceOptions); `cancel` also stops a read in
-// progress.
+// `read` asks for a preview, progress or a file cut short read up to its cut
+// (trace::ReadTraceOptions::allow_truncated; the cut is then in truncations()); `cancel` also
+// stops a read in progress.
 StatusOr<std::shared_ptr<const TraceDocument>> OpenDocument(const std::string& path,
                                                             const std::atomic<bool>* cancel = nullptr,
                                                             const trace::ReadTraceOptions& read = {});
 // Builds the document of a trace already in memory (a merge of several files, a generated one).
 StatusOr<std::shared_ptr<const TraceDocument>> MakeDocument(trace::Trace trace, const std::string& name,
-                                                            std::shared_ptr<const RankMerge> ranks = nullptr);
+                                                            std::shared_ptr<const RankMerge> ranks = nullptr,
+                                                            std::vector<trace::Truncation> truncations = {});
 
 // Reads `files` and merges them into one document (a directory of per-rank traces): the
 // stragglers are computed from the inputs before the merge takes them (RankMerge). `on_file` is
 // told each file before it is read; `note` gets what the merge did (inputs, clocks not aligned,
 // steps compared across ranks). One unreadable file fails the whole merge, naming it (a merge with a
-// rank missing would mislead); a cancelled merge returns kCancelled.
+// rank missing would mislead); a cancelled merge returns kCancelled. `allow_truncated` reads
+// files cut short up to their cut (truncations()).
 StatusOr<std::shared_ptr<const TraceDocument>> OpenMergedDocument(
     const std::vector<std::string>& files, const std::string& name, const std::atomic<bool>* cancel,
-    const std::function<void(const std::string& file)>& on_file, std::string* note);
+    const std::function<void(const std::string& file)>& on_file, std::string* note, bool allow_truncated = false);
 
 // Resident set size of this process in bytes (from /proc/self/statm), 0 when unknown.
 int64_t ResidentBytes();

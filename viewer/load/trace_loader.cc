@@ -52,7 +52,7 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
   }
   std::erase_if(jobs_, [](const QFuture<void>& job) { return job.isFinished(); });
   jobs_.push_back(QtConcurrent::run([this, generation, wanted, cancel = cancel_, preview_file_bytes = preview_file_bytes_,
-                                     preview_bytes = preview_bytes_] {
+                                     preview_bytes = preview_bytes_, allow_truncated = allow_truncated_] {
     auto fail = [&](const std::string& message) {
       const QString text = QString::fromStdString(message);
       Post(generation, [this, text] { emit failed(text); });
@@ -96,12 +96,13 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
           step(file);
           timer.restart();
           trace::ReadTraceOptions read;
+          read.allow_truncated = allow_truncated;
           if (total == 1) {
             // One big file: a preview of its start first, then progress in MB as it streams.
             std::error_code error;
             const auto size = static_cast<int64_t>(std::filesystem::file_size(file, error));
             if (!error && size >= preview_file_bytes) {
-              auto preview = OpenDocument(file, cancel.get(), {.preview_bytes = preview_bytes});
+              auto preview = OpenDocument(file, cancel.get(), {.preview_bytes = preview_bytes, .allow_truncated = allow_truncated});
               if (cancel->load()) break;
               // Formats without a preview (kUnavailable) are read whole below.
               if (preview.ok()) {
@@ -131,7 +132,7 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
         continue;
       }
       std::string summary;
-      auto document = OpenMergedDocument(request.files, request.name, cancel.get(), step, &summary);
+      auto document = OpenMergedDocument(request.files, request.name, cancel.get(), step, &summary, allow_truncated);
       if (cancel->load()) break;
       if (!document.ok()) {
         fail(document.status().message());

@@ -51,6 +51,10 @@ class TraceLoader : public QObject {
     preview_file_bytes_ = file_bytes;
     preview_bytes_ = preview_bytes;
   }
+  // Files cut short are read up to their cut (the documents list the cuts) instead of failing;
+  // for the loads that start from now on.
+  void SetAllowTruncated(bool allow) { allow_truncated_ = allow; }
+  bool allow_truncated() const { return allow_truncated_; }
 
  signals:
   void progress(int done, int total, const QString& current);
@@ -72,6 +76,7 @@ class TraceLoader : public QObject {
   bool busy_ = false;
   int64_t preview_file_bytes_ = kPreviewFileBytes;
   int64_t preview_bytes_ = kPreviewBytes;
+  bool allow_truncated_ = false;
   std::shared_ptr<std::atomic<bool>> cancel_;
   std::vector<QFuture<void>> jobs_;  // a cancelled job may still be finishing its read
 };
