@@ -38,6 +38,30 @@ TEST(CornerCasesTest, TwoColonGpuNamesAndEveryMemcpyKind) {
   EXPECT_EQ(kinds["HtoD"], 2);
 }
 
+// A CPU device's /memcpy lane (our CPU towers copy between devices there) holds the host's
+// copies, recorded nowhere else: a host lane, never a GPU stream, and its copies count once.
+TEST(CornerCasesTest, ACpuDevicesMemcpyLaneIsTheHosts) {
+  auto read = ReadTraceFromBytes(R"pb(step_stats {
+    dev_stats { device: "/job:localhost/replica:0/task:0/device:CPU:0"
+      node_stats { node_name: "matmul" all_start_micros: 100 all_end_rel_micros: 50 timeline_label: "matmul = MatMul()" } }
+    dev_stats { device: "/job:localhost/replica:0/task:0/device:CPU:0/memcpy"
+      node_stats { node_name: "edge_1_matmul:MEMCPYHtoH" all_start_micros: 160 all_end_rel_micros: 10
+                   timeline_label: "MEMCPYHtoH 4096 bytes" } } })pb",
+                                 "cpu_memcpy.pbtxt");
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  const Trace& trace = *read;
+  int host_memcpy_lanes = 0;
+  for (const Track& track : trace.tracks()) {
+    EXPECT_FALSE(IsGpuLane(track.kind)) << trace.str(track.full_name);
+    host_memcpy_lanes += track.kind == TrackKind::kHostMemcpy;
+  }
+  EXPECT_EQ(host_memcpy_lanes, 1);
+  const analysis::Summary summary = analysis::Summarize(trace);
+  for (const auto& usage : summary.usage) EXPECT_NE(usage.lanes, "gpu streams");
+  ASSERT_EQ(summary.memcpy.size(), 1u);
+  EXPECT_EQ(summary.memcpy[0].count, 1);
+}
+
 TEST(CornerCasesTest, MemoryPrefixedLabelsStillGiveTheOpType) {
   const Trace trace = Load("memory_labels.pbtxt");
   auto counts = OpCounts(trace);
