@@ -211,24 +211,34 @@ StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const
       step.ranks.push_back(r);
     }
     const int64_t step_begin = *std::min_element(absolute_begin.begin(), absolute_begin.end());
-    const int64_t first_end = *std::min_element(absolute_end.begin(), absolute_end.end());
     step.origin_ns = step_begin;
     int64_t least_comm = std::numeric_limits<int64_t>::max(), most_comm = 0;
+    for (const RankStep& r : step.ranks) {
+      least_comm = std::min(least_comm, r.communication_ns());
+      most_comm = std::max(most_comm, r.communication_ns());
+    }
+    // A synchronising collective makes every rank end when the last one arrives: the early ranks
+    // spend the difference waiting in it. Each rank's own end is its end less that wait, so the
+    // rank the others waited for is the straggler, late by what they waited.
+    std::vector<int64_t> own_end(step.ranks.size());
+    for (size_t k = 0; k < step.ranks.size(); ++k) {
+      RankStep& r = step.ranks[k];
+      r.collective_wait_ns = r.communication_ns() - least_comm;
+      own_end[k] = absolute_end[k] - r.collective_wait_ns;
+    }
+    const int64_t first_end = *std::min_element(own_end.begin(), own_end.end());
     size_t last = 0;
     for (size_t k = 0; k < step.ranks.size(); ++k) {
       RankStep& r = step.ranks[k];
       r.begin_ns = absolute_begin[k] - step_begin;
       r.end_ns = absolute_end[k] - step_begin;
-      r.lateness_ns = absolute_end[k] - first_end;
-      if (absolute_end[k] > absolute_end[last]) last = k;
-      least_comm = std::min(least_comm, r.communication_ns());
-      most_comm = std::max(most_comm, r.communication_ns());
+      r.lateness_ns = own_end[k] - first_end;
+      if (own_end[k] > own_end[last]) last = k;
     }
-    for (RankStep& r : step.ranks) r.collective_wait_ns = r.communication_ns() - least_comm;
     const RankStep& straggler = step.ranks[last];
     step.straggler = straggler.rank;
     step.lateness_ns = straggler.lateness_ns;
-    step.lateness_vs_median_ns = absolute_end[last] - LowerMedian(absolute_end);
+    step.lateness_vs_median_ns = own_end[last] - LowerMedian(own_end);
     int64_t best = 0;
     step.reason = "none";
     for (int c = 0; c < kStragglerCategories; ++c) {

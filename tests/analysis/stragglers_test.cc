@@ -140,13 +140,57 @@ TEST(StragglersTest, EarlyRanksWaitInTheCollective) {
   ASSERT_TRUE(report.ok()) << report.status().message();
   ASSERT_EQ(report->steps.size(), 1u);
   const StepStragglers& s = report->steps[0];
-  EXPECT_EQ(s.lateness_ns, 0);  // they end together
+  // They end together; rank 1's own end (its end less its wait, 0) is 2 ms after the others'.
+  EXPECT_EQ(s.straggler, 1);
+  EXPECT_EQ(s.lateness_ns, 2 * kMs);
+  EXPECT_EQ(s.reason, "compute");
   EXPECT_EQ(s.waited_for, 1);
   EXPECT_EQ(s.others_waited_ns, 2 * kMs);
   EXPECT_EQ(s.ranks[0].collective_wait_ns, 2 * kMs);
   EXPECT_EQ(s.ranks[1].collective_wait_ns, 0);
   EXPECT_EQ(s.ranks[2].collective_wait_ns, 2 * kMs);
   EXPECT_EQ(s.ranks[0].communication_ns(), 3 * kMs);
+}
+
+// Two ranks, rank 1 late by 7 ms into a synchronising all-reduce: rank 0 waits 7 ms in it, both
+// leave it at the same instant and end together. The straggler is rank 1, whom rank 0 waited
+// for: rank 0's collective wait is 7 ms, rank 1's none.
+TEST(StragglersTest, TheLateRankIsWaitedForNotTheOneWaiting) {
+  constexpr int64_t kLate = 7 * kMs;
+  std::vector<trace::Trace> traces;
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    const int64_t compute = 4 * kMs + (rank == 1 ? kLate : 0);
+    // The all-reduce ends at 0.2 + 4 + 7 + 1 ms on both ranks.
+    traces.push_back(StepTrace(rank, 552, kEpoch, 200 * kUs, compute, 4 * kMs + kLate + 1 * kMs - compute));
+  }
+  const auto report = ComputeStragglers(traces);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_EQ(report->steps.size(), 1u);
+  const StepStragglers& s = report->steps[0];
+  EXPECT_EQ(s.step, 552);
+  EXPECT_EQ(s.ranks[0].end_ns, s.ranks[1].end_ns);  // the collective lines their ends up
+  EXPECT_EQ(s.straggler, 1);
+  EXPECT_EQ(s.lateness_ns, kLate);
+  EXPECT_EQ(s.reason, "compute");
+  EXPECT_EQ(s.excess_ns[kCompute], kLate);
+  EXPECT_EQ(s.waited_for, 1);
+  EXPECT_EQ(s.others_waited_ns, kLate);
+  EXPECT_EQ(s.ranks[0].collective_wait_ns, kLate);
+  EXPECT_EQ(s.ranks[1].collective_wait_ns, 0);
+  EXPECT_EQ(s.ranks[0].lateness_ns, 0);
+  EXPECT_EQ(s.ranks[1].lateness_ns, kLate);
+  // The same with the ranks' roles swapped: rank 0 late, rank 1 waiting.
+  std::vector<trace::Trace> swapped;
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    const int64_t compute = 4 * kMs + (rank == 0 ? kLate : 0);
+    swapped.push_back(StepTrace(rank, 552, kEpoch, 200 * kUs, compute, 4 * kMs + kLate + 1 * kMs - compute));
+  }
+  const auto other = ComputeStragglers(swapped);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->steps[0].straggler, 0);
+  EXPECT_EQ(other->steps[0].waited_for, 0);
+  EXPECT_EQ(other->steps[0].lateness_ns, kLate);
+  EXPECT_EQ(other->steps[0].ranks[1].collective_wait_ns, kLate);
 }
 
 // Clocks of another host: rank 1's clock runs 1 s ahead; its clock sync record says so.
