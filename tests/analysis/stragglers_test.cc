@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "profiler/analysis/merge.h"
+#include "profiler/analysis/steps.h"
 #include "profiler/analysis/stragglers.h"
 #include "trace_fixtures.h"
 
@@ -324,6 +325,70 @@ TEST(StragglersTest, OneRankHasNothingToCompare) {
   ASSERT_TRUE(report.ok());
   EXPECT_TRUE(report->steps.empty());
   EXPECT_EQ(report->single_rank_steps, (std::vector<int64_t>{1, 2, 3, 4}));
+}
+
+// One run's step traces (`--profile_every 1`: one file per step, one rank) merged into one trace,
+// as `merge` and the viewer open a directory: the merged trace has the run's steps, consecutive
+// and numbered as the files are, not one step of the whole merge.
+TEST(MergeSteps, OneRanksStepFilesStayItsNumberedSteps) {
+  std::vector<trace::Trace> traces;
+  std::vector<std::pair<int64_t, int64_t>> spans;  // each input's span, absolute
+  for (int64_t step = 551; step <= 558; ++step) {
+    traces.push_back(StepTrace(0, step, kEpoch + (step - 551) * 100 * kMs, 200 * kUs, 4 * kMs + step * kUs));
+    const trace::Trace& t = traces.back();
+    spans.emplace_back(t.epoch_ns() + t.span_begin_ns(), t.epoch_ns() + t.span_end_ns());
+  }
+  const MergeResult merged = MergeTraces(std::move(traces));
+  EXPECT_TRUE(merged.report.stragglers.empty());  // one rank: nothing to compare
+  const std::vector<Step> steps = StepsOfTrace(merged.trace);
+  ASSERT_EQ(steps.size(), 8u);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i].step, 551 + static_cast<int64_t>(i));
+    EXPECT_EQ(steps[i].marker, "trace");
+    EXPECT_EQ(merged.trace.epoch_ns() + steps[i].begin_ns, spans[i].first);
+    EXPECT_EQ(steps[i].duration_ns, spans[i].second - spans[i].first);
+    // Its totals are its own step's: the MatMul of that step only.
+    int64_t matmul = 0;
+    for (const StepOpTotal& t : steps[i].op_types) {
+      if (t.name == "MatMul") matmul = t.total_ns;
+    }
+    EXPECT_EQ(matmul, 4 * kMs + (551 + static_cast<int64_t>(i)) * kUs);
+  }
+
+  // Two ranks of each of two steps: one step per number, over both ranks' windows.
+  std::vector<trace::Trace> ranks;
+  for (int64_t step = 1; step <= 2; ++step) {
+    for (int32_t rank = 0; rank < 2; ++rank) {
+      ranks.push_back(StepTrace(rank, step, kEpoch + step * 100 * kMs, 200 * kUs, rank == 1 ? 6 * kMs : 4 * kMs));
+    }
+  }
+  const MergeResult both = MergeTraces(std::move(ranks));
+  const std::vector<Step> merged_steps = StepsOfTrace(both.trace, /*with_totals=*/false);
+  ASSERT_EQ(merged_steps.size(), 2u);
+  EXPECT_EQ(merged_steps[0].step, 1);
+  EXPECT_EQ(merged_steps[0].marker, "ranks merged");
+  EXPECT_EQ(merged_steps[1].step, 2);
+}
+
+// merge numbers the steps it compares as `stragglers` does: PyTorch traces have no step number,
+// their ProfilerStep#N windows do.
+TEST(MergeSteps, StragglersPerProfilerStepNotPerInput) {
+  std::vector<trace::Trace> traces;
+  for (int32_t rank = 0; rank < 4; ++rank) traces.push_back(KinetoRank(rank));
+  const auto expected = ComputeStragglers(traces);
+  ASSERT_TRUE(expected.ok());
+  const MergeResult merged = MergeTraces(std::move(traces));
+  ASSERT_EQ(merged.report.stragglers.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const StepStraggler& s = merged.report.stragglers[i];
+    EXPECT_EQ(s.step, static_cast<int64_t>(i) + 1);
+    EXPECT_EQ(s.ranks, 4u);
+    EXPECT_EQ(merged.report.inputs[s.input].rank, expected->steps[i].straggler);
+    EXPECT_EQ(s.lag_ns, expected->steps[i].lateness_ns);
+  }
+  EXPECT_EQ(merged.report.inputs[merged.report.stragglers[2].input].rank, 2);  // computes 5 ms longer in step 3
+  EXPECT_EQ(merged.report.stragglers[2].lag_ns, 5 * kMs);
+  for (const MergedInput& input : merged.report.inputs) EXPECT_EQ(input.step, -1);  // not recorded
 }
 
 }  // namespace
