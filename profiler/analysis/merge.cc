@@ -27,6 +27,35 @@ bool IsTraceFileName(const std::string& name) {
   return false;
 }
 
+// File names in natural order: runs of digits compare as numbers, so a run's `_step9` comes
+// before its `_step10` (and `_rank2` before `_rank10`).
+bool NaturalLess(const std::string& a, const std::string& b) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      size_t ei = i, ej = j;
+      while (ei < a.size() && digit(a[ei])) ++ei;
+      while (ej < b.size() && digit(b[ej])) ++ej;
+      // Without leading zeros the longer run is the larger number.
+      size_t zi = i, zj = j;
+      while (zi + 1 < ei && a[zi] == '0') ++zi;
+      while (zj + 1 < ej && b[zj] == '0') ++zj;
+      if (ei - zi != ej - zj) return ei - zi < ej - zj;
+      const int order = a.compare(zi, ei - zi, b, zj, ej - zj);
+      if (order != 0) return order < 0;
+      i = ei;
+      j = ej;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i;
+    ++j;
+  }
+  if (a.size() - i != b.size() - j) return a.size() - i < b.size() - j;
+  return a < b;  // equal but for leading zeros: a total order all the same
+}
+
 int64_t ClockSyncOf(const Trace& trace) {
   return trace.step_info().clock_sync_ns;
 }
@@ -105,7 +134,7 @@ StatusOr<std::vector<std::string>> ExpandTracePaths(const std::vector<std::strin
         return InvalidInput(path + ": no trace files in the directory (expected .pb, .pbtxt, .json or "
                                    "their .gz)");
       }
-      std::sort(found.begin(), found.end());
+      std::sort(found.begin(), found.end(), NaturalLess);
       files.insert(files.end(), found.begin(), found.end());
     } else {
       files.push_back(path);

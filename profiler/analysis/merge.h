@@ -21,7 +21,7 @@
 namespace stepscope::analysis {
 
 // Files given, or every trace file (.pb, .pbtxt, .json, and their .gz) in a directory given,
-// sorted by name. Fails with a message naming the file on the first unreadable one.
+// sorted by name in natural order (digit runs as numbers: step9 before step10). Fails with a message naming the file on the first unreadable one.
 StatusOr<std::vector<std::string>> ExpandTracePaths(const std::vector<std::string>& paths);
 StatusOr<std::vector<trace::Trace>> LoadTraces(const std::vector<std::string>& paths);
 

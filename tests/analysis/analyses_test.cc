@@ -1,12 +1,14 @@
 // Each analysis on traces where the right answer is known by construction.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/diff.h"
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/step_analyses.h"
+#include "profiler/analysis/steps.h"
 #include "profiler/trace/reader.h"
 #include "test_util.h"
 #include "trace_fixtures.h"
@@ -266,6 +268,42 @@ TEST(LaneNamesTest, NoPlaceholderIdsInLaneNames) {
   }
   // Named threads by their name, the id only to tell two of one name apart.
   EXPECT_EQ(lanes, (std::set<std::string>{"thread 12", "collectives", "worker (thread 13)", "worker (thread 14)"}));
+}
+
+// A real run's step files (tests/data/trainer/lstm_run_steps: steps 7-10 of one rank) opened as
+// one timeline: its four steps, with their numbers, in time order, each over its own file's span
+// (read on its own), the steps `steps` finds in the same directory.
+TEST(MergeTest, OneRunsStepDirectoryIsItsConsecutiveSteps) {
+  const std::string dir = stepscope::testing::DataPath("trainer/lstm_run_steps");
+  auto files = ExpandTracePaths({dir});
+  ASSERT_TRUE(files.ok()) << files.status().message();
+  ASSERT_EQ(files->size(), 4u);
+  std::map<int64_t, std::pair<int64_t, int64_t>> spans;  // step -> its file's span, absolute
+  for (const std::string& file : *files) {
+    auto t = trace::ReadTrace(file);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    spans[t->step_info().step] = {t->epoch_ns() + t->span_begin_ns(), t->epoch_ns() + t->span_end_ns()};
+  }
+  ASSERT_EQ(spans.size(), 4u);
+  EXPECT_EQ(spans.begin()->first, 7);
+  // Names in numeric order: step10 after step9.
+  EXPECT_NE(files->back().find("lstm_small_step10.pb.gz"), std::string::npos) << files->back();
+
+  auto merged = LoadAsOneTrace({dir});
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  const std::vector<Step> steps = StepsOfTrace(*merged, /*with_totals=*/false);
+  ASSERT_EQ(steps.size(), 4u);
+  auto collected = CollectSteps({dir});
+  ASSERT_TRUE(collected.ok());
+  ASSERT_EQ(collected->size(), 4u);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const int64_t number = 7 + static_cast<int64_t>(i);
+    EXPECT_EQ(steps[i].step, number);
+    EXPECT_EQ(merged->epoch_ns() + steps[i].begin_ns, spans[number].first) << number;
+    EXPECT_EQ(merged->epoch_ns() + steps[i].end_ns, spans[number].second) << number;
+    EXPECT_EQ((*collected)[i].step, number);
+    EXPECT_EQ((*collected)[i].duration_ns, steps[i].duration_ns) << number;
+  }
 }
 
 TEST(MergeTest, OtherHostWithoutSyncRecordIsReportedUnaligned) {
