@@ -28,7 +28,8 @@ constexpr int kInput = static_cast<int>(StragglerCategory::kInput);
 // One step trace of one rank, as stepscope-train writes it on CPU: input split, compute, the
 // all-reduce (a collective), then apply; times from `t0`.
 trace::Trace StepTrace(int32_t rank, int64_t step, int64_t t0, int64_t input, int64_t compute,
-                       int64_t allreduce = 1 * kMs, const std::string& host = "host-a", int64_t clock_sync = 0) {
+                       int64_t allreduce = 1 * kMs, const std::string& host = "host-a", int64_t clock_sync = 0,
+                       int64_t apply = 100 * kUs) {
   TraceMaker m;
   const uint32_t h = m.Host(host);
   const uint32_t cpu = m.Device("/job:worker/replica:0/task:" + std::to_string(rank) + "/device:CPU:0", h);
@@ -38,8 +39,7 @@ trace::Trace StepTrace(int32_t rank, int64_t step, int64_t t0, int64_t input, in
   m.Slice(ops, t0 + input, t0 + input + compute, "tower_0/MatMul", "MatMul");
   m.Slice(ops, t0 + input + compute, t0 + input + compute + allreduce, "AllReduce", "MpiAllReduce",
           SliceKind::kCollective);
-  m.Slice(ops, t0 + input + compute + allreduce, t0 + input + compute + allreduce + 100 * kUs, "ApplyGradient",
-          "ApplySGD");
+  m.Slice(ops, t0 + input + compute + allreduce, t0 + input + compute + allreduce + apply, "ApplyGradient", "ApplySGD");
   m.builder().step_info().rank = rank;
   m.builder().step_info().step = step;
   m.builder().step_info().world_size = 4;
@@ -180,6 +180,7 @@ TEST(StragglersTest, TheLateRankIsWaitedForNotTheOneWaiting) {
   EXPECT_EQ(s.ranks[1].collective_wait_ns, 0);
   EXPECT_EQ(s.ranks[0].lateness_ns, 0);
   EXPECT_EQ(s.ranks[1].lateness_ns, kLate);
+  EXPECT_EQ(s.excess_ns[kCommunication], 0);  // its all-reduce was short: it did not wait
   // The same with the ranks' roles swapped: rank 0 late, rank 1 waiting.
   std::vector<trace::Trace> swapped;
   for (int32_t rank = 0; rank < 2; ++rank) {
@@ -192,6 +193,42 @@ TEST(StragglersTest, TheLateRankIsWaitedForNotTheOneWaiting) {
   EXPECT_EQ(other->steps[0].waited_for, 0);
   EXPECT_EQ(other->steps[0].lateness_ns, kLate);
   EXPECT_EQ(other->steps[0].ranks[1].collective_wait_ns, kLate);
+
+  // Rank 1 waits 7 ms for rank 0 in the all-reduce, then applies its gradients 50 us longer: it
+  // ends last, by 50 us, and its longer communication is its wait, not why it is late.
+  std::vector<trace::Trace> after;
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    const int64_t compute = 4 * kMs + (rank == 0 ? kLate : 0);
+    after.push_back(StepTrace(rank, 553, kEpoch, 200 * kUs, compute, 4 * kMs + kLate + 1 * kMs - compute, "host-a", 0,
+                              rank == 1 ? 150 * kUs : 100 * kUs));
+  }
+  const auto late_apply = ComputeStragglers(after);
+  ASSERT_TRUE(late_apply.ok());
+  const StepStragglers& a = late_apply->steps[0];
+  EXPECT_EQ(a.ranks[1].end_ns - a.ranks[0].end_ns, 50 * kUs);
+  EXPECT_EQ(a.straggler, 0);
+  EXPECT_EQ(a.lateness_ns, kLate - 50 * kUs);
+  EXPECT_EQ(a.reason, "compute");
+  EXPECT_EQ(a.excess_ns[kCommunication], 0);
+  EXPECT_EQ(a.waited_for, 0);
+  EXPECT_EQ(a.others_waited_ns, kLate);
+
+  // Both reach the all-reduce together; rank 1's runs 3 ms longer (a slower link or a busier
+  // core) and it ends 3 ms later: slow in communication, not waiting, and nobody waited for it.
+  std::vector<trace::Trace> slow;
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    slow.push_back(StepTrace(rank, 554, kEpoch, 200 * kUs, 4 * kMs, rank == 1 ? 4 * kMs : 1 * kMs));
+  }
+  const auto slow_comm = ComputeStragglers(slow);
+  ASSERT_TRUE(slow_comm.ok());
+  const StepStragglers& c = slow_comm->steps[0];
+  EXPECT_EQ(c.straggler, 1);
+  EXPECT_EQ(c.lateness_ns, 3 * kMs);
+  EXPECT_EQ(c.reason, "communication");
+  EXPECT_EQ(c.excess_ns[kCommunication], 3 * kMs);
+  EXPECT_EQ(c.ranks[0].collective_wait_ns, 0);
+  EXPECT_EQ(c.ranks[1].collective_wait_ns, 0);
+  EXPECT_EQ(c.waited_for, -1);
 }
 
 // Clocks of another host: rank 1's clock runs 1 s ahead; its clock sync record says so.
