@@ -12,7 +12,7 @@
 //    the span ends counts with the next step (or not at all after the last one).
 // Clipping, not attribution by launch: a step's totals are the time spent inside its window, so
 // they never exceed it and a trace's steps add up to its windows; a kernel that crosses a
-// boundary is split (its part in each window; its count goes to the step where it starts).
+// boundary is split (its part in each window, and a call in each).
 // Per-step totals come from ComputeOpStats on the step's window, so every rule of what counts as
 // an op (duplicates, annotations) is the same as in `stepscope ops`.
 #pragma once

@@ -1022,8 +1022,9 @@ class MergeCommand : public Command {
       doc["inputs"] = inputs;
       auto stragglers = nlohmann::ordered_json::array();
       for (const auto& s : report.stragglers) {
+        const int32_t rank = report.inputs[s.input].rank;
         stragglers.push_back({{"step", s.step}, {"ranks", s.ranks}, {"process", report.inputs[s.input].process},
-                              {"rank", report.inputs[s.input].rank}, {"lag_ns", s.lag_ns},
+                              {"rank", rank >= 0 ? Json(rank) : Json(nullptr)}, {"lag_ns", s.lag_ns},
                               {"lag_vs_median_ns", s.lag_vs_median_ns}});
       }
       doc["stragglers"] = stragglers;
