@@ -5,6 +5,7 @@
 #include <map>
 
 #include "base/file_io.h"
+#include "profiler/analysis/stragglers.h"
 #include "profiler/trace/node_store.h"
 #include "profiler/trace/reader.h"
 #include "stepscope/tf/run_metadata.pb.h"
@@ -24,6 +25,35 @@ bool IsTraceFileName(const std::string& name) {
     if (EndsWith(name, suffix)) return true;
   }
   return false;
+}
+
+// File names in natural order: runs of digits compare as numbers, so a run's `_step9` comes
+// before its `_step10` (and `_rank2` before `_rank10`).
+bool NaturalLess(const std::string& a, const std::string& b) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      size_t ei = i, ej = j;
+      while (ei < a.size() && digit(a[ei])) ++ei;
+      while (ej < b.size() && digit(b[ej])) ++ej;
+      // Without leading zeros the longer run is the larger number.
+      size_t zi = i, zj = j;
+      while (zi + 1 < ei && a[zi] == '0') ++zi;
+      while (zj + 1 < ej && b[zj] == '0') ++zj;
+      if (ei - zi != ej - zj) return ei - zi < ej - zj;
+      const int order = a.compare(zi, ei - zi, b, zj, ej - zj);
+      if (order != 0) return order < 0;
+      i = ei;
+      j = ej;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i;
+    ++j;
+  }
+  if (a.size() - i != b.size() - j) return a.size() - i < b.size() - j;
+  return a < b;  // equal but for leading zeros: a total order all the same
 }
 
 int64_t ClockSyncOf(const Trace& trace) {
@@ -104,7 +134,7 @@ StatusOr<std::vector<std::string>> ExpandTracePaths(const std::vector<std::strin
         return InvalidInput(path + ": no trace files in the directory (expected .pb, .pbtxt, .json or "
                                    "their .gz)");
       }
-      std::sort(found.begin(), found.end());
+      std::sort(found.begin(), found.end(), NaturalLess);
       files.insert(files.end(), found.begin(), found.end());
     } else {
       files.push_back(path);
@@ -159,6 +189,26 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
   TraceBuilder builder;
   builder.SetSource(trace::SourceFormat::kSynthetic, "merge of " + std::to_string(traces.size()) + " traces");
   const std::vector<ClockAlignment> alignment = AlignClocks(traces);
+  // Stragglers as `stragglers` finds them, so both number the steps alike (ProfilerStep#N
+  // windows, step traces' numbers) and agree on who finished last.
+  if (traces.size() > 1) {
+    auto stragglers = ComputeStragglers(traces);
+    if (stragglers.ok()) {
+      for (const StepStragglers& step : stragglers->steps) {
+        StepStraggler straggler;
+        straggler.step = step.step;
+        straggler.ranks = step.ranks.size();
+        for (const RankStep& r : step.ranks) {
+          if (r.rank == step.straggler) straggler.input = r.input;
+        }
+        straggler.lag_ns = step.lateness_ns;
+        straggler.lag_vs_median_ns = step.lateness_vs_median_ns;
+        report.stragglers.push_back(straggler);
+      }
+    } else {
+      report.stragglers_error = stragglers.status().message();
+    }
+  }
 
   std::shared_ptr<tf::RunMetadata> metadata;
   for (const Trace& t : traces) {
@@ -281,6 +331,17 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
       work_end = input.span_end_ns();
     }
     absolute_spans.emplace_back(work_begin + shift, work_end + shift);
+    // Step windows: a step trace's number and span (an input that is itself a merge keeps its
+    // windows), so the merged trace still has its inputs' steps (StepsOfTrace).
+    if (!input.step_windows().empty()) {
+      for (trace::StepWindow w : input.step_windows()) {
+        w.begin_ns += shift;
+        w.end_ns += shift;
+        builder.AddStepWindow(w);
+      }
+    } else if (info.step >= 0 && !input.slices().empty()) {
+      builder.AddStepWindow({info.step, info.rank, input.span_begin_ns() + shift, input.span_end_ns() + shift});
+    }
     report.inputs.push_back(std::move(merged));
     // Merged: the input goes now, so the merge holds about one copy of the slices, not two.
     traces[i] = Trace();
@@ -294,24 +355,6 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
     report.inputs[i].end_ns = absolute_spans[i].second - result.trace.epoch_ns();
   }
 
-  std::map<int64_t, std::vector<size_t>> by_step;
-  for (size_t i = 0; i < report.inputs.size(); ++i) by_step[report.inputs[i].step].push_back(i);
-  for (const auto& [step, members] : by_step) {
-    if (members.size() < 2) continue;
-    std::vector<int64_t> ends;
-    for (size_t i : members) ends.push_back(report.inputs[i].end_ns);
-    std::sort(ends.begin(), ends.end());
-    StepStraggler straggler;
-    straggler.step = step;
-    straggler.ranks = members.size();
-    straggler.input = members.front();
-    for (size_t i : members) {
-      if (report.inputs[i].end_ns > report.inputs[straggler.input].end_ns) straggler.input = i;
-    }
-    straggler.lag_ns = ends.back() - ends.front();
-    straggler.lag_vs_median_ns = ends.back() - ends[(ends.size() - 1) / 2];  // lower median
-    report.stragglers.push_back(straggler);
-  }
   return result;
 }
 

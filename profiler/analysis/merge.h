@@ -21,7 +21,7 @@
 namespace stepscope::analysis {
 
 // Files given, or every trace file (.pb, .pbtxt, .json, and their .gz) in a directory given,
-// sorted by name. Fails with a message naming the file on the first unreadable one.
+// sorted by name in natural order (digit runs as numbers: step9 before step10). Fails with a message naming the file on the first unreadable one.
 StatusOr<std::vector<std::string>> ExpandTracePaths(const std::vector<std::string>& paths);
 StatusOr<std::vector<trace::Trace>> LoadTraces(const std::vector<std::string>& paths);
 
@@ -39,8 +39,8 @@ struct MergedInput {
   std::string source;        // path
   std::string process;       // process name in the merged trace
   uint32_t process_track = 0;  // its track there
-  int32_t rank = -1;
-  int64_t step = -1;
+  int32_t rank = -1;         // -1: the input does not record it
+  int64_t step = -1;         // StepInfo.step, -1 when the input does not record it
   std::string host;
   int64_t offset_ns = 0;     // added to this input's clock
   std::string alignment;     // "reference", "same host", "clock_sync", "unaligned"
@@ -49,6 +49,8 @@ struct MergedInput {
   int64_t last_device_lag_ns = 0;    // by how much after the earliest-finishing device
 };
 
+// Per step, the rank that finished last: analysis/stragglers.h's straggler and lateness (its
+// numbering: ProfilerStep#N, a step trace's number, else each rank's inputs in order).
 struct StepStraggler {
   int64_t step = -1;
   size_t input = 0;          // index into MergeReport::inputs of the rank that finished last
@@ -60,6 +62,7 @@ struct StepStraggler {
 struct MergeReport {
   std::vector<MergedInput> inputs;
   std::vector<StepStraggler> stragglers;  // one per step with more than one rank
+  std::string stragglers_error;           // why none were computed (e.g. one rank's step twice)
   int64_t unaligned = 0;
 };
 

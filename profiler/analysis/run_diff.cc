@@ -61,6 +61,19 @@ void Compare(RunDiffRow& row, const std::vector<size_t>& runs_a, const std::vect
   row.ci_high_ns = interval.high;
 }
 
+// The verdict of a row present on both sides, from its p-value (q for table rows: corrected for
+// the rows compared with it) and its interval; run_diff.h says what each verdict means.
+std::string Verdict(const RunDiffRow& r, double p, const RunDiffOptions& options) {
+  const double scale = std::fabs(r.median_a);
+  if (p < options.alpha && (r.ci_low_ns > 0 || r.ci_high_ns < 0) && r.delta_ns != 0 &&
+      std::fabs(r.delta_ns) >= options.min_change * scale) {
+    return r.delta_ns > 0 ? "regressed" : "improved";
+  }
+  const double margin = options.tolerance * scale;
+  if (r.ci_low_ns >= -margin && r.ci_high_ns <= margin) return "unchanged";
+  return "inconclusive";
+}
+
 // The run of each step, numbered in order of appearance.
 std::vector<size_t> RunIds(const std::vector<Step>& steps) {
   std::vector<std::string> seen;
@@ -125,11 +138,8 @@ std::vector<RunDiffRow> Table(const std::vector<Step>& a, const std::vector<Step
       r.verdict = "new";
     } else if (r.present_b == 0) {
       r.verdict = "gone";
-    } else if (r.q < options.alpha && (r.ci_low_ns > 0 || r.ci_high_ns < 0) &&
-               std::fabs(r.delta_ns) >= options.min_change * std::fabs(r.median_a) && r.delta_ns != 0) {
-      r.verdict = r.delta_ns > 0 ? "regressed" : "improved";
     } else {
-      r.verdict = "unchanged";
+      r.verdict = Verdict(r, r.q, options);
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const RunDiffRow& x, const RunDiffRow& y) {
@@ -171,11 +181,8 @@ RunDiff DiffRuns(const std::vector<Step>& a, const std::vector<Step>& b, const R
   diff.step.present_a = static_cast<int64_t>(a.size());
   diff.step.present_b = static_cast<int64_t>(b.size());
   Compare(diff.step, RunIds(a), RunIds(b), diff.per_run, options);
-  diff.step.q = diff.step.p;
-  const bool moved = (diff.step.ci_low_ns > 0 || diff.step.ci_high_ns < 0) &&
-                     std::fabs(diff.step.delta_ns) >= options.min_change * std::fabs(diff.step.median_a);
-  diff.step.verdict = diff.step.p < options.alpha && moved ? (diff.step.delta_ns > 0 ? "regressed" : "improved")
-                                                           : "unchanged";
+  diff.step.q = diff.step.p;  // one row: nothing to correct for
+  diff.step.verdict = Verdict(diff.step, diff.step.p, options);
 
   diff.by_op_type = Table(a, b, [](const Step& s) -> const std::vector<StepOpTotal>& { return s.op_types; },
                        diff.per_run, options);

@@ -11,7 +11,11 @@
 //   regressed / improved  q < alpha, the interval excludes 0, and the median moved by at least
 //                         min_change of side A's median (slower / faster);
 //   new / gone            in no step of A / of B;
-//   unchanged             anything else (no change shown with confidence).
+//   unchanged             otherwise, when the whole interval lies within +-tolerance of side A's
+//                         median: any change there is, is smaller than the tolerance (practical
+//                         equivalence, as a two one-sided test with that margin reads it);
+//   inconclusive          anything else: neither a change nor its absence is shown.
+// A large change with a wide interval and q >= alpha is inconclusive, never unchanged.
 // Rows are sorted by impact on the step: |median(B) - median(A)| per step, descending.
 #pragma once
 
@@ -30,6 +34,7 @@ struct RunDiffOptions {
   BootstrapOptions bootstrap;  // 2000 resamples, 95%, seed 1
   double alpha = 0.05;         // on the Benjamini-Hochberg adjusted p-value
   double min_change = 0.02;    // a verdict needs |change| >= this share of A's median
+  double tolerance = 0.05;     // "unchanged" needs the interval within +-this share of A's median
 };
 
 struct RunDiffRow {
@@ -43,7 +48,7 @@ struct RunDiffRow {
   double ci_low_ns = 0, ci_high_ns = 0;
   double p = 1, q = 1;           // two-sided (RunDiff::per_run says which test), and BH-adjusted
   bool exact = false;            // Mann-Whitney's p from the exact distribution
-  std::string verdict;           // regressed, improved, unchanged, new, gone
+  std::string verdict;           // regressed, improved, unchanged, inconclusive, new, gone
 };
 
 struct RunDiff {

@@ -162,6 +162,35 @@ std::vector<Step> StepsOfTrace(const Trace& trace, bool with_totals) {
     auto [it, inserted] = markers.try_emplace(number, &s);
     if (!inserted && s.start_ns < it->second->start_ns) it->second = &s;
   }
+  if (markers.empty() && !trace.step_windows().empty()) {
+    // A merge of step traces: one step per step number, over the windows of its inputs (one
+    // rank's, or several ranks' joined).
+    std::map<int64_t, std::pair<Step, size_t>> numbered;
+    for (const trace::StepWindow& w : trace.step_windows()) {
+      auto [it, inserted] = numbered.try_emplace(w.step);
+      Step& step = it->second.first;
+      if (inserted) {
+        step.source = trace.source_path();
+        step.step = w.step;
+        step.run = trace.source_path();
+        step.begin_ns = w.begin_ns;
+        step.end_ns = w.end_ns;
+      }
+      step.begin_ns = std::min(step.begin_ns, w.begin_ns);
+      step.end_ns = std::max(step.end_ns, w.end_ns);
+      ++it->second.second;
+    }
+    std::unique_ptr<SliceWindows> windows = with_totals ? std::make_unique<SliceWindows>(trace) : nullptr;
+    for (auto& [number, entry] : numbered) {
+      Step& step = entry.first;
+      step.marker = entry.second > 1 ? "ranks merged" : "trace";
+      step.duration_ns = step.end_ns - step.begin_ns;
+      if (with_totals) FillTotals(trace, step, /*whole=*/false, windows.get());
+      steps.push_back(std::move(step));
+    }
+    std::sort(steps.begin(), steps.end(), [](const Step& x, const Step& y) { return x.begin_ns < y.begin_ns; });
+    return steps;
+  }
   if (markers.empty()) {
     Step step;
     step.source = trace.source_path();

@@ -5,9 +5,14 @@
 //  - one step per step trace (stepscope-train's `<model>_step<N>.pb`, any RunMetadata/StepStats
 //    or Chrome JSON without step markers): the whole trace, numbered by StepInfo.step; files of
 //    the same step from several ranks (`_rank<R>`) are merged into one step (analysis/merge.h);
+//  - in a merged trace (a directory of step traces opened as one): one step per step number, over
+//    the windows its inputs had (Trace::step_windows), numbered as the files are;
 //  - one step per `ProfilerStep#N` span in a PyTorch profiler (Kineto) trace: its window;
 //    slices are clipped to it (ComputeOpStats with the window), so GPU work still running after
 //    the span ends counts with the next step (or not at all after the last one).
+// Clipping, not attribution by launch: a step's totals are the time spent inside its window, so
+// they never exceed it and a trace's steps add up to its windows; a kernel that crosses a
+// boundary is split (its part in each window, and a call in each).
 // Per-step totals come from ComputeOpStats on the step's window, so every rule of what counts as
 // an op (duplicates, annotations) is the same as in `stepscope ops`.
 #pragma once

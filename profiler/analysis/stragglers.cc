@@ -35,11 +35,18 @@ int64_t LowerMedian(std::vector<int64_t> values) {
 struct Work {
   int64_t slices = 0;
   int64_t begin = std::numeric_limits<int64_t>::max(), end = kNone;
+  // The first start and last end of its communication: when it reached the step's collectives
+  // and when it left them.
+  int64_t comm_begin = std::numeric_limits<int64_t>::max(), comm_end = kNone;
   UnionInStartOrder by_category[kStragglerCategories], all;
   void Add(int64_t start, int64_t stop, StragglerCategory category) {
     ++slices;
     begin = std::min(begin, start);
     end = std::max(end, stop);
+    if (category == StragglerCategory::kCommunication) {
+      comm_begin = std::min(comm_begin, start);
+      comm_end = std::max(comm_end, stop);
+    }
     by_category[static_cast<int>(category)].Add(start, stop);
     all.Add(start, stop);
   }
@@ -194,7 +201,7 @@ StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const
     }
     StepStragglers step;
     step.step = number;
-    std::vector<int64_t> absolute_begin, absolute_end;
+    std::vector<int64_t> absolute_begin, absolute_end, comm_begin, comm_end;
     for (auto& [rank, w] : members) {
       RankStep r;
       r.rank = rank;
@@ -208,48 +215,75 @@ StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const
       r.by_category_ns[kInput] = r.gpu ? std::max<int64_t>(0, used.begin - w->window_begin) : w->host_input.length();
       absolute_begin.push_back(used.begin);
       absolute_end.push_back(used.end);
+      comm_begin.push_back(used.comm_begin);
+      comm_end.push_back(used.comm_end);
       step.ranks.push_back(r);
     }
     const int64_t step_begin = *std::min_element(absolute_begin.begin(), absolute_begin.end());
-    const int64_t first_end = *std::min_element(absolute_end.begin(), absolute_end.end());
     step.origin_ns = step_begin;
-    int64_t least_comm = std::numeric_limits<int64_t>::max(), most_comm = 0;
+    int64_t least_comm = std::numeric_limits<int64_t>::max();
+    for (const RankStep& r : step.ranks) least_comm = std::min(least_comm, r.communication_ns());
+    // A synchronising collective lets no rank through before the last one arrives: the early
+    // ranks spend the difference waiting in it. A rank's wait is bounded twice: by its
+    // communication beyond the least of any rank (the rank that arrived last waited least), and
+    // by the time from its arrival at the step's collectives to the last rank's arrival (a rank
+    // whose collectives merely ran longer, arriving with the others, did not wait: it was slow).
+    // Each rank's own end is its end less that wait, so the rank the others waited for is the
+    // straggler, late by what they waited.
+    int64_t last_arrival = kNone;
+    for (size_t k = 0; k < step.ranks.size(); ++k) {
+      if (comm_end[k] != kNone) last_arrival = std::max(last_arrival, comm_begin[k]);
+    }
+    std::vector<int64_t> own_end(step.ranks.size());
+    for (size_t k = 0; k < step.ranks.size(); ++k) {
+      RankStep& r = step.ranks[k];
+      const int64_t until_all_arrived =
+          comm_end[k] == kNone ? 0 : std::min(last_arrival, comm_end[k]) - comm_begin[k];
+      r.collective_wait_ns = std::max<int64_t>(0, std::min(r.communication_ns() - least_comm, until_all_arrived));
+      own_end[k] = absolute_end[k] - r.collective_wait_ns;
+    }
+    const int64_t first_end = *std::min_element(own_end.begin(), own_end.end());
     size_t last = 0;
     for (size_t k = 0; k < step.ranks.size(); ++k) {
       RankStep& r = step.ranks[k];
       r.begin_ns = absolute_begin[k] - step_begin;
       r.end_ns = absolute_end[k] - step_begin;
-      r.lateness_ns = absolute_end[k] - first_end;
-      if (absolute_end[k] > absolute_end[last]) last = k;
-      least_comm = std::min(least_comm, r.communication_ns());
-      most_comm = std::max(most_comm, r.communication_ns());
+      r.lateness_ns = own_end[k] - first_end;
+      if (own_end[k] > own_end[last]) last = k;
     }
-    for (RankStep& r : step.ranks) r.collective_wait_ns = r.communication_ns() - least_comm;
     const RankStep& straggler = step.ranks[last];
     step.straggler = straggler.rank;
     step.lateness_ns = straggler.lateness_ns;
-    step.lateness_vs_median_ns = absolute_end[last] - LowerMedian(absolute_end);
+    step.lateness_vs_median_ns = own_end[last] - LowerMedian(own_end);
     int64_t best = 0;
     step.reason = "none";
+    // Communication less the wait in it: waiting for the others is not why a rank is late.
+    auto own = [](const RankStep& r, int c) {
+      return r.by_category_ns[c] - (c == static_cast<int>(StragglerCategory::kCommunication) ? r.collective_wait_ns : 0);
+    };
     for (int c = 0; c < kStragglerCategories; ++c) {
       std::vector<int64_t> others;
       for (size_t k = 0; k < step.ranks.size(); ++k) {
-        if (k != last) others.push_back(step.ranks[k].by_category_ns[c]);
+        if (k != last) others.push_back(own(step.ranks[k], c));
       }
-      step.excess_ns[c] = straggler.by_category_ns[c] - LowerMedian(std::move(others));
+      step.excess_ns[c] = own(straggler, c) - LowerMedian(std::move(others));
       if (step.excess_ns[c] > best) {
         best = step.excess_ns[c];
         step.reason = std::string(StragglerCategoryName(static_cast<StragglerCategory>(c)));
       }
     }
-    if (most_comm > least_comm) {
+    int64_t most_wait = 0;
+    for (const RankStep& r : step.ranks) most_wait = std::max(most_wait, r.collective_wait_ns);
+    if (most_wait > 0) {
+      // The rank that reached the collectives last (the lowest on a tie).
+      size_t waited = 0;
+      for (size_t k = 0; k < step.ranks.size(); ++k) {
+        if (comm_end[k] != kNone && (comm_end[waited] == kNone || comm_begin[k] > comm_begin[waited])) waited = k;
+      }
+      step.waited_for = step.ranks[waited].rank;
       std::vector<int64_t> waits;
-      for (const RankStep& r : step.ranks) {
-        if (step.waited_for < 0 && r.collective_wait_ns == 0) {
-          step.waited_for = r.rank;
-        } else {
-          waits.push_back(r.collective_wait_ns);
-        }
+      for (size_t k = 0; k < step.ranks.size(); ++k) {
+        if (k != waited) waits.push_back(step.ranks[k].collective_wait_ns);
       }
       step.others_waited_ns = LowerMedian(std::move(waits));
     }

@@ -19,12 +19,21 @@
 //    the step trace's first slice) to the first GPU work, on host the input ops (TrainInput,
 //    IteratorGetNext, DataLoader: IsInputOp, annotations of those names included); compute: the
 //    rest;
-//  - collective_wait = communication - the least communication of any rank in the step.
-// Per step: straggler = the rank with the latest end (the lowest rank on a tie); lateness = its
-// end - the earliest end, and - the median end; each rank's lateness = its end - the earliest.
+//  - collective_wait: a synchronising collective lets no rank through before the last one
+//    arrives, so the early ones wait in it. The wait is the smaller of two bounds: communication
+//    - the least communication of any rank in the step, and the time from the rank's arrival
+//    (its first communication in the step) to the last rank's arrival, no later than it left
+//    its collectives (a rank that arrived with the others and whose collectives ran longer was
+//    slow, not waiting);
+//  - own end = end - collective_wait: when the rank would have finished had it not waited.
+// Per step: straggler = the rank with the latest own end (the lowest rank on a tie): the rank
+// the others waited for, however close their ends; lateness = its own end - the earliest own
+// end, and - the median own end; each rank's lateness = its own end - the earliest.
 // reason = the category (compute, communication, memory, input) where the straggler exceeds the
-// median of the other ranks most ("none" when it exceeds it in none). Medians are lower medians
-// (the ceil(n/2)-th smallest), as `merge` reports them, so every figure is exact integer ns.
+// median of the other ranks most ("none" when it exceeds it in none); communication less each
+// rank's collective wait (waiting for the others is not why a rank is late). Medians are lower
+// medians (the ceil(n/2)-th smallest), as `merge` reports them, so every figure is exact
+// integer ns.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +62,7 @@ struct RankStep {
   bool gpu = false;             // its work is GPU work (else host work)
   int64_t work = 0;             // slices counted
   int64_t begin_ns = 0, end_ns = 0;  // aligned, relative to the step's earliest begin over ranks
-  int64_t lateness_ns = 0;      // end - the earliest end in the step
+  int64_t lateness_ns = 0;      // own end (end - collective wait) - the earliest own end in the step
   int64_t busy_ns = 0;          // union of the work
   int64_t by_category_ns[kStragglerCategories] = {0, 0, 0, 0};  // indexed by StragglerCategory
   int64_t collective_wait_ns = 0;
@@ -71,14 +80,14 @@ struct StepStragglers {
   int64_t origin_ns = 0;
   std::vector<RankStep> ranks;  // by rank
   int32_t straggler = -1;       // its rank
-  int64_t lateness_ns = 0;      // vs the earliest end
+  int64_t lateness_ns = 0;      // vs the earliest own end (end - collective wait)
   int64_t lateness_vs_median_ns = 0;
   std::string reason;           // StragglerCategoryName, or "none"
-  // The straggler's value minus the median of the other ranks', per category.
+  // The straggler's value minus the median of the other ranks', per category (communication
+  // less the collective wait).
   int64_t excess_ns[kStragglerCategories] = {0, 0, 0, 0};
-  // The rank with the least communication (the one the others waited for in collectives; the
-  // lowest on a tie), -1 when every rank's communication took as long; the median collective
-  // wait of the others.
+  // The rank that reached the step's collectives last (the one the others waited for; the
+  // lowest on a tie), -1 when no rank waited; the median collective wait of the others.
   int32_t waited_for = -1;
   int64_t others_waited_ns = 0;
 };

@@ -100,6 +100,7 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
   summary.source = trace.source_path();
   summary.format = std::string(trace::SourceFormatName(trace.source_format()));
   summary.epoch_ns = trace.epoch_ns();
+  summary.unix_clock = trace.clock_is_unix_time();
   summary.span_begin_ns = trace.span_begin_ns();
   summary.span_end_ns = trace.span_end_ns();
   summary.step = trace.step_info();

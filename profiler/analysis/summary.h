@@ -88,6 +88,7 @@ struct Summary {
   std::string source;
   std::string format;
   int64_t epoch_ns = 0;
+  bool unix_clock = false;  // epoch_ns reads ns since the Unix epoch (Trace::clock_is_unix_time)
   int64_t span_begin_ns = 0;
   int64_t span_end_ns = 0;
   int64_t nodes = 0;

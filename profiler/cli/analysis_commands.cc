@@ -100,12 +100,20 @@ std::string CutLongLines(const std::string& text) {
 
 std::string SummaryText(const analysis::Summary& s, size_t top) {
   std::string out = "trace      " + s.source + " (" + s.format + ")\n";
-  if (s.step.step >= 0 || s.step.rank >= 0) {
-    out += "step       " + IntText(s.step.step) + "  rank " + std::to_string(s.step.rank) + "/" +
-           std::to_string(s.step.world_size) + "  host " + s.step.host + "  producer " + s.step.producer + "\n";
+  // What the trace records of its run; what it does not record is left out, never shown as -1.
+  std::string session;
+  auto add = [&session](const std::string& part) { session += (session.empty() ? "" : "  ") + part; };
+  if (s.step.step >= 0) add("step " + IntText(s.step.step));
+  if (s.step.rank >= 0) {
+    add("rank " + std::to_string(s.step.rank) + (s.step.world_size > 0 ? " of " + std::to_string(s.step.world_size) : ""));
+  } else if (s.step.world_size > 0) {
+    add("world size " + std::to_string(s.step.world_size));
   }
+  if (!s.step.host.empty()) add("host " + s.step.host);
+  if (!s.step.producer.empty()) add("producer " + s.step.producer);
+  if (!session.empty()) out += "session    " + session + "\n";
   out += "span       " + FormatDuration(s.span_end_ns - s.span_begin_ns) + " (from " + IntText(s.epoch_ns + s.span_begin_ns) +
-         " ns since the Unix epoch)\n";
+         (s.unix_clock ? " ns since the Unix epoch)\n" : " ns on the trace's own clock, not Unix time)\n");
   out += "nodes      " + IntText(s.nodes) + " on " + std::to_string(s.devices.size()) + " lanes as recorded\n";
 
   // TensorFlow's dev_stats entries; a JSON trace's pid/tid lanes (Kineto: GPU/stream).
@@ -183,9 +191,14 @@ Json SummaryJson(const analysis::Summary& s) {
   doc["schema"] = "stepscope.summary/1";
   doc["source"] = s.source;
   doc["format"] = s.format;
-  doc["step"] = {{"step", s.step.step}, {"rank", s.step.rank}, {"world_size", s.step.world_size},
-                 {"host", s.step.host}, {"producer", s.step.producer}};
+  // Facts the trace does not record are null (the keys stay, so the document keeps its shape).
+  auto known_int = [](int64_t value) { return value >= 0 ? Json(value) : Json(nullptr); };
+  auto known_text = [](const std::string& value) { return value.empty() ? Json(nullptr) : Json(value); };
+  doc["step"] = {{"step", known_int(s.step.step)}, {"rank", known_int(s.step.rank)},
+                 {"world_size", s.step.world_size > 0 ? Json(s.step.world_size) : Json(nullptr)},
+                 {"host", known_text(s.step.host)}, {"producer", known_text(s.step.producer)}};
   doc["epoch_ns"] = s.epoch_ns + s.span_begin_ns;
+  doc["clock"] = s.unix_clock ? "unix" : "trace";
   doc["span_ns"] = s.span_end_ns - s.span_begin_ns;
   doc["nodes"] = s.nodes;
   Json devices = Json::array();
@@ -716,8 +729,9 @@ class OverlapCommand : public PerStepCommand {
   Json ToJson(const Trace& trace, const std::vector<StepWindow>&, size_t) const override {
     const analysis::OverlapStats stats = analysis::ComputeOverlap(trace);
     auto doc = Document("overlap", trace);
-    doc["step"] = trace.step_info().step;
-    doc["rank"] = trace.step_info().rank;
+    // null when the trace does not record it
+    doc["step"] = trace.step_info().step >= 0 ? Json(trace.step_info().step) : Json(nullptr);
+    doc["rank"] = trace.step_info().rank >= 0 ? Json(trace.step_info().rank) : Json(nullptr);
     doc["comm_ns"] = stats.comm_ns;
     doc["hidden_ns"] = stats.hidden_ns;
     doc["exposed_ns"] = stats.exposed_ns;
@@ -1006,16 +1020,20 @@ class MergeCommand : public Command {
       doc["span_ns"] = merged.trace.span_end_ns() - merged.trace.span_begin_ns();
       auto inputs = nlohmann::ordered_json::array();
       for (const auto& in : report.inputs) {
-        inputs.push_back({{"source", in.source}, {"process", in.process}, {"rank", in.rank}, {"step", in.step},
-                          {"host", in.host}, {"alignment", in.alignment}, {"offset_ns", in.offset_ns},
+        // What an input does not record is null.
+        inputs.push_back({{"source", in.source}, {"process", in.process},
+                          {"rank", in.rank >= 0 ? Json(in.rank) : Json(nullptr)},
+                          {"step", in.step >= 0 ? Json(in.step) : Json(nullptr)},
+                          {"host", in.host.empty() ? Json(nullptr) : Json(in.host)}, {"alignment", in.alignment}, {"offset_ns", in.offset_ns},
                           {"begin_ns", in.begin_ns}, {"end_ns", in.end_ns}, {"last_device", in.last_device},
                           {"last_device_lag_ns", in.last_device_lag_ns}});
       }
       doc["inputs"] = inputs;
       auto stragglers = nlohmann::ordered_json::array();
       for (const auto& s : report.stragglers) {
+        const int32_t rank = report.inputs[s.input].rank;
         stragglers.push_back({{"step", s.step}, {"ranks", s.ranks}, {"process", report.inputs[s.input].process},
-                              {"rank", report.inputs[s.input].rank}, {"lag_ns", s.lag_ns},
+                              {"rank", rank >= 0 ? Json(rank) : Json(nullptr)}, {"lag_ns", s.lag_ns},
                               {"lag_vs_median_ns", s.lag_vs_median_ns}});
       }
       doc["stragglers"] = stragglers;
@@ -1036,6 +1054,7 @@ class MergeCommand : public Command {
       out << "\nwarning: " << report.unaligned
           << " trace(s) from another host carry no clock sync record; their clocks are not aligned\n";
     }
+    if (!report.stragglers_error.empty()) out << "\nno stragglers: " << report.stragglers_error << "\n";
     if (!report.stragglers.empty()) out << "\nStragglers (the rank that finished last per step)\n";
     for (const auto& s : report.stragglers) {
       out << "  step " << s.step << ": " << report.inputs[s.input].process << " finished "

@@ -172,16 +172,17 @@ Json RowJson(const RunDiffRow& r) {
 }
 
 std::string Counts(const std::vector<RunDiffRow>& rows) {
-  int64_t regressed = 0, improved = 0, unchanged = 0, added = 0, gone = 0;
+  int64_t regressed = 0, improved = 0, unchanged = 0, inconclusive = 0, added = 0, gone = 0;
   for (const auto& r : rows) {
     if (r.verdict == "regressed") ++regressed;
     else if (r.verdict == "improved") ++improved;
     else if (r.verdict == "new") ++added;
     else if (r.verdict == "gone") ++gone;
-    else ++unchanged;
+    else if (r.verdict == "unchanged") ++unchanged;
+    else ++inconclusive;
   }
-  return IntText(regressed) + " regressed, " + IntText(improved) + " improved, " + IntText(unchanged) + " unchanged, " + IntText(added) +
-         " new, " + IntText(gone) + " gone";
+  return IntText(regressed) + " regressed, " + IntText(improved) + " improved, " + IntText(unchanged) + " unchanged, " +
+         IntText(inconclusive) + " inconclusive, " + IntText(added) + " new, " + IntText(gone) + " gone";
 }
 
 std::string Side(const std::vector<std::string>& sources, size_t steps, size_t runs) {
@@ -210,7 +211,8 @@ std::string DiffText(const RunDiff& d, size_t top) {
          ", Benjamini-Hochberg q over each table, " +
          IntText(d.options.bootstrap.resamples) + " bootstrap resamples of runs and their steps (seed " +
          std::to_string(d.options.bootstrap.seed) + "); verdict when q < " + FormatFixed(d.options.alpha, 3) +
-         ", the CI excludes 0 and |change| >= " + FormatPercent(d.options.min_change) + "\n";
+         ", the CI excludes 0 and |change| >= " + FormatPercent(d.options.min_change) + "; unchanged when the CI lies within +-" +
+         FormatPercent(d.options.tolerance) + " of A's median, else inconclusive\n";
   if (!d.confident) {
     out += "note   with " + IntText(static_cast<int64_t>(d.steps_a)) + " and " + IntText(static_cast<int64_t>(d.steps_b)) +
            " steps the smallest possible p is " + P(d.min_p) + ": no change can be shown with confidence\n";
@@ -255,6 +257,8 @@ std::vector<FlagSpec> DiffCompareFlags() {
            "exit 3 when an op type, node or kernel regressed with confidence by more than PCT percent and "
            "MIN_MS ms of median per-step time (default 0.1 ms); needs several steps per side"},
           {"min-change", "PCT", "smallest change of the median a verdict reports (default 2)"},
+          {"tolerance", "PCT",
+           "unchanged only when the change's CI lies within +-PCT percent of A's median, else inconclusive (default 5)"},
           {"alpha", "A", "false discovery rate for verdicts (default 0.05)"},
           {"resamples", "N", "bootstrap resamples (default 2000)"},
           {"seed", "N", "bootstrap seed (default 1)"}};
@@ -287,10 +291,12 @@ Status RunStepDiff(const ParsedArgs& args, const std::vector<std::string>& a, co
   ASSIGN_OR_RETURN(const Gate gate, ParseGate(args));
   analysis::RunDiffOptions options;
   ASSIGN_OR_RETURN(const double min_change, args.GetDouble("min-change", 100 * options.min_change, 0, 1e6));
+  ASSIGN_OR_RETURN(const double tolerance, args.GetDouble("tolerance", 100 * options.tolerance, 0, 1e6));
   ASSIGN_OR_RETURN(options.alpha, args.GetDouble("alpha", options.alpha, 1e-12, 1));
   ASSIGN_OR_RETURN(const int64_t resamples, args.GetInt("resamples", options.bootstrap.resamples, 1, 1000000));
   ASSIGN_OR_RETURN(const int64_t seed, args.GetInt("seed", 1, 0));
   options.min_change = min_change / 100;
+  options.tolerance = tolerance / 100;
   options.bootstrap.resamples = static_cast<int>(resamples);
   options.bootstrap.seed = static_cast<uint64_t>(seed);
 
@@ -317,7 +323,8 @@ Status RunStepDiff(const ParsedArgs& args, const std::vector<std::string>& a, co
     doc["method"] = {{"test", diff.per_run ? "welch-t-log-run-medians" : "mann-whitney-u"}, {"correction", "benjamini-hochberg"},
                      {"bootstrap_resamples", diff.options.bootstrap.resamples},
                      {"confidence", diff.options.bootstrap.confidence}, {"seed", diff.options.bootstrap.seed},
-                     {"alpha", diff.options.alpha}, {"min_change", diff.options.min_change}};
+                     {"alpha", diff.options.alpha}, {"min_change", diff.options.min_change},
+                     {"tolerance", diff.options.tolerance}};
     doc["min_p"] = diff.min_p;
     doc["confident"] = diff.confident;
     doc["step"] = RowJson(diff.step);

@@ -144,11 +144,13 @@ class StragglersCommand : public Command {
   std::string synopsis() const override { return "TRACE|DIR... [--json] [--step N | --steps A-B] [--rank R] [--top N]"; }
   std::string description() const override {
     return "Across ranks, per step: the rank that finished its work last (the straggler), by how much\n"
-           "(lateness: its end - the earliest end, and - the median end), and why: per rank its\n"
-           "compute, communication (collectives, NCCL kernels), memory (copies, memsets) and input\n"
-           "(GPU: time from the step's start to its first GPU work; host: TrainInput, IteratorGetNext,\n"
-           "DataLoader ops), each a union, and its collective wait (communication beyond the least of\n"
-           "any rank: an early rank waits in the all-reduce). reason: the category where the straggler\n"
+           "and why. A synchronising collective makes the ranks end together, the early ones waiting\n"
+           "in it: each rank's collective wait is its communication beyond the least of any rank, and\n"
+           "its own end is its end less that wait, so the straggler is the rank the others waited for\n"
+           "(lateness: its own end - the earliest, and - the median). Per rank its compute,\n"
+           "communication (collectives, NCCL kernels), memory (copies, memsets) and input (GPU: time\n"
+           "from the step's start to its first GPU work; host: TrainInput, IteratorGetNext,\n"
+           "DataLoader ops), each a union. reason: the category where the straggler\n"
            "exceeds the other ranks' median most. A rank's work is its GPU work when it has any in the\n"
            "step, else its host work; annotations and sync markers never count. Inputs: per-rank traces\n"
            "(step traces with a rank, PyTorch traces with distributedInfo.rank and ProfilerStep#N);\n"

@@ -6,6 +6,8 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <iterator>
@@ -137,6 +139,20 @@ SliceKind KindOfEvent(SliceKind kind, std::string_view name) {
 std::string_view Trim(std::string_view text) {
   while (!text.empty() && IsJsonSpace(text.back())) text.remove_suffix(1);
   return text;
+}
+
+// A thread id as a lane shows it: as written, except -1 (Kineto's "no stream": a device-wide
+// sync), "none", and other negative ids, which are 32-bit pthread ids or hashes written as signed
+// numbers: their bits in hex (-247463936 is 0xf1400000).
+std::string TidText(std::string_view tid) {
+  int64_t id = 0;
+  const auto [end, error] = std::from_chars(tid.data(), tid.data() + tid.size(), id);
+  if (error != std::errc() || end != tid.data() + tid.size() || id >= 0) return std::string(tid);
+  if (id == -1) return "none";
+  char hex[24];
+  const uint64_t bits = id >= INT32_MIN ? uint64_t{static_cast<uint32_t>(id)} : static_cast<uint64_t>(id);
+  std::snprintf(hex, sizeof(hex), "0x%llx", static_cast<unsigned long long>(bits));
+  return hex;
 }
 
 // pid/tid/id as text: numbers as written, strings unquoted.
@@ -749,8 +765,9 @@ class ChromeEventImporter::Impl {
     if (it == thread_tracks_.end()) {
       const uint32_t process = ProcessTrack(std::string(pid));
       Track track;
-      track.name = builder_.Intern("thread " + std::string(tid));
-      track.full_name = builder_.Intern(std::string(pid) + "/" + std::string(tid));
+      const std::string tid_label = TidText(tid);
+      track.name = builder_.Intern(tid_label == "none" ? "no thread id" : "thread " + tid_label);
+      track.full_name = builder_.Intern(std::string(pid) + "/" + tid_label);
       track.parent = static_cast<int32_t>(process);
       track.kind = kind == SliceKind::kKernel || kind == SliceKind::kMemcpy || kind == SliceKind::kMemset
                        ? TrackKind::kGpuStream
@@ -904,6 +921,10 @@ class ChromeEventImporter::Impl {
       const int32_t parent = tracks[track].parent;
       if (parent >= 0 && tracks[static_cast<size_t>(parent)].kind == TrackKind::kDevice) {
         tracks[track].kind = TrackKind::kGpuStream;
+        // tid -1 on a device: events of no one stream (Kineto's context-wide syncs).
+        if (thread_names_.find(key) == thread_names_.end() && key.ends_with(std::string_view("\0-1", 3))) {
+          tracks[track].name = builder_.Intern("no stream (device-wide)");
+        }
       }
     }
   }

@@ -198,9 +198,18 @@ class Importer {
         Track lane;
         std::string lane_name = name.lane.empty() ? "ops" : name.lane;
         if (!gpu_lane && thread_id != 0) {
+          // A named thread is its name (our trainer's collectives lane has a made-up id,
+          // 0x7fff0000, that no reader should see); the id stays only to tell apart two
+          // threads of one name.
           lane_name = "thread " + std::to_string(thread_id);
           auto found = device.thread_names().find(thread_id);
-          if (found != device.thread_names().end()) lane_name += " (" + found->second + ")";
+          if (found != device.thread_names().end() && !found->second.empty()) {
+            const auto& names = device.thread_names();
+            const bool unique = std::count_if(names.begin(), names.end(), [&](const auto& entry) {
+                                  return entry.second == found->second;
+                                }) == 1;
+            lane_name = unique ? found->second : found->second + " (" + lane_name + ")";
+          }
         }
         lane.name = builder_.Intern(lane_name);
         lane.full_name = builder_.Intern(device.device());

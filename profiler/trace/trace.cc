@@ -679,6 +679,12 @@ Trace TraceBuilder::Build() && {
   for (CounterSeries& c : trace_.counters_) {
     for (int64_t& ts : c.ts_ns) ts -= epoch;
   }
+  for (StepWindow& w : trace_.step_windows_) {
+    w.begin_ns -= epoch;
+    w.end_ns -= epoch;
+  }
+  std::stable_sort(trace_.step_windows_.begin(), trace_.step_windows_.end(),
+                   [](const StepWindow& a, const StepWindow& b) { return a.begin_ns < b.begin_ns; });
 
   // Readers that add each track's slices in time order, track after track (our protobuf, XSpace
   // lines, the generator) or sorted them before (SortSlices) need no order at all.

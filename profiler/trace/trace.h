@@ -171,6 +171,22 @@ struct CounterSeries {
   std::vector<int64_t> values;
 };
 
+// A time read as ns since the Unix epoch is a plausible date (2000-01-01 to 2100-01-01): a
+// clock counting from a boot or a process start would need decades of uptime to reach it.
+constexpr bool IsUnixTimeNs(int64_t ns) {
+  return ns >= 946'684'800'000'000'000 && ns < 4'102'444'800'000'000'000;
+}
+
+// A step's window in a trace that joins several step traces (a merge of one run's per-step
+// files, or of several ranks' files of each step): each input's step number and span, so steps
+// keep their numbers once merged. Times relative to the epoch, as slices'.
+struct StepWindow {
+  int64_t step = 0;
+  int32_t rank = -1;  // -1: not recorded
+  int64_t begin_ns = 0, end_ns = 0;
+  bool operator==(const StepWindow&) const = default;
+};
+
 // Per-file facts: which step and rank, who produced it.
 struct StepInfo {
   int64_t step = -1;
@@ -255,11 +271,17 @@ class Trace {
   const std::vector<CounterSeries>& counters() const { return counters_; }
 
   int64_t epoch_ns() const { return epoch_ns_; }
+  // Whether the clock reads Unix time (IsUnixTimeNs of the first instant). Traces record whatever
+  // clock their producer read: TensorFlow and our trainer the wall clock, Kineto the wall clock or,
+  // relative to a baseTimeNanoseconds or a monotonic clock, small numbers that are no date.
+  bool clock_is_unix_time() const { return IsUnixTimeNs(epoch_ns_ + span_begin_ns_); }
   // [first start, last end] over all slices, relative to the epoch; {0, 0} when empty.
   int64_t span_begin_ns() const { return span_begin_ns_; }
   int64_t span_end_ns() const { return span_end_ns_; }
 
   const StepInfo& step_info() const { return step_info_; }
+  // The inputs' step windows of a merged trace, by start; empty for any other trace.
+  const std::vector<StepWindow>& step_windows() const { return step_windows_; }
   const ImportStats& import_stats() const { return import_stats_; }
   SourceFormat source_format() const { return source_format_; }
   const std::string& source_path() const { return source_path_; }
@@ -311,6 +333,7 @@ class Trace {
   int64_t span_begin_ns_ = 0;
   int64_t span_end_ns_ = 0;
   StepInfo step_info_;
+  std::vector<StepWindow> step_windows_;
   ImportStats import_stats_;
   SourceFormat source_format_ = SourceFormat::kSynthetic;
   std::string source_path_;
@@ -375,6 +398,8 @@ class TraceBuilder {
 
   ImportStats& import_stats() { return trace_.import_stats_; }
   StepInfo& step_info() { return trace_.step_info_; }
+  // A step window with absolute ns times (rebased on the epoch by Build).
+  void AddStepWindow(StepWindow window) { trace_.step_windows_.push_back(window); }
   void SetSource(SourceFormat format, std::string path) {
     trace_.source_format_ = format;
     trace_.source_path_ = std::move(path);

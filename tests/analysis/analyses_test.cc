@@ -1,12 +1,14 @@
 // Each analysis on traces where the right answer is known by construction.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/diff.h"
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/step_analyses.h"
+#include "profiler/analysis/steps.h"
 #include "profiler/trace/reader.h"
 #include "test_util.h"
 #include "trace_fixtures.h"
@@ -260,6 +262,91 @@ TEST(MergeTest, ClocksAlignedBySyncRecordAndStragglerFound) {
   EXPECT_EQ(merged.trace.flows().size(), 2 * Rank(0).flows().size());
   // StepStats details survive: the merged trace still finds each copy's bytes.
   EXPECT_EQ(ComputeMemcpyStats(merged.trace).bytes, 2 * (1048576 + 4096));
+}
+
+// Lane names say what the trace means, not the placeholders it writes: Kineto's tid -1 on a GPU
+// (context-wide syncs: no stream), a negative host tid (a 32-bit pthread id written signed, shown
+// in hex), our trainer's collectives lane (a made-up thread id with a name).
+std::string TrackNamed(const trace::Trace& t, const std::string& full_name) {
+  for (const trace::Track& track : t.tracks()) {
+    if (t.str(track.full_name) == full_name) return std::string(t.str(track.name));
+  }
+  return "(no track " + full_name + ")";
+}
+
+TEST(LaneNamesTest, NoPlaceholderIdsInLaneNames) {
+  auto kineto = trace::ReadTraceFromBytes(
+      R"({"traceEvents": [
+  {"ph": "M", "name": "process_labels", "pid": 0, "args": {"labels": "GPU 0"}},
+  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1700000000000010, "dur": 5},
+  {"ph": "X", "cat": "cuda_sync", "name": "Context Sync", "pid": 0, "tid": -1, "ts": 1700000000000020, "dur": 1},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1102, "tid": -247463936, "ts": 1700000000000000, "dur": 9},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1102, "tid": 1102, "ts": 1700000000000000, "dur": 9}
+]})",
+      "kineto.json");
+  ASSERT_TRUE(kineto.ok()) << kineto.status().message();
+  EXPECT_EQ(TrackNamed(*kineto, "0/none"), "no stream (device-wide)");
+  EXPECT_EQ(TrackNamed(*kineto, "1102/0xf1400000"), "thread 0xf1400000");
+  EXPECT_EQ(TrackNamed(*kineto, "1102/1102"), "thread 1102");
+  for (const trace::Track& track : kineto->tracks()) {
+    EXPECT_EQ(kineto->str(track.name).find("-1"), std::string_view::npos) << kineto->str(track.name);
+    EXPECT_EQ(kineto->str(track.full_name).find("/-"), std::string_view::npos) << kineto->str(track.full_name);
+  }
+
+  auto ours = trace::ReadTraceFromBytes(R"pb(step_stats { dev_stats {
+      device: "/job:localhost/replica:0/task:0/device:CPU:0"
+      node_stats { node_name: "a" all_start_micros: 10 all_end_rel_micros: 5 thread_id: 12 }
+      node_stats { node_name: "tower_0/AllReduce/w" op_type: "ALLREDUCE" all_start_micros: 12 all_end_rel_micros: 5
+                   thread_id: 2147418112 }
+      node_stats { node_name: "b" all_start_micros: 20 all_end_rel_micros: 5 thread_id: 13 }
+      node_stats { node_name: "c" all_start_micros: 30 all_end_rel_micros: 5 thread_id: 14 }
+      thread_names { key: 2147418112 value: "collectives" }
+      thread_names { key: 13 value: "worker" }
+      thread_names { key: 14 value: "worker" } } })pb",
+                                        "ours.pbtxt");
+  ASSERT_TRUE(ours.ok()) << ours.status().message();
+  std::set<std::string> lanes;
+  for (const trace::Track& track : ours->tracks()) {
+    if (track.kind == TrackKind::kOpLane) lanes.insert(std::string(ours->str(track.name)));
+  }
+  // Named threads by their name, the id only to tell two of one name apart.
+  EXPECT_EQ(lanes, (std::set<std::string>{"thread 12", "collectives", "worker (thread 13)", "worker (thread 14)"}));
+}
+
+// A real run's step files (tests/data/trainer/lstm_run_steps: steps 7-10 of one rank) opened as
+// one timeline: its four steps, with their numbers, in time order, each over its own file's span
+// (read on its own), the steps `steps` finds in the same directory.
+TEST(MergeTest, OneRunsStepDirectoryIsItsConsecutiveSteps) {
+  const std::string dir = stepscope::testing::DataPath("trainer/lstm_run_steps");
+  auto files = ExpandTracePaths({dir});
+  ASSERT_TRUE(files.ok()) << files.status().message();
+  ASSERT_EQ(files->size(), 4u);
+  std::map<int64_t, std::pair<int64_t, int64_t>> spans;  // step -> its file's span, absolute
+  for (const std::string& file : *files) {
+    auto t = trace::ReadTrace(file);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    spans[t->step_info().step] = {t->epoch_ns() + t->span_begin_ns(), t->epoch_ns() + t->span_end_ns()};
+  }
+  ASSERT_EQ(spans.size(), 4u);
+  EXPECT_EQ(spans.begin()->first, 7);
+  // Names in numeric order: step10 after step9.
+  EXPECT_NE(files->back().find("lstm_small_step10.pb.gz"), std::string::npos) << files->back();
+
+  auto merged = LoadAsOneTrace({dir});
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  const std::vector<Step> steps = StepsOfTrace(*merged, /*with_totals=*/false);
+  ASSERT_EQ(steps.size(), 4u);
+  auto collected = CollectSteps({dir});
+  ASSERT_TRUE(collected.ok());
+  ASSERT_EQ(collected->size(), 4u);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const int64_t number = 7 + static_cast<int64_t>(i);
+    EXPECT_EQ(steps[i].step, number);
+    EXPECT_EQ(merged->epoch_ns() + steps[i].begin_ns, spans[number].first) << number;
+    EXPECT_EQ(merged->epoch_ns() + steps[i].end_ns, spans[number].second) << number;
+    EXPECT_EQ((*collected)[i].step, number);
+    EXPECT_EQ((*collected)[i].duration_ns, steps[i].duration_ns) << number;
+  }
 }
 
 TEST(MergeTest, OtherHostWithoutSyncRecordIsReportedUnaligned) {

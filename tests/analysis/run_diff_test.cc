@@ -334,11 +334,84 @@ TEST(RunDiff, VerdictsConfidenceAndGate) {
   for (const auto& r : same.by_op_type) EXPECT_EQ(r.verdict, "unchanged") << r.name;
   EXPECT_TRUE(RegressionGate(same, 0, 0).empty());
 
-  // Two steps a side: no p-value can get below 0.05, so nothing is flagged, however large.
+  // Two steps a side: no p-value can get below 0.05, so nothing is flagged, however large; a 20%
+  // change without confidence is no evidence of no change either: inconclusive, not unchanged.
   const RunDiff few = DiffRuns(SyntheticRun(false, 5, 2), SyntheticRun(true, 6, 2));
   EXPECT_FALSE(few.confident);
-  EXPECT_EQ(Find(few.by_op_type, "MatMul")->verdict, "unchanged");
+  const RunDiffRow* few_matmul = Find(few.by_op_type, "MatMul");
+  EXPECT_NEAR(few_matmul->change, 0.2, 0.03);
+  EXPECT_GT(few_matmul->ci_high_ns, 0.05 * few_matmul->median_a);
+  EXPECT_EQ(few_matmul->verdict, "inconclusive");
+  EXPECT_EQ(few.step.verdict, "inconclusive");
   EXPECT_TRUE(RegressionGate(few, 0, 0).empty());
+}
+
+// "unchanged" is practical equivalence: the whole interval of the change within +-tolerance of
+// A's median. The same rows with a tighter tolerance than their interval are inconclusive.
+TEST(RunDiff, UnchangedOnlyWhenTheIntervalLiesWithinTheTolerance) {
+  const std::vector<Step> a = SyntheticRun(false, 3, 12), b = SyntheticRun(false, 4, 12);
+  const RunDiff loose = DiffRuns(a, b);
+  const RunDiffRow* add = Find(loose.by_op_type, "Add");
+  ASSERT_NE(add, nullptr);
+  // Steps within +-2% of 2 ms: the interval is well inside +-5% (100 us).
+  EXPECT_GE(add->ci_low_ns, -0.05 * add->median_a);
+  EXPECT_LE(add->ci_high_ns, 0.05 * add->median_a);
+  EXPECT_EQ(add->verdict, "unchanged");
+  RunDiffOptions tight;
+  tight.tolerance = 0.0001;  // 200 ns of 2 ms: narrower than the interval
+  const RunDiff strict = DiffRuns(a, b, tight);
+  const RunDiffRow* strict_add = Find(strict.by_op_type, "Add");
+  ASSERT_TRUE(strict_add->ci_low_ns < -0.0001 * strict_add->median_a ||
+              strict_add->ci_high_ns > 0.0001 * strict_add->median_a);
+  EXPECT_EQ(strict_add->verdict, "inconclusive");
+}
+
+// The verdicts read the Benjamini-Hochberg q-values, not the raw p-values. Four steps a side, one
+// run each (Mann-Whitney, exact): "Shifted" is twice as slow in every step of B (all of B above
+// all of A: p = 2 / C(8, 4) = 0.0286 < 0.05), nine other rows are the same on both sides. Among ten
+// rows its q is 10 x 0.0286 = 0.286: not a discovery, so not regressed (with the raw p it would
+// be). Alone in its table, q = p and it is regressed. The equal rows take the same time in every
+// step: their interval is [0, 0], unchanged.
+std::vector<Step> ShiftedAmongEqualRows(bool b, int equal_rows) {
+  std::vector<Step> steps;
+  for (int i = 0; i < 4; ++i) {
+    Step s;
+    s.step = i;
+    s.source = (b ? "b/" : "a/") + std::to_string(i);
+    s.run = b ? "b" : "a";
+    s.op_types.push_back({"Shifted", "Shifted", "host", (b ? 20'000'000 : 10'000'000) + i * 1'000'000, 1});
+    for (int k = 0; k < equal_rows; ++k) {
+      const std::string name = "Equal" + std::to_string(k);
+      s.op_types.push_back({name, name, "host", 5'000'000 + k * 10'000, 1});  // the same in every step
+    }
+    s.duration_ns = 40'000'000 + i * 1'000'000;
+    steps.push_back(std::move(s));
+  }
+  return steps;
+}
+
+TEST(RunDiff, FalseDiscoveryCorrectionDecidesVerdicts) {
+  const RunDiff many = DiffRuns(ShiftedAmongEqualRows(false, 9), ShiftedAmongEqualRows(true, 9));
+  EXPECT_FALSE(many.per_run);
+  ASSERT_EQ(many.by_op_type.size(), 10u);
+  const RunDiffRow* shifted = Find(many.by_op_type, "Shifted");
+  ASSERT_NE(shifted, nullptr);
+  EXPECT_TRUE(shifted->exact);
+  EXPECT_NEAR(shifted->p, 2.0 / 70, 1e-12);
+  EXPECT_NEAR(shifted->q, 10 * 2.0 / 70, 1e-12);
+  EXPECT_GT(shifted->ci_low_ns, 0);  // the interval excludes 0: only q stands in the way
+  EXPECT_EQ(shifted->verdict, "inconclusive");
+  for (const RunDiffRow& r : many.by_op_type) {
+    if (r.name != "Shifted") {
+      EXPECT_EQ(r.verdict, "unchanged") << r.name;
+    }
+  }
+  EXPECT_TRUE(RegressionGate(many, 0, 0).empty());
+
+  const RunDiff alone = DiffRuns(ShiftedAmongEqualRows(false, 0), ShiftedAmongEqualRows(true, 0));
+  ASSERT_EQ(alone.by_op_type.size(), 1u);
+  EXPECT_NEAR(alone.by_op_type[0].q, 2.0 / 70, 1e-12);
+  EXPECT_EQ(alone.by_op_type[0].verdict, "regressed");
 }
 
 // Four runs of four steps a side, each run at its own level (the machine's state while that process
@@ -377,8 +450,11 @@ TEST(RunDiff, TestsTheRunsWhenEachSideHasSeveral) {
   EXPECT_LT(MannWhitneyU(std::vector<double>(matmul->a.begin(), matmul->a.end()),
                          std::vector<double>(matmul->b.begin(), matmul->b.end())).p, 0.01);
   EXPECT_NEAR(matmul->p, 0.1425238824036034, 1e-6);
-  EXPECT_EQ(matmul->verdict, "unchanged");
-  EXPECT_EQ(same.step.verdict, "unchanged");
+  // No change shown, and none ruled out either: runs 3-4% apart on each side leave an interval
+  // wider than +-5% of A's median (here [-700.8 us, +100 us] of 10.149 ms): inconclusive.
+  EXPECT_TRUE(matmul->ci_low_ns < -0.05 * matmul->median_a || matmul->ci_high_ns > 0.05 * matmul->median_a);
+  EXPECT_EQ(matmul->verdict, "inconclusive");
+  EXPECT_EQ(same.step.verdict, "inconclusive");
   // B 10% slower over the same run levels: found (p = 0.0108).
   const RunDiff slower = DiffRuns(RunsAtLevels(false, 1), RunsAtLevels(true, 1.10));
   const RunDiffRow* slow = Find(slower.by_op_type, "MatMul");

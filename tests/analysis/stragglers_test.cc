@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "profiler/analysis/merge.h"
+#include "profiler/analysis/steps.h"
 #include "profiler/analysis/stragglers.h"
 #include "trace_fixtures.h"
 
@@ -27,7 +28,8 @@ constexpr int kInput = static_cast<int>(StragglerCategory::kInput);
 // One step trace of one rank, as stepscope-train writes it on CPU: input split, compute, the
 // all-reduce (a collective), then apply; times from `t0`.
 trace::Trace StepTrace(int32_t rank, int64_t step, int64_t t0, int64_t input, int64_t compute,
-                       int64_t allreduce = 1 * kMs, const std::string& host = "host-a", int64_t clock_sync = 0) {
+                       int64_t allreduce = 1 * kMs, const std::string& host = "host-a", int64_t clock_sync = 0,
+                       int64_t apply = 100 * kUs) {
   TraceMaker m;
   const uint32_t h = m.Host(host);
   const uint32_t cpu = m.Device("/job:worker/replica:0/task:" + std::to_string(rank) + "/device:CPU:0", h);
@@ -37,8 +39,7 @@ trace::Trace StepTrace(int32_t rank, int64_t step, int64_t t0, int64_t input, in
   m.Slice(ops, t0 + input, t0 + input + compute, "tower_0/MatMul", "MatMul");
   m.Slice(ops, t0 + input + compute, t0 + input + compute + allreduce, "AllReduce", "MpiAllReduce",
           SliceKind::kCollective);
-  m.Slice(ops, t0 + input + compute + allreduce, t0 + input + compute + allreduce + 100 * kUs, "ApplyGradient",
-          "ApplySGD");
+  m.Slice(ops, t0 + input + compute + allreduce, t0 + input + compute + allreduce + apply, "ApplyGradient", "ApplySGD");
   m.builder().step_info().rank = rank;
   m.builder().step_info().step = step;
   m.builder().step_info().world_size = 4;
@@ -140,13 +141,94 @@ TEST(StragglersTest, EarlyRanksWaitInTheCollective) {
   ASSERT_TRUE(report.ok()) << report.status().message();
   ASSERT_EQ(report->steps.size(), 1u);
   const StepStragglers& s = report->steps[0];
-  EXPECT_EQ(s.lateness_ns, 0);  // they end together
+  // They end together; rank 1's own end (its end less its wait, 0) is 2 ms after the others'.
+  EXPECT_EQ(s.straggler, 1);
+  EXPECT_EQ(s.lateness_ns, 2 * kMs);
+  EXPECT_EQ(s.reason, "compute");
   EXPECT_EQ(s.waited_for, 1);
   EXPECT_EQ(s.others_waited_ns, 2 * kMs);
   EXPECT_EQ(s.ranks[0].collective_wait_ns, 2 * kMs);
   EXPECT_EQ(s.ranks[1].collective_wait_ns, 0);
   EXPECT_EQ(s.ranks[2].collective_wait_ns, 2 * kMs);
   EXPECT_EQ(s.ranks[0].communication_ns(), 3 * kMs);
+}
+
+// Two ranks, rank 1 late by 7 ms into a synchronising all-reduce: rank 0 waits 7 ms in it, both
+// leave it at the same instant and end together. The straggler is rank 1, whom rank 0 waited
+// for: rank 0's collective wait is 7 ms, rank 1's none.
+TEST(StragglersTest, TheLateRankIsWaitedForNotTheOneWaiting) {
+  constexpr int64_t kLate = 7 * kMs;
+  std::vector<trace::Trace> traces;
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    const int64_t compute = 4 * kMs + (rank == 1 ? kLate : 0);
+    // The all-reduce ends at 0.2 + 4 + 7 + 1 ms on both ranks.
+    traces.push_back(StepTrace(rank, 552, kEpoch, 200 * kUs, compute, 4 * kMs + kLate + 1 * kMs - compute));
+  }
+  const auto report = ComputeStragglers(traces);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_EQ(report->steps.size(), 1u);
+  const StepStragglers& s = report->steps[0];
+  EXPECT_EQ(s.step, 552);
+  EXPECT_EQ(s.ranks[0].end_ns, s.ranks[1].end_ns);  // the collective lines their ends up
+  EXPECT_EQ(s.straggler, 1);
+  EXPECT_EQ(s.lateness_ns, kLate);
+  EXPECT_EQ(s.reason, "compute");
+  EXPECT_EQ(s.excess_ns[kCompute], kLate);
+  EXPECT_EQ(s.waited_for, 1);
+  EXPECT_EQ(s.others_waited_ns, kLate);
+  EXPECT_EQ(s.ranks[0].collective_wait_ns, kLate);
+  EXPECT_EQ(s.ranks[1].collective_wait_ns, 0);
+  EXPECT_EQ(s.ranks[0].lateness_ns, 0);
+  EXPECT_EQ(s.ranks[1].lateness_ns, kLate);
+  EXPECT_EQ(s.excess_ns[kCommunication], 0);  // its all-reduce was short: it did not wait
+  // The same with the ranks' roles swapped: rank 0 late, rank 1 waiting.
+  std::vector<trace::Trace> swapped;
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    const int64_t compute = 4 * kMs + (rank == 0 ? kLate : 0);
+    swapped.push_back(StepTrace(rank, 552, kEpoch, 200 * kUs, compute, 4 * kMs + kLate + 1 * kMs - compute));
+  }
+  const auto other = ComputeStragglers(swapped);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->steps[0].straggler, 0);
+  EXPECT_EQ(other->steps[0].waited_for, 0);
+  EXPECT_EQ(other->steps[0].lateness_ns, kLate);
+  EXPECT_EQ(other->steps[0].ranks[1].collective_wait_ns, kLate);
+
+  // Rank 1 waits 7 ms for rank 0 in the all-reduce, then applies its gradients 50 us longer: it
+  // ends last, by 50 us, and its longer communication is its wait, not why it is late.
+  std::vector<trace::Trace> after;
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    const int64_t compute = 4 * kMs + (rank == 0 ? kLate : 0);
+    after.push_back(StepTrace(rank, 553, kEpoch, 200 * kUs, compute, 4 * kMs + kLate + 1 * kMs - compute, "host-a", 0,
+                              rank == 1 ? 150 * kUs : 100 * kUs));
+  }
+  const auto late_apply = ComputeStragglers(after);
+  ASSERT_TRUE(late_apply.ok());
+  const StepStragglers& a = late_apply->steps[0];
+  EXPECT_EQ(a.ranks[1].end_ns - a.ranks[0].end_ns, 50 * kUs);
+  EXPECT_EQ(a.straggler, 0);
+  EXPECT_EQ(a.lateness_ns, kLate - 50 * kUs);
+  EXPECT_EQ(a.reason, "compute");
+  EXPECT_EQ(a.excess_ns[kCommunication], 0);
+  EXPECT_EQ(a.waited_for, 0);
+  EXPECT_EQ(a.others_waited_ns, kLate);
+
+  // Both reach the all-reduce together; rank 1's runs 3 ms longer (a slower link or a busier
+  // core) and it ends 3 ms later: slow in communication, not waiting, and nobody waited for it.
+  std::vector<trace::Trace> slow;
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    slow.push_back(StepTrace(rank, 554, kEpoch, 200 * kUs, 4 * kMs, rank == 1 ? 4 * kMs : 1 * kMs));
+  }
+  const auto slow_comm = ComputeStragglers(slow);
+  ASSERT_TRUE(slow_comm.ok());
+  const StepStragglers& c = slow_comm->steps[0];
+  EXPECT_EQ(c.straggler, 1);
+  EXPECT_EQ(c.lateness_ns, 3 * kMs);
+  EXPECT_EQ(c.reason, "communication");
+  EXPECT_EQ(c.excess_ns[kCommunication], 3 * kMs);
+  EXPECT_EQ(c.ranks[0].collective_wait_ns, 0);
+  EXPECT_EQ(c.ranks[1].collective_wait_ns, 0);
+  EXPECT_EQ(c.waited_for, -1);
 }
 
 // Clocks of another host: rank 1's clock runs 1 s ahead; its clock sync record says so.
@@ -280,6 +362,70 @@ TEST(StragglersTest, OneRankHasNothingToCompare) {
   ASSERT_TRUE(report.ok());
   EXPECT_TRUE(report->steps.empty());
   EXPECT_EQ(report->single_rank_steps, (std::vector<int64_t>{1, 2, 3, 4}));
+}
+
+// One run's step traces (`--profile_every 1`: one file per step, one rank) merged into one trace,
+// as `merge` and the viewer open a directory: the merged trace has the run's steps, consecutive
+// and numbered as the files are, not one step of the whole merge.
+TEST(MergeSteps, OneRanksStepFilesStayItsNumberedSteps) {
+  std::vector<trace::Trace> traces;
+  std::vector<std::pair<int64_t, int64_t>> spans;  // each input's span, absolute
+  for (int64_t step = 551; step <= 558; ++step) {
+    traces.push_back(StepTrace(0, step, kEpoch + (step - 551) * 100 * kMs, 200 * kUs, 4 * kMs + step * kUs));
+    const trace::Trace& t = traces.back();
+    spans.emplace_back(t.epoch_ns() + t.span_begin_ns(), t.epoch_ns() + t.span_end_ns());
+  }
+  const MergeResult merged = MergeTraces(std::move(traces));
+  EXPECT_TRUE(merged.report.stragglers.empty());  // one rank: nothing to compare
+  const std::vector<Step> steps = StepsOfTrace(merged.trace);
+  ASSERT_EQ(steps.size(), 8u);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i].step, 551 + static_cast<int64_t>(i));
+    EXPECT_EQ(steps[i].marker, "trace");
+    EXPECT_EQ(merged.trace.epoch_ns() + steps[i].begin_ns, spans[i].first);
+    EXPECT_EQ(steps[i].duration_ns, spans[i].second - spans[i].first);
+    // Its totals are its own step's: the MatMul of that step only.
+    int64_t matmul = 0;
+    for (const StepOpTotal& t : steps[i].op_types) {
+      if (t.name == "MatMul") matmul = t.total_ns;
+    }
+    EXPECT_EQ(matmul, 4 * kMs + (551 + static_cast<int64_t>(i)) * kUs);
+  }
+
+  // Two ranks of each of two steps: one step per number, over both ranks' windows.
+  std::vector<trace::Trace> ranks;
+  for (int64_t step = 1; step <= 2; ++step) {
+    for (int32_t rank = 0; rank < 2; ++rank) {
+      ranks.push_back(StepTrace(rank, step, kEpoch + step * 100 * kMs, 200 * kUs, rank == 1 ? 6 * kMs : 4 * kMs));
+    }
+  }
+  const MergeResult both = MergeTraces(std::move(ranks));
+  const std::vector<Step> merged_steps = StepsOfTrace(both.trace, /*with_totals=*/false);
+  ASSERT_EQ(merged_steps.size(), 2u);
+  EXPECT_EQ(merged_steps[0].step, 1);
+  EXPECT_EQ(merged_steps[0].marker, "ranks merged");
+  EXPECT_EQ(merged_steps[1].step, 2);
+}
+
+// merge numbers the steps it compares as `stragglers` does: PyTorch traces have no step number,
+// their ProfilerStep#N windows do.
+TEST(MergeSteps, StragglersPerProfilerStepNotPerInput) {
+  std::vector<trace::Trace> traces;
+  for (int32_t rank = 0; rank < 4; ++rank) traces.push_back(KinetoRank(rank));
+  const auto expected = ComputeStragglers(traces);
+  ASSERT_TRUE(expected.ok());
+  const MergeResult merged = MergeTraces(std::move(traces));
+  ASSERT_EQ(merged.report.stragglers.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const StepStraggler& s = merged.report.stragglers[i];
+    EXPECT_EQ(s.step, static_cast<int64_t>(i) + 1);
+    EXPECT_EQ(s.ranks, 4u);
+    EXPECT_EQ(merged.report.inputs[s.input].rank, expected->steps[i].straggler);
+    EXPECT_EQ(s.lag_ns, expected->steps[i].lateness_ns);
+  }
+  EXPECT_EQ(merged.report.inputs[merged.report.stragglers[2].input].rank, 2);  // computes 5 ms longer in step 3
+  EXPECT_EQ(merged.report.stragglers[2].lag_ns, 5 * kMs);
+  for (const MergedInput& input : merged.report.inputs) EXPECT_EQ(input.step, -1);  // not recorded
 }
 
 }  // namespace

@@ -53,7 +53,8 @@ TEST(CliTest, HelpEverywhere) {
 
 // The keys of docs/summary-json.md and their JSON types: an object's members, or the members of
 // every entry of an array of objects. `import` holds named counts (open-ended names).
-enum class JsonType { kString, kInt, kNumber, kBool, kObject, kArrayOfObjects, kNamedCounts };
+// ...OrNull: a fact the trace may not record (null when it does not).
+enum class JsonType { kString, kInt, kNumber, kBool, kObject, kArrayOfObjects, kNamedCounts, kStringOrNull, kIntOrNull };
 struct DocumentedKey {
   const char* name;
   JsonType type;
@@ -67,8 +68,10 @@ const std::vector<DocumentedKey>& SummaryJsonSchema() {
       {"source", kString},
       {"format", kString},
       {"step", kObject,
-       {{"step", kInt}, {"rank", kInt}, {"world_size", kInt}, {"host", kString}, {"producer", kString}}},
+       {{"step", kIntOrNull}, {"rank", kIntOrNull}, {"world_size", kIntOrNull}, {"host", kStringOrNull},
+        {"producer", kStringOrNull}}},
       {"epoch_ns", kInt},
+      {"clock", kString},
       {"span_ns", kInt},
       {"nodes", kInt},
       {"devices", kArrayOfObjects,
@@ -113,6 +116,8 @@ void ExpectDocumentedObject(const nlohmann::json& object, const std::vector<Docu
     switch (key.type) {
       case JsonType::kString: EXPECT_TRUE(value.is_string()) << path; break;
       case JsonType::kInt: EXPECT_TRUE(value.is_number_integer()) << path << " = " << value; break;
+      case JsonType::kStringOrNull: EXPECT_TRUE(value.is_string() || value.is_null()) << path; break;
+      case JsonType::kIntOrNull: EXPECT_TRUE(value.is_number_integer() || value.is_null()) << path << " = " << value; break;
       case JsonType::kNumber: EXPECT_TRUE(value.is_number()) << path; break;
       case JsonType::kBool: EXPECT_TRUE(value.is_boolean()) << path; break;
       case JsonType::kObject: ExpectDocumentedObject(value, key.members, path); break;
@@ -169,8 +174,10 @@ TEST(CliTest, SummaryJsonHasTheDocumentedKeys) {
   EXPECT_EQ(doc["schema"], "stepscope.summary/1");
   EXPECT_EQ(doc["source"], in);
   EXPECT_EQ(doc["format"], "StepStats (text)");
-  // A TensorFlow step has no stepscope session record: every field says unknown (-1 or empty).
-  EXPECT_EQ(doc["step"], nlohmann::json({{"step", -1}, {"rank", -1}, {"world_size", -1}, {"host", ""}, {"producer", ""}}));
+  // A TensorFlow step has no stepscope session record: every field is absent (null, not -1).
+  EXPECT_EQ(doc["step"], nlohmann::json({{"step", nullptr}, {"rank", nullptr}, {"world_size", nullptr},
+                                         {"host", nullptr}, {"producer", nullptr}}));
+  EXPECT_EQ(doc["clock"], "unix");  // TensorFlow's µs since the Unix epoch
   EXPECT_EQ(doc["nodes"], 2087);
   ASSERT_EQ(doc["devices"].size(), 7u);
   int64_t total = 0;
@@ -195,6 +202,34 @@ TEST(CliTest, SummaryJsonHasTheDocumentedKeys) {
   EXPECT_FALSE(kineto_doc["annotations"].empty());
   EXPECT_EQ(kineto_doc["step"]["rank"], 1);
   EXPECT_EQ(kineto_doc["step"]["world_size"], 2);
+  EXPECT_TRUE(kineto_doc["step"]["step"].is_null());  // Kineto records no step number
+}
+
+// What a trace does not record is left out of the text, never shown as -1; a clock that is not
+// Unix time is not called one.
+TEST(CliTest, SummaryTextLeavesOutWhatTheTraceDoesNotRecord) {
+  const Result tf = RunStepscope({"summary", DataPath("ptb_lstm_tf1_gpu_step.pbtxt")});
+  ASSERT_EQ(tf.code, 0) << tf.err;
+  EXPECT_EQ(tf.out.find("session"), std::string::npos) << "no session record, no line";
+  EXPECT_NE(tf.out.find(" ns since the Unix epoch)"), std::string::npos);
+  const Result kineto = RunStepscope({"summary", DataPath("analysis/kineto_small.json")});
+  ASSERT_EQ(kineto.code, 0) << kineto.err;
+  EXPECT_NE(kineto.out.find("\nsession    rank 1 of 2\n"), std::string::npos) << kineto.out.substr(0, 300);
+  for (const char* text : {"-1", "step -1", "/-1"}) {
+    EXPECT_EQ(kineto.out.substr(0, kineto.out.find("\nnodes")).find(text), std::string::npos) << text;
+  }
+  // A Kineto trace on a clock counting from a process start: microseconds, not a date.
+  const std::string relative = WriteInput(
+      "relative_clock.json",
+      R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": 7, "ts": 5340419.5, "dur": 10}]})");
+  const Result r = RunStepscope({"summary", relative});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(from 5340419500 ns on the trace's own clock, not Unix time)"), std::string::npos)
+      << r.out.substr(0, 300);
+  EXPECT_EQ(r.out.find("Unix epoch"), std::string::npos);
+  const Result json = RunStepscope({"summary", relative, "--json"});
+  ASSERT_EQ(json.code, 0);
+  EXPECT_EQ(nlohmann::json::parse(json.out)["clock"], "trace");
 }
 
 TEST(CliTest, SummaryTextNamesTheEssentials) {

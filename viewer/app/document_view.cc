@@ -393,7 +393,8 @@ void DocumentView::ShowSteps() {
       cause = tr("%1 %2: %3 vs %4").arg(QString::fromStdString(c.table), QString::fromStdString(c.name),
                                         duration(static_cast<double>(c.value_ns)), duration(c.usual_ns));
     }
-    const QStringList cells = {QString::number(s.step), "+" + duration(static_cast<double>(s.begin_ns - base)),
+    // A trace that records no step number shows none (not -1).
+    const QStringList cells = {s.step >= 0 ? QString::number(s.step) : QString(), "+" + duration(static_cast<double>(s.begin_ns - base)),
                                duration(static_cast<double>(s.duration_ns)), QString::number(report.z[i], 'f', 1),
                                outlier ? tr("outlier") : QString(), cause};
     for (int column = 0; column < kStepColumns; ++column) {
@@ -412,7 +413,8 @@ void DocumentView::ZoomToStep(int row) {
   const analysis::Step& s = analysis_->steps.steps[static_cast<size_t>(row)];
   const double margin = static_cast<double>(std::max<int64_t>(s.end_ns - s.begin_ns, 1)) * 0.02;
   axis_->SetRange(static_cast<double>(s.begin_ns) - margin, static_cast<double>(s.end_ns) + margin);
-  emit statusMessage(tr("step %1: %2").arg(s.step).arg(QString::fromStdString(FormatDuration(static_cast<double>(s.duration_ns)))));
+  const QString length = QString::fromStdString(FormatDuration(static_cast<double>(s.duration_ns)));
+  emit statusMessage(s.step >= 0 ? tr("step %1: %2").arg(s.step).arg(length) : tr("step: %1").arg(length));
 }
 
 void DocumentView::SetStatsByNode(bool by_node) { stats_granularity_->setCurrentIndex(by_node ? 1 : 0); }

@@ -36,7 +36,7 @@ QString StepLabel(const analysis::Step& step) {
 QString Legend() {
   analysis::RunDiffRow row;
   QString html;
-  for (const char* verdict : {"regressed", "improved", "unchanged", "new", "gone"}) {
+  for (const char* verdict : {"regressed", "improved", "unchanged", "inconclusive", "new", "gone"}) {
     row.verdict = verdict;
     row.change = 0.3;
     html += QStringLiteral("<span style='background:%1'>&nbsp;&nbsp;&nbsp;&nbsp;</span>&nbsp;%2&nbsp;&nbsp;")
@@ -228,7 +228,7 @@ void CompareView::FillTable() {
   const std::vector<analysis::RunDiffRow>& rows = RowsOf(diff, table_);
   diff_table_->setRowCount(0);
   diff_table_->setRowCount(static_cast<int>(rows.size()));
-  int counts[5] = {};
+  int counts[6] = {};
   for (size_t i = 0; i < rows.size(); ++i) {
     const analysis::RunDiffRow& r = rows[i];
     const bool confident = r.verdict == "regressed" || r.verdict == "improved";
@@ -253,8 +253,8 @@ void CompareView::FillTable() {
       }
       diff_table_->setItem(static_cast<int>(i), column, item);
     }
-    const char* names[] = {"regressed", "improved", "unchanged", "new", "gone"};
-    for (int k = 0; k < 5; ++k) counts[k] += r.verdict == names[k];
+    const char* names[] = {"regressed", "improved", "unchanged", "inconclusive", "new", "gone"};
+    for (int k = 0; k < 6; ++k) counts[k] += r.verdict == names[k];
   }
   // An op type row's name is its op type.
   diff_table_->setColumnHidden(kOpType, table_ == DiffTable::kOpType);
@@ -273,13 +273,14 @@ void CompareView::FillTable() {
                 .arg(Signed(step.ci_low_ns), Signed(step.ci_high_ns))
                 .arg(step.p, 0, 'g', 2)
                 .arg(QString::fromStdString(step.verdict));
-    text += tr(". %1s: %2 regressed, %3 improved, %4 unchanged, %5 new, %6 gone")
+    text += tr(". %1s: %2 regressed, %3 improved, %4 unchanged, %5 inconclusive, %6 new, %7 gone")
                 .arg(QString::fromLatin1(DiffTableName(table_)))
                 .arg(counts[0])
                 .arg(counts[1])
                 .arg(counts[2])
                 .arg(counts[3])
-                .arg(counts[4]);
+                .arg(counts[4])
+                .arg(counts[5]);
   } else {
     text += tr(". Too few steps for any confidence (smallest possible p %1): no row can be regressed or improved")
                 .arg(diff.min_p, 0, 'g', 2);

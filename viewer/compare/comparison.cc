@@ -114,6 +114,7 @@ uint32_t VerdictColor(const analysis::RunDiffRow& row) {
   if (row.verdict == "improved") return Mix(0xb9e4bd, 0x2e7d32, strength);
   if (row.verdict == "new") return 0x3f7fd6;
   if (row.verdict == "gone") return 0xef8f1c;
+  if (row.verdict == "inconclusive") return 0xe4e4e4;  // paler: no answer either way
   return 0xbdbdbd;  // unchanged
 }
 

@@ -11,7 +11,7 @@
 // annotation or sync marker) belongs to one row of the diff: a kernel to its row in the kernel
 // table (by normalised name, as the diff groups them), any other slice to its row in the op type
 // or node table (TintLevel). The row's verdict picks the hue (red regressed, green improved, grey
-// unchanged, blue new, orange gone); for regressed and improved rows the size of the change picks
+// unchanged, pale grey inconclusive, blue new, orange gone); for regressed and improved rows the size of the change picks
 // how strong it is.
 #pragma once
 

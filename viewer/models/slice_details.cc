@@ -115,7 +115,8 @@ std::vector<DetailItem> DescribeSlice(const TraceDocument& document, uint32_t sl
   add("duration", FormatDuration(static_cast<double>(slice.dur_ns)) + " (" +
                       std::to_string(slice.dur_ns) + " ns)");
   add("end", FormatDuration(static_cast<double>(slice.end_ns())));
-  add("absolute start", std::to_string(trace.epoch_ns() + slice.start_ns) + " ns since the Unix epoch");
+  add("absolute start", std::to_string(trace.epoch_ns() + slice.start_ns) +
+                            (trace.clock_is_unix_time() ? " ns since the Unix epoch" : " ns on the trace's own clock"));
   add("depth", std::to_string(slice.depth));
   if (slice.duplicate()) add("duplicate", "also recorded on a stream lane (TensorFlow aggregate lane)");
   add("slice index", std::to_string(slice_index));
