@@ -714,6 +714,8 @@ class ChromeEventImporter::Impl {
       thread_names_[ThreadKey(event_->pid, event_->tid)] = std::string(event_->args_name);
     } else if (name == "thread_sort_index" && event_->sort_index) {
       thread_sort_[ThreadKey(event_->pid, event_->tid)] = static_cast<int32_t>(*event_->sort_index);
+    } else if (name == "stepscope_lane_kind" && event_->args_has_name) {
+      if (auto kind = TrackKindOfName(event_->args_name)) lane_kinds_[ThreadKey(event_->pid, event_->tid)] = *kind;
     }
   }
 
@@ -919,7 +921,9 @@ class ChromeEventImporter::Impl {
       }
       if (auto sort = thread_sort_.find(key); sort != thread_sort_.end()) tracks[track].sort_index = sort->second;
       const int32_t parent = tracks[track].parent;
-      if (parent >= 0 && tracks[static_cast<size_t>(parent)].kind == TrackKind::kDevice) {
+      if (auto kind = lane_kinds_.find(key); kind != lane_kinds_.end()) {
+        tracks[track].kind = kind->second;  // our own export says what the lane is
+      } else if (parent >= 0 && tracks[static_cast<size_t>(parent)].kind == TrackKind::kDevice) {
         tracks[track].kind = TrackKind::kGpuStream;
         // tid -1 on a device: events of no one stream (Kineto's context-wide syncs).
         if (thread_names_.find(key) == thread_names_.end() && key.ends_with(std::string_view("\0-1", 3))) {
@@ -1210,6 +1214,7 @@ class ChromeEventImporter::Impl {
   std::map<std::string, std::string> process_names_;
   std::map<std::string, int32_t> process_sort_;
   std::map<std::string, std::string> thread_names_;
+  std::map<std::string, TrackKind> lane_kinds_;  // stepscope_lane_kind metadata of our own export
   std::map<std::string, int32_t> thread_sort_;
   std::map<std::string, uint32_t> process_tracks_;
   std::unordered_map<std::string, uint32_t> thread_tracks_;

@@ -128,6 +128,12 @@ class PerfettoExporter {
       json_.Key("sort_index");
       json_.Int(tid_[lane]);
       json_.Raw("}}");
+      // What the lane is, as stepscope names it (Perfetto and Chrome skip metadata they do not
+      // know): a reader need not guess it from the lane's first event.
+      MetadataEvent("stepscope_lane_kind", pid_[lane], tid_[lane]);
+      json_.Key("name");
+      json_.String(TrackKindName(tracks[lane].kind));
+      json_.Raw("}}");
     }
   }
 
