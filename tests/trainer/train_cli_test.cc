@@ -89,6 +89,45 @@ TEST(TrainRun, MissingDataAndGpuRequestsAreClearErrors) {
   EXPECT_EQ(ExitCodeFor(report.status()), 2);
 }
 
+// At 32 pixels conv5 is 1x1, so its BatchNorm normalises one value per channel and image: a
+// batch of 1 makes the logits independent of the image (loss ln 10 at every step), a batch of 2
+// diverges (docs/trainers.md §6). The first is refused, the second trains with a warning; at 64
+// pixels (2x2) a batch of 1 is fine.
+TEST(TrainRun, ResNetBatchNormOverTooFewValuesIsRefusedOrWarned) {
+  const std::vector<std::string> small = {"--model", "resnet50", "--depth", "14", "--steps", "1"};
+  auto run = [&](std::vector<std::string> extra, std::string* log_text) {
+    std::vector<std::string> args = small;
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::ostringstream log;
+    auto report = RunTraining(*Parse(args), log, false);
+    *log_text = log.str();
+    return report.status();
+  };
+  std::string log;
+  const Status one = run({"--image_size", "32", "--batch_size", "1"}, &log);
+  EXPECT_EQ(ExitCodeFor(one), 2) << one.message();
+  EXPECT_NE(one.message().find("--batch_size 1 per device at --image_size 32"), std::string::npos)
+      << one.message();
+  EXPECT_NE(one.message().find("at least 4"), std::string::npos) << one.message();
+
+  const std::string kWarning = "stepscope-train: warning: --batch_size 2 per device at --image_size 32";
+  const Status two = run({"--image_size", "32", "--batch_size", "2"}, &log);
+  ASSERT_TRUE(two.ok()) << two.message();
+  EXPECT_NE(log.find(kWarning), std::string::npos) << log;
+  EXPECT_NE(log.find("only 2 values per channel"), std::string::npos) << log;
+  // Per device: two devices of 2 images each are two BatchNorms over 2 values.
+  const Status towers = run({"--image_size", "32", "--batch_size", "2", "--devices", "cpu:2"}, &log);
+  ASSERT_TRUE(towers.ok()) << towers.message();
+  EXPECT_NE(log.find(kWarning), std::string::npos) << log;
+
+  for (const auto& fine : std::vector<std::vector<std::string>>{
+           {"--image_size", "32", "--batch_size", "4"}, {"--image_size", "64", "--batch_size", "1"}}) {
+    const Status status = run(fine, &log);
+    ASSERT_TRUE(status.ok()) << status.message();
+    EXPECT_EQ(log.find("warning"), std::string::npos) << log;
+  }
+}
+
 TEST(TrainRun, ProfiledLstmStepHasTheModelsOpsAndConsistentMemory) {
   const auto dir = testing::ScratchDir("train_profile");
   TrainOptions options = *Parse({"--steps", "3", "--profile", "--profile_dir", dir.string(),
