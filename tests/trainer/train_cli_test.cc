@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "base/file_io.h"
 #include "profiler/collect/step_collector.h"
@@ -18,6 +21,7 @@
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 #include "trainer/main/training_loop.h"
+#include "trainer/main/workload.h"
 #include "trainer/runtime/device.h"
 
 namespace stepscope::trainer {
@@ -87,6 +91,85 @@ TEST(TrainRun, MissingDataAndGpuRequestsAreClearErrors) {
   options = *Parse({"--devices", "tpu:1"});
   report = RunTraining(options, log, false);
   EXPECT_EQ(ExitCodeFor(report.status()), 2);
+}
+
+// At 32 pixels conv5 is 1x1, so its BatchNorm normalises one value per channel and image: a
+// batch of 1 makes the logits independent of the image (loss ln 10 at every step), a batch of 2
+// diverges (docs/trainers.md §6). The first is refused, the second trains with a warning; at 64
+// pixels (2x2) a batch of 1 is fine.
+TEST(TrainRun, ResNetBatchNormOverTooFewValuesIsRefusedOrWarned) {
+  const std::vector<std::string> small = {"--model", "resnet50", "--depth", "14", "--steps", "1"};
+  auto run = [&](std::vector<std::string> extra, std::string* log_text) {
+    std::vector<std::string> args = small;
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::ostringstream log;
+    auto report = RunTraining(*Parse(args), log, false);
+    *log_text = log.str();
+    return report.status();
+  };
+  std::string log;
+  const Status one = run({"--image_size", "32", "--batch_size", "1"}, &log);
+  EXPECT_EQ(ExitCodeFor(one), 2) << one.message();
+  EXPECT_NE(one.message().find("--batch_size 1 per device at --image_size 32"), std::string::npos)
+      << one.message();
+  EXPECT_NE(one.message().find("at least 4"), std::string::npos) << one.message();
+
+  const std::string kWarning = "stepscope-train: warning: --batch_size 2 per device at --image_size 32";
+  const Status two = run({"--image_size", "32", "--batch_size", "2"}, &log);
+  ASSERT_TRUE(two.ok()) << two.message();
+  EXPECT_NE(log.find(kWarning), std::string::npos) << log;
+  EXPECT_NE(log.find("only 2 values per channel"), std::string::npos) << log;
+  // Per device: two devices of 2 images each are two BatchNorms over 2 values.
+  const Status towers = run({"--image_size", "32", "--batch_size", "2", "--devices", "cpu:2"}, &log);
+  ASSERT_TRUE(towers.ok()) << towers.message();
+  EXPECT_NE(log.find(kWarning), std::string::npos) << log;
+
+  for (const auto& fine : std::vector<std::vector<std::string>>{
+           {"--image_size", "32", "--batch_size", "4"}, {"--image_size", "64", "--batch_size", "1"}}) {
+    const Status status = run(fine, &log);
+    ASSERT_TRUE(status.ok()) << status.message();
+    EXPECT_EQ(log.find("warning"), std::string::npos) << log;
+  }
+}
+
+// Our ResNet-50's first step against PyTorch's (float64) from the same initial variables and
+// batch (tests/data/trainer/README.md): the loss, and every trainable variable's gradient norm
+// (BatchNorm over 32 values per channel at conv5, where float32 implementations agree: ours and
+// PyTorch's float32 are within 1.2 % and 0.6 % (L2) of float64; the norms within 0.2 %). The
+// finite-difference test in resnet_model_test.cc checks single entries.
+TEST(TrainRun, ResNet50FirstStepMatchesPyTorch) {
+  const auto text = ReadFile(testing::DataPath("trainer/resnet50_first_step_torch.json"));
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  const nlohmann::json torch = nlohmann::json::parse(*text);
+  TrainOptions options =
+      *Parse({"--model", "resnet50", "--image_size", "64", "--batch_size", "8", "--seed", "1"});
+  auto workload = MakeWorkload(options, 1);
+  ASSERT_TRUE(workload.ok()) << workload.status().message();
+  auto devices = runtime::CreateDevices(*runtime::ParseDeviceSpec("cpu:1"));
+  ASSERT_TRUE(devices.ok()) << devices.status().message();
+  auto model = (*workload)->MakeReplica(*(*devices)[0]);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  auto batch = (*workload)->data().Get(*(*devices)[0], 0);
+  ASSERT_TRUE(batch.ok()) << batch.status().message();
+  auto step = (*model)->ComputeGradients(*batch);
+  ASSERT_TRUE(step.ok()) << step.status().message();
+
+  EXPECT_NEAR(step->loss, torch["loss"].get<double>(), 1e-5 * torch["loss"].get<double>());
+  const auto& norms = torch["gradient_l2"];
+  int compared = 0;
+  for (const models::Gradient& g : step->gradients) {
+    const std::string& name = (*model)->variables()[static_cast<size_t>(g.variable)].name;
+    if (!norms.contains(name)) continue;
+    double sum = 0;
+    for (int64_t i = 0; i < g.values.num_elements(); ++i) {
+      sum += static_cast<double>(g.values.data<float>()[i]) * g.values.data<float>()[i];
+    }
+    const double expected = norms[name].get<double>();
+    EXPECT_NEAR(std::sqrt(sum), expected, 0.01 * expected) << name;
+    ++compared;
+  }
+  // Every trainable variable but the 53 conv biases: 53 kernels, 53 γ, 53 β, the dense pair.
+  EXPECT_EQ(compared, 161);
 }
 
 TEST(TrainRun, ProfiledLstmStepHasTheModelsOpsAndConsistentMemory) {

@@ -17,6 +17,16 @@ StatusOr<std::unique_ptr<Workload>> ResNetWorkload::Create(const TrainOptions& o
   config.num_classes = options.num_classes > 0 ? options.num_classes : 10;
   config.seed = options.seed;
   const int batch = options.batch_size > 0 ? options.batch_size : 32;
+  const int64_t conv5_side = options.image_size / 32;
+  const int64_t conv5_values = int64_t{batch} * conv5_side * conv5_side;
+  const std::string shape = "--batch_size " + std::to_string(batch) + " per device at --image_size " +
+                            std::to_string(options.image_size) + " (conv5 " +
+                            std::to_string(conv5_side) + "x" + std::to_string(conv5_side) + ")";
+  if (conv5_values < 2) {
+    return InvalidInput(shape + ": conv5's BatchNorm would normalise 1 value per channel, which "
+                        "outputs its offset whatever the image; use a batch of at least " +
+                        std::to_string(kConv5ValuesToTrust) + " or a larger image");
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<BatchSource> data,
                    MakeImageSource(options.data_dir, batch * run_towers, options.image_size,
                                    config.num_classes, options.seed));
@@ -25,8 +35,18 @@ StatusOr<std::unique_ptr<Workload>> ResNetWorkload::Create(const TrainOptions& o
   const float learning_rate = options.learning_rate > 0
                                   ? static_cast<float>(options.learning_rate)
                                   : 0.1f * static_cast<float>(examples_per_step) / 256.0f;
-  return std::unique_ptr<Workload>(new ResNetWorkload(
+  auto workload = std::unique_ptr<ResNetWorkload>(new ResNetWorkload(
       std::move(data), config, batch, examples_per_step, learning_rate, options.model));
+  if (conv5_values < kConv5ValuesToTrust) {
+    workload->warning_ = shape + ": conv5's BatchNorm normalises only " +
+                         std::to_string(conv5_values) +
+                         " values per channel; its gradient spikes near ties and training "
+                         "diverges (PyTorch's too; docs/trainers.md §6). Use a batch of at least " +
+                         std::to_string((kConv5ValuesToTrust + conv5_side * conv5_side - 1) /
+                                        (conv5_side * conv5_side)) +
+                         " or a larger image";
+  }
+  return std::unique_ptr<Workload>(std::move(workload));
 }
 
 ResNetWorkload::ResNetWorkload(std::unique_ptr<BatchSource> data,

@@ -23,6 +23,15 @@ class ResNetWorkload final : public Workload {
   StatusOr<std::unique_ptr<models::Model>> MakeReplica(
       const runtime::Device& device) const override;
   float LearningRate(int /*epoch*/) const override { return learning_rate_; }
+  // Set when conv5's BatchNorm normalises fewer than kConv5ValuesToTrust values per channel.
+  std::string Warning() const override { return warning_; }
+
+  // conv5 is image_size / 32 on a side, so each tower's BatchNorm there normalises
+  // batch × (image_size / 32)² values per channel. One value: it outputs its offset whatever the
+  // image, and no gradient reaches the layers below (Create refuses, as PyTorch does). Two: it
+  // outputs ±1 per channel, its gradient is zero except near ties, where it reaches 1/(2√ε) ≈ 158
+  // per layer, and training diverges in PyTorch as here (docs/trainers.md §6); three still climbs.
+  static constexpr int64_t kConv5ValuesToTrust = 4;
 
   void RecordStep(const StepRecord& step, nlohmann::json& line, std::ostream& progress) override;
   void Summarise(std::ostream& log, nlohmann::json& summary,
@@ -36,6 +45,7 @@ class ResNetWorkload final : public Workload {
   models::ResNetConfig config_;
   float learning_rate_;
   std::string title_;  // the --model name
+  std::string warning_;
   double final_accuracy_ = 0;  // of the last batch
 };
 

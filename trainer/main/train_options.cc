@@ -99,7 +99,8 @@ const std::vector<FlagSpec>& TrainFlagSpecs() {
       {"model", "MODEL", "lstm (PTB word LSTM, default) or resnet50"},
       {"config", "NAME", "LSTM config: small (default), medium, large"},
       {"devices", "SPEC", "cpu (default), cpu:N, or gpu:0,1,... in GPU builds"},
-      {"batch_size", "N", "examples per device and step (LSTM: the config's, ResNet: 32)"},
+      {"batch_size", "N", "examples per device and step (LSTM: the config's, ResNet: 32; ResNet "
+                          "refuses batch x (image_size/32)^2 < 2 and warns below 4)"},
       {"steps", "N", "training steps (default 100 when --epochs is not given)"},
       {"epochs", "N", "training epochs over the data"},
       {"learning_rate", "LR", "initial learning rate (LSTM: 1.0; ResNet: 0.1 x batch / 256)"},

@@ -105,6 +105,9 @@ void TrainingReporter::LogStart(const TrainOptions& options) {
        << "), " << workload_.data().Describe()
        << "; " << total_steps_ << " steps, " << workload_.data().batches_per_epoch()
        << " batches per epoch\n";
+  if (const std::string warning = workload_.Warning(); !warning.empty()) {
+    log_ << "stepscope-train: warning: " << warning << "\n";
+  }
   if (options.resident_batches > 0) {
     log_ << "resident data: " << options.resident_batches << " global batches per load, "
          << options.sgd_epochs << " SGD epoch(s) over them, minibatches of "

@@ -59,6 +59,9 @@ class Workload {
       const runtime::Device& device) const = 0;
   // The learning rate of `epoch` (0-based) of the data.
   virtual float LearningRate(int epoch) const = 0;
+  // What the user should know before trusting the run (the log prints it as a warning after its
+  // first line); empty when nothing.
+  virtual std::string Warning() const { return {}; }
 
   // Measures a finished step: its figure goes into the step's metrics `line` and, after the
   // loss, into its `progress` line (a stream already in fixed notation).
