@@ -192,9 +192,8 @@ Json SummaryJson(const analysis::Summary& s) {
   doc["source"] = s.source;
   doc["format"] = s.format;
   // Facts the trace does not record are null (the keys stay, so the document keeps its shape).
-  auto known_int = [](int64_t value) { return value >= 0 ? Json(value) : Json(nullptr); };
   auto known_text = [](const std::string& value) { return value.empty() ? Json(nullptr) : Json(value); };
-  doc["step"] = {{"step", known_int(s.step.step)}, {"rank", known_int(s.step.rank)},
+  doc["step"] = {{"step", KnownInt(s.step.step)}, {"rank", KnownInt(s.step.rank)},
                  {"world_size", s.step.world_size > 0 ? Json(s.step.world_size) : Json(nullptr)},
                  {"host", known_text(s.step.host)}, {"producer", known_text(s.step.producer)}};
   doc["epoch_ns"] = s.epoch_ns + s.span_begin_ns;
@@ -730,8 +729,8 @@ class OverlapCommand : public PerStepCommand {
     const analysis::OverlapStats stats = analysis::ComputeOverlap(trace);
     auto doc = Document("overlap", trace);
     // null when the trace does not record it
-    doc["step"] = trace.step_info().step >= 0 ? Json(trace.step_info().step) : Json(nullptr);
-    doc["rank"] = trace.step_info().rank >= 0 ? Json(trace.step_info().rank) : Json(nullptr);
+    doc["step"] = KnownInt(trace.step_info().step);
+    doc["rank"] = KnownInt(trace.step_info().rank);
     doc["comm_ns"] = stats.comm_ns;
     doc["hidden_ns"] = stats.hidden_ns;
     doc["exposed_ns"] = stats.exposed_ns;
@@ -1022,8 +1021,8 @@ class MergeCommand : public Command {
       for (const auto& in : report.inputs) {
         // What an input does not record is null.
         inputs.push_back({{"source", in.source}, {"process", in.process},
-                          {"rank", in.rank >= 0 ? Json(in.rank) : Json(nullptr)},
-                          {"step", in.step >= 0 ? Json(in.step) : Json(nullptr)},
+                          {"rank", KnownInt(in.rank)},
+                          {"step", KnownInt(in.step)},
                           {"host", in.host.empty() ? Json(nullptr) : Json(in.host)}, {"alignment", in.alignment}, {"offset_ns", in.offset_ns},
                           {"begin_ns", in.begin_ns}, {"end_ns", in.end_ns}, {"last_device", in.last_device},
                           {"last_device_lag_ns", in.last_device_lag_ns}});
@@ -1033,7 +1032,7 @@ class MergeCommand : public Command {
       for (const auto& s : report.stragglers) {
         const int32_t rank = report.inputs[s.input].rank;
         stragglers.push_back({{"step", s.step}, {"ranks", s.ranks}, {"process", report.inputs[s.input].process},
-                              {"rank", rank >= 0 ? Json(rank) : Json(nullptr)}, {"lag_ns", s.lag_ns},
+                              {"rank", KnownInt(rank)}, {"lag_ns", s.lag_ns},
                               {"lag_vs_median_ns", s.lag_vs_median_ns}});
       }
       doc["stragglers"] = stragglers;

@@ -62,4 +62,10 @@ StatusOr<size_t> PositiveFlag(const ParsedArgs& args, const std::string& name, s
 // The --json output of a command: the document, indented, and a newline.
 void EmitJson(std::ostream& out, const nlohmann::ordered_json& doc);
 
+// A rank, step or other count the trace may not record (-1 in the model): null when absent, so
+// a document never shows a placeholder as a value.
+inline nlohmann::ordered_json KnownInt(int64_t value) {
+  return value >= 0 ? nlohmann::ordered_json(value) : nlohmann::ordered_json(nullptr);
+}
+
 }  // namespace stepscope::cli

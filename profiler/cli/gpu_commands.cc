@@ -101,7 +101,7 @@ class GpuCommand : public GpuCommandBase {
     if (args.Has("json")) {
       Json gpus = Json::array();
       for (const auto& g : rows) {
-        Json row = {{"rank", g.rank}, {"device", g.device}};
+        Json row = {{"rank", KnownInt(g.rank)}, {"device", g.device}};
         row.update(TimeJson(g.time));
         Json streams = Json::array();
         for (const auto& s : g.streams) {
@@ -196,13 +196,13 @@ class IdleCommand : public GpuCommandBase {
       for (const auto& s : report.streams) {
         Json causes = Json::object();
         for (int c = 0; c < kCauses; ++c) causes[cause_name(c)] = StatsJson(s.by_cause[c]);
-        streams.push_back({{"rank", s.rank}, {"device", s.device}, {"stream", s.stream}, {"work", s.work},
+        streams.push_back({{"rank", KnownInt(s.rank)}, {"device", s.device}, {"stream", s.stream}, {"work", s.work},
                            {"idle", StatsJson(s.all)}, {"causes", causes}});
       }
       doc["streams"] = streams;
       Json gaps = Json::array();
       for (const auto& g : report.largest) {
-        gaps.push_back({{"rank", g.rank}, {"device", g.device}, {"stream", g.stream}, {"begin_ns", g.begin_ns},
+        gaps.push_back({{"rank", KnownInt(g.rank)}, {"device", g.device}, {"stream", g.stream}, {"begin_ns", g.begin_ns},
                         {"length_ns", g.length()}, {"cause", std::string(analysis::IdleCauseName(g.cause))},
                         {"after", g.before}, {"before", g.after}, {"launch", g.launch},
                         {"launch_end_ns", g.launch_end_ns}, {"host_op", g.host_op}});
@@ -250,7 +250,7 @@ Json DurationsJson(const analysis::DurationStats& s) {
 }
 
 Json LaunchJson(const analysis::Launch& l) {
-  return {{"rank", l.rank}, {"device", l.device}, {"stream", l.stream}, {"runtime", l.runtime},
+  return {{"rank", KnownInt(l.rank)}, {"device", l.device}, {"stream", l.stream}, {"runtime", l.runtime},
           {"kernel", l.kernel}, {"kind", l.kind}, {"host_op", l.host_op}, {"correlation", l.correlation},
           {"runtime_start_ns", l.runtime_start_ns}, {"cpu_ns", l.cpu_ns}, {"gpu_start_ns", l.gpu_start_ns},
           {"gpu_ns", l.gpu_ns}, {"delay_ns", l.delay_ns}};

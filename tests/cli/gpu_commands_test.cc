@@ -80,6 +80,7 @@ TEST(GpuCommandsTest, TensorFlowStep) {
   const Json gpu = JsonOf({"gpu", PtbStep(), "--json"});
   ASSERT_EQ(gpu["gpus"].size(), 1u);
   EXPECT_EQ(gpu["gpus"][0]["device"], "GPU:0");
+  EXPECT_TRUE(gpu["gpus"][0]["rank"].is_null());  // TensorFlow 1.x records no rank: absent, not -1
   EXPECT_EQ(gpu["gpus"][0]["streams"].size(), 3u);
   const Json annotations = JsonOf({"annotations", PtbStep(), "--json"});
   ASSERT_FALSE(annotations["annotations"].empty());
