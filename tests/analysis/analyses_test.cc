@@ -49,6 +49,16 @@ TEST(OverlapTest, ComputeOnAnotherDeviceHidesNothing) {
   EXPECT_EQ(stats.exposed_ns, 100);
 }
 
+// The names of a path's elements and the edges that enter them, in path order.
+std::pair<std::vector<std::string>, std::vector<std::string>> NamesAndEdges(const CriticalPath& path) {
+  std::vector<std::string> names, edges;
+  for (const auto& e : path.elements) {
+    names.push_back(e.name);
+    edges.push_back(e.edge);
+  }
+  return {names, edges};
+}
+
 // a -> b (dataflow), c runs on another lane and ends earlier; d waits for b (lane) and c
 // (dataflow). The path is a, b, d: b ends later than c.
 TEST(CriticalPathTest, FollowsTheLastReadyPredecessor) {
@@ -102,11 +112,7 @@ TEST(CriticalPathTest, LaunchStreamAndSyncEdgesWithWhatBoundThePath) {
   const trace::Trace trace = std::move(m).Build();
 
   const CriticalPath path = ComputeCriticalPath(trace);
-  std::vector<std::string> names, edges;
-  for (const auto& e : path.elements) {
-    names.push_back(e.name);
-    edges.push_back(e.edge);
-  }
+  const auto [names, edges] = NamesAndEdges(path);
   EXPECT_EQ(names, (std::vector<std::string>{"aten::mm", "cudaLaunchKernel", "k1", "k2", "cudaDeviceSynchronize",
                                              "aten::item"}));
   EXPECT_EQ(edges, (std::vector<std::string>{"", "nested", "launch", "stream", "sync", "lane"}));
@@ -157,11 +163,7 @@ TEST(CriticalPathTest, HostOpWaitsForTheCopyOfADeviceResult) {
   const trace::Trace trace = std::move(m).Build();
 
   const CriticalPath path = ComputeCriticalPath(trace);
-  std::vector<std::string> names, edges;
-  for (const auto& e : path.elements) {
-    names.push_back(e.name);
-    edges.push_back(e.edge);
-  }
+  const auto [names, edges] = NamesAndEdges(path);
   EXPECT_EQ(names, (std::vector<std::string>{"conv", "k_conv", "k_loss", "MEMCPYDtoH", "MEMCPYDtoH", "grad", "k_grad"}));
   EXPECT_EQ(edges, (std::vector<std::string>{"", "launch", "stream", "cross_stream", "stream", "readback", "launch"}));
   EXPECT_EQ(path.length_ns, 900);

@@ -100,7 +100,8 @@ TEST(GpuBreakdownTest, ACpuDeviceMemcpyLaneIsNoGpu) {
   TraceMaker m;
   const uint32_t host = m.Host("host");
   const uint32_t cpu = m.Device("CPU:0", host);
-  m.Slice(m.Lane("memcpy", cpu, TrackKind::kGpuMemcpy), 0, 100, "MEMCPYHtoH", "", SliceKind::kMemcpy);
+  // As the importers classify it (a CPU device's /memcpy lane holds the host's copies).
+  m.Slice(m.Lane("memcpy", cpu, TrackKind::kHostMemcpy), 0, 100, "MEMCPYHtoH", "", SliceKind::kMemcpy);
   const uint32_t gpu = m.Device("GPU:0", host);
   m.Slice(m.Lane("memcpy", gpu, TrackKind::kGpuMemcpy), 0, 50, "MEMCPYHtoD", "", SliceKind::kMemcpy);
   const trace::Trace trace = std::move(m).Build();
