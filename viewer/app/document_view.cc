@@ -480,9 +480,13 @@ void DocumentView::SearchPrevious() {
 
 QString DocumentView::search_status() const {
   const int count = search_model_->rowCount();
-  if (count == 0) return tr("no matches");
-  if (search_model_->current() < 0) return tr("%1 matches").arg(count);
-  return tr("%1 of %2").arg(search_model_->current() + 1).arg(count);
+  // Repeats on TensorFlow's aggregate lanes are no matches of their own: said, not listed.
+  const QString repeats = search_model_->repeats() > 0
+                              ? tr(" (%1 repeats on aggregate lanes not listed)").arg(search_model_->repeats())
+                              : QString();
+  if (count == 0) return tr("no matches") + repeats;
+  if (search_model_->current() < 0) return tr("%1 matches").arg(count) + repeats;
+  return tr("%1 of %2").arg(search_model_->current() + 1).arg(count) + repeats;
 }
 
 void DocumentView::JumpToSlice(uint32_t slice) {
