@@ -206,7 +206,7 @@ class IdleCommand : public GpuCommandBase {
       for (const auto& g : report.gpus) {
         Json causes = Json::object();
         for (int c = 0; c < kCauses; ++c) causes[cause_name(c)] = StatsJson(g.by_cause[c]);
-        gpus.push_back({{"rank", g.rank}, {"device", g.device}, {"work", g.work}, {"idle", StatsJson(g.all)},
+        gpus.push_back({{"rank", KnownInt(g.rank)}, {"device", g.device}, {"work", g.work}, {"idle", StatsJson(g.all)},
                         {"causes", causes}});
       }
       doc["gpus"] = gpus;
