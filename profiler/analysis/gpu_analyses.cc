@@ -165,11 +165,57 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
   };
   auto longer = [](const Gap& a, const Gap& b) { return a.length > b.length; };
   LargestN<Gap, decltype(longer)> largest_gaps(options.largest, longer);
+  // A gap [prev_end, prev_end + gap) ended by work whose launch is `r` (-1: unknown).
+  auto classify = [&options](const Trace& trace, int64_t r, int64_t prev_end, int64_t gap) {
+    if (options.rule == IdleRule::kLaunchEnd) {
+      if (r < 0) return IdleCause::kOther;
+      return trace.slices()[r].end_ns() > prev_end ? IdleCause::kHostWait : IdleCause::kKernelWait;
+    }
+    if (r >= 0 && trace.slices()[r].start_ns > prev_end) return IdleCause::kHostWait;
+    return gap < options.consecutive_kernel_delay_ns ? IdleCause::kKernelWait : IdleCause::kOther;
+  };
+  struct GpuRow {
+    GpuIdle idle;
+    DurationList by_cause[3];
+  };
+  std::vector<GpuRow> gpu_rows;
+  std::map<std::pair<int32_t, std::string>, size_t> gpu_index;
   for (const GpuInput& input : inputs) {
     const Trace& trace = *input.trace;
     const int32_t rank = trace.step_info().rank;
     const LaunchIndex launch = LaunchOf(trace);
-    for (const StreamWork& w : CollectWork(input)) {
+    const std::vector<StreamWork> work = CollectWork(input);
+    // Per GPU: the gaps of the union of its streams' work, walked in start order across them.
+    std::vector<uint32_t> device_order;
+    for (const StreamWork& w : work) {
+      if (std::find(device_order.begin(), device_order.end(), w.device) == device_order.end()) {
+        device_order.push_back(w.device);
+      }
+    }
+    for (uint32_t device : device_order) {
+      auto [it, inserted] = gpu_index.try_emplace({rank, TrackName(trace, device)}, gpu_rows.size());
+      if (inserted) {
+        gpu_rows.emplace_back();
+        gpu_rows.back().idle.rank = rank;
+        gpu_rows.back().idle.device = TrackName(trace, device);
+      }
+      GpuRow& row = gpu_rows[it->second];
+      std::vector<std::pair<const uint32_t*, const uint32_t*>> lists;
+      for (const StreamWork& w : work) {
+        if (w.device == device) lists.emplace_back(w.slices.data(), w.slices.data() + w.slices.size());
+      }
+      int64_t prev_end = INT64_MIN;
+      MergeByStart(std::move(lists), [&](uint32_t i) { return trace.slices()[i].start_ns; }, [&](uint32_t i) {
+        const Slice& s = trace.slices()[i];
+        ++row.idle.work;
+        if (prev_end != INT64_MIN && s.start_ns > prev_end) {
+          const int64_t gap = s.start_ns - prev_end;
+          row.by_cause[static_cast<int>(classify(trace, launch[i], prev_end, gap))].Add(gap);
+        }
+        prev_end = std::max(prev_end, s.end_ns());
+      });
+    }
+    for (const StreamWork& w : work) {
       const std::string device = TrackName(trace, w.device), stream = TrackName(trace, w.lane);
       auto [it, inserted] = index.try_emplace({rank, device, stream}, rows.size());
       if (inserted) {
@@ -189,16 +235,7 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
         if (prev >= 0 && s.start_ns > prev_end) {
           const int64_t gap = s.start_ns - prev_end;
           const int64_t r = launch[i];
-          IdleCause cause = IdleCause::kOther;
-          if (options.rule == IdleRule::kLaunchEnd) {
-            if (r >= 0) cause = trace.slices()[r].end_ns() > prev_end ? IdleCause::kHostWait : IdleCause::kKernelWait;
-          } else {
-            if (r >= 0 && trace.slices()[r].start_ns > prev_end) {
-              cause = IdleCause::kHostWait;
-            } else if (gap < options.consecutive_kernel_delay_ns) {
-              cause = IdleCause::kKernelWait;
-            }
-          }
+          const IdleCause cause = classify(trace, r, prev_end, gap);
           row.by_cause[static_cast<int>(cause)].Add(gap);
           largest_gaps.Offer({gap, prev_end, s.start_ns, &trace, rank, w.device, w.lane,
                               static_cast<uint32_t>(prev), i, r, cause});
@@ -223,6 +260,16 @@ IdleReport ComputeIdle(const std::vector<GpuInput>& inputs, const IdleOptions& o
   std::stable_sort(report.streams.begin(), report.streams.end(),
                    [](const StreamIdle& a, const StreamIdle& b) { return a.rank < b.rank; });
   for (int c = 0; c < 3; ++c) report.by_cause[c] = IntervalsOfSorted(of_cause[c]);
+  for (GpuRow& row : gpu_rows) {
+    for (int c = 0; c < 3; ++c) {
+      row.by_cause[c].Sort();
+      row.idle.by_cause[c] = IntervalsOfSorted({&row.by_cause[c]});
+    }
+    row.idle.all = IntervalsOfSorted({&row.by_cause[0], &row.by_cause[1], &row.by_cause[2]});
+    report.gpus.push_back(std::move(row.idle));
+  }
+  std::stable_sort(report.gpus.begin(), report.gpus.end(),
+                   [](const GpuIdle& a, const GpuIdle& b) { return a.rank < b.rank; });
   // Longest first; equal lengths in the order found.
   for (const Gap& g : largest_gaps.TakeSorted()) {
     const Trace& trace = *g.trace;

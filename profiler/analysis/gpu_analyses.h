@@ -96,11 +96,26 @@ struct StreamIdle {
   IntervalStats all;               // every gap
   IntervalStats by_cause[3];       // indexed by IdleCause
 };
+// A GPU as a whole: idle while none of its streams runs work. Its gaps are those of the union of
+// its streams' work (so idle = span - busy of GpuTime), each classified by the same rule as a
+// stream's gap, by the work that starts first after it on any of its streams. Never more than the
+// GPU's span, however many streams wait at once (the streams' gaps summed can be many spans).
+struct GpuIdle {
+  int32_t rank = -1;
+  std::string device;
+  int64_t work = 0;                // pieces of GPU work on its streams
+  IntervalStats all;               // every gap; all.total_ns == GpuTime::idle_ns
+  IntervalStats by_cause[3];       // indexed by IdleCause; totals add up to all.total_ns
+};
 struct IdleReport {
   IdleRule rule = IdleRule::kLaunchEnd;
   int64_t consecutive_kernel_delay_ns = 0;
   std::vector<StreamIdle> streams;     // in rank then track order
-  IntervalStats by_cause[3];           // over every stream
+  // The gaps of every stream taken together (their distribution): the totals add up the streams'
+  // gaps, so they exceed the span where streams sit idle at the same time. `gpus` holds the
+  // per-GPU idle time.
+  IntervalStats by_cause[3];
+  std::vector<GpuIdle> gpus;           // in rank then track order; several inputs of one GPU add up
   std::vector<IdleGapDetail> largest;  // longest first
   LaunchLinks links;                   // gaps are classified by the launch of the work after them
 };

@@ -10,6 +10,7 @@
 #include "base/largest_n.h"
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/duration_list.h"
+#include "profiler/analysis/intervals.h"
 
 namespace stepscope::analysis {
 
@@ -112,6 +113,33 @@ std::vector<OpStatsRow> Finish(const Trace& trace, std::vector<Accumulator>& acc
     return x.where < y.where;
   });
   return rows;
+}
+
+// A track's slices by index, [first, first + n): walked in place, with no list of them.
+struct IndexIterator {
+  uint32_t index = 0;
+  uint32_t operator*() const { return index; }
+  IndexIterator& operator++() {
+    ++index;
+    return *this;
+  }
+  bool operator==(const IndexIterator&) const = default;
+};
+
+// The union, clipped to [begin, end], of the counted slices (the totals' slices: no duplicate,
+// annotation or sync marker) of some lanes, each range in its lane's start order: merged by
+// start across the lanes, so nothing is gathered per slice.
+template <typename Iterator>
+int64_t BusyOf(const Trace& trace, std::vector<std::pair<Iterator, Iterator>> lanes, int64_t begin, int64_t end) {
+  const auto& slices = trace.slices();
+  UnionInStartOrder busy;
+  MergeByStart(std::move(lanes), [&](uint32_t i) { return slices[i].start_ns; }, [&](uint32_t i) {
+    const Slice& s = slices[i];
+    if (s.duplicate() || trace::IsAnnotationOrSync(s.kind)) return;
+    const int64_t clip_start = std::max(s.start_ns, begin), clip_end = std::min(s.end_ns(), end);
+    if (clip_end > clip_start) busy.Add(clip_start, clip_end);  // clipped starts keep start order
+  });
+  return busy.length();
 }
 
 }  // namespace
@@ -306,6 +334,33 @@ OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
       ++stats.slices;
       (device ? stats.device_total_ns : stats.host_total_ns) += clipped;
     }
+  }
+  // Busy per side, over every selected lane at once (threads and streams overlap in time).
+  for (const bool device : {false, true}) {
+    int64_t& busy = device ? stats.device_busy_ns : stats.host_busy_ns;
+    if (options.windows != nullptr) {
+      std::vector<std::vector<uint32_t>> collected;
+      for (uint32_t t = 0; t < tracks.size(); ++t) {
+        if (!selected[t] || (WhereOfTrack(trace, t)[0] == 'd') != device) continue;
+        collected.emplace_back();
+        options.windows->Collect(t, begin, end, collected.back());
+      }
+      std::vector<std::pair<const uint32_t*, const uint32_t*>> lanes;
+      for (const auto& c : collected) lanes.emplace_back(c.data(), c.data() + c.size());
+      busy = BusyOf(trace, std::move(lanes), begin, end);
+      continue;
+    }
+    std::vector<std::pair<IndexIterator, IndexIterator>> lanes;
+    for (uint32_t t = 0; t < tracks.size(); ++t) {
+      if (!selected[t] || (WhereOfTrack(trace, t)[0] == 'd') != device) continue;
+      const std::span<const Slice> lane = trace.track_slices(t);
+      // Past the window's end nothing counts.
+      const auto past = std::upper_bound(lane.begin(), lane.end(), end,
+                                         [](int64_t time, const Slice& s) { return time < s.start_ns; });
+      const uint32_t first = trace.track_first_slice(t);
+      lanes.emplace_back(IndexIterator{first}, IndexIterator{first + static_cast<uint32_t>(past - lane.begin())});
+    }
+    busy = BusyOf(trace, std::move(lanes), begin, end);
   }
   stats.by_op_type = Finish(trace, by_type, stats.window_ns, &by_node);
   stats.by_node = Finish(trace, by_node, stats.window_ns);

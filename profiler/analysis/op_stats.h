@@ -74,7 +74,12 @@ struct OpStats {
   int64_t window_ns = 0;   // the window clipped to the trace span
   int64_t window_begin_ns = 0;
   int64_t slices = 0;      // slices counted
-  int64_t host_total_ns = 0, device_total_ns = 0;  // summed total_ns per side
+  // Summed total_ns per side: every thread's and stream's op time, nesting levels each counted
+  // (a Kineto op's children again), so it can be many windows long.
+  int64_t host_total_ns = 0, device_total_ns = 0;
+  // Busy per side: the time in the window when at least one of the side's selected lanes runs a
+  // counted slice (the union over lanes and nesting levels): never more than window_ns.
+  int64_t host_busy_ns = 0, device_busy_ns = 0;
 };
 
 OpStats ComputeOpStats(const trace::Trace& trace, const OpStatsOptions& options = {});

@@ -321,14 +321,20 @@ class OpsCommand : public SingleTraceCommand {
   std::string description() const override {
     return "Time per op type and per node: count, total and self time (self excludes nested\n"
            "calls), mean, p50/p95, share of the step; host (executor and CPU ops) and device (GPU\n"
-           "lanes) apart. TensorFlow's /stream:all and /memcpy repeats are not counted twice.";
+           "lanes) apart. TensorFlow's /stream:all and /memcpy repeats are not counted twice.\n"
+           "Host busy: the time at least one host thread runs an op (nested ops and threads at once\n"
+           "counted once, never more than the span); device busy the same over the GPU lanes; the\n"
+           "summed times add up every slice, each nesting level again.";
   }
 
  protected:
   std::string Text(const Trace& trace, size_t top) const override {
     const analysis::OpStats stats = analysis::ComputeOpStats(trace);
-    std::string out = "slices " + IntText(stats.slices) + "  host time " + FormatDuration(stats.host_total_ns) +
-                      "  device time " + FormatDuration(stats.device_total_ns) + "\n";
+    // Busy (a union: never more than the span) first; the durations summed count each nesting
+    // level and each thread running at once again.
+    std::string out = "slices " + IntText(stats.slices) + "  host busy " + FormatDuration(stats.host_busy_ns) +
+                      "  device busy " + FormatDuration(stats.device_busy_ns) + "  (summed: host " +
+                      FormatDuration(stats.host_total_ns) + ", device " + FormatDuration(stats.device_total_ns) + ")\n";
     out += OpRowsText(stats.by_op_type, top, "Op types by total time", "op type");
     out += OpRowsText(stats.by_node, top, "Nodes by total time", "node");
     if (!stats.annotations.empty()) {
@@ -343,6 +349,8 @@ class OpsCommand : public SingleTraceCommand {
     doc["slices"] = stats.slices;
     doc["host_total_ns"] = stats.host_total_ns;
     doc["device_total_ns"] = stats.device_total_ns;
+    doc["host_busy_ns"] = stats.host_busy_ns;
+    doc["device_busy_ns"] = stats.device_busy_ns;
     doc["by_op_type"] = OpRowsJson(stats.by_op_type);
     doc["by_node"] = OpRowsJson(stats.by_node);
     doc["annotations"] = OpRowsJson(stats.annotations);

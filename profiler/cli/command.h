@@ -3,7 +3,7 @@
 #pragma once
 
 #include <memory>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>  // KnownInt returns a json by value: the complete type
 #include <ostream>
 #include <string>
 #include <vector>

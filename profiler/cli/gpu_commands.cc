@@ -158,8 +158,10 @@ class IdleCommand : public GpuCommandBase {
            "known. hta: HTA's rule (host_wait when the call started after the previous work ended,\n"
            "kernel_wait for other gaps under --kernel-delay, default 30000 ns: HTA's 30 in Kineto's\n"
            "microseconds, other for the rest).\n"
-           "Totals and interval statistics (count, p50, p95, max) per stream and cause, and the\n"
-           "largest gaps with the runtime call and the host op enclosing it.";
+           "Totals and interval statistics (count, p50, p95, max) per stream and cause; per GPU, the\n"
+           "time none of its streams ran work (the gaps of their union, each by the work after it:\n"
+           "at most the GPU's span, where the streams' gaps summed count waits at once several\n"
+           "times); and the largest gaps with the runtime call and the host op enclosing it.";
   }
   std::vector<FlagSpec> flags() const override {
     auto flags = CommonFlags();
@@ -200,6 +202,14 @@ class IdleCommand : public GpuCommandBase {
                            {"idle", StatsJson(s.all)}, {"causes", causes}});
       }
       doc["streams"] = streams;
+      Json gpus = Json::array();
+      for (const auto& g : report.gpus) {
+        Json causes = Json::object();
+        for (int c = 0; c < kCauses; ++c) causes[cause_name(c)] = StatsJson(g.by_cause[c]);
+        gpus.push_back({{"rank", KnownInt(g.rank)}, {"device", g.device}, {"work", g.work}, {"idle", StatsJson(g.all)},
+                        {"causes", causes}});
+      }
+      doc["gpus"] = gpus;
       Json gaps = Json::array();
       for (const auto& g : report.largest) {
         gaps.push_back({{"rank", KnownInt(g.rank)}, {"device", g.device}, {"stream", g.stream}, {"begin_ns", g.begin_ns},
@@ -226,7 +236,15 @@ class IdleCommand : public GpuCommandBase {
         if (s.by_cause[c].count > 0) row("", cause_name(c), s.by_cause[c]);
       }
     }
-    for (int c = 0; c < kCauses; ++c) row(c == 0 ? "all streams" : "", cause_name(c), report.by_cause[c]);
+    for (int c = 0; c < kCauses; ++c) row(c == 0 ? "all streams (summed)" : "", cause_name(c), report.by_cause[c]);
+    // A GPU is idle while none of its streams runs work: never more than its span, unlike the
+    // streams' gaps summed (streams wait at the same time).
+    for (const auto& g : report.gpus) {
+      row(RankDevice(g.rank, g.device) + " (no stream busy)", "all", g.all);
+      for (int c = 0; c < kCauses; ++c) {
+        if (g.by_cause[c].count > 0) row("", cause_name(c), g.by_cause[c]);
+      }
+    }
     out << table.str() << "\nLargest gaps\n";
     for (const auto& g : report.largest) {
       out << "  " << FormatDuration(g.length()) << "  " << RankDevice(g.rank, g.device) << " " << g.stream << "  "

@@ -50,6 +50,20 @@ TEST(GpuCommandsTest, JsonFiguresOnAlexNet) {
   EXPECT_EQ(idle["consecutive_kernel_delay_ns"], 30000);
   EXPECT_EQ(idle["streams"][0]["causes"]["host_wait"]["count"], 34);
   EXPECT_EQ(idle["streams"][0]["causes"]["kernel_wait"]["total_ns"], 104000);
+  // Per GPU: the time no stream runs work, its causes adding up to `gpu`'s idle (span - busy),
+  // where the two streams' host waits summed (the totals) exceed the span.
+  ASSERT_EQ(idle["gpus"].size(), 1u);
+  const Json& gpu0 = idle["gpus"][0];
+  const int64_t span = gpu["gpus"][0]["span_ns"];
+  EXPECT_EQ(gpu0["idle"]["total_ns"], gpu["gpus"][0]["idle_ns"]);
+  int64_t causes = 0;
+  for (const char* cause : {"host_wait", "kernel_wait", "other"}) {
+    const int64_t total = gpu0["causes"][cause]["total_ns"];
+    EXPECT_LE(total, span) << cause;
+    causes += total;
+  }
+  EXPECT_EQ(causes, gpu0["idle"]["total_ns"]);
+  EXPECT_GT(idle["totals"]["host_wait"]["total_ns"].get<int64_t>(), span);
 
   const Json launches = JsonOf({"launches", AlexNet(), "--json", "--all"});
   EXPECT_EQ(launches["schema"], "stepscope.launches/1");

@@ -4,6 +4,8 @@
 #include <QAbstractItemModelTester>
 #include <QSortFilterProxyModel>
 #include <QtTest/QtTest>
+#include <algorithm>
+#include <functional>
 
 #include "profiler/trace/slice_details.h"
 #include "stepscope/tf/run_metadata.pb.h"
@@ -18,6 +20,7 @@
 #include "viewer/models/search_model.h"
 #include "viewer/models/slice_details.h"
 #include "viewer/models/track_tree_model.h"
+#include "viewer/timeline/track_layout.h"
 
 using namespace stepscope;
 using namespace stepscope::viewer;
@@ -159,6 +162,7 @@ class ModelsTest : public QObject {
     auto brute = [&](const QRegularExpression& expression) {
       int count = 0;
       for (const auto& s : trace.slices()) {
+        if (s.duplicate()) continue;  // a repeat on an aggregate lane is no match of its own
         count += expression.match(QString::fromUtf8(trace.str(trace.slice_name(s)))).hasMatch() ||
                          expression.match(QString::fromUtf8(trace.str(trace.slice_op_type(s)))).hasMatch()
                      ? 1
@@ -193,6 +197,71 @@ class ModelsTest : public QObject {
     QVERIFY(error.contains("offset"));
     QCOMPARE(model.rowCount(), 0);
     QCOMPARE(model.Next(), int64_t{-1});
+  }
+
+  // The H100 ResNet-50 step (TensorFlow's lanes): /stream:all repeats every kernel and /memcpy
+  // every copy. Search finds each kernel once (227 Conv2DBackpropFilter slices, not 401), and says
+  // how many repeats it left out; the repeat lanes start hidden in the track tree and on the
+  // timeline, and the check box shows them.
+  void RepeatsAreNoMatchesAndRepeatLanesStartHidden() {
+    auto opened = OpenDocument(testing::SamplePath("h100_resnet50_b32_step3.pb.gz"));
+    QVERIFY2(opened.ok(), opened.ok() ? "" : opened.status().message().c_str());
+    const std::shared_ptr<const TraceDocument> document = *opened;
+    const trace::Trace& trace = document->trace();
+    SearchModel search(document);
+    QVERIFY(search.SetQuery("Conv2DBackpropFilter", false).isEmpty());
+    int64_t own = 0, repeats = 0;
+    for (const trace::Slice& s : trace.slices()) {
+      const bool match = QString::fromUtf8(trace.str(trace.slice_name(s))).contains("conv2dbackpropfilter", Qt::CaseInsensitive) ||
+                         QString::fromUtf8(trace.str(trace.slice_op_type(s))).contains("conv2dbackpropfilter", Qt::CaseInsensitive);
+      if (match) ++(s.duplicate() ? repeats : own);
+    }
+    QVERIFY(repeats > 0);
+    qInfo("Conv2DBackpropFilter: %lld matches, %lld repeats left out", static_cast<long long>(own),
+          static_cast<long long>(repeats));
+    QCOMPARE(static_cast<int64_t>(search.rowCount()), own);
+    QCOMPARE(search.repeats(), repeats);
+    for (uint32_t slice : search.matches()) QVERIFY(!trace.slices()[slice].duplicate());
+    // Repeat lanes: every slice a duplicate; here TensorFlow's /stream:all and /memcpy.
+    TrackTreeModel tracks(document);
+    QAbstractItemModelTester tester(&tracks, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    TrackLayout layout(trace, document->index());
+    int repeat_lanes = 0;
+    for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+      const auto lane = trace.track_slices(t);
+      const bool repeat =
+          !lane.empty() && std::all_of(lane.begin(), lane.end(), [](const trace::Slice& s) { return s.duplicate(); });
+      if (repeat) {
+        ++repeat_lanes;
+        const trace::TrackKind kind = trace.tracks()[t].kind;
+        QVERIFY(kind == trace::TrackKind::kGpuAllStreams || kind == trace::TrackKind::kGpuMemcpy);
+      }
+      QCOMPARE(tracks.visible(t), !repeat);
+      QCOMPARE(layout.hidden(t), repeat);
+    }
+    QVERIFY(repeat_lanes >= 2);
+    for (const TimelineRow& row : layout.rows()) {
+      for (const trace::Slice& s : trace.track_slices(row.track)) QVERIFY(!s.duplicate());
+    }
+    // Shown on demand: checking the lane in the tree says so.
+    std::function<QModelIndex(const QModelIndex&)> find_repeat = [&](const QModelIndex& parent) -> QModelIndex {
+      for (int r = 0; r < tracks.rowCount(parent); ++r) {
+        const QModelIndex index = tracks.index(r, 0, parent);
+        if (!tracks.visible(index.data(kTrackRole).toUInt())) return index;
+        const QModelIndex below = find_repeat(index);
+        if (below.isValid()) return below;
+      }
+      return {};
+    };
+    const QModelIndex hidden = find_repeat({});
+    QVERIFY(hidden.isValid());
+    QCOMPARE(hidden.data(Qt::CheckStateRole).toInt(), int(Qt::Unchecked));
+    QSignalSpy spy(&tracks, &TrackTreeModel::visibilityChanged);
+    QVERIFY(tracks.setData(hidden, Qt::Checked, Qt::CheckStateRole));
+    QCOMPARE(spy.count(), 1);
+    QCOMPARE(spy.at(0).at(1).toBool(), true);
+    layout.SetHidden(hidden.data(kTrackRole).toUInt(), false);
+    QVERIFY(layout.RowOfSlice(trace.track_first_slice(hidden.data(kTrackRole).toUInt())) >= 0);
   }
 
   // The flows of a slice, found by a scan and kept for the last slice asked about, are the

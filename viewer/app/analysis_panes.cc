@@ -189,6 +189,16 @@ QWidget* DocumentView::BuildGpuPane() {
                           tr("Communication"), tr("Memory"), tr("Compute ∩ comm"), tr("Idle: host wait"),
                           tr("Idle: kernel wait"), tr("Idle: other")},
                          pane);
+  // What each figure is, where it could be misread as a sum over streams.
+  const std::pair<int, QString> tips[] = {
+      {kGpuSpan, tr("First start to last end of the work")},
+      {kGpuBusy, tr("Time at least one piece of work runs (a GPU's row: on any of its streams)")},
+      {kGpuIdle, tr("Span - busy: a GPU's row, the time none of its streams runs work")},
+      {kGpuHostWait, tr("Idle gaps whose next work's launch call ended after the gap began. A GPU's row: "
+                        "its own idle time (no stream busy), not its streams' waits summed")},
+      {kGpuKernelWait, tr("Idle gaps whose next work was already launched (queued). A GPU's row: its own idle time")},
+      {kGpuOtherIdle, tr("Idle gaps whose next work has no known launch. A GPU's row: its own idle time")}};
+  for (const auto& [column, tip] : tips) gpu_table_->horizontalHeaderItem(column)->setToolTip(tip);
   connect(without_idle, &QCheckBox::toggled, gpu_bars_, &GpuBars::SetWithoutIdle);
   auto* bar = new QHBoxLayout;
   bar->setContentsMargins(4, 0, 4, 0);
@@ -226,15 +236,20 @@ void DocumentView::ShowGpu() {
     for (int i = 0; i < 3; ++i) gpu_table_->setItem(row, kGpuHostWait + i, DurationItem(idle_ns[i]));
   };
   for (const analysis::GpuBreakdown& g : a.gpu) {
-    // Idle causes of its streams (ComputeIdle lists them per rank, device and stream).
+    // Idle causes of a stream (ComputeIdle lists them per rank, device and stream).
     auto idle_of = [&](const std::string& stream, int64_t out[3]) {
       for (const analysis::StreamIdle& s : a.idle.streams) {
-        if (s.rank != g.rank || s.device != g.device || (!stream.empty() && s.stream != stream)) continue;
+        if (s.rank != g.rank || s.device != g.device || s.stream != stream) continue;
         for (int c = 0; c < 3; ++c) out[c] += s.by_cause[c].total_ns;
       }
     };
+    // The GPU's own: time no stream of it runs work, never its streams' waits summed (streams
+    // wait at the same time: the sum can be several spans).
     int64_t gpu_idle[3] = {0, 0, 0};
-    idle_of("", gpu_idle);
+    for (const analysis::GpuIdle& gi : a.idle.gpus) {
+      if (gi.rank != g.rank || gi.device != g.device) continue;
+      for (int c = 0; c < 3; ++c) gpu_idle[c] += gi.by_cause[c].total_ns;
+    }
     const QString label = GpuLabel(g.rank, g.device);
     add_row(label, true, g.time, gpu_idle);
     bars.push_back({label, true, g.time});
@@ -257,9 +272,17 @@ void DocumentView::ShowGpu() {
     launches_caption_->setText(tr("No GPU work in this trace (kernels, copies, memsets on GPU streams)."));
     return;
   }
-  const analysis::IntervalStats* causes = a.idle.by_cause;
+  // Each GPU's idle time (no stream busy) by cause, summed over the GPUs.
+  analysis::IntervalStats causes[3];
+  for (const analysis::GpuIdle& gi : a.idle.gpus) {
+    for (int c = 0; c < 3; ++c) {
+      causes[c].total_ns += gi.by_cause[c].total_ns;
+      causes[c].count += gi.by_cause[c].count;
+    }
+  }
   launches_caption_->setText(
-      tr("<b>Idle</b> gaps between work on a stream: host wait %1 (%2), kernel wait %3 (%4), other %5 (%6).<br>"
+      tr("<b>GPU idle</b> (no stream of the GPU busy) by the work after each gap: host wait %1 (%2), "
+         "kernel wait %3 (%4), other %5 (%6)%19.<br>"
          "<b>Launches</b>: %7 of %8 pieces of work linked to their runtime call; launch delay p50 %9, p95 %10, "
          "max %11; runtime call p50 %12, p95 %13, max %14; %15 calls over %16, %17 delays over %18.")
           .arg(Exact(causes[0].total_ns)).arg(causes[0].count)
@@ -271,7 +294,8 @@ void DocumentView::ShowGpu() {
           .arg(l.long_runtime_count)
           .arg(Exact(l.runtime_cutoff_ns))
           .arg(l.long_delay_count)
-          .arg(Exact(l.delay_cutoff_ns)));
+          .arg(Exact(l.delay_cutoff_ns))
+          .arg(a.idle.gpus.size() > 1 ? tr(", summed over %1 GPUs").arg(a.idle.gpus.size()) : QString()));
 }
 
 QString DocumentView::launches_caption() const { return launches_caption_->text(); }

@@ -269,6 +269,10 @@ QWidget* DocumentView::BuildRangePane() {
   range_table->horizontalHeader()->resizeSection(OpStatsModel::kName, 260);
   range_table->sortByColumn(OpStatsModel::kTotal, Qt::DescendingOrder);
   range_caption_ = new QLabel(tr("Shift+drag on the timeline (or drag on the ruler) to select a time range."), range);
+  range_caption_->setToolTip(
+      tr("Host busy: the time in the range when at least one host thread runs an op (nested ops and "
+         "threads running at once counted once). Device busy: the same over the GPU streams. Neither "
+         "exceeds the range; the table's totals add up every slice, nesting levels included."));
   auto* range_layout = new QVBoxLayout(range);
   range_layout->setContentsMargins(2, 2, 2, 2);
   range_layout->addWidget(range_caption_);
@@ -287,8 +291,8 @@ QWidget* DocumentView::BuildRangePane() {
                  QString::fromStdString(FormatDuration(static_cast<double>(result.window_ns))))
             .arg(result.slices)
             .arg(result.by_op_type.size())
-            .arg(QString::fromStdString(FormatDuration(static_cast<double>(result.host_total_ns))),
-                 QString::fromStdString(FormatDuration(static_cast<double>(result.device_total_ns)))));
+            .arg(QString::fromStdString(FormatDuration(static_cast<double>(result.host_busy_ns))),
+                 QString::fromStdString(FormatDuration(static_cast<double>(result.device_busy_ns)))));
     range_model_->SetRows(result.by_op_type);
   });
   connect(timeline_, &TimelineView::rangeSelected, this, &DocumentView::ComputeRangeStats);
@@ -476,9 +480,13 @@ void DocumentView::SearchPrevious() {
 
 QString DocumentView::search_status() const {
   const int count = search_model_->rowCount();
-  if (count == 0) return tr("no matches");
-  if (search_model_->current() < 0) return tr("%1 matches").arg(count);
-  return tr("%1 of %2").arg(search_model_->current() + 1).arg(count);
+  // Repeats on TensorFlow's aggregate lanes are no matches of their own: said, not listed.
+  const QString repeats = search_model_->repeats() > 0
+                              ? tr(" (%1 repeats on aggregate lanes not listed)").arg(search_model_->repeats())
+                              : QString();
+  if (count == 0) return tr("no matches") + repeats;
+  if (search_model_->current() < 0) return tr("%1 matches").arg(count) + repeats;
+  return tr("%1 of %2").arg(search_model_->current() + 1).arg(count) + repeats;
 }
 
 void DocumentView::JumpToSlice(uint32_t slice) {

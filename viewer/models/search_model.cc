@@ -26,6 +26,7 @@ SearchModel::SearchModel(std::shared_ptr<const TraceDocument> document, QObject*
 QString SearchModel::SetQuery(const QString& pattern, bool regex) {
   beginResetModel();
   matches_.clear();
+  repeats_ = 0;
   current_ = -1;
   QString error;
   if (!pattern.isEmpty()) {
@@ -59,7 +60,12 @@ QString SearchModel::SetQuery(const QString& pattern, bool regex) {
     }
     const auto& slices = trace.slices();
     for (uint32_t i = 0; i < slices.size(); ++i) {
-      if (label_matched[slices[i].label]) matches_.push_back(i);
+      if (!label_matched[slices[i].label]) continue;
+      if (slices[i].duplicate()) {
+        ++repeats_;
+      } else {
+        matches_.push_back(i);
+      }
     }
     std::stable_sort(matches_.begin(), matches_.end(), [&](uint32_t a, uint32_t b) {
       return slices[a].start_ns < slices[b].start_ns;

@@ -21,7 +21,9 @@ TrackTreeModel::TrackTreeModel(std::shared_ptr<const TraceDocument> document, QO
       subtree_slices_[p] += count;
     }
   }
+  // As the timeline's layout starts: repeat lanes hidden.
   visible_.assign(tracks, true);
+  for (uint32_t t = 0; t < tracks; ++t) visible_[t] = !IsRepeatLane(trace, t);
 }
 
 QModelIndex TrackTreeModel::index(int row, int column, const QModelIndex& parent) const {
@@ -55,7 +57,11 @@ QVariant TrackTreeModel::data(const QModelIndex& index, int role) const {
   switch (index.column()) {
     case kNameColumn:
       if (role == Qt::DisplayRole) return QString::fromUtf8(trace.str(info.name));
-      if (role == Qt::ToolTipRole) return QString::fromUtf8(trace.str(info.full_name));
+      if (role == Qt::ToolTipRole) {
+        const QString path = QString::fromUtf8(trace.str(info.full_name));
+        return IsRepeatLane(trace, track) ? tr("%1\nRepeats slices of other lanes: hidden at first, counted nowhere").arg(path)
+                                          : path;
+      }
       if (role == Qt::CheckStateRole) return visible_[track] ? Qt::Checked : Qt::Unchecked;
       if (role == kSortRole) return QString::fromUtf8(trace.str(info.name));
       break;

@@ -1,6 +1,7 @@
 // The track tree (host/rank -> device -> stream/thread lanes) as a Qt item model. Column 0
 // is checkable: unchecking a track hides it and its subtree from the timeline
-// (visibilityChanged). Read-only otherwise.
+// (visibilityChanged). Repeat lanes (IsRepeatLane) start unchecked, as the timeline starts with
+// them hidden. Read-only otherwise.
 #pragma once
 
 #include <QAbstractItemModel>

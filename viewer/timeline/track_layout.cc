@@ -23,11 +23,17 @@ std::vector<std::vector<uint32_t>> TrackChildren(const trace::Trace& trace) {
   return children;
 }
 
+bool IsRepeatLane(const trace::Trace& trace, uint32_t track) {
+  const auto slices = trace.track_slices(track);
+  return !slices.empty() && std::all_of(slices.begin(), slices.end(), [](const trace::Slice& s) { return s.duplicate(); });
+}
+
 TrackLayout::TrackLayout(const trace::Trace& trace, const TimelineIndex& index)
     : trace_(&trace), index_(&index), children_(TrackChildren(trace)) {
   const auto& tracks = trace.tracks();
   collapsed_.assign(tracks.size(), false);
   hidden_.assign(tracks.size(), false);
+  for (uint32_t t = 0; t < tracks.size(); ++t) hidden_[t] = IsRepeatLane(trace, t);
   Rebuild();
 }
 

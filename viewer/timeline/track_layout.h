@@ -18,6 +18,12 @@ class TimelineIndex;
 // slot t + 1 the children of track t.
 std::vector<std::vector<uint32_t>> TrackChildren(const trace::Trace& trace);
 
+// A lane whose every slice repeats one recorded on another lane (TensorFlow's /stream:all and
+// /memcpy aggregates: slices flagged duplicate). Hidden until the user shows it (the track tree's
+// check box), as the analyses skip these slices and the exports drop the lanes; a lane with a
+// slice of its own (a trace recorded with the aggregates only) is shown.
+bool IsRepeatLane(const trace::Trace& trace, uint32_t track);
+
 struct TimelineRow {
   enum class Kind : uint8_t { kHeader, kSlices };
   Kind kind = Kind::kSlices;
@@ -37,6 +43,7 @@ class TrackLayout {
 
   void SetCollapsed(uint32_t track, bool collapsed);
   bool collapsed(uint32_t track) const { return collapsed_[track]; }
+  // Repeat lanes (IsRepeatLane) start hidden.
   void SetHidden(uint32_t track, bool hidden);
   bool hidden(uint32_t track) const { return hidden_[track]; }
 
