@@ -323,7 +323,7 @@ StreamStats ComputeStreamStats(const Trace& trace, size_t gaps) {
     // millions of slices grew its list by copies (the peak of `streams` on big traces).
     auto list_of = [&](const Slice& s) -> std::vector<uint32_t>* {
       if (s.duplicate()) return nullptr;
-      if (s.kind == SliceKind::kAnnotation) return &annotations;
+      if (s.kind == SliceKind::kAnnotation || s.kind == SliceKind::kPythonFrame) return &annotations;
       if (s.kind == SliceKind::kSync) return &syncs;
       if (gpu && !trace::IsDeviceWork(s.kind)) return &other;
       return &work;

@@ -86,7 +86,8 @@ struct StreamUsage {
   std::string stream;         // lane name: "stream:14", "ops", "thread 3"
   std::string kind;           // track kind: ops, gpu_stream, collective, ...
   // What the row counts: "work" (on GPU streams kernels, copies and memsets; elsewhere every
-  // slice but annotations and syncs), or a lane's "annotation", "sync" (Kineto's cuda_sync) or
+  // slice but annotations, Python frames and syncs), or a lane's "annotation" (with Python
+  // frames), "sync" (Kineto's cuda_sync) or
   // "other" (non-work on a GPU stream) slices, shown on their own rows and never busy time.
   std::string content = "work";
   int64_t slices = 0, busy_ns = 0, idle_ns = 0;

@@ -307,7 +307,7 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
       if (arg.is_number) {
         builder.AddSliceArg(arg.slice + base, merged_string(arg.key), arg.number);
       } else {
-        builder.AddSliceArg(arg.slice + base, merged_string(arg.key), merged_string(arg.value));
+        builder.AddSliceArg(arg.slice + base, merged_string(arg.key), merged_string(arg.value), arg.is_json);
       }
     }
     for (const trace::CounterSeries& counter : input.counters()) {

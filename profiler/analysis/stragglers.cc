@@ -158,7 +158,7 @@ StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const
       lanes.emplace_back(lane.data(), lane.data() + lane.size());
     }
     MergeByStart(std::move(lanes), [](const Slice& s) { return s.start_ns; }, [&](const Slice& s) {
-      if (s.duplicate() || s.kind == SliceKind::kSync) return;
+      if (s.duplicate() || s.kind == SliceKind::kSync || s.kind == SliceKind::kPythonFrame) return;
       const bool on_gpu = gpu_lane[s.track];
       if (on_gpu && !trace::IsDeviceWork(s.kind)) return;  // GPU annotations
       const bool input_annotation = s.kind == SliceKind::kAnnotation && !on_gpu &&

@@ -94,6 +94,7 @@ SliceKind KindOfCategory(std::string_view cat) {
     return SliceKind::kAnnotation;
   }
   if (cat == "cuda_sync") return SliceKind::kSync;
+  if (cat == "python_function") return SliceKind::kPythonFrame;
   // Our own perfetto export writes the slice kind as the category.
   if (cat == "op") return SliceKind::kOp;
   if (cat == "memcpy") return SliceKind::kMemcpy;
@@ -102,6 +103,7 @@ SliceKind KindOfCategory(std::string_view cat) {
   if (cat == "runtime") return SliceKind::kRuntime;
   if (cat == "annotation") return SliceKind::kAnnotation;
   if (cat == "sync") return SliceKind::kSync;
+  if (cat == "python") return SliceKind::kPythonFrame;
   return SliceKind::kOther;
 }
 
@@ -209,6 +211,31 @@ simdjson::error_code KeyOf(od::field& field, std::string_view& key) {
   return field.unescaped_key().get(key);
 }
 
+// Args of a kernel that KernelArgs holds, and of a copy or memset that TransferArgs holds (with
+// the copy details our own export writes, derived from them and the copy's name).
+bool IsKernelLaunchKey(std::string_view key) {
+  return key == "grid" || key == "block" || key == "registers per thread" || key == "shared memory" ||
+         key == "device" || key == "stream" || key == "correlation" || key == "blocks per SM" ||
+         key == "warps per SM" || key == "est. achieved occupancy %";
+}
+bool IsTransferKey(std::string_view key) {
+  return key == "bytes" || key == "memory bandwidth (GB/s)" || key == "device" || key == "stream" ||
+         key == "correlation" || key == "kind" || key == "memory" || key == "bandwidth (GB/s)";
+}
+
+// A JSON number's text as an int64 when it is a plain integer of up to 18 digits (ids, sizes:
+// kept exactly); nullopt for fractions, exponents and longer numbers (kept as their text).
+std::optional<int64_t> IntegerOf(std::string_view text) {
+  size_t i = !text.empty() && text[0] == '-' ? 1 : 0;
+  if (text.size() == i || text.size() - i > 18) return std::nullopt;
+  int64_t value = 0;
+  for (; i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9') return std::nullopt;
+    value = value * 10 + (text[i] - '0');
+  }
+  return text[0] == '-' ? -value : value;
+}
+
 // The event fields the import reads, told apart by length and bytes rather than a chain of
 // comparisons (ten keys an event, a hundred million events).
 enum class EventKey : uint8_t { kOther, kPh, kName, kCat, kTs, kDur, kPid, kTid, kId, kBp, kArgs };
@@ -249,6 +276,7 @@ struct ChromeEventFields {
   std::string_view args_name, args_op, args_labels;
   std::optional<int64_t> sort_index;
   uint32_t numbers_begin = 0, numbers_end = 0;  // numeric args in ChromeEventBatch::Impl::numbers
+  uint32_t args_begin = 0, args_end = 0;        // every arg in ChromeEventBatch::Impl::args
   uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};  // kernel args "grid"/"block", 0 when absent
   int32_t strings_unreadable = 0, launch_dims_unreadable = 0;  // repairs, counted when imported
   // Worked out where the event is read (any thread), so that importing does little more than add.
@@ -265,9 +293,18 @@ struct ChromeEventFields {
   int64_t correlation = -1;
 };
 
+// One of an event's args as read: its key and value as views into the parsed bytes or the
+// parser's string buffer, turned into a SliceArg only when the event is imported as a slice.
+struct ChromeRawArg {
+  enum Type : uint8_t { kText, kNumber, kJson };  // kText unescaped; kNumber, kJson as written
+  std::string_view key, value;
+  Type type = kText;
+};
+
 struct ChromeEventBatch::Impl {
   std::vector<ChromeEventFields> events;
   std::vector<std::pair<std::string_view, std::string_view>> numbers;  // numeric args: key, raw token
+  std::vector<ChromeRawArg> raw_args;  // every arg of every event, in the events' and the args' order
 
   // A category's kind and whether it is a device's, kept for the last few categories seen: a
   // trace has a handful, and telling one apart takes up to twenty comparisons.
@@ -293,6 +330,7 @@ struct ChromeEventBatch::Impl {
   simdjson::error_code Read(od::value value) {
     ChromeEventFields& event = events.emplace_back();
     event.numbers_begin = event.numbers_end = static_cast<uint32_t>(numbers.size());
+    event.args_begin = event.args_end = static_cast<uint32_t>(raw_args.size());
     od::object object;
     if (value.get_object().get(object)) {
       event.not_an_object = true;
@@ -346,6 +384,7 @@ struct ChromeEventBatch::Impl {
       }
     }
     event.numbers_end = static_cast<uint32_t>(numbers.size());
+    event.args_end = static_cast<uint32_t>(raw_args.size());
     if (event.has_ts) event.ts_ns = MicrosTextToNs(event.ts);
     if (event.has_dur) event.dur_ns = MicrosTextToNs(event.dur);
     if (event.ph == "X" || event.ph == "B") {
@@ -449,6 +488,7 @@ struct ChromeEventBatch::Impl {
   // An event that failed is not kept.
   simdjson::error_code Drop(simdjson::error_code error) {
     numbers.resize(events.back().numbers_begin);
+    raw_args.resize(events.back().args_begin);
     events.pop_back();
     return error;
   }
@@ -472,19 +512,46 @@ struct ChromeEventBatch::Impl {
         } else if (!ReadText(v, event.args_name)) {
           event.args_name = {};
         }
+        if (type == od::json_type::string || type == od::json_type::number) {
+          raw_args.push_back({key, event.args_name, type == od::json_type::string ? ChromeRawArg::kText : ChromeRawArg::kNumber});
+        }
       } else if (key == "labels" && type == od::json_type::string) {
         if (v.get_string().get(event.args_labels)) event.args_labels = {};
       } else if (key == "op" && type == od::json_type::string) {
         event.args_has_op = !v.get_string().get(event.args_op);
+        if (event.args_has_op) raw_args.push_back({key, event.args_op, ChromeRawArg::kText});
       } else if (type == od::json_type::array && (key == "grid" || key == "block")) {
-        ReadTriple(v, key == "grid" ? event.grid : event.block, event);
+        ReadTriple(v, key == "grid" ? event.grid : event.block, event);  // a kernel's: KernelArgs
       } else if (type == od::json_type::number) {
         // Kept as text: most events never need their numbers (they are parsed for counters,
         // memory events and sort indices only).
         numbers.emplace_back(key, Trim(v.raw_json_token()));
+        raw_args.push_back({key, numbers.back().second, ChromeRawArg::kNumber});
         if (key == "sort_index") {
           if (auto number = NumberOf(numbers.back().second)) event.sort_index = SaturatedInt64(*number);
         }
+      } else if (type == od::json_type::string) {
+        std::string_view text;
+        if (v.get_string().get(text)) {
+          ++event.strings_unreadable;  // kept, empty, as a name with a broken escape
+          text = {};
+        }
+        raw_args.push_back({key, text, ChromeRawArg::kText});
+      } else {
+        // Arrays, objects, true, false, null: the JSON as written (Kineto's `Input Dims`).
+        std::string_view raw;
+        if (type == od::json_type::array) {
+          od::array array;
+          if (auto error = v.get_array().get(array)) return error;
+          if (auto error = array.raw_json().get(raw)) return error;
+        } else if (type == od::json_type::object) {
+          od::object inner;
+          if (auto error = v.get_object().get(inner)) return error;
+          if (auto error = inner.raw_json().get(raw)) return error;
+        } else {
+          raw = v.raw_json_token();
+        }
+        raw_args.push_back({key, Trim(raw), ChromeRawArg::kJson});
       }
     }
     return simdjson::SUCCESS;
@@ -517,6 +584,7 @@ ChromeEventBatch::~ChromeEventBatch() = default;
 void ChromeEventBatch::Clear() {
   impl_->events.clear();
   impl_->numbers.clear();
+  impl_->raw_args.clear();
 }
 simdjson::error_code ChromeEventBatch::Read(simdjson::ondemand::value value) { return impl_->Read(value); }
 size_t ChromeEventBatch::size() const { return impl_->events.size(); }
@@ -549,6 +617,7 @@ class ChromeEventImporter::Impl {
       stats().Add("kernel_launch_dims_unreadable", event.launch_dims_unreadable);
       event_ = &event;
       numbers_ = {list.numbers.data() + event.numbers_begin, list.numbers.data() + event.numbers_end};
+      raw_args_ = {list.raw_args.data() + event.args_begin, list.raw_args.data() + event.args_end};
       Dispatch();
     }
   }
@@ -620,6 +689,13 @@ class ChromeEventImporter::Impl {
         builder_.AddTransferArgs(args);
         transfer_arg_tracks_.push_back(slice.track);
       }
+      if (!raw_args_.empty()) {
+        FreeArgs([&](SliceArg arg) {
+          arg.slice = slice.position;
+          builder_.AddSliceArg(arg);
+          slice_arg_tracks_.push_back(slice.track);
+        });
+      }
       if (event_->correlation > 0) {
         const bool sync = event_->kind == SliceKind::kSync;
         (sync ? syncs_ : runtime_calls_).push_back({event_->correlation, slice.position});
@@ -638,6 +714,7 @@ class ChromeEventImporter::Impl {
         open.args_op = event_->args_op;
         open.tf_args = true;
       }
+      FreeArgs([&](const SliceArg& arg) { open.args.push_back(arg); });
       open_[ThreadKey(event_->pid, event_->tid)].push_back(std::move(open));
     } else if (phase == 'E') {
       auto& stack = open_[ThreadKey(event_->pid, event_->tid)];
@@ -646,7 +723,13 @@ class ChromeEventImporter::Impl {
         return;
       }
       const OpenSlice& b = stack.back();
-      AddSlice(b.pid, b.tid, b.ts, *ts - b.ts, b.name, b.kind, b.device_category, b.args_name, b.args_op, b.tf_args);
+      const TrackSliceBuffer::Ref slice =
+          AddSlice(b.pid, b.tid, b.ts, *ts - b.ts, b.name, b.kind, b.device_category, b.args_name, b.args_op, b.tf_args);
+      for (SliceArg arg : b.args) {  // the B event's (an E event's args are not read)
+        arg.slice = slice.position;
+        builder_.AddSliceArg(arg);
+        slice_arg_tracks_.push_back(slice.track);
+      }
       stack.pop_back();
     } else if (phase == 'C') {
       Counter(*ts);
@@ -807,11 +890,37 @@ class ChromeEventImporter::Impl {
     return pending_.Add(slice);
   }
 
+  // Hands `add` the event's args that have no typed home as SliceArgs (slice 0), in the event's
+  // order: every arg but a kernel's or copy's launch args (KernelArgs, TransferArgs, and the copy
+  // details our own export derives from them) and TensorFlow's name and op (the slice's name and
+  // op type) or a name that repeats the event's. Integers are kept as numbers, strings as text,
+  // anything else (arrays, objects, fractions, true/false/null) as its JSON text.
+  template <typename Add>
+  void FreeArgs(Add add) {
+    const bool tf_args = event_->args_has_name && event_->args_has_op;
+    for (const ChromeRawArg& raw : raw_args_) {
+      if (raw.key == "name" && (tf_args || raw.value == event_->name)) continue;
+      if (raw.key == "op" && tf_args) continue;
+      if (event_->launch_args == ChromeEventFields::kKernelArgs && IsKernelLaunchKey(raw.key)) continue;
+      if (event_->launch_args == ChromeEventFields::kTransferArgs && IsTransferKey(raw.key)) continue;
+      const StringId key = builder_.Intern(raw.key);
+      if (raw.type == ChromeRawArg::kNumber) {
+        if (const std::optional<int64_t> number = IntegerOf(raw.value)) {
+          add(SliceArg::Number(0, key, *number));
+          continue;
+        }
+      }
+      add(SliceArg::Text(0, key, builder_.Intern(raw.value), raw.type != ChromeRawArg::kText));
+    }
+  }
+
   // Slices wait per track (TrackSliceBuffer) until Finish() hands them to the builder.
   void HandPendingSlicesToBuilder() {
     const std::vector<uint32_t> first = pending_.FirstIndices();
     TrackSliceBuffer::Resolve(first, kernel_arg_tracks_, builder_.kernel_args());
     TrackSliceBuffer::Resolve(first, transfer_arg_tracks_, builder_.transfer_args());
+    TrackSliceBuffer::Resolve(first, slice_arg_tracks_, builder_.slice_args());
+    FreeStorage(slice_arg_tracks_);
     TrackSliceBuffer::Resolve(first, runtime_call_tracks_, runtime_calls_);
     TrackSliceBuffer::Resolve(first, sync_tracks_, syncs_);
     FreeStorage(kernel_arg_tracks_);
@@ -1195,6 +1304,7 @@ class ChromeEventImporter::Impl {
   };
   struct OpenSlice {
     std::string pid, tid, name, args_name, args_op;
+    std::vector<SliceArg> args;  // FreeArgs of the B event, slice 0
     int64_t ts = 0;
     SliceKind kind = SliceKind::kOther;
     bool device_category = false;
@@ -1205,6 +1315,7 @@ class ChromeEventImporter::Impl {
   ChromeEventBatch one_;  // the event Event() reads
   const ChromeEventFields* event_ = nullptr;  // the event being imported
   std::span<const std::pair<std::string_view, std::string_view>> numbers_;  // its numeric args
+  std::span<const ChromeRawArg> raw_args_;  // all its args
   int64_t events_ = 0;
   // The key of the last thread ThreadSlot() gave (the one last_slot_ holds), for ThreadTrack().
   std::string thread_key_;
@@ -1234,6 +1345,7 @@ class ChromeEventImporter::Impl {
   // HandPendingSlicesToBuilder()).
   MappedArray<uint32_t> kernel_arg_tracks_;
   std::vector<uint32_t> transfer_arg_tracks_;
+  std::vector<uint32_t> slice_arg_tracks_;  // of each free-form arg, as kernel_arg_tracks_
   // Runtime and driver calls that carry a correlation id: `slice` as kernel args' (a place in
   // track runtime_call_tracks_[i] until HandPendingSlicesToBuilder(), then a builder index).
   struct RuntimeCall {

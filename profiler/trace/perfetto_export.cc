@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "profiler/trace/chrome_writer.h"
 #include "profiler/trace/json_out.h"
@@ -169,6 +171,7 @@ class PerfettoExporter {
   }
 
   void SliceArgs(uint32_t index, const Slice& s) {
+    const size_t args_begin = out_.size();
     if (s.kind == SliceKind::kMemcpy) {
       if (auto memcpy = GetMemcpyDetails(trace_, index, nodes_)) {
         json_.Raw(",\"kind\":");
@@ -188,7 +191,7 @@ class PerfettoExporter {
     KernelArgsJson(index);
     TransferArgsJson(index, s);
     LauncherCorrelationJson(index);
-    FreeArgsJson(index);
+    FreeArgsJson(index, args_begin);
     const tf::NodeExecStats* node = nodes_.Get(index);
     if (node == nullptr) return;
     if (!node->timeline_label().empty()) {
@@ -256,15 +259,26 @@ class PerfettoExporter {
     integer(",\"correlation\":", args->correlation);
   }
 
-  // Free-form arguments (XSpace stats, Perfetto debug annotations), under their own names; one
-  // called "name" would repeat the node name's key, so it becomes "name (arg)".
-  void FreeArgsJson(uint32_t index) {
+  // Free-form arguments (XSpace stats, Perfetto debug annotations, the PyTorch profiler's event
+  // args), under their own names, JSON values as they were written; one called "name" would
+  // repeat the node name's key, so it becomes "name (arg)". A key the typed args above already
+  // wrote for this slice (`args_begin`: where its args object starts) is not written twice.
+  void FreeArgsJson(uint32_t index, size_t args_begin) {
+    const size_t typed_end = out_.size();
     for (const SliceArg& arg : trace_.slice_args(index)) {
       const std::string_view key = trace_.str(arg.key);
+      const size_t key_begin = out_.size() + 1;
       json_.Raw(",");
       json_.Key(key == "name" ? std::string_view("name (arg)") : key);
+      const std::string_view written(out_.data() + key_begin, out_.size() - key_begin);
+      if (std::string_view(out_.data() + args_begin, typed_end - args_begin).find(written) != std::string_view::npos) {
+        out_.resize(key_begin - 1);
+        continue;
+      }
       if (arg.is_number) {
         json_.Int(arg.number);
+      } else if (arg.is_json && IsValidJson(arg.value)) {
+        json_.Raw(trace_.str(arg.value));
       } else {
         json_.String(trace_.str(arg.value));
       }
@@ -393,7 +407,18 @@ class PerfettoExporter {
     }
   }
 
+  // Whether a JSON-text argument value is whole, valid JSON (the import keeps arrays and objects
+  // as written without reading inside them): one that is not is written as a string. Each
+  // distinct value is checked once (by a reader that takes integers of any length, as real
+  // Kineto files hold).
+  bool IsValidJson(StringId value) {
+    auto [it, inserted] = json_valid_.try_emplace(value, false);
+    if (inserted) it->second = nlohmann::json::accept(trace_.str(value));
+    return it->second;
+  }
+
   const Trace& trace_;
+  std::unordered_map<StringId, bool> json_valid_;
   NodeReader nodes_{trace_};
   std::string out_;
   JsonOut json_;

@@ -47,6 +47,7 @@ std::string_view SliceKindName(SliceKind kind) {
     case SliceKind::kOther: return "other";
     case SliceKind::kAnnotation: return "annotation";
     case SliceKind::kSync: return "sync";
+    case SliceKind::kPythonFrame: return "python";
   }
   return "other";
 }
@@ -126,7 +127,7 @@ const TransferArgs* Trace::transfer_args(uint32_t slice) const { return FindBySl
 
 std::span<const SliceArg> Trace::slice_args(uint32_t slice) const {
   auto by_slice = [](const SliceArg& a, const SliceArg& b) { return a.slice < b.slice; };
-  const auto range = std::equal_range(slice_args_.begin(), slice_args_.end(), SliceArg{slice, 0, 0, false, 0}, by_slice);
+  const auto range = std::equal_range(slice_args_.begin(), slice_args_.end(), SliceArg::Number(slice, 0, 0), by_slice);
   return {slice_args_.data() + (range.first - slice_args_.begin()), static_cast<size_t>(range.second - range.first)};
 }
 

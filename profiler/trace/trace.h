@@ -80,10 +80,16 @@ struct Track {
 // kAnnotation: a span that only encloses other work (the profiler's own span, ProfilerStep#N,
 // record_function / user annotations on the host or a GPU stream); kSync: a synchronisation
 // marker (Kineto's cuda_sync). Neither is work: analyses keep them out of busy time, op totals,
-// self-time attribution and stragglers, and show them on their own.
-enum class SliceKind : uint8_t { kOp, kKernel, kMemcpy, kMemset, kCollective, kRuntime, kOther, kAnnotation, kSync };
+// self-time attribution and stragglers, and show them on their own; Python frames likewise
+// (IsAnnotationOrSync holds for them too), though they are not annotations GPU work is credited to.
+// kPythonFrame: a Python function's span (the PyTorch profiler's `python_function`, recorded
+// with_stack): the call stack around ops, not work of its own.
+enum class SliceKind : uint8_t { kOp, kKernel, kMemcpy, kMemset, kCollective, kRuntime, kOther, kAnnotation, kSync,
+                                 kPythonFrame };
 std::string_view SliceKindName(SliceKind kind);
-inline bool IsAnnotationOrSync(SliceKind kind) { return kind == SliceKind::kAnnotation || kind == SliceKind::kSync; }
+inline bool IsAnnotationOrSync(SliceKind kind) {
+  return kind == SliceKind::kAnnotation || kind == SliceKind::kSync || kind == SliceKind::kPythonFrame;
+}
 // Work a GPU does: what busy time, idle gaps and utilisation of a device lane count.
 inline bool IsDeviceWork(SliceKind kind) {
   return kind == SliceKind::kKernel || kind == SliceKind::kMemcpy || kind == SliceKind::kMemset ||
@@ -208,20 +214,44 @@ struct TransferArgs {
   int64_t correlation = -1;
 };
 
-// A slice's free-form argument (an XSpace stat, a Perfetto debug annotation), for what a format
-// carries that has no typed home here: a key and either text or an integer (integers are kept
-// as numbers: unique ids would bloat the string table).
+// A slice's free-form argument, for what a format carries that has no typed home here (an
+// XSpace stat, a Perfetto debug annotation, a PyTorch profiler event's args): a key and a value
+// that is an integer (kept as a number: unique ids would bloat the string table), text, or JSON
+// kept as written (an array or object, a fraction, true/false/null: `Input Dims` is
+// `[[4, 16], [8, 16]]`). Texts are interned: the same shapes and types repeat over millions of
+// events. 16 bytes an argument, in a table that holds only the slices that have any.
 struct SliceArg {
   uint32_t slice = 0;
-  StringId key = 0;
-  StringId value = 0;     // the text, when !is_number
-  bool is_number = false;
-  int64_t number = 0;
+  StringId key : 30 = 0;
+  bool is_number : 1 = false;
+  bool is_json : 1 = false;  // `value` is JSON text, written back unquoted
+  union {
+    StringId value;          // the text, when !is_number
+    int64_t number = 0;
+  };
+  static constexpr StringId kMaxKey = (1u << 30) - 1;
+  static SliceArg Number(uint32_t slice, StringId key, int64_t number) {
+    SliceArg arg;
+    arg.slice = slice;
+    arg.key = key;
+    arg.is_number = true;
+    arg.number = number;
+    return arg;
+  }
+  static SliceArg Text(uint32_t slice, StringId key, StringId value, bool is_json = false) {
+    SliceArg arg;
+    arg.slice = slice;
+    arg.key = key;
+    arg.is_json = is_json;
+    arg.value = value;
+    return arg;
+  }
+  // The value as text (JSON text as written).
   std::string Text(const StringTable& strings) const {
     return is_number ? std::to_string(number) : std::string(strings.Get(value));
   }
 };
-static_assert(sizeof(SliceArg) == 24, "slice arguments stay small: one per stat of every event");
+static_assert(sizeof(SliceArg) == 16, "slice arguments stay small: one per stat of every event");
 
 enum class SourceFormat { kRunMetadataBinary, kRunMetadataText, kStepStatsBinary,
                           kStepStatsText, kChromeJson, kSynthetic, kXSpace, kPerfettoProto };
@@ -417,12 +447,20 @@ class TraceBuilder {
   const KernelArgsTable& kernel_args_table() const { return trace_.kernel_args_; }
   std::vector<TransferArgs>& transfer_args() { return trace_.transfer_args_; }
   std::vector<SliceArg>& slice_args() { return trace_.slice_args_; }
-  // A free-form argument of a slice added before.
-  void AddSliceArg(uint32_t slice, StringId key, StringId value) {
-    trace_.slice_args_.push_back(SliceArg{slice, key, value, false, 0});
+  // A free-form argument of a slice added before (keys past SliceArg::kMaxKey are not kept but
+  // counted: slice_arg_key_past_limit_skipped).
+  void AddSliceArg(uint32_t slice, StringId key, StringId value, bool is_json = false) {
+    if (KeyFits(key)) trace_.slice_args_.push_back(SliceArg::Text(slice, key, value, is_json));
   }
   void AddSliceArg(uint32_t slice, StringId key, int64_t number) {
-    trace_.slice_args_.push_back(SliceArg{slice, key, 0, true, number});
+    if (KeyFits(key)) trace_.slice_args_.push_back(SliceArg::Number(slice, key, number));
+  }
+  // A reader that resolves its own indices later (TrackSliceBuffer) adds whole arguments.
+  void AddSliceArg(const SliceArg& arg) { trace_.slice_args_.push_back(arg); }
+  bool KeyFits(StringId key) {
+    if (key <= SliceArg::kMaxKey) return true;
+    trace_.import_stats_.Add("slice_arg_key_past_limit_skipped");
+    return false;
   }
 
   // Puts the slices in the trace's (track, start, longer first) order now, remapping refs, flows

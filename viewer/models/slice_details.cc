@@ -168,6 +168,15 @@ std::vector<DetailItem> DescribeSlice(const TraceDocument& document, uint32_t sl
     integer("correlation", kernel->correlation);
     items.push_back(std::move(item));
   }
+  // Free-form arguments (the PyTorch profiler's event args, XSpace stats, Perfetto debug
+  // annotations), in the source's order; JSON values as written.
+  if (const std::span<const trace::SliceArg> args = trace.slice_args(slice_index); !args.empty()) {
+    DetailItem item{"args", std::to_string(args.size()), {}};
+    for (const trace::SliceArg& arg : args) {
+      item.children.push_back({std::string(trace.str(arg.key)), arg.Text(trace.strings()), {}});
+    }
+    items.push_back(std::move(item));
+  }
   auto add_flows = [&](const char* key, const std::vector<uint32_t>& flows, bool incoming) {
     if (flows.empty()) return;
     DetailItem item{key, std::to_string(flows.size()), {}};
