@@ -898,12 +898,25 @@ class ChromeEventImporter::Impl {
   template <typename Add>
   void FreeArgs(Add add) {
     const bool tf_args = event_->args_has_name && event_->args_has_op;
-    for (const ChromeRawArg& raw : raw_args_) {
-      if (raw.key == "name" && (tf_args || raw.value == event_->name)) continue;
-      if (raw.key == "op" && tf_args) continue;
-      if (event_->launch_args == ChromeEventFields::kKernelArgs && IsKernelLaunchKey(raw.key)) continue;
-      if (event_->launch_args == ChromeEventFields::kTransferArgs && IsTransferKey(raw.key)) continue;
-      const StringId key = builder_.Intern(raw.key);
+    if (arg_keys_.size() < raw_args_.size()) arg_keys_.resize(raw_args_.size());
+    for (size_t i = 0; i < raw_args_.size(); ++i) {
+      const ChromeRawArg& raw = raw_args_[i];
+      // Events of a kind list the same keys in the same order: the key at this place last time
+      // is compared before the string table hashes it and the key lists are searched.
+      ArgKey& known = arg_keys_[i];
+      if (known.text != raw.key) {
+        known.text.assign(raw.key);
+        known.id = builder_.Intern(raw.key);
+        known.name = raw.key == "name";
+        known.op = raw.key == "op";
+        known.kernel = IsKernelLaunchKey(raw.key);
+        known.transfer = IsTransferKey(raw.key);
+      }
+      if (known.name && (tf_args || raw.value == event_->name)) continue;
+      if (known.op && tf_args) continue;
+      if (known.kernel && event_->launch_args == ChromeEventFields::kKernelArgs) continue;
+      if (known.transfer && event_->launch_args == ChromeEventFields::kTransferArgs) continue;
+      const StringId key = known.id;
       if (raw.type == ChromeRawArg::kNumber) {
         if (const std::optional<int64_t> number = IntegerOf(raw.value)) {
           add(SliceArg::Number(0, key, *number));
@@ -1316,6 +1329,12 @@ class ChromeEventImporter::Impl {
   const ChromeEventFields* event_ = nullptr;  // the event being imported
   std::span<const std::pair<std::string_view, std::string_view>> numbers_;  // its numeric args
   std::span<const ChromeRawArg> raw_args_;  // all its args
+  struct ArgKey {  // FreeArgs' last key at one place of an event's args, and what it is
+    std::string text;
+    StringId id = 0;
+    bool name = false, op = false, kernel = false, transfer = false;
+  };
+  std::vector<ArgKey> arg_keys_;
   int64_t events_ = 0;
   // The key of the last thread ThreadSlot() gave (the one last_slot_ holds), for ThreadTrack().
   std::string thread_key_;
