@@ -917,6 +917,7 @@ class ChromeEventImporter::Impl {
       if (known.kernel && event_->launch_args == ChromeEventFields::kKernelArgs) continue;
       if (known.transfer && event_->launch_args == ChromeEventFields::kTransferArgs) continue;
       const StringId key = known.id;
+      if (!builder_.KeyFits(key)) continue;  // counted
       if (raw.type == ChromeRawArg::kNumber) {
         if (const std::optional<int64_t> number = IntegerOf(raw.value)) {
           add(SliceArg::Number(0, key, *number));

@@ -314,6 +314,35 @@ class ModelsTest : public QObject {
     QVERIFY(texts.contains("320000"));
   }
 
+  // A PyTorch profiler event's args, each under "args" with its value as the file wrote it.
+  void DetailsListEveryArgOfAKinetoEvent() {
+    auto document = OpenDocument(testing::DataPath("kineto_args/nccl_args.json"));
+    QVERIFY2(document.ok(), document.ok() ? "" : document.status().message().c_str());
+    const trace::Trace& trace = (*document)->trace();
+    int64_t comms = -1;
+    for (uint32_t i = 0; i < trace.slices().size() && comms < 0; ++i) {
+      if (trace.str(trace.slice_name(trace.slices()[i])) == "record_param_comms") comms = i;
+    }
+    QVERIFY(comms >= 0);
+    SliceDetailsModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.ShowSlice(**document, static_cast<uint32_t>(comms));
+    QModelIndex args;
+    for (int r = 0; r < model.rowCount(); ++r) {
+      if (model.index(r, 0).data().toString() == "args") args = model.index(r, 0);
+    }
+    QVERIFY(args.isValid());
+    QCOMPARE(model.index(args.row(), 1).data().toString(), QString("16"));
+    QMap<QString, QString> shown;
+    for (int r = 0; r < model.rowCount(args); ++r) {
+      shown[model.index(r, 0, args).data().toString()] = model.index(r, 1, args).data().toString();
+    }
+    QCOMPARE(shown.value("Collective name"), QString("allreduce"));
+    QCOMPARE(shown.value("In msg nelems"), QString("1048576"));
+    QCOMPARE(shown.value("Process Group Ranks"), QString("[0, 1]"));
+    QCOMPARE(shown.value("External id"), QString("12"));
+  }
+
   void LiveTensorsAtThePeak() {
     auto analysis = AnalyseDocument(*document_);
     QVERIFY(!analysis->memory.empty());
