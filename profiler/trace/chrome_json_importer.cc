@@ -898,12 +898,14 @@ class ChromeEventImporter::Impl {
   template <typename Add>
   void FreeArgs(Add add) {
     const bool tf_args = event_->args_has_name && event_->args_has_op;
-    if (arg_keys_.size() < raw_args_.size()) arg_keys_.resize(raw_args_.size());
+    // Events of a kind list the same keys in the same order: the key at this place of the last
+    // event of the kind is compared before the string table hashes it and the key lists are
+    // searched (kinds apart: a trace interleaves ops, calls and kernels).
+    std::vector<ArgKey>& keys = arg_keys_[static_cast<size_t>(event_->kind) % arg_keys_.size()];
+    if (keys.size() < raw_args_.size()) keys.resize(raw_args_.size());
     for (size_t i = 0; i < raw_args_.size(); ++i) {
       const ChromeRawArg& raw = raw_args_[i];
-      // Events of a kind list the same keys in the same order: the key at this place last time
-      // is compared before the string table hashes it and the key lists are searched.
-      ArgKey& known = arg_keys_[i];
+      ArgKey& known = keys[i];
       if (known.text != raw.key) {
         known.text.assign(raw.key);
         known.id = builder_.Intern(raw.key);
@@ -1335,7 +1337,7 @@ class ChromeEventImporter::Impl {
     StringId id = 0;
     bool name = false, op = false, kernel = false, transfer = false;
   };
-  std::vector<ArgKey> arg_keys_;
+  std::array<std::vector<ArgKey>, 16> arg_keys_;  // by SliceKind
   int64_t events_ = 0;
   // The key of the last thread ThreadSlot() gave (the one last_slot_ holds), for ThreadTrack().
   std::string thread_key_;
