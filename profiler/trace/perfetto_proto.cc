@@ -913,7 +913,7 @@ class ProtoExporter {
 SliceKind KindOfExportedCategory(std::string_view category) {
   for (SliceKind kind : {SliceKind::kOp, SliceKind::kKernel, SliceKind::kMemcpy, SliceKind::kMemset,
                          SliceKind::kCollective, SliceKind::kRuntime, SliceKind::kOther, SliceKind::kAnnotation,
-                         SliceKind::kSync}) {
+                         SliceKind::kSync, SliceKind::kPythonFrame}) {
     if (SliceKindName(kind) == category) return kind;
   }
   // Categories other writers use (Kineto's names kept by a converter).

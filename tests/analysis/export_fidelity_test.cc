@@ -11,6 +11,7 @@
 
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/gpu_analyses.h"
+#include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
 #include "profiler/trace/reader.h"
 #include "profiler/trace/writer.h"
@@ -27,13 +28,14 @@ struct Figures {
   int64_t gpu_work = 0, gpu_linked = 0;
   int64_t path_ns = 0;
   PathBound bound_by = PathBound::kCpu;
+  int64_t host_op_ns = 0;  // ops' host time: annotations, sync markers and Python frames apart
   bool operator==(const Figures&) const = default;
 };
 
 std::ostream& operator<<(std::ostream& out, const Figures& f) {
   out << "kernels " << f.kernels << " (" << f.kernel_ns << " ns), copies " << f.copies << " (" << f.copy_bytes
       << " B, " << f.copy_ns << " ns), launch links " << f.gpu_linked << " of " << f.gpu_work << ", path "
-      << f.path_ns << " ns bound by " << PathBoundName(f.bound_by) << ", gpu:";
+      << f.path_ns << " ns bound by " << PathBoundName(f.bound_by) << ", host op time " << f.host_op_ns << " ns, gpu:";
   for (const auto& [device, t] : f.gpu) {
     out << " [" << device << " busy " << std::get<0>(t) << " compute " << std::get<1>(t) << " memory "
         << std::get<2>(t) << " slices " << std::get<3>(t) << "]";
@@ -61,6 +63,7 @@ Figures Measure(const trace::Trace& trace) {
   const CriticalPath path = ComputeCriticalPath(trace);
   f.path_ns = path.length_ns;
   f.bound_by = path.bound_by;
+  f.host_op_ns = ComputeOpStats(trace).host_total_ns;
   return f;
 }
 
@@ -77,6 +80,8 @@ TEST(ExportFidelityTest, EveryFormatWeWriteGivesTheSameAnswers) {
       stepscope::testing::DataPath("trainer/lstm_small_step3.pb"),
       stepscope::testing::DataPath("trainer/lstm_small_cpu2_step3.pb.gz"),
       stepscope::testing::DataPath("pytorch_kineto_alexnet_train.json.gz"),
+      // A real CPU trace recorded with_stack: 506 Python frames that are no ops in any format.
+      stepscope::testing::DataPath("kineto_args/pytorch_cpu_tiny_stack.json.gz"),
   };
   const auto dir = stepscope::testing::ScratchDir("export_fidelity");
   for (const std::string& input : inputs) {
