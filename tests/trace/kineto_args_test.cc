@@ -235,6 +235,7 @@ TEST(KinetoArgsTest, PythonFramesAreNotOps) {
 
   const analysis::OpStats ops = analysis::ComputeOpStats(trace);
   EXPECT_EQ(ops.host_total_ns, op_total);
+  EXPECT_EQ(ops.host_busy_ns, analysis::UnionLength(op_intervals));
   for (const analysis::OpStatsRow& row : ops.by_op_type) EXPECT_NE(row.kind, "python") << row.name;
   int64_t python_rows = 0;
   for (const analysis::OpStatsRow& row : ops.annotations) python_rows += row.kind == "python";
