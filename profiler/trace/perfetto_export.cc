@@ -1,5 +1,6 @@
 // The `perfetto` flavour of Chrome JSON export (see chrome_writer.h).
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <numeric>
 #include <nlohmann/json.hpp>
@@ -247,7 +248,7 @@ class PerfettoExporter {
     auto real = [&](const char* key, float value) {
       if (!(value >= 0)) return;
       json_.Raw(key);
-      json_.Double(value);
+      Float(value);
     };
     integer(",\"registers per thread\":", args->registers_per_thread);
     integer(",\"shared memory\":", args->shared_memory_bytes);
@@ -293,6 +294,18 @@ class PerfettoExporter {
     if (s.kind == SliceKind::kMemset && args->bytes >= 0) {
       json_.Raw(",\"bytes\":");
       json_.Int(args->bytes);
+    }
+    if (args->bandwidth_gbps >= 0) {
+      json_.Raw(",\"memory bandwidth (GB/s)\":");
+      Float(args->bandwidth_gbps);
+    }
+    if (args->device >= 0) {
+      json_.Raw(",\"device\":");
+      json_.Int(args->device);
+    }
+    if (args->stream >= 0) {
+      json_.Raw(",\"stream\":");
+      json_.Int(args->stream);
     }
     if (args->correlation >= 0) {
       json_.Raw(",\"correlation\":");
@@ -405,6 +418,14 @@ class PerfettoExporter {
     } else {
       out_.push_back(',');
     }
+  }
+
+  // A value kept as a float, in the shortest text that reads back as the same float (as a double
+  // it would gain digits the source never had: 0.0189 -> 0.018899999558925629).
+  void Float(float value) {
+    char buffer[32];
+    auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
+    json_.Raw(std::string_view(buffer, static_cast<size_t>(end - buffer)));
   }
 
   // Whether a JSON-text argument value is whole, valid JSON (the import keeps arrays and objects

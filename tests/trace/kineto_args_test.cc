@@ -4,7 +4,11 @@
 // out by our Chrome JSON export and back; and python_function spans kept out of op time.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <iterator>
+#include <tuple>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -186,6 +190,37 @@ TEST(KinetoArgsTest, ChromeJsonExportCarriesThemBack) {
       EXPECT_EQ(launch->registers_per_thread, 96);
     }
   }
+}
+
+// Every arg of every event of the real AlexNet trace (GPU: kernels, copies, memsets, syncs) is in
+// our export of it, typed ones included; floats kept as floats compare to 6 digits.
+TEST(KinetoArgsTest, ExportOfTheRealGpuTraceHasEveryArg) {
+  auto canonical = [](const json& events) {
+    std::multiset<std::tuple<std::string, std::string, std::string>> args;
+    for (const json& e : events) {
+      if (e.value("ph", "") != "X" || !e.contains("args")) continue;
+      for (const auto& [key, value] : e["args"].items()) {
+        std::string text = value.dump();
+        if (value.is_number_float()) {
+          char buffer[32];
+          std::snprintf(buffer, sizeof buffer, "%.6g", value.get<double>());
+          text = buffer;
+        }
+        args.insert({e.value("name", ""), key, text});
+      }
+    }
+    return args;
+  };
+  const std::string path = stepscope::testing::DataPath("pytorch_kineto_alexnet_train.json.gz");
+  auto bytes = ReadFile(path);
+  ASSERT_TRUE(bytes.ok());
+  const auto source = canonical(json::parse(*bytes)["traceEvents"]);
+  const auto exported = canonical(json::parse(ExportPerfettoJson(Read(path)))["traceEvents"]);
+  ASSERT_EQ(source.size(), 3548u);
+  std::vector<std::tuple<std::string, std::string, std::string>> missing;
+  std::set_difference(source.begin(), source.end(), exported.begin(), exported.end(), std::back_inserter(missing));
+  EXPECT_TRUE(missing.empty()) << missing.size() << " missing, first: " << std::get<0>(missing.front()) << " "
+                               << std::get<1>(missing.front()) << " = " << std::get<2>(missing.front());
 }
 
 // Arrays are kept as written without the import reading inside them; one that is not valid JSON
