@@ -28,16 +28,16 @@ namespace {
 
 using nlohmann::json;
 
-std::string Path(const std::string& name) { return stepscope::testing::DataPath("kineto_args/" + name); }
+std::string ArgsData(const std::string& name) { return stepscope::testing::DataPath("kineto_args/" + name); }
 
-Trace Read(const std::string& path) {
+Trace ReadArgsTrace(const std::string& path) {
   auto read = ReadTrace(path);
   EXPECT_TRUE(read.ok()) << read.status().message();
   return std::move(read).value();
 }
 
 json RawJson(const std::string& name) {
-  auto bytes = ReadFile(Path(name));
+  auto bytes = ReadFile(ArgsData(name));
   EXPECT_TRUE(bytes.ok());
   return json::parse(*bytes);
 }
@@ -79,7 +79,7 @@ std::multiset<std::pair<std::string, std::string>> EventArgSets(const json& file
 TEST(KinetoArgsTest, EveryArgOfEveryEventOfRealCpuTracesIsKept) {
   for (const char* name : {"pytorch_cpu_tiny_stack.json.gz", "pytorch_cpu_gloo_allreduce_rank0.json.gz"}) {
     SCOPED_TRACE(name);
-    const Trace trace = Read(Path(name));
+    const Trace trace = ReadArgsTrace(ArgsData(name));
     const json file = RawJson(name);
     EXPECT_EQ(SliceArgSets(trace), EventArgSets(file));
     EXPECT_FALSE(trace.all_slice_args().empty());
@@ -102,7 +102,7 @@ uint32_t FindSlice(const Trace& trace, std::string_view name, size_t nth = 0) {
 }
 
 TEST(KinetoArgsTest, NamedArgsHaveTheirExactValues) {
-  const Trace gloo = Read(Path("pytorch_cpu_gloo_allreduce_rank0.json.gz"));
+  const Trace gloo = ReadArgsTrace(ArgsData("pytorch_cpu_gloo_allreduce_rank0.json.gz"));
   const uint32_t allreduce = FindSlice(gloo, "c10d::allreduce_");
   EXPECT_EQ(ArgsOf(gloo, allreduce),
             json::parse(R"({"External id": 1, "Sequence number": 0, "Fwd thread id": 0, "Record function id": 0,
@@ -115,7 +115,7 @@ TEST(KinetoArgsTest, NamedArgsHaveTheirExactValues) {
   EXPECT_TRUE(dims->is_json);
   EXPECT_EQ(gloo.str(dims->value), "[[[256]], [], [], [], [], []]");  // the text as written
 
-  const Trace nccl = Read(Path("nccl_args.json"));
+  const Trace nccl = ReadArgsTrace(ArgsData("nccl_args.json"));
   const uint32_t comms = FindSlice(nccl, "record_param_comms");
   const json expected_comms = json::parse(R"({"External id": 12, "Record function id": 0, "Ev Idx": 11,
       "Collective name": "allreduce", "dtype": "Float", "In msg nelems": 1048576, "Out msg nelems": 1048576,
@@ -173,7 +173,7 @@ TEST(KinetoArgsTest, ATraceWithoutArgsHoldsNone) {
 TEST(KinetoArgsTest, ChromeJsonExportCarriesThemBack) {
   for (const char* name : {"pytorch_cpu_tiny_stack.json.gz", "nccl_args.json"}) {
     SCOPED_TRACE(name);
-    const Trace source = Read(Path(name));
+    const Trace source = ReadArgsTrace(ArgsData(name));
     auto once = ReadTraceFromBytes(ExportPerfettoJson(source), "once.json");
     ASSERT_TRUE(once.ok()) << once.status().message();
     EXPECT_EQ(SliceArgSets(*once), SliceArgSets(source));
@@ -215,7 +215,7 @@ TEST(KinetoArgsTest, ExportOfTheRealGpuTraceHasEveryArg) {
   auto bytes = ReadFile(path);
   ASSERT_TRUE(bytes.ok());
   const auto source = canonical(json::parse(*bytes)["traceEvents"]);
-  const auto exported = canonical(json::parse(ExportPerfettoJson(Read(path)))["traceEvents"]);
+  const auto exported = canonical(json::parse(ExportPerfettoJson(ReadArgsTrace(path)))["traceEvents"]);
   ASSERT_EQ(source.size(), 3548u);
   std::vector<std::tuple<std::string, std::string, std::string>> missing;
   std::set_difference(source.begin(), source.end(), exported.begin(), exported.end(), std::back_inserter(missing));
@@ -248,7 +248,7 @@ TEST(KinetoArgsTest, ExportWritesBrokenJsonArgsAsText) {
 // 108.192 ms, union 49.761 ms; python_function 477.625 ms more, which `ops` counted before).
 TEST(KinetoArgsTest, PythonFramesAreNotOps) {
   const std::string name = "pytorch_cpu_tiny_stack.json.gz";
-  const Trace trace = Read(Path(name));
+  const Trace trace = ReadArgsTrace(ArgsData(name));
   const json file = RawJson(name);
   int64_t op_total = 0;
   int64_t python_frames = 0;
