@@ -66,7 +66,7 @@ TEST(TruncatedCliTest, CutGzipIsExitTwoWithTheOffsetAndAllowTruncatedSaysSoFirst
   const CliResult summary = RunStepscope({"summary", cut, "--json", "--allow-truncated"});
   ASSERT_EQ(summary.code, 0) << summary.err;
   const auto counted = nlohmann::json::parse(summary.out);
-  EXPECT_EQ(counted["import"]["json_truncated_events_kept"], t["events_kept"]);
+  EXPECT_EQ(counted["import"]["json_truncated_events_kept"].get<int64_t>(), t["events_kept"].get<int64_t>());
   EXPECT_EQ(counted["import"]["gzip_cut_short_read_to_the_cut"], 1);
 }
 
