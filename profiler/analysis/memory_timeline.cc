@@ -1,6 +1,7 @@
 #include "profiler/analysis/memory_timeline.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <queue>
 #include <set>
@@ -137,9 +138,10 @@ std::vector<LiveTensor> BuffersFromOutputs(const Trace& trace) {
         RecordedAllocation allocation{ns, record.alloc_bytes(), slices[i].end_ns()};
         if (auto it = waiting.find(i); it != waiting.end()) {
           for (size_t& t : it->second) {
+            if (t == SIZE_MAX) continue;  // backed by an earlier record
             const LiveTensor& out = outputs[t];
             const int64_t size = out.allocated_bytes > 0 ? out.allocated_bytes : out.bytes;
-            if (t == SIZE_MAX || out.allocator != used.allocator_name() || size != record.alloc_bytes()) continue;
+            if (out.allocator != used.allocator_name() || size != record.alloc_bytes()) continue;
             allocation.tensor = static_cast<int32_t>(t);
             allocation.likely_free_ns = out.free_ns;
             t = SIZE_MAX;  // backed
