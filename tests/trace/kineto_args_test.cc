@@ -234,7 +234,8 @@ TEST(KinetoArgsTest, ExportWritesBrokenJsonArgsAsText) {
   ASSERT_EQ(trace->slices().size(), 1u);
   const std::string exported = ExportPerfettoJson(*trace);
   ASSERT_TRUE(json::accept(exported)) << exported;
-  for (const json& e : json::parse(exported)["traceEvents"]) {
+  const json document = json::parse(exported);  // kept: a range-for over a temporary's member dangles
+  for (const json& e : document["traceEvents"]) {
     if (e.value("name", "") != "a") continue;
     if (e["args"].contains("bad")) {
       EXPECT_EQ(e["args"]["bad"], "[1, tru]");
