@@ -481,4 +481,17 @@ CriticalPath ComputeCriticalPath(const Trace& trace, int64_t begin_ns, int64_t e
   return CriticalPathFinder(trace).Find(begin_ns, end_ns);
 }
 
+void VisitStepCriticalPaths(const Trace& trace, std::span<const StepWindow> windows,
+                            const std::function<void(const StepWindow&, const CriticalPath&)>& visit) {
+  const CriticalPathFinder paths(trace);
+  for (const StepWindow& w : windows) visit(w, paths.Find(w.begin_ns, w.end_ns));
+}
+
+void VisitCriticalPathsPerStep(const Trace& trace,
+                               const std::function<void(const StepWindow&, const CriticalPath&)>& visit) {
+  const std::vector<StepWindow> windows =
+      NumberedStepWindows({&trace, 1}, std::nullopt, StepWindowing::kWholeUnlessSeveral).front();
+  VisitStepCriticalPaths(trace, windows, visit);
+}
+
 }  // namespace stepscope::analysis
