@@ -7,8 +7,8 @@
 
 #include "base/file_io.h"
 #include "profiler/cli/command.h"
-#include "profiler/cli/gpu_commands.h"
-#include "profiler/cli/rank_commands.h"
+#include "profiler/cli/commands/gpu.h"
+#include "profiler/cli/commands/rank.h"
 #include "base/flags.h"
 #include "profiler/trace/reader.h"
 #include "profiler/trace/truncation.h"

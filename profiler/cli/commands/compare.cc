@@ -1,4 +1,4 @@
-#include "profiler/cli/compare_commands.h"
+#include "profiler/cli/commands/compare.h"
 
 #include <cmath>
 #include <cstdio>

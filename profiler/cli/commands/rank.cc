@@ -1,7 +1,7 @@
 // `stragglers`: per step, which rank finished its work last, by how much, and why. The inputs (a
 // directory of per-rank traces, or files) are loaded one trace per file, their clocks aligned as
 // `merge` aligns them; the analysis (analysis/stragglers.h) returns data, formatted here.
-#include "profiler/cli/rank_commands.h"
+#include "profiler/cli/commands/rank.h"
 
 #include <algorithm>
 #include <limits>

@@ -4,7 +4,7 @@
 // several, or a directory) is analysed on its own and the rows of one rank, device and stream add
 // up; --step/--steps keep the GPU work that starts in those steps' windows (analysis/step_windows.h),
 // --rank the traces of those ranks.
-#include "profiler/cli/gpu_commands.h"
+#include "profiler/cli/commands/gpu.h"
 
 #include <cstdlib>
 #include <limits>
