@@ -1,57 +1,45 @@
-// A `stepscope` subcommand: a small class with a declarative flag table; RunCli parses the flags,
-// checks the argument count and prints the generated help.
+// A `stepscope` subcommand declared as data: name, synopsis, description, flag table, how many
+// positional arguments it takes, and the function that runs it. RunCli (cli.cc) parses the flags
+// from the table, checks the argument count, prints the generated help, then calls `run`. The
+// table of every command is AllCommands() (commands/commands.h), one file per command family.
 #pragma once
 
-#include <memory>
+#include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>  // KnownInt returns a json by value: the complete type
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "base/status.h"
 #include "base/flags.h"
+#include "base/status.h"
 
 namespace stepscope::cli {
 
-class Command {
- public:
-  virtual ~Command() = default;
-  virtual std::string name() const = 0;
-  virtual std::string synopsis() const = 0;     // "IN OUT [--format F]"
-  virtual std::string description() const = 0;  // one paragraph
-  virtual std::vector<FlagSpec> flags() const = 0;
-  virtual size_t min_positional() const = 0;
-  virtual size_t max_positional() const = 0;
-  virtual Status Run(const ParsedArgs& args, std::ostream& out, std::ostream& err) const = 0;
+// max_positional of a command taking any number of inputs.
+inline constexpr size_t kAnyCount = std::numeric_limits<size_t>::max();
+
+struct CommandSpec {
+  std::string name;
+  std::string synopsis;     // "IN OUT [--format F]"
+  std::string description;  // one paragraph
+  std::vector<FlagSpec> flags;
+  size_t min_positional = 1;
+  size_t max_positional = kAnyCount;
+  std::function<Status(const ParsedArgs& args, std::ostream& out, std::ostream& err)> run;
   // Exit codes beyond 0, 1 and 2 this command can return, e.g. ", 3 a check failed: ...".
-  virtual std::string more_exit_codes() const { return ""; }
+  std::string more_exit_codes;
   // Whether it reads traces, and so takes the global flags of reading (AllowTruncatedFlag).
-  virtual bool reads_traces() const { return true; }
+  bool reads_traces = true;
 
   // The command's flags and, when it reads traces, the global ones.
-  std::vector<FlagSpec> all_flags() const {
-    std::vector<FlagSpec> all = flags();
-    if (reads_traces()) all.push_back(AllowTruncatedFlag());
-    return all;
-  }
-
-  std::string Help() const {
-    return "usage: stepscope " + name() + " " + synopsis() + "\n\n" + description() + "\n\nflags:\n" +
-           FlagHelp(all_flags()) +
-           "\nexit codes: 0 ok, 1 runtime failure, 2 usage or bad input" +
-           (reads_traces() ? " (a trace file cut short included)" : "") + more_exit_codes() + "\n";
-  }
-
-  // --allow-truncated: RunCli reads every trace cut short up to its cut and says so first in the
-  // output (trace::AllowTruncatedScope).
-  static FlagSpec AllowTruncatedFlag() {
-    return {"allow-truncated", "",
-            "analyse a trace file cut short up to its cut instead of failing; the output starts by saying so"};
-  }
+  std::vector<FlagSpec> all_flags() const;
+  std::string Help() const;
 };
 
-// summary, ops, kernels, memory, memcpy, streams, overlap, critical-path, diff, merge.
-void AddAnalysisCommands(std::vector<std::unique_ptr<Command>>& commands);
+// --allow-truncated: RunCli reads every trace cut short up to its cut and says so first in the
+// output (trace::AllowTruncatedScope).
+FlagSpec AllowTruncatedFlag();
 
 // Rows per table in text output unless --top says otherwise.
 constexpr size_t kDefaultTop = 15;

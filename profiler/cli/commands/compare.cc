@@ -1,26 +1,32 @@
-#include "profiler/cli/commands/compare.h"
-
+// Comparing runs: `steps` (every step of the traces given, step-to-step variance and outlier
+// steps, analysis/steps.h) and `diff` (run A against run B: with several steps per side per op
+// type, node and kernel with confidence, analysis/run_diff.h, and a regression gate for CI; with
+// one step per side the aggregate deltas of analysis/diff.h).
 #include <cmath>
 #include <cstdio>
-#include <limits>
-#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "profiler/analysis/diff.h"
+#include "profiler/analysis/merge.h"
 #include "profiler/analysis/run_diff.h"
 #include "profiler/analysis/statistics.h"
 #include "profiler/analysis/steps.h"
+#include "profiler/cli/commands/commands.h"
+#include "profiler/cli/commands/report.h"
 #include "profiler/cli/report_format.h"
 
 namespace stepscope::cli {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using trace::Trace;
 using analysis::RunDiff;
 using analysis::RunDiffRow;
 using analysis::Step;
 
 constexpr size_t kDefaultCauses = 5;
 constexpr double kDefaultGateMinMs = 0.1;
-
 
 std::string Signed(double ns) { return (ns > 0 ? "+" : "") + FormatDuration(ns); }
 
@@ -47,93 +53,72 @@ std::string FileName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-
 // ---- steps -------------------------------------------------------------------------------------
 
-class StepsCommand : public Command {
- public:
-  std::string name() const override { return "steps"; }
-  std::string synopsis() const override { return "TRACE|DIR... [--json] [--top N]"; }
-  std::string description() const override {
-    return "Every step in the traces given: each step trace (stepscope-train's per-step files, a\n"
-           "RunMetadata without step markers; one step's files from several ranks are merged) and\n"
-           "each ProfilerStep#N span of a PyTorch profiler trace. Prints each step's duration, the\n"
-           "jitter across steps (median, MAD, coefficient of variation, p95/p50), and the outlier\n"
-           "steps by robust z-score 0.6745 (x - median) / MAD, |z| > 3.5, each with the op types,\n"
-           "nodes and kernels whose time in it deviated most from their median over the steps.";
-  }
-  std::vector<FlagSpec> flags() const override {
-    return {{"json", "", "write the result as JSON"},
-            {"top", "N", "causes listed per outlier and table (default 5)"}};
-  }
-  size_t min_positional() const override { return 1; }
-  size_t max_positional() const override { return std::numeric_limits<size_t>::max(); }
-
-  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
-    ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultCauses));
-    ASSIGN_OR_RETURN(std::vector<Step> steps, analysis::CollectSteps(args.positional));
-    const analysis::StepsReport report = analysis::AnalyzeSteps(std::move(steps), top);
-    if (args.Has("json")) {
-      Json doc;
-      doc["schema"] = "stepscope.steps/1";
-      doc["duration"] = {{"steps", report.steps.size()}, {"median_ns", report.median_ns}, {"mad_ns", report.mad_ns},
-                         {"mean_ns", report.mean_ns}, {"stddev_ns", report.stddev_ns}, {"cv", report.cv},
-                         {"p50_ns", report.p50_ns}, {"p95_ns", report.p95_ns},
-                         {"p95_over_p50", report.p95_over_p50}, {"min_ns", report.min_ns}, {"max_ns", report.max_ns}};
-      Json list = Json::array();
-      for (size_t i = 0; i < report.steps.size(); ++i) {
-        const Step& s = report.steps[i];
-        list.push_back({{"step", s.step}, {"source", s.source}, {"marker", s.marker}, {"begin_ns", s.begin_ns},
-                        {"duration_ns", s.duration_ns}, {"z", report.z[i]},
-                        {"outlier", std::fabs(report.z[i]) > analysis::kOutlierZ}});
-      }
-      doc["steps"] = list;
-      Json outliers = Json::array();
-      for (const auto& o : report.outliers) {
-        Json causes = Json::array();
-        for (const auto& c : o.causes) {
-          causes.push_back({{"table", c.table}, {"name", c.name}, {"where", c.where}, {"value_ns", c.value_ns},
-                            {"usual_ns", c.usual_ns}, {"deviation_ns", c.deviation_ns}, {"z", c.z}});
-        }
-        const Step& s = report.steps[o.step];
-        outliers.push_back({{"step", s.step}, {"source", s.source}, {"duration_ns", s.duration_ns}, {"z", o.z},
-                            {"causes", causes}});
-      }
-      doc["outliers"] = outliers;
-      EmitJson(out, doc);
-      return Status::Ok();
-    }
-    out << "steps      " << report.steps.size() << "\n";
-    out << "duration   median " << FormatDuration(report.median_ns) << ", MAD " << FormatDuration(report.mad_ns)
-        << ", mean " << FormatDuration(report.mean_ns) << ", CV " << FormatPercent(report.cv) << ", p95/p50 "
-        << FormatFixed(report.p95_over_p50, 3) << ", min " << FormatDuration(report.min_ns) << ", max "
-        << FormatDuration(report.max_ns) << "\n";
-    out << "outliers   " << report.outliers.size() << " (robust z = 0.6745 (x - median) / MAD, |z| > 3.5)\n\n";
-    TextTable table({8, 12, 8, -48, -8});
-    table.Row({"step", "duration", "z", "source", ""});
+Status RunSteps(const ParsedArgs& args, std::ostream& out, std::ostream&) {
+  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultCauses));
+  ASSIGN_OR_RETURN(std::vector<Step> steps, analysis::CollectSteps(args.positional));
+  const analysis::StepsReport report = analysis::AnalyzeSteps(std::move(steps), top);
+  if (args.Has("json")) {
+    Json doc;
+    doc["schema"] = "stepscope.steps/1";
+    doc["duration"] = {{"steps", report.steps.size()}, {"median_ns", report.median_ns}, {"mad_ns", report.mad_ns},
+                       {"mean_ns", report.mean_ns}, {"stddev_ns", report.stddev_ns}, {"cv", report.cv},
+                       {"p50_ns", report.p50_ns}, {"p95_ns", report.p95_ns},
+                       {"p95_over_p50", report.p95_over_p50}, {"min_ns", report.min_ns}, {"max_ns", report.max_ns}};
+    Json list = Json::array();
     for (size_t i = 0; i < report.steps.size(); ++i) {
       const Step& s = report.steps[i];
-      std::string where = FileName(s.source);
-      if (s.marker != "trace") where += " (" + s.marker + ")";
-      table.Row({IntText(s.step), FormatDuration(s.duration_ns), Z(report.z[i]), Truncate(where, 48),
-                 std::fabs(report.z[i]) > analysis::kOutlierZ ? "outlier" : ""});
+      list.push_back({{"step", s.step}, {"source", s.source}, {"marker", s.marker}, {"begin_ns", s.begin_ns},
+                      {"duration_ns", s.duration_ns}, {"z", report.z[i]},
+                      {"outlier", std::fabs(report.z[i]) > analysis::kOutlierZ}});
     }
-    out << table.str();
+    doc["steps"] = list;
+    Json outliers = Json::array();
     for (const auto& o : report.outliers) {
-      const Step& s = report.steps[o.step];
-      out << "\nStep " << s.step << " (" << FormatDuration(s.duration_ns) << ", z " << Z(o.z)
-          << "): what deviated most from its median over the steps\n";
-      TextTable causes({-8, -40, -6, 12, 12, 12, 8});
-      causes.Row({"table", "name", "where", "this step", "usual", "deviation", "z"});
+      Json causes = Json::array();
       for (const auto& c : o.causes) {
-        causes.Row({c.table, Truncate(c.name, 40), c.where, FormatDuration(c.value_ns), FormatDuration(c.usual_ns),
-                    Signed(c.deviation_ns), Z(c.z)});
+        causes.push_back({{"table", c.table}, {"name", c.name}, {"where", c.where}, {"value_ns", c.value_ns},
+                          {"usual_ns", c.usual_ns}, {"deviation_ns", c.deviation_ns}, {"z", c.z}});
       }
-      out << causes.str();
+      const Step& s = report.steps[o.step];
+      outliers.push_back({{"step", s.step}, {"source", s.source}, {"duration_ns", s.duration_ns}, {"z", o.z},
+                          {"causes", causes}});
     }
+    doc["outliers"] = outliers;
+    EmitJson(out, doc);
     return Status::Ok();
   }
-};
+  out << "steps      " << report.steps.size() << "\n";
+  out << "duration   median " << FormatDuration(report.median_ns) << ", MAD " << FormatDuration(report.mad_ns)
+      << ", mean " << FormatDuration(report.mean_ns) << ", CV " << FormatPercent(report.cv) << ", p95/p50 "
+      << FormatFixed(report.p95_over_p50, 3) << ", min " << FormatDuration(report.min_ns) << ", max "
+      << FormatDuration(report.max_ns) << "\n";
+  out << "outliers   " << report.outliers.size() << " (robust z = 0.6745 (x - median) / MAD, |z| > 3.5)\n\n";
+  TextTable table({8, 12, 8, -48, -8});
+  table.Row({"step", "duration", "z", "source", ""});
+  for (size_t i = 0; i < report.steps.size(); ++i) {
+    const Step& s = report.steps[i];
+    std::string where = FileName(s.source);
+    if (s.marker != "trace") where += " (" + s.marker + ")";
+    table.Row({IntText(s.step), FormatDuration(s.duration_ns), Z(report.z[i]), Truncate(where, 48),
+               std::fabs(report.z[i]) > analysis::kOutlierZ ? "outlier" : ""});
+  }
+  out << table.str();
+  for (const auto& o : report.outliers) {
+    const Step& s = report.steps[o.step];
+    out << "\nStep " << s.step << " (" << FormatDuration(s.duration_ns) << ", z " << Z(o.z)
+        << "): what deviated most from its median over the steps\n";
+    TextTable causes({-8, -40, -6, 12, 12, 12, 8});
+    causes.Row({"table", "name", "where", "this step", "usual", "deviation", "z"});
+    for (const auto& c : o.causes) {
+      causes.Row({c.table, Truncate(c.name, 40), c.where, FormatDuration(c.value_ns), FormatDuration(c.usual_ns),
+                  Signed(c.deviation_ns), Z(c.z)});
+    }
+    out << causes.str();
+  }
+  return Status::Ok();
+}
 
 // ---- diff over steps ---------------------------------------------------------------------------
 
@@ -246,10 +231,6 @@ std::string DiffText(const RunDiff& d, size_t top) {
   table(d.by_kernel, "Kernels (names normalised)", "kernel");
   return out;
 }
-
-}  // namespace
-
-std::unique_ptr<Command> MakeStepsCommand() { return std::make_unique<StepsCommand>(); }
 
 std::vector<FlagSpec> DiffCompareFlags() {
   return {{"vs", "", "A... --vs B...: the traces before it are side A, those after it side B"},
@@ -364,6 +345,107 @@ Status RunStepDiff(const ParsedArgs& args, const std::vector<std::string>& a, co
                        SignedPercent(hits.front().row->change) + ")");
   }
   return Status::Ok();
+}
+
+// ---- diff ------------------------------------------------------------------------------------
+
+std::vector<FlagSpec> DiffFlags() {
+  std::vector<FlagSpec> flags = {{"json", "", "write the result as JSON"},
+                                 {"top", "N", "rows per table in text output (default 15)"}};
+  for (FlagSpec& f : DiffCompareFlags()) flags.push_back(std::move(f));
+  return flags;
+}
+
+Status RunTraceDiff(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
+  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
+  ASSIGN_OR_RETURN(const auto sides, DiffSides(args));
+  bool handled = false;
+  RETURN_IF_ERROR(RunStepDiff(args, sides.first, sides.second, out, err, handled));
+  if (handled) return Status::Ok();
+  ASSIGN_OR_RETURN(Trace a, analysis::LoadAsOneTrace(sides.first));
+  ASSIGN_OR_RETURN(Trace b, analysis::LoadAsOneTrace(sides.second));
+  const analysis::TraceDiff diff = analysis::DiffTraces(a, b);
+  if (args.Has("json")) {
+    nlohmann::ordered_json doc;
+    doc["schema"] = "stepscope.diff/1";
+    doc["a"] = a.source_path();
+    doc["b"] = b.source_path();
+    doc["span_a_ns"] = diff.span_a;
+    doc["span_b_ns"] = diff.span_b;
+    doc["total_a_ns"] = diff.total_a;
+    doc["total_b_ns"] = diff.total_b;
+    auto rows = [](const std::vector<analysis::DiffRow>& list) {
+      auto json = nlohmann::ordered_json::array();
+      for (const auto& r : list) {
+        json.push_back({{"name", r.name}, {"op_type", r.op_type}, {"where", r.where}, {"presence", r.presence},
+                        {"count_a", r.count_a}, {"count_b", r.count_b}, {"total_a_ns", r.total_a},
+                        {"total_b_ns", r.total_b}, {"delta_ns", r.delta_ns}, {"delta_count", r.delta_count},
+                        {"ratio", r.ratio}});
+      }
+      return json;
+    };
+    doc["by_op_type"] = rows(diff.by_op_type);
+    doc["by_node"] = rows(diff.by_node);
+    EmitJson(out, doc);
+    return Status::Ok();
+  }
+  out << "A      " << a.source_path() << "  span " << FormatDuration(diff.span_a) << ", op time "
+      << FormatDuration(diff.total_a) << "\n";
+  out << "B      " << b.source_path() << "  span " << FormatDuration(diff.span_b) << ", op time "
+      << FormatDuration(diff.total_b) << "\n";
+  out << "delta  span " << FormatDuration(diff.span_b - diff.span_a) << ", op time "
+      << FormatDuration(diff.total_b - diff.total_a) << "\n";
+  auto table = [&](const std::vector<analysis::DiffRow>& list, const char* title, const char* column) {
+    out << "\n" << title << " by impact (top " << std::min(top, list.size()) << " of " << list.size() << ")\n";
+    TextTable t({-40, -6, 13, 12, 12, 12, 7});
+    t.Row({column, "where", "count A>B", "A", "B", "delta", "B/A"});
+    for (size_t i = 0; i < list.size() && i < top; ++i) {
+      const auto& r = list[i];
+      t.Row({Truncate(r.name, 40), r.where, IntText(r.count_a) + ">" + IntText(r.count_b), FormatDuration(r.total_a),
+             FormatDuration(r.total_b), (r.delta_ns > 0 ? "+" : "") + FormatDuration(r.delta_ns),
+             r.presence == "only_b" ? "new" : r.presence == "only_a" ? "gone" : FormatFixed(r.ratio, 2)});
+    }
+    out << t.str();
+  };
+  table(diff.by_op_type, "Op types", "op type");
+  table(diff.by_node, "Nodes", "node");
+  return Status::Ok();
+}
+
+}  // namespace
+
+CommandSpec StepsCommand() {
+  return {.name = "steps",
+          .synopsis = "TRACE|DIR... [--json] [--top N]",
+          .description =
+              "Every step in the traces given: each step trace (stepscope-train's per-step files, a\n"
+              "RunMetadata without step markers; one step's files from several ranks are merged) and\n"
+              "each ProfilerStep#N span of a PyTorch profiler trace. Prints each step's duration, the\n"
+              "jitter across steps (median, MAD, coefficient of variation, p95/p50), and the outlier\n"
+              "steps by robust z-score 0.6745 (x - median) / MAD, |z| > 3.5, each with the op types,\n"
+              "nodes and kernels whose time in it deviated most from their median over the steps.",
+          .flags =
+              {{"json", "", "write the result as JSON"},
+              {"top", "N", "causes listed per outlier and table (default 5)"}},
+          .run = RunSteps};
+}
+
+CommandSpec DiffCommand() {
+  return {.name = "diff",
+          .synopsis = "A B | A... --vs B... [--json] [--top N] [--fail-on-regression PCT[,MIN_MS]]",
+          .description =
+              "Compares run A with run B. Each side is a trace, a directory, or several of them (A... --vs\n"
+              "B...); every step in them counts (see `stepscope steps`). With several steps per side: per\n"
+              "op type, node and kernel (names normalised), the per-step totals of each side, the change\n"
+              "of the median with a bootstrap 95% confidence interval, a Mann-Whitney p-value, Benjamini-\n"
+              "Hochberg q-values over each table, and a verdict (regressed, improved, unchanged, new,\n"
+              "gone), sorted by impact on the step (JSON schema stepscope.diff/2). With one step per side:\n"
+              "count and time deltas from A to B (stepscope.diff/1), no confidence given. Ops present on\n"
+              "one side only are marked, so runs of different configurations compare too.",
+          .flags = DiffFlags(),
+          .min_positional = 0,
+          .run = RunTraceDiff,
+          .more_exit_codes = ", 3 a check failed: regression gate (--fail-on-regression)"};
 }
 
 }  // namespace stepscope::cli

@@ -4,22 +4,19 @@
 // several, or a directory) is analysed on its own and the rows of one rank, device and stream add
 // up; --step/--steps keep the GPU work that starts in those steps' windows (analysis/step_windows.h),
 // --rank the traces of those ranks.
-#include "profiler/cli/commands/gpu.h"
-
-#include <cstdlib>
-#include <limits>
-#include <nlohmann/json.hpp>
+#include <algorithm>
+#include <string>
 
 #include "profiler/analysis/gpu_analyses.h"
-#include "profiler/analysis/merge.h"
 #include "profiler/analysis/step_windows.h"
+#include "profiler/cli/commands/commands.h"
+#include "profiler/cli/commands/report.h"
 #include "profiler/cli/report_format.h"
 #include "profiler/cli/scope_flags.h"
 
 namespace stepscope::cli {
 namespace {
 
-using Json = nlohmann::ordered_json;
 using trace::Trace;
 
 std::string D(double ns) { return FormatDuration(ns); }
@@ -58,12 +55,6 @@ std::vector<FlagSpec> CommonFlags() {
           StepFlag("only GPU work that starts"), StepsFlag("only GPU work that starts"), RankFlag()};
 }
 
-class GpuCommandBase : public Command {
- public:
-  size_t min_positional() const override { return 1; }
-  size_t max_positional() const override { return std::numeric_limits<size_t>::max(); }
-};
-
 // ---- gpu -------------------------------------------------------------------------------------
 
 Json TimeJson(const analysis::GpuTime& t) {
@@ -72,63 +63,52 @@ Json TimeJson(const analysis::GpuTime& t) {
           {"compute_communication_overlap_ns", t.compute_communication_overlap_ns}};
 }
 
-class GpuCommand : public GpuCommandBase {
- public:
-  std::string name() const override { return "gpu"; }
-  std::string synopsis() const override { return "TRACE|DIR... [--json] [--step N | --steps A-B] [--rank R]"; }
-  std::string description() const override {
-    return "Time breakdown per GPU (rank and device) and stream: span from the first to the last GPU\n"
-           "work (kernels, copies, memsets; never annotations or sync markers), busy (their union),\n"
-           "idle = span - busy, compute (non-communication kernels), communication (NCCL kernels,\n"
-           "collectives, fusion-buffer copies), memory (other copies and memsets), each a union, and\n"
-           "compute/communication overlap. Inputs of one rank add up.";
-  }
-  std::vector<FlagSpec> flags() const override {
-    auto flags = CommonFlags();
-    flags.erase(flags.begin() + 1);  // no lists to cut
-    return flags;
-  }
-  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
-    ASSIGN_OR_RETURN(Loaded loaded, Load(args));
-    const auto rows = analysis::ComputeGpuBreakdown(loaded.inputs);
-    if (args.Has("json")) {
-      Json gpus = Json::array();
-      for (const auto& g : rows) {
-        Json row = {{"rank", KnownInt(g.rank)}, {"device", g.device}};
-        row.update(TimeJson(g.time));
-        Json streams = Json::array();
-        for (const auto& s : g.streams) {
-          Json stream = {{"stream", s.stream}, {"slices", s.time.slices}};
-          stream.update(TimeJson(s.time));
-          streams.push_back(stream);
-        }
-        row["streams"] = streams;
-        gpus.push_back(row);
-      }
-      out << Json{{"schema", "stepscope.gpu/1"}, {"gpus", gpus}}.dump(2) << "\n";
-      return Status::Ok();
-    }
-    if (rows.empty()) {
-      out << "no GPU work in the traces given\n";
-      return Status::Ok();
-    }
-    TextTable table({-28, 8, 12, 12, 12, 7, 12, 12, 12, 12});
-    table.Row({"gpu / stream", "work", "span", "busy", "idle", "util", "compute", "comm", "memory", "overlap"});
-    auto cells = [](const std::string& name, const analysis::GpuTime& t) {
-      const double util = t.span_ns > 0 ? static_cast<double>(t.busy_ns) / static_cast<double>(t.span_ns) : 0;
-      return std::vector<std::string>{name, IntText(t.slices), FormatDuration(t.span_ns), FormatDuration(t.busy_ns),
-                                      FormatDuration(t.idle_ns), FormatPercent(util), FormatDuration(t.compute_ns),
-                                      FormatDuration(t.communication_ns), FormatDuration(t.memory_ns),
-                                      FormatDuration(t.compute_communication_overlap_ns)};
-    };
+std::vector<FlagSpec> GpuFlags() {
+  auto flags = CommonFlags();
+  flags.erase(flags.begin() + 1);  // no lists to cut
+  return flags;
+}
+
+Status RunGpu(const ParsedArgs& args, std::ostream& out, std::ostream&) {
+  ASSIGN_OR_RETURN(Loaded loaded, Load(args));
+  const auto rows = analysis::ComputeGpuBreakdown(loaded.inputs);
+  if (args.Has("json")) {
+    Json gpus = Json::array();
     for (const auto& g : rows) {
-      table.Row(cells(RankDevice(g.rank, g.device), g.time));
-      for (const auto& s : g.streams) table.Row(cells("  " + s.stream, s.time));
+      Json row = {{"rank", KnownInt(g.rank)}, {"device", g.device}};
+      row.update(TimeJson(g.time));
+      Json streams = Json::array();
+      for (const auto& s : g.streams) {
+        Json stream = {{"stream", s.stream}, {"slices", s.time.slices}};
+        stream.update(TimeJson(s.time));
+        streams.push_back(stream);
+      }
+      row["streams"] = streams;
+      gpus.push_back(row);
     }
-    out << table.str();
+    out << Json{{"schema", "stepscope.gpu/1"}, {"gpus", gpus}}.dump(2) << "\n";
     return Status::Ok();
   }
-};
+  if (rows.empty()) {
+    out << "no GPU work in the traces given\n";
+    return Status::Ok();
+  }
+  TextTable table({-28, 8, 12, 12, 12, 7, 12, 12, 12, 12});
+  table.Row({"gpu / stream", "work", "span", "busy", "idle", "util", "compute", "comm", "memory", "overlap"});
+  auto cells = [](const std::string& name, const analysis::GpuTime& t) {
+    const double util = t.span_ns > 0 ? static_cast<double>(t.busy_ns) / static_cast<double>(t.span_ns) : 0;
+    return std::vector<std::string>{name, IntText(t.slices), FormatDuration(t.span_ns), FormatDuration(t.busy_ns),
+                                    FormatDuration(t.idle_ns), FormatPercent(util), FormatDuration(t.compute_ns),
+                                    FormatDuration(t.communication_ns), FormatDuration(t.memory_ns),
+                                    FormatDuration(t.compute_communication_overlap_ns)};
+  };
+  for (const auto& g : rows) {
+    table.Row(cells(RankDevice(g.rank, g.device), g.time));
+    for (const auto& s : g.streams) table.Row(cells("  " + s.stream, s.time));
+  }
+  out << table.str();
+  return Status::Ok();
+}
 
 // ---- idle ------------------------------------------------------------------------------------
 
@@ -137,121 +117,102 @@ Json StatsJson(const analysis::IntervalStats& s) {
           {"max_ns", s.max_ns}};
 }
 
-class IdleCommand : public GpuCommandBase {
- public:
-  std::string name() const override { return "idle"; }
-  std::string synopsis() const override {
-    return "TRACE|DIR... [--json] [--top N] [--rule launch-end|hta] [--kernel-delay NS] [--step N | --steps A-B] [--rank R]";
+std::vector<FlagSpec> IdleFlags() {
+  auto flags = CommonFlags();
+  flags.push_back({"rule", "RULE", "launch-end (default) or hta"});
+  flags.push_back({"kernel-delay", "NS", "hta rule: gaps under this are kernel_wait (default 30000)"});
+  return flags;
+}
+
+Status RunIdle(const ParsedArgs& args, std::ostream& out, std::ostream&) {
+  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", 10));
+  analysis::IdleOptions options;
+  options.largest = top;
+  const std::string rule = args.GetOr("rule", "launch-end");
+  if (rule == "hta") {
+    options.rule = analysis::IdleRule::kHta;
+  } else if (rule != "launch-end") {
+    return InvalidInput("--rule " + rule + ": use launch-end or hta");
   }
-  std::string description() const override {
-    return "Why each GPU stream sat idle: every gap between consecutive GPU work on a stream, by the\n"
-           "launch of the work after it (its runtime call, linked by correlation id or flow). launch-end\n"
-           "(default): host_wait when the call ended after the previous work ended, kernel_wait when\n"
-           "it ended before (queued behind work: launch overhead, driver), other when no launch is\n"
-           "known. hta: HTA's rule (host_wait when the call started after the previous work ended,\n"
-           "kernel_wait for other gaps under --kernel-delay, default 30000 ns: HTA's 30 in Kineto's\n"
-           "microseconds, other for the rest).\n"
-           "Totals and interval statistics (count, p50, p95, max) per stream and cause; per GPU, the\n"
-           "time none of its streams ran work (the gaps of their union, each by the work after it:\n"
-           "at most the GPU's span, where the streams' gaps summed count waits at once several\n"
-           "times); and the largest gaps with the runtime call and the host op enclosing it.";
+  if (args.Has("kernel-delay")) {
+    if (options.rule != analysis::IdleRule::kHta) return InvalidInput("--kernel-delay applies to --rule hta only");
+    ASSIGN_OR_RETURN(const size_t delay, PositiveFlag(args, "kernel-delay", 30000));
+    options.consecutive_kernel_delay_ns = static_cast<int64_t>(delay);
   }
-  std::vector<FlagSpec> flags() const override {
-    auto flags = CommonFlags();
-    flags.push_back({"rule", "RULE", "launch-end (default) or hta"});
-    flags.push_back({"kernel-delay", "NS", "hta rule: gaps under this are kernel_wait (default 30000)"});
-    return flags;
-  }
-  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
-    ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", 10));
-    analysis::IdleOptions options;
-    options.largest = top;
-    const std::string rule = args.GetOr("rule", "launch-end");
-    if (rule == "hta") {
-      options.rule = analysis::IdleRule::kHta;
-    } else if (rule != "launch-end") {
-      return InvalidInput("--rule " + rule + ": use launch-end or hta");
-    }
-    if (args.Has("kernel-delay")) {
-      if (options.rule != analysis::IdleRule::kHta) return InvalidInput("--kernel-delay applies to --rule hta only");
-      ASSIGN_OR_RETURN(const size_t delay, PositiveFlag(args, "kernel-delay", 30000));
-      options.consecutive_kernel_delay_ns = static_cast<int64_t>(delay);
-    }
-    ASSIGN_OR_RETURN(Loaded loaded, Load(args));
-    const analysis::IdleReport report = analysis::ComputeIdle(loaded.inputs, options);
-    const int kCauses = 3;
-    auto cause_name = [](int c) { return std::string(analysis::IdleCauseName(static_cast<analysis::IdleCause>(c))); };
-    if (args.Has("json")) {
-      Json doc = {{"schema", "stepscope.idle/1"}, {"rule", rule}};
-      if (options.rule == analysis::IdleRule::kHta) doc["consecutive_kernel_delay_ns"] = options.consecutive_kernel_delay_ns;
-      Json totals = Json::object();
-      for (int c = 0; c < kCauses; ++c) totals[cause_name(c)] = StatsJson(report.by_cause[c]);
-      doc["totals"] = totals;
-      Json streams = Json::array();
-      for (const auto& s : report.streams) {
-        Json causes = Json::object();
-        for (int c = 0; c < kCauses; ++c) causes[cause_name(c)] = StatsJson(s.by_cause[c]);
-        streams.push_back({{"rank", KnownInt(s.rank)}, {"device", s.device}, {"stream", s.stream}, {"work", s.work},
-                           {"idle", StatsJson(s.all)}, {"causes", causes}});
-      }
-      doc["streams"] = streams;
-      Json gpus = Json::array();
-      for (const auto& g : report.gpus) {
-        Json causes = Json::object();
-        for (int c = 0; c < kCauses; ++c) causes[cause_name(c)] = StatsJson(g.by_cause[c]);
-        gpus.push_back({{"rank", KnownInt(g.rank)}, {"device", g.device}, {"work", g.work}, {"idle", StatsJson(g.all)},
-                        {"causes", causes}});
-      }
-      doc["gpus"] = gpus;
-      Json gaps = Json::array();
-      for (const auto& g : report.largest) {
-        gaps.push_back({{"rank", KnownInt(g.rank)}, {"device", g.device}, {"stream", g.stream}, {"begin_ns", g.begin_ns},
-                        {"length_ns", g.length()}, {"cause", std::string(analysis::IdleCauseName(g.cause))},
-                        {"after", g.before}, {"before", g.after}, {"launch", g.launch},
-                        {"launch_end_ns", g.launch_end_ns}, {"host_op", g.host_op}});
-      }
-      doc["largest_gaps"] = gaps;
-      doc["launch_links"] = LaunchLinksJson(report.links);
-      out << doc.dump(2) << "\n";
-      return Status::Ok();
-    }
-    out << "rule " << rule;
-    if (options.rule == analysis::IdleRule::kHta) out << " (kernel_wait under " << options.consecutive_kernel_delay_ns << " ns)";
-    out << "\n" << LaunchLinksText(report.links) << "\n";
-    TextTable table({-32, -12, 7, 12, 12, 12, 12});
-    table.Row({"gpu / stream", "cause", "gaps", "total", "p50", "p95", "max"});
-    auto row = [&](const std::string& where, const std::string& cause, const analysis::IntervalStats& s) {
-      table.Row({where, cause, IntText(s.count), FormatDuration(s.total_ns), D(s.p50_ns), D(s.p95_ns), FormatDuration(s.max_ns)});
-    };
+  ASSIGN_OR_RETURN(Loaded loaded, Load(args));
+  const analysis::IdleReport report = analysis::ComputeIdle(loaded.inputs, options);
+  const int kCauses = 3;
+  auto cause_name = [](int c) { return std::string(analysis::IdleCauseName(static_cast<analysis::IdleCause>(c))); };
+  if (args.Has("json")) {
+    Json doc = {{"schema", "stepscope.idle/1"}, {"rule", rule}};
+    if (options.rule == analysis::IdleRule::kHta) doc["consecutive_kernel_delay_ns"] = options.consecutive_kernel_delay_ns;
+    Json totals = Json::object();
+    for (int c = 0; c < kCauses; ++c) totals[cause_name(c)] = StatsJson(report.by_cause[c]);
+    doc["totals"] = totals;
+    Json streams = Json::array();
     for (const auto& s : report.streams) {
-      row(RankDevice(s.rank, s.device) + " " + s.stream, "all", s.all);
-      for (int c = 0; c < kCauses; ++c) {
-        if (s.by_cause[c].count > 0) row("", cause_name(c), s.by_cause[c]);
-      }
+      Json causes = Json::object();
+      for (int c = 0; c < kCauses; ++c) causes[cause_name(c)] = StatsJson(s.by_cause[c]);
+      streams.push_back({{"rank", KnownInt(s.rank)}, {"device", s.device}, {"stream", s.stream}, {"work", s.work},
+                         {"idle", StatsJson(s.all)}, {"causes", causes}});
     }
-    for (int c = 0; c < kCauses; ++c) row(c == 0 ? "all streams (summed)" : "", cause_name(c), report.by_cause[c]);
-    // A GPU is idle while none of its streams runs work: never more than its span, unlike the
-    // streams' gaps summed (streams wait at the same time).
+    doc["streams"] = streams;
+    Json gpus = Json::array();
     for (const auto& g : report.gpus) {
-      row(RankDevice(g.rank, g.device) + " (no stream busy)", "all", g.all);
-      for (int c = 0; c < kCauses; ++c) {
-        if (g.by_cause[c].count > 0) row("", cause_name(c), g.by_cause[c]);
-      }
+      Json causes = Json::object();
+      for (int c = 0; c < kCauses; ++c) causes[cause_name(c)] = StatsJson(g.by_cause[c]);
+      gpus.push_back({{"rank", KnownInt(g.rank)}, {"device", g.device}, {"work", g.work}, {"idle", StatsJson(g.all)},
+                      {"causes", causes}});
     }
-    out << table.str() << "\nLargest gaps\n";
+    doc["gpus"] = gpus;
+    Json gaps = Json::array();
     for (const auto& g : report.largest) {
-      out << "  " << FormatDuration(g.length()) << "  " << RankDevice(g.rank, g.device) << " " << g.stream << "  "
-          << analysis::IdleCauseName(g.cause) << "  before " << Truncate(g.after, 40);
-      if (!g.launch.empty()) {
-        out << "  launched by " << g.launch
-            << (g.host_op.empty() || g.host_op == g.launch ? "" : " in " + Truncate(g.host_op, 40))
-            << " (call ended " << FormatDuration(g.launch_end_ns - g.begin_ns) << " after the stream went idle)";
-      }
-      out << "\n";
+      gaps.push_back({{"rank", KnownInt(g.rank)}, {"device", g.device}, {"stream", g.stream}, {"begin_ns", g.begin_ns},
+                      {"length_ns", g.length()}, {"cause", std::string(analysis::IdleCauseName(g.cause))},
+                      {"after", g.before}, {"before", g.after}, {"launch", g.launch},
+                      {"launch_end_ns", g.launch_end_ns}, {"host_op", g.host_op}});
     }
+    doc["largest_gaps"] = gaps;
+    doc["launch_links"] = LaunchLinksJson(report.links);
+    out << doc.dump(2) << "\n";
     return Status::Ok();
   }
-};
+  out << "rule " << rule;
+  if (options.rule == analysis::IdleRule::kHta) out << " (kernel_wait under " << options.consecutive_kernel_delay_ns << " ns)";
+  out << "\n" << LaunchLinksText(report.links) << "\n";
+  TextTable table({-32, -12, 7, 12, 12, 12, 12});
+  table.Row({"gpu / stream", "cause", "gaps", "total", "p50", "p95", "max"});
+  auto row = [&](const std::string& where, const std::string& cause, const analysis::IntervalStats& s) {
+    table.Row({where, cause, IntText(s.count), FormatDuration(s.total_ns), D(s.p50_ns), D(s.p95_ns), FormatDuration(s.max_ns)});
+  };
+  for (const auto& s : report.streams) {
+    row(RankDevice(s.rank, s.device) + " " + s.stream, "all", s.all);
+    for (int c = 0; c < kCauses; ++c) {
+      if (s.by_cause[c].count > 0) row("", cause_name(c), s.by_cause[c]);
+    }
+  }
+  for (int c = 0; c < kCauses; ++c) row(c == 0 ? "all streams (summed)" : "", cause_name(c), report.by_cause[c]);
+  // A GPU is idle while none of its streams runs work: never more than its span, unlike the
+  // streams' gaps summed (streams wait at the same time).
+  for (const auto& g : report.gpus) {
+    row(RankDevice(g.rank, g.device) + " (no stream busy)", "all", g.all);
+    for (int c = 0; c < kCauses; ++c) {
+      if (g.by_cause[c].count > 0) row("", cause_name(c), g.by_cause[c]);
+    }
+  }
+  out << table.str() << "\nLargest gaps\n";
+  for (const auto& g : report.largest) {
+    out << "  " << FormatDuration(g.length()) << "  " << RankDevice(g.rank, g.device) << " " << g.stream << "  "
+        << analysis::IdleCauseName(g.cause) << "  before " << Truncate(g.after, 40);
+    if (!g.launch.empty()) {
+      out << "  launched by " << g.launch
+          << (g.host_op.empty() || g.host_op == g.launch ? "" : " in " + Truncate(g.host_op, 40))
+          << " (call ended " << FormatDuration(g.launch_end_ns - g.begin_ns) << " after the stream went idle)";
+    }
+    out << "\n";
+  }
+  return Status::Ok();
+}
 
 // ---- launches --------------------------------------------------------------------------------
 
@@ -267,233 +228,190 @@ Json LaunchJson(const analysis::Launch& l) {
           {"gpu_ns", l.gpu_ns}, {"delay_ns", l.delay_ns}};
 }
 
-class LaunchesCommand : public GpuCommandBase {
- public:
-  std::string name() const override { return "launches"; }
-  std::string synopsis() const override {
-    return "TRACE|DIR... [--json] [--top N] [--runtime-cutoff-us U] [--delay-cutoff-us U] [--step N | --steps A-B] [--rank R] [--all]";
-  }
-  std::string description() const override {
-    return "Per launch (GPU work linked to its runtime call by correlation id or flow): the call's CPU time,\n"
-           "the work's GPU time and the launch delay (work start - call end, not clipped). Statistics\n"
-           "of each; outliers: calls longer than --runtime-cutoff-us (default 50) and delays longer\n"
-           "than --delay-cutoff-us (default 100), HTA's fixed cut-offs; per op type (the host op\n"
-           "enclosing the call) the kernels it launched, their count and delays. --all lists every\n"
-           "launch in the JSON.";
-  }
-  std::vector<FlagSpec> flags() const override {
-    auto flags = CommonFlags();
-    flags.push_back({"runtime-cutoff-us", "U", "runtime calls longer than this are outliers (default 50)"});
-    flags.push_back({"delay-cutoff-us", "U", "launch delays longer than this are outliers (default 100)"});
-    flags.push_back({"all", "", "JSON: list every launch"});
-    return flags;
-  }
-  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
-    ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", 10));
-    analysis::LaunchOptions options;
-    options.outliers = top;
-    ASSIGN_OR_RETURN(const size_t runtime_us, PositiveFlag(args, "runtime-cutoff-us", 50));
-    ASSIGN_OR_RETURN(const size_t delay_us, PositiveFlag(args, "delay-cutoff-us", 100));
-    options.runtime_cutoff_ns = static_cast<int64_t>(runtime_us) * 1000;
-    options.delay_cutoff_ns = static_cast<int64_t>(delay_us) * 1000;
-    options.keep_all = args.Has("all") && args.Has("json");
-    ASSIGN_OR_RETURN(Loaded loaded, Load(args));
-    const analysis::LaunchReport r = analysis::ComputeLaunches(loaded.inputs, options);
-    if (args.Has("json")) {
-      Json doc = {{"schema", "stepscope.launches/1"}, {"work", r.work}, {"unlinked", r.unlinked},
-                  {"launches", r.linked}, {"launch_links", LaunchLinksJson({r.work, r.linked})},
-                  {"cpu", DurationsJson(r.cpu)}, {"gpu", DurationsJson(r.gpu)}, {"delay", DurationsJson(r.delay)}};
-      Json lr = Json::array(), ld = Json::array();
-      for (const auto& l : r.long_runtime) lr.push_back(LaunchJson(l));
-      for (const auto& l : r.long_delay) ld.push_back(LaunchJson(l));
-      doc["long_runtime"] = {{"cutoff_ns", r.runtime_cutoff_ns}, {"count", r.long_runtime_count}, {"largest", lr}};
-      doc["long_delay"] = {{"cutoff_ns", r.delay_cutoff_ns}, {"count", r.long_delay_count}, {"largest", ld}};
-      Json ops = Json::array();
-      for (const auto& o : r.by_op) {
-        Json kernels = Json::array();
-        for (const auto& k : o.kernels) {
-          kernels.push_back({{"kernel", k.kernel}, {"count", k.count}, {"delay", DurationsJson(k.delay)}});
-        }
-        ops.push_back({{"op", o.op}, {"launches", o.launches}, {"delay", DurationsJson(o.delay)},
-                       {"op_to_launch", DurationsJson(o.op_to_launch)}, {"kernels", kernels}});
-      }
-      doc["by_op"] = ops;
-      if (args.Has("all")) {
-        Json all = Json::array();
-        for (const auto& l : r.launches) all.push_back(LaunchJson(l));
-        doc["all"] = all;
-      }
-      out << doc.dump(2) << "\n";
-      return Status::Ok();
-    }
-    out << r.linked << " launches linked of " << r.work << " pieces of GPU work (" << r.unlinked
-        << " without a known launch, " << FormatPercent(analysis::LaunchLinks{r.work, r.linked}.fraction())
-        << " linked)\n\n";
-    TextTable stats({-22, 7, 12, 12, 12, 12, 12});
-    stats.Row({"", "count", "min", "mean", "p50", "p95", "max"});
-    auto srow = [&](const std::string& what, const analysis::DurationStats& s) {
-      stats.Row({what, IntText(s.count), FormatDuration(s.min_ns), D(s.mean_ns), D(s.p50_ns), D(s.p95_ns), FormatDuration(s.max_ns)});
-    };
-    srow("runtime call (CPU)", r.cpu);
-    srow("GPU work", r.gpu);
-    srow("launch delay", r.delay);
-    out << stats.str();
-    auto list = [&](const std::string& title, const std::vector<analysis::Launch>& launches, bool by_delay) {
-      out << "\n" << title << "\n";
-      for (const auto& l : launches) {
-        out << "  " << Align(FormatDuration(by_delay ? l.delay_ns : l.cpu_ns), 12) << "  " << l.runtime << " -> "
-            << Truncate(l.kernel, 50)
-            // An op that launched the work itself (RunMetadata) is not repeated as its own host.
-            << (l.host_op.empty() || l.host_op == l.runtime ? "" : "  in " + Truncate(l.host_op, 30)) << "\n";
-      }
-    };
-    list("Long runtime calls (over " + FormatDuration(r.runtime_cutoff_ns) + "): " + IntText(r.long_runtime_count),
-         r.long_runtime, false);
-    list("Long launch delays (over " + FormatDuration(r.delay_cutoff_ns) + "): " + IntText(r.long_delay_count), r.long_delay,
-         true);
-    out << "\nPer op type (the host op enclosing the runtime call)\n";
-    TextTable ops({-40, 8, 12, 12, 12});
-    ops.Row({"op / kernel", "launches", "delay p50", "delay mean", "delay max"});
-    for (size_t i = 0; i < r.by_op.size() && i < top; ++i) {
-      const auto& o = r.by_op[i];
-      ops.Row({Truncate(o.op, 40), IntText(o.launches), D(o.delay.p50_ns), D(o.delay.mean_ns), FormatDuration(o.delay.max_ns)});
+std::vector<FlagSpec> LaunchesFlags() {
+  auto flags = CommonFlags();
+  flags.push_back({"runtime-cutoff-us", "U", "runtime calls longer than this are outliers (default 50)"});
+  flags.push_back({"delay-cutoff-us", "U", "launch delays longer than this are outliers (default 100)"});
+  flags.push_back({"all", "", "JSON: list every launch"});
+  return flags;
+}
+
+Status RunLaunches(const ParsedArgs& args, std::ostream& out, std::ostream&) {
+  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", 10));
+  analysis::LaunchOptions options;
+  options.outliers = top;
+  ASSIGN_OR_RETURN(const size_t runtime_us, PositiveFlag(args, "runtime-cutoff-us", 50));
+  ASSIGN_OR_RETURN(const size_t delay_us, PositiveFlag(args, "delay-cutoff-us", 100));
+  options.runtime_cutoff_ns = static_cast<int64_t>(runtime_us) * 1000;
+  options.delay_cutoff_ns = static_cast<int64_t>(delay_us) * 1000;
+  options.keep_all = args.Has("all") && args.Has("json");
+  ASSIGN_OR_RETURN(Loaded loaded, Load(args));
+  const analysis::LaunchReport r = analysis::ComputeLaunches(loaded.inputs, options);
+  if (args.Has("json")) {
+    Json doc = {{"schema", "stepscope.launches/1"}, {"work", r.work}, {"unlinked", r.unlinked},
+                {"launches", r.linked}, {"launch_links", LaunchLinksJson({r.work, r.linked})},
+                {"cpu", DurationsJson(r.cpu)}, {"gpu", DurationsJson(r.gpu)}, {"delay", DurationsJson(r.delay)}};
+    Json lr = Json::array(), ld = Json::array();
+    for (const auto& l : r.long_runtime) lr.push_back(LaunchJson(l));
+    for (const auto& l : r.long_delay) ld.push_back(LaunchJson(l));
+    doc["long_runtime"] = {{"cutoff_ns", r.runtime_cutoff_ns}, {"count", r.long_runtime_count}, {"largest", lr}};
+    doc["long_delay"] = {{"cutoff_ns", r.delay_cutoff_ns}, {"count", r.long_delay_count}, {"largest", ld}};
+    Json ops = Json::array();
+    for (const auto& o : r.by_op) {
+      Json kernels = Json::array();
       for (const auto& k : o.kernels) {
-        ops.Row({"  " + Truncate(k.kernel, 38), IntText(k.count), D(k.delay.p50_ns), D(k.delay.mean_ns),
-                 FormatDuration(k.delay.max_ns)});
+        kernels.push_back({{"kernel", k.kernel}, {"count", k.count}, {"delay", DurationsJson(k.delay)}});
       }
+      ops.push_back({{"op", o.op}, {"launches", o.launches}, {"delay", DurationsJson(o.delay)},
+                     {"op_to_launch", DurationsJson(o.op_to_launch)}, {"kernels", kernels}});
     }
-    out << ops.str();
+    doc["by_op"] = ops;
+    if (args.Has("all")) {
+      Json all = Json::array();
+      for (const auto& l : r.launches) all.push_back(LaunchJson(l));
+      doc["all"] = all;
+    }
+    out << doc.dump(2) << "\n";
     return Status::Ok();
   }
-};
+  out << r.linked << " launches linked of " << r.work << " pieces of GPU work (" << r.unlinked
+      << " without a known launch, " << FormatPercent(analysis::LaunchLinks{r.work, r.linked}.fraction())
+      << " linked)\n\n";
+  TextTable stats({-22, 7, 12, 12, 12, 12, 12});
+  stats.Row({"", "count", "min", "mean", "p50", "p95", "max"});
+  auto srow = [&](const std::string& what, const analysis::DurationStats& s) {
+    stats.Row({what, IntText(s.count), FormatDuration(s.min_ns), D(s.mean_ns), D(s.p50_ns), D(s.p95_ns), FormatDuration(s.max_ns)});
+  };
+  srow("runtime call (CPU)", r.cpu);
+  srow("GPU work", r.gpu);
+  srow("launch delay", r.delay);
+  out << stats.str();
+  auto list = [&](const std::string& title, const std::vector<analysis::Launch>& launches, bool by_delay) {
+    out << "\n" << title << "\n";
+    for (const auto& l : launches) {
+      out << "  " << Align(FormatDuration(by_delay ? l.delay_ns : l.cpu_ns), 12) << "  " << l.runtime << " -> "
+          << Truncate(l.kernel, 50)
+          // An op that launched the work itself (RunMetadata) is not repeated as its own host.
+          << (l.host_op.empty() || l.host_op == l.runtime ? "" : "  in " + Truncate(l.host_op, 30)) << "\n";
+    }
+  };
+  list("Long runtime calls (over " + FormatDuration(r.runtime_cutoff_ns) + "): " + IntText(r.long_runtime_count),
+       r.long_runtime, false);
+  list("Long launch delays (over " + FormatDuration(r.delay_cutoff_ns) + "): " + IntText(r.long_delay_count), r.long_delay,
+       true);
+  out << "\nPer op type (the host op enclosing the runtime call)\n";
+  TextTable ops({-40, 8, 12, 12, 12});
+  ops.Row({"op / kernel", "launches", "delay p50", "delay mean", "delay max"});
+  for (size_t i = 0; i < r.by_op.size() && i < top; ++i) {
+    const auto& o = r.by_op[i];
+    ops.Row({Truncate(o.op, 40), IntText(o.launches), D(o.delay.p50_ns), D(o.delay.mean_ns), FormatDuration(o.delay.max_ns)});
+    for (const auto& k : o.kernels) {
+      ops.Row({"  " + Truncate(k.kernel, 38), IntText(k.count), D(k.delay.p50_ns), D(k.delay.mean_ns),
+               FormatDuration(k.delay.max_ns)});
+    }
+  }
+  out << ops.str();
+  return Status::Ok();
+}
 
 // ---- annotations -----------------------------------------------------------------------------
 
-class AnnotationsCommand : public GpuCommandBase {
- public:
-  std::string name() const override { return "annotations"; }
-  std::string synopsis() const override {
-    return "TRACE|DIR... [--json] [--depth N] [--step N | --steps A-B] [--rank R]";
-  }
-  std::string description() const override {
-    return "GPU time per user annotation (record_function, `## name ##` spans, profiler ranges),\n"
-           "nested: each piece of GPU work counts for the annotations around the host call that\n"
-           "launched it. gpu: its time summed; busy: its union per GPU; self: work launched with the\n"
-           "row the innermost annotation; cpu: the annotation spans' host time. Where the trace\n"
-           "draws annotations on GPU streams (PyTorch's gpu_user_annotation), the work counts for\n"
-           "those around it; work launched on a thread without an annotation of its own counts for\n"
-           "the annotation another thread of the process had open at the call (the autograd thread).\n"
-           "Traces without annotations (TensorFlow's) use the name scopes of the launching op.\n"
-           "ProfilerStep#N and the profiler's own span are left out: choose steps with --step.";
-  }
-  std::vector<FlagSpec> flags() const override {
-    auto flags = CommonFlags();
-    flags.erase(flags.begin() + 1);
-    flags.push_back({"depth", "N", "text output: rows down to this nesting depth (default all)"});
-    return flags;
-  }
-  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
-    ASSIGN_OR_RETURN(const size_t depth, PositiveFlag(args, "depth", std::numeric_limits<size_t>::max()));
-    ASSIGN_OR_RETURN(Loaded loaded, Load(args));
-    const analysis::AnnotationReport r = analysis::ComputeAnnotationTime(loaded.inputs);
-    if (args.Has("json")) {
-      Json rows = Json::array();
-      for (const auto& a : r.rows) {
-        rows.push_back({{"path", a.path}, {"name_scope", a.name_scope}, {"instances", a.instances},
-                        {"cpu_ns", a.cpu_ns}, {"work", a.work}, {"gpu_ns", a.gpu_ns},
-                        {"gpu_busy_ns", a.gpu_busy_ns}, {"self_work", a.self_work},
-                        {"self_gpu_ns", a.self_gpu_ns}});
-      }
-      out << Json{{"schema", "stepscope.annotations/1"}, {"work", r.work}, {"gpu_ns", r.gpu_ns},
-                  {"unannotated_work", r.unannotated_work}, {"unannotated_gpu_ns", r.unannotated_gpu_ns},
-                  {"unlinked_work", r.unlinked_work}, {"unlinked_gpu_ns", r.unlinked_gpu_ns},
-                  {"gpu_annotation_work", r.gpu_annotation_work}, {"other_thread_work", r.other_thread_work},
-                  {"launch_links", LaunchLinksJson(r.links)}, {"annotations", rows}}.dump(2)
-          << "\n";
-      return Status::Ok();
-    }
-    out << r.work << " pieces of GPU work, " << FormatDuration(r.gpu_ns) << "; outside every annotation "
-        << r.unannotated_work << " (" << FormatDuration(r.unannotated_gpu_ns) << "), not attributed (no annotation on "
-        << "its stream, launch unknown) " << r.unlinked_work << " (" << FormatDuration(r.unlinked_gpu_ns) << ")\n";
-    if (r.gpu_annotation_work > 0 || r.other_thread_work > 0) {
-      out << "attributed by the annotations on GPU streams " << r.gpu_annotation_work << ", by another thread's annotation "
-          << r.other_thread_work << "\n";
-    }
-    out << LaunchLinksText(r.links) << "\n";
-    if (r.rows.empty()) {
-      out << "no annotations or name scopes launched GPU work\n";
-      return Status::Ok();
-    }
-    TextTable table({-64, 6, 12, 7, 12, 7, 12, 12});
-    table.Row({"annotation", "count", "cpu", "work", "gpu", "share", "busy", "self gpu"});
+std::vector<FlagSpec> AnnotationsFlags() {
+  auto flags = CommonFlags();
+  flags.erase(flags.begin() + 1);
+  flags.push_back({"depth", "N", "text output: rows down to this nesting depth (default all)"});
+  return flags;
+}
+
+Status RunAnnotations(const ParsedArgs& args, std::ostream& out, std::ostream&) {
+  ASSIGN_OR_RETURN(const size_t depth, PositiveFlag(args, "depth", std::numeric_limits<size_t>::max()));
+  ASSIGN_OR_RETURN(Loaded loaded, Load(args));
+  const analysis::AnnotationReport r = analysis::ComputeAnnotationTime(loaded.inputs);
+  if (args.Has("json")) {
+    Json rows = Json::array();
     for (const auto& a : r.rows) {
-      if (a.path.size() > depth) continue;
-      const double share = r.gpu_ns > 0 ? static_cast<double>(a.gpu_ns) / static_cast<double>(r.gpu_ns) : 0;
-      table.Row({std::string(2 * (a.path.size() - 1), ' ') + Truncate(a.path.back(), 64 - 2 * static_cast<int>(a.path.size() - 1)),
-                 IntText(a.instances), FormatDuration(a.cpu_ns), IntText(a.work), FormatDuration(a.gpu_ns), FormatPercent(share),
-                 FormatDuration(a.gpu_busy_ns), FormatDuration(a.self_gpu_ns)});
+      rows.push_back({{"path", a.path}, {"name_scope", a.name_scope}, {"instances", a.instances},
+                      {"cpu_ns", a.cpu_ns}, {"work", a.work}, {"gpu_ns", a.gpu_ns},
+                      {"gpu_busy_ns", a.gpu_busy_ns}, {"self_work", a.self_work},
+                      {"self_gpu_ns", a.self_gpu_ns}});
     }
-    out << table.str();
+    out << Json{{"schema", "stepscope.annotations/1"}, {"work", r.work}, {"gpu_ns", r.gpu_ns},
+                {"unannotated_work", r.unannotated_work}, {"unannotated_gpu_ns", r.unannotated_gpu_ns},
+                {"unlinked_work", r.unlinked_work}, {"unlinked_gpu_ns", r.unlinked_gpu_ns},
+                {"gpu_annotation_work", r.gpu_annotation_work}, {"other_thread_work", r.other_thread_work},
+                {"launch_links", LaunchLinksJson(r.links)}, {"annotations", rows}}.dump(2)
+        << "\n";
     return Status::Ok();
   }
-};
+  out << r.work << " pieces of GPU work, " << FormatDuration(r.gpu_ns) << "; outside every annotation "
+      << r.unannotated_work << " (" << FormatDuration(r.unannotated_gpu_ns) << "), not attributed (no annotation on "
+      << "its stream, launch unknown) " << r.unlinked_work << " (" << FormatDuration(r.unlinked_gpu_ns) << ")\n";
+  if (r.gpu_annotation_work > 0 || r.other_thread_work > 0) {
+    out << "attributed by the annotations on GPU streams " << r.gpu_annotation_work << ", by another thread's annotation "
+        << r.other_thread_work << "\n";
+  }
+  out << LaunchLinksText(r.links) << "\n";
+  if (r.rows.empty()) {
+    out << "no annotations or name scopes launched GPU work\n";
+    return Status::Ok();
+  }
+  TextTable table({-64, 6, 12, 7, 12, 7, 12, 12});
+  table.Row({"annotation", "count", "cpu", "work", "gpu", "share", "busy", "self gpu"});
+  for (const auto& a : r.rows) {
+    if (a.path.size() > depth) continue;
+    const double share = r.gpu_ns > 0 ? static_cast<double>(a.gpu_ns) / static_cast<double>(r.gpu_ns) : 0;
+    table.Row({std::string(2 * (a.path.size() - 1), ' ') + Truncate(a.path.back(), 64 - 2 * static_cast<int>(a.path.size() - 1)),
+               IntText(a.instances), FormatDuration(a.cpu_ns), IntText(a.work), FormatDuration(a.gpu_ns), FormatPercent(share),
+               FormatDuration(a.gpu_busy_ns), FormatDuration(a.self_gpu_ns)});
+  }
+  out << table.str();
+  return Status::Ok();
+}
 
 // ---- kernel-patterns -------------------------------------------------------------------------
 
-class KernelPatternsCommand : public GpuCommandBase {
- public:
-  std::string name() const override { return "kernel-patterns"; }
-  std::string synopsis() const override {
-    return "TRACE|DIR... [--json] [--top N] [--length K] [--min-count N] [--by count|time] [--step N | --steps A-B] [--rank R]";
-  }
-  std::string description() const override {
-    return "The most frequent sequences of K consecutive kernels on a stream (copies, memsets and\n"
-           "collectives skipped over; occurrences never overlap) with their total GPU time, the span\n"
-           "they cover and the stream's idle time inside them, and the op that launched their first\n"
-           "kernel most often: candidates for fusion.";
-  }
-  std::vector<FlagSpec> flags() const override {
-    auto flags = CommonFlags();
-    flags.push_back({"length", "K", "kernels per sequence (default 3)"});
-    flags.push_back({"min-count", "N", "sequences seen fewer times are left out (default 2)"});
-    flags.push_back({"by", "ORDER", "count (default) or time"});
-    return flags;
-  }
-  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
-    analysis::KernelPatternOptions options;
-    ASSIGN_OR_RETURN(options.top, PositiveFlag(args, "top", 10));
-    ASSIGN_OR_RETURN(options.length, PositiveFlag(args, "length", 3));
-    ASSIGN_OR_RETURN(const size_t min_count, PositiveFlag(args, "min-count", 2));
-    options.min_count = static_cast<int64_t>(min_count);
-    const std::string by = args.GetOr("by", "count");
-    if (by != "count" && by != "time") return InvalidInput("--by " + by + ": use count or time");
-    options.by_time = by == "time";
-    ASSIGN_OR_RETURN(Loaded loaded, Load(args));
-    const analysis::KernelPatternReport r = analysis::ComputeKernelPatterns(loaded.inputs, options);
-    if (args.Has("json")) {
-      Json patterns = Json::array();
-      for (const auto& p : r.patterns) {
-        patterns.push_back({{"kernels", p.kernels}, {"count", p.count}, {"gpu_ns", p.gpu_ns},
-                            {"span_ns", p.span_ns}, {"gap_ns", p.gap_ns}, {"host_op", p.host_op}});
-      }
-      out << Json{{"schema", "stepscope.kernel_patterns/1"}, {"length", r.length}, {"kernels", r.kernels},
-                  {"distinct_patterns", r.distinct_patterns}, {"launch_links", LaunchLinksJson(r.links)},
-                  {"patterns", patterns}}.dump(2)
-          << "\n";
-      return Status::Ok();
-    }
-    out << r.kernels << " kernels; " << r.distinct_patterns << " sequences of " << r.length << " seen at least "
-        << options.min_count << " times\n" << LaunchLinksText(r.links);
-    int n = 0;
+std::vector<FlagSpec> KernelPatternsFlags() {
+  auto flags = CommonFlags();
+  flags.push_back({"length", "K", "kernels per sequence (default 3)"});
+  flags.push_back({"min-count", "N", "sequences seen fewer times are left out (default 2)"});
+  flags.push_back({"by", "ORDER", "count (default) or time"});
+  return flags;
+}
+
+Status RunKernelPatterns(const ParsedArgs& args, std::ostream& out, std::ostream&) {
+  analysis::KernelPatternOptions options;
+  ASSIGN_OR_RETURN(options.top, PositiveFlag(args, "top", 10));
+  ASSIGN_OR_RETURN(options.length, PositiveFlag(args, "length", 3));
+  ASSIGN_OR_RETURN(const size_t min_count, PositiveFlag(args, "min-count", 2));
+  options.min_count = static_cast<int64_t>(min_count);
+  const std::string by = args.GetOr("by", "count");
+  if (by != "count" && by != "time") return InvalidInput("--by " + by + ": use count or time");
+  options.by_time = by == "time";
+  ASSIGN_OR_RETURN(Loaded loaded, Load(args));
+  const analysis::KernelPatternReport r = analysis::ComputeKernelPatterns(loaded.inputs, options);
+  if (args.Has("json")) {
+    Json patterns = Json::array();
     for (const auto& p : r.patterns) {
-      out << "\n#" << ++n << "  " << p.count << " times, gpu " << FormatDuration(p.gpu_ns) << ", span "
-          << FormatDuration(p.span_ns) << ", idle inside " << FormatDuration(p.gap_ns)
-          << (p.host_op.empty() ? "" : ", launched in " + Truncate(p.host_op, 40)) << "\n";
-      for (const auto& k : p.kernels) out << "    " << Truncate(k, 100) << "\n";
+      patterns.push_back({{"kernels", p.kernels}, {"count", p.count}, {"gpu_ns", p.gpu_ns},
+                          {"span_ns", p.span_ns}, {"gap_ns", p.gap_ns}, {"host_op", p.host_op}});
     }
+    out << Json{{"schema", "stepscope.kernel_patterns/1"}, {"length", r.length}, {"kernels", r.kernels},
+                {"distinct_patterns", r.distinct_patterns}, {"launch_links", LaunchLinksJson(r.links)},
+                {"patterns", patterns}}.dump(2)
+        << "\n";
     return Status::Ok();
   }
-};
+  out << r.kernels << " kernels; " << r.distinct_patterns << " sequences of " << r.length << " seen at least "
+      << options.min_count << " times\n" << LaunchLinksText(r.links);
+  int n = 0;
+  for (const auto& p : r.patterns) {
+    out << "\n#" << ++n << "  " << p.count << " times, gpu " << FormatDuration(p.gpu_ns) << ", span "
+        << FormatDuration(p.span_ns) << ", idle inside " << FormatDuration(p.gap_ns)
+        << (p.host_op.empty() ? "" : ", launched in " + Truncate(p.host_op, 40)) << "\n";
+    for (const auto& k : p.kernels) out << "    " << Truncate(k, 100) << "\n";
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -505,16 +423,83 @@ std::string LaunchLinksText(const analysis::LaunchLinks& links) {
   return text + "\n";
 }
 
-nlohmann::ordered_json LaunchLinksJson(const analysis::LaunchLinks& links) {
+Json LaunchLinksJson(const analysis::LaunchLinks& links) {
   return {{"work", links.work}, {"linked", links.linked}, {"fraction", links.fraction()}};
 }
 
-void AddGpuCommands(std::vector<std::unique_ptr<Command>>& commands) {
-  commands.push_back(std::make_unique<GpuCommand>());
-  commands.push_back(std::make_unique<IdleCommand>());
-  commands.push_back(std::make_unique<LaunchesCommand>());
-  commands.push_back(std::make_unique<AnnotationsCommand>());
-  commands.push_back(std::make_unique<KernelPatternsCommand>());
+CommandSpec GpuCommand() {
+  return {.name = "gpu",
+          .synopsis = "TRACE|DIR... [--json] [--step N | --steps A-B] [--rank R]",
+          .description =
+              "Time breakdown per GPU (rank and device) and stream: span from the first to the last GPU\n"
+              "work (kernels, copies, memsets; never annotations or sync markers), busy (their union),\n"
+              "idle = span - busy, compute (non-communication kernels), communication (NCCL kernels,\n"
+              "collectives, fusion-buffer copies), memory (other copies and memsets), each a union, and\n"
+              "compute/communication overlap. Inputs of one rank add up.",
+          .flags = GpuFlags(),
+          .run = RunGpu};
+}
+
+CommandSpec IdleCommand() {
+  return {.name = "idle",
+          .synopsis = "TRACE|DIR... [--json] [--top N] [--rule launch-end|hta] [--kernel-delay NS] [--step N | --steps A-B] [--rank R]",
+          .description =
+              "Why each GPU stream sat idle: every gap between consecutive GPU work on a stream, by the\n"
+              "launch of the work after it (its runtime call, linked by correlation id or flow). launch-end\n"
+              "(default): host_wait when the call ended after the previous work ended, kernel_wait when\n"
+              "it ended before (queued behind work: launch overhead, driver), other when no launch is\n"
+              "known. hta: HTA's rule (host_wait when the call started after the previous work ended,\n"
+              "kernel_wait for other gaps under --kernel-delay, default 30000 ns: HTA's 30 in Kineto's\n"
+              "microseconds, other for the rest).\n"
+              "Totals and interval statistics (count, p50, p95, max) per stream and cause; per GPU, the\n"
+              "time none of its streams ran work (the gaps of their union, each by the work after it:\n"
+              "at most the GPU's span, where the streams' gaps summed count waits at once several\n"
+              "times); and the largest gaps with the runtime call and the host op enclosing it.",
+          .flags = IdleFlags(),
+          .run = RunIdle};
+}
+
+CommandSpec LaunchesCommand() {
+  return {.name = "launches",
+          .synopsis = "TRACE|DIR... [--json] [--top N] [--runtime-cutoff-us U] [--delay-cutoff-us U] [--step N | --steps A-B] [--rank R] [--all]",
+          .description =
+              "Per launch (GPU work linked to its runtime call by correlation id or flow): the call's CPU time,\n"
+              "the work's GPU time and the launch delay (work start - call end, not clipped). Statistics\n"
+              "of each; outliers: calls longer than --runtime-cutoff-us (default 50) and delays longer\n"
+              "than --delay-cutoff-us (default 100), HTA's fixed cut-offs; per op type (the host op\n"
+              "enclosing the call) the kernels it launched, their count and delays. --all lists every\n"
+              "launch in the JSON.",
+          .flags = LaunchesFlags(),
+          .run = RunLaunches};
+}
+
+CommandSpec AnnotationsCommand() {
+  return {.name = "annotations",
+          .synopsis = "TRACE|DIR... [--json] [--depth N] [--step N | --steps A-B] [--rank R]",
+          .description =
+              "GPU time per user annotation (record_function, `## name ##` spans, profiler ranges),\n"
+              "nested: each piece of GPU work counts for the annotations around the host call that\n"
+              "launched it. gpu: its time summed; busy: its union per GPU; self: work launched with the\n"
+              "row the innermost annotation; cpu: the annotation spans' host time. Where the trace\n"
+              "draws annotations on GPU streams (PyTorch's gpu_user_annotation), the work counts for\n"
+              "those around it; work launched on a thread without an annotation of its own counts for\n"
+              "the annotation another thread of the process had open at the call (the autograd thread).\n"
+              "Traces without annotations (TensorFlow's) use the name scopes of the launching op.\n"
+              "ProfilerStep#N and the profiler's own span are left out: choose steps with --step.",
+          .flags = AnnotationsFlags(),
+          .run = RunAnnotations};
+}
+
+CommandSpec KernelPatternsCommand() {
+  return {.name = "kernel-patterns",
+          .synopsis = "TRACE|DIR... [--json] [--top N] [--length K] [--min-count N] [--by count|time] [--step N | --steps A-B] [--rank R]",
+          .description =
+              "The most frequent sequences of K consecutive kernels on a stream (copies, memsets and\n"
+              "collectives skipped over; occurrences never overlap) with their total GPU time, the span\n"
+              "they cover and the stream's idle time inside them, and the op that launched their first\n"
+              "kernel most often: candidates for fusion.",
+          .flags = KernelPatternsFlags(),
+          .run = RunKernelPatterns};
 }
 
 }  // namespace stepscope::cli

@@ -1,22 +1,24 @@
-// `stragglers`: per step, which rank finished its work last, by how much, and why. The inputs (a
-// directory of per-rank traces, or files) are loaded one trace per file, their clocks aligned as
-// `merge` aligns them; the analysis (analysis/stragglers.h) returns data, formatted here.
-#include "profiler/cli/commands/rank.h"
-
+// The commands across ranks: `stragglers` (per step, which rank finished its work last, by how
+// much and why, analysis/stragglers.h: inputs loaded one trace per file, clocks aligned as `merge`
+// aligns them) and `merge` (per-rank and per-step traces into one timeline, analysis/merge.h,
+// written in any output of the writer table).
 #include <algorithm>
-#include <limits>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/stragglers.h"
+#include "profiler/cli/commands/commands.h"
+#include "profiler/cli/commands/report.h"
 #include "profiler/cli/report_format.h"
 #include "profiler/cli/scope_flags.h"
+#include "profiler/trace/writer.h"
 
 namespace stepscope::cli {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using trace::Trace;
 using analysis::StragglerCategory;
 
 constexpr int kCategories = analysis::kStragglerCategories;
@@ -138,71 +140,161 @@ std::string ReportText(const analysis::StragglerReport& report, size_t top) {
   return out;
 }
 
-class StragglersCommand : public Command {
- public:
-  std::string name() const override { return "stragglers"; }
-  std::string synopsis() const override { return "TRACE|DIR... [--json] [--step N | --steps A-B] [--rank R] [--top N]"; }
-  std::string description() const override {
-    return "Across ranks, per step: the rank that finished its work last (the straggler), by how much\n"
-           "and why. A synchronising collective makes the ranks end together, the early ones waiting\n"
-           "in it: each rank's collective wait is its communication beyond the least of any rank, and\n"
-           "its own end is its end less that wait, so the straggler is the rank the others waited for\n"
-           "(lateness: its own end - the earliest, and - the median). Per rank its compute,\n"
-           "communication (collectives, NCCL kernels), memory (copies, memsets) and input (GPU: time\n"
-           "from the step's start to its first GPU work; host: TrainInput, IteratorGetNext,\n"
-           "DataLoader ops), each a union. reason: the category where the straggler\n"
-           "exceeds the other ranks' median most. A rank's work is its GPU work when it has any in the\n"
-           "step, else its host work; annotations and sync markers never count. Inputs: per-rank traces\n"
-           "(step traces with a rank, PyTorch traces with distributedInfo.rank and ProfilerStep#N);\n"
-           "clocks of other hosts are aligned as `merge` aligns them. --top: steps listed (default 10).";
+Status RunStragglers(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
+  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", 10));
+  analysis::StragglerOptions options;
+  ASSIGN_OR_RETURN(options.steps, StepRange(args));
+  ASSIGN_OR_RETURN(const std::vector<trace::Trace> traces, LoadScopedTraces(args));
+  ASSIGN_OR_RETURN(const analysis::StragglerReport report, analysis::ComputeStragglers(traces, options));
+  if (report.steps.empty()) {
+    if (options.steps && report.single_rank_steps.empty()) {
+      return InvalidInput("no step " + std::to_string(options.steps->first) +
+                          (options.steps->second != options.steps->first ? "-" + std::to_string(options.steps->second) : "") +
+                          " in the traces given (see `stepscope steps`)");
+    }
+    std::string sources;
+    for (const auto& in : report.inputs) sources += (sources.empty() ? "" : ", ") + in.source;
+    return InvalidInput("no step has work from two ranks or more to compare (" + std::to_string(report.inputs.size()) +
+                        " input(s): " + sources + "); give every rank's trace of a step, e.g. the run's --profile_dir");
   }
-  std::vector<FlagSpec> flags() const override {
-    return {{"json", "", "write the result as JSON"},
-            {"top", "N", "steps listed in text output, the latest (default 10)"},
-            {"step", "N", "only step N (ProfilerStep#N, or a step trace's number)"},
-            {"steps", "A-B", "only steps A to B"},
-            {"rank", "R", "compare only ranks R (R,S,... or A-B; at least two)"}};
+  int64_t unaligned = 0;
+  for (const auto& in : report.inputs) unaligned += in.alignment == "unaligned" ? 1 : 0;
+  if (unaligned > 0) {
+    err << "stepscope stragglers: warning: " << unaligned
+        << " trace(s) from another host without a clock sync record are not aligned; their lateness is on "
+           "their own clock\n";
   }
-  size_t min_positional() const override { return 1; }
-  size_t max_positional() const override { return std::numeric_limits<size_t>::max(); }
+  if (args.Has("json")) {
+    out << ReportJson(report).dump(2) << "\n";
+  } else {
+    out << ReportText(report, top);
+  }
+  return Status::Ok();
+}
 
-  Status Run(const ParsedArgs& args, std::ostream& out, std::ostream& err) const override {
-    ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", 10));
-    analysis::StragglerOptions options;
-    ASSIGN_OR_RETURN(options.steps, StepRange(args));
-    ASSIGN_OR_RETURN(const std::vector<trace::Trace> traces, LoadScopedTraces(args));
-    ASSIGN_OR_RETURN(const analysis::StragglerReport report, analysis::ComputeStragglers(traces, options));
-    if (report.steps.empty()) {
-      if (options.steps && report.single_rank_steps.empty()) {
-        return InvalidInput("no step " + std::to_string(options.steps->first) +
-                            (options.steps->second != options.steps->first ? "-" + std::to_string(options.steps->second) : "") +
-                            " in the traces given (see `stepscope steps`)");
-      }
-      std::string sources;
-      for (const auto& in : report.inputs) sources += (sources.empty() ? "" : ", ") + in.source;
-      return InvalidInput("no step has work from two ranks or more to compare (" + std::to_string(report.inputs.size()) +
-                          " input(s): " + sources + "); give every rank's trace of a step, e.g. the run's --profile_dir");
+// ---- merge -----------------------------------------------------------------------------------
+
+Status RunMerge(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
+  const std::optional<std::string> output = args.Get("output");
+  // The output format, checked before any input is read (as convert checks it).
+  std::optional<trace::OutputFormat> format;
+  if (auto name = args.Get("format")) {
+    if (!output) return InvalidInput("--format " + *name + ": needs -o OUT");
+    format = trace::ParseOutputFormat(*name);
+    if (!format) {
+      return InvalidInput("--format " + *name + ": unknown format (use chrome, perfetto-proto, tf-timeline, pb or pbtxt)");
     }
-    int64_t unaligned = 0;
-    for (const auto& in : report.inputs) unaligned += in.alignment == "unaligned" ? 1 : 0;
-    if (unaligned > 0) {
-      err << "stepscope stragglers: warning: " << unaligned
-          << " trace(s) from another host without a clock sync record are not aligned; their lateness is on "
-             "their own clock\n";
+  } else if (output) {
+    format = trace::OutputFormatFromPath(*output);
+    if (!format) {
+      return InvalidInput(*output + ": cannot tell the output format from the extension; use "
+                                    ".json, .json.gz, .pftrace, .pb or .pbtxt, or pass --format");
     }
-    if (args.Has("json")) {
-      out << ReportJson(report).dump(2) << "\n";
-    } else {
-      out << ReportText(report, top);
+  }
+  ASSIGN_OR_RETURN(std::vector<Trace> traces, analysis::LoadTraces(args.positional));
+  analysis::MergeResult merged = analysis::MergeTraces(std::move(traces));
+  if (output) {
+    std::vector<std::string> left_out;
+    RETURN_IF_ERROR(trace::WriteTrace(merged.trace, *output, *format, {}, &left_out));
+    for (const std::string& line : left_out) err << "stepscope merge: note: " << line << "\n";
+  }
+  const analysis::MergeReport& report = merged.report;
+  if (args.Has("json")) {
+    nlohmann::ordered_json doc;
+    doc["schema"] = "stepscope.merge/1";
+    doc["output"] = output.value_or("");
+    doc["span_ns"] = merged.trace.span_end_ns() - merged.trace.span_begin_ns();
+    auto inputs = nlohmann::ordered_json::array();
+    for (const auto& in : report.inputs) {
+      // What an input does not record is null.
+      inputs.push_back({{"source", in.source}, {"process", in.process},
+                        {"rank", KnownInt(in.rank)},
+                        {"step", KnownInt(in.step)},
+                        {"host", in.host.empty() ? Json(nullptr) : Json(in.host)}, {"alignment", in.alignment}, {"offset_ns", in.offset_ns},
+                        {"begin_ns", in.begin_ns}, {"end_ns", in.end_ns}, {"last_device", in.last_device},
+                        {"last_device_lag_ns", in.last_device_lag_ns}});
     }
+    doc["inputs"] = inputs;
+    auto stragglers = nlohmann::ordered_json::array();
+    for (const auto& s : report.stragglers) {
+      const int32_t rank = report.inputs[s.input].rank;
+      stragglers.push_back({{"step", s.step}, {"ranks", s.ranks}, {"process", report.inputs[s.input].process},
+                            {"rank", KnownInt(rank)}, {"lag_ns", s.lag_ns},
+                            {"lag_vs_median_ns", s.lag_vs_median_ns}});
+    }
+    doc["stragglers"] = stragglers;
+    doc["unaligned"] = report.unaligned;
+    EmitJson(out, doc);
     return Status::Ok();
   }
-};
+  out << "merged " << report.inputs.size() << " traces, span "
+      << FormatDuration(merged.trace.span_end_ns() - merged.trace.span_begin_ns()) << "\n\n";
+  TextTable table({-32, -11, 12, 12, 12, -30, 10});
+  table.Row({"process", "clock", "offset", "start", "end", "last device", "its lead"});
+  for (const auto& in : report.inputs) {
+    table.Row({Truncate(in.process, 32), in.alignment, FormatDuration(in.offset_ns), "+" + FormatDuration(in.begin_ns),
+               "+" + FormatDuration(in.end_ns), Truncate(in.last_device, 30), FormatDuration(in.last_device_lag_ns)});
+  }
+  out << table.str();
+  if (report.unaligned > 0) {
+    out << "\nwarning: " << report.unaligned
+        << " trace(s) from another host carry no clock sync record; their clocks are not aligned\n";
+  }
+  if (!report.stragglers_error.empty()) out << "\nno stragglers: " << report.stragglers_error << "\n";
+  if (!report.stragglers.empty()) out << "\nStragglers (the rank that finished last per step)\n";
+  for (const auto& s : report.stragglers) {
+    out << "  step " << s.step << ": " << report.inputs[s.input].process << " finished "
+        << FormatDuration(s.lag_ns) << " after the first of " << s.ranks << " ranks ("
+        << FormatDuration(s.lag_vs_median_ns) << " after the median)\n";
+  }
+  if (output) out << "\nwrote " << *output << "\n";
+  return Status::Ok();
+}
 
 }  // namespace
 
-void AddRankCommands(std::vector<std::unique_ptr<Command>>& commands) {
-  commands.push_back(std::make_unique<StragglersCommand>());
+CommandSpec StragglersCommand() {
+  return {.name = "stragglers",
+          .synopsis = "TRACE|DIR... [--json] [--step N | --steps A-B] [--rank R] [--top N]",
+          .description =
+              "Across ranks, per step: the rank that finished its work last (the straggler), by how much\n"
+              "and why. A synchronising collective makes the ranks end together, the early ones waiting\n"
+              "in it: each rank's collective wait is its communication beyond the least of any rank, and\n"
+              "its own end is its end less that wait, so the straggler is the rank the others waited for\n"
+              "(lateness: its own end - the earliest, and - the median). Per rank its compute,\n"
+              "communication (collectives, NCCL kernels), memory (copies, memsets) and input (GPU: time\n"
+              "from the step's start to its first GPU work; host: TrainInput, IteratorGetNext,\n"
+              "DataLoader ops), each a union. reason: the category where the straggler\n"
+              "exceeds the other ranks' median most. A rank's work is its GPU work when it has any in the\n"
+              "step, else its host work; annotations and sync markers never count. Inputs: per-rank traces\n"
+              "(step traces with a rank, PyTorch traces with distributedInfo.rank and ProfilerStep#N);\n"
+              "clocks of other hosts are aligned as `merge` aligns them. --top: steps listed (default 10).",
+          .flags =
+              {{"json", "", "write the result as JSON"},
+              {"top", "N", "steps listed in text output, the latest (default 10)"},
+              {"step", "N", "only step N (ProfilerStep#N, or a step trace's number)"},
+              {"steps", "A-B", "only steps A to B"},
+              {"rank", "R", "compare only ranks R (R,S,... or A-B; at least two)"}},
+          .run = RunStragglers};
+}
+
+CommandSpec MergeCommand() {
+  return {.name = "merge",
+          .synopsis = "DIR|TRACES... [-o OUT] [--format chrome|perfetto-proto|tf-timeline|pb|pbtxt] [--json]",
+          .description =
+              "Merges per-rank (and per-step) traces into one timeline: one process per input (rank,\n"
+              "host, step), clocks aligned (same host: its shared clock; other hosts: the barrier\n"
+              "timestamp each rank records, TraceSession.clock_sync_nanos), and reports stragglers:\n"
+              "per step the rank that finished last and by how much, and per rank the device (tower)\n"
+              "that finished last. With -o, writes the merged trace in any output of 'stepscope\n"
+              "formats', told from --format or OUT's extension as convert tells it: .json, .json.gz ->\n"
+              "chrome; .pftrace, .perfetto-trace (.gz) -> perfetto-proto (a process track per input);\n"
+              ".pb -> pb; .pbtxt -> pbtxt (one RunMetadata holding every input's devices).",
+          .flags =
+              {{"output", "OUT", "write the merged trace here (.json[.gz], .pftrace[.gz], .pb, .pbtxt)", 'o'},
+              {"format", "FORMAT", "the output's format when OUT's extension does not tell it (as convert)"},
+              {"json", "", "write the merge report as JSON"}},
+          .run = RunMerge};
 }
 
 }  // namespace stepscope::cli

@@ -1,0 +1,13 @@
+// The table of every `stepscope` subcommand (commands.h), in the order of the top-level help.
+#include "profiler/cli/commands/commands.h"
+
+namespace stepscope::cli {
+
+std::vector<CommandSpec> AllCommands() {
+  return {ConvertCommand(),  FormatsCommand(),      SummaryCommand(), OpsCommand(),      KernelsCommand(),
+          MemoryCommand(),   MemcpyCommand(),       StreamsCommand(), OverlapCommand(),  CriticalPathCommand(),
+          DiffCommand(),     StepsCommand(),        MergeCommand(),   GpuCommand(),      IdleCommand(),
+          LaunchesCommand(), AnnotationsCommand(),  KernelPatternsCommand(), StragglersCommand()};
+}
+
+}  // namespace stepscope::cli

@@ -1,0 +1,44 @@
+// Every `stepscope` subcommand, one CommandSpec (command.h) each, defined in the file of its
+// family; AllCommands() is the table RunCli dispatches on and the top-level help lists.
+//
+// Adding a command: a function `CommandSpec <Name>Command()` in its family's file (or a new
+// file here, listed in profiler/cli/CMakeLists.txt), declared below and listed in AllCommands().
+#pragma once
+
+#include <vector>
+
+#include "profiler/cli/command.h"
+
+namespace stepscope::cli {
+
+// convert.cc: traces into traces, and the formats.
+CommandSpec ConvertCommand();
+CommandSpec FormatsCommand();
+// summary.cc
+CommandSpec SummaryCommand();
+// ops_memory.cc: where one trace's time and memory go.
+CommandSpec OpsCommand();
+CommandSpec KernelsCommand();
+CommandSpec MemoryCommand();
+CommandSpec MemcpyCommand();
+CommandSpec StreamsCommand();
+// steps.cc: each input (step, rank) on its own.
+CommandSpec OverlapCommand();
+CommandSpec CriticalPathCommand();
+// compare.cc: runs against runs.
+CommandSpec DiffCommand();
+CommandSpec StepsCommand();
+// rank.cc: across ranks.
+CommandSpec MergeCommand();
+CommandSpec StragglersCommand();
+// gpu.cc: GPU time, idle gaps, launches, annotations, kernel sequences.
+CommandSpec GpuCommand();
+CommandSpec IdleCommand();
+CommandSpec LaunchesCommand();
+CommandSpec AnnotationsCommand();
+CommandSpec KernelPatternsCommand();
+
+// Every command, in the order the top-level help lists them.
+std::vector<CommandSpec> AllCommands();
+
+}  // namespace stepscope::cli

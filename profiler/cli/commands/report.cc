@@ -1,0 +1,149 @@
+// The shapes of the report commands (report.h), the command table's help (command.h) and the flag
+// helpers every command uses.
+#include "profiler/cli/commands/report.h"
+
+#include <cstdlib>
+#include <utility>
+#include <vector>
+
+#include "profiler/analysis/merge.h"
+#include "profiler/cli/report_format.h"
+#include "profiler/cli/scope_flags.h"
+
+namespace stepscope::cli {
+
+using trace::Trace;
+
+std::vector<FlagSpec> CommandSpec::all_flags() const {
+  std::vector<FlagSpec> all = flags;
+  if (reads_traces) all.push_back(AllowTruncatedFlag());
+  return all;
+}
+
+std::string CommandSpec::Help() const {
+  return "usage: stepscope " + name + " " + synopsis + "\n\n" + description + "\n\nflags:\n" +
+         FlagHelp(all_flags()) + "\nexit codes: 0 ok, 1 runtime failure, 2 usage or bad input" +
+         (reads_traces ? " (a trace file cut short included)" : "") + more_exit_codes + "\n";
+}
+
+FlagSpec AllowTruncatedFlag() {
+  return {"allow-truncated", "",
+          "analyse a trace file cut short up to its cut instead of failing; the output starts by saying so"};
+}
+
+StatusOr<size_t> PositiveFlag(const ParsedArgs& args, const std::string& name, size_t fallback) {
+  const auto text = args.Get(name);
+  if (!text) return fallback;
+  char* end = nullptr;
+  const long value = std::strtol(text->c_str(), &end, 10);
+  if (end == text->c_str() || *end != '\0' || value <= 0) {
+    return InvalidInput("--" + name + " " + *text + ": expected a positive integer");
+  }
+  return static_cast<size_t>(value);
+}
+
+void EmitJson(std::ostream& out, const nlohmann::ordered_json& doc) { out << doc.dump(2) << "\n"; }
+
+std::string Header(const Trace& trace) {
+  std::string out = "trace  " + trace.source_path() + " (" + std::string(trace::SourceFormatName(trace.source_format())) + ")\n";
+  out += "span   " + FormatDuration(trace.span_end_ns() - trace.span_begin_ns()) + "\n";
+  return out;
+}
+
+Json Document(const std::string& schema, const Trace& trace) {
+  Json doc;
+  doc["schema"] = "stepscope." + schema + "/1";
+  doc["source"] = trace.source_path();
+  doc["span_ns"] = trace.span_end_ns() - trace.span_begin_ns();
+  return doc;
+}
+
+namespace {
+
+std::vector<FlagSpec> TraceReportFlags() {
+  return {{"json", "", "write the result as JSON"}, {"top", "N", "rows per table in text output (default 15)"}};
+}
+
+// Runs a StepReport over the inputs, each in its windows: every window of its steps in --step's
+// range (per_step), or the whole trace.
+Status RunStepReport(const std::string& name, const StepReport& report, bool per_step, const ParsedArgs& args,
+                     std::ostream& out) {
+  using analysis::StepWindow;
+  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
+  ASSIGN_OR_RETURN(const auto range, StepRange(args));
+  ASSIGN_OR_RETURN(std::vector<Trace> traces, LoadScopedTraces(args));
+  // Per trace, its windows in the range.
+  std::vector<std::pair<const Trace*, std::vector<StepWindow>>> scoped;
+  if (per_step) {
+    auto windows = analysis::NumberedStepWindows(traces, range, analysis::StepWindowing::kWholeUnlessSeveral);
+    for (size_t i = 0; i < traces.size(); ++i) {
+      if (!windows[i].empty()) scoped.emplace_back(&traces[i], std::move(windows[i]));
+    }
+  } else {
+    for (const Trace& trace : traces) {
+      scoped.push_back({&trace, {StepWindow{.step = trace.step_info().step, .marker = "trace", .whole = true}}});
+    }
+  }
+  if (scoped.empty()) return InvalidInput(range ? analysis::NoStepInRangeMessage(*range) : "no traces given");
+  if (args.Has("json")) {
+    Json doc;
+    doc["schema"] = "stepscope." + name + "/1";
+    auto steps = Json::array();
+    for (const auto& [trace, windows] : scoped) steps.push_back(report.json(*trace, windows, top));
+    doc["traces"] = steps;
+    EmitJson(out, doc);
+  } else {
+    for (size_t i = 0; i < scoped.size(); ++i) {
+      if (i > 0) out << "\n";
+      out << Header(*scoped[i].first) << report.text(*scoped[i].first, scoped[i].second, top);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+CommandSpec TraceReportCommand(std::string name, std::string description, TraceReport report) {
+  return {.name = std::move(name),
+          .synopsis = "TRACE|DIR... [--json] [--top N]",
+          .description = std::move(description),
+          .flags = TraceReportFlags(),
+          .run = [report = std::move(report)](const ParsedArgs& args, std::ostream& out, std::ostream&) -> Status {
+            ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
+            ASSIGN_OR_RETURN(Trace trace, analysis::LoadAsOneTrace(args.positional));
+            if (args.Has("json")) {
+              EmitJson(out, report.json(trace, top));
+            } else {
+              out << Header(trace) << report.text(trace, top);
+            }
+            return Status::Ok();
+          }};
+}
+
+CommandSpec StepReportCommand(std::string name, std::string description, StepReport report) {
+  std::vector<FlagSpec> flags = TraceReportFlags();
+  flags.push_back(StepFlag("only what happens"));
+  flags.push_back(StepsFlag("only what happens"));
+  flags.push_back(RankFlag());
+  return {.name = name,
+          .synopsis = "TRACE|DIR... [--json] [--top N] [--step N | --steps A-B] [--rank R]",
+          .description = std::move(description),
+          .flags = std::move(flags),
+          .run = [name, report = std::move(report)](const ParsedArgs& args, std::ostream& out, std::ostream&) {
+            return RunStepReport(name, report, /*per_step=*/true, args, out);
+          }};
+}
+
+CommandSpec WholeTraceReportCommand(std::string name, std::string description, StepReport report) {
+  std::vector<FlagSpec> flags = TraceReportFlags();
+  flags.push_back(RankFlag());
+  return {.name = name,
+          .synopsis = "TRACE|DIR... [--json] [--top N] [--rank R]",
+          .description = std::move(description),
+          .flags = std::move(flags),
+          .run = [name, report = std::move(report)](const ParsedArgs& args, std::ostream& out, std::ostream&) {
+            return RunStepReport(name, report, /*per_step=*/false, args, out);
+          }};
+}
+
+}  // namespace stepscope::cli
