@@ -18,6 +18,8 @@ inline void RunAnalyses(const trace::Trace& trace) {
   (void)analysis::ComputeStreamStats(trace);
   (void)analysis::ComputeOverlap(trace);
   (void)analysis::ComputeCriticalPath(trace);
+  // One path per step window, as `critical-path` and the viewer find them (numbered steps).
+  analysis::VisitCriticalPathsPerStep(trace, [](const analysis::StepWindow&, const analysis::CriticalPath&) {});
   (void)analysis::ComputeMemoryReport(trace);
   (void)analysis::ComputeStragglers(std::span<const trace::Trace>(&trace, 1));  // one rank's steps
 }
