@@ -21,8 +21,8 @@
 #include "profiler/cli/gpu_commands.h"
 #include "profiler/cli/report_format.h"
 #include "profiler/cli/scope_flags.h"
-#include "profiler/trace/reader.h"
-#include "profiler/trace/writer.h"
+#include "profiler/formats/reader.h"
+#include "profiler/formats/writer.h"
 
 namespace stepscope::cli {
 namespace {

@@ -10,9 +10,9 @@
 #include "profiler/cli/gpu_commands.h"
 #include "profiler/cli/rank_commands.h"
 #include "base/flags.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 #include "profiler/trace/truncation.h"
-#include "profiler/trace/writer.h"
+#include "profiler/formats/writer.h"
 
 namespace stepscope::cli {
 namespace {
