@@ -295,12 +295,11 @@ std::string_view PathBoundName(PathBound bound) {
 
 namespace {
 
-CriticalPath PathOfWindow(const Trace& trace, const TraceLinks& links, const Graph& g) {
-  CriticalPath path;
+// The work the step ends with: the work that ends last (the longest at equal ends) among ops,
+// GPU work and synchronising calls; other runtime calls and unknown slices only link.
+int64_t LastWork(const Trace& trace, const TraceLinks& links, const Graph& g) {
   const auto& slices = trace.slices();
   auto slice_of = [&](int64_t local) -> const Slice& { return slices[g.members[static_cast<size_t>(local)]]; };
-  // The step ends with the work that ends last (the longest at equal ends): ops and GPU work, and
-  // synchronising calls; other runtime calls and unknown slices only link.
   int64_t last = kNoSlice;
   for (uint32_t i = 0; i < g.members.size(); ++i) {
     const Slice& s = slice_of(i);
@@ -310,19 +309,25 @@ CriticalPath PathOfWindow(const Trace& trace, const TraceLinks& links, const Gra
       last = i;
     }
   }
-  if (last == kNoSlice) return path;
+  return last;
+}
 
-  // Walk back over nodes (slice, start or end). Each step records the node reached, its time and
-  // the edge that leads from it to the node after it.
-  struct Step {
-    uint32_t slice;
-    bool end;
-    int64_t time;
-    Edge edge;  // from this node to the next one on the path (kNone for the last)
-  };
-  std::vector<Step> walk;
+// A node of the path (a slice's start or end), its time on the path and the edge that enters it.
+struct WalkNode {
+  uint32_t slice;
+  bool end;
+  int64_t time;
+  Edge edge;
+};
+
+// Walks back from the end of `last` over nodes, each taking the predecessor that became ready
+// last; returns the nodes in path order, each with the edge that enters it (kNone for the first).
+std::vector<WalkNode> WalkBack(const Trace& trace, const Graph& g, uint32_t last) {
+  const auto& slices = trace.slices();
+  auto slice_of = [&](int64_t local) -> const Slice& { return slices[g.members[static_cast<size_t>(local)]]; };
+  std::vector<WalkNode> walk;  // while walking back, each edge leads to the node after it
   std::vector<uint8_t> visited(g.members.size(), 0);  // bit 0: start, bit 1: end
-  uint32_t current = static_cast<uint32_t>(last);
+  uint32_t current = last;
   bool at_end = true;
   Edge into = Edge::kNone;
   // A node's time on the path: when it became ready for the node after it (a launch call still
@@ -373,95 +378,126 @@ CriticalPath PathOfWindow(const Trace& trace, const TraceLinks& links, const Gra
   // node carries the edge that enters it.
   for (size_t k = walk.size(); k-- > 1;) walk[k].edge = walk[k - 1].edge;
   walk[0].edge = Edge::kNone;
+  return walk;
+}
 
-  // A path holds thousands of elements a step and a trace thousands of steps: elements are found
-  // by their local index, shares counted by op type id and named once at the end.
-  constexpr int32_t kNoElement = -1;
-  std::vector<int32_t> element_of(g.members.size(), kNoElement);
-  auto is_element = [&](uint32_t slice) { return element_of[slice] != kNoElement; };
+// Credits the time between the walk's nodes to the path's elements, bounds and op types. A path
+// holds thousands of elements a step and a trace thousands of steps: elements are found by their
+// local index, shares counted by op type id and named once at the end (Finish).
+class PathAccount {
+ public:
+  PathAccount(const Trace& trace, const TraceLinks& links, const Graph& g, CriticalPath& path)
+      : trace_(trace), links_(links), g_(g), path_(path), element_of_(g.members.size(), kNoElement) {}
+
+  void Credit(const std::vector<WalkNode>& walk) {
+    Element(walk[0].slice);
+    for (size_t k = 1; k < walk.size(); ++k) Step(walk[k - 1], walk[k]);
+    path_.length_ns = walk.back().time - walk.front().time;
+    path_.busy_ns = path_.length_ns - path_.wait_ns;
+  }
+
+  // The op types' shares, by time on the path (equal times by name), and the largest bound.
+  void Finish() {
+    for (const auto& [op, counted] : shares_) {
+      PathShare share;
+      share.op_type = std::string(trace_.str(op));
+      share.count = counted.count;
+      share.total_ns = counted.total_ns;
+      share.share =
+          path_.length_ns > 0 ? static_cast<double>(share.total_ns) / static_cast<double>(path_.length_ns) : 0;
+      path_.by_op_type.push_back(std::move(share));
+    }
+    std::sort(path_.by_op_type.begin(), path_.by_op_type.end(), [](const PathShare& a, const PathShare& b) {
+      return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.op_type < b.op_type;
+    });
+    for (int b = 1; b < kPathBounds; ++b) {
+      if (path_.bound_ns[b] > path_.bound_ns[static_cast<int>(path_.bound_by)]) path_.bound_by = static_cast<PathBound>(b);
+    }
+  }
+
+ private:
+  static constexpr int32_t kNoElement = -1;
   struct OpShare {
     int64_t count = 0, total_ns = 0;
   };
-  std::unordered_map<trace::StringId, OpShare> shares;
-  auto element = [&](uint32_t slice) -> PathElement& {
-    if (element_of[slice] == kNoElement) {
-      element_of[slice] = static_cast<int32_t>(path.elements.size());
-      const Slice& s = slice_of(slice);
+
+  const Slice& SliceOf(uint32_t local) const { return trace_.slices()[g_.members[local]]; }
+
+  PathElement& Element(uint32_t slice) {
+    if (element_of_[slice] == kNoElement) {
+      element_of_[slice] = static_cast<int32_t>(path_.elements.size());
+      const Slice& s = SliceOf(slice);
       PathElement e;
-      e.slice = g.members[slice];
-      e.name = std::string(trace.str(trace.slice_name(s)));
-      e.op_type = std::string(trace.str(trace.slice_op_type(s)));
+      e.slice = g_.members[slice];
+      e.name = std::string(trace_.str(trace_.slice_name(s)));
+      e.op_type = std::string(trace_.str(trace_.slice_op_type(s)));
       e.kind = std::string(trace::SliceKindName(s.kind));
-      e.lane = links.lane_path[s.track];
+      e.lane = links_.lane_path[s.track];
       e.start_ns = s.start_ns;
       e.dur_ns = s.dur_ns;
-      path.elements.push_back(std::move(e));
-      ++shares[trace.slice_op_type(s)].count;
+      path_.elements.push_back(std::move(e));
+      ++shares_[trace_.slice_op_type(s)].count;
     }
-    return path.elements[static_cast<size_t>(element_of[slice])];
-  };
-  auto hold = [&](uint32_t slice, int64_t ns, PathBound bound) {
-    PathElement& e = element(slice);
-    e.held_ns += ns;
-    path.bound_ns[static_cast<int>(bound)] += ns;
-    shares[trace.slice_op_type(slice_of(slice))].total_ns += ns;
-  };
-  element(walk[0].slice);
-  for (size_t k = 1; k < walk.size(); ++k) {
-    const Step& from = walk[k - 1];
-    const Step& to = walk[k];
+    return path_.elements[static_cast<size_t>(element_of_[slice])];
+  }
+
+  // The element entered by `edge`, named by it when the path enters it first.
+  PathElement& Enter(uint32_t slice, Edge edge) {
+    const bool new_element = element_of_[slice] == kNoElement;
+    PathElement& e = Element(slice);
+    if (new_element) e.edge = EdgeName(edge);
+    return e;
+  }
+
+  void Hold(uint32_t slice, int64_t ns, PathBound bound) {
+    Element(slice).held_ns += ns;
+    path_.bound_ns[static_cast<int>(bound)] += ns;
+    shares_[trace_.slice_op_type(SliceOf(slice))].total_ns += ns;
+  }
+
+  // The time from `from` to `to`: inside a slice (its own work, a parent's own time) or waiting.
+  void Step(const WalkNode& from, const WalkNode& to) {
     const int64_t ns = std::max<int64_t>(0, to.time - from.time);
-    const Slice& target = slice_of(to.slice);
     switch (to.edge) {
       case Edge::kSelf:  // inside the slice, doing its own work
-        hold(to.slice, ns, BoundOfWork(trace, target, g.on_gpu[to.slice]));
+        Hold(to.slice, ns, BoundOfWork(trace_, SliceOf(to.slice), g_.on_gpu[to.slice]));
         break;
       case Edge::kChild:  // the parent's own time after its last child
-        hold(to.slice, ns, PathBound::kCpu);
+        Hold(to.slice, ns, PathBound::kCpu);
         break;
-      case Edge::kNested: {  // the parent's own time before the child started
-        hold(from.slice, ns, PathBound::kCpu);
-        const bool new_element = !is_element(to.slice);
-        PathElement& e = element(to.slice);
-        if (new_element) e.edge = EdgeName(Edge::kNested);
+      case Edge::kNested:  // the parent's own time before the child started
+        Hold(from.slice, ns, PathBound::kCpu);
+        Enter(to.slice, Edge::kNested);
         break;
-      }
-      default: {  // between slices: waiting
-        const bool new_element = !is_element(to.slice);
-        PathElement& e = element(to.slice);
-        if (new_element) e.edge = EdgeName(to.edge);
-        e.wait_ns += ns;
-        path.wait_ns += ns;
-        PathBound bound = PathBound::kCpu;
-        if (to.edge == Edge::kSync || to.edge == Edge::kReadback) {
-          bound = PathBound::kSync;
-        } else if (to.edge == Edge::kLaunch) {
-          bound = PathBound::kLaunchDelay;
-        } else if (g.on_gpu[to.slice]) {
-          bound = PathBound::kKernelGap;
-        }
-        path.bound_ns[static_cast<int>(bound)] += ns;
+      default:  // between slices: waiting
+        Enter(to.slice, to.edge).wait_ns += ns;
+        path_.wait_ns += ns;
+        path_.bound_ns[static_cast<int>(WaitBound(to))] += ns;
         break;
-      }
     }
   }
-  path.length_ns = walk.back().time - walk.front().time;
-  path.busy_ns = path.length_ns - path.wait_ns;
-  for (const auto& [op, counted] : shares) {
-    PathShare share;
-    share.op_type = std::string(trace.str(op));
-    share.count = counted.count;
-    share.total_ns = counted.total_ns;
-    share.share = path.length_ns > 0 ? static_cast<double>(share.total_ns) / static_cast<double>(path.length_ns) : 0;
-    path.by_op_type.push_back(std::move(share));
+
+  PathBound WaitBound(const WalkNode& to) const {
+    if (to.edge == Edge::kSync || to.edge == Edge::kReadback) return PathBound::kSync;
+    if (to.edge == Edge::kLaunch) return PathBound::kLaunchDelay;
+    return g_.on_gpu[to.slice] ? PathBound::kKernelGap : PathBound::kCpu;
   }
-  // By time on the path, op types of equal time by name.
-  std::sort(path.by_op_type.begin(), path.by_op_type.end(), [](const PathShare& a, const PathShare& b) {
-    return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.op_type < b.op_type;
-  });
-  for (int b = 1; b < kPathBounds; ++b) {
-    if (path.bound_ns[b] > path.bound_ns[static_cast<int>(path.bound_by)]) path.bound_by = static_cast<PathBound>(b);
-  }
+
+  const Trace& trace_;
+  const TraceLinks& links_;
+  const Graph& g_;
+  CriticalPath& path_;
+  std::vector<int32_t> element_of_;
+  std::unordered_map<trace::StringId, OpShare> shares_;
+};
+
+CriticalPath PathOfWindow(const Trace& trace, const TraceLinks& links, const Graph& g) {
+  CriticalPath path;
+  const int64_t last = LastWork(trace, links, g);
+  if (last == kNoSlice) return path;
+  PathAccount account(trace, links, g, path);
+  account.Credit(WalkBack(trace, g, static_cast<uint32_t>(last)));
+  account.Finish();
   return path;
 }
 
@@ -479,6 +515,19 @@ CriticalPath ComputeCriticalPath(const Trace& trace) { return ComputeCriticalPat
 
 CriticalPath ComputeCriticalPath(const Trace& trace, int64_t begin_ns, int64_t end_ns) {
   return CriticalPathFinder(trace).Find(begin_ns, end_ns);
+}
+
+void VisitStepCriticalPaths(const Trace& trace, std::span<const StepWindow> windows,
+                            const std::function<void(const StepWindow&, const CriticalPath&)>& visit) {
+  const CriticalPathFinder paths(trace);
+  for (const StepWindow& w : windows) visit(w, paths.Find(w.begin_ns, w.end_ns));
+}
+
+void VisitCriticalPathsPerStep(const Trace& trace,
+                               const std::function<void(const StepWindow&, const CriticalPath&)>& visit) {
+  const std::vector<StepWindow> windows =
+      NumberedStepWindows({&trace, 1}, std::nullopt, StepWindowing::kWholeUnlessSeveral).front();
+  VisitStepCriticalPaths(trace, windows, visit);
 }
 
 }  // namespace stepscope::analysis

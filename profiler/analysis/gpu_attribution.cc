@@ -409,33 +409,41 @@ class PatternPrefilter {
   std::vector<uint8_t> counts_;
 };
 
-}  // namespace
-
-KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, const KernelPatternOptions& options) {
-  KernelPatternReport report;
-  report.length = std::max<size_t>(options.length, 1);
-  const size_t k = report.length;
-  // Kernel names and launching ops as indices shared across inputs.
-  std::unordered_map<std::string, int32_t> index;
-  std::vector<std::string> names;
-  std::unordered_map<std::string, int32_t> op_index;
-  std::vector<std::string> op_names;
-  // Per stream: its trace and its kernels, in stream order. A kernel's name id comes from its
-  // input's table by its name (a list of ids beside the kernels was 4 bytes a kernel more at the
-  // peak).
-  struct StreamKernels {
+// Every stream's kernels, in stream order, and kernel names as ids shared across inputs. A
+// kernel's name id comes from its input's table by its name (a list of ids beside the kernels was
+// 4 bytes a kernel more at the peak).
+struct KernelStreams {
+  struct Stream {
     size_t input;
     std::vector<uint32_t> kernels;
   };
-  std::vector<StreamKernels> streams;
-  std::vector<std::vector<int32_t>> id_of_string_by_input(inputs.size());
-  size_t windows = 0;
+  std::vector<Stream> streams;
+  std::vector<std::string> names;                          // by id
+  std::vector<std::vector<int32_t>> id_of_string_by_input;  // per input: string id -> name id, -1 unseen
+  size_t windows = 0;                                      // windows of k kernels, over all streams
+
+  // The name ids of the k kernels from position p of a stream, in `window` (k long).
+  const int32_t* WindowIds(const std::vector<GpuInput>& inputs, const Stream& stream, size_t p,
+                           std::vector<int32_t>& window) const {
+    const Trace& trace = *inputs[stream.input].trace;
+    const std::vector<int32_t>& id_of_string = id_of_string_by_input[stream.input];
+    for (size_t q = 0; q < window.size(); ++q) {
+      window[q] = id_of_string[trace.slice_name(trace.slices()[stream.kernels[p + q]])];
+    }
+    return window.data();
+  }
+};
+
+KernelStreams CollectKernelStreams(const std::vector<GpuInput>& inputs, size_t k, KernelPatternReport& report) {
+  KernelStreams out;
+  std::unordered_map<std::string, int32_t> index;
+  out.id_of_string_by_input.resize(inputs.size());
   for (size_t n = 0; n < inputs.size(); ++n) {
     const Trace& trace = *inputs[n].trace;
-    std::vector<int32_t>& id_of_string = id_of_string_by_input[n];
+    std::vector<int32_t>& id_of_string = out.id_of_string_by_input[n];
     id_of_string.assign(trace.strings().size(), -1);
     for (const StreamWork& w : CollectWork(inputs[n])) {
-      StreamKernels stream{n, {}};
+      KernelStreams::Stream stream{n, {}};
       // At most every piece of work is a kernel: reserved so that the lists never grow by copies.
       stream.kernels.reserve(w.slices.size());
       for (uint32_t i : w.slices) {
@@ -445,90 +453,121 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
         const trace::StringId name = trace.slice_name(trace.slices()[i]);
         int32_t& id = id_of_string[name];
         if (id < 0) {
-          auto [it, inserted] = index.try_emplace(std::string(trace.str(name)), static_cast<int32_t>(names.size()));
-          if (inserted) names.push_back(it->first);
+          auto [it, inserted] = index.try_emplace(std::string(trace.str(name)), static_cast<int32_t>(out.names.size()));
+          if (inserted) out.names.push_back(it->first);
           id = it->second;
         }
       }
       report.kernels += static_cast<int64_t>(stream.kernels.size());
-      if (stream.kernels.size() >= k) windows += stream.kernels.size() - k + 1;
-      streams.push_back(std::move(stream));
+      if (stream.kernels.size() >= k) out.windows += stream.kernels.size() - k + 1;
+      out.streams.push_back(std::move(stream));
     }
   }
-  // The name ids of the k kernels from position p of a stream.
-  std::vector<int32_t> window(k);
-  auto window_ids = [&](const StreamKernels& stream, size_t p) {
-    const Trace& trace = *inputs[stream.input].trace;
-    const std::vector<int32_t>& id_of_string = id_of_string_by_input[stream.input];
-    for (size_t q = 0; q < k; ++q) window[q] = id_of_string[trace.slice_name(trace.slices()[stream.kernels[p + q]])];
-    return static_cast<const int32_t*>(window.data());
-  };
-  PatternPrefilter prefilter(options.min_count > 1 ? windows : 0);
-  if (options.min_count > 1) {
-    for (const StreamKernels& stream : streams) {
-      for (size_t p = 0; p + k <= stream.kernels.size(); ++p) prefilter.Count(window_ids(stream, p), k);
-    }
-  }
+  return out;
+}
 
-  struct Acc {
-    int64_t count = 0, gpu_ns = 0, span_ns = 0, gap_ns = 0;
-    size_t stream = SIZE_MAX;  // the stream and position where the last occurrence ended
-    size_t end = 0;
-    std::vector<std::pair<int32_t, int64_t>> host_ops;  // op id, occurrences
-  };
-  std::unordered_map<std::string, Acc> patterns;
-  LaunchIndex launch;
-  size_t launch_input = SIZE_MAX;
-  Intervals busy;
-  for (size_t stream = 0; stream < streams.size(); ++stream) {
-    const StreamKernels& work = streams[stream];
-    const Trace& trace = *inputs[work.input].trace;
-    if (launch_input != work.input) {
-      launch = LaunchOf(trace);
-      launch_input = work.input;
-    }
-    for (uint32_t kernel : work.kernels) report.links.linked += launch[kernel] >= 0 ? 1 : 0;
-    for (size_t p = 0; p + k <= work.kernels.size(); ++p) {
-      const int32_t* ids = window_ids(work, p);
-      if (options.min_count > 1 && !prefilter.MaySeen(ids, k, options.min_count)) continue;
-      Acc& acc = patterns[PatternKey(ids, k)];
-      if (acc.stream == stream && p < acc.end) continue;  // overlaps the previous occurrence
-      acc.stream = stream;
-      acc.end = p + k;
-      ++acc.count;
-      busy.clear();
-      int64_t begin = INT64_MAX, end = INT64_MIN;
-      for (size_t q = p; q < p + k; ++q) {
-        const Slice& s = trace.slices()[work.kernels[q]];
-        acc.gpu_ns += s.dur_ns;
-        busy.emplace_back(s.start_ns, s.end_ns());
-        begin = std::min(begin, s.start_ns);
-        end = std::max(end, s.end_ns());
-      }
-      // Busy time of the occurrence: the union of its kernels (they may overlap on a stream's
-      // lanes).
-      const int64_t busy_ns = UnionLengthInPlace(busy);
-      acc.span_ns += end - begin;
-      acc.gap_ns += (end - begin) - busy_ns;
-      const int64_t r = launch[work.kernels[p]];
-      const int64_t op = r < 0 ? -1 : trace.slices()[static_cast<size_t>(r)].kind == SliceKind::kOp
-                                          ? r
-                                          : EnclosingOp(trace, static_cast<uint32_t>(r));
-      if (op >= 0) {
-        const trace::StringId op_name = trace.slice_name(trace.slices()[static_cast<size_t>(op)]);
-        auto [it, inserted] = op_index.try_emplace(std::string(trace.str(op_name)), static_cast<int32_t>(op_names.size()));
-        if (inserted) op_names.push_back(it->first);
-        const int32_t op_id = it->second;
-        auto seen = std::find_if(acc.host_ops.begin(), acc.host_ops.end(),
-                                 [op_id](const auto& entry) { return entry.first == op_id; });
-        if (seen == acc.host_ops.end()) {
-          acc.host_ops.emplace_back(op_id, 1);
-        } else {
-          ++seen->second;
+// One pattern's occurrences so far.
+struct PatternTotals {
+  int64_t count = 0, gpu_ns = 0, span_ns = 0, gap_ns = 0;
+  size_t stream = SIZE_MAX;  // the stream and position where the last occurrence ended
+  size_t end = 0;
+  std::vector<std::pair<int32_t, int64_t>> host_ops;  // op id, occurrences
+};
+
+// Counts every occurrence of every pattern of k kernels (occurrences on one stream do not
+// overlap), its GPU time, span and gaps, and the ops that launched it.
+class PatternCounter {
+ public:
+  PatternCounter(const std::vector<GpuInput>& inputs, const KernelStreams& streams, size_t k,
+                 const KernelPatternOptions& options)
+      : inputs_(inputs), streams_(streams), k_(k), options_(options), window_(k),
+        prefilter_(options.min_count > 1 ? streams.windows : 0) {}
+
+  void Count(KernelPatternReport& report) {
+    if (options_.min_count > 1) {
+      for (const KernelStreams::Stream& stream : streams_.streams) {
+        for (size_t p = 0; p + k_ <= stream.kernels.size(); ++p) {
+          prefilter_.Count(streams_.WindowIds(inputs_, stream, p, window_), k_);
         }
       }
     }
+    LaunchIndex launch;
+    size_t launch_input = SIZE_MAX;
+    for (size_t stream = 0; stream < streams_.streams.size(); ++stream) {
+      const KernelStreams::Stream& work = streams_.streams[stream];
+      if (launch_input != work.input) {
+        launch = LaunchOf(*inputs_[work.input].trace);
+        launch_input = work.input;
+      }
+      for (uint32_t kernel : work.kernels) report.links.linked += launch[kernel] >= 0 ? 1 : 0;
+      for (size_t p = 0; p + k_ <= work.kernels.size(); ++p) AddWindow(stream, p, launch);
+    }
   }
+
+  std::unordered_map<std::string, PatternTotals>& patterns() { return patterns_; }
+  const std::vector<std::string>& op_names() const { return op_names_; }
+
+ private:
+  void AddWindow(size_t stream, size_t p, const LaunchIndex& launch) {
+    const KernelStreams::Stream& work = streams_.streams[stream];
+    const Trace& trace = *inputs_[work.input].trace;
+    const int32_t* ids = streams_.WindowIds(inputs_, work, p, window_);
+    if (options_.min_count > 1 && !prefilter_.MaySeen(ids, k_, options_.min_count)) return;
+    PatternTotals& acc = patterns_[PatternKey(ids, k_)];
+    if (acc.stream == stream && p < acc.end) return;  // overlaps the previous occurrence
+    acc.stream = stream;
+    acc.end = p + k_;
+    ++acc.count;
+    busy_.clear();
+    int64_t begin = INT64_MAX, end = INT64_MIN;
+    for (size_t q = p; q < p + k_; ++q) {
+      const Slice& s = trace.slices()[work.kernels[q]];
+      acc.gpu_ns += s.dur_ns;
+      busy_.emplace_back(s.start_ns, s.end_ns());
+      begin = std::min(begin, s.start_ns);
+      end = std::max(end, s.end_ns());
+    }
+    // Busy time of the occurrence: the union of its kernels (they may overlap on a stream's
+    // lanes).
+    const int64_t busy_ns = UnionLengthInPlace(busy_);
+    acc.span_ns += end - begin;
+    acc.gap_ns += (end - begin) - busy_ns;
+    const int64_t r = launch[work.kernels[p]];
+    const int64_t op = r < 0 ? -1 : trace.slices()[static_cast<size_t>(r)].kind == SliceKind::kOp
+                                        ? r
+                                        : EnclosingOp(trace, static_cast<uint32_t>(r));
+    if (op >= 0) AddHostOp(acc, trace, trace.slice_name(trace.slices()[static_cast<size_t>(op)]));
+  }
+
+  void AddHostOp(PatternTotals& acc, const Trace& trace, trace::StringId op_name) {
+    auto [it, inserted] = op_index_.try_emplace(std::string(trace.str(op_name)), static_cast<int32_t>(op_names_.size()));
+    if (inserted) op_names_.push_back(it->first);
+    const int32_t op_id = it->second;
+    auto seen = std::find_if(acc.host_ops.begin(), acc.host_ops.end(),
+                             [op_id](const auto& entry) { return entry.first == op_id; });
+    if (seen == acc.host_ops.end()) {
+      acc.host_ops.emplace_back(op_id, 1);
+    } else {
+      ++seen->second;
+    }
+  }
+
+  const std::vector<GpuInput>& inputs_;
+  const KernelStreams& streams_;
+  const size_t k_;
+  const KernelPatternOptions& options_;
+  std::vector<int32_t> window_;
+  PatternPrefilter prefilter_;
+  std::unordered_map<std::string, PatternTotals> patterns_;
+  std::unordered_map<std::string, int32_t> op_index_;
+  std::vector<std::string> op_names_;
+  Intervals busy_;
+};
+
+// The patterns seen at least min_count times, the top ones by count or time in the report.
+void RankPatterns(std::unordered_map<std::string, PatternTotals>& patterns, const std::vector<std::string>& op_names,
+                  const std::vector<std::string>& names, size_t k, const KernelPatternOptions& options,
+                  KernelPatternReport& report) {
   // The ranking's ties go to the pattern whose ids come first (ids number kernel names in the
   // order they are first seen), so the report does not depend on the hash map's order.
   struct Ranked {
@@ -574,6 +613,18 @@ KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, c
     for (size_t q = 0; q < k; ++q) entry.pattern.kernels.push_back(names[static_cast<size_t>(PatternId(*entry.key, q))]);
     report.patterns.push_back(std::move(entry.pattern));
   }
+}
+
+}  // namespace
+
+KernelPatternReport ComputeKernelPatterns(const std::vector<GpuInput>& inputs, const KernelPatternOptions& options) {
+  KernelPatternReport report;
+  report.length = std::max<size_t>(options.length, 1);
+  const size_t k = report.length;
+  const KernelStreams streams = CollectKernelStreams(inputs, k, report);
+  PatternCounter counter(inputs, streams, k, options);
+  counter.Count(report);
+  RankPatterns(counter.patterns(), counter.op_names(), streams.names, k, options, report);
   return report;
 }
 

@@ -142,6 +142,79 @@ int64_t BusyOf(const Trace& trace, std::vector<std::pair<Iterator, Iterator>> la
   return busy.length();
 }
 
+// A source lane and its overlap lanes, walked together so that a child TraceBuilder moved to an
+// overlap lane (it overhangs its parent's end) still takes its part from its parent's self time;
+// the selected tracks with slices only, the source lane first.
+std::vector<std::vector<uint32_t>> LaneGroups(const Trace& trace, const std::vector<char>& selected) {
+  const std::vector<uint32_t> source_lane = SourceLanes(trace);
+  std::vector<std::vector<uint32_t>> groups;
+  std::unordered_map<uint32_t, size_t> group_of;
+  for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+    if (!selected[t] || trace.track_slices(t).empty()) continue;
+    auto [it, inserted] = group_of.try_emplace(source_lane[t], groups.size());
+    if (inserted) groups.emplace_back();
+    groups[it->second].push_back(t);
+  }
+  return groups;
+}
+
+// The slices of a group of lanes in the order they are walked (by start, the longer first at equal
+// starts), in `order`; with `windows`, only those that may reach into [begin, end].
+void WalkOrder(const Trace& trace, const std::vector<uint32_t>& group, const SliceWindows* windows, int64_t begin,
+               int64_t end, std::vector<uint32_t>& order) {
+  const auto& slices = trace.slices();
+  order.clear();
+  if (windows == nullptr) {
+    size_t count = 0;
+    for (uint32_t member : group) count += trace.track_slices(member).size();
+    order.reserve(count);
+  }
+  for (uint32_t member : group) {
+    if (windows != nullptr) {
+      windows->Collect(member, begin, end, order);
+      continue;
+    }
+    const uint32_t first = trace.track_first_slice(member);
+    for (uint32_t k = 0; k < trace.track_slices(member).size(); ++k) order.push_back(first + k);
+  }
+  if (group.size() > 1) {
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      if (slices[a].start_ns != slices[b].start_ns) return slices[a].start_ns < slices[b].start_ns;
+      if (slices[a].dur_ns != slices[b].dur_ns) return slices[a].dur_ns > slices[b].dur_ns;
+      return a < b;
+    });
+  }
+}
+
+// The busy time of one side (host or device) in [begin, end]: the union of its selected lanes'
+// counted slices.
+int64_t BusyOfSide(const Trace& trace, const std::vector<char>& selected, bool device, const SliceWindows* windows,
+                   int64_t begin, int64_t end) {
+  const auto& tracks = trace.tracks();
+  if (windows != nullptr) {
+    std::vector<std::vector<uint32_t>> collected;
+    for (uint32_t t = 0; t < tracks.size(); ++t) {
+      if (!selected[t] || (WhereOfTrack(trace, t)[0] == 'd') != device) continue;
+      collected.emplace_back();
+      windows->Collect(t, begin, end, collected.back());
+    }
+    std::vector<std::pair<const uint32_t*, const uint32_t*>> lanes;
+    for (const auto& c : collected) lanes.emplace_back(c.data(), c.data() + c.size());
+    return BusyOf(trace, std::move(lanes), begin, end);
+  }
+  std::vector<std::pair<IndexIterator, IndexIterator>> lanes;
+  for (uint32_t t = 0; t < tracks.size(); ++t) {
+    if (!selected[t] || (WhereOfTrack(trace, t)[0] == 'd') != device) continue;
+    const std::span<const Slice> lane = trace.track_slices(t);
+    // Past the window's end nothing counts.
+    const auto past = std::upper_bound(lane.begin(), lane.end(), end,
+                                       [](int64_t time, const Slice& s) { return time < s.start_ns; });
+    const uint32_t first = trace.track_first_slice(t);
+    lanes.emplace_back(IndexIterator{first}, IndexIterator{first + static_cast<uint32_t>(past - lane.begin())});
+  }
+  return BusyOf(trace, std::move(lanes), begin, end);
+}
+
 }  // namespace
 
 SliceWindows::SliceWindows(const Trace& trace) : trace_(trace), tracks_(trace.tracks().size()) {
@@ -211,51 +284,18 @@ OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
     uint32_t type_row, node_row;
   };
   std::vector<Open> open;
-  // A source lane and its overlap lanes are walked together, so that a child TraceBuilder moved
-  // to an overlap lane (it overhangs its parent's end) still takes its part from its parent's
-  // self time.
-  const std::vector<uint32_t> source_lane = SourceLanes(trace);
-  std::vector<std::vector<uint32_t>> groups;
-  std::unordered_map<uint32_t, size_t> group_of;
-  for (uint32_t t = 0; t < tracks.size(); ++t) {
-    if (!selected[t] || trace.track_slices(t).empty()) continue;
-    auto [it, inserted] = group_of.try_emplace(source_lane[t], groups.size());
-    if (inserted) groups.emplace_back();
-    groups[it->second].push_back(t);
-  }
   std::vector<uint32_t> order;
-  for (const std::vector<uint32_t>& group : groups) {
+  for (const std::vector<uint32_t>& group : LaneGroups(trace, selected)) {
     const uint32_t t = group.front();
     const bool device = WhereOfTrack(trace, t)[0] == 'd';
     const bool nesting = !tracks[t].concurrent;
     open.clear();
-    order.clear();
     // A lone track's slices are walked where they lie, already in this order: a list of them was
     // 4 bytes a slice of the largest host thread at the peak of `ops` on big traces.
     const bool whole_track = options.windows == nullptr && group.size() == 1;
-    if (!whole_track && options.windows == nullptr) {
-      size_t count = 0;
-      for (uint32_t member : group) count += trace.track_slices(member).size();
-      order.reserve(count);
-    }
-    for (uint32_t member : group) {
-      if (whole_track) break;
-      if (options.windows != nullptr) {
-        options.windows->Collect(member, begin, end, order);
-        continue;
-      }
-      const uint32_t first = trace.track_first_slice(member);
-      for (uint32_t k = 0; k < trace.track_slices(member).size(); ++k) order.push_back(first + k);
-    }
+    if (!whole_track) WalkOrder(trace, group, options.windows, begin, end, order);
     const uint32_t track_first = trace.track_first_slice(t);
     const size_t walk_size = whole_track ? trace.track_slices(t).size() : order.size();
-    if (group.size() > 1) {
-      std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-        if (slices[a].start_ns != slices[b].start_ns) return slices[a].start_ns < slices[b].start_ns;
-        if (slices[a].dur_ns != slices[b].dur_ns) return slices[a].dur_ns > slices[b].dur_ns;
-        return a < b;
-      });
-    }
     // Slices are sorted by start: past the window's end nothing more can count.
     for (size_t position = 0; position < walk_size; ++position) {
       const uint32_t index = whole_track ? track_first + static_cast<uint32_t>(position) : order[position];
@@ -336,32 +376,8 @@ OpStats ComputeOpStats(const Trace& trace, const OpStatsOptions& options) {
     }
   }
   // Busy per side, over every selected lane at once (threads and streams overlap in time).
-  for (const bool device : {false, true}) {
-    int64_t& busy = device ? stats.device_busy_ns : stats.host_busy_ns;
-    if (options.windows != nullptr) {
-      std::vector<std::vector<uint32_t>> collected;
-      for (uint32_t t = 0; t < tracks.size(); ++t) {
-        if (!selected[t] || (WhereOfTrack(trace, t)[0] == 'd') != device) continue;
-        collected.emplace_back();
-        options.windows->Collect(t, begin, end, collected.back());
-      }
-      std::vector<std::pair<const uint32_t*, const uint32_t*>> lanes;
-      for (const auto& c : collected) lanes.emplace_back(c.data(), c.data() + c.size());
-      busy = BusyOf(trace, std::move(lanes), begin, end);
-      continue;
-    }
-    std::vector<std::pair<IndexIterator, IndexIterator>> lanes;
-    for (uint32_t t = 0; t < tracks.size(); ++t) {
-      if (!selected[t] || (WhereOfTrack(trace, t)[0] == 'd') != device) continue;
-      const std::span<const Slice> lane = trace.track_slices(t);
-      // Past the window's end nothing counts.
-      const auto past = std::upper_bound(lane.begin(), lane.end(), end,
-                                         [](int64_t time, const Slice& s) { return time < s.start_ns; });
-      const uint32_t first = trace.track_first_slice(t);
-      lanes.emplace_back(IndexIterator{first}, IndexIterator{first + static_cast<uint32_t>(past - lane.begin())});
-    }
-    busy = BusyOf(trace, std::move(lanes), begin, end);
-  }
+  stats.host_busy_ns = BusyOfSide(trace, selected, /*device=*/false, options.windows, begin, end);
+  stats.device_busy_ns = BusyOfSide(trace, selected, /*device=*/true, options.windows, begin, end);
   stats.by_op_type = Finish(trace, by_type, stats.window_ns, &by_node);
   stats.by_node = Finish(trace, by_node, stats.window_ns);
   stats.annotations = Finish(trace, annotations, stats.window_ns);

@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "profiler/analysis/step_windows.h"
 #include "profiler/trace/trace.h"
 
 namespace stepscope::analysis {
@@ -92,5 +95,16 @@ class CriticalPathFinder {
   const trace::Trace& trace_;
   std::unique_ptr<const TraceLinks> links_;
 };
+
+// ---- one critical path per step --------------------------------------------------------------
+// `stepscope critical-path` and the viewer's pane: the path of each of a trace's step windows
+// (NumberedStepWindows with kWholeUnlessSeveral: one per ProfilerStep#N window, else one over the
+// whole trace). Paths are found one at a time and handed to `visit` in window order, so a trace
+// with thousands of steps never holds all their paths at once.
+void VisitStepCriticalPaths(const trace::Trace& trace, std::span<const StepWindow> windows,
+                            const std::function<void(const StepWindow&, const CriticalPath&)>& visit);
+// Every step window of one trace (the windows above, all of them), visited as above.
+void VisitCriticalPathsPerStep(const trace::Trace& trace,
+                               const std::function<void(const StepWindow&, const CriticalPath&)>& visit);
 
 }  // namespace stepscope::analysis

@@ -107,87 +107,226 @@ std::string_view StragglerCategoryName(StragglerCategory category) {
   }
 }
 
+namespace {
+
+// (step, rank) -> its work
+using WorkByStepAndRank = std::map<std::pair<int64_t, int32_t>, RankStepWork>;
+
+// The trace's windows, numbered: a step without a number takes its place among its rank's steps
+// (ranks are compared step by step, so each rank's k-th unnumbered step is step k).
+StatusOr<std::vector<Window>> NumberedWindows(const Trace& trace, int64_t& unnumbered, bool& whole) {
+  const std::vector<Step> steps = StepsOfTrace(trace, /*with_totals=*/false);
+  if (steps.empty()) return InvalidInput(trace.source_path() + ": no steps found (the trace holds no slices)");
+  whole = steps.size() == 1 && steps.front().marker == "trace";
+  std::vector<Window> windows;
+  for (const Step& step : steps) {
+    const int64_t number = step.step >= 0 ? step.step : unnumbered++;
+    windows.push_back({step.begin_ns, step.end_ns, number});
+  }
+  return windows;
+}
+
+// Which windows are kept (--steps), and each kept one's slot in `work`; fails when another input
+// already holds the same (step, rank).
+StatusOr<std::vector<RankStepWork*>> WindowSlots(const Trace& trace, size_t i, int32_t rank, int64_t shift,
+                                                 const std::vector<Window>& windows, const StragglerOptions& options,
+                                                 const StragglerReport& report, WorkByStepAndRank& work) {
+  std::vector<RankStepWork*> slots(windows.size(), nullptr);
+  for (size_t w = 0; w < windows.size(); ++w) {
+    const int64_t number = windows[w].step;
+    if (options.steps && (number < options.steps->first || number > options.steps->second)) continue;
+    auto [it, inserted] = work.try_emplace({number, rank});
+    if (!inserted) {
+      return InvalidInput("rank " + std::to_string(rank) + " step " + std::to_string(number) + " is in both " +
+                          report.inputs[it->second.input].source + " and " + trace.source_path() +
+                          " (give one run's traces)");
+    }
+    it->second.input = i;
+    it->second.window_begin = windows[w].begin + shift;
+    slots[w] = &it->second;
+  }
+  return slots;
+}
+
+// Adds each slice of work of the trace to the slot of the window it belongs to, on the aligned
+// clock (`shift`).
+void AddWork(const Trace& trace, int64_t shift, bool whole, const std::vector<Window>& windows,
+             const std::vector<RankStepWork*>& slots) {
+  const LaunchIndex launch = whole ? LaunchIndex() : LaunchOf(trace);
+  std::vector<bool> gpu_lane(trace.tracks().size());
+  for (uint32_t t = 0; t < gpu_lane.size(); ++t) gpu_lane[t] = IsGpuDeviceLane(trace, t);
+  const auto& slices = trace.slices();
+  std::vector<std::pair<const Slice*, const Slice*>> lanes;
+  for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+    const auto lane = trace.track_slices(t);
+    lanes.emplace_back(lane.data(), lane.data() + lane.size());
+  }
+  MergeByStart(std::move(lanes), [](const Slice& s) { return s.start_ns; }, [&](const Slice& s) {
+    if (s.duplicate() || s.kind == SliceKind::kSync || s.kind == SliceKind::kPythonFrame) return;
+    const bool on_gpu = gpu_lane[s.track];
+    if (on_gpu && !trace::IsDeviceWork(s.kind)) return;  // GPU annotations
+    const bool input_annotation = s.kind == SliceKind::kAnnotation && !on_gpu &&
+                                  IsInputOp(trace.str(trace.slice_name(s)), trace.str(trace.slice_op_type(s)));
+    if (s.kind == SliceKind::kAnnotation && !input_annotation) return;
+    size_t w = 0;
+    if (!whole) {
+      // The window holding the work's launch, or its own start without one.
+      const int64_t from = launch[static_cast<size_t>(&s - slices.data())];
+      const int64_t anchor = from >= 0 ? slices[static_cast<size_t>(from)].start_ns : s.start_ns;
+      auto after = std::upper_bound(windows.begin(), windows.end(), anchor,
+                                    [](int64_t t, const Window& x) { return t < x.begin; });
+      if (after == windows.begin()) return;
+      w = static_cast<size_t>(after - windows.begin()) - 1;
+      if (anchor >= windows[w].end) return;
+    }
+    RankStepWork* slot = slots[w];
+    if (slot == nullptr) return;
+    const int64_t start = s.start_ns + shift, stop = s.end_ns() + shift;
+    if (input_annotation) {
+      slot->host_input.Add(start, stop);
+      return;
+    }
+    const StragglerCategory category = CategoryOf(trace, s, on_gpu);
+    (on_gpu ? slot->gpu : slot->host).Add(start, stop, category);
+    if (!on_gpu && category == StragglerCategory::kInput) slot->host_input.Add(start, stop);
+  });
+}
+
+// One input: its info, its windows' slots and its work.
+Status AddInput(const Trace& trace, size_t i, const ClockAlignment& alignment, const StragglerOptions& options,
+                std::map<int32_t, int64_t>& unnumbered, StragglerReport& report, WorkByStepAndRank& work) {
+  StragglerInputInfo info;
+  info.source = trace.source_path();
+  info.rank_known = trace.step_info().rank >= 0;
+  info.rank = info.rank_known ? trace.step_info().rank : static_cast<int32_t>(i);
+  info.alignment = alignment.alignment;
+  info.offset_ns = alignment.offset_ns;
+  const int32_t rank = info.rank;
+  const int64_t shift = trace.epoch_ns() + info.offset_ns;
+  report.inputs.push_back(info);
+  bool whole = false;
+  ASSIGN_OR_RETURN(const std::vector<Window> windows, NumberedWindows(trace, unnumbered[rank], whole));
+  ASSIGN_OR_RETURN(const std::vector<RankStepWork*> slots,
+                   WindowSlots(trace, i, rank, shift, windows, options, report, work));
+  AddWork(trace, shift, whole, windows, slots);
+  return Status::Ok();
+}
+
+// Why the straggler was late: the category where it exceeds the other ranks' median most.
+void FindReason(StepStragglers& step, size_t last) {
+  const RankStep& straggler = step.ranks[last];
+  int64_t best = 0;
+  step.reason = "none";
+  // Communication less the wait in it: waiting for the others is not why a rank is late.
+  auto own = [](const RankStep& r, int c) {
+    return r.by_category_ns[c] - (c == static_cast<int>(StragglerCategory::kCommunication) ? r.collective_wait_ns : 0);
+  };
+  for (int c = 0; c < kStragglerCategories; ++c) {
+    std::vector<int64_t> others;
+    for (size_t k = 0; k < step.ranks.size(); ++k) {
+      if (k != last) others.push_back(own(step.ranks[k], c));
+    }
+    step.excess_ns[c] = own(straggler, c) - LowerMedian(std::move(others));
+    if (step.excess_ns[c] > best) {
+      best = step.excess_ns[c];
+      step.reason = std::string(StragglerCategoryName(static_cast<StragglerCategory>(c)));
+    }
+  }
+}
+
+// Each rank's figures in one step, its lateness and collective wait, and the straggler; fills
+// `comm_begin`/`comm_end` (per rank, when it reached and left the step's collectives).
+StepStragglers CompareRanks(int64_t number, const std::vector<std::pair<int32_t, RankStepWork*>>& members,
+                            std::vector<int64_t>& comm_begin, std::vector<int64_t>& comm_end) {
+  StepStragglers step;
+  step.step = number;
+  std::vector<int64_t> absolute_begin, absolute_end;
+  for (auto& [rank, w] : members) {
+    RankStep r;
+    r.rank = rank;
+    r.input = w->input;
+    r.gpu = w->gpu.slices > 0;
+    Work& used = r.gpu ? w->gpu : w->host;
+    r.work = used.slices;
+    r.busy_ns = used.all.length();
+    for (int c = 0; c < kStragglerCategories; ++c) r.by_category_ns[c] = used.by_category[c].length();
+    constexpr int kInput = static_cast<int>(StragglerCategory::kInput);
+    r.by_category_ns[kInput] = r.gpu ? std::max<int64_t>(0, used.begin - w->window_begin) : w->host_input.length();
+    absolute_begin.push_back(used.begin);
+    absolute_end.push_back(used.end);
+    comm_begin.push_back(used.comm_begin);
+    comm_end.push_back(used.comm_end);
+    step.ranks.push_back(r);
+  }
+  const int64_t step_begin = *std::min_element(absolute_begin.begin(), absolute_begin.end());
+  step.origin_ns = step_begin;
+  int64_t least_comm = std::numeric_limits<int64_t>::max();
+  for (const RankStep& r : step.ranks) least_comm = std::min(least_comm, r.communication_ns());
+  // A synchronising collective lets no rank through before the last one arrives: the early
+  // ranks spend the difference waiting in it. A rank's wait is bounded twice: by its
+  // communication beyond the least of any rank (the rank that arrived last waited least), and
+  // by the time from its arrival at the step's collectives to the last rank's arrival (a rank
+  // whose collectives merely ran longer, arriving with the others, did not wait: it was slow).
+  // Each rank's own end is its end less that wait, so the rank the others waited for is the
+  // straggler, late by what they waited.
+  int64_t last_arrival = kNone;
+  for (size_t k = 0; k < step.ranks.size(); ++k) {
+    if (comm_end[k] != kNone) last_arrival = std::max(last_arrival, comm_begin[k]);
+  }
+  std::vector<int64_t> own_end(step.ranks.size());
+  for (size_t k = 0; k < step.ranks.size(); ++k) {
+    RankStep& r = step.ranks[k];
+    const int64_t until_all_arrived =
+        comm_end[k] == kNone ? 0 : std::min(last_arrival, comm_end[k]) - comm_begin[k];
+    r.collective_wait_ns = std::max<int64_t>(0, std::min(r.communication_ns() - least_comm, until_all_arrived));
+    own_end[k] = absolute_end[k] - r.collective_wait_ns;
+  }
+  const int64_t first_end = *std::min_element(own_end.begin(), own_end.end());
+  size_t last = 0;
+  for (size_t k = 0; k < step.ranks.size(); ++k) {
+    RankStep& r = step.ranks[k];
+    r.begin_ns = absolute_begin[k] - step_begin;
+    r.end_ns = absolute_end[k] - step_begin;
+    r.lateness_ns = own_end[k] - first_end;
+    if (own_end[k] > own_end[last]) last = k;
+  }
+  const RankStep& straggler = step.ranks[last];
+  step.straggler = straggler.rank;
+  step.lateness_ns = straggler.lateness_ns;
+  step.lateness_vs_median_ns = own_end[last] - LowerMedian(own_end);
+  FindReason(step, last);
+  return step;
+}
+
+// Who the others waited for in the collectives (the rank that reached them last), and how long.
+void FindWaitedFor(StepStragglers& step, const std::vector<int64_t>& comm_begin, const std::vector<int64_t>& comm_end) {
+  int64_t most_wait = 0;
+  for (const RankStep& r : step.ranks) most_wait = std::max(most_wait, r.collective_wait_ns);
+  if (most_wait > 0) {
+    // The rank that reached the collectives last (the lowest on a tie).
+    size_t waited = 0;
+    for (size_t k = 0; k < step.ranks.size(); ++k) {
+      if (comm_end[k] != kNone && (comm_end[waited] == kNone || comm_begin[k] > comm_begin[waited])) waited = k;
+    }
+    step.waited_for = step.ranks[waited].rank;
+    std::vector<int64_t> waits;
+    for (size_t k = 0; k < step.ranks.size(); ++k) {
+      if (k != waited) waits.push_back(step.ranks[k].collective_wait_ns);
+    }
+    step.others_waited_ns = LowerMedian(std::move(waits));
+  }
+}
+
+}  // namespace
+
 StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const StragglerOptions& options) {
   StragglerReport report;
   const std::vector<ClockAlignment> alignment = AlignClocks(traces);
-  // (step, rank) -> its work
-  std::map<std::pair<int64_t, int32_t>, RankStepWork> work;
+  WorkByStepAndRank work;
   std::map<int32_t, int64_t> unnumbered;  // per rank: steps without a number so far
   for (size_t i = 0; i < traces.size(); ++i) {
-    const Trace& trace = traces[i];
-    StragglerInputInfo info;
-    info.source = trace.source_path();
-    info.rank_known = trace.step_info().rank >= 0;
-    info.rank = info.rank_known ? trace.step_info().rank : static_cast<int32_t>(i);
-    info.alignment = alignment[i].alignment;
-    info.offset_ns = alignment[i].offset_ns;
-    const int32_t rank = info.rank;
-    const int64_t shift = trace.epoch_ns() + info.offset_ns;
-    report.inputs.push_back(info);
-
-    const std::vector<Step> steps = StepsOfTrace(trace, /*with_totals=*/false);
-    if (steps.empty()) return InvalidInput(trace.source_path() + ": no steps found (the trace holds no slices)");
-    const bool whole = steps.size() == 1 && steps.front().marker == "trace";
-    std::vector<Window> windows;
-    for (const Step& step : steps) {
-      const int64_t number = step.step >= 0 ? step.step : unnumbered[rank]++;
-      windows.push_back({step.begin_ns, step.end_ns, number});
-    }
-    // Which windows are kept, and each kept one's work.
-    std::vector<RankStepWork*> slots(windows.size(), nullptr);
-    for (size_t w = 0; w < windows.size(); ++w) {
-      const int64_t number = windows[w].step;
-      if (options.steps && (number < options.steps->first || number > options.steps->second)) continue;
-      auto [it, inserted] = work.try_emplace({number, rank});
-      if (!inserted) {
-        return InvalidInput("rank " + std::to_string(rank) + " step " + std::to_string(number) + " is in both " +
-                            report.inputs[it->second.input].source + " and " + trace.source_path() +
-                            " (give one run's traces)");
-      }
-      it->second.input = i;
-      it->second.window_begin = windows[w].begin + shift;
-      slots[w] = &it->second;
-    }
-    const LaunchIndex launch = whole ? LaunchIndex() : LaunchOf(trace);
-    std::vector<bool> gpu_lane(trace.tracks().size());
-    for (uint32_t t = 0; t < gpu_lane.size(); ++t) gpu_lane[t] = IsGpuDeviceLane(trace, t);
-    const auto& slices = trace.slices();
-    std::vector<std::pair<const Slice*, const Slice*>> lanes;
-    for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
-      const auto lane = trace.track_slices(t);
-      lanes.emplace_back(lane.data(), lane.data() + lane.size());
-    }
-    MergeByStart(std::move(lanes), [](const Slice& s) { return s.start_ns; }, [&](const Slice& s) {
-      if (s.duplicate() || s.kind == SliceKind::kSync || s.kind == SliceKind::kPythonFrame) return;
-      const bool on_gpu = gpu_lane[s.track];
-      if (on_gpu && !trace::IsDeviceWork(s.kind)) return;  // GPU annotations
-      const bool input_annotation = s.kind == SliceKind::kAnnotation && !on_gpu &&
-                                    IsInputOp(trace.str(trace.slice_name(s)), trace.str(trace.slice_op_type(s)));
-      if (s.kind == SliceKind::kAnnotation && !input_annotation) return;
-      size_t w = 0;
-      if (!whole) {
-        // The window holding the work's launch, or its own start without one.
-        const int64_t from = launch[static_cast<size_t>(&s - slices.data())];
-        const int64_t anchor = from >= 0 ? slices[static_cast<size_t>(from)].start_ns : s.start_ns;
-        auto after = std::upper_bound(windows.begin(), windows.end(), anchor,
-                                      [](int64_t t, const Window& x) { return t < x.begin; });
-        if (after == windows.begin()) return;
-        w = static_cast<size_t>(after - windows.begin()) - 1;
-        if (anchor >= windows[w].end) return;
-      }
-      RankStepWork* slot = slots[w];
-      if (slot == nullptr) return;
-      const int64_t start = s.start_ns + shift, stop = s.end_ns() + shift;
-      if (input_annotation) {
-        slot->host_input.Add(start, stop);
-        return;
-      }
-      const StragglerCategory category = CategoryOf(trace, s, on_gpu);
-      (on_gpu ? slot->gpu : slot->host).Add(start, stop, category);
-      if (!on_gpu && category == StragglerCategory::kInput) slot->host_input.Add(start, stop);
-    });
+    RETURN_IF_ERROR(AddInput(traces[i], i, alignment[i], options, unnumbered, report, work));
   }
-
   // Per step, the ranks in rank order (the map's order).
   std::map<int64_t, std::vector<std::pair<int32_t, RankStepWork*>>> by_step;
   for (auto& [key, w] : work) {
@@ -199,94 +338,9 @@ StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const
       report.single_rank_steps.push_back(number);
       continue;
     }
-    StepStragglers step;
-    step.step = number;
-    std::vector<int64_t> absolute_begin, absolute_end, comm_begin, comm_end;
-    for (auto& [rank, w] : members) {
-      RankStep r;
-      r.rank = rank;
-      r.input = w->input;
-      r.gpu = w->gpu.slices > 0;
-      Work& used = r.gpu ? w->gpu : w->host;
-      r.work = used.slices;
-      r.busy_ns = used.all.length();
-      for (int c = 0; c < kStragglerCategories; ++c) r.by_category_ns[c] = used.by_category[c].length();
-      constexpr int kInput = static_cast<int>(StragglerCategory::kInput);
-      r.by_category_ns[kInput] = r.gpu ? std::max<int64_t>(0, used.begin - w->window_begin) : w->host_input.length();
-      absolute_begin.push_back(used.begin);
-      absolute_end.push_back(used.end);
-      comm_begin.push_back(used.comm_begin);
-      comm_end.push_back(used.comm_end);
-      step.ranks.push_back(r);
-    }
-    const int64_t step_begin = *std::min_element(absolute_begin.begin(), absolute_begin.end());
-    step.origin_ns = step_begin;
-    int64_t least_comm = std::numeric_limits<int64_t>::max();
-    for (const RankStep& r : step.ranks) least_comm = std::min(least_comm, r.communication_ns());
-    // A synchronising collective lets no rank through before the last one arrives: the early
-    // ranks spend the difference waiting in it. A rank's wait is bounded twice: by its
-    // communication beyond the least of any rank (the rank that arrived last waited least), and
-    // by the time from its arrival at the step's collectives to the last rank's arrival (a rank
-    // whose collectives merely ran longer, arriving with the others, did not wait: it was slow).
-    // Each rank's own end is its end less that wait, so the rank the others waited for is the
-    // straggler, late by what they waited.
-    int64_t last_arrival = kNone;
-    for (size_t k = 0; k < step.ranks.size(); ++k) {
-      if (comm_end[k] != kNone) last_arrival = std::max(last_arrival, comm_begin[k]);
-    }
-    std::vector<int64_t> own_end(step.ranks.size());
-    for (size_t k = 0; k < step.ranks.size(); ++k) {
-      RankStep& r = step.ranks[k];
-      const int64_t until_all_arrived =
-          comm_end[k] == kNone ? 0 : std::min(last_arrival, comm_end[k]) - comm_begin[k];
-      r.collective_wait_ns = std::max<int64_t>(0, std::min(r.communication_ns() - least_comm, until_all_arrived));
-      own_end[k] = absolute_end[k] - r.collective_wait_ns;
-    }
-    const int64_t first_end = *std::min_element(own_end.begin(), own_end.end());
-    size_t last = 0;
-    for (size_t k = 0; k < step.ranks.size(); ++k) {
-      RankStep& r = step.ranks[k];
-      r.begin_ns = absolute_begin[k] - step_begin;
-      r.end_ns = absolute_end[k] - step_begin;
-      r.lateness_ns = own_end[k] - first_end;
-      if (own_end[k] > own_end[last]) last = k;
-    }
-    const RankStep& straggler = step.ranks[last];
-    step.straggler = straggler.rank;
-    step.lateness_ns = straggler.lateness_ns;
-    step.lateness_vs_median_ns = own_end[last] - LowerMedian(own_end);
-    int64_t best = 0;
-    step.reason = "none";
-    // Communication less the wait in it: waiting for the others is not why a rank is late.
-    auto own = [](const RankStep& r, int c) {
-      return r.by_category_ns[c] - (c == static_cast<int>(StragglerCategory::kCommunication) ? r.collective_wait_ns : 0);
-    };
-    for (int c = 0; c < kStragglerCategories; ++c) {
-      std::vector<int64_t> others;
-      for (size_t k = 0; k < step.ranks.size(); ++k) {
-        if (k != last) others.push_back(own(step.ranks[k], c));
-      }
-      step.excess_ns[c] = own(straggler, c) - LowerMedian(std::move(others));
-      if (step.excess_ns[c] > best) {
-        best = step.excess_ns[c];
-        step.reason = std::string(StragglerCategoryName(static_cast<StragglerCategory>(c)));
-      }
-    }
-    int64_t most_wait = 0;
-    for (const RankStep& r : step.ranks) most_wait = std::max(most_wait, r.collective_wait_ns);
-    if (most_wait > 0) {
-      // The rank that reached the collectives last (the lowest on a tie).
-      size_t waited = 0;
-      for (size_t k = 0; k < step.ranks.size(); ++k) {
-        if (comm_end[k] != kNone && (comm_end[waited] == kNone || comm_begin[k] > comm_begin[waited])) waited = k;
-      }
-      step.waited_for = step.ranks[waited].rank;
-      std::vector<int64_t> waits;
-      for (size_t k = 0; k < step.ranks.size(); ++k) {
-        if (k != waited) waits.push_back(step.ranks[k].collective_wait_ns);
-      }
-      step.others_waited_ns = LowerMedian(std::move(waits));
-    }
+    std::vector<int64_t> comm_begin, comm_end;
+    StepStragglers step = CompareRanks(number, members, comm_begin, comm_end);
+    FindWaitedFor(step, comm_begin, comm_end);
     for (const RankStep& r : step.ranks) {
       RankStragglerTotals& t = totals[r.rank];
       t.rank = r.rank;

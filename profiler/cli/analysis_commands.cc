@@ -14,6 +14,7 @@
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
+#include "profiler/analysis/step_windows.h"
 #include "profiler/analysis/steps.h"
 #include "profiler/analysis/summary.h"
 #include "profiler/cli/command.h"
@@ -654,18 +655,17 @@ class PerStepCommand : public SingleTraceCommand {
     ASSIGN_OR_RETURN(std::vector<Trace> traces, LoadScopedTraces(args));
     // Per trace, its windows in the range.
     std::vector<std::pair<const Trace*, std::vector<StepWindow>>> scoped;
-    for (const Trace& trace : traces) {
-      std::vector<StepWindow> windows = Windows(trace);
-      if (range) {
-        std::erase_if(windows, [&](const StepWindow& w) { return w.step < range->first || w.step > range->second; });
+    if (per_step()) {
+      auto windows = analysis::NumberedStepWindows(traces, range, analysis::StepWindowing::kWholeUnlessSeveral);
+      for (size_t i = 0; i < traces.size(); ++i) {
+        if (!windows[i].empty()) scoped.emplace_back(&traces[i], std::move(windows[i]));
       }
-      if (!windows.empty()) scoped.emplace_back(&trace, std::move(windows));
+    } else {
+      for (const Trace& trace : traces) {
+        scoped.push_back({&trace, {StepWindow{.step = trace.step_info().step, .marker = "trace", .whole = true}}});
+      }
     }
-    if (scoped.empty()) {
-      return InvalidInput("no step " + std::to_string(range->first) +
-                          (range->second != range->first ? "-" + std::to_string(range->second) : "") +
-                          " in the traces given (see `stepscope steps`)");
-    }
+    if (scoped.empty()) return InvalidInput(range ? analysis::NoStepInRangeMessage(*range) : "no traces given");
     if (args.Has("json")) {
       nlohmann::ordered_json doc;
       doc["schema"] = "stepscope." + name() + "/1";
@@ -683,21 +683,19 @@ class PerStepCommand : public SingleTraceCommand {
   }
 
  protected:
-  // A step of a trace: a ProfilerStep#N window, or the whole trace (numbered by its step info).
-  struct StepWindow {
-    int64_t step = -1;
-    std::string marker;
-    int64_t begin_ns = std::numeric_limits<int64_t>::min(), end_ns = std::numeric_limits<int64_t>::max();
-    bool whole() const { return marker == "trace"; }
-  };
-  // The steps a command reports a trace in (default: the whole trace).
-  virtual std::vector<StepWindow> Windows(const Trace& trace) const {
-    return {{trace.step_info().step, "trace"}};
-  }
+  using StepWindow = analysis::StepWindow;
+  // Whether the command reports each step window of a trace (analysis/step_windows.h), or only
+  // whole traces.
+  virtual bool per_step() const { return true; }
   virtual std::string Text(const Trace& trace, const std::vector<StepWindow>& windows, size_t top) const = 0;
   virtual Json ToJson(const Trace& trace, const std::vector<StepWindow>& windows, size_t top) const = 0;
-  std::string Text(const Trace& trace, size_t top) const final { return Text(trace, Windows(trace), top); }
-  Json ToJson(const Trace& trace, size_t top) const final { return ToJson(trace, Windows(trace), top); }
+  std::string Text(const Trace& trace, size_t top) const final { return Text(trace, WholeTrace(trace), top); }
+  Json ToJson(const Trace& trace, size_t top) const final { return ToJson(trace, WholeTrace(trace), top); }
+
+ private:
+  static std::vector<StepWindow> WholeTrace(const Trace& trace) {
+    return {StepWindow{.step = trace.step_info().step, .marker = "trace", .whole = true}};
+  }
 };
 
 std::string OverlapDescription() {
@@ -713,6 +711,7 @@ class OverlapCommand : public PerStepCommand {
   std::string description() const override { return OverlapDescription(); }
   // Whole traces only (ComputeOverlap has no windows): scoped by rank, not by step.
   std::string synopsis() const override { return "TRACE|DIR... [--json] [--top N] [--rank R]"; }
+  bool per_step() const override { return false; }
   std::vector<FlagSpec> flags() const override {
     auto flags = SingleTraceCommand::flags();
     flags.push_back(RankFlag());
@@ -770,24 +769,13 @@ class CriticalPathCommand : public PerStepCommand {
   }
 
  protected:
-  // Its ProfilerStep#N spans, or the whole trace.
-  std::vector<StepWindow> Windows(const Trace& trace) const override {
-    std::vector<StepWindow> windows;
-    const auto steps = analysis::StepsOfTrace(trace, false);
-    if (steps.size() > 1) {
-      for (const auto& step : steps) windows.push_back({step.step, step.marker, step.begin_ns, step.end_ns});
-    } else {
-      windows.push_back({trace.step_info().step, "trace"});
-    }
-    return windows;
-  }
   std::string Text(const Trace& trace, const std::vector<StepWindow>& windows, size_t top) const override {
     std::string out = LaunchLinksText(analysis::CountLaunchLinks({analysis::GpuInput{&trace, {}}}));
-    const analysis::CriticalPathFinder paths(trace);
-    for (const StepWindow& w : windows) {
-      if (!w.whole()) out += (out.empty() ? "" : "\n") + std::string("== ") + w.marker + "\n";
-      out += PathText(trace, paths.Find(w.begin_ns, w.end_ns), top);
-    }
+    analysis::VisitStepCriticalPaths(trace, windows, [&](const StepWindow& w, const analysis::CriticalPath& path) {
+      // A step trace's windows (marker "trace") are named by the trace's header.
+      if (w.marker != "trace") out += (out.empty() ? "" : "\n") + std::string("== ") + w.marker + "\n";
+      out += PathText(trace, path, top);
+    });
     return out;
   }
   Json ToJson(const Trace& trace, const std::vector<StepWindow>& windows, size_t) const override {
@@ -795,18 +783,19 @@ class CriticalPathCommand : public PerStepCommand {
     if (const auto links = analysis::CountLaunchLinks({analysis::GpuInput{&trace, {}}}); links.work > 0) {
       doc["launch_links"] = LaunchLinksJson(links);
     }
-    const analysis::CriticalPathFinder paths(trace);
-    if (windows.size() == 1 && windows.front().whole()) {
-      doc.update(PathJson(trace, paths.Find(windows.front().begin_ns, windows.front().end_ns)));
+    if (windows.size() == 1 && windows.front().whole) {
+      analysis::VisitStepCriticalPaths(trace, windows, [&](const StepWindow&, const analysis::CriticalPath& path) {
+        doc.update(PathJson(trace, path));
+      });
       return doc;
     }
     auto steps = nlohmann::ordered_json::array();
-    for (const StepWindow& w : windows) {
+    analysis::VisitStepCriticalPaths(trace, windows, [&](const StepWindow& w, const analysis::CriticalPath& path) {
       Json step = {{"step", w.step}, {"marker", w.marker}, {"begin_ns", w.begin_ns - trace.span_begin_ns()},
                    {"end_ns", w.end_ns - trace.span_begin_ns()}};
-      step.update(PathJson(trace, paths.Find(w.begin_ns, w.end_ns)));
+      step.update(PathJson(trace, path));
       steps.push_back(step);
-    }
+    });
     doc["steps"] = steps;
     return doc;
   }

@@ -2,7 +2,7 @@
 // idle), `launches` (runtime call cost, launch delay, per op type), `annotations` (GPU time per
 // user annotation) and `kernel-patterns` (frequent kernel sequences). Each input (a trace file,
 // several, or a directory) is analysed on its own and the rows of one rank, device and stream add
-// up; --step/--steps keep the GPU work that starts in those steps' windows (analysis/steps.h),
+// up; --step/--steps keep the GPU work that starts in those steps' windows (analysis/step_windows.h),
 // --rank the traces of those ranks.
 #include "profiler/cli/gpu_commands.h"
 
@@ -12,7 +12,7 @@
 
 #include "profiler/analysis/gpu_analyses.h"
 #include "profiler/analysis/merge.h"
-#include "profiler/analysis/steps.h"
+#include "profiler/analysis/step_windows.h"
 #include "profiler/cli/report_format.h"
 #include "profiler/cli/scope_flags.h"
 
@@ -37,25 +37,18 @@ StatusOr<Loaded> Load(const ParsedArgs& args) {
   ASSIGN_OR_RETURN(auto range, StepRange(args));
   Loaded loaded;
   ASSIGN_OR_RETURN(loaded.traces, LoadScopedTraces(args));
-  bool any = false;
-  size_t order = 0;  // steps without a number take their place in the input order, as `steps` shows them
-  for (const Trace& trace : loaded.traces) {
-    analysis::GpuInput input{&trace, {}};
-    if (range) {
-      for (const analysis::Step& step : analysis::StepsOfTrace(trace)) {
-        const int64_t number = step.step >= 0 ? step.step : static_cast<int64_t>(order);
-        ++order;
-        if (number >= range->first && number <= range->second) input.windows.emplace_back(step.begin_ns, step.end_ns);
-      }
-      if (input.windows.empty()) continue;
-    }
-    any = true;
+  if (!range) {
+    for (const Trace& trace : loaded.traces) loaded.inputs.push_back({&trace, {}});
+    return loaded;
+  }
+  const auto windows = analysis::NumberedStepWindows(loaded.traces, range, analysis::StepWindowing::kEveryStep);
+  for (size_t i = 0; i < loaded.traces.size(); ++i) {
+    if (windows[i].empty()) continue;
+    analysis::GpuInput input{&loaded.traces[i], {}};
+    for (const analysis::StepWindow& w : windows[i]) input.windows.emplace_back(w.begin_ns, w.end_ns);
     loaded.inputs.push_back(std::move(input));
   }
-  if (!any) {
-    return InvalidInput("no step " + IntText(range->first) + (range->second != range->first ? "-" + IntText(range->second) : "") +
-                        " in the traces given (see `stepscope steps`)");
-  }
+  if (loaded.inputs.empty()) return InvalidInput(analysis::NoStepInRangeMessage(*range));
   return loaded;
 }
 

@@ -1,17 +1,16 @@
-// Plain-text formatting shared by the summary and analysis commands: durations, byte sizes,
-// shares, and left/right aligned table columns.
+// Plain-text formatting shared by the summary and analysis commands: shares, fixed digits, and
+// left/right aligned table columns. Durations and byte sizes come from base/units.h.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "base/units.h"
+
 namespace stepscope::cli {
 
 inline std::string IntText(int64_t value) { return std::to_string(value); }  // table cells
-std::string FormatDuration(int64_t ns);   // "1.234 ms", "12.0 us", "850 ns"
-std::string FormatDuration(double ns);
-std::string FormatBytes(int64_t bytes);   // "1.50 MiB"
 std::string FormatPercent(double share);  // "12.3%"
 std::string FormatFixed(double value, int digits);  // FormatFixed(3.14159, 2): "3.14"
 std::string Truncate(const std::string& text, size_t width);

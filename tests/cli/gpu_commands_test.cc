@@ -164,5 +164,34 @@ TEST(GpuCommandsTest, BadInputIsAClearErrorWithExitTwo) {
   }
 }
 
+// --step numbers steps by one rule in every command: a step's recorded number, else its place
+// among all the inputs' steps (the PTB step is step 0, the AlexNet trace, with no step of its
+// own, is step 1), as `stepscope steps` lists them.
+TEST(StepScopeTest, GpuAndCriticalPathNumberStepsAlike) {
+  for (const char* command : {"gpu", "critical-path"}) {
+    // Step 1 is all of the AlexNet trace and nothing of the PTB step.
+    EXPECT_EQ(JsonOf({command, PtbStep(), AlexNet(), "--step", "1", "--json"}), JsonOf({command, AlexNet(), "--json"}))
+        << command;
+    const CliResult none = RunStepscope({command, PtbStep(), AlexNet(), "--step", "2"});
+    EXPECT_EQ(none.code, 2) << command;
+    EXPECT_NE(none.err.find("no step 2 in the traces given"), std::string::npos) << command << ": " << none.err;
+  }
+}
+
+// A trace with one ProfilerStep#N span is step N for critical-path too (its one path covers the
+// whole trace), as for gpu.
+TEST(StepScopeTest, OneProfilerStepIsSelectedByItsNumber) {
+  const std::string kineto = DataPath("analysis/kineto_small.json");
+  for (const char* command : {"gpu", "critical-path"}) {
+    const CliResult all = RunStepscope({command, kineto});
+    const CliResult five = RunStepscope({command, kineto, "--step", "5"});
+    EXPECT_EQ(five.code, 0) << command << ": " << five.err;
+    EXPECT_EQ(RunStepscope({command, kineto, "--step", "4"}).code, 2) << command;
+    if (std::string(command) == "critical-path") {
+      EXPECT_EQ(five.out, all.out);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stepscope::cli

@@ -1,3 +1,5 @@
+// The training log, the --metrics JSON lines and the TrainingReport of training_reporter.h:
+// throughput statistics over the steps after warm-up, progress lines with an ETA.
 #include "trainer/main/training_reporter.h"
 
 #include <algorithm>
@@ -6,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "trainer/main/training_setup.h"
 #include "trainer/runtime/clock.h"
 
@@ -42,15 +45,6 @@ void FillThroughput(const std::vector<double>& step_seconds, int64_t examples_pe
   report.examples_per_sec_stderr = std::sqrt(var) / std::sqrt(n);
   report.examples_per_sec_jitter = 1.4826 * median(deviations);
   report.mean_step_ms = 1e3 * total_seconds / n;
-}
-
-std::string FormatDuration(double seconds) {
-  char text[32];
-  const int s = static_cast<int>(std::lround(seconds));
-  if (s >= 3600) std::snprintf(text, sizeof(text), "%dh%02dm", s / 3600, (s / 60) % 60);
-  else if (s >= 60) std::snprintf(text, sizeof(text), "%dm%02ds", s / 60, s % 60);
-  else std::snprintf(text, sizeof(text), "%ds", s);
-  return text;
 }
 
 }  // namespace
@@ -153,7 +147,7 @@ Status TrainingReporter::RecordStep(const StepRecord& step) {
   const double eta =
       elapsed / static_cast<double>(step.step) * static_cast<double>(total_steps_ - step.step);
   progress << "  " << std::setprecision(0) << throughput << " " << workload_.unit() << "  ETA "
-           << FormatDuration(eta);
+           << FormatClockDuration(eta);
   RETURN_IF_ERROR(metrics_.Write(line));
   if (step.step == 1) report_.first_loss = step.loss;
   report_.final_loss = step.loss;

@@ -116,17 +116,13 @@ std::span<const DocumentView::PaneSpec> DocumentView::Panes() {
            [](const TraceDocument& document, DocumentAnalysis& into) {
              // As `stepscope critical-path`: one path per ProfilerStep#N window, else the whole trace.
              const trace::Trace& trace = document.trace();
-             const auto steps = analysis::StepsOfTrace(trace, /*with_totals=*/false);
-             if (steps.size() > 1) {
-               const analysis::CriticalPathFinder paths(trace);
-               for (const analysis::Step& step : steps) {
-                 into.critical_paths.push_back(DocumentAnalysis::MakePathWindow(step.marker, step.begin_ns, step.end_ns,
-                                                                                paths.Find(step.begin_ns, step.end_ns)));
-               }
-             } else {
-               into.critical_paths.push_back(DocumentAnalysis::MakePathWindow(
-                   "whole trace", trace.span_begin_ns(), trace.span_end_ns(), analysis::ComputeCriticalPath(trace)));
-             }
+             analysis::VisitCriticalPathsPerStep(
+                 trace, [&](const analysis::StepWindow& w, const analysis::CriticalPath& path) {
+                   into.critical_paths.push_back(
+                       w.whole ? DocumentAnalysis::MakePathWindow("whole trace", trace.span_begin_ns(),
+                                                                  trace.span_end_ns(), path)
+                               : DocumentAnalysis::MakePathWindow(w.marker, w.begin_ns, w.end_ns, path));
+                 });
            },
        .show = &DocumentView::ShowCriticalPath},
       {.id = kAttributionPane,
