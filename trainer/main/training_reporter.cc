@@ -1,3 +1,5 @@
+// Progress lines, --metrics JSON lines and the final throughput (mean ± standard error and jitter
+// after warm-up) of a training run.
 #include "trainer/main/training_reporter.h"
 
 #include <algorithm>
