@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "base/status.h"
-#include "kernels/tensor.h"
+#include "kernels/tensor_view.h"
 #include "trainer/runtime/allocator.h"
 
 namespace stepscope::runtime {
