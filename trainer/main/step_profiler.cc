@@ -1,3 +1,5 @@
+// The --profile bridge: hooks the runtime's op and allocation observers into a StepCollector on
+// profiled steps, adds CUPTI's GPU records where built, and writes each step's RunMetadata.
 #include "trainer/main/step_profiler.h"
 
 #include <unistd.h>
