@@ -1,3 +1,5 @@
+// Whole-file reads with gzip inflated transparently and errors naming the file, and the atomic
+// writer's temporary file in the target's directory, renamed on Commit, removed otherwise.
 #include "base/file_io.h"
 
 #include "base/file_reader.h"

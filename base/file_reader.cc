@@ -1,3 +1,5 @@
+// Front-to-back reads in pieces over a file descriptor, gzip inflated a buffer at a time through
+// zlib's stream API, with a gzip stream cut short told apart from a corrupt one.
 #include "base/file_reader.h"
 
 #include <fcntl.h>

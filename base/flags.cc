@@ -1,3 +1,5 @@
+// Parses argv against a program's flag table (`--name=value`, `--name value`, short and boolean
+// flags) with errors that name the flag, and writes --help from the same table.
 #include "base/flags.h"
 
 #include <charconv>

@@ -1,5 +1,5 @@
 // STEPSCOPE_HD marks functions that host code and CUDA kernels share (`__host__ __device__`
-// under nvcc, nothing for the host compiler): the kernels' scalar formulas (kernels/hd.h) and the
+// under nvcc, nothing for the host compiler): the kernels' scalar formulas (kernels/math/) and the
 // few base pieces device code needs (base/random.h's SplitMix64).
 #pragma once
 

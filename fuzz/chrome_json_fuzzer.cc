@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "fuzz/fuzz_analyses.h"
-#include "profiler/trace/chrome_json_reader.h"
+#include "profiler/formats/chrome_json/chrome_json_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "fuzz/fuzz_analyses.h"
-#include "profiler/trace/perfetto_proto.h"
+#include "profiler/formats/perfetto/perfetto_proto.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);

@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "fuzz/fuzz_analyses.h"
-#include "profiler/trace/step_stats_import.h"
-#include "profiler/trace/step_stats_io.h"
+#include "profiler/formats/step_stats/step_stats_import.h"
+#include "profiler/formats/step_stats/step_stats_io.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace {

@@ -6,8 +6,8 @@
 #include <string_view>
 
 #include "fuzz/fuzz_analyses.h"
-#include "profiler/trace/perfetto_proto.h"
-#include "profiler/trace/xspace_reader.h"
+#include "profiler/formats/perfetto/perfetto_proto.h"
+#include "profiler/formats/xspace/xspace_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);

@@ -11,7 +11,7 @@
 
 #include "base/status.h"
 #include "kernels/cpu_context.h"
-#include "kernels/tensor.h"
+#include "kernels/tensor_view.h"
 
 namespace stepscope::kernels {
 

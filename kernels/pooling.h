@@ -8,7 +8,7 @@
 #include "kernels/conv2d.h"  // Padding
 #include "kernels/cpu_context.h"
 #include "kernels/math/pooling_math.h"
-#include "kernels/tensor.h"
+#include "kernels/tensor_view.h"
 
 namespace stepscope::kernels {
 

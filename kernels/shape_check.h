@@ -5,7 +5,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "kernels/tensor.h"
+#include "kernels/tensor_view.h"
 
 namespace stepscope::kernels::internal {
 

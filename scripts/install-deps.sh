@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages stepscope builds with, only those that are missing (idempotent).
-# Needs root or sudo. The CUDA toolkit is optional and not installed here (see README).
+# Needs root or sudo. The CUDA toolkit is optional and not installed here (see docs/gpu.md).
 set -euo pipefail
 
 packages=(

@@ -12,10 +12,10 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh ci
 ctest --preset ci -j2
-# Each test is named after the program it runs (benchmark smoke runs: <program>_smoke; MPI runs
-# with more ranks: <program>_<N>_ranks).
+# Each test is named after the program it runs (benchmark runs: <program>_smoke and
+# <program>_json; MPI runs with more ranks: <program>_<N>_ranks).
 programs() {
-  ctest --preset "$@" -N | awk '/Test +#/ {sub(/_smoke$/, "", $3); sub(/_[0-9]+_ranks$/, "", $3); print $3}' | sort -u
+  ctest --preset "$@" -N | awk '/Test +#/ {sub(/_(smoke|json)$/, "", $3); sub(/_[0-9]+_ranks$/, "", $3); print $3}' | sort -u
 }
 scripts/configure.sh asan
 sanitized=$(programs asan -L sanitized)

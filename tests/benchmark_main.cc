@@ -1,40 +1,33 @@
+// RunBenchmarks: Google Benchmark's runner, showing results as its own main would
+// (--benchmark_format, --benchmark_color, --benchmark_counters_tabular), made to exit 1 and name
+// each run that reported an error.
 #include "tests/benchmark_main.h"
 
 #include <cstdio>
-#include <cstring>
-#include <memory>
 #include <string>
 #include <vector>
 
 namespace stepscope::testing {
 namespace {
 
-// The reporter --benchmark_format asks for (console or json; csv is deprecated), noting every run
-// that reported an error.
-template <typename Base>
-class ErrorNotingReporter final : public Base {
+// Passes everything to the reporter the flags ask for, noting every run that reported an error.
+class ErrorNotingReporter final : public benchmark::BenchmarkReporter {
  public:
-  explicit ErrorNotingReporter(std::vector<std::string>* failures) : failures_(failures) {}
-  void ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) override {
-    for (const auto& run : runs) {
+  ErrorNotingReporter(benchmark::BenchmarkReporter* shown, std::vector<std::string>* failures)
+      : shown_(shown), failures_(failures) {}
+  bool ReportContext(const Context& context) override { return shown_->ReportContext(context); }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
       if (run.error_occurred) failures_->push_back(run.benchmark_name() + ": " + run.error_message);
     }
-    Base::ReportRuns(runs);
+    shown_->ReportRuns(runs);
   }
+  void Finalize() override { shown_->Finalize(); }
 
  private:
+  benchmark::BenchmarkReporter* shown_;  // the library's, made from the flags; not owned
   std::vector<std::string>* failures_;
 };
-
-std::unique_ptr<benchmark::BenchmarkReporter> DisplayReporter(int argc, char** argv,
-                                                              std::vector<std::string>* failures) {
-  std::string format = "console";
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--benchmark_format=", 19) == 0) format = argv[i] + 19;
-  }
-  if (format == "json") return std::make_unique<ErrorNotingReporter<benchmark::JSONReporter>>(failures);
-  return std::make_unique<ErrorNotingReporter<benchmark::ConsoleReporter>>(failures);
-}
 
 }  // namespace
 
@@ -42,8 +35,9 @@ int RunBenchmarks(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   std::vector<std::string> failures;
-  const auto reporter = DisplayReporter(argc, argv, &failures);
-  benchmark::RunSpecifiedBenchmarks(reporter.get());
+  // Made after Initialize: it reads the display flags that Initialize took out of argv.
+  ErrorNotingReporter reporter(benchmark::CreateDefaultDisplayReporter(), &failures);
+  benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   for (const std::string& failure : failures) {
     std::fprintf(stderr, "benchmark failed: %s\n", failure.c_str());

@@ -20,7 +20,7 @@ inline std::string DataPath(const std::string& name) {
   return path;
 }
 
-// The real traces of samples/ (README "Samples"): what a user opens first.
+// The real traces of samples/ (README "Layout"): what a user opens first.
 inline std::string SamplePath(const std::string& name) {
   std::string path = STEPSCOPE_SOURCE_DIR;
   path.append("/samples/").append(name);

@@ -1,3 +1,5 @@
+// Row-major GEMM on OpenBLAS's column-major cblas sgemm/dgemm, with the int64 to int dimension
+// check and the beta scaling that BLAS leaves to the caller.
 #include "kernels/cpu/blas.h"
 
 #include <cblas.h>

@@ -1,3 +1,5 @@
+// How many threads one OpenBLAS call may use: one per call when several CPU devices share the
+// machine, all of a device's otherwise, unless the environment says how many.
 #include "kernels/blas_threads.h"
 
 #include <cblas.h>

@@ -1,7 +1,7 @@
 // FusedBatchNorm per-element formulas (shared CPU/CUDA). x̂ = (x − mean)·inv_std.
 #pragma once
 
-#include "kernels/hd.h"
+#include "kernels/math/scalar_math.h"
 
 namespace stepscope::kernels::math {
 

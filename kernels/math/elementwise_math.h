@@ -1,7 +1,7 @@
 // Scalar formulas of the element-wise ops and the activations (shared CPU/CUDA).
 #pragma once
 
-#include "kernels/hd.h"
+#include "kernels/math/scalar_math.h"
 
 namespace stepscope::kernels::math {
 

@@ -1,7 +1,7 @@
 // LSTMBlockCell per-element math (gate order i, ci, f, o), shared by CPU and CUDA.
 #pragma once
 
-#include "kernels/hd.h"
+#include "kernels/math/scalar_math.h"
 #include "kernels/math/elementwise_math.h"
 
 namespace stepscope::kernels::math {

@@ -1,7 +1,7 @@
 // Parameter update formulas (shared CPU/CUDA).
 #pragma once
 
-#include "kernels/hd.h"
+#include "kernels/math/scalar_math.h"
 
 namespace stepscope::kernels::math {
 

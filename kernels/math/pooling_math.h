@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "kernels/hd.h"
+#include "kernels/math/scalar_math.h"
 #include "kernels/math/conv_math.h"
 
 namespace stepscope::kernels::math {

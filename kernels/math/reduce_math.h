@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "kernels/hd.h"
+#include "kernels/math/scalar_math.h"
 
 namespace stepscope::kernels::math {
 

@@ -2,7 +2,7 @@
 // row and s = Σ exp(x − m): loss = log(s) − (x_label − m), backprop_c = exp(x_c − m)/s − [c = y].
 #pragma once
 
-#include "kernels/hd.h"
+#include "kernels/math/scalar_math.h"
 
 namespace stepscope::kernels::math {
 

@@ -7,7 +7,7 @@
 #include "base/file_io.h"
 #include "profiler/analysis/stragglers.h"
 #include "profiler/trace/node_store.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::analysis {

@@ -12,7 +12,7 @@
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/statistics.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 
 namespace stepscope::analysis {
 

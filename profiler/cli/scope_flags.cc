@@ -1,7 +1,7 @@
 #include "profiler/cli/scope_flags.h"
 
 #include "profiler/analysis/merge.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 
 namespace stepscope::cli {
 

@@ -10,7 +10,7 @@
 
 #include "base/check.h"
 #include "base/free_storage.h"
-#include "profiler/trace/varint.h"
+#include "profiler/formats/common/varint.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {

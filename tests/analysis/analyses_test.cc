@@ -9,7 +9,7 @@
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/step_analyses.h"
 #include "profiler/analysis/steps.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 #include "test_util.h"
 #include "trace_fixtures.h"
 

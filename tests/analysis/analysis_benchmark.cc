@@ -31,8 +31,8 @@
 #include "profiler/analysis/steps.h"
 #include "base/file_io.h"
 #include "base/file_reader.h"
-#include "profiler/trace/chrome_json_reader.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/chrome_json/chrome_json_reader.h"
+#include "profiler/formats/reader.h"
 #include "test_util.h"
 #include "tests/benchmark_main.h"
 

@@ -13,8 +13,8 @@
 #include "profiler/analysis/gpu_analyses.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
-#include "profiler/trace/reader.h"
-#include "profiler/trace/writer.h"
+#include "profiler/formats/reader.h"
+#include "profiler/formats/writer.h"
 #include "test_util.h"
 
 namespace stepscope::analysis {

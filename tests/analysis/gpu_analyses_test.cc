@@ -9,7 +9,7 @@
 
 #include "profiler/analysis/gpu_analyses.h"
 #include "profiler/analysis/statistics.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 #include "test_util.h"
 #include "trace_fixtures.h"
 

@@ -19,8 +19,8 @@
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/gpu_analyses.h"
 #include "profiler/analysis/step_analyses.h"
-#include "profiler/trace/reader.h"
-#include "profiler/trace/writer.h"
+#include "profiler/formats/reader.h"
+#include "profiler/formats/writer.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 

@@ -12,8 +12,8 @@
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/summary.h"
-#include "profiler/trace/chrome_json_reader.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/chrome_json/chrome_json_reader.h"
+#include "profiler/formats/reader.h"
 #include "test_util.h"
 
 namespace stepscope::analysis {

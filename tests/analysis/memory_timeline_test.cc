@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 #include "test_util.h"
 
 namespace stepscope::analysis {

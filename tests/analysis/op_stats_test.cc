@@ -7,7 +7,7 @@
 #include <random>
 
 #include "kineto_generator.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 #include "test_util.h"
 #include "trace_fixtures.h"
 

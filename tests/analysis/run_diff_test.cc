@@ -11,7 +11,7 @@
 #include "profiler/analysis/run_diff.h"
 #include "profiler/analysis/statistics.h"
 #include "profiler/analysis/steps.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 #include "test_util.h"
 #include "trace_fixtures.h"
 

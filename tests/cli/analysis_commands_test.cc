@@ -7,7 +7,7 @@
 
 #include "base/file_io.h"
 #include "profiler/cli/cli.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 #include "run_stepscope.h"
 #include "test_util.h"
 

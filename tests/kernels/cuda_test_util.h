@@ -33,7 +33,7 @@
 
 #include "kernels/cpu_context.h"
 #include "kernels/cuda/cuda_context.h"
-#include "kernels/tensor.h"
+#include "kernels/tensor_view.h"
 #include "tests/kernels/test_util.h"
 
 namespace stepscope::kernels::testing {

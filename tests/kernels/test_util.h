@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "kernels/tensor.h"
+#include "kernels/tensor_view.h"
 
 namespace stepscope::kernels::testing {
 

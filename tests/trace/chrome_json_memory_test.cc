@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 #include "test_util.h"
 
 namespace stepscope::trace {

@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_io.h"
-#include "profiler/trace/chrome_json_reader.h"
-#include "profiler/trace/chrome_writer.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/chrome_json/chrome_json_reader.h"
+#include "profiler/formats/chrome_json/chrome_json_writer.h"
+#include "profiler/formats/reader.h"
 #include "profiler/trace/slice_details.h"
 #include "test_util.h"
 

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "profiler/analysis/summary.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 

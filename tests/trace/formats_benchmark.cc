@@ -11,11 +11,11 @@
 #include <map>
 
 #include "base/file_io.h"
-#include "profiler/trace/chrome_writer.h"
-#include "profiler/trace/perfetto_proto.h"
-#include "profiler/trace/proto_wire.h"
-#include "profiler/trace/reader.h"
-#include "profiler/trace/xspace_reader.h"
+#include "profiler/formats/chrome_json/chrome_json_writer.h"
+#include "profiler/formats/perfetto/perfetto_proto.h"
+#include "profiler/formats/common/proto_wire.h"
+#include "profiler/formats/reader.h"
+#include "profiler/formats/xspace/xspace_reader.h"
 
 namespace stepscope::trace {
 namespace {

@@ -19,8 +19,8 @@
 #include "base/file_io.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/summary.h"
-#include "profiler/trace/chrome_writer.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/chrome_json/chrome_json_writer.h"
+#include "profiler/formats/reader.h"
 #include "test_util.h"
 
 namespace stepscope::trace {

@@ -13,8 +13,8 @@
 
 #include "base/file_io.h"
 #include "profiler/analysis/gpu_analyses.h"
-#include "profiler/trace/chrome_writer.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/chrome_json/chrome_json_writer.h"
+#include "profiler/formats/reader.h"
 #include "test_util.h"
 
 namespace stepscope::trace {

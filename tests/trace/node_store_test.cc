@@ -5,8 +5,8 @@
 
 #include <google/protobuf/stubs/logging.h>
 
-#include "profiler/trace/reader.h"
-#include "profiler/trace/step_stats_wire.h"
+#include "profiler/formats/reader.h"
+#include "profiler/formats/step_stats/step_stats_wire.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 

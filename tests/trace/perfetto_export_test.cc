@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "profiler/trace/chrome_writer.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/chrome_json/chrome_json_writer.h"
+#include "profiler/formats/reader.h"
 #include "test_util.h"
 
 namespace stepscope::trace {

@@ -13,11 +13,11 @@
 #include "base/file_io.h"
 #include "base/file_reader.h"
 #include "proto/perfetto_trace.pb.h"
-#include "profiler/trace/format_sniff.h"
-#include "profiler/trace/perfetto_proto.h"
-#include "profiler/trace/reader.h"
-#include "profiler/trace/varint.h"
-#include "profiler/trace/writer.h"
+#include "profiler/formats/common/format_sniff.h"
+#include "profiler/formats/perfetto/perfetto_proto.h"
+#include "profiler/formats/reader.h"
+#include "profiler/formats/common/varint.h"
+#include "profiler/formats/writer.h"
 #include "test_util.h"
 
 namespace stepscope::trace {

@@ -16,9 +16,9 @@
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/analysis/summary.h"
 #include "profiler/trace/node_store.h"
-#include "profiler/trace/reader.h"
-#include "profiler/trace/step_stats_io.h"
-#include "profiler/trace/writer.h"
+#include "profiler/formats/reader.h"
+#include "profiler/formats/step_stats/step_stats_io.h"
+#include "profiler/formats/writer.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 

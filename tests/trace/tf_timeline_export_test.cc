@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_io.h"
-#include "profiler/trace/chrome_writer.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/chrome_json/chrome_json_writer.h"
+#include "profiler/formats/reader.h"
 #include "test_util.h"
 
 namespace stepscope::trace {

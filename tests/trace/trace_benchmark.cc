@@ -21,12 +21,12 @@
 #include <cstring>
 
 #include "base/file_io.h"
-#include "profiler/trace/chrome_writer.h"
-#include "profiler/trace/proto_utf8.h"
-#include "profiler/trace/reader.h"
-#include "profiler/trace/step_stats_import.h"
-#include "profiler/trace/step_stats_io.h"
-#include "profiler/trace/writer.h"
+#include "profiler/formats/chrome_json/chrome_json_writer.h"
+#include "profiler/formats/common/proto_utf8.h"
+#include "profiler/formats/reader.h"
+#include "profiler/formats/step_stats/step_stats_import.h"
+#include "profiler/formats/step_stats/step_stats_io.h"
+#include "profiler/formats/writer.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "tests/benchmark_main.h"
 #include "viewer/load/synthetic_trace.h"

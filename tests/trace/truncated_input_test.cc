@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "base/file_io.h"
-#include "profiler/trace/chrome_json_reader.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/chrome_json/chrome_json_reader.h"
+#include "profiler/formats/reader.h"
 #include "profiler/trace/truncation.h"
-#include "profiler/trace/writer.h"
+#include "profiler/formats/writer.h"
 #include "test_util.h"
 
 namespace stepscope::trace {

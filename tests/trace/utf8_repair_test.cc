@@ -6,10 +6,10 @@
 #include <string>
 #include <string_view>
 
-#include "profiler/trace/proto_utf8.h"
-#include "profiler/trace/reader.h"
-#include "profiler/trace/step_stats_io.h"
-#include "profiler/trace/utf8.h"
+#include "profiler/formats/common/proto_utf8.h"
+#include "profiler/formats/reader.h"
+#include "profiler/formats/step_stats/step_stats_io.h"
+#include "profiler/formats/common/utf8.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {

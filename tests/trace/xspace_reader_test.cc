@@ -11,9 +11,9 @@
 #include <set>
 
 #include "base/file_io.h"
-#include "profiler/trace/format_sniff.h"
-#include "profiler/trace/reader.h"
-#include "profiler/trace/xspace_reader.h"
+#include "profiler/formats/common/format_sniff.h"
+#include "profiler/formats/reader.h"
+#include "profiler/formats/xspace/xspace_reader.h"
 #include "test_util.h"
 #include "proto/xplane.pb.h"
 

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 #include "tests/test_util.h"
 
 namespace stepscope {

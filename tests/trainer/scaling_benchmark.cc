@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "profiler/analysis/step_analyses.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 #include "trainer/main/step_profiler.h"
 #include "trainer/models/resnet_model.h"
 #include "trainer/towers/towers.h"

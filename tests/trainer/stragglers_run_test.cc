@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profiler/analysis/merge.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 #include "tests/cli/run_stepscope.h"
 #include "tests/test_util.h"
 

@@ -16,8 +16,8 @@
 
 #include "base/file_io.h"
 #include "profiler/collect/step_collector.h"
-#include "profiler/trace/reader.h"
-#include "profiler/trace/step_stats_io.h"
+#include "profiler/formats/reader.h"
+#include "profiler/formats/step_stats/step_stats_io.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 #include "trainer/main/training_loop.h"

@@ -24,8 +24,8 @@
 #include <map>
 
 #include "base/file_io.h"
-#include "profiler/trace/reader.h"
-#include "profiler/trace/step_stats_io.h"
+#include "profiler/formats/reader.h"
+#include "profiler/formats/step_stats/step_stats_io.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "tests/test_util.h"
 #include "viewer/app/main_window.h"

@@ -13,7 +13,7 @@
 #include <fstream>
 
 #include "profiler/analysis/memory_timeline.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 #include "base/file_io.h"
 #include "tests/analysis/kineto_generator.h"
 #include "tests/test_util.h"

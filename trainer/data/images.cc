@@ -1,3 +1,5 @@
+// CIFAR-10 binary batches and deterministic built-in images kept as 8-bit pixels, resized
+// (bilinear) and normalised into NHWC float batches in a seeded shuffled order.
 #include "trainer/data/images.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Reads PTB's three text files as reader.py does: words split on whitespace, "<eos>" per line, a
+// vocabulary by frequency, and ptb_producer's strips of inputs and shifted targets.
 #include "trainer/data/ptb.h"
 
 #include <algorithm>

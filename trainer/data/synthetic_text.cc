@@ -1,3 +1,5 @@
+// The built-in corpus's stochastic grammar (Zipfian vocabulary, sentences, topics) and the
+// unigram model its difficulty is measured against.
 #include "trainer/data/synthetic_text.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The data sources behind BatchSource: PTB batches of word ids (files or the built-in corpus) and
+// image batches (CIFAR-10 or built-in images), allocated on the device each step.
 #include "trainer/main/batch_source.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The LSTM's workload: replicas of the PTB model, ptb_word_lm's learning-rate decay by epoch,
+// and perplexity per batch and over the epoch in the metrics and progress lines.
 #include "trainer/main/lstm_workload.h"
 
 #include <cmath>

@@ -1,3 +1,5 @@
+// ResNet's workload: replicas at the requested depth and image size, a constant learning rate
+// (0.1 × batch / 256 by default), and top-1 accuracy in the metrics and progress lines.
 #include "trainer/main/resnet_workload.h"
 
 #include <iomanip>

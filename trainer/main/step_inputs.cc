@@ -1,3 +1,5 @@
+// Picks and loads each step's batch: this rank's share of the next global batch, or a minibatch
+// of the resident batches in each pass's shuffled order.
 #include "trainer/main/step_inputs.h"
 
 #include <utility>

@@ -1,3 +1,5 @@
+// The --profile bridge: hooks the runtime's op and allocation observers into a StepCollector on
+// profiled steps, adds CUPTI's GPU records where built, and writes each step's RunMetadata.
 #include "trainer/main/step_profiler.h"
 
 #include <unistd.h>
@@ -9,9 +11,9 @@
 #include <iostream>
 
 #include "base/file_io.h"
-#include "profiler/trace/step_stats_import.h"
-#include "profiler/trace/step_stats_io.h"
-#include "profiler/trace/writer.h"
+#include "profiler/formats/step_stats/step_stats_import.h"
+#include "profiler/formats/step_stats/step_stats_io.h"
+#include "profiler/formats/writer.h"
 #include "trainer/runtime/clock.h"
 #ifdef STEPSCOPE_WITH_CUPTI
 #include "profiler/collect/cupti/cupti_activity_source.h"

@@ -1,3 +1,5 @@
+// The flag table of `stepscope-train`, and the checks that turn parsed flags into TrainOptions
+// (bad values are exit 2 with the flag named).
 #include "trainer/main/train_options.h"
 
 #include <algorithm>

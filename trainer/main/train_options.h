@@ -8,7 +8,7 @@
 
 #include "base/flags.h"
 #include "base/status.h"
-#include "profiler/trace/writer.h"
+#include "profiler/formats/writer.h"
 
 namespace stepscope::trainer {
 

@@ -1,3 +1,5 @@
+// RunTraining: set-up, then step after step until --steps or --epochs (or a signal), each step
+// fetched, trained on the towers, profiled when chosen and reported.
 #include "trainer/main/training_loop.h"
 
 #include <atomic>

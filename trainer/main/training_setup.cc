@@ -1,3 +1,5 @@
+// Builds what a training run holds before its first step, in dependency order: MPI session,
+// devices, workload, replicas with rank 0's parameters, profiler, towers.
 #include "trainer/main/training_setup.h"
 
 #include <span>

@@ -1,3 +1,4 @@
+// Chooses the workload for --model: the one place that maps a model name to its Workload.
 #include "trainer/main/workload.h"
 
 #include "trainer/main/lstm_workload.h"

@@ -1,3 +1,5 @@
+// The PTB LSTM's graph of TensorFlow-named nodes, its forward pass, hand-written backward pass
+// (dropout included), gradient clipping and SGD update.
 #include "trainer/models/lstm_model.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// ResNet v1's Keras-named graph, its forward and hand-written backward passes (conv, batch norm,
+// ReLU, pooling, softmax cross-entropy) and the momentum update with weight decay.
 #include "trainer/models/resnet_model.h"
 
 #include <algorithm>
@@ -652,8 +654,6 @@ std::string DepthList() {
 }
 
 }  // namespace
-
-std::span<const int> ResNetDepths() { return kDepths; }
 
 StatusOr<std::unique_ptr<Model>> MakeResNet(const runtime::Device& device,
                                             const ResNetConfig& config) {

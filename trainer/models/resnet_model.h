@@ -45,12 +45,9 @@ struct ResNetConfig {
   uint64_t seed = 1;  // He-normal kernels are drawn from it: same seed, same model
 };
 
-// The depths MakeResNet accepts, ascending.
-std::span<const int> ResNetDepths();
-
 // Builds the model's variables (He-normal kernels, zero biases, BN gamma 1, beta 0, moving mean
 // 0, moving variance 1) and every node of its training step on `device` (CPU or GPU).
-// kInvalidInput for a depth not in ResNetDepths(), an image size that is not a multiple of 32
+// kInvalidInput for a depth other than 14, 26, 38, 50, 101, 152, an image size that is not a multiple of 32
 // of at least 32, or fewer than 2 classes.
 StatusOr<std::unique_ptr<Model>> MakeResNet(const runtime::Device& device,
                                             const ResNetConfig& config);

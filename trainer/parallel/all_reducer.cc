@@ -112,10 +112,11 @@ Status AllReducer::ReduceUnitShare(int participant, const Unit& unit, float* hos
   return status;
 }
 
-Status AllReducer::AllReduce(std::span<const GradientReplicas> gradients) {
-  const int n = team_.size();
-  std::vector<PackingCandidate> candidates;
-  candidates.reserve(gradients.size());
+namespace {
+
+// Every gradient has one replica per participant, a non-negative size and a buffer wherever it
+// has elements.
+Status CheckGradients(std::span<const GradientReplicas> gradients, int n) {
   for (const GradientReplicas& g : gradients) {
     if (static_cast<int>(g.replicas.size()) != n) {
       return InvalidInput("gradient '" + g.name + "' has " + std::to_string(g.replicas.size()) +
@@ -130,14 +131,31 @@ Status AllReducer::AllReduce(std::span<const GradientReplicas> gradients) {
                             std::to_string(p));
       }
     }
-    candidates.push_back({g.num_elements, true});
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// Participant 0's clock readings of each phase (start, end in ns).
+struct AllReducer::PhaseTimes {
+  std::pair<int64_t, int64_t> pack{0, 0};
+  std::pair<int64_t, int64_t> unpack{0, 0};
+  std::vector<std::pair<int64_t, int64_t>> units;
+};
+
+std::vector<AllReducer::Unit> AllReducer::PlanUnits(std::span<const GradientReplicas> gradients,
+                                                    int64_t* pack_elements) {
+  const int n = team_.size();
+  std::vector<PackingCandidate> candidates;
+  candidates.reserve(gradients.size());
+  for (const GradientReplicas& g : gradients) candidates.push_back({g.num_elements, true});
 
   // Units in gradient order: packed runs and single gradients. Empty gradients need nothing.
   std::vector<PackGroup> groups = PlanSmallGradientPacking(
       candidates, options_.agg_small_grads_max_bytes, options_.agg_small_grads_max_group);
   std::vector<Unit> units;
-  int64_t pack_elements = 0;
+  *pack_elements = 0;
   size_t next_group = 0;
   for (int i = 0; i < static_cast<int>(gradients.size());) {
     Unit unit;
@@ -146,9 +164,9 @@ Status AllReducer::AllReduce(std::span<const GradientReplicas> gradients) {
       unit.packed = true;
       unit.first_gradient = group.first;
       unit.last_gradient = group.last;
-      unit.pack_offset = pack_elements;
+      unit.pack_offset = *pack_elements;
       for (int g = group.first; g <= group.last; ++g) unit.num_elements += gradients[g].num_elements;
-      pack_elements += unit.num_elements;
+      *pack_elements += unit.num_elements;
       i = group.last + 1;
     } else {
       unit.first_gradient = unit.last_gradient = i;
@@ -159,8 +177,8 @@ Status AllReducer::AllReduce(std::span<const GradientReplicas> gradients) {
     if (unit.num_elements > 0) units.push_back(std::move(unit));
   }
   for (int p = 0; p < n; ++p) {
-    if (static_cast<int64_t>(pack_buffers_[p].size()) < pack_elements) {
-      pack_buffers_[p].resize(static_cast<size_t>(pack_elements));
+    if (static_cast<int64_t>(pack_buffers_[p].size()) < *pack_elements) {
+      pack_buffers_[p].resize(static_cast<size_t>(*pack_elements));
     }
   }
   std::vector<int64_t> unit_sizes;
@@ -170,6 +188,7 @@ Status AllReducer::AllReduce(std::span<const GradientReplicas> gradients) {
       for (int p = 0; p < n; ++p) unit.buffers.push_back(pack_buffers_[p].data() + unit.pack_offset);
     }
   }
+  // Route each unit to its range by size; pscpu units get their slice of the host accumulator.
   std::vector<int> range_of = SplitBySize(spec_, unit_sizes);
   std::vector<int> round_robin(spec_.ranges.size(), 0);
   int64_t host_elements = 0;
@@ -185,16 +204,24 @@ Status AllReducer::AllReduce(std::span<const GradientReplicas> gradients) {
   if (static_cast<int64_t>(host_accumulator_.size()) < host_elements) {
     host_accumulator_.resize(static_cast<size_t>(host_elements));
   }
+  return units;
+}
+
+Status AllReducer::AllReduce(std::span<const GradientReplicas> gradients) {
+  const int n = team_.size();
+  RETURN_IF_ERROR(CheckGradients(gradients, n));
+  int64_t pack_elements = 0;
+  const std::vector<Unit> units = PlanUnits(gradients, &pack_elements);
 
   // Participant 0 times each phase; the step barriers keep it in step with the others.
-  std::vector<std::pair<int64_t, int64_t>> unit_times(units.size());
-  std::pair<int64_t, int64_t> pack_time{0, 0}, unpack_time{0, 0};
+  PhaseTimes times;
+  times.units.resize(units.size());
   Status first_error;
   std::mutex error_mutex;
   const bool packing = pack_elements > 0;
   team_.Run([&](int p) {
     if (packing) {
-      if (p == 0) pack_time.first = SteadyNowNanos();
+      if (p == 0) times.pack.first = SteadyNowNanos();
       for (const Unit& unit : units) {
         if (!unit.packed) continue;
         float* dst = pack_buffers_[p].data() + unit.pack_offset;
@@ -205,12 +232,12 @@ Status AllReducer::AllReduce(std::span<const GradientReplicas> gradients) {
         }
       }
       team_.Barrier();  // packed buffers complete before anyone reads a neighbour's
-      if (p == 0) pack_time.second = SteadyNowNanos();
+      if (p == 0) times.pack.second = SteadyNowNanos();
     }
     for (size_t u = 0; u < units.size(); ++u) {
-      if (p == 0) unit_times[u].first = SteadyNowNanos();
+      if (p == 0) times.units[u].first = SteadyNowNanos();
       Status status = ReduceUnitShare(p, units[u], host_accumulator_.data());
-      if (p == 0) unit_times[u].second = SteadyNowNanos();
+      if (p == 0) times.units[u].second = SteadyNowNanos();
       if (!status.ok()) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (first_error.ok()) first_error = status;
@@ -218,7 +245,7 @@ Status AllReducer::AllReduce(std::span<const GradientReplicas> gradients) {
     }
     if (packing) {
       // This participant's packed copies are final once its own share is done.
-      if (p == 0) unpack_time.first = SteadyNowNanos();
+      if (p == 0) times.unpack.first = SteadyNowNanos();
       for (const Unit& unit : units) {
         if (!unit.packed) continue;
         const float* src = pack_buffers_[p].data() + unit.pack_offset;
@@ -228,47 +255,51 @@ Status AllReducer::AllReduce(std::span<const GradientReplicas> gradients) {
           src += count;
         }
       }
-      if (p == 0) unpack_time.second = SteadyNowNanos();
+      if (p == 0) times.unpack.second = SteadyNowNanos();
     }
   });
   RETURN_IF_ERROR(first_error);
+  if (options_.observer != nullptr) ReportCollectives(gradients, units, pack_elements, times);
+  return Status::Ok();
+}
 
-  if (options_.observer != nullptr) {
-    const int peers = n * world_size();
-    auto names = [&](int first, int last) {
-      std::vector<std::string> list;
-      for (int g = first; g <= last; ++g) list.push_back(gradients[g].name);
-      return list;
-    };
-    std::vector<std::string> packed_names;
-    for (const Unit& unit : units) {
-      if (!unit.packed) continue;
-      for (int g = unit.first_gradient; g <= unit.last_gradient; ++g) {
-        packed_names.push_back(gradients[g].name);
-      }
-    }
-    if (packing) {
-      options_.observer->OnCollective({"AllReduce/pack", CollectivePhase::kPack, "",
-                                       pack_elements * 4, peers, pack_time.first,
-                                       pack_time.second, packed_names});
-    }
-    for (size_t u = 0; u < units.size(); ++u) {
-      const Unit& unit = units[u];
-      std::string name = unit.packed ? "AllReduce/packed_" + std::to_string(unit.first_gradient) +
-                                           "_" + std::to_string(unit.last_gradient)
-                                     : "AllReduce/" + gradients[unit.first_gradient].name;
-      options_.observer->OnCollective(
-          {std::move(name), CollectivePhase::kAllReduce, RangeText(spec_.ranges[unit.range]),
-           unit.num_elements * 4, peers, unit_times[u].first, unit_times[u].second,
-           names(unit.first_gradient, unit.last_gradient)});
-    }
-    if (packing) {
-      options_.observer->OnCollective({"AllReduce/unpack", CollectivePhase::kUnpack, "",
-                                       pack_elements * 4, peers, unpack_time.first,
-                                       unpack_time.second, std::move(packed_names)});
+void AllReducer::ReportCollectives(std::span<const GradientReplicas> gradients,
+                                   const std::vector<Unit>& units, int64_t pack_elements,
+                                   const PhaseTimes& times) const {
+  const int peers = team_.size() * world_size();
+  const bool packing = pack_elements > 0;
+  auto names = [&](int first, int last) {
+    std::vector<std::string> list;
+    for (int g = first; g <= last; ++g) list.push_back(gradients[g].name);
+    return list;
+  };
+  std::vector<std::string> packed_names;
+  for (const Unit& unit : units) {
+    if (!unit.packed) continue;
+    for (int g = unit.first_gradient; g <= unit.last_gradient; ++g) {
+      packed_names.push_back(gradients[g].name);
     }
   }
-  return Status::Ok();
+  if (packing) {
+    options_.observer->OnCollective({"AllReduce/pack", CollectivePhase::kPack, "",
+                                     pack_elements * 4, peers, times.pack.first,
+                                     times.pack.second, packed_names});
+  }
+  for (size_t u = 0; u < units.size(); ++u) {
+    const Unit& unit = units[u];
+    std::string name = unit.packed ? "AllReduce/packed_" + std::to_string(unit.first_gradient) +
+                                         "_" + std::to_string(unit.last_gradient)
+                                   : "AllReduce/" + gradients[unit.first_gradient].name;
+    options_.observer->OnCollective(
+        {std::move(name), CollectivePhase::kAllReduce, RangeText(spec_.ranges[unit.range]),
+         unit.num_elements * 4, peers, times.units[u].first, times.units[u].second,
+         names(unit.first_gradient, unit.last_gradient)});
+  }
+  if (packing) {
+    options_.observer->OnCollective({"AllReduce/unpack", CollectivePhase::kUnpack, "",
+                                     pack_elements * 4, peers, times.unpack.first,
+                                     times.unpack.second, std::move(packed_names)});
+  }
 }
 
 }  // namespace stepscope::parallel

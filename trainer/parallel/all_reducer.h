@@ -60,8 +60,16 @@ class AllReducer {
 
  private:
   struct Unit;
+  struct PhaseTimes;
   AllReducer(AllReduceSpec spec, int num_participants, AllReduceOptions options);
+  // The collectives of one call, in gradient order (packed runs and single gradients), each
+  // routed to its range; sizes the reused pack and host buffers. *pack_elements: the packed total.
+  std::vector<Unit> PlanUnits(std::span<const GradientReplicas> gradients, int64_t* pack_elements);
   Status ReduceUnitShare(int participant, const Unit& unit, float* host_accumulator);
+  // Tells the observer of each phase: pack, every unit's all-reduce, unpack.
+  void ReportCollectives(std::span<const GradientReplicas> gradients,
+                         const std::vector<Unit>& units, int64_t pack_elements,
+                         const PhaseTimes& times) const;
 
   AllReduceSpec spec_;
   AllReduceOptions options_;

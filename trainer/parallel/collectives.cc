@@ -32,8 +32,6 @@ void CopyElements(float* dst, const float* src, int64_t count) {
 
 }  // namespace
 
-std::string_view ReduceOpName(ReduceOp op) { return op == ReduceOp::kSum ? "sum" : "mean"; }
-
 void RingAllReduceShare(ParticipantTeam& team, int participant, std::span<float* const> buffers,
                         int64_t num_elements, int shards, int64_t chunk_elements, float divisor) {
   const int n = team.size();

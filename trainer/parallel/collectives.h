@@ -14,8 +14,6 @@ namespace stepscope::parallel {
 
 enum class ReduceOp { kSum, kMean };
 
-std::string_view ReduceOpName(ReduceOp op);
-
 // Ring all-reduce of buffers[q][0, num_elements) for every participant q: reduce-scatter then
 // all-gather, N - 1 steps each. `shards` rings each take 1/shards of the buffer (odd-numbered rings
 // run in the opposite direction); the buffer streams through in segments of

@@ -1,3 +1,5 @@
+// The BFC allocator's bins, chunk splitting and coalescing, region growth through the
+// SubAllocator, and TensorFlow's allocator statistics.
 #include "trainer/runtime/bfc_allocator.h"
 
 #include <algorithm>

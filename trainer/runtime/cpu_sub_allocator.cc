@@ -1,3 +1,4 @@
+// Aligned host memory (posix_memalign) for a CPU device's BFC allocator.
 #include "trainer/runtime/cpu_sub_allocator.h"
 
 #include <bit>

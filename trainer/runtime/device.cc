@@ -1,3 +1,5 @@
+// Parses --devices, names devices as TensorFlow does (job, replica, task per rank), and creates
+// CPU devices with their thread pools and allocators.
 #include "trainer/runtime/device.h"
 
 #include <algorithm>

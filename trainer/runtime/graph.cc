@@ -1,3 +1,4 @@
+// Node names made unique within a graph the way TensorFlow's name scopes do ("MatMul_1").
 #include "trainer/runtime/graph.h"
 
 namespace stepscope::runtime {

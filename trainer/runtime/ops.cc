@@ -1,3 +1,5 @@
+// Each op the models run: outputs allocated on the device, the kernel called under the node's
+// OpScope on the device's own context, outputs reported to the profiler.
 #include "trainer/runtime/ops.h"
 
 #include <algorithm>

@@ -1,14 +1,7 @@
+// Allocating tensors from a device allocator, reshaping them (sharing the buffer), describing them.
 #include "trainer/runtime/tensor.h"
 
 namespace stepscope::runtime {
-
-std::string_view DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32: return "DT_FLOAT";
-    case DType::kInt32: return "DT_INT32";
-  }
-  return "DT_INVALID";
-}
 
 StatusOr<Tensor> Tensor::Allocate(Allocator& allocator, DType dtype, const Shape& shape) {
   for (int i = 0; i < shape.rank; ++i) {

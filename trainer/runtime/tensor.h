@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "base/status.h"
-#include "kernels/tensor.h"
+#include "kernels/tensor_view.h"
 #include "trainer/runtime/allocator.h"
 
 namespace stepscope::runtime {
@@ -18,9 +18,14 @@ using kernels::Shape;
 
 enum class DType : uint8_t { kFloat32, kInt32 };
 
-inline int64_t DTypeSize(DType dtype) { return dtype == DType::kFloat32 ? 4 : 4; }
-// TensorFlow's names ("DT_FLOAT"), as TensorDescription and timeline labels show them.
-std::string_view DTypeName(DType dtype);
+// Bytes per element (both dtypes happen to be 4 wide; a new dtype adds its case).
+constexpr int64_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return sizeof(float);
+    case DType::kInt32: return sizeof(int32_t);
+  }
+  return 0;  // not a DType
+}
 
 template <typename T>
 constexpr DType DTypeOf();

@@ -1,3 +1,5 @@
+// Copies into, out of and within device memory: memcpy on CPU devices, CUDA copies staged
+// through pinned pieces on GPU devices, ordered with the compute stream.
 #include "trainer/runtime/transfers.h"
 
 #include <algorithm>

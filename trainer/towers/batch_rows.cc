@@ -1,3 +1,5 @@
+// Copies rows of a batch between devices: a rank's or a tower's share of the global batch, and
+// several batches joined into one.
 #include "trainer/towers/batch_rows.h"
 
 #include <cstring>

@@ -1,3 +1,5 @@
+// The nccl all-reduce of GPU towers: dense gradients reduced in device memory on each GPU's
+// compute stream, one NCCL group call per gradient (GPU builds with NCCL).
 #include "trainer/towers/gpu_all_reduce.h"
 
 #include <string>

@@ -1,3 +1,5 @@
+// Splits resident batches across the towers' devices once, and serves each device's minibatch
+// in each pass's seeded shuffled order.
 #include "trainer/towers/resident_data.h"
 
 #include <numeric>

@@ -1,3 +1,5 @@
+// One model replica per device: the global batch split across towers, forward and backward on
+// the towers' threads, gradients reduced, and the same update applied on every device.
 #include "trainer/towers/towers.h"
 
 #include <span>

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "profiler/analysis/merge.h"
-#include "profiler/trace/writer.h"
+#include "profiler/formats/writer.h"
 #include "viewer/app/document_view.h"
 #include "viewer/app/main_window.h"
 #include "viewer/compare/compare_view.h"

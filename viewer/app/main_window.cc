@@ -25,7 +25,7 @@
 #include <algorithm>
 
 #include "base/file_io.h"
-#include "profiler/trace/writer.h"
+#include "profiler/formats/writer.h"
 #include "viewer/app/document_view.h"
 #include "viewer/compare/compare_view.h"
 #include "viewer/load/trace_loader.h"

@@ -6,7 +6,7 @@
 
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/op_stats.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 
 namespace stepscope::viewer {
 namespace {

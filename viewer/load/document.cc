@@ -8,7 +8,7 @@
 #include <functional>
 #include <future>
 
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 #include "viewer/timeline/slice_colors.h"
 
 namespace stepscope::viewer {

@@ -17,7 +17,7 @@
 #include "base/status.h"
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/stragglers.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 #include "profiler/trace/trace.h"
 #include "viewer/timeline/timeline_index.h"
 

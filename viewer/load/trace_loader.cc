@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "profiler/analysis/merge.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 
 namespace stepscope::viewer {
 namespace {

@@ -1,13 +1,13 @@
 // The commands that turn traces into other traces or list what can be read and written:
 // `convert` (any input to any output of the writer table) and `formats` (the reader and writer
-// tables, profiler/trace/reader.h and writer.h).
+// tables, profiler/formats/reader.h and writer.h).
 #include <algorithm>
 #include <optional>
 #include <string>
 
 #include "profiler/cli/commands/commands.h"
-#include "profiler/trace/reader.h"
-#include "profiler/trace/writer.h"
+#include "profiler/formats/reader.h"
+#include "profiler/formats/writer.h"
 
 namespace stepscope::cli {
 namespace {

@@ -13,7 +13,7 @@
 #include "profiler/cli/commands/report.h"
 #include "profiler/cli/report_format.h"
 #include "profiler/cli/scope_flags.h"
-#include "profiler/trace/writer.h"
+#include "profiler/formats/writer.h"
 
 namespace stepscope::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include "profiler/cli/commands/commands.h"
 #include "profiler/cli/commands/report.h"
 #include "profiler/cli/report_format.h"
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 
 namespace stepscope::cli {
 namespace {

@@ -1,3 +1,5 @@
+// NCCL communicators over this process's GPUs (one clique, or ranks of a clique whose id MPI
+// broadcast), one NCCL group call per collective, every NCCL error named with its call.
 #include "trainer/parallel/nccl/nccl_communicator.h"
 
 #include <algorithm>

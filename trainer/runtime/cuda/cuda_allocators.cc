@@ -1,3 +1,5 @@
+// cudaMalloc and cudaHostAlloc sub-allocators under the GPU_k_bfc and cuda_host_bfc allocators,
+// with the last CUDA failure kept and counted for the caller (GPU builds).
 #include "trainer/runtime/cuda/cuda_allocators.h"
 
 #include <cuda_runtime_api.h>

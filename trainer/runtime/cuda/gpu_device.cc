@@ -1,3 +1,5 @@
+// Sets up a GPU device's context and its compute and copy streams, copies and memsets on them,
+// and which of the requested GPUs this rank gets (GPU builds).
 #include "trainer/runtime/cuda/gpu_device.h"
 
 #include <algorithm>

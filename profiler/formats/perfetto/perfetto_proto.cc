@@ -1,4 +1,4 @@
-#include "profiler/trace/perfetto_proto.h"
+#include "profiler/formats/perfetto/perfetto_proto.h"
 
 #include <algorithm>
 #include <cctype>
@@ -13,10 +13,10 @@
 
 #include "base/free_storage.h"
 #include "profiler/trace/node_store.h"
-#include "profiler/trace/proto_wire.h"
+#include "profiler/formats/common/proto_wire.h"
 #include "profiler/trace/slice_details.h"
 #include "profiler/trace/track_slice_buffer.h"
-#include "profiler/trace/utf8.h"
+#include "profiler/formats/common/utf8.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {

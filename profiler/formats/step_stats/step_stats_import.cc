@@ -1,4 +1,4 @@
-#include "profiler/trace/step_stats_import.h"
+#include "profiler/formats/step_stats/step_stats_import.h"
 
 #include <algorithm>
 #include <limits>
@@ -7,7 +7,7 @@
 
 #include "base/saturating.h"
 #include "profiler/trace/node_store.h"
-#include "profiler/trace/step_stats_wire.h"
+#include "profiler/formats/step_stats/step_stats_wire.h"
 #include "profiler/trace/tf_names.h"
 #include "stepscope/tf/run_metadata.pb.h"
 

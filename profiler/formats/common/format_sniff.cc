@@ -1,9 +1,9 @@
-#include "profiler/trace/format_sniff.h"
+#include "profiler/formats/common/format_sniff.h"
 
 #include <algorithm>
 #include <cstdint>
 
-#include "profiler/trace/varint.h"
+#include "profiler/formats/common/varint.h"
 
 namespace stepscope::trace {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "base/status.h"
-#include "profiler/trace/chrome_writer.h"
-#include "profiler/trace/step_stats_io.h"
+#include "profiler/formats/chrome_json/chrome_json_writer.h"
+#include "profiler/formats/step_stats/step_stats_io.h"
 #include "profiler/trace/trace.h"
 
 namespace stepscope::tf {

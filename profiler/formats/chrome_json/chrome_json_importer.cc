@@ -1,4 +1,4 @@
-#include "profiler/trace/chrome_json_importer.h"
+#include "profiler/formats/chrome_json/chrome_json_importer.h"
 
 #include <simdjson.h>
 
@@ -19,9 +19,9 @@
 
 #include "base/free_storage.h"
 #include "base/saturating.h"
-#include "profiler/trace/chrome_json_reader.h"
+#include "profiler/formats/chrome_json/chrome_json_reader.h"
 #include "profiler/trace/track_slice_buffer.h"
-#include "profiler/trace/utf8.h"
+#include "profiler/formats/common/utf8.h"
 
 namespace stepscope::trace {
 

@@ -1,4 +1,4 @@
-#include "profiler/trace/json_out.h"
+#include "profiler/formats/common/json_out.h"
 
 namespace stepscope::trace {
 namespace {

@@ -10,8 +10,8 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "profiler/trace/chrome_writer.h"
-#include "profiler/trace/json_out.h"
+#include "profiler/formats/chrome_json/chrome_json_writer.h"
+#include "profiler/formats/common/json_out.h"
 #include "profiler/trace/tf_names.h"
 #include "stepscope/tf/run_metadata.pb.h"
 

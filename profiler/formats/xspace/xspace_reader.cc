@@ -1,4 +1,4 @@
-#include "profiler/trace/xspace_reader.h"
+#include "profiler/formats/xspace/xspace_reader.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,8 +8,8 @@
 #include <unordered_map>
 
 #include "base/file_io.h"
-#include "profiler/trace/proto_wire.h"
-#include "profiler/trace/utf8.h"
+#include "profiler/formats/common/proto_wire.h"
+#include "profiler/formats/common/utf8.h"
 
 namespace stepscope::trace {
 namespace {

@@ -1,4 +1,4 @@
-#include "profiler/trace/proto_utf8.h"
+#include "profiler/formats/common/proto_utf8.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
@@ -6,8 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "profiler/trace/utf8.h"
-#include "profiler/trace/varint.h"
+#include "profiler/formats/common/utf8.h"
+#include "profiler/formats/common/varint.h"
 
 namespace stepscope::trace {
 namespace {

@@ -17,9 +17,9 @@
 #include <thread>
 #include <vector>
 
-#include "profiler/trace/chrome_json_importer.h"
-#include "profiler/trace/chrome_json_reader.h"
-#include "profiler/trace/utf8.h"
+#include "profiler/formats/chrome_json/chrome_json_importer.h"
+#include "profiler/formats/chrome_json/chrome_json_reader.h"
+#include "profiler/formats/common/utf8.h"
 
 namespace stepscope::trace {
 

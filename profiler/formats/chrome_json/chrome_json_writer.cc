@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
-#include "profiler/trace/chrome_writer.h"
-#include "profiler/trace/json_out.h"
+#include "profiler/formats/chrome_json/chrome_json_writer.h"
+#include "profiler/formats/common/json_out.h"
 #include "profiler/trace/node_store.h"
 #include "profiler/trace/slice_details.h"
 #include "stepscope/tf/run_metadata.pb.h"

@@ -1,4 +1,4 @@
-#include "profiler/trace/step_stats_io.h"
+#include "profiler/formats/step_stats/step_stats_io.h"
 
 #include <google/protobuf/arena.h>
 #include <google/protobuf/descriptor.h>
@@ -14,8 +14,8 @@
 #include <map>
 #include <set>
 
-#include "profiler/trace/proto_utf8.h"
-#include "profiler/trace/varint.h"
+#include "profiler/formats/common/proto_utf8.h"
+#include "profiler/formats/common/varint.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {

@@ -1,4 +1,4 @@
-#include "profiler/trace/reader.h"
+#include "profiler/formats/reader.h"
 
 #include <algorithm>
 #include <cctype>
@@ -9,12 +9,12 @@
 
 #include "base/file_io.h"
 #include "base/file_reader.h"
-#include "profiler/trace/chrome_json_reader.h"
-#include "profiler/trace/format_sniff.h"
-#include "profiler/trace/perfetto_proto.h"
-#include "profiler/trace/step_stats_import.h"
-#include "profiler/trace/step_stats_io.h"
-#include "profiler/trace/xspace_reader.h"
+#include "profiler/formats/chrome_json/chrome_json_reader.h"
+#include "profiler/formats/common/format_sniff.h"
+#include "profiler/formats/perfetto/perfetto_proto.h"
+#include "profiler/formats/step_stats/step_stats_import.h"
+#include "profiler/formats/step_stats/step_stats_io.h"
+#include "profiler/formats/xspace/xspace_reader.h"
 
 namespace stepscope::trace {
 namespace {

@@ -1,4 +1,4 @@
-#include "profiler/trace/utf8.h"
+#include "profiler/formats/common/utf8.h"
 
 namespace stepscope::trace {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "profiler/trace/varint.h"
+#include "profiler/formats/common/varint.h"
 
 namespace stepscope::trace::wire {
 

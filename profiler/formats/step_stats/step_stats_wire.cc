@@ -1,4 +1,4 @@
-#include "profiler/trace/step_stats_wire.h"
+#include "profiler/formats/step_stats/step_stats_wire.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/stubs/common.h>
@@ -9,9 +9,9 @@
 #include <unordered_map>
 
 #include "base/check.h"
-#include "profiler/trace/proto_wire.h"
-#include "profiler/trace/step_stats_import.h"
-#include "profiler/trace/step_stats_io.h"
+#include "profiler/formats/common/proto_wire.h"
+#include "profiler/formats/step_stats/step_stats_import.h"
+#include "profiler/formats/step_stats/step_stats_io.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {

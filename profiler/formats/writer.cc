@@ -1,8 +1,8 @@
-#include "profiler/trace/writer.h"
+#include "profiler/formats/writer.h"
 
 #include "base/file_io.h"
-#include "profiler/trace/perfetto_proto.h"
-#include "profiler/trace/step_stats_io.h"
+#include "profiler/formats/perfetto/perfetto_proto.h"
+#include "profiler/formats/step_stats/step_stats_io.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {
