@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "profiler/trace/slice_details.h"
 #include "profiler/trace/trace.h"
 
 namespace stepscope::trace {
@@ -171,5 +172,10 @@ class NodeReader {
   const Trace& trace_;
   std::unique_ptr<NodeStore::Reader> reader_;
 };
+
+// A copy's details from the StepStats payload at hand, for the writers that carry that payload
+// (every other consumer reads DetailReader::Copy).
+std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice, NodeReader& nodes);
+std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice, const tf::NodeExecStats& node);
 
 }  // namespace stepscope::trace
