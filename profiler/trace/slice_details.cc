@@ -84,6 +84,7 @@ uint32_t NodeFields(uint32_t needed) {
   if (needed & (kDetailOutputs | kDetailShapes)) fields |= kNodeOutputs;
   if (needed & kDetailAllocators) fields |= kNodeMemory;
   if (needed & kDetailOpMemory) fields |= kNodeMemoryStats;
+  if (needed & kDetailInputs) fields |= kNodeLabel;
   return fields;
 }
 
@@ -113,6 +114,7 @@ struct DetailReader::Payload {
   std::vector<int64_t> dims;
   std::vector<AllocatorUse> allocators;
   std::vector<AllocationRecord> records;
+  std::vector<std::string_view> inputs;
 };
 
 DetailReader::DetailReader(const Trace& trace, uint32_t needed) : trace_(trace), needed_(needed) {
@@ -290,6 +292,17 @@ std::optional<OpMemory> DetailReader::Memory(uint32_t slice) {
   const tf::NodeExecStats* node = payload_->Node(slice);
   if (node == nullptr || !node->has_memory_stats()) return std::nullopt;
   return OpMemory{node->memory_stats().temp_memory_size(), node->memory_stats().persistent_memory_size()};
+}
+
+std::span<const std::string_view> DetailReader::Inputs(uint32_t slice) {
+  if (payload_ == nullptr) return {};
+  const tf::NodeExecStats* node = payload_->Node(slice);
+  if (node == nullptr || node->timeline_label().empty()) return {};
+  // The executor's label: "[<memory>] <node> = <OpType>(<inputs>)".
+  TfOpLabel label = ParseTfOpLabel(node->timeline_label());
+  if (!label.matched) return {};
+  payload_->inputs = std::move(label.inputs);
+  return payload_->inputs;
 }
 
 std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice) {

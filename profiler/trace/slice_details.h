@@ -78,6 +78,7 @@ enum DetailKind : uint32_t {
   kDetailShapes = 1u << 3,      // Outputs() with dtype and shape
   kDetailAllocators = 1u << 4,  // Allocators()
   kDetailOpMemory = 1u << 5,    // Memory()
+  kDetailInputs = 1u << 6,      // Inputs()
   kDetailAll = 0xffffffffu,
 };
 
@@ -103,6 +104,8 @@ class DetailReader {
   std::span<const TensorOutput> Outputs(uint32_t slice);
   std::span<const AllocatorUse> Allocators(uint32_t slice);
   std::optional<OpMemory> Memory(uint32_t slice);
+  // An op's inputs as its source named them ("MatMul", "x:1", "^ctrl"); empty when unknown.
+  std::span<const std::string_view> Inputs(uint32_t slice);
 
  private:
   std::span<const TensorOutput> TableOutputs(uint32_t slice);

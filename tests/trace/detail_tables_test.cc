@@ -5,8 +5,10 @@
 
 #include <map>
 
+#include "profiler/analysis/memory_report.h"
 #include "profiler/trace/detail_tables.h"
 #include "profiler/trace/node_store.h"
+#include "profiler/formats/perfetto/perfetto_proto.h"
 #include "profiler/formats/reader.h"
 #include "profiler/trace/slice_details.h"
 #include "stepscope/tf/run_metadata.pb.h"
@@ -113,6 +115,65 @@ TEST(DetailTablesTest, AStepStatsPayloadReadsAsTheSameTypedRecords) {
   EXPECT_EQ(got_records, records);
   EXPECT_EQ(got_temp, temp);
   EXPECT_GT(shaped, 100);
+}
+
+// Totals of the typed memory details over the slices that are not aggregate repeats.
+struct DetailTotals {
+  int64_t outputs = 0, requested = 0, dims = 0, records = 0, record_bytes = 0, temp = 0, persistent = 0;
+  bool operator==(const DetailTotals&) const = default;
+};
+DetailTotals Totals(const Trace& trace) {
+  DetailTotals totals;
+  DetailReader details(trace, kDetailOutputs | kDetailShapes | kDetailAllocators | kDetailOpMemory);
+  for (uint32_t i = 0; i < trace.slices().size(); ++i) {
+    if (trace.slices()[i].duplicate()) continue;
+    for (const TensorOutput& output : details.Outputs(i)) {
+      totals.dims += static_cast<int64_t>(output.shape.size());
+      if (!output.has_allocation) continue;
+      ++totals.outputs;
+      totals.requested += output.requested_bytes;
+    }
+    for (const AllocatorUse& use : details.Allocators(i)) {
+      for (const AllocationRecord& r : use.records) {
+        ++totals.records;
+        totals.record_bytes += r.bytes;
+      }
+    }
+    if (auto memory = details.Memory(i)) {
+      totals.temp += memory->temp_bytes;
+      totals.persistent += memory->persistent_bytes;
+    }
+  }
+  return totals;
+}
+
+TEST(DetailTablesTest, APerfettoRoundTripKeepsTheMemoryDetails) {
+  auto read = ReadTrace(testing::DataPath("ptb_lstm_tf1_gpu_step.pbtxt"));
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  auto back = ReadPerfettoProto(ExportPerfettoProto(*read), "round trip");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_FALSE(back->has_step_stats());
+  const DetailTotals source = Totals(*read), copy = Totals(*back);
+  EXPECT_GT(source.outputs, 100);
+  EXPECT_GT(source.records, 100);
+  EXPECT_EQ(copy.outputs, source.outputs);
+  EXPECT_EQ(copy.requested, source.requested);
+  EXPECT_EQ(copy.dims, source.dims);
+  EXPECT_EQ(copy.records, source.records);
+  EXPECT_EQ(copy.record_bytes, source.record_bytes);
+  EXPECT_EQ(copy.temp, source.temp);
+  EXPECT_EQ(copy.persistent, source.persistent);
+  EXPECT_EQ(back->import_stats().Get("perfetto_detail_annotation_kept_as_arg"), 0);
+  // The memory report reads the same figures from either.
+  const auto before = analysis::ComputeMemoryReport(*read, 5);
+  const auto after = analysis::ComputeMemoryReport(*back, 5);
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t a = 0; a < before.size(); ++a) {
+    EXPECT_EQ(after[a].timeline.allocator, before[a].timeline.allocator);
+    EXPECT_EQ(after[a].live_tensors, before[a].live_tensors) << before[a].timeline.allocator;
+    EXPECT_EQ(after[a].temp_bytes, before[a].temp_bytes);
+    EXPECT_EQ(after[a].max_op_peak_bytes, before[a].max_op_peak_bytes);
+  }
 }
 
 }  // namespace

@@ -20,6 +20,55 @@ std::vector<DetailItem> Items(std::vector<trace::RecordField> fields) {
   return items;
 }
 
+std::string Shape(std::span<const int64_t> dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i) text += (i > 0 ? ", " : "") + (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
+  return text + "]";
+}
+
+// Inputs, outputs, allocators and op memory, from whichever source the trace came.
+void AddMemoryDetails(trace::DetailReader& details, uint32_t slice, std::vector<DetailItem>& items) {
+  if (const auto inputs = details.Inputs(slice); !inputs.empty()) {
+    DetailItem item{"inputs", std::to_string(inputs.size()), {}};
+    for (size_t i = 0; i < inputs.size(); ++i) item.children.push_back({"[" + std::to_string(i) + "]", std::string(inputs[i]), {}});
+    items.push_back(std::move(item));
+  }
+  if (const auto outputs = details.Outputs(slice); !outputs.empty()) {
+    DetailItem item{"outputs", std::to_string(outputs.size()), {}};
+    for (const trace::TensorOutput& out : outputs) {
+      DetailItem tensor{out.TensorName(), std::string(out.dtype) + " " + Shape(out.shape), {}};
+      if (out.has_allocation) {
+        tensor.children.push_back({"allocator", std::string(out.allocator), {}});
+        tensor.children.push_back({"requested bytes", std::to_string(out.requested_bytes), {}});
+        tensor.children.push_back({"allocated bytes", std::to_string(out.allocated_bytes), {}});
+        tensor.children.push_back({"allocation id", std::to_string(out.allocation_id), {}});
+      }
+      item.children.push_back(std::move(tensor));
+    }
+    items.push_back(std::move(item));
+  }
+  if (const auto uses = details.Allocators(slice); !uses.empty()) {
+    DetailItem item{"allocators", std::to_string(uses.size()), {}};
+    for (const trace::AllocatorUse& use : uses) {
+      DetailItem a{std::string(use.allocator), "peak " + std::to_string(use.peak_bytes) + " bytes", {}};
+      a.children.push_back({"total bytes", std::to_string(use.total_bytes), {}});
+      a.children.push_back({"live bytes", std::to_string(use.live_bytes), {}});
+      a.children.push_back({"allocator bytes in use", std::to_string(use.bytes_in_use), {}});
+      for (const trace::AllocationRecord& r : use.records) {
+        a.children.push_back({r.bytes < 0 ? "free" : "allocation", std::to_string(r.bytes) + " bytes at " + std::to_string(r.ns) + " ns", {}});
+      }
+      item.children.push_back(std::move(a));
+    }
+    items.push_back(std::move(item));
+  }
+  if (const auto memory = details.Memory(slice)) {
+    DetailItem item{"op memory", {}, {}};
+    item.children.push_back({"temporary bytes", std::to_string(memory->temp_bytes), {}});
+    item.children.push_back({"persistent bytes", std::to_string(memory->persistent_bytes), {}});
+    items.push_back(std::move(item));
+  }
+}
+
 std::string SliceLabel(const trace::Trace& trace, uint32_t slice) {
   const trace::Slice& s = trace.slices()[slice];
   return std::string(trace.str(trace.slice_name(s))) + " (" + trace.TrackPath(s.track) + ")";
@@ -71,7 +120,9 @@ std::vector<DetailItem> DescribeSlice(const TraceDocument& document, uint32_t sl
     }
     items.push_back(std::move(item));
   }
-  trace::DetailReader details(trace, trace::kDetailKernel);
+  trace::DetailReader details(trace, trace::kDetailKernel | trace::kDetailInputs | trace::kDetailOutputs |
+                                          trace::kDetailShapes | trace::kDetailAllocators | trace::kDetailOpMemory);
+  AddMemoryDetails(details, slice_index, items);
   if (const std::optional<trace::KernelArgs> kernel = details.Kernel(slice_index)) {
     auto triple = [](const uint32_t* v) {
       return std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]);
