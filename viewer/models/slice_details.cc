@@ -22,7 +22,9 @@ std::vector<DetailItem> Items(std::vector<trace::RecordField> fields) {
 
 std::string Shape(std::span<const int64_t> dims) {
   std::string text = "[";
-  for (size_t i = 0; i < dims.size(); ++i) text += (i > 0 ? ", " : "") + (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
+  for (size_t i = 0; i < dims.size(); ++i) {
+    text += (i > 0 ? ", " : "") + (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
+  }
   return text + "]";
 }
 
@@ -30,7 +32,9 @@ std::string Shape(std::span<const int64_t> dims) {
 void AddMemoryDetails(trace::DetailReader& details, uint32_t slice, std::vector<DetailItem>& items) {
   if (const auto inputs = details.Inputs(slice); !inputs.empty()) {
     DetailItem item{"inputs", std::to_string(inputs.size()), {}};
-    for (size_t i = 0; i < inputs.size(); ++i) item.children.push_back({"[" + std::to_string(i) + "]", std::string(inputs[i]), {}});
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      item.children.push_back({"[" + std::to_string(i) + "]", std::string(inputs[i]), {}});
+    }
     items.push_back(std::move(item));
   }
   if (const auto outputs = details.Outputs(slice); !outputs.empty()) {
@@ -55,7 +59,8 @@ void AddMemoryDetails(trace::DetailReader& details, uint32_t slice, std::vector<
       a.children.push_back({"live bytes", std::to_string(use.live_bytes), {}});
       a.children.push_back({"allocator bytes in use", std::to_string(use.bytes_in_use), {}});
       for (const trace::AllocationRecord& r : use.records) {
-        a.children.push_back({r.bytes < 0 ? "free" : "allocation", std::to_string(r.bytes) + " bytes at " + std::to_string(r.ns) + " ns", {}});
+        a.children.push_back({r.bytes < 0 ? "free" : "allocation",
+                              std::to_string(r.bytes) + " bytes at " + std::to_string(r.ns) + " ns", {}});
       }
       item.children.push_back(std::move(a));
     }
@@ -173,8 +178,8 @@ std::vector<DetailItem> DescribeSlice(const TraceDocument& document, uint32_t sl
   add_flows("flows out", document.FlowsFrom(slice_index), false);
   std::string record_kind;
   if (std::vector<trace::RecordField> fields = trace::SourceRecord(trace, slice_index, &record_kind); !fields.empty()) {
-    items.push_back({"source record", record_kind + " of " + std::string(trace.str(trace.tracks()[slice.track].full_name)),
-                     Items(std::move(fields))});
+    const std::string device(trace.str(trace.tracks()[slice.track].full_name));
+    items.push_back({"source record", record_kind + " of " + device, Items(std::move(fields))});
   }
   return items;
 }
