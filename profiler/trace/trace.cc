@@ -1,3 +1,5 @@
+// The Trace model: its accessors and TraceBuilder, which sorts slices, rebases them on the epoch,
+// assigns nesting depth and overlap lanes, and renumbers everything that points at slices.
 #include "profiler/trace/trace.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Perfetto protobuf traces (TracePacket / TrackEvent): the writer (ProtoExporter) and the reader
+// (ProtoImporter), hand-encoded with proto_wire.h; docs/formats.md section 7.
 #include "profiler/formats/perfetto/perfetto_proto.h"
 
 #include <algorithm>
