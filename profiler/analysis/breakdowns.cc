@@ -1,3 +1,5 @@
+// Breakdowns of one trace by resource: kernels with their launch geometry, copies by kind and
+// memory, per-stream busy time and idle gaps.
 #include "profiler/analysis/breakdowns.h"
 
 #include <algorithm>
@@ -6,9 +8,7 @@
 #include <unordered_map>
 
 #include "base/largest_n.h"
-#include "profiler/trace/node_store.h"
 #include "profiler/trace/slice_details.h"
-#include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::analysis {
 
@@ -52,24 +52,6 @@ bool IsCommunicationKernel(std::string_view name) {
   return lower.find("nccl") != std::string::npos;
 }
 
-namespace {
-
-std::string Triple(uint32_t x, uint32_t y, uint32_t z) {
-  return std::to_string(x) + "," + std::to_string(y) + "," + std::to_string(z);
-}
-
-// "grid:1,2,3" inside a TensorFlow 2 kernel label.
-std::string LabelField(std::string_view label, std::string_view key) {
-  const size_t at = label.find(key);
-  if (at == std::string_view::npos) return "";
-  const size_t begin = at + key.size();
-  size_t end = begin;
-  while (end < label.size() && (std::isdigit(static_cast<unsigned char>(label[end])) || label[end] == ',')) ++end;
-  return std::string(label.substr(begin, end - begin));
-}
-
-}  // namespace
-
 std::vector<uint32_t> SourceLanes(const Trace& trace) {
   const auto& tracks = trace.tracks();
   std::map<std::tuple<int32_t, trace::StringId, TrackKind, int64_t>, uint32_t> first;
@@ -80,31 +62,6 @@ std::vector<uint32_t> SourceLanes(const Trace& trace) {
     source[t] = tracks[t].lane > 0 ? it->second : t;
   }
   return source;
-}
-
-LaunchGeometry KernelGeometry(const Trace& trace, uint32_t slice) {
-  trace::NodeReader nodes(trace, trace::kNodeKernel | trace::kNodeLabel);
-  return KernelGeometry(trace, slice, nodes);
-}
-
-LaunchGeometry KernelGeometry(const Trace& trace, uint32_t slice, trace::NodeReader& nodes) {
-  if (const std::optional<trace::KernelArgs> args = trace.kernel_args(slice)) {
-    LaunchGeometry geometry;
-    if (args->has_grid()) {
-      geometry.grid = Triple(args->grid[0], args->grid[1], args->grid[2]);
-      geometry.block = Triple(args->block[0], args->block[1], args->block[2]);
-    }
-    if (args->registers_per_thread >= 0) geometry.registers = std::to_string(args->registers_per_thread);
-    return geometry;
-  }
-  const tf::NodeExecStats* node = nodes.Get(slice);
-  if (node == nullptr) return {};
-  if (node->has_kernel()) {
-    const auto& k = node->kernel();
-    return {Triple(k.grid_x(), k.grid_y(), k.grid_z()), Triple(k.block_x(), k.block_y(), k.block_z()),
-            k.registers_per_thread() > 0 ? std::to_string(k.registers_per_thread()) : std::string()};
-  }
-  return {LabelField(node->timeline_label(), " grid:"), LabelField(node->timeline_label(), " block:"), ""};
 }
 
 KernelStats ComputeKernelStats(const Trace& trace) {
@@ -118,7 +75,7 @@ KernelStats ComputeKernelStats(const Trace& trace) {
   std::map<uint32_t, KernelStream> streams;  // by the stream's source track
   const auto& slices = trace.slices();
   const std::vector<uint32_t> source_lane = SourceLanes(trace);
-  trace::NodeReader nodes(trace, trace::kNodeKernel | trace::kNodeLabel);
+  trace::DetailReader details(trace, trace::kDetailKernel);
   for (uint32_t i = 0; i < slices.size(); ++i) {
     const Slice& s = slices[i];
     if (s.kind != SliceKind::kKernel || s.duplicate()) continue;
@@ -136,7 +93,7 @@ KernelStats ComputeKernelStats(const Trace& trace) {
     row.total_ns += s.dur_ns;
     row.min_ns = std::min(row.min_ns, s.dur_ns);
     row.max_ns = std::max(row.max_ns, s.dur_ns);
-    const LaunchGeometry geometry = KernelGeometry(trace, i, nodes);
+    const trace::LaunchGeometry geometry = details.Geometry(i);
     if (!acc.geometry_seen) {
       row.grid = geometry.grid;
       row.block = geometry.block;
@@ -181,18 +138,18 @@ MemcpyBreakdown ComputeMemcpyStats(const Trace& trace) {
   std::map<std::pair<std::string, std::string>, MemcpyRow> rows;
   std::map<std::pair<std::string, std::string>, std::pair<int64_t, double>> timed_bytes;  // bytes, ns
   const auto& slices = trace.slices();
-  trace::NodeReader nodes(trace, trace::kNodeMemcpy | trace::kNodeLabel);
+  trace::DetailReader details(trace, trace::kDetailCopy);
   for (uint32_t i = 0; i < slices.size(); ++i) {
     const Slice& s = slices[i];
     if (s.kind != SliceKind::kMemcpy || s.duplicate()) continue;
     std::string kind, memory;
     int64_t bytes = 0;
     double bandwidth = -1;
-    if (auto details = trace::GetMemcpyDetails(trace, i, nodes)) {
-      kind = details->kind;
-      bytes = details->bytes;
-      bandwidth = details->bandwidth_gbps;
-      if (!details->src_memory.empty()) memory = details->src_memory + " to " + details->dst_memory;
+    if (auto recorded = details.Copy(i)) {
+      kind = recorded->kind;
+      bytes = recorded->bytes;
+      bandwidth = recorded->bandwidth_gbps;
+      if (!recorded->src_memory.empty()) memory = recorded->src_memory + " to " + recorded->dst_memory;
     } else {
       CopyName copy = ParseCopyName(trace.str(trace.slice_name(s)));
       if (copy.kind.empty()) copy = ParseCopyName(trace.str(trace.slice_op_type(s)));

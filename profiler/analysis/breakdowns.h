@@ -10,10 +10,6 @@
 #include "profiler/trace/slice_details.h"
 #include "profiler/trace/trace.h"
 
-namespace stepscope::trace {
-class NodeReader;
-}
-
 namespace stepscope::analysis {
 
 // ---- kernels ---------------------------------------------------------------------------------
@@ -38,14 +34,6 @@ struct KernelStats {
   int64_t launches = 0, total_ns = 0;
 };
 KernelStats ComputeKernelStats(const trace::Trace& trace);
-
-// Launch geometry from our KernelLaunch records, TensorFlow 2 labels ("grid:x,y,z block:...")
-// or the PyTorch profiler's kernel args. Empty strings when unknown.
-struct LaunchGeometry {
-  std::string grid, block, registers;
-};
-LaunchGeometry KernelGeometry(const trace::Trace& trace, uint32_t slice);
-LaunchGeometry KernelGeometry(const trace::Trace& trace, uint32_t slice, trace::NodeReader& nodes);
 
 // True for NCCL kernels ("ncclKernel_AllReduce_...", "ncclDevKernel_...").
 bool IsCommunicationKernel(std::string_view name);

@@ -1,3 +1,5 @@
+// Per allocator: the peak, the tensors live at it, fragmentation, what the ops recorded
+// (temporary and persistent bytes, the allocator's own figures).
 #include "profiler/analysis/memory_report.h"
 
 #include <algorithm>
@@ -6,8 +8,7 @@
 #include <utility>
 
 #include "base/saturating.h"
-#include "profiler/trace/node_store.h"
-#include "stepscope/tf/run_metadata.pb.h"
+#include "profiler/trace/slice_details.h"
 
 namespace stepscope::analysis {
 
@@ -16,15 +17,13 @@ std::vector<AllocatorReport> ComputeMemoryReport(const trace::Trace& trace, size
   // What the producer recorded per allocator (one pass over the nodes that hold memory figures):
   // the largest allocator_bytes_in_use and the largest peak_bytes of one node.
   std::map<std::string, std::pair<int64_t, int64_t>> recorded;
-  if (trace.has_step_stats()) {
-    trace::NodeReader memory(trace, trace::kNodeMemory);
+  {
+    trace::DetailReader memory(trace, trace::kDetailAllocators);
     for (uint32_t i = 0; i < trace.slices().size(); ++i) {
-      const tf::NodeExecStats* node = memory.Get(i);
-      if (node == nullptr) continue;
-      for (const auto& used : node->memory()) {
-        auto& [in_use, peak] = recorded[used.allocator_name()];
-        in_use = std::max(in_use, used.allocator_bytes_in_use());
-        peak = std::max(peak, used.peak_bytes());
+      for (const trace::AllocatorUse& used : memory.Allocators(i)) {
+        auto& [in_use, peak] = recorded[std::string(used.allocator)];
+        in_use = std::max(in_use, used.bytes_in_use);
+        peak = std::max(peak, used.peak_bytes);
       }
     }
   }
@@ -52,15 +51,13 @@ std::vector<AllocatorReport> ComputeMemoryReport(const trace::Trace& trace, size
     report.unattributed_bytes = std::max<int64_t>(0, SaturatingSub(timeline.peak_bytes, attributed));
     if (report.live_at_peak.size() > top) report.live_at_peak.resize(top);
     // Temporary and persistent bytes of the ops that ran on the allocator's device.
-    trace::NodeReader nodes(trace, trace::kNodeMemoryStats);
+    trace::DetailReader details(trace, trace::kDetailOpMemory);
     for (uint32_t i = 0; i < trace.slices().size() && timeline.device_track >= 0; ++i) {
       if (trace.DeviceOf(trace.slices()[i].track) != timeline.device_track) continue;
-      const tf::NodeExecStats* node = nodes.Get(i);
-      if (node == nullptr || !node->has_memory_stats()) continue;
-      if (trace.DeviceOf(trace.slices()[i].track) != timeline.device_track) continue;
-      report.temp_bytes = SaturatingAdd(report.temp_bytes, node->memory_stats().temp_memory_size());
-      report.persistent_bytes =
-          SaturatingAdd(report.persistent_bytes, node->memory_stats().persistent_memory_size());
+      const std::optional<trace::OpMemory> memory = details.Memory(i);
+      if (!memory) continue;
+      report.temp_bytes = SaturatingAdd(report.temp_bytes, memory->temp_bytes);
+      report.persistent_bytes = SaturatingAdd(report.persistent_bytes, memory->persistent_bytes);
     }
     if (auto it = recorded.find(timeline.allocator); it != recorded.end()) {
       report.max_allocator_bytes_in_use = it->second.first;

@@ -1,3 +1,5 @@
+// Allocators' bytes in use over time, and the tensors and buffers live at any instant, from
+// ops' outputs and allocation records (the trace's typed details).
 #include "profiler/analysis/memory_timeline.h"
 
 #include <algorithm>
@@ -8,9 +10,7 @@
 #include <unordered_map>
 
 #include "base/saturating.h"
-#include "profiler/trace/node_store.h"
-#include "profiler/formats/step_stats/step_stats_import.h"
-#include "stepscope/tf/run_metadata.pb.h"
+#include "profiler/trace/slice_details.h"
 
 namespace stepscope::analysis {
 
@@ -19,7 +19,8 @@ using trace::Trace;
 
 std::vector<LiveTensor> TensorsFromOutputs(const Trace& trace) {
   std::vector<LiveTensor> tensors;
-  if (!trace.has_step_stats()) return tensors;
+  trace::DetailReader details(trace, trace::kDetailOutputs);
+  if (!details.MayHave(trace::kDetailOutputs)) return tensors;
   const auto& slices = trace.slices();
   // A tensor is released when its last consumer ends (dataflow flows), at the earliest when its
   // producer ends.
@@ -28,22 +29,17 @@ std::vector<LiveTensor> TensorsFromOutputs(const Trace& trace) {
     if (flow.kind != trace::FlowKind::kDataflow) continue;
     last_use[flow.from_slice] = std::max(last_use[flow.from_slice], slices[flow.to_slice].end_ns());
   }
-  trace::NodeReader nodes(trace, trace::kNodeOutputs);
   for (uint32_t i = 0; i < slices.size(); ++i) {
-    const tf::NodeExecStats* node = nodes.Get(i);
-    if (node == nullptr || node->output_size() == 0) continue;
     const Slice& s = slices[i];
     if (s.duplicate()) continue;
-    for (int k = 0; k < node->output_size(); ++k) {
-      const auto& description = node->output(k).tensor_description();
-      if (!description.has_allocation_description()) continue;
-      const auto& allocation = description.allocation_description();
+    for (const trace::TensorOutput& output : details.Outputs(i)) {
+      if (!output.has_allocation) continue;
       LiveTensor tensor;
-      tensor.name = k == 0 ? node->node_name() : node->node_name() + ":" + std::to_string(k);
-      tensor.bytes = allocation.requested_bytes();
-      tensor.allocated_bytes = allocation.allocated_bytes();
-      tensor.allocator = allocation.allocator_name();
-      tensor.allocation_id = static_cast<int64_t>(allocation.allocation_id());
+      tensor.name = output.TensorName();
+      tensor.bytes = output.requested_bytes;
+      tensor.allocated_bytes = output.allocated_bytes;
+      tensor.allocator = std::string(output.allocator);
+      tensor.allocation_id = output.allocation_id;
       tensor.producer_op = std::string(trace.str(trace.slice_op_type(s)));
       tensor.producer_slice = i;
       tensor.alloc_ns = s.start_ns;
@@ -121,27 +117,24 @@ std::vector<LiveTensor> BuffersFromOutputs(const Trace& trace) {
   for (size_t t = 0; t < outputs.size(); ++t) {
     if (!alias[t]) waiting[static_cast<uint32_t>(outputs[t].producer_slice)].push_back(t);
   }
-  trace::NodeReader memory(trace, trace::kNodeMemory);
+  trace::DetailReader details(trace, trace::kDetailAllocators);
   for (uint32_t i = 0; i < slices.size(); ++i) {
     if (slices[i].duplicate()) continue;
-    const tf::NodeExecStats* node = memory.Get(i);
-    if (node == nullptr) continue;
-    for (const auto& used : node->memory()) {
-      if (used.allocation_records_size() == 0) continue;
-      Records& records = by_allocator[used.allocator_name()];
-      for (const auto& record : used.allocation_records()) {
-        const int64_t ns = trace::MicrosToNanos(record.alloc_micros()) - trace.epoch_ns();
-        if (record.alloc_bytes() < 0) {
-          records.frees.emplace_back(ns, -record.alloc_bytes());
+    for (const trace::AllocatorUse& used : details.Allocators(i)) {
+      if (used.records.empty()) continue;
+      Records& records = by_allocator[std::string(used.allocator)];
+      for (const trace::AllocationRecord& record : used.records) {
+        if (record.bytes < 0) {
+          records.frees.emplace_back(record.ns, -record.bytes);
           continue;
         }
-        RecordedAllocation allocation{ns, record.alloc_bytes(), slices[i].end_ns()};
+        RecordedAllocation allocation{record.ns, record.bytes, slices[i].end_ns()};
         if (auto it = waiting.find(i); it != waiting.end()) {
           for (size_t& t : it->second) {
             if (t == SIZE_MAX) continue;  // backed by an earlier record
             const LiveTensor& out = outputs[t];
             const int64_t size = out.allocated_bytes > 0 ? out.allocated_bytes : out.bytes;
-            if (out.allocator != used.allocator_name() || size != record.alloc_bytes()) continue;
+            if (out.allocator != used.allocator || size != record.bytes) continue;
             allocation.tensor = static_cast<int32_t>(t);
             allocation.likely_free_ns = out.free_ns;
             t = SIZE_MAX;  // backed

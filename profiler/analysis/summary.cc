@@ -1,3 +1,5 @@
+// The summary of one trace: source devices, busy time per device and stream, op types, copies,
+// allocator peaks with the tensors live at them, and what the import repaired.
 #include "profiler/analysis/summary.h"
 
 #include <algorithm>
@@ -7,9 +9,7 @@
 
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/intervals.h"
-#include "profiler/trace/node_store.h"
 #include "profiler/trace/slice_details.h"
-#include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::analysis {
 
@@ -62,9 +62,10 @@ uint32_t WhereOf(const Slice& slice) {
 // Tensors from outputs with allocation descriptions; created at producer start, released at the
 // last consumer's end (dataflow flows) or the producer's end, as TensorFlow's timeline does.
 std::vector<std::pair<std::string, LiveTensor>> CollectTensors(const Trace& trace) {
-  // Only StepStats nodes describe outputs: other traces would pay 8 bytes a slice for nothing
-  // (the last use below), at the peak of `summary` on a big Kineto file.
-  if (!trace.has_step_stats()) return {};
+  // A trace with no outputs would pay 8 bytes a slice for nothing (the last use below), at the
+  // peak of `summary` on a big Kineto file.
+  trace::DetailReader details(trace, trace::kDetailOutputs);
+  if (!details.MayHave(trace::kDetailOutputs)) return {};
   std::vector<int64_t> last_use(trace.slices().size(), -1);
   for (const trace::Flow& flow : trace.flows()) {
     if (flow.kind != trace::FlowKind::kDataflow) continue;
@@ -72,42 +73,28 @@ std::vector<std::pair<std::string, LiveTensor>> CollectTensors(const Trace& trac
         std::max(last_use[flow.from_slice], trace.slices()[flow.to_slice].end_ns());
   }
   std::vector<std::pair<std::string, LiveTensor>> tensors;  // (allocator, tensor)
-  trace::NodeReader nodes(trace, trace::kNodeOutputs);
   for (uint32_t i = 0; i < trace.slices().size(); ++i) {
-    const tf::NodeExecStats* node = nodes.Get(i);
-    if (node == nullptr || node->output_size() == 0) continue;
+    const std::span<const trace::TensorOutput> outputs = details.Outputs(i);
+    if (outputs.empty()) continue;
     const Slice& s = trace.slices()[i];
-    for (int k = 0; k < node->output_size(); ++k) {
-      const auto& output = node->output(k);
-      if (!output.tensor_description().has_allocation_description()) continue;
-      const auto& allocation = output.tensor_description().allocation_description();
+    for (const trace::TensorOutput& output : outputs) {
+      if (!output.has_allocation) continue;
       LiveTensor tensor;
-      tensor.name = k == 0 ? node->node_name() : node->node_name() + ":" + std::to_string(k);
-      tensor.bytes = allocation.requested_bytes();
+      tensor.name = output.TensorName();
+      tensor.bytes = output.requested_bytes;
       tensor.producer_op = std::string(trace.str(trace.slice_op_type(s)));
       tensor.alloc_ns = s.start_ns;
       tensor.free_ns = std::max(s.end_ns(), last_use[i]);
-      tensors.emplace_back(allocation.allocator_name(), std::move(tensor));
+      tensors.emplace_back(std::string(output.allocator), std::move(tensor));
     }
   }
   return tensors;
 }
 
-}  // namespace
-
-Summary Summarize(const Trace& trace, const SummaryOptions& options) {
-  Summary summary;
-  summary.source = trace.source_path();
-  summary.format = std::string(trace::SourceFormatName(trace.source_format()));
-  summary.epoch_ns = trace.epoch_ns();
-  summary.unix_clock = trace.clock_is_unix_time();
-  summary.span_begin_ns = trace.span_begin_ns();
-  summary.span_end_ns = trace.span_end_ns();
-  summary.step = trace.step_info();
+// Source devices, each device's busy time (ops and GPU streams apart) and the annotations.
+void AddUsage(const Trace& trace, Summary& summary) {
   const auto& tracks = trace.tracks();
-  const auto& slices = trace.slices();
   const int64_t span = trace.span_end_ns() - trace.span_begin_ns();
-
   // Source devices: lanes grouped by the producer's name, in first-seen order.
   std::map<std::string, size_t> source_index;
   using Intervals = std::vector<std::pair<int64_t, int64_t>>;
@@ -192,6 +179,11 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
     summary.annotations.push_back({trace.TrackPath(key.first), key.second, busy.slices, UnionLength(std::move(busy.intervals))});
   }
 
+}
+
+// Time and count per op type, and the copies by kind.
+void AddOpTypes(const Trace& trace, Summary& summary) {
+  const auto& slices = trace.slices();
   // Counted by (where, op type id), named once per op type after: a big trace has millions of
   // slices and a few hundred op types.
   struct OpTypeCount {
@@ -199,13 +191,14 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
   };
   std::unordered_map<uint64_t, OpTypeCount> op_types;
   std::map<std::string, MemcpyStats> memcpy;
+  trace::DetailReader copies(trace, trace::kDetailCopy);
   for (uint32_t i = 0; i < slices.size(); ++i) {
     const Slice& s = slices[i];
     if (s.duplicate() || trace::IsAnnotationOrSync(s.kind)) continue;
     OpTypeCount& stats = op_types[uint64_t{WhereOf(s)} << 32 | trace.slice_op_type(s)];
     ++stats.count;
     stats.total_ns += s.dur_ns;
-    if (auto details = trace::GetMemcpyDetails(trace, i)) {
+    if (auto details = copies.Copy(i)) {
       MemcpyStats& m = memcpy[details->kind];
       m.kind = details->kind;
       ++m.count;
@@ -233,6 +226,10 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
   std::stable_sort(summary.memcpy.begin(), summary.memcpy.end(),
                    [](const MemcpyStats& a, const MemcpyStats& b) { return a.bytes > b.bytes; });
 
+}
+
+// Each counter's peak and the tensors live at it.
+void AddAllocatorPeaks(const Trace& trace, const SummaryOptions& options, Summary& summary) {
   const auto tensors = CollectTensors(trace);
   for (const trace::CounterSeries& counter : trace.counters()) {
     if (counter.values.empty()) continue;
@@ -257,6 +254,23 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
   }
   std::stable_sort(summary.allocators.begin(), summary.allocators.end(),
                    [](const AllocatorPeak& a, const AllocatorPeak& b) { return a.peak_bytes > b.peak_bytes; });
+}
+
+}  // namespace
+
+Summary Summarize(const Trace& trace, const SummaryOptions& options) {
+  Summary summary;
+  summary.source = trace.source_path();
+  summary.format = std::string(trace::SourceFormatName(trace.source_format()));
+  summary.epoch_ns = trace.epoch_ns();
+  summary.unix_clock = trace.clock_is_unix_time();
+  summary.span_begin_ns = trace.span_begin_ns();
+  summary.span_end_ns = trace.span_end_ns();
+  summary.step = trace.step_info();
+
+  AddUsage(trace, summary);
+  AddOpTypes(trace, summary);
+  AddAllocatorPeaks(trace, options, summary);
   for (const auto& [name, count] : trace.import_stats().counts()) {
     summary.import_stats.emplace_back(name, count);
   }

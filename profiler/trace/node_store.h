@@ -1,7 +1,10 @@
-// The StepStats detail of a Trace, kept compact: every NodeExecStats serialised and compressed
-// (zstd) in blocks of about 32 KB, and the rest of the RunMetadata (devices, thread names, graphs,
-// session) serialised once. A block holds the nodes of one device that a pass over the slices
-// visits together, so such a pass decompresses each block about once:
+// The StepStats payload of a Trace: TensorFlow's per-op records, kept for the StepStats writers,
+// merging and DetailReader (slice_details.h), which turns them into the typed details every
+// other consumer reads (analyses and the viewer include no TensorFlow header). Kept compact:
+// every NodeExecStats serialised and compressed (zstd) in blocks of about 32 KB, and the rest of
+// the RunMetadata (devices, thread names, graphs, session) serialised once. A block holds the
+// nodes of one device that a pass over the slices visits together, so such a pass decompresses
+// each block about once:
 //  - built from a parsed RunMetadata (NodeStore::Build), entries are in slice order;
 //  - streamed from binary input (NodeStoreWriter, during the wire scan), a block holds one source
 //    thread's nodes in file order (a thread's slices form one track and its lanes), and each
@@ -25,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "profiler/trace/slice_details.h"
 #include "profiler/trace/trace.h"
 
 namespace stepscope::trace {
@@ -171,5 +175,10 @@ class NodeReader {
   const Trace& trace_;
   std::unique_ptr<NodeStore::Reader> reader_;
 };
+
+// A copy's details from the StepStats payload at hand, for the writers that carry that payload
+// (every other consumer reads DetailReader::Copy).
+std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice, NodeReader& nodes);
+std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice, const tf::NodeExecStats& node);
 
 }  // namespace stepscope::trace

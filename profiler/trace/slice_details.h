@@ -1,23 +1,26 @@
-// Details of one slice that live in the source record rather than in the compact Slice:
-// memcpy kind and bytes, kernel launch parameters, collective payload. One place derives them
-// (from stepscope's extension fields, else from TensorFlow's labels, else from the PyTorch
-// profiler's event args and names) for every consumer.
+// The details of slices that do not fit the compact Slice, in one typed, format-neutral form for
+// every consumer (analyses, the viewer, the Chrome and Perfetto writers): a kernel's launch
+// geometry and occupancy, a copy's kind and bytes, an op's tensor outputs (shape, dtype, bytes,
+// allocation), its allocators' figures and allocation records, its temporary and persistent
+// memory, its inputs. Readers fill the trace's tables (kernel and transfer arguments, free-form
+// arguments); a StepStats trace keeps its per-op records compressed (NodeStore) and DetailReader
+// derives the same records from them on demand, so a pass decodes only what it asks for and no
+// consumer sees TensorFlow's protos. One place derives each detail: from stepscope's extension
+// fields, else TensorFlow's labels, else the PyTorch profiler's event args and names.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "profiler/trace/detail_tables.h"
 #include "profiler/trace/trace.h"
 
-namespace stepscope::tf {
-class NodeExecStats;
-}
-
 namespace stepscope::trace {
-
-class NodeReader;
 
 struct MemcpyDetails {
   std::string kind;        // "HtoD", "DtoH", ...
@@ -26,12 +29,98 @@ struct MemcpyDetails {
   std::string dst_memory;
   double bandwidth_gbps = -1;  // as the profiler reported it; -1 when it did not
 };
-// For one slice (parses its node on demand).
+
+// Kernel launch geometry as the source recorded it: the PyTorch profiler's kernel args, a
+// StepStats node's launch record, or TensorFlow 2's label ("grid:1,2,3 block:32,1,1").
+// Absent parts are empty texts, so that what a source lacks never reads as zero.
+struct LaunchGeometry {
+  std::string grid, block, registers;  // "1,2,3", "32,1,1", "64"
+  bool operator==(const LaunchGeometry&) const = default;
+};
+
+// One output tensor of an op. Views are valid until the DetailReader's next call.
+struct TensorOutput {
+  int32_t slot = 0;                 // output index: the tensor is "<op>:<slot>" (slot 0: "<op>")
+  std::string_view producer;        // the op's name as its source recorded it
+  std::string_view dtype;           // "DT_FLOAT"; empty when unknown
+  std::span<const int64_t> shape;   // -1 for an unknown dimension; empty for a scalar (kDetailShapes)
+  bool has_allocation = false;      // the fields below were recorded
+  int64_t requested_bytes = 0;
+  int64_t allocated_bytes = 0;
+  int64_t allocation_id = 0;
+  std::string_view allocator;       // "GPU_0_bfc"
+  // "<producer>:<slot>", or the producer alone for slot 0.
+  std::string TensorName() const;
+};
+
+// An allocator's figures as one op recorded them.
+struct AllocatorUse {
+  std::string_view allocator;
+  int64_t total_bytes = 0;
+  int64_t peak_bytes = 0;
+  int64_t live_bytes = 0;
+  int64_t bytes_in_use = 0;  // the allocator's, after the op
+  std::span<const AllocationRecord> records;
+};
+
+// An op's temporary and persistent memory.
+struct OpMemory {
+  int64_t temp_bytes = 0;
+  int64_t persistent_bytes = 0;
+};
+
+// What a pass asks a DetailReader for: a StepStats trace then decodes nothing else (and skips
+// stored blocks none of whose ops has it).
+enum DetailKind : uint32_t {
+  kDetailKernel = 1u << 0,      // Kernel(), Geometry()
+  kDetailCopy = 1u << 1,        // Copy()
+  kDetailOutputs = 1u << 2,     // Outputs()
+  kDetailShapes = 1u << 3,      // Outputs() with dtype and shape
+  kDetailAllocators = 1u << 4,  // Allocators()
+  kDetailOpMemory = 1u << 5,    // Memory()
+  kDetailInputs = 1u << 6,      // Inputs()
+  kDetailAll = 0xffffffffu,
+};
+
+// Reads the details of many slices; cheapest in slice order. One reader per thread; what it
+// returns is valid until its next call.
+class DetailReader {
+ public:
+  explicit DetailReader(const Trace& trace, uint32_t needed = kDetailAll);
+  ~DetailReader();
+  DetailReader(const DetailReader&) = delete;
+  DetailReader& operator=(const DetailReader&) = delete;
+
+  // Whether any slice may have details of these kinds (DetailKind bits): a pass that would
+  // allocate for them skips a trace that has none.
+  bool MayHave(uint32_t kinds) const;
+
+  // A copy's details (kMemcpy slices only); nullopt when its source says nothing of it.
+  std::optional<MemcpyDetails> Copy(uint32_t slice);
+  // A kernel's launch as a KernelArgs value; nullopt when the source recorded none.
+  std::optional<KernelArgs> Kernel(uint32_t slice);
+  // A kernel's launch geometry as text; empty fields when the source has none.
+  LaunchGeometry Geometry(uint32_t slice);
+  std::span<const TensorOutput> Outputs(uint32_t slice);
+  std::span<const AllocatorUse> Allocators(uint32_t slice);
+  std::optional<OpMemory> Memory(uint32_t slice);
+  // An op's inputs as its source named them ("MatMul", "x:1", "^ctrl"); empty when unknown.
+  std::span<const std::string_view> Inputs(uint32_t slice);
+
+ private:
+  std::span<const TensorOutput> TableOutputs(uint32_t slice);
+  std::span<const AllocatorUse> TableAllocators(uint32_t slice);
+
+  struct Payload;  // the StepStats records, decoded on demand
+  const Trace& trace_;
+  uint32_t needed_;
+  std::unique_ptr<Payload> payload_;
+  std::vector<TensorOutput> outputs_;     // from the trace's tables
+  std::vector<AllocatorUse> allocators_;
+};
+
+// For one slice.
 std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice);
-// For passes over many slices: nodes come from `nodes`.
-std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice, NodeReader& nodes);
-// From the slice's node already at hand (a pass that parses nodes itself).
-std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice, const tf::NodeExecStats& node);
 
 // Kind and memory kinds from a copy's name: PyTorch writes "Memcpy HtoD (Pageable -> Device)",
 // TensorFlow "MEMCPYHtoD". Empty kind when the name is neither.
@@ -39,5 +128,15 @@ struct CopyName {
   std::string kind, src_memory, dst_memory;
 };
 CopyName ParseCopyName(std::string_view name);
+
+// A slice's source record as the reader kept it, field by field (a StepStats node: every field
+// of its NodeExecStats), for a details pane that leaves nothing out. Empty when the slice has
+// none; `title` names the record ("NodeExecStats").
+struct RecordField {
+  std::string key;
+  std::string value;
+  std::vector<RecordField> children;
+};
+std::vector<RecordField> SourceRecord(const Trace& trace, uint32_t slice, std::string* title);
 
 }  // namespace stepscope::trace

@@ -1,3 +1,5 @@
+// The Trace model: its accessors and TraceBuilder, which sorts slices, rebases them on the epoch,
+// assigns nesting depth and overlap lanes, and renumbers everything that points at slices.
 #include "profiler/trace/trace.h"
 
 #include <algorithm>
@@ -548,6 +550,7 @@ void TraceBuilder::RenumberSlices(const std::function<void(uint32_t&)>& renumber
   for (KernelArgsTable::Row& args : trace_.kernel_args_.rows()) renumber(args.slice);
   for (TransferArgs& args : trace_.transfer_args_) renumber(args.slice);
   for (SliceArg& arg : trace_.slice_args_) renumber(arg.slice);
+  trace_.details_.Renumber(renumber);
 }
 
 bool TraceBuilder::SortNearlyOrderedTrack(size_t begin, size_t end) {
@@ -739,6 +742,7 @@ Trace TraceBuilder::Build() && {
   };
   sort_args(trace_.kernel_args_.rows());
   sort_args(trace_.transfer_args_);
+  trace_.details_.Finish(epoch);
   if (!std::is_sorted(trace_.slice_args_.begin(), trace_.slice_args_.end(), by_slice)) {
     // By slice index, keeping each slice's order: a counting sort (arguments come several per
     // slice, millions in a large trace).

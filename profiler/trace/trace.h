@@ -10,10 +10,13 @@
 //    level. On `concurrent` tracks slices are disjoint (depth 0): overlapping work gets lanes.
 //  - Flows and node references follow the sorted slice order.
 //  - Whatever an import repaired or skipped is counted by name in import_stats().
-// StepStats inputs keep their full RunMetadata, compactly (NodeStore: each node serialised and
-// compressed, parsed back on demand), so outputs, allocation descriptions and memory stats stay
-// reachable from each slice (node(), NodeReader) and a pb -> pb conversion loses nothing.
-// Kineto kernel and copy arguments live in side tables holding only the slices that have them.
+// Details that do not fit a Slice live in side tables holding only the slices that have them:
+// kernel launches, copy sizes, free-form arguments, and per-op memory (tensor outputs, allocator
+// records, op memory: DetailTables). Consumers read them through DetailReader (slice_details.h),
+// in one typed form whatever the format. StepStats inputs instead keep their full RunMetadata as
+// the lossless payload (NodeStore: each node serialised and compressed, parsed back on demand),
+// which DetailReader decodes and only the StepStats writers and merging read as such
+// (LoadRunMetadata, node_store.h), so a pb -> pb conversion loses nothing.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +30,7 @@
 #include <vector>
 
 #include "base/mapped_array.h"
+#include "profiler/trace/detail_tables.h"
 #include "profiler/trace/kernel_args_table.h"
 #include "profiler/trace/label_table.h"
 #include "profiler/trace/string_table.h"
@@ -316,7 +320,11 @@ class Trace {
   SourceFormat source_format() const { return source_format_; }
   const std::string& source_path() const { return source_path_; }
 
-  // StepStats detail (absent for other inputs).
+  // Per-op memory details of traces without a StepStats payload (DetailReader reads both).
+  const DetailTables& detail_tables() const { return details_; }
+
+  // The StepStats payload (absent for other inputs): for the StepStats writers, merging and
+  // DetailReader; every other consumer reads DetailReader.
   bool has_step_stats() const { return node_store_ != nullptr; }
   // The source RunMetadata, rebuilt from the node store (every node parsed: for writers and
   // merging, not per-slice lookups); a fresh copy the caller owns; null for other inputs.
@@ -372,6 +380,7 @@ class Trace {
   KernelArgsTable kernel_args_;               // sorted by slice
   std::vector<TransferArgs> transfer_args_;   // sorted by slice
   std::vector<SliceArg> slice_args_;          // sorted by slice, source order within a slice
+  DetailTables details_;
 };
 
 
@@ -455,6 +464,8 @@ class TraceBuilder {
   void AddSliceArg(uint32_t slice, StringId key, int64_t number) {
     if (KeyFits(key)) trace_.slice_args_.push_back(SliceArg::Number(slice, key, number));
   }
+  // Per-op memory details of slices added before.
+  DetailTables& detail_tables() { return trace_.details_; }
   // A reader that resolves its own indices later (TrackSliceBuffer) adds whole arguments.
   void AddSliceArg(const SliceArg& arg) { trace_.slice_args_.push_back(arg); }
   bool KeyFits(StringId key) {

@@ -295,6 +295,10 @@ class ModelsTest : public QObject {
                               "all_start_micros", "timeline_label"}) {
       QVERIFY2(texts.contains(field), field);
     }
+    // The typed details, as every format's trace shows them.
+    for (const char* field : {"outputs", "allocators", "requested bytes", "allocation id"}) {
+      QVERIFY2(texts.contains(field), field);
+    }
     // Flows link to their slices.
     QVERIFY(texts.contains("flows in") || texts.contains("flows out"));
     model.ShowNothing();

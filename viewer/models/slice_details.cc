@@ -1,95 +1,77 @@
+// The details pane's tree: a slice's fields, its typed details (copy, memset, kernel launch),
+// arguments, flows and its source record.
 #include "viewer/models/slice_details.h"
 
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/message.h>
+#include <functional>
 
 #include "profiler/trace/slice_details.h"
-#include "stepscope/tf/run_metadata.pb.h"
 #include "viewer/models/roles.h"
 #include "viewer/timeline/time_mapping.h"
 
 namespace stepscope::viewer {
 namespace {
 
-using google::protobuf::FieldDescriptor;
-using google::protobuf::Message;
-using google::protobuf::Reflection;
-
-std::string ScalarText(const Message& message, const FieldDescriptor* field, int i) {
-  const Reflection* r = message.GetReflection();
-  const bool repeated = field->is_repeated();
-  switch (field->cpp_type()) {
-    case FieldDescriptor::CPPTYPE_INT32:
-      return std::to_string(repeated ? r->GetRepeatedInt32(message, field, i) : r->GetInt32(message, field));
-    case FieldDescriptor::CPPTYPE_INT64:
-      return std::to_string(repeated ? r->GetRepeatedInt64(message, field, i) : r->GetInt64(message, field));
-    case FieldDescriptor::CPPTYPE_UINT32:
-      return std::to_string(repeated ? r->GetRepeatedUInt32(message, field, i) : r->GetUInt32(message, field));
-    case FieldDescriptor::CPPTYPE_UINT64:
-      return std::to_string(repeated ? r->GetRepeatedUInt64(message, field, i) : r->GetUInt64(message, field));
-    case FieldDescriptor::CPPTYPE_DOUBLE:
-      return std::to_string(repeated ? r->GetRepeatedDouble(message, field, i) : r->GetDouble(message, field));
-    case FieldDescriptor::CPPTYPE_FLOAT:
-      return std::to_string(repeated ? r->GetRepeatedFloat(message, field, i) : r->GetFloat(message, field));
-    case FieldDescriptor::CPPTYPE_BOOL:
-      return (repeated ? r->GetRepeatedBool(message, field, i) : r->GetBool(message, field)) ? "true" : "false";
-    case FieldDescriptor::CPPTYPE_ENUM:
-      return std::string((repeated ? r->GetRepeatedEnum(message, field, i) : r->GetEnum(message, field))->name());
-    case FieldDescriptor::CPPTYPE_STRING:
-      return repeated ? r->GetRepeatedString(message, field, i) : r->GetString(message, field);
-    case FieldDescriptor::CPPTYPE_MESSAGE: break;
+std::vector<DetailItem> Items(std::vector<trace::RecordField> fields) {
+  std::vector<DetailItem> items;
+  items.reserve(fields.size());
+  for (trace::RecordField& field : fields) {
+    items.push_back(DetailItem{std::move(field.key), std::move(field.value), Items(std::move(field.children))});
   }
-  return {};
+  return items;
 }
 
-// A one-line digest of a message for its parent row ("dtype: DT_FLOAT, shape: [20, 200]").
-std::string Digest(const Message& message);
+std::string Shape(std::span<const int64_t> dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    text += (i > 0 ? ", " : "") + (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
+  }
+  return text + "]";
+}
 
-void DescribeMessage(const Message& message, std::vector<DetailItem>* out) {
-  const Reflection* reflection = message.GetReflection();
-  std::vector<const FieldDescriptor*> fields;
-  reflection->ListFields(message, &fields);
-  for (const FieldDescriptor* field : fields) {
-    if (field->is_repeated()) {
-      const int count = reflection->FieldSize(message, field);
-      DetailItem list{std::string(field->name()), std::to_string(count) + (count == 1 ? " item" : " items"), {}};
-      for (int i = 0; i < count; ++i) {
-        DetailItem element{"[" + std::to_string(i) + "]", {}, {}};
-        if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-          const Message& child = reflection->GetRepeatedMessage(message, field, i);
-          element.value = Digest(child);
-          DescribeMessage(child, &element.children);
-        } else {
-          element.value = ScalarText(message, field, i);
-        }
-        list.children.push_back(std::move(element));
+// Inputs, outputs, allocators and op memory, from whichever source the trace came.
+void AddMemoryDetails(trace::DetailReader& details, uint32_t slice, std::vector<DetailItem>& items) {
+  if (const auto inputs = details.Inputs(slice); !inputs.empty()) {
+    DetailItem item{"inputs", std::to_string(inputs.size()), {}};
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      item.children.push_back({"[" + std::to_string(i) + "]", std::string(inputs[i]), {}});
+    }
+    items.push_back(std::move(item));
+  }
+  if (const auto outputs = details.Outputs(slice); !outputs.empty()) {
+    DetailItem item{"outputs", std::to_string(outputs.size()), {}};
+    for (const trace::TensorOutput& out : outputs) {
+      DetailItem tensor{out.TensorName(), std::string(out.dtype) + " " + Shape(out.shape), {}};
+      if (out.has_allocation) {
+        tensor.children.push_back({"allocator", std::string(out.allocator), {}});
+        tensor.children.push_back({"requested bytes", std::to_string(out.requested_bytes), {}});
+        tensor.children.push_back({"allocated bytes", std::to_string(out.allocated_bytes), {}});
+        tensor.children.push_back({"allocation id", std::to_string(out.allocation_id), {}});
       }
-      out->push_back(std::move(list));
-    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-      const Message& child = reflection->GetMessage(message, field);
-      DetailItem item{std::string(field->name()), Digest(child), {}};
-      DescribeMessage(child, &item.children);
-      out->push_back(std::move(item));
-    } else {
-      out->push_back(DetailItem{std::string(field->name()), ScalarText(message, field, 0), {}});
+      item.children.push_back(std::move(tensor));
     }
+    items.push_back(std::move(item));
   }
-}
-
-std::string Digest(const Message& message) {
-  std::vector<DetailItem> fields;
-  DescribeMessage(message, &fields);
-  std::string text;
-  for (const DetailItem& field : fields) {
-    if (!field.children.empty() && field.value.find("item") == std::string::npos) continue;
-    if (text.size() > 80) {
-      text += ", ...";
-      break;
+  if (const auto uses = details.Allocators(slice); !uses.empty()) {
+    DetailItem item{"allocators", std::to_string(uses.size()), {}};
+    for (const trace::AllocatorUse& use : uses) {
+      DetailItem a{std::string(use.allocator), "peak " + std::to_string(use.peak_bytes) + " bytes", {}};
+      a.children.push_back({"total bytes", std::to_string(use.total_bytes), {}});
+      a.children.push_back({"live bytes", std::to_string(use.live_bytes), {}});
+      a.children.push_back({"allocator bytes in use", std::to_string(use.bytes_in_use), {}});
+      for (const trace::AllocationRecord& r : use.records) {
+        a.children.push_back({r.bytes < 0 ? "free" : "allocation",
+                              std::to_string(r.bytes) + " bytes at " + std::to_string(r.ns) + " ns", {}});
+      }
+      item.children.push_back(std::move(a));
     }
-    if (!text.empty()) text += ", ";
-    text += field.key + ": " + field.value;
+    items.push_back(std::move(item));
   }
-  return text;
+  if (const auto memory = details.Memory(slice)) {
+    DetailItem item{"op memory", {}, {}};
+    item.children.push_back({"temporary bytes", std::to_string(memory->temp_bytes), {}});
+    item.children.push_back({"persistent bytes", std::to_string(memory->persistent_bytes), {}});
+    items.push_back(std::move(item));
+  }
 }
 
 std::string SliceLabel(const trace::Trace& trace, uint32_t slice) {
@@ -143,7 +125,10 @@ std::vector<DetailItem> DescribeSlice(const TraceDocument& document, uint32_t sl
     }
     items.push_back(std::move(item));
   }
-  if (const std::optional<trace::KernelArgs> kernel = trace.kernel_args(slice_index)) {
+  trace::DetailReader details(trace, trace::kDetailKernel | trace::kDetailInputs | trace::kDetailOutputs |
+                                          trace::kDetailShapes | trace::kDetailAllocators | trace::kDetailOpMemory);
+  AddMemoryDetails(details, slice_index, items);
+  if (const std::optional<trace::KernelArgs> kernel = details.Kernel(slice_index)) {
     auto triple = [](const uint32_t* v) {
       return std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]);
     };
@@ -191,10 +176,10 @@ std::vector<DetailItem> DescribeSlice(const TraceDocument& document, uint32_t sl
   };
   add_flows("flows in", document.FlowsTo(slice_index), true);
   add_flows("flows out", document.FlowsFrom(slice_index), false);
-  if (const std::unique_ptr<tf::NodeExecStats> node = trace.node(slice_index)) {
-    DetailItem record{"source record", "NodeExecStats of " + std::string(trace.str(trace.tracks()[slice.track].full_name)), {}};
-    DescribeMessage(*node, &record.children);
-    items.push_back(std::move(record));
+  std::string record_kind;
+  if (std::vector<trace::RecordField> fields = trace::SourceRecord(trace, slice_index, &record_kind); !fields.empty()) {
+    const std::string device(trace.str(trace.tracks()[slice.track].full_name));
+    items.push_back({"source record", record_kind + " of " + device, Items(std::move(fields))});
   }
   return items;
 }

@@ -1,3 +1,5 @@
+// Perfetto protobuf traces (TracePacket / TrackEvent): the writer (ProtoExporter) and the reader
+// (ProtoImporter), hand-encoded with proto_wire.h; docs/formats.md section 7.
 #include "profiler/formats/perfetto/perfetto_proto.h"
 
 #include <algorithm>
@@ -11,7 +13,10 @@
 #include <numeric>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
 #include "base/free_storage.h"
+#include "base/saturating.h"
 #include "profiler/trace/node_store.h"
 #include "profiler/formats/common/proto_wire.h"
 #include "profiler/trace/slice_details.h"
@@ -21,6 +26,12 @@
 
 namespace stepscope::trace {
 namespace {
+
+// Annotation names of the typed memory details (slice_details.h), written and read back.
+constexpr std::string_view kOutputsKey = "tensor outputs";
+constexpr std::string_view kAllocatorsKey = "allocators";
+constexpr std::string_view kTempMemoryKey = "temp memory (bytes)";
+constexpr std::string_view kPersistentMemoryKey = "persistent memory (bytes)";
 
 // Field numbers of google/perfetto protos/perfetto/trace/ (docs/formats.md §7).
 namespace trace_proto { enum : uint32_t { kPacket = 1 }; }
@@ -498,12 +509,13 @@ class ProtoExporter {
   enum Key : uint8_t {
     kKeyName, kKeyGrid, kKeyBlock, kKeyRegisters, kKeyShared, kKeyBlocksPerSm, kKeyWarpsPerSm, kKeyOccupancy,
     kKeyDevice, kKeyStream, kKeyCorrelation, kKeyBytes, kKeyBandwidth, kKeyLabel, kKeyKind, kKeyShapes,
-    kKeyInputs, kKeyMemory, kKeyCount
+    kKeyInputs, kKeyMemory, kKeyOutputs, kKeyAllocators, kKeyTempMemory, kKeyPersistentMemory, kKeyCount
   };
   static constexpr std::string_view kKeyNames[kKeyCount] = {
       "name", "grid", "block", "registers per thread", "shared memory", "blocks per SM", "warps per SM",
       "est. achieved occupancy %", "device", "stream", "correlation", "bytes", "memory bandwidth (GB/s)",
-      "label", "kind", "output shapes", "inputs", "memory"};
+      "label", "kind", "output shapes", "inputs", "memory", kOutputsKey, kAllocatorsKey, kTempMemoryKey,
+      kPersistentMemoryKey};
 
   struct InternTable {
     std::vector<uint64_t> slots;
@@ -654,6 +666,53 @@ class ProtoExporter {
     if (correlation != 0 && !k) AddInt(kKeyCorrelation, static_cast<int64_t>(correlation));
   }
 
+  // The slice's typed memory details (from a StepStats payload or the trace's tables), so that
+  // the file read back holds them too: outputs and allocators as JSON text (records' times from
+  // the slice's start), an op's memory as integers.
+  void DetailArgs(uint32_t index, const Slice& s) {
+    if (const std::span<const TensorOutput> outputs = details_.Outputs(index); !outputs.empty()) {
+      nlohmann::ordered_json list = nlohmann::ordered_json::array();
+      for (const TensorOutput& o : outputs) {
+        nlohmann::ordered_json e;
+        e["slot"] = o.slot;
+        if (!o.dtype.empty()) e["dtype"] = o.dtype;
+        e["shape"] = std::vector<int64_t>(o.shape.begin(), o.shape.end());
+        if (o.has_allocation) {
+          e["allocator"] = o.allocator;
+          e["requested_bytes"] = o.requested_bytes;
+          e["allocated_bytes"] = o.allocated_bytes;
+          e["allocation_id"] = o.allocation_id;
+        }
+        list.push_back(std::move(e));
+      }
+      std::string& text = scratch_[scratch_used_++ % kScratch];
+      text = list.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+      AddInline(kKeyOutputs, text);
+    }
+    if (const std::span<const AllocatorUse> uses = details_.Allocators(index); !uses.empty()) {
+      nlohmann::ordered_json list = nlohmann::ordered_json::array();
+      for (const AllocatorUse& use : uses) {
+        nlohmann::ordered_json e;
+        e["allocator"] = use.allocator;
+        e["total_bytes"] = use.total_bytes;
+        e["peak_bytes"] = use.peak_bytes;
+        e["live_bytes"] = use.live_bytes;
+        e["bytes_in_use"] = use.bytes_in_use;
+        nlohmann::ordered_json records = nlohmann::ordered_json::array();
+        for (const AllocationRecord& r : use.records) records.push_back({r.ns - s.start_ns, r.bytes});
+        e["records"] = std::move(records);
+        list.push_back(std::move(e));
+      }
+      std::string& text = scratch_[scratch_used_++ % kScratch];
+      text = list.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+      AddInline(kKeyAllocators, text);
+    }
+    if (const std::optional<OpMemory> memory = details_.Memory(index)) {
+      AddInt(kKeyTempMemory, memory->temp_bytes);
+      AddInt(kKeyPersistentMemory, memory->persistent_bytes);
+    }
+  }
+
   // One NodeOutput as "float[20,200]" (dtype, then dims; ? for unknown), appended to `out`.
   void OutputShape(std::string_view output, std::string& out) {
     int dtype = 0;
@@ -746,6 +805,7 @@ class ProtoExporter {
       if (t->correlation >= 0) AddInt(kKeyCorrelation, t->correlation);
     }
     if (has_nodes_) NodeArgs(index, s, k, t);
+    if (has_details_) DetailArgs(index, s);
     for (const SliceArg& arg : free_args) {
       Arg& a = args_.emplace_back();
       a.literal_key = false;
@@ -892,6 +952,8 @@ class ProtoExporter {
   std::vector<Uses> uses_;
   uint32_t plan_ = 0;
   const bool has_nodes_ = trace_.has_step_stats();
+  DetailReader details_{trace_, kDetailOutputs | kDetailShapes | kDetailAllocators | kDetailOpMemory};
+  const bool has_details_ = details_.MayHave(kDetailOutputs | kDetailAllocators | kDetailOpMemory);
   const int64_t name_key_ = trace_.strings().Find("name");
   static constexpr size_t kScratch = 8;
   std::string scratch_[kScratch];
@@ -998,6 +1060,9 @@ class ProtoImporter {
     FreeStorage(kernel_arg_tracks_);
     FreeStorage(transfer_arg_tracks_);
     FreeStorage(slice_arg_tracks_);
+    TrackSliceBuffer::Resolve(first, output_tracks_, builder_.detail_tables().mutable_outputs());
+    TrackSliceBuffer::Resolve(first, allocator_tracks_, builder_.detail_tables().mutable_allocators());
+    TrackSliceBuffer::Resolve(first, op_memory_tracks_, builder_.detail_tables().mutable_op_memory());
     pending_.MoveToBuilder();
     for (const auto& [id, ends] : flows_) {
       if (ends.first == kNoRef || ends.second == kNoRef) {
@@ -1486,10 +1551,11 @@ class ProtoImporter {
     KernelArgs kernel;
     TransferArgs transfer;
     bool has_kernel = false, has_transfer = false;
-    std::vector<const ReadArg*> rest;
+    std::vector<const ReadArg*> rest, details;
     for (const ReadArg& arg : open.args) {
       const std::string& k = arg.key;
       if (k == "name" && arg.kind == ReadArg::kString && &arg == &open.args.front()) node = arg.s;
+      else if (IsDetailKey(k)) details.push_back(&arg);
       else if (s.kind == SliceKind::kKernel && (k == "grid" || k == "block")) {
         uint32_t* target = k == "grid" ? kernel.grid : kernel.block;
         std::string_view text = arg.s;
@@ -1542,6 +1608,9 @@ class ProtoImporter {
       builder_.AddTransferArgs(transfer);
       transfer_arg_tracks_.push_back(ref.track);
     }
+    for (const ReadArg* arg : details) {
+      if (!AddDetail(*arg, ref, s.start_ns)) rest.push_back(arg);
+    }
     for (const ReadArg* arg : rest) {
       if (arg->kind == ReadArg::kInt) {
         builder_.AddSliceArg(ref.position, builder_.Intern(arg->key), arg->i);
@@ -1563,6 +1632,85 @@ class ProtoImporter {
 
 #undef STEPSCOPE_WIRE_CHECK
 
+  static bool IsDetailKey(std::string_view key) {
+    return key == kOutputsKey || key == kAllocatorsKey || key == kTempMemoryKey || key == kPersistentMemoryKey;
+  }
+
+  // One of our writer's typed memory details into the trace's tables; false (kept as a free-form
+  // argument, and counted) when it does not read as one.
+  bool AddDetail(const ReadArg& arg, const TrackSliceBuffer::Ref& ref, int64_t start_ns) {
+    DetailTables& tables = builder_.detail_tables();
+    if (arg.key == kTempMemoryKey || arg.key == kPersistentMemoryKey) {
+      if (arg.kind != ReadArg::kInt) return Undecoded();
+      // The two come together: the second fills the row the first began.
+      if (op_memory_tracks_.empty() || pending_memory_ != ref.position || op_memory_tracks_.back() != ref.track) {
+        tables.AddOpMemory({ref.position, 0, 0});
+        op_memory_tracks_.push_back(ref.track);
+        pending_memory_ = ref.position;
+      }
+      OpMemoryRow& row = tables.mutable_op_memory().back();
+      (arg.key == kTempMemoryKey ? row.temp_bytes : row.persistent_bytes) = arg.i;
+      return true;
+    }
+    if (arg.kind != ReadArg::kString) return Undecoded();
+    const nlohmann::json list = nlohmann::json::parse(arg.s, nullptr, false);
+    if (!list.is_array()) return Undecoded();
+    auto integer = [](const nlohmann::json& e, const char* key) {
+      const auto it = e.find(key);
+      return it != e.end() && it->is_number_integer() ? it->get<int64_t>() : int64_t{0};
+    };
+    auto text = [](const nlohmann::json& e, const char* key) {
+      const auto it = e.find(key);
+      return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    for (const nlohmann::json& e : list) {
+      if (!e.is_object()) return Undecoded();
+    }
+    if (arg.key == kOutputsKey) {
+      for (const nlohmann::json& e : list) {
+        OutputRow row;
+        row.slice = ref.position;
+        row.slot = static_cast<int32_t>(integer(e, "slot"));
+        row.dtype = builder_.Intern(text(e, "dtype"));
+        row.has_allocation = e.contains("allocator");
+        row.allocator = builder_.Intern(text(e, "allocator"));
+        row.requested_bytes = integer(e, "requested_bytes");
+        row.allocated_bytes = integer(e, "allocated_bytes");
+        row.allocation_id = integer(e, "allocation_id");
+        std::vector<int64_t> shape;
+        if (const auto it = e.find("shape"); it != e.end() && it->is_array()) {
+          for (const nlohmann::json& dim : *it) shape.push_back(dim.is_number_integer() ? dim.get<int64_t>() : -1);
+        }
+        tables.AddOutput(row, shape);
+        output_tracks_.push_back(ref.track);
+      }
+      return true;
+    }
+    for (const nlohmann::json& e : list) {
+      AllocatorRow row;
+      row.slice = ref.position;
+      row.allocator = builder_.Intern(text(e, "allocator"));
+      row.total_bytes = integer(e, "total_bytes");
+      row.peak_bytes = integer(e, "peak_bytes");
+      row.live_bytes = integer(e, "live_bytes");
+      row.bytes_in_use = integer(e, "bytes_in_use");
+      std::vector<AllocationRecord> records;
+      if (const auto it = e.find("records"); it != e.end() && it->is_array()) {
+        for (const nlohmann::json& r : *it) {
+          if (!r.is_array() || r.size() != 2 || !r[0].is_number_integer() || !r[1].is_number_integer()) continue;
+          records.push_back({SaturatingAdd(start_ns, r[0].get<int64_t>()), r[1].get<int64_t>()});
+        }
+      }
+      tables.AddAllocator(row, records);
+      allocator_tracks_.push_back(ref.track);
+    }
+    return true;
+  }
+  bool Undecoded() {
+    builder_.import_stats().Add("perfetto_detail_annotation_kept_as_arg");
+    return false;
+  }
+
   std::string name_;
   TraceBuilder builder_;
   std::unordered_map<uint32_t, Sequence> sequences_;
@@ -1575,6 +1723,9 @@ class ProtoImporter {
   // The track of each kernel's, copy's and free-form argument (whose `slice` is a place in the
   // track until Finish()).
   std::vector<uint32_t> kernel_arg_tracks_, transfer_arg_tracks_, slice_arg_tracks_;
+  // Likewise for the typed memory details' rows.
+  std::vector<uint32_t> output_tracks_, allocator_tracks_, op_memory_tracks_;
+  uint32_t pending_memory_ = UINT32_MAX;
   int64_t last_ts_ = 0;
 };
 

@@ -1,0 +1,30 @@
+# Analyses and the viewer read the trace model's typed details, never TensorFlow's records: no
+# file in profiler/analysis (but merge, which rewrites the StepStats payload) or viewer/ may
+# include a TensorFlow proto header (stepscope/tf/*.pb.h) or the payload's store (node_store.h).
+# Run by ctest: cmake -DSOURCE_DIR=<repo> -P check_proto_includes.cmake
+if(NOT SOURCE_DIR)
+  message(FATAL_ERROR "check_proto_includes: pass -DSOURCE_DIR=<the repository root>")
+endif()
+file(GLOB_RECURSE files RELATIVE ${SOURCE_DIR}
+     ${SOURCE_DIR}/profiler/analysis/*.h ${SOURCE_DIR}/profiler/analysis/*.cc
+     ${SOURCE_DIR}/viewer/*.h ${SOURCE_DIR}/viewer/*.cc)
+list(FILTER files EXCLUDE REGEX "^profiler/analysis/merge\\.(h|cc)$")
+if(NOT files)
+  message(FATAL_ERROR "check_proto_includes: no sources under ${SOURCE_DIR}/profiler/analysis or viewer")
+endif()
+set(offenders "")
+foreach(file IN LISTS files)
+  file(STRINGS ${SOURCE_DIR}/${file} lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]")
+  foreach(line IN LISTS lines)
+    if(line MATCHES "[<\"]([^>\"]*\\.pb\\.h|profiler/trace/node_store\\.h)[>\"]")
+      list(APPEND offenders "${file}: ${CMAKE_MATCH_1}")
+    endif()
+  endforeach()
+endforeach()
+if(offenders)
+  list(JOIN offenders "\n  " text)
+  message(FATAL_ERROR "TensorFlow records reached past the trace model "
+                      "(read profiler/trace/slice_details.h instead):\n  ${text}")
+endif()
+list(LENGTH files count)
+message(STATUS "check_proto_includes: ${count} files include no TensorFlow proto header")
