@@ -31,19 +31,6 @@ std::vector<std::pair<int64_t, int64_t>> MergeIntervals(std::vector<std::pair<in
   return merged;
 }
 
-int64_t IntersectionLength(const std::vector<std::pair<int64_t, int64_t>>& a,
-                           const std::vector<std::pair<int64_t, int64_t>>& b) {
-  int64_t total = 0;
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    const int64_t lo = std::max(a[i].first, b[j].first);
-    const int64_t hi = std::min(a[i].second, b[j].second);
-    if (hi > lo) total += hi - lo;
-    (a[i].second < b[j].second) ? ++i : ++j;
-  }
-  return total;
-}
-
 // ---- kernels ---------------------------------------------------------------------------------
 
 bool IsCommunicationKernel(std::string_view name) {

@@ -96,8 +96,5 @@ std::vector<uint32_t> SourceLanes(const trace::Trace& trace);
 
 // Union of intervals, merged and sorted.
 std::vector<std::pair<int64_t, int64_t>> MergeIntervals(std::vector<std::pair<int64_t, int64_t>> intervals);
-// Total length of the intersection of two merged interval lists.
-int64_t IntersectionLength(const std::vector<std::pair<int64_t, int64_t>>& a,
-                           const std::vector<std::pair<int64_t, int64_t>>& b);
 
 }  // namespace stepscope::analysis

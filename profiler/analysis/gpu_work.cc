@@ -116,18 +116,4 @@ int64_t LaunchingOp(const Trace& trace, uint32_t launch) {
   return trace.slices()[launch].kind == SliceKind::kOp ? int64_t{launch} : EnclosingOp(trace, launch);
 }
 
-DurationStats Durations(std::vector<int64_t> values) {
-  DurationStats stats;
-  stats.count = static_cast<int64_t>(values.size());
-  if (values.empty()) return stats;
-  double sum = 0;
-  for (int64_t v : values) sum += static_cast<double>(v);
-  stats.mean_ns = sum / static_cast<double>(values.size());
-  stats.min_ns = *std::min_element(values.begin(), values.end());
-  stats.max_ns = *std::max_element(values.begin(), values.end());
-  stats.p50_ns = QuantileInPlace(values, 0.5);
-  stats.p95_ns = QuantileInPlace(values, 0.95);
-  return stats;
-}
-
 }  // namespace stepscope::analysis

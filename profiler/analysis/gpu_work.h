@@ -84,8 +84,5 @@ int64_t EnclosingOp(const trace::Trace& trace, uint32_t slice);
 // enclosing the runtime call (Kineto: aten::mm around cudaLaunchKernel); -1 when none.
 int64_t LaunchingOp(const trace::Trace& trace, uint32_t launch);
 
-// Count, extremes, mean and quantiles of the values (taken: reordered, not copied; callers move
-// their lists in).
-DurationStats Durations(std::vector<int64_t> values);
 
 }  // namespace stepscope::analysis

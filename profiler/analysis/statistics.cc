@@ -38,7 +38,6 @@ double Quantile(std::vector<double> values, double fraction) {
   return InterpolatedQuantile(std::span<double>(values), fraction);
 }
 
-double QuantileInPlace(std::span<int64_t> values, double fraction) { return InterpolatedQuantile(values, fraction); }
 
 double MedianAbsoluteDeviation(const std::vector<double>& values) {
   const double median = Median(values);

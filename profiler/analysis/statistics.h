@@ -8,7 +8,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <vector>
 
 #include "base/random.h"
@@ -19,9 +18,6 @@ namespace stepscope::analysis {
 double Median(std::vector<double> values);
 // Linear-interpolated quantile (0..1) of the values; 0 for none.
 double Quantile(std::vector<double> values, double fraction);
-// The same of integers (nanoseconds), reordering them in place instead of copying: the lists of a
-// big trace hold a value per kernel, tens of millions.
-double QuantileInPlace(std::span<int64_t> values, double fraction);
 // Median absolute deviation from the median (not scaled); 0 for none.
 double MedianAbsoluteDeviation(const std::vector<double>& values);
 
