@@ -24,7 +24,7 @@
 #include "viewer/models/op_stats_model.h"
 #include "viewer/models/roles.h"
 #include "viewer/models/search_model.h"
-#include "viewer/models/slice_details.h"
+#include "viewer/models/slice_details_model.h"
 #include "viewer/models/track_tree_model.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"

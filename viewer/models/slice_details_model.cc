@@ -1,4 +1,4 @@
-#include "viewer/models/slice_details.h"
+#include "viewer/models/slice_details_model.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>

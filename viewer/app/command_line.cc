@@ -1,4 +1,4 @@
-#include "viewer/app/cli.h"
+#include "viewer/app/command_line.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
