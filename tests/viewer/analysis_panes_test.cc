@@ -29,7 +29,7 @@
 #include "viewer/load/trace_loader.h"
 #include "viewer/models/roles.h"
 #include "viewer/timeline/time_axis.h"
-#include "viewer/timeline/time_mapping.h"
+#include "viewer/timeline_data/time_mapping.h"
 #include "viewer/timeline/timeline_view.h"
 
 using namespace stepscope;

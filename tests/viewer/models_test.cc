@@ -20,7 +20,7 @@
 #include "viewer/models/search_model.h"
 #include "viewer/models/slice_details_model.h"
 #include "viewer/models/track_tree_model.h"
-#include "viewer/timeline/track_layout.h"
+#include "viewer/timeline_data/track_layout.h"
 
 using namespace stepscope;
 using namespace stepscope::viewer;

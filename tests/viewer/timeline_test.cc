@@ -9,10 +9,10 @@
 
 #include "viewer/load/synthetic_trace.h"
 #include "viewer/memory/decimate.h"
-#include "viewer/timeline/slice_colors.h"
-#include "viewer/timeline/time_mapping.h"
-#include "viewer/timeline/timeline_index.h"
-#include "viewer/timeline/track_layout.h"
+#include "viewer/timeline_data/slice_colors.h"
+#include "viewer/timeline_data/time_mapping.h"
+#include "viewer/timeline_data/timeline_index.h"
+#include "viewer/timeline_data/track_layout.h"
 
 using namespace stepscope;
 using namespace stepscope::viewer;

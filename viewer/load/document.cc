@@ -9,7 +9,7 @@
 #include <future>
 
 #include "profiler/formats/reader.h"
-#include "viewer/timeline/slice_colors.h"
+#include "viewer/timeline_data/slice_colors.h"
 
 namespace stepscope::viewer {
 

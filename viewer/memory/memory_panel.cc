@@ -12,7 +12,7 @@
 #include "viewer/memory/memory_chart.h"
 #include "viewer/models/live_tensor_model.h"
 #include "viewer/models/roles.h"
-#include "viewer/timeline/time_mapping.h"
+#include "viewer/timeline_data/time_mapping.h"
 
 namespace stepscope::viewer {
 

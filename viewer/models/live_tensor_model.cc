@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "viewer/models/roles.h"
-#include "viewer/timeline/time_mapping.h"
+#include "viewer/timeline_data/time_mapping.h"
 
 namespace stepscope::viewer {
 

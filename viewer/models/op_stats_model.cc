@@ -1,7 +1,7 @@
 #include "viewer/models/op_stats_model.h"
 
 #include "viewer/models/roles.h"
-#include "viewer/timeline/time_mapping.h"
+#include "viewer/timeline_data/time_mapping.h"
 
 namespace stepscope::viewer {
 

@@ -5,7 +5,7 @@
 #include <cctype>
 
 #include "viewer/models/roles.h"
-#include "viewer/timeline/time_mapping.h"
+#include "viewer/timeline_data/time_mapping.h"
 
 namespace stepscope::viewer {
 namespace {

@@ -6,7 +6,7 @@
 #include "profiler/trace/slice_details.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "viewer/models/roles.h"
-#include "viewer/timeline/time_mapping.h"
+#include "viewer/timeline_data/time_mapping.h"
 
 namespace stepscope::viewer {
 namespace {

@@ -1,7 +1,7 @@
 #include "viewer/models/track_tree_model.h"
 
 #include "viewer/models/roles.h"
-#include "viewer/timeline/track_layout.h"
+#include "viewer/timeline_data/track_layout.h"
 
 namespace stepscope::viewer {
 

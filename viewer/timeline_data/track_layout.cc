@@ -1,8 +1,8 @@
-#include "viewer/timeline/track_layout.h"
+#include "viewer/timeline_data/track_layout.h"
 
 #include <algorithm>
 
-#include "viewer/timeline/timeline_index.h"
+#include "viewer/timeline_data/timeline_index.h"
 
 namespace stepscope::viewer {
 

@@ -1,4 +1,4 @@
-#include "viewer/timeline/time_mapping.h"
+#include "viewer/timeline_data/time_mapping.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "viewer/timeline/timeline_index.h"
+#include "viewer/timeline_data/timeline_index.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,4 +1,4 @@
-#include "viewer/timeline/slice_colors.h"
+#include "viewer/timeline_data/slice_colors.h"
 
 #include <cmath>
 
