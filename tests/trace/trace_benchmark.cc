@@ -3,7 +3,7 @@
 // at scale. Reports MB/s (bytes of input read, or of JSON written), events/s (node stats) and,
 // for imports, the heap the loaded Trace keeps per slice (B/slice).
 //   LoadBinarySynthetic: the trace `stepscope-view --synthetic N --write-synthetic x.pb` writes
-//   (viewer/load/synthetic_trace.cc, compiled in here), N = --slices (100000 by default so the
+//   (profiler/testing/synthetic_trace.cc, linked in here), N = --slices (100000 by default so the
 //   ctest smoke run stays short; 1000000 for the quoted figures).
 //   LoadBinaryTf1Copies: the real TF1 GPU step repeated --tf1_copies times one after another
 //   (labels, outputs, allocation records, GPU stream and aggregate lanes, as TensorFlow writes).
@@ -29,7 +29,7 @@
 #include "profiler/formats/writer.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "tests/benchmark_main.h"
-#include "viewer/load/synthetic_trace.h"
+#include "profiler/testing/synthetic_trace.h"
 
 namespace stepscope::trace {
 namespace {

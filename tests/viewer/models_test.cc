@@ -12,7 +12,7 @@
 #include "tests/test_util.h"
 #include "viewer/app/document_view.h"
 #include "viewer/load/document.h"
-#include "viewer/load/synthetic_trace.h"
+#include "profiler/testing/synthetic_trace.h"
 #include "viewer/models/csv.h"
 #include "viewer/models/live_tensor_model.h"
 #include "viewer/models/op_stats_model.h"

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <random>
 
-#include "viewer/load/synthetic_trace.h"
+#include "profiler/testing/synthetic_trace.h"
 #include "viewer/memory/decimate.h"
 #include "viewer/timeline_data/slice_colors.h"
 #include "viewer/timeline_data/time_mapping.h"

@@ -20,7 +20,7 @@
 #include "viewer/app/main_window.h"
 #include "viewer/compare/compare_view.h"
 #include "viewer/load/document.h"
-#include "viewer/load/synthetic_trace.h"
+#include "profiler/testing/synthetic_trace.h"
 #include "viewer/load/trace_loader.h"
 #include "viewer/memory/memory_chart.h"
 #include "viewer/memory/memory_panel.h"

@@ -1,4 +1,4 @@
-#include "viewer/load/synthetic_trace.h"
+#include "profiler/testing/synthetic_trace.h"
 
 #include <algorithm>
 #include <array>
