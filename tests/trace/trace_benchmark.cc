@@ -115,7 +115,7 @@ BENCHMARK(BM_LoadBinary)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseReal
 
 void BM_LoadBinarySynthetic(benchmark::State& state) {
   static const std::string binary =
-      Serialize(viewer::MakeSyntheticTrace(g_slices), OutputFormat::kRunMetadataBinary).value();
+      Serialize(synthetic::MakeSyntheticTrace(g_slices), OutputFormat::kRunMetadataBinary).value();
   LoadBinary(state, binary);
 }
 BENCHMARK(BM_LoadBinarySynthetic)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!stepscope::trace::g_write_synthetic.empty()) {
-    const auto status = stepscope::trace::WriteTrace(stepscope::viewer::MakeSyntheticTrace(stepscope::trace::g_slices),
+    const auto status = stepscope::trace::WriteTrace(stepscope::synthetic::MakeSyntheticTrace(stepscope::trace::g_slices),
                                                      stepscope::trace::g_write_synthetic,
                                                      stepscope::trace::OutputFormat::kRunMetadataBinary);
     if (!status.ok()) std::fprintf(stderr, "%s\n", status.message().c_str());

@@ -269,7 +269,7 @@ class ModelsTest : public QObject {
   // TensorFlow sample (scanned on one core) and a generated trace of 80 K flows (on two).
   void FlowsOfASliceAreThoseEndingThere() {
     ExpectFlowsOfSlicesFoundByScan(*document_);
-    const TraceDocument generated(MakeSyntheticTrace(1'000'000), "synthetic");
+    const TraceDocument generated(synthetic::MakeSyntheticTrace(1'000'000), "synthetic");
     QVERIFY(generated.trace().flows().size() > size_t{1} << 16);
     ExpectFlowsOfSlicesFoundByScan(generated);
   }

@@ -253,7 +253,7 @@ class TimelineTest : public QObject {
   }
 
   void SyntheticTraceNestsAndIndexesEveryLevel() {
-    const trace::Trace trace = MakeSyntheticTrace(200'000);
+    const trace::Trace trace = synthetic::MakeSyntheticTrace(200'000);
     QCOMPARE(trace.slices().size(), size_t{200'000});
     QVERIFY(trace.import_stats().Get("overlap_moved_to_lane") == 0);
     const TimelineIndex index(trace);
@@ -278,7 +278,7 @@ class TimelineTest : public QObject {
   // limit, lowered here to 0) 4: both give every slice of each depth in start order. 10^6
   // slices, so that places pass 2^16 and use all three bytes.
   void LevelsHoldEachDepthsSlicesInThreeOrFourBytes() {
-    const trace::Trace trace = MakeSyntheticTrace(1'000'000);
+    const trace::Trace trace = synthetic::MakeSyntheticTrace(1'000'000);
     const TimelineIndex narrow(trace);
     const TimelineIndex wide(trace, /*max_narrow_track=*/0);
     QVERIFY(wide.memory_bytes() > narrow.memory_bytes());
@@ -305,7 +305,7 @@ class TimelineTest : public QObject {
   }
 
   void LayoutRowsFollowTheTrackTree() {
-    const trace::Trace trace = MakeSyntheticTrace(10'000);
+    const trace::Trace trace = synthetic::MakeSyntheticTrace(10'000);
     const TimelineIndex index(trace);
     TrackLayout layout(trace, index);
     // host header, CPU header, 4 threads x 3 levels, GPU header, 4 streams x 1 level.
