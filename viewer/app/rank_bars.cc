@@ -1,3 +1,4 @@
+// The stragglers pane's chart for one step (rank_bars.h): a bar per rank on the step's clock.
 #include "viewer/app/rank_bars.h"
 
 #include <QPainter>

@@ -1,3 +1,4 @@
+// The comparison view (compare_view.h): two timelines zoomed together over the diff's table.
 #include "viewer/compare/compare_view.h"
 
 #include <QApplication>

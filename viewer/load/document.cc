@@ -1,3 +1,5 @@
+// The document (document.h): the timeline's index and colours built once from the trace, and
+// the flows of a slice found on request.
 #include "viewer/load/document.h"
 
 #include <malloc.h>

@@ -1,3 +1,4 @@
+// One allocator's memory chart (memory_chart.h): the decimated curve, its peak and the click.
 #include "viewer/memory/memory_chart.h"
 
 #include <QMouseEvent>

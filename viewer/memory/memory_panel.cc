@@ -1,3 +1,4 @@
+// The memory pane's widget (memory_panel.h): a chart per allocator and the live tensors table.
 #include "viewer/memory/memory_panel.h"
 
 #include <QHeaderView>

@@ -1,3 +1,4 @@
+// The live tensors table model (live_tensor_model.h), and the byte text of the memory pane.
 #include "viewer/models/live_tensor_model.h"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// The op statistics table model (op_stats_model.h): formatted text, raw numbers for sorting.
 #include "viewer/models/op_stats_model.h"
 
 #include "viewer/models/roles.h"

@@ -1,3 +1,4 @@
+// The search model (search_model.h): each interned string matched once, then slices by id.
 #include "viewer/models/search_model.h"
 
 #include <QRegularExpression>

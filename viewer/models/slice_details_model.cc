@@ -1,3 +1,5 @@
+// The details tree of one slice (slice_details_model.h): the slice's own fields, then its
+// source record's.
 #include "viewer/models/slice_details_model.h"
 
 #include <google/protobuf/descriptor.h>

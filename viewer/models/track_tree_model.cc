@@ -1,3 +1,4 @@
+// The track tree model (track_tree_model.h): checkable rows that show or hide timeline tracks.
 #include "viewer/models/track_tree_model.h"
 
 #include "viewer/models/roles.h"

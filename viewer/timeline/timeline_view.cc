@@ -1,3 +1,5 @@
+// The timeline widget (timeline_view.h): input, layout of rows, and frames drawn from the
+// document's frozen index.
 #include "viewer/timeline/timeline_view.h"
 
 #include <QHelpEvent>

@@ -1,3 +1,4 @@
+// Stable slice colours (slice_colors.h): an FNV-1a hash of the op type turned into a hue.
 #include "viewer/timeline_data/slice_colors.h"
 
 #include <cmath>

@@ -1,3 +1,5 @@
+// Time <-> pixel arithmetic, the ruler's ticks and the duration text of the viewer
+// (time_mapping.h).
 #include "viewer/timeline_data/time_mapping.h"
 
 #include <algorithm>

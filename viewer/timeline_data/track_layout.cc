@@ -1,3 +1,5 @@
+// The timeline's rows (track_layout.h): the track tree flattened, collapsed and hidden tracks
+// left out.
 #include "viewer/timeline_data/track_layout.h"
 
 #include <algorithm>
