@@ -16,7 +16,7 @@
 #include <algorithm>
 
 #include "base/check.h"
-#include "viewer/app/gpu_bars.h"
+#include "viewer/panes/gpu_bars.h"
 #include "viewer/load/document.h"
 #include "viewer/models/roles.h"
 #include "viewer/panes/pane_widgets.h"

@@ -12,7 +12,7 @@
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
 #include "profiler/analysis/steps.h"
-#include "viewer/app/launch_delay_chart.h"
+#include "viewer/panes/launch_delay_chart.h"
 
 namespace stepscope::viewer {
 

@@ -12,8 +12,8 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
-#include "viewer/app/gpu_bars.h"
-#include "viewer/app/launch_delay_chart.h"
+#include "viewer/panes/gpu_bars.h"
+#include "viewer/panes/launch_delay_chart.h"
 #include "viewer/load/document.h"
 #include "viewer/panes/document_analysis.h"
 #include "viewer/panes/pane_widgets.h"

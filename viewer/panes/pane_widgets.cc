@@ -6,7 +6,7 @@
 #include <QTableWidget>
 #include <cmath>
 
-#include "viewer/app/gpu_bars.h"
+#include "viewer/panes/gpu_bars.h"
 #include "viewer/models/roles.h"
 
 namespace stepscope::viewer {

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <set>
 
-#include "viewer/app/rank_bars.h"
+#include "viewer/panes/rank_bars.h"
 #include "viewer/load/document.h"
 #include "viewer/panes/pane_widgets.h"
 #include "viewer/timeline/time_axis.h"

@@ -1,10 +1,10 @@
 // The stragglers pane's chart for one step (rank_bars.h): a bar per rank on the step's clock.
-#include "viewer/app/rank_bars.h"
+#include "viewer/panes/rank_bars.h"
 
 #include <QPainter>
 #include <algorithm>
 
-#include "viewer/app/gpu_bars.h"
+#include "viewer/panes/gpu_bars.h"
 
 namespace stepscope::viewer {
 namespace {

@@ -1,5 +1,5 @@
 // The GPU pane's stacked bars (gpu_bars.h), and the exact duration text the panes' cells show.
-#include "viewer/app/gpu_bars.h"
+#include "viewer/panes/gpu_bars.h"
 
 #include <QPainter>
 #include <algorithm>

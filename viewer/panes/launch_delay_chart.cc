@@ -1,6 +1,6 @@
 // The launch-delay track (launch_delay_chart.h): per pixel column the largest delay, on the
 // timeline's time axis.
-#include "viewer/app/launch_delay_chart.h"
+#include "viewer/panes/launch_delay_chart.h"
 
 #include <QPainter>
 #include <algorithm>
