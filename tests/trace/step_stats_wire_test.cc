@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/file_io.h"
+#include "profiler/testing/synthetic_trace.h"
 #include "profiler/trace/node_store.h"
 #include "profiler/formats/common/proto_wire.h"
 #include "profiler/formats/reader.h"
@@ -19,7 +20,6 @@
 #include "profiler/formats/writer.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
-#include "profiler/testing/synthetic_trace.h"
 
 namespace stepscope::trace {
 namespace {

@@ -27,9 +27,9 @@
 #include "profiler/formats/step_stats/step_stats_import.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
 #include "profiler/formats/writer.h"
+#include "profiler/testing/synthetic_trace.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "tests/benchmark_main.h"
-#include "profiler/testing/synthetic_trace.h"
 
 namespace stepscope::trace {
 namespace {

@@ -10,7 +10,6 @@
 #include "profiler/trace/slice_details.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "tests/test_util.h"
-#include "viewer/app/document_view.h"
 #include "viewer/load/document.h"
 #include "profiler/testing/synthetic_trace.h"
 #include "viewer/models/csv.h"
@@ -20,6 +19,7 @@
 #include "viewer/models/search_model.h"
 #include "viewer/models/slice_details_model.h"
 #include "viewer/models/track_tree_model.h"
+#include "viewer/panes/pane_table.h"
 #include "viewer/timeline_data/track_layout.h"
 
 using namespace stepscope;
