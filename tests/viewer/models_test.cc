@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <functional>
 
+#include "profiler/testing/synthetic_trace.h"
 #include "profiler/trace/slice_details.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "tests/test_util.h"
 #include "viewer/load/document.h"
-#include "profiler/testing/synthetic_trace.h"
 #include "viewer/models/csv.h"
 #include "viewer/models/live_tensor_model.h"
 #include "viewer/models/op_stats_model.h"

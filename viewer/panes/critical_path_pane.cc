@@ -16,9 +16,9 @@
 #include <algorithm>
 
 #include "base/check.h"
-#include "viewer/panes/gpu_bars.h"
 #include "viewer/load/document.h"
 #include "viewer/models/roles.h"
+#include "viewer/panes/gpu_bars.h"
 #include "viewer/panes/pane_widgets.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"

@@ -12,10 +12,10 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
-#include "viewer/panes/gpu_bars.h"
-#include "viewer/panes/launch_delay_chart.h"
 #include "viewer/load/document.h"
 #include "viewer/panes/document_analysis.h"
+#include "viewer/panes/gpu_bars.h"
+#include "viewer/panes/launch_delay_chart.h"
 #include "viewer/panes/pane_widgets.h"
 
 namespace stepscope::viewer {

@@ -6,8 +6,8 @@
 #include <QTableWidget>
 #include <cmath>
 
-#include "viewer/panes/gpu_bars.h"
 #include "viewer/models/roles.h"
+#include "viewer/panes/gpu_bars.h"
 
 namespace stepscope::viewer {
 

@@ -11,9 +11,9 @@
 #include <algorithm>
 #include <set>
 
-#include "viewer/panes/rank_bars.h"
 #include "viewer/load/document.h"
 #include "viewer/panes/pane_widgets.h"
+#include "viewer/panes/rank_bars.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
 
