@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 
+#include "base/units.h"
 #include "profiler/analysis/gpu_analyses.h"
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/step_analyses.h"
@@ -31,6 +32,7 @@
 #include "viewer/panes/gpu_pane.h"
 #include "viewer/panes/launch_delay_chart.h"
 #include "viewer/panes/pane_table.h"
+#include "viewer/panes/pane_widgets.h"
 #include "viewer/panes/range_pane.h"
 #include "viewer/panes/rank_bars.h"
 #include "viewer/panes/stragglers_pane.h"
@@ -134,13 +136,14 @@ class AnalysisPanesTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!doc_->pane<RangePane>()->range_stats_pending() && doc_->pane<RangePane>()->range_caption().contains("host busy"), 10000);
     const QString caption = doc_->pane<RangePane>()->range_caption();
     const QString expected = QString("host busy %1, device busy %2")
-                                 .arg(QString::fromStdString(FormatDuration(static_cast<double>(host_busy))),
-                                      QString::fromStdString(FormatDuration(static_cast<double>(device_busy))));
+                                 .arg(QString::fromStdString(FormatDurationSignificant(static_cast<double>(host_busy))),
+                                      QString::fromStdString(FormatDurationSignificant(static_cast<double>(device_busy))));
     QVERIFY2(caption.contains(expected), qPrintable(caption + " lacks " + expected));
   }
 
   // GPU 0 of the AlexNet trace: 98 pieces of work (79 kernels, 16 copies, 3 memsets), busy
-  // 66.141 ms of a 12.920244 s span, streams 7 and 20; each cell is the analysis' figure.
+  // 66.141 ms of a 12.920 s span, streams 7 and 20; each cell is the analysis' figure, in the
+  // text of `stepscope gpu` (FormatDuration).
   void GpuPaneShowsTheBreakdownIdleAndLaunches() {
     const trace::Trace& trace = doc_->document().trace();
     const std::vector<analysis::GpuInput> inputs = {{&trace, {}}};
@@ -152,8 +155,8 @@ class AnalysisPanesTest : public QObject {
     QCOMPARE(table->rowCount(), 3);
     QCOMPARE(table->item(0, GpuPane::kGpuWork)->text(), QString("98"));
     QCOMPARE(table->item(0, GpuPane::kGpuBusy)->text(), QString("66.141 ms"));
-    QCOMPARE(table->item(0, GpuPane::kGpuSpan)->text(), QString("12.920244 s"));
-    QCOMPARE(table->item(0, GpuPane::kGpuIdle)->text(), QString("12.854103 s"));
+    QCOMPARE(table->item(0, GpuPane::kGpuSpan)->text(), QString("12.920 s"));
+    QCOMPARE(table->item(0, GpuPane::kGpuIdle)->text(), QString("12.854 s"));
     auto check_row = [&](int row, const analysis::GpuTime& t) {
       QCOMPARE(table->item(row, GpuPane::kGpuWork)->data(kSortRole).toLongLong(), t.slices);
       QCOMPARE(Ns(table->item(row, GpuPane::kGpuSpan)), t.span_ns);
@@ -184,8 +187,8 @@ class AnalysisPanesTest : public QObject {
       kernel += s.by_cause[1].total_ns;
       other += s.by_cause[2].total_ns;
     }
-    QCOMPARE(table->item(1, GpuPane::kGpuHostWait)->text(), QString("12.855030 s"));
-    QCOMPARE(table->item(1, GpuPane::kGpuKernelWait)->text(), QString("81.000 us"));
+    QCOMPARE(table->item(1, GpuPane::kGpuHostWait)->text(), QString("12.855 s"));
+    QCOMPARE(table->item(1, GpuPane::kGpuKernelWait)->text(), QString("81.0 us"));
     // The GPU row: the time neither stream ran work, by cause; never the streams' waits summed
     // (24.87 s of host wait on this 12.92 s span), so the causes add up to the GPU's idle time.
     QVERIFY(host > gpu.time.span_ns);
@@ -203,9 +206,9 @@ class AnalysisPanesTest : public QObject {
     // 11 calls over 50 us, 43 delays over 100 us).
     const QString launches = doc_->pane<GpuPane>()->launches_caption();
     for (const char* expected_text :
-         {"98 of 98 pieces of work", "launch delay p50 32.500 us, p95 1.319 ms, max 1.533 ms",
-          "runtime call p50 10.000 us, p95 667.000 us, max 3.055567 s", "11 calls over 50.000 us",
-          "43 delays over 100.000 us"}) {
+         {"98 of 98 pieces of work", "launch delay p50 32.5 us, p95 1.319 ms, max 1.533 ms",
+          "runtime call p50 10.0 us, p95 667.0 us, max 3.056 s", "11 calls over 50.0 us",
+          "43 delays over 100.0 us"}) {
       QVERIFY2(launches.contains(expected_text), qPrintable(expected_text + QString(" in ") + launches));
     }
     // The bars: one per GPU and stream, the GPU's first; segments never exceed the bar.
@@ -301,7 +304,7 @@ class AnalysisPanesTest : public QObject {
       QCOMPARE(cell(CriticalPathPane::kPathHeld, kSortRole).toLongLong(), e.held_ns);
       QCOMPARE(cell(CriticalPathPane::kPathWait, kSortRole).toLongLong(), e.wait_ns);
     }
-    QCOMPARE(model->index(1, CriticalPathPane::kPathWait).data().toString(), ExactDuration(expected.elements[1].wait_ns));
+    QCOMPARE(model->index(1, CriticalPathPane::kPathWait).data().toString(), DurationText(expected.elements[1].wait_ns));
     int64_t bound_total = 0;
     for (int b = 0; b < analysis::kPathBounds; ++b) {
       QCOMPARE(Ns(doc_->pane<CriticalPathPane>()->bound_table()->item(b, 1)), expected.bound_ns[b]);
@@ -484,7 +487,7 @@ class AnalysisPanesTest : public QObject {
     QCOMPARE(ranks->item(1, StragglersPane::kRankLast)->text(), QString("1"));
     QCOMPARE(Ns(ranks->item(1, StragglersPane::kRankLatenessMax)), int64_t{60'000});
     QCOMPARE(Ns(ranks->item(0, StragglersPane::kRankLatenessTotal)), int64_t{0});
-    QVERIFY2(view->pane<StragglersPane>()->stragglers_caption().contains("rank 1 finished 60.000 us after the first"),
+    QVERIFY2(view->pane<StragglersPane>()->stragglers_caption().contains("rank 1 finished 60.0 us after the first"),
              qPrintable(view->pane<StragglersPane>()->stragglers_caption()));
 
     // The chart: the step with the largest lateness, rank 1's bar reaching 60 us past the

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "base/units.h"
 #include "profiler/testing/synthetic_trace.h"
 #include "profiler/trace/slice_details.h"
 #include "stepscope/tf/run_metadata.pb.h"
@@ -357,8 +358,8 @@ class ModelsTest : public QObject {
       QVERIFY(model.index(r - 1, LiveTensorModel::kBytes).data(kSortRole).toLongLong() >=
               model.index(r, LiveTensorModel::kBytes).data(kSortRole).toLongLong());
     }
-    QCOMPARE(FormatBytes(1536), QString("1.5 KiB"));
-    QCOMPARE(FormatBytes(830), QString("830 B"));
+    QCOMPARE(QString::fromStdString(FormatBytes(1536)), QString("1.5 KiB"));
+    QCOMPARE(QString::fromStdString(FormatBytes(830)), QString("830 B"));
   }
 
  private:

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "base/units.h"
 #include "profiler/testing/synthetic_trace.h"
 #include "viewer/memory/decimate.h"
 #include "viewer/timeline_data/slice_colors.h"
@@ -121,10 +122,10 @@ class TimelineTest : public QObject {
     QCOMPARE(QString::fromStdString(ticks.front().label), QString("0 ms"));
     QCOMPARE(QString::fromStdString(ticks.back().label), QString("10 ms"));
     QCOMPARE(QString::fromStdString(FormatTimeAt(2'500'000, 500'000)), QString("2.5 ms"));
-    QCOMPARE(QString::fromStdString(FormatDuration(830)), QString("830 ns"));
-    QCOMPARE(QString::fromStdString(FormatDuration(12'500)), QString("12.50 us"));
-    QCOMPARE(QString::fromStdString(FormatDuration(1'250'000)), QString("1.250 ms"));
-    QCOMPARE(QString::fromStdString(FormatDuration(2e9)), QString("2.000 s"));
+    QCOMPARE(QString::fromStdString(FormatDurationSignificant(830)), QString("830 ns"));
+    QCOMPARE(QString::fromStdString(FormatDurationSignificant(12'500)), QString("12.50 us"));
+    QCOMPARE(QString::fromStdString(FormatDurationSignificant(1'250'000)), QString("1.250 ms"));
+    QCOMPARE(QString::fromStdString(FormatDurationSignificant(2e9)), QString("2.000 s"));
     const TimeMapping tiny(1000, 1100, 1000);
     QCOMPARE(RulerStepNs(tiny, 90), 10.0);
   }

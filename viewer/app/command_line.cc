@@ -16,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/units.h"
 #include "profiler/analysis/merge.h"
 #include "profiler/formats/writer.h"
 #include "profiler/testing/synthetic_trace.h"
@@ -213,7 +214,7 @@ int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, in
     if (log_frames) {
       Print(QStringLiteral("frame %1: view %2, %3 ms")
                 .arg(i)
-                .arg(QString::fromStdString(FormatDuration(axis->end_ns() - axis->begin_ns())))
+                .arg(QString::fromStdString(FormatDurationSignificant(axis->end_ns() - axis->begin_ns())))
                 .arg(frame_ms.back(), 0, 'f', 2));
     }
   }

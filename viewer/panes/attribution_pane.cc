@@ -55,9 +55,9 @@ void AttributionPane::ShowAnalysis(const std::shared_ptr<const DocumentAnalysis>
       tr("GPU work %1 (%2): outside every annotation %3 (%4), not attributed (no annotation on its stream, "
          "launch unknown) %5 (%6). "
          "Kernel sequences of %7 among %8 kernels: %9 occur at least twice.")
-          .arg(r.work).arg(Exact(r.gpu_ns))
-          .arg(r.unannotated_work).arg(Exact(r.unannotated_gpu_ns))
-          .arg(r.unlinked_work).arg(Exact(r.unlinked_gpu_ns))
+          .arg(r.work).arg(DurationText(r.gpu_ns))
+          .arg(r.unannotated_work).arg(DurationText(r.unannotated_gpu_ns))
+          .arg(r.unlinked_work).arg(DurationText(r.unlinked_gpu_ns))
           .arg(k.length).arg(k.kernels).arg(k.distinct_patterns));
   annotation_tree_->clear();
   std::vector<QTreeWidgetItem*> parents;  // by depth
@@ -73,7 +73,7 @@ void AttributionPane::ShowAnalysis(const std::shared_ptr<const DocumentAnalysis>
     const std::pair<int, int64_t> durations[] = {
         {kAnnCpu, row.cpu_ns}, {kAnnGpu, row.gpu_ns}, {kAnnBusy, row.gpu_busy_ns}, {kAnnSelf, row.self_gpu_ns}};
     for (const auto& [column, ns] : durations) {
-      item->setText(column, Exact(ns));
+      item->setText(column, DurationText(ns));
       item->setData(column, kSortRole, QVariant::fromValue<qint64>(ns));
     }
     for (int column = kAnnInstances; column < kAnnColumns; ++column) item->setTextAlignment(column, Qt::AlignRight);

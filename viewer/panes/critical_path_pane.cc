@@ -78,9 +78,9 @@ class PathModel : public QAbstractTableModel {
             const std::string& edge = DocumentAnalysis::PathEdges()[step.edge];
             return edge.empty() ? CriticalPathPane::tr("start") : QString::fromStdString(edge);
           }
-          case CriticalPathPane::kPathStart: return "+" + ExactDuration(s.start_ns - trace_.span_begin_ns());
+          case CriticalPathPane::kPathStart: return "+" + DurationText(s.start_ns - trace_.span_begin_ns());
           case CriticalPathPane::kPathLane: return QString::fromStdString(trace_.TrackPath(s.track));
-          default: return ExactDuration(raw().toLongLong());
+          default: return DurationText(static_cast<int64_t>(raw().toLongLong()));
         }
       default: return {};
     }
@@ -195,7 +195,7 @@ void CriticalPathPane::ShowAnalysis(const std::shared_ptr<const DocumentAnalysis
   // The window shown first: the one whose path is longest (the step to look at).
   int longest = 0;
   for (size_t i = 0; i < windows.size(); ++i) {
-    path_window_->addItem(tr("%1: %2").arg(QString::fromStdString(windows[i].label), Exact(windows[i].length_ns)));
+    path_window_->addItem(tr("%1: %2").arg(QString::fromStdString(windows[i].label), DurationText(windows[i].length_ns)));
     if (windows[i].length_ns > windows[static_cast<size_t>(longest)].length_ns) longest = static_cast<int>(i);
   }
   path_window_->setVisible(windows.size() > 1);
@@ -223,7 +223,7 @@ void CriticalPathPane::ShowPathWindow(int index) {
   path_caption_->setText(tr("%1: %2 slices, %3 (busy %4, waiting %5); bound by <b>%6</b>")
                              .arg(QString::fromStdString(path->label))
                              .arg(path->steps.size())
-                             .arg(Exact(path->length_ns), Exact(path->busy_ns), Exact(path->wait_ns),
+                             .arg(DurationText(path->length_ns), DurationText(path->busy_ns), DurationText(path->wait_ns),
                                   QString::fromLatin1(analysis::PathBoundName(path->bound_by))));
   bound_table_->setRowCount(analysis::kPathBounds);
   for (int b = 0; b < analysis::kPathBounds; ++b) {

@@ -5,11 +5,11 @@
 #include <QTabWidget>
 #include <QTreeView>
 
+#include "base/units.h"
 #include "viewer/load/document.h"
 #include "viewer/models/roles.h"
 #include "viewer/models/slice_details_model.h"
 #include "viewer/timeline/timeline_view.h"
-#include "viewer/timeline_data/time_mapping.h"
 
 namespace stepscope::viewer {
 
@@ -41,7 +41,7 @@ void DetailsPane::ShowDetails(int64_t slice) {
   host().ShowStatus(tr("%1 (%2), %3")
                         .arg(QString::fromUtf8(trace.str(trace.slice_name(s))),
                              QString::fromUtf8(trace.str(trace.slice_op_type(s))),
-                             QString::fromStdString(FormatDuration(static_cast<double>(s.dur_ns)))));
+                             QString::fromStdString(FormatDurationSignificant(static_cast<double>(s.dur_ns)))));
 }
 
 }  // namespace stepscope::viewer

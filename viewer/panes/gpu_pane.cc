@@ -170,16 +170,16 @@ void GpuPane::ShowAnalysis(const std::shared_ptr<const DocumentAnalysis>& result
          "kernel wait %3 (%4), other %5 (%6)%19.<br>"
          "<b>Launches</b>: %7 of %8 pieces of work linked to their runtime call; launch delay p50 %9, p95 %10, "
          "max %11; runtime call p50 %12, p95 %13, max %14; %15 calls over %16, %17 delays over %18.")
-          .arg(Exact(causes[0].total_ns)).arg(causes[0].count)
-          .arg(Exact(causes[1].total_ns)).arg(causes[1].count)
-          .arg(Exact(causes[2].total_ns)).arg(causes[2].count)
+          .arg(DurationText(causes[0].total_ns)).arg(causes[0].count)
+          .arg(DurationText(causes[1].total_ns)).arg(causes[1].count)
+          .arg(DurationText(causes[2].total_ns)).arg(causes[2].count)
           .arg(l.work - l.unlinked).arg(l.work)
-          .arg(Exact(l.delay.p50_ns), Exact(l.delay.p95_ns), Exact(l.delay.max_ns), Exact(l.cpu.p50_ns),
-               Exact(l.cpu.p95_ns), Exact(l.cpu.max_ns))
+          .arg(DurationText(l.delay.p50_ns), DurationText(l.delay.p95_ns), DurationText(l.delay.max_ns), DurationText(l.cpu.p50_ns),
+               DurationText(l.cpu.p95_ns), DurationText(l.cpu.max_ns))
           .arg(l.long_runtime_count)
-          .arg(Exact(l.runtime_cutoff_ns))
+          .arg(DurationText(l.runtime_cutoff_ns))
           .arg(l.long_delay_count)
-          .arg(Exact(l.delay_cutoff_ns))
+          .arg(DurationText(l.delay_cutoff_ns))
           .arg(a.idle.gpus.size() > 1 ? tr(", summed over %1 GPUs").arg(a.idle.gpus.size()) : QString()));
 }
 

@@ -4,10 +4,9 @@
 #include <QHeaderView>
 #include <QTableView>
 #include <QTableWidget>
-#include <cmath>
 
+#include "base/units.h"
 #include "viewer/models/roles.h"
-#include "viewer/panes/gpu_bars.h"
 
 namespace stepscope::viewer {
 
@@ -37,11 +36,11 @@ QTableWidget* MakeTable(const QStringList& headers, QWidget* parent) {
   return table;
 }
 
-QString Exact(int64_t ns) { return ExactDuration(ns); }
-QString Exact(double ns) { return ExactDuration(static_cast<int64_t>(std::llround(ns))); }
+QString DurationText(int64_t ns) { return QString::fromStdString(FormatDuration(ns)); }
+QString DurationText(double ns) { return QString::fromStdString(FormatDuration(ns)); }
 
 QTableWidgetItem* DurationItem(int64_t ns) {
-  auto* item = new QTableWidgetItem(Exact(ns));
+  auto* item = new QTableWidgetItem(DurationText(ns));
   item->setData(kSortRole, QVariant::fromValue<qint64>(ns));
   item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
   return item;

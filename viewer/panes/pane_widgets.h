@@ -20,9 +20,10 @@ QTableView* MakeModelTable(QAbstractItemModel* model, QWidget* parent);
 // stretched.
 QTableWidget* MakeTable(const QStringList& headers, QWidget* parent);
 
-// A duration to the nanosecond ("1.234567 ms"), rounded from a double.
-QString Exact(int64_t ns);
-QString Exact(double ns);
+// A duration as the CLI's reports print it (FormatDuration, base/units.h): "1.234 ms"; a double
+// is rounded to the nearest ns.
+QString DurationText(int64_t ns);
+QString DurationText(double ns);
 // A cell holding a duration: its text, and the exact ns under kSortRole.
 QTableWidgetItem* DurationItem(int64_t ns);
 // A cell holding a count, sorted as a number.

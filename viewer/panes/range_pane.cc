@@ -10,12 +10,12 @@
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include "base/units.h"
 #include "viewer/load/document.h"
 #include "viewer/models/op_stats_model.h"
 #include "viewer/models/roles.h"
 #include "viewer/panes/pane_widgets.h"
 #include "viewer/timeline/timeline_view.h"
-#include "viewer/timeline_data/time_mapping.h"
 
 namespace stepscope::viewer {
 
@@ -51,19 +51,19 @@ void RangePane::ShowRangeStats() {
   const auto selected = host().timeline()->selected_range();
   range_caption_->setText(
       tr("%1 to %2 (%3): %4 slices, %5 op types; host busy %6, device busy %7")
-          .arg(QString::fromStdString(FormatDuration(selected ? static_cast<double>(selected->first) : 0)),
-               QString::fromStdString(FormatDuration(selected ? static_cast<double>(selected->second) : 0)),
-               QString::fromStdString(FormatDuration(static_cast<double>(result.window_ns))))
+          .arg(QString::fromStdString(FormatDurationSignificant(selected ? static_cast<double>(selected->first) : 0)),
+               QString::fromStdString(FormatDurationSignificant(selected ? static_cast<double>(selected->second) : 0)),
+               QString::fromStdString(FormatDurationSignificant(static_cast<double>(result.window_ns))))
           .arg(result.slices)
           .arg(result.by_op_type.size())
-          .arg(QString::fromStdString(FormatDuration(static_cast<double>(result.host_busy_ns))),
-               QString::fromStdString(FormatDuration(static_cast<double>(result.device_busy_ns)))));
+          .arg(QString::fromStdString(FormatDurationSignificant(static_cast<double>(result.host_busy_ns))),
+               QString::fromStdString(FormatDurationSignificant(static_cast<double>(result.device_busy_ns)))));
   range_model_->SetRows(result.by_op_type);
 }
 
 void RangePane::ComputeRangeStats(int64_t begin_ns, int64_t end_ns) {
   range_caption_->setText(tr("Computing statistics for %1 ...")
-                              .arg(QString::fromStdString(FormatDuration(static_cast<double>(end_ns - begin_ns)))));
+                              .arg(QString::fromStdString(FormatDurationSignificant(static_cast<double>(end_ns - begin_ns)))));
   host().ShowPane(kId);
   std::shared_ptr<const TraceDocument> document = host().shared_document();
   // setFuture() forgets the previous job: a stale result never reaches the table.

@@ -11,13 +11,13 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include "base/units.h"
 #include "viewer/load/document.h"
 #include "viewer/models/csv.h"
 #include "viewer/models/op_stats_model.h"
 #include "viewer/models/roles.h"
 #include "viewer/panes/document_analysis.h"
 #include "viewer/panes/pane_widgets.h"
-#include "viewer/timeline_data/time_mapping.h"
 
 namespace stepscope::viewer {
 
@@ -71,7 +71,7 @@ void StatsPane::FillStatsTable() {
   stats_model_->SetRows(by_node ? stats.by_node : stats.by_op_type);
   stats_caption_->setText(tr("%1 slices over %2")
                               .arg(stats.slices)
-                              .arg(QString::fromStdString(FormatDuration(static_cast<double>(stats.window_ns)))));
+                              .arg(QString::fromStdString(FormatDurationSignificant(static_cast<double>(stats.window_ns)))));
 }
 
 void StatsPane::SetStatsByNode(bool by_node) { stats_granularity_->setCurrentIndex(by_node ? 1 : 0); }

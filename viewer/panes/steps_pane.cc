@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/units.h"
 #include "profiler/analysis/statistics.h"
 #include "viewer/load/document.h"
 #include "viewer/panes/document_analysis.h"
 #include "viewer/timeline/time_axis.h"
-#include "viewer/timeline_data/time_mapping.h"
 
 namespace stepscope::viewer {
 
@@ -48,7 +48,7 @@ void StepsPane::Analyse(const TraceDocument& document, DocumentAnalysis& into) {
 void StepsPane::ShowAnalysis(const std::shared_ptr<const DocumentAnalysis>& result) {
   analysis_ = result;
   const analysis::StepsReport& report = analysis_->steps;
-  auto duration = [](double ns) { return QString::fromStdString(FormatDuration(ns)); };
+  auto duration = [](double ns) { return QString::fromStdString(FormatDurationSignificant(ns)); };
   steps_caption_->setText(tr("%1 steps: median %2, MAD %3, CV %4%, p95/p50 %5; %6 outliers (robust z, |z| > 3.5)")
                               .arg(report.steps.size())
                               .arg(duration(report.median_ns), duration(report.mad_ns))
@@ -87,7 +87,7 @@ void StepsPane::ZoomToStep(int row) {
   const analysis::Step& s = analysis_->steps.steps[static_cast<size_t>(row)];
   const double margin = static_cast<double>(std::max<int64_t>(s.end_ns - s.begin_ns, 1)) * 0.02;
   host().axis()->SetRange(static_cast<double>(s.begin_ns) - margin, static_cast<double>(s.end_ns) + margin);
-  const QString length = QString::fromStdString(FormatDuration(static_cast<double>(s.duration_ns)));
+  const QString length = QString::fromStdString(FormatDurationSignificant(static_cast<double>(s.duration_ns)));
   host().ShowStatus(s.step >= 0 ? tr("step %1: %2").arg(s.step).arg(length) : tr("step: %1").arg(length));
 }
 

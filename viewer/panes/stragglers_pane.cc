@@ -95,12 +95,12 @@ void StragglersPane::ShowReport() {
     caption += tr(". Step %1 has the largest lateness: rank %2 finished %3 after the first")
                    .arg(worst.step)
                    .arg(worst.straggler)
-                   .arg(Exact(worst.lateness_ns));
+                   .arg(DurationText(worst.lateness_ns));
     const int reason = ReasonCategory(worst.reason);
     caption += reason < 0 ? tr(", exceeding the others' median in no category.")
                           : tr("; its %1 exceeds the others' median by %2.")
                                 .arg(QString::fromStdString(worst.reason))
-                                .arg(Exact(worst.excess_ns[reason]));
+                                .arg(DurationText(worst.excess_ns[reason]));
   } else {
     caption += tr(": no step has two ranks.");
   }
@@ -196,7 +196,7 @@ void StragglersPane::ZoomToStragglerStep(int row) {
   host().ShowStatus(tr("step %1: rank %2 finished last, %3 after the first (%4)")
                          .arg(step.step)
                          .arg(step.straggler)
-                         .arg(Exact(step.lateness_ns))
+                         .arg(DurationText(step.lateness_ns))
                          .arg(QString::fromStdString(step.reason)));
 }
 
