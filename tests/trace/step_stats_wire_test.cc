@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/file_io.h"
+#include "profiler/testing/synthetic_trace.h"
 #include "profiler/trace/node_store.h"
 #include "profiler/formats/common/proto_wire.h"
 #include "profiler/formats/reader.h"
@@ -19,7 +20,6 @@
 #include "profiler/formats/writer.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
-#include "viewer/load/synthetic_trace.h"
 
 namespace stepscope::trace {
 namespace {
@@ -226,7 +226,7 @@ TEST(StepStatsWireTest, GeneratedTracesGiveTheSameTrace) {
 // Larger generated traces: the viewer's synthetic trace as `--write-synthetic x.pb` writes it, and
 // the real TF1 step repeated, each copy after the one before.
 TEST(StepStatsWireTest, LargeGeneratedTracesGiveTheSameTrace) {
-  EXPECT_TRUE(ExpectSameResult(Serialize(viewer::MakeSyntheticTrace(50000), OutputFormat::kRunMetadataBinary).value(),
+  EXPECT_TRUE(ExpectSameResult(Serialize(synthetic::MakeSyntheticTrace(50000), OutputFormat::kRunMetadataBinary).value(),
                                "synthetic 50000"));
   const std::string text = ReadFile(DataPath("ptb_lstm_tf1_gpu_step.pbtxt")).value();
   const Trace step = ReadWithProtobuf(text, "tf1").value();

@@ -3,7 +3,7 @@
 // at scale. Reports MB/s (bytes of input read, or of JSON written), events/s (node stats) and,
 // for imports, the heap the loaded Trace keeps per slice (B/slice).
 //   LoadBinarySynthetic: the trace `stepscope-view --synthetic N --write-synthetic x.pb` writes
-//   (viewer/load/synthetic_trace.cc, compiled in here), N = --slices (100000 by default so the
+//   (profiler/testing/synthetic_trace.cc, linked in here), N = --slices (100000 by default so the
 //   ctest smoke run stays short; 1000000 for the quoted figures).
 //   LoadBinaryTf1Copies: the real TF1 GPU step repeated --tf1_copies times one after another
 //   (labels, outputs, allocation records, GPU stream and aggregate lanes, as TensorFlow writes).
@@ -27,9 +27,9 @@
 #include "profiler/formats/step_stats/step_stats_import.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
 #include "profiler/formats/writer.h"
+#include "profiler/testing/synthetic_trace.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "tests/benchmark_main.h"
-#include "viewer/load/synthetic_trace.h"
 
 namespace stepscope::trace {
 namespace {
@@ -115,7 +115,7 @@ BENCHMARK(BM_LoadBinary)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseReal
 
 void BM_LoadBinarySynthetic(benchmark::State& state) {
   static const std::string binary =
-      Serialize(viewer::MakeSyntheticTrace(g_slices), OutputFormat::kRunMetadataBinary).value();
+      Serialize(synthetic::MakeSyntheticTrace(g_slices), OutputFormat::kRunMetadataBinary).value();
   LoadBinary(state, binary);
 }
 BENCHMARK(BM_LoadBinarySynthetic)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!stepscope::trace::g_write_synthetic.empty()) {
-    const auto status = stepscope::trace::WriteTrace(stepscope::viewer::MakeSyntheticTrace(stepscope::trace::g_slices),
+    const auto status = stepscope::trace::WriteTrace(stepscope::synthetic::MakeSyntheticTrace(stepscope::trace::g_slices),
                                                      stepscope::trace::g_write_synthetic,
                                                      stepscope::trace::OutputFormat::kRunMetadataBinary);
     if (!status.ok()) std::fprintf(stderr, "%s\n", status.message().c_str());

@@ -16,21 +16,29 @@
 #include <fstream>
 #include <functional>
 
+#include "base/units.h"
 #include "profiler/analysis/gpu_analyses.h"
 #include "profiler/analysis/merge.h"
-#include "profiler/analysis/stragglers.h"
 #include "profiler/analysis/step_analyses.h"
+#include "profiler/analysis/stragglers.h"
 #include "tests/test_util.h"
 #include "viewer/app/document_view.h"
-#include "viewer/app/gpu_bars.h"
-#include "viewer/app/rank_bars.h"
-#include "viewer/app/launch_delay_chart.h"
 #include "viewer/app/main_window.h"
 #include "viewer/load/trace_loader.h"
 #include "viewer/models/roles.h"
+#include "viewer/panes/attribution_pane.h"
+#include "viewer/panes/critical_path_pane.h"
+#include "viewer/panes/gpu_bars.h"
+#include "viewer/panes/gpu_pane.h"
+#include "viewer/panes/launch_delay_chart.h"
+#include "viewer/panes/pane_table.h"
+#include "viewer/panes/pane_widgets.h"
+#include "viewer/panes/range_pane.h"
+#include "viewer/panes/rank_bars.h"
+#include "viewer/panes/stragglers_pane.h"
 #include "viewer/timeline/time_axis.h"
-#include "viewer/timeline/time_mapping.h"
 #include "viewer/timeline/timeline_view.h"
+#include "viewer/timeline_data/time_mapping.h"
 
 using namespace stepscope;
 using namespace stepscope::viewer;
@@ -125,43 +133,44 @@ class AnalysisPanesTest : public QObject {
     QVERIFY(host_summed > end - begin);
     QVERIFY(host_busy <= end - begin && device_busy <= end - begin);
     emit doc_->timeline()->rangeSelected(begin, end);
-    QTRY_VERIFY_WITH_TIMEOUT(!doc_->range_stats_pending() && doc_->range_caption().contains("host busy"), 10000);
-    const QString caption = doc_->range_caption();
+    QTRY_VERIFY_WITH_TIMEOUT(!doc_->pane<RangePane>()->range_stats_pending() && doc_->pane<RangePane>()->range_caption().contains("host busy"), 10000);
+    const QString caption = doc_->pane<RangePane>()->range_caption();
     const QString expected = QString("host busy %1, device busy %2")
-                                 .arg(QString::fromStdString(FormatDuration(static_cast<double>(host_busy))),
-                                      QString::fromStdString(FormatDuration(static_cast<double>(device_busy))));
+                                 .arg(QString::fromStdString(FormatDurationSignificant(static_cast<double>(host_busy))),
+                                      QString::fromStdString(FormatDurationSignificant(static_cast<double>(device_busy))));
     QVERIFY2(caption.contains(expected), qPrintable(caption + " lacks " + expected));
   }
 
   // GPU 0 of the AlexNet trace: 98 pieces of work (79 kernels, 16 copies, 3 memsets), busy
-  // 66.141 ms of a 12.920244 s span, streams 7 and 20; each cell is the analysis' figure.
+  // 66.141 ms of a 12.920 s span, streams 7 and 20; each cell is the analysis' figure, in the
+  // text of `stepscope gpu` (FormatDuration).
   void GpuPaneShowsTheBreakdownIdleAndLaunches() {
     const trace::Trace& trace = doc_->document().trace();
     const std::vector<analysis::GpuInput> inputs = {{&trace, {}}};
     const auto expected = analysis::ComputeGpuBreakdown(inputs);
     QCOMPARE(expected.size(), size_t{1});
     const analysis::GpuBreakdown& gpu = expected.front();
-    QTableWidget* table = doc_->gpu_table();
+    QTableWidget* table = doc_->pane<GpuPane>()->gpu_table();
     QCOMPARE(table->rowCount(), static_cast<int>(1 + gpu.streams.size()));
     QCOMPARE(table->rowCount(), 3);
-    QCOMPARE(table->item(0, DocumentView::kGpuWork)->text(), QString("98"));
-    QCOMPARE(table->item(0, DocumentView::kGpuBusy)->text(), QString("66.141 ms"));
-    QCOMPARE(table->item(0, DocumentView::kGpuSpan)->text(), QString("12.920244 s"));
-    QCOMPARE(table->item(0, DocumentView::kGpuIdle)->text(), QString("12.854103 s"));
+    QCOMPARE(table->item(0, GpuPane::kGpuWork)->text(), QString("98"));
+    QCOMPARE(table->item(0, GpuPane::kGpuBusy)->text(), QString("66.141 ms"));
+    QCOMPARE(table->item(0, GpuPane::kGpuSpan)->text(), QString("12.920 s"));
+    QCOMPARE(table->item(0, GpuPane::kGpuIdle)->text(), QString("12.854 s"));
     auto check_row = [&](int row, const analysis::GpuTime& t) {
-      QCOMPARE(table->item(row, DocumentView::kGpuWork)->data(kSortRole).toLongLong(), t.slices);
-      QCOMPARE(Ns(table->item(row, DocumentView::kGpuSpan)), t.span_ns);
-      QCOMPARE(Ns(table->item(row, DocumentView::kGpuBusy)), t.busy_ns);
-      QCOMPARE(Ns(table->item(row, DocumentView::kGpuIdle)), t.idle_ns);
-      QCOMPARE(Ns(table->item(row, DocumentView::kGpuCompute)), t.compute_ns);
-      QCOMPARE(Ns(table->item(row, DocumentView::kGpuCommunication)), t.communication_ns);
-      QCOMPARE(Ns(table->item(row, DocumentView::kGpuMemory)), t.memory_ns);
-      QCOMPARE(Ns(table->item(row, DocumentView::kGpuOverlap)), t.compute_communication_overlap_ns);
+      QCOMPARE(table->item(row, GpuPane::kGpuWork)->data(kSortRole).toLongLong(), t.slices);
+      QCOMPARE(Ns(table->item(row, GpuPane::kGpuSpan)), t.span_ns);
+      QCOMPARE(Ns(table->item(row, GpuPane::kGpuBusy)), t.busy_ns);
+      QCOMPARE(Ns(table->item(row, GpuPane::kGpuIdle)), t.idle_ns);
+      QCOMPARE(Ns(table->item(row, GpuPane::kGpuCompute)), t.compute_ns);
+      QCOMPARE(Ns(table->item(row, GpuPane::kGpuCommunication)), t.communication_ns);
+      QCOMPARE(Ns(table->item(row, GpuPane::kGpuMemory)), t.memory_ns);
+      QCOMPARE(Ns(table->item(row, GpuPane::kGpuOverlap)), t.compute_communication_overlap_ns);
     };
     check_row(0, gpu.time);
     for (size_t s = 0; s < gpu.streams.size(); ++s) {
       check_row(static_cast<int>(s + 1), gpu.streams[s].time);
-      QVERIFY(table->item(static_cast<int>(s + 1), DocumentView::kGpuName)->text().endsWith(
+      QVERIFY(table->item(static_cast<int>(s + 1), GpuPane::kGpuName)->text().endsWith(
           QString::fromStdString(gpu.streams[s].stream)));
     }
     QCOMPARE(gpu.streams.front().stream, std::string("stream 7"));
@@ -171,21 +180,21 @@ class AnalysisPanesTest : public QObject {
     int64_t host = 0, kernel = 0, other = 0;
     for (const analysis::StreamIdle& s : idle.streams) {
       const int row = s.stream == "stream 7" ? 1 : 2;
-      QCOMPARE(Ns(table->item(row, DocumentView::kGpuHostWait)), s.by_cause[0].total_ns);
-      QCOMPARE(Ns(table->item(row, DocumentView::kGpuKernelWait)), s.by_cause[1].total_ns);
-      QCOMPARE(Ns(table->item(row, DocumentView::kGpuOtherIdle)), s.by_cause[2].total_ns);
+      QCOMPARE(Ns(table->item(row, GpuPane::kGpuHostWait)), s.by_cause[0].total_ns);
+      QCOMPARE(Ns(table->item(row, GpuPane::kGpuKernelWait)), s.by_cause[1].total_ns);
+      QCOMPARE(Ns(table->item(row, GpuPane::kGpuOtherIdle)), s.by_cause[2].total_ns);
       host += s.by_cause[0].total_ns;
       kernel += s.by_cause[1].total_ns;
       other += s.by_cause[2].total_ns;
     }
-    QCOMPARE(table->item(1, DocumentView::kGpuHostWait)->text(), QString("12.855030 s"));
-    QCOMPARE(table->item(1, DocumentView::kGpuKernelWait)->text(), QString("81.000 us"));
+    QCOMPARE(table->item(1, GpuPane::kGpuHostWait)->text(), QString("12.855 s"));
+    QCOMPARE(table->item(1, GpuPane::kGpuKernelWait)->text(), QString("81.0 us"));
     // The GPU row: the time neither stream ran work, by cause; never the streams' waits summed
     // (24.87 s of host wait on this 12.92 s span), so the causes add up to the GPU's idle time.
     QVERIFY(host > gpu.time.span_ns);
-    const int64_t gpu_host = Ns(table->item(0, DocumentView::kGpuHostWait));
-    const int64_t gpu_kernel = Ns(table->item(0, DocumentView::kGpuKernelWait));
-    const int64_t gpu_other = Ns(table->item(0, DocumentView::kGpuOtherIdle));
+    const int64_t gpu_host = Ns(table->item(0, GpuPane::kGpuHostWait));
+    const int64_t gpu_kernel = Ns(table->item(0, GpuPane::kGpuKernelWait));
+    const int64_t gpu_other = Ns(table->item(0, GpuPane::kGpuOtherIdle));
     QCOMPARE(gpu_host + gpu_kernel + gpu_other, gpu.time.idle_ns);
     QVERIFY(gpu_host <= gpu.time.span_ns);
     QCOMPARE(idle.gpus.size(), size_t{1});
@@ -195,15 +204,15 @@ class AnalysisPanesTest : public QObject {
     QVERIFY(kernel > 0 && other >= 0);
     // Launch statistics (HTA's figures: delay p50 32.5 us, p95 1 319.05 us, max 1 533 us;
     // 11 calls over 50 us, 43 delays over 100 us).
-    const QString launches = doc_->launches_caption();
+    const QString launches = doc_->pane<GpuPane>()->launches_caption();
     for (const char* expected_text :
-         {"98 of 98 pieces of work", "launch delay p50 32.500 us, p95 1.319 ms, max 1.533 ms",
-          "runtime call p50 10.000 us, p95 667.000 us, max 3.055567 s", "11 calls over 50.000 us",
-          "43 delays over 100.000 us"}) {
+         {"98 of 98 pieces of work", "launch delay p50 32.5 us, p95 1.319 ms, max 1.533 ms",
+          "runtime call p50 10.0 us, p95 667.0 us, max 3.056 s", "11 calls over 50.0 us",
+          "43 delays over 100.0 us"}) {
       QVERIFY2(launches.contains(expected_text), qPrintable(expected_text + QString(" in ") + launches));
     }
     // The bars: one per GPU and stream, the GPU's first; segments never exceed the bar.
-    GpuBars* bars = doc_->gpu_bars();
+    GpuBars* bars = doc_->pane<GpuPane>()->gpu_bars();
     QCOMPARE(bars->rows().size(), size_t{3});
     QVERIFY(bars->rows()[0].gpu && !bars->rows()[1].gpu);
     QCOMPARE(bars->rows()[0].time.busy_ns, gpu.time.busy_ns);
@@ -219,7 +228,7 @@ class AnalysisPanesTest : public QObject {
     // Launch delays as a counter track: every linked launch at its kernel's start, in time order;
     // over the whole trace the columns' maximum is the largest delay (1.533 ms), and the column of
     // each launch holds at least its own (non-negative) delay.
-    LaunchDelayChart* chart = doc_->launch_delay_chart();
+    LaunchDelayChart* chart = doc_->pane<GpuPane>()->launch_delay_chart();
     QVERIFY(chart != nullptr);
     const analysis::LaunchReport report = analysis::ComputeLaunches(inputs);
     const auto& points = doc_->analysis()->launch_delays;
@@ -270,42 +279,42 @@ class AnalysisPanesTest : public QObject {
     QVERIFY(expected.elements.size() > 10);
     TimelineView* timeline = doc_->timeline();
     QVERIFY(timeline->path_slices().empty());  // not before the pane is opened
-    QVERIFY(!doc_->path_checkbox()->isChecked());
+    QVERIFY(!doc_->pane<CriticalPathPane>()->path_checkbox()->isChecked());
     doc_->ShowPane(DocumentView::kCriticalPathPane);
-    QVERIFY(doc_->path_checkbox()->isChecked());
+    QVERIFY(doc_->pane<CriticalPathPane>()->path_checkbox()->isChecked());
     QCOMPARE(timeline->path_slices(), PathSlices(expected));
-    QCOMPARE(doc_->path_table()->model()->rowCount(), static_cast<int>(expected.elements.size()));
-    QVERIFY(doc_->path_window()->isHidden());  // one window: the whole trace
-    QVERIFY2(doc_->path_caption().contains(QStringLiteral("%1 slices").arg(expected.elements.size())),
-             qPrintable(doc_->path_caption()));
-    QVERIFY(doc_->path_caption().contains(QString::fromLatin1(analysis::PathBoundName(expected.bound_by))));
-    const QAbstractItemModel* model = doc_->path_table()->model();
+    QCOMPARE(doc_->pane<CriticalPathPane>()->path_table()->model()->rowCount(), static_cast<int>(expected.elements.size()));
+    QVERIFY(doc_->pane<CriticalPathPane>()->path_window()->isHidden());  // one window: the whole trace
+    QVERIFY2(doc_->pane<CriticalPathPane>()->path_caption().contains(QStringLiteral("%1 slices").arg(expected.elements.size())),
+             qPrintable(doc_->pane<CriticalPathPane>()->path_caption()));
+    QVERIFY(doc_->pane<CriticalPathPane>()->path_caption().contains(QString::fromLatin1(analysis::PathBoundName(expected.bound_by))));
+    const QAbstractItemModel* model = doc_->pane<CriticalPathPane>()->path_table()->model();
     const int64_t base = trace.span_begin_ns();
     for (size_t i = 0; i < expected.elements.size(); ++i) {
       const int row = static_cast<int>(i);
       const analysis::PathElement& e = expected.elements[i];
       auto cell = [&](int column, int role) { return model->index(row, column).data(role); };
-      QCOMPARE(cell(DocumentView::kPathName, kSliceRole).toUInt(), e.slice);
-      QCOMPARE(cell(DocumentView::kPathName, Qt::DisplayRole).toString(), QString::fromStdString(e.name));
-      QCOMPARE(cell(DocumentView::kPathEdge, Qt::DisplayRole).toString(),
+      QCOMPARE(cell(CriticalPathPane::kPathName, kSliceRole).toUInt(), e.slice);
+      QCOMPARE(cell(CriticalPathPane::kPathName, Qt::DisplayRole).toString(), QString::fromStdString(e.name));
+      QCOMPARE(cell(CriticalPathPane::kPathEdge, Qt::DisplayRole).toString(),
                e.edge.empty() ? QString("start") : QString::fromStdString(e.edge));
-      QCOMPARE(cell(DocumentView::kPathLane, Qt::DisplayRole).toString(), QString::fromStdString(e.lane));
-      QCOMPARE(cell(DocumentView::kPathStart, kSortRole).toLongLong(), e.start_ns - base);
-      QCOMPARE(cell(DocumentView::kPathDuration, kSortRole).toLongLong(), e.dur_ns);
-      QCOMPARE(cell(DocumentView::kPathHeld, kSortRole).toLongLong(), e.held_ns);
-      QCOMPARE(cell(DocumentView::kPathWait, kSortRole).toLongLong(), e.wait_ns);
+      QCOMPARE(cell(CriticalPathPane::kPathLane, Qt::DisplayRole).toString(), QString::fromStdString(e.lane));
+      QCOMPARE(cell(CriticalPathPane::kPathStart, kSortRole).toLongLong(), e.start_ns - base);
+      QCOMPARE(cell(CriticalPathPane::kPathDuration, kSortRole).toLongLong(), e.dur_ns);
+      QCOMPARE(cell(CriticalPathPane::kPathHeld, kSortRole).toLongLong(), e.held_ns);
+      QCOMPARE(cell(CriticalPathPane::kPathWait, kSortRole).toLongLong(), e.wait_ns);
     }
-    QCOMPARE(model->index(1, DocumentView::kPathWait).data().toString(), ExactDuration(expected.elements[1].wait_ns));
+    QCOMPARE(model->index(1, CriticalPathPane::kPathWait).data().toString(), DurationText(expected.elements[1].wait_ns));
     int64_t bound_total = 0;
     for (int b = 0; b < analysis::kPathBounds; ++b) {
-      QCOMPARE(Ns(doc_->bound_table()->item(b, 1)), expected.bound_ns[b]);
+      QCOMPARE(Ns(doc_->pane<CriticalPathPane>()->bound_table()->item(b, 1)), expected.bound_ns[b]);
       bound_total += expected.bound_ns[b];
     }
     QCOMPARE(bound_total, expected.length_ns);
-    QVERIFY(doc_->bound_table()->item(static_cast<int>(expected.bound_by), 0)->font().bold());
+    QVERIFY(doc_->pane<CriticalPathPane>()->bound_table()->item(static_cast<int>(expected.bound_by), 0)->font().bold());
 
     // On screen: the path's colour where its slices are drawn, and nowhere once unchecked.
-    doc_->ZoomToPath();
+    doc_->pane<CriticalPathPane>()->ZoomToPath();
     QApplication::processEvents();
     const QImage with_path = timeline->grab().toImage();
     int outlined = 0;
@@ -316,26 +325,26 @@ class AnalysisPanesTest : public QObject {
       QCOMPARE(with_path.pixel(box.left(), box.center().y()) & 0xffffff, TimelineView::kPathColor & 0xffffff);
     }
     QVERIFY2(outlined > 5, qPrintable(QString::number(outlined)));
-    doc_->path_checkbox()->setChecked(false);
+    doc_->pane<CriticalPathPane>()->path_checkbox()->setChecked(false);
     QVERIFY(timeline->path_slices().empty());
     QApplication::processEvents();
     const QImage without_path = timeline->grab().toImage();
     QVERIFY(CountColor(with_path, TimelineView::kPathColor) > 100);
     QCOMPARE(CountColor(without_path, TimelineView::kPathColor), 0);
-    doc_->path_checkbox()->setChecked(true);
+    doc_->pane<CriticalPathPane>()->path_checkbox()->setChecked(true);
     QCOMPARE(timeline->path_slices(), PathSlices(expected));
   }
 
   // Selecting a row of the path selects (and brings into view) its slice; the pane stays.
   void SelectingAPathRowSelectsItsSlice() {
     doc_->ShowPane(DocumentView::kCriticalPathPane);
-    const DocumentAnalysis::PathWindow* path = doc_->shown_path();
+    const DocumentAnalysis::PathWindow* path = doc_->pane<CriticalPathPane>()->shown_path();
     QVERIFY(path != nullptr);
     for (int row : {0, static_cast<int>(path->steps.size()) / 2, static_cast<int>(path->steps.size()) - 1}) {
-      doc_->path_table()->selectRow(row);
+      doc_->pane<CriticalPathPane>()->path_table()->selectRow(row);
       QCOMPARE(doc_->timeline()->selected_slice(), static_cast<int64_t>(path->steps[static_cast<size_t>(row)].slice));
-      QCOMPARE(doc_->panes()->currentIndex(), static_cast<int>(&DocumentView::PaneSpecOf(DocumentView::kCriticalPathPane) -
-                                                               DocumentView::Panes().data()));
+      QCOMPARE(doc_->panes()->currentIndex(), static_cast<int>(&PaneSpecOf(DocumentView::kCriticalPathPane) -
+                                                               PaneTable().data()));
       QVERIFY(!doc_->timeline()->SliceRect(path->steps[static_cast<size_t>(row)].slice).isEmpty());
     }
   }
@@ -346,21 +355,21 @@ class AnalysisPanesTest : public QObject {
     const trace::Trace& trace = doc_->document().trace();
     const std::vector<analysis::GpuInput> inputs = {{&trace, {}}};
     const analysis::AnnotationReport annotations = analysis::ComputeAnnotationTime(inputs);
-    QTreeWidget* tree = doc_->annotation_tree();
+    QTreeWidget* tree = doc_->pane<AttributionPane>()->annotation_tree();
     QCOMPARE(tree->topLevelItemCount(), 1);
     QTreeWidgetItem* top = tree->topLevelItem(0);
-    QCOMPARE(top->text(DocumentView::kAnnName), QString("[param|cuda]"));
-    QCOMPARE(top->text(DocumentView::kAnnGpu), QString("66.203 ms"));
-    QCOMPARE(top->text(DocumentView::kAnnBusy), QString("66.141 ms"));
-    QCOMPARE(top->text(DocumentView::kAnnWork), QString("98"));
+    QCOMPARE(top->text(AttributionPane::kAnnName), QString("[param|cuda]"));
+    QCOMPARE(top->text(AttributionPane::kAnnGpu), QString("66.203 ms"));
+    QCOMPARE(top->text(AttributionPane::kAnnBusy), QString("66.141 ms"));
+    QCOMPARE(top->text(AttributionPane::kAnnWork), QString("98"));
     // Every row, in depth-first order, at its depth, with its figures.
     std::vector<QTreeWidgetItem*> items;
     std::function<void(QTreeWidgetItem*, size_t)> walk = [&](QTreeWidgetItem* item, size_t depth) {
       const analysis::AnnotationTime& row = annotations.rows[items.size()];
       QCOMPARE(row.path.size(), depth + 1);
-      QCOMPARE(item->data(DocumentView::kAnnGpu, kSortRole).toLongLong(), row.gpu_ns);
-      QCOMPARE(item->data(DocumentView::kAnnSelf, kSortRole).toLongLong(), row.self_gpu_ns);
-      QCOMPARE(item->text(DocumentView::kAnnInstances).toLongLong(), row.instances);
+      QCOMPARE(item->data(AttributionPane::kAnnGpu, kSortRole).toLongLong(), row.gpu_ns);
+      QCOMPARE(item->data(AttributionPane::kAnnSelf, kSortRole).toLongLong(), row.self_gpu_ns);
+      QCOMPARE(item->text(AttributionPane::kAnnInstances).toLongLong(), row.instances);
       items.push_back(item);
       for (int c = 0; c < item->childCount(); ++c) walk(item->child(c), depth + 1);
     };
@@ -368,15 +377,15 @@ class AnalysisPanesTest : public QObject {
     QCOMPARE(items.size(), annotations.rows.size());
 
     const analysis::KernelPatternReport patterns = analysis::ComputeKernelPatterns(inputs);
-    QTableWidget* table = doc_->pattern_table();
+    QTableWidget* table = doc_->pane<AttributionPane>()->pattern_table();
     QCOMPARE(table->rowCount(), static_cast<int>(patterns.patterns.size()));
     QVERIFY(table->rowCount() > 0);
-    QCOMPARE(table->item(0, DocumentView::kPatCount)->text(), QString("6"));
+    QCOMPARE(table->item(0, AttributionPane::kPatCount)->text(), QString("6"));
     for (int row = 0; row < table->rowCount(); ++row) {
       const analysis::KernelPattern& p = patterns.patterns[static_cast<size_t>(row)];
-      QCOMPARE(Ns(table->item(row, DocumentView::kPatCount)), p.count);
-      QCOMPARE(Ns(table->item(row, DocumentView::kPatGpu)), p.gpu_ns);
-      QVERIFY(table->item(row, DocumentView::kPatKernels)->text().startsWith(QString::fromStdString(p.kernels.front())));
+      QCOMPARE(Ns(table->item(row, AttributionPane::kPatCount)), p.count);
+      QCOMPARE(Ns(table->item(row, AttributionPane::kPatGpu)), p.gpu_ns);
+      QVERIFY(table->item(row, AttributionPane::kPatKernels)->text().startsWith(QString::fromStdString(p.kernels.front())));
     }
   }
 
@@ -392,8 +401,8 @@ class AnalysisPanesTest : public QObject {
     const analysis::CriticalPath expected = analysis::ComputeCriticalPath(tf->document().trace());
     tf->ShowPane(DocumentView::kCriticalPathPane);
     QCOMPARE(tf->timeline()->path_slices(), PathSlices(expected));
-    QCOMPARE(tf->path_table()->model()->rowCount(), static_cast<int>(expected.elements.size()));
-    QVERIFY(tf->path_caption().startsWith("whole trace"));
+    QCOMPARE(tf->pane<CriticalPathPane>()->path_table()->model()->rowCount(), static_cast<int>(expected.elements.size()));
+    QVERIFY(tf->pane<CriticalPathPane>()->path_caption().startsWith("whole trace"));
   }
 
   // A trace with ProfilerStep#N windows: one path per step (as `stepscope critical-path`), the
@@ -425,19 +434,19 @@ class AnalysisPanesTest : public QObject {
     const trace::Trace& trace = view->document().trace();
     const auto steps = analysis::StepsOfTrace(trace, false);
     QCOMPARE(steps.size(), size_t{3});
-    QCOMPARE(view->path_window()->count(), 3);
-    QVERIFY(!view->path_window()->isHidden());
-    QCOMPARE(view->path_window()->currentIndex(), 1);  // step 2, the longest
+    QCOMPARE(view->pane<CriticalPathPane>()->path_window()->count(), 3);
+    QVERIFY(!view->pane<CriticalPathPane>()->path_window()->isHidden());
+    QCOMPARE(view->pane<CriticalPathPane>()->path_window()->currentIndex(), 1);  // step 2, the longest
     view->ShowPane(DocumentView::kCriticalPathPane);
     for (int index : {1, 0, 2}) {
-      view->path_window()->setCurrentIndex(index);
+      view->pane<CriticalPathPane>()->path_window()->setCurrentIndex(index);
       const analysis::Step& step = steps[static_cast<size_t>(index)];
       const analysis::CriticalPath expected = analysis::ComputeCriticalPath(trace, step.begin_ns, step.end_ns);
       QCOMPARE(expected.elements.size(), size_t{2});  // aten::mm, then aten::add
       QCOMPARE(view->timeline()->path_slices(), PathSlices(expected));
-      QCOMPARE(view->path_table()->model()->rowCount(), 2);
-      QVERIFY2(view->path_caption().startsWith(QStringLiteral("ProfilerStep#%1").arg(index + 1)),
-               qPrintable(view->path_caption()));
+      QCOMPARE(view->pane<CriticalPathPane>()->path_table()->model()->rowCount(), 2);
+      QVERIFY2(view->pane<CriticalPathPane>()->path_caption().startsWith(QStringLiteral("ProfilerStep#%1").arg(index + 1)),
+               qPrintable(view->pane<CriticalPathPane>()->path_caption()));
     }
   }
 
@@ -463,29 +472,29 @@ class AnalysisPanesTest : public QObject {
     QCOMPARE(expected->steps.size(), size_t{1});
     const analysis::StepStragglers& step = expected->steps.front();
 
-    QTableWidget* steps = view->stragglers_table();
+    QTableWidget* steps = view->pane<StragglersPane>()->stragglers_table();
     QCOMPARE(steps->rowCount(), 1);
-    QCOMPARE(steps->item(0, DocumentView::kStrStep)->text(), QString("5"));
-    QCOMPARE(steps->item(0, DocumentView::kStrStraggler)->text(), QString("rank 1"));
-    QCOMPARE(Ns(steps->item(0, DocumentView::kStrLateness)), step.lateness_ns);
-    QCOMPARE(Ns(steps->item(0, DocumentView::kStrLateness)), int64_t{60'000});
-    QCOMPARE(Ns(steps->item(0, DocumentView::kStrVsMedian)), step.lateness_vs_median_ns);
-    QCOMPARE(steps->item(0, DocumentView::kStrReason)->text(), QString("compute"));
-    QCOMPARE(Ns(steps->item(0, DocumentView::kStrExcess)), int64_t{60'000});
-    QTableWidget* ranks = view->rank_totals_table();
+    QCOMPARE(steps->item(0, StragglersPane::kStrStep)->text(), QString("5"));
+    QCOMPARE(steps->item(0, StragglersPane::kStrStraggler)->text(), QString("rank 1"));
+    QCOMPARE(Ns(steps->item(0, StragglersPane::kStrLateness)), step.lateness_ns);
+    QCOMPARE(Ns(steps->item(0, StragglersPane::kStrLateness)), int64_t{60'000});
+    QCOMPARE(Ns(steps->item(0, StragglersPane::kStrVsMedian)), step.lateness_vs_median_ns);
+    QCOMPARE(steps->item(0, StragglersPane::kStrReason)->text(), QString("compute"));
+    QCOMPARE(Ns(steps->item(0, StragglersPane::kStrExcess)), int64_t{60'000});
+    QTableWidget* ranks = view->pane<StragglersPane>()->rank_totals_table();
     QCOMPARE(ranks->rowCount(), 2);
-    QCOMPARE(ranks->item(1, DocumentView::kRankName)->text(), QString("rank 1"));
-    QCOMPARE(ranks->item(1, DocumentView::kRankLast)->text(), QString("1"));
-    QCOMPARE(Ns(ranks->item(1, DocumentView::kRankLatenessMax)), int64_t{60'000});
-    QCOMPARE(Ns(ranks->item(0, DocumentView::kRankLatenessTotal)), int64_t{0});
-    QVERIFY2(view->stragglers_caption().contains("rank 1 finished 60.000 us after the first"),
-             qPrintable(view->stragglers_caption()));
+    QCOMPARE(ranks->item(1, StragglersPane::kRankName)->text(), QString("rank 1"));
+    QCOMPARE(ranks->item(1, StragglersPane::kRankLast)->text(), QString("1"));
+    QCOMPARE(Ns(ranks->item(1, StragglersPane::kRankLatenessMax)), int64_t{60'000});
+    QCOMPARE(Ns(ranks->item(0, StragglersPane::kRankLatenessTotal)), int64_t{0});
+    QVERIFY2(view->pane<StragglersPane>()->stragglers_caption().contains("rank 1 finished 60.0 us after the first"),
+             qPrintable(view->pane<StragglersPane>()->stragglers_caption()));
 
     // The chart: the step with the largest lateness, rank 1's bar reaching 60 us past the
     // earliest end.
     view->ShowPane(DocumentView::kStragglersPane);
     QApplication::processEvents();
-    RankBars* bars = view->rank_bars();
+    RankBars* bars = view->pane<StragglersPane>()->rank_bars();
     QVERIFY(bars->has_step());
     QCOMPARE(bars->step().step, int64_t{5});
     QCOMPARE(bars->step().ranks[1].end_ns - bars->step().ranks[0].end_ns, int64_t{60'000});
@@ -495,15 +504,15 @@ class AnalysisPanesTest : public QObject {
     QVERIFY(CountColor(chart, GpuBars::kCommunicationColor) > 100);
 
     // Activation: the step on both ranks fills the view; rank 1's last copy is selected.
-    const auto [begin, end] = view->StragglerStepRange(0);
+    const auto [begin, end] = view->pane<StragglersPane>()->StragglerStepRange(0);
     QCOMPARE(end - begin, int64_t{510'000});
-    view->ZoomToStragglerStep(0);
+    view->pane<StragglersPane>()->ZoomToStragglerStep(0);
     QVERIFY(view->axis()->begin_ns() <= static_cast<double>(begin));
     QVERIFY(view->axis()->end_ns() >= static_cast<double>(end));
     QVERIFY(view->axis()->end_ns() - view->axis()->begin_ns() < 1.1 * static_cast<double>(end - begin));
     const trace::Trace& merged = view->document().trace();
     const int64_t last = view->timeline()->selected_slice();
-    QCOMPARE(last, view->StragglerLastSlice(0));
+    QCOMPARE(last, view->pane<StragglersPane>()->StragglerLastSlice(0));
     QVERIFY(last >= 0);
     const trace::Slice& s = merged.slices()[static_cast<size_t>(last)];
     QCOMPARE(s.end_ns(), end);
@@ -519,8 +528,8 @@ class AnalysisPanesTest : public QObject {
 
     // A single trace has no ranks to compare: the pane says how to get them.
     QVERIFY(doc_->document().rank_merge() == nullptr);
-    QCOMPARE(doc_->stragglers_table()->rowCount(), 0);
-    QVERIFY(doc_->stragglers_caption().startsWith("Stragglers compare the ranks of one run"));
+    QCOMPARE(doc_->pane<StragglersPane>()->stragglers_table()->rowCount(), 0);
+    QVERIFY(doc_->pane<StragglersPane>()->stragglers_caption().startsWith("Stragglers compare the ranks of one run"));
   }
 
   // stepscope-view --screenshot --pane NAME: the window at the size asked, and the pane drawn

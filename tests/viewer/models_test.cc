@@ -7,20 +7,21 @@
 #include <algorithm>
 #include <functional>
 
+#include "base/units.h"
+#include "profiler/testing/synthetic_trace.h"
 #include "profiler/trace/slice_details.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "tests/test_util.h"
-#include "viewer/app/document_view.h"
 #include "viewer/load/document.h"
-#include "viewer/load/synthetic_trace.h"
 #include "viewer/models/csv.h"
 #include "viewer/models/live_tensor_model.h"
 #include "viewer/models/op_stats_model.h"
 #include "viewer/models/roles.h"
 #include "viewer/models/search_model.h"
-#include "viewer/models/slice_details.h"
+#include "viewer/models/slice_details_model.h"
 #include "viewer/models/track_tree_model.h"
-#include "viewer/timeline/track_layout.h"
+#include "viewer/panes/pane_table.h"
+#include "viewer/timeline_data/track_layout.h"
 
 using namespace stepscope;
 using namespace stepscope::viewer;
@@ -269,7 +270,7 @@ class ModelsTest : public QObject {
   // TensorFlow sample (scanned on one core) and a generated trace of 80 K flows (on two).
   void FlowsOfASliceAreThoseEndingThere() {
     ExpectFlowsOfSlicesFoundByScan(*document_);
-    const TraceDocument generated(MakeSyntheticTrace(1'000'000), "synthetic");
+    const TraceDocument generated(synthetic::MakeSyntheticTrace(1'000'000), "synthetic");
     QVERIFY(generated.trace().flows().size() > size_t{1} << 16);
     ExpectFlowsOfSlicesFoundByScan(generated);
   }
@@ -361,8 +362,8 @@ class ModelsTest : public QObject {
       QVERIFY(model.index(r - 1, LiveTensorModel::kBytes).data(kSortRole).toLongLong() >=
               model.index(r, LiveTensorModel::kBytes).data(kSortRole).toLongLong());
     }
-    QCOMPARE(FormatBytes(1536), QString("1.5 KiB"));
-    QCOMPARE(FormatBytes(830), QString("830 B"));
+    QCOMPARE(QString::fromStdString(FormatBytes(1536)), QString("1.5 KiB"));
+    QCOMPARE(QString::fromStdString(FormatBytes(830)), QString("830 B"));
   }
 
  private:

@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   window.loader()->WaitForIdle();
   if (window.document_count() == 0) return Fail(trace_path + ": could not be opened");
   DocumentView* document = window.current_document();
-  document->ShowPane(DocumentView::kDefaultPane);
+  document->ShowPane(stepscope::viewer::kDefaultPane);
   QApplication::processEvents();
   const TimelineView* timeline = document->timeline();
   const auto& slices = document->document().trace().slices();

@@ -7,12 +7,13 @@
 #include <cmath>
 #include <random>
 
-#include "viewer/load/synthetic_trace.h"
+#include "base/units.h"
+#include "profiler/testing/synthetic_trace.h"
 #include "viewer/memory/decimate.h"
-#include "viewer/timeline/slice_colors.h"
-#include "viewer/timeline/time_mapping.h"
-#include "viewer/timeline/timeline_index.h"
-#include "viewer/timeline/track_layout.h"
+#include "viewer/timeline_data/slice_colors.h"
+#include "viewer/timeline_data/time_mapping.h"
+#include "viewer/timeline_data/timeline_index.h"
+#include "viewer/timeline_data/track_layout.h"
 
 using namespace stepscope;
 using namespace stepscope::viewer;
@@ -121,10 +122,10 @@ class TimelineTest : public QObject {
     QCOMPARE(QString::fromStdString(ticks.front().label), QString("0 ms"));
     QCOMPARE(QString::fromStdString(ticks.back().label), QString("10 ms"));
     QCOMPARE(QString::fromStdString(FormatTimeAt(2'500'000, 500'000)), QString("2.5 ms"));
-    QCOMPARE(QString::fromStdString(FormatDuration(830)), QString("830 ns"));
-    QCOMPARE(QString::fromStdString(FormatDuration(12'500)), QString("12.50 us"));
-    QCOMPARE(QString::fromStdString(FormatDuration(1'250'000)), QString("1.250 ms"));
-    QCOMPARE(QString::fromStdString(FormatDuration(2e9)), QString("2.000 s"));
+    QCOMPARE(QString::fromStdString(FormatDurationSignificant(830)), QString("830 ns"));
+    QCOMPARE(QString::fromStdString(FormatDurationSignificant(12'500)), QString("12.50 us"));
+    QCOMPARE(QString::fromStdString(FormatDurationSignificant(1'250'000)), QString("1.250 ms"));
+    QCOMPARE(QString::fromStdString(FormatDurationSignificant(2e9)), QString("2.000 s"));
     const TimeMapping tiny(1000, 1100, 1000);
     QCOMPARE(RulerStepNs(tiny, 90), 10.0);
   }
@@ -253,7 +254,7 @@ class TimelineTest : public QObject {
   }
 
   void SyntheticTraceNestsAndIndexesEveryLevel() {
-    const trace::Trace trace = MakeSyntheticTrace(200'000);
+    const trace::Trace trace = synthetic::MakeSyntheticTrace(200'000);
     QCOMPARE(trace.slices().size(), size_t{200'000});
     QVERIFY(trace.import_stats().Get("overlap_moved_to_lane") == 0);
     const TimelineIndex index(trace);
@@ -278,7 +279,7 @@ class TimelineTest : public QObject {
   // limit, lowered here to 0) 4: both give every slice of each depth in start order. 10^6
   // slices, so that places pass 2^16 and use all three bytes.
   void LevelsHoldEachDepthsSlicesInThreeOrFourBytes() {
-    const trace::Trace trace = MakeSyntheticTrace(1'000'000);
+    const trace::Trace trace = synthetic::MakeSyntheticTrace(1'000'000);
     const TimelineIndex narrow(trace);
     const TimelineIndex wide(trace, /*max_narrow_track=*/0);
     QVERIFY(wide.memory_bytes() > narrow.memory_bytes());
@@ -305,7 +306,7 @@ class TimelineTest : public QObject {
   }
 
   void LayoutRowsFollowTheTrackTree() {
-    const trace::Trace trace = MakeSyntheticTrace(10'000);
+    const trace::Trace trace = synthetic::MakeSyntheticTrace(10'000);
     const TimelineIndex index(trace);
     TrackLayout layout(trace, index);
     // host header, CPU header, 4 threads x 3 levels, GPU header, 4 streams x 1 level.

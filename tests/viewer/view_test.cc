@@ -12,9 +12,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/file_io.h"
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/formats/reader.h"
-#include "base/file_io.h"
 #include "tests/analysis/kineto_generator.h"
 #include "tests/test_util.h"
 #include "viewer/app/document_view.h"
@@ -24,7 +24,19 @@
 #include "viewer/memory/memory_panel.h"
 #include "viewer/models/live_tensor_model.h"
 #include "viewer/models/op_stats_model.h"
-#include "viewer/models/slice_details.h"
+#include "viewer/models/slice_details_model.h"
+#include "viewer/panes/attribution_pane.h"
+#include "viewer/panes/critical_path_pane.h"
+#include "viewer/panes/details_pane.h"
+#include "viewer/panes/gpu_pane.h"
+#include "viewer/panes/memory_pane.h"
+#include "viewer/panes/pane_table.h"
+#include "viewer/panes/range_pane.h"
+#include "viewer/panes/search_pane.h"
+#include "viewer/panes/stats_pane.h"
+#include "viewer/panes/steps_pane.h"
+#include "viewer/panes/stragglers_pane.h"
+#include "viewer/panes/tracks_pane.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
 
@@ -190,8 +202,8 @@ class ViewTest : public QObject {
     QTest::mouseClick(timeline, Qt::LeftButton, Qt::NoModifier, box.center());
     QCOMPARE(timeline->selected_slice(), static_cast<int64_t>(target));
     QCOMPARE(selected.count(), 1);
-    QVERIFY(doc_->details_model()->rowCount() > 5);
-    QCOMPARE(doc_->details_model()->index(0, 1).data().toString(),
+    QVERIFY(doc_->pane<DetailsPane>()->details_model()->rowCount() > 5);
+    QCOMPARE(doc_->pane<DetailsPane>()->details_model()->index(0, 1).data().toString(),
              QString::fromUtf8(trace.str(trace.slice_name(trace.slices()[target]))));
     // F fits the selection: the slice then spans most of the view.
     QTest::keyClick(timeline, Qt::Key_F);
@@ -255,33 +267,33 @@ class ViewTest : public QObject {
     QCOMPARE(ranges.count(), 1);
     const auto range = timeline->selected_range();
     QVERIFY(range.has_value());
-    QTRY_VERIFY_WITH_TIMEOUT(!doc_->range_stats_pending() && doc_->range_model()->rowCount() > 0, 5000);
+    QTRY_VERIFY_WITH_TIMEOUT(!doc_->pane<RangePane>()->range_stats_pending() && doc_->pane<RangePane>()->range_model()->rowCount() > 0, 5000);
     // The same numbers as the analysis for that window.
     analysis::OpStatsOptions options;
     options.begin_ns = range->first;
     options.end_ns = range->second;
     const auto expected = analysis::ComputeOpStats(doc_->document().trace(), options);
-    QCOMPARE(doc_->range_model()->rows(), expected.by_op_type);
-    QVERIFY(doc_->range_caption().contains(QString::number(expected.slices)));
+    QCOMPARE(doc_->pane<RangePane>()->range_model()->rows(), expected.by_op_type);
+    QVERIFY(doc_->pane<RangePane>()->range_caption().contains(QString::number(expected.slices)));
     timeline->ClearSelection();
   }
 
   void StatisticsJumpAndExportCsv() {
-    QVERIFY(doc_->stats_model()->rowCount() > 10);
-    doc_->SetStatsByNode(true);
-    QVERIFY(doc_->stats_model()->rowCount() > 100);
-    doc_->SetStatsByNode(false);
-    doc_->SetStatsFilter("MatMul");
-    const int rows = doc_->stats_proxy()->rowCount();
+    QVERIFY(doc_->pane<StatsPane>()->stats_model()->rowCount() > 10);
+    doc_->pane<StatsPane>()->SetStatsByNode(true);
+    QVERIFY(doc_->pane<StatsPane>()->stats_model()->rowCount() > 100);
+    doc_->pane<StatsPane>()->SetStatsByNode(false);
+    doc_->pane<StatsPane>()->SetStatsFilter("MatMul");
+    const int rows = doc_->pane<StatsPane>()->stats_proxy()->rowCount();
     QVERIFY(rows >= 1);
     const QString path = scratch_ + "/stats.csv";
     QVERIFY(window_->ExportStatsCsv(path).isEmpty());
     QFile file(path);
     QVERIFY(file.open(QIODevice::ReadOnly));
     QCOMPARE(QString::fromUtf8(file.readAll()).split('\n', Qt::SkipEmptyParts).size(), rows + 1);
-    doc_->SetStatsFilter(QString());
+    doc_->pane<StatsPane>()->SetStatsFilter(QString());
     // Jumping to the longest slice of the top row selects it.
-    const uint32_t slice = doc_->stats_proxy()->index(0, 0).data(Qt::UserRole + 2).toUInt();
+    const uint32_t slice = doc_->pane<StatsPane>()->stats_proxy()->index(0, 0).data(Qt::UserRole + 2).toUInt();
     doc_->JumpToSlice(slice);
     QCOMPARE(doc_->timeline()->selected_slice(), static_cast<int64_t>(slice));
     QVERIFY(!doc_->timeline()->SliceRect(slice).isEmpty());
@@ -290,23 +302,23 @@ class ViewTest : public QObject {
   }
 
   void SearchNextSelectsMatches() {
-    QVERIFY(doc_->Search("LSTMBlockCellGrad", false).isEmpty());
-    QVERIFY(doc_->search_status().contains("matches"));
-    doc_->SearchNext();
+    QVERIFY(doc_->pane<SearchPane>()->Search("LSTMBlockCellGrad", false).isEmpty());
+    QVERIFY(doc_->pane<SearchPane>()->search_status().contains("matches"));
+    doc_->pane<SearchPane>()->SearchNext();
     const int64_t first = doc_->timeline()->selected_slice();
     QVERIFY(first >= 0);
-    QVERIFY(doc_->search_status().startsWith("1 of"));
-    doc_->SearchNext();
+    QVERIFY(doc_->pane<SearchPane>()->search_status().startsWith("1 of"));
+    doc_->pane<SearchPane>()->SearchNext();
     QVERIFY(doc_->timeline()->selected_slice() != first);
-    doc_->SearchPrevious();
+    doc_->pane<SearchPane>()->SearchPrevious();
     QCOMPARE(doc_->timeline()->selected_slice(), first);
-    QVERIFY(!doc_->Search("(", true).isEmpty());
+    QVERIFY(!doc_->pane<SearchPane>()->Search("(", true).isEmpty());
     doc_->timeline()->ClearSelection();
     doc_->axis()->FitAll();
   }
 
   void MemoryChartsAndLiveTensorsAtThePeak() {
-    MemoryPanel* memory = doc_->memory_panel();
+    MemoryPanel* memory = doc_->pane<MemoryPane>()->memory_panel();
     const auto expected = analysis::ComputeMemoryTimelines(doc_->document().trace());
     QCOMPARE(memory->chart_count(), static_cast<int>(expected.size()));
     QVERIFY(memory->chart_count() >= 1);
@@ -337,17 +349,30 @@ class ViewTest : public QObject {
   }
 
   void TabsAndPaneNamesFollowThePaneTable() {
-    const auto panes = DocumentView::Panes();
+    const auto panes = PaneTable();
     QTabWidget* tabs = doc_->panes();
     QCOMPARE(tabs->count(), static_cast<int>(panes.size()));
     for (size_t i = 0; i < panes.size(); ++i) {
       QCOMPARE(tabs->tabText(static_cast<int>(i)), QString::fromLatin1(panes[i].title));
-      QCOMPARE(DocumentView::FindPane(panes[i].name), &panes[i]);
-      QCOMPARE(&DocumentView::PaneSpecOf(panes[i].id), &panes[i]);
+      QCOMPARE(FindPane(panes[i].name), &panes[i]);
+      QCOMPARE(&PaneSpecOf(panes[i].id), &panes[i]);
       doc_->ShowPane(panes[i].id);
       QCOMPARE(tabs->currentIndex(), static_cast<int>(i));
+      QCOMPARE(doc_->pane(panes[i].id)->widget(), tabs->widget(static_cast<int>(i)));
     }
-    QVERIFY(DocumentView::FindPane("Statistics") == nullptr);  // titles are not names
+    // Each pane class's id names the entry that creates it (pane<P>() looks it up by P::kId).
+    QVERIFY(dynamic_cast<DetailsPane*>(doc_->pane(DetailsPane::kId)) != nullptr);
+    QVERIFY(dynamic_cast<StatsPane*>(doc_->pane(StatsPane::kId)) != nullptr);
+    QVERIFY(dynamic_cast<RangePane*>(doc_->pane(RangePane::kId)) != nullptr);
+    QVERIFY(dynamic_cast<MemoryPane*>(doc_->pane(MemoryPane::kId)) != nullptr);
+    QVERIFY(dynamic_cast<StepsPane*>(doc_->pane(StepsPane::kId)) != nullptr);
+    QVERIFY(dynamic_cast<GpuPane*>(doc_->pane(GpuPane::kId)) != nullptr);
+    QVERIFY(dynamic_cast<CriticalPathPane*>(doc_->pane(CriticalPathPane::kId)) != nullptr);
+    QVERIFY(dynamic_cast<AttributionPane*>(doc_->pane(AttributionPane::kId)) != nullptr);
+    QVERIFY(dynamic_cast<StragglersPane*>(doc_->pane(StragglersPane::kId)) != nullptr);
+    QVERIFY(dynamic_cast<SearchPane*>(doc_->pane(SearchPane::kId)) != nullptr);
+    QVERIFY(dynamic_cast<TracksPane*>(doc_->pane(TracksPane::kId)) != nullptr);
+    QVERIFY(FindPane("Statistics") == nullptr);  // titles are not names
     doc_->ShowPane(DocumentView::kStatsPane);
   }
 
@@ -406,7 +431,7 @@ class ViewTest : public QObject {
     for (uint32_t t = 0; t < trace.tracks().size(); ++t) deepest = std::max(deepest, kineto->document().index().depth_count(t));
     QVERIFY(deepest >= 2);  // aten ops call each other
     QVERIFY(kineto->timeline()->row_count() > 5);
-    QVERIFY(kineto->stats_model()->rowCount() > 5);
+    QVERIFY(kineto->pane<StatsPane>()->stats_model()->rowCount() > 5);
     const QImage image = kineto->timeline()->grab().toImage();
     int drawn = 0;
     for (int x = kTimeAreaLeft; x < image.width() - kTimeAreaRight; x += 4) {
@@ -606,8 +631,8 @@ class ViewTest : public QObject {
   // steps pane lists them, marks step 4 as the outlier with aten::mm as what deviated most, and a
   // double click zooms the timeline to the step.
   void StepsPaneListsStepsAndZoomsToOne() {
-    QCOMPARE(doc_->steps_table()->rowCount(), 1);  // a RunMetadata without markers is one step
-    QVERIFY(doc_->steps_caption().startsWith("1 steps"));
+    QCOMPARE(doc_->pane<StepsPane>()->steps_table()->rowCount(), 1);  // a RunMetadata without markers is one step
+    QVERIFY(doc_->pane<StepsPane>()->steps_caption().startsWith("1 steps"));
     const QString path = scratch_ + "/steps.json";
     {
       std::ofstream out(path.toStdString());
@@ -629,18 +654,18 @@ class ViewTest : public QObject {
     QCOMPARE(window_->document_count(), before + 1);
     DocumentView* view = window_->document(before);
     QVERIFY(view->analysed());
-    QTableWidget* table = view->steps_table();
+    QTableWidget* table = view->pane<StepsPane>()->steps_table();
     QCOMPARE(table->rowCount(), 6);
-    QCOMPARE(table->item(3, DocumentView::kStepNumber)->text(), QString("4"));
-    QCOMPARE(table->item(3, DocumentView::kStepDuration)->text(), QString("3.000 ms"));
-    QCOMPARE(table->item(3, DocumentView::kStepOutlier)->text(), QString("outlier"));
-    QVERIFY2(table->item(3, DocumentView::kStepCause)->text().contains("aten::mm"),
-             qPrintable(table->item(3, DocumentView::kStepCause)->text()));
-    for (int row : {0, 1, 2, 4, 5}) QVERIFY(table->item(row, DocumentView::kStepOutlier)->text().isEmpty());
-    QVERIFY2(view->steps_caption().startsWith("6 steps: median 1.000 ms"), qPrintable(view->steps_caption()));
-    QVERIFY(view->steps_caption().contains("1 outliers"));
+    QCOMPARE(table->item(3, StepsPane::kStepNumber)->text(), QString("4"));
+    QCOMPARE(table->item(3, StepsPane::kStepDuration)->text(), QString("3.000 ms"));
+    QCOMPARE(table->item(3, StepsPane::kStepOutlier)->text(), QString("outlier"));
+    QVERIFY2(table->item(3, StepsPane::kStepCause)->text().contains("aten::mm"),
+             qPrintable(table->item(3, StepsPane::kStepCause)->text()));
+    for (int row : {0, 1, 2, 4, 5}) QVERIFY(table->item(row, StepsPane::kStepOutlier)->text().isEmpty());
+    QVERIFY2(view->pane<StepsPane>()->steps_caption().startsWith("6 steps: median 1.000 ms"), qPrintable(view->pane<StepsPane>()->steps_caption()));
+    QVERIFY(view->pane<StepsPane>()->steps_caption().contains("1 outliers"));
     // Step 4 runs from +3 ms to +6 ms of the trace (times relative to its start).
-    view->ZoomToStep(3);
+    view->pane<StepsPane>()->ZoomToStep(3);
     const double begin = view->axis()->begin_ns(), end = view->axis()->end_ns();
     const double step_begin = static_cast<double>(view->document().trace().span_begin_ns()) + 3e6;
     QVERIFY2(begin < step_begin && begin > step_begin - 0.1e6, qPrintable(QString::number(begin)));

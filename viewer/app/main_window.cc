@@ -1,3 +1,5 @@
+// The main window (main_window.h): menus, the search bar, loading with progress and Cancel,
+// document and comparison tabs, exports.
 #include "viewer/app/main_window.h"
 
 #include <QAction>
@@ -29,6 +31,9 @@
 #include "viewer/app/document_view.h"
 #include "viewer/compare/compare_view.h"
 #include "viewer/load/trace_loader.h"
+#include "viewer/panes/pane_table.h"
+#include "viewer/panes/search_pane.h"
+#include "viewer/panes/stats_pane.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
 
@@ -243,12 +248,12 @@ void MainWindow::BuildSearchBar() {
   bar->addWidget(search_field_);
   bar->addWidget(search_regex_);
   QAction* previous = bar->addAction(tr("Previous"), this, [this] {
-    if (auto* doc = current_document()) doc->SearchPrevious();
+    if (auto* doc = current_document()) doc->pane<SearchPane>()->SearchPrevious();
     UpdateSearchStatus();
   });
   previous->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F3));
   QAction* next = bar->addAction(tr("Next"), this, [this] {
-    if (auto* doc = current_document()) doc->SearchNext();
+    if (auto* doc = current_document()) doc->pane<SearchPane>()->SearchNext();
     UpdateSearchStatus();
   });
   next->setShortcut(QKeySequence(Qt::Key_F3));
@@ -271,7 +276,7 @@ void MainWindow::RunSearch() {
     search_status_->clear();
     return;
   }
-  const QString error = doc->Search(search_field_->text(), search_regex_->isChecked());
+  const QString error = doc->pane<SearchPane>()->Search(search_field_->text(), search_regex_->isChecked());
   if (!error.isEmpty()) {
     search_status_->setText(error);
     return;
@@ -281,7 +286,7 @@ void MainWindow::RunSearch() {
 
 void MainWindow::UpdateSearchStatus() {
   DocumentView* doc = current_document();
-  search_status_->setText(doc == nullptr || search_field_->text().isEmpty() ? QString() : doc->search_status());
+  search_status_->setText(doc == nullptr || search_field_->text().isEmpty() ? QString() : doc->pane<SearchPane>()->search_status());
 }
 
 void MainWindow::Open(const QStringList& paths, bool merge_all) {
@@ -539,7 +544,7 @@ QString MainWindow::ExportStatsCsv(const QString& path) {
   DocumentView* doc = current_document();
   if (doc == nullptr) return tr("nothing to export: no trace is open");
   if (!doc->analysed()) return tr("the statistics are still being computed; try again in a moment");
-  const Status status = WriteFileAtomically(path.toStdString(), doc->StatsCsv().toStdString());
+  const Status status = WriteFileAtomically(path.toStdString(), doc->pane<StatsPane>()->StatsCsv().toStdString());
   return status.ok() ? QString() : QString::fromStdString(status.message());
 }
 

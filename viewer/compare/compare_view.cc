@@ -1,3 +1,4 @@
+// The comparison view (compare_view.h): two timelines zoomed together over the diff's table.
 #include "viewer/compare/compare_view.h"
 
 #include <QApplication>
@@ -13,13 +14,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/units.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
 
 namespace stepscope::viewer {
 namespace {
 
-QString Duration(double ns) { return QString::fromStdString(FormatDuration(ns)); }
+QString Duration(double ns) { return QString::fromStdString(FormatDurationSignificant(ns)); }
 QString Signed(double ns) { return (ns < 0 ? QStringLiteral("-") : QStringLiteral("+")) + Duration(std::fabs(ns)); }
 QString Percent(double change) { return QStringLiteral("%1%2%").arg(change < 0 ? "" : "+").arg(100 * change, 0, 'f', 1); }
 QString Hex(uint32_t rgb) { return QStringLiteral("#%1").arg(rgb, 6, 16, QLatin1Char('0')); }

@@ -1,3 +1,5 @@
+// The data behind the comparison of two runs (comparison.h): both sides loaded and diffed, a
+// step opened as a document of its own, each slice's tint from its op's change.
 #include "viewer/compare/comparison.h"
 
 #include <algorithm>

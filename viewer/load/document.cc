@@ -1,3 +1,5 @@
+// The document (document.h): the timeline's index and colours built once from the trace, and
+// the flows of a slice found on request.
 #include "viewer/load/document.h"
 
 #include <malloc.h>
@@ -9,7 +11,7 @@
 #include <future>
 
 #include "profiler/formats/reader.h"
-#include "viewer/timeline/slice_colors.h"
+#include "viewer/timeline_data/slice_colors.h"
 
 namespace stepscope::viewer {
 

@@ -19,7 +19,7 @@
 #include "profiler/analysis/stragglers.h"
 #include "profiler/formats/reader.h"
 #include "profiler/trace/trace.h"
-#include "viewer/timeline/timeline_index.h"
+#include "viewer/timeline_data/timeline_index.h"
 
 namespace stepscope::viewer {
 

@@ -1,3 +1,5 @@
+// The loader (trace_loader.h): read and index on a pool thread, then the panes' analyses, each
+// result posted back to the UI thread with its generation so cancelled loads are dropped.
 #include "viewer/load/trace_loader.h"
 
 #include <QCoreApplication>

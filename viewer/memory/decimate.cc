@@ -1,3 +1,4 @@
+// Per-pixel decimation of a memory curve keeping its peaks (decimate.h).
 #include "viewer/memory/decimate.h"
 
 #include <algorithm>

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "profiler/analysis/memory_timeline.h"
-#include "viewer/timeline/time_mapping.h"
+#include "viewer/timeline_data/time_mapping.h"
 
 namespace stepscope::viewer {
 

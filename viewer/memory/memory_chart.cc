@@ -1,3 +1,4 @@
+// One allocator's memory chart (memory_chart.h): the decimated curve, its peak and the click.
 #include "viewer/memory/memory_chart.h"
 
 #include <QMouseEvent>
@@ -5,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/units.h"
 #include "viewer/memory/decimate.h"
 #include "viewer/models/live_tensor_model.h"
 
@@ -54,7 +56,7 @@ void MemoryChart::paintEvent(QPaintEvent*) {
                                                  : QString::fromStdString(timeline.origin);
   const QString label = QStringLiteral("%1\n%2\npeak %3\n%4")
                             .arg(QString::fromStdString(timeline.allocator),
-                                 QString::fromStdString(timeline.device), FormatBytes(timeline.peak_bytes), origin);
+                                 QString::fromStdString(timeline.device), QString::fromStdString(FormatBytes(timeline.peak_bytes)), origin);
   painter.drawText(QRect(6, 2, kTimeAreaLeft - 12, height() - 4), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap,
                    label);
   painter.setPen(QColor(0xc0, 0xc4, 0xcc));
@@ -78,7 +80,7 @@ void MemoryChart::paintEvent(QPaintEvent*) {
   marker << QPointF(peak_x, kTop) << QPointF(peak_x - 5, kTop - 8) << QPointF(peak_x + 5, kTop - 8);
   painter.setBrush(QColor(0xd0, 0x20, 0x20));
   painter.drawPolygon(marker);
-  painter.drawText(QPointF(peak_x + 7, kTop - 4), tr("peak %1").arg(FormatBytes(timeline.peak_bytes)));
+  painter.drawText(QPointF(peak_x + 7, kTop - 4), tr("peak %1").arg(QString::fromStdString(FormatBytes(timeline.peak_bytes))));
   if (cursor_ns_) {
     const double x = XOf(static_cast<double>(*cursor_ns_));
     painter.setPen(QPen(QColor(0x20, 0x20, 0x20), 1, Qt::DashLine));

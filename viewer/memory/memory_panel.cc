@@ -1,3 +1,4 @@
+// The memory pane's widget (memory_panel.h): a chart per allocator and the live tensors table.
 #include "viewer/memory/memory_panel.h"
 
 #include <QHeaderView>
@@ -9,10 +10,10 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "base/units.h"
 #include "viewer/memory/memory_chart.h"
 #include "viewer/models/live_tensor_model.h"
 #include "viewer/models/roles.h"
-#include "viewer/timeline/time_mapping.h"
 
 namespace stepscope::viewer {
 
@@ -99,10 +100,10 @@ void MemoryPanel::ShowLiveAt(int chart_index, int64_t time_ns) {
   const int64_t level = analysis::BytesAt(timeline.curve, time_ns);
   QString caption = tr("%1 at %2%3: %4 in use; %5 live tensors totalling %6")
                         .arg(QString::fromStdString(timeline.allocator),
-                             QString::fromStdString(FormatDuration(static_cast<double>(time_ns))),
-                             time_ns == timeline.peak_ns ? tr(" (the peak)") : QString(), FormatBytes(level))
+                             QString::fromStdString(FormatDurationSignificant(static_cast<double>(time_ns))),
+                             time_ns == timeline.peak_ns ? tr(" (the peak)") : QString(), QString::fromStdString(FormatBytes(level)))
                         .arg(tensors.size())
-                        .arg(FormatBytes(total));
+                        .arg(QString::fromStdString(FormatBytes(total)));
   if (tensors.empty()) caption += tr(" (this trace records no tensors for this allocator)");
   live_caption_->setText(caption);
   live_model_->SetTensors(std::move(tensors));

@@ -1,3 +1,4 @@
+// CSV of a table view as shown (csv.h), RFC 4180 quoting.
 #include "viewer/models/csv.h"
 
 #include "viewer/models/roles.h"

@@ -1,20 +1,12 @@
+// The live tensors table model (live_tensor_model.h).
 #include "viewer/models/live_tensor_model.h"
 
 #include <cmath>
 
+#include "base/units.h"
 #include "viewer/models/roles.h"
-#include "viewer/timeline/time_mapping.h"
 
 namespace stepscope::viewer {
-
-QString FormatBytes(int64_t bytes) {
-  const double value = static_cast<double>(bytes);
-  const double magnitude = std::fabs(value);
-  if (magnitude >= 1024.0 * 1024 * 1024) return QString::number(value / (1024.0 * 1024 * 1024), 'f', 2) + " GiB";
-  if (magnitude >= 1024.0 * 1024) return QString::number(value / (1024.0 * 1024), 'f', 2) + " MiB";
-  if (magnitude >= 1024.0) return QString::number(value / 1024.0, 'f', 1) + " KiB";
-  return QString::number(bytes) + " B";
-}
 
 LiveTensorModel::LiveTensorModel(QObject* parent) : QAbstractTableModel(parent) {}
 
@@ -48,18 +40,18 @@ QVariant LiveTensorModel::data(const QModelIndex& index, int role) const {
   if (role != Qt::DisplayRole && !raw) return {};
   switch (column) {
     case kName: return QString::fromStdString(tensor.name);
-    case kBytes: return raw ? QVariant::fromValue<qint64>(tensor.bytes) : QVariant(FormatBytes(tensor.bytes));
+    case kBytes: return raw ? QVariant::fromValue<qint64>(tensor.bytes) : QVariant(QString::fromStdString(FormatBytes(tensor.bytes)));
     case kAllocated:
       if (raw) return QVariant::fromValue<qint64>(tensor.allocated_bytes);
-      return tensor.allocated_bytes > 0 ? FormatBytes(tensor.allocated_bytes) : QString();
+      return tensor.allocated_bytes > 0 ? QString::fromStdString(FormatBytes(tensor.allocated_bytes)) : QString();
     case kProducerOp: return QString::fromStdString(tensor.producer_op);
     case kAllocAt:
       if (raw) return QVariant::fromValue<qint64>(tensor.alloc_ns);
-      return QString::fromStdString(FormatDuration(static_cast<double>(tensor.alloc_ns)));
+      return QString::fromStdString(FormatDurationSignificant(static_cast<double>(tensor.alloc_ns)));
     case kFreeAt:
       if (raw) return QVariant::fromValue<qint64>(tensor.free_ns);
       return tensor.free_ns < 0 ? tr("(live at end)")
-                                : QString::fromStdString(FormatDuration(static_cast<double>(tensor.free_ns)));
+                                : QString::fromStdString(FormatDurationSignificant(static_cast<double>(tensor.free_ns)));
     default: return {};
   }
 }

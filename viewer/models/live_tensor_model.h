@@ -29,7 +29,4 @@ class LiveTensorModel : public QAbstractTableModel {
   std::vector<analysis::LiveTensor> tensors_;
 };
 
-// "1.5 MiB", "830 B".
-QString FormatBytes(int64_t bytes);
-
 }  // namespace stepscope::viewer

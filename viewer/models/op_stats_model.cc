@@ -1,7 +1,8 @@
+// The op statistics table model (op_stats_model.h): formatted text, raw numbers for sorting.
 #include "viewer/models/op_stats_model.h"
 
+#include "base/units.h"
 #include "viewer/models/roles.h"
-#include "viewer/timeline/time_mapping.h"
 
 namespace stepscope::viewer {
 
@@ -31,7 +32,7 @@ QVariant OpStatsModel::data(const QModelIndex& index, int role) const {
   }
   auto duration = [&](double ns) -> QVariant {
     if (role == kSortRole) return ns;
-    return QString::fromStdString(FormatDuration(ns));
+    return QString::fromStdString(FormatDurationSignificant(ns));
   };
   if (role != Qt::DisplayRole && role != kSortRole && role != Qt::ToolTipRole) return {};
   switch (column) {

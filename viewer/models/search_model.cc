@@ -1,11 +1,12 @@
+// The search model (search_model.h): each interned string matched once, then slices by id.
 #include "viewer/models/search_model.h"
 
 #include <QRegularExpression>
 #include <algorithm>
 #include <cctype>
 
+#include "base/units.h"
 #include "viewer/models/roles.h"
-#include "viewer/timeline/time_mapping.h"
 
 namespace stepscope::viewer {
 namespace {
@@ -106,8 +107,8 @@ QVariant SearchModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole:
       return QStringLiteral("%1  [%2]  %3 @ %4")
           .arg(QString::fromUtf8(trace.str(trace.slice_name(slice))), QString::fromUtf8(trace.str(trace.slice_op_type(slice))),
-               QString::fromStdString(FormatDuration(static_cast<double>(slice.dur_ns))),
-               QString::fromStdString(FormatDuration(static_cast<double>(slice.start_ns))));
+               QString::fromStdString(FormatDurationSignificant(static_cast<double>(slice.dur_ns))),
+               QString::fromStdString(FormatDurationSignificant(static_cast<double>(slice.start_ns))));
     case Qt::ToolTipRole: return QString::fromStdString(trace.TrackPath(slice.track));
     case kSliceRole: return QVariant::fromValue(slice_index);
     case kTimeRole: return QVariant::fromValue<qint64>(slice.start_ns);

@@ -1,7 +1,8 @@
+// The track tree model (track_tree_model.h): checkable rows that show or hide timeline tracks.
 #include "viewer/models/track_tree_model.h"
 
 #include "viewer/models/roles.h"
-#include "viewer/timeline/track_layout.h"
+#include "viewer/timeline_data/track_layout.h"
 
 namespace stepscope::viewer {
 

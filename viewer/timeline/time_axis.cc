@@ -1,3 +1,4 @@
+// The shared time window (time_axis.h): kept on the trace's span; `changed` only when it moves.
 #include "viewer/timeline/time_axis.h"
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 
 #include <QObject>
 
-#include "viewer/timeline/time_mapping.h"
+#include "viewer/timeline_data/time_mapping.h"
 
 namespace stepscope::viewer {
 

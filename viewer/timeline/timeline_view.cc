@@ -1,3 +1,6 @@
+// The timeline widget (timeline_view.h): input, layout of rows, and frames drawn from the
+// document's frozen index.
+#include "base/units.h"
 #include "viewer/timeline/timeline_view.h"
 
 #include <QHelpEvent>
@@ -261,7 +264,7 @@ void TimelineView::PaintRuler(QPainter& painter, const TimeMapping& map) {
   font.setPointSizeF(8);
   painter.setFont(font);
   painter.drawText(QRect(6, 0, kTimeAreaLeft - 12, kRulerHeight), Qt::AlignVCenter | Qt::AlignLeft,
-                   tr("view %1").arg(QString::fromStdString(FormatDuration(map.span_ns()))));
+                   tr("view %1").arg(QString::fromStdString(FormatDurationSignificant(map.span_ns()))));
   painter.setClipRect(kTimeAreaLeft, 0, static_cast<int>(map.width_px()), kRulerHeight);
   for (const RulerTick& tick : RulerTicks(map)) {
     const int x = kTimeAreaLeft + static_cast<int>(std::lround(tick.px));
@@ -271,7 +274,7 @@ void TimelineView::PaintRuler(QPainter& painter, const TimeMapping& map) {
   if (range_) {
     const double x0 = map.NsToPx(static_cast<double>(range_->first));
     const double x1 = map.NsToPx(static_cast<double>(range_->second));
-    const QString text = QString::fromStdString(FormatDuration(static_cast<double>(range_->second - range_->first)));
+    const QString text = QString::fromStdString(FormatDurationSignificant(static_cast<double>(range_->second - range_->first)));
     const QRectF band(kTimeAreaLeft + x0, 2, std::max(1.0, x1 - x0), kRulerHeight - 4);
     painter.fillRect(band, QColor(0x46, 0x82, 0xdc, 0x90));
     painter.setPen(Qt::white);
@@ -580,8 +583,8 @@ QString TimelineView::TooltipAt(const QPoint& pos) const {
              .arg(QString::fromUtf8(trace.str(trace.slice_name(s))).toHtmlEscaped(),
                   QString::fromUtf8(trace.str(trace.slice_op_type(s))).toHtmlEscaped(),
                   QString::fromUtf8(trace::SliceKindName(s.kind)),
-                  QString::fromStdString(FormatDuration(static_cast<double>(s.start_ns))),
-                  QString::fromStdString(FormatDuration(static_cast<double>(s.dur_ns))),
+                  QString::fromStdString(FormatDurationSignificant(static_cast<double>(s.start_ns))),
+                  QString::fromStdString(FormatDurationSignificant(static_cast<double>(s.dur_ns))),
                   QString::fromStdString(trace.TrackPath(s.track)).toHtmlEscaped()) +
          (note.isEmpty() ? QString() : QStringLiteral("<br>") + note);
 }

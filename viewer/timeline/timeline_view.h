@@ -21,8 +21,8 @@
 
 #include "viewer/load/document.h"
 #include "viewer/timeline/time_axis.h"
-#include "viewer/timeline/timeline_index.h"
-#include "viewer/timeline/track_layout.h"
+#include "viewer/timeline_data/timeline_index.h"
+#include "viewer/timeline_data/track_layout.h"
 
 class QScrollBar;
 

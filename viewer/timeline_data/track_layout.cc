@@ -1,8 +1,10 @@
-#include "viewer/timeline/track_layout.h"
+// The timeline's rows (track_layout.h): the track tree flattened, collapsed and hidden tracks
+// left out.
+#include "viewer/timeline_data/track_layout.h"
 
 #include <algorithm>
 
-#include "viewer/timeline/timeline_index.h"
+#include "viewer/timeline_data/timeline_index.h"
 
 namespace stepscope::viewer {
 

@@ -1,9 +1,11 @@
-#include "viewer/app/rank_bars.h"
+// The stragglers pane's chart for one step (rank_bars.h): a bar per rank on the step's clock.
+#include "viewer/panes/rank_bars.h"
 
 #include <QPainter>
 #include <algorithm>
 
-#include "viewer/app/gpu_bars.h"
+#include "viewer/panes/gpu_bars.h"
+#include "viewer/panes/pane_widgets.h"
 
 namespace stepscope::viewer {
 namespace {
@@ -123,11 +125,11 @@ void RankBars::paintEvent(QPaintEvent*) {
     painter.setFont(this->font());
     painter.setPen(text);
     QString summary = tr("late %1 · compute %2 · comm %3")
-                          .arg(ExactDuration(r.lateness_ns), ExactDuration(r.compute_ns()),
-                               ExactDuration(r.communication_ns()));
-    if (r.collective_wait_ns > 0) summary += tr(" (waited %1)").arg(ExactDuration(r.collective_wait_ns));
-    if (r.memory_ns() > 0) summary += tr(" · memory %1").arg(ExactDuration(r.memory_ns()));
-    if (r.input_ns() > 0) summary += tr(" · input %1").arg(ExactDuration(r.input_ns()));
+                          .arg(DurationText(r.lateness_ns), DurationText(r.compute_ns()),
+                               DurationText(r.communication_ns()));
+    if (r.collective_wait_ns > 0) summary += tr(" (waited %1)").arg(DurationText(r.collective_wait_ns));
+    if (r.memory_ns() > 0) summary += tr(" · memory %1").arg(DurationText(r.memory_ns()));
+    if (r.input_ns() > 0) summary += tr(" · input %1").arg(DurationText(r.input_ns()));
     painter.drawText(RowRect(0).right() + 8, area.top() - 3, kTextWidth, kRowHeight, Qt::AlignLeft | Qt::AlignVCenter,
                      summary);
   }

@@ -1,4 +1,6 @@
-#include "viewer/app/cli.h"
+// stepscope-view's command line (command_line.h): the flags, the window, and the headless modes
+// (screenshot, bench, write-synthetic) with their targets.
+#include "viewer/app/command_line.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -14,16 +16,21 @@
 #include <cstring>
 #include <vector>
 
+#include "base/units.h"
 #include "profiler/analysis/merge.h"
 #include "profiler/formats/writer.h"
+#include "profiler/testing/synthetic_trace.h"
 #include "viewer/app/document_view.h"
 #include "viewer/app/main_window.h"
 #include "viewer/compare/compare_view.h"
 #include "viewer/load/document.h"
-#include "viewer/load/synthetic_trace.h"
 #include "viewer/load/trace_loader.h"
 #include "viewer/memory/memory_chart.h"
 #include "viewer/memory/memory_panel.h"
+#include "viewer/panes/critical_path_pane.h"
+#include "viewer/panes/memory_pane.h"
+#include "viewer/panes/pane_table.h"
+#include "viewer/panes/stragglers_pane.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
 
@@ -56,7 +63,7 @@ int SaveScreenshot(MainWindow& window, const QString& out) {
 }
 
 int RunScreenshot(const QStringList& traces, bool merge, bool allow_truncated, const QString& out, QSize size,
-                  DocumentView::Pane pane) {
+                  PaneId pane) {
   MainWindow window(/*interactive=*/false);
   window.resize(size);
   window.show();
@@ -70,14 +77,17 @@ int RunScreenshot(const QStringList& traces, bool merge, bool allow_truncated, c
   }
   DocumentView* document = window.current_document();
   document->ShowPane(pane);
-  if (pane == DocumentView::kMemoryPane) {
+  if (pane == kMemoryPane) {
     // Show what was live at the first allocator's peak, as a click on its marker would.
-    MemoryPanel* memory = document->memory_panel();
+    MemoryPanel* memory = document->pane<MemoryPane>()->memory_panel();
     if (memory->chart_count() > 0) memory->ShowLiveAt(0, memory->chart(0)->timeline().peak_ns);
   }
   // The critical path fills the timeline, outlined.
-  if (pane == DocumentView::kCriticalPathPane) document->ZoomToPath();
-  if (pane == DocumentView::kStragglersPane) document->ZoomToStragglerStep(document->stragglers_table()->currentRow());
+  if (pane == kCriticalPathPane) document->pane<CriticalPathPane>()->ZoomToPath();
+  if (pane == kStragglersPane) {
+    StragglersPane* stragglers = document->pane<StragglersPane>();
+    stragglers->ZoomToStragglerStep(stragglers->stragglers_table()->currentRow());
+  }
   QApplication::processEvents();
   return SaveScreenshot(window, out);
 }
@@ -106,6 +116,47 @@ double RenderFrame(TimelineView* timeline, QImage* image) {
   return Ms(timer);
 }
 
+// Opens TRACE for the bench as the window does: a directory (of ranks) merged, a big file's
+// preview shown first (its first frame timed from `opening`). Null, having said why, when it
+// cannot be read.
+std::shared_ptr<const TraceDocument> OpenBenchTrace(MainWindow& window, const QString& trace_path,
+                                                    const QElapsedTimer& opening) {
+  // A directory (of ranks) is merged, as the window merges it.
+  const auto files = analysis::ExpandTracePaths({trace_path.toStdString()});
+  if (!files.ok()) {
+    PrintError(QString::fromStdString(files.status().message()));
+    return nullptr;
+  }
+  // A big file shows a preview of its start first, as the window does.
+  if (!QFileInfo(trace_path).isDir() && QFileInfo(trace_path).size() >= TraceLoader::kPreviewFileBytes) {
+    auto preview = OpenDocument(trace_path.toStdString(), nullptr, {.preview_bytes = TraceLoader::kPreviewBytes});
+    if (preview.ok()) {
+      DocumentView* shown = window.AddDocument(*preview);
+      QApplication::processEvents();
+      QImage frame(shown->timeline()->size(), QImage::Format_RGB32);
+      const double paint_ms = RenderFrame(shown->timeline(), &frame);
+      Print(QStringLiteral("first frame of the preview (the first %1 MB, %2 slices): %3 ms after opening (paint %4 ms)  "
+                           "target <= %5 ms: %6")
+                .arg((*preview)->preview_bytes() >> 20)
+                .arg((*preview)->trace().slices().size())
+                .arg(Ms(opening), 0, 'f', 1)
+                .arg(paint_ms, 0, 'f', 1)
+                .arg(kPreviewFrameTargetMs, 0, 'f', 0)
+                .arg(Ms(opening) <= kPreviewFrameTargetMs ? QStringLiteral("ok") : QStringLiteral("MISSED")));
+    }
+  }
+  std::string merge_note;
+  auto opened = QFileInfo(trace_path).isDir()
+                    ? OpenMergedDocument(*files, trace_path.toStdString(), nullptr, nullptr, &merge_note)
+                    : OpenDocument(trace_path.toStdString());
+  if (!merge_note.empty()) Print(QString::fromStdString(merge_note));
+  if (!opened.ok()) {
+    PrintError(QString::fromStdString(opened.status().message()));
+    return nullptr;
+  }
+  return *opened;
+}
+
 int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, int frames, bool log_frames) {
   MainWindow window(/*interactive=*/false);
   window.resize(size);
@@ -118,43 +169,11 @@ int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, in
   opening.start();
   std::shared_ptr<const TraceDocument> document;
   if (synthetic_slices > 0) {
-    document = std::make_shared<TraceDocument>(MakeSyntheticTrace(synthetic_slices),
+    document = std::make_shared<TraceDocument>(synthetic::MakeSyntheticTrace(synthetic_slices),
                                                "synthetic:" + std::to_string(synthetic_slices));
   } else {
-    // A directory (of ranks) is merged, as the window merges it.
-    const auto files = analysis::ExpandTracePaths({trace_path.toStdString()});
-    if (!files.ok()) {
-      PrintError(QString::fromStdString(files.status().message()));
-      return 2;
-    }
-    // A big file shows a preview of its start first, as the window does.
-    if (!QFileInfo(trace_path).isDir() && QFileInfo(trace_path).size() >= TraceLoader::kPreviewFileBytes) {
-      auto preview = OpenDocument(trace_path.toStdString(), nullptr, {.preview_bytes = TraceLoader::kPreviewBytes});
-      if (preview.ok()) {
-        DocumentView* shown = window.AddDocument(*preview);
-        QApplication::processEvents();
-        QImage frame(shown->timeline()->size(), QImage::Format_RGB32);
-        const double paint_ms = RenderFrame(shown->timeline(), &frame);
-        Print(QStringLiteral("first frame of the preview (the first %1 MB, %2 slices): %3 ms after opening (paint %4 ms)  "
-                             "target <= %5 ms: %6")
-                  .arg((*preview)->preview_bytes() >> 20)
-                  .arg((*preview)->trace().slices().size())
-                  .arg(Ms(opening), 0, 'f', 1)
-                  .arg(paint_ms, 0, 'f', 1)
-                  .arg(kPreviewFrameTargetMs, 0, 'f', 0)
-                  .arg(Ms(opening) <= kPreviewFrameTargetMs ? QStringLiteral("ok") : QStringLiteral("MISSED")));
-      }
-    }
-    std::string merge_note;
-    auto opened = QFileInfo(trace_path).isDir()
-                      ? OpenMergedDocument(*files, trace_path.toStdString(), nullptr, nullptr, &merge_note)
-                      : OpenDocument(trace_path.toStdString());
-    if (!merge_note.empty()) Print(QString::fromStdString(merge_note));
-    if (!opened.ok()) {
-      PrintError(QString::fromStdString(opened.status().message()));
-      return 2;
-    }
-    document = *opened;
+    document = OpenBenchTrace(window, trace_path, opening);
+    if (document == nullptr) return 2;
   }
   const double load_ms = Ms(opening);
   DocumentView* view = window.AddDocument(document);
@@ -195,7 +214,7 @@ int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, in
     if (log_frames) {
       Print(QStringLiteral("frame %1: view %2, %3 ms")
                 .arg(i)
-                .arg(QString::fromStdString(FormatDuration(axis->end_ns() - axis->begin_ns())))
+                .arg(QString::fromStdString(FormatDurationSignificant(axis->end_ns() - axis->begin_ns())))
                 .arg(frame_ms.back(), 0, 'f', 2));
     }
   }
@@ -261,10 +280,52 @@ int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, in
   return 0;
 }
 
+// --synthetic N --write-synthetic OUT: the generated trace written to a file.
+int WriteSynthetic(const QString& count, const QString& out_path) {
+  bool ok = false;
+  const int64_t slices = count.toLongLong(&ok);
+  const std::string out = out_path.toStdString();
+  const auto format = trace::OutputFormatFromPath(out);
+  if (!ok || slices < 1 || !format) {
+    PrintError("--write-synthetic OUT needs --synthetic N and OUT ending in .pb, .pbtxt, .json or .pftrace (.gz too)");
+    return 2;
+  }
+  const Status status = trace::WriteTrace(synthetic::MakeSyntheticTrace(slices), out, *format);
+  if (!status.ok()) {
+    PrintError(QString::fromStdString(status.message()));
+    return ExitCodeFor(status);
+  }
+  Print(QStringLiteral("wrote %1 (%2 slices)").arg(QString::fromStdString(out)).arg(slices));
+  return 0;
+}
+
+// --bench TRACE | --bench --synthetic N: the flags checked, then RunBench.
+int RunBenchFlags(const QStringList& traces, bool synthetic_set, const QString& synthetic, const QString& frames,
+                  QSize size, bool log_frames) {
+  bool ok = true;
+  const int frame_count = frames.toInt(&ok);
+  if (!ok || frame_count < 1) {
+    PrintError("--frames wants a positive number");
+    return 2;
+  }
+  int64_t slices = 0;
+  if (synthetic_set) {
+    slices = synthetic.toLongLong(&ok);
+    if (!ok || slices < 1 || slices > 200'000'000) {
+      PrintError("--synthetic wants a number of slices between 1 and 200000000");
+      return 2;
+    }
+  } else if (traces.size() != 1) {
+    PrintError("--bench takes one TRACE, or --synthetic N");
+    return 2;
+  }
+  return RunBench(slices > 0 ? QString() : traces.front(), slices, size, frame_count, log_frames);
+}
+
 // The --pane names, in tab order.
 QStringList PaneNames() {
   QStringList names;
-  for (const DocumentView::PaneSpec& pane : DocumentView::Panes()) names << QString::fromLatin1(pane.name);
+  for (const PaneSpec& pane : PaneTable()) names << QString::fromLatin1(pane.name);
   return names;
 }
 
@@ -304,7 +365,7 @@ int RunViewer(int argc, char** argv) {
   const QCommandLineOption allow_truncated(
       "allow-truncated", "Open a trace file cut short with what it holds (the title and a banner say TRUNCATED) instead of failing.");
   const QStringList pane_names = PaneNames();
-  const QString default_pane = QString::fromLatin1(DocumentView::PaneSpecOf(DocumentView::kDefaultPane).name);
+  const QString default_pane = QString::fromLatin1(PaneSpecOf(kDefaultPane).name);
   const QCommandLineOption pane("pane",
                                 "With --screenshot: the pane below the timeline: " +
                                     pane_names.mid(0, pane_names.size() - 1).join(", ") + " or " + pane_names.last() +
@@ -386,23 +447,7 @@ int RunViewer(int argc, char** argv) {
   QApplication::setOrganizationName("stepscope");
   QApplication::setApplicationName("stepscope-view");
 
-  if (parser.isSet(write_synthetic)) {
-    bool ok = false;
-    const int64_t slices = parser.value(synthetic).toLongLong(&ok);
-    const std::string out = parser.value(write_synthetic).toStdString();
-    const auto format = trace::OutputFormatFromPath(out);
-    if (!ok || slices < 1 || !format) {
-      PrintError("--write-synthetic OUT needs --synthetic N and OUT ending in .pb, .pbtxt, .json or .pftrace (.gz too)");
-      return 2;
-    }
-    const Status status = trace::WriteTrace(MakeSyntheticTrace(slices), out, *format);
-    if (!status.ok()) {
-      PrintError(QString::fromStdString(status.message()));
-      return ExitCodeFor(status);
-    }
-    Print(QStringLiteral("wrote %1 (%2 slices)").arg(QString::fromStdString(out)).arg(slices));
-    return 0;
-  }
+  if (parser.isSet(write_synthetic)) return WriteSynthetic(parser.value(synthetic), parser.value(write_synthetic));
   if (!side_b.isEmpty() && parser.isSet(screenshot)) {
     return RunCompareScreenshot(traces_given, side_b, step_a, step_b, parser.value(screenshot), size);
   }
@@ -411,7 +456,7 @@ int RunViewer(int argc, char** argv) {
       PrintError("--screenshot needs a TRACE");
       return 2;
     }
-    const DocumentView::PaneSpec* shown = DocumentView::FindPane(parser.value(pane).toStdString());
+    const PaneSpec* shown = FindPane(parser.value(pane).toStdString());
     if (shown == nullptr) {
       PrintError("--pane wants one of " + pane_names.join(", ") + ", not '" + parser.value(pane) + "'");
       return 2;
@@ -419,24 +464,8 @@ int RunViewer(int argc, char** argv) {
     return RunScreenshot(traces, parser.isSet(merge), parser.isSet(allow_truncated), parser.value(screenshot), size, shown->id);
   }
   if (parser.isSet(bench)) {
-    bool ok = true;
-    const int frame_count = parser.value(frames).toInt(&ok);
-    if (!ok || frame_count < 1) {
-      PrintError("--frames wants a positive number");
-      return 2;
-    }
-    int64_t slices = 0;
-    if (parser.isSet(synthetic)) {
-      slices = parser.value(synthetic).toLongLong(&ok);
-      if (!ok || slices < 1 || slices > 200'000'000) {
-        PrintError("--synthetic wants a number of slices between 1 and 200000000");
-        return 2;
-      }
-    } else if (traces.size() != 1) {
-      PrintError("--bench takes one TRACE, or --synthetic N");
-      return 2;
-    }
-    return RunBench(slices > 0 ? QString() : traces.front(), slices, size, frame_count, parser.isSet(frame_log));
+    return RunBenchFlags(traces, parser.isSet(synthetic), parser.value(synthetic), parser.value(frames), size,
+                         parser.isSet(frame_log));
   }
 
   MainWindow window;

@@ -1,28 +1,13 @@
-#include "viewer/app/gpu_bars.h"
+// The GPU pane's stacked bars (gpu_bars.h).
+#include "viewer/panes/gpu_bars.h"
 
 #include <QPainter>
 #include <algorithm>
-#include <cinttypes>
 #include <cmath>
-#include <cstdio>
+
+#include "viewer/panes/pane_widgets.h"
 
 namespace stepscope::viewer {
-
-QString ExactDuration(int64_t ns) {
-  const double v = static_cast<double>(ns);
-  const double a = std::fabs(v);
-  char text[64];
-  if (a < 1e3) {
-    std::snprintf(text, sizeof text, "%" PRId64 " ns", ns);
-  } else if (a < 1e6) {
-    std::snprintf(text, sizeof text, "%.3f us", v / 1e3);
-  } else if (a < 1e9) {
-    std::snprintf(text, sizeof text, "%.3f ms", v / 1e6);
-  } else {
-    std::snprintf(text, sizeof text, "%.6f s", v / 1e9);
-  }
-  return QString::fromLatin1(text);
-}
 
 GpuBars::GpuBars(QWidget* parent) : QWidget(parent) {
   setMinimumHeight(kLegendHeight + kRowHeight);
@@ -129,8 +114,8 @@ void GpuBars::paintEvent(QPaintEvent*) {
     painter.drawRect(QRect(bar.left(), top, bar.width() - 1, height - 1));
     const analysis::GpuTime& t = row.time;
     const double busy_share = t.span_ns > 0 ? 100.0 * static_cast<double>(t.busy_ns) / static_cast<double>(t.span_ns) : 0;
-    QString summary = tr("busy %1 of %2 (%3%)").arg(ExactDuration(t.busy_ns), ExactDuration(t.span_ns)).arg(busy_share, 0, 'f', 1);
-    if (t.compute_communication_overlap_ns > 0) summary += tr(", overlap %1").arg(ExactDuration(t.compute_communication_overlap_ns));
+    QString summary = tr("busy %1 of %2 (%3%)").arg(DurationText(t.busy_ns), DurationText(t.span_ns)).arg(busy_share, 0, 'f', 1);
+    if (t.compute_communication_overlap_ns > 0) summary += tr(", overlap %1").arg(DurationText(t.compute_communication_overlap_ns));
     painter.setFont(this->font());
     painter.setPen(text);
     painter.drawText(bar.right() + 8, bar.top() - 3, kTextWidth, kRowHeight, Qt::AlignLeft | Qt::AlignVCenter, summary);

@@ -1,9 +1,12 @@
-#include "viewer/app/launch_delay_chart.h"
+// The launch-delay track (launch_delay_chart.h): per pixel column the largest delay, on the
+// timeline's time axis.
+#include "viewer/panes/launch_delay_chart.h"
 
 #include <QPainter>
 #include <algorithm>
 
-#include "viewer/timeline/time_mapping.h"
+#include "base/units.h"
+#include "viewer/timeline_data/time_mapping.h"
 
 namespace stepscope::viewer {
 namespace {
@@ -61,7 +64,7 @@ void LaunchDelayChart::paintEvent(QPaintEvent*) {
   painter.setFont(font);
   painter.setPen(QColor(0x20, 0x24, 0x30));
   const int64_t count = points_ != nullptr ? static_cast<int64_t>(points_->size()) : 0;
-  QString label = tr("launch delay\nmax %1\n%2 launches").arg(QString::fromStdString(FormatDuration(static_cast<double>(max_delay_ns_)))).arg(count);
+  QString label = tr("launch delay\nmax %1\n%2 launches").arg(QString::fromStdString(FormatDurationSignificant(static_cast<double>(max_delay_ns_)))).arg(count);
   if (negative_ > 0) label += tr("\n%1 negative (at 0)").arg(negative_);
   painter.drawText(QRect(6, 2, kTimeAreaLeft - 12, height() - 4), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, label);
   painter.setPen(QColor(0xc0, 0xc4, 0xcc));

@@ -13,9 +13,6 @@
 
 namespace stepscope::viewer {
 
-// A duration exact to the microsecond or better: "850 ns", "32.500 us", "66.141 ms", "12.920244 s".
-QString ExactDuration(int64_t ns);
-
 class GpuBars : public QWidget {
   Q_OBJECT
 

@@ -1,4 +1,6 @@
-#include "viewer/timeline/timeline_index.h"
+// The timeline's index (timeline_index.h): per track and depth the slices in start order, and
+// the visible boxes of a window with sub-pixel runs folded.
+#include "viewer/timeline_data/timeline_index.h"
 
 #include <algorithm>
 #include <bit>

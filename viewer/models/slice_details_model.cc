@@ -1,12 +1,13 @@
-// The details pane's tree: a slice's fields, its typed details (copy, memset, kernel launch),
-// arguments, flows and its source record.
-#include "viewer/models/slice_details.h"
+// The details tree of one slice (slice_details_model.h): its fields, its typed details (copy,
+// memset, kernel launch), arguments, flows and its source record.
+#include "viewer/models/slice_details_model.h"
 
 #include <functional>
 
+#include "base/units.h"
 #include "profiler/trace/slice_details.h"
 #include "viewer/models/roles.h"
-#include "viewer/timeline/time_mapping.h"
+#include "viewer/timeline_data/time_mapping.h"
 
 namespace stepscope::viewer {
 namespace {
@@ -92,11 +93,11 @@ std::vector<DetailItem> DescribeSlice(const TraceDocument& document, uint32_t sl
   add("op type", std::string(trace.str(trace.slice_op_type(slice))));
   add("kind", std::string(trace::SliceKindName(slice.kind)));
   add("track", trace.TrackPath(slice.track));
-  add("start", FormatDuration(static_cast<double>(slice.start_ns)) + " (" +
+  add("start", FormatDurationSignificant(static_cast<double>(slice.start_ns)) + " (" +
                    std::to_string(slice.start_ns) + " ns after the trace start)");
-  add("duration", FormatDuration(static_cast<double>(slice.dur_ns)) + " (" +
+  add("duration", FormatDurationSignificant(static_cast<double>(slice.dur_ns)) + " (" +
                       std::to_string(slice.dur_ns) + " ns)");
-  add("end", FormatDuration(static_cast<double>(slice.end_ns())));
+  add("end", FormatDurationSignificant(static_cast<double>(slice.end_ns())));
   add("absolute start", std::to_string(trace.epoch_ns() + slice.start_ns) +
                             (trace.clock_is_unix_time() ? " ns since the Unix epoch" : " ns on the trace's own clock"));
   add("depth", std::to_string(slice.depth));

@@ -1,8 +1,10 @@
-#include "viewer/timeline/time_mapping.h"
+// Time <-> pixel arithmetic and the ruler's ticks (time_mapping.h).
+#include "viewer/timeline_data/time_mapping.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+
+#include "base/units.h"
 
 namespace stepscope::viewer {
 
@@ -70,58 +72,6 @@ double RulerStepNs(const TimeMapping& mapping, double min_spacing_px) {
     }
     power *= 10;
   }
-}
-
-namespace {
-
-struct Unit {
-  double ns;
-  const char* name;
-};
-
-Unit UnitFor(double ns) {
-  const double magnitude = std::fabs(ns);
-  if (magnitude >= 1e9) return {1e9, "s"};
-  if (magnitude >= 1e6) return {1e6, "ms"};
-  if (magnitude >= 1e3) return {1e3, "us"};
-  return {1, "ns"};
-}
-
-std::string Printf(const char* format, double value, const char* unit) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, format, value, unit);
-  return buffer;
-}
-
-}  // namespace
-
-std::string FormatDuration(double ns) {
-  const Unit unit = UnitFor(ns);
-  const double value = ns / unit.ns;
-  if (unit.ns == 1) return Printf("%.0f %s", value, unit.name);
-  const double magnitude = std::fabs(value);
-  const char* format = magnitude >= 100 ? "%.1f %s" : magnitude >= 10 ? "%.2f %s" : "%.3f %s";
-  return Printf(format, value, unit.name);
-}
-
-std::string FormatTimeAt(double time_ns, double step_ns) {
-  // The unit of ten steps: a 500 us step reads "2.5 ms", not "2500 us".
-  const Unit unit = UnitFor(step_ns * 10);
-  // Digits after the point: enough for the step in this unit (a step of 0.5 ms needs one).
-  const double step_in_unit = step_ns / unit.ns;
-  int digits = 0;
-  while (digits < 6 && std::fabs(step_in_unit * std::pow(10.0, digits) -
-                                 std::round(step_in_unit * std::pow(10.0, digits))) > 1e-6) {
-    ++digits;
-  }
-  char format[16];
-  std::snprintf(format, sizeof format, "%%.%df %%s", digits);
-  std::string text = Printf(format, time_ns / unit.ns, unit.name);
-  if (text.rfind("-0 ", 0) == 0 || text.rfind("-0.", 0) == 0) {
-    bool all_zero = text.find_first_of("123456789") == std::string::npos;
-    if (all_zero) text.erase(0, 1);
-  }
-  return text;
 }
 
 std::vector<RulerTick> RulerTicks(const TimeMapping& mapping, double min_spacing_px) {

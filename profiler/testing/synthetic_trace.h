@@ -9,8 +9,8 @@
 
 #include "profiler/trace/trace.h"
 
-namespace stepscope::viewer {
+namespace stepscope::synthetic {
 
 trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed = 1);
 
-}  // namespace stepscope::viewer
+}  // namespace stepscope::synthetic

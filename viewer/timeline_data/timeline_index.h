@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "profiler/trace/trace.h"
-#include "viewer/timeline/time_mapping.h"
+#include "viewer/timeline_data/time_mapping.h"
 
 namespace stepscope::viewer {
 

@@ -1,4 +1,5 @@
-#include "viewer/timeline/slice_colors.h"
+// Stable slice colours (slice_colors.h): an FNV-1a hash of the op type turned into a hue.
+#include "viewer/timeline_data/slice_colors.h"
 
 #include <cmath>
 

@@ -61,12 +61,7 @@ struct RulerTick {
 // `min_spacing_px` apart.
 double RulerStepNs(const TimeMapping& mapping, double min_spacing_px);
 // Major ticks every RulerStepNs, five minor ticks between; labels in the unit of the step
-// ("250 us", "1.5 ms"), enough digits to tell neighbours apart.
+// ("250 us", "1.5 ms"), enough digits to tell neighbours apart (FormatTimeAt, base/units.h).
 std::vector<RulerTick> RulerTicks(const TimeMapping& mapping, double min_spacing_px = 90);
-
-// "830 ns", "12.5 us", "1.250 ms", "2.00 s": three significant digits, unit by size.
-std::string FormatDuration(double ns);
-// A point in time with the precision `step_ns` needs, in the unit of ten steps.
-std::string FormatTimeAt(double time_ns, double step_ns);
 
 }  // namespace stepscope::viewer

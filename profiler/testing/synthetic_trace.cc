@@ -1,4 +1,6 @@
-#include "viewer/load/synthetic_trace.h"
+// The generator behind `stepscope-view --synthetic N`: tracks, nested CPU ops, back-to-back
+// kernels and launch flows drawn from one fixed-seed random stream, so a size gives one trace.
+#include "profiler/testing/synthetic_trace.h"
 
 #include <algorithm>
 #include <array>
@@ -7,7 +9,7 @@
 
 #include "base/random.h"
 
-namespace stepscope::viewer {
+namespace stepscope::synthetic {
 namespace {
 
 constexpr std::array<const char*, 24> kOpStems = {
@@ -161,4 +163,4 @@ trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed) {
   return std::move(builder).Build();
 }
 
-}  // namespace stepscope::viewer
+}  // namespace stepscope::synthetic

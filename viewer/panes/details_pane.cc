@@ -1,0 +1,47 @@
+// The details pane (details_pane.h): follows the timeline's selection.
+#include "viewer/panes/details_pane.h"
+
+#include <QHeaderView>
+#include <QTabWidget>
+#include <QTreeView>
+
+#include "base/units.h"
+#include "viewer/load/document.h"
+#include "viewer/models/roles.h"
+#include "viewer/models/slice_details_model.h"
+#include "viewer/timeline/timeline_view.h"
+
+namespace stepscope::viewer {
+
+DetailsPane::DetailsPane(PaneHost& host, QObject* parent) : Pane(host, parent) {
+  details_model_ = new SliceDetailsModel(this);
+  details_view_ = new QTreeView(host.panes());
+  details_view_->setModel(details_model_);
+  details_view_->setAlternatingRowColors(true);
+  details_view_->header()->setDefaultSectionSize(220);
+  connect(details_view_, &QTreeView::doubleClicked, this, [this](const QModelIndex& index) {
+    const QVariant slice = index.data(kSliceRole);
+    if (slice.isValid()) this->host().JumpToSlice(slice.toUInt());
+  });
+  connect(host.timeline(), &TimelineView::sliceSelected, this, &DetailsPane::ShowDetails);
+  set_widget(details_view_);
+}
+
+void DetailsPane::ShowDetails(int64_t slice) {
+  if (slice < 0) {
+    details_model_->ShowNothing();
+    return;
+  }
+  const TraceDocument& document = host().document();
+  details_model_->ShowSlice(document, static_cast<uint32_t>(slice));
+  details_view_->expandToDepth(0);
+  host().ShowPane(kId);
+  const trace::Trace& trace = document.trace();
+  const trace::Slice& s = trace.slices()[static_cast<size_t>(slice)];
+  host().ShowStatus(tr("%1 (%2), %3")
+                        .arg(QString::fromUtf8(trace.str(trace.slice_name(s))),
+                             QString::fromUtf8(trace.str(trace.slice_op_type(s))),
+                             QString::fromStdString(FormatDurationSignificant(static_cast<double>(s.dur_ns)))));
+}
+
+}  // namespace stepscope::viewer

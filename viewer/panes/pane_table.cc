@@ -1,0 +1,71 @@
+// The pane table (pane_table.h): one entry per pane, in tab order.
+#include "viewer/panes/pane_table.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+#include "viewer/panes/attribution_pane.h"
+#include "viewer/panes/critical_path_pane.h"
+#include "viewer/panes/details_pane.h"
+#include "viewer/panes/gpu_pane.h"
+#include "viewer/panes/memory_pane.h"
+#include "viewer/panes/range_pane.h"
+#include "viewer/panes/search_pane.h"
+#include "viewer/panes/stats_pane.h"
+#include "viewer/panes/steps_pane.h"
+#include "viewer/panes/stragglers_pane.h"
+#include "viewer/panes/tracks_pane.h"
+
+namespace stepscope::viewer {
+namespace {
+
+template <class P>
+Pane* Create(PaneHost& host, QObject* parent) {
+  return new P(host, parent);
+}
+
+}  // namespace
+
+std::span<const PaneSpec> PaneTable() {
+  static constexpr PaneSpec kPanes[] = {
+      {DetailsPane::kId, "details", QT_TRANSLATE_NOOP("DocumentView", "Details"), &Create<DetailsPane>},
+      {StatsPane::kId, "stats", QT_TRANSLATE_NOOP("DocumentView", "Statistics"), &Create<StatsPane>, &StatsPane::Analyse},
+      {RangePane::kId, "range", QT_TRANSLATE_NOOP("DocumentView", "Range"), &Create<RangePane>},
+      {MemoryPane::kId, "memory", QT_TRANSLATE_NOOP("DocumentView", "Memory"), &Create<MemoryPane>, &MemoryPane::Analyse},
+      {StepsPane::kId, "steps", QT_TRANSLATE_NOOP("DocumentView", "Steps"), &Create<StepsPane>, &StepsPane::Analyse},
+      {GpuPane::kId, "gpu", QT_TRANSLATE_NOOP("DocumentView", "GPU"), &Create<GpuPane>, &GpuPane::Analyse},
+      {CriticalPathPane::kId, "critical-path", QT_TRANSLATE_NOOP("DocumentView", "Critical path"),
+       &Create<CriticalPathPane>, &CriticalPathPane::Analyse},
+      {AttributionPane::kId, "attribution", QT_TRANSLATE_NOOP("DocumentView", "GPU attribution"),
+       &Create<AttributionPane>, &AttributionPane::Analyse},
+      // Computed from the inputs by the loader before it merged them (TraceDocument::rank_merge).
+      {StragglersPane::kId, "stragglers", QT_TRANSLATE_NOOP("DocumentView", "Stragglers"), &Create<StragglersPane>},
+      {SearchPane::kId, "search", QT_TRANSLATE_NOOP("DocumentView", "Search"), &Create<SearchPane>},
+      {TracksPane::kId, "tracks", QT_TRANSLATE_NOOP("DocumentView", "Tracks"), &Create<TracksPane>},
+  };
+  return kPanes;
+}
+
+const PaneSpec& PaneSpecOf(PaneId id) {
+  const auto panes = PaneTable();
+  const auto it = std::find_if(panes.begin(), panes.end(), [id](const PaneSpec& pane) { return pane.id == id; });
+  STEPSCOPE_CHECK(it != panes.end());  // every PaneId has its entry
+  return *it;
+}
+
+const PaneSpec* FindPane(std::string_view name) {
+  for (const PaneSpec& pane : PaneTable()) {
+    if (name == pane.name) return &pane;
+  }
+  return nullptr;
+}
+
+std::shared_ptr<const DocumentAnalysis> AnalyseDocument(const TraceDocument& document) {
+  auto result = std::make_shared<DocumentAnalysis>();
+  for (const PaneSpec& pane : PaneTable()) {
+    if (pane.analyse != nullptr) pane.analyse(document, *result);
+  }
+  return result;
+}
+
+}  // namespace stepscope::viewer

@@ -1,0 +1,36 @@
+// The pane table: for each pane below the timeline its id, its name on the command line, its
+// tab title, how it is created and, for a pane that shows an analysis, how that is computed.
+// The tabs (DocumentView), the analyses the loader runs (AnalyseDocument) and stepscope-view's
+// --pane all read it, so a new pane is one entry here (plus its class, pane.h).
+#pragma once
+
+#include <QObject>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "viewer/panes/document_analysis.h"
+#include "viewer/panes/pane.h"
+
+namespace stepscope::viewer {
+
+struct PaneSpec {
+  PaneId id;
+  const char* name;   // on the command line: --pane NAME
+  const char* title;  // on its tab (translated)
+  Pane* (*create)(PaneHost& host, QObject* parent);
+  // Only for a pane that shows an analysis: computes it into its field (off the UI thread);
+  // the pane's ShowAnalysis shows it once it has arrived.
+  void (*analyse)(const TraceDocument& document, DocumentAnalysis& into) = nullptr;
+};
+
+// In tab order.
+std::span<const PaneSpec> PaneTable();
+const PaneSpec& PaneSpecOf(PaneId id);
+// By its name on the command line; null when no pane has that name.
+const PaneSpec* FindPane(std::string_view name);
+
+// Runs every pane's analysis on `document` (off the UI thread: the loader calls it).
+std::shared_ptr<const DocumentAnalysis> AnalyseDocument(const TraceDocument& document);
+
+}  // namespace stepscope::viewer

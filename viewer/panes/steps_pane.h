@@ -1,0 +1,33 @@
+// The steps pane: one row per step (duration, robust z, outliers and what deviated most in
+// them); a double click zooms the timeline to the step.
+#pragma once
+
+#include "viewer/panes/pane.h"
+
+class QLabel;
+class QTableWidget;
+
+namespace stepscope::viewer {
+
+class StepsPane : public Pane {
+ public:
+  static constexpr PaneId kId = kStepsPane;
+  // The table's columns.
+  enum StepsColumn { kStepNumber, kStepStart, kStepDuration, kStepZ, kStepOutlier, kStepCause, kStepColumns };
+
+  StepsPane(PaneHost& host, QObject* parent);
+  static void Analyse(const TraceDocument& document, DocumentAnalysis& into);
+  void ShowAnalysis(const std::shared_ptr<const DocumentAnalysis>& result) override;
+
+  QTableWidget* steps_table() const { return steps_table_; }
+  QString steps_caption() const;
+  // Zooms the timeline to the step of a row of the table.
+  void ZoomToStep(int row);
+
+ private:
+  std::shared_ptr<const DocumentAnalysis> analysis_;
+  QTableWidget* steps_table_;
+  QLabel* steps_caption_;
+};
+
+}  // namespace stepscope::viewer
