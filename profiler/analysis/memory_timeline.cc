@@ -9,7 +9,7 @@
 
 #include "base/saturating.h"
 #include "profiler/trace/node_store.h"
-#include "profiler/formats/step_stats/step_stats_import.h"
+#include "profiler/formats/step_stats/step_stats_times.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::analysis {

@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "profiler/formats/chrome_json/chrome_json_writer.h"
+#include "profiler/formats/tf_timeline/tf_timeline_writer.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
 #include "profiler/trace/trace.h"
 

@@ -455,9 +455,4 @@ class PerfettoExporter {
 
 std::string ExportPerfettoJson(const Trace& trace) { return PerfettoExporter(trace).Run(); }
 
-StatusOr<std::string> ExportChromeJson(const Trace& trace, ChromeFlavour flavour) {
-  if (flavour == ChromeFlavour::kTfTimeline) return ExportTfTimelineJson(trace);
-  return ExportPerfettoJson(trace);
-}
-
 }  // namespace stepscope::trace

@@ -10,7 +10,7 @@
 
 #include "base/check.h"
 #include "profiler/formats/common/proto_wire.h"
-#include "profiler/formats/step_stats/step_stats_import.h"
+#include "profiler/formats/step_stats/step_stats_times.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
