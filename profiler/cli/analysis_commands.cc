@@ -21,6 +21,7 @@
 #include "profiler/cli/gpu_commands.h"
 #include "profiler/cli/report_format.h"
 #include "profiler/cli/scope_flags.h"
+#include "profiler/formats/inputs.h"
 #include "profiler/formats/reader.h"
 #include "profiler/formats/writer.h"
 
@@ -60,7 +61,8 @@ class SingleTraceCommand : public Command {
 
   Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
     ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
-    ASSIGN_OR_RETURN(Trace trace, analysis::LoadAsOneTrace(args.positional));
+    ASSIGN_OR_RETURN(std::vector<Trace> traces, trace::ReadTraces(args.positional));
+    Trace trace = analysis::OneTrace(std::move(traces));
     if (args.Has("json")) {
       EmitJson(out, ToJson(trace, top));
     } else {
@@ -918,8 +920,10 @@ class DiffCommand : public Command {
     bool handled = false;
     RETURN_IF_ERROR(RunStepDiff(args, sides.first, sides.second, out, err, handled));
     if (handled) return Status::Ok();
-    ASSIGN_OR_RETURN(Trace a, analysis::LoadAsOneTrace(sides.first));
-    ASSIGN_OR_RETURN(Trace b, analysis::LoadAsOneTrace(sides.second));
+    ASSIGN_OR_RETURN(std::vector<Trace> traces_a, trace::ReadTraces(sides.first));
+    ASSIGN_OR_RETURN(std::vector<Trace> traces_b, trace::ReadTraces(sides.second));
+    const Trace a = analysis::OneTrace(std::move(traces_a));
+    const Trace b = analysis::OneTrace(std::move(traces_b));
     const analysis::TraceDiff diff = analysis::DiffTraces(a, b);
     if (args.Has("json")) {
       nlohmann::ordered_json doc;
@@ -975,7 +979,7 @@ class MergeCommand : public Command {
  public:
   std::string name() const override { return "merge"; }
   std::string synopsis() const override {
-    return "DIR|TRACES... [-o OUT] [--format chrome|perfetto-proto|tf-timeline|pb|pbtxt] [--json]";
+    return "DIR|TRACES... [-o OUT] [--format " + trace::OutputFormatChoices() + "] [--json]";
   }
   std::string description() const override {
     return "Merges per-rank (and per-step) traces into one timeline: one process per input (rank,\n"
@@ -1003,16 +1007,16 @@ class MergeCommand : public Command {
       if (!output) return InvalidInput("--format " + *name + ": needs -o OUT");
       format = trace::ParseOutputFormat(*name);
       if (!format) {
-        return InvalidInput("--format " + *name + ": unknown format (use chrome, perfetto-proto, tf-timeline, pb or pbtxt)");
+        return InvalidInput("--format " + *name + ": unknown format (use " + trace::OutputFormatList() + ")");
       }
     } else if (output) {
       format = trace::OutputFormatFromPath(*output);
       if (!format) {
-        return InvalidInput(*output + ": cannot tell the output format from the extension; use "
-                                      ".json, .json.gz, .pftrace, .pb or .pbtxt, or pass --format");
+        return InvalidInput(*output + ": cannot tell the output format from the extension; use " +
+                            trace::OutputExtensionList() + ", or pass --format");
       }
     }
-    ASSIGN_OR_RETURN(std::vector<Trace> traces, analysis::LoadTraces(args.positional));
+    ASSIGN_OR_RETURN(std::vector<Trace> traces, trace::ReadTraces(args.positional));
     analysis::MergeResult merged = analysis::MergeTraces(std::move(traces));
     if (output) {
       std::vector<std::string> left_out;

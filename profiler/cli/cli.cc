@@ -24,7 +24,7 @@ class ConvertCommand : public Command {
  public:
   std::string name() const override { return "convert"; }
   std::string synopsis() const override {
-    return "IN OUT [--format chrome|perfetto-proto|tf-timeline|pb|pbtxt] [--keep-extensions]";
+    return "IN OUT [--format " + trace::OutputFormatChoices() + "] [--keep-extensions]";
   }
   std::string description() const override {
     return "Converts a trace (any input of 'stepscope formats': RunMetadata/StepStats binary or text,\n"
@@ -48,7 +48,7 @@ class ConvertCommand : public Command {
            "OUT appears complete or not at all.";
   }
   std::vector<FlagSpec> flags() const override {
-    return {{"format", "FORMAT", "chrome (alias perfetto), perfetto-proto (alias pftrace), tf-timeline, pb or pbtxt"},
+    return {{"format", "FORMAT", trace::OutputFormatList(/*with_aliases=*/true)},
             {"keep-extensions", "", "pbtxt: also write stepscope's fields (for stepscope, not TensorFlow)"}};
   }
   size_t min_positional() const override { return 2; }
@@ -61,14 +61,13 @@ class ConvertCommand : public Command {
     if (auto name = args.Get("format")) {
       format = trace::ParseOutputFormat(*name);
       if (!format) {
-        return InvalidInput("--format " + *name +
-                            ": unknown format (use chrome, perfetto-proto, tf-timeline, pb or pbtxt)");
+        return InvalidInput("--format " + *name + ": unknown format (use " + trace::OutputFormatList() + ")");
       }
     } else {
       format = trace::OutputFormatFromPath(out_path);
       if (!format) {
-        return InvalidInput(out_path + ": cannot tell the output format from the extension; use "
-                                       ".json, .json.gz, .pftrace, .pb or .pbtxt, or pass --format");
+        return InvalidInput(out_path + ": cannot tell the output format from the extension; use " +
+                            trace::OutputExtensionList() + ", or pass --format");
       }
     }
     trace::SerializeOptions options;

@@ -9,6 +9,7 @@
 #include "profiler/analysis/statistics.h"
 #include "profiler/analysis/steps.h"
 #include "profiler/cli/report_format.h"
+#include "profiler/formats/inputs.h"
 
 namespace stepscope::cli {
 namespace {
@@ -21,6 +22,12 @@ using analysis::Step;
 constexpr size_t kDefaultCauses = 5;
 constexpr double kDefaultGateMinMs = 0.1;
 
+// The steps of the traces `paths` name (files, globs, directories), read one at a time.
+StatusOr<std::vector<Step>> StepsOf(const std::vector<std::string>& paths) {
+  analysis::StepCollector collector;
+  RETURN_IF_ERROR(trace::ForEachTrace(paths, [&](trace::Trace trace) { return collector.Add(std::move(trace)); }));
+  return std::move(collector).Finish();
+}
 
 std::string Signed(double ns) { return (ns > 0 ? "+" : "") + FormatDuration(ns); }
 
@@ -71,7 +78,7 @@ class StepsCommand : public Command {
 
   Status Run(const ParsedArgs& args, std::ostream& out, std::ostream&) const override {
     ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultCauses));
-    ASSIGN_OR_RETURN(std::vector<Step> steps, analysis::CollectSteps(args.positional));
+    ASSIGN_OR_RETURN(std::vector<Step> steps, StepsOf(args.positional));
     const analysis::StepsReport report = analysis::AnalyzeSteps(std::move(steps), top);
     if (args.Has("json")) {
       Json doc;
@@ -300,8 +307,8 @@ Status RunStepDiff(const ParsedArgs& args, const std::vector<std::string>& a, co
   options.bootstrap.resamples = static_cast<int>(resamples);
   options.bootstrap.seed = static_cast<uint64_t>(seed);
 
-  ASSIGN_OR_RETURN(std::vector<Step> steps_a, analysis::CollectSteps(a));
-  ASSIGN_OR_RETURN(std::vector<Step> steps_b, analysis::CollectSteps(b));
+  ASSIGN_OR_RETURN(std::vector<Step> steps_a, StepsOf(a));
+  ASSIGN_OR_RETURN(std::vector<Step> steps_b, StepsOf(b));
   if (steps_a.size() == 1 && steps_b.size() == 1) {
     err << "note: one step on each side: this is the aggregate diff, no confidence can be given (give several "
            "steps per side for statistics)\n";

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "profiler/analysis/merge.h"
+#include "profiler/formats/inputs.h"
+#include "profiler/formats/reader.h"
 #include "profiler/formats/writer.h"
 #include "viewer/app/document_view.h"
 #include "viewer/app/main_window.h"
@@ -122,7 +124,7 @@ int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, in
                                                "synthetic:" + std::to_string(synthetic_slices));
   } else {
     // A directory (of ranks) is merged, as the window merges it.
-    const auto files = analysis::ExpandTracePaths({trace_path.toStdString()});
+    const auto files = trace::ResolveTracePaths({trace_path.toStdString()});
     if (!files.ok()) {
       PrintError(QString::fromStdString(files.status().message()));
       return 2;
@@ -283,9 +285,12 @@ void QuietOffscreenNotes(QtMsgType type, const QMessageLogContext&, const QStrin
 int RunViewer(int argc, char** argv) {
   // Parsed before any QApplication exists: a usage error or --help needs no display.
   QCommandLineParser parser;
-  parser.setApplicationDescription(
-      "Timelines, memory charts, op statistics and search for stepscope traces: TensorFlow "
-      "RunMetadata/StepStats (.pb, .pbtxt) and Chrome/PyTorch profiler JSON (.json, .json.gz).");
+  QString formats;
+  for (const trace::TraceReaderEntry& entry : trace::TraceReaders()) {
+    formats += QString(formats.isEmpty() ? "" : "; ") + QString::fromUtf8(entry.description.data(), entry.description.size()) +
+               " (" + QString::fromUtf8(entry.extensions.data(), entry.extensions.size()) + ")";
+  }
+  parser.setApplicationDescription("Timelines, memory charts, op statistics and search for stepscope traces: " + formats + ".");
   parser.addHelpOption();
   const QCommandLineOption screenshot("screenshot", "Render the window offscreen to OUT.png and exit.", "OUT.png");
   const QCommandLineOption size_option("size", "Window size for --screenshot and --bench (default 1600x1000).",
