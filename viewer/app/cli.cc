@@ -285,12 +285,14 @@ void QuietOffscreenNotes(QtMsgType type, const QMessageLogContext&, const QStrin
 int RunViewer(int argc, char** argv) {
   // Parsed before any QApplication exists: a usage error or --help needs no display.
   QCommandLineParser parser;
+  // The formats as the reader table has them (`stepscope formats` describes each).
   QString formats;
   for (const trace::TraceReaderEntry& entry : trace::TraceReaders()) {
-    formats += QString(formats.isEmpty() ? "" : "; ") + QString::fromUtf8(entry.description.data(), entry.description.size()) +
-               " (" + QString::fromUtf8(entry.extensions.data(), entry.extensions.size()) + ")";
+    formats += "\n  " + QString::fromUtf8(entry.name.data(), entry.name.size()).leftJustified(16) +
+               QString::fromUtf8(entry.extensions.data(), entry.extensions.size());
   }
-  parser.setApplicationDescription("Timelines, memory charts, op statistics and search for stepscope traces: " + formats + ".");
+  parser.setApplicationDescription("Timelines, memory charts, op statistics and search for stepscope traces, the format "
+                                   "told from the content (a directory: its traces, or a profiler run as one):" + formats);
   parser.addHelpOption();
   const QCommandLineOption screenshot("screenshot", "Render the window offscreen to OUT.png and exit.", "OUT.png");
   const QCommandLineOption size_option("size", "Window size for --screenshot and --bench (default 1600x1000).",
