@@ -1,4 +1,4 @@
-// The `perfetto` flavour of Chrome JSON export (see chrome_writer.h).
+// The Perfetto-ready flavour of Chrome JSON export (see chrome_json_writer.h).
 #include <algorithm>
 #include <charconv>
 #include <map>

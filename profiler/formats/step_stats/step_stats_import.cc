@@ -1,3 +1,5 @@
+// Step stats into the model: tracks per host, device and lane, a slice per node, flows and
+// allocator counters, from parsed messages or straight from the wire scan (step_stats_import.h).
 #include "profiler/formats/step_stats/step_stats_import.h"
 
 #include <algorithm>
