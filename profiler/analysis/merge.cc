@@ -1,13 +1,13 @@
+// Merging traces (ranks, steps) into one timeline: clock alignment, a process per input with its
+// tracks, slices, flows, counters and details, and the stragglers of each step (merge.h).
 #include "profiler/analysis/merge.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
 
-#include "base/file_io.h"
 #include "profiler/analysis/stragglers.h"
 #include "profiler/trace/node_store.h"
-#include "profiler/formats/reader.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::analysis {
@@ -18,43 +18,6 @@ using trace::TraceBuilder;
 namespace {
 
 constexpr trace::StringId kUnmapped = ~trace::StringId{0};
-
-bool IsTraceFileName(const std::string& name) {
-  for (const char* suffix : {".pb", ".pbtxt", ".json", ".pftrace", ".perfetto-trace", ".pb.gz", ".pbtxt.gz",
-                             ".json.gz", ".pftrace.gz", ".perfetto-trace.gz"}) {
-    if (EndsWith(name, suffix)) return true;
-  }
-  return false;
-}
-
-// File names in natural order: runs of digits compare as numbers, so a run's `_step9` comes
-// before its `_step10` (and `_rank2` before `_rank10`).
-bool NaturalLess(const std::string& a, const std::string& b) {
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    if (digit(a[i]) && digit(b[j])) {
-      size_t ei = i, ej = j;
-      while (ei < a.size() && digit(a[ei])) ++ei;
-      while (ej < b.size() && digit(b[ej])) ++ej;
-      // Without leading zeros the longer run is the larger number.
-      size_t zi = i, zj = j;
-      while (zi + 1 < ei && a[zi] == '0') ++zi;
-      while (zj + 1 < ej && b[zj] == '0') ++zj;
-      if (ei - zi != ej - zj) return ei - zi < ej - zj;
-      const int order = a.compare(zi, ei - zi, b, zj, ej - zj);
-      if (order != 0) return order < 0;
-      i = ei;
-      j = ej;
-      continue;
-    }
-    if (a[i] != b[j]) return a[i] < b[j];
-    ++i;
-    ++j;
-  }
-  if (a.size() - i != b.size() - j) return a.size() - i < b.size() - j;
-  return a < b;  // equal but for leading zeros: a total order all the same
-}
 
 int64_t ClockSyncOf(const Trace& trace) {
   return trace.step_info().clock_sync_ns;
@@ -116,43 +79,75 @@ void LastDevice(const Trace& trace, MergedInput& input) {
   input.last_device_lag_ns = last->second - first->second;
 }
 
-}  // namespace
-
-StatusOr<std::vector<std::string>> ExpandTracePaths(const std::vector<std::string>& paths) {
-  std::vector<std::string> files;
-  for (const std::string& path : paths) {
-    std::error_code error;
-    if (std::filesystem::is_directory(path, error)) {
-      std::vector<std::string> found;
-      for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
-        if (entry.is_regular_file() && IsTraceFileName(entry.path().filename().string())) {
-          found.push_back(entry.path().string());
-        }
-      }
-      if (error) return IoError(path + ": cannot list the directory: " + error.message());
-      if (found.empty()) {
-        return InvalidInput(path + ": no trace files in the directory (expected .pb, .pbtxt, .json or "
-                                   "their .gz)");
-      }
-      std::sort(found.begin(), found.end(), NaturalLess);
-      files.insert(files.end(), found.begin(), found.end());
-    } else {
-      files.push_back(path);
+// Stragglers as `stragglers` finds them, so both number the steps alike (ProfilerStep#N
+// windows, step traces' numbers) and agree on who finished last.
+void ReportStragglers(const std::vector<Trace>& traces, MergeReport& report) {
+  auto stragglers = ComputeStragglers(traces);
+  if (!stragglers.ok()) {
+    report.stragglers_error = stragglers.status().message();
+    return;
+  }
+  for (const StepStragglers& step : stragglers->steps) {
+    StepStraggler straggler;
+    straggler.step = step.step;
+    straggler.ranks = step.ranks.size();
+    for (const RankStep& r : step.ranks) {
+      if (r.rank == step.straggler) straggler.input = r.input;
     }
+    straggler.lag_ns = step.lateness_ns;
+    straggler.lag_vs_median_ns = step.lateness_vs_median_ns;
+    report.stragglers.push_back(straggler);
   }
-  return files;
 }
 
-StatusOr<std::vector<Trace>> LoadTraces(const std::vector<std::string>& paths) {
-  ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandTracePaths(paths));
-  std::vector<Trace> traces;
-  traces.reserve(files.size());
-  for (const std::string& file : files) {
-    ASSIGN_OR_RETURN(Trace trace, trace::ReadTrace(file));
-    traces.push_back(std::move(trace));
+// The input's tracks under its process track; each input track's merged track.
+std::vector<uint32_t> CopyTracks(const Trace& input, uint32_t process_track, TraceBuilder& builder) {
+  std::vector<uint32_t> track_map(input.tracks().size());
+  for (uint32_t t = 0; t < input.tracks().size(); ++t) {
+    trace::Track copy = input.tracks()[t];
+    copy.name = builder.Intern(input.str(copy.name));
+    copy.full_name = builder.Intern(input.str(copy.full_name));
+    if (copy.parent >= 0) {
+      copy.parent = static_cast<int32_t>(track_map[static_cast<size_t>(copy.parent)]);
+    } else {
+      // The input's host becomes a device-like level under its process.
+      copy.parent = static_cast<int32_t>(process_track);
+      if (copy.kind == trace::TrackKind::kHost) copy.kind = trace::TrackKind::kDevice;
+    }
+    track_map[t] = builder.AddTrack(copy);
   }
-  return traces;
+  return track_map;
 }
+
+// The input's work, in its own time: annotations and sync markers (the profiler's own span
+// encloses the whole capture) do not decide when a rank finished.
+std::pair<int64_t, int64_t> WorkSpan(const Trace& input) {
+  int64_t work_begin = INT64_MAX, work_end = INT64_MIN;
+  for (const trace::Slice& s : input.slices()) {
+    if (s.duplicate() || trace::IsAnnotationOrSync(s.kind)) continue;
+    work_begin = std::min(work_begin, s.start_ns);
+    work_end = std::max(work_end, s.end_ns());
+  }
+  if (work_begin > work_end) return {input.span_begin_ns(), input.span_end_ns()};
+  return {work_begin, work_end};
+}
+
+// Step windows: a step trace's number and span (an input that is itself a merge keeps its
+// windows), so the merged trace still has its inputs' steps (StepsOfTrace).
+void CopyStepWindows(const Trace& input, int64_t shift, TraceBuilder& builder) {
+  const trace::StepInfo& info = input.step_info();
+  if (!input.step_windows().empty()) {
+    for (trace::StepWindow w : input.step_windows()) {
+      w.begin_ns += shift;
+      w.end_ns += shift;
+      builder.AddStepWindow(w);
+    }
+  } else if (info.step >= 0 && !input.slices().empty()) {
+    builder.AddStepWindow({info.step, info.rank, input.span_begin_ns() + shift, input.span_end_ns() + shift});
+  }
+}
+
+}  // namespace
 
 std::vector<ClockAlignment> AlignClocks(std::span<const Trace> traces) {
   // Reference per step: the lowest rank (the first input when ranks are unknown).
@@ -189,26 +184,7 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
   TraceBuilder builder;
   builder.SetSource(trace::SourceFormat::kSynthetic, "merge of " + std::to_string(traces.size()) + " traces");
   const std::vector<ClockAlignment> alignment = AlignClocks(traces);
-  // Stragglers as `stragglers` finds them, so both number the steps alike (ProfilerStep#N
-  // windows, step traces' numbers) and agree on who finished last.
-  if (traces.size() > 1) {
-    auto stragglers = ComputeStragglers(traces);
-    if (stragglers.ok()) {
-      for (const StepStragglers& step : stragglers->steps) {
-        StepStraggler straggler;
-        straggler.step = step.step;
-        straggler.ranks = step.ranks.size();
-        for (const RankStep& r : step.ranks) {
-          if (r.rank == step.straggler) straggler.input = r.input;
-        }
-        straggler.lag_ns = step.lateness_ns;
-        straggler.lag_vs_median_ns = step.lateness_vs_median_ns;
-        report.stragglers.push_back(straggler);
-      }
-    } else {
-      report.stragglers_error = stragglers.status().message();
-    }
-  }
+  if (traces.size() > 1) ReportStragglers(traces, report);
 
   std::shared_ptr<tf::RunMetadata> metadata;
   for (const Trace& t : traces) {
@@ -239,20 +215,7 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
     process.sort_index = static_cast<int32_t>(info.rank >= 0 ? info.rank : static_cast<int32_t>(i)) * 1000;
     const uint32_t process_track = builder.AddTrack(process);
     merged.process_track = process_track;
-    std::vector<uint32_t> track_map(input.tracks().size());
-    for (uint32_t t = 0; t < input.tracks().size(); ++t) {
-      trace::Track copy = input.tracks()[t];
-      copy.name = builder.Intern(input.str(copy.name));
-      copy.full_name = builder.Intern(input.str(copy.full_name));
-      if (copy.parent >= 0) {
-        copy.parent = static_cast<int32_t>(track_map[static_cast<size_t>(copy.parent)]);
-      } else {
-        // The input's host becomes a device-like level under its process.
-        copy.parent = static_cast<int32_t>(process_track);
-        if (copy.kind == trace::TrackKind::kHost) copy.kind = trace::TrackKind::kDevice;
-      }
-      track_map[t] = builder.AddTrack(copy);
-    }
+    const std::vector<uint32_t> track_map = CopyTracks(input, process_track, builder);
     uint32_t device_base = 0;
     if (metadata != nullptr && input.has_step_stats()) {
       device_base = static_cast<uint32_t>(metadata->step_stats().dev_stats_size());
@@ -318,30 +281,9 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
       builder.AddCounter(std::move(copy));
     }
     for (const auto& [name, count] : input.import_stats().counts()) builder.import_stats().Add(name, count);
-    // The input's work: annotations and sync markers (the profiler's own span encloses the whole
-    // capture) do not decide when a rank finished.
-    int64_t work_begin = INT64_MAX, work_end = INT64_MIN;
-    for (const trace::Slice& s : input.slices()) {
-      if (s.duplicate() || trace::IsAnnotationOrSync(s.kind)) continue;
-      work_begin = std::min(work_begin, s.start_ns);
-      work_end = std::max(work_end, s.end_ns());
-    }
-    if (work_begin > work_end) {
-      work_begin = input.span_begin_ns();
-      work_end = input.span_end_ns();
-    }
+    const auto [work_begin, work_end] = WorkSpan(input);
     absolute_spans.emplace_back(work_begin + shift, work_end + shift);
-    // Step windows: a step trace's number and span (an input that is itself a merge keeps its
-    // windows), so the merged trace still has its inputs' steps (StepsOfTrace).
-    if (!input.step_windows().empty()) {
-      for (trace::StepWindow w : input.step_windows()) {
-        w.begin_ns += shift;
-        w.end_ns += shift;
-        builder.AddStepWindow(w);
-      }
-    } else if (info.step >= 0 && !input.slices().empty()) {
-      builder.AddStepWindow({info.step, info.rank, input.span_begin_ns() + shift, input.span_end_ns() + shift});
-    }
+    CopyStepWindows(input, shift, builder);
     report.inputs.push_back(std::move(merged));
     // Merged: the input goes now, so the merge holds about one copy of the slices, not two.
     traces[i] = Trace();
@@ -358,10 +300,8 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
   return result;
 }
 
-StatusOr<Trace> LoadAsOneTrace(const std::vector<std::string>& paths) {
-  ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandTracePaths(paths));
-  if (files.size() == 1) return trace::ReadTrace(files.front());
-  ASSIGN_OR_RETURN(std::vector<Trace> traces, LoadTraces(files));
+Trace OneTrace(std::vector<Trace> traces) {
+  if (traces.size() == 1) return std::move(traces.front());
   return MergeTraces(std::move(traces)).trace;
 }
 

@@ -1,5 +1,6 @@
-// Several traces (ranks, steps) as one: loading a directory of per-rank traces, merging them
-// into one timeline with aligned clocks, and reporting stragglers.
+// Several traces (ranks, steps) as one: merging them into one timeline with aligned clocks, and
+// reporting stragglers. The traces come from the caller (profiler/formats/inputs.h reads a
+// directory of per-rank traces).
 //
 // Clock alignment: traces from the same host share its clock and are not shifted. A trace from
 // another host is shifted so that its TraceSession.clock_sync_nanos (the host clock at a barrier
@@ -19,11 +20,6 @@
 #include "profiler/trace/trace.h"
 
 namespace stepscope::analysis {
-
-// Files given, or every trace file (.pb, .pbtxt, .json, and their .gz) in a directory given,
-// sorted by name in natural order (digit runs as numbers: step9 before step10). Fails with a message naming the file on the first unreadable one.
-StatusOr<std::vector<std::string>> ExpandTracePaths(const std::vector<std::string>& paths);
-StatusOr<std::vector<trace::Trace>> LoadTraces(const std::vector<std::string>& paths);
 
 // How each trace's clock meets the others' (the alignment described above): the offset added to
 // its times, and how it was found ("reference", "same host", "clock_sync", "unaligned"). The
@@ -73,7 +69,7 @@ struct MergeResult {
 
 MergeResult MergeTraces(std::vector<trace::Trace> traces);
 
-// One trace for analyses: the file itself, or the merge of several (files or a directory).
-StatusOr<trace::Trace> LoadAsOneTrace(const std::vector<std::string>& paths);
+// One trace for analyses: the trace itself when there is one, else the merge of all.
+trace::Trace OneTrace(std::vector<trace::Trace> traces);
 
 }  // namespace stepscope::analysis

@@ -1,3 +1,5 @@
+// The steps of a trace (ProfilerStep markers, step traces, merged ranks) with their totals, the
+// steps of many traces collected one trace at a time, and step-to-step variance (steps.h).
 #include "profiler/analysis/steps.h"
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/statistics.h"
-#include "profiler/formats/reader.h"
 
 namespace stepscope::analysis {
 
@@ -222,41 +223,38 @@ std::vector<Step> StepsOfTrace(const Trace& trace, bool with_totals) {
   return steps;
 }
 
-StatusOr<std::vector<Step>> CollectSteps(const std::vector<std::string>& paths) {
-  if (paths.empty()) return InvalidInput("no traces given");
-  ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandTracePaths(paths));
-  std::vector<Step> steps;
-  // Files of one step from several ranks are merged into that step.
-  std::map<int64_t, std::vector<Trace>> by_step;
-  size_t order = 0;
-  auto add = [&](std::vector<Step> found, const std::string& file) -> Status {
-    if (found.empty()) return InvalidInput(file + ": no steps found (the trace holds no slices)");
-    for (Step& s : found) {
-      if (s.step < 0) s.step = static_cast<int64_t>(order);
-      ++order;
-      steps.push_back(std::move(s));
-    }
-    return Status::Ok();
-  };
-  for (const std::string& file : files) {
-    ASSIGN_OR_RETURN(Trace trace, trace::ReadTrace(file));
-    const trace::StepInfo& info = trace.step_info();
-    // Only traces of a run with several ranks wait for their step's other ranks; the others are
-    // reduced to their steps' totals at once, so memory holds one trace at a time.
-    if (info.step >= 0 && info.rank >= 0 && info.world_size > 1 && !trace.slices().empty()) {
-      by_step[info.step].push_back(std::move(trace));
-      continue;
-    }
-    RETURN_IF_ERROR(add(StepsOfTrace(trace), file));
+Status StepCollector::AddSteps(std::vector<Step> found, const std::string& source) {
+  if (found.empty()) return InvalidInput(source + ": no steps found (the trace holds no slices)");
+  for (Step& s : found) {
+    if (s.step < 0) s.step = static_cast<int64_t>(order_);
+    ++order_;
+    steps_.push_back(std::move(s));
   }
-  for (auto& [number, traces] : by_step) {
+  return Status::Ok();
+}
+
+Status StepCollector::Add(Trace trace) {
+  ++traces_;
+  const trace::StepInfo& info = trace.step_info();
+  // Only traces of a run with several ranks wait for their step's other ranks; the others are
+  // reduced to their steps' totals at once, so memory holds one trace at a time.
+  if (info.step >= 0 && info.rank >= 0 && info.world_size > 1 && !trace.slices().empty()) {
+    by_step_[info.step].push_back(std::move(trace));
+    return Status::Ok();
+  }
+  return AddSteps(StepsOfTrace(trace), trace.source_path());
+}
+
+StatusOr<std::vector<Step>> StepCollector::Finish() && {
+  if (traces_ == 0) return InvalidInput("no traces given");
+  for (auto& [number, traces] : by_step_) {
     std::vector<int32_t> ranks;
     for (const Trace& t : traces) ranks.push_back(t.step_info().rank);
     std::sort(ranks.begin(), ranks.end());
     const bool distinct_ranks = std::adjacent_find(ranks.begin(), ranks.end()) == ranks.end();
     if (traces.size() == 1 || !distinct_ranks) {
       // One rank, or the same step of several runs: each file is a step of its own.
-      for (const Trace& t : traces) RETURN_IF_ERROR(add(StepsOfTrace(t), t.source_path()));
+      for (const Trace& t : traces) RETURN_IF_ERROR(AddSteps(StepsOfTrace(t), t.source_path()));
       continue;
     }
     std::string sources;
@@ -269,13 +267,13 @@ StatusOr<std::vector<Step>> CollectSteps(const std::vector<std::string>& paths) 
       s.marker = "ranks merged";
       s.run = std::filesystem::path(sources.substr(0, sources.find(", "))).parent_path().string();
     }
-    RETURN_IF_ERROR(add(std::move(found), sources));
+    RETURN_IF_ERROR(AddSteps(std::move(found), sources));
   }
-  std::stable_sort(steps.begin(), steps.end(), [](const Step& x, const Step& y) {
+  std::stable_sort(steps_.begin(), steps_.end(), [](const Step& x, const Step& y) {
     if (x.step != y.step) return x.step < y.step;
     return x.source < y.source;
   });
-  return steps;
+  return std::move(steps_);
 }
 
 namespace {

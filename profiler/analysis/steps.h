@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,9 +63,25 @@ struct Step {
 // `with_totals` only the windows and durations are found (no op statistics are computed).
 std::vector<Step> StepsOfTrace(const trace::Trace& trace, bool with_totals = true);
 
-// Every step in the files and directories given (directories: every trace file in them), sorted
-// by step number then source. Fails naming the file when one cannot be read or holds no step.
-StatusOr<std::vector<Step>> CollectSteps(const std::vector<std::string>& paths);
+// Every step of the traces given one at a time (profiler/formats/inputs.h's ForEachTrace: memory
+// holds about one trace at a time), sorted by step number then source. A step's traces from
+// several ranks of one run are merged into that step; a trace without a number gets its place
+// among the traces as its number.
+class StepCollector {
+ public:
+  // Fails naming the trace's source when it holds no step.
+  Status Add(trace::Trace trace);
+  // kInvalidInput when no trace was added.
+  StatusOr<std::vector<Step>> Finish() &&;
+
+ private:
+  Status AddSteps(std::vector<Step> found, const std::string& source);
+
+  size_t traces_ = 0;
+  size_t order_ = 0;
+  std::vector<Step> steps_;
+  std::map<int64_t, std::vector<trace::Trace>> by_step_;  // traces waiting for their step's other ranks
+};
 
 // Step-to-step variance and outliers.
 struct OutlierCause {

@@ -1,6 +1,6 @@
 #include "profiler/cli/scope_flags.h"
 
-#include "profiler/analysis/merge.h"
+#include "profiler/formats/inputs.h"
 #include "profiler/formats/reader.h"
 
 namespace stepscope::cli {
@@ -37,8 +37,8 @@ StatusOr<std::optional<std::set<int32_t>>> RankSet(const ParsedArgs& args) {
 
 StatusOr<std::vector<trace::Trace>> LoadScopedTraces(const ParsedArgs& args) {
   ASSIGN_OR_RETURN(const auto ranks, RankSet(args));
-  if (!ranks) return analysis::LoadTraces(args.positional);
-  ASSIGN_OR_RETURN(const std::vector<std::string> files, analysis::ExpandTracePaths(args.positional));
+  if (!ranks) return trace::ReadTraces(args.positional);
+  ASSIGN_OR_RETURN(const std::vector<std::string> files, trace::ResolveTracePaths(args.positional));
   std::vector<trace::Trace> kept;
   std::set<int32_t> found;
   for (size_t i = 0; i < files.size(); ++i) {

@@ -1,3 +1,5 @@
+// The reader table and what reads through it: telling a format from content or file name, and
+// reading a file (streamed or whole) or a directory that is one trace.
 #include "profiler/formats/reader.h"
 
 #include <algorithm>
@@ -35,6 +37,34 @@ StatusOr<Trace> ReadChromeJsonBytes(std::string_view bytes, const std::string& n
   return ReadChromeJson(bytes, name);
 }
 
+StatusOr<Trace> StreamChromeJson(FileReader& file, std::string head, const StreamReadOptions& options) {
+  ChromeJsonReadOptions json;
+  json.on_progress = options.on_progress;
+  json.preview_bytes = options.preview_bytes;
+  json.allow_truncated = options.truncation != nullptr;
+  json.truncation = options.truncation;
+  return ReadChromeJson(file, head, json);
+}
+
+// A gzip stream that ends early under a reader that reads whole files: the file and the offset.
+Status CutGzip(const FileReader& reader) {
+  return InvalidInput(reader.path() + ": the compressed file ends early: its gzip stream stops at byte " +
+                      std::to_string(reader.bytes_read()) + " of the decompressed content");
+}
+
+// A Perfetto trace streams too: whole packets a piece at a time.
+StatusOr<Trace> StreamPerfetto(FileReader& file, std::string head, const StreamReadOptions& options) {
+  PerfettoStreamOptions perfetto;
+  perfetto.preview_bytes = options.preview_bytes;
+  perfetto.on_progress = options.on_progress;
+  StatusOr<Trace> trace = ReadPerfettoProto(file, std::move(head), file.path(), perfetto);
+  // A gzip cut is named as such, also where it fell between two packets and reads as whole.
+  if (file.cut_short() && (trace.ok() || trace.status().code() == StatusCode::kInvalidInput)) {
+    return CutGzip(file);
+  }
+  return trace;
+}
+
 StatusOr<Trace> ReadStepStats(std::string_view bytes, const std::string& name) {
   // Binary: straight from the wire, unless the scan declines the input (then protobuf parses it
   // and names the damage or repairs it).
@@ -48,16 +78,16 @@ StatusOr<Trace> ReadStepStats(std::string_view bytes, const std::string& name) {
 constexpr TraceReaderEntry kReaders[] = {
     {DetectedFormat::kChromeJson, "chrome-json",
      "Chrome Trace Event JSON: Perfetto/chrome://tracing, PyTorch profiler (Kineto), TensorFlow timeline",
-     ".json .json.gz", SniffChromeJson, ReadChromeJsonBytes},
+     ".json .json.gz", SniffChromeJson, ReadChromeJsonBytes, StreamChromeJson},
     {DetectedFormat::kStepStats, "step-stats",
      "TensorFlow RunMetadata or StepStats, binary or text (TF 1.x, stepscope-train --profile)",
      ".pb .pbtxt (.gz)", SniffStepStats, ReadStepStats},
     {DetectedFormat::kXSpace, "xspace",
      "TensorFlow 2 / JAX profiler XSpace (tf.profiler, jax.profiler; a plugins/profile/<run>/ directory too)",
-     ".xplane.pb (.gz)", SniffXSpace, ReadXSpace},
+     ".xplane.pb (.gz)", SniffXSpace, ReadXSpace, nullptr, ReadXSpaceFiles},
     {DetectedFormat::kPerfettoProto, "perfetto-proto",
      "Perfetto protobuf trace (TracePacket/TrackEvent), as stepscope and the Perfetto SDK write it",
-     ".pftrace .perfetto-trace (.gz)", SniffPerfetto, ReadPerfettoProto},
+     ".pftrace .perfetto-trace (.gz)", SniffPerfetto, ReadPerfettoProto, StreamPerfetto},
 };
 
 // Formats whose content fits up to a cut: a truncated file goes to the reader of what it was.
@@ -69,12 +99,59 @@ DetectedFormat DetectCut(std::string_view bytes) {
   return DetectedFormat::kUnknown;
 }
 
-bool IsXSpaceFileName(const std::filesystem::path& path) {
-  const std::string name = path.filename().string();
-  return EndsWith(name, ".xplane.pb") || EndsWith(name, ".xplane.pb.gz");
+// Every file-name ending `extensions` names (TraceReaderEntry::extensions), gzipped ones included.
+std::vector<std::string> Endings(std::string_view extensions) {
+  const bool gzip = extensions.ends_with("(.gz)");
+  if (gzip) extensions.remove_suffix(5);
+  std::vector<std::string> endings;
+  while (!extensions.empty()) {
+    const size_t space = extensions.find(' ');
+    const std::string ending(extensions.substr(0, space));
+    extensions.remove_prefix(space == std::string_view::npos ? extensions.size() : space + 1);
+    if (ending.empty()) continue;
+    endings.push_back(ending);
+    if (gzip) endings.push_back(ending + ".gz");
+  }
+  return endings;
+}
+
+// The length of the longest ending of `file_name` that `extensions` names, 0 when none.
+size_t MatchedEnding(std::string_view extensions, std::string_view file_name) {
+  size_t longest = 0;
+  for (const std::string& ending : Endings(extensions)) {
+    if (file_name.ends_with(ending)) longest = std::max(longest, ending.size());
+  }
+  return longest;
 }
 
 }  // namespace
+
+bool MatchesExtensions(std::string_view extensions, std::string_view file_name) {
+  return MatchedEnding(extensions, file_name) > 0;
+}
+
+const TraceReaderEntry* TraceReaderForFileName(std::string_view file_name) {
+  const TraceReaderEntry* best = nullptr;
+  size_t longest = 0;
+  for (const TraceReaderEntry& entry : kReaders) {
+    const size_t matched = MatchedEnding(entry.extensions, file_name);
+    if (matched > longest) {
+      longest = matched;
+      best = &entry;
+    }
+  }
+  return best;
+}
+
+std::vector<std::string> TraceFilePatterns() {
+  std::vector<std::string> patterns;
+  for (const TraceReaderEntry& entry : kReaders) {
+    for (const std::string& ending : Endings(entry.extensions)) {
+      if (std::find(patterns.begin(), patterns.end(), "*" + ending) == patterns.end()) patterns.push_back("*" + ending);
+    }
+  }
+  return patterns;
+}
 
 std::span<const TraceReaderEntry> TraceReaders() { return kReaders; }
 
@@ -110,12 +187,6 @@ StatusOr<Trace> ReadTraceFromBytes(std::string_view bytes, const std::string& na
 
 namespace {
 
-// A gzip stream that ends early under a reader that reads whole files: the file and the offset.
-Status CutGzip(const FileReader& reader) {
-  return InvalidInput(reader.path() + ": the compressed file ends early: its gzip stream stops at byte " +
-                      std::to_string(reader.bytes_read()) + " of the decompressed content");
-}
-
 StatusOr<Trace> ReadTraceFile(const std::string& path, const ReadTraceOptions& options, Truncation* truncation);
 
 }  // namespace
@@ -134,26 +205,38 @@ StatusOr<Trace> ReadTrace(const std::string& path, const ReadTraceOptions& optio
 
 namespace {
 
+// A directory whose trace files are all of one format that reads such a directory as one trace
+// (an XSpace profiler run: `plugins/profile/<run>/`, one `.xplane.pb` per host): that read.
+// Null for any other directory.
+std::optional<StatusOr<Trace>> ReadRunDirectory(const std::string& path) {
+  std::error_code error;
+  std::vector<std::string> files;
+  const TraceReaderEntry* run_reader = nullptr;
+  for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+    if (!entry.is_regular_file(error)) continue;
+    const TraceReaderEntry* reader = TraceReaderForFileName(entry.path().filename().string());
+    if (reader == nullptr || reader->read_run == nullptr) continue;
+    run_reader = reader;
+    files.push_back(entry.path().string());
+  }
+  if (files.empty()) return std::nullopt;
+  std::sort(files.begin(), files.end());
+  return run_reader->read_run(files);
+}
+
 // `truncation` non-null: truncated input is read up to the cut, and described there.
 StatusOr<Trace> ReadTraceFile(const std::string& path, const ReadTraceOptions& options, Truncation* truncation) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) {
     if (options.preview_bytes > 0) return Status(StatusCode::kUnavailable, path + ": no preview of a profiler run directory");
-    // A profiler run directory: its .xplane.pb files, one per host.
-    std::vector<std::string> files;
-    for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
-      if (entry.is_regular_file(error) && IsXSpaceFileName(entry.path())) files.push_back(entry.path().string());
-    }
-    if (!files.empty()) {
-      std::sort(files.begin(), files.end());
-      return ReadXSpaceFiles(files);
-    }
+    if (std::optional<StatusOr<Trace>> run = ReadRunDirectory(path)) return std::move(*run);
   }
   ASSIGN_OR_RETURN(std::unique_ptr<FileReader> reader, FileReader::Open(path));
   // A gzip stream that ends early ends the content, so that the JSON reader can name the cut in
   // the JSON; the other formats fail on it below.
   reader->AcceptCutGzip();
-  // The first bytes tell the format: JSON streams from here, the others are read whole.
+  // The first bytes tell the format: formats that stream go on from here, the others are read
+  // whole.
   std::string bytes(size_t{64} << 10, '\0');
   ASSIGN_OR_RETURN(const size_t got, reader->Read({bytes.data(), bytes.size()}));
   bytes.resize(got);
@@ -162,25 +245,13 @@ StatusOr<Trace> ReadTraceFile(const std::string& path, const ReadTraceOptions& o
   auto progress = [&](int64_t bytes_read) {
     return !options.on_progress || options.on_progress({bytes_read, file.disk_bytes_read(), file.size_on_disk()});
   };
-  if (SniffChromeJson(bytes)) {
-    ChromeJsonReadOptions json;
-    if (options.on_progress) json.on_progress = progress;
-    json.preview_bytes = options.preview_bytes;
-    json.allow_truncated = truncation != nullptr;
-    json.truncation = truncation;
-    return ReadChromeJson(*reader, bytes, json);
-  }
-  // A Perfetto trace streams too: whole packets a piece at a time.
-  if (DetectFormat(bytes) == DetectedFormat::kPerfettoProto) {
-    PerfettoStreamOptions perfetto;
-    perfetto.preview_bytes = options.preview_bytes;
-    if (options.on_progress) perfetto.on_progress = progress;
-    StatusOr<Trace> trace = ReadPerfettoProto(*reader, std::move(bytes), path, perfetto);
-    // A gzip cut is named as such, also where it fell between two packets and reads as whole.
-    if (reader->cut_short() && (trace.ok() || trace.status().code() == StatusCode::kInvalidInput)) {
-      return CutGzip(*reader);
-    }
-    return trace;
+  const TraceReaderEntry* entry = FindTraceReader(DetectFormat(bytes));
+  if (entry != nullptr && entry->read_stream != nullptr) {
+    StreamReadOptions stream;
+    if (options.on_progress) stream.on_progress = progress;
+    stream.preview_bytes = options.preview_bytes;
+    stream.truncation = truncation;
+    return entry->read_stream(*reader, std::move(bytes), stream);
   }
   if (options.preview_bytes > 0) {
     return Status(StatusCode::kUnavailable, path + ": a preview is read of Chrome JSON and Perfetto protobuf only");

@@ -1,7 +1,13 @@
+// The writer table and writing through it: a format told by name or by the output's file name,
+// and the bytes of a Trace in any output format.
 #include "profiler/formats/writer.h"
+
+#include <string>
+#include <vector>
 
 #include "base/file_io.h"
 #include "profiler/formats/perfetto/perfetto_proto.h"
+#include "profiler/formats/reader.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
@@ -24,6 +30,43 @@ constexpr TraceWriterEntry kWriters[] = {
 
 std::span<const TraceWriterEntry> TraceWriters() { return kWriters; }
 
+namespace {
+
+// `items` joined by ", ", the last by " or ".
+std::string Sentence(const std::vector<std::string>& items) {
+  std::string text;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) text += i + 1 == items.size() ? " or " : ", ";
+    text += items[i];
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string OutputFormatChoices() {
+  std::string text;
+  for (const TraceWriterEntry& entry : kWriters) text += (text.empty() ? "" : "|") + std::string(entry.name);
+  return text;
+}
+
+std::string OutputFormatList(bool with_aliases) {
+  std::vector<std::string> names;
+  for (const TraceWriterEntry& entry : kWriters) {
+    names.emplace_back(entry.name);
+    if (with_aliases && !entry.alias.empty()) names.back() += " (alias " + std::string(entry.alias) + ")";
+  }
+  return Sentence(names);
+}
+
+std::string OutputExtensionList() {
+  std::vector<std::string> extensions;
+  for (const TraceWriterEntry& entry : kWriters) {
+    if (!entry.extensions.empty()) extensions.emplace_back(entry.extensions);
+  }
+  return Sentence(extensions);
+}
+
 std::optional<OutputFormat> ParseOutputFormat(std::string_view name) {
   for (const TraceWriterEntry& entry : kWriters) {
     if (name == entry.name || (!entry.alias.empty() && name == entry.alias)) return entry.format;
@@ -32,13 +75,9 @@ std::optional<OutputFormat> ParseOutputFormat(std::string_view name) {
 }
 
 std::optional<OutputFormat> OutputFormatFromPath(std::string_view path) {
-  if (EndsWith(path, ".json") || EndsWith(path, ".json.gz")) return OutputFormat::kPerfettoJson;
-  if (EndsWith(path, ".pftrace") || EndsWith(path, ".pftrace.gz") || EndsWith(path, ".perfetto-trace") ||
-      EndsWith(path, ".perfetto-trace.gz")) {
-    return OutputFormat::kPerfettoProto;
+  for (const TraceWriterEntry& entry : kWriters) {
+    if (MatchesExtensions(entry.extensions, path)) return entry.format;
   }
-  if (EndsWith(path, ".pb")) return OutputFormat::kRunMetadataBinary;
-  if (EndsWith(path, ".pbtxt")) return OutputFormat::kRunMetadataText;
   return std::nullopt;
 }
 

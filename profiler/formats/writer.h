@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "profiler/formats/chrome_json/chrome_json_writer.h"
+#include "profiler/formats/tf_timeline/tf_timeline_writer.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
 #include "profiler/trace/trace.h"
 
@@ -25,15 +26,24 @@ struct TraceWriterEntry {
   OutputFormat format;
   std::string_view name;         // the --format name
   std::string_view alias;        // another accepted name, or empty
-  std::string_view extensions;   // the output names that select it
+  std::string_view extensions;   // the output names that select it (as TraceReaderEntry's)
   std::string_view description;  // one line
 };
 std::span<const TraceWriterEntry> TraceWriters();
 
+// The table's --format names for help texts and messages, in table order: as choices
+// ("chrome|perfetto-proto|tf-timeline|pb|pbtxt"), or as a list ("chrome, ..., pb or pbtxt"),
+// with each alias when asked ("chrome (alias perfetto), ...").
+std::string OutputFormatChoices();
+std::string OutputFormatList(bool with_aliases = false);
+// The output file names that select a format: ".json .json.gz, .pftrace .perfetto-trace (.gz),
+// .pb or .pbtxt".
+std::string OutputExtensionList();
+
 // "chrome"/"perfetto", "tf-timeline", "pb", "pbtxt", "perfetto-proto"/"pftrace"; nullopt for
 // anything else.
 std::optional<OutputFormat> ParseOutputFormat(std::string_view name);
-// From the extension: .json/.json.gz -> chrome, .pb -> pb, .pbtxt -> pbtxt,
+// The writer whose extensions end `path`: .json/.json.gz -> chrome, .pb -> pb, .pbtxt -> pbtxt,
 // .pftrace/.perfetto-trace (.gz) -> perfetto-proto.
 std::optional<OutputFormat> OutputFormatFromPath(std::string_view path);
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "profiler/formats/inputs.h"
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/diff.h"
 #include "profiler/analysis/merge.h"
@@ -320,7 +321,7 @@ TEST(LaneNamesTest, NoPlaceholderIdsInLaneNames) {
 // (read on its own), the steps `steps` finds in the same directory.
 TEST(MergeTest, OneRunsStepDirectoryIsItsConsecutiveSteps) {
   const std::string dir = stepscope::testing::DataPath("trainer/lstm_run_steps");
-  auto files = ExpandTracePaths({dir});
+  auto files = trace::ResolveTracePaths({dir});
   ASSERT_TRUE(files.ok()) << files.status().message();
   ASSERT_EQ(files->size(), 4u);
   std::map<int64_t, std::pair<int64_t, int64_t>> spans;  // step -> its file's span, absolute
@@ -334,18 +335,21 @@ TEST(MergeTest, OneRunsStepDirectoryIsItsConsecutiveSteps) {
   // Names in numeric order: step10 after step9.
   EXPECT_NE(files->back().find("lstm_small_step10.pb.gz"), std::string::npos) << files->back();
 
-  auto merged = LoadAsOneTrace({dir});
-  ASSERT_TRUE(merged.ok()) << merged.status().message();
-  const std::vector<Step> steps = StepsOfTrace(*merged, /*with_totals=*/false);
+  auto traces = trace::ReadTraces({dir});
+  ASSERT_TRUE(traces.ok()) << traces.status().message();
+  const trace::Trace merged = OneTrace(std::move(*traces));
+  const std::vector<Step> steps = StepsOfTrace(merged, /*with_totals=*/false);
   ASSERT_EQ(steps.size(), 4u);
-  auto collected = CollectSteps({dir});
+  StepCollector collector;
+  ASSERT_TRUE(trace::ForEachTrace({dir}, [&](trace::Trace t) { return collector.Add(std::move(t)); }).ok());
+  auto collected = std::move(collector).Finish();
   ASSERT_TRUE(collected.ok());
   ASSERT_EQ(collected->size(), 4u);
   for (size_t i = 0; i < steps.size(); ++i) {
     const int64_t number = 7 + static_cast<int64_t>(i);
     EXPECT_EQ(steps[i].step, number);
-    EXPECT_EQ(merged->epoch_ns() + steps[i].begin_ns, spans[number].first) << number;
-    EXPECT_EQ(merged->epoch_ns() + steps[i].end_ns, spans[number].second) << number;
+    EXPECT_EQ(merged.epoch_ns() + steps[i].begin_ns, spans[number].first) << number;
+    EXPECT_EQ(merged.epoch_ns() + steps[i].end_ns, spans[number].second) << number;
     EXPECT_EQ((*collected)[i].step, number);
     EXPECT_EQ((*collected)[i].duration_ns, steps[i].duration_ns) << number;
   }
@@ -405,7 +409,7 @@ TEST(MergeTest, SliceArgumentsFollowTheirSlices) {
 
 TEST(MergeTest, DirectoryWithoutTracesIsAClearError) {
   const auto dir = stepscope::testing::ScratchDir("empty_ranks");
-  auto traces = LoadTraces({dir.string()});
+  auto traces = trace::ReadTraces({dir.string()});
   ASSERT_FALSE(traces.ok());
   EXPECT_EQ(traces.status().code(), StatusCode::kInvalidInput);
   EXPECT_NE(traces.status().message().find(dir.string()), std::string::npos);

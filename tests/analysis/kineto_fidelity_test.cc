@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "profiler/formats/inputs.h"
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/op_stats.h"
@@ -216,7 +217,7 @@ TEST(KinetoFidelityTest, ProfilerSpanIsNeverTheStraggler) {
   // Rank 0's profiler span runs long after its work; rank 1's work ends 1 ms later than rank 0's.
   std::ofstream(dir / "rank0.pt.trace.json") << CudaStep(0, 0, 6000);
   std::ofstream(dir / "rank1.pt.trace.json") << CudaStep(1, 1000, 3000);
-  auto traces = LoadTraces({dir.string()});
+  auto traces = trace::ReadTraces({dir.string()});
   ASSERT_TRUE(traces.ok()) << traces.status().message();
   const MergeResult merged = MergeTraces(std::move(traces).value());
   ASSERT_EQ(merged.report.stragglers.size(), 1u);
@@ -301,9 +302,10 @@ TEST(KinetoFidelityTest, KernelGeometryFromADirectory) {
   const auto dir = stepscope::testing::ScratchDir("kineto_geometry");
   std::ofstream(dir / "rank0.pt.trace.json") << CudaStep(0, 0, 2000);
   std::ofstream(dir / "rank1.pt.trace.json") << CudaStep(1, 0, 2000);
-  auto merged = LoadAsOneTrace({dir.string()});
-  ASSERT_TRUE(merged.ok()) << merged.status().message();
-  const KernelStats stats = ComputeKernelStats(*merged);
+  auto traces = trace::ReadTraces({dir.string()});
+  ASSERT_TRUE(traces.ok()) << traces.status().message();
+  const Trace merged = OneTrace(std::move(*traces));
+  const KernelStats stats = ComputeKernelStats(merged);
   ASSERT_EQ(stats.launches, 6);
   bool found = false;
   for (const KernelRow& k : stats.kernels) {
@@ -315,7 +317,7 @@ TEST(KinetoFidelityTest, KernelGeometryFromADirectory) {
   }
   EXPECT_TRUE(found);
   // Copy sizes come along too.
-  EXPECT_EQ(ComputeMemcpyStats(*merged).bytes, 2000000);
+  EXPECT_EQ(ComputeMemcpyStats(merged).bytes, 2000000);
   std::filesystem::remove_all(dir);
 }
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_io.h"
-#include "profiler/formats/chrome_json/chrome_json_writer.h"
+#include "profiler/formats/tf_timeline/tf_timeline_writer.h"
 #include "profiler/formats/reader.h"
 #include "test_util.h"
 

@@ -22,6 +22,7 @@
 
 #include "base/file_io.h"
 #include "profiler/formats/chrome_json/chrome_json_writer.h"
+#include "profiler/formats/tf_timeline/tf_timeline_writer.h"
 #include "profiler/formats/common/proto_utf8.h"
 #include "profiler/formats/reader.h"
 #include "profiler/formats/step_stats/step_stats_import.h"

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/formats/inputs.h"
 #include "profiler/analysis/run_diff.h"
 #include "profiler/analysis/steps.h"
 #include "test_util.h"
@@ -57,8 +58,13 @@ RunDiff Compare(const std::vector<std::string>& a_flags, const std::vector<std::
       (side_a ? a_dirs : b_dirs).push_back(Train(tag + (side_a ? "_a" : "_b"), round, side_a ? a_flags : b_flags));
     }
   }
-  auto a = analysis::CollectSteps(a_dirs);
-  auto b = analysis::CollectSteps(b_dirs);
+  auto steps_of = [](const std::vector<std::string>& dirs) -> StatusOr<std::vector<analysis::Step>> {
+    analysis::StepCollector collector;
+    RETURN_IF_ERROR(trace::ForEachTrace(dirs, [&](trace::Trace t) { return collector.Add(std::move(t)); }));
+    return std::move(collector).Finish();
+  };
+  auto a = steps_of(a_dirs);
+  auto b = steps_of(b_dirs);
   for (const auto* dirs : {&a_dirs, &b_dirs}) {
     for (const std::string& dir : *dirs) std::filesystem::remove_all(dir);  // 1 MB a step
   }

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profiler/formats/inputs.h"
 #include "profiler/analysis/merge.h"
 #include "profiler/formats/reader.h"
 #include "tests/cli/run_stepscope.h"
@@ -132,7 +133,7 @@ TEST(StragglersRunTest, ThreeRanksMatchARecountOfTheRawSlices) {
   }
 
   // merge reports the same straggler and lateness.
-  auto loaded = analysis::LoadTraces({traces});
+  auto loaded = trace::ReadTraces({traces});
   ASSERT_TRUE(loaded.ok());
   const analysis::MergeResult merged = analysis::MergeTraces(std::move(*loaded));
   ASSERT_EQ(merged.report.stragglers.size(), 3u);

@@ -17,6 +17,7 @@
 #include <functional>
 
 #include "base/units.h"
+#include "profiler/formats/inputs.h"
 #include "profiler/analysis/gpu_analyses.h"
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/step_analyses.h"
@@ -465,7 +466,7 @@ class AnalysisPanesTest : public QObject {
     QVERIFY(merge != nullptr);
     QCOMPARE(merge->inputs.size(), size_t{2});
     QVERIFY(merge->stragglers.has_value());
-    const auto inputs = analysis::LoadTraces(*analysis::ExpandTracePaths({dir}));
+    const auto inputs = trace::ReadTraces({dir});
     QVERIFY(inputs.ok());
     const auto expected = analysis::ComputeStragglers(*inputs);
     QVERIFY(expected.ok());

@@ -18,6 +18,8 @@
 
 #include "base/units.h"
 #include "profiler/analysis/merge.h"
+#include "profiler/formats/inputs.h"
+#include "profiler/formats/reader.h"
 #include "profiler/formats/writer.h"
 #include "profiler/testing/synthetic_trace.h"
 #include "viewer/app/document_view.h"
@@ -122,7 +124,7 @@ double RenderFrame(TimelineView* timeline, QImage* image) {
 std::shared_ptr<const TraceDocument> OpenBenchTrace(MainWindow& window, const QString& trace_path,
                                                     const QElapsedTimer& opening) {
   // A directory (of ranks) is merged, as the window merges it.
-  const auto files = analysis::ExpandTracePaths({trace_path.toStdString()});
+  const auto files = trace::ResolveTracePaths({trace_path.toStdString()});
   if (!files.ok()) {
     PrintError(QString::fromStdString(files.status().message()));
     return nullptr;
@@ -344,9 +346,14 @@ void QuietOffscreenNotes(QtMsgType type, const QMessageLogContext&, const QStrin
 int RunViewer(int argc, char** argv) {
   // Parsed before any QApplication exists: a usage error or --help needs no display.
   QCommandLineParser parser;
-  parser.setApplicationDescription(
-      "Timelines, memory charts, op statistics and search for stepscope traces: TensorFlow "
-      "RunMetadata/StepStats (.pb, .pbtxt) and Chrome/PyTorch profiler JSON (.json, .json.gz).");
+  // The formats as the reader table has them (`stepscope formats` describes each).
+  QString formats;
+  for (const trace::TraceReaderEntry& entry : trace::TraceReaders()) {
+    formats += "\n  " + QString::fromUtf8(entry.name.data(), entry.name.size()).leftJustified(16) +
+               QString::fromUtf8(entry.extensions.data(), entry.extensions.size());
+  }
+  parser.setApplicationDescription("Timelines, memory charts, op statistics and search for stepscope traces, the format "
+                                   "told from the content (a directory: its traces, or a profiler run as one):" + formats);
   parser.addHelpOption();
   const QCommandLineOption screenshot("screenshot", "Render the window offscreen to OUT.png and exit.", "OUT.png");
   const QCommandLineOption size_option("size", "Window size for --screenshot and --bench (default 1600x1000).",

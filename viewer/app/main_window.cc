@@ -27,6 +27,7 @@
 #include <algorithm>
 
 #include "base/file_io.h"
+#include "profiler/formats/reader.h"
 #include "profiler/formats/writer.h"
 #include "viewer/app/document_view.h"
 #include "viewer/compare/compare_view.h"
@@ -41,8 +42,12 @@ namespace stepscope::viewer {
 namespace {
 
 constexpr int kMaxRecent = 10;
-const char* const kTraceFilter =
-    "Traces (*.pb *.pbtxt *.json *.json.gz *.xplane.pb *.pftrace *.perfetto-trace *.gz *.trace);;All files (*)";
+// The file dialogs' filter: every file name a reader takes (the reader table's).
+QString TraceFilter() {
+  QStringList patterns;
+  for (const std::string& pattern : trace::TraceFilePatterns()) patterns << QString::fromStdString(pattern);
+  return QObject::tr("Traces (%1);;All files (*)").arg(patterns.join(' '));
+}
 
 }  // namespace
 
@@ -148,7 +153,7 @@ MainWindow::~MainWindow() = default;
 void MainWindow::BuildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   file->addAction(tr("&Open..."), QKeySequence::Open, this, [this] {
-    const QStringList paths = QFileDialog::getOpenFileNames(this, tr("Open traces"), QString(), tr(kTraceFilter));
+    const QStringList paths = QFileDialog::getOpenFileNames(this, tr("Open traces"), QString(), TraceFilter());
     if (!paths.isEmpty()) Open(paths);
   });
   file->addAction(tr("Open &Directory as One Timeline..."), this, [this] {
@@ -157,7 +162,7 @@ void MainWindow::BuildMenus() {
   });
   file->addAction(tr("Open Files as One &Timeline..."), this, [this] {
     const QStringList paths =
-        QFileDialog::getOpenFileNames(this, tr("Open traces to merge (ranks, steps)"), QString(), tr(kTraceFilter));
+        QFileDialog::getOpenFileNames(this, tr("Open traces to merge (ranks, steps)"), QString(), TraceFilter());
     if (!paths.isEmpty()) Open(paths, /*merge_all=*/true);
   });
   file->addAction(tr("Compare &With..."), this, [this] {
@@ -169,7 +174,7 @@ void MainWindow::BuildMenus() {
       return;
     }
     const QStringList b = QFileDialog::getOpenFileNames(
-        this, tr("Compare %1 with (side B: one or more traces)").arg(QFileInfo(a).fileName()), QString(), tr(kTraceFilter));
+        this, tr("Compare %1 with (side B: one or more traces)").arg(QFileInfo(a).fileName()), QString(), TraceFilter());
     if (!b.isEmpty()) Compare({a}, b);
   });
   file->addAction(tr("Compare Two &Directories..."), this, [this] {

@@ -8,10 +8,18 @@
 
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/op_stats.h"
+#include "profiler/formats/inputs.h"
 #include "profiler/formats/reader.h"
 
 namespace stepscope::viewer {
 namespace {
+
+// The steps of the traces `paths` name (files, globs, directories), read one at a time.
+StatusOr<std::vector<analysis::Step>> StepsOf(const std::vector<std::string>& paths) {
+  analysis::StepCollector collector;
+  RETURN_IF_ERROR(trace::ForEachTrace(paths, [&](trace::Trace trace) { return collector.Add(std::move(trace)); }));
+  return std::move(collector).Finish();
+}
 
 // The key of a slice in one table: nothing when the slice is no op of the diff or belongs to
 // another table (kernels are only in the kernel table, everything else only in the others).
@@ -50,9 +58,9 @@ StatusOr<std::shared_ptr<const Comparison>> LoadComparison(const std::vector<std
   auto comparison = std::make_shared<Comparison>();
   comparison->paths_a = paths_a;
   comparison->paths_b = paths_b;
-  auto a = analysis::CollectSteps(paths_a);
+  auto a = StepsOf(paths_a);
   if (!a.ok()) return Status(a.status().code(), "side A: " + a.status().message());
-  auto b = analysis::CollectSteps(paths_b);
+  auto b = StepsOf(paths_b);
   if (!b.ok()) return Status(b.status().code(), "side B: " + b.status().message());
   comparison->steps_a = std::move(a).value();
   comparison->steps_b = std::move(b).value();
@@ -73,7 +81,7 @@ StatusOr<StepDocument> OpenStepDocument(const analysis::Step& step) {
   if (files.size() == 1) {
     ASSIGN_OR_RETURN(out.document, OpenDocument(files.front()));
   } else {
-    ASSIGN_OR_RETURN(std::vector<trace::Trace> traces, analysis::LoadTraces(files));
+    ASSIGN_OR_RETURN(std::vector<trace::Trace> traces, trace::ReadTraces(files));
     analysis::MergeResult merged = analysis::MergeTraces(std::move(traces));
     ASSIGN_OR_RETURN(out.document, MakeDocument(std::move(merged.trace), step.source));
   }

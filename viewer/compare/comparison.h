@@ -2,7 +2,7 @@
 // data behind the comparison view, no widgets.
 //
 // Each side is what `stepscope diff A... --vs B...` takes (files, directories, several of either):
-// its steps come from analysis::CollectSteps and the numbers from analysis::DiffRuns, so the view
+// its steps come from analysis::StepCollector and the numbers from analysis::DiffRuns, so the view
 // shows exactly the rows, verdicts and order the CLI prints. The timelines show one step a side
 // (default: the first, in the CLI's step order), read again from its file as a viewer document;
 // the two are aligned on the chosen steps' starts.
@@ -32,7 +32,7 @@ namespace stepscope::viewer {
 
 struct Comparison {
   std::vector<std::string> paths_a, paths_b;  // as given
-  std::vector<analysis::Step> steps_a, steps_b;  // CollectSteps order
+  std::vector<analysis::Step> steps_a, steps_b;  // StepCollector order
   analysis::RunDiff diff;
 };
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "profiler/analysis/merge.h"
+#include "profiler/formats/inputs.h"
 #include "profiler/formats/reader.h"
 
 namespace stepscope::viewer {
@@ -63,7 +64,7 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
     std::vector<PlannedRequest> plan;
     int total = 0;
     for (const auto& [paths, merge] : wanted) {
-      auto files = analysis::ExpandTracePaths(paths);
+      auto files = trace::ResolveTracePaths(paths);
       if (!files.ok()) {
         fail(files.status().message());
         continue;

@@ -16,6 +16,7 @@
 #include "profiler/cli/commands/commands.h"
 #include "profiler/cli/commands/report.h"
 #include "profiler/cli/report_format.h"
+#include "profiler/formats/inputs.h"
 
 namespace stepscope::cli {
 namespace {
@@ -27,6 +28,13 @@ using analysis::Step;
 
 constexpr size_t kDefaultCauses = 5;
 constexpr double kDefaultGateMinMs = 0.1;
+
+// The steps of the traces `paths` name (files, globs, directories), read one at a time.
+StatusOr<std::vector<Step>> StepsOf(const std::vector<std::string>& paths) {
+  analysis::StepCollector collector;
+  RETURN_IF_ERROR(trace::ForEachTrace(paths, [&](trace::Trace trace) { return collector.Add(std::move(trace)); }));
+  return std::move(collector).Finish();
+}
 
 std::string Signed(double ns) { return (ns > 0 ? "+" : "") + FormatDuration(ns); }
 
@@ -57,7 +65,7 @@ std::string FileName(const std::string& path) {
 
 Status RunSteps(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultCauses));
-  ASSIGN_OR_RETURN(std::vector<Step> steps, analysis::CollectSteps(args.positional));
+  ASSIGN_OR_RETURN(std::vector<Step> steps, StepsOf(args.positional));
   const analysis::StepsReport report = analysis::AnalyzeSteps(std::move(steps), top);
   if (args.Has("json")) {
     Json doc;
@@ -281,8 +289,8 @@ Status RunStepDiff(const ParsedArgs& args, const std::vector<std::string>& a, co
   options.bootstrap.resamples = static_cast<int>(resamples);
   options.bootstrap.seed = static_cast<uint64_t>(seed);
 
-  ASSIGN_OR_RETURN(std::vector<Step> steps_a, analysis::CollectSteps(a));
-  ASSIGN_OR_RETURN(std::vector<Step> steps_b, analysis::CollectSteps(b));
+  ASSIGN_OR_RETURN(std::vector<Step> steps_a, StepsOf(a));
+  ASSIGN_OR_RETURN(std::vector<Step> steps_b, StepsOf(b));
   if (steps_a.size() == 1 && steps_b.size() == 1) {
     err << "note: one step on each side: this is the aggregate diff, no confidence can be given (give several "
            "steps per side for statistics)\n";
@@ -362,8 +370,10 @@ Status RunTraceDiff(const ParsedArgs& args, std::ostream& out, std::ostream& err
   bool handled = false;
   RETURN_IF_ERROR(RunStepDiff(args, sides.first, sides.second, out, err, handled));
   if (handled) return Status::Ok();
-  ASSIGN_OR_RETURN(Trace a, analysis::LoadAsOneTrace(sides.first));
-  ASSIGN_OR_RETURN(Trace b, analysis::LoadAsOneTrace(sides.second));
+  ASSIGN_OR_RETURN(std::vector<Trace> traces_a, trace::ReadTraces(sides.first));
+  ASSIGN_OR_RETURN(std::vector<Trace> traces_b, trace::ReadTraces(sides.second));
+  const Trace a = analysis::OneTrace(std::move(traces_a));
+  const Trace b = analysis::OneTrace(std::move(traces_b));
   const analysis::TraceDiff diff = analysis::DiffTraces(a, b);
   if (args.Has("json")) {
     nlohmann::ordered_json doc;

@@ -19,14 +19,13 @@ Status RunConvert(const ParsedArgs& args, std::ostream& out, std::ostream& err) 
   if (auto name = args.Get("format")) {
     format = trace::ParseOutputFormat(*name);
     if (!format) {
-      return InvalidInput("--format " + *name +
-                          ": unknown format (use chrome, perfetto-proto, tf-timeline, pb or pbtxt)");
+      return InvalidInput("--format " + *name + ": unknown format (use " + trace::OutputFormatList() + ")");
     }
   } else {
     format = trace::OutputFormatFromPath(out_path);
     if (!format) {
-      return InvalidInput(out_path + ": cannot tell the output format from the extension; use "
-                                     ".json, .json.gz, .pftrace, .pb or .pbtxt, or pass --format");
+      return InvalidInput(out_path + ": cannot tell the output format from the extension; use " +
+                          trace::OutputExtensionList() + ", or pass --format");
     }
   }
   trace::SerializeOptions options;
@@ -84,7 +83,7 @@ Status RunFormats(const ParsedArgs& args, std::ostream& out, std::ostream&) {
 
 CommandSpec ConvertCommand() {
   return {.name = "convert",
-          .synopsis = "IN OUT [--format chrome|perfetto-proto|tf-timeline|pb|pbtxt] [--keep-extensions]",
+          .synopsis = "IN OUT [--format " + trace::OutputFormatChoices() + "] [--keep-extensions]",
           .description =
               "Converts a trace (any input of 'stepscope formats': RunMetadata/StepStats binary or text,\n"
               "Chrome/Kineto JSON, TensorFlow 2/JAX XSpace .xplane.pb or a plugins/profile/<run>/\n"
@@ -106,7 +105,7 @@ CommandSpec ConvertCommand() {
               "        stepscope: TensorFlow refuses it). .pb always keeps them (TensorFlow skips them).\n"
               "OUT appears complete or not at all.",
           .flags =
-              {{"format", "FORMAT", "chrome (alias perfetto), perfetto-proto (alias pftrace), tf-timeline, pb or pbtxt"},
+              {{"format", "FORMAT", trace::OutputFormatList(/*with_aliases=*/true)},
               {"keep-extensions", "", "pbtxt: also write stepscope's fields (for stepscope, not TensorFlow)"}},
           .min_positional = 2,
           .max_positional = 2,

@@ -13,6 +13,7 @@
 #include "profiler/cli/commands/report.h"
 #include "profiler/cli/report_format.h"
 #include "profiler/cli/scope_flags.h"
+#include "profiler/formats/inputs.h"
 #include "profiler/formats/writer.h"
 
 namespace stepscope::cli {
@@ -182,16 +183,16 @@ Status RunMerge(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
     if (!output) return InvalidInput("--format " + *name + ": needs -o OUT");
     format = trace::ParseOutputFormat(*name);
     if (!format) {
-      return InvalidInput("--format " + *name + ": unknown format (use chrome, perfetto-proto, tf-timeline, pb or pbtxt)");
+      return InvalidInput("--format " + *name + ": unknown format (use " + trace::OutputFormatList() + ")");
     }
   } else if (output) {
     format = trace::OutputFormatFromPath(*output);
     if (!format) {
-      return InvalidInput(*output + ": cannot tell the output format from the extension; use "
-                                    ".json, .json.gz, .pftrace, .pb or .pbtxt, or pass --format");
+      return InvalidInput(*output + ": cannot tell the output format from the extension; use " +
+                          trace::OutputExtensionList() + ", or pass --format");
     }
   }
-  ASSIGN_OR_RETURN(std::vector<Trace> traces, analysis::LoadTraces(args.positional));
+  ASSIGN_OR_RETURN(std::vector<Trace> traces, trace::ReadTraces(args.positional));
   analysis::MergeResult merged = analysis::MergeTraces(std::move(traces));
   if (output) {
     std::vector<std::string> left_out;
@@ -280,7 +281,7 @@ CommandSpec StragglersCommand() {
 
 CommandSpec MergeCommand() {
   return {.name = "merge",
-          .synopsis = "DIR|TRACES... [-o OUT] [--format chrome|perfetto-proto|tf-timeline|pb|pbtxt] [--json]",
+          .synopsis = "DIR|TRACES... [-o OUT] [--format " + trace::OutputFormatChoices() + "] [--json]",
           .description =
               "Merges per-rank (and per-step) traces into one timeline: one process per input (rank,\n"
               "host, step), clocks aligned (same host: its shared clock; other hosts: the barrier\n"

@@ -9,6 +9,7 @@
 #include "profiler/analysis/merge.h"
 #include "profiler/cli/report_format.h"
 #include "profiler/cli/scope_flags.h"
+#include "profiler/formats/inputs.h"
 
 namespace stepscope::cli {
 
@@ -110,7 +111,8 @@ CommandSpec TraceReportCommand(std::string name, std::string description, TraceR
           .flags = TraceReportFlags(),
           .run = [report = std::move(report)](const ParsedArgs& args, std::ostream& out, std::ostream&) -> Status {
             ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
-            ASSIGN_OR_RETURN(Trace trace, analysis::LoadAsOneTrace(args.positional));
+            ASSIGN_OR_RETURN(std::vector<Trace> traces, trace::ReadTraces(args.positional));
+            Trace trace = analysis::OneTrace(std::move(traces));
             if (args.Has("json")) {
               EmitJson(out, report.json(trace, top));
             } else {

@@ -1,4 +1,4 @@
-// The `perfetto` flavour of Chrome JSON export (see chrome_writer.h).
+// The Perfetto-ready flavour of Chrome JSON export (see chrome_json_writer.h).
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -454,10 +454,5 @@ class PerfettoExporter {
 }  // namespace
 
 std::string ExportPerfettoJson(const Trace& trace) { return PerfettoExporter(trace).Run(); }
-
-StatusOr<std::string> ExportChromeJson(const Trace& trace, ChromeFlavour flavour) {
-  if (flavour == ChromeFlavour::kTfTimeline) return ExportTfTimelineJson(trace);
-  return ExportPerfettoJson(trace);
-}
 
 }  // namespace stepscope::trace

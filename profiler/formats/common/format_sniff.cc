@@ -1,3 +1,5 @@
+// Telling RunMetadata/StepStats, XSpace and Perfetto protobuf apart by walking their first bytes
+// against each schema (format_sniff.h).
 #include "profiler/formats/common/format_sniff.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The JSON emitter of the Chrome writers: numbers and escaped, UTF-8-repaired strings appended to
+// one buffer (json_out.h).
 #include "profiler/formats/common/json_out.h"
 
 namespace stepscope::trace {

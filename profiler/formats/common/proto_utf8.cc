@@ -1,3 +1,5 @@
+// Repairing invalid UTF-8 in the string fields of imported step stats messages, text or binary
+// (proto_utf8.h).
 #include "profiler/formats/common/proto_utf8.h"
 
 #include <google/protobuf/descriptor.h>

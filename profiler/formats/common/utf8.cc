@@ -1,3 +1,4 @@
+// UTF-8 validation and repair shared by every reader: U+FFFD for each offending byte (utf8.h).
 #include "profiler/formats/common/utf8.h"
 
 namespace stepscope::trace {

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "profiler/formats/step_stats/step_stats_times.h"
 #include "profiler/trace/trace.h"
 
 namespace stepscope::tf {
@@ -24,14 +25,5 @@ Trace ImportRunMetadata(std::shared_ptr<tf::RunMetadata> metadata, SourceFormat 
 // per node. nullopt where the scan declines the input (damage, strings to repair, unusual
 // encodings): the caller then takes that path, which names the problem or repairs it.
 std::optional<Trace> ImportBinaryStepStats(std::string_view bytes, const std::string& path);
-
-// Microseconds as nanoseconds, clamped to ±2^62 ns (so sums and differences of times fit).
-int64_t MicrosToNanos(int64_t micros);
-// Nanoseconds clamped to ±2^62.
-int64_t ClampTimeNs(int64_t ns);
-
-// Node times in ns: the *_nanos fields when the producer wrote them, else micros * 1000.
-int64_t NodeStartNs(const tf::NodeExecStats& node);
-int64_t NodeDurationNs(const tf::NodeExecStats& node);
 
 }  // namespace stepscope::trace

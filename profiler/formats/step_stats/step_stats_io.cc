@@ -1,3 +1,5 @@
+// Parsing and serialising TensorFlow step stats files, binary and text, with the errors and
+// repairs step_stats_io.h describes.
 #include "profiler/formats/step_stats/step_stats_io.h"
 
 #include <google/protobuf/arena.h>

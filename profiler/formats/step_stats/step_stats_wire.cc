@@ -1,3 +1,5 @@
+// The one-pass wire scan of binary step stats: each node's import fields and its own bytes for
+// the node store, no message built per node (step_stats_wire.h).
 #include "profiler/formats/step_stats/step_stats_wire.h"
 
 #include <google/protobuf/descriptor.h>
@@ -10,7 +12,7 @@
 
 #include "base/check.h"
 #include "profiler/formats/common/proto_wire.h"
-#include "profiler/formats/step_stats/step_stats_import.h"
+#include "profiler/formats/step_stats/step_stats_times.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
 #include "stepscope/tf/run_metadata.pb.h"
 

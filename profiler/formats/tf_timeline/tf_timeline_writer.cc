@@ -10,7 +10,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "profiler/formats/chrome_json/chrome_json_writer.h"
+#include "profiler/formats/tf_timeline/tf_timeline_writer.h"
 #include "profiler/formats/common/json_out.h"
 #include "profiler/trace/tf_names.h"
 #include "stepscope/tf/run_metadata.pb.h"

@@ -1,3 +1,5 @@
+// Reading TensorFlow 2 / JAX profiler XSpace files, one or a run directory's, into the model
+// (xspace_reader.h).
 #include "profiler/formats/xspace/xspace_reader.h"
 
 #include <algorithm>
