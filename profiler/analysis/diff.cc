@@ -1,3 +1,4 @@
+// Two traces compared per op type and per node (diff.h): counts and time deltas, sorted by impact.
 #include "profiler/analysis/diff.h"
 
 #include <algorithm>
