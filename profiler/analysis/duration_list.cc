@@ -1,3 +1,4 @@
+// Compact nanosecond lists for exact quantiles on huge traces (duration_list.h).
 #include "profiler/analysis/duration_list.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// `stepscope gpu`, `idle` and `launches` (gpu_analyses.h): GPU time, idle causes, launch costs.
 #include "profiler/analysis/gpu_analyses.h"
 
 #include <algorithm>

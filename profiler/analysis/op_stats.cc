@@ -1,3 +1,4 @@
+// Per-op-type and per-node statistics over a trace or a window (op_stats.h).
 #include "profiler/analysis/op_stats.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Two runs compared step by step (run_diff.h): per-step totals, bootstrap intervals.
 #include "profiler/analysis/run_diff.h"
 
 #include <algorithm>

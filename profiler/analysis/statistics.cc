@@ -1,3 +1,4 @@
+// Small-sample statistics for run comparisons (statistics.h): robust location, tests.
 #include "profiler/analysis/statistics.h"
 
 #include <algorithm>

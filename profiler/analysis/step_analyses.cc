@@ -1,3 +1,4 @@
+// How a step's time is bound (step_analyses.h): communication hidden behind compute.
 #include "profiler/analysis/step_analyses.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// `stepscope stragglers` (stragglers.h): per step, the rank that finished last and why.
 #include "profiler/analysis/stragglers.h"
 
 #include <algorithm>

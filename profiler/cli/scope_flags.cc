@@ -1,3 +1,4 @@
+// --step/--steps and --rank (scope_flags.h): parsed, and only the ranks asked for read.
 #include "profiler/cli/scope_flags.h"
 
 #include "profiler/formats/inputs.h"

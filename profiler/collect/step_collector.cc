@@ -1,3 +1,4 @@
+// Run-time per-op step stats (step_collector.h): per-thread buffers turned into RunMetadata.
 #include "profiler/collect/step_collector.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Kineto kernel arguments stored once per launch configuration (kernel_args_table.h).
 #include "profiler/trace/kernel_args_table.h"
 
 #include <algorithm>

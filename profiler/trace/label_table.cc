@@ -1,3 +1,4 @@
+// A slice's name and op type as one 32-bit label (label_table.h).
 #include "profiler/trace/label_table.h"
 
 namespace stepscope::trace {

@@ -1,3 +1,4 @@
+// The compressed StepStats payload of a Trace (node_store.h), read block by block on demand.
 #include "profiler/trace/node_store.h"
 
 #include <zstd.h>

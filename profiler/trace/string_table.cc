@@ -1,3 +1,4 @@
+// A Trace's interned strings (string_table.h): each stored once, named by a 32-bit id.
 #include "profiler/trace/string_table.h"
 
 #include <cstring>

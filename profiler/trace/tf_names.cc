@@ -1,3 +1,4 @@
+// TensorFlow's naming conventions in step stats, parsed in one place (tf_names.h).
 #include "profiler/trace/tf_names.h"
 
 #include <cctype>

@@ -1,3 +1,4 @@
+// Slices held per track while a file is read, then handed over (track_slice_buffer.h).
 #include "profiler/trace/track_slice_buffer.h"
 
 #include <algorithm>

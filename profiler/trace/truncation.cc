@@ -1,3 +1,4 @@
+// Inputs read only up to a cut (truncation.h): --allow-truncated and each cut's description.
 #include "profiler/trace/truncation.h"
 
 namespace stepscope::trace {
