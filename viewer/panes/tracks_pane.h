@@ -12,8 +12,6 @@ class TracksPane : public Pane {
   static constexpr PaneId kId = kTracksPane;
   TracksPane(PaneHost& host, QObject* parent);
 
-  TrackTreeModel* track_model() const { return track_model_; }
-
  private:
   TrackTreeModel* track_model_;
 };

@@ -243,8 +243,6 @@ void TimelineView::SetTrackCollapsed(uint32_t track, bool collapsed) {
 void TimelineView::resizeEvent(QResizeEvent*) { UpdateScrollBar(); }
 
 void TimelineView::paintEvent(QPaintEvent*) {
-  QElapsedTimer timer;
-  timer.start();
   QPainter painter(this);
   painter.fillRect(rect(), kBackground);
   const TimeMapping map = mapping();
@@ -252,7 +250,6 @@ void TimelineView::paintEvent(QPaintEvent*) {
   PaintSelection(painter, map);
   if (show_flows_) PaintFlows(painter, map);
   PaintRuler(painter, map);
-  last_paint_ms_ = static_cast<double>(timer.nsecsElapsed()) / 1e6;
 }
 
 void TimelineView::PaintRuler(QPainter& painter, const TimeMapping& map) {

@@ -70,8 +70,6 @@ class TimelineView : public QWidget {
   void SetSliceNote(std::function<QString(uint32_t slice)> note) { slice_note_ = std::move(note); }
   // The tooltip at a widget position (HTML), empty where there is none.
   QString TooltipAt(const QPoint& pos) const;
-  // Milliseconds the last paintEvent took.
-  double last_paint_ms() const { return last_paint_ms_; }
 
  public slots:
   void SelectSlice(int64_t slice);  // -1 clears
@@ -149,7 +147,6 @@ class TimelineView : public QWidget {
   std::vector<std::vector<DrawBox>> row_boxes_;  // per visible row, reused between frames
   QFont label_font_;
   std::unordered_map<uint64_t, QStaticText> label_cache_;  // (name, chars) -> laid-out label
-  double last_paint_ms_ = 0;
 };
 
 }  // namespace stepscope::viewer
