@@ -38,6 +38,7 @@ namespace {
 int64_t g_slices = 100000;
 int g_tf1_copies = 16;
 std::string g_pb_file;
+std::string g_pb_bytes;  // its content, read before any benchmark runs
 std::string g_write_synthetic;
 
 const std::string& SampleText() {
@@ -154,8 +155,7 @@ BENCHMARK(BM_LoadBinaryTf1Copies)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)
 
 // Registered only with --pb_file.
 void BM_LoadBinaryFile(benchmark::State& state) {
-  static const std::string binary = ReadFile(g_pb_file).value();
-  LoadBinary(state, binary);
+  LoadBinary(state, g_pb_bytes);
 }
 
 // The UTF-8 walk over every string field, which a text import makes when its text has escapes
@@ -216,6 +216,13 @@ int main(int argc, char** argv) {
     return status.ok() ? 0 : 1;
   }
   if (!stepscope::trace::g_pb_file.empty()) {
+    // A file that cannot be read is a usage error, named before any benchmark runs.
+    auto bytes = stepscope::ReadFile(stepscope::trace::g_pb_file);
+    if (!bytes.ok()) {
+      std::fprintf(stderr, "--pb_file: %s\n", bytes.status().message().c_str());
+      return 2;
+    }
+    stepscope::trace::g_pb_bytes = std::move(*bytes);
     benchmark::RegisterBenchmark("BM_LoadBinaryFile", stepscope::trace::BM_LoadBinaryFile)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
   }
   return stepscope::testing::RunBenchmarks(kept, argv);
