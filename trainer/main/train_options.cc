@@ -152,8 +152,9 @@ std::string TrainUsage() {
          "one replica per device, the global batch = N x --batch_size) and reports loss,\n"
          "perplexity or accuracy, and throughput (examples/sec +- standard error after warm-up\n"
          "steps). Gradient reduction: replicated scales each tower's loss by 1/N and sums the\n"
-         "gradients; parameter_server averages them; both then clip by global norm and apply the\n"
-         "same update on every device, so replicas stay bit-identical.\n"
+         "gradients; parameter_server averages them; both then apply the same update on every\n"
+         "device (the LSTM clips by global norm first, as the PTB model does; ResNet does not clip),\n"
+         "so replicas stay bit-identical.\n"
 
          "Without --data_dir it trains on built-in deterministic data.\n\n"
          "flags:\n" +
