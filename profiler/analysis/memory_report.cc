@@ -27,9 +27,10 @@ std::vector<AllocatorReport> ComputeMemoryReport(const trace::Trace& trace, size
       }
     }
   }
+  LiveTensorIndex live(trace);  // every allocator's peak asks it
   for (AllocatorTimeline& timeline : ComputeMemoryTimelines(trace)) {
     AllocatorReport report;
-    report.live_at_peak = LiveTensorsAt(trace, timeline, timeline.peak_ns);
+    report.live_at_peak = live.At(timeline, timeline.peak_ns);
     report.live_tensors = static_cast<int64_t>(report.live_at_peak.size());
     for (const LiveTensor& t : report.live_at_peak) {
       // Sizes from a file may be anywhere in int64: the sums saturate.

@@ -299,9 +299,15 @@ std::vector<AllocatorTimeline> ComputeMemoryTimelines(const Trace& trace) {
 
 std::vector<LiveTensor> LiveTensorsAt(const Trace& trace, const AllocatorTimeline& timeline,
                                       int64_t time_ns) {
+  return LiveTensorIndex(trace).At(timeline, time_ns);
+}
+
+std::vector<LiveTensor> LiveTensorIndex::At(const AllocatorTimeline& timeline, int64_t time_ns) {
+  std::optional<std::vector<LiveTensor>>& all = timeline.derived_from_outputs ? tensors_ : buffers_;
+  if (!all) all = timeline.derived_from_outputs ? TensorsFromOutputs(*trace_) : BuffersFromOutputs(*trace_);
   std::vector<LiveTensor> live;
-  for (LiveTensor& t : timeline.derived_from_outputs ? TensorsFromOutputs(trace) : BuffersFromOutputs(trace)) {
-    if (t.allocator == timeline.allocator && t.LiveAt(time_ns)) live.push_back(std::move(t));
+  for (const LiveTensor& t : *all) {
+    if (t.allocator == timeline.allocator && t.LiveAt(time_ns)) live.push_back(t);
   }
   auto largest_first = [](const LiveTensor& a, const LiveTensor& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.name < b.name;

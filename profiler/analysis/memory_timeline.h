@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,20 @@ std::vector<AllocatorTimeline> ComputeMemoryTimelines(const trace::Trace& trace)
 // Empty when the trace records no tensors (e.g. PyTorch traces).
 std::vector<LiveTensor> LiveTensorsAt(const trace::Trace& trace, const AllocatorTimeline& timeline,
                                       int64_t time_ns);
+
+// LiveTensorsAt for many instants or allocators of one trace: the tensors and buffers it picks
+// from are built once, on first use (each build reads every slice's outputs), not per question.
+// The viewer's memory pane asks at every instant the user points at. Refers to `trace`, which
+// must outlive it.
+class LiveTensorIndex {
+ public:
+  explicit LiveTensorIndex(const trace::Trace& trace) : trace_(&trace) {}
+  std::vector<LiveTensor> At(const AllocatorTimeline& timeline, int64_t time_ns);
+
+ private:
+  const trace::Trace* trace_;
+  std::optional<std::vector<LiveTensor>> tensors_, buffers_;  // TensorsFromOutputs, BuffersFromOutputs
+};
 
 // Every output tensor with an allocation description (StepStats inputs), in slice order, live
 // from its producer's start to its last consumer's end, as timeline.py draws them.

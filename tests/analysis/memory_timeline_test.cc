@@ -207,6 +207,44 @@ TEST(MemoryTimelineTest, LiveTensorsOfRealStepsNeverExceedThePeak) {
   }
 }
 
+// The index the viewer keeps answers as LiveTensorsAt does, question after question: its lists are
+// built once and never consumed by an answer (every allocator, at the peak and at every point of
+// the curve, of a real step with both kinds of curve: from records and derived from outputs).
+TEST(MemoryTimelineTest, LiveTensorIndexAnswersAsLiveTensorsAtAcrossQuestions) {
+  bool saw_derived = false, saw_recorded = false;
+  for (const std::string& path : {stepscope::testing::DataPath("ptb_lstm_tf1_gpu_step.pbtxt"),
+                                  stepscope::testing::DataPath("corner/quirks.pbtxt")}) {
+    SCOPED_TRACE(path);
+    auto trace = trace::ReadTrace(path);
+    ASSERT_TRUE(trace.ok()) << trace.status().message();
+    LiveTensorIndex index(*trace);
+    size_t answers = 0, nonempty = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const AllocatorTimeline& timeline : ComputeMemoryTimelines(*trace)) {
+        SCOPED_TRACE(timeline.allocator);
+        (timeline.derived_from_outputs ? saw_derived : saw_recorded) = true;
+        for (size_t p = 0; p < timeline.curve.size(); p += std::max<size_t>(1, timeline.curve.size() / 40)) {
+          const int64_t at = timeline.curve[p].time_ns;
+          const std::vector<LiveTensor> expected = LiveTensorsAt(*trace, timeline, at);
+          const std::vector<LiveTensor> got = index.At(timeline, at);
+          ASSERT_EQ(got.size(), expected.size()) << "at " << at;
+          for (size_t i = 0; i < got.size(); ++i) {
+            EXPECT_EQ(got[i].name, expected[i].name);
+            EXPECT_EQ(got[i].bytes, expected[i].bytes);
+            EXPECT_EQ(got[i].alloc_ns, expected[i].alloc_ns);
+            EXPECT_EQ(got[i].free_ns, expected[i].free_ns);
+          }
+          ++answers;
+          nonempty += got.empty() ? 0 : 1;
+        }
+      }
+    }
+    EXPECT_GT(nonempty, answers / 4);  // the questions do find tensors
+  }
+  // Both kinds of curve were asked about: the PTB step's from records, quirks' from outputs.
+  EXPECT_TRUE(saw_derived && saw_recorded);
+}
+
 TEST(MemoryTimelineTest, TraceWithoutMemoryHasNoTimelines) {
   const trace::Trace trace = Read(R"pb(step_stats { dev_stats { device: "/device:CPU:0"
       node_stats { node_name: "x" all_start_micros: 5 all_end_rel_micros: 1 } } })pb");

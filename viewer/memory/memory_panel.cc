@@ -94,7 +94,7 @@ void MemoryPanel::ShowLiveAt(int chart_index, int64_t time_ns) {
   for (int i = 0; i < chart_count(); ++i) {
     charts_[static_cast<size_t>(i)]->SetCursorTime(i == chart_index ? std::optional<int64_t>(time_ns) : std::nullopt);
   }
-  auto tensors = analysis::LiveTensorsAt(document_->trace(), timeline, time_ns);
+  auto tensors = live_tensors_.At(timeline, time_ns);
   int64_t total = 0;
   for (const auto& tensor : tensors) total += tensor.bytes;
   const int64_t level = analysis::BytesAt(timeline.curve, time_ns);

@@ -43,6 +43,8 @@ class MemoryPanel : public QWidget {
  private:
   std::shared_ptr<const TraceDocument> document_;
   std::shared_ptr<const std::vector<analysis::AllocatorTimeline>> timelines_;
+  // Into document_'s trace: declared after document_, so built after it and destroyed first.
+  analysis::LiveTensorIndex live_tensors_{document_->trace()};
   TimeAxis* axis_;
   QVBoxLayout* charts_layout_;
   QLabel* placeholder_;
