@@ -85,6 +85,9 @@ uint32_t NodeFields(uint32_t needed) {
   if (needed & kDetailAllocators) fields |= kNodeMemory;
   if (needed & kDetailOpMemory) fields |= kNodeMemoryStats;
   if (needed & kDetailInputs) fields |= kNodeLabel;
+  if (needed & kDetailLabel) fields |= kNodeLabel;
+  if (needed & kDetailCollective) fields |= kNodeCollective;
+  if (needed & kDetailCorrelation) fields |= kNodeCorrelation;
   return fields;
 }
 
@@ -241,6 +244,7 @@ std::span<const TensorOutput> DetailReader::Outputs(uint32_t slice) {
     }
     if (shapes) {
       if (tf::DataType_IsValid(description.dtype())) out.dtype = tf::DataType_Name(description.dtype());
+      out.unknown_rank = description.shape().unknown_rank();
       const size_t first = dims.size();
       for (const auto& dim : description.shape().dim()) dims.push_back(dim.size());
       shape_spans.emplace_back(first, dims.size() - first);
@@ -303,6 +307,42 @@ std::span<const std::string_view> DetailReader::Inputs(uint32_t slice) {
   if (!label.matched) return {};
   payload_->inputs = std::move(label.inputs);
   return payload_->inputs;
+}
+
+std::string_view DetailReader::Label(uint32_t slice) {
+  if (payload_ == nullptr) return {};
+  const tf::NodeExecStats* node = payload_->Node(slice);
+  return node == nullptr ? std::string_view() : std::string_view(node->timeline_label());
+}
+
+std::optional<LaunchRecord> DetailReader::Launch(uint32_t slice) {
+  if (payload_ == nullptr) return std::nullopt;
+  const tf::NodeExecStats* node = payload_->Node(slice);
+  if (node == nullptr || !node->has_kernel()) return std::nullopt;
+  const auto& k = node->kernel();
+  LaunchRecord record;
+  record.grid[0] = k.grid_x(), record.grid[1] = k.grid_y(), record.grid[2] = k.grid_z();
+  record.block[0] = k.block_x(), record.block[1] = k.block_y(), record.block[2] = k.block_z();
+  record.registers_per_thread = k.registers_per_thread();
+  record.static_shared_bytes = k.static_shared_memory();
+  record.dynamic_shared_bytes = k.dynamic_shared_memory();
+  record.stream = k.stream_id();
+  record.device = k.device_id();
+  return record;
+}
+
+std::optional<CollectiveDetails> DetailReader::Collective(uint32_t slice) {
+  if (payload_ == nullptr) return std::nullopt;
+  const tf::NodeExecStats* node = payload_->Node(slice);
+  if (node == nullptr || !node->has_collective()) return std::nullopt;
+  const auto& c = node->collective();
+  return CollectiveDetails{c.kind(), c.algorithm(), c.bytes(), c.group_size()};
+}
+
+uint64_t DetailReader::Correlation(uint32_t slice) {
+  if (payload_ == nullptr) return 0;
+  const tf::NodeExecStats* node = payload_->Node(slice);
+  return node == nullptr ? 0 : node->correlation_id();
 }
 
 std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice) {

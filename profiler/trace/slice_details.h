@@ -44,6 +44,7 @@ struct TensorOutput {
   std::string_view producer;        // the op's name as its source recorded it
   std::string_view dtype;           // "DT_FLOAT"; empty when unknown
   std::span<const int64_t> shape;   // -1 for an unknown dimension; empty for a scalar (kDetailShapes)
+  bool unknown_rank = false;        // the source says the rank is unknown (kDetailShapes)
   bool has_allocation = false;      // the fields below were recorded
   int64_t requested_bytes = 0;
   int64_t allocated_bytes = 0;
@@ -63,6 +64,28 @@ struct AllocatorUse {
   std::span<const AllocationRecord> records;
 };
 
+// A kernel's launch record as its source wrote it, zeros included (a StepStats node's
+// KernelLaunch), for writers that carry the record field for field; Kernel() reads it as
+// KernelArgs, with what was not recorded left unset.
+struct LaunchRecord {
+  uint32_t grid[3] = {0, 0, 0};
+  uint32_t block[3] = {0, 0, 0};
+  uint32_t registers_per_thread = 0;
+  uint32_t static_shared_bytes = 0;
+  uint32_t dynamic_shared_bytes = 0;
+  uint32_t stream = 0;
+  uint32_t device = 0;
+};
+
+// What a collective moved and with whom, as its op recorded it. Views are valid until the
+// DetailReader's next call.
+struct CollectiveDetails {
+  std::string_view kind;       // "all_reduce", ...
+  std::string_view algorithm;  // "nccl", "ring", ...
+  int64_t bytes = 0;
+  int32_t group_size = 0;
+};
+
 // An op's temporary and persistent memory.
 struct OpMemory {
   int64_t temp_bytes = 0;
@@ -79,6 +102,9 @@ enum DetailKind : uint32_t {
   kDetailAllocators = 1u << 4,  // Allocators()
   kDetailOpMemory = 1u << 5,    // Memory()
   kDetailInputs = 1u << 6,      // Inputs()
+  kDetailLabel = 1u << 7,       // Label()
+  kDetailCollective = 1u << 8,  // Collective()
+  kDetailCorrelation = 1u << 9, // Correlation()
   kDetailAll = 0xffffffffu,
 };
 
@@ -106,6 +132,14 @@ class DetailReader {
   std::optional<OpMemory> Memory(uint32_t slice);
   // An op's inputs as its source named them ("MatMul", "x:1", "^ctrl"); empty when unknown.
   std::span<const std::string_view> Inputs(uint32_t slice);
+  // The op's label as its source wrote it (TensorFlow's timeline label); empty when none.
+  std::string_view Label(uint32_t slice);
+  // The op's launch record field for field (kDetailKernel); nullopt when it has none.
+  std::optional<LaunchRecord> Launch(uint32_t slice);
+  std::optional<CollectiveDetails> Collective(uint32_t slice);
+  // The correlation id the op's own record carries (a StepStats node's; kernel and transfer
+  // args have theirs); 0 when none.
+  uint64_t Correlation(uint32_t slice);
 
  private:
   std::span<const TensorOutput> TableOutputs(uint32_t slice);

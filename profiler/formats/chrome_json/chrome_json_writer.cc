@@ -8,9 +8,7 @@
 
 #include "profiler/formats/chrome_json/chrome_json_writer.h"
 #include "profiler/formats/common/json_out.h"
-#include "profiler/trace/node_store.h"
 #include "profiler/trace/slice_details.h"
-#include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {
 namespace {
@@ -174,7 +172,7 @@ class PerfettoExporter {
   void SliceArgs(uint32_t index, const Slice& s) {
     const size_t args_begin = out_.size();
     if (s.kind == SliceKind::kMemcpy) {
-      if (auto memcpy = GetMemcpyDetails(trace_, index, nodes_)) {
+      if (auto memcpy = details_.Copy(index)) {
         json_.Raw(",\"kind\":");
         json_.String(memcpy->kind);
         json_.Raw(",\"bytes\":");
@@ -193,39 +191,35 @@ class PerfettoExporter {
     TransferArgsJson(index, s);
     LauncherCorrelationJson(index);
     FreeArgsJson(index, args_begin);
-    const tf::NodeExecStats* node = nodes_.Get(index);
-    if (node == nullptr) return;
-    if (!node->timeline_label().empty()) {
+    if (const std::string_view label = details_.Label(index); !label.empty()) {
       json_.Raw(",\"label\":");
-      json_.String(node->timeline_label());
+      json_.String(label);
     }
-    if (node->has_kernel()) {
-      const auto& k = node->kernel();
+    if (const std::optional<LaunchRecord> k = details_.Launch(index)) {
       json_.Raw(",\"grid\":[");
-      json_.UInt(k.grid_x()); json_.Char(','); json_.UInt(k.grid_y()); json_.Char(','); json_.UInt(k.grid_z());
+      json_.UInt(k->grid[0]); json_.Char(','); json_.UInt(k->grid[1]); json_.Char(','); json_.UInt(k->grid[2]);
       json_.Raw("],\"block\":[");
-      json_.UInt(k.block_x()); json_.Char(','); json_.UInt(k.block_y()); json_.Char(','); json_.UInt(k.block_z());
+      json_.UInt(k->block[0]); json_.Char(','); json_.UInt(k->block[1]); json_.Char(','); json_.UInt(k->block[2]);
       json_.Raw("],\"registers per thread\":");
-      json_.UInt(k.registers_per_thread());
+      json_.UInt(k->registers_per_thread);
       json_.Raw(",\"shared memory\":");
-      json_.UInt(k.static_shared_memory() + k.dynamic_shared_memory());
+      json_.UInt(k->static_shared_bytes + k->dynamic_shared_bytes);
       json_.Raw(",\"stream\":");
-      json_.UInt(k.stream_id());
+      json_.UInt(k->stream);
     }
-    if (node->has_collective()) {
-      const auto& c = node->collective();
+    if (const std::optional<CollectiveDetails> c = details_.Collective(index)) {
       json_.Raw(",\"collective\":");
-      json_.String(c.kind());
+      json_.String(c->kind);
       json_.Raw(",\"algorithm\":");
-      json_.String(c.algorithm());
+      json_.String(c->algorithm);
       json_.Raw(",\"bytes\":");
-      json_.Int(c.bytes());
+      json_.Int(c->bytes);
       json_.Raw(",\"group size\":");
-      json_.Int(c.group_size());
+      json_.Int(c->group_size);
     }
-    if (node->correlation_id() != 0) {
+    if (const uint64_t correlation = details_.Correlation(index); correlation != 0) {
       json_.Raw(",\"correlation\":");
-      json_.UInt(node->correlation_id());
+      json_.UInt(correlation);
     }
   }
 
@@ -323,9 +317,8 @@ class PerfettoExporter {
       int64_t correlation = -1;
       if (const std::optional<KernelArgs> args = trace_.kernel_args(flow.to_slice)) correlation = args->correlation;
       if (const TransferArgs* args = trace_.transfer_args(flow.to_slice)) correlation = args->correlation;
-      if (const tf::NodeExecStats* node = nodes_.Get(flow.to_slice); correlation < 0 && node != nullptr &&
-                                                                      node->correlation_id() != 0) {
-        correlation = static_cast<int64_t>(node->correlation_id());
+      if (const uint64_t own = details_.Correlation(flow.to_slice); correlation < 0 && own != 0) {
+        correlation = static_cast<int64_t>(own);
       }
       if (correlation > 0) launcher_correlation_.emplace_back(flow.from_slice, correlation);
     }
@@ -343,7 +336,7 @@ class PerfettoExporter {
     auto it = std::lower_bound(launcher_correlation_.begin(), launcher_correlation_.end(), index,
                                [](const auto& entry, uint32_t slice) { return entry.first < slice; });
     if (it == launcher_correlation_.end() || it->first != index || it->second < 0) return;
-    if (const tf::NodeExecStats* node = nodes_.Get(index); node != nullptr && node->correlation_id() != 0) return;
+    if (details_.Correlation(index) != 0) return;
     json_.Raw(",\"correlation\":");
     json_.Int(it->second);
   }
@@ -440,7 +433,8 @@ class PerfettoExporter {
 
   const Trace& trace_;
   std::unordered_map<StringId, bool> json_valid_;
-  NodeReader nodes_{trace_};
+  // What the writer carries beyond the compact slices, whatever the source format.
+  DetailReader details_{trace_, kDetailCopy | kDetailLabel | kDetailKernel | kDetailCollective | kDetailCorrelation};
   std::string out_;
   JsonOut json_;
   bool first_event_ = true;

@@ -14,10 +14,8 @@
 
 #include "profiler/formats/common/proto_wire.h"
 #include "profiler/formats/perfetto/perfetto_fields.h"
-#include "profiler/trace/node_store.h"
 #include "profiler/trace/slice_details.h"
 #include "profiler/trace/trace.h"
-#include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace::perfetto_internal {
 
@@ -161,9 +159,8 @@ class ProtoExporter {
   // annotation and name). Any other label is written whole.
   void AddLabel(std::string_view label, const Slice& s);
 
-  // A step stats node's annotations, from its wire bytes: only the label, outputs, kernel, copy
-  // and correlation fields are read (a full parse would build its allocation records and memory
-  // stats too, most of a node's bytes).
+  // What a StepStats op carries beyond the slice (from DetailReader, which decodes only the
+  // fields the writer asks for): its label, output shapes, copy, launch record and correlation.
   void NodeArgs(uint32_t index, const Slice& s, const std::optional<KernelArgs>& k, const TransferArgs* t);
 
   // The slice's typed memory details (from a StepStats payload or the trace's tables), so that
@@ -171,11 +168,11 @@ class ProtoExporter {
   // the slice's start), an op's memory as integers.
   void DetailArgs(uint32_t index, const Slice& s);
 
-  // One NodeOutput as "float[20,200]" (dtype, then dims; ? for unknown), appended to `out`.
-  void OutputShape(std::string_view output, std::string& out);
+  // One output as "float[20,200]" (dtype, then dims; ? for unknown), appended to `out`.
+  void OutputShape(const TensorOutput& output, std::string& out);
 
-  // "float" for DT_FLOAT, "dtype<N>" for a value TensorFlow does not name (cached per value).
-  std::string_view DtypeName(int dtype);
+  // "float" for DT_FLOAT, "dtype" when the source named none (cached per name).
+  std::string_view DtypeName(std::string_view dtype);
 
   void CollectArgs(uint32_t index, const Slice& s);
 
@@ -191,10 +188,7 @@ class ProtoExporter {
   void End(int64_t ts, uint32_t sequence, uint64_t uuid);
 
   const Trace& trace_;
-  // Blocks of the node store whose nodes hold none of these are not even inflated.
-  NodeReader nodes_{trace_, kNodeLabel | kNodeOutputs | kNodeKernel | kNodeMemcpy | kNodeCorrelation};
-  tf::NodeExecStats node_;
-  std::map<int, std::string> dtype_names_;
+  std::map<std::string, std::string, std::less<>> dtype_names_;
   wire::Buffer out_;
   std::string interned_names_, interned_categories_, interned_keys_, interned_values_;
   InternTable names_, categories_, keys_, strings_;
@@ -204,7 +198,9 @@ class ProtoExporter {
   std::vector<Uses> uses_;
   uint32_t plan_ = 0;
   const bool has_nodes_ = trace_.has_step_stats();
-  DetailReader details_{trace_, kDetailOutputs | kDetailShapes | kDetailAllocators | kDetailOpMemory};
+  // Blocks of a StepStats payload whose ops hold none of these are not even inflated.
+  DetailReader details_{trace_, kDetailOutputs | kDetailShapes | kDetailAllocators | kDetailOpMemory | kDetailLabel |
+                                    kDetailKernel | kDetailCopy | kDetailCorrelation};
   const bool has_details_ = details_.MayHave(kDetailOutputs | kDetailAllocators | kDetailOpMemory);
   const int64_t name_key_ = trace_.strings().Find("name");
   static constexpr size_t kScratch = 8;

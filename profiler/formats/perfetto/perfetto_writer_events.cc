@@ -98,87 +98,46 @@ void ProtoExporter::AddLabel(std::string_view label, const Slice& s) {
 }
 
 void ProtoExporter::NodeArgs(uint32_t index, const Slice& s, const std::optional<KernelArgs>& k, const TransferArgs* t) {
-  const std::string_view bytes = nodes_.Bytes(index);
-  if (bytes.empty()) return;
-  wire::Reader reader(bytes);
-  wire::Field f;
-  std::string_view label, kernel;
-  bool has_outputs = false;
-  uint64_t correlation = 0;
-  std::string& shapes = scratch_[scratch_used_++ % kScratch];
-  shapes.clear();
-  while (reader.Next(f)) {
-    switch (f.number) {
-      case node_field::kTimelineLabel: if (f.type == wire::kLength) label = f.bytes; break;
-      case node_field::kOutput:
-        if (f.type != wire::kLength) break;
-        if (has_outputs) shapes.push_back(' ');
-        has_outputs = true;
-        OutputShape(f.bytes, shapes);
-        break;
-      case node_field::kKernel: if (f.type == wire::kLength) kernel = f.bytes; break;
-      case node_field::kCorrelationId: if (f.type == wire::kVarint) correlation = f.value; break;
-      default: break;
+  if (const std::string_view label = details_.Label(index); !label.empty()) AddLabel(label, s);
+  if (const std::span<const TensorOutput> outputs = details_.Outputs(index); !outputs.empty()) {
+    std::string& shapes = scratch_[scratch_used_++ % kScratch];
+    shapes.clear();
+    for (const TensorOutput& output : outputs) {
+      if (!shapes.empty()) shapes.push_back(' ');
+      OutputShape(output, shapes);
     }
+    AddInline(kKeyShapes, shapes);
   }
-  if (!label.empty()) AddLabel(label, s);
-  if (has_outputs) AddInline(kKeyShapes, shapes);
   if (s.kind == SliceKind::kMemcpy && t == nullptr) {
-    // Copies are few: their node is parsed whole for the one place that reads copy details.
-    node_.Clear();
-    if (node_.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-      if (auto memcpy = GetMemcpyDetails(trace_, index, node_)) {
-        std::string& kind = scratch_[scratch_used_++ % kScratch];
-        kind = memcpy->kind;
-        AddInline(kKeyKind, kind);
-        AddInt(kKeyBytes, memcpy->bytes);
-      }
+    if (auto memcpy = details_.Copy(index)) {
+      std::string& kind = scratch_[scratch_used_++ % kScratch];
+      kind = memcpy->kind;
+      AddInline(kKeyKind, kind);
+      AddInt(kKeyBytes, memcpy->bytes);
     }
   }
-  if (!kernel.empty() && !k) {
-    tf::KernelLaunch kl;
-    if (kl.ParseFromArray(kernel.data(), static_cast<int>(kernel.size()))) {
-      const uint32_t grid[3] = {kl.grid_x(), kl.grid_y(), kl.grid_z()};
-      const uint32_t block[3] = {kl.block_x(), kl.block_y(), kl.block_z()};
-      AddInline(kKeyGrid, Triple(grid));
-      AddInline(kKeyBlock, Triple(block));
-      AddInt(kKeyRegisters, kl.registers_per_thread());
-      AddInt(kKeyShared, kl.static_shared_memory() + kl.dynamic_shared_memory());
-      AddInt(kKeyStream, kl.stream_id());
-    }
+  if (k) return;
+  if (const std::optional<LaunchRecord> launch = details_.Launch(index)) {
+    AddInline(kKeyGrid, Triple(launch->grid));
+    AddInline(kKeyBlock, Triple(launch->block));
+    AddInt(kKeyRegisters, launch->registers_per_thread);
+    AddInt(kKeyShared, launch->static_shared_bytes + launch->dynamic_shared_bytes);
+    AddInt(kKeyStream, launch->stream);
   }
-  if (correlation != 0 && !k) AddInt(kKeyCorrelation, static_cast<int64_t>(correlation));
+  if (const uint64_t correlation = details_.Correlation(index); correlation != 0) {
+    AddInt(kKeyCorrelation, static_cast<int64_t>(correlation));
+  }
 }
 
-void ProtoExporter::OutputShape(std::string_view output, std::string& out) {
-  int dtype = 0;
-  std::string_view shape;
-  wire::Reader reader(output);
-  wire::Field f;
-  while (reader.Next(f)) {
-    if (f.number != node_field::kOutputTensor || f.type != wire::kLength) continue;
-    wire::Reader tensor(f.bytes);
-    wire::Field g;
-    while (tensor.Next(g)) {
-      if (g.number == node_field::kTensorDtype && g.type == wire::kVarint) dtype = static_cast<int>(g.value);
-      if (g.number == node_field::kTensorShape && g.type == wire::kLength) shape = g.bytes;
-    }
-  }
-  out += DtypeName(dtype);
+// "float[32,?]": the dtype as Perfetto's UI shows it short, then the dimensions (? unknown).
+void ProtoExporter::OutputShape(const TensorOutput& output, std::string& out) {
+  out += DtypeName(output.dtype);
   out.push_back('[');
-  wire::Reader dims(shape);
+  if (output.unknown_rank) out.push_back('?');
   bool first = true;
-  while (dims.Next(f)) {
-    if (f.number == node_field::kShapeUnknownRank && f.value != 0) out.push_back('?');
-    if (f.number != node_field::kShapeDim || f.type != wire::kLength) continue;
+  for (const int64_t size : output.shape) {
     if (!first) out.push_back(',');
     first = false;
-    int64_t size = 0;
-    wire::Reader dim(f.bytes);
-    wire::Field g;
-    while (dim.Next(g)) {
-      if (g.number == node_field::kDimSize && g.type == wire::kVarint) size = static_cast<int64_t>(g.value);
-    }
     if (size < 0) {
       out.push_back('?');
     } else {
@@ -190,15 +149,13 @@ void ProtoExporter::OutputShape(std::string_view output, std::string& out) {
   out.push_back(']');
 }
 
-std::string_view ProtoExporter::DtypeName(int dtype) {
-  auto [it, added] = dtype_names_.try_emplace(dtype);
-  if (added) {
-    std::string name = tf::DataType_IsValid(dtype) ? tf::DataType_Name(static_cast<tf::DataType>(dtype)) : "";
-    if (name.substr(0, 3) == "DT_") name = name.substr(3);
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    it->second = name.empty() ? "dtype" + std::to_string(dtype) : name;
-  }
-  return it->second;
+// "DT_FLOAT" as "float"; "dtype" when the source named none it knows.
+std::string_view ProtoExporter::DtypeName(std::string_view dtype) {
+  if (auto it = dtype_names_.find(dtype); it != dtype_names_.end()) return it->second;
+  std::string name(dtype);
+  if (name.substr(0, 3) == "DT_") name = name.substr(3);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return dtype_names_.emplace(std::string(dtype), name.empty() ? "dtype" : name).first->second;
 }
 
 void ProtoExporter::CollectArgs(uint32_t index, const Slice& s) {
