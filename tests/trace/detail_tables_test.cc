@@ -117,6 +117,60 @@ TEST(DetailTablesTest, AStepStatsPayloadReadsAsTheSameTypedRecords) {
   EXPECT_GT(shaped, 100);
 }
 
+// What the Chrome JSON and Perfetto writers carry of a StepStats op (label, launch record,
+// collective, correlation id) reads back from DetailReader as each slice's own node says.
+TEST(DetailTablesTest, AStepStatsPayloadReadsBackItsLabelsLaunchesAndCollectives) {
+  for (const char* name : {"analysis/ranks/rank0.pbtxt", "ptb_lstm_tf1_gpu_step.pbtxt"}) {
+    auto read = ReadTrace(testing::DataPath(name));
+    ASSERT_TRUE(read.ok()) << read.status().message();
+    const Trace& trace = *read;
+    DetailReader details(trace, kDetailLabel | kDetailKernel | kDetailCollective | kDetailCorrelation);
+    int labels = 0, launches = 0, collectives = 0, correlations = 0;
+    for (uint32_t i = 0; i < trace.slices().size(); ++i) {
+      const std::unique_ptr<tf::NodeExecStats> node = trace.node(i);
+      if (node == nullptr) {
+        EXPECT_TRUE(details.Label(i).empty());
+        EXPECT_FALSE(details.Launch(i).has_value());
+        continue;
+      }
+      EXPECT_EQ(details.Label(i), node->timeline_label()) << name << " slice " << i;
+      labels += !node->timeline_label().empty();
+      const std::optional<LaunchRecord> launch = details.Launch(i);
+      ASSERT_EQ(launch.has_value(), node->has_kernel()) << name << " slice " << i;
+      if (launch) {
+        ++launches;
+        const auto& k = node->kernel();
+        EXPECT_EQ(launch->grid[0], k.grid_x());
+        EXPECT_EQ(launch->grid[2], k.grid_z());
+        EXPECT_EQ(launch->block[0], k.block_x());
+        EXPECT_EQ(launch->registers_per_thread, k.registers_per_thread());
+        EXPECT_EQ(launch->static_shared_bytes + launch->dynamic_shared_bytes,
+                  k.static_shared_memory() + k.dynamic_shared_memory());
+        EXPECT_EQ(launch->stream, k.stream_id());
+      }
+      const std::optional<CollectiveDetails> collective = details.Collective(i);
+      ASSERT_EQ(collective.has_value(), node->has_collective()) << name << " slice " << i;
+      if (collective) {
+        ++collectives;
+        EXPECT_EQ(collective->kind, node->collective().kind());
+        EXPECT_EQ(collective->algorithm, node->collective().algorithm());
+        EXPECT_EQ(collective->bytes, node->collective().bytes());
+        EXPECT_EQ(collective->group_size, node->collective().group_size());
+      }
+      EXPECT_EQ(details.Correlation(i), node->correlation_id()) << name << " slice " << i;
+      correlations += node->correlation_id() != 0;
+    }
+    EXPECT_GT(labels + launches + collectives + correlations, 0) << name;
+    if (std::string_view(name).find("rank0") != std::string_view::npos) {
+      EXPECT_GT(launches, 0);
+      EXPECT_GT(collectives, 0);
+      EXPECT_GT(correlations, 0);
+    } else {
+      EXPECT_GT(labels, 100);
+    }
+  }
+}
+
 // Totals of the typed memory details over the slices that are not aggregate repeats.
 struct DetailTotals {
   int64_t outputs = 0, requested = 0, dims = 0, records = 0, record_bytes = 0, temp = 0, persistent = 0;
