@@ -7,6 +7,7 @@
 #include <map>
 
 #include "profiler/analysis/stragglers.h"
+#include "profiler/trace/node_reader.h"
 #include "profiler/trace/node_store.h"
 #include "stepscope/tf/run_metadata.pb.h"
 

@@ -28,8 +28,12 @@
 #include <utility>
 #include <vector>
 
-#include "profiler/trace/slice_details.h"
-#include "profiler/trace/trace.h"
+#include "profiler/trace/node_ref.h"
+
+namespace stepscope::tf {
+class RunMetadata;
+class NodeExecStats;
+}  // namespace stepscope::tf
 
 namespace stepscope::trace {
 
@@ -154,31 +158,5 @@ class NodeStoreWriter {
   struct State;
   std::unique_ptr<State> state_;
 };
-
-// Reads the NodeExecStats of many slices, decompressing each stored block once when slices are
-// visited in order. `needed_fields` (NodeField bits) lets a pass skip blocks where no node has
-// what it looks for: Get() is then null for their slices. One reader per thread.
-class NodeReader {
- public:
-  explicit NodeReader(const Trace& trace, uint32_t needed_fields = 0xffffffffu);
-  ~NodeReader();
-  NodeReader(const NodeReader&) = delete;
-  NodeReader& operator=(const NodeReader&) = delete;
-  // Valid until the next call; null when the slice has no node.
-  const tf::NodeExecStats* Get(uint32_t slice);
-  // The slice's node as NodeExecStats wire bytes (NodeStore::Reader::Bytes); empty when none.
-  std::string_view Bytes(uint32_t slice);
-  // Where the slice's node is in the source RunMetadata; invalid when it has none.
-  NodeRef Ref(uint32_t slice);
-
- private:
-  const Trace& trace_;
-  std::unique_ptr<NodeStore::Reader> reader_;
-};
-
-// A copy's details from the StepStats payload at hand, for the writers that carry that payload
-// (every other consumer reads DetailReader::Copy).
-std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice, NodeReader& nodes);
-std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice, const tf::NodeExecStats& node);
 
 }  // namespace stepscope::trace

@@ -9,7 +9,7 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
-#include "profiler/trace/node_store.h"
+#include "profiler/trace/node_reader.h"
 #include "profiler/trace/tf_names.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
@@ -352,20 +352,6 @@ std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice
   if (node == nullptr) return std::nullopt;
   return MemcpyFromNode(trace, slice, *node);
 }
-std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice, NodeReader& nodes) {
-  if (trace.slices()[slice].kind != SliceKind::kMemcpy) return std::nullopt;
-  if (const TransferArgs* args = trace.transfer_args(slice)) return MemcpyFromArgs(trace, slice, *args);
-  const tf::NodeExecStats* node = nodes.Get(slice);
-  if (node == nullptr) return std::nullopt;
-  return MemcpyFromNode(trace, slice, *node);
-}
-
-std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice, const tf::NodeExecStats& node) {
-  if (trace.slices()[slice].kind != SliceKind::kMemcpy) return std::nullopt;
-  if (const TransferArgs* args = trace.transfer_args(slice)) return MemcpyFromArgs(trace, slice, *args);
-  return MemcpyFromNode(trace, slice, node);
-}
-
 CopyName ParseCopyName(std::string_view name) {
   CopyName copy;
   // ROCm's copy activities (roctracer): CopyHostToDevice, CopyDeviceToHost, CopyDeviceToDevice.

@@ -133,29 +133,6 @@ std::span<const SliceArg> Trace::slice_args(uint32_t slice) const {
   return {slice_args_.data() + (range.first - slice_args_.begin()), static_cast<size_t>(range.second - range.first)};
 }
 
-NodeReader::NodeReader(const Trace& trace, uint32_t needed_fields) : trace_(trace) {
-  if (trace.node_store() != nullptr) reader_ = std::make_unique<NodeStore::Reader>(*trace.node_store(), needed_fields);
-}
-NodeReader::~NodeReader() = default;
-
-const tf::NodeExecStats* NodeReader::Get(uint32_t slice) {
-  if (reader_ == nullptr) return nullptr;
-  const uint32_t entry = trace_.node_entry(slice);
-  return entry == NodeRef::kNone ? nullptr : reader_->Get(entry);
-}
-
-NodeRef NodeReader::Ref(uint32_t slice) {
-  if (reader_ == nullptr) return trace_.node_ref(slice);
-  const uint32_t entry = trace_.node_entry(slice);
-  return entry == NodeRef::kNone ? NodeRef{} : reader_->Ref(entry);
-}
-
-std::string_view NodeReader::Bytes(uint32_t slice) {
-  if (reader_ == nullptr) return {};
-  const uint32_t entry = trace_.node_entry(slice);
-  return entry == NodeRef::kNone ? std::string_view() : reader_->Bytes(entry);
-}
-
 SliceRecord Trace::Record(const Slice& s) const { return RecordOf(s, labels_, epoch_ns_); }
 
 std::string Trace::TrackPath(uint32_t track) const {

@@ -33,6 +33,7 @@
 #include "profiler/trace/detail_tables.h"
 #include "profiler/trace/kernel_args_table.h"
 #include "profiler/trace/label_table.h"
+#include "profiler/trace/node_ref.h"
 #include "profiler/trace/string_table.h"
 
 namespace stepscope::tf {
@@ -149,14 +150,6 @@ struct __attribute__((packed, aligned(4))) Slice {
 };
 static_assert(sizeof(Slice) == 20 && alignof(Slice) == 4, "keep Slice compact: rare fields go in side tables");
 
-
-// Where a slice came from in a StepStats input.
-struct NodeRef {
-  static constexpr uint32_t kNone = 0xffffffffu;
-  uint32_t device = kNone;  // index into step_stats.dev_stats
-  uint32_t node = kNone;    // index into dev_stats[device].node_stats
-  bool valid() const { return device != kNone; }
-};
 
 enum class FlowKind : uint8_t { kDataflow, kLaunch };
 
@@ -330,7 +323,7 @@ class Trace {
   // merging, not per-slice lookups); a fresh copy the caller owns; null for other inputs.
   std::shared_ptr<tf::RunMetadata> LoadRunMetadata() const;
   // Where a slice came from in the source StepStats (invalid when it has no node). With a node
-  // store this reads the slice's block; passes over many slices use NodeReader::Ref.
+  // store this reads the slice's block; passes over many slices use NodeReader::Ref (node_reader.h).
   NodeRef node_ref(uint32_t slice) const;
   // One slice's NodeExecStats, parsed on demand (null when it has none). For passes over many
   // slices use NodeReader, which decompresses each block once.

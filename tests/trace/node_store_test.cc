@@ -1,4 +1,5 @@
 // The node store: StepStats detail kept compressed and parsed back on demand, losslessly.
+#include "profiler/trace/node_reader.h"
 #include "profiler/trace/node_store.h"
 
 #include <gtest/gtest.h>

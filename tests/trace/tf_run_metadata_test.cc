@@ -15,6 +15,7 @@
 #include "profiler/analysis/memory_report.h"
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/analysis/summary.h"
+#include "profiler/trace/node_reader.h"
 #include "profiler/trace/node_store.h"
 #include "profiler/formats/reader.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
