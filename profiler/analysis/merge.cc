@@ -7,8 +7,8 @@
 #include <map>
 
 #include "profiler/analysis/stragglers.h"
-#include "profiler/trace/node_reader.h"
-#include "profiler/trace/node_store.h"
+#include "profiler/formats/step_stats/node_reader.h"
+#include "profiler/formats/step_stats/node_store.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::analysis {

@@ -9,8 +9,8 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
-#include "profiler/trace/node_reader.h"
-#include "profiler/trace/tf_names.h"
+#include "profiler/formats/step_stats/node_reader.h"
+#include "profiler/formats/step_stats/tf_names.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {

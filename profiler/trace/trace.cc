@@ -9,7 +9,7 @@
 #include "base/check.h"
 #include "base/free_storage.h"
 #include "base/saturating.h"
-#include "profiler/trace/node_store.h"
+#include "profiler/formats/step_stats/node_store.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "profiler/collect/cupti/gpu_activity_converter.h"
-#include "profiler/trace/tf_names.h"
+#include "profiler/formats/step_stats/tf_names.h"
 
 namespace stepscope::collect::cupti {
 namespace {

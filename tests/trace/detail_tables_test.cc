@@ -7,7 +7,7 @@
 
 #include "profiler/analysis/memory_report.h"
 #include "profiler/trace/detail_tables.h"
-#include "profiler/trace/node_store.h"
+#include "profiler/formats/step_stats/node_store.h"
 #include "profiler/formats/perfetto/perfetto_proto.h"
 #include "profiler/formats/reader.h"
 #include "profiler/trace/slice_details.h"

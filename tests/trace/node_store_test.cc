@@ -1,6 +1,6 @@
 // The node store: StepStats detail kept compressed and parsed back on demand, losslessly.
-#include "profiler/trace/node_reader.h"
-#include "profiler/trace/node_store.h"
+#include "profiler/formats/step_stats/node_reader.h"
+#include "profiler/formats/step_stats/node_store.h"
 
 #include <gtest/gtest.h>
 

@@ -12,8 +12,8 @@
 
 #include "base/file_io.h"
 #include "profiler/testing/synthetic_trace.h"
-#include "profiler/trace/node_reader.h"
-#include "profiler/trace/node_store.h"
+#include "profiler/formats/step_stats/node_reader.h"
+#include "profiler/formats/step_stats/node_store.h"
 #include "profiler/formats/common/proto_wire.h"
 #include "profiler/formats/reader.h"
 #include "profiler/formats/step_stats/step_stats_import.h"

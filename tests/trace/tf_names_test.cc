@@ -1,5 +1,5 @@
 // TensorFlow naming conventions: labels, device names, GPU record names, memcpy labels.
-#include "profiler/trace/tf_names.h"
+#include "profiler/formats/step_stats/tf_names.h"
 
 #include <gtest/gtest.h>
 

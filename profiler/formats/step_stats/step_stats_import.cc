@@ -8,9 +8,9 @@
 #include <unordered_map>
 
 #include "base/saturating.h"
-#include "profiler/trace/node_store.h"
+#include "profiler/formats/step_stats/node_store.h"
 #include "profiler/formats/step_stats/step_stats_wire.h"
-#include "profiler/trace/tf_names.h"
+#include "profiler/formats/step_stats/tf_names.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {

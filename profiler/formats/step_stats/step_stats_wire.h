@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "profiler/trace/node_store.h"
+#include "profiler/formats/step_stats/node_store.h"
 #include "profiler/trace/trace.h"
 
 namespace stepscope::tf {

@@ -12,7 +12,7 @@
 
 #include "profiler/formats/tf_timeline/tf_timeline_writer.h"
 #include "profiler/formats/common/json_out.h"
-#include "profiler/trace/tf_names.h"
+#include "profiler/formats/step_stats/tf_names.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {

@@ -1,5 +1,5 @@
 // The compressed StepStats payload of a Trace (node_store.h), read block by block on demand.
-#include "profiler/trace/node_store.h"
+#include "profiler/formats/step_stats/node_store.h"
 
 #include <zstd.h>
 

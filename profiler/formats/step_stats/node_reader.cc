@@ -1,5 +1,5 @@
 // NodeReader: a slice's entry in the Trace's node store, read through one store reader per pass.
-#include "profiler/trace/node_reader.h"
+#include "profiler/formats/step_stats/node_reader.h"
 
 #include "stepscope/tf/run_metadata.pb.h"
 

@@ -1,5 +1,5 @@
 // TensorFlow's naming conventions in step stats, parsed in one place (tf_names.h).
-#include "profiler/trace/tf_names.h"
+#include "profiler/formats/step_stats/tf_names.h"
 
 #include <cctype>
 #include <charconv>

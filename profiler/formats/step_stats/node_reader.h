@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "profiler/trace/node_ref.h"
-#include "profiler/trace/node_store.h"
+#include "profiler/formats/step_stats/node_store.h"
 #include "profiler/trace/trace.h"
 
 namespace stepscope::trace {
