@@ -10,6 +10,7 @@
 #include "fuzz/fuzz_analyses.h"
 #include "profiler/formats/step_stats/step_stats_import.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace {
@@ -38,8 +39,8 @@ bool SameSlices(const Trace& a, const Trace& b) {
   for (size_t c = 0; c < a.counters().size(); ++c) {
     if (a.counters()[c].ts_ns != b.counters()[c].ts_ns || a.counters()[c].values != b.counters()[c].values) return false;
   }
-  const auto x = a.LoadRunMetadata();
-  const auto y = b.LoadRunMetadata();
+  const auto x = LoadRunMetadata(a);
+  const auto y = LoadRunMetadata(b);
   return x != nullptr && y != nullptr &&
          SerializeRunMetadata(*x, StepStatsEncoding::kBinary).value() ==
              SerializeRunMetadata(*y, StepStatsEncoding::kBinary).value();

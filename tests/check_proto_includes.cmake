@@ -1,7 +1,8 @@
 # Analyses, the viewer and the Chrome JSON and Perfetto writers read the trace model's typed
 # details, never TensorFlow's records: no file in profiler/analysis (but merge, which rewrites the
 # StepStats payload), viewer/ or those writers may include a TensorFlow proto header
-# (stepscope/tf/*.pb.h) or the payload's store and reader (node_store.h, node_reader.h).
+# (stepscope/tf/*.pb.h) or the StepStats payload's headers (node_store.h, node_reader.h,
+# step_stats_payload.h).
 # Run by ctest: cmake -DSOURCE_DIR=<repo> -P check_proto_includes.cmake
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_proto_includes: pass -DSOURCE_DIR=<the repository root>")
@@ -20,7 +21,7 @@ set(offenders "")
 foreach(file IN LISTS files)
   file(STRINGS ${SOURCE_DIR}/${file} lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]")
   foreach(line IN LISTS lines)
-    if(line MATCHES "[<\"]([^>\"]*\\.pb\\.h|profiler/trace/node_(store|reader)\\.h)[>\"]")
+    if(line MATCHES "[<\"]([^>\"]*\\.pb\\.h|profiler/formats/step_stats/(node_store|node_reader|step_stats_payload)\\.h)[>\"]")
       list(APPEND offenders "${file}: ${CMAKE_MATCH_1}")
     endif()
   endforeach()

@@ -9,6 +9,7 @@
 #include "profiler/analysis/stragglers.h"
 #include "profiler/formats/step_stats/node_reader.h"
 #include "profiler/formats/step_stats/node_store.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::analysis {
@@ -189,7 +190,7 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
 
   std::shared_ptr<tf::RunMetadata> metadata;
   for (const Trace& t : traces) {
-    if (t.has_step_stats()) metadata = std::make_shared<tf::RunMetadata>();
+    if (HasStepStats(t)) metadata = std::make_shared<tf::RunMetadata>();
   }
   int32_t world_size = -1;  // unknown unless some input knows it
   std::vector<std::pair<int64_t, int64_t>> absolute_spans;
@@ -218,10 +219,10 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
     merged.process_track = process_track;
     const std::vector<uint32_t> track_map = CopyTracks(input, process_track, builder);
     uint32_t device_base = 0;
-    if (metadata != nullptr && input.has_step_stats()) {
+    if (metadata != nullptr && HasStepStats(input)) {
       device_base = static_cast<uint32_t>(metadata->step_stats().dev_stats_size());
       // Parsed one input at a time and moved over, so only one input is ever whole in memory.
-      std::shared_ptr<tf::RunMetadata> source = input.LoadRunMetadata();
+      std::shared_ptr<tf::RunMetadata> source = LoadRunMetadata(input);
       for (auto& device : *source->mutable_step_stats()->mutable_dev_stats()) {
         auto* copy = metadata->mutable_step_stats()->add_dev_stats();
         copy->Swap(&device);
@@ -246,7 +247,7 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
       copy.name = merged_string(copy.name);
       copy.op_type = merged_string(copy.op_type);
       trace::NodeRef node_ref = nodes.Ref(s);
-      if (node_ref.valid() && metadata != nullptr && input.has_step_stats()) {
+      if (node_ref.valid() && metadata != nullptr && HasStepStats(input)) {
         node_ref.device += device_base;
       } else {
         node_ref = {};
@@ -291,7 +292,7 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
   }
   builder.import_stats().Add("merge_clock_unaligned", report.unaligned);
   builder.step_info().world_size = world_size;
-  if (metadata != nullptr) builder.SetRunMetadata(metadata);
+  if (metadata != nullptr) trace::SetStepStatsPayload(builder, metadata);
   result.trace = std::move(builder).Build();
   for (size_t i = 0; i < report.inputs.size(); ++i) {
     report.inputs[i].begin_ns = absolute_spans[i].first - result.trace.epoch_ns();

@@ -9,6 +9,7 @@
 #include "profiler/formats/perfetto/perfetto_proto.h"
 #include "profiler/formats/reader.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {
@@ -82,7 +83,7 @@ std::optional<OutputFormat> OutputFormatFromPath(std::string_view path) {
 }
 
 std::shared_ptr<const tf::RunMetadata> RunMetadataFor(const Trace& trace) {
-  if (trace.has_step_stats()) return trace.LoadRunMetadata();
+  if (HasStepStats(trace)) return LoadRunMetadata(trace);
   auto metadata = std::make_shared<tf::RunMetadata>();
   auto* step = metadata->mutable_step_stats();
   const auto& tracks = trace.tracks();

@@ -2,8 +2,8 @@
 // with shape, dtype and allocation; allocators' figures and allocation records; an op's
 // temporary and persistent memory), in compact rows sorted by slice that hold only the slices
 // that have them. Strings are the trace's (StringId), shapes and records live in one array each.
-// StepStats traces keep these in their compressed per-op records instead (NodeStore), which
-// DetailReader (slice_details.h) decodes into the same shape on demand.
+// A trace with a lossless payload (trace_payload.h: StepStats) keeps these in its payload
+// instead, which DetailReader (slice_details.h) decodes into the same shape on demand.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
-// Where a slice came from in a StepStats input: the model's slices and the payload's store
-// (node_store.h) both speak of it, so it has a header of its own that needs neither.
+// Where a slice came from in its source's records (a StepStats input: device and node index),
+// carried by TraceBuilder through its sorting and handed to the trace's payload
+// (trace_payload.h), so both speak of it without either needing the other.
 #pragma once
 
 #include <cstdint>
@@ -8,8 +9,8 @@ namespace stepscope::trace {
 
 struct NodeRef {
   static constexpr uint32_t kNone = 0xffffffffu;
-  uint32_t device = kNone;  // index into step_stats.dev_stats
-  uint32_t node = kNone;    // index into dev_stats[device].node_stats
+  uint32_t device = kNone;  // the source's record group (StepStats: dev_stats index)
+  uint32_t node = kNone;    // the record within it (StepStats: node_stats index)
   bool valid() const { return device != kNone; }
 };
 

@@ -1,47 +1,13 @@
-// The typed details of slices (slice_details.h): from the trace's own tables, and for StepStats
-// traces from the compressed per-op records, decoded here and nowhere else.
+// The typed details of slices (slice_details.h): from the trace's own tables, and for slices whose
+// source keeps them in its lossless payload, from the payload's decoder (trace_payload.h).
 #include "profiler/trace/slice_details.h"
 
 #include <algorithm>
-#include <cctype>
-#include <climits>
 
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/message.h>
-
-#include "profiler/formats/step_stats/node_reader.h"
-#include "profiler/formats/step_stats/tf_names.h"
-#include "stepscope/tf/run_metadata.pb.h"
+#include "profiler/trace/trace_payload.h"
 
 namespace stepscope::trace {
 namespace {
-
-// Kind from the op type ("MEMCPYHtoD") when the record gives no byte count.
-std::optional<MemcpyDetails> MemcpyFromOpType(const Trace& trace, uint32_t slice) {
-  std::string_view op = trace.str(trace.slice_op_type(trace.slices()[slice]));
-  if (op.substr(0, 6) != "MEMCPY") return std::nullopt;
-  MemcpyDetails details;
-  details.kind = std::string(op.substr(6));
-  return details;
-}
-
-std::optional<MemcpyDetails> MemcpyFromNode(const Trace& trace, uint32_t slice, const tf::NodeExecStats& node) {
-  MemcpyDetails details;
-  if (node.has_memcpy()) {
-    details.kind = node.memcpy().kind();
-    details.bytes = node.memcpy().bytes();
-    details.src_memory = node.memcpy().src_memory();
-    details.dst_memory = node.memcpy().dst_memory();
-    return details;
-  }
-  const TfMemcpyLabel label = ParseTfMemcpyLabel(node.timeline_label());
-  if (!label.matched) return MemcpyFromOpType(trace, slice);
-  details.kind = std::string(label.kind);
-  details.bytes = label.bytes;
-  details.src_memory = std::string(label.src_memory);
-  details.dst_memory = std::string(label.dst_memory);
-  return details;
-}
 
 // A PyTorch profiler copy: kind and memory kinds from its name, bytes from its args.
 MemcpyDetails MemcpyFromArgs(const Trace& trace, uint32_t slice, const TransferArgs& args) {
@@ -60,37 +26,6 @@ std::string Triple(const uint32_t* v) {
   return std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]);
 }
 
-// "grid:1,2,3" inside a TensorFlow 2 kernel label.
-std::string LabelField(std::string_view label, std::string_view key) {
-  const size_t at = label.find(key);
-  if (at == std::string_view::npos) return "";
-  const size_t begin = at + key.size();
-  size_t end = begin;
-  while (end < label.size() && (std::isdigit(static_cast<unsigned char>(label[end])) || label[end] == ',')) ++end;
-  return std::string(label.substr(begin, end - begin));
-}
-
-// A StepStats time in µs as ns, within the trace's time limit (2^62 ns), as the StepStats
-// import converts every time.
-int64_t MicrosToNanos(int64_t micros) {
-  constexpr int64_t kLimitMicros = (int64_t{1} << 62) / 1000;
-  return std::clamp(micros, -kLimitMicros, kLimitMicros) * 1000;
-}
-
-uint32_t NodeFields(uint32_t needed) {
-  uint32_t fields = 0;
-  if (needed & kDetailKernel) fields |= kNodeKernel | kNodeLabel;
-  if (needed & kDetailCopy) fields |= kNodeMemcpy | kNodeLabel;
-  if (needed & (kDetailOutputs | kDetailShapes)) fields |= kNodeOutputs;
-  if (needed & kDetailAllocators) fields |= kNodeMemory;
-  if (needed & kDetailOpMemory) fields |= kNodeMemoryStats;
-  if (needed & kDetailInputs) fields |= kNodeLabel;
-  if (needed & kDetailLabel) fields |= kNodeLabel;
-  if (needed & kDetailCollective) fields |= kNodeCollective;
-  if (needed & kDetailCorrelation) fields |= kNodeCorrelation;
-  return fields;
-}
-
 }  // namespace
 
 std::string TensorOutput::TensorName() const {
@@ -99,29 +34,13 @@ std::string TensorOutput::TensorName() const {
   return name;
 }
 
-// The StepStats records: one parsed node at a time (the last slice asked for), and what was
-// derived from it.
-struct DetailReader::Payload {
-  Payload(const Trace& trace, uint32_t fields) : nodes(trace, fields) {}
-  const tf::NodeExecStats* Node(uint32_t slice) {
-    if (slice != slice_) {
-      slice_ = slice;
-      node_ = nodes.Get(slice);
-    }
-    return node_;
-  }
-  NodeReader nodes;
-  uint32_t slice_ = UINT32_MAX;
-  const tf::NodeExecStats* node_ = nullptr;
-  std::vector<TensorOutput> outputs;
-  std::vector<int64_t> dims;
-  std::vector<AllocatorUse> allocators;
-  std::vector<AllocationRecord> records;
-  std::vector<std::string_view> inputs;
-};
-
+// Details come from the trace's tables, or, for a trace with a payload, from the payload's
+// decoder, on demand: filling the tables from a StepStats payload at import would cost 40-69
+// bytes per slice beside the payload (which lossless output keeps anyway) and 5-21 % more import
+// instructions, for details most passes never ask for (docs/design.md, "Slice details: tables or
+// payload").
 DetailReader::DetailReader(const Trace& trace, uint32_t needed) : trace_(trace), needed_(needed) {
-  if (trace.has_step_stats()) payload_ = std::make_unique<Payload>(trace, NodeFields(needed));
+  if (trace.payload() != nullptr) payload_ = trace.payload()->OpenDetails(trace, needed);
 }
 
 DetailReader::~DetailReader() = default;
@@ -174,30 +93,13 @@ std::optional<MemcpyDetails> DetailReader::Copy(uint32_t slice) {
   if (trace_.slices()[slice].kind != SliceKind::kMemcpy) return std::nullopt;
   if (const TransferArgs* args = trace_.transfer_args(slice)) return MemcpyFromArgs(trace_, slice, *args);
   if (payload_ == nullptr) return std::nullopt;
-  const tf::NodeExecStats* node = payload_->Node(slice);
-  if (node != nullptr) return MemcpyFromNode(trace_, slice, *node);
-  // A node in a block with no copy fields and no labels: what its op type says.
-  if (trace_.node_entry(slice) != NodeRef::kNone) return MemcpyFromOpType(trace_, slice);
-  return std::nullopt;
+  return payload_->Copy(slice);
 }
 
 std::optional<KernelArgs> DetailReader::Kernel(uint32_t slice) {
   if (std::optional<KernelArgs> args = trace_.kernel_args(slice)) return args;
   if (payload_ == nullptr) return std::nullopt;
-  const tf::NodeExecStats* node = payload_->Node(slice);
-  if (node == nullptr || !node->has_kernel()) return std::nullopt;
-  const auto& k = node->kernel();
-  KernelArgs args;
-  args.slice = slice;
-  args.grid[0] = k.grid_x(), args.grid[1] = k.grid_y(), args.grid[2] = k.grid_z();
-  args.block[0] = k.block_x(), args.block[1] = k.block_y(), args.block[2] = k.block_z();
-  args.registers_per_thread = k.registers_per_thread() > 0 ? k.registers_per_thread() : -1;
-  const int64_t shared = int64_t{k.static_shared_memory()} + k.dynamic_shared_memory();
-  if (shared > 0) args.shared_memory_bytes = static_cast<int32_t>(std::min<int64_t>(shared, INT32_MAX));
-  args.device = static_cast<int32_t>(k.device_id());
-  args.stream = static_cast<int32_t>(k.stream_id());
-  if (node->correlation_id() != 0) args.correlation = static_cast<int64_t>(node->correlation_id());
-  return args;
+  return payload_->Kernel(slice);
 }
 
 LaunchGeometry DetailReader::Geometry(uint32_t slice) {
@@ -208,83 +110,17 @@ LaunchGeometry DetailReader::Geometry(uint32_t slice) {
     return geometry;
   }
   if (payload_ == nullptr) return {};
-  const tf::NodeExecStats* node = payload_->Node(slice);
-  if (node == nullptr) return {};
-  if (node->has_kernel()) {
-    // A launch record: its geometry even when zero (a record says so; a label may not).
-    const std::optional<KernelArgs> args = Kernel(slice);
-    return {Triple(args->grid), Triple(args->block),
-            args->registers_per_thread > 0 ? std::to_string(args->registers_per_thread) : std::string()};
-  }
-  return {LabelField(node->timeline_label(), " grid:"), LabelField(node->timeline_label(), " block:"), ""};
+  return payload_->Geometry(slice);
 }
 
 std::span<const TensorOutput> DetailReader::Outputs(uint32_t slice) {
   if (payload_ == nullptr) return TableOutputs(slice);
-  const tf::NodeExecStats* node = payload_->Node(slice);
-  if (node == nullptr || node->output_size() == 0) return {};
-  auto& outputs = payload_->outputs;
-  auto& dims = payload_->dims;
-  outputs.clear();
-  dims.clear();
-  const bool shapes = (needed_ & kDetailShapes) != 0;
-  std::vector<std::pair<size_t, size_t>> shape_spans;
-  for (int k = 0; k < node->output_size(); ++k) {
-    const auto& description = node->output(k).tensor_description();
-    TensorOutput out;
-    out.slot = k;
-    out.producer = node->node_name();
-    if (description.has_allocation_description()) {
-      const auto& allocation = description.allocation_description();
-      out.has_allocation = true;
-      out.requested_bytes = allocation.requested_bytes();
-      out.allocated_bytes = allocation.allocated_bytes();
-      out.allocation_id = static_cast<int64_t>(allocation.allocation_id());
-      out.allocator = allocation.allocator_name();
-    }
-    if (shapes) {
-      if (tf::DataType_IsValid(description.dtype())) out.dtype = tf::DataType_Name(description.dtype());
-      out.unknown_rank = description.shape().unknown_rank();
-      const size_t first = dims.size();
-      for (const auto& dim : description.shape().dim()) dims.push_back(dim.size());
-      shape_spans.emplace_back(first, dims.size() - first);
-    }
-    outputs.push_back(out);
-  }
-  // Spans into dims once it has stopped growing.
-  for (size_t k = 0; k < shape_spans.size(); ++k) {
-    outputs[k].shape = std::span<const int64_t>(dims).subspan(shape_spans[k].first, shape_spans[k].second);
-  }
-  return outputs;
+  return payload_->Outputs(slice);
 }
 
 std::span<const AllocatorUse> DetailReader::Allocators(uint32_t slice) {
   if (payload_ == nullptr) return TableAllocators(slice);
-  const tf::NodeExecStats* node = payload_->Node(slice);
-  if (node == nullptr || node->memory_size() == 0) return {};
-  auto& uses = payload_->allocators;
-  auto& records = payload_->records;
-  uses.clear();
-  records.clear();
-  std::vector<std::pair<size_t, size_t>> record_spans;
-  for (const auto& used : node->memory()) {
-    AllocatorUse use;
-    use.allocator = used.allocator_name();
-    use.total_bytes = used.total_bytes();
-    use.peak_bytes = used.peak_bytes();
-    use.live_bytes = used.live_bytes();
-    use.bytes_in_use = used.allocator_bytes_in_use();
-    const size_t first = records.size();
-    for (const auto& record : used.allocation_records()) {
-      records.push_back({MicrosToNanos(record.alloc_micros()) - trace_.epoch_ns(), record.alloc_bytes()});
-    }
-    record_spans.emplace_back(first, records.size() - first);
-    uses.push_back(use);
-  }
-  for (size_t k = 0; k < uses.size(); ++k) {
-    uses[k].records = std::span<const AllocationRecord>(records).subspan(record_spans[k].first, record_spans[k].second);
-  }
-  return uses;
+  return payload_->Allocators(slice);
 }
 
 std::optional<OpMemory> DetailReader::Memory(uint32_t slice) {
@@ -293,65 +129,33 @@ std::optional<OpMemory> DetailReader::Memory(uint32_t slice) {
     if (row == nullptr) return std::nullopt;
     return OpMemory{row->temp_bytes, row->persistent_bytes};
   }
-  const tf::NodeExecStats* node = payload_->Node(slice);
-  if (node == nullptr || !node->has_memory_stats()) return std::nullopt;
-  return OpMemory{node->memory_stats().temp_memory_size(), node->memory_stats().persistent_memory_size()};
+  return payload_->Memory(slice);
 }
 
 std::span<const std::string_view> DetailReader::Inputs(uint32_t slice) {
-  if (payload_ == nullptr) return {};
-  const tf::NodeExecStats* node = payload_->Node(slice);
-  if (node == nullptr || node->timeline_label().empty()) return {};
-  // The executor's label: "[<memory>] <node> = <OpType>(<inputs>)".
-  TfOpLabel label = ParseTfOpLabel(node->timeline_label());
-  if (!label.matched) return {};
-  payload_->inputs = std::move(label.inputs);
-  return payload_->inputs;
+  return payload_ == nullptr ? std::span<const std::string_view>() : payload_->Inputs(slice);
 }
 
 std::string_view DetailReader::Label(uint32_t slice) {
-  if (payload_ == nullptr) return {};
-  const tf::NodeExecStats* node = payload_->Node(slice);
-  return node == nullptr ? std::string_view() : std::string_view(node->timeline_label());
+  return payload_ == nullptr ? std::string_view() : payload_->Label(slice);
 }
 
 std::optional<LaunchRecord> DetailReader::Launch(uint32_t slice) {
-  if (payload_ == nullptr) return std::nullopt;
-  const tf::NodeExecStats* node = payload_->Node(slice);
-  if (node == nullptr || !node->has_kernel()) return std::nullopt;
-  const auto& k = node->kernel();
-  LaunchRecord record;
-  record.grid[0] = k.grid_x(), record.grid[1] = k.grid_y(), record.grid[2] = k.grid_z();
-  record.block[0] = k.block_x(), record.block[1] = k.block_y(), record.block[2] = k.block_z();
-  record.registers_per_thread = k.registers_per_thread();
-  record.static_shared_bytes = k.static_shared_memory();
-  record.dynamic_shared_bytes = k.dynamic_shared_memory();
-  record.stream = k.stream_id();
-  record.device = k.device_id();
-  return record;
+  return payload_ == nullptr ? std::nullopt : payload_->Launch(slice);
 }
 
 std::optional<CollectiveDetails> DetailReader::Collective(uint32_t slice) {
-  if (payload_ == nullptr) return std::nullopt;
-  const tf::NodeExecStats* node = payload_->Node(slice);
-  if (node == nullptr || !node->has_collective()) return std::nullopt;
-  const auto& c = node->collective();
-  return CollectiveDetails{c.kind(), c.algorithm(), c.bytes(), c.group_size()};
+  return payload_ == nullptr ? std::nullopt : payload_->Collective(slice);
 }
 
 uint64_t DetailReader::Correlation(uint32_t slice) {
-  if (payload_ == nullptr) return 0;
-  const tf::NodeExecStats* node = payload_->Node(slice);
-  return node == nullptr ? 0 : node->correlation_id();
+  return payload_ == nullptr ? 0 : payload_->Correlation(slice);
 }
 
 std::optional<MemcpyDetails> GetMemcpyDetails(const Trace& trace, uint32_t slice) {
-  if (trace.slices()[slice].kind != SliceKind::kMemcpy) return std::nullopt;
-  if (const TransferArgs* args = trace.transfer_args(slice)) return MemcpyFromArgs(trace, slice, *args);
-  const std::unique_ptr<tf::NodeExecStats> node = trace.node(slice);
-  if (node == nullptr) return std::nullopt;
-  return MemcpyFromNode(trace, slice, *node);
+  return DetailReader(trace, kDetailCopy).Copy(slice);
 }
+
 CopyName ParseCopyName(std::string_view name) {
   CopyName copy;
   // ROCm's copy activities (roctracer): CopyHostToDevice, CopyDeviceToHost, CopyDeviceToDevice.
@@ -382,98 +186,9 @@ CopyName ParseCopyName(std::string_view name) {
   return copy;
 }
 
-namespace {
-
-using google::protobuf::FieldDescriptor;
-using google::protobuf::Message;
-using google::protobuf::Reflection;
-
-std::string ScalarText(const Message& message, const FieldDescriptor* field, int i) {
-  const Reflection* r = message.GetReflection();
-  const bool repeated = field->is_repeated();
-  switch (field->cpp_type()) {
-    case FieldDescriptor::CPPTYPE_INT32:
-      return std::to_string(repeated ? r->GetRepeatedInt32(message, field, i) : r->GetInt32(message, field));
-    case FieldDescriptor::CPPTYPE_INT64:
-      return std::to_string(repeated ? r->GetRepeatedInt64(message, field, i) : r->GetInt64(message, field));
-    case FieldDescriptor::CPPTYPE_UINT32:
-      return std::to_string(repeated ? r->GetRepeatedUInt32(message, field, i) : r->GetUInt32(message, field));
-    case FieldDescriptor::CPPTYPE_UINT64:
-      return std::to_string(repeated ? r->GetRepeatedUInt64(message, field, i) : r->GetUInt64(message, field));
-    case FieldDescriptor::CPPTYPE_DOUBLE:
-      return std::to_string(repeated ? r->GetRepeatedDouble(message, field, i) : r->GetDouble(message, field));
-    case FieldDescriptor::CPPTYPE_FLOAT:
-      return std::to_string(repeated ? r->GetRepeatedFloat(message, field, i) : r->GetFloat(message, field));
-    case FieldDescriptor::CPPTYPE_BOOL:
-      return (repeated ? r->GetRepeatedBool(message, field, i) : r->GetBool(message, field)) ? "true" : "false";
-    case FieldDescriptor::CPPTYPE_ENUM:
-      return std::string((repeated ? r->GetRepeatedEnum(message, field, i) : r->GetEnum(message, field))->name());
-    case FieldDescriptor::CPPTYPE_STRING:
-      return repeated ? r->GetRepeatedString(message, field, i) : r->GetString(message, field);
-    case FieldDescriptor::CPPTYPE_MESSAGE: break;
-  }
-  return {};
-}
-
-// A one-line digest of a message for its parent row ("dtype: DT_FLOAT, shape: [20, 200]").
-std::string Digest(const Message& message);
-
-void DescribeMessage(const Message& message, std::vector<RecordField>* out) {
-  const Reflection* reflection = message.GetReflection();
-  std::vector<const FieldDescriptor*> fields;
-  reflection->ListFields(message, &fields);
-  for (const FieldDescriptor* field : fields) {
-    if (field->is_repeated()) {
-      const int count = reflection->FieldSize(message, field);
-      RecordField list{std::string(field->name()), std::to_string(count) + (count == 1 ? " item" : " items"), {}};
-      for (int i = 0; i < count; ++i) {
-        RecordField element{"[" + std::to_string(i) + "]", {}, {}};
-        if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-          const Message& child = reflection->GetRepeatedMessage(message, field, i);
-          element.value = Digest(child);
-          DescribeMessage(child, &element.children);
-        } else {
-          element.value = ScalarText(message, field, i);
-        }
-        list.children.push_back(std::move(element));
-      }
-      out->push_back(std::move(list));
-    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-      const Message& child = reflection->GetMessage(message, field);
-      RecordField item{std::string(field->name()), Digest(child), {}};
-      DescribeMessage(child, &item.children);
-      out->push_back(std::move(item));
-    } else {
-      out->push_back(RecordField{std::string(field->name()), ScalarText(message, field, 0), {}});
-    }
-  }
-}
-
-std::string Digest(const Message& message) {
-  std::vector<RecordField> fields;
-  DescribeMessage(message, &fields);
-  std::string text;
-  for (const RecordField& field : fields) {
-    if (!field.children.empty() && field.value.find("item") == std::string::npos) continue;
-    if (text.size() > 80) {
-      text += ", ...";
-      break;
-    }
-    if (!text.empty()) text += ", ";
-    text += field.key + ": " + field.value;
-  }
-  return text;
-}
-
-}  // namespace
-
 std::vector<RecordField> SourceRecord(const Trace& trace, uint32_t slice, std::string* title) {
-  std::vector<RecordField> fields;
-  const std::unique_ptr<tf::NodeExecStats> node = trace.node(slice);
-  if (node == nullptr) return fields;
-  if (title != nullptr) *title = "NodeExecStats";
-  DescribeMessage(*node, &fields);
-  return fields;
+  if (trace.payload() == nullptr || slice >= trace.slices().size()) return {};
+  return trace.payload()->SourceRecord(trace, slice, title);
 }
 
 }  // namespace stepscope::trace

@@ -3,10 +3,11 @@
 // geometry and occupancy, a copy's kind and bytes, an op's tensor outputs (shape, dtype, bytes,
 // allocation), its allocators' figures and allocation records, its temporary and persistent
 // memory, its inputs. Readers fill the trace's tables (kernel and transfer arguments, free-form
-// arguments); a StepStats trace keeps its per-op records compressed (NodeStore) and DetailReader
-// derives the same records from them on demand, so a pass decodes only what it asks for and no
-// consumer sees TensorFlow's protos. One place derives each detail: from stepscope's extension
-// fields, else TensorFlow's labels, else the PyTorch profiler's event args and names.
+// arguments, detail tables); a reader that keeps its source's records as a lossless payload
+// (trace_payload.h: StepStats) has the payload derive the same details on demand, so a pass
+// decodes only what it asks for and no consumer sees a format's own records. One place derives
+// each detail: from stepscope's extension fields, else TensorFlow's labels, else the PyTorch
+// profiler's event args and names.
 #pragma once
 
 #include <cstdint>
@@ -108,6 +109,8 @@ enum DetailKind : uint32_t {
   kDetailAll = 0xffffffffu,
 };
 
+class PayloadDetails;  // trace_payload.h
+
 // Reads the details of many slices; cheapest in slice order. One reader per thread; what it
 // returns is valid until its next call.
 class DetailReader {
@@ -145,10 +148,9 @@ class DetailReader {
   std::span<const TensorOutput> TableOutputs(uint32_t slice);
   std::span<const AllocatorUse> TableAllocators(uint32_t slice);
 
-  struct Payload;  // the StepStats records, decoded on demand
   const Trace& trace_;
   uint32_t needed_;
-  std::unique_ptr<Payload> payload_;
+  std::unique_ptr<PayloadDetails> payload_;  // the trace payload's decoder; null without one
   std::vector<TensorOutput> outputs_;     // from the trace's tables
   std::vector<AllocatorUse> allocators_;
 };

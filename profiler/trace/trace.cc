@@ -9,8 +9,7 @@
 #include "base/check.h"
 #include "base/free_storage.h"
 #include "base/saturating.h"
-#include "profiler/formats/step_stats/node_store.h"
-#include "stepscope/tf/run_metadata.pb.h"
+#include "profiler/trace/trace_payload.h"
 
 namespace stepscope::trace {
 
@@ -88,32 +87,10 @@ std::span<const Slice> Trace::track_slices(uint32_t track) const {
   return {slices_.data() + begin, track_begin_[track + 1] - begin};
 }
 
-uint32_t Trace::node_entry(uint32_t slice) const {
-  if (node_store_ == nullptr || slice >= slices_.size()) return NodeRef::kNone;
-  if (!node_entries_.empty()) return node_entries_[slice];
-  return slice < node_store_->entry_count() ? slice : NodeRef::kNone;
-}
-
 NodeRef Trace::node_ref(uint32_t slice) const {
   if (slice < node_refs_.size()) return node_refs_[slice];
-  const uint32_t entry = node_entry(slice);
-  if (entry == NodeRef::kNone) return {};
-  NodeStore::Reader reader(*node_store_);
-  return reader.Ref(entry);
-}
-
-std::unique_ptr<tf::NodeExecStats> Trace::node(uint32_t slice) const {
-  const uint32_t entry = node_entry(slice);
-  if (entry == NodeRef::kNone) return nullptr;
-  auto node = std::make_unique<tf::NodeExecStats>();
-  NodeStore::Reader reader(*node_store_);
-  if (!reader.ParseInto(entry, node.get())) return nullptr;
-  return node;
-}
-
-std::shared_ptr<tf::RunMetadata> Trace::LoadRunMetadata() const {
-  if (node_store_ == nullptr) return nullptr;
-  return node_store_->Rebuild();
+  if (payload_ == nullptr || slice >= slices_.size()) return {};
+  return payload_->SourceRef(slice);
 }
 
 namespace {
@@ -234,16 +211,6 @@ void TraceBuilder::AddFlow(uint32_t from_slice, uint32_t to_slice, FlowKind kind
   trace_.flows_.push_back(Flow{from_slice, to_slice, kind});
 }
 
-void TraceBuilder::SetRunMetadata(std::shared_ptr<tf::RunMetadata> metadata) {
-  run_metadata_ = std::move(metadata);
-}
-
-void TraceBuilder::SetNodeStore(std::unique_ptr<NodeStoreWriter> store, std::string rest,
-                                std::vector<uint32_t> device_first_node) {
-  store_writer_ = std::move(store);
-  store_rest_ = std::move(rest);
-  device_first_node_ = std::move(device_first_node);
-}
 namespace {
 
 // Places the slices of one source track onto lanes so that no lane holds a partial overlap.
@@ -730,17 +697,12 @@ Trace TraceBuilder::Build() && {
     for (const SliceArg& arg : trace_.slice_args_) sorted_args[begin[arg.slice]++] = arg;
     trace_.slice_args_.swap(sorted_args);
   }
-  if (run_metadata_ != nullptr) {
-    trace_.node_store_ = NodeStore::Build(*run_metadata_, trace_.node_refs_, &trace_.node_entries_);
-    run_metadata_.reset();
-  } else if (store_writer_ != nullptr) {
-    trace_.node_store_ =
-        store_writer_->Finish(std::move(store_rest_), device_first_node_, trace_.node_refs_, &trace_.node_entries_);
-    store_writer_.reset();
-    FreeStorage(device_first_node_);
+  if (payload_factory_) {
+    trace_.payload_ = payload_factory_(trace_.node_refs_, slices.size());
+    payload_factory_ = nullptr;
   }
-  // The store knows each entry's node.
-  if (trace_.node_store_ != nullptr) FreeStorage(trace_.node_refs_);
+  // The payload knows each slice's record.
+  if (trace_.payload_ != nullptr) FreeStorage(trace_.node_refs_);
 
   // One pass puts the slices on the epoch, counts them per track and finds the span.
   trace_.track_begin_.assign(tracks.size() + 1, 0);

@@ -13,10 +13,10 @@
 // Details that do not fit a Slice live in side tables holding only the slices that have them:
 // kernel launches, copy sizes, free-form arguments, and per-op memory (tensor outputs, allocator
 // records, op memory: DetailTables). Consumers read them through DetailReader (slice_details.h),
-// in one typed form whatever the format. StepStats inputs instead keep their full RunMetadata as
-// the lossless payload (NodeStore: each node serialised and compressed, parsed back on demand),
-// which DetailReader decodes and only the StepStats writers and merging read as such
-// (LoadRunMetadata, node_store.h), so a pb -> pb conversion loses nothing.
+// in one typed form whatever the format. A reader may also keep a lossless payload of its source
+// (TracePayload, trace_payload.h: a StepStats input keeps every node, compressed), from which
+// DetailReader decodes details on demand and which only that format's writers and merging read
+// as such (profiler/formats/<format>/), so a pb -> pb conversion loses nothing.
 #pragma once
 
 #include <cstdint>
@@ -36,16 +36,11 @@
 #include "profiler/trace/node_ref.h"
 #include "profiler/trace/string_table.h"
 
-namespace stepscope::tf {
-class RunMetadata;
-class NodeExecStats;
-class DeviceStepStats;
-}  // namespace stepscope::tf
-
 namespace stepscope::trace {
 
-class NodeStore;
-class NodeStoreWriter;
+class TracePayload;
+using PayloadFactory =
+    std::function<std::shared_ptr<const TracePayload>(std::span<const NodeRef> slice_refs, size_t slice_count)>;
 
 enum class TrackKind : uint8_t {
   kHost,           // a process: host and rank (the root of a track tree)
@@ -313,24 +308,15 @@ class Trace {
   SourceFormat source_format() const { return source_format_; }
   const std::string& source_path() const { return source_path_; }
 
-  // Per-op memory details of traces without a StepStats payload (DetailReader reads both).
+  // Per-op memory details of slices whose source keeps them in the model (DetailReader reads
+  // these and the payload's).
   const DetailTables& detail_tables() const { return details_; }
 
-  // The StepStats payload (absent for other inputs): for the StepStats writers, merging and
-  // DetailReader; every other consumer reads DetailReader.
-  bool has_step_stats() const { return node_store_ != nullptr; }
-  // The source RunMetadata, rebuilt from the node store (every node parsed: for writers and
-  // merging, not per-slice lookups); a fresh copy the caller owns; null for other inputs.
-  std::shared_ptr<tf::RunMetadata> LoadRunMetadata() const;
-  // Where a slice came from in the source StepStats (invalid when it has no node). With a node
-  // store this reads the slice's block; passes over many slices use NodeReader::Ref (node_reader.h).
+  // The source's lossless payload (trace_payload.h); null when the reader kept none.
+  const TracePayload* payload() const { return payload_.get(); }
+  // Where a slice came from in its source's records (invalid when it has none). With a payload
+  // this asks the payload; passes over many slices use the payload format's own reader.
   NodeRef node_ref(uint32_t slice) const;
-  // One slice's NodeExecStats, parsed on demand (null when it has none). For passes over many
-  // slices use NodeReader, which decompresses each block once.
-  std::unique_ptr<tf::NodeExecStats> node(uint32_t slice) const;
-  const NodeStore* node_store() const { return node_store_.get(); }
-  // The store entry of a slice's node, NodeRef::kNone when it has none.
-  uint32_t node_entry(uint32_t slice) const;
 
   // Kineto arguments; null when the slice has none.
   std::optional<KernelArgs> kernel_args(uint32_t slice) const { return kernel_args_.Find(slice); }
@@ -355,8 +341,8 @@ class Trace {
   std::vector<Track> tracks_;
   MappedArray<Slice> slices_;
   std::vector<uint32_t> track_begin_;  // size tracks+1: slices of track t are [begin[t], begin[t+1])
-  // Parallel to slices_ while building, and kept only when no node store holds them (a store
-  // knows each entry's node): empty when no StepStats source.
+  // Parallel to slices_ while building, and kept only when no payload holds them (a payload
+  // knows each slice's record): empty when the source gave none.
   std::vector<NodeRef> node_refs_;
   std::vector<Flow> flows_;
   std::vector<CounterSeries> counters_;
@@ -368,8 +354,7 @@ class Trace {
   ImportStats import_stats_;
   SourceFormat source_format_ = SourceFormat::kSynthetic;
   std::string source_path_;
-  std::shared_ptr<const NodeStore> node_store_;
-  std::vector<uint32_t> node_entries_;  // store entry per slice; empty when entry == slice
+  std::shared_ptr<const TracePayload> payload_;
   KernelArgsTable kernel_args_;               // sorted by slice
   std::vector<TransferArgs> transfer_args_;   // sorted by slice
   std::vector<SliceArg> slice_args_;          // sorted by slice, source order within a slice
@@ -436,12 +421,9 @@ class TraceBuilder {
     trace_.source_format_ = format;
     trace_.source_path_ = std::move(path);
   }
-  // The builder takes the metadata over: Build() moves its nodes into the Trace's node store.
-  void SetRunMetadata(std::shared_ptr<tf::RunMetadata> metadata);
-  // Or a node store being filled (binary input: the wire scan adds every node), which Build()
-  // finishes with `rest` (the RunMetadata without node_stats, serialised);
-  // `device_first_node[d]` is the index of device d's first node over all devices.
-  void SetNodeStore(std::unique_ptr<NodeStoreWriter> store, std::string rest, std::vector<uint32_t> device_first_node);
+  // The source's lossless payload, made by `factory` once Build() has ordered the slices (it is
+  // handed each slice's NodeRef given to AddSlice, in the final order).
+  void SetPayload(PayloadFactory factory) { payload_factory_ = std::move(factory); }
   // Kineto arguments of a slice added before (`slice` is the AddSlice index).
   void AddKernelArgs(const KernelArgs& args) { trace_.kernel_args_.Add(args); }
   void AddTransferArgs(const TransferArgs& args) { trace_.transfer_args_.push_back(args); }
@@ -500,10 +482,7 @@ class TraceBuilder {
   // What Pack clamped.
   int64_t starts_clamped_ = 0, durations_clamped_ = 0, negative_durations_ = 0, depths_clamped_ = 0;
   bool has_refs_ = false;
-  std::shared_ptr<tf::RunMetadata> run_metadata_;
-  std::unique_ptr<NodeStoreWriter> store_writer_;  // SetNodeStore's
-  std::string store_rest_;
-  std::vector<uint32_t> device_first_node_;
+  PayloadFactory payload_factory_;
 };
 
 }  // namespace stepscope::trace

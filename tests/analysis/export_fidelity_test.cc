@@ -15,6 +15,7 @@
 #include "profiler/analysis/step_analyses.h"
 #include "profiler/formats/reader.h"
 #include "profiler/formats/writer.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "test_util.h"
 
 namespace stepscope::analysis {
@@ -91,7 +92,7 @@ TEST(ExportFidelityTest, EveryFormatWeWriteGivesTheSameAnswers) {
     const Figures want = Measure(*source);
     std::vector<Written> formats = {{trace::OutputFormat::kPerfettoJson, ".json.gz"},
                                     {trace::OutputFormat::kPerfettoProto, ".pftrace"}};
-    if (source->has_step_stats()) formats.push_back({trace::OutputFormat::kRunMetadataBinary, ".pb"});
+    if (HasStepStats(*source)) formats.push_back({trace::OutputFormat::kRunMetadataBinary, ".pb"});
     for (const Written& w : formats) {
       const std::string path = (dir / ("export" + std::string(w.extension))).string();
       SCOPED_TRACE(path);

@@ -21,6 +21,7 @@
 #include "profiler/analysis/step_analyses.h"
 #include "profiler/formats/reader.h"
 #include "profiler/formats/writer.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 
@@ -46,11 +47,11 @@ class GpuSampleTest : public ::testing::TestWithParam<GpuSample> {};
 // The RunMetadata as written: TensorFlow's lanes, every record linked or counted, no drops.
 TEST_P(GpuSampleTest, LanesAndRecordsAreTensorFlowsGpuTracers) {
   const trace::Trace trace = Read(GetParam());
-  ASSERT_TRUE(trace.has_step_stats());
+  ASSERT_TRUE(HasStepStats(trace));
   EXPECT_EQ(trace.step_info().step, 3);
   EXPECT_EQ(trace.step_info().dropped_records, 0u);
   EXPECT_EQ(trace.import_stats().Get("collector_dropped_gpu_records"), 0);
-  const auto metadata = trace.LoadRunMetadata();
+  const auto metadata = LoadRunMetadata(trace);
   ASSERT_NE(metadata, nullptr);
   std::map<std::string, int> nodes;  // lane -> node count
   int64_t kernels = 0, copies = 0, linked = 0, copy_bytes = 0;

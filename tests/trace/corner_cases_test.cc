@@ -6,6 +6,7 @@
 
 #include "profiler/analysis/summary.h"
 #include "profiler/formats/reader.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 
@@ -107,7 +108,7 @@ TEST(CornerCasesTest, QuirksLoadWithGraphsAndCostGraph) {
   const Trace trace = Load("quirks.pbtxt");
   // cost_graph / partition_graphs / function_graphs are TensorFlow's schema: read and kept.
   EXPECT_EQ(trace.import_stats().Get("unmodelled_text_fields_skipped"), 0);
-  const auto metadata = trace.LoadRunMetadata();
+  const auto metadata = LoadRunMetadata(trace);
   EXPECT_TRUE(metadata->has_session_metadata());
   ASSERT_EQ(metadata->partition_graphs_size(), 1);
   EXPECT_EQ(metadata->partition_graphs(0).node(0).op(), "Const");

@@ -11,6 +11,7 @@
 #include "profiler/formats/perfetto/perfetto_proto.h"
 #include "profiler/formats/reader.h"
 #include "profiler/trace/slice_details.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 
@@ -84,7 +85,7 @@ TEST(DetailTablesTest, AStepStatsPayloadReadsAsTheSameTypedRecords) {
   const Trace& trace = *read;
   // The independent count: every output with an allocation, and every allocation record, in
   // the RunMetadata the payload rebuilds.
-  const auto metadata = trace.LoadRunMetadata();
+  const auto metadata = LoadRunMetadata(trace);
   int64_t outputs = 0, requested = 0, records = 0, temp = 0;
   for (const auto& device : metadata->step_stats().dev_stats()) {
     for (const auto& node : device.node_stats()) {
@@ -127,7 +128,7 @@ TEST(DetailTablesTest, AStepStatsPayloadReadsBackItsLabelsLaunchesAndCollectives
     DetailReader details(trace, kDetailLabel | kDetailKernel | kDetailCollective | kDetailCorrelation);
     int labels = 0, launches = 0, collectives = 0, correlations = 0;
     for (uint32_t i = 0; i < trace.slices().size(); ++i) {
-      const std::unique_ptr<tf::NodeExecStats> node = trace.node(i);
+      const std::unique_ptr<tf::NodeExecStats> node = NodeOf(trace, i);
       if (node == nullptr) {
         EXPECT_TRUE(details.Label(i).empty());
         EXPECT_FALSE(details.Launch(i).has_value());
@@ -206,7 +207,7 @@ TEST(DetailTablesTest, APerfettoRoundTripKeepsTheMemoryDetails) {
   ASSERT_TRUE(read.ok()) << read.status().message();
   auto back = ReadPerfettoProto(ExportPerfettoProto(*read), "round trip");
   ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_FALSE(back->has_step_stats());
+  EXPECT_FALSE(HasStepStats(*back));
   const DetailTotals source = Totals(*read), copy = Totals(*back);
   EXPECT_GT(source.outputs, 100);
   EXPECT_GT(source.records, 100);

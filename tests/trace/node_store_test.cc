@@ -8,6 +8,7 @@
 
 #include "profiler/formats/reader.h"
 #include "profiler/formats/step_stats/step_stats_wire.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 
@@ -61,7 +62,7 @@ Built BuildTrace(int nodes) {
   orphan.track = lane;
   orphan.name = builder.Intern("no node");
   builder.AddSlice(orphan);
-  builder.SetRunMetadata(metadata);
+  SetStepStatsPayload(builder, metadata);
   built.trace = std::move(builder).Build();
   return built;
 }
@@ -69,11 +70,11 @@ Built BuildTrace(int nodes) {
 TEST(NodeStoreTest, RebuildsTheRunMetadataExactly) {
   const Built built = BuildTrace(3000);
   const Trace& trace = built.trace;
-  ASSERT_TRUE(trace.has_step_stats());
-  ASSERT_NE(trace.node_store(), nullptr);
-  EXPECT_EQ(trace.node_store()->entry_count(), 6000u);
-  EXPECT_GT(trace.node_store()->block_count(), 2u);
-  const auto rebuilt = trace.LoadRunMetadata();
+  ASSERT_TRUE(HasStepStats(trace));
+  ASSERT_NE(StepStatsOf(trace), nullptr);
+  EXPECT_EQ(StepStatsOf(trace)->store().entry_count(), 6000u);
+  EXPECT_GT(StepStatsOf(trace)->store().block_count(), 2u);
+  const auto rebuilt = LoadRunMetadata(trace);
   ASSERT_NE(rebuilt, nullptr);
   EXPECT_EQ(rebuilt->SerializeAsString(), built.original);
 }
@@ -82,10 +83,10 @@ TEST(NodeStoreTest, RebuildsTheRunMetadataExactly) {
 // this): every block lands in its place, so the rebuilt RunMetadata is the original.
 TEST(NodeStoreTest, BlocksCompressedOnHelperThreadsStayInOrder) {
   const Built built = BuildTrace(40000);
-  ASSERT_NE(built.trace.node_store(), nullptr);
-  EXPECT_EQ(built.trace.node_store()->entry_count(), 80000u);
-  EXPECT_GE(built.trace.node_store()->block_count(), 32u);
-  const auto rebuilt = built.trace.LoadRunMetadata();
+  ASSERT_NE(StepStatsOf(built.trace), nullptr);
+  EXPECT_EQ(StepStatsOf(built.trace)->store().entry_count(), 80000u);
+  EXPECT_GE(StepStatsOf(built.trace)->store().block_count(), 32u);
+  const auto rebuilt = LoadRunMetadata(built.trace);
   ASSERT_NE(rebuilt, nullptr);
   EXPECT_EQ(rebuilt->SerializeAsString(), built.original);
 }
@@ -100,13 +101,13 @@ TEST(NodeStoreTest, EachSliceFindsItsOwnNode) {
     const tf::NodeExecStats* node = reader.Get(i);
     if (!ref.valid()) {
       EXPECT_EQ(node, nullptr);
-      EXPECT_TRUE(trace.node(i) == nullptr);
+      EXPECT_TRUE(NodeOf(trace, i) == nullptr);
       continue;
     }
     ASSERT_NE(node, nullptr) << i;
     EXPECT_EQ(node->node_name(), "layer_" + std::to_string(ref.node / 10) + "/op_" + std::to_string(ref.node));
     EXPECT_EQ(node->all_start_micros(), 1000 + ref.node * 10);
-    const auto single = trace.node(i);
+    const auto single = NodeOf(trace, i);
     ASSERT_NE(single, nullptr);
     EXPECT_EQ(single->SerializeAsString(), node->SerializeAsString());
     ++checked;
@@ -143,7 +144,7 @@ TEST(NodeStoreTest, AFieldFilterSkipsBlocksWithoutTheField) {
 TEST(NodeStoreTest, TheSampleCostsFarLessThanItsParsedNodes) {
   auto trace = ReadTrace(testing::DataPath("ptb_lstm_tf1_gpu_step.pbtxt"));
   ASSERT_TRUE(trace.ok());
-  const NodeStore* store = trace->node_store();
+  const NodeStore* store = &StepStatsOf(*trace)->store();
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->entry_count(), 2087u);
   const double per_node = static_cast<double>(store->memory_bytes()) / static_cast<double>(store->entry_count());

@@ -18,6 +18,7 @@
 #include "profiler/formats/reader.h"
 #include "profiler/formats/common/varint.h"
 #include "profiler/formats/writer.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "test_util.h"
 
 namespace stepscope::trace {
@@ -326,7 +327,7 @@ TEST(PerfettoProtoTest, ReadsItsOwnOutputBack) {
     for (const SliceArg& a : source.all_slice_args()) source_args.insert({std::string(source.str(a.key)), a.Text(source.strings())});
     for (const SliceArg& a : back->all_slice_args()) back_args.insert({std::string(back->str(a.key)), a.Text(back->strings())});
     EXPECT_TRUE(std::includes(back_args.begin(), back_args.end(), source_args.begin(), source_args.end()));
-    if (source.has_step_stats()) {
+    if (HasStepStats(source)) {
       // Executor labels come as their parts: inputs (and memory), e.g. for
       // "[cuda_host_bfc 0.5MB 0.5MB] Train/Model/embedding_lookup = GatherV2(a, b, c)".
       int64_t inputs = 0;

@@ -9,6 +9,7 @@
 #include "profiler/formats/reader.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
 #include "profiler/formats/writer.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 
@@ -29,7 +30,7 @@ const Trace& Sample() {
 TEST(SampleTraceTest, DevicesAndNodeCounts) {
   const Trace& trace = Sample();
   EXPECT_EQ(trace.source_format(), SourceFormat::kStepStatsText);
-  const auto metadata = trace.LoadRunMetadata();
+  const auto metadata = LoadRunMetadata(trace);
   const auto& step = metadata->step_stats();
   std::map<std::string, int> nodes;
   for (const auto& device : step.dev_stats()) nodes[device.device()] = device.node_stats_size();
@@ -81,7 +82,7 @@ TEST(SampleTraceTest, OpTypeBreakdownMatchesTheModel) {
 
 TEST(SampleTraceTest, MemcpyBytesEqualTheLabelsOfTheStreamRecords) {
   // Independent count straight from the proto: stream lanes only (not the /memcpy repeat).
-  const auto metadata = Sample().LoadRunMetadata();
+  const auto metadata = LoadRunMetadata(Sample());
   const auto& step = metadata->step_stats();
   std::map<std::string, std::pair<int64_t, int64_t>> expected;  // kind -> (count, bytes)
   for (const auto& device : step.dev_stats()) {
@@ -110,7 +111,7 @@ TEST(SampleTraceTest, MemcpyBytesEqualTheLabelsOfTheStreamRecords) {
 TEST(SampleTraceTest, AllocatorPeakAgreesWithRecordedBytesInUse) {
   const Trace& trace = Sample();
   int64_t max_in_use = 0;
-  const auto metadata = trace.LoadRunMetadata();
+  const auto metadata = LoadRunMetadata(trace);
   for (const auto& device : metadata->step_stats().dev_stats()) {
     for (const auto& node : device.node_stats()) {
       for (const auto& memory : node.memory()) {
@@ -156,7 +157,7 @@ TEST(SampleTraceTest, TextBinaryTextIsIdentity) {
 
 TEST(SampleTraceTest, BareBinaryStepStatsIsDetectedAndGzipIsTransparent) {
   std::string bare;
-  ASSERT_TRUE(Sample().LoadRunMetadata()->step_stats().SerializeToString(&bare));
+  ASSERT_TRUE(LoadRunMetadata(Sample())->step_stats().SerializeToString(&bare));
   auto trace = ReadTraceFromBytes(bare, "bare.pb");
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   EXPECT_EQ(trace->source_format(), SourceFormat::kStepStatsBinary);
@@ -170,7 +171,7 @@ TEST(SampleTraceTest, BareBinaryStepStatsIsDetectedAndGzipIsTransparent) {
 }
 
 TEST(SampleTraceTest, UnknownBinaryFieldsSurvivePbToPb) {
-  tf::RunMetadata metadata = *Sample().LoadRunMetadata();
+  tf::RunMetadata metadata = *LoadRunMetadata(Sample());
   // A field TensorFlow might add one day, on a node and at the top level.
   metadata.mutable_step_stats()->mutable_dev_stats(0)->mutable_node_stats(0)
       ->GetReflection()->MutableUnknownFields(

@@ -19,6 +19,7 @@
 #include "profiler/formats/step_stats/step_stats_import.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
 #include "profiler/formats/writer.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 
@@ -84,8 +85,8 @@ void ExpectSameTrace(const Trace& wire, const Trace& message, const std::string&
     const NodeRef rb = message_refs.Ref(static_cast<uint32_t>(s));
     ASSERT_TRUE(ra.device == rb.device && ra.node == rb.node) << "node ref of slice " << s;
     // Entries differ (the scan's store groups a thread's nodes), but a slice has one or not.
-    ASSERT_EQ(wire.node_entry(static_cast<uint32_t>(s)) == NodeRef::kNone,
-              message.node_entry(static_cast<uint32_t>(s)) == NodeRef::kNone)
+    ASSERT_EQ(StepStatsOf(wire)->entry(static_cast<uint32_t>(s)) == NodeRef::kNone,
+              StepStatsOf(message)->entry(static_cast<uint32_t>(s)) == NodeRef::kNone)
         << s;
   }
 
@@ -117,9 +118,9 @@ void ExpectSameTrace(const Trace& wire, const Trace& message, const std::string&
   EXPECT_EQ(wire.source_path(), message.source_path());
 
   // Details: every slice's node, by a reader in slice order and by each field filter.
-  ASSERT_EQ(wire.has_step_stats(), message.has_step_stats());
-  if (!wire.has_step_stats()) return;
-  EXPECT_EQ(wire.node_store()->entry_count(), message.node_store()->entry_count());
+  ASSERT_EQ(HasStepStats(wire), HasStepStats(message));
+  if (!HasStepStats(wire)) return;
+  EXPECT_EQ(StepStatsOf(wire)->store().entry_count(), StepStatsOf(message)->store().entry_count());
   NodeReader wire_nodes(wire);
   NodeReader message_nodes(message);
   for (uint32_t s = 0; s < wire.slices().size(); ++s) {
@@ -141,8 +142,8 @@ void ExpectSameTrace(const Trace& wire, const Trace& message, const std::string&
     }
   }
   // The whole RunMetadata again: the same message, so the same bytes written.
-  const auto x = wire.LoadRunMetadata();
-  const auto y = message.LoadRunMetadata();
+  const auto x = LoadRunMetadata(wire);
+  const auto y = LoadRunMetadata(message);
   ASSERT_NE(x, nullptr);
   ASSERT_NE(y, nullptr);
   EXPECT_TRUE(Deterministic(*x) == Deterministic(*y)) << "LoadRunMetadata differs";
@@ -231,7 +232,7 @@ TEST(StepStatsWireTest, LargeGeneratedTracesGiveTheSameTrace) {
                                "synthetic 50000"));
   const std::string text = ReadFile(DataPath("ptb_lstm_tf1_gpu_step.pbtxt")).value();
   const Trace step = ReadWithProtobuf(text, "tf1").value();
-  const auto original = step.LoadRunMetadata();
+  const auto original = LoadRunMetadata(step);
   tf::RunMetadata copies;
   const int64_t span_micros = (step.span_end_ns() - step.span_begin_ns()) / 1000 + 1000;
   for (const auto& device : original->step_stats().dev_stats()) {

@@ -20,6 +20,7 @@
 #include "profiler/formats/reader.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
 #include "profiler/formats/writer.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 
@@ -93,7 +94,7 @@ TEST(TfRunMetadataTest, GraphFieldsNewerThanOurSchemaAreSkippedAndCounted) {
       "partition_graphs { node { name: \"a\" op: \"NoOp\" field_from_the_future: 3 } }\n";
   const Trace trace = FromBytes(text, "future.pbtxt");
   EXPECT_EQ(trace.import_stats().Get("unmodelled_text_fields_skipped"), 1);
-  EXPECT_EQ(trace.LoadRunMetadata()->partition_graphs(0).node(0).op(), "NoOp");
+  EXPECT_EQ(LoadRunMetadata(trace)->partition_graphs(0).node(0).op(), "NoOp");
   // Outside the graphs a misspelt field is still an error.
   EXPECT_FALSE(ReadTraceFromBytes(
                    "step_stats { dev_stats { device: \"/device:CPU:0\" node_stats { node_name: \"a\" "
@@ -134,7 +135,7 @@ TEST(TfRunMetadataTest, DefaultTextIsTensorFlowsSchemaOnly) {
 // Per allocator, TensorFlow's own maximum allocator_bytes_in_use and peak_bytes.
 std::map<std::string, int64_t> MaxInUse(const Trace& trace) {
   std::map<std::string, int64_t> max;
-  auto metadata = trace.LoadRunMetadata();
+  auto metadata = LoadRunMetadata(trace);
   for (const auto& device : metadata->step_stats().dev_stats()) {
     for (const auto& node : device.node_stats()) {
       for (const auto& memory : node.memory()) {

@@ -29,6 +29,7 @@
 #include "profiler/formats/step_stats/step_stats_io.h"
 #include "profiler/formats/writer.h"
 #include "profiler/testing/synthetic_trace.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "tests/benchmark_main.h"
 
@@ -124,7 +125,7 @@ BENCHMARK(BM_LoadBinarySynthetic)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)
 
 // The TF1 step `copies` times, each copy's times shifted past the previous one's end.
 std::string Tf1StepCopies(int copies) {
-  const auto step = SampleTrace().LoadRunMetadata();
+  const auto step = LoadRunMetadata(SampleTrace());
   tf::RunMetadata out;
   const int64_t span_micros = (SampleTrace().span_end_ns() - SampleTrace().span_begin_ns()) / 1000 + 1000;
   for (const auto& device : step->step_stats().dev_stats()) {

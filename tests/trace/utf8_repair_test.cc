@@ -10,6 +10,7 @@
 #include "profiler/formats/reader.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
 #include "profiler/formats/common/utf8.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {
@@ -75,20 +76,20 @@ void ExpectRepairedDetails(const Trace& trace) {
   EXPECT_EQ(trace.import_stats().Get(kInvalidUtf8StringsRepaired), 3);
   uint32_t bad = trace.str(trace.slice_name(trace.slices()[0])) == "clean" ? 1 : 0;
   EXPECT_EQ(trace.str(trace.slice_name(trace.slices()[bad])), "bad" + kFffd + "name");
-  const auto node = trace.node(bad);
+  const auto node = NodeOf(trace, bad);
   ASSERT_NE(node, nullptr) << "the node's details were lost";
   EXPECT_EQ(node->node_name(), "bad" + kFffd + "name");
   EXPECT_EQ(node->timeline_label(), "bad" + kFffd + "name = MatMul(a, b)");
   ASSERT_EQ(node->memory_size(), 1);
   EXPECT_EQ(node->memory(0).allocator_name(), "cpu" + kFffd);
   EXPECT_EQ(node->memory(0).total_bytes(), 64);
-  const auto clean = trace.node(1 - bad);
+  const auto clean = NodeOf(trace, 1 - bad);
   ASSERT_NE(clean, nullptr);
   EXPECT_EQ(clean->timeline_label(), "clean = Add(bad\xE2\x82\xAC" "name)");  // valid UTF-8 stays
 
   // The whole RunMetadata comes back (what pb export and merge use), and a pb export reads
   // back with nothing left to repair.
-  const auto metadata = trace.LoadRunMetadata();
+  const auto metadata = LoadRunMetadata(trace);
   ASSERT_NE(metadata, nullptr);
   EXPECT_EQ(metadata->step_stats().dev_stats(0).node_stats_size(), 2);
   auto binary = SerializeRunMetadata(*metadata, StepStatsEncoding::kBinary);
@@ -96,8 +97,8 @@ void ExpectRepairedDetails(const Trace& trace) {
   auto again = ReadTraceFromBytes(*binary, "again.pb");
   ASSERT_TRUE(again.ok()) << again.status().message();
   EXPECT_EQ(again->import_stats().Get(kInvalidUtf8StringsRepaired), 0);
-  ASSERT_NE(again->node(bad), nullptr);
-  EXPECT_EQ(again->node(bad)->memory(0).allocator_name(), "cpu" + kFffd);
+  ASSERT_NE(NodeOf(*again, bad), nullptr);
+  EXPECT_EQ(NodeOf(*again, bad)->memory(0).allocator_name(), "cpu" + kFffd);
 }
 
 TEST(StepStatsUtf8Test, TextWithInvalidUtf8KeepsNodeDetails) {
@@ -150,8 +151,8 @@ TEST(StepStatsUtf8Test, DeviceAndThreadNamesAreRepairedToo) {
   auto trace = ReadTraceFromBytes(text, "devices.pbtxt");
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   EXPECT_EQ(trace->import_stats().Get(kInvalidUtf8StringsRepaired), 2);
-  ASSERT_NE(trace->node(0), nullptr);
-  const auto metadata = trace->LoadRunMetadata();
+  ASSERT_NE(NodeOf(*trace, 0), nullptr);
+  const auto metadata = LoadRunMetadata(*trace);
   ASSERT_NE(metadata, nullptr) << "the rest of the RunMetadata did not parse back";
   const auto& device = metadata->step_stats().dev_stats(0);
   EXPECT_EQ(device.device(), "/job:localhost/replica:0/task:0/device:CPU:0" + kFffd);

@@ -10,6 +10,7 @@
 #include "base/units.h"
 #include "profiler/testing/synthetic_trace.h"
 #include "profiler/trace/slice_details.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "tests/test_util.h"
 #include "viewer/load/document.h"
@@ -280,7 +281,7 @@ class ModelsTest : public QObject {
     // An executor op with outputs and memory: shapes, allocation descriptions, allocators.
     int64_t slice = -1;
     for (uint32_t i = 0; i < trace.slices().size() && slice < 0; ++i) {
-      const auto node = trace.node(i);
+      const auto node = NodeOf(trace, i);
       if (node != nullptr && node->output_size() > 0 && node->memory_size() > 0) slice = i;
     }
     QVERIFY(slice >= 0);

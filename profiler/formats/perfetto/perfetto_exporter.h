@@ -197,7 +197,7 @@ class ProtoExporter {
   uint64_t unit_ = 1;
   std::vector<Uses> uses_;
   uint32_t plan_ = 0;
-  const bool has_nodes_ = trace_.has_step_stats();
+  const bool has_nodes_ = trace_.payload() != nullptr;
   // Blocks of a StepStats payload whose ops hold none of these are not even inflated.
   DetailReader details_{trace_, kDetailOutputs | kDetailShapes | kDetailAllocators | kDetailOpMemory | kDetailLabel |
                                     kDetailKernel | kDetailCopy | kDetailCorrelation};

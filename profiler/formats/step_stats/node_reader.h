@@ -1,6 +1,6 @@
-// A pass's reader of a Trace's StepStats payload, slice by slice (the node store's entries are
-// not in slice order): for the StepStats writers, merging and DetailReader; every other consumer
-// reads DetailReader (slice_details.h).
+// A pass's reader of a Trace's StepStats payload (step_stats_payload.h), slice by slice (the node
+// store's entries are not in slice order): for the StepStats writers, merging and the payload's
+// detail decoder; every other consumer reads DetailReader (slice_details.h).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,8 @@
 #include "profiler/trace/trace.h"
 
 namespace stepscope::trace {
+
+class StepStatsPayload;
 
 // Reads the NodeExecStats of many slices, decompressing each stored block once when slices are
 // visited in order. `needed_fields` (NodeField bits) lets a pass skip blocks where no node has
@@ -31,6 +33,7 @@ class NodeReader {
 
  private:
   const Trace& trace_;
+  const StepStatsPayload* payload_;  // null without one
   std::unique_ptr<NodeStore::Reader> reader_;
 };
 

@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "base/saturating.h"
-#include "profiler/formats/step_stats/node_store.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "profiler/formats/step_stats/step_stats_wire.h"
 #include "profiler/formats/step_stats/tf_names.h"
 #include "stepscope/tf/run_metadata.pb.h"
@@ -577,7 +577,7 @@ Trace ImportRunMetadata(std::shared_ptr<tf::RunMetadata> metadata, SourceFormat 
   TraceBuilder builder;
   builder.SetSource(format, path);
   Importer<MessageNodes>(*metadata, MessageNodes(metadata->step_stats()), builder).Run(parse_stats);
-  builder.SetRunMetadata(std::move(metadata));
+  SetStepStatsPayload(builder, std::move(metadata));
   return std::move(builder).Build();
 }
 
@@ -588,7 +588,7 @@ std::optional<Trace> ImportBinaryStepStats(std::string_view bytes, const std::st
   builder.SetSource(step->format, path);
   Importer<WireNodes>(*step->rest_message, WireNodes(*step, bytes), builder).Run(step->stats);
   // The node store, filled during the scan, finishes compressing while the import goes on.
-  builder.SetNodeStore(std::move(step->store), std::move(step->rest), std::move(step->device_first_node));
+  SetStepStatsPayload(builder, std::move(step->store), std::move(step->rest), std::move(step->device_first_node));
   step.reset();
   return std::move(builder).Build();
 }

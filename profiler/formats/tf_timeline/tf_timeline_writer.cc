@@ -13,6 +13,7 @@
 #include "profiler/formats/tf_timeline/tf_timeline_writer.h"
 #include "profiler/formats/common/json_out.h"
 #include "profiler/formats/step_stats/tf_names.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {
@@ -281,7 +282,7 @@ class TfTimelineExporter {
 }  // namespace
 
 StatusOr<std::string> ExportTfTimelineJson(const Trace& trace) {
-  const auto metadata = trace.LoadRunMetadata();
+  const auto metadata = LoadRunMetadata(trace);
   if (metadata == nullptr) {
     return InvalidInput(trace.source_path() +
                         ": the tf-timeline flavour needs a step stats input (RunMetadata or "
