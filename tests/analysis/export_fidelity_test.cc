@@ -14,8 +14,8 @@
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
 #include "profiler/formats/reader.h"
-#include "profiler/formats/writer.h"
 #include "profiler/formats/step_stats/step_stats_payload.h"
+#include "profiler/formats/writer.h"
 #include "test_util.h"
 
 namespace stepscope::analysis {

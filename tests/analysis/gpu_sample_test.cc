@@ -20,8 +20,8 @@
 #include "profiler/analysis/gpu_analyses.h"
 #include "profiler/analysis/step_analyses.h"
 #include "profiler/formats/reader.h"
-#include "profiler/formats/writer.h"
 #include "profiler/formats/step_stats/step_stats_payload.h"
+#include "profiler/formats/writer.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 

@@ -260,11 +260,59 @@ TEST(CliTest, ConvertPicksTheFormatFromTheExtension) {
   EXPECT_NE(ReadFile(tf)->find("\"Allocators\""), std::string::npos);
 }
 
+// A directory of per-rank traces goes through the input resolver as in every command: summary
+// summarizes each rank in turn, exactly as it does each file alone.
+TEST(CliTest, SummaryOfADirectoryOfTracesSummarizesEachInTurn) {
+  const std::string dir = DataPath("analysis/ranks");
+  const Result r0 = RunStepscope({"summary", dir + "/rank0.pbtxt"});
+  const Result r1 = RunStepscope({"summary", dir + "/rank1.pbtxt"});
+  ASSERT_EQ(r0.code, 0) << r0.err;
+  ASSERT_EQ(r1.code, 0) << r1.err;
+  const Result both = RunStepscope({"summary", dir});
+  ASSERT_EQ(both.code, 0) << both.err;
+  EXPECT_EQ(both.out, r0.out + "\n" + r1.out);
+  const Result json = RunStepscope({"summary", dir, "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json docs = nlohmann::json::parse(json.out);
+  ASSERT_TRUE(docs.is_array());
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0], nlohmann::json::parse(RunStepscope({"summary", dir + "/rank0.pbtxt", "--json"}).out));
+  EXPECT_EQ(docs[1]["source"], dir + "/rank1.pbtxt");
+}
+
+// Several traces into one file: refused (exit 2, naming merge), nothing written; into a
+// directory: each converted, byte for byte as alone.
+TEST(CliTest, ConvertOfSeveralTracesWritesADirectoryOrRefersToMerge) {
+  const std::string dir = DataPath("analysis/ranks");
+  const std::string one = Scratch("ranks.json");
+  std::filesystem::remove(one);
+  const Result refused = RunStepscope({"convert", dir, one});
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find(dir + ": holds 2 traces"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("stepscope merge"), std::string::npos) << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(one));
+
+  const std::string out = Scratch("ranks_out");
+  std::filesystem::remove_all(out);
+  std::filesystem::create_directories(out);
+  const Result no_format = RunStepscope({"convert", dir, out});
+  EXPECT_EQ(no_format.code, 2);
+  EXPECT_NE(no_format.err.find("pass --format"), std::string::npos) << no_format.err;
+  const Result each = RunStepscope({"convert", dir, out, "--format", "chrome"});
+  ASSERT_EQ(each.code, 0) << each.err;
+  for (const char* rank : {"rank0", "rank1"}) {
+    const std::string alone = Scratch(std::string(rank) + "_alone.json");
+    ASSERT_EQ(RunStepscope({"convert", dir + "/" + rank + ".pbtxt", alone}).code, 0);
+    EXPECT_EQ(*ReadFile(out + "/" + rank + ".json"), *ReadFile(alone)) << rank;
+  }
+}
+
 // Each bad input: exit 2, a message naming the file and the problem, no output left behind.
 struct BadInput {
   std::string file;
   std::string content;  // empty with `is_path` = use file as a path as-is
   std::string expect;   // a phrase the message must contain
+  bool directory = false;  // `file` is an empty directory made for the test
 };
 
 class CliBadInputTest : public ::testing::TestWithParam<BadInput> {};
@@ -273,6 +321,10 @@ TEST_P(CliBadInputTest, ClearMessageExitTwoNoOutput) {
   const BadInput& bad = GetParam();
   std::string in = bad.file;
   if (!bad.content.empty() || bad.file == "empty.pb") in = WriteInput(bad.file, bad.content);
+  if (bad.directory) {
+    in = Scratch(bad.file);
+    std::filesystem::create_directories(in);
+  }
   const std::string out = Scratch("should_not_exist.json");
   std::filesystem::remove(out);
   const Result r = RunStepscope({"convert", in, out});
@@ -313,7 +365,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"blank.pbtxt", "   \n\n", "only whitespace"},
         BadInput{"notatrace.json", "{\"model\": \"resnet\"}", "not a trace"},
         BadInput{"/nonexistent/dir/trace.pb", "", "no such file"},
-        BadInput{"/tmp", "", "is a directory"}),
+        BadInput{"empty_dir", "", "no trace files in the directory", /*directory=*/true}),
     [](const auto& test_info) {
       std::string name = test_info.param.file.substr(test_info.param.file.rfind('/') + 1);
       for (char& c : name) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';

@@ -6,12 +6,12 @@
 #include <map>
 
 #include "profiler/analysis/memory_report.h"
-#include "profiler/trace/detail_tables.h"
-#include "profiler/formats/step_stats/node_store.h"
 #include "profiler/formats/perfetto/perfetto_proto.h"
 #include "profiler/formats/reader.h"
-#include "profiler/trace/slice_details.h"
+#include "profiler/formats/step_stats/node_store.h"
 #include "profiler/formats/step_stats/step_stats_payload.h"
+#include "profiler/trace/detail_tables.h"
+#include "profiler/trace/slice_details.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 

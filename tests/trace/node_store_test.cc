@@ -7,8 +7,8 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "profiler/formats/reader.h"
-#include "profiler/formats/step_stats/step_stats_wire.h"
 #include "profiler/formats/step_stats/step_stats_payload.h"
+#include "profiler/formats/step_stats/step_stats_wire.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 

@@ -12,13 +12,13 @@
 
 #include "base/file_io.h"
 #include "base/file_reader.h"
-#include "proto/perfetto_trace.pb.h"
 #include "profiler/formats/common/format_sniff.h"
+#include "profiler/formats/common/varint.h"
 #include "profiler/formats/perfetto/perfetto_proto.h"
 #include "profiler/formats/reader.h"
-#include "profiler/formats/common/varint.h"
-#include "profiler/formats/writer.h"
 #include "profiler/formats/step_stats/step_stats_payload.h"
+#include "profiler/formats/writer.h"
+#include "proto/perfetto_trace.pb.h"
 #include "test_util.h"
 
 namespace stepscope::trace {

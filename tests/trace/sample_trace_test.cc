@@ -8,8 +8,8 @@
 #include "profiler/analysis/summary.h"
 #include "profiler/formats/reader.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
-#include "profiler/formats/writer.h"
 #include "profiler/formats/step_stats/step_stats_payload.h"
+#include "profiler/formats/writer.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 

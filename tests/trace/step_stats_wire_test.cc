@@ -11,15 +11,15 @@
 #include <vector>
 
 #include "base/file_io.h"
-#include "profiler/testing/synthetic_trace.h"
-#include "profiler/formats/step_stats/node_reader.h"
-#include "profiler/formats/step_stats/node_store.h"
 #include "profiler/formats/common/proto_wire.h"
 #include "profiler/formats/reader.h"
+#include "profiler/formats/step_stats/node_reader.h"
+#include "profiler/formats/step_stats/node_store.h"
 #include "profiler/formats/step_stats/step_stats_import.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
-#include "profiler/formats/writer.h"
 #include "profiler/formats/step_stats/step_stats_payload.h"
+#include "profiler/formats/writer.h"
+#include "profiler/testing/synthetic_trace.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "test_util.h"
 

@@ -22,14 +22,14 @@
 
 #include "base/file_io.h"
 #include "profiler/formats/chrome_json/chrome_json_writer.h"
-#include "profiler/formats/tf_timeline/tf_timeline_writer.h"
 #include "profiler/formats/common/proto_utf8.h"
 #include "profiler/formats/reader.h"
 #include "profiler/formats/step_stats/step_stats_import.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
+#include "profiler/formats/tf_timeline/tf_timeline_writer.h"
 #include "profiler/formats/writer.h"
 #include "profiler/testing/synthetic_trace.h"
-#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "tests/benchmark_main.h"
 

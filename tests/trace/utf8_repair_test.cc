@@ -7,9 +7,9 @@
 #include <string_view>
 
 #include "profiler/formats/common/proto_utf8.h"
+#include "profiler/formats/common/utf8.h"
 #include "profiler/formats/reader.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
-#include "profiler/formats/common/utf8.h"
 #include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 

@@ -8,9 +8,9 @@
 #include <functional>
 
 #include "base/units.h"
+#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "profiler/testing/synthetic_trace.h"
 #include "profiler/trace/slice_details.h"
-#include "profiler/formats/step_stats/step_stats_payload.h"
 #include "stepscope/tf/run_metadata.pb.h"
 #include "tests/test_util.h"
 #include "viewer/load/document.h"

@@ -7,6 +7,7 @@
 #include "profiler/cli/commands/commands.h"
 #include "profiler/cli/commands/report.h"
 #include "profiler/cli/report_format.h"
+#include "profiler/formats/inputs.h"
 #include "profiler/formats/reader.h"
 
 namespace stepscope::cli {
@@ -195,15 +196,37 @@ Json SummaryJson(const analysis::Summary& s) {
   return doc;
 }
 
+// IN goes through the input resolver, as for every command: a file or a profiler run directory
+// is one trace; a directory of trace files (per rank, per step) or a glob summarises each in turn,
+// one trace in memory at a time (text: one summary after another, a blank line between; JSON:
+// an array of the documents).
 Status RunSummary(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
-  ASSIGN_OR_RETURN(Trace trace, trace::ReadTrace(args.positional[0]));
-  const analysis::Summary summary = analysis::Summarize(trace);
-  if (args.Has("json")) {
-    EmitJson(out, SummaryJson(summary));
-  } else {
-    out << SummaryText(summary, top);
+  ASSIGN_OR_RETURN(const std::vector<std::string> inputs, trace::ResolveTracePaths(args.positional));
+  const bool json = args.Has("json");
+  if (inputs.size() == 1) {
+    ASSIGN_OR_RETURN(Trace trace, trace::ReadTrace(inputs[0]));
+    const analysis::Summary summary = analysis::Summarize(trace);
+    if (json) {
+      EmitJson(out, SummaryJson(summary));
+    } else {
+      out << SummaryText(summary, top);
+    }
+    return Status::Ok();
   }
+  Json documents = Json::array();
+  bool first = true;
+  RETURN_IF_ERROR(trace::ForEachTrace(inputs, [&](Trace trace) {
+    const analysis::Summary summary = analysis::Summarize(trace);
+    if (json) {
+      documents.push_back(SummaryJson(summary));
+    } else {
+      out << (first ? "" : "\n") << SummaryText(summary, top);
+    }
+    first = false;
+    return Status::Ok();
+  }));
+  if (json) EmitJson(out, documents);
   return Status::Ok();
 }
 
@@ -218,7 +241,9 @@ CommandSpec SummaryCommand() {
               "bandwidth per kind, allocator peaks (curves from allocation records, through every\n"
               "allocator_bytes_in_use sample, never below a node's peak_bytes) with the tensors\n"
               "live at the peak, and what the import repaired or skipped. --json writes the same as\n"
-              "a stable document (keys in docs/summary-json.md).",
+              "a stable document (keys in docs/summary-json.md). IN is a file, a profiler run directory\n"
+              "(one trace), or a directory of trace files or a glob: each is summarized in turn (one\n"
+              "after another; with --json, an array of the documents).",
           .flags =
               {{"json", "", "write the summary as JSON"},
               {"top", "N", "how many op types to list in text output (default 15)"}},

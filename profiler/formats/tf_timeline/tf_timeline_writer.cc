@@ -10,10 +10,10 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "profiler/formats/tf_timeline/tf_timeline_writer.h"
 #include "profiler/formats/common/json_out.h"
-#include "profiler/formats/step_stats/tf_names.h"
 #include "profiler/formats/step_stats/step_stats_payload.h"
+#include "profiler/formats/step_stats/tf_names.h"
+#include "profiler/formats/tf_timeline/tf_timeline_writer.h"
 #include "stepscope/tf/run_metadata.pb.h"
 
 namespace stepscope::trace {
