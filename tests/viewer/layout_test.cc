@@ -7,6 +7,7 @@
 #include <QMenuBar>
 #include <QScrollArea>
 #include <QSettings>
+#include <QTabBar>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 #include <memory>
@@ -100,6 +101,39 @@ class LayoutTest : public QObject {
     QVERIFY(doc->dock(kMemoryPane)->isHidden());
     memory->trigger();
     QVERIFY(!doc->dock(kMemoryPane)->isHidden());
+  }
+
+  // Docked panes have no title bar: a right click on a pane's tab offers to hide it.
+  void ARightClickOnATabHidesItsPane() {
+    auto window = OpenWindow(false);
+    DocumentView* doc = window->current_document();
+    QTabBar* tabs = nullptr;
+    int memory_tab = -1;
+    for (QTabBar* bar : doc->findChildren<QTabBar*>()) {
+      for (int i = 0; i < bar->count(); ++i) {
+        if (bar->isVisible() && bar->tabText(i) == "Memory") {
+          tabs = bar;
+          memory_tab = i;
+        }
+      }
+    }
+    QVERIFY(tabs != nullptr);
+    const QPoint at = tabs->tabRect(memory_tab).center();
+    QContextMenuEvent click(QContextMenuEvent::Mouse, at, tabs->mapToGlobal(at));
+    QApplication::sendEvent(tabs, &click);
+    auto* menu = qobject_cast<QMenu*>(QApplication::activePopupWidget());
+    QVERIFY(menu != nullptr);
+    QAction* hide = nullptr;
+    for (QAction* action : menu->actions()) {
+      if (action->text() == "Hide Memory") hide = action;
+    }
+    QVERIFY(hide != nullptr);
+    // The rest of the menu: every pane with its check box.
+    QVERIFY(menu->actions().contains(doc->dock(kStatsPane)->toggleViewAction()));
+    hide->trigger();
+    menu->close();
+    QVERIFY(doc->dock(kMemoryPane)->isHidden());
+    QVERIFY(!doc->dock(kMemoryPane)->toggleViewAction()->isChecked());
   }
 
   void AHiddenDockStaysHiddenInTheNextWindow() {

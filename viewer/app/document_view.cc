@@ -3,9 +3,12 @@
 // actions panes share.
 #include "viewer/app/document_view.h"
 
+#include <QContextMenuEvent>
 #include <QDockWidget>
 #include <QEvent>
 #include <QLabel>
+#include <QMenu>
+#include <QTabBar>
 #include <QVBoxLayout>
 #include <algorithm>
 
@@ -130,6 +133,28 @@ void DocumentView::showEvent(QShowEvent* event) {
 void DocumentView::resizeEvent(QResizeEvent* event) {
   QMainWindow::resizeEvent(event);
   SizeDocks();
+}
+
+// A right click on a dock's tab: hide that pane, or show or hide any (the docked panes have no
+// title bar with a close button).
+void DocumentView::contextMenuEvent(QContextMenuEvent* event) {
+  auto* tabs = qobject_cast<QTabBar*>(childAt(event->pos()));
+  if (tabs == nullptr) {
+    QMainWindow::contextMenuEvent(event);
+    return;
+  }
+  QMenu* menu = createPopupMenu();
+  menu->setAttribute(Qt::WA_DeleteOnClose);
+  const int tab = tabs->tabAt(tabs->mapFrom(this, event->pos()));
+  for (QDockWidget* dock : docks_by_id_) {
+    if (tab < 0 || dock->windowTitle() != tabs->tabText(tab)) continue;
+    QAction* hide = new QAction(tr("Hide %1").arg(dock->windowTitle()), menu);
+    connect(hide, &QAction::triggered, dock, &QWidget::hide);
+    menu->insertAction(menu->actions().value(0), hide);
+    menu->insertSeparator(menu->actions().value(1));
+  }
+  menu->popup(event->globalPos());
+  event->accept();
 }
 
 bool DocumentView::event(QEvent* event) {

@@ -87,6 +87,7 @@ class DocumentView : public QMainWindow, public PaneHost {
   void showEvent(QShowEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
   bool event(QEvent* event) override;
+  void contextMenuEvent(QContextMenuEvent* event) override;
 
  private:
   void SizeDocks();
