@@ -371,6 +371,9 @@ int RunViewer(int argc, char** argv) {
       "N[,N]");
   const QCommandLineOption allow_truncated(
       "allow-truncated", "Open a trace file cut short with what it holds (the title and a banner say TRUNCATED) instead of failing.");
+  const QCommandLineOption reset_layout(
+      "reset-layout", "Open the window at its default size with every pane docked where it starts, forgetting the "
+                      "layout saved when the window last closed.");
   const QStringList pane_names = PaneNames();
   const QString default_pane = QString::fromLatin1(PaneSpecOf(kDefaultPane).name);
   const QCommandLineOption pane("pane",
@@ -378,7 +381,7 @@ int RunViewer(int argc, char** argv) {
                                     pane_names.mid(0, pane_names.size() - 1).join(", ") + " or " + pane_names.last() +
                                     " (default " + default_pane + ").",
                                 "NAME", default_pane);
-  parser.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option, allow_truncated});
+  parser.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option, allow_truncated, reset_layout});
   parser.addPositionalArgument("traces", "Trace files or directories of traces to open.", "[TRACE...]");
   parser.addPositionalArgument("--vs", "Compare: TRACE... --vs TRACE... shows the runs before and after --vs one above the "
                                        "other with the diff of `stepscope diff A... --vs B...`.", "[--vs TRACE...]");
@@ -390,7 +393,7 @@ int RunViewer(int argc, char** argv) {
   qsizetype side_a_count = -1;
   if (vs_at > 0) {
     QCommandLineParser before;
-    before.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option, allow_truncated});
+    before.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option, allow_truncated, reset_layout});
     before.addHelpOption();
     if (before.parse(arguments.mid(0, vs_at))) side_a_count = before.positionalArguments().size();
     arguments.removeAt(vs_at);
@@ -475,7 +478,10 @@ int RunViewer(int argc, char** argv) {
                          parser.isSet(frame_log));
   }
 
+  // Only the interactive window remembers its layout; headless modes draw the defaults.
+  if (parser.isSet(reset_layout)) MainWindow::ForgetSavedLayout();
   MainWindow window;
+  window.SetRememberLayout(true);
   window.SetAllowTruncated(parser.isSet(allow_truncated));
   window.show();
   if (!side_b.isEmpty()) {

@@ -1,4 +1,5 @@
-// The stepscope-view command line: the window (`stepscope-view [--merge] [--allow-truncated] [TRACE ...]`, a
+// The stepscope-view command line: the window (`stepscope-view [--merge] [--allow-truncated]
+// [--reset-layout] [TRACE ...]`, its size and dock layout remembered across runs; a
 // directory opening as one merged timeline; `stepscope-view A... --vs B...`, two runs compared)
 // and the headless modes used by tests, documentation and benchmarks:
 //   --screenshot OUT.png [--size WxH] [--pane NAME] TRACE...

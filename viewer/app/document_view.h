@@ -1,35 +1,45 @@
-// Everything shown for one open trace: the timeline on top and, below it, the panes in tabs:
-// one class per pane (viewer/panes), listed in the pane table (viewer/panes/pane_table.h):
-// slice details, op statistics, statistics of a selected time range, memory charts, the steps,
-// the GPU breakdown, the critical path, GPU time per annotation, stragglers of a merge of ranks,
-// search results and the track tree. All panes read the same immutable document; the analyses
-// arrive later (SetAnalysis) and each pane shows its part.
+// Everything shown for one open trace: the timeline as the central widget, taking most of the
+// room, and around it the panes, each a dock (resizable, hideable, movable, tabbed with its
+// neighbours): one class per pane (viewer/panes), listed in the pane table
+// (viewer/panes/pane_table.h): slice details, op statistics, statistics of a selected time
+// range, memory charts, the steps, the GPU breakdown, the critical path, GPU time per
+// annotation, stragglers of a merge of ranks, search results and the track tree. All panes read
+// the same immutable document; the analyses arrive later (SetAnalysis) and each pane shows its
+// part.
 //
 // The view holds the panes and gives them what they share (PaneHost): the document, the
-// timeline and its axis, the tabs, jumping to a slice and the status line.
+// timeline and its axis, bringing a pane to the front, jumping to a slice and the status line.
+// Its dock layout is saved and restored as a whole (SaveLayout/RestoreLayout, the main window
+// keeps it across runs); ResetLayout puts every dock back where it starts.
 #pragma once
 
-#include <QWidget>
+#include <QByteArray>
+#include <QMainWindow>
 #include <memory>
 #include <vector>
 
 #include "viewer/panes/pane.h"
 
+class QDockWidget;
 class QLabel;
-class QTabWidget;
 
 namespace stepscope::viewer {
 
 class TimeAxis;
 class TimelineView;
 
-class DocumentView : public QWidget, public PaneHost {
+class DocumentView : public QMainWindow, public PaneHost {
   Q_OBJECT
 
  public:
   using enum PaneId;  // DocumentView::kStatsPane ...
   // A merge of more inputs than this opens with each input's process collapsed.
   static constexpr size_t kExpandedRanks = 8;
+  // The docks below the timeline start at this share of the view's height, tab bar included
+  // (the timeline keeps the rest: 61 % of a 1600x1000 window; the memory pane room for two
+  // charts); the docks on the right at this share of its width.
+  static constexpr double kBottomDockShare = 0.31;
+  static constexpr double kRightDockShare = 0.22;
 
   explicit DocumentView(std::shared_ptr<const TraceDocument> document, QWidget* parent = nullptr);
   ~DocumentView() override;
@@ -39,8 +49,9 @@ class DocumentView : public QWidget, public PaneHost {
   std::shared_ptr<const TraceDocument> shared_document() const override { return document_; }
   TimelineView* timeline() const override { return timeline_; }
   TimeAxis* axis() const override { return axis_; }
-  QTabWidget* panes() const override { return panes_; }
+  QWidget* panes() const override { return const_cast<DocumentView*>(this); }
   void ShowPane(PaneId pane) override;
+  bool PaneInFront(PaneId pane) const override;
   void ShowStatus(const QString& message) override { emit statusMessage(message); }
 
   // The pane of class P (DocumentView::pane<StepsPane>()); every pane of the table exists.
@@ -49,6 +60,15 @@ class DocumentView : public QWidget, public PaneHost {
   P* pane() const {
     return static_cast<P*>(pane(P::kId));
   }
+  // The dock holding a pane (its title is the pane table's; its object name "pane-NAME").
+  QDockWidget* dock(PaneId id) const { return docks_by_id_[id]; }
+
+  // The dock layout (which docks are shown, where, their sizes) as QMainWindow::saveState
+  // writes it; RestoreLayout returns false, changing nothing, for a layout it cannot read.
+  QByteArray SaveLayout() const;
+  bool RestoreLayout(const QByteArray& layout);
+  // Every dock shown, in its starting area and tab group, at its starting size.
+  void ResetLayout();
 
   // The red line over the timeline naming each cut of a document read up to one; null otherwise.
   QLabel* truncation_banner() const { return truncation_banner_; }
@@ -63,14 +83,23 @@ class DocumentView : public QWidget, public PaneHost {
  signals:
   void statusMessage(const QString& message);
 
+ protected:
+  void showEvent(QShowEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  bool event(QEvent* event) override;
+  void contextMenuEvent(QContextMenuEvent* event) override;
+
  private:
+  void SizeDocks();
+
   std::shared_ptr<const TraceDocument> document_;
   std::shared_ptr<const DocumentAnalysis> analysis_;
   TimeAxis* axis_;
   TimelineView* timeline_;
-  QTabWidget* panes_;
   QLabel* truncation_banner_ = nullptr;
-  std::vector<Pane*> panes_by_id_;  // indexed by PaneId (owned as QObject children)
+  std::vector<Pane*> panes_by_id_;         // indexed by PaneId (owned as QObject children)
+  std::vector<QDockWidget*> docks_by_id_;  // indexed by PaneId
+  bool auto_size_ = true;                  // the docks keep their starting shares (SizeDocks)
 };
 
 }  // namespace stepscope::viewer

@@ -145,7 +145,7 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
 
   BuildMenus();
   BuildSearchBar();
-  resize(1400, 900);
+  resize(kDefaultSize);
 }
 
 MainWindow::~MainWindow() = default;
@@ -236,6 +236,7 @@ void MainWindow::BuildMenus() {
   connect(flows, &QAction::toggled, this, [this](bool on) {
     for (int i = 0; i < document_count(); ++i) document(i)->timeline()->SetShowFlows(on);
   });
+  BuildLayoutMenu(view);
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&Keys and Mouse"), QKeySequence::HelpContents, this, &MainWindow::ShowKeys);
@@ -321,6 +322,12 @@ DocumentView* MainWindow::AddDocument(std::shared_ptr<const TraceDocument> docum
     if (open->document().preview_bytes() > 0 && open->document().path() == document->path()) preview = open;
   }
   auto* view = new DocumentView(document, tabs_);
+  // A new trace opens with the docks as the trace in front has them (its preview's, when it
+  // replaces one), else as saved.
+  if (remember_layout_) {
+    const DocumentView* shown = preview != nullptr ? preview : current_document();
+    view->RestoreLayout(shown != nullptr ? shown->SaveLayout() : QSettings().value(kDockLayoutKey).toByteArray());
+  }
   const QString name = QFileInfo(QString::fromStdString(document->path())).fileName();
   QString title = name.isEmpty() ? QString::fromStdString(document->path()) : name;
   if (document->preview_bytes() > 0) {
@@ -607,6 +614,7 @@ void MainWindow::dropEvent(QDropEvent* event) {
 
 void MainWindow::closeEvent(QCloseEvent* event) {
   loader_->Cancel();
+  if (remember_layout_) SaveLayout();
   event->accept();
 }
 

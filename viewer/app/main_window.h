@@ -1,11 +1,13 @@
 // The main window: one tab per open trace (DocumentView), File/View/Help menus, the search
 // bar, a status bar with the load progress and Cancel, drag and drop, recent files. Failures
 // are reported without blocking (status bar and a non-modal message box) and never close what
-// is already open.
+// is already open. The panes of each trace dock around its timeline; the window's size and the
+// docks' layout are remembered across runs (main_window_layout.cc).
 #pragma once
 
 #include <QFutureWatcher>
 #include <QMainWindow>
+#include <QSize>
 #include <QStringList>
 #include <cstdint>
 #include <memory>
@@ -70,6 +72,22 @@ class MainWindow : public QMainWindow {
   QString import_status() const;
   QString import_details() const;
 
+  // The window's geometry and the docks' layout kept across runs, in the user's settings
+  // (QSettings: ~/.config/stepscope/stepscope-view.conf on Linux). Off until turned on (the
+  // interactive window turns it on; headless modes and tests start from the defaults):
+  // turning it on restores the saved window geometry, and from then on each trace opens with
+  // the saved dock layout and closing the window saves both.
+  void SetRememberLayout(bool remember);
+  bool remember_layout() const { return remember_layout_; }
+  // Writes the window geometry and the current trace's dock layout to the settings.
+  void SaveLayout();
+  // View > Reset Layout: every trace's docks back where they start, and the saved layout
+  // forgotten (the window keeps its size; `--reset-layout` also forgets that).
+  void ResetLayout();
+  // Removes the saved layout from the settings (`stepscope-view --reset-layout`).
+  static void ForgetSavedLayout();
+  static constexpr QSize kDefaultSize{1600, 1000};
+
   // Exports of the current document; the error message is empty on success.
   QString ExportChromeJson(const QString& path, bool tf_timeline);
   QString ExportPng(const QString& path);
@@ -83,6 +101,10 @@ class MainWindow : public QMainWindow {
  private:
   void BuildMenus();
   void BuildSearchBar();
+  void BuildLayoutMenu(QMenu* view);
+  // The settings' keys of the remembered layout (main_window_layout.cc).
+  static constexpr const char* kGeometryKey = "layout/window_geometry";
+  static constexpr const char* kDockLayoutKey = "layout/docks";
   void ReportError(const QString& message_text);
   void AddRecent(const QString& path);
   void RebuildRecentMenu();
@@ -108,6 +130,7 @@ class MainWindow : public QMainWindow {
   QStringList errors_;
   QFutureWatcher<std::shared_ptr<OpenedComparison>> comparing_;
   bool comparison_pending_ = false;
+  bool remember_layout_ = false;
 };
 
 }  // namespace stepscope::viewer

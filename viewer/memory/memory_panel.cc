@@ -1,4 +1,5 @@
-// The memory pane's widget (memory_panel.h): a chart per allocator and the live tensors table.
+// The memory pane's widget (memory_panel.h): a chart per allocator, scrolling when many, beside
+// the live tensors table.
 #include "viewer/memory/memory_panel.h"
 
 #include <QHeaderView>
@@ -19,27 +20,28 @@ namespace stepscope::viewer {
 
 MemoryPanel::MemoryPanel(std::shared_ptr<const TraceDocument> document, TimeAxis* axis, QWidget* parent)
     : QWidget(parent), document_(std::move(document)), axis_(axis) {
-  auto* splitter = new QSplitter(Qt::Vertical, this);
+  // The charts beside the live tensors rather than above them: each chart then has the pane's
+  // whole height, and many charts scroll.
+  auto* splitter = new QSplitter(Qt::Horizontal, this);
   auto* scroll = new QScrollArea(splitter);
   scroll->setWidgetResizable(true);
   scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  // No vertical bar and no frame either: the charts then span the same width as the timeline
-  // above, so a time sits at the same x in both (the wheel still scrolls many charts).
-  scroll->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setVerticalScrollBarPolicy(Qt::ScrollBarAsNeeded);
   scroll->setFrameShape(QFrame::NoFrame);
   auto* charts = new QWidget(scroll);
   charts_layout_ = new QVBoxLayout(charts);
   charts_layout_->setContentsMargins(0, 0, 0, 0);
   charts_layout_->setSpacing(2);
   placeholder_ = new QLabel(tr("Computing memory timelines..."), charts);
-  charts_layout_->addWidget(placeholder_);
-  charts_layout_->addStretch(1);
+  placeholder_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+  charts_layout_->addWidget(placeholder_, 1);
   scroll->setWidget(charts);
 
   auto* live = new QWidget(splitter);
   auto* live_layout = new QVBoxLayout(live);
   live_layout->setContentsMargins(0, 0, 0, 0);
   live_caption_ = new QLabel(tr("Click a chart (its red peak marker for the peak) to list the live tensors."), live);
+  live_caption_->setWordWrap(true);
   live_model_ = new LiveTensorModel(this);
   auto* proxy = new QSortFilterProxyModel(this);
   proxy->setSourceModel(live_model_);
@@ -62,7 +64,12 @@ MemoryPanel::MemoryPanel(std::shared_ptr<const TraceDocument> document, TimeAxis
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(splitter);
+  splitter->setStretchFactor(0, 7);
+  splitter->setStretchFactor(1, 3);
+  splitter->setSizes({7000, 3000});  // scaled to the width: most of it for the charts
+  splitter->setChildrenCollapsible(false);
   splitter_ = splitter;
+  charts_scroll_ = scroll;
 }
 
 void MemoryPanel::SetTimelines(std::shared_ptr<const std::vector<analysis::AllocatorTimeline>> timelines) {
@@ -72,19 +79,18 @@ void MemoryPanel::SetTimelines(std::shared_ptr<const std::vector<analysis::Alloc
   if (timelines_->empty()) {
     placeholder_->setText(tr("This trace records no memory (no allocation records, outputs or memory events)."));
     placeholder_->show();
+    charts_layout_->setStretchFactor(placeholder_, 1);
     return;
   }
   placeholder_->hide();
+  charts_layout_->setStretchFactor(placeholder_, 0);
   for (size_t i = 0; i < timelines_->size(); ++i) {
     auto* chart = new MemoryChart((*timelines_)[i], axis_);
-    charts_layout_->insertWidget(static_cast<int>(i), chart);
+    charts_layout_->insertWidget(static_cast<int>(i), chart, 1);  // the charts share the height
     connect(chart, &MemoryChart::timeClicked, this,
             [this, i](int64_t time) { ShowLiveAt(static_cast<int>(i), time); });
     charts_.push_back(chart);
   }
-  // Room for up to three charts; the live tensor table gets the rest.
-  const int charts_height = static_cast<int>(std::min<size_t>(charts_.size(), 3)) * (MemoryChart::kHeight + 2);
-  splitter_->setSizes({charts_height, std::max(120, splitter_->height() - charts_height)});
   live_table_->horizontalHeader()->resizeSection(LiveTensorModel::kName, 420);
 }
 

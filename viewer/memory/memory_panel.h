@@ -1,5 +1,6 @@
-// The memory pane of a document: one chart per allocator on the shared time axis, and below
-// them the tensors live at the instant last clicked (the peak when the click was near it),
+// The memory pane of a document: one chart per allocator on the shared time axis (each at
+// least MemoryChart::kMinHeight tall, scrolling when there are more than fit), and beside them
+// the tensors live at the instant last clicked (the peak when the click was near it),
 // largest first. Double-clicking a tensor jumps to the op that produced it.
 #pragma once
 
@@ -12,6 +13,7 @@
 #include "viewer/timeline/time_axis.h"
 
 class QLabel;
+class QScrollArea;
 class QSplitter;
 class QTableView;
 class QVBoxLayout;
@@ -33,6 +35,8 @@ class MemoryPanel : public QWidget {
   MemoryChart* chart(int i) const { return charts_[static_cast<size_t>(i)]; }
   LiveTensorModel* live_model() const { return live_model_; }
   QString live_caption() const;
+  // The area the charts scroll in.
+  QScrollArea* charts_area() const { return charts_scroll_; }
 
  public slots:
   void ShowLiveAt(int chart, int64_t time_ns);
@@ -53,6 +57,7 @@ class MemoryPanel : public QWidget {
   LiveTensorModel* live_model_;
   QTableView* live_table_;
   QSplitter* splitter_;
+  QScrollArea* charts_scroll_;
 };
 
 }  // namespace stepscope::viewer

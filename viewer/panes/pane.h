@@ -1,4 +1,4 @@
-// A pane below the timeline: one class per pane (viewer/panes/<name>_pane.h/.cc), listed once
+// A pane beside the timeline (a dock of the document view): one class per pane (viewer/panes/<name>_pane.h/.cc), listed once
 // in the pane table (pane_table.cc). A pane builds its widget when it is created, reaches the
 // rest of the document view only through PaneHost, and, if it shows an analysis, is handed the
 // document's DocumentAnalysis once the loader has computed it (ShowAnalysis).
@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <memory>
 
-class QTabWidget;
 class QWidget;
 
 namespace stepscope::viewer {
@@ -39,7 +38,7 @@ enum PaneId {
 inline constexpr PaneId kDefaultPane = kStatsPane;  // shown first, and --pane's default
 
 // What a pane may use of the view that holds it: the document, the timeline and its axis, the
-// tabs, and the view's few actions (the document view implements it).
+// parent for its widget, and the view's few actions (the document view implements it).
 class PaneHost {
  public:
   virtual ~PaneHost() = default;
@@ -47,9 +46,12 @@ class PaneHost {
   virtual std::shared_ptr<const TraceDocument> shared_document() const = 0;
   virtual TimeAxis* axis() const = 0;
   virtual TimelineView* timeline() const = 0;
-  virtual QTabWidget* panes() const = 0;
-  // Brings a pane to the front.
+  // The parent of the panes' widgets (each is moved into its dock).
+  virtual QWidget* panes() const = 0;
+  // Brings a pane to the front (shown, and its tab the current one of its dock group).
   virtual void ShowPane(PaneId pane) = 0;
+  // Whether the pane is on screen now: shown and not behind another pane's tab.
+  virtual bool PaneInFront(PaneId pane) const = 0;
   // Selects the slice on the timeline and scrolls to it; the pane in front stays in front.
   virtual void JumpToSlice(uint32_t slice) = 0;
   // A line for the window's status bar.
@@ -61,11 +63,11 @@ class Pane : public QObject {
 
  public:
   Pane(PaneHost& host, QObject* parent) : QObject(parent), host_(host) {}
-  // The widget on the pane's tab (owned by the tab widget once added).
+  // The widget in the pane's dock (owned by the dock once added).
   QWidget* widget() const { return widget_; }
   // For a pane whose table entry has an `analyse`: its result arrived (on the UI thread).
   virtual void ShowAnalysis(const std::shared_ptr<const DocumentAnalysis>& /*analysis*/) {}
-  // The pane's tab became the current one.
+  // The pane came on screen (its dock shown, or its tab made the current one).
   virtual void Shown() {}
 
  protected:

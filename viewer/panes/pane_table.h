@@ -1,6 +1,6 @@
-// The pane table: for each pane below the timeline its id, its name on the command line, its
-// tab title, how it is created and, for a pane that shows an analysis, how that is computed.
-// The tabs (DocumentView), the analyses the loader runs (AnalyseDocument) and stepscope-view's
+// The pane table: for each pane docked around the timeline its id, its name on the command
+// line, its dock's title, how it is created and, for a pane that shows an analysis, how that is
+// computed. The docks (DocumentView), the analyses the loader runs (AnalyseDocument) and stepscope-view's
 // --pane all read it, so a new pane is one entry here (plus its class, pane.h).
 #pragma once
 
@@ -17,7 +17,7 @@ namespace stepscope::viewer {
 struct PaneSpec {
   PaneId id;
   const char* name;   // on the command line: --pane NAME
-  const char* title;  // on its tab (translated)
+  const char* title;  // on its dock's tab (translated)
   Pane* (*create)(PaneHost& host, QObject* parent);
   // Only for a pane that shows an analysis: computes it into its field (off the UI thread);
   // the pane's ShowAnalysis shows it once it has arrived.

@@ -187,10 +187,9 @@ void StragglersPane::ZoomToStragglerStep(int row) {
   const int64_t last = StragglerLastSlice(row);
   if (last >= 0) {
     // Selected and scrolled into view; the pane stays in front (details follow the selection).
-    const int pane = host().panes()->currentIndex();
     host().timeline()->SelectSlice(last);
     host().timeline()->RevealSlice(static_cast<uint32_t>(last));
-    host().panes()->setCurrentIndex(pane);
+    host().ShowPane(kId);
   }
   const analysis::StepStragglers& step = host().document().rank_merge()->stragglers->steps[static_cast<size_t>(row)];
   host().ShowStatus(tr("step %1: rank %2 finished last, %3 after the first (%4)")
