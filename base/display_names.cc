@@ -173,7 +173,15 @@ std::string ShortKernelName(std::string_view name, KernelNameDetail detail) {
   Scan(qualified, [&](size_t i, int depth) {
     if (depth == 0 && qualified[i] == ' ') space = i;
   });
-  if (space != std::string_view::npos) qualified = Trim(qualified.substr(space + 1));
+  if (space != std::string_view::npos) {
+    // A kernel returns void: other text before a space is no return type but words of a name
+    // ("Memcpy HtoD (Pageable -> Device)", "Memset (Device)").
+    if (!Trim(qualified.substr(0, space)).ends_with("void")) return demangled;
+    qualified = Trim(qualified.substr(space + 1));
+  } else if (params != std::string_view::npos && qualified.find("::") == std::string_view::npos &&
+             qualified.find('<') == std::string_view::npos) {
+    return demangled;  // "Memset (Device)": a word and a remark, no function of a namespace or template
+  }
   if (qualified.empty()) return demangled;
   const std::vector<std::string_view> scopes = SplitTop(qualified, "::");
   if (IsLambdaOrCall(scopes.back())) return ShortType(qualified);
@@ -261,8 +269,17 @@ std::string ElideMiddle(std::string_view text, size_t max_chars, ElidePath path)
   }
   if (slashes.empty() || slashes.back() + 1 == text.size()) return ElidePlain(text, max_chars);
   // Result: head + "/…" + tail, head = text before a slash, tail = text from a later slash.
-  size_t tail_from = slashes.size() - 1;
   const auto tail_length = [&](size_t k) { return Utf8Length(text.substr(slashes[k])); };
+  // A track path's " / " joins a lane to its device ("/job:localhost/replica:0/task:0/device:GPU:0
+  // / stream:14"): the tail kept whole starts at the last slash that is not such a joint, where
+  // it fits ("…/device:GPU:0 / stream:14").
+  const auto joint = [&](size_t k) {
+    const size_t i = slashes[k];
+    return i > 0 && i + 1 < text.size() && text[i - 1] == ' ' && text[i + 1] == ' ';
+  };
+  size_t tail_from = slashes.size() - 1;
+  while (tail_from > 0 && joint(tail_from)) --tail_from;
+  if (joint(tail_from) || tail_length(tail_from) + 1 > max_chars) tail_from = slashes.size() - 1;
   if (tail_length(tail_from) + 1 > max_chars) {
     const std::string_view last = text.substr(slashes.back() + 1);
     return max_chars >= 8 ? std::string(kEllipsis) + "/" + ElidePlain(last, max_chars - 2) : ElidePlain(text, max_chars);

@@ -69,7 +69,8 @@ TEST(ShortKernelNameTest, NamesThatAreNotSignaturesStayWhole) {
   for (const char* name : {"ampere_sgemm_32x32_sliced1x4_tn", "aten::addmm", "MatMul",
                            "gradient_tape/resnet50/conv2_block1_1_conv/Conv2D/Conv2DBackpropInput",
                            "torch/nn/modules/module.py(1501): _call_impl", "<built-in method to of Tensor object>",
-                           "ProfilerStep#3", "cudaLaunchKernel",
+                           "ProfilerStep#3", "cudaLaunchKernel", "Memcpy HtoD (Pageable -> Device)",
+                           "Memset (Device)",
                            "sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_"
                            "stage4_warpsize2x2x1_g1_tensor16x8x8_alignc4_execute_kernel_cudnn"}) {
     EXPECT_EQ(ShortKernelName(name), name);
@@ -128,6 +129,10 @@ TEST(ElideMiddleTest, PathsKeepTheirLastComponent) {
   const std::string lane = "/job:localhost/replica:0/task:0/device:GPU:0 stream:7";
   EXPECT_EQ(ElideMiddle(lane, 40), "/job:localhost/…/device:GPU:0 stream:7");
   EXPECT_EQ(ElideMiddle(lane, 30), "…/task:0/device:GPU:0 stream:7");
+  // A track path (Trace::TrackPath) keeps the device its lane belongs to.
+  EXPECT_EQ(ElideMiddle("/job:localhost/replica:0/task:0/device:GPU:0 / stream:14", 30), "…/device:GPU:0 / stream:14");
+  EXPECT_EQ(ElideMiddle("rank 0 (host-a) step 5 / host-a /job:worker/replica:0/task:0 / GPU:0", 44),
+            "rank 0 (host-a) step 5 /…/task:0 / GPU:0");
   for (size_t width = 0; width < op.size(); ++width) {
     EXPECT_LE(Utf8Length(ElideMiddle(op, width)), std::max<size_t>(width, 1)) << width;
     EXPECT_LE(Utf8Length(ElideMiddle(lane, width)), std::max<size_t>(width, 1)) << width;
