@@ -8,6 +8,8 @@
 #include <QVBoxLayout>
 
 #include "viewer/load/document.h"
+#include "viewer/models/op_stats_model.h"
+#include "viewer/models/search_model.h"
 #include "viewer/panes/pane_table.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
@@ -82,6 +84,12 @@ void DocumentView::JumpToSlice(uint32_t slice) {
   timeline_->FocusSlice(slice);
   // Keep the pane the jump came from in front (details follow the selection anyway).
   panes_->setCurrentIndex(pane);
+}
+
+void DocumentView::SetFullNames(bool full) {
+  timeline_->SetFullNames(full);
+  for (OpStatsModel* model : findChildren<OpStatsModel*>()) model->SetFullNames(full);
+  for (SearchModel* model : findChildren<SearchModel*>()) model->SetFullNames(full);
 }
 
 }  // namespace stepscope::viewer

@@ -237,6 +237,13 @@ void MainWindow::BuildMenus() {
     for (int i = 0; i < document_count(); ++i) document(i)->timeline()->SetShowFlows(on);
   });
 
+  QAction* full_names = view->addAction(tr("Full &Kernel Names"));
+  full_names->setCheckable(true);
+  connect(full_names, &QAction::toggled, this, [this](bool on) {
+    full_kernel_names_ = on;
+    for (int i = 0; i < document_count(); ++i) document(i)->SetFullNames(on);
+  });
+
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&Keys and Mouse"), QKeySequence::HelpContents, this, &MainWindow::ShowKeys);
 }
@@ -321,6 +328,7 @@ DocumentView* MainWindow::AddDocument(std::shared_ptr<const TraceDocument> docum
     if (open->document().preview_bytes() > 0 && open->document().path() == document->path()) preview = open;
   }
   auto* view = new DocumentView(document, tabs_);
+  view->SetFullNames(full_kernel_names_);
   const QString name = QFileInfo(QString::fromStdString(document->path())).fileName();
   QString title = name.isEmpty() ? QString::fromStdString(document->path()) : name;
   if (document->preview_bytes() > 0) {

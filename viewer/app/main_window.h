@@ -108,6 +108,7 @@ class MainWindow : public QMainWindow {
   QStringList errors_;
   QFutureWatcher<std::shared_ptr<OpenedComparison>> comparing_;
   bool comparison_pending_ = false;
+  bool full_kernel_names_ = false;  // View > Full Kernel Names
 };
 
 }  // namespace stepscope::viewer
