@@ -1,8 +1,10 @@
 // The analysis commands through RunCli: help, JSON documents, directories, and clear errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "base/file_io.h"
@@ -48,6 +50,51 @@ TEST(AnalysisCommandsTest, JsonDocumentsOnAFileAndOnADirectory) {
   const auto overlap = nlohmann::json::parse(RunStepscope({"overlap", DataPath("analysis/ranks"), "--json"}).out);
   ASSERT_EQ(overlap["traces"].size(), 2u);  // one per step and rank
   EXPECT_EQ(overlap["traces"][1]["rank"], 1);
+}
+
+// The kernel names of a text table: the first column of the rows under "Kernels by total time".
+std::vector<std::string> KernelColumn(const std::string& text) {
+  std::vector<std::string> names;
+  std::istringstream lines(text.substr(text.find("Kernels by total time")));
+  std::string line;
+  std::getline(lines, line);  // the title
+  std::getline(lines, line);  // the column heads
+  while (std::getline(lines, line) && !line.empty()) {
+    // Cells are padded to 48 columns: the name ends where two spaces start.
+    names.push_back(line.substr(2, line.find("  ", 2) - 2));
+  }
+  return names;
+}
+
+TEST(AnalysisCommandsTest, KernelTablesShowShortNamesUnlessFullNamesIsGiven) {
+  // The PyTorch profiler's AlexNet training step: 16 kernels, two of them fft2d_r2c_32x32 with
+  // different template arguments.
+  const std::string sample = DataPath("pytorch_kineto_alexnet_train.json.gz");
+  const std::string whole =
+      "void fft2d_r2c_32x32<float, false, 0u, false>(float2*, float const*, int, int, int, int, int, int, int, int, "
+      "int, cudnn::reduced_divisor, bool, int2, int, int)";
+  const Result short_names = RunStepscope({"kernels", sample, "--top", "16"});
+  ASSERT_EQ(short_names.code, 0) << short_names.err;
+  const std::vector<std::string> shown = KernelColumn(short_names.out);
+  ASSERT_EQ(shown.size(), 16u);
+  for (const char* name : {"vectorized_elementwise_kernel<…>", "max_pool_forward_nchw<…>",
+                           "fft2d_r2c_32x32<float, false, 0u, false>", "fft2d_r2c_32x32<float, false, 5u, true>",
+                           "ampere_sgemm_32x32_sliced1x4_tn"}) {
+    EXPECT_NE(std::find(shown.begin(), shown.end(), name), shown.end()) << name;
+  }
+  EXPECT_EQ(short_names.out.find("void "), std::string::npos);
+  // Rows that are different kernels read differently.
+  EXPECT_EQ(std::set<std::string>(shown.begin(), shown.end()).size(), shown.size());
+
+  const Result full_names = RunStepscope({"kernels", sample, "--top", "16", "--full-names"});
+  ASSERT_EQ(full_names.code, 0) << full_names.err;
+  EXPECT_NE(full_names.out.find("\n  " + whole + " "), std::string::npos);
+
+  // JSON keeps the whole name.
+  const auto doc = nlohmann::json::parse(RunStepscope({"kernels", sample, "--json"}).out);
+  bool found = false;
+  for (const auto& k : doc["kernels"]) found = found || k["name"] == whole;
+  EXPECT_TRUE(found);
 }
 
 TEST(AnalysisCommandsTest, MergeWritesAChromeTraceThatReadsBack) {

@@ -13,6 +13,8 @@
 #include <algorithm>
 
 #include "viewer/load/document.h"
+#include "viewer/models/op_stats_model.h"
+#include "viewer/models/search_model.h"
 #include "viewer/panes/pane_table.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
@@ -202,6 +204,12 @@ void DocumentView::JumpToSlice(uint32_t slice) {
   for (PaneId id : in_front) {
     if (!PaneInFront(id)) docks_by_id_[id]->raise();
   }
+}
+
+void DocumentView::SetFullNames(bool full) {
+  timeline_->SetFullNames(full);
+  for (OpStatsModel* model : findChildren<OpStatsModel*>()) model->SetFullNames(full);
+  for (SearchModel* model : findChildren<SearchModel*>()) model->SetFullNames(full);
 }
 
 }  // namespace stepscope::viewer

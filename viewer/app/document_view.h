@@ -74,6 +74,8 @@ class DocumentView : public QMainWindow, public PaneHost {
   QLabel* truncation_banner() const { return truncation_banner_; }
 
   void SetAnalysis(std::shared_ptr<const DocumentAnalysis> analysis);
+  // Kernel names whole (View > Full Kernel Names) on the timeline and in every table, or short.
+  void SetFullNames(bool full);
   bool analysed() const { return analysis_ != nullptr; }
   const DocumentAnalysis* analysis() const { return analysis_.get(); }
 

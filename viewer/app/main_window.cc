@@ -238,6 +238,13 @@ void MainWindow::BuildMenus() {
   });
   BuildLayoutMenu(view);
 
+  QAction* full_names = view->addAction(tr("Full &Kernel Names"));
+  full_names->setCheckable(true);
+  connect(full_names, &QAction::toggled, this, [this](bool on) {
+    full_kernel_names_ = on;
+    for (int i = 0; i < document_count(); ++i) document(i)->SetFullNames(on);
+  });
+
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&Keys and Mouse"), QKeySequence::HelpContents, this, &MainWindow::ShowKeys);
 }
@@ -328,6 +335,7 @@ DocumentView* MainWindow::AddDocument(std::shared_ptr<const TraceDocument> docum
     const DocumentView* shown = preview != nullptr ? preview : current_document();
     view->RestoreLayout(shown != nullptr ? shown->SaveLayout() : QSettings().value(kDockLayoutKey).toByteArray());
   }
+  view->SetFullNames(full_kernel_names_);
   const QString name = QFileInfo(QString::fromStdString(document->path())).fileName();
   QString title = name.isEmpty() ? QString::fromStdString(document->path()) : name;
   if (document->preview_bytes() > 0) {

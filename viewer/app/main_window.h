@@ -131,6 +131,7 @@ class MainWindow : public QMainWindow {
   QFutureWatcher<std::shared_ptr<OpenedComparison>> comparing_;
   bool comparison_pending_ = false;
   bool remember_layout_ = false;
+  bool full_kernel_names_ = false;  // View > Full Kernel Names
 };
 
 }  // namespace stepscope::viewer

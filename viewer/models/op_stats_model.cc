@@ -1,6 +1,7 @@
 // The op statistics table model (op_stats_model.h): formatted text, raw numbers for sorting.
 #include "viewer/models/op_stats_model.h"
 
+#include "base/display_names.h"
 #include "base/units.h"
 #include "viewer/models/roles.h"
 
@@ -11,7 +12,25 @@ OpStatsModel::OpStatsModel(QObject* parent) : QAbstractTableModel(parent) {}
 void OpStatsModel::SetRows(std::vector<analysis::OpStatsRow> rows) {
   beginResetModel();
   rows_ = std::move(rows);
+  // Kernels are told apart among themselves; other rows (op types, scopes) keep their names.
+  std::vector<std::string> kernels;
+  for (const auto& row : rows_) {
+    if (row.kind == "kernel") kernels.push_back(row.name);
+  }
+  const std::vector<std::string> shown = DistinctShortKernelNames(kernels);
+  short_names_.clear();
+  short_names_.reserve(rows_.size());
+  size_t k = 0;
+  for (const auto& row : rows_) {
+    short_names_.push_back(QString::fromStdString(row.kind == "kernel" ? shown[k++] : row.name));
+  }
   endResetModel();
+}
+
+void OpStatsModel::SetFullNames(bool full) {
+  if (full == full_names_) return;
+  full_names_ = full;
+  if (!rows_.empty()) emit dataChanged(index(0, kName), index(rowCount() - 1, kName), {Qt::DisplayRole});
 }
 
 int OpStatsModel::rowCount(const QModelIndex& parent) const {
@@ -36,7 +55,9 @@ QVariant OpStatsModel::data(const QModelIndex& index, int role) const {
   };
   if (role != Qt::DisplayRole && role != kSortRole && role != Qt::ToolTipRole) return {};
   switch (column) {
-    case kName: return QString::fromStdString(row.name);
+    case kName:
+      if (role == Qt::DisplayRole && !full_names_) return short_names_[static_cast<size_t>(index.row())];
+      return QString::fromStdString(row.name);
     case kOpType: return QString::fromStdString(row.op_type);
     case kWhere: return QString::fromStdString(row.where);
     case kCount: return QVariant::fromValue<qint64>(row.count);

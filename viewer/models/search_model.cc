@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/display_names.h"
 #include "base/units.h"
 #include "viewer/models/roles.h"
 
@@ -104,17 +105,28 @@ QVariant SearchModel::data(const QModelIndex& index, int role) const {
   const trace::Trace& trace = document_->trace();
   const trace::Slice& slice = trace.slices()[slice_index];
   switch (role) {
-    case Qt::DisplayRole:
+    case Qt::DisplayRole: {
+      const std::string_view name = trace.str(trace.slice_name(slice));
       return QStringLiteral("%1  [%2]  %3 @ %4")
-          .arg(QString::fromUtf8(trace.str(trace.slice_name(slice))), QString::fromUtf8(trace.str(trace.slice_op_type(slice))),
+          .arg(QString::fromStdString(full_names_ ? std::string(name) : ShortKernelName(name)),
+               QString::fromUtf8(trace.str(trace.slice_op_type(slice))),
                QString::fromStdString(FormatDurationSignificant(static_cast<double>(slice.dur_ns))),
                QString::fromStdString(FormatDurationSignificant(static_cast<double>(slice.start_ns))));
-    case Qt::ToolTipRole: return QString::fromStdString(trace.TrackPath(slice.track));
+    }
+    case Qt::ToolTipRole:
+      return QString::fromUtf8(trace.str(trace.slice_name(slice))) + QLatin1Char('\n') +
+             QString::fromStdString(trace.TrackPath(slice.track));
     case kSliceRole: return QVariant::fromValue(slice_index);
     case kTimeRole: return QVariant::fromValue<qint64>(slice.start_ns);
     case kSortRole: return QVariant::fromValue<qint64>(slice.start_ns);
     default: return {};
   }
+}
+
+void SearchModel::SetFullNames(bool full) {
+  if (full == full_names_) return;
+  full_names_ = full;
+  if (!matches_.empty()) emit dataChanged(index(0, 0), index(rowCount() - 1, 0), {Qt::DisplayRole});
 }
 
 }  // namespace stepscope::viewer

@@ -33,6 +33,8 @@ class SearchModel : public QAbstractListModel {
   int64_t Previous();
   int current() const { return current_; }  // row of the current match, -1 before the first
   void SetCurrent(int row);
+  // Matches name C++ kernels whole instead of short (ShortKernelName); the tooltip always does.
+  void SetFullNames(bool full);
 
   int rowCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
@@ -42,6 +44,7 @@ class SearchModel : public QAbstractListModel {
   std::vector<uint32_t> matches_;
   int64_t repeats_ = 0;
   int current_ = -1;
+  bool full_names_ = false;
 };
 
 }  // namespace stepscope::viewer

@@ -5,6 +5,7 @@
 #include <QTabWidget>
 #include <QTreeView>
 
+#include "base/display_names.h"
 #include "base/units.h"
 #include "viewer/load/document.h"
 #include "viewer/models/roles.h"
@@ -38,8 +39,10 @@ void DetailsPane::ShowDetails(int64_t slice) {
   host().ShowPane(kId);
   const trace::Trace& trace = document.trace();
   const trace::Slice& s = trace.slices()[static_cast<size_t>(slice)];
+  const std::string_view name = trace.str(trace.slice_name(s));
   host().ShowStatus(tr("%1 (%2), %3")
-                        .arg(QString::fromUtf8(trace.str(trace.slice_name(s))),
+                        .arg(QString::fromStdString(host().timeline()->full_names() ? std::string(name)
+                                                                                    : ShortKernelName(name)),
                              QString::fromUtf8(trace.str(trace.slice_op_type(s))),
                              QString::fromStdString(FormatDurationSignificant(static_cast<double>(s.dur_ns)))));
 }

@@ -1,6 +1,8 @@
 // The timeline widget (timeline_view.h): input, layout of rows, and frames drawn from the
 // document's frozen index.
+#include "base/display_names.h"
 #include "base/units.h"
+#include "viewer/timeline/elide_text.h"
 #include "viewer/timeline/timeline_view.h"
 
 #include <QHelpEvent>
@@ -313,7 +315,7 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
       label_font.setBold(row.kind == TimelineRow::Kind::kHeader);
       painter.setFont(label_font);
       painter.drawText(QRect(x, y, kTimeAreaLeft - x - 4, kRowHeight), Qt::AlignVCenter | Qt::AlignLeft,
-                       QFontMetrics(label_font).elidedText(label, Qt::ElideMiddle, kTimeAreaLeft - x - 4));
+                       ElideMiddleToWidth(QFontMetrics(label_font), label, kTimeAreaLeft - x - 4));
       painter.setFont(font);
       painter.setPen(kGridLine);
       painter.drawLine(0, y, time_right, y);
@@ -537,17 +539,23 @@ void TimelineView::PaintFlows(QPainter& painter, const TimeMapping& map) {
 }
 
 const QStaticText& TimelineView::Label(trace::StringId name, uint32_t max_chars) {
-  const std::string_view text = document_->trace().str(name);
-  const uint32_t chars = static_cast<uint32_t>(std::min<size_t>(text.size(), max_chars));
+  // The name as shown (a kernel's short name), worked out once per name.
+  auto shown = shown_names_.find(name);
+  if (shown == shown_names_.end()) {
+    if (shown_names_.size() > 100000) shown_names_.clear();
+    const std::string_view full = document_->trace().str(name);
+    shown = shown_names_.emplace(name, full_names_ ? std::string(full) : ShortKernelName(full)).first;
+  }
+  const std::string& text = shown->second;
+  const uint32_t chars = static_cast<uint32_t>(std::min<size_t>(Utf8Length(text), max_chars));
   const uint64_t key = static_cast<uint64_t>(name) << 32 | chars;
   auto it = label_cache_.find(key);
   if (it != label_cache_.end()) return it->second;
   // Laid out once and reused while zooming: drawing prepared text is several times cheaper.
   if (label_cache_.size() > 20000) label_cache_.clear();
-  QString label = chars == text.size()
-                      ? QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()))
-                      : QString::fromUtf8(text.data(), static_cast<qsizetype>(std::max<uint32_t>(chars, 2) - 1)) +
-                            QChar(0x2026);
+  // Cut in the middle: a scope keeps its op type, a kernel the end of its name.
+  const std::string elided = ElideMiddle(text, chars);
+  QString label = QString::fromUtf8(elided.data(), static_cast<qsizetype>(elided.size()));
   QStaticText prepared(label);
   prepared.setTextFormat(Qt::PlainText);
   prepared.setPerformanceHint(QStaticText::AggressiveCaching);

@@ -80,6 +80,17 @@ class TimelineView : public QWidget {
   void RevealSlice(uint32_t slice);
   void ClearSelection();
   void SetShowFlows(bool show);
+  // Slice labels with C++ kernel names whole instead of short (ShortKernelName); the tooltip
+  // always holds the whole name.
+  void SetFullNames(bool full) {
+    full_names_ = full;
+    label_cache_.clear();
+    shown_names_.clear();
+    update();
+  }
+  bool full_names() const { return full_names_; }
+  // The text a slice named `name` shows in a box `max_chars` average characters wide.
+  QString SliceLabel(trace::StringId name, uint32_t max_chars) { return Label(name, max_chars).text(); }
   void ZoomAtPx(double px, double factor);  // px within the time area
   void PanPx(double dx);
   void FitSelection();  // the selected slice or range, else everything
@@ -147,6 +158,8 @@ class TimelineView : public QWidget {
   std::vector<std::vector<DrawBox>> row_boxes_;  // per visible row, reused between frames
   QFont label_font_;
   std::unordered_map<uint64_t, QStaticText> label_cache_;  // (name, chars) -> laid-out label
+  bool full_names_ = false;
+  std::unordered_map<trace::StringId, std::string> shown_names_;  // name -> its short form
 };
 
 }  // namespace stepscope::viewer

@@ -52,7 +52,7 @@ StatusOr<Loaded> Load(const ParsedArgs& args) {
 std::vector<FlagSpec> CommonFlags() {
   return {{"json", "", "write the result as JSON"},
           {"top", "N", "rows per list in text output (default 10)"},
-          StepFlag("only GPU work that starts"), StepsFlag("only GPU work that starts"), RankFlag()};
+          StepFlag("only GPU work that starts"), StepsFlag("only GPU work that starts"), RankFlag(), FullNamesFlag()};
 }
 
 // ---- gpu -------------------------------------------------------------------------------------
@@ -201,12 +201,15 @@ Status RunIdle(const ParsedArgs& args, std::ostream& out, std::ostream&) {
     }
   }
   out << table.str() << "\nLargest gaps\n";
+  std::vector<std::string> after;
+  for (const auto& g : report.largest) after.push_back(g.after);
+  NameCells names(args.Has("full-names"), after);
   for (const auto& g : report.largest) {
     out << "  " << FormatDuration(g.length()) << "  " << RankDevice(g.rank, g.device) << " " << g.stream << "  "
-        << analysis::IdleCauseName(g.cause) << "  before " << Truncate(g.after, 40);
+        << analysis::IdleCauseName(g.cause) << "  before " << names(g.after, 40);
     if (!g.launch.empty()) {
       out << "  launched by " << g.launch
-          << (g.host_op.empty() || g.host_op == g.launch ? "" : " in " + Truncate(g.host_op, 40))
+          << (g.host_op.empty() || g.host_op == g.launch ? "" : " in " + ElideMiddle(g.host_op, 40))
           << " (call ended " << FormatDuration(g.launch_end_ns - g.begin_ns) << " after the stream went idle)";
     }
     out << "\n";
@@ -286,13 +289,21 @@ Status RunLaunches(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   srow("GPU work", r.gpu);
   srow("launch delay", r.delay);
   out << stats.str();
+  std::vector<std::string> kernels;
+  for (const auto* launches : {&r.long_runtime, &r.long_delay}) {
+    for (const auto& l : *launches) kernels.push_back(l.kernel);
+  }
+  for (size_t i = 0; i < r.by_op.size() && i < top; ++i) {
+    for (const auto& k : r.by_op[i].kernels) kernels.push_back(k.kernel);
+  }
+  NameCells names(args.Has("full-names"), kernels);
   auto list = [&](const std::string& title, const std::vector<analysis::Launch>& launches, bool by_delay) {
     out << "\n" << title << "\n";
     for (const auto& l : launches) {
       out << "  " << Align(FormatDuration(by_delay ? l.delay_ns : l.cpu_ns), 12) << "  " << l.runtime << " -> "
-          << Truncate(l.kernel, 50)
+          << names(l.kernel, 50)
           // An op that launched the work itself (RunMetadata) is not repeated as its own host.
-          << (l.host_op.empty() || l.host_op == l.runtime ? "" : "  in " + Truncate(l.host_op, 30)) << "\n";
+          << (l.host_op.empty() || l.host_op == l.runtime ? "" : "  in " + ElideMiddle(l.host_op, 30)) << "\n";
     }
   };
   list("Long runtime calls (over " + FormatDuration(r.runtime_cutoff_ns) + "): " + IntText(r.long_runtime_count),
@@ -304,9 +315,9 @@ Status RunLaunches(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   ops.Row({"op / kernel", "launches", "delay p50", "delay mean", "delay max"});
   for (size_t i = 0; i < r.by_op.size() && i < top; ++i) {
     const auto& o = r.by_op[i];
-    ops.Row({Truncate(o.op, 40), IntText(o.launches), D(o.delay.p50_ns), D(o.delay.mean_ns), FormatDuration(o.delay.max_ns)});
+    ops.Row({ElideMiddle(o.op, 40), IntText(o.launches), D(o.delay.p50_ns), D(o.delay.mean_ns), FormatDuration(o.delay.max_ns)});
     for (const auto& k : o.kernels) {
-      ops.Row({"  " + Truncate(k.kernel, 38), IntText(k.count), D(k.delay.p50_ns), D(k.delay.mean_ns),
+      ops.Row({"  " + names(k.kernel, 38), IntText(k.count), D(k.delay.p50_ns), D(k.delay.mean_ns),
                FormatDuration(k.delay.max_ns)});
     }
   }
@@ -360,7 +371,7 @@ Status RunAnnotations(const ParsedArgs& args, std::ostream& out, std::ostream&) 
   for (const auto& a : r.rows) {
     if (a.path.size() > depth) continue;
     const double share = r.gpu_ns > 0 ? static_cast<double>(a.gpu_ns) / static_cast<double>(r.gpu_ns) : 0;
-    table.Row({std::string(2 * (a.path.size() - 1), ' ') + Truncate(a.path.back(), 64 - 2 * static_cast<int>(a.path.size() - 1)),
+    table.Row({std::string(2 * (a.path.size() - 1), ' ') + ElideMiddle(a.path.back(), 64 - 2 * (a.path.size() - 1)),
                IntText(a.instances), FormatDuration(a.cpu_ns), IntText(a.work), FormatDuration(a.gpu_ns), FormatPercent(share),
                FormatDuration(a.gpu_busy_ns), FormatDuration(a.self_gpu_ns)});
   }
@@ -403,12 +414,15 @@ Status RunKernelPatterns(const ParsedArgs& args, std::ostream& out, std::ostream
   }
   out << r.kernels << " kernels; " << r.distinct_patterns << " sequences of " << r.length << " seen at least "
       << options.min_count << " times\n" << LaunchLinksText(r.links);
+  std::vector<std::string> kernels;
+  for (const auto& p : r.patterns) kernels.insert(kernels.end(), p.kernels.begin(), p.kernels.end());
+  NameCells names(args.Has("full-names"), kernels);
   int n = 0;
   for (const auto& p : r.patterns) {
     out << "\n#" << ++n << "  " << p.count << " times, gpu " << FormatDuration(p.gpu_ns) << ", span "
         << FormatDuration(p.span_ns) << ", idle inside " << FormatDuration(p.gap_ns)
-        << (p.host_op.empty() ? "" : ", launched in " + Truncate(p.host_op, 40)) << "\n";
-    for (const auto& k : p.kernels) out << "    " << Truncate(k, 100) << "\n";
+        << (p.host_op.empty() ? "" : ", launched in " + ElideMiddle(p.host_op, 40)) << "\n";
+    for (const auto& k : p.kernels) out << "    " << names(k, 100) << "\n";
   }
   return Status::Ok();
 }

@@ -31,32 +31,36 @@ Json OpRowsJson(const std::vector<analysis::OpStatsRow>& rows) {
   return list;
 }
 
-std::string OpRowsText(const std::vector<analysis::OpStatsRow>& rows, size_t top, const char* title,
+std::string OpRowsText(const std::vector<analysis::OpStatsRow>& rows, const TableOptions& options, const char* title,
                        const char* first_column) {
+  const size_t top = options.top;
+  std::vector<std::string> shown;
+  for (size_t i = 0; i < rows.size() && i < top; ++i) shown.push_back(rows[i].name);
+  NameCells names(options.full_names, shown);
   std::string out = std::string("\n") + title + " (top " + std::to_string(std::min(top, rows.size())) + " of " +
                     std::to_string(rows.size()) + ")\n";
   TextTable table({-40, -6, 7, 12, 12, 11, 11, 11, 7});
   table.Row({first_column, "where", "count", "total", "self", "mean", "p50", "p95", "share"});
   for (size_t i = 0; i < rows.size() && i < top; ++i) {
     const auto& r = rows[i];
-    table.Row({Truncate(r.name, 40), r.where, IntText(r.count), FormatDuration(r.total_ns), FormatDuration(r.self_ns),
+    table.Row({names(r.name, 40), r.where, IntText(r.count), FormatDuration(r.total_ns), FormatDuration(r.self_ns),
                FormatDuration(r.mean_ns), FormatDuration(r.p50_ns), FormatDuration(r.p95_ns),
                FormatPercent(r.share)});
   }
   return out + table.str();
 }
 
-std::string OpsText(const Trace& trace, size_t top) {
+std::string OpsText(const Trace& trace, const TableOptions& options) {
   const analysis::OpStats stats = analysis::ComputeOpStats(trace);
   // Busy (a union: never more than the span) first; the durations summed count each nesting
   // level and each thread running at once again.
   std::string out = "slices " + IntText(stats.slices) + "  host busy " + FormatDuration(stats.host_busy_ns) +
                     "  device busy " + FormatDuration(stats.device_busy_ns) + "  (summed: host " +
                     FormatDuration(stats.host_total_ns) + ", device " + FormatDuration(stats.device_total_ns) + ")\n";
-  out += OpRowsText(stats.by_op_type, top, "Op types by total time", "op type");
-  out += OpRowsText(stats.by_node, top, "Nodes by total time", "node");
+  out += OpRowsText(stats.by_op_type, options, "Op types by total time", "op type");
+  out += OpRowsText(stats.by_node, options, "Nodes by total time", "node");
   if (!stats.annotations.empty()) {
-    out += OpRowsText(stats.annotations, top, "Annotations, steps and sync markers (not ops, in no total)",
+    out += OpRowsText(stats.annotations, options, "Annotations, steps and sync markers (not ops, in no total)",
                       "annotation");
   }
   return out;
@@ -78,7 +82,8 @@ Json OpsJson(const Trace& trace, size_t) {
 
 // ---- kernels ---------------------------------------------------------------------------------
 
-std::string KernelsText(const Trace& trace, size_t top) {
+std::string KernelsText(const Trace& trace, const TableOptions& options) {
+  const size_t top = options.top;
   const analysis::KernelStats stats = analysis::ComputeKernelStats(trace);
   std::string out = "kernels " + IntText(stats.launches) + " launches, " + FormatDuration(stats.total_ns) + "\n";
   if (stats.launches == 0) return out + "  (no GPU kernels in this trace)\n";
@@ -86,9 +91,12 @@ std::string KernelsText(const Trace& trace, size_t top) {
          std::to_string(stats.kernels.size()) + ")\n";
   TextTable table({-48, 8, 12, 11, 7, -12, -12, 5});
   table.Row({"kernel", "launches", "total", "mean", "share", "grid", "block", "regs"});
+  std::vector<std::string> shown;
+  for (size_t i = 0; i < stats.kernels.size() && i < top; ++i) shown.push_back(stats.kernels[i].name);
+  NameCells names(options.full_names, shown);
   for (size_t i = 0; i < stats.kernels.size() && i < top; ++i) {
     const auto& k = stats.kernels[i];
-    table.Row({Truncate(k.name, 48) + (k.communication ? " [nccl]" : ""), IntText(k.launches),
+    table.Row({names(k.name, k.communication ? 41 : 48) + (k.communication ? " [nccl]" : ""), IntText(k.launches),
                FormatDuration(k.total_ns), FormatDuration(k.mean_ns), FormatPercent(k.share),
                k.grid.empty() ? "-" : k.grid, k.block.empty() ? "-" : k.block,
                k.registers.empty() ? "-" : k.registers});
@@ -97,7 +105,7 @@ std::string KernelsText(const Trace& trace, size_t top) {
   TextTable streams({-60, 8, 12, 7});
   streams.Row({"stream", "launches", "total", "share"});
   for (const auto& s : stats.streams) {
-    streams.Row({s.stream, IntText(s.launches), FormatDuration(s.total_ns), FormatPercent(s.share)});
+    streams.Row({ElideMiddle(s.stream, 60), IntText(s.launches), FormatDuration(s.total_ns), FormatPercent(s.share)});
   }
   return out + streams.str();
 }
@@ -125,7 +133,8 @@ Json KernelsJson(const Trace& trace, size_t) {
 
 // ---- memory ----------------------------------------------------------------------------------
 
-std::string MemoryText(const Trace& trace, size_t top) {
+std::string MemoryText(const Trace& trace, const TableOptions& options) {
+  const size_t top = options.top;
   const auto reports = analysis::ComputeMemoryReport(trace, top);
   if (reports.empty()) return "\n(no allocator records, memory events or tensor outputs in this trace)\n";
   std::string out;
@@ -211,7 +220,8 @@ Json MemoryJson(const Trace& trace, size_t top) {
 
 // ---- memcpy ----------------------------------------------------------------------------------
 
-std::string MemcpyText(const Trace& trace, size_t top) {
+std::string MemcpyText(const Trace& trace, const TableOptions& options) {
+  const size_t top = options.top;
   const analysis::MemcpyBreakdown stats = analysis::ComputeMemcpyStats(trace);
   std::string out = "copies " + IntText(stats.count) + ", " + FormatBytes(stats.bytes) + ", " +
                     FormatDuration(stats.total_ns) + "\n";
@@ -260,7 +270,8 @@ Json MemcpyJson(const Trace& trace, size_t) {
 
 // ---- streams ---------------------------------------------------------------------------------
 
-std::string StreamsText(const Trace& trace, size_t top) {
+std::string StreamsText(const Trace& trace, const TableOptions& options) {
+  const size_t top = options.top;
   const analysis::StreamStats stats = analysis::ComputeStreamStats(trace, 3);
   std::string out;
   const int64_t base = stats.span_begin_ns;
@@ -269,19 +280,24 @@ std::string StreamsText(const Trace& trace, size_t top) {
   for (const auto& s : stats.streams) {
     // Annotation and sync rows show where they lie; they are not busy time.
     const bool work = s.content == "work";
-    table.Row({Truncate(s.device, 44), Truncate(work ? s.stream : s.stream + " (" + s.content + ")", 18), IntText(s.slices),
+    table.Row({ElideMiddle(s.device, 44), Truncate(work ? s.stream : s.stream + " (" + s.content + ")", 18), IntText(s.slices),
                FormatDuration(s.busy_ns), work ? FormatPercent(s.utilisation) : "-",
                work ? FormatDuration(s.idle_ns) : "-"});
   }
   out += "\n" + table.str() + "\nLargest idle gaps\n";
+  std::vector<std::string> neighbours;  // the slices around the gaps: kernels, copies, ops
+  for (const auto& s : stats.streams) {
+    for (const auto& gap : s.largest_gaps) neighbours.insert(neighbours.end(), {gap.before, gap.after});
+  }
+  NameCells names(options.full_names, neighbours);
   size_t shown = 0;
   for (const auto& s : stats.streams) {
     if (s.content != "work") continue;
     for (const auto& gap : s.largest_gaps) {
       if (shown++ >= top) break;
-      out += "  " + Truncate(s.device + " " + s.stream, 50) + "  " + FormatDuration(gap.length()) + " at +" +
-             FormatDuration(gap.begin_ns - base) + "  after " + (gap.before.empty() ? "(start)" : Truncate(gap.before, 40)) +
-             ", before " + (gap.after.empty() ? "(end)" : Truncate(gap.after, 40)) + "\n";
+      out += "  " + ElideMiddle(s.device, 44) + " " + s.stream + "  " + FormatDuration(gap.length()) + " at +" +
+             FormatDuration(gap.begin_ns - base) + "  after " + (gap.before.empty() ? "(start)" : names(gap.before, 40)) +
+             ", before " + (gap.after.empty() ? "(end)" : names(gap.after, 40)) + "\n";
     }
   }
   return out;

@@ -59,10 +59,15 @@ Json Document(const std::string& schema, const Trace& trace) {
   return doc;
 }
 
+FlagSpec FullNamesFlag() {
+  return {"full-names", "", "print kernel names whole (default: short, e.g. vectorized_elementwise_kernel<…>)"};
+}
+
 namespace {
 
 std::vector<FlagSpec> TraceReportFlags() {
-  return {{"json", "", "write the result as JSON"}, {"top", "N", "rows per table in text output (default 15)"}};
+  return {{"json", "", "write the result as JSON"}, {"top", "N", "rows per table in text output (default 15)"},
+          FullNamesFlag()};
 }
 
 // Runs a StepReport over the inputs, each in its windows: every window of its steps in --step's
@@ -96,7 +101,8 @@ Status RunStepReport(const std::string& name, const StepReport& report, bool per
   } else {
     for (size_t i = 0; i < scoped.size(); ++i) {
       if (i > 0) out << "\n";
-      out << Header(*scoped[i].first) << report.text(*scoped[i].first, scoped[i].second, top);
+      out << Header(*scoped[i].first)
+          << report.text(*scoped[i].first, scoped[i].second, {.top = top, .full_names = args.Has("full-names")});
     }
   }
   return Status::Ok();
@@ -116,7 +122,7 @@ CommandSpec TraceReportCommand(std::string name, std::string description, TraceR
             if (args.Has("json")) {
               EmitJson(out, report.json(trace, top));
             } else {
-              out << Header(trace) << report.text(trace, top);
+              out << Header(trace) << report.text(trace, {.top = top, .full_names = args.Has("full-names")});
             }
             return Status::Ok();
           }};

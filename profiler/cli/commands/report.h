@@ -23,9 +23,16 @@ std::string Header(const trace::Trace& trace);
 // A JSON report's first keys: schema "stepscope.<schema>/1", source, span_ns.
 Json Document(const std::string& schema, const trace::Trace& trace);
 
-// A report on one trace: its text (after Header) and its JSON document; `top` is --top.
+// What a report's text tables take from the command line: --top and --full-names.
+struct TableOptions {
+  size_t top = kDefaultTop;
+  bool full_names = false;  // kernel names whole instead of short (KernelNameCells)
+};
+
+// A report on one trace: its text (after Header) and its JSON document (which always holds full
+// names); `top` is --top.
 struct TraceReport {
-  std::function<std::string(const trace::Trace& trace, size_t top)> text;
+  std::function<std::string(const trace::Trace& trace, const TableOptions& options)> text;
   std::function<Json(const trace::Trace& trace, size_t top)> json;
 };
 // `stepscope NAME TRACE|DIR... [--json] [--top N]`: the inputs merged into one trace.
@@ -35,7 +42,7 @@ CommandSpec TraceReportCommand(std::string name, std::string description, TraceR
 // per step).
 using StepWindows = std::span<const analysis::StepWindow>;
 struct StepReport {
-  std::function<std::string(const trace::Trace& trace, StepWindows windows, size_t top)> text;
+  std::function<std::string(const trace::Trace& trace, StepWindows windows, const TableOptions& options)> text;
   std::function<Json(const trace::Trace& trace, StepWindows windows, size_t top)> json;
 };
 // `stepscope NAME TRACE|DIR... [--json] [--top N] [--step N | --steps A-B] [--rank R]`: each input
@@ -48,6 +55,9 @@ CommandSpec WholeTraceReportCommand(std::string name, std::string description, S
 // How much GPU work an analysis could link to its launch (analysis::LaunchLinks), for the commands
 // that follow launches: one line of text ("" when there is no GPU work), and the JSON object
 // written as "launch_links".
+// --full-names: kernel names in text tables printed whole.
+FlagSpec FullNamesFlag();
+
 std::string LaunchLinksText(const analysis::LaunchLinks& links);
 Json LaunchLinksJson(const analysis::LaunchLinks& links);
 

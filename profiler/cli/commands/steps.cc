@@ -25,7 +25,7 @@ std::string OverlapDescription() {
          "trace (step, rank) is reported on its own.";
 }
 
-std::string OverlapText(const Trace& trace, StepWindows, size_t) {
+std::string OverlapText(const Trace& trace, StepWindows, const TableOptions&) {
   const analysis::OverlapStats stats = analysis::ComputeOverlap(trace);
   std::string out = "communication " + FormatDuration(stats.comm_ns) + ", hidden " + FormatDuration(stats.hidden_ns) +
                     " (" + FormatPercent(stats.hidden_share) + "), exposed " + FormatDuration(stats.exposed_ns) +
@@ -60,7 +60,8 @@ Json OverlapJson(const Trace& trace, StepWindows, size_t) {
   return doc;
 }
 
-std::string PathText(const Trace& trace, const analysis::CriticalPath& path, size_t top) {
+std::string PathText(const Trace& trace, const analysis::CriticalPath& path, const TableOptions& options) {
+  const size_t top = options.top;
   std::string out = "path   " + IntText(static_cast<int64_t>(path.elements.size())) + " slices, " +
                     FormatDuration(path.length_ns) + " (busy " + FormatDuration(path.busy_ns) + ", waiting " +
                     FormatDuration(path.wait_ns) + ")\nbound  by " +
@@ -78,7 +79,7 @@ std::string PathText(const Trace& trace, const analysis::CriticalPath& path, siz
   shares.Row({"op type", "count", "time", "share"});
   for (size_t i = 0; i < path.by_op_type.size() && i < top; ++i) {
     const auto& s = path.by_op_type[i];
-    shares.Row({Truncate(s.op_type, 40), IntText(s.count), FormatDuration(s.total_ns), FormatPercent(s.share)});
+    shares.Row({ElideMiddle(s.op_type, 40), IntText(s.count), FormatDuration(s.total_ns), FormatPercent(s.share)});
   }
   out += shares.str();
   // The links that hold the path longest, shown in path order.
@@ -91,13 +92,17 @@ std::string PathText(const Trace& trace, const analysis::CriticalPath& path, siz
   std::sort(order.begin(), order.end());
   out += "\nPath (" + std::to_string(order.size()) + " of " + std::to_string(path.elements.size()) +
          " links, the longest, in order)\n";
+  std::vector<std::string> shown;
+  for (size_t i : order) shown.push_back(path.elements[i].name);
+  NameCells names(options.full_names, shown);
   TextTable links({12, 11, 11, 10, -9, -40, -30});
   links.Row({"start", "duration", "on path", "wait", "edge", "slice", "lane"});
   const int64_t base = trace.span_begin_ns();
   for (size_t i : order) {
     const auto& e = path.elements[i];
     links.Row({"+" + FormatDuration(e.start_ns - base), FormatDuration(e.dur_ns), FormatDuration(e.held_ns),
-               FormatDuration(e.wait_ns), e.edge.empty() ? "start" : e.edge, Truncate(e.name, 40), Truncate(e.lane, 30)});
+               FormatDuration(e.wait_ns), e.edge.empty() ? "start" : e.edge,
+               names(e.name, 40), ElideMiddle(e.lane, 30)});
   }
   return out + links.str();
 }
@@ -129,12 +134,12 @@ Json PathJson(const Trace& trace, const analysis::CriticalPath& path) {
   return doc;
 }
 
-std::string CriticalPathText(const Trace& trace, StepWindows windows, size_t top) {
+std::string CriticalPathText(const Trace& trace, StepWindows windows, const TableOptions& options) {
   std::string out = LaunchLinksText(analysis::CountLaunchLinks({analysis::GpuInput{&trace, {}}}));
   analysis::VisitStepCriticalPaths(trace, windows, [&](const StepWindow& w, const analysis::CriticalPath& path) {
     // A step trace's windows (marker "trace") are named by the trace's header.
     if (w.marker != "trace") out += (out.empty() ? "" : "\n") + std::string("== ") + w.marker + "\n";
-    out += PathText(trace, path, top);
+    out += PathText(trace, path, options);
   });
   return out;
 }
