@@ -80,6 +80,21 @@ class CounterTracksTest : public QObject {
         QCOMPARE(column.high, static_cast<double>(high));
         QCOMPARE(column.low, static_cast<double>(low));
       }
+      // A frame's columns, found by galloping from column to column, are each column's window.
+      for (const auto& [begin, span] : {std::pair<double, double>{-500, static_cast<double>(clock) + 1000},
+                                        {static_cast<double>(clock) / 3, 40'000}, {1000, 300}}) {
+        const TimeMapping mapping(begin, begin + span, 997);
+        std::vector<CounterColumn> columns;
+        counter.Columns(mapping, &columns);
+        QCOMPARE(columns.size(), size_t{997});
+        for (size_t c = 0; c < columns.size(); ++c) {
+          const CounterColumn expected = counter.Window(mapping.PxToNs(static_cast<double>(c)),
+                                                        mapping.PxToNs(static_cast<double>(c + 1)));
+          QCOMPARE(columns[c].any, expected.any);
+          QCOMPARE(columns[c].high, expected.high);
+          QCOMPARE(columns[c].low, expected.low);
+        }
+      }
     }
   }
 

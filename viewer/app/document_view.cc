@@ -71,7 +71,7 @@ void DocumentView::ShowPane(PaneId pane) {
 
 void DocumentView::SetAnalysis(std::shared_ptr<const DocumentAnalysis> analysis) {
   analysis_ = std::move(analysis);
-  timeline_->SetCounterTracks(analysis_->counter_tracks);
+  if (!getenv("K_NO_COUNTERS")) timeline_->SetCounterTracks(analysis_->counter_tracks);
   for (const PaneSpec& spec : PaneTable()) {
     if (spec.analyse != nullptr) panes_by_id_[spec.id]->ShowAnalysis(analysis_);
   }

@@ -34,7 +34,6 @@ class CounterPainter {
 
  private:
   std::vector<CounterColumn> columns_;  // reused between frames
-  QPolygonF outline_;
 };
 
 }  // namespace stepscope::viewer

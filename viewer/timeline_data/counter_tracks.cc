@@ -69,13 +69,7 @@ std::pair<int64_t, int64_t> SampledCounter::Extent(size_t first, size_t last) co
   return {low, high};
 }
 
-CounterColumn SampledCounter::Window(double begin_ns, double end_ns) const {
-  auto first_at = [&](double t) {
-    return static_cast<size_t>(std::partition_point(times_.begin(), times_.end(),
-                                                    [t](int64_t x) { return static_cast<double>(x) < t; }) -
-                               times_.begin());
-  };
-  const size_t first = first_at(begin_ns), last = first_at(end_ns);
+CounterColumn SampledCounter::Column(size_t first, size_t last) const {
   CounterColumn column;
   if (step_) {
     const int64_t carried = first == 0 ? 0 : values_[first - 1];
@@ -88,6 +82,39 @@ CounterColumn SampledCounter::Window(double begin_ns, double end_ns) const {
     column.any = true;
   }
   return column;
+}
+
+CounterColumn SampledCounter::Window(double begin_ns, double end_ns) const {
+  auto first_at = [&](double t) {
+    return static_cast<size_t>(std::partition_point(times_.begin(), times_.end(),
+                                                    [t](int64_t x) { return static_cast<double>(x) < t; }) -
+                               times_.begin());
+  };
+  return Column(first_at(begin_ns), first_at(end_ns));
+}
+
+void SampledCounter::Columns(const TimeMapping& mapping, std::vector<CounterColumn>* out) const {
+  const size_t columns = static_cast<size_t>(std::ceil(mapping.width_px()));
+  out->resize(columns);
+  auto before = [](double t) { return [t](int64_t x) { return static_cast<double>(x) < t; }; };
+  size_t first = static_cast<size_t>(
+      std::partition_point(times_.begin(), times_.end(), before(mapping.PxToNs(0))) - times_.begin());
+  for (size_t c = 0; c < columns; ++c) {
+    const double end = mapping.PxToNs(static_cast<double>(c + 1));
+    // Gallop: samples before `low` are inside the column; double the step until one is past it.
+    size_t low = first, high = first, step = 1;
+    while (high < times_.size() && static_cast<double>(times_[high]) < end) {
+      low = high + 1;
+      high = std::min(times_.size(), high + step);
+      step *= 2;
+    }
+    const size_t last = static_cast<size_t>(
+        std::partition_point(times_.begin() + static_cast<std::ptrdiff_t>(low),
+                             times_.begin() + static_cast<std::ptrdiff_t>(std::max(low, high)), before(end)) -
+        times_.begin());
+    (*out)[c] = Column(first, last);
+    first = last;
+  }
 }
 
 int64_t SampledCounter::LevelAt(double time_ns) const {
@@ -141,17 +168,14 @@ size_t CoverageCounter::bytes() const {
 // ---- CounterTrack --------------------------------------------------------------------------
 
 void CounterTrack::Columns(const TimeMapping& mapping, std::vector<CounterColumn>* out) const {
+  if (kind != Kind::kUtilization) return samples.Columns(mapping, out);
   const size_t columns = static_cast<size_t>(std::ceil(mapping.width_px()));
   out->resize(columns);
   for (size_t c = 0; c < columns; ++c) {
     const double begin = mapping.PxToNs(static_cast<double>(c));
     const double end = mapping.PxToNs(static_cast<double>(c + 1));
-    if (kind == Kind::kUtilization) {
-      const double percent = 100.0 * busy.BusyIn(begin, end) / (end - begin);
-      (*out)[c] = {percent, percent, true};
-    } else {
-      (*out)[c] = samples.Window(begin, end);
-    }
+    const double percent = 100.0 * busy.BusyIn(begin, end) / (end - begin);
+    (*out)[c] = {percent, percent, true};
   }
 }
 

@@ -51,11 +51,17 @@ class SampledCounter {
   // What the counter takes in [begin_ns, end_ns): the samples in it and, for a step counter, the
   // level entering it.
   CounterColumn Window(double begin_ns, double end_ns) const;
+  // Window for every pixel column of `mapping`: each column's first sample found by a galloping
+  // search from the previous column's, so a column costs O(log of the samples it holds).
+  void Columns(const TimeMapping& mapping, std::vector<CounterColumn>* out) const;
   // A step counter's level at `time_ns` (0 before the first sample).
   int64_t LevelAt(double time_ns) const;
   size_t bytes() const;
 
  private:
+  // The column [first, last) of samples with the level entering it.
+  CounterColumn Column(size_t first, size_t last) const;
+
   std::vector<int64_t> times_, values_;
   bool step_ = true;
   // levels_[k]: per block of kFanout^(k+1) samples its (min, max).
