@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "profiler/analysis/step_analyses.h"
 #include "profiler/analysis/steps.h"
 #include "viewer/panes/launch_delay_chart.h"
+#include "viewer/timeline_data/counter_tracks.h"
 
 namespace stepscope::viewer {
 
@@ -50,6 +52,8 @@ struct DocumentAnalysis {
   // The GPU attribution pane: GPU time per annotation, frequent kernel sequences.
   analysis::AnnotationReport annotations;
   analysis::KernelPatternReport kernel_patterns;
+  // The timeline's counter tracks, from the memory timelines above and the trace.
+  std::shared_ptr<const CounterTracks> counter_tracks;
 };
 
 }  // namespace stepscope::viewer

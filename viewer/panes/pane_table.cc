@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "viewer/load/document.h"
 #include "viewer/panes/attribution_pane.h"
 #include "viewer/panes/critical_path_pane.h"
 #include "viewer/panes/details_pane.h"
@@ -65,6 +66,7 @@ std::shared_ptr<const DocumentAnalysis> AnalyseDocument(const TraceDocument& doc
   for (const PaneSpec& pane : PaneTable()) {
     if (pane.analyse != nullptr) pane.analyse(document, *result);
   }
+  result->counter_tracks = std::make_shared<const CounterTracks>(BuildCounterTracks(document.trace(), result->memory));
   return result;
 }
 

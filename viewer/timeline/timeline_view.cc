@@ -304,7 +304,14 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
                         : (row.track % 2 == 0)                 ? kBackground
                                                                : kStripe;
     painter.fillRect(0, y, time_right, kRowHeight, band);
-    if (row.kind == TimelineRow::Kind::kHeader || row.first_of_track) {
+    if (row.kind == TimelineRow::Kind::kCounter) {
+      const int x = 6 + row.indent * kIndentPx;
+      CounterPainter::PaintLabel(painter, counters_->tracks()[row.counter], row.depth, QRect(x, y, kTimeAreaLeft - x - 4, kRowHeight));
+      if (row.depth == 0) {
+        painter.setPen(kGridLine);
+        painter.drawLine(0, y, time_right, y);
+      }
+    } else if (row.kind == TimelineRow::Kind::kHeader || row.first_of_track) {
       const int x = 6 + row.indent * kIndentPx;
       QString label = QString::fromUtf8(trace.str(trace.tracks()[row.track].name));
       if (row.kind == TimelineRow::Kind::kHeader) {
@@ -340,6 +347,12 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
     if (row.kind == TimelineRow::Kind::kHeader && layout_.collapsed(row.track)) {
       PaintActivity(painter, map, row.track, RowTop(r));
       continue;
+    }
+    if (row.kind == TimelineRow::Kind::kCounter && (row.depth == 0 || r == first)) {
+      // The whole counter from its first row, which may be scrolled just above the view.
+      counter_painter_.Paint(painter, map, counters_->tracks()[row.counter],
+                             QRect(kTimeAreaLeft, RowTop(r - row.depth) + 2, static_cast<int>(std::ceil(map.width_px())),
+                                   TrackLayout::kCounterRows * kRowHeight - 3));
     }
     if (row.kind != TimelineRow::Kind::kSlices || row.depth >= document_->index().depth_count(row.track)) continue;
     const int y = RowTop(r);
@@ -568,6 +581,13 @@ QString TimelineView::TooltipAt(const QPoint& pos) const {
   if (row < 0) return {};
   const TimelineRow& info = layout_.rows()[static_cast<size_t>(row)];
   const auto& trace = document_->trace();
+  if (info.kind == TimelineRow::Kind::kCounter) {
+    const CounterTrack& counter = counters_->tracks()[info.counter];
+    if (pos.x() < kTimeAreaLeft) {
+      return QString::fromStdString(trace.TrackPath(info.track) + " / " + counter.name).toHtmlEscaped();
+    }
+    return CounterPainter::Tooltip(mapping(), counter, pos.x() - kTimeAreaLeft);
+  }
   if (pos.x() < kTimeAreaLeft) return QString::fromStdString(trace.TrackPath(info.track));
   if (info.kind != TimelineRow::Kind::kSlices || info.depth >= document_->index().depth_count(info.track)) return {};
   // A folded run says so instead of naming one of its slices.

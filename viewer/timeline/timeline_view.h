@@ -20,10 +20,12 @@
 #include <vector>
 
 #include "viewer/load/document.h"
+#include "viewer/timeline/counter_painter.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline_data/timeline_index.h"
 #include "viewer/timeline_data/track_layout.h"
 
+class QMenu;
 class QScrollBar;
 
 namespace stepscope::viewer {
@@ -68,6 +70,14 @@ class TimelineView : public QWidget {
   static constexpr QRgb kPathColor = 0xffd0187a;
   // A line added to the tooltip of a slice (the comparison's verdict for it); empty: none.
   void SetSliceNote(std::function<QString(uint32_t slice)> note) { slice_note_ = std::move(note); }
+  // Counter tracks (memory, GPU utilisation, launch delay, queue, the trace's counters), each
+  // drawn under its device's header; they arrive with the analyses. Null: none.
+  void SetCounterTracks(std::shared_ptr<const CounterTracks> counters);
+  const CounterTracks* counter_tracks() const { return counters_.get(); }
+  void SetCounterHidden(uint32_t counter, bool hidden);
+  // The context menu of a counter's label (hide it, hide or show them all); null elsewhere.
+  // The caller owns it.
+  QMenu* CounterMenu(const QPoint& pos);
   // The tooltip at a widget position (HTML), empty where there is none.
   QString TooltipAt(const QPoint& pos) const;
 
@@ -111,6 +121,7 @@ class TimelineView : public QWidget {
   void mouseReleaseEvent(QMouseEvent* event) override;
   void mouseDoubleClickEvent(QMouseEvent* event) override;
   bool event(QEvent* event) override;
+  void contextMenuEvent(QContextMenuEvent* event) override;
 
  private:
   double time_width() const;
@@ -160,6 +171,8 @@ class TimelineView : public QWidget {
   std::unordered_map<uint64_t, QStaticText> label_cache_;  // (name, chars) -> laid-out label
   bool full_names_ = false;
   std::unordered_map<trace::StringId, std::string> shown_names_;  // name -> its short form
+  std::shared_ptr<const CounterTracks> counters_;
+  CounterPainter counter_painter_;
 };
 
 }  // namespace stepscope::viewer

@@ -65,6 +65,38 @@ int TrackLayout::RowOfSlice(uint32_t slice) const {
   return first + (leaf ? 0 : 1) + s.depth;
 }
 
+void TrackLayout::SetCounters(std::vector<uint32_t> owners) {
+  counters_of_.assign(trace_->tracks().size(), {});
+  for (uint32_t c = 0; c < owners.size(); ++c) {
+    if (owners[c] < counters_of_.size()) counters_of_[owners[c]].push_back(c);
+  }
+  counter_hidden_.assign(owners.size(), false);
+  Rebuild();
+}
+
+void TrackLayout::SetCounterHidden(uint32_t counter, bool hidden) {
+  if (counter >= counter_hidden_.size() || counter_hidden_[counter] == hidden) return;
+  counter_hidden_[counter] = hidden;
+  Rebuild();
+}
+
+int TrackLayout::RowOfCounter(uint32_t counter) const {
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    if (rows_[r].kind == TimelineRow::Kind::kCounter && rows_[r].counter == counter) return static_cast<int>(r);
+  }
+  return -1;
+}
+
+void TrackLayout::AppendCounters(uint32_t track, int indent) {
+  if (counters_of_.empty()) return;
+  for (uint32_t c : counters_of_[track]) {
+    if (counter_hidden_[c]) continue;
+    for (int part = 0; part < kCounterRows; ++part) {
+      rows_.push_back(TimelineRow{TimelineRow::Kind::kCounter, track, part, indent, part == 0, c});
+    }
+  }
+}
+
 void TrackLayout::Rebuild() {
   rows_.clear();
   first_row_.assign(trace_->tracks().size(), -1);
@@ -91,6 +123,8 @@ void TrackLayout::Append(uint32_t track, int indent) {
   if (kids.empty() && levels == 0) {
     rows_.push_back(TimelineRow{TimelineRow::Kind::kSlices, track, 0, indent, true});
   }
+  // After the track's own levels, so that RowOfSlice's arithmetic holds.
+  AppendCounters(track, kids.empty() ? indent : indent + 1);
   for (uint32_t child : kids) Append(child, indent + 1);
 }
 

@@ -1,7 +1,8 @@
 // The rows of the timeline: the track tree (host/rank -> device -> stream/thread lanes) flattened
 // in display order, one header row per track that has children and one row per nesting level
-// of a track that has slices. Collapsing a track hides everything below it; hiding a track
-// removes it and its subtree. No Qt: the row arithmetic is tested on its own.
+// of a track that has slices, and kCounterRows rows per counter track drawn under its device
+// (after the track's own slices, before its children). Collapsing a track hides everything below
+// it; hiding a track removes it and its subtree. No Qt: the row arithmetic is tested on its own.
 #pragma once
 
 #include <cstdint>
@@ -25,12 +26,13 @@ std::vector<std::vector<uint32_t>> TrackChildren(const trace::Trace& trace);
 bool IsRepeatLane(const trace::Trace& trace, uint32_t track);
 
 struct TimelineRow {
-  enum class Kind : uint8_t { kHeader, kSlices };
+  enum class Kind : uint8_t { kHeader, kSlices, kCounter };
   Kind kind = Kind::kSlices;
   uint32_t track = 0;
-  int depth = 0;       // nesting level shown on this row (kSlices)
+  int depth = 0;       // nesting level shown on this row (kSlices); row of the counter (kCounter)
   int indent = 0;      // tree depth of the track
   bool first_of_track = true;  // the row that carries the track's label
+  uint32_t counter = 0;        // kCounter: index into the counter tracks
 };
 
 class TrackLayout {
@@ -47,6 +49,16 @@ class TrackLayout {
   void SetHidden(uint32_t track, bool hidden);
   bool hidden(uint32_t track) const { return hidden_[track]; }
 
+  // Counter tracks (CounterTracks), each given by the track it is drawn under; a counter takes
+  // kCounterRows rows so that it is tall enough to read while every row keeps one height.
+  static constexpr int kCounterRows = 2;
+  void SetCounters(std::vector<uint32_t> owners);
+  size_t counter_count() const { return counter_hidden_.size(); }
+  void SetCounterHidden(uint32_t counter, bool hidden);
+  bool counter_hidden(uint32_t counter) const { return counter_hidden_[counter]; }
+  // The first row of a counter, or -1 when it is not shown.
+  int RowOfCounter(uint32_t counter) const;
+
   const std::vector<TimelineRow>& rows() const { return rows_; }
   // The row showing `slice`, or -1.
   int RowOfSlice(uint32_t slice) const;
@@ -54,6 +66,7 @@ class TrackLayout {
  private:
   void Rebuild();
   void Append(uint32_t track, int indent);
+  void AppendCounters(uint32_t track, int indent);
 
   const trace::Trace* trace_;
   const TimelineIndex* index_;
@@ -62,6 +75,8 @@ class TrackLayout {
   std::vector<bool> hidden_;
   std::vector<TimelineRow> rows_;
   std::vector<int> first_row_;
+  std::vector<std::vector<uint32_t>> counters_of_;  // per track, its counters in order
+  std::vector<bool> counter_hidden_;
 };
 
 }  // namespace stepscope::viewer

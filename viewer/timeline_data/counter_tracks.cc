@@ -1,0 +1,346 @@
+// Counter tracks of the timeline (counter_tracks.h): the min/max pyramid and busy-interval
+// columns a frame reads, and the tracks built from a trace and its memory timelines.
+#include "viewer/timeline_data/counter_tracks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "base/units.h"
+#include "profiler/analysis/gpu_work.h"
+
+namespace stepscope::viewer {
+
+// ---- SampledCounter ------------------------------------------------------------------------
+
+SampledCounter::SampledCounter(std::vector<int64_t> times, std::vector<int64_t> values, bool step)
+    : times_(std::move(times)), values_(std::move(values)), step_(step) {
+  // Level 0 from the samples, each further level from the one below.
+  const auto* below_values = &values_;
+  std::vector<std::pair<int64_t, int64_t>>* below = nullptr;
+  while ((below == nullptr ? below_values->size() : below->size()) > kFanout) {
+    const size_t count = below == nullptr ? below_values->size() : below->size();
+    std::vector<std::pair<int64_t, int64_t>> level((count + kFanout - 1) / kFanout);
+    for (size_t b = 0; b < level.size(); ++b) {
+      int64_t low = std::numeric_limits<int64_t>::max(), high = std::numeric_limits<int64_t>::min();
+      for (size_t i = b * kFanout; i < std::min(count, (b + 1) * kFanout); ++i) {
+        const auto [l, h] = below == nullptr ? std::pair{(*below_values)[i], (*below_values)[i]} : (*below)[i];
+        low = std::min(low, l);
+        high = std::max(high, h);
+      }
+      level[b] = {low, high};
+    }
+    levels_.push_back(std::move(level));
+    below = &levels_.back();
+  }
+}
+
+std::pair<int64_t, int64_t> SampledCounter::Extent(size_t first, size_t last) const {
+  int64_t low = std::numeric_limits<int64_t>::max(), high = std::numeric_limits<int64_t>::min();
+  // Units of `width` samples at level `level` (-1: the samples). At each level only the partial
+  // blocks at both ends are read one by one; whole blocks go up a level.
+  auto scan = [&](int level, size_t width, size_t from, size_t to) {
+    for (size_t u = from / width; u < to / width; ++u) {
+      const auto [l, h] = level < 0 ? std::pair{values_[u], values_[u]} : levels_[static_cast<size_t>(level)][u];
+      low = std::min(low, l);
+      high = std::max(high, h);
+    }
+  };
+  int level = -1;
+  size_t width = 1;
+  while (first < last) {
+    const size_t next = width * kFanout;
+    const size_t a = (first + next - 1) / next * next, b = last / next * next;
+    if (static_cast<size_t>(level + 1) >= levels_.size() || a >= b) {
+      scan(level, width, first, last);
+      break;
+    }
+    scan(level, width, first, a);
+    scan(level, width, b, last);
+    first = a;
+    last = b;
+    width = next;
+    ++level;
+  }
+  return {low, high};
+}
+
+CounterColumn SampledCounter::Column(size_t first, size_t last) const {
+  CounterColumn column;
+  if (step_) {
+    const int64_t carried = first == 0 ? 0 : values_[first - 1];
+    column = {static_cast<double>(carried), static_cast<double>(carried), true};
+  }
+  if (last > first) {
+    const auto [low, high] = Extent(first, last);
+    column.low = column.any ? std::min(column.low, static_cast<double>(low)) : static_cast<double>(low);
+    column.high = column.any ? std::max(column.high, static_cast<double>(high)) : static_cast<double>(high);
+    column.any = true;
+  }
+  return column;
+}
+
+CounterColumn SampledCounter::Window(double begin_ns, double end_ns) const {
+  auto first_at = [&](double t) {
+    return static_cast<size_t>(std::partition_point(times_.begin(), times_.end(),
+                                                    [t](int64_t x) { return static_cast<double>(x) < t; }) -
+                               times_.begin());
+  };
+  return Column(first_at(begin_ns), first_at(end_ns));
+}
+
+void SampledCounter::Columns(const TimeMapping& mapping, std::vector<CounterColumn>* out) const {
+  const size_t columns = static_cast<size_t>(std::ceil(mapping.width_px()));
+  out->resize(columns);
+  auto before = [](double t) { return [t](int64_t x) { return static_cast<double>(x) < t; }; };
+  size_t first = static_cast<size_t>(
+      std::partition_point(times_.begin(), times_.end(), before(mapping.PxToNs(0))) - times_.begin());
+  for (size_t c = 0; c < columns; ++c) {
+    const double end = mapping.PxToNs(static_cast<double>(c + 1));
+    // Gallop: samples before `low` are inside the column; double the step until one is past it.
+    size_t low = first, high = first, step = 1;
+    while (high < times_.size() && static_cast<double>(times_[high]) < end) {
+      low = high + 1;
+      high = std::min(times_.size(), high + step);
+      step *= 2;
+    }
+    const size_t last = static_cast<size_t>(
+        std::partition_point(times_.begin() + static_cast<std::ptrdiff_t>(low),
+                             times_.begin() + static_cast<std::ptrdiff_t>(std::max(low, high)), before(end)) -
+        times_.begin());
+    (*out)[c] = Column(first, last);
+    first = last;
+  }
+}
+
+int64_t SampledCounter::LevelAt(double time_ns) const {
+  const auto it = std::partition_point(times_.begin(), times_.end(),
+                                       [time_ns](int64_t x) { return static_cast<double>(x) <= time_ns; });
+  return it == times_.begin() ? 0 : values_[static_cast<size_t>(it - times_.begin()) - 1];
+}
+
+size_t SampledCounter::bytes() const {
+  size_t total = (times_.capacity() + values_.capacity()) * sizeof(int64_t);
+  for (const auto& level : levels_) total += level.capacity() * sizeof(level[0]);
+  return total;
+}
+
+// ---- CoverageCounter -----------------------------------------------------------------------
+
+CoverageCounter::CoverageCounter(std::vector<std::pair<int64_t, int64_t>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  int64_t busy = 0;
+  for (const auto& [begin, end] : intervals) {
+    if (end <= begin) continue;
+    if (!ends_.empty() && begin <= ends_.back()) {
+      if (end > ends_.back()) ends_.back() = end;
+      continue;
+    }
+    if (!ends_.empty()) busy += ends_.back() - begins_.back();
+    begins_.push_back(begin);
+    ends_.push_back(end);
+    busy_before_.push_back(busy);
+  }
+}
+
+double CoverageCounter::BusyIn(double begin_ns, double end_ns) const {
+  // Busy time before `t`: the intervals starting at or before it, the last one cut at t.
+  auto busy_until = [&](double t) {
+    const size_t k = static_cast<size_t>(
+        std::partition_point(begins_.begin(), begins_.end(), [t](int64_t b) { return static_cast<double>(b) <= t; }) -
+        begins_.begin());
+    if (k == 0) return 0.0;
+    const size_t j = k - 1;
+    return static_cast<double>(busy_before_[j]) +
+           std::min(t, static_cast<double>(ends_[j])) - static_cast<double>(begins_[j]);
+  };
+  return end_ns > begin_ns ? busy_until(end_ns) - busy_until(begin_ns) : 0.0;
+}
+
+size_t CoverageCounter::bytes() const {
+  return (begins_.capacity() + ends_.capacity() + busy_before_.capacity()) * sizeof(int64_t);
+}
+
+// ---- CounterTrack --------------------------------------------------------------------------
+
+void CounterTrack::Columns(const TimeMapping& mapping, std::vector<CounterColumn>* out) const {
+  if (kind != Kind::kUtilization) return samples.Columns(mapping, out);
+  const size_t columns = static_cast<size_t>(std::ceil(mapping.width_px()));
+  out->resize(columns);
+  for (size_t c = 0; c < columns; ++c) {
+    const double begin = mapping.PxToNs(static_cast<double>(c));
+    const double end = mapping.PxToNs(static_cast<double>(c + 1));
+    const double percent = 100.0 * busy.BusyIn(begin, end) / (end - begin);
+    (*out)[c] = {percent, percent, true};
+  }
+}
+
+std::string CounterTrack::Format(double value) const {
+  char text[64];
+  if (unit == "bytes") return FormatBytes(static_cast<int64_t>(std::llround(value)));
+  if (unit == "ns") return FormatDurationSignificant(value);
+  if (unit == "%") {
+    std::snprintf(text, sizeof text, "%.0f %%", value);
+  } else if (unit.empty()) {
+    std::snprintf(text, sizeof text, "%.6g", value);
+  } else {
+    std::snprintf(text, sizeof text, "%.6g %s", value, unit.c_str());
+  }
+  return text;
+}
+
+size_t CounterTracks::bytes() const {
+  size_t total = tracks_.capacity() * sizeof(CounterTrack);
+  for (const CounterTrack& t : tracks_) total += t.samples.bytes() + t.busy.bytes();
+  return total;
+}
+
+// ---- building ------------------------------------------------------------------------------
+namespace {
+
+// The largest value of a sampled track and the first instant it is reached.
+void SetPeak(CounterTrack& track) {
+  const auto& values = track.samples.values();
+  if (values.empty()) return;
+  const size_t at = static_cast<size_t>(std::max_element(values.begin(), values.end()) - values.begin());
+  track.peak = values[at];
+  track.peak_ns = track.samples.times()[at];
+}
+
+uint32_t OwnerTrack(const trace::Trace& trace, int32_t track) {
+  if (track >= 0 && static_cast<size_t>(track) < trace.tracks().size()) return static_cast<uint32_t>(track);
+  return 0;  // a counter of no particular track: under the first
+}
+
+// Per GPU (device track): utilisation, launch delays and queue length, from the work CollectWork
+// takes and the launches LaunchOf links, as the GPU analyses count them.
+void AddGpuTracks(const trace::Trace& trace, std::vector<CounterTrack>* out) {
+  const std::vector<analysis::StreamWork> work = analysis::CollectWork({&trace, {}});
+  if (work.empty()) return;
+  const analysis::LaunchIndex launch = analysis::LaunchOf(trace);
+  std::map<uint32_t, std::vector<const analysis::StreamWork*>> by_device;
+  for (const analysis::StreamWork& w : work) by_device[w.device].push_back(&w);
+  const auto& slices = trace.slices();
+  for (const auto& [device, streams] : by_device) {
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    std::vector<std::pair<int64_t, int64_t>> delays;  // (work start, delay)
+    std::vector<std::pair<int64_t, int>> queue;       // (time, +1 at the call's end / -1 at the start)
+    for (const analysis::StreamWork* w : streams) {
+      for (uint32_t i : w->slices) {
+        const trace::Slice& s = slices[i];
+        busy.emplace_back(s.start_ns, s.end_ns());
+        const int64_t r = launch[i];
+        if (r < 0) continue;
+        const int64_t call_end = slices[static_cast<size_t>(r)].end_ns();
+        delays.emplace_back(s.start_ns, s.start_ns - call_end);
+        // Work that started before its call returned never waited in the queue.
+        if (s.start_ns > call_end) {
+          queue.emplace_back(call_end, +1);
+          queue.emplace_back(s.start_ns, -1);
+        }
+      }
+    }
+    CounterTrack util;
+    util.kind = CounterTrack::Kind::kUtilization;
+    util.track = device;
+    util.name = "GPU utilisation";
+    util.unit = "%";
+    util.origin = "the union of its streams' kernels, copies, memsets and collectives per pixel";
+    util.busy = CoverageCounter(std::move(busy));
+    util.peak = util.busy.busy_ns() > 0 ? 100 : 0;
+    out->push_back(std::move(util));
+    if (delays.empty()) continue;
+    std::stable_sort(delays.begin(), delays.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    CounterTrack delay;
+    delay.kind = CounterTrack::Kind::kLaunchDelay;
+    delay.track = device;
+    delay.name = "launch delay";
+    delay.unit = "ns";
+    delay.origin = "each kernel's start - its runtime call's end; the largest per pixel";
+    std::vector<int64_t> times(delays.size()), values(delays.size());
+    for (size_t k = 0; k < delays.size(); ++k) std::tie(times[k], values[k]) = delays[k];
+    delay.samples = SampledCounter(std::move(times), std::move(values), /*step=*/false);
+    SetPeak(delay);
+    out->push_back(std::move(delay));
+    // Frees before arrivals at one instant: a kernel starting as the next call returns does not
+    // count the two as queued together.
+    std::sort(queue.begin(), queue.end());
+    CounterTrack length;
+    length.kind = CounterTrack::Kind::kQueue;
+    length.track = device;
+    length.name = "queue";
+    length.unit = "kernels";
+    length.origin = "work whose launch call has returned and that has not started";
+    std::vector<int64_t> queue_times, queue_values;
+    int64_t level = 0;
+    for (size_t k = 0; k < queue.size(); ++k) {
+      level += queue[k].second;
+      if (k + 1 < queue.size() && queue[k + 1].first == queue[k].first) continue;  // one point per instant
+      queue_times.push_back(queue[k].first);
+      queue_values.push_back(level);
+    }
+    length.samples = SampledCounter(std::move(queue_times), std::move(queue_values), /*step=*/true);
+    SetPeak(length);
+    out->push_back(std::move(length));
+  }
+}
+
+}  // namespace
+
+CounterTracks BuildCounterTracks(const trace::Trace& trace, const std::vector<analysis::AllocatorTimeline>& memory) {
+  std::vector<CounterTrack> tracks;
+  if (trace.tracks().empty()) return CounterTracks();
+  std::set<std::string> allocators;
+  for (const analysis::AllocatorTimeline& timeline : memory) {
+    allocators.insert(timeline.allocator);
+    CounterTrack track;
+    track.kind = CounterTrack::Kind::kMemory;
+    track.track = OwnerTrack(trace, timeline.device_track);
+    track.name = timeline.allocator;
+    track.unit = "bytes";
+    track.origin = analysis::DescribeCurveSources(timeline.origin);
+    std::vector<int64_t> times(timeline.curve.size()), values(timeline.curve.size());
+    for (size_t k = 0; k < timeline.curve.size(); ++k) {
+      times[k] = timeline.curve[k].time_ns;
+      values[k] = timeline.curve[k].bytes;
+    }
+    track.samples = SampledCounter(std::move(times), std::move(values), /*step=*/true);
+    track.peak = timeline.peak_bytes;
+    track.peak_ns = timeline.peak_ns;
+    tracks.push_back(std::move(track));
+  }
+  AddGpuTracks(trace, &tracks);
+  // The trace's other counters; its allocator counters are the memory tracks already.
+  for (const trace::CounterSeries& series : trace.counters()) {
+    const std::string name(trace.str(series.name));
+    if (series.ts_ns.empty() || (series.unit == "bytes" && allocators.count(name) > 0)) continue;
+    std::vector<size_t> order(series.ts_ns.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return series.ts_ns[a] < series.ts_ns[b]; });
+    std::vector<int64_t> times, values;
+    for (size_t k : order) {
+      if (!times.empty() && times.back() == series.ts_ns[k]) {
+        values.back() = series.values[k];  // one point per instant: the last recorded
+        continue;
+      }
+      times.push_back(series.ts_ns[k]);
+      values.push_back(series.values[k]);
+    }
+    CounterTrack track;
+    track.kind = CounterTrack::Kind::kTraceCounter;
+    track.track = OwnerTrack(trace, series.track);
+    track.name = name;
+    track.unit = series.unit;
+    track.origin = series.origin;
+    track.samples = SampledCounter(std::move(times), std::move(values), /*step=*/true);
+    SetPeak(track);
+    tracks.push_back(std::move(track));
+  }
+  return CounterTracks(std::move(tracks));
+}
+
+}  // namespace stepscope::viewer
