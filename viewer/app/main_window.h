@@ -69,9 +69,12 @@ class MainWindow : public QMainWindow {
   // `stepscope summary` lists it: the status bar's permanent label and its tooltip.
   QString import_status() const;
   QString import_details() const;
+  QLineEdit* search_field() const { return search_field_; }
 
   // Exports of the current document; the error message is empty on success.
   QString ExportChromeJson(const QString& path, bool tf_timeline);
+  // Perfetto protobuf, as the CLI writes it (`convert --format perfetto-proto`).
+  QString ExportPerfettoProto(const QString& path);
   QString ExportPng(const QString& path);
   QString ExportStatsCsv(const QString& path);
 
@@ -88,6 +91,7 @@ class MainWindow : public QMainWindow {
   void RebuildRecentMenu();
   void RunSearch();
   void UpdateSearchStatus();
+  void StepSearch(bool forward);  // the next or previous match, on the current document
   void ShowKeys();
   void ShowComparison();
   void UpdateImportStatus();
