@@ -241,15 +241,25 @@ class DefectsTest : public QObject {
       const QImage changed_at = FlowPixels(timeline);
       // Drawn across the view to the edge the other end lies beyond.
       int near_edge = 0, total = 0;
+      int head_top = changed_at.height(), head_bottom = -1;  // of what is drawn within 5 px of the edge
       for (int y = 0; y < changed_at.height(); ++y) {
         for (int x = 0; x < changed_at.width(); ++x) {
           if (changed_at.pixel(x, y) == 0) continue;
           ++total;
           near_edge += from_side ? x > right_edge - 12 : x < kTimeAreaLeft + 12;
+          if (from_side ? x >= right_edge - 5 : x < kTimeAreaLeft + 5) {
+            head_top = std::min(head_top, y);
+            head_bottom = std::max(head_bottom, y);
+          }
         }
       }
+      // A line across the view, not a smear over it.
+      const int area = (right_edge - kTimeAreaLeft) * (timeline->height() - TimelineView::kRulerHeight);
+      QVERIFY2(total < area / 50, qPrintable(QStringLiteral("%1 of %2 pixels").arg(total).arg(area)));
       QVERIFY2(total > 100, qPrintable(QStringLiteral("%1 pixels").arg(total)));
       QVERIFY2(near_edge > 10, qPrintable(QStringLiteral("%1 pixels at the edge").arg(near_edge)));
+      // An arrowhead at the edge, wider than the line, says the flow goes on off-screen.
+      QVERIFY2(head_bottom - head_top >= 6, qPrintable(QStringLiteral("%1 px high at the edge").arg(head_bottom - head_top)));
     }
     timeline->ClearSelection();
     doc->axis()->FitAll();
@@ -285,9 +295,16 @@ class DefectsTest : public QObject {
     timeline->SetTrackCollapsed(static_cast<uint32_t>(device), true);
     QCOMPARE(timeline->layout().RowOfSlice(far->to_slice), -1);
     QVERIFY(timeline->layout().RowOfSlice(far->from_slice) >= 0);
+    int header = -1;
+    for (size_t r = 0; r < timeline->layout().rows().size(); ++r) {
+      const TimelineRow& row = timeline->layout().rows()[r];
+      if (row.kind == TimelineRow::Kind::kHeader && row.track == static_cast<uint32_t>(device)) header = static_cast<int>(r);
+    }
+    QVERIFY(header >= 0);
+    // Drawn into the header's row, where the arrow ends.
     int drawn = 0;
     const QImage collapsed = FlowPixels(timeline);
-    for (int y = 0; y < collapsed.height(); ++y) {
+    for (int y = timeline->RowTop(header); y < timeline->RowTop(header) + TimelineView::kRowHeight; ++y) {
       for (int x = 0; x < collapsed.width(); ++x) drawn += collapsed.pixel(x, y) != 0;
     }
     QVERIFY2(drawn > 20, qPrintable(QString::number(drawn)));
@@ -453,7 +470,7 @@ class DefectsTest : public QObject {
     const QImage without = timeline->grab().toImage();
     timeline->SetShowFlows(true);
     const QImage with = timeline->grab().toImage();
-    QImage changed(with.size(), QImage::Format_RGB32);
+    QImage changed(with.size(), QImage::Format_ARGB32);
     changed.fill(0);
     for (int y = TimelineView::kRulerHeight; y < with.height(); ++y) {
       for (int x = kTimeAreaLeft; x < with.width() - kTimeAreaRight; ++x) {
