@@ -23,7 +23,9 @@
 #include "profiler/formats/writer.h"
 #include "profiler/testing/synthetic_trace.h"
 #include "viewer/app/document_view.h"
+#include "viewer/app/formats_text.h"
 #include "viewer/app/main_window.h"
+#include "viewer/app/theme.h"
 #include "viewer/compare/compare_view.h"
 #include "viewer/load/document.h"
 #include "viewer/load/trace_loader.h"
@@ -347,11 +349,7 @@ int RunViewer(int argc, char** argv) {
   // Parsed before any QApplication exists: a usage error or --help needs no display.
   QCommandLineParser parser;
   // The formats as the reader table has them (`stepscope formats` describes each).
-  QString formats;
-  for (const trace::TraceReaderEntry& entry : trace::TraceReaders()) {
-    formats += "\n  " + QString::fromUtf8(entry.name.data(), entry.name.size()).leftJustified(16) +
-               QString::fromUtf8(entry.extensions.data(), entry.extensions.size());
-  }
+  const QString formats = FormatsHelpLines();
   parser.setApplicationDescription("Timelines, memory charts, op statistics and search for stepscope traces, the format "
                                    "told from the content (a directory: its traces, or a profiler run as one):" + formats);
   parser.addHelpOption();
@@ -480,6 +478,7 @@ int RunViewer(int argc, char** argv) {
 
   // Only the interactive window remembers its layout; headless modes draw the defaults.
   if (parser.isSet(reset_layout)) MainWindow::ForgetSavedLayout();
+  ApplyTheme(SavedTheme(), /*save=*/false);  // the headless modes keep the default palette
   MainWindow window;
   window.SetRememberLayout(true);
   window.SetAllowTruncated(parser.isSet(allow_truncated));

@@ -16,6 +16,7 @@
 #include "viewer/models/op_stats_model.h"
 #include "viewer/models/search_model.h"
 #include "viewer/panes/pane_table.h"
+#include "viewer/timeline/overview_strip.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
 
@@ -61,6 +62,7 @@ DocumentView::DocumentView(std::shared_ptr<const TraceDocument> document, QWidge
     truncation_banner_->setStyleSheet("QLabel { background: #b00020; color: white; font-weight: bold; padding: 4px; }");
     layout->addWidget(truncation_banner_);
   }
+  layout->addWidget(new OverviewStrip(timeline_, axis_, central));  // while a search has matches
   layout->addWidget(timeline_, 1);
   setCentralWidget(central);
 

@@ -30,11 +30,15 @@
 #include "profiler/formats/reader.h"
 #include "profiler/formats/writer.h"
 #include "viewer/app/document_view.h"
+#include "viewer/app/formats_text.h"
+#include "viewer/app/search_field.h"
+#include "viewer/app/theme.h"
 #include "viewer/compare/compare_view.h"
 #include "viewer/load/trace_loader.h"
 #include "viewer/panes/pane_table.h"
 #include "viewer/panes/search_pane.h"
 #include "viewer/panes/stats_pane.h"
+#include "viewer/timeline/help_overlay.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
 
@@ -42,12 +46,7 @@ namespace stepscope::viewer {
 namespace {
 
 constexpr int kMaxRecent = 10;
-// The file dialogs' filter: every file name a reader takes (the reader table's).
-QString TraceFilter() {
-  QStringList patterns;
-  for (const std::string& pattern : trace::TraceFilePatterns()) patterns << QString::fromStdString(pattern);
-  return QObject::tr("Traces (%1);;All files (*)").arg(patterns.join(' '));
-}
+QString TraceFilter() { return TraceFileFilter(); }
 
 }  // namespace
 
@@ -65,10 +64,10 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
   setAcceptDrops(true);
   auto* stack = new QStackedWidget(this);
   welcome_ = new QLabel(tr("<h3>stepscope-view</h3><p>Open a trace: File &gt; Open (Ctrl+O), or drop "
-                           "files or a directory of per-step or per-rank traces here.</p><p>TensorFlow "
-                           "RunMetadata/StepStats (.pb, .pbtxt), Chrome and PyTorch profiler JSON "
-                           "(.json, .json.gz).</p>"),
+                           "files or a directory of per-step or per-rank traces here.</p>") +
+                            FormatsHtml(),
                         stack);
+  welcome_->setObjectName(QStringLiteral("welcome"));
   welcome_->setAlignment(Qt::AlignCenter);
   tabs_ = new QTabWidget(stack);
   tabs_->setTabsClosable(true);
@@ -206,6 +205,10 @@ void MainWindow::BuildMenus() {
     export_to(tr("Export TensorFlow timeline JSON"), tr("Chrome JSON (*.json *.json.gz)"),
               [this](const QString& path) { return ExportChromeJson(path, true); });
   });
+  exports->addAction(tr("Perfetto p&rotobuf (.pftrace)..."), this, [this, export_to] {
+    export_to(tr("Export Perfetto protobuf"), tr("Perfetto protobuf (*.pftrace *.perfetto-trace *.pftrace.gz)"),
+              [this](const QString& path) { return ExportPerfettoProto(path); });
+  });
   exports->addAction(tr("&PNG of the view..."), this, [this, export_to] {
     export_to(tr("Export PNG"), tr("PNG images (*.png)"), [this](const QString& path) { return ExportPng(path); });
   });
@@ -245,14 +248,17 @@ void MainWindow::BuildMenus() {
     for (int i = 0; i < document_count(); ++i) document(i)->SetFullNames(on);
   });
 
+  AddThemeMenu(view);
+
   QMenu* help = menuBar()->addMenu(tr("&Help"));
-  help->addAction(tr("&Keys and Mouse"), QKeySequence::HelpContents, this, &MainWindow::ShowKeys);
+  help->addAction(tr("&Keys and Mouse (? or F1)"), QKeySequence::HelpContents, this, &MainWindow::ShowKeys);
 }
 
 void MainWindow::BuildSearchBar() {
   QToolBar* bar = addToolBar(tr("Search"));
   bar->setMovable(false);
-  search_field_ = new QLineEdit(bar);
+  auto* field = new SearchField(bar);
+  search_field_ = field;
   search_field_->setPlaceholderText(tr("Search slice names and op types (Ctrl+F)"));
   search_field_->setClearButtonEnabled(true);
   search_field_->setMaximumWidth(420);
@@ -260,15 +266,9 @@ void MainWindow::BuildSearchBar() {
   search_status_ = new QLabel(bar);
   bar->addWidget(search_field_);
   bar->addWidget(search_regex_);
-  QAction* previous = bar->addAction(tr("Previous"), this, [this] {
-    if (auto* doc = current_document()) doc->pane<SearchPane>()->SearchPrevious();
-    UpdateSearchStatus();
-  });
+  QAction* previous = bar->addAction(tr("Previous"), this, [this] { StepSearch(false); });
   previous->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F3));
-  QAction* next = bar->addAction(tr("Next"), this, [this] {
-    if (auto* doc = current_document()) doc->pane<SearchPane>()->SearchNext();
-    UpdateSearchStatus();
-  });
+  QAction* next = bar->addAction(tr("Next"), this, [this] { StepSearch(true); });
   next->setShortcut(QKeySequence(Qt::Key_F3));
   bar->addWidget(search_status_);
   auto* focus = new QAction(this);
@@ -280,7 +280,26 @@ void MainWindow::BuildSearchBar() {
   addAction(focus);
   connect(search_field_, &QLineEdit::textChanged, this, &MainWindow::RunSearch);
   connect(search_regex_, &QCheckBox::toggled, this, &MainWindow::RunSearch);
-  connect(search_field_, &QLineEdit::returnPressed, next, &QAction::trigger);
+  // Enter / Shift+Enter step and Esc leaves: the keyboard goes back to the timeline either way.
+  auto to_timeline = [this] {
+    if (auto* doc = current_document()) doc->timeline()->setFocus(Qt::OtherFocusReason);
+  };
+  connect(field, &SearchField::stepRequested, this, [this, to_timeline](bool forward) {
+    StepSearch(forward);
+    to_timeline();
+  });
+  connect(field, &SearchField::leaveRequested, this, to_timeline);
+}
+
+void MainWindow::StepSearch(bool forward) {
+  if (auto* doc = current_document()) {
+    if (forward) {
+      doc->pane<SearchPane>()->SearchNext();
+    } else {
+      doc->pane<SearchPane>()->SearchPrevious();
+    }
+  }
+  UpdateSearchStatus();
 }
 
 void MainWindow::RunSearch() {
@@ -364,6 +383,7 @@ DocumentView* MainWindow::AddDocument(std::shared_ptr<const TraceDocument> docum
   connect(view, &DocumentView::statusMessage, this, [this](const QString& message) {
     statusBar()->showMessage(message);
   });
+  connect(view->timeline(), &TimelineView::searchStepRequested, this, &MainWindow::StepSearch);
   view->timeline()->setFocus();
   return view;
 }
@@ -545,6 +565,14 @@ QString MainWindow::ExportChromeJson(const QString& path, bool tf_timeline) {
   return status.ok() ? QString() : QString::fromStdString(status.message()).prepend(path + ": ");
 }
 
+// As `stepscope convert --format perfetto-proto` writes it: the same writer.
+QString MainWindow::ExportPerfettoProto(const QString& path) {
+  DocumentView* doc = current_document();
+  if (doc == nullptr) return tr("nothing to export: no trace is open");
+  const Status status = trace::WriteTrace(doc->document().trace(), path.toStdString(), trace::OutputFormat::kPerfettoProto);
+  return status.ok() ? QString() : QString::fromStdString(status.message()).prepend(path + ": ");
+}
+
 QString SavePngAtomically(const QImage& image, const QString& path) {
   QByteArray bytes;
   QBuffer buffer(&bytes);
@@ -588,21 +616,12 @@ void MainWindow::RebuildRecentMenu() {
 }
 
 void MainWindow::ShowKeys() {
-  QMessageBox::information(
-      this, tr("Keys and mouse"),
-      tr("<table>"
-         "<tr><td><b>W / S</b></td><td>zoom in / out at the cursor</td></tr>"
-         "<tr><td><b>A / D</b>, arrows</td><td>pan left / right</td></tr>"
-         "<tr><td><b>Ctrl+wheel</b></td><td>zoom at the cursor</td></tr>"
-         "<tr><td><b>wheel</b>, Shift+wheel</td><td>scroll rows, pan</td></tr>"
-         "<tr><td><b>drag</b></td><td>pan</td></tr>"
-         "<tr><td><b>click</b></td><td>select a slice (details pane)</td></tr>"
-         "<tr><td><b>double-click</b>, F</td><td>fit the slice or range; 0 fits all</td></tr>"
-         "<tr><td><b>Shift+drag</b>, drag on the ruler</td><td>select a time range (Range pane)</td></tr>"
-         "<tr><td><b>L</b></td><td>flows of the selected slice on/off</td></tr>"
-         "<tr><td><b>Esc</b></td><td>clear the selection</td></tr>"
-         "<tr><td><b>Ctrl+F</b>, F3, Shift+F3</td><td>search, next, previous</td></tr>"
-         "</table>"));
+  // Over the timeline when one is open, so the bindings are read next to what they act on.
+  if (DocumentView* doc = current_document()) {
+    doc->timeline()->ShowHelp(!doc->timeline()->help_shown());
+    return;
+  }
+  QMessageBox::information(this, tr("Keys and mouse"), KeyBindingsHtml());
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {

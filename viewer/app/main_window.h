@@ -71,6 +71,7 @@ class MainWindow : public QMainWindow {
   // `stepscope summary` lists it: the status bar's permanent label and its tooltip.
   QString import_status() const;
   QString import_details() const;
+  QLineEdit* search_field() const { return search_field_; }
 
   // The window's geometry and the docks' layout kept across runs, in the user's settings
   // (QSettings: ~/.config/stepscope/stepscope-view.conf on Linux). Off until turned on (the
@@ -90,6 +91,8 @@ class MainWindow : public QMainWindow {
 
   // Exports of the current document; the error message is empty on success.
   QString ExportChromeJson(const QString& path, bool tf_timeline);
+  // Perfetto protobuf, as the CLI writes it (`convert --format perfetto-proto`).
+  QString ExportPerfettoProto(const QString& path);
   QString ExportPng(const QString& path);
   QString ExportStatsCsv(const QString& path);
 
@@ -110,6 +113,7 @@ class MainWindow : public QMainWindow {
   void RebuildRecentMenu();
   void RunSearch();
   void UpdateSearchStatus();
+  void StepSearch(bool forward);  // the next or previous match, on the current document
   void ShowKeys();
   void ShowComparison();
   void UpdateImportStatus();

@@ -80,10 +80,13 @@ void MemoryPanel::SetTimelines(std::shared_ptr<const std::vector<analysis::Alloc
     placeholder_->setText(tr("This trace records no memory (no allocation records, outputs or memory events)."));
     placeholder_->show();
     charts_layout_->setStretchFactor(placeholder_, 1);
+    // No allocator: a tensor table could never fill, so none is shown.
+    live_caption_->parentWidget()->hide();
     return;
   }
   placeholder_->hide();
   charts_layout_->setStretchFactor(placeholder_, 0);
+  live_caption_->parentWidget()->show();
   for (size_t i = 0; i < timelines_->size(); ++i) {
     auto* chart = new MemoryChart((*timelines_)[i], axis_);
     charts_layout_->insertWidget(static_cast<int>(i), chart, 1);  // the charts share the height

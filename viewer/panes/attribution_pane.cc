@@ -14,6 +14,7 @@
 #include "viewer/load/document.h"
 #include "viewer/models/roles.h"
 #include "viewer/panes/document_analysis.h"
+#include "viewer/panes/empty_hint.h"
 #include "viewer/panes/pane_widgets.h"
 
 namespace stepscope::viewer {
@@ -39,6 +40,10 @@ AttributionPane::AttributionPane(PaneHost& host, QObject* parent) : Pane(host, p
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(attribution_caption_);
   layout->addWidget(split, 1);
+  new EmptyHint(annotation_tree_, tr("Annotations (NVTX ranges, record_function, name scopes) enclosing GPU work "
+                                     "would be listed here with the GPU time they launch."));
+  new EmptyHint(pattern_table_, tr("Kernel sequences that repeat (the same kernels launched in the same order) "
+                                   "would be listed here."));
   set_widget(pane);
 }
 

@@ -18,6 +18,7 @@
 #include "base/check.h"
 #include "viewer/load/document.h"
 #include "viewer/models/roles.h"
+#include "viewer/panes/empty_hint.h"
 #include "viewer/panes/gpu_bars.h"
 #include "viewer/panes/pane_widgets.h"
 #include "viewer/timeline/time_axis.h"
@@ -129,6 +130,7 @@ CriticalPathPane::CriticalPathPane(PaneHost& host, QObject* parent) : Pane(host,
   path_caption_->setWordWrap(true);
   path_caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   bound_table_ = MakeTable({tr("Bound by"), tr("Time"), tr("Share")}, pane);
+  new EmptyHint(bound_table_, tr("The critical path is computed after loading."));
   bound_table_->setSelectionMode(QAbstractItemView::NoSelection);
   path_model_ = new PathModel(host.document().trace(), this);
   path_table_ = new QTableView(pane);
@@ -217,6 +219,7 @@ void CriticalPathPane::ShowPathWindow(int index) {
   bound_table_->setRowCount(0);
   if (path == nullptr || path->steps.empty()) {
     path_caption_->setText(tr("No critical path: the trace holds no work."));
+    if (EmptyHint* hint = EmptyHintOf(bound_table_)) hint->SetText(tr("No critical path: the trace holds no work."));
     ShowPathOnTimeline();
     return;
   }

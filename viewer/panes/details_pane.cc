@@ -10,6 +10,7 @@
 #include "viewer/load/document.h"
 #include "viewer/models/roles.h"
 #include "viewer/models/slice_details_model.h"
+#include "viewer/panes/empty_hint.h"
 #include "viewer/timeline/timeline_view.h"
 
 namespace stepscope::viewer {
@@ -25,6 +26,8 @@ DetailsPane::DetailsPane(PaneHost& host, QObject* parent) : Pane(host, parent) {
     if (slice.isValid()) this->host().JumpToSlice(slice.toUInt());
   });
   connect(host.timeline(), &TimelineView::sliceSelected, this, &DetailsPane::ShowDetails);
+  new EmptyHint(details_view_, tr("Click a slice on the timeline (or double-click a row of another pane) to see its "
+                                   "name, times, place, arguments and flows here."));
   set_widget(details_view_);
 }
 

@@ -14,6 +14,7 @@
 
 #include "viewer/load/document.h"
 #include "viewer/panes/document_analysis.h"
+#include "viewer/panes/empty_hint.h"
 #include "viewer/panes/gpu_bars.h"
 #include "viewer/panes/launch_delay_chart.h"
 #include "viewer/panes/pane_widgets.h"
@@ -48,6 +49,7 @@ GpuPane::GpuPane(PaneHost& host, QObject* parent) : Pane(host, parent) {
                           tr("Communication"), tr("Memory"), tr("Compute ∩ comm"), tr("Idle: host wait"),
                           tr("Idle: kernel wait"), tr("Idle: other")},
                          pane);
+  new EmptyHint(gpu_table_, tr("The GPU breakdown is computed after loading."));
   // What each figure is, where it could be misread as a sum over streams.
   const std::pair<int, QString> tips[] = {
       {kGpuSpan, tr("First start to last end of the work")},
@@ -104,6 +106,9 @@ void GpuPane::ShowAnalysis(const std::shared_ptr<const DocumentAnalysis>& result
   const DocumentAnalysis& a = *analysis_;
   std::vector<GpuBars::Row> bars;
   gpu_table_->setRowCount(0);
+  if (EmptyHint* hint = EmptyHintOf(gpu_table_)) {
+    hint->SetText(tr("No GPU work in this trace: kernels, copies and memsets on GPU streams would be broken down here."));
+  }
   auto add_row = [this](const QString& label, bool gpu, const analysis::GpuTime& t, const int64_t idle_ns[3]) {
     const int row = gpu_table_->rowCount();
     gpu_table_->insertRow(row);

@@ -6,6 +6,8 @@
 
 #include "viewer/models/roles.h"
 #include "viewer/models/search_model.h"
+#include "viewer/timeline/timeline_view.h"
+#include "viewer/panes/empty_hint.h"
 
 namespace stepscope::viewer {
 
@@ -18,11 +20,18 @@ SearchPane::SearchPane(PaneHost& host, QObject* parent) : Pane(host, parent) {
     search_model_->SetCurrent(index.row());
     this->host().JumpToSlice(index.data(kSliceRole).toUInt());
   });
+  hint_ = new EmptyHint(search_view_, tr("Type in the search box above (Ctrl+F) to list the slices whose name or op "
+                                          "type matches; Enter or n / Shift+N step through them on the timeline."));
   set_widget(search_view_);
 }
 
 QString SearchPane::Search(const QString& pattern, bool regex) {
   const QString error = search_model_->SetQuery(pattern, regex);
+  hint_->SetText(!error.isEmpty()      ? error
+                 : pattern.isEmpty()   ? tr("Type in the search box above (Ctrl+F) to list the slices whose name or op "
+                                            "type matches; Enter or n / Shift+N step through them on the timeline.")
+                                       : tr("No slice name or op type matches \u201c%1\u201d.").arg(pattern));
+  host().timeline()->SetSearchMatches(search_model_->matches());
   if (error.isEmpty() && !pattern.isEmpty()) host().ShowPane(kId);
   return error;
 }

@@ -8,6 +8,7 @@ class QListView;
 
 namespace stepscope::viewer {
 
+class EmptyHint;
 class SearchModel;
 
 class SearchPane : public Pane {
@@ -27,6 +28,7 @@ class SearchPane : public Pane {
 
   SearchModel* search_model_;
   QListView* search_view_;
+  EmptyHint* hint_;
 };
 
 }  // namespace stepscope::viewer

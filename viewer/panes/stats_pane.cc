@@ -17,6 +17,7 @@
 #include "viewer/models/op_stats_model.h"
 #include "viewer/models/roles.h"
 #include "viewer/panes/document_analysis.h"
+#include "viewer/panes/empty_hint.h"
 #include "viewer/panes/pane_widgets.h"
 
 namespace stepscope::viewer {
@@ -52,6 +53,8 @@ StatsPane::StatsPane(PaneHost& host, QObject* parent) : Pane(host, parent) {
     const QVariant slice = index.data(kSliceRole);
     if (slice.isValid()) this->host().JumpToSlice(slice.toUInt());
   });
+  // Empty while the statistics are computed, or when the filter matches no row.
+  new EmptyHint(stats_table_, tr("No op matches the filter (or the statistics are still being computed)."));
   set_widget(stats);
 }
 

@@ -63,9 +63,14 @@ StragglersPane::StragglersPane(PaneHost& host, QObject* parent) : Pane(host, par
 
 void StragglersPane::ShowReport() {
   const RankMerge* merge = host().document().rank_merge();
+  // Nothing to compare: the caption says why and what would fill the pane; no empty tables.
+  const bool comparable = merge != nullptr && merge->inputs.size() >= 2 && merge->stragglers;
+  stragglers_table_->parentWidget()->setVisible(comparable);
+  rank_bars_->setVisible(comparable);
   if (merge == nullptr || merge->inputs.size() < 2) {
-    stragglers_caption_->setText(tr("Stragglers compare the ranks of one run: open a directory of per-rank traces, "
-                                    "or several traces merged (--merge)."));
+    stragglers_caption_->setText(tr("One rank: stragglers compare ranks (which one finishes each step last, and "
+                                    "why). Open a directory of ranks or several traces as one timeline (File > Open "
+                                    "Directory as One Timeline, Open Files as One Timeline, or --merge)."));
     return;
   }
   if (!merge->stragglers) {

@@ -8,12 +8,15 @@
 #include <QHelpEvent>
 #include <QKeyEvent>
 #include <QPainter>
-#include <QPainterPath>
 #include <QScrollBar>
 #include <QToolTip>
 #include <algorithm>
 #include <cmath>
 #include <future>
+
+#include "viewer/timeline/flow_painter.h"
+#include "viewer/timeline/help_overlay.h"
+#include "viewer/timeline/timeline_colors.h"
 
 namespace stepscope::viewer {
 namespace {
@@ -21,11 +24,6 @@ namespace {
 constexpr double kZoomStep = 1.25;    // per W/S press
 constexpr double kPanStep = 0.1;      // of the width per A/D press
 constexpr int kIndentPx = 12;
-const QColor kBackground(0xff, 0xff, 0xff);
-const QColor kStripe(0xf5, 0xf6, 0xf8);
-const QColor kHeaderBand(0xe4, 0xe7, 0xee);
-const QColor kRulerBand(0xee, 0xef, 0xf2);
-const QColor kGridLine(0xe0, 0xe2, 0xe8);
 const QColor kFoldedColor(0x9a, 0xa0, 0xb0);
 const QColor kActivityColor(0x7d, 0x8f, 0xb3);  // a collapsed subtree's work
 const QColor kDataflowColor(0x1f, 0x4e, 0xa8);
@@ -198,6 +196,33 @@ void TimelineView::SetPathSlices(std::vector<uint32_t> slices) {
   update();
 }
 
+void TimelineView::SetSearchMatches(std::vector<uint32_t> slices) {
+  search_marks_.Set(document_->trace(), std::move(slices));
+  update();
+  emit searchMatchesChanged();
+}
+
+void TimelineView::PaintSearchMarks(QPainter& painter, const TimeMapping& map) {
+  if (search_marks_.empty()) return;
+  painter.setClipRect(kTimeAreaLeft, kRulerHeight, static_cast<int>(map.width_px()), height() - kRulerHeight);
+  const int first = std::max(0, scroll_y_ / kRowHeight);
+  const int last = std::min(row_count(), (scroll_y_ + height() - kRulerHeight) / kRowHeight + 1);
+  for (int r = first; r < last; ++r) {
+    const TimelineRow& row = layout_.rows()[static_cast<size_t>(r)];
+    if (row.kind != TimelineRow::Kind::kSlices) continue;
+    search_marks_.PaintRow(painter, document_->trace(), map, row.track, row.depth, kTimeAreaLeft, RowTop(r) + 1, kRowHeight - 2);
+  }
+  painter.setClipping(false);
+}
+
+void TimelineView::ShowHelp(bool show) {
+  if (help_ == nullptr && show) help_ = new HelpOverlay(this);
+  if (help_ != nullptr) help_->setVisible(show);
+  if (show) help_->raise();
+}
+
+bool TimelineView::help_shown() const { return help_ != nullptr && help_->isVisible(); }
+
 void TimelineView::SetShowFlows(bool show) {
   show_flows_ = show;
   update();
@@ -246,9 +271,10 @@ void TimelineView::resizeEvent(QResizeEvent*) { UpdateScrollBar(); }
 
 void TimelineView::paintEvent(QPaintEvent*) {
   QPainter painter(this);
-  painter.fillRect(rect(), kBackground);
+  painter.fillRect(rect(), TimelineColorsFor(palette()).background);
   const TimeMapping map = mapping();
   PaintRows(painter, map);
+  PaintSearchMarks(painter, map);
   PaintSelection(painter, map);
   if (show_flows_) PaintFlows(painter, map);
   PaintRuler(painter, map);
@@ -256,8 +282,9 @@ void TimelineView::paintEvent(QPaintEvent*) {
 
 void TimelineView::PaintRuler(QPainter& painter, const TimeMapping& map) {
   painter.setClipping(false);
-  painter.fillRect(0, 0, width(), kRulerHeight, kRulerBand);
-  painter.setPen(QColor(0x60, 0x64, 0x70));
+  const TimelineColors& colors = TimelineColorsFor(palette());
+  painter.fillRect(0, 0, width(), kRulerHeight, colors.ruler_band);
+  painter.setPen(colors.ruler_text);
   painter.drawLine(0, kRulerHeight - 1, width(), kRulerHeight - 1);
   QFont font = painter.font();
   font.setPointSizeF(8);
@@ -295,14 +322,15 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
   const double char_width = std::max(1.0, metrics.averageCharWidth());
   const double text_top = (kRowHeight - metrics.height()) / 2;
 
+  const TimelineColors& colors = TimelineColorsFor(palette());
   // Bands and the label column.
   painter.setClipRect(0, kRulerHeight, width(), height() - kRulerHeight);
   for (int r = first; r < last; ++r) {
     const TimelineRow& row = rows[static_cast<size_t>(r)];
     const int y = RowTop(r);
-    const QColor band = row.kind == TimelineRow::Kind::kHeader ? kHeaderBand
-                        : (row.track % 2 == 0)                 ? kBackground
-                                                               : kStripe;
+    const QColor band = row.kind == TimelineRow::Kind::kHeader ? colors.header_band
+                        : (row.track % 2 == 0)                 ? colors.background
+                                                               : colors.stripe;
     painter.fillRect(0, y, time_right, kRowHeight, band);
     if (row.kind == TimelineRow::Kind::kCounter) {
       const int x = 6 + row.indent * kIndentPx;
@@ -317,23 +345,23 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
       if (row.kind == TimelineRow::Kind::kHeader) {
         label = (layout_.collapsed(row.track) ? QStringLiteral("\u25B8 ") : QStringLiteral("\u25BE ")) + label;
       }
-      painter.setPen(row.kind == TimelineRow::Kind::kHeader ? QColor(0x20, 0x24, 0x30) : QColor(0x40, 0x44, 0x50));
+      painter.setPen(row.kind == TimelineRow::Kind::kHeader ? colors.header_text : colors.lane_text);
       QFont label_font = font;
       label_font.setBold(row.kind == TimelineRow::Kind::kHeader);
       painter.setFont(label_font);
       painter.drawText(QRect(x, y, kTimeAreaLeft - x - 4, kRowHeight), Qt::AlignVCenter | Qt::AlignLeft,
                        ElideMiddleToWidth(QFontMetrics(label_font), label, kTimeAreaLeft - x - 4));
       painter.setFont(font);
-      painter.setPen(kGridLine);
+      painter.setPen(colors.grid);
       painter.drawLine(0, y, time_right, y);
     }
   }
-  painter.setPen(QColor(0xc0, 0xc4, 0xcc));
+  painter.setPen(colors.separator);
   painter.drawLine(kTimeAreaLeft - 1, kRulerHeight, kTimeAreaLeft - 1, height());
 
   // Slices, clipped to the time area.
   painter.setClipRect(kTimeAreaLeft, kRulerHeight, static_cast<int>(map.width_px()), height() - kRulerHeight);
-  painter.setPen(kGridLine);
+  painter.setPen(colors.grid);
   for (const RulerTick& tick : RulerTicks(map)) {
     if (!tick.major) continue;
     const int x = kTimeAreaLeft + static_cast<int>(std::lround(tick.px));
@@ -496,7 +524,7 @@ void TimelineView::PaintSelection(QPainter& painter, const TimeMapping& map) {
     }
   }
   if (!highlighted_.empty()) {
-    painter.setPen(QPen(QColor(0x20, 0x20, 0x28), 1, Qt::DashLine));
+    painter.setPen(QPen(TimelineColorsFor(palette()).highlighted, 1, Qt::DashLine));
     painter.setBrush(Qt::NoBrush);
     for (uint32_t slice : highlighted_) {
       const QRect box = SliceRect(slice);
@@ -506,7 +534,7 @@ void TimelineView::PaintSelection(QPainter& painter, const TimeMapping& map) {
   if (selected_ >= 0) {
     const QRect box = SliceRect(static_cast<uint32_t>(selected_));
     if (!box.isEmpty()) {
-      painter.setPen(QPen(Qt::black, 2));
+      painter.setPen(QPen(TimelineColorsFor(palette()).selection, 2));
       painter.setBrush(Qt::NoBrush);
       painter.drawRect(box.adjusted(0, 0, -1, -1));
     }
@@ -518,37 +546,34 @@ void TimelineView::PaintFlows(QPainter& painter, const TimeMapping& map) {
   if (selected_ < 0) return;
   const uint32_t slice = static_cast<uint32_t>(selected_);
   const auto& trace = document_->trace();
-  const auto& flows = trace.flows();
-  painter.setClipRect(kTimeAreaLeft, kRulerHeight, static_cast<int>(map.width_px()), height() - kRulerHeight);
-  painter.setRenderHint(QPainter::Antialiasing, true);
-  auto anchor = [&](uint32_t s, bool at_end) -> std::optional<QPointF> {
+  const auto& rows = layout_.rows();
+  // A slice's row, or the header of the collapsed track hiding it; -1 when none is shown.
+  auto row_of = [&](uint32_t s) {
     const int row = layout_.RowOfSlice(s);
+    if (row >= 0) return row;
+    for (int32_t t = trace.tracks()[trace.slices()[s].track].parent; t >= 0; t = trace.tracks()[t].parent) {
+      for (size_t r = 0; r < rows.size(); ++r) {
+        if (rows[r].kind == TimelineRow::Kind::kHeader && rows[r].track == static_cast<uint32_t>(t)) return static_cast<int>(r);
+      }
+    }
+    return -1;
+  };
+  auto anchor = [&](uint32_t s, bool at_end) -> std::optional<QPointF> {
+    const int row = row_of(s);
     if (row < 0) return std::nullopt;
     const trace::Slice& info = trace.slices()[s];
     const double t = static_cast<double>(at_end ? info.end_ns() : info.start_ns);
     return QPointF(kTimeAreaLeft + map.NsToPx(t), RowTop(row) + kRowHeight / 2.0);
   };
-  auto draw = [&](const trace::Flow& flow) {
+  std::vector<FlowEnds> ends;
+  auto add = [&](const trace::Flow& flow) {
     const auto from = anchor(flow.from_slice, true);
     const auto to = anchor(flow.to_slice, false);
-    if (!from || !to) return;
-    const QColor color = flow.kind == trace::FlowKind::kLaunch ? kLaunchColor : kDataflowColor;
-    painter.setPen(QPen(color, 1.5));
-    QPainterPath path(*from);
-    const double bend = std::max(20.0, std::fabs(to->x() - from->x()) / 3);
-    path.cubicTo(from->x() + bend, from->y(), to->x() - bend, to->y(), to->x(), to->y());
-    painter.setBrush(Qt::NoBrush);
-    painter.drawPath(path);
-    QPolygonF head;
-    head << *to << QPointF(to->x() - 7, to->y() - 4) << QPointF(to->x() - 7, to->y() + 4);
-    painter.setBrush(color);
-    painter.drawPolygon(head);
+    if (from && to) ends.push_back({*from, *to, flow.kind == trace::FlowKind::kLaunch ? kLaunchColor : kDataflowColor});
   };
-  for (uint32_t f : document_->FlowsFrom(slice)) draw(flows[f]);
-  for (uint32_t f : document_->FlowsTo(slice)) draw(flows[f]);
-  painter.setRenderHint(QPainter::Antialiasing, false);
-  painter.setBrush(Qt::NoBrush);
-  painter.setClipping(false);
+  for (uint32_t f : document_->FlowsFrom(slice)) add(trace.flows()[f]);
+  for (uint32_t f : document_->FlowsTo(slice)) add(trace.flows()[f]);
+  viewer::PaintFlows(painter, QRectF(kTimeAreaLeft, kRulerHeight, map.width_px(), height() - kRulerHeight), ends);
 }
 
 const QStaticText& TimelineView::Label(trace::StringId name, uint32_t max_chars) {
@@ -643,7 +668,12 @@ void TimelineView::keyPressEvent(QKeyEvent* event) {
     case Qt::Key_0:
     case Qt::Key_Home: axis_->FitAll(); break;
     case Qt::Key_L: SetShowFlows(!show_flows_); break;
-    case Qt::Key_Escape: ClearSelection(); break;
+    case Qt::Key_N:
+    case Qt::Key_Return:
+    case Qt::Key_Enter: emit searchStepRequested(!(event->modifiers() & Qt::ShiftModifier)); break;
+    case Qt::Key_Escape: help_shown() ? ShowHelp(false) : ClearSelection(); break;
+    case Qt::Key_Question:
+    case Qt::Key_F1: ShowHelp(!help_shown()); break;
     case Qt::Key_Up: ScrollTo(scroll_y_ - kRowHeight); break;
     case Qt::Key_Down: ScrollTo(scroll_y_ + kRowHeight); break;
     case Qt::Key_PageUp: ScrollTo(scroll_y_ - (height() - kRulerHeight)); break;

@@ -5,7 +5,9 @@
 //
 // Navigation as in Perfetto: W/S zoom at the cursor, A/D pan, Ctrl+wheel zoom at the cursor,
 // wheel scrolls rows, Shift+wheel pans, drag pans; a click selects a slice, a double-click or F
-// fits it; Shift+drag (or a drag on the ruler) selects a time range; Esc clears; L toggles flows.
+// fits it; Shift+drag (or a drag on the ruler) selects a time range; Esc clears; L toggles flows;
+// n / Shift+N (or Enter / Shift+Enter) step through the search matches, marked on the timeline;
+// ? or F1 shows the bindings over it.
 #pragma once
 
 #include <QColor>
@@ -21,12 +23,17 @@
 
 #include "viewer/load/document.h"
 #include "viewer/timeline/counter_painter.h"
+#include "viewer/timeline/search_marks.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline_data/timeline_index.h"
 #include "viewer/timeline_data/track_layout.h"
 
 class QMenu;
 class QScrollBar;
+
+namespace stepscope::viewer {
+class HelpOverlay;
+}
 
 namespace stepscope::viewer {
 
@@ -40,6 +47,7 @@ class TimelineView : public QWidget {
   TimelineView(std::shared_ptr<const TraceDocument> document, TimeAxis* axis, QWidget* parent = nullptr);
   ~TimelineView() override;
 
+  const TraceDocument& document() const { return *document_; }
   TrackLayout& layout() { return layout_; }
   const TrackLayout& layout() const { return layout_; }
   int row_count() const { return static_cast<int>(layout_.rows().size()); }
@@ -68,6 +76,12 @@ class TimelineView : public QWidget {
   void SetPathSlices(std::vector<uint32_t> slices);
   const std::vector<uint32_t>& path_slices() const { return path_; }
   static constexpr QRgb kPathColor = 0xffd0187a;
+  // The search matches, marked on every row they are on (SearchMarks); empty: none.
+  void SetSearchMatches(std::vector<uint32_t> slices);
+  const SearchMarks& search_marks() const { return search_marks_; }
+  // The bindings over the timeline (HelpOverlay): ? or F1 toggles, Esc closes.
+  void ShowHelp(bool show);
+  bool help_shown() const;
   // A line added to the tooltip of a slice (the comparison's verdict for it); empty: none.
   void SetSliceNote(std::function<QString(uint32_t slice)> note) { slice_note_ = std::move(note); }
   // Counter tracks (memory, GPU utilisation, launch delay, queue, the trace's counters), each
@@ -110,6 +124,9 @@ class TimelineView : public QWidget {
  signals:
   void sliceSelected(int64_t slice);
   void rangeSelected(int64_t begin_ns, int64_t end_ns);
+  void searchMatchesChanged();
+  // n / Shift+N, Enter / Shift+Enter: the next (forward) or previous search match is asked for.
+  void searchStepRequested(bool forward);
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -133,6 +150,7 @@ class TimelineView : public QWidget {
   void PaintRows(QPainter& painter, const TimeMapping& mapping);
   void PaintFlows(QPainter& painter, const TimeMapping& mapping);
   void PaintSelection(QPainter& painter, const TimeMapping& mapping);
+  void PaintSearchMarks(QPainter& painter, const TimeMapping& mapping);
   // A collapsed header's row: where any lane below it has work (top-level slices), as runs of
   // covered pixels, so a merge of many ranks collapsed to a row per rank still shows activity.
   void PaintActivity(QPainter& painter, const TimeMapping& mapping, uint32_t track, int y);
@@ -164,6 +182,8 @@ class TimelineView : public QWidget {
   std::vector<uint32_t> slice_colors_;  // overrides the op type colours when not empty
   std::vector<uint32_t> highlighted_;
   std::vector<uint32_t> path_;
+  SearchMarks search_marks_;
+  HelpOverlay* help_ = nullptr;  // made when first shown
   std::function<QString(uint32_t)> slice_note_;
   std::vector<DrawBox> boxes_;  // reused between frames
   std::vector<std::vector<DrawBox>> row_boxes_;  // per visible row, reused between frames

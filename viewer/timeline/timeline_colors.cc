@@ -1,0 +1,23 @@
+// The timeline's light and dark colour sets (timeline_colors.h).
+#include "viewer/timeline/timeline_colors.h"
+
+#include <QPalette>
+
+namespace stepscope::viewer {
+
+bool IsDarkPalette(const QPalette& palette) { return palette.color(QPalette::Base).lightness() < 128; }
+
+const TimelineColors& TimelineColorsFor(const QPalette& palette) {
+  static const TimelineColors kLight{
+      QColor(0xff, 0xff, 0xff), QColor(0xf5, 0xf6, 0xf8), QColor(0xe4, 0xe7, 0xee), QColor(0xee, 0xef, 0xf2),
+      QColor(0xe0, 0xe2, 0xe8), QColor(0x60, 0x64, 0x70), QColor(0x20, 0x24, 0x30), QColor(0x40, 0x44, 0x50),
+      QColor(0xc0, 0xc4, 0xcc), QColor(Qt::black),        QColor(0x20, 0x20, 0x28)};
+  // Bands a few steps apart so rows still read as rows; text and outlines light.
+  static const TimelineColors kDark{
+      QColor(0x1e, 0x1f, 0x24), QColor(0x25, 0x27, 0x2d), QColor(0x33, 0x36, 0x3f), QColor(0x2b, 0x2d, 0x34),
+      QColor(0x3a, 0x3d, 0x46), QColor(0xb4, 0xb8, 0xc4), QColor(0xe8, 0xea, 0xf0), QColor(0xc8, 0xcc, 0xd6),
+      QColor(0x50, 0x54, 0x60), QColor(Qt::white),        QColor(0xe0, 0xe0, 0xe8)};
+  return IsDarkPalette(palette) ? kDark : kLight;
+}
+
+}  // namespace stepscope::viewer
