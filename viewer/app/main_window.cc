@@ -585,6 +585,7 @@ void MainWindow::ShowKeys() {
          "<tr><td><b>double-click</b>, F</td><td>fit the slice or range; 0 fits all</td></tr>"
          "<tr><td><b>Shift+drag</b>, drag on the ruler</td><td>select a time range (Range pane)</td></tr>"
          "<tr><td><b>L</b></td><td>flows of the selected slice on/off</td></tr>"
+         "<tr><td><b>M</b></td><td>marker at the selected slice or the cursor (Markers pane)</td></tr>"
          "<tr><td><b>Esc</b></td><td>clear the selection</td></tr>"
          "<tr><td><b>Ctrl+F</b>, F3, Shift+F3</td><td>search, next, previous</td></tr>"
          "</table>"));
