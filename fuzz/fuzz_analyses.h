@@ -6,6 +6,7 @@
 #include "profiler/analysis/memory_report.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
+#include "profiler/analysis/step_breakdown.h"
 #include "profiler/analysis/stragglers.h"
 #include "profiler/trace/trace.h"
 
@@ -17,6 +18,7 @@ inline void RunAnalyses(const trace::Trace& trace) {
   (void)analysis::ComputeMemcpyStats(trace);
   (void)analysis::ComputeStreamStats(trace);
   (void)analysis::ComputeOverlap(trace);
+  (void)analysis::ComputeStepBreakdown(trace);
   (void)analysis::ComputeCriticalPath(trace);
   // One path per step window, as `critical-path` and the viewer find them (numbered steps).
   analysis::VisitCriticalPathsPerStep(trace, [](const analysis::StepWindow&, const analysis::CriticalPath&) {});

@@ -67,17 +67,6 @@ struct Window {
   int64_t step = -1;
 };
 
-// Collective ops by type: host-side collectives that are not collective records (our sparse
-// gradients' AllGather, TensorFlow's collective ops).
-bool IsCollectiveOpType(std::string_view op_type) {
-  for (std::string_view type : {"AllGather", "AllReduce", "Broadcast", "ReduceScatter", "AllToAll",
-                                "CollectiveReduce", "CollectiveGather", "CollectiveBcastSend", "CollectiveBcastRecv",
-                                "NcclAllReduce", "HorovodAllreduce", "HorovodAllgather", "HorovodBroadcast"}) {
-    if (op_type == type) return true;
-  }
-  return false;
-}
-
 StragglerCategory CategoryOf(const Trace& trace, const Slice& s, bool on_gpu) {
   const std::string_view op_type = trace.str(trace.slice_op_type(s));
   if (IsCommunication(trace, s) || (s.kind == SliceKind::kOp && IsCollectiveOpType(op_type))) {
@@ -89,6 +78,17 @@ StragglerCategory CategoryOf(const Trace& trace, const Slice& s, bool on_gpu) {
 }
 
 }  // namespace
+
+// Collective ops by type: host-side collectives that are not collective records (our sparse
+// gradients' AllGather, TensorFlow's collective ops).
+bool IsCollectiveOpType(std::string_view op_type) {
+  for (std::string_view type : {"AllGather", "AllReduce", "Broadcast", "ReduceScatter", "AllToAll",
+                                "CollectiveReduce", "CollectiveGather", "CollectiveBcastSend", "CollectiveBcastRecv",
+                                "NcclAllReduce", "HorovodAllreduce", "HorovodAllgather", "HorovodBroadcast"}) {
+    if (op_type == type) return true;
+  }
+  return false;
+}
 
 bool IsInputOp(std::string_view name, std::string_view op_type) {
   for (std::string_view text : {name, op_type}) {

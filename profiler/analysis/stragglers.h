@@ -51,6 +51,8 @@ namespace stepscope::analysis {
 
 // Input ops: data loading and input splitting (TrainInput, IteratorGetNext, DataLoader, ...).
 bool IsInputOp(std::string_view name, std::string_view op_type);
+// Host ops of a collective type (AllGather, AllReduce, NcclAllReduce, HorovodAllreduce, ...).
+bool IsCollectiveOpType(std::string_view op_type);
 
 enum class StragglerCategory : uint8_t { kCompute, kCommunication, kMemory, kInput };
 inline constexpr int kStragglerCategories = 4;

@@ -35,6 +35,9 @@ std::vector<GoldenCase> Cases() {
       {"ptb.streams.txt", {"streams", ptb, "--top", "6"}},
       {"ptb.overlap.txt", {"overlap", ptb}},
       {"ptb.critical-path.txt", {"critical-path", ptb, "--top", "12"}},
+      {"ptb.step-breakdown.txt", {"step-breakdown", ptb}},
+      // One run's four step traces opened as one run: a row per step.
+      {"lstm_run.step-breakdown.txt", {"step-breakdown", "trainer/lstm_run_steps"}},
       {"memory_labels.memory.txt", {"memory", "corner/memory_labels.pbtxt"}},
       {"zero_and_missing.memory.txt", {"memory", "corner/zero_and_missing.pbtxt"}},
       {"ranks.merge.txt", {"merge", ranks}},
@@ -52,7 +55,8 @@ std::vector<GoldenCase> Cases() {
       {"rank0-rank1.diff.txt", {"diff", rank0, rank1}},
       {"rank0-rank1.diff.json", {"diff", rank0, rank1, "--json"}},
   };
-  for (const char* command : {"ops", "kernels", "memory", "memcpy", "streams", "overlap", "critical-path"}) {
+  for (const char* command :
+       {"ops", "kernels", "memory", "memcpy", "streams", "overlap", "critical-path", "step-breakdown"}) {
     cases.push_back({std::string("kineto.") + command + ".txt", {command, kineto}});
     cases.push_back({std::string("kineto.") + command + ".json", {command, kineto, "--json"}});
   }

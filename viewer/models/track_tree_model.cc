@@ -27,6 +27,19 @@ TrackTreeModel::TrackTreeModel(std::shared_ptr<const TraceDocument> document, QO
   for (uint32_t t = 0; t < tracks; ++t) visible_[t] = !IsRepeatLane(trace, t);
 }
 
+void TrackTreeModel::FollowOrder(const TrackLayout& layout) {
+  beginResetModel();
+  for (size_t slot = 0; slot < children_.size(); ++slot) {
+    children_[slot] = layout.children(static_cast<int32_t>(slot) - 1);
+    for (size_t row = 0; row < children_[slot].size(); ++row) row_in_parent_[children_[slot][row]] = static_cast<int>(row);
+  }
+  endResetModel();
+}
+
+QModelIndex TrackTreeModel::IndexOf(uint32_t track) const {
+  return createIndex(row_in_parent_[track], kNameColumn, static_cast<quintptr>(track) + 1);
+}
+
 QModelIndex TrackTreeModel::index(int row, int column, const QModelIndex& parent) const {
   if (!hasIndex(row, column, parent)) return {};
   const size_t slot = parent.isValid() ? parent.internalId() : 0;  // internalId = track + 1

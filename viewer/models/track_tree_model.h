@@ -12,6 +12,8 @@
 
 namespace stepscope::viewer {
 
+class TrackLayout;
+
 class TrackTreeModel : public QAbstractItemModel {
   Q_OBJECT
 
@@ -30,6 +32,10 @@ class TrackTreeModel : public QAbstractItemModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
   bool visible(uint32_t track) const { return visible_[track]; }
+  // Takes the siblings' order of the timeline's layout (after a track was moved there).
+  void FollowOrder(const TrackLayout& layout);
+  // The index of a track's name cell.
+  QModelIndex IndexOf(uint32_t track) const;
 
  signals:
   void visibilityChanged(uint32_t track, bool visible);

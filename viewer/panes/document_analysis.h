@@ -12,6 +12,7 @@
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
+#include "profiler/analysis/step_breakdown.h"
 #include "profiler/analysis/steps.h"
 #include "viewer/panes/launch_delay_chart.h"
 #include "viewer/timeline_data/counter_tracks.h"
@@ -22,6 +23,7 @@ struct DocumentAnalysis {
   analysis::OpStats op_stats;                       // the stats pane
   std::vector<analysis::AllocatorTimeline> memory;  // the memory pane
   analysis::StepsReport steps;                      // the steps pane
+  analysis::StepBreakdown step_breakdown;           // its overview: each step split, slow steps
   // The GPU pane: time per GPU and stream, why streams sat idle, what launching cost.
   std::vector<analysis::GpuBreakdown> gpu;
   analysis::IdleReport idle;

@@ -33,7 +33,8 @@ enum PaneId {
   kAttributionPane,
   kStragglersPane,
   kSearchPane,
-  kTracksPane
+  kTracksPane,
+  kMarkersPane
 };
 inline constexpr PaneId kDefaultPane = kStatsPane;  // shown first, and --pane's default
 

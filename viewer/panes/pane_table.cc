@@ -9,6 +9,7 @@
 #include "viewer/panes/critical_path_pane.h"
 #include "viewer/panes/details_pane.h"
 #include "viewer/panes/gpu_pane.h"
+#include "viewer/panes/markers_pane.h"
 #include "viewer/panes/memory_pane.h"
 #include "viewer/panes/range_pane.h"
 #include "viewer/panes/search_pane.h"
@@ -43,6 +44,7 @@ std::span<const PaneSpec> PaneTable() {
       {StragglersPane::kId, "stragglers", QT_TRANSLATE_NOOP("DocumentView", "Stragglers"), &Create<StragglersPane>},
       {SearchPane::kId, "search", QT_TRANSLATE_NOOP("DocumentView", "Search"), &Create<SearchPane>},
       {TracksPane::kId, "tracks", QT_TRANSLATE_NOOP("DocumentView", "Tracks"), &Create<TracksPane>},
+      {MarkersPane::kId, "markers", QT_TRANSLATE_NOOP("DocumentView", "Markers"), &Create<MarkersPane>},
   };
   return kPanes;
 }

@@ -1,8 +1,10 @@
-// The steps pane (steps_pane.h): analysis::AnalyzeSteps over the trace's steps, laid out.
+// The steps pane (steps_pane.h): analysis::AnalyzeSteps over the trace's steps and
+// analysis::ComputeStepBreakdown's overview of them, laid out.
 #include "viewer/panes/steps_pane.h"
 
 #include <QHeaderView>
 #include <QLabel>
+#include <QSplitter>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -13,6 +15,7 @@
 #include "profiler/analysis/statistics.h"
 #include "viewer/load/document.h"
 #include "viewer/panes/document_analysis.h"
+#include "viewer/panes/step_overview_chart.h"
 #include "viewer/timeline/time_axis.h"
 
 namespace stepscope::viewer {
@@ -30,10 +33,22 @@ StepsPane::StepsPane(PaneHost& host, QObject* parent) : Pane(host, parent) {
   steps_table_->verticalHeader()->setDefaultSectionSize(20);
   steps_table_->horizontalHeader()->setStretchLastSection(true);
   connect(steps_table_, &QTableWidget::cellDoubleClicked, this, [this](int row, int) { ZoomToStep(row); });
+  overview_ = new StepOverviewChart(pane);
+  connect(overview_, &StepOverviewChart::stepClicked, this, &StepsPane::ZoomToOverviewStep);
+  recommendations_ = new QLabel(pane);
+  recommendations_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* splitter = new QSplitter(Qt::Vertical, pane);
+  auto* top = new QWidget(splitter);
+  auto* top_layout = new QVBoxLayout(top);
+  top_layout->setContentsMargins(0, 0, 0, 0);
+  top_layout->addWidget(overview_, 1);
+  top_layout->addWidget(recommendations_);
+  splitter->addWidget(top);
+  splitter->addWidget(steps_table_);
   auto* layout = new QVBoxLayout(pane);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(steps_caption_);
-  layout->addWidget(steps_table_);
+  layout->addWidget(splitter, 1);
   set_widget(pane);
 }
 
@@ -43,6 +58,7 @@ void StepsPane::Analyse(const TraceDocument& document, DocumentAnalysis& into) {
   if (!into.steps.outliers.empty()) {
     into.steps = analysis::AnalyzeSteps(analysis::StepsOfTrace(document.trace(), /*with_totals=*/true), 3);
   }
+  into.step_breakdown = analysis::ComputeStepBreakdown(document.trace());
 }
 
 void StepsPane::ShowAnalysis(const std::shared_ptr<const DocumentAnalysis>& result) {
@@ -55,6 +71,15 @@ void StepsPane::ShowAnalysis(const std::shared_ptr<const DocumentAnalysis>& resu
                               .arg(100 * report.cv, 0, 'f', 1)
                               .arg(report.p95_over_p50, 0, 'f', 3)
                               .arg(report.outliers.size()));
+  overview_->SetBreakdown(analysis_->step_breakdown);
+  QStringList lines;
+  for (const auto& r : analysis_->step_breakdown.recommendations) lines << QString::fromStdString(analysis::RecommendationText(r));
+  for (const analysis::StepSplit& s : analysis_->step_breakdown.steps) {
+    if (!s.slow || s.recommendations.empty()) continue;
+    lines << tr("slow step %1: %2").arg(s.step >= 0 ? s.step : s.number)
+                 .arg(QString::fromStdString(analysis::RecommendationText(s.recommendations.front())));
+  }
+  recommendations_->setText(lines.join('\n'));
   steps_table_->setRowCount(static_cast<int>(report.steps.size()));
   const int64_t base = host().document().trace().span_begin_ns();
   for (size_t i = 0; i < report.steps.size(); ++i) {
@@ -82,13 +107,25 @@ void StepsPane::ShowAnalysis(const std::shared_ptr<const DocumentAnalysis>& resu
 
 QString StepsPane::steps_caption() const { return steps_caption_->text(); }
 
+QString StepsPane::recommendations() const { return recommendations_->text(); }
+
 void StepsPane::ZoomToStep(int row) {
   if (analysis_ == nullptr || row < 0 || static_cast<size_t>(row) >= analysis_->steps.steps.size()) return;
   const analysis::Step& s = analysis_->steps.steps[static_cast<size_t>(row)];
-  const double margin = static_cast<double>(std::max<int64_t>(s.end_ns - s.begin_ns, 1)) * 0.02;
-  host().axis()->SetRange(static_cast<double>(s.begin_ns) - margin, static_cast<double>(s.end_ns) + margin);
-  const QString length = QString::fromStdString(FormatDurationSignificant(static_cast<double>(s.duration_ns)));
-  host().ShowStatus(s.step >= 0 ? tr("step %1: %2").arg(s.step).arg(length) : tr("step: %1").arg(length));
+  ZoomToWindow(s.begin_ns, s.end_ns, s.step, s.duration_ns);
+}
+
+void StepsPane::ZoomToOverviewStep(int index) {
+  if (analysis_ == nullptr || index < 0 || static_cast<size_t>(index) >= analysis_->step_breakdown.steps.size()) return;
+  const analysis::StepSplit& s = analysis_->step_breakdown.steps[static_cast<size_t>(index)];
+  ZoomToWindow(s.begin_ns, s.end_ns, s.step, s.duration_ns);
+}
+
+void StepsPane::ZoomToWindow(int64_t begin_ns, int64_t end_ns, int64_t step, int64_t duration_ns) {
+  const double margin = static_cast<double>(std::max<int64_t>(end_ns - begin_ns, 1)) * 0.02;
+  host().axis()->SetRange(static_cast<double>(begin_ns) - margin, static_cast<double>(end_ns) + margin);
+  const QString length = QString::fromStdString(FormatDurationSignificant(static_cast<double>(duration_ns)));
+  host().ShowStatus(step >= 0 ? tr("step %1: %2").arg(step).arg(length) : tr("step: %1").arg(length));
 }
 
 }  // namespace stepscope::viewer

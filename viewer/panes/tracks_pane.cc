@@ -1,25 +1,104 @@
-// The tracks pane (tracks_pane.h): TrackTreeModel in a tree view, wired to the timeline.
+// The tracks pane (tracks_pane.h): TrackTreeModel in a tree view, wired to the timeline, with the
+// filter box, pin and move buttons acting on the timeline's TrackLayout.
 #include "viewer/panes/tracks_pane.h"
 
+#include <QHBoxLayout>
 #include <QHeaderView>
+#include <QLineEdit>
+#include <QPushButton>
 #include <QTabWidget>
 #include <QTreeView>
+#include <QVBoxLayout>
 
+#include "viewer/models/roles.h"
 #include "viewer/models/track_tree_model.h"
 #include "viewer/timeline/timeline_view.h"
 
 namespace stepscope::viewer {
 
 TracksPane::TracksPane(PaneHost& host, QObject* parent) : Pane(host, parent) {
+  auto* pane = new QWidget(host.panes());
   track_model_ = new TrackTreeModel(host.shared_document(), this);
-  auto* tracks_view = new QTreeView(host.panes());
-  tracks_view->setModel(track_model_);
-  tracks_view->expandAll();
-  tracks_view->header()->setDefaultSectionSize(300);
+  tree_ = new QTreeView(pane);
+  tree_->setModel(track_model_);
+  tree_->expandAll();
+  tree_->header()->setDefaultSectionSize(300);
+  filter_ = new QLineEdit(pane);
+  filter_->setPlaceholderText(tr("Filter tracks (text or regular expression)"));
+  filter_->setClearButtonEnabled(true);
+  pin_ = new QPushButton(tr("Pin"), pane);
+  pin_->setToolTip(tr("Keep the selected track at the top of the timeline"));
+  auto* up = new QPushButton(tr("Up"), pane);
+  auto* down = new QPushButton(tr("Down"), pane);
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(filter_, 1);
+  bar->addWidget(pin_);
+  bar->addWidget(up);
+  bar->addWidget(down);
+  auto* layout = new QVBoxLayout(pane);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(bar);
+  layout->addWidget(tree_, 1);
   TimelineView* timeline = host.timeline();
   connect(track_model_, &TrackTreeModel::visibilityChanged, timeline,
           [timeline](uint32_t track, bool visible) { timeline->SetTrackHidden(track, !visible); });
-  set_widget(tracks_view);
+  connect(filter_, &QLineEdit::textChanged, this, &TracksPane::SetFilter);
+  connect(pin_, &QPushButton::clicked, this, &TracksPane::TogglePin);
+  connect(up, &QPushButton::clicked, this, [this] { Move(-1); });
+  connect(down, &QPushButton::clicked, this, [this] { Move(+1); });
+  connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this, &TracksPane::UpdateButtons);
+  set_widget(pane);
+}
+
+int64_t TracksPane::current_track() const {
+  const QModelIndex index = tree_->currentIndex();
+  return index.isValid() ? static_cast<int64_t>(index.data(kTrackRole).toUInt()) : -1;
+}
+
+void TracksPane::SetFilter(const QString& pattern) {
+  TimelineView* timeline = host().timeline();
+  const bool valid = timeline->layout().SetFilter(pattern.toStdString());
+  // A pattern that is no regular expression (yet) filters by substring: say so, quietly.
+  filter_->setStyleSheet(valid ? QString() : QStringLiteral("color: #b03030"));
+  timeline->LayoutChanged();
+  HideFilteredRows({});
+}
+
+void TracksPane::HideFilteredRows(const QModelIndex& parent) {
+  const TrackLayout& layout = host().timeline()->layout();
+  for (int row = 0; row < track_model_->rowCount(parent); ++row) {
+    const QModelIndex index = track_model_->index(row, 0, parent);
+    tree_->setRowHidden(row, parent, layout.filtered_out(index.data(kTrackRole).toUInt()));
+    HideFilteredRows(index);
+  }
+}
+
+void TracksPane::TogglePin() {
+  const int64_t track = current_track();
+  if (track < 0) return;
+  TimelineView* timeline = host().timeline();
+  const auto t = static_cast<uint32_t>(track);
+  timeline->layout().SetPinned(t, !timeline->layout().pinned(t));
+  timeline->LayoutChanged();
+  UpdateButtons();
+}
+
+void TracksPane::Move(int delta) {
+  const int64_t track = current_track();
+  if (track < 0) return;
+  TimelineView* timeline = host().timeline();
+  const auto t = static_cast<uint32_t>(track);
+  if (!timeline->layout().MoveTrack(t, delta)) return;
+  timeline->LayoutChanged();
+  track_model_->FollowOrder(timeline->layout());
+  tree_->expandAll();
+  HideFilteredRows({});
+  tree_->setCurrentIndex(track_model_->IndexOf(t));
+}
+
+void TracksPane::UpdateButtons() {
+  const int64_t track = current_track();
+  pin_->setText(track >= 0 && host().timeline()->layout().pinned(static_cast<uint32_t>(track)) ? tr("Unpin") : tr("Pin"));
 }
 
 }  // namespace stepscope::viewer

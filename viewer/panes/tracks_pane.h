@@ -1,7 +1,16 @@
 // The tracks pane: the track tree (TrackTreeModel); unchecking a track hides it on the timeline.
+// Above it a filter box (substring or regular expression over track names and paths: the timeline
+// and the tree keep the matching tracks), and for the selected track Pin (its rows stay at the
+// top of the timeline while the rest scrolls) and Up/Down (its place among its siblings).
 #pragma once
 
+#include <cstdint>
+
 #include "viewer/panes/pane.h"
+
+class QLineEdit;
+class QPushButton;
+class QTreeView;
 
 namespace stepscope::viewer {
 
@@ -12,8 +21,23 @@ class TracksPane : public Pane {
   static constexpr PaneId kId = kTracksPane;
   TracksPane(PaneHost& host, QObject* parent);
 
+  QLineEdit* filter_box() const { return filter_; }
+  QTreeView* tree() const { return tree_; }
+  TrackTreeModel* model() const { return track_model_; }
+  // The track of the tree's current row, or -1.
+  int64_t current_track() const;
+  void SetFilter(const QString& pattern);
+  void TogglePin();
+  void Move(int delta);
+
  private:
+  void HideFilteredRows(const QModelIndex& parent);
+  void UpdateButtons();
+
   TrackTreeModel* track_model_;
+  QTreeView* tree_;
+  QLineEdit* filter_;
+  QPushButton* pin_;
 };
 
 }  // namespace stepscope::viewer

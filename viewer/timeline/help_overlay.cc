@@ -22,6 +22,7 @@ QString KeyBindingsHtml() {
       "<tr><td><b>0</b>, Home</td><td>fit all</td></tr>"
       "<tr><td><b>Shift+drag</b>, drag on the ruler</td><td>select a time range (Range pane)</td></tr>"
       "<tr><td><b>L</b></td><td>flows of the selected slice on/off (to the edge when an end is off-screen)</td></tr>"
+      "<tr><td><b>M</b></td><td>marker at the selected slice or the cursor (Markers pane)</td></tr>"
       "<tr><td><b>Esc</b></td><td>clear the selection; in the search box: back to the timeline</td></tr>"
       "<tr><td><b>Ctrl+F</b></td><td>search slice names and op types</td></tr>"
       "<tr><td><b>Enter</b> / Shift+Enter, <b>n</b> / Shift+N, F3 / Shift+F3</td><td>next / previous match</td></tr>"

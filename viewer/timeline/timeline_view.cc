@@ -17,6 +17,7 @@
 #include "viewer/timeline/flow_painter.h"
 #include "viewer/timeline/help_overlay.h"
 #include "viewer/timeline/timeline_colors.h"
+#include "viewer/timeline/marker_painter.h"
 
 namespace stepscope::viewer {
 namespace {
@@ -59,7 +60,8 @@ TimeMapping TimelineView::mapping() const { return axis_->MappingFor(time_width(
 
 int TimelineView::RowAt(int y) const {
   if (y < kRulerHeight) return -1;
-  const int row = (y - kRulerHeight + scroll_y_) / kRowHeight;
+  const int pinned_bottom = kRulerHeight + layout_.pinned_row_count() * kRowHeight;
+  const int row = (y - kRulerHeight + (y < pinned_bottom ? 0 : scroll_y_)) / kRowHeight;
   return row < row_count() ? row : -1;
 }
 
@@ -76,8 +78,10 @@ void TimelineView::UpdateScrollBar() {
 void TimelineView::ScrollTo(int y) { scroll_bar_->setValue(y); }
 
 void TimelineView::EnsureRowVisible(int row) {
-  const int top = row * kRowHeight;
-  const int visible = height() - kRulerHeight;
+  const int pinned = layout_.pinned_row_count();
+  if (row < pinned) return;
+  const int top = (row - pinned) * kRowHeight;
+  const int visible = height() - kRulerHeight - pinned * kRowHeight;
   if (top < scroll_y_) {
     ScrollTo(top);
   } else if (top + kRowHeight > scroll_y_ + visible) {
@@ -267,6 +271,11 @@ void TimelineView::SetTrackCollapsed(uint32_t track, bool collapsed) {
   update();
 }
 
+void TimelineView::LayoutChanged() {
+  UpdateScrollBar();
+  update();
+}
+
 void TimelineView::resizeEvent(QResizeEvent*) { UpdateScrollBar(); }
 
 void TimelineView::paintEvent(QPaintEvent*) {
@@ -278,6 +287,25 @@ void TimelineView::paintEvent(QPaintEvent*) {
   PaintSelection(painter, map);
   if (show_flows_) PaintFlows(painter, map);
   PaintRuler(painter, map);
+  PaintMarkers(painter, map, markers_, 0, height(), kRulerHeight);
+}
+
+int64_t TimelineView::MarkerTime() const {
+  if (selected_ >= 0) return document_->trace().slices()[static_cast<size_t>(selected_)].start_ns;
+  const TimeMapping map = mapping();
+  const bool in_area = cursor_pos_.x() >= kTimeAreaLeft && cursor_pos_.x() < kTimeAreaLeft + map.width_px();
+  return std::llround(map.PxToNs(in_area ? cursor_pos_.x() - kTimeAreaLeft : map.width_px() / 2));
+}
+
+int64_t TimelineView::DropMarker() {
+  const int64_t id = markers_.Add(MarkerTime()).id;
+  MarkersEdited();
+  return id;
+}
+
+void TimelineView::MarkersEdited() {
+  update();
+  emit markersChanged();
 }
 
 void TimelineView::PaintRuler(QPainter& painter, const TimeMapping& map) {
@@ -310,11 +338,22 @@ void TimelineView::PaintRuler(QPainter& painter, const TimeMapping& map) {
 }
 
 void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
+  const int pinned = std::min(layout_.pinned_row_count(), row_count());
+  const int pinned_bottom = kRulerHeight + pinned * kRowHeight;
+  PaintRowRange(painter, map, pinned + std::max(0, scroll_y_ / kRowHeight),
+                std::min(row_count(), (scroll_y_ + height() - kRulerHeight) / kRowHeight + 1), pinned_bottom, height());
+  if (pinned == 0) return;
+  PaintRowRange(painter, map, 0, pinned, kRulerHeight, pinned_bottom);
+  painter.setPen(QColor(0x60, 0x64, 0x70));
+  painter.drawLine(0, pinned_bottom - 1, width(), pinned_bottom - 1);
+}
+
+void TimelineView::PaintRowRange(QPainter& painter, const TimeMapping& map, int first, int last, int clip_top,
+                                 int clip_bottom) {
+  if (first >= last) return;
   const auto& rows = layout_.rows();
   const auto& trace = document_->trace();
   const auto& slices = trace.slices();
-  const int first = std::max(0, scroll_y_ / kRowHeight);
-  const int last = std::min(row_count(), (scroll_y_ + height() - kRulerHeight) / kRowHeight + 1);
   const int time_right = kTimeAreaLeft + static_cast<int>(map.width_px());
   const QFont font = label_font_;
   painter.setFont(font);
@@ -324,7 +363,7 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
 
   const TimelineColors& colors = TimelineColorsFor(palette());
   // Bands and the label column.
-  painter.setClipRect(0, kRulerHeight, width(), height() - kRulerHeight);
+  painter.setClipRect(0, clip_top, width(), clip_bottom - clip_top);
   for (int r = first; r < last; ++r) {
     const TimelineRow& row = rows[static_cast<size_t>(r)];
     const int y = RowTop(r);
@@ -336,7 +375,7 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
       const int x = 6 + row.indent * kIndentPx;
       CounterPainter::PaintLabel(painter, counters_->tracks()[row.counter], row.depth, QRect(x, y, kTimeAreaLeft - x - 4, kRowHeight));
       if (row.depth == 0) {
-        painter.setPen(kGridLine);
+        painter.setPen(colors.grid);
         painter.drawLine(0, y, time_right, y);
       }
     } else if (row.kind == TimelineRow::Kind::kHeader || row.first_of_track) {
@@ -360,7 +399,7 @@ void TimelineView::PaintRows(QPainter& painter, const TimeMapping& map) {
   painter.drawLine(kTimeAreaLeft - 1, kRulerHeight, kTimeAreaLeft - 1, height());
 
   // Slices, clipped to the time area.
-  painter.setClipRect(kTimeAreaLeft, kRulerHeight, static_cast<int>(map.width_px()), height() - kRulerHeight);
+  painter.setClipRect(kTimeAreaLeft, clip_top, static_cast<int>(map.width_px()), clip_bottom - clip_top);
   painter.setPen(colors.grid);
   for (const RulerTick& tick : RulerTicks(map)) {
     if (!tick.major) continue;
@@ -674,6 +713,7 @@ void TimelineView::keyPressEvent(QKeyEvent* event) {
     case Qt::Key_Escape: help_shown() ? ShowHelp(false) : ClearSelection(); break;
     case Qt::Key_Question:
     case Qt::Key_F1: ShowHelp(!help_shown()); break;
+    case Qt::Key_M: DropMarker(); break;
     case Qt::Key_Up: ScrollTo(scroll_y_ - kRowHeight); break;
     case Qt::Key_Down: ScrollTo(scroll_y_ + kRowHeight); break;
     case Qt::Key_PageUp: ScrollTo(scroll_y_ - (height() - kRulerHeight)); break;

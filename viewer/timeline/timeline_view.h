@@ -26,6 +26,7 @@
 #include "viewer/timeline/search_marks.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline_data/timeline_index.h"
+#include "viewer/timeline_data/markers.h"
 #include "viewer/timeline_data/track_layout.h"
 
 class QMenu;
@@ -52,7 +53,12 @@ class TimelineView : public QWidget {
   const TrackLayout& layout() const { return layout_; }
   int row_count() const { return static_cast<int>(layout_.rows().size()); }
   // Widget y of the top of a row (may be outside the widget when scrolled away).
-  int RowTop(int row) const { return kRulerHeight + row * kRowHeight - scroll_y_; }
+  // Pinned rows (TrackLayout::pinned_row_count) stay at the top; the others scroll under them.
+  int RowTop(int row) const {
+    return kRulerHeight + row * kRowHeight - (row < layout_.pinned_row_count() ? 0 : scroll_y_);
+  }
+  // The row at a widget y, or -1.
+  int RowAt(int y) const;
   // Where a slice is drawn: its box in widget coordinates (clipped to the time area), or an
   // empty rect when it is not on screen.
   QRect SliceRect(uint32_t slice) const;
@@ -94,6 +100,13 @@ class TimelineView : public QWidget {
   QMenu* CounterMenu(const QPoint& pos);
   // The tooltip at a widget position (HTML), empty where there is none.
   QString TooltipAt(const QPoint& pos) const;
+  // This document's markers; after changing them from outside call MarkersEdited.
+  MarkerSet& markers() { return markers_; }
+  const MarkerSet& markers() const { return markers_; }
+  void MarkersEdited();
+  // Where M drops a marker: the selected slice's start, else the time under the cursor, else the
+  // middle of the window.
+  int64_t MarkerTime() const;
 
  public slots:
   void SelectSlice(int64_t slice);  // -1 clears
@@ -120,8 +133,13 @@ class TimelineView : public QWidget {
   void FitSelection();  // the selected slice or range, else everything
   void SetTrackHidden(uint32_t track, bool hidden);
   void SetTrackCollapsed(uint32_t track, bool collapsed);
+  // After layout() was changed from outside (filter, pin, order): rows and scroll bar again.
+  void LayoutChanged();
+  // Adds a marker at MarkerTime() (M); returns its id.
+  int64_t DropMarker();
 
  signals:
+  void markersChanged();
   void sliceSelected(int64_t slice);
   void rangeSelected(int64_t begin_ns, int64_t end_ns);
   void searchMatchesChanged();
@@ -142,12 +160,13 @@ class TimelineView : public QWidget {
 
  private:
   double time_width() const;
-  int RowAt(int y) const;
   void ScrollTo(int y);
   void UpdateScrollBar();
   void EnsureRowVisible(int row);
   void PaintRuler(QPainter& painter, const TimeMapping& mapping);
   void PaintRows(QPainter& painter, const TimeMapping& mapping);
+  // Rows [first, last), clipped to [clip_top, clip_bottom).
+  void PaintRowRange(QPainter& painter, const TimeMapping& mapping, int first, int last, int clip_top, int clip_bottom);
   void PaintFlows(QPainter& painter, const TimeMapping& mapping);
   void PaintSelection(QPainter& painter, const TimeMapping& mapping);
   void PaintSearchMarks(QPainter& painter, const TimeMapping& mapping);
@@ -184,6 +203,7 @@ class TimelineView : public QWidget {
   std::vector<uint32_t> path_;
   SearchMarks search_marks_;
   HelpOverlay* help_ = nullptr;  // made when first shown
+  MarkerSet markers_;
   std::function<QString(uint32_t)> slice_note_;
   std::vector<DrawBox> boxes_;  // reused between frames
   std::vector<std::vector<DrawBox>> row_boxes_;  // per visible row, reused between frames

@@ -1,8 +1,11 @@
-// The timeline's rows (track_layout.h): the track tree flattened, collapsed and hidden tracks
-// left out.
+// The timeline's rows (track_layout.h): the track tree flattened, collapsed, hidden and
+// filtered-out tracks left out, pinned tracks first.
 #include "viewer/timeline_data/track_layout.h"
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
+#include <regex>
 
 #include "viewer/timeline_data/timeline_index.h"
 
@@ -35,6 +38,7 @@ TrackLayout::TrackLayout(const trace::Trace& trace, const TimelineIndex& index)
   const auto& tracks = trace.tracks();
   collapsed_.assign(tracks.size(), false);
   hidden_.assign(tracks.size(), false);
+  filtered_out_.assign(tracks.size(), false);
   for (uint32_t t = 0; t < tracks.size(); ++t) hidden_[t] = IsRepeatLane(trace, t);
   Rebuild();
 }
@@ -97,14 +101,103 @@ void TrackLayout::AppendCounters(uint32_t track, int indent) {
   }
 }
 
+namespace {
+
+bool ContainsIgnoringCase(std::string_view text, std::string_view needle) {
+  return std::search(text.begin(), text.end(), needle.begin(), needle.end(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+         }) != text.end();
+}
+
+}  // namespace
+
+bool TrackLayout::SetFilter(const std::string& pattern) {
+  filter_ = pattern;
+  const size_t n = trace_->tracks().size();
+  bool valid = true;
+  std::optional<std::regex> regex;
+  if (!pattern.empty()) {
+    try {
+      regex.emplace(pattern, std::regex::ECMAScript | std::regex::icase);
+    } catch (const std::regex_error&) {
+      valid = false;  // a pattern typed half-way ("gpu[") still filters by substring
+    }
+  }
+  std::vector<bool> match(n, pattern.empty());
+  for (uint32_t t = 0; t < n && !pattern.empty(); ++t) {
+    const std::string_view name = trace_->str(trace_->tracks()[t].name);
+    const std::string path = trace_->TrackPath(t);
+    match[t] = ContainsIgnoringCase(name, pattern) || ContainsIgnoringCase(path, pattern) ||
+               (regex && (std::regex_search(name.begin(), name.end(), *regex) || std::regex_search(path, *regex)));
+  }
+  // Kept: a match, what is below a match, and what is above one (so the match has its place).
+  std::vector<bool> keep(n, false);
+  for (uint32_t t = 0; t < n; ++t) {
+    if (!match[t]) continue;
+    for (auto up = static_cast<int32_t>(t); up >= 0 && !keep[static_cast<size_t>(up)];
+         up = trace_->tracks()[static_cast<size_t>(up)].parent) {
+      keep[static_cast<size_t>(up)] = true;
+    }
+  }
+  std::vector<bool> in_subtree = match;
+  std::vector<uint32_t> below;
+  for (uint32_t t = 0; t < n; ++t) {
+    if (match[t]) below.push_back(t);
+  }
+  while (!below.empty()) {
+    const uint32_t t = below.back();
+    below.pop_back();
+    for (uint32_t child : children(static_cast<int32_t>(t))) {
+      if (!in_subtree[child]) {
+        in_subtree[child] = keep[child] = true;
+        below.push_back(child);
+      }
+    }
+  }
+  for (uint32_t t = 0; t < n; ++t) filtered_out_[t] = !keep[t];
+  Rebuild();
+  return valid;
+}
+
+void TrackLayout::SetPinned(uint32_t track, bool pinned) {
+  const auto it = std::find(pinned_.begin(), pinned_.end(), track);
+  if (pinned == (it != pinned_.end())) return;
+  if (pinned) {
+    pinned_.push_back(track);
+  } else {
+    pinned_.erase(it);
+  }
+  Rebuild();
+}
+
+bool TrackLayout::pinned(uint32_t track) const {
+  return std::find(pinned_.begin(), pinned_.end(), track) != pinned_.end();
+}
+
+bool TrackLayout::MoveTrack(uint32_t track, int delta) {
+  auto& siblings = children_[static_cast<size_t>(trace_->tracks()[track].parent + 1)];
+  const auto it = std::find(siblings.begin(), siblings.end(), track);
+  const auto from = static_cast<int>(it - siblings.begin());
+  const int to = std::clamp(from + delta, 0, static_cast<int>(siblings.size()) - 1);
+  if (to == from) return false;
+  siblings.erase(it);
+  siblings.insert(siblings.begin() + to, track);
+  Rebuild();
+  return true;
+}
+
 void TrackLayout::Rebuild() {
   rows_.clear();
   first_row_.assign(trace_->tracks().size(), -1);
-  for (uint32_t root : roots()) Append(root, 0);
+  for (uint32_t track : pinned_) Append(track, 0, track);
+  pinned_rows_ = static_cast<int>(rows_.size());
+  for (uint32_t root : roots()) Append(root, 0, UINT32_MAX);
 }
 
-void TrackLayout::Append(uint32_t track, int indent) {
-  if (hidden_[track]) return;
+void TrackLayout::Append(uint32_t track, int indent, uint32_t pinned_root) {
+  if (hidden_[track] || filtered_out_[track]) return;
+  // A pinned track is shown once, at the top (as its own pinned root).
+  if (track != pinned_root && pinned(track)) return;
   const auto& kids = children(static_cast<int32_t>(track));
   const int levels = index_->depth_count(track);
   first_row_[track] = static_cast<int>(rows_.size());
@@ -125,7 +218,7 @@ void TrackLayout::Append(uint32_t track, int indent) {
   }
   // After the track's own levels, so that RowOfSlice's arithmetic holds.
   AppendCounters(track, kids.empty() ? indent : indent + 1);
-  for (uint32_t child : kids) Append(child, indent + 1);
+  for (uint32_t child : kids) Append(child, indent + 1, pinned_root);
 }
 
 }  // namespace stepscope::viewer

@@ -2,7 +2,9 @@
 // in display order, one header row per track that has children and one row per nesting level
 // of a track that has slices, and kCounterRows rows per counter track drawn under its device
 // (after the track's own slices, before its children). Collapsing a track hides everything below
-// it; hiding a track removes it and its subtree. No Qt: the row arithmetic is tested on its own.
+// it; hiding a track removes it and its subtree; a filter keeps the tracks whose name matches
+// (with their subtree and the tracks above them); pinned tracks come first, and siblings can be
+// reordered. No Qt: the row arithmetic is tested on its own.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +60,22 @@ class TrackLayout {
   bool counter_hidden(uint32_t counter) const { return counter_hidden_[counter]; }
   // The first row of a counter, or -1 when it is not shown.
   int RowOfCounter(uint32_t counter) const;
+  // Tracks whose name or path contains `pattern` (ignoring case) or matches it as a regular
+  // expression (ECMAScript, ignoring case) are kept, with their subtree and the tracks above
+  // them; the others are left out. Empty: no filter. False when the pattern is no valid regular
+  // expression (then only the substring match applies).
+  bool SetFilter(const std::string& pattern);
+  const std::string& filter() const { return filter_; }
+  bool filtered_out(uint32_t track) const { return filtered_out_[track]; }
+  // Pinned tracks' rows come first, in the order they were pinned, each with its subtree; the
+  // timeline keeps them at the top while the other rows scroll.
+  void SetPinned(uint32_t track, bool pinned);
+  bool pinned(uint32_t track) const;
+  const std::vector<uint32_t>& pinned_tracks() const { return pinned_; }
+  int pinned_row_count() const { return pinned_rows_; }
+  // Moves a track `delta` places among its siblings (clamped to the first and last place);
+  // false when it did not move.
+  bool MoveTrack(uint32_t track, int delta);
 
   const std::vector<TimelineRow>& rows() const { return rows_; }
   // The row showing `slice`, or -1.
@@ -65,7 +83,7 @@ class TrackLayout {
 
  private:
   void Rebuild();
-  void Append(uint32_t track, int indent);
+  void Append(uint32_t track, int indent, uint32_t pinned_root);
   void AppendCounters(uint32_t track, int indent);
 
   const trace::Trace* trace_;
@@ -73,6 +91,10 @@ class TrackLayout {
   std::vector<std::vector<uint32_t>> children_;  // [track + 1]; slot 0 holds the roots
   std::vector<bool> collapsed_;
   std::vector<bool> hidden_;
+  std::string filter_;
+  std::vector<bool> filtered_out_;
+  std::vector<uint32_t> pinned_;  // in pin order
+  int pinned_rows_ = 0;
   std::vector<TimelineRow> rows_;
   std::vector<int> first_row_;
   std::vector<std::vector<uint32_t>> counters_of_;  // per track, its counters in order

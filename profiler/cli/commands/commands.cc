@@ -6,6 +6,7 @@ namespace stepscope::cli {
 std::vector<CommandSpec> AllCommands() {
   return {ConvertCommand(),  FormatsCommand(),      SummaryCommand(), OpsCommand(),      KernelsCommand(),
           MemoryCommand(),   MemcpyCommand(),       StreamsCommand(), OverlapCommand(),  CriticalPathCommand(),
+          StepBreakdownCommand(),
           DiffCommand(),     StepsCommand(),        MergeCommand(),   GpuCommand(),      IdleCommand(),
           LaunchesCommand(), AnnotationsCommand(),  KernelPatternsCommand(), StragglersCommand()};
 }

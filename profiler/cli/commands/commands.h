@@ -25,6 +25,8 @@ CommandSpec StreamsCommand();
 // steps.cc: each input (step, rank) on its own.
 CommandSpec OverlapCommand();
 CommandSpec CriticalPathCommand();
+// step_breakdown.cc: each step split into input, compute, communication and idle.
+CommandSpec StepBreakdownCommand();
 // compare.cc: runs against runs.
 CommandSpec DiffCommand();
 CommandSpec StepsCommand();
