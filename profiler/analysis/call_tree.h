@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,27 +44,34 @@ struct CallTreeOptions {
   std::vector<uint32_t> slices;
 };
 
+// 56 bytes: a tree of random names can hold a node for most of its slices (10 M of them in the
+// benchmark); names and children live in the tree's tables.
 struct CallTreeNode {
-  std::string name;
-  trace::StringId name_id = 0;
+  uint32_t name = 0;    // index in CallTree::names
   int32_t parent = -1;  // -1 for the root
   uint32_t depth = 0;   // 0: the root; 1: top-level names
+  uint32_t first_child = 0, child_count = 0;  // CallTree::children[first_child, first_child + child_count)
   int64_t calls = 0, total_ns = 0, self_ns = 0;
   // The longest clipped slice of the node (to jump to); top-down only, -1 when none.
   int64_t longest_slice = -1;
-  std::vector<uint32_t> children;  // by total descending, then self, then name
 
   bool operator==(const CallTreeNode&) const = default;
 };
 
 struct CallTree {
+  std::vector<std::string> names;   // the distinct names; names[0] is "" (the root's)
   std::vector<CallTreeNode> nodes;  // nodes[0]: the root, always present
+  std::vector<uint32_t> children;   // each node's children, by total descending, then self, then name
   int64_t window_begin_ns = 0;      // the window clipped to the trace span
   int64_t window_ns = 0;
   int64_t slices = 0;               // slices counted
   int64_t max_depth = 0;            // deepest node
 
   const CallTreeNode& root() const { return nodes.front(); }
+  const std::string& name(uint32_t node) const { return names[nodes[node].name]; }
+  std::span<const uint32_t> children_of(uint32_t node) const {
+    return {children.data() + nodes[node].first_child, nodes[node].child_count};
+  }
   // Names from the top down to `node` (the root excluded).
   std::vector<std::string> Path(uint32_t node) const;
 };

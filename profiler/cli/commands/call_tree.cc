@@ -49,16 +49,15 @@ StatusOr<std::vector<uint32_t>> TracksMatching(const Trace& trace, const std::st
   return tracks;
 }
 
-void NodeText(const CallTree& tree, uint32_t id, const CallTreeFlags& flags, int64_t max_depth, TextTable& table) {
+void NodeText(const CallTree& tree, uint32_t id, const CallTreeFlags& flags, int64_t max_depth, TextTable& table);
+
+// A node's children, the first --top of them one row each and the rest summed in one row.
+void ChildrenText(const CallTree& tree, uint32_t id, const CallTreeFlags& flags, int64_t max_depth, TextTable& table) {
   const CallTreeNode& node = tree.nodes[id];
   const double whole = static_cast<double>(std::max<int64_t>(1, tree.root().total_ns));
-  table.Row({FormatDuration(node.total_ns), FormatDuration(node.self_ns), IntText(node.calls),
-             FormatPercent(static_cast<double>(node.total_ns) / whole),
-             std::string(2 * (node.depth - 1), ' ') + node.name});
-  if (static_cast<int64_t>(node.depth) >= max_depth) return;
   size_t shown = 0;
   int64_t rest_total = 0, rest_nodes = 0;
-  for (uint32_t child : node.children) {
+  for (uint32_t child : tree.children_of(id)) {
     if (shown++ < flags.top) {
       NodeText(tree, child, flags, max_depth, table);
     } else {
@@ -72,6 +71,16 @@ void NodeText(const CallTree& tree, uint32_t id, const CallTreeFlags& flags, int
   }
 }
 
+// A node's row (names indented by depth; the share is of the root's total), then its children.
+void NodeText(const CallTree& tree, uint32_t id, const CallTreeFlags& flags, int64_t max_depth, TextTable& table) {
+  const CallTreeNode& node = tree.nodes[id];
+  const double whole = static_cast<double>(std::max<int64_t>(1, tree.root().total_ns));
+  table.Row({FormatDuration(node.total_ns), FormatDuration(node.self_ns), IntText(node.calls),
+             FormatPercent(static_cast<double>(node.total_ns) / whole),
+             std::string(2 * (node.depth - 1), ' ') + tree.name(id)});
+  if (static_cast<int64_t>(node.depth) < max_depth) ChildrenText(tree, id, flags, max_depth, table);
+}
+
 std::string CallTreeText(const CallTree& tree, const CallTreeFlags& flags) {
   const int64_t max_depth = flags.depth > 0 ? flags.depth : 8;
   std::string out = std::string(flags.bottom_up ? "bottom-up" : "top-down") + " call tree: " +
@@ -80,17 +89,17 @@ std::string CallTreeText(const CallTree& tree, const CallTreeFlags& flags) {
   out += flags.bottom_up ? "(each name's self time, then who calls it)\n\n" : "\n";
   TextTable table({12, 12, 9, 7, 0});
   table.Row({"total", "self", "calls", "share", "name"});
-  for (uint32_t child : tree.root().children) NodeText(tree, child, flags, max_depth, table);
+  ChildrenText(tree, 0, flags, max_depth, table);
   return out + table.str();
 }
 
 Json NodeJson(const CallTree& tree, uint32_t id, int64_t max_depth) {
   const CallTreeNode& node = tree.nodes[id];
-  Json json = {{"name", node.name}, {"calls", node.calls}, {"total_ns", node.total_ns}, {"self_ns", node.self_ns}};
+  Json json = {{"name", tree.name(id)}, {"calls", node.calls}, {"total_ns", node.total_ns}, {"self_ns", node.self_ns}};
   if (node.longest_slice >= 0) json["longest_slice"] = node.longest_slice;
   if (max_depth > 0 && static_cast<int64_t>(node.depth) >= max_depth) return json;
   Json children = Json::array();
-  for (uint32_t child : node.children) children.push_back(NodeJson(tree, child, max_depth));
+  for (uint32_t child : tree.children_of(id)) children.push_back(NodeJson(tree, child, max_depth));
   json["children"] = std::move(children);
   return json;
 }
