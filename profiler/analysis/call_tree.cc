@@ -158,8 +158,9 @@ class TreeBuilder {
     LinkChildren(tree_);
   }
 
-  // Each node's children in one array, grouped by parent, in the order of CallTree::children.
-  static void LinkChildren(CallTree& tree) {
+  // Each node's children in one array, grouped by parent, in the order of CallTree::children
+  // (bottom-up: self time first).
+  static void LinkChildren(CallTree& tree, bool by_self = false) {
     auto& nodes = tree.nodes;
     tree.max_depth = 0;
     for (CallTreeNode& node : nodes) {
@@ -183,6 +184,7 @@ class TreeBuilder {
       std::sort(first, first + node.child_count, [&](uint32_t a, uint32_t b) {
         const CallTreeNode& x = nodes[a];
         const CallTreeNode& y = nodes[b];
+        if (by_self && x.self_ns != y.self_ns) return x.self_ns > y.self_ns;
         if (x.total_ns != y.total_ns) return x.total_ns > y.total_ns;
         if (x.self_ns != y.self_ns) return x.self_ns > y.self_ns;
         return tree.names[x.name] < tree.names[y.name];
@@ -341,7 +343,7 @@ CallTree BottomUpTree(const CallTree& top_down) {
       if (level >= counted_from) b.total_ns += leaf.total_ns;
     }
   }
-  TreeBuilder::LinkChildren(tree);
+  TreeBuilder::LinkChildren(tree, /*by_self=*/true);
   tree.nodes.front().total_ns = top_down.root().total_ns;
   return tree;
 }

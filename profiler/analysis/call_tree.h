@@ -61,7 +61,8 @@ struct CallTreeNode {
 struct CallTree {
   std::vector<std::string> names;   // the distinct names; names[0] is "" (the root's)
   std::vector<CallTreeNode> nodes;  // nodes[0]: the root, always present
-  std::vector<uint32_t> children;   // each node's children, by total descending, then self, then name
+  // Each node's children: by total descending, then self, then name (bottom-up: self first).
+  std::vector<uint32_t> children;
   int64_t window_begin_ns = 0;      // the window clipped to the trace span
   int64_t window_ns = 0;
   int64_t slices = 0;               // slices counted
