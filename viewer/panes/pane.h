@@ -27,6 +27,7 @@ enum PaneId {
   kDetailsPane,
   kStatsPane,
   kRangePane,
+  kCallTreePane,
   kMemoryPane,
   kStepsPane,
   kGpuPane,
