@@ -115,18 +115,35 @@ class TreeBuilder {
       open_.push_back({s.end_ns(), static_cast<uint32_t>(items_.size())});
       items_.push_back({index, parent, trace.labels()[s.label].name, std::max<int64_t>(0, clip_end - clip_start)});
     }
+    // Nodes level by level (a counting sort of the items by depth), so that each item's parent
+    // has its node before the item is reached, and the lookup a few items ahead can be
+    // prefetched: in lane order the next items are mostly children of the one just looked up.
     constexpr size_t kAhead = 8;
-    node_of_.resize(items_.size());
+    level_.resize(items_.size());
+    size_t levels = 0;
     for (size_t k = 0; k < items_.size(); ++k) {
-      if (k + kAhead < items_.size()) {
-        const Item& ahead = items_[k + kAhead];
-        if (ahead.parent < static_cast<int32_t>(k)) {
-          index_.Prefetch(ahead.parent < 0 ? 0 : node_of_[static_cast<size_t>(ahead.parent)], ahead.name);
+      level_[k] = items_[k].parent < 0 ? 0 : level_[static_cast<size_t>(items_[k].parent)] + 1;
+      levels = std::max<size_t>(levels, level_[k] + 1);
+    }
+    level_start_.assign(levels + 1, 0);
+    for (uint32_t level : level_) ++level_start_[level + 1];
+    for (size_t l = 1; l <= levels; ++l) level_start_[l] += level_start_[l - 1];
+    order_.resize(items_.size());
+    for (size_t k = 0; k < items_.size(); ++k) order_[level_start_[level_[k]]++] = static_cast<uint32_t>(k);
+    node_of_.resize(items_.size());
+    auto parent_node = [&](const Item& item) {
+      return item.parent < 0 ? 0u : node_of_[static_cast<size_t>(item.parent)];
+    };
+    for (size_t p = 0; p < order_.size(); ++p) {
+      if (p + kAhead < order_.size()) {
+        const Item& ahead = items_[order_[p + kAhead]];
+        // Its parent is on a lower level, or on this one: looked up already or not yet.
+        if (ahead.parent < 0 || level_[static_cast<size_t>(ahead.parent)] < level_[order_[p]]) {
+          index_.Prefetch(parent_node(ahead), ahead.name);
         }
       }
-      const Item& item = items_[k];
-      const uint32_t parent = item.parent < 0 ? 0 : node_of_[static_cast<size_t>(item.parent)];
-      node_of_[k] = Child(parent, item.name, [&] { return NameOfString(trace, item.name); });
+      const Item& item = items_[order_[p]];
+      node_of_[order_[p]] = Child(parent_node(item), item.name, [&] { return NameOfString(trace, item.name); });
     }
     if (longest_ns_.size() < tree_.nodes.size()) longest_ns_.resize(tree_.nodes.size(), -1);
     for (size_t k = 0; k < items_.size(); ++k) {
@@ -210,6 +227,9 @@ class TreeBuilder {
   std::vector<Open> open_;
   std::vector<Item> items_;       // one lane's slices in the window
   std::vector<uint32_t> node_of_;  // the node of each item
+  std::vector<uint32_t> level_;    // the nesting level of each item (0: top-level)
+  std::vector<size_t> level_start_;
+  std::vector<uint32_t> order_;    // the items by level
 };
 
 // Which tracks to walk: the listed ones and those below them; with none listed, every lane
