@@ -88,6 +88,7 @@ class CallTreeTest : public QObject {
     QVERIFY(pane->caption().contains("whole trace"));
     // Bottom-up: the names by self time, the analysis' bottom-up tree.
     pane->SetBottomUp(true);
+    QTRY_VERIFY_WITH_TIMEOUT(!pane->pending() && pane->model()->tree() != pane->top_down().get(), 10000);
     QCOMPARE(TopLevel(*pane->model()), TopLevel(analysis::BottomUpTree(expected)));
     pane->SetBottomUp(false);
     // The icicle draws the same tree: a click on a top-level box zooms into it, on the top row

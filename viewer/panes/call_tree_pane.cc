@@ -137,13 +137,16 @@ void CallTreePane::Recompute() {
   caption_->setText(tr("Computing the call tree ..."));
   std::shared_ptr<const TraceDocument> document = host().shared_document();
   // setFuture() forgets the previous job: a stale result never reaches the view.
-  watcher_.setFuture(QtConcurrent::run([document, chosen = std::move(options), chosen_scope = scope, step_of_slice] {
+  // The bottom-up tree costs about twice the top-down one: built only while it is shown.
+  const bool bottom_up = bottom_up_;
+  watcher_.setFuture(QtConcurrent::run([document, chosen = std::move(options), chosen_scope = scope, step_of_slice,
+                                        bottom_up] {
     analysis::CallTreeOptions scoped = chosen;
     QString scope_text = chosen_scope;
     if (step_of_slice >= 0) ScopeToStepOf(document->trace(), static_cast<uint32_t>(step_of_slice), scoped, scope_text);
     Result result;
     auto top_down = std::make_shared<analysis::CallTree>(analysis::ComputeCallTree(document->trace(), scoped));
-    result.bottom_up = std::make_shared<analysis::CallTree>(analysis::BottomUpTree(*top_down));
+    if (bottom_up) result.bottom_up = std::make_shared<analysis::CallTree>(analysis::BottomUpTree(*top_down));
     result.top_down = std::move(top_down);
     result.scope = scope_text;
     return result;
@@ -166,12 +169,19 @@ void CallTreePane::SetBottomUp(bool bottom_up) {
   if (bottom_up == bottom_up_) return;
   bottom_up_ = bottom_up;
   direction_->setCurrentIndex(bottom_up ? 1 : 0);
+  if (bottom_up && top_down_ && !bottom_up_tree_ && !watcher_.isRunning()) {
+    Recompute();  // shown when it arrives
+    return;
+  }
   ShowTree();
 }
 
 void CallTreePane::ShowTree() {
   const auto tree = bottom_up_ ? bottom_up_tree_ : top_down_;
-  if (!tree) return;
+  if (!tree) {
+    if (bottom_up_ && top_down_ && !watcher_.isRunning()) Recompute();
+    return;
+  }
   model_->SetTree(tree);
   icicle_->SetTree(tree);
   // Bottom-up: the names with the most self time first.
