@@ -3,6 +3,7 @@
 #pragma once
 
 #include "profiler/analysis/breakdowns.h"
+#include "profiler/analysis/call_tree.h"
 #include "profiler/analysis/memory_report.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
@@ -17,6 +18,7 @@ inline void RunAnalyses(const trace::Trace& trace) {
   (void)analysis::ComputeKernelStats(trace);
   (void)analysis::ComputeMemcpyStats(trace);
   (void)analysis::ComputeStreamStats(trace);
+  (void)analysis::BottomUpTree(analysis::ComputeCallTree(trace));
   (void)analysis::ComputeOverlap(trace);
   (void)analysis::ComputeStepBreakdown(trace);
   (void)analysis::ComputeCriticalPath(trace);

@@ -50,6 +50,10 @@ std::vector<GoldenCase> Cases() {
       {"rank0.critical-path.json", {"critical-path", rank0, "--json"}},
       {"rank0.kernels.json", {"kernels", rank0, "--json"}},
       // The real PyTorch profiler trace: launch geometry, registers, copy bytes from event args.
+      // Checked by hand against the JSON: ProfilerStep#5 1 ms, self 1000 - 100 - 100 - 20 - 20 us;
+      // cudaLaunchKernel 3 calls, 10 + 10 + 5 us of self time under three callers.
+      {"kineto.call-tree.txt", {"call-tree", kineto}},
+      {"kineto.call-tree-bottom-up.json", {"call-tree", kineto, "--bottom-up", "--json"}},
       {"alexnet.kernels.txt", {"kernels", "pytorch_kineto_alexnet_train.json.gz", "--top", "12"}},
       {"alexnet.memcpy.txt", {"memcpy", "pytorch_kineto_alexnet_train.json.gz"}},
       {"rank0-rank1.diff.txt", {"diff", rank0, rank1}},

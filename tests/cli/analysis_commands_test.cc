@@ -21,7 +21,7 @@ using Result = CliResult;
 using testing::DataPath;
 
 const char* const kCommands[] = {"ops", "kernels", "memory", "memcpy", "streams",
-                                 "overlap", "critical-path", "diff", "merge"};
+                                 "call-tree", "overlap", "critical-path", "diff", "merge"};
 
 TEST(AnalysisCommandsTest, EveryCommandHasHelpAndIsListed) {
   const Result top = RunStepscope({"--help"});
@@ -32,6 +32,47 @@ TEST(AnalysisCommandsTest, EveryCommandHasHelpAndIsListed) {
     EXPECT_NE(help.out.find("usage: stepscope " + std::string(command)), std::string::npos);
     EXPECT_NE(help.out.find("--json"), std::string::npos) << command;
   }
+}
+
+// call-tree --step N on a directory of step traces is that step's own file's tree; bad scopes
+// are usage errors naming what is wrong.
+TEST(AnalysisCommandsTest, CallTreeOfAStepIsThatStepsTree) {
+  auto tree = [](std::vector<std::string> args) {
+    const Result r = RunStepscope(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto step = tree({"call-tree", DataPath("trainer/lstm_run_steps"), "--step", "8", "--json"});
+  const auto file = tree({"call-tree", DataPath("trainer/lstm_run_steps/lstm_small_step8.pb.gz"), "--json"});
+  EXPECT_EQ(step["schema"], "stepscope.call-tree/1");
+  EXPECT_EQ(step["scope"], "step 8");
+  EXPECT_GT(step["slices"].get<int64_t>(), 100);
+  EXPECT_EQ(step["slices"], file["slices"]);
+  EXPECT_EQ(step["root"]["total_ns"], file["root"]["total_ns"]);
+  EXPECT_EQ(step["window_ns"], file["window_ns"]);
+  // The root's children add up to it.
+  int64_t sum = 0;
+  for (const auto& child : step["root"]["children"]) sum += child["total_ns"].get<int64_t>();
+  EXPECT_EQ(sum, step["root"]["total_ns"].get<int64_t>());
+
+  Result r = RunStepscope({"call-tree", DataPath("trainer/lstm_run_steps"), "--step", "99"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no step 99"), std::string::npos) << r.err;
+  r = RunStepscope({"call-tree", DataPath("analysis/kineto_small.json"), "--track", "no-such-lane"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--track no-such-lane: no track of"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("GPU 0 / stream 7"), std::string::npos) << r.err;  // the tracks there are
+  r = RunStepscope({"call-tree", DataPath("analysis/kineto_small.json"), "--track", "("});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("not a regular expression"), std::string::npos) << r.err;
+  r = RunStepscope({"call-tree", DataPath("analysis/kineto_small.json"), "--depth", "0"});
+  EXPECT_EQ(r.code, 2);
+  // --track picks the GPU stream: its two kernels, copy and memset (the JSON's tid 7 events),
+  // each at the top: 200 + 200 + 40 + 5 us.
+  const auto stream = tree({"call-tree", DataPath("analysis/kineto_small.json"), "--track", "stream 7$", "--json"});
+  EXPECT_EQ(stream["levels"], 1);
+  EXPECT_EQ(stream["slices"], 4);
+  EXPECT_EQ(stream["root"]["total_ns"], 445'000);
 }
 
 TEST(AnalysisCommandsTest, JsonDocumentsOnAFileAndOnADirectory) {

@@ -274,7 +274,7 @@ class ViewTest : public QObject {
     options.begin_ns = range->first;
     options.end_ns = range->second;
     const auto expected = analysis::ComputeOpStats(doc_->document().trace(), options);
-    QCOMPARE(doc_->pane<RangePane>()->range_model()->rows(), expected.by_op_type);
+    QCOMPARE(doc_->pane<RangePane>()->range_model()->rows(), expected.by_node);
     QVERIFY(doc_->pane<RangePane>()->range_caption().contains(QString::number(expected.slices)));
     timeline->ClearSelection();
   }

@@ -26,6 +26,7 @@ enum PaneId {
   kDetailsPane,
   kStatsPane,
   kRangePane,
+  kCallTreePane,
   kMemoryPane,
   kStepsPane,
   kGpuPane,

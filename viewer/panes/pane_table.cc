@@ -6,6 +6,7 @@
 #include "base/check.h"
 #include "viewer/load/document.h"
 #include "viewer/panes/attribution_pane.h"
+#include "viewer/panes/call_tree_pane.h"
 #include "viewer/panes/critical_path_pane.h"
 #include "viewer/panes/details_pane.h"
 #include "viewer/panes/gpu_pane.h"
@@ -33,6 +34,8 @@ std::span<const PaneSpec> PaneTable() {
       {DetailsPane::kId, "details", QT_TRANSLATE_NOOP("DocumentView", "Details"), &Create<DetailsPane>},
       {StatsPane::kId, "stats", QT_TRANSLATE_NOOP("DocumentView", "Statistics"), &Create<StatsPane>, &StatsPane::Analyse},
       {RangePane::kId, "range", QT_TRANSLATE_NOOP("DocumentView", "Range"), &Create<RangePane>},
+      // Computed for the timeline's selection when shown (call_tree_pane.h), not by the loader.
+      {CallTreePane::kId, "call-tree", QT_TRANSLATE_NOOP("DocumentView", "Call tree"), &Create<CallTreePane>},
       {MemoryPane::kId, "memory", QT_TRANSLATE_NOOP("DocumentView", "Memory"), &Create<MemoryPane>, &MemoryPane::Analyse},
       {StepsPane::kId, "steps", QT_TRANSLATE_NOOP("DocumentView", "Steps"), &Create<StepsPane>, &StepsPane::Analyse},
       {GpuPane::kId, "gpu", QT_TRANSLATE_NOOP("DocumentView", "GPU"), &Create<GpuPane>, &GpuPane::Analyse},

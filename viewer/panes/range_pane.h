@@ -1,5 +1,7 @@
-// The range pane: op statistics of the time range selected on the timeline (Shift+drag, or a
-// drag on the ruler), computed off the UI thread; a newer range drops the older's result.
+// The range pane: statistics per name (count, total, self, mean, min, max, ...) of what is selected
+// on the timeline: an area (Shift+drag over some rows: its range on their tracks; a drag on the
+// ruler: every track), computed off the UI thread, a newer range dropping the older's result; or
+// the Ctrl+clicked slices (each slice whole, self minus its direct children).
 #pragma once
 
 #include <QFutureWatcher>
@@ -25,9 +27,11 @@ class RangePane : public Pane {
  private:
   void ComputeRangeStats(int64_t begin_ns, int64_t end_ns);
   void ShowRangeStats();
+  void ShowSelectedSlices();
 
   OpStatsModel* range_model_;
   QLabel* range_caption_;
+  int range_tracks_ = 0;  // the tracks of the area computed (0: every track)
   QFutureWatcher<analysis::OpStats> range_watcher_;
 };
 

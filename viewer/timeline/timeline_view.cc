@@ -30,6 +30,8 @@ const QColor kActivityColor(0x7d, 0x8f, 0xb3);  // a collapsed subtree's work
 const QColor kDataflowColor(0x1f, 0x4e, 0xa8);
 const QColor kLaunchColor(0xc0, 0x5a, 0x00);
 const QColor kRangeFill(0x46, 0x82, 0xdc, 0x38);
+const QColor kRangeEdge(0x46, 0x82, 0xdc);
+const QColor kMultiSelected(0xe0, 0x6c, 0x00);  // Ctrl+clicked slices
 
 }  // namespace
 
@@ -184,8 +186,56 @@ void TimelineView::FocusSlice(uint32_t slice) {
 void TimelineView::ClearSelection() {
   range_.reset();
   highlighted_.clear();
+  const bool had_selection = !selection_.empty();
+  selection_.Clear();
+  area_tracks_.clear();
   SelectSlice(-1);
   update();
+  if (had_selection) emit selectionChanged();
+}
+
+void TimelineView::SelectArea(SelectedArea area) {
+  // An area and a multi-selection are two ways of choosing: the newer replaces the other.
+  selection_.ClearSlices();
+  selection_.SetArea(std::move(area));
+  const SelectedArea& set = *selection_.area();
+  range_ = std::make_pair(set.begin_ns, set.end_ns);
+  area_tracks_ = set.tracks.empty() ? std::vector<char>() : TracksOfArea(document_->trace(), set);
+  update();
+  emit selectionChanged();
+  emit rangeSelected(set.begin_ns, set.end_ns);
+}
+
+void TimelineView::ToggleSelectedSlice(uint32_t slice) {
+  if (slice >= document_->trace().slices().size()) return;
+  // The first Ctrl+click keeps the slice selected before it in the set.
+  if (selection_.slices().empty() && selected_ >= 0 && static_cast<uint32_t>(selected_) != slice) {
+    selection_.Toggle(static_cast<uint32_t>(selected_));
+  }
+  const bool added = selection_.Toggle(slice);
+  selection_.ClearArea();
+  range_.reset();
+  area_tracks_.clear();
+  update();
+  if (added) SelectSlice(slice);
+  emit selectionChanged();
+}
+
+SelectedArea TimelineView::DraggedArea(const QPoint& pos) const {
+  const double t = mapping().PxToNs(pos.x() - kTimeAreaLeft);
+  SelectedArea area;
+  area.begin_ns = static_cast<int64_t>(std::llround(std::min(t, range_anchor_ns_)));
+  area.end_ns = static_cast<int64_t>(std::llround(std::max(t, range_anchor_ns_)));
+  if (range_on_ruler_) return area;
+  // The rows between the press and here (clamped to the rows there are): their tracks.
+  const int last_row = row_count() - 1;
+  const int a = std::clamp(RowAt(std::max(press_pos_.y(), kRulerHeight)), 0, std::max(0, last_row));
+  int b = RowAt(std::max(pos.y(), kRulerHeight));
+  if (b < 0) b = pos.y() < kRulerHeight ? 0 : last_row;
+  for (int row = std::min(a, b); row <= std::max(a, b) && row <= last_row; ++row) {
+    area.tracks.push_back(layout_.rows()[static_cast<size_t>(row)].track);
+  }
+  return area;
 }
 
 void TimelineView::SetHighlighted(std::vector<uint32_t> slices) {
@@ -526,14 +576,7 @@ void TimelineView::PaintActivity(QPainter& painter, const TimeMapping& map, uint
 
 void TimelineView::PaintSelection(QPainter& painter, const TimeMapping& map) {
   painter.setClipRect(kTimeAreaLeft, kRulerHeight, static_cast<int>(map.width_px()), height() - kRulerHeight);
-  if (range_) {
-    const double x0 = map.NsToPx(static_cast<double>(range_->first));
-    const double x1 = map.NsToPx(static_cast<double>(range_->second));
-    painter.fillRect(QRectF(kTimeAreaLeft + x0, kRulerHeight, std::max(1.0, x1 - x0), height()), kRangeFill);
-    painter.setPen(QColor(0x46, 0x82, 0xdc));
-    painter.drawLine(QPointF(kTimeAreaLeft + x0, kRulerHeight), QPointF(kTimeAreaLeft + x0, height()));
-    painter.drawLine(QPointF(kTimeAreaLeft + x1, kRulerHeight), QPointF(kTimeAreaLeft + x1, height()));
-  }
+  PaintArea(painter, map);
   if (!path_.empty()) {
     // Each slice of the path outlined; consecutive ones on screen joined end to start.
     const QColor color = QColor::fromRgba(kPathColor);
@@ -570,6 +613,14 @@ void TimelineView::PaintSelection(QPainter& painter, const TimeMapping& map) {
       if (!box.isEmpty()) painter.drawRect(box.adjusted(0, 0, -1, -1));
     }
   }
+  if (!selection_.slices().empty()) {
+    painter.setPen(QPen(kMultiSelected, 2));
+    painter.setBrush(Qt::NoBrush);
+    for (uint32_t slice : selection_.slices()) {
+      const QRect box = SliceRect(slice);
+      if (!box.isEmpty()) painter.drawRect(box.adjusted(0, 0, -1, -1));
+    }
+  }
   if (selected_ >= 0) {
     const QRect box = SliceRect(static_cast<uint32_t>(selected_));
     if (!box.isEmpty()) {
@@ -579,6 +630,30 @@ void TimelineView::PaintSelection(QPainter& painter, const TimeMapping& map) {
     }
   }
   painter.setClipping(false);
+}
+
+// The selected range shaded: over every row, or over the rows of the area's tracks only.
+void TimelineView::PaintArea(QPainter& painter, const TimeMapping& map) {
+  if (!range_) return;
+  const double x0 = kTimeAreaLeft + map.NsToPx(static_cast<double>(range_->first));
+  const double x1 = kTimeAreaLeft + map.NsToPx(static_cast<double>(range_->second));
+  const double width = std::max(1.0, x1 - x0);
+  painter.setPen(kRangeEdge);
+  if (area_tracks_.empty()) {
+    painter.fillRect(QRectF(x0, kRulerHeight, width, height()), kRangeFill);
+    painter.drawLine(QPointF(x0, kRulerHeight), QPointF(x0, height()));
+    painter.drawLine(QPointF(x1, kRulerHeight), QPointF(x1, height()));
+    return;
+  }
+  const int first = std::max(0, scroll_y_ / kRowHeight);
+  for (int row = first; row < row_count() && RowTop(row) < height(); ++row) {
+    const uint32_t track = layout_.rows()[static_cast<size_t>(row)].track;
+    if (track >= area_tracks_.size() || !area_tracks_[track]) continue;
+    const int y = RowTop(row);
+    painter.fillRect(QRectF(x0, y, width, kRowHeight), kRangeFill);
+    painter.drawLine(QPointF(x0, y), QPointF(x0, y + kRowHeight));
+    painter.drawLine(QPointF(x1, y), QPointF(x1, y + kRowHeight));
+  }
 }
 
 void TimelineView::PaintFlows(QPainter& painter, const TimeMapping& map) {
@@ -744,6 +819,7 @@ void TimelineView::mousePressEvent(QMouseEvent* event) {
   if (press_pos_.x() >= kTimeAreaLeft &&
       (press_pos_.y() < kRulerHeight || (event->modifiers() & Qt::ShiftModifier))) {
     drag_ = Drag::kRange;
+    range_on_ruler_ = press_pos_.y() < kRulerHeight;
     range_anchor_ns_ = map.PxToNs(press_pos_.x() - kTimeAreaLeft);
     return;
   }
@@ -767,9 +843,10 @@ void TimelineView::mouseMoveEvent(QMouseEvent* event) {
     PanPx(-(pos.x() - last_pos_.x()));
     ScrollTo(scroll_y_ - (pos.y() - last_pos_.y()));
   } else if (drag_ == Drag::kRange) {
-    const double t = mapping().PxToNs(pos.x() - kTimeAreaLeft);
-    range_ = std::make_pair(static_cast<int64_t>(std::llround(std::min(t, range_anchor_ns_))),
-                            static_cast<int64_t>(std::llround(std::max(t, range_anchor_ns_))));
+    // Shown as it is dragged; selected (and announced) on release.
+    const SelectedArea area = DraggedArea(pos);
+    range_ = std::make_pair(area.begin_ns, area.end_ns);
+    area_tracks_ = area.tracks.empty() ? std::vector<char>() : TracksOfArea(document_->trace(), area);
     update();
   }
   last_pos_ = pos;
@@ -778,12 +855,26 @@ void TimelineView::mouseMoveEvent(QMouseEvent* event) {
 void TimelineView::mouseReleaseEvent(QMouseEvent* event) {
   const QPoint pos = event->position().toPoint();
   if (drag_ == Drag::kPending) {
-    SelectSlice(SliceAt(pos));
+    const int64_t slice = SliceAt(pos);
+    if ((event->modifiers() & Qt::ControlModifier) && slice >= 0) {
+      ToggleSelectedSlice(static_cast<uint32_t>(slice));
+    } else {
+      if (!selection_.slices().empty()) {
+        selection_.ClearSlices();
+        emit selectionChanged();
+      }
+      SelectSlice(slice);
+    }
   } else if (drag_ == Drag::kRange) {
     if (std::abs(pos.x() - press_pos_.x()) > 2 && range_) {
-      emit rangeSelected(range_->first, range_->second);
+      SelectArea(DraggedArea(pos));
     } else {
       range_.reset();
+      area_tracks_.clear();
+      if (selection_.area()) {
+        selection_.ClearArea();
+        emit selectionChanged();
+      }
       update();
     }
   }
@@ -794,6 +885,11 @@ void TimelineView::mouseDoubleClickEvent(QMouseEvent* event) {
   const int64_t slice = SliceAt(event->position().toPoint());
   if (slice >= 0) {
     range_.reset();
+    area_tracks_.clear();
+    if (selection_.area()) {
+      selection_.ClearArea();
+      emit selectionChanged();
+    }
     SelectSlice(slice);
     FitSelection();
   } else if (event->position().x() >= kTimeAreaLeft) {

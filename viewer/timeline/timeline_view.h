@@ -5,9 +5,11 @@
 //
 // Navigation as in Perfetto: W/S zoom at the cursor, A/D pan, Ctrl+wheel zoom at the cursor,
 // wheel scrolls rows, Shift+wheel pans, drag pans; a click selects a slice, a double-click or F
-// fits it; Shift+drag (or a drag on the ruler) selects a time range; Esc clears; L toggles flows;
-// n / Shift+N (or Enter / Shift+Enter) step through the search matches, marked on the timeline;
-// ? or F1 shows the bindings over it.
+// fits it; Ctrl+click adds or removes a slice of a multi-selection; Shift+drag selects an area (a
+// time range on the tracks of the rows dragged over; on the ruler, every track); Esc clears; L
+// toggles flows; n / Shift+N (or Enter / Shift+Enter) step through the search matches, marked on
+// the timeline; ? or F1 shows the bindings over it. The multi-selection and the area live in a
+// TimelineSelection (selection.h).
 #pragma once
 
 #include <QColor>
@@ -25,6 +27,7 @@
 #include "viewer/timeline/counter_painter.h"
 #include "viewer/timeline/search_marks.h"
 #include "viewer/timeline/time_axis.h"
+#include "viewer/timeline_data/selection.h"
 #include "viewer/timeline_data/timeline_index.h"
 #include "viewer/timeline_data/markers.h"
 #include "viewer/timeline_data/track_layout.h"
@@ -69,6 +72,12 @@ class TimelineView : public QWidget {
   int64_t selected_slice() const { return selected_; }
   std::optional<std::pair<int64_t, int64_t>> selected_range() const { return range_; }
   bool show_flows() const { return show_flows_; }
+  // The slices Ctrl+clicked and the area Shift+dragged (its range is also selected_range()).
+  const TimelineSelection& selection() const { return selection_; }
+  // Selects an area as a Shift+drag does (tracks empty: every track), or adds/removes a slice of
+  // the multi-selection as a Ctrl+click does; both emit selectionChanged.
+  void SelectArea(SelectedArea area);
+  void ToggleSelectedSlice(uint32_t slice);
   // Colours per slice (0xRRGGBB, indexed like trace().slices()) instead of the op type colours:
   // the comparison view tints slices by their change. Empty: the op type colours again.
   void SetSliceColors(std::vector<uint32_t> colors);
@@ -145,6 +154,8 @@ class TimelineView : public QWidget {
   void searchMatchesChanged();
   // n / Shift+N, Enter / Shift+Enter: the next (forward) or previous search match is asked for.
   void searchStepRequested(bool forward);
+  // The multi-selection or the area changed (cleared included).
+  void selectionChanged();
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -170,6 +181,9 @@ class TimelineView : public QWidget {
   void PaintFlows(QPainter& painter, const TimeMapping& mapping);
   void PaintSelection(QPainter& painter, const TimeMapping& mapping);
   void PaintSearchMarks(QPainter& painter, const TimeMapping& mapping);
+  void PaintArea(QPainter& painter, const TimeMapping& mapping);
+  // The area of a Shift+drag from the press to `pos`: the tracks of the rows between.
+  SelectedArea DraggedArea(const QPoint& pos) const;
   // A collapsed header's row: where any lane below it has work (top-level slices), as runs of
   // covered pixels, so a merge of many ranks collapsed to a row per rank still shows activity.
   void PaintActivity(QPainter& painter, const TimeMapping& mapping, uint32_t track, int y);
@@ -187,6 +201,9 @@ class TimelineView : public QWidget {
   int scroll_y_ = 0;
   int64_t selected_ = -1;
   std::optional<std::pair<int64_t, int64_t>> range_;
+  TimelineSelection selection_;
+  std::vector<char> area_tracks_;  // per track, whether the area's tracks hold it (for painting)
+  bool range_on_ruler_ = false;    // the drag started on the ruler: every track
   bool show_flows_ = true;
 
   enum class Drag { kNone, kPending, kPan, kRange };

@@ -5,7 +5,7 @@ namespace stepscope::cli {
 
 std::vector<CommandSpec> AllCommands() {
   return {ConvertCommand(),  FormatsCommand(),      SummaryCommand(), OpsCommand(),      KernelsCommand(),
-          MemoryCommand(),   MemcpyCommand(),       StreamsCommand(), OverlapCommand(),  CriticalPathCommand(),
+          MemoryCommand(),   MemcpyCommand(),       StreamsCommand(), CallTreeCommand(), OverlapCommand(),  CriticalPathCommand(),
           StepBreakdownCommand(),
           DiffCommand(),     StepsCommand(),        MergeCommand(),   GpuCommand(),      IdleCommand(),
           LaunchesCommand(), AnnotationsCommand(),  KernelPatternsCommand(), StragglersCommand()};

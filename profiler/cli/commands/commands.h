@@ -22,6 +22,8 @@ CommandSpec KernelsCommand();
 CommandSpec MemoryCommand();
 CommandSpec MemcpyCommand();
 CommandSpec StreamsCommand();
+// call_tree.cc: nested host slices by their path of names.
+CommandSpec CallTreeCommand();
 // steps.cc: each input (step, rank) on its own.
 CommandSpec OverlapCommand();
 CommandSpec CriticalPathCommand();

@@ -1,0 +1,371 @@
+// The call tree of nested slices, top-down and bottom-up (call_tree.h): one walk over each
+// chosen lane with a stack of the open slices, and one hash lookup per slice for its node.
+#include "profiler/analysis/call_tree.h"
+
+#include <algorithm>
+#include <span>
+#include <unordered_map>
+
+namespace stepscope::analysis {
+namespace {
+
+using trace::Slice;
+using trace::Trace;
+
+// (parent, key) -> node, open addressing with linear probing, at most half full: one probe into
+// a flat array per slice (std::unordered_map's node per entry made a 10 M-slice tree 4x slower).
+class NodeIndex {
+ public:
+  NodeIndex() { Rehash(1024); }
+  // The node of (parent, key), or `fresh` entered as it when absent.
+  void Prefetch(uint32_t parent, uint32_t key) const { __builtin_prefetch(&slots_[Hash(parent, key) & mask_]); }
+
+  std::pair<uint32_t, bool> FindOrAdd(uint32_t parent, uint32_t key, uint32_t fresh) {
+    if (2 * (size_ + 1) > slots_.size()) Rehash(slots_.size() * 2);
+    for (size_t i = Hash(parent, key) & mask_;; i = (i + 1) & mask_) {
+      Slot& slot = slots_[i];
+      if (slot.node == kEmpty) {
+        slot = {parent, key, fresh};
+        ++size_;
+        return {fresh, true};
+      }
+      if (slot.parent == parent && slot.key == key) return {slot.node, false};
+    }
+  }
+
+ private:
+  struct Slot {
+    uint32_t parent = 0, key = 0, node = kEmpty;
+  };
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+  static size_t Hash(uint32_t parent, uint32_t key) {
+    // MurmurHash3's finaliser: every bit of both halves reaches the low bits the mask keeps.
+    uint64_t h = (uint64_t{parent} << 32) | key;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return static_cast<size_t>(h ^ (h >> 33));
+  }
+  void Rehash(size_t capacity) {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(capacity, Slot{});
+    mask_ = capacity - 1;
+    for (const Slot& slot : old) {
+      if (slot.node == kEmpty) continue;
+      size_t i = Hash(slot.parent, slot.key) & mask_;
+      while (slots_[i].node != kEmpty) i = (i + 1) & mask_;
+      slots_[i] = slot;
+    }
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0, size_ = 0;
+};
+
+// Nodes by (parent, name), and the figures a walk adds to them.
+class TreeBuilder {
+ public:
+  explicit TreeBuilder(CallTree& tree) : tree_(tree) {
+    tree_ = CallTree{};
+    tree_.names.emplace_back();
+    tree_.nodes.emplace_back();
+  }
+
+  // The child of `parent` keyed by `key` (a StringId of the trace, or a name of another tree);
+  // `name` gives the new node's name index when there is none yet.
+  template <typename NameOf>
+  uint32_t Child(uint32_t parent, uint32_t key, NameOf name) {
+    const auto [node, added] = index_.FindOrAdd(parent, key, static_cast<uint32_t>(tree_.nodes.size()));
+    if (added) {
+      CallTreeNode& n = tree_.nodes.emplace_back();
+      n.name = name();
+      n.parent = static_cast<int32_t>(parent);
+      n.depth = tree_.nodes[parent].depth + 1;
+    }
+    return node;
+  }
+
+  // The name index of one of the trace's strings.
+  uint32_t NameOfString(const Trace& trace, trace::StringId id) {
+    auto [it, added] = name_of_string_.try_emplace(id, static_cast<uint32_t>(tree_.names.size()));
+    if (added) tree_.names.emplace_back(trace.str(id));
+    return it->second;
+  }
+
+  // Walks slices [from, to) of one lane in its order, clipped to [begin, end]; stops at the
+  // first slice past `end` (the lane is sorted by start). In three passes, so that the lookups of
+  // a big tree (a random access each) are prefetched a few slices ahead: each slice's parent, by
+  // a stack of the open slices; each slice's node; the figures.
+  void Walk(const Trace& trace, uint32_t from, uint32_t to, int64_t begin, int64_t end) {
+    const std::span<const Slice> slices = trace.slices();
+    items_.clear();
+    open_.clear();
+    for (uint32_t index = from; index < to; ++index) {
+      const Slice& s = slices[index];
+      if (s.start_ns > end) break;
+      if (s.duplicate()) continue;
+      // Slices of a lane nest or are disjoint: what ended by this start is no parent of it.
+      while (!open_.empty() && open_.back().end <= s.start_ns) open_.pop_back();
+      const int64_t clip_start = std::max(s.start_ns, begin);
+      const int64_t clip_end = std::min(s.end_ns(), end);
+      // As ComputeOpStats: a zero-length slice counts when it lies in the closed window.
+      const bool inside = s.dur_ns == 0 ? s.start_ns >= begin : clip_end > clip_start;
+      if (!inside) continue;  // nor can anything inside it be
+      const int32_t parent = open_.empty() ? -1 : static_cast<int32_t>(open_.back().item);
+      open_.push_back({s.end_ns(), static_cast<uint32_t>(items_.size())});
+      items_.push_back({index, parent, trace.labels()[s.label].name, std::max<int64_t>(0, clip_end - clip_start)});
+    }
+    // Nodes level by level (a counting sort of the items by depth), so that each item's parent
+    // has its node before the item is reached, and the lookup a few items ahead can be
+    // prefetched: in lane order the next items are mostly children of the one just looked up.
+    constexpr size_t kAhead = 8;
+    level_.resize(items_.size());
+    size_t levels = 0;
+    for (size_t k = 0; k < items_.size(); ++k) {
+      level_[k] = items_[k].parent < 0 ? 0 : level_[static_cast<size_t>(items_[k].parent)] + 1;
+      levels = std::max<size_t>(levels, level_[k] + 1);
+    }
+    level_start_.assign(levels + 1, 0);
+    for (uint32_t level : level_) ++level_start_[level + 1];
+    for (size_t l = 1; l <= levels; ++l) level_start_[l] += level_start_[l - 1];
+    order_.resize(items_.size());
+    for (size_t k = 0; k < items_.size(); ++k) order_[level_start_[level_[k]]++] = static_cast<uint32_t>(k);
+    node_of_.resize(items_.size());
+    auto parent_node = [&](const Item& item) {
+      return item.parent < 0 ? 0u : node_of_[static_cast<size_t>(item.parent)];
+    };
+    for (size_t p = 0; p < order_.size(); ++p) {
+      if (p + kAhead < order_.size()) {
+        const Item& ahead = items_[order_[p + kAhead]];
+        // Its parent is on a lower level, or on this one: looked up already or not yet.
+        if (ahead.parent < 0 || level_[static_cast<size_t>(ahead.parent)] < level_[order_[p]]) {
+          index_.Prefetch(parent_node(ahead), ahead.name);
+        }
+      }
+      const Item& item = items_[order_[p]];
+      node_of_[order_[p]] = Child(parent_node(item), item.name, [&] { return NameOfString(trace, item.name); });
+    }
+    if (longest_ns_.size() < tree_.nodes.size()) longest_ns_.resize(tree_.nodes.size(), -1);
+    for (size_t k = 0; k < items_.size(); ++k) {
+      if (k + kAhead < items_.size()) __builtin_prefetch(&tree_.nodes[node_of_[k + kAhead]], 1);
+      const Item& item = items_[k];
+      const uint32_t node = node_of_[k];
+      CallTreeNode& n = tree_.nodes[node];
+      ++n.calls;
+      n.total_ns += item.clipped;
+      n.self_ns += item.clipped;
+      // The child lies inside its parent, so its clipped part lies inside the parent's.
+      tree_.nodes[item.parent < 0 ? 0 : node_of_[static_cast<size_t>(item.parent)]].self_ns -= item.clipped;
+      if (item.clipped > longest_ns_[node]) {
+        longest_ns_[node] = item.clipped;
+        n.longest_slice = item.index;
+      }
+    }
+    tree_.slices += static_cast<int64_t>(items_.size());
+  }
+
+  // The root's figures (a top-down tree's), then the children lists.
+  void Finish() {
+    CallTreeNode& root = tree_.nodes.front();
+    root.total_ns = 0;
+    for (size_t n = 1; n < tree_.nodes.size(); ++n) {
+      if (tree_.nodes[n].parent == 0) root.total_ns += tree_.nodes[n].total_ns;
+    }
+    root.self_ns = 0;
+    LinkChildren(tree_);
+  }
+
+  // Each node's children in one array, grouped by parent, in the order of CallTree::children
+  // (bottom-up: self time first).
+  static void LinkChildren(CallTree& tree, bool by_self = false) {
+    auto& nodes = tree.nodes;
+    tree.max_depth = 0;
+    for (CallTreeNode& node : nodes) {
+      node.child_count = 0;
+      tree.max_depth = std::max<int64_t>(tree.max_depth, node.depth);
+    }
+    for (size_t n = 1; n < nodes.size(); ++n) ++nodes[static_cast<size_t>(nodes[n].parent)].child_count;
+    uint32_t next = 0;
+    for (CallTreeNode& node : nodes) {
+      node.first_child = next;
+      next += node.child_count;
+      node.child_count = 0;
+    }
+    tree.children.assign(next, 0);
+    for (size_t n = 1; n < nodes.size(); ++n) {
+      CallTreeNode& parent = nodes[static_cast<size_t>(nodes[n].parent)];
+      tree.children[parent.first_child + parent.child_count++] = static_cast<uint32_t>(n);
+    }
+    for (const CallTreeNode& node : nodes) {
+      const auto first = tree.children.begin() + node.first_child;
+      std::sort(first, first + node.child_count, [&](uint32_t a, uint32_t b) {
+        const CallTreeNode& x = nodes[a];
+        const CallTreeNode& y = nodes[b];
+        if (by_self && x.self_ns != y.self_ns) return x.self_ns > y.self_ns;
+        if (x.total_ns != y.total_ns) return x.total_ns > y.total_ns;
+        if (x.self_ns != y.self_ns) return x.self_ns > y.self_ns;
+        return tree.names[x.name] < tree.names[y.name];
+      });
+    }
+  }
+
+ private:
+  struct Open {
+    int64_t end;
+    uint32_t item;
+  };
+  struct Item {
+    uint32_t index;         // the slice
+    int32_t parent;         // the item of its parent, -1 at the top
+    trace::StringId name;
+    int64_t clipped;
+  };
+  CallTree& tree_;
+  NodeIndex index_;
+  std::unordered_map<trace::StringId, uint32_t> name_of_string_;
+  std::vector<int64_t> longest_ns_;  // per node: its longest clipped slice's duration
+  std::vector<Open> open_;
+  std::vector<Item> items_;       // one lane's slices in the window
+  std::vector<uint32_t> node_of_;  // the node of each item
+  std::vector<uint32_t> level_;    // the nesting level of each item (0: top-level)
+  std::vector<size_t> level_start_;
+  std::vector<uint32_t> order_;    // the items by level
+};
+
+// Which tracks to walk: the listed ones and those below them; with none listed, every lane
+// that is not a GPU lane.
+std::vector<char> ChosenTracks(const Trace& trace, const std::vector<uint32_t>& listed) {
+  const auto& tracks = trace.tracks();
+  std::vector<char> chosen(tracks.size(), 0);
+  if (listed.empty()) {
+    for (size_t t = 0; t < tracks.size(); ++t) chosen[t] = !trace::IsGpuLane(tracks[t].kind);
+    return chosen;
+  }
+  std::vector<char> is_listed(tracks.size(), 0);
+  for (uint32_t t : listed) {
+    if (t < tracks.size()) is_listed[t] = 1;
+  }
+  for (size_t t = 0; t < tracks.size(); ++t) {
+    for (int32_t up = static_cast<int32_t>(t); up >= 0 && !chosen[t]; up = tracks[static_cast<size_t>(up)].parent) {
+      chosen[t] = is_listed[static_cast<size_t>(up)];
+    }
+  }
+  return chosen;
+}
+
+// The first slice of a lane from which a walk meets every slice overlapping `begin` and their
+// parents: the last top-level slice starting before `begin` (everything before it ended by then).
+uint32_t WalkStart(const Trace& trace, uint32_t track, int64_t begin) {
+  const std::span<const Slice> lane = trace.track_slices(track);
+  const uint32_t first = trace.track_first_slice(track);
+  auto k = static_cast<uint32_t>(
+      std::lower_bound(lane.begin(), lane.end(), begin, [](const Slice& s, int64_t t) { return s.start_ns < t; }) -
+      lane.begin());
+  while (k > 0) {
+    --k;
+    if (lane[k].depth == 0) break;
+  }
+  return first + k;
+}
+
+// The chosen slices and what nests in them: each walked with its descendants, which follow it
+// in its lane's order at a greater depth.
+void WalkChosenSlices(const Trace& trace, std::vector<uint32_t> chosen, TreeBuilder& builder) {
+  const std::span<const Slice> slices = trace.slices();
+  std::sort(chosen.begin(), chosen.end());
+  chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+  uint32_t walked_to = 0;  // slices below this index were walked as a chosen one's descendants
+  for (uint32_t root : chosen) {
+    if (root >= slices.size() || (root < walked_to && walked_to > 0)) continue;
+    const uint32_t track = slices[root].track;
+    const uint32_t track_end = trace.track_first_slice(track) + static_cast<uint32_t>(trace.track_slices(track).size());
+    uint32_t to = root + 1;
+    while (to < track_end && slices[to].depth > slices[root].depth) ++to;
+    builder.Walk(trace, root, to, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    walked_to = to;
+  }
+}
+
+// The length of the longest run where the names from `a` upward equal those from `b` upward.
+size_t CommonChain(const std::vector<uint32_t>& chain, size_t a, size_t b) {
+  size_t n = 0;
+  while (a + n < chain.size() && b + n < chain.size() && chain[a + n] == chain[b + n]) ++n;
+  return n;
+}
+
+}  // namespace
+
+std::vector<std::string> CallTree::Path(uint32_t node) const {
+  std::vector<std::string> path;
+  for (int32_t n = static_cast<int32_t>(node); n > 0; n = nodes[static_cast<size_t>(n)].parent) {
+    path.push_back(names[nodes[static_cast<size_t>(n)].name]);
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+CallTree ComputeCallTree(const Trace& trace, const CallTreeOptions& options) {
+  CallTree tree;
+  TreeBuilder builder(tree);
+  const int64_t begin = std::max(options.begin_ns, trace.span_begin_ns());
+  const int64_t end = std::min(options.end_ns, trace.span_end_ns());
+  if (!options.slices.empty()) {
+    WalkChosenSlices(trace, options.slices, builder);
+    builder.Finish();
+    tree.window_begin_ns = trace.span_begin_ns();
+    tree.window_ns = trace.span_end_ns() - trace.span_begin_ns();
+    return tree;
+  }
+  tree.window_begin_ns = begin;
+  tree.window_ns = end > begin ? end - begin : 0;
+  if (trace.slices().empty() || end < begin) {
+    builder.Finish();
+    return tree;
+  }
+  const std::vector<char> chosen = ChosenTracks(trace, options.tracks);
+  for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+    if (!chosen[t] || trace.track_slices(t).empty()) continue;
+    const uint32_t to = trace.track_first_slice(t) + static_cast<uint32_t>(trace.track_slices(t).size());
+    builder.Walk(trace, WalkStart(trace, t, begin), to, begin, end);
+  }
+  builder.Finish();
+  return tree;
+}
+
+CallTree BottomUpTree(const CallTree& top_down) {
+  CallTree tree;
+  TreeBuilder builder(tree);
+  tree.names = top_down.names;  // the same names, the same indices
+  tree.window_begin_ns = top_down.window_begin_ns;
+  tree.window_ns = top_down.window_ns;
+  tree.slices = top_down.slices;
+  std::vector<uint32_t> chain;  // names from a node up to the top
+  for (uint32_t n = 1; n < top_down.nodes.size(); ++n) {
+    const CallTreeNode& leaf = top_down.nodes[n];
+    if (leaf.calls == 0) continue;
+    chain.clear();
+    for (int32_t up = static_cast<int32_t>(n); up > 0; up = top_down.nodes[static_cast<size_t>(up)].parent) {
+      chain.push_back(top_down.nodes[static_cast<size_t>(up)].name);
+    }
+    // A recursive call: an ancestor `j` up with the same chain of k + 1 names holds this node's
+    // time already at the bottom-up levels 0..k, so its total counts only from level k + 1 on.
+    size_t counted_from = 0;
+    for (size_t j = 1; j < chain.size(); ++j) {
+      if (chain[j] == chain[0]) counted_from = std::max(counted_from, CommonChain(chain, 0, j));
+    }
+    uint32_t node = 0;
+    for (size_t level = 0; level < chain.size(); ++level) {
+      const uint32_t name = chain[level];
+      node = builder.Child(node, name, [name] { return name; });
+      CallTreeNode& b = tree.nodes[node];
+      b.calls += leaf.calls;
+      b.self_ns += leaf.self_ns;
+      if (level >= counted_from) b.total_ns += leaf.total_ns;
+    }
+  }
+  TreeBuilder::LinkChildren(tree, /*by_self=*/true);
+  tree.nodes.front().total_ns = top_down.root().total_ns;
+  return tree;
+}
+
+}  // namespace stepscope::analysis

@@ -1,0 +1,47 @@
+// Speed of the call tree (analysis/call_tree.h) over a selection of N generated slices (the
+// synthetic trace of `stepscope-view --synthetic N`: CPU ops nested up to three levels on four
+// threads, kernels on four streams), every track selected as in the viewer's "whole trace":
+// top-down alone, and with the bottom-up tree built from it. The figure to keep: 10 M slices in
+// at most 1 s.
+// Run: build/release/tests/analysis/stepscope_call_tree_benchmark --benchmark_filter=10000000
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <memory>
+
+#include "profiler/analysis/call_tree.h"
+#include "profiler/testing/synthetic_trace.h"
+
+namespace stepscope::analysis {
+namespace {
+
+const trace::Trace& Synthetic(int64_t slices) {
+  static std::map<int64_t, std::unique_ptr<trace::Trace>> traces;
+  auto& trace = traces[slices];
+  if (!trace) trace = std::make_unique<trace::Trace>(synthetic::MakeSyntheticTrace(slices));
+  return *trace;
+}
+
+void Run(benchmark::State& state, bool bottom_up) {
+  const trace::Trace& trace = Synthetic(state.range(0));
+  // The host stands for every track below it: the CPU threads and the GPU streams.
+  const CallTreeOptions everything{.tracks = {0}};
+  int64_t counted = 0;
+  for (auto _ : state) {
+    CallTree tree = ComputeCallTree(trace, everything);
+    if (bottom_up) tree = BottomUpTree(tree);
+    counted = tree.slices;
+    benchmark::DoNotOptimize(tree);
+  }
+  state.counters["slices"] = static_cast<double>(counted);
+  state.counters["slices/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * counted), benchmark::Counter::kIsRate);
+}
+
+void BM_CallTree(benchmark::State& state) { Run(state, false); }
+void BM_CallTreeBottomUp(benchmark::State& state) { Run(state, true); }
+BENCHMARK(BM_CallTree)->Arg(100'000)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CallTreeBottomUp)->Arg(100'000)->Arg(1'000'000)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace stepscope::analysis
