@@ -10,6 +10,7 @@ packages=(
   libopenblas-dev
   libopenmpi-dev openmpi-bin
   qt6-base-dev
+  xvfb xdotool imagemagick python3   # the viewer's session in a real X window (tests/viewer/session)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev   # libFuzzer targets (scripts/fuzz.sh)
 )

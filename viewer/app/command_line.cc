@@ -26,6 +26,7 @@
 #include "viewer/app/formats_text.h"
 #include "viewer/app/main_window.h"
 #include "viewer/app/theme.h"
+#include "viewer/app/session_probe.h"
 #include "viewer/compare/compare_view.h"
 #include "viewer/load/document.h"
 #include "viewer/load/trace_loader.h"
@@ -482,6 +483,7 @@ int RunViewer(int argc, char** argv) {
   MainWindow window;
   window.SetRememberLayout(true);
   window.SetAllowTruncated(parser.isSet(allow_truncated));
+  InstallSessionProbe(window);  // STEPSCOPE_VIEW_PROBE only: the scripted session's test hook
   window.show();
   if (!side_b.isEmpty()) {
     window.Compare(traces_given, side_b, step_a, step_b);
