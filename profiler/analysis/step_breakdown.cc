@@ -75,7 +75,8 @@ std::vector<Recommendation> Recommend(const int64_t part_ns[kStepParts], int64_t
   }
   if (idle >= kIdleShare) out.push_back({Advice::kIdle, idle});
   if (out.empty()) out.push_back({Advice::kComputeBound, share(part_ns[static_cast<int>(StepPart::kCompute)])});
-  std::stable_sort(out.begin(), out.end(), [](const Recommendation& a, const Recommendation& b) { return a.share > b.share; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Recommendation& a, const Recommendation& b) { return a.share > b.share; });
   return out;
 }
 
@@ -144,7 +145,8 @@ StepBreakdown ComputeStepBreakdown(const Trace& trace, std::span<const StepWindo
     const int level = LevelOf(trace, s, gpu_lane[s.track]);
     if (level == kLevels) return;
     const int64_t end = s.end_ns();
-    auto first = std::partition_point(bounds.begin(), bounds.end(), [&](const auto& b) { return b.second <= s.start_ns; });
+    auto first =
+        std::partition_point(bounds.begin(), bounds.end(), [&](const auto& b) { return b.second <= s.start_ns; });
     for (auto b = first; b != bounds.end() && b->first < end; ++b) {
       const int64_t from = std::max(s.start_ns, b->first), to = std::min(end, b->second);
       if (from >= to) continue;

@@ -64,7 +64,9 @@ struct StepSplit {
   bool slow = false;
   std::vector<Recommendation> recommendations;  // largest share first
   int64_t part(StepPart p) const { return part_ns[static_cast<int>(p)]; }
-  double share(StepPart p) const { return duration_ns > 0 ? static_cast<double>(part(p)) / static_cast<double>(duration_ns) : 0; }
+  double share(StepPart p) const {
+    return duration_ns > 0 ? static_cast<double>(part(p)) / static_cast<double>(duration_ns) : 0;
+  }
 };
 
 struct StepBreakdown {

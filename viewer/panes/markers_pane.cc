@@ -55,8 +55,8 @@ void MarkersPane::Refill() {
   const int64_t base = host().document().trace().span_begin_ns();
   for (const Marker& m : host().timeline()->markers().markers()) {
     // The time after the label is shown, not edited: a rename keeps what is before "  @ ".
-    auto* item = new QListWidgetItem(QString::fromStdString(m.label) + "  @ +" +
-                                     QString::fromStdString(FormatDurationSignificant(static_cast<double>(m.time_ns - base))));
+    const std::string at = FormatDurationSignificant(static_cast<double>(m.time_ns - base));
+    auto* item = new QListWidgetItem(QString::fromStdString(m.label) + "  @ +" + QString::fromStdString(at));
     item->setData(kIdRole, QVariant::fromValue<qlonglong>(m.id));
     item->setFlags(item->flags() | Qt::ItemIsEditable);
     list_->addItem(item);

@@ -73,7 +73,9 @@ void StepsPane::ShowAnalysis(const std::shared_ptr<const DocumentAnalysis>& resu
                               .arg(report.outliers.size()));
   overview_->SetBreakdown(analysis_->step_breakdown);
   QStringList lines;
-  for (const auto& r : analysis_->step_breakdown.recommendations) lines << QString::fromStdString(analysis::RecommendationText(r));
+  for (const auto& r : analysis_->step_breakdown.recommendations) {
+    lines << QString::fromStdString(analysis::RecommendationText(r));
+  }
   for (const analysis::StepSplit& s : analysis_->step_breakdown.steps) {
     if (!s.slow || s.recommendations.empty()) continue;
     lines << tr("slow step %1: %2").arg(s.step >= 0 ? s.step : s.number)

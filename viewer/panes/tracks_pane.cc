@@ -98,7 +98,8 @@ void TracksPane::Move(int delta) {
 
 void TracksPane::UpdateButtons() {
   const int64_t track = current_track();
-  pin_->setText(track >= 0 && host().timeline()->layout().pinned(static_cast<uint32_t>(track)) ? tr("Unpin") : tr("Pin"));
+  const bool pinned = track >= 0 && host().timeline()->layout().pinned(static_cast<uint32_t>(track));
+  pin_->setText(pinned ? tr("Unpin") : tr("Pin"));
 }
 
 }  // namespace stepscope::viewer
