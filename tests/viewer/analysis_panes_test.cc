@@ -529,7 +529,7 @@ class AnalysisPanesTest : public QObject {
     // A single trace has no ranks to compare: the pane says how to get them.
     QVERIFY(doc_->document().rank_merge() == nullptr);
     QCOMPARE(doc_->pane<StragglersPane>()->stragglers_table()->rowCount(), 0);
-    QVERIFY(doc_->pane<StragglersPane>()->stragglers_caption().startsWith("Stragglers compare the ranks of one run"));
+    QVERIFY(doc_->pane<StragglersPane>()->stragglers_caption().startsWith("One rank: stragglers compare ranks"));
   }
 
   // stepscope-view --screenshot --pane NAME: the window at the size asked, and the pane drawn

@@ -42,7 +42,7 @@ QString FormatsHtml() {
     rows += QStringLiteral("<tr><td><b>%1</b>&nbsp;&nbsp;</td><td>%2</td></tr>")
                 .arg(Text(entry.extensions).toHtmlEscaped(), Text(entry.description).toHtmlEscaped());
   }
-  return QStringLiteral("<table>%1</table><p>%2</p>")
+  return QStringLiteral("<table align='center'>%1</table><p>%2</p>")
       .arg(rows, QObject::tr("The format is told from the content; gzipped files are read as they are."));
 }
 

@@ -13,8 +13,6 @@
 namespace stepscope::viewer {
 namespace {
 
-Theme current = Theme::kSystem;
-
 // The palette the application started with: "system".
 const QPalette& SystemPalette() {
   static const QPalette palette = QApplication::palette();
@@ -68,7 +66,6 @@ Theme SavedTheme() {
 
 void ApplyTheme(Theme theme, bool save) {
   const QPalette& system = SystemPalette();  // taken before the first change
-  current = theme;
   if (theme != Theme::kSystem) QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
   switch (theme) {
     case Theme::kDark: QApplication::setPalette(DarkPalette()); break;
@@ -77,8 +74,6 @@ void ApplyTheme(Theme theme, bool save) {
   }
   if (save) QSettings().setValue(kThemeKey, ThemeName(theme));
 }
-
-Theme CurrentTheme() { return current; }
 
 QMenu* AddThemeMenu(QMenu* view) {
   QMenu* menu = view->addMenu(QObject::tr("&Theme"));

@@ -17,7 +17,6 @@ Theme SavedTheme();
 // Sets the application's palette (and the Fusion style, which honours it); saves the choice
 // when `save`.
 void ApplyTheme(Theme theme, bool save = true);
-Theme CurrentTheme();
 // Adds the Theme submenu (exclusive light / dark / system) to `view`, checked as saved.
 QMenu* AddThemeMenu(QMenu* view);
 

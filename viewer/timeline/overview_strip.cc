@@ -67,8 +67,9 @@ void OverviewStrip::paintEvent(QPaintEvent*) {
   painter.setPen(palette().color(QPalette::WindowText));
   painter.setBrush(Qt::NoBrush);
   painter.drawRect(QRect(x0, 0, x1 - x0, height() - 1));
+  const size_t matches = timeline_->search_marks().matches().size();
   painter.drawText(QRect(4, 0, kTimeAreaLeft - 8, height()), Qt::AlignVCenter | Qt::AlignLeft,
-                   tr("%n match(es)", nullptr, static_cast<int>(timeline_->search_marks().matches().size())));
+                   matches == 1 ? tr("1 match") : tr("%1 matches").arg(matches));
 }
 
 void OverviewStrip::mousePressEvent(QMouseEvent* event) {
