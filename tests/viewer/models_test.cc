@@ -349,6 +349,36 @@ class ModelsTest : public QObject {
     QCOMPARE(shown.value("External id"), QString("12"));
   }
 
+  // A kernel's launch as the file gave it: every recorded field under the profiler's name (the
+  // pane names the shared memory's unit), in the profiler's order.
+  void DetailsListAKernelsLaunchFields() {
+    auto document = OpenDocument(testing::DataPath("kineto_args/nccl_args.json"));
+    QVERIFY2(document.ok(), document.ok() ? "" : document.status().message().c_str());
+    const trace::Trace& trace = (*document)->trace();
+    int64_t kernel = -1;
+    for (uint32_t i = 0; i < trace.slices().size() && kernel < 0; ++i) {
+      if (trace.str(trace.slice_name(trace.slices()[i])).starts_with("ncclDevKernel_AllReduce")) kernel = i;
+    }
+    QVERIFY(kernel >= 0);
+    SliceDetailsModel model;
+    model.ShowSlice(**document, static_cast<uint32_t>(kernel));
+    QModelIndex launch;
+    for (int r = 0; r < model.rowCount(); ++r) {
+      if (model.index(r, 0).data().toString() == "kernel launch") launch = model.index(r, 0);
+    }
+    QVERIFY(launch.isValid());
+    QCOMPARE(model.index(launch.row(), 1).data().toString(), QString("grid 2,1,1 block 544,1,1"));
+    QStringList shown;
+    for (int r = 0; r < model.rowCount(launch); ++r) {
+      shown << model.index(r, 0, launch).data().toString() + "=" + model.index(r, 1, launch).data().toString();
+    }
+    // The event's args: grid [2, 1, 1], block [544, 1, 1], registers 96, shared memory 0, blocks
+    // per SM 0.25, warps per SM 4.5, occupancy 0, device 0, stream 20, correlation 340.
+    QCOMPARE(shown, QStringList({"grid=2,1,1", "block=544,1,1", "registers per thread=96", "shared memory (bytes)=0",
+                                 "blocks per SM=0.250000", "warps per SM=4.500000", "est. achieved occupancy %=0.000000",
+                                 "device=0", "stream=20", "correlation=340"}));
+  }
+
   void LiveTensorsAtThePeak() {
     auto analysis = AnalyseDocument(*document_);
     QVERIFY(!analysis->memory.empty());

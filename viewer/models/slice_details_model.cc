@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "base/units.h"
+#include "profiler/trace/kernel_arg_fields.h"
 #include "profiler/trace/slice_details.h"
 #include "viewer/models/roles.h"
 #include "viewer/timeline_data/time_mapping.h"
@@ -134,24 +135,23 @@ std::vector<DetailItem> DescribeSlice(const TraceDocument& document, uint32_t sl
       return std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]);
     };
     DetailItem item{"kernel launch", kernel->has_grid() ? "grid " + triple(kernel->grid) + " block " + triple(kernel->block) : "", {}};
-    if (kernel->has_grid()) {
-      item.children.push_back({"grid", triple(kernel->grid), {}});
-      item.children.push_back({"block", triple(kernel->block), {}});
-    }
-    auto integer = [&](const char* key, int64_t value) {
-      if (value >= 0) item.children.push_back({key, std::to_string(value), {}});
+    // The profiler's names, but that the pane says the unit of the shared memory.
+    struct Fields {
+      DetailItem& item;
+      decltype(triple)& text;
+      static std::string Name(trace::KernelArgField field) {
+        return field == trace::KernelArgField::kSharedMemory ? "shared memory (bytes)"
+                                                             : std::string(trace::KernelArgKey(field));
+      }
+      void Triple(trace::KernelArgField field, const uint32_t* v) { item.children.push_back({Name(field), text(v), {}}); }
+      void Integer(trace::KernelArgField field, int64_t value) {
+        item.children.push_back({Name(field), std::to_string(value), {}});
+      }
+      void Real(trace::KernelArgField field, float value) {
+        item.children.push_back({Name(field), std::to_string(value), {}});
+      }
     };
-    auto real = [&](const char* key, float value) {
-      if (value >= 0) item.children.push_back({key, std::to_string(value), {}});
-    };
-    integer("registers per thread", kernel->registers_per_thread);
-    integer("shared memory (bytes)", kernel->shared_memory_bytes);
-    real("blocks per SM", kernel->blocks_per_sm);
-    real("warps per SM", kernel->warps_per_sm);
-    real("est. achieved occupancy %", kernel->occupancy_percent);
-    integer("device", kernel->device);
-    integer("stream", kernel->stream);
-    integer("correlation", kernel->correlation);
+    trace::VisitKernelArgs(*kernel, Fields{item, triple});
     items.push_back(std::move(item));
   }
   // Free-form arguments (the PyTorch profiler's event args, XSpace stats, Perfetto debug

@@ -93,7 +93,9 @@ Status RunConvert(const ParsedArgs& args, std::ostream& out, std::ostream& err) 
       }
     }
   }
-  for (size_t i = 0; i < inputs.size(); ++i) RETURN_IF_ERROR(ConvertOne(inputs[i], outputs[i], *format, options, out, err));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    RETURN_IF_ERROR(ConvertOne(inputs[i], outputs[i], *format, options, out, err));
+  }
   return Status::Ok();
 }
 

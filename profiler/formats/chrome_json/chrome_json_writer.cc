@@ -8,6 +8,7 @@
 
 #include "profiler/formats/chrome_json/chrome_json_writer.h"
 #include "profiler/formats/common/json_out.h"
+#include "profiler/trace/kernel_arg_fields.h"
 #include "profiler/trace/slice_details.h"
 
 namespace stepscope::trace {
@@ -227,31 +228,30 @@ class PerfettoExporter {
   void KernelArgsJson(uint32_t index) {
     const std::optional<KernelArgs> args = trace_.kernel_args(index);
     if (!args) return;
-    if (args->has_grid()) {
-      json_.Raw(",\"grid\":[");
-      json_.UInt(args->grid[0]); json_.Char(','); json_.UInt(args->grid[1]); json_.Char(','); json_.UInt(args->grid[2]);
-      json_.Raw("],\"block\":[");
-      json_.UInt(args->block[0]); json_.Char(','); json_.UInt(args->block[1]); json_.Char(','); json_.UInt(args->block[2]);
-      json_.Raw("]");
-    }
-    auto integer = [&](const char* key, int64_t value) {
-      if (value < 0) return;
-      json_.Raw(key);
-      json_.Int(value);
+    struct Fields {
+      PerfettoExporter& exporter;
+      void Key(KernelArgField field) {
+        exporter.json_.Raw(",\"");
+        exporter.json_.Raw(KernelArgKey(field));
+        exporter.json_.Raw("\":");
+      }
+      void Triple(KernelArgField field, const uint32_t* v) {
+        Key(field);
+        exporter.json_.Char('[');
+        exporter.json_.UInt(v[0]), exporter.json_.Char(','), exporter.json_.UInt(v[1]), exporter.json_.Char(',');
+        exporter.json_.UInt(v[2]);
+        exporter.json_.Char(']');
+      }
+      void Integer(KernelArgField field, int64_t value) {
+        Key(field);
+        exporter.json_.Int(value);
+      }
+      void Real(KernelArgField field, float value) {
+        Key(field);
+        exporter.Float(value);
+      }
     };
-    auto real = [&](const char* key, float value) {
-      if (!(value >= 0)) return;
-      json_.Raw(key);
-      Float(value);
-    };
-    integer(",\"registers per thread\":", args->registers_per_thread);
-    integer(",\"shared memory\":", args->shared_memory_bytes);
-    real(",\"blocks per SM\":", args->blocks_per_sm);
-    real(",\"warps per SM\":", args->warps_per_sm);
-    real(",\"est. achieved occupancy %\":", args->occupancy_percent);
-    integer(",\"device\":", args->device);
-    integer(",\"stream\":", args->stream);
-    integer(",\"correlation\":", args->correlation);
+    VisitKernelArgs(*args, Fields{*this});
   }
 
   // Free-form arguments (XSpace stats, Perfetto debug annotations, the PyTorch profiler's event

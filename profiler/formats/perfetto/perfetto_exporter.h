@@ -14,6 +14,7 @@
 
 #include "profiler/formats/common/proto_wire.h"
 #include "profiler/formats/perfetto/perfetto_fields.h"
+#include "profiler/trace/kernel_arg_fields.h"
 #include "profiler/trace/slice_details.h"
 #include "profiler/trace/trace.h"
 
@@ -121,8 +122,11 @@ class ProtoExporter {
     kKeyInputs, kKeyMemory, kKeyOutputs, kKeyAllocators, kKeyTempMemory, kKeyPersistentMemory, kKeyCount
   };
   static constexpr std::string_view kKeyNames[kKeyCount] = {
-      "name", "grid", "block", "registers per thread", "shared memory", "blocks per SM", "warps per SM",
-      "est. achieved occupancy %", "device", "stream", "correlation", "bytes", "memory bandwidth (GB/s)",
+      "name", KernelArgKey(KernelArgField::kGrid), KernelArgKey(KernelArgField::kBlock),
+      KernelArgKey(KernelArgField::kRegisters), KernelArgKey(KernelArgField::kSharedMemory),
+      KernelArgKey(KernelArgField::kBlocksPerSm), KernelArgKey(KernelArgField::kWarpsPerSm),
+      KernelArgKey(KernelArgField::kOccupancy), KernelArgKey(KernelArgField::kDevice),
+      KernelArgKey(KernelArgField::kStream), KernelArgKey(KernelArgField::kCorrelation), "bytes", "memory bandwidth (GB/s)",
       "label", "kind", "output shapes", "inputs", "memory", perfetto_fields::kOutputsKey,
       perfetto_fields::kAllocatorsKey, perfetto_fields::kTempMemoryKey, perfetto_fields::kPersistentMemoryKey};
 

@@ -19,6 +19,7 @@
 
 #include "profiler/formats/common/proto_wire.h"
 #include "profiler/formats/perfetto/perfetto_fields.h"
+#include "profiler/trace/kernel_arg_fields.h"
 #include "profiler/trace/slice_details.h"
 
 namespace stepscope::trace::perfetto_internal {
@@ -175,18 +176,15 @@ void ProtoExporter::CollectArgs(uint32_t index, const Slice& s) {
   }
   const std::optional<KernelArgs> k = KernelOf(index);
   if (k) {
-    if (k->has_grid()) {
-      AddInline(kKeyGrid, Triple(k->grid));
-      AddInline(kKeyBlock, Triple(k->block));
-    }
-    if (k->registers_per_thread >= 0) AddInt(kKeyRegisters, k->registers_per_thread);
-    if (k->shared_memory_bytes >= 0) AddInt(kKeyShared, k->shared_memory_bytes);
-    if (k->blocks_per_sm >= 0) AddDouble(kKeyBlocksPerSm, k->blocks_per_sm);
-    if (k->warps_per_sm >= 0) AddDouble(kKeyWarpsPerSm, k->warps_per_sm);
-    if (k->occupancy_percent >= 0) AddDouble(kKeyOccupancy, k->occupancy_percent);
-    if (k->device >= 0) AddInt(kKeyDevice, k->device);
-    if (k->stream >= 0) AddInt(kKeyStream, k->stream);
-    if (k->correlation >= 0) AddInt(kKeyCorrelation, k->correlation);
+    // The field list's order is the Key enum's, from kKeyGrid on.
+    struct Fields {
+      ProtoExporter& exporter;
+      static Key KeyOf(KernelArgField field) { return static_cast<Key>(kKeyGrid + static_cast<int>(field)); }
+      void Triple(KernelArgField field, const uint32_t* v) { exporter.AddInline(KeyOf(field), exporter.Triple(v)); }
+      void Integer(KernelArgField field, int64_t value) { exporter.AddInt(KeyOf(field), value); }
+      void Real(KernelArgField field, float value) { exporter.AddDouble(KeyOf(field), value); }
+    };
+    VisitKernelArgs(*k, Fields{*this});
   }
   const TransferArgs* t = TransferOf(index);
   if (t != nullptr) {
