@@ -83,8 +83,10 @@ DocumentView::DocumentView(std::shared_ptr<const TraceDocument> document, QWidge
     connect(dock, &QDockWidget::topLevelChanged, dock, [dock, no_title](bool floating) {
       dock->setTitleBarWidget(floating ? nullptr : no_title);
     });
-    connect(dock, &QDockWidget::visibilityChanged, pane, [pane](bool visible) {
-      if (visible) pane->Shown();
+    connect(dock, &QDockWidget::visibilityChanged, pane, [this, pane, id = spec.id](bool visible) {
+      if (!visible) return;
+      current_pane_ = id;
+      pane->Shown();
     });
   }
   ResetLayout();
@@ -176,6 +178,7 @@ bool DocumentView::RestoreLayout(const QByteArray& layout) {
 }
 
 void DocumentView::ShowPane(PaneId pane) {
+  current_pane_ = pane;
   QDockWidget* dock = docks_by_id_[pane];
   dock->show();
   dock->raise();

@@ -60,6 +60,8 @@ class DocumentView : public QMainWindow, public PaneHost {
   P* pane() const {
     return static_cast<P*>(pane(P::kId));
   }
+  // The pane last brought to the front, by ShowPane or by a click on its tab.
+  PaneId current_pane() const { return current_pane_; }
   // The dock holding a pane (its title is the pane table's; its object name "pane-NAME").
   QDockWidget* dock(PaneId id) const { return docks_by_id_[id]; }
 
@@ -101,6 +103,7 @@ class DocumentView : public QMainWindow, public PaneHost {
   QLabel* truncation_banner_ = nullptr;
   std::vector<Pane*> panes_by_id_;         // indexed by PaneId (owned as QObject children)
   std::vector<QDockWidget*> docks_by_id_;  // indexed by PaneId
+  PaneId current_pane_ = kDefaultPane;
   bool auto_size_ = true;                  // the docks keep their starting shares (SizeDocks)
 };
 

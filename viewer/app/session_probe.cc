@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <QApplication>
+#include <QDockWidget>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -19,7 +20,6 @@
 #include <QSocketNotifier>
 #include <QStatusBar>
 #include <QTabBar>
-#include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
 #include <csignal>
@@ -28,6 +28,7 @@
 
 #include "viewer/app/document_view.h"
 #include "viewer/app/main_window.h"
+#include "viewer/panes/pane_table.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
 
@@ -134,18 +135,30 @@ QJsonObject DescribeTimeline(const DocumentView& view) {
   return out;
 }
 
+// Each pane's dock: its tab (where to click it; the dock itself when it has no tab), whether it
+// is on screen, and its page; `current` is the pane last brought to the front.
 QJsonObject DescribePanes(const DocumentView& view) {
-  const QTabWidget* panes = view.panes();
-  QJsonArray tabs;
-  for (int i = 0; i < panes->count(); ++i) {
-    QJsonObject tab = Rect(panes->tabBar(), panes->tabBar()->tabRect(i));
-    tab["title"] = panes->tabText(i);
-    tab["visible"] = panes->tabBar()->isVisible();
+  const QList<QTabBar*> bars = view.findChildren<QTabBar*>(QString(), Qt::FindDirectChildrenOnly);
+  QJsonArray tabs, in_front;
+  for (const PaneSpec& spec : PaneTable()) {
+    const QDockWidget* dock = view.dock(spec.id);
+    if (dock->isHidden()) continue;
+    QJsonObject tab = WidgetRect(dock);
+    for (const QTabBar* bar : bars) {
+      for (int i = 0; bar->isVisible() && i < bar->count(); ++i) {
+        if (bar->tabText(i) == dock->windowTitle()) tab = Rect(bar, bar->tabRect(i));
+      }
+    }
+    tab["title"] = dock->windowTitle();
+    tab["visible"] = true;
+    tab["in_front"] = view.PaneInFront(spec.id);
+    tab["page"] = WidgetRect(dock->widget());
+    if (view.PaneInFront(spec.id)) in_front.append(dock->windowTitle());
     tabs.append(tab);
   }
-  QJsonObject out{{"tabs", tabs}, {"current", panes->tabText(panes->currentIndex())}};
-  if (const QWidget* page = panes->currentWidget()) out["page"] = WidgetRect(page);
-  return out;
+  const QDockWidget* current = view.dock(view.current_pane());
+  return QJsonObject{{"tabs", tabs}, {"in_front", in_front}, {"current", current->windowTitle()},
+                     {"page", WidgetRect(current->widget())}};
 }
 
 QJsonObject DescribeWindow(MainWindow& window) {

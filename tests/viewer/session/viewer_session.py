@@ -425,10 +425,12 @@ class Session:
         for tab in self.state["panes"]["tabs"]:
             title = tab["title"]
             self.hands.click_rect(tab)
-            self.state = self.viewer.wait_for("the %s pane to open" % title, lambda s: s["panes"]["current"] == title)
+            # The panes dock in groups (below and right of the timeline): one in front per group.
+            self.state = self.viewer.wait_for("the %s pane to open" % title, lambda s: title in s["panes"]["in_front"])
             docs_name = "pane-" + re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
             shot = self.shot(docs_name, docs_name=None if title in UNDOCUMENTED_PANES else docs_name)
-            check_not_blank(shot, self.state["panes"]["page"], "the %s pane" % title)
+            page = next(t["page"] for t in self.state["panes"]["tabs"] if t["title"] == title)
+            check_not_blank(shot, page, "the %s pane" % title)
             opened.append(title)
         check_timeline(shot, self.state)
         return ", ".join(opened)
