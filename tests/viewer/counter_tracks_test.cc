@@ -12,6 +12,7 @@
 #include "base/units.h"
 #include "profiler/analysis/gpu_analyses.h"
 #include "profiler/analysis/memory_report.h"
+#include "profiler/testing/synthetic_trace.h"
 #include "tests/test_util.h"
 #include "viewer/load/document.h"
 #include "viewer/panes/pane_table.h"
@@ -223,6 +224,25 @@ class CounterTracksTest : public QObject {
     // A frame with the counters shown paints without touching a slice's row.
     QImage image(view.size(), QImage::Format_RGB32);
     view.render(&image);
+  }
+
+  void SyntheticTraceHasAMemoryTrackForTheBench() {
+    const trace::Trace trace = synthetic::MakeSyntheticTrace(200'000);
+    const auto memory = analysis::ComputeMemoryTimelines(trace);
+    QCOMPARE(memory.size(), size_t{1});
+    const CounterTracks counters = BuildCounterTracks(trace, memory);
+    const CounterTrack* track = FindTrack(counters, CounterTrack::Kind::kMemory,
+                                          static_cast<uint32_t>(memory[0].device_track), "GPU_0_bfc");
+    QVERIFY(track != nullptr);
+    QCOMPARE(std::string(trace.str(trace.tracks()[track->track].name)), std::string("GPU:0"));
+    QCOMPARE(track->peak, memory[0].peak_bytes);
+    QVERIFY(track->samples.size() > 1000);
+    const TimeMapping whole(0, static_cast<double>(trace.span_end_ns()) + 1, 1600);
+    std::vector<CounterColumn> columns;
+    track->Columns(whole, &columns);
+    QCOMPARE(CounterPainter::MaxOf(columns), static_cast<double>(memory[0].peak_bytes));
+    // The GPU's other tracks are there too, and nothing else: the trace carries no other counter.
+    QCOMPARE(counters.tracks().size(), size_t{4});
   }
 
   void KinetoTraceShowsLaunchDelayQueueAndUtilisation() {

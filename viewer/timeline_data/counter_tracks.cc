@@ -8,7 +8,6 @@
 #include <limits>
 #include <map>
 #include <numeric>
-#include <set>
 
 #include "base/units.h"
 #include "profiler/analysis/gpu_work.h"
@@ -294,9 +293,7 @@ void AddGpuTracks(const trace::Trace& trace, std::vector<CounterTrack>* out) {
 CounterTracks BuildCounterTracks(const trace::Trace& trace, const std::vector<analysis::AllocatorTimeline>& memory) {
   std::vector<CounterTrack> tracks;
   if (trace.tracks().empty()) return CounterTracks();
-  std::set<std::string> allocators;
   for (const analysis::AllocatorTimeline& timeline : memory) {
-    allocators.insert(timeline.allocator);
     CounterTrack track;
     track.kind = CounterTrack::Kind::kMemory;
     track.track = OwnerTrack(trace, timeline.device_track);
@@ -314,10 +311,11 @@ CounterTracks BuildCounterTracks(const trace::Trace& trace, const std::vector<an
     tracks.push_back(std::move(track));
   }
   AddGpuTracks(trace, &tracks);
-  // The trace's other counters; its allocator counters are the memory tracks already.
+  // The trace's other counters: every one in bytes is an allocator's, a memory track already
+  // (ComputeMemoryTimelines takes them all).
   for (const trace::CounterSeries& series : trace.counters()) {
     const std::string name(trace.str(series.name));
-    if (series.ts_ns.empty() || (series.unit == "bytes" && allocators.count(name) > 0)) continue;
+    if (series.ts_ns.empty() || series.unit == "bytes") continue;
     std::vector<size_t> order(series.ts_ns.size());
     std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return series.ts_ns[a] < series.ts_ns[b]; });
