@@ -47,17 +47,23 @@ class CounterTracksTest : public QObject {
  private slots:
   void DecimatedMaxOverAWindowEqualsTheRawMax() {
     std::mt19937 random(11);
-    for (const bool step : {true, false}) {
+    // Wide: values past 32 bits and gaps past 2^32 ns, which the counter keeps at full width.
+    for (const auto& [step, wide] : {std::pair{true, false}, {false, false}, {true, true}, {false, true}}) {
       std::vector<int64_t> times, values;
       int64_t clock = 0;
       for (int i = 0; i < 100'000; ++i) {
-        clock += 1 + static_cast<int64_t>(random() % 200);
+        clock += 1 + static_cast<int64_t>(random() % 200) + (wide && i % 5000 == 0 ? int64_t{10'000'000'000} : 0);
         times.push_back(clock);
-        values.push_back(static_cast<int64_t>(random() % 1'000'000) - 1000);
+        values.push_back((static_cast<int64_t>(random() % 1'000'000) - 1000) * (wide ? int64_t{1} << 33 : 1));
       }
       const SampledCounter counter(times, values, step);
+      for (size_t k = 0; k < times.size(); k += 997) {
+        QCOMPARE(counter.time(k), times[k]);
+        QCOMPARE(counter.value(k), values[k]);
+      }
+      std::uniform_real_distribution<double> uniform(0, static_cast<double>(clock));
       for (int trial = 0; trial < 300; ++trial) {
-        const double begin = static_cast<double>(random() % static_cast<uint64_t>(clock));
+        const double begin = std::floor(uniform(random));
         const double end = begin + static_cast<double>(random() % (trial % 3 == 0 ? 100u : 3'000'000u));
         // Brute force: every sample in [begin, end) and, for a step counter, the level entering it.
         bool any = false;
@@ -146,7 +152,7 @@ class CounterTracksTest : public QObject {
     for (const CounterTrack& t : counters.tracks()) {
       if (t.kind == CounterTrack::Kind::kUtilization) ++utilisation_tracks;
       if (t.kind != CounterTrack::Kind::kLaunchDelay) continue;
-      for (size_t k = 0; k < t.samples.size(); ++k) delays.emplace_back(t.samples.times()[k], t.samples.values()[k]);
+      for (size_t k = 0; k < t.samples.size(); ++k) delays.emplace_back(t.samples.time(k), t.samples.value(k));
     }
     QCOMPARE(utilisation_tracks, static_cast<int>(breakdown.size()));
     for (const analysis::GpuBreakdown& gpu : breakdown) {
@@ -169,7 +175,7 @@ class CounterTracksTest : public QObject {
     for (const CounterTrack& t : counters.tracks()) {
       if (t.kind != CounterTrack::Kind::kQueue) continue;
       QVERIFY(t.peak >= 1);
-      QCOMPARE(t.samples.values().back(), int64_t{0});
+      QCOMPARE(t.samples.value(t.samples.size() - 1), int64_t{0});
     }
 
     // The rows: each counter under its device's header, gone when the device collapses or the
@@ -289,7 +295,7 @@ class CounterTracksTest : public QObject {
     QCOMPARE(memory->peak, int64_t{12288});
     QVERIFY(occupancy != nullptr);
     QCOMPARE(occupancy->peak, int64_t{75});
-    QCOMPARE(occupancy->samples.LevelAt(static_cast<double>(occupancy->samples.times()[0])), int64_t{40});
+    QCOMPARE(occupancy->samples.LevelAt(static_cast<double>(occupancy->samples.time(0))), int64_t{40});
   }
 };
 
