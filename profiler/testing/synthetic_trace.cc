@@ -20,6 +20,16 @@ constexpr int kOpTypes = 120;
 constexpr int kNodeNames = 5000;
 constexpr int kCpuLanes = 4;
 constexpr int kGpuStreams = 4;
+// The GPU allocator's bytes in use, sampled every this many kernels: it grows through a forward
+// pass and shrinks through the backward one (512 samples a step), with a workspace spike now and
+// then, so that memory tracks and charts have a curve of any length to draw.
+constexpr int64_t kKernelsPerMemorySample = 32;
+int64_t SyntheticBytesInUse(int64_t sample) {
+  const int64_t phase = sample % 512;
+  const int64_t activations = phase < 256 ? phase : 512 - phase;
+  const int64_t spike = sample % 97 == 0 ? (int64_t{512} << 20) : 0;
+  return (int64_t{1} << 30) + activations * (int64_t{8} << 20) + spike;
+}
 
 }  // namespace
 
@@ -85,6 +95,11 @@ trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed) {
   // Two passes over the same random sequence: the first counts each track's slices, the second
   // writes every slice at its place in track order, as our protobuf reader does, so the builder
   // has nothing to reorder (at 10^8 slices a reorder is a second 3.2 GB array to fill).
+  trace::CounterSeries memory;
+  memory.name = builder.Intern("GPU_0_bfc");
+  memory.track = static_cast<int32_t>(gpu);
+  memory.unit = "bytes";
+  memory.origin = "synthetic";
   std::vector<uint32_t> track_next(builder.tracks().size(), 0);
   std::vector<uint32_t> track_count(builder.tracks().size(), 0);
   auto run = [&](bool place) {
@@ -95,6 +110,7 @@ trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed) {
     const int64_t epoch = 1'700'000'000'000'000'000;
     std::vector<int64_t> cpu_clock(kCpuLanes, epoch), gpu_clock(kGpuStreams, epoch + 20'000);
     std::vector<uint32_t> recent_cpu_ops;  // launch sources for kernels
+    int64_t kernels_placed = 0;
     auto add = [&](uint32_t track, int64_t start, int64_t dur, int node, trace::SliceKind kind) -> uint32_t {
       if (!place) {
         ++track_count[track];
@@ -147,6 +163,11 @@ trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed) {
                                     static_cast<int>(uniform(0, kNodeNames - 1)), trace::SliceKind::kKernel);
         ++added;
         gpu_clock[stream] = start + dur;
+        // No random draw here: the slices stay the same with or without the memory curve.
+        if (place && ++kernels_placed % kKernelsPerMemorySample == 0) {
+          memory.ts_ns.push_back(start);
+          memory.values.push_back(SyntheticBytesInUse(kernels_placed / kKernelsPerMemorySample));
+        }
         if (!recent_cpu_ops.empty() && uniform(0, 3) == 0) {
           if (place) builder.AddFlow(recent_cpu_ops.back(), kernel, trace::FlowKind::kLaunch);
         }
@@ -159,6 +180,7 @@ trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed) {
     track_next[t] = t == 0 ? first : track_next[t - 1] + track_count[t - 1];
   }
   run(/*place=*/true);
+  if (!memory.ts_ns.empty()) builder.AddCounter(std::move(memory));
   builder.SetSource(trace::SourceFormat::kSynthetic, "synthetic:" + std::to_string(slice_count));
   return std::move(builder).Build();
 }

@@ -12,6 +12,7 @@
 #include "base/units.h"
 #include "profiler/analysis/gpu_analyses.h"
 #include "profiler/analysis/memory_report.h"
+#include "profiler/testing/synthetic_trace.h"
 #include "tests/test_util.h"
 #include "viewer/load/document.h"
 #include "viewer/panes/pane_table.h"
@@ -46,17 +47,23 @@ class CounterTracksTest : public QObject {
  private slots:
   void DecimatedMaxOverAWindowEqualsTheRawMax() {
     std::mt19937 random(11);
-    for (const bool step : {true, false}) {
+    // Wide: values past 32 bits and gaps past 2^32 ns, which the counter keeps at full width.
+    for (const auto& [step, wide] : {std::pair{true, false}, {false, false}, {true, true}, {false, true}}) {
       std::vector<int64_t> times, values;
       int64_t clock = 0;
       for (int i = 0; i < 100'000; ++i) {
-        clock += 1 + static_cast<int64_t>(random() % 200);
+        clock += 1 + static_cast<int64_t>(random() % 200) + (wide && i % 5000 == 0 ? int64_t{10'000'000'000} : 0);
         times.push_back(clock);
-        values.push_back(static_cast<int64_t>(random() % 1'000'000) - 1000);
+        values.push_back((static_cast<int64_t>(random() % 1'000'000) - 1000) * (wide ? int64_t{1} << 33 : 1));
       }
       const SampledCounter counter(times, values, step);
+      for (size_t k = 0; k < times.size(); k += 997) {
+        QCOMPARE(counter.time(k), times[k]);
+        QCOMPARE(counter.value(k), values[k]);
+      }
+      std::uniform_real_distribution<double> uniform(0, static_cast<double>(clock));
       for (int trial = 0; trial < 300; ++trial) {
-        const double begin = static_cast<double>(random() % static_cast<uint64_t>(clock));
+        const double begin = std::floor(uniform(random));
         const double end = begin + static_cast<double>(random() % (trial % 3 == 0 ? 100u : 3'000'000u));
         // Brute force: every sample in [begin, end) and, for a step counter, the level entering it.
         bool any = false;
@@ -145,7 +152,7 @@ class CounterTracksTest : public QObject {
     for (const CounterTrack& t : counters.tracks()) {
       if (t.kind == CounterTrack::Kind::kUtilization) ++utilisation_tracks;
       if (t.kind != CounterTrack::Kind::kLaunchDelay) continue;
-      for (size_t k = 0; k < t.samples.size(); ++k) delays.emplace_back(t.samples.times()[k], t.samples.values()[k]);
+      for (size_t k = 0; k < t.samples.size(); ++k) delays.emplace_back(t.samples.time(k), t.samples.value(k));
     }
     QCOMPARE(utilisation_tracks, static_cast<int>(breakdown.size()));
     for (const analysis::GpuBreakdown& gpu : breakdown) {
@@ -168,7 +175,7 @@ class CounterTracksTest : public QObject {
     for (const CounterTrack& t : counters.tracks()) {
       if (t.kind != CounterTrack::Kind::kQueue) continue;
       QVERIFY(t.peak >= 1);
-      QCOMPARE(t.samples.values().back(), int64_t{0});
+      QCOMPARE(t.samples.value(t.samples.size() - 1), int64_t{0});
     }
 
     // The rows: each counter under its device's header, gone when the device collapses or the
@@ -225,6 +232,25 @@ class CounterTracksTest : public QObject {
     view.render(&image);
   }
 
+  void SyntheticTraceHasAMemoryTrackForTheBench() {
+    const trace::Trace trace = synthetic::MakeSyntheticTrace(200'000);
+    const auto memory = analysis::ComputeMemoryTimelines(trace);
+    QCOMPARE(memory.size(), size_t{1});
+    const CounterTracks counters = BuildCounterTracks(trace, memory);
+    const CounterTrack* track = FindTrack(counters, CounterTrack::Kind::kMemory,
+                                          static_cast<uint32_t>(memory[0].device_track), "GPU_0_bfc");
+    QVERIFY(track != nullptr);
+    QCOMPARE(std::string(trace.str(trace.tracks()[track->track].name)), std::string("GPU:0"));
+    QCOMPARE(track->peak, memory[0].peak_bytes);
+    QVERIFY(track->samples.size() > 1000);
+    const TimeMapping whole(0, static_cast<double>(trace.span_end_ns()) + 1, 1600);
+    std::vector<CounterColumn> columns;
+    track->Columns(whole, &columns);
+    QCOMPARE(CounterPainter::MaxOf(columns), static_cast<double>(memory[0].peak_bytes));
+    // The GPU's other tracks are there too, and nothing else: the trace carries no other counter.
+    QCOMPARE(counters.tracks().size(), size_t{4});
+  }
+
   void KinetoTraceShowsLaunchDelayQueueAndUtilisation() {
     const auto document = Open(testing::DataPath("pytorch_kineto_alexnet_train.json.gz"));
     const auto analysis = AnalyseDocument(*document);
@@ -269,7 +295,7 @@ class CounterTracksTest : public QObject {
     QCOMPARE(memory->peak, int64_t{12288});
     QVERIFY(occupancy != nullptr);
     QCOMPARE(occupancy->peak, int64_t{75});
-    QCOMPARE(occupancy->samples.LevelAt(static_cast<double>(occupancy->samples.times()[0])), int64_t{40});
+    QCOMPARE(occupancy->samples.LevelAt(static_cast<double>(occupancy->samples.time(0))), int64_t{40});
   }
 };
 

@@ -112,8 +112,10 @@ class ViewTest : public QObject {
     QCOMPARE(hosts, 1);
     QCOMPARE(devices, 2);  // CPU:0 and GPU:0
     QCOMPARE(repeat_lanes, 2);  // /device:GPU:0/stream:all and /device:GPU:0/memcpy
-    QCOMPARE(timeline->row_count(), hosts + devices + lanes);
-    QCOMPARE(timeline->row_count(), 16);
+    // And the counter tracks (memory, GPU utilisation, ...), kCounterRows rows each.
+    const int counter_rows = TrackLayout::kCounterRows * static_cast<int>(timeline->layout().counter_count());
+    QCOMPARE(timeline->row_count(), hosts + devices + lanes + counter_rows);
+    QCOMPARE(timeline->row_count() - counter_rows, 16);
   }
 
   void KnownSlicesArePainted() {

@@ -265,6 +265,10 @@ int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, in
   Print(QStringLiteral("timeline index and colours: %1 MB (%2 bytes/slice)")
             .arg(static_cast<double>(document->extra_bytes()) / 1e6, 0, 'f', 1)
             .arg(static_cast<double>(document->extra_bytes()) / slices, 0, 'f', 1));
+  const size_t counter_bytes = view->analysis()->counter_tracks ? view->analysis()->counter_tracks->bytes() : 0;
+  Print(QStringLiteral("counter tracks: %1 MB (%2 bytes/slice)")
+            .arg(static_cast<double>(counter_bytes) / 1e6, 0, 'f', 1)
+            .arg(static_cast<double>(counter_bytes) / slices, 0, 'f', 2));
   Print(QStringLiteral("a selection's flows: %1 ms (%2 of %3 flows, found by a scan)")
             .arg(flows_ms, 0, 'f', 2)
             .arg(selected_flows)

@@ -192,7 +192,7 @@ bool DocumentView::PaneInFront(PaneId pane) const {
 
 void DocumentView::SetAnalysis(std::shared_ptr<const DocumentAnalysis> analysis) {
   analysis_ = std::move(analysis);
-  if (!getenv("K_NO_COUNTERS")) timeline_->SetCounterTracks(analysis_->counter_tracks);
+  timeline_->SetCounterTracks(analysis_->counter_tracks);
   for (const PaneSpec& spec : PaneTable()) {
     if (spec.analyse != nullptr) panes_by_id_[spec.id]->ShowAnalysis(analysis_);
   }

@@ -8,7 +8,6 @@
 #include <limits>
 #include <map>
 #include <numeric>
-#include <set>
 
 #include "base/units.h"
 #include "profiler/analysis/gpu_work.h"
@@ -18,17 +17,43 @@ namespace stepscope::viewer {
 // ---- SampledCounter ------------------------------------------------------------------------
 
 SampledCounter::SampledCounter(std::vector<int64_t> times, std::vector<int64_t> values, bool step)
-    : times_(std::move(times)), values_(std::move(values)), step_(step) {
+    : size_(times.size()), step_(step) {
+  // Times as offsets from their block's first (4 bytes a sample) unless a block spans more than
+  // 2^32 ns; values in 4 bytes when they all fit. A launch-delay track holds a sample per launch.
+  bool narrow_times = true;
+  for (size_t b = 0; b < size_; b += kFanout) {
+    const size_t end = std::min(size_, b + kFanout);
+    narrow_times = narrow_times && times[end - 1] - times[b] <= std::numeric_limits<uint32_t>::max();
+  }
+  if (narrow_times) {
+    block_base_.reserve((size_ + kFanout - 1) / kFanout);
+    offsets_.resize(size_);
+    for (size_t i = 0; i < size_; ++i) {
+      if (i % kFanout == 0) block_base_.push_back(times[i]);
+      offsets_[i] = static_cast<uint32_t>(times[i] - block_base_.back());
+    }
+  } else {
+    wide_times_ = std::move(times);
+    wide_times_.shrink_to_fit();
+  }
+  const bool narrow_values = std::all_of(values.begin(), values.end(), [](int64_t v) {
+    return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+  });
+  if (narrow_values) {
+    narrow_values_.assign(values.begin(), values.end());
+  } else {
+    wide_values_ = std::move(values);
+    wide_values_.shrink_to_fit();
+  }
   // Level 0 from the samples, each further level from the one below.
-  const auto* below_values = &values_;
   std::vector<std::pair<int64_t, int64_t>>* below = nullptr;
-  while ((below == nullptr ? below_values->size() : below->size()) > kFanout) {
-    const size_t count = below == nullptr ? below_values->size() : below->size();
+  while ((below == nullptr ? size_ : below->size()) > kFanout) {
+    const size_t count = below == nullptr ? size_ : below->size();
     std::vector<std::pair<int64_t, int64_t>> level((count + kFanout - 1) / kFanout);
     for (size_t b = 0; b < level.size(); ++b) {
       int64_t low = std::numeric_limits<int64_t>::max(), high = std::numeric_limits<int64_t>::min();
       for (size_t i = b * kFanout; i < std::min(count, (b + 1) * kFanout); ++i) {
-        const auto [l, h] = below == nullptr ? std::pair{(*below_values)[i], (*below_values)[i]} : (*below)[i];
+        const auto [l, h] = below == nullptr ? std::pair{value(i), value(i)} : (*below)[i];
         low = std::min(low, l);
         high = std::max(high, h);
       }
@@ -39,13 +64,25 @@ SampledCounter::SampledCounter(std::vector<int64_t> times, std::vector<int64_t> 
   }
 }
 
+size_t SampledCounter::FirstAtOrAfter(double t, size_t low, size_t high) const {
+  while (low < high) {
+    const size_t mid = low + (high - low) / 2;
+    if (static_cast<double>(time(mid)) < t) {
+      low = mid + 1;
+    } else {
+      high = mid;
+    }
+  }
+  return low;
+}
+
 std::pair<int64_t, int64_t> SampledCounter::Extent(size_t first, size_t last) const {
   int64_t low = std::numeric_limits<int64_t>::max(), high = std::numeric_limits<int64_t>::min();
   // Units of `width` samples at level `level` (-1: the samples). At each level only the partial
   // blocks at both ends are read one by one; whole blocks go up a level.
   auto scan = [&](int level, size_t width, size_t from, size_t to) {
     for (size_t u = from / width; u < to / width; ++u) {
-      const auto [l, h] = level < 0 ? std::pair{values_[u], values_[u]} : levels_[static_cast<size_t>(level)][u];
+      const auto [l, h] = level < 0 ? std::pair{value(u), value(u)} : levels_[static_cast<size_t>(level)][u];
       low = std::min(low, l);
       high = std::max(high, h);
     }
@@ -72,7 +109,7 @@ std::pair<int64_t, int64_t> SampledCounter::Extent(size_t first, size_t last) co
 CounterColumn SampledCounter::Column(size_t first, size_t last) const {
   CounterColumn column;
   if (step_) {
-    const int64_t carried = first == 0 ? 0 : values_[first - 1];
+    const int64_t carried = first == 0 ? 0 : value(first - 1);
     column = {static_cast<double>(carried), static_cast<double>(carried), true};
   }
   if (last > first) {
@@ -85,46 +122,46 @@ CounterColumn SampledCounter::Column(size_t first, size_t last) const {
 }
 
 CounterColumn SampledCounter::Window(double begin_ns, double end_ns) const {
-  auto first_at = [&](double t) {
-    return static_cast<size_t>(std::partition_point(times_.begin(), times_.end(),
-                                                    [t](int64_t x) { return static_cast<double>(x) < t; }) -
-                               times_.begin());
-  };
-  return Column(first_at(begin_ns), first_at(end_ns));
+  return Column(FirstAtOrAfter(begin_ns, 0, size_), FirstAtOrAfter(end_ns, 0, size_));
 }
 
 void SampledCounter::Columns(const TimeMapping& mapping, std::vector<CounterColumn>* out) const {
   const size_t columns = static_cast<size_t>(std::ceil(mapping.width_px()));
   out->resize(columns);
-  auto before = [](double t) { return [t](int64_t x) { return static_cast<double>(x) < t; }; };
-  size_t first = static_cast<size_t>(
-      std::partition_point(times_.begin(), times_.end(), before(mapping.PxToNs(0))) - times_.begin());
+  size_t first = FirstAtOrAfter(mapping.PxToNs(0), 0, size_);
   for (size_t c = 0; c < columns; ++c) {
     const double end = mapping.PxToNs(static_cast<double>(c + 1));
     // Gallop: samples before `low` are inside the column; double the step until one is past it.
     size_t low = first, high = first, step = 1;
-    while (high < times_.size() && static_cast<double>(times_[high]) < end) {
+    while (high < size_ && static_cast<double>(time(high)) < end) {
       low = high + 1;
-      high = std::min(times_.size(), high + step);
+      high = std::min(size_, high + step);
       step *= 2;
     }
-    const size_t last = static_cast<size_t>(
-        std::partition_point(times_.begin() + static_cast<std::ptrdiff_t>(low),
-                             times_.begin() + static_cast<std::ptrdiff_t>(std::max(low, high)), before(end)) -
-        times_.begin());
+    const size_t last = FirstAtOrAfter(end, low, std::max(low, high));
     (*out)[c] = Column(first, last);
     first = last;
   }
 }
 
 int64_t SampledCounter::LevelAt(double time_ns) const {
-  const auto it = std::partition_point(times_.begin(), times_.end(),
-                                       [time_ns](int64_t x) { return static_cast<double>(x) <= time_ns; });
-  return it == times_.begin() ? 0 : values_[static_cast<size_t>(it - times_.begin()) - 1];
+  // The last sample at or before time_ns.
+  size_t low = 0, high = size_;
+  while (low < high) {
+    const size_t mid = low + (high - low) / 2;
+    if (static_cast<double>(time(mid)) <= time_ns) {
+      low = mid + 1;
+    } else {
+      high = mid;
+    }
+  }
+  return low == 0 ? 0 : value(low - 1);
 }
 
 size_t SampledCounter::bytes() const {
-  size_t total = (times_.capacity() + values_.capacity()) * sizeof(int64_t);
+  size_t total = block_base_.capacity() * sizeof(int64_t) + offsets_.capacity() * sizeof(uint32_t) +
+                 wide_times_.capacity() * sizeof(int64_t) + narrow_values_.capacity() * sizeof(int32_t) +
+                 wide_values_.capacity() * sizeof(int64_t);
   for (const auto& level : levels_) total += level.capacity() * sizeof(level[0]);
   return total;
 }
@@ -204,11 +241,14 @@ namespace {
 
 // The largest value of a sampled track and the first instant it is reached.
 void SetPeak(CounterTrack& track) {
-  const auto& values = track.samples.values();
-  if (values.empty()) return;
-  const size_t at = static_cast<size_t>(std::max_element(values.begin(), values.end()) - values.begin());
-  track.peak = values[at];
-  track.peak_ns = track.samples.times()[at];
+  const SampledCounter& samples = track.samples;
+  if (samples.size() == 0) return;
+  size_t at = 0;
+  for (size_t i = 1; i < samples.size(); ++i) {
+    if (samples.value(i) > samples.value(at)) at = i;
+  }
+  track.peak = samples.value(at);
+  track.peak_ns = samples.time(at);
 }
 
 uint32_t OwnerTrack(const trace::Trace& trace, int32_t track) {
@@ -294,9 +334,7 @@ void AddGpuTracks(const trace::Trace& trace, std::vector<CounterTrack>* out) {
 CounterTracks BuildCounterTracks(const trace::Trace& trace, const std::vector<analysis::AllocatorTimeline>& memory) {
   std::vector<CounterTrack> tracks;
   if (trace.tracks().empty()) return CounterTracks();
-  std::set<std::string> allocators;
   for (const analysis::AllocatorTimeline& timeline : memory) {
-    allocators.insert(timeline.allocator);
     CounterTrack track;
     track.kind = CounterTrack::Kind::kMemory;
     track.track = OwnerTrack(trace, timeline.device_track);
@@ -314,10 +352,11 @@ CounterTracks BuildCounterTracks(const trace::Trace& trace, const std::vector<an
     tracks.push_back(std::move(track));
   }
   AddGpuTracks(trace, &tracks);
-  // The trace's other counters; its allocator counters are the memory tracks already.
+  // The trace's other counters: every one in bytes is an allocator's, a memory track already
+  // (ComputeMemoryTimelines takes them all).
   for (const trace::CounterSeries& series : trace.counters()) {
     const std::string name(trace.str(series.name));
-    if (series.ts_ns.empty() || (series.unit == "bytes" && allocators.count(name) > 0)) continue;
+    if (series.ts_ns.empty() || series.unit == "bytes") continue;
     std::vector<size_t> order(series.ts_ns.size());
     std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return series.ts_ns[a] < series.ts_ns[b]; });

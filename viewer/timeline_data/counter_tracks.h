@@ -43,9 +43,9 @@ class SampledCounter {
   SampledCounter(std::vector<int64_t> times, std::vector<int64_t> values, bool step);
 
   bool step() const { return step_; }
-  size_t size() const { return times_.size(); }
-  const std::vector<int64_t>& times() const { return times_; }
-  const std::vector<int64_t>& values() const { return values_; }
+  size_t size() const { return size_; }
+  int64_t time(size_t i) const { return wide_times_.empty() ? block_base_[i / kFanout] + offsets_[i] : wide_times_[i]; }
+  int64_t value(size_t i) const { return wide_values_.empty() ? int64_t{narrow_values_[i]} : wide_values_[i]; }
   // Lowest and highest value of the samples [first, last), by the pyramid.
   std::pair<int64_t, int64_t> Extent(size_t first, size_t last) const;
   // What the counter takes in [begin_ns, end_ns): the samples in it and, for a step counter, the
@@ -61,9 +61,16 @@ class SampledCounter {
  private:
   // The column [first, last) of samples with the level entering it.
   CounterColumn Column(size_t first, size_t last) const;
+  // The first sample in [low, high) at or after t (high when none).
+  size_t FirstAtOrAfter(double t, size_t low, size_t high) const;
 
-  std::vector<int64_t> times_, values_;
+  size_t size_ = 0;
   bool step_ = true;
+  std::vector<int64_t> block_base_;   // per kFanout samples, the first one's time
+  std::vector<uint32_t> offsets_;     // each sample's time after its block's first
+  std::vector<int64_t> wide_times_;   // instead, where a block spans more than 2^32 ns
+  std::vector<int32_t> narrow_values_;
+  std::vector<int64_t> wide_values_;  // instead, where a value does not fit 32 bits
   // levels_[k]: per block of kFanout^(k+1) samples its (min, max).
   std::vector<std::vector<std::pair<int64_t, int64_t>>> levels_;
 };
