@@ -281,8 +281,8 @@ std::string ElideMiddle(std::string_view text, size_t max_chars, ElidePath path)
   while (tail_from > 0 && joint(tail_from)) --tail_from;
   if (joint(tail_from) || tail_length(tail_from) + 1 > max_chars) tail_from = slashes.size() - 1;
   if (tail_length(tail_from) + 1 > max_chars) {
-    const std::string_view last = text.substr(slashes.back() + 1);
-    return max_chars >= 8 ? std::string(kEllipsis) + "/" + ElidePlain(last, max_chars - 2) : ElidePlain(text, max_chars);
+    // Not even "…/" and the last component fit: the last component alone, cut in its middle.
+    return ElidePlain(text.substr(slashes.back() + 1), max_chars);
   }
   // The first non-empty component ("/job:localhost" for a path from the root).
   size_t head_to = slashes[0] == 0 && slashes.size() > 1 ? 1 : 0;

@@ -48,8 +48,8 @@ size_t Utf8Length(std::string_view text);
 // component whole where it fits, its first component where there is room, and as many trailing
 // components as fit ("gradient_tape/resnet50/conv2_block1_1_conv/Conv2D/Conv2DBackpropInput" ->
 // "gradient_tape/…/Conv2DBackpropInput"; "/job:localhost/replica:0/task:0/device:GPU:0
-// stream:7" -> "/job:localhost/…/device:GPU:0 stream:7"); other text keeps a third of its head
-// and the rest of its tail. Text that fits comes back unchanged; max_chars below 2 gives "…".
+// stream:7" -> "/job:localhost/…/device:GPU:0 stream:7"; where not even the last component fits,
+// it alone: "Con…ropInput"); other text keeps a third of its head and the rest of its tail. Text that fits comes back unchanged; max_chars below 2 gives "…".
 // ElidePath::kTail spends the room on trailing components only ("…/conv2_block1_1_conv/Conv2D/
 // Conv2DBackpropInput"): what tells apart the rows of a table whose names share head and end;
 // ElidePath::kTailText keeps as much of the end as fits, whole components or not

@@ -123,7 +123,7 @@ TEST(ElideMiddleTest, PathsKeepTheirLastComponent) {
   EXPECT_EQ(ElideMiddle(op, 45), "gradient_tape/…/Conv2D/Conv2DBackpropInput");
   EXPECT_EQ(ElideMiddle(op, 30), "…/Conv2D/Conv2DBackpropInput");
   EXPECT_EQ(ElideMiddle(op, 22), "…/Conv2DBackpropInput");
-  EXPECT_EQ(ElideMiddle(op, 12), "…/Con…pInput");
+  EXPECT_EQ(ElideMiddle(op, 12), "Con…ropInput");
   EXPECT_EQ(ElideMiddle(op, 48, ElidePath::kTail), "…/conv2_block1_1_conv/Conv2D/Conv2DBackpropInput");
   EXPECT_EQ(ElideMiddle(op, 40, ElidePath::kTailText), "…lock1_1_conv/Conv2D/Conv2DBackpropInput");
   const std::string lane = "/job:localhost/replica:0/task:0/device:GPU:0 stream:7";

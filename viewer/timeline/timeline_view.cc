@@ -696,10 +696,12 @@ const QStaticText& TimelineView::Label(trace::StringId name, uint32_t max_chars)
   if (shown == shown_names_.end()) {
     if (shown_names_.size() > 100000) shown_names_.clear();
     const std::string_view full = document_->trace().str(name);
-    shown = shown_names_.emplace(name, full_names_ ? std::string(full) : ShortKernelName(full)).first;
+    std::string text = full_names_ ? std::string(full) : ShortKernelName(full);
+    const auto length = static_cast<uint32_t>(Utf8Length(text));
+    shown = shown_names_.emplace(name, ShownName{std::move(text), length}).first;
   }
-  const std::string& text = shown->second;
-  const uint32_t chars = static_cast<uint32_t>(std::min<size_t>(Utf8Length(text), max_chars));
+  const std::string& text = shown->second.text;
+  const uint32_t chars = std::min(shown->second.chars, max_chars);
   const uint64_t key = static_cast<uint64_t>(name) << 32 | chars;
   auto it = label_cache_.find(key);
   if (it != label_cache_.end()) return it->second;

@@ -227,7 +227,11 @@ class TimelineView : public QWidget {
   QFont label_font_;
   std::unordered_map<uint64_t, QStaticText> label_cache_;  // (name, chars) -> laid-out label
   bool full_names_ = false;
-  std::unordered_map<trace::StringId, std::string> shown_names_;  // name -> its short form
+  struct ShownName {
+    std::string text;  // the short form (or the whole name)
+    uint32_t chars;    // its length in code points
+  };
+  std::unordered_map<trace::StringId, ShownName> shown_names_;
   std::shared_ptr<const CounterTracks> counters_;
   CounterPainter counter_painter_;
 };
