@@ -85,6 +85,8 @@ class TreeBuilder {
     return node;
   }
 
+  void Prefetch(uint32_t parent, uint32_t key) const { index_.Prefetch(parent, key); }
+
   // The name index of one of the trace's strings.
   uint32_t NameOfString(const Trace& trace, trace::StringId id) {
     auto [it, added] = name_of_string_.try_emplace(id, static_cast<uint32_t>(tree_.names.size()));
@@ -339,29 +341,51 @@ CallTree BottomUpTree(const CallTree& top_down) {
   tree.window_begin_ns = top_down.window_begin_ns;
   tree.window_ns = top_down.window_ns;
   tree.slices = top_down.slices;
+  const auto& nodes = top_down.nodes;
+  // Per top-down node with calls: the level from which its total counts (see below), the node
+  // whose name the next level takes (it, then its parent, ...), and its bottom-up node so far.
+  std::vector<uint32_t> active, counted_from(nodes.size(), 0), up(nodes.size(), 0), at(nodes.size(), 0);
   std::vector<uint32_t> chain;  // names from a node up to the top
-  for (uint32_t n = 1; n < top_down.nodes.size(); ++n) {
-    const CallTreeNode& leaf = top_down.nodes[n];
-    if (leaf.calls == 0) continue;
+  for (uint32_t n = 1; n < nodes.size(); ++n) {
+    if (nodes[n].calls == 0) continue;
+    active.push_back(n);
+    up[n] = n;
     chain.clear();
-    for (int32_t up = static_cast<int32_t>(n); up > 0; up = top_down.nodes[static_cast<size_t>(up)].parent) {
-      chain.push_back(top_down.nodes[static_cast<size_t>(up)].name);
+    for (int32_t a = static_cast<int32_t>(n); a > 0; a = nodes[static_cast<size_t>(a)].parent) {
+      chain.push_back(nodes[static_cast<size_t>(a)].name);
     }
     // A recursive call: an ancestor `j` up with the same chain of k + 1 names holds this node's
     // time already at the bottom-up levels 0..k, so its total counts only from level k + 1 on.
-    size_t counted_from = 0;
+    size_t from = 0;
     for (size_t j = 1; j < chain.size(); ++j) {
-      if (chain[j] == chain[0]) counted_from = std::max(counted_from, CommonChain(chain, 0, j));
+      if (chain[j] == chain[0]) from = std::max(from, CommonChain(chain, 0, j));
     }
-    uint32_t node = 0;
-    for (size_t level = 0; level < chain.size(); ++level) {
-      const uint32_t name = chain[level];
-      node = builder.Child(node, name, [name] { return name; });
-      CallTreeNode& b = tree.nodes[node];
+    counted_from[n] = static_cast<uint32_t>(from);
+  }
+  // Level by level over every top-down node at once, so the lookups a few nodes ahead, which
+  // do not depend on each other, can be prefetched.
+  constexpr size_t kAhead = 8;
+  for (uint32_t level = 0; !active.empty(); ++level) {
+    for (size_t p = 0; p < active.size(); ++p) {
+      if (p + kAhead < active.size()) {
+        const uint32_t ahead = active[p + kAhead];
+        builder.Prefetch(at[ahead], nodes[up[ahead]].name);
+      }
+      const uint32_t n = active[p];
+      const uint32_t name = nodes[up[n]].name;
+      at[n] = builder.Child(at[n], name, [name] { return name; });
+    }
+    for (size_t p = 0; p < active.size(); ++p) {
+      if (p + kAhead < active.size()) __builtin_prefetch(&tree.nodes[at[active[p + kAhead]]], 1);
+      const uint32_t n = active[p];
+      const CallTreeNode& leaf = nodes[n];
+      CallTreeNode& b = tree.nodes[at[n]];
       b.calls += leaf.calls;
       b.self_ns += leaf.self_ns;
-      if (level >= counted_from) b.total_ns += leaf.total_ns;
+      if (level >= counted_from[n]) b.total_ns += leaf.total_ns;
+      up[n] = static_cast<uint32_t>(std::max(0, nodes[up[n]].parent));
     }
+    std::erase_if(active, [&](uint32_t n) { return up[n] == 0; });
   }
   TreeBuilder::LinkChildren(tree, /*by_self=*/true);
   tree.nodes.front().total_ns = top_down.root().total_ns;
