@@ -418,6 +418,7 @@ class Session:
                                           lambda s: s["timeline"].get("range") is not None)
         begin, end = self.state["timeline"]["range"]
         expect(end > begin, "empty range %s" % self.state["timeline"]["range"])
+        check_timeline(self.shot("range"), self.state)
         return "range of %.3f ms" % ((end - begin) / 1e6)
 
     def open_each_pane(self):
@@ -454,7 +455,9 @@ class Session:
         self.state = self.viewer.wait_for("the save dialog", lambda s: "dialog" in s, timeout=10)
         self.hands.type(path)
         self.hands.key("Return")
-        self.state = self.viewer.wait_for("the export to be written", lambda s: "dialog" not in s and path in s["status"])
+        # Written to a temporary name and renamed: once the file is there, it is whole.
+        self.state = self.viewer.wait_for("the export to be written", lambda s: "dialog" not in s and os.path.exists(path))
+        expect(not self.state["errors"], "export failed: %s" % self.state["errors"])
         expect(os.path.getsize(path) > 0, "%s is empty" % path)
         spans = []
         for trace in (self.trace, path):
@@ -518,7 +521,8 @@ def main():
         for trace in args.trace:
             tag = re.sub(r"[^a-z0-9]+", "-", os.path.basename(trace).lower().split(".")[0]).strip("-")
             workdir = os.path.join(args.out, tag)
-            os.makedirs(workdir, exist_ok=True)
+            shutil.rmtree(workdir, ignore_errors=True)  # a stale probe file would be taken for the viewer's
+            os.makedirs(workdir)
             print("session on %s (display %s, screenshots in %s)" % (trace, display.name, args.out), flush=True)
             session = Session(args, os.path.abspath(trace), display, workdir, tag)
             try:
@@ -527,7 +531,10 @@ def main():
                     outcome = step(session)
                     print("  %-34s %5.1f s  %s" % (title, time.time() - started, outcome), flush=True)
             except (StepFailed, subprocess.CalledProcessError) as error:
-                print("  FAILED at '%s': %s (log: %s)" % (title, error, os.path.join(workdir, "viewer.log")), flush=True)
+                screen = os.path.join(args.out, "%s-failed.png" % tag)
+                subprocess.run(["import", "-display", display.name, "-window", "root", screen], check=False)
+                print("  FAILED at '%s': %s (log: %s, screen: %s)" % (title, error, os.path.join(workdir, "viewer.log"),
+                                                                       screen), flush=True)
                 failed += 1
             finally:
                 session.close()
