@@ -130,7 +130,7 @@ class Hands:
         self.env = dict(os.environ, DISPLAY=display.name)
 
     def xdotool(self, *args):
-        subprocess.run(["xdotool"] + [str(a) for a in args], env=self.env, check=True)
+        subprocess.run(["xdotool"] + [str(a) for a in args], env=self.env, check=True, timeout=30)
         time.sleep(0.05)  # the viewer's turn: the probe waits for the expected state anyway
 
     def move(self, x, y):
@@ -268,7 +268,7 @@ class Session:
         self.viewer = None
         self.state = None
         self.shots = 0
-        self.documented = trace == os.path.abspath(args.trace[0])  # --docs: the first trace's session
+        self.documented = trace == args.trace[0]  # --docs: the first trace's session
 
     def shot(self, name, docs_name=None, park=True):
         """A screenshot of the current state, the pointer parked where it shows no tooltip (not
@@ -301,7 +301,7 @@ class Session:
         expect(not self.state["errors"], "errors: %s" % self.state["errors"])
         window = self.state["window"]
         subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--pid", str(self.viewer.process.pid)],
-                       env=self.hands.env, check=True, stdout=subprocess.DEVNULL)
+                       env=self.hands.env, check=True, stdout=subprocess.DEVNULL, timeout=30)
         self.hands.click(*self.timeline_middle())  # the timeline takes the keyboard, as a first click does
         self.state = self.viewer.wait_for("the timeline to have the keyboard", lambda s: s["focus_in_timeline"])
         shot = self.shot("open", docs_name="timeline")
@@ -524,13 +524,14 @@ def main():
             shutil.rmtree(workdir, ignore_errors=True)  # a stale probe file would be taken for the viewer's
             os.makedirs(workdir)
             print("session on %s (display %s, screenshots in %s)" % (trace, display.name, args.out), flush=True)
-            session = Session(args, os.path.abspath(trace), display, workdir, tag)
+            # The path as given: the status bar shows it (in the documentation's pictures too).
+            session = Session(args, trace, display, workdir, tag)
             try:
                 for title, step in STEPS:
                     started = time.time()
                     outcome = step(session)
                     print("  %-34s %5.1f s  %s" % (title, time.time() - started, outcome), flush=True)
-            except (StepFailed, subprocess.CalledProcessError) as error:
+            except (StepFailed, subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
                 screen = os.path.join(args.out, "%s-failed.png" % tag)
                 subprocess.run(["import", "-display", display.name, "-window", "root", screen], check=False)
                 print("  FAILED at '%s': %s (log: %s, screen: %s)" % (title, error, os.path.join(workdir, "viewer.log"),
