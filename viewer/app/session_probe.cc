@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <QAction>
 #include <QApplication>
+#include <QDockWidget>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -19,15 +21,17 @@
 #include <QSocketNotifier>
 #include <QStatusBar>
 #include <QTabBar>
-#include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
 #include "viewer/app/document_view.h"
 #include "viewer/app/main_window.h"
+#include "viewer/panes/pane_table.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
 
@@ -80,6 +84,7 @@ QJsonObject DescribeTimeline(const DocumentView& view) {
   out["time_left"] = timeline->mapToGlobal(QPoint(kTimeAreaLeft, 0)).x();
   out["time_width"] = timeline->mapping().width_px();
   out["ruler_height"] = TimelineView::kRulerHeight;
+  out["help_shown"] = timeline->help_shown();  // the key bindings over the timeline (? or F1)
   out["begin_ns"] = view.axis()->begin_ns();
   out["end_ns"] = view.axis()->end_ns();
   out["limit_begin_ns"] = view.axis()->limit_begin_ns();
@@ -134,18 +139,30 @@ QJsonObject DescribeTimeline(const DocumentView& view) {
   return out;
 }
 
+// The panes are docks, tabbed with their neighbours: each with whether it is in front, its page
+// and the tab to click to bring it there (none when it has no neighbour or is closed).
 QJsonObject DescribePanes(const DocumentView& view) {
-  const QTabWidget* panes = view.panes();
-  QJsonArray tabs;
-  for (int i = 0; i < panes->count(); ++i) {
-    QJsonObject tab = Rect(panes->tabBar(), panes->tabBar()->tabRect(i));
-    tab["title"] = panes->tabText(i);
-    tab["visible"] = panes->tabBar()->isVisible();
-    tabs.append(tab);
+  std::vector<std::pair<QString, QJsonObject>> tabs;  // (title, rect) of the docks' tab bars
+  for (const QTabBar* bar : view.findChildren<QTabBar*>()) {
+    if (bar->parentWidget() != &view || !bar->isVisible()) continue;  // the main window's dock tabs
+    for (int i = 0; i < bar->count(); ++i) tabs.emplace_back(bar->tabText(i), Rect(bar, bar->tabRect(i)));
   }
-  QJsonObject out{{"tabs", tabs}, {"current", panes->tabText(panes->currentIndex())}};
-  if (const QWidget* page = panes->currentWidget()) out["page"] = WidgetRect(page);
-  return out;
+  QJsonArray docks;
+  QJsonArray in_front;
+  for (const PaneSpec& spec : PaneTable()) {
+    const QDockWidget* dock = view.dock(spec.id);
+    QJsonObject item{{"title", dock->windowTitle()}, {"name", QString::fromLatin1(spec.name)},
+                     {"front", view.PaneInFront(spec.id)}, {"closed", !dock->toggleViewAction()->isChecked()}};
+    if (view.PaneInFront(spec.id)) {
+      item["page"] = WidgetRect(dock);
+      in_front.append(dock->windowTitle());
+    }
+    for (const auto& [title, rect] : tabs) {
+      if (title == dock->windowTitle()) item["tab"] = rect;
+    }
+    docks.append(item);
+  }
+  return QJsonObject{{"docks", docks}, {"front", in_front}};
 }
 
 QJsonObject DescribeWindow(MainWindow& window) {
@@ -157,6 +174,8 @@ QJsonObject DescribeWindow(MainWindow& window) {
   out["focus"] = Describe(focus);
   out["focus_in_timeline"] = focus != nullptr && qobject_cast<const TimelineView*>(focus) != nullptr;
   out["status"] = window.statusBar()->currentMessage();
+  out["window_lightness"] = window.palette().color(QPalette::Window).lightness();  // the theme
+
   out["errors"] = QJsonArray::fromStringList(window.errors());
 
   QJsonArray menubar;

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """A person's session with stepscope-view, in a real X window (Xvfb), driven with xdotool.
 
-Opens a trace, zooms (W/S, Ctrl+wheel), pans (A/D, drag), clicks a slice, searches, goes back to
-the timeline, selects a range, opens every pane and exports through File > Export; the export
-is read back with `stepscope summary`. Where to click comes from the viewer itself: run with
+Opens a trace, zooms (W/S, Ctrl+wheel), pans (A/D, drag), clicks a slice, searches (Ctrl+F,
+Enter, F3), goes back to the timeline (Esc), selects a range, opens every pane, shows the keys
+(?), switches to the dark theme and back, and exports through File > Export (Chrome JSON,
+Perfetto protobuf); each export is read back with `stepscope summary`. Where to click comes from the viewer itself: run with
 STEPSCOPE_VIEW_PROBE=FILE, it writes FILE (what it shows, in screen coordinates) on SIGUSR1
 (viewer/app/session_probe.h). Each step takes a screenshot of the screen (ImageMagick's
 `import`) and checks its content against that description, not against stored pixels: not
@@ -254,6 +255,10 @@ def range_px(timeline):
     return tuple(timeline["time_left"] + (t - timeline["begin_ns"]) * per_ns for t in timeline["range"])
 
 
+def pane(state, title):
+    return next(d for d in state["panes"]["docks"] if d["title"] == title)
+
+
 def window_span(state):
     t = state["timeline"]
     return t["end_ns"] - t["begin_ns"]
@@ -361,13 +366,13 @@ class Session:
         self.hands.click_rect(target)
         self.state = self.viewer.wait_for("the click to select '%s'" % target["name"],
                                           lambda s: (s["timeline"].get("selected") or {}).get("index") == target["index"])
-        expect(self.state["panes"]["current"] == "Details",
-               "the Details pane is not in front after the click (%s is)" % self.state["panes"]["current"])
+        expect("Details" in self.state["panes"]["front"],
+               "the Details pane is not in front after the click (%s are)" % self.state["panes"]["front"])
         after = self.shot("click", docs_name="selected")
         # The selection is drawn: the slice's outline changed on screen.
         outline = dict(target, x=target["x"] - 2, y=target["y"] - 2, w=target["w"] + 4, h=target["h"] + 4)
         expect(before.region(outline) != after.region(outline), "the selection of '%s' is not drawn" % target["name"])
-        check_not_blank(after, self.state["panes"]["page"], "the Details pane")
+        check_not_blank(after, pane(self.state, "Details")["page"], "the Details pane")
         check_timeline(after, self.state)
         return "selected '%s' (slice %d)" % (target["name"], target["index"])
 
@@ -379,27 +384,24 @@ class Session:
         self.hands.type(word)
         self.state = self.viewer.wait_for("the match count", lambda s: s["search"]["text"] == word and
                                           re.search(r"\d", s["search"]["status"]))
-        first = (self.state["timeline"].get("selected") or {}).get("index")
         self.hands.key("Return")
-        self.state = self.viewer.wait_for("Enter to jump to a match",
-                                          lambda s: re.search(r"\b[1-9]\d* of \d+", s["search"]["status"]) and
-                                          s["timeline"].get("selected") is not None)
-        selected = self.state["timeline"]["selected"]["name"]
-        expect(word.lower() in selected.lower() or first is not None,
-               "Enter selected '%s', which does not match '%s'" % (selected, word))
-        self.hands.key("Return")
-        self.state = self.viewer.wait_for("Enter to go to the next match",
-                                          lambda s: re.search(r"\b[1-9]\d* of \d+", s["search"]["status"]))
+        self.state = self.viewer.wait_for("Enter to jump to a match and hand the keyboard to the timeline",
+                                          lambda s: re.search(r"\b1 of \d+", s["search"]["status"]) and
+                                          s["timeline"].get("selected") is not None and s["focus_in_timeline"])
+        self.hands.key("F3")
+        self.state = self.viewer.wait_for("F3 to go to the next match",
+                                          lambda s: re.search(r"\b2 of \d+", s["search"]["status"]))
         check_timeline(self.shot("search", docs_name="search"), self.state)
         return "'%s': %s" % (word, self.state["search"]["status"])
 
     def back_to_timeline(self):
-        # A click on a lane's name gives the timeline the keyboard; 0 then fits everything
-        # instead of being typed into the search field.
+        # Esc in the search field gives the keyboard back to the timeline: 0 then fits everything
+        # instead of being typed into the field.
         text = self.state["search"]["text"]
-        lane = next(r for r in self.state["timeline"]["rows"] if not r["header"])
-        self.hands.click_rect(lane)
-        self.state = self.viewer.wait_for("the timeline to take the keyboard", lambda s: s["focus_in_timeline"])
+        self.hands.key("ctrl+f")
+        self.state = self.viewer.wait_for("Ctrl+F to focus the search field again", lambda s: s["search"]["focused"])
+        self.hands.key("Escape")
+        self.state = self.viewer.wait_for("Esc to give the timeline the keyboard", lambda s: s["focus_in_timeline"])
         self.hands.key("0")
         t = self.state["timeline"]
         self.state = self.viewer.wait_for(
@@ -423,16 +425,39 @@ class Session:
 
     def open_each_pane(self):
         opened = []
-        for tab in self.state["panes"]["tabs"]:
-            title = tab["title"]
-            self.hands.click_rect(tab)
-            self.state = self.viewer.wait_for("the %s pane to open" % title, lambda s: s["panes"]["current"] == title)
+        for dock in self.state["panes"]["docks"]:
+            title = dock["title"]
+            if "tab" in dock:  # behind a neighbour's tab
+                self.hands.click_rect(dock["tab"])
+            elif dock["closed"]:
+                self.choose_menu("View", "Panes", title)
+            self.state = self.viewer.wait_for("the %s pane to come to the front" % title,
+                                              lambda s: title in s["panes"]["front"])
             docs_name = "pane-" + re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
             shot = self.shot(docs_name, docs_name=None if title in UNDOCUMENTED_PANES else docs_name)
-            check_not_blank(shot, self.state["panes"]["page"], "the %s pane" % title)
+            check_not_blank(shot, pane(self.state, title)["page"], "the %s pane" % title)
             opened.append(title)
         check_timeline(shot, self.state)
         return ", ".join(opened)
+
+    def help_overlay(self):
+        self.hands.move(*self.timeline_middle())
+        self.hands.key("question")
+        self.state = self.viewer.wait_for("? to show the keys over the timeline", lambda s: s["timeline"]["help_shown"])
+        check_not_blank(self.shot("help", docs_name="help"), self.state["timeline"], "the key bindings")
+        self.hands.key("Escape")
+        self.state = self.viewer.wait_for("Esc to hide them", lambda s: not s["timeline"]["help_shown"])
+        return "shown and hidden"
+
+    def dark_theme(self):
+        light = self.state["window_lightness"]
+        self.choose_menu("View", "Theme", "Dark")
+        self.state = self.viewer.wait_for("the dark theme", lambda s: s["window_lightness"] < 100)
+        dark = self.state["window_lightness"]
+        outcome = check_timeline(self.shot("dark", docs_name="dark"), self.state)
+        self.choose_menu("View", "Theme", "Light")
+        self.state = self.viewer.wait_for("the light theme again", lambda s: s["window_lightness"] > 150)
+        return "window lightness %d -> %d -> %d; %s" % (light, dark, self.state["window_lightness"], outcome)
 
     def choose_menu(self, *path, before_last=None):
         """Clicks through the menu bar and its menus, each item found by its text; `before_last`
@@ -448,10 +473,16 @@ class Session:
                 before_last()
             self.hands.click_rect(item)
 
-    def export(self):
-        path = os.path.join(self.workdir, "%s-export.json.gz" % self.tag)
-        self.choose_menu("File", "Export", "Chrome JSON for Perfetto...",
-                         before_last=lambda: self.shot("export-menu", docs_name="export-menu", park=False))
+    def export_chrome_json(self):
+        return self.export("Chrome JSON for Perfetto...", "export.json.gz",
+                           before_last=lambda: self.shot("export-menu", docs_name="export-menu", park=False))
+
+    def export_perfetto_proto(self):
+        return self.export("Perfetto protobuf (.pftrace)...", "export.pftrace")
+
+    def export(self, item, file_name, before_last=None):
+        path = os.path.join(self.workdir, "%s-%s" % (self.tag, file_name))
+        self.choose_menu("File", "Export", item, before_last=before_last)
         self.state = self.viewer.wait_for("the save dialog", lambda s: "dialog" in s, timeout=10)
         self.hands.type(path)
         self.hands.key("Return")
@@ -491,7 +522,10 @@ STEPS = [
     ("back to the timeline", Session.back_to_timeline),
     ("select a time range on the ruler", Session.select_range),
     ("open each pane", Session.open_each_pane),
-    ("export through File > Export", Session.export),
+    ("the keys over the timeline (?)", Session.help_overlay),
+    ("the dark theme", Session.dark_theme),
+    ("export Chrome JSON", Session.export_chrome_json),
+    ("export Perfetto protobuf", Session.export_perfetto_proto),
 ]
 
 
