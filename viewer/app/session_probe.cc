@@ -99,6 +99,7 @@ QJsonObject DescribeTimeline(const DocumentView& view) {
     QJsonObject item = Rect(timeline, QRect(0, top, kTimeAreaLeft, TimelineView::kRowHeight));
     item["track"] = QString::fromUtf8(trace.str(trace.tracks()[row.track].name));
     item["header"] = row.kind == TimelineRow::Kind::kHeader;
+    item["counter"] = row.kind == TimelineRow::Kind::kCounter;
     item["depth"] = row.depth;
     item["labelled"] = row.kind == TimelineRow::Kind::kHeader || row.first_of_track;
     rows.append(item);
