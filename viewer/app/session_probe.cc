@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <QAction>
 #include <QApplication>
 #include <QDockWidget>
 #include <QFile>
@@ -25,6 +26,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
 #include "viewer/app/document_view.h"
 #include "viewer/app/main_window.h"
@@ -81,6 +84,7 @@ QJsonObject DescribeTimeline(const DocumentView& view) {
   out["time_left"] = timeline->mapToGlobal(QPoint(kTimeAreaLeft, 0)).x();
   out["time_width"] = timeline->mapping().width_px();
   out["ruler_height"] = TimelineView::kRulerHeight;
+  out["help_shown"] = timeline->help_shown();  // the key bindings over the timeline (? or F1)
   out["begin_ns"] = view.axis()->begin_ns();
   out["end_ns"] = view.axis()->end_ns();
   out["limit_begin_ns"] = view.axis()->limit_begin_ns();
@@ -95,6 +99,7 @@ QJsonObject DescribeTimeline(const DocumentView& view) {
     QJsonObject item = Rect(timeline, QRect(0, top, kTimeAreaLeft, TimelineView::kRowHeight));
     item["track"] = QString::fromUtf8(trace.str(trace.tracks()[row.track].name));
     item["header"] = row.kind == TimelineRow::Kind::kHeader;
+    item["counter"] = row.kind == TimelineRow::Kind::kCounter;
     item["depth"] = row.depth;
     item["labelled"] = row.kind == TimelineRow::Kind::kHeader || row.first_of_track;
     rows.append(item);
@@ -135,30 +140,30 @@ QJsonObject DescribeTimeline(const DocumentView& view) {
   return out;
 }
 
-// Each pane's dock: its tab (where to click it; the dock itself when it has no tab), whether it
-// is on screen, and its page; `current` is the pane last brought to the front.
+// The panes are docks, tabbed with their neighbours: each with whether it is in front, its page
+// and the tab to click to bring it there (none when it has no neighbour or is closed).
 QJsonObject DescribePanes(const DocumentView& view) {
-  const QList<QTabBar*> bars = view.findChildren<QTabBar*>(QString(), Qt::FindDirectChildrenOnly);
-  QJsonArray tabs, in_front;
+  std::vector<std::pair<QString, QJsonObject>> tabs;  // (title, rect) of the docks' tab bars
+  for (const QTabBar* bar : view.findChildren<QTabBar*>()) {
+    if (bar->parentWidget() != &view || !bar->isVisible()) continue;  // the main window's dock tabs
+    for (int i = 0; i < bar->count(); ++i) tabs.emplace_back(bar->tabText(i), Rect(bar, bar->tabRect(i)));
+  }
+  QJsonArray docks;
+  QJsonArray in_front;
   for (const PaneSpec& spec : PaneTable()) {
     const QDockWidget* dock = view.dock(spec.id);
-    if (dock->isHidden()) continue;
-    QJsonObject tab = WidgetRect(dock);
-    for (const QTabBar* bar : bars) {
-      for (int i = 0; bar->isVisible() && i < bar->count(); ++i) {
-        if (bar->tabText(i) == dock->windowTitle()) tab = Rect(bar, bar->tabRect(i));
-      }
+    QJsonObject item{{"title", dock->windowTitle()}, {"name", QString::fromLatin1(spec.name)},
+                     {"front", view.PaneInFront(spec.id)}, {"closed", !dock->toggleViewAction()->isChecked()}};
+    if (view.PaneInFront(spec.id)) {
+      item["page"] = WidgetRect(dock);
+      in_front.append(dock->windowTitle());
     }
-    tab["title"] = dock->windowTitle();
-    tab["visible"] = true;
-    tab["in_front"] = view.PaneInFront(spec.id);
-    tab["page"] = WidgetRect(dock->widget());
-    if (view.PaneInFront(spec.id)) in_front.append(dock->windowTitle());
-    tabs.append(tab);
+    for (const auto& [title, rect] : tabs) {
+      if (title == dock->windowTitle()) item["tab"] = rect;
+    }
+    docks.append(item);
   }
-  const QDockWidget* current = view.dock(view.current_pane());
-  return QJsonObject{{"tabs", tabs}, {"in_front", in_front}, {"current", current->windowTitle()},
-                     {"page", WidgetRect(current->widget())}};
+  return QJsonObject{{"docks", docks}, {"front", in_front}};
 }
 
 QJsonObject DescribeWindow(MainWindow& window) {
@@ -170,6 +175,8 @@ QJsonObject DescribeWindow(MainWindow& window) {
   out["focus"] = Describe(focus);
   out["focus_in_timeline"] = focus != nullptr && qobject_cast<const TimelineView*>(focus) != nullptr;
   out["status"] = window.statusBar()->currentMessage();
+  out["window_lightness"] = window.palette().color(QPalette::Window).lightness();  // the theme
+
   out["errors"] = QJsonArray::fromStringList(window.errors());
 
   QJsonArray menubar;

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """A person's session with stepscope-view, in a real X window (Xvfb), driven with xdotool.
 
-Opens a trace, zooms (W/S, Ctrl+wheel), pans (A/D, drag), clicks a slice, searches, goes back to
-the timeline, selects a range, opens every pane and exports through File > Export; the export
-is read back with `stepscope summary`. Where to click comes from the viewer itself: run with
+Opens a trace, zooms (W/S, Ctrl+wheel), pans (A/D, drag), clicks a slice, searches (Ctrl+F,
+Enter, F3), goes back to the timeline (Esc), selects a range, opens every pane, shows the keys
+(?), switches to the dark theme and back, and exports through File > Export (Chrome JSON,
+Perfetto protobuf); each export is read back with `stepscope summary`. Where to click comes from the viewer itself: run with
 STEPSCOPE_VIEW_PROBE=FILE, it writes FILE (what it shows, in screen coordinates) on SIGUSR1
 (viewer/app/session_probe.h). Each step takes a screenshot of the screen (ImageMagick's
 `import`) and checks its content against that description, not against stored pixels: not
@@ -130,7 +131,7 @@ class Hands:
         self.env = dict(os.environ, DISPLAY=display.name)
 
     def xdotool(self, *args):
-        subprocess.run(["xdotool"] + [str(a) for a in args], env=self.env, check=True)
+        subprocess.run(["xdotool"] + [str(a) for a in args], env=self.env, check=True, timeout=30)
         time.sleep(0.05)  # the viewer's turn: the probe waits for the expected state anyway
 
     def move(self, x, y):
@@ -198,16 +199,22 @@ class Shot:
         return [self.pixel(x, y) for y in range(y0, y1) for x in range(x0, x1)]
 
 
-def dark(rgb):
-    return ((rgb >> 16) & 255) + ((rgb >> 8) & 255) + (rgb & 255) < 3 * 110
+def distance(a, b):
+    return sum(abs(((a >> shift) & 255) - ((b >> shift) & 255)) for shift in (16, 8, 0))
 
 
-def check_not_blank(shot, rect, what):
+def ink(pixels, background):
+    """Pixels that stand out from the background: text, black or white or coloured, in either
+    theme."""
+    return sum(1 for p in pixels if distance(p, background) > 90)
+
+
+def check_not_blank(shot, rect, what, max_share=0.97):
     counts = collections.Counter(shot.region(rect))
     expect(counts, "%s: nothing on screen" % what)
     commonest, count = counts.most_common(1)[0]
     share = count / sum(counts.values())
-    expect(len(counts) >= 8 and share < 0.97,
+    expect(len(counts) >= 8 and share < max_share,
            "%s is blank: %d colours, #%06x covers %.0f %%" % (what, len(counts), commonest, 100 * share))
 
 
@@ -218,7 +225,11 @@ def check_timeline(shot, state, expect_lanes=()):
     check_not_blank(shot, timeline, "the timeline")
     rows = [r for r in timeline["rows"] if r["labelled"]]
     expect(rows, "no lane on screen")
-    unlabelled = [r["track"] for r in rows if not any(dark(p) for p in shot.region(r, inset=3))]
+    unlabelled = []
+    for r in rows:
+        pixels = shot.region(r, inset=3)
+        if ink(pixels, collections.Counter(pixels).most_common(1)[0][0]) < 4:
+            unlabelled.append(r["track"])
     expect(not unlabelled, "lanes without a label on screen: %s" % unlabelled[:5])
     for pattern in expect_lanes:
         expect(any(re.search(pattern, r["track"]) for r in timeline["rows"]),
@@ -226,18 +237,21 @@ def check_timeline(shot, state, expect_lanes=()):
     checked, missing, labelled, unnamed = 0, [], 0, []
     outlined = set(timeline["path"])
     tinted = range_px(timeline)
+    searched = state["search"]["text"].lower()  # matches are marked in a colour of their own
     for s in timeline["slices"]:
         if s["w"] < 3 or s["h"] < 3 or (s["index"] in outlined and s["w"] < 8):
             continue
         if tinted and s["x"] < tinted[1] and s["x"] + s["w"] > tinted[0]:
             continue  # under the selected range's translucent band
+        if searched and searched in s["name"].lower():
+            continue
         pixels = shot.region(s)
         checked += 1
         if s["color"] not in pixels:
             missing.append(s)
         if s["w"] >= 80:  # wide enough for a name: text pixels other than the fill
             labelled += 1
-            if sum(1 for p in pixels if p != s["color"] and dark(p)) < 6:
+            if ink(pixels, s["color"]) < 6:
                 unnamed.append(s["name"])
     expect(checked >= 5, "only %d slices wide enough to check on screen" % checked)
     expect(len(missing) <= checked // 50,
@@ -254,6 +268,10 @@ def range_px(timeline):
     return tuple(timeline["time_left"] + (t - timeline["begin_ns"]) * per_ns for t in timeline["range"])
 
 
+def pane(state, title):
+    return next(d for d in state["panes"]["docks"] if d["title"] == title)
+
+
 def window_span(state):
     t = state["timeline"]
     return t["end_ns"] - t["begin_ns"]
@@ -268,7 +286,7 @@ class Session:
         self.viewer = None
         self.state = None
         self.shots = 0
-        self.documented = trace == os.path.abspath(args.trace[0])  # --docs: the first trace's session
+        self.documented = trace == args.trace[0]  # --docs: the first trace's session
 
     def shot(self, name, docs_name=None, park=True):
         """A screenshot of the current state, the pointer parked where it shows no tooltip (not
@@ -301,7 +319,7 @@ class Session:
         expect(not self.state["errors"], "errors: %s" % self.state["errors"])
         window = self.state["window"]
         subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--pid", str(self.viewer.process.pid)],
-                       env=self.hands.env, check=True, stdout=subprocess.DEVNULL)
+                       env=self.hands.env, check=True, stdout=subprocess.DEVNULL, timeout=30)
         self.hands.click(*self.timeline_middle())  # the timeline takes the keyboard, as a first click does
         self.state = self.viewer.wait_for("the timeline to have the keyboard", lambda s: s["focus_in_timeline"])
         shot = self.shot("open", docs_name="timeline")
@@ -361,13 +379,13 @@ class Session:
         self.hands.click_rect(target)
         self.state = self.viewer.wait_for("the click to select '%s'" % target["name"],
                                           lambda s: (s["timeline"].get("selected") or {}).get("index") == target["index"])
-        expect(self.state["panes"]["current"] == "Details",
-               "the Details pane is not in front after the click (%s is)" % self.state["panes"]["current"])
+        expect("Details" in self.state["panes"]["front"],
+               "the Details pane is not in front after the click (%s are)" % self.state["panes"]["front"])
         after = self.shot("click", docs_name="selected")
         # The selection is drawn: the slice's outline changed on screen.
         outline = dict(target, x=target["x"] - 2, y=target["y"] - 2, w=target["w"] + 4, h=target["h"] + 4)
         expect(before.region(outline) != after.region(outline), "the selection of '%s' is not drawn" % target["name"])
-        check_not_blank(after, self.state["panes"]["page"], "the Details pane")
+        check_not_blank(after, pane(self.state, "Details")["page"], "the Details pane")
         check_timeline(after, self.state)
         return "selected '%s' (slice %d)" % (target["name"], target["index"])
 
@@ -379,27 +397,24 @@ class Session:
         self.hands.type(word)
         self.state = self.viewer.wait_for("the match count", lambda s: s["search"]["text"] == word and
                                           re.search(r"\d", s["search"]["status"]))
-        first = (self.state["timeline"].get("selected") or {}).get("index")
         self.hands.key("Return")
-        self.state = self.viewer.wait_for("Enter to jump to a match",
-                                          lambda s: re.search(r"\b[1-9]\d* of \d+", s["search"]["status"]) and
-                                          s["timeline"].get("selected") is not None)
-        selected = self.state["timeline"]["selected"]["name"]
-        expect(word.lower() in selected.lower() or first is not None,
-               "Enter selected '%s', which does not match '%s'" % (selected, word))
-        self.hands.key("Return")
-        self.state = self.viewer.wait_for("Enter to go to the next match",
-                                          lambda s: re.search(r"\b[1-9]\d* of \d+", s["search"]["status"]))
+        self.state = self.viewer.wait_for("Enter to jump to a match and hand the keyboard to the timeline",
+                                          lambda s: re.search(r"\b1 of \d+", s["search"]["status"]) and
+                                          s["timeline"].get("selected") is not None and s["focus_in_timeline"])
+        self.hands.key("F3")
+        self.state = self.viewer.wait_for("F3 to go to the next match",
+                                          lambda s: re.search(r"\b2 of \d+", s["search"]["status"]))
         check_timeline(self.shot("search", docs_name="search"), self.state)
         return "'%s': %s" % (word, self.state["search"]["status"])
 
     def back_to_timeline(self):
-        # A click on a lane's name gives the timeline the keyboard; 0 then fits everything
-        # instead of being typed into the search field.
+        # Esc in the search field gives the keyboard back to the timeline: 0 then fits everything
+        # instead of being typed into the field.
         text = self.state["search"]["text"]
-        lane = next(r for r in self.state["timeline"]["rows"] if not r["header"])
-        self.hands.click_rect(lane)
-        self.state = self.viewer.wait_for("the timeline to take the keyboard", lambda s: s["focus_in_timeline"])
+        self.hands.key("ctrl+f")
+        self.state = self.viewer.wait_for("Ctrl+F to focus the search field again", lambda s: s["search"]["focused"])
+        self.hands.key("Escape")
+        self.state = self.viewer.wait_for("Esc to give the timeline the keyboard", lambda s: s["focus_in_timeline"])
         self.hands.key("0")
         t = self.state["timeline"]
         self.state = self.viewer.wait_for(
@@ -418,22 +433,45 @@ class Session:
                                           lambda s: s["timeline"].get("range") is not None)
         begin, end = self.state["timeline"]["range"]
         expect(end > begin, "empty range %s" % self.state["timeline"]["range"])
+        check_timeline(self.shot("range"), self.state)
         return "range of %.3f ms" % ((end - begin) / 1e6)
 
     def open_each_pane(self):
         opened = []
-        for tab in self.state["panes"]["tabs"]:
-            title = tab["title"]
-            self.hands.click_rect(tab)
-            # The panes dock in groups (below and right of the timeline): one in front per group.
-            self.state = self.viewer.wait_for("the %s pane to open" % title, lambda s: title in s["panes"]["in_front"])
+        for dock in self.state["panes"]["docks"]:
+            title = dock["title"]
+            if "tab" in dock:  # behind a neighbour's tab
+                self.hands.click_rect(dock["tab"])
+            elif dock["closed"]:
+                self.choose_menu("View", "Panes", title)
+            self.state = self.viewer.wait_for("the %s pane to come to the front" % title,
+                                              lambda s: title in s["panes"]["front"])
             docs_name = "pane-" + re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
             shot = self.shot(docs_name, docs_name=None if title in UNDOCUMENTED_PANES else docs_name)
-            page = next(t["page"] for t in self.state["panes"]["tabs"] if t["title"] == title)
-            check_not_blank(shot, page, "the %s pane" % title)
+            # An empty pane says what would fill it: a line of text on a plain page.
+            check_not_blank(shot, pane(self.state, title)["page"], "the %s pane" % title, max_share=0.998)
             opened.append(title)
         check_timeline(shot, self.state)
         return ", ".join(opened)
+
+    def help_overlay(self):
+        self.hands.move(*self.timeline_middle())
+        self.hands.key("question")
+        self.state = self.viewer.wait_for("? to show the keys over the timeline", lambda s: s["timeline"]["help_shown"])
+        check_not_blank(self.shot("help", docs_name="help"), self.state["timeline"], "the key bindings")
+        self.hands.key("Escape")
+        self.state = self.viewer.wait_for("Esc to hide them", lambda s: not s["timeline"]["help_shown"])
+        return "shown and hidden"
+
+    def dark_theme(self):
+        light = self.state["window_lightness"]
+        self.choose_menu("View", "Theme", "Dark")
+        self.state = self.viewer.wait_for("the dark theme", lambda s: s["window_lightness"] < 100)
+        dark = self.state["window_lightness"]
+        outcome = check_timeline(self.shot("dark", docs_name="dark"), self.state)
+        self.choose_menu("View", "Theme", "Light")
+        self.state = self.viewer.wait_for("the light theme again", lambda s: s["window_lightness"] > 150)
+        return "window lightness %d -> %d -> %d; %s" % (light, dark, self.state["window_lightness"], outcome)
 
     def choose_menu(self, *path, before_last=None):
         """Clicks through the menu bar and its menus, each item found by its text; `before_last`
@@ -449,14 +487,22 @@ class Session:
                 before_last()
             self.hands.click_rect(item)
 
-    def export(self):
-        path = os.path.join(self.workdir, "%s-export.json.gz" % self.tag)
-        self.choose_menu("File", "Export", "Chrome JSON for Perfetto...",
-                         before_last=lambda: self.shot("export-menu", docs_name="export-menu", park=False))
+    def export_chrome_json(self):
+        return self.export("Chrome JSON for Perfetto...", "export.json.gz",
+                           before_last=lambda: self.shot("export-menu", docs_name="export-menu", park=False))
+
+    def export_perfetto_proto(self):
+        return self.export("Perfetto protobuf (.pftrace)...", "export.pftrace")
+
+    def export(self, item, file_name, before_last=None):
+        path = os.path.join(self.workdir, "%s-%s" % (self.tag, file_name))
+        self.choose_menu("File", "Export", item, before_last=before_last)
         self.state = self.viewer.wait_for("the save dialog", lambda s: "dialog" in s, timeout=10)
         self.hands.type(path)
         self.hands.key("Return")
-        self.state = self.viewer.wait_for("the export to be written", lambda s: "dialog" not in s and path in s["status"])
+        # Written to a temporary name and renamed: once the file is there, it is whole.
+        self.state = self.viewer.wait_for("the export to be written", lambda s: "dialog" not in s and os.path.exists(path))
+        expect(not self.state["errors"], "export failed: %s" % self.state["errors"])
         expect(os.path.getsize(path) > 0, "%s is empty" % path)
         spans = []
         for trace in (self.trace, path):
@@ -474,9 +520,9 @@ class Session:
             self.viewer.close()
 
 
-# Panes that show nothing on a single trace: their pictures come from a merge of ranks
-# (docs/analysis.md).
-UNDOCUMENTED_PANES = {"Stragglers"}
+# Panes that show only what would fill them in this session (stragglers need a merge of ranks,
+# docs/analysis.md; markers are placed with M).
+UNDOCUMENTED_PANES = {"Stragglers", "Markers"}
 
 # The story, in order. A new step is a Session method and one line here.
 STEPS = [
@@ -490,7 +536,10 @@ STEPS = [
     ("back to the timeline", Session.back_to_timeline),
     ("select a time range on the ruler", Session.select_range),
     ("open each pane", Session.open_each_pane),
-    ("export through File > Export", Session.export),
+    ("the keys over the timeline (?)", Session.help_overlay),
+    ("the dark theme", Session.dark_theme),
+    ("export Chrome JSON", Session.export_chrome_json),
+    ("export Perfetto protobuf", Session.export_perfetto_proto),
 ]
 
 
@@ -520,16 +569,21 @@ def main():
         for trace in args.trace:
             tag = re.sub(r"[^a-z0-9]+", "-", os.path.basename(trace).lower().split(".")[0]).strip("-")
             workdir = os.path.join(args.out, tag)
-            os.makedirs(workdir, exist_ok=True)
+            shutil.rmtree(workdir, ignore_errors=True)  # a stale probe file would be taken for the viewer's
+            os.makedirs(workdir)
             print("session on %s (display %s, screenshots in %s)" % (trace, display.name, args.out), flush=True)
-            session = Session(args, os.path.abspath(trace), display, workdir, tag)
+            # The path as given: the status bar shows it (in the documentation's pictures too).
+            session = Session(args, trace, display, workdir, tag)
             try:
                 for title, step in STEPS:
                     started = time.time()
                     outcome = step(session)
                     print("  %-34s %5.1f s  %s" % (title, time.time() - started, outcome), flush=True)
-            except (StepFailed, subprocess.CalledProcessError) as error:
-                print("  FAILED at '%s': %s (log: %s)" % (title, error, os.path.join(workdir, "viewer.log")), flush=True)
+            except (StepFailed, subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
+                screen = os.path.join(args.out, "%s-failed.png" % tag)
+                subprocess.run(["import", "-display", display.name, "-window", "root", screen], check=False)
+                print("  FAILED at '%s': %s (log: %s, screen: %s)" % (title, error, os.path.join(workdir, "viewer.log"),
+                                                                       screen), flush=True)
                 failed += 1
             finally:
                 session.close()
