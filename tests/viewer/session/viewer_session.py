@@ -32,6 +32,7 @@ import tempfile
 import time
 
 SKIP = 77
+DOCS_PICTURE_BYTES = 200 * 1024  # each documentation picture at most
 SCREEN = (1600, 1000)
 
 
@@ -301,9 +302,12 @@ class Session:
         shot = Shot(self.display, path)
         if self.args.docs and docs_name and self.documented:
             crop = "%dx%d+%d+%d" % (window["w"], window["h"], window["x"], window["y"])
-            subprocess.run(["import", "-display", self.display.name, "-window", "root", "-crop", crop, "+repage",
-                            "-colors", "256", "-strip", "PNG8:" + os.path.join(self.args.docs, "viewer-%s.png" % docs_name)],
-                           check=True)
+            picture = os.path.join(self.args.docs, "viewer-%s.png" % docs_name)
+            for colours in (256, 64):  # fewer where a translucent panel makes 256 too big
+                subprocess.run(["import", "-display", self.display.name, "-window", "root", "-crop", crop, "+repage",
+                                "-colors", str(colours), "-strip", "PNG8:" + picture], check=True)
+                if os.path.getsize(picture) <= DOCS_PICTURE_BYTES:
+                    break
         return shot
 
     def timeline_middle(self):
