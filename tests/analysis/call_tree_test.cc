@@ -146,7 +146,7 @@ TEST(CallTreeTest, BottomUpCountsARecursiveCallsTimeOnce) {
 
 // The recount: each slice's parent is the nearest slice before it on its lane that contains it
 // (starts no later, is still running at its start, ends no earlier), found by scanning back.
-std::map<Path, Figures> Recount(const Trace& trace, int64_t begin, int64_t end) {
+std::map<Path, Figures> RecountCallTree(const Trace& trace, int64_t begin, int64_t end) {
   const auto& slices = trace.slices();
   std::vector<int64_t> parent(slices.size(), -1);
   std::vector<char> counted(slices.size(), 0);
@@ -199,7 +199,7 @@ void ExpectEqualsRecount(const std::string& path) {
                                                  {trace.span_begin_ns() + third, trace.span_end_ns() - third}};
   for (const auto& [begin, end] : windows) {
     const CallTree tree = ComputeCallTree(trace, {.begin_ns = begin, .end_ns = end});
-    const std::map<Path, Figures> recount = Recount(trace, begin, end);
+    const std::map<Path, Figures> recount = RecountCallTree(trace, begin, end);
     ASSERT_GT(recount.size(), 1u);
     EXPECT_EQ(NodesOf(tree), recount);
     // Self times add up to the top-level total, on both sides.
