@@ -21,7 +21,7 @@ std::string StepLabel(const StepSplit& s) {
   return s.step >= 0 || s.marker == "trace" || s.marker == "ranks merged" ? std::to_string(s.number) : s.marker;
 }
 
-std::string BreakdownText(const Trace& trace, size_t) {
+std::string BreakdownText(const Trace& trace, const TableOptions&) {
   const StepBreakdown report = analysis::ComputeStepBreakdown(trace);
   std::string out = std::to_string(report.steps.size()) + (report.steps.size() == 1 ? " step" : " steps") + ", median " +
                     FormatDurationSignificant(report.median_ns) + ", MAD " + FormatDurationSignificant(report.mad_ns);
