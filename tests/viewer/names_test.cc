@@ -4,6 +4,7 @@
 // device and stream.
 #include <QAction>
 #include <QMenuBar>
+#include <QSettings>
 #include <QStandardPaths>
 #include <QtTest/QtTest>
 
@@ -40,7 +41,8 @@ class NamesTest : public QObject {
 
  private slots:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
+    QStandardPaths::setTestModeEnabled(true);  // settings go to a test location
+    QSettings().remove("view/full_kernel_names");
     window_ = std::make_unique<MainWindow>(/*interactive=*/false);
     window_->resize(1600, 1000);
     window_->show();
@@ -118,6 +120,12 @@ class NamesTest : public QObject {
     QCOMPARE(cell.data().toString(), QString::fromStdString(full));
     QCOMPARE(cell.data(Qt::ToolTipRole).toString(), QString::fromStdString(full));
     QVERIFY(doc_->timeline()->full_names());  // every open document
+    {
+      // Remembered: the next window starts with whole names.
+      MainWindow next(/*interactive=*/false);
+      QAction* next_toggle = FindAction(next.menuBar(), "Full Kernel Names");
+      QVERIFY(next_toggle != nullptr && next_toggle->isChecked());
+    }
     toggle->trigger();
     QCOMPARE(timeline->SliceLabel(kernel, 500), short_name);
     QCOMPARE(cell.data().toString(), short_name);

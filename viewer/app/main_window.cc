@@ -243,8 +243,11 @@ void MainWindow::BuildMenus() {
 
   QAction* full_names = view->addAction(tr("Full &Kernel Names"));
   full_names->setCheckable(true);
+  full_kernel_names_ = QSettings().value(kFullNamesKey, false).toBool();  // as the last run left it
+  full_names->setChecked(full_kernel_names_);
   connect(full_names, &QAction::toggled, this, [this](bool on) {
     full_kernel_names_ = on;
+    QSettings().setValue(kFullNamesKey, on);
     for (int i = 0; i < document_count(); ++i) document(i)->SetFullNames(on);
   });
 

@@ -108,6 +108,7 @@ class MainWindow : public QMainWindow {
   // The settings' keys of the remembered layout (main_window_layout.cc).
   static constexpr const char* kGeometryKey = "layout/window_geometry";
   static constexpr const char* kDockLayoutKey = "layout/docks";
+  static constexpr const char* kFullNamesKey = "view/full_kernel_names";  // View > Full Kernel Names
   void ReportError(const QString& message_text);
   void AddRecent(const QString& path);
   void RebuildRecentMenu();
