@@ -33,7 +33,7 @@ int64_t SyntheticBytesInUse(int64_t sample) {
 
 }  // namespace
 
-trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed) {
+trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed, bool allocator) {
   trace::TraceBuilder builder;
   Rng names_random(MixSeed(seed, 1));
   auto pick = [&](int64_t lo, int64_t hi) { return names_random.Between(lo, hi); };
@@ -164,7 +164,7 @@ trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed) {
         ++added;
         gpu_clock[stream] = start + dur;
         // No random draw here: the slices stay the same with or without the memory curve.
-        if (place && ++kernels_placed % kKernelsPerMemorySample == 0) {
+        if (allocator && place && ++kernels_placed % kKernelsPerMemorySample == 0) {
           memory.ts_ns.push_back(start);
           memory.values.push_back(SyntheticBytesInUse(kernels_placed / kKernelsPerMemorySample));
         }

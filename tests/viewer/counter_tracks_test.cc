@@ -233,7 +233,7 @@ class CounterTracksTest : public QObject {
   }
 
   void SyntheticTraceHasAMemoryTrackForTheBench() {
-    const trace::Trace trace = synthetic::MakeSyntheticTrace(200'000);
+    const trace::Trace trace = synthetic::MakeSyntheticTrace(200'000, 1, /*allocator=*/true);
     const auto memory = analysis::ComputeMemoryTimelines(trace);
     QCOMPARE(memory.size(), size_t{1});
     const CounterTracks counters = BuildCounterTracks(trace, memory);

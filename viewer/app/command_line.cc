@@ -174,8 +174,10 @@ int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, in
   opening.start();
   std::shared_ptr<const TraceDocument> document;
   if (synthetic_slices > 0) {
-    document = std::make_shared<TraceDocument>(synthetic::MakeSyntheticTrace(synthetic_slices),
-                                               "synthetic:" + std::to_string(synthetic_slices));
+    // With an allocator counter, so that a memory track is drawn too.
+    document = std::make_shared<TraceDocument>(
+        synthetic::MakeSyntheticTrace(synthetic_slices, 1, /*allocator=*/true),
+        "synthetic:" + std::to_string(synthetic_slices));
   } else {
     document = OpenBenchTrace(window, trace_path, opening);
     if (document == nullptr) return 2;
