@@ -15,6 +15,7 @@
 #include "viewer/load/trace_loader.h"
 #include "viewer/models/roles.h"
 #include "viewer/models/track_tree_model.h"
+#include "viewer/panes/empty_hint.h"
 #include "viewer/panes/markers_pane.h"
 #include "viewer/panes/tracks_pane.h"
 #include "viewer/timeline/marker_painter.h"
@@ -92,8 +93,12 @@ class TrackControlsTest : public QObject {
     }
     timeline->SelectSlice(slice);
     timeline->setFocus();
+    // Before the first marker the pane says how to drop one; the hint goes with the first.
+    const EmptyHint* hint = EmptyHintOf(view_->pane<MarkersPane>()->list());
+    QVERIFY(hint != nullptr && hint->shown());
     QTest::keyClick(timeline, Qt::Key_M);
     QCOMPARE(timeline->markers().markers().size(), size_t{1});
+    QVERIFY(!hint->shown());
     const Marker marker = timeline->markers().markers().front();
     QCOMPARE(marker.time_ns, trace.slices()[slice].start_ns);
     QCOMPARE(marker.label, std::string("M1"));
@@ -119,6 +124,7 @@ class TrackControlsTest : public QObject {
     pane->Delete(0);
     QVERIFY(timeline->markers().empty());
     QCOMPARE(pane->list()->count(), 0);
+    QVERIFY(hint->shown());
     timeline->ClearSelection();
   }
 

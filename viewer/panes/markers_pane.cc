@@ -10,6 +10,7 @@
 
 #include "base/units.h"
 #include "viewer/load/document.h"
+#include "viewer/panes/empty_hint.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
 
@@ -23,6 +24,7 @@ MarkersPane::MarkersPane(PaneHost& host, QObject* parent) : Pane(host, parent) {
   auto* pane = new QWidget(host.panes());
   list_ = new QListWidget(pane);
   list_->setToolTip(tr("M on the timeline drops a marker; double-click jumps to it, F2 renames, Delete removes"));
+  new EmptyHint(list_, tr("No markers yet: press M on the timeline to drop one at the selected slice or the cursor."));
   auto* jump = new QPushButton(tr("Jump"), pane);
   auto* remove = new QPushButton(tr("Delete"), pane);
   auto* buttons = new QHBoxLayout;
