@@ -67,13 +67,14 @@ struct CollectiveCall {
   int64_t exposed_ns = 0;
 };
 
-// The calls of one rank and device of one kind, group size and message size (as nccl-tests
-// prints a line per size).
+// The calls of one rank and device of one kind, algorithm, dtype, group size and message size
+// (as nccl-tests prints a line per size).
 struct CollectiveRow {
   int32_t rank = -1;
   std::string device;        // the device's track path ("" when the source has none)
   std::string name;          // CollectiveCall::name
   std::string source;
+  std::string algorithm;
   std::string dtype;
   int32_t group_size = 0;
   int64_t bytes = -1;        // per call; -1 when unknown
