@@ -127,11 +127,35 @@ std::optional<Found> FromStepscopeRecord(trace::DetailReader& details, uint32_t 
   return found;
 }
 
+// NCCL's kernel names carry the algorithm and the protocol: "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+// -> "ring_ll", "ncclKernel_AllGather_TREE_SIMPLE_Sum_int8_t" -> "tree_simple"; empty when not.
+std::string NcclAlgorithm(std::string_view name) {
+  name = name.substr(0, name.find('('));
+  std::vector<std::string_view> tokens;
+  for (size_t at = 0; at <= name.size();) {
+    const size_t next = std::min(name.find('_', at), name.size());
+    tokens.push_back(name.substr(at, next - at));
+    at = next + 1;
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    for (std::string_view algorithm : {"RING", "TREE", "COLLNET", "NVLS", "NVLSTREE", "PAT"}) {
+      if (tokens[i] != algorithm) continue;
+      std::string text = Lower(algorithm);
+      if (i + 1 < tokens.size() && (tokens[i + 1] == "LL" || tokens[i + 1] == "LL128" || tokens[i + 1] == "SIMPLE")) {
+        text += "_" + Lower(tokens[i + 1]);
+      }
+      return text;
+    }
+  }
+  return "";
+}
+
 // An NCCL kernel of a PyTorch profiler trace, sized by its collective args when it has them.
 Found FromNcclKernel(std::string_view name, const Args& args, int32_t world_size) {
   Found found;
   CollectiveCall& call = found.call;
   call.source = "nccl_kernel";
+  call.algorithm = NcclAlgorithm(name);
   const std::string collective = args.Text("Collective name");
   call.name = collective.empty() ? std::string(name) : collective;
   call.dtype = args.Text("dtype");
