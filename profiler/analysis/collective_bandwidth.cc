@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -87,7 +88,7 @@ std::optional<int64_t> FirstShapeElements(std::string_view json) {
       return std::nullopt;
     }
     if (value < 0) return std::nullopt;  // an unknown dimension
-    elements *= value;
+    if (__builtin_mul_overflow(elements, static_cast<int64_t>(value), &elements)) return std::nullopt;
   }
   return elements;
 }
@@ -98,6 +99,13 @@ std::string FirstString(std::string_view json) {
   if (open == std::string_view::npos) return std::string(json);
   const size_t close = json.find('"', open + 1);
   return close == std::string_view::npos ? std::string() : std::string(json.substr(open + 1, close - open - 1));
+}
+
+// elements x bytes each; -1 (unknown) for a negative count or one past int64 (a damaged record).
+int64_t Bytes(int64_t elements, int64_t each) {
+  int64_t bytes = 0;
+  if (elements < 0 || __builtin_mul_overflow(elements, each, &bytes)) return -1;
+  return bytes;
 }
 
 struct Found {
@@ -113,12 +121,12 @@ std::optional<Found> FromStepscopeRecord(trace::DetailReader& details, uint32_t 
   if (const std::optional<trace::CollectiveDetails> c = details.Collective(index)) {
     call.name = std::string(c->kind);
     call.algorithm = std::string(c->algorithm);
-    call.bytes = c->bytes > 0 ? c->bytes : -1;
+    call.bytes = c->bytes > 0 ? c->bytes : -1;  // 0: not recorded
     call.group_size = c->group_size;
   } else if (const std::string kind = args.Text("collective"); !kind.empty()) {
     call.name = kind;
     call.algorithm = args.Text("algorithm");
-    call.bytes = args.Number("bytes").value_or(-1);
+    call.bytes = std::max<int64_t>(args.Number("bytes").value_or(-1), -1);
     call.group_size = static_cast<int32_t>(args.Number("group size").value_or(0));
   } else {
     return std::nullopt;
@@ -161,7 +169,7 @@ Found FromNcclKernel(std::string_view name, const Args& args, int32_t world_size
   call.dtype = args.Text("dtype");
   const std::optional<int64_t> in = args.Number("In msg nelems"), out = args.Number("Out msg nelems");
   const int32_t element = DtypeBytes(call.dtype);
-  if ((in || out) && element > 0) call.bytes = std::max(in.value_or(0), out.value_or(0)) * element;
+  if ((in || out) && element > 0) call.bytes = Bytes(std::max(in.value_or(0), out.value_or(0)), element);
   if (const std::optional<int64_t> group = args.Number("Group size")) {
     call.group_size = static_cast<int32_t>(*group);
   } else if (world_size > 0) {
@@ -188,7 +196,7 @@ Found FromGlooSpan(std::string_view name, const Args& args, int32_t world_size) 
   const int32_t element = DtypeBytes(call.dtype);
   if (elements && element > 0) {
     const bool gathers = CollectiveKindOf(call.name) == CollectiveKind::kAllGather;
-    call.bytes = *elements * element * (gathers ? std::max(call.group_size, 1) : 1);
+    call.bytes = Bytes(*elements, int64_t{element} * (gathers ? std::max(call.group_size, 1) : 1));
     if (gathers && call.group_size <= 0) call.bytes = -1;  // n unknown: what it gathers too
   }
   return found;
@@ -344,7 +352,7 @@ void AddRows(const Trace& trace, std::span<const CollectiveCall> calls, const Li
     row.exposed_ns += call.exposed_ns;
   }
   for (auto& [key, row] : by_key) {
-    row.total_bytes = row.bytes >= 0 ? row.bytes * row.count : -1;
+    row.total_bytes = row.bytes >= 0 ? Bytes(row.bytes, row.count) : -1;
     if (row.total_bytes >= 0 && row.time_ns > 0) {
       row.algbw_bytes_per_s = static_cast<double>(row.total_bytes) * 1e9 / static_cast<double>(row.time_ns);
       if (const std::optional<double> factor = BusBandwidthFactor(CollectiveKindOf(row.name), row.group_size)) {
@@ -453,7 +461,10 @@ CollectiveBandwidth ComputeCollectiveBandwidth(std::span<const Trace> traces, co
     result.totals.exposed_ns += call.exposed_ns;
     if (call.bytes >= 0) {
       ++result.totals.sized_calls;
-      result.totals.bytes += call.bytes;
+      // Saturating: a damaged record's size must not wrap the total.
+      if (__builtin_add_overflow(result.totals.bytes, call.bytes, &result.totals.bytes)) {
+        result.totals.bytes = INT64_MAX;
+      }
     }
   }
   if (result.calls.empty()) result.notes.push_back("no collectives in the trace");
