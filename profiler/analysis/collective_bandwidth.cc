@@ -434,12 +434,46 @@ int32_t DtypeBytes(std::string_view dtype) {
   return 0;
 }
 
+std::optional<LinkPeak> NvlinkPeakOf(std::string_view device_name) {
+  // NVLink totals (both directions, GB/s) of the SXM parts, from their datasheets.
+  struct Row {
+    std::string_view names;  // "|"-separated, lower case, without a leading "nvidia "
+    double total_gbps;
+    std::string_view source;
+  };
+  static constexpr Row kRows[] = {
+      {"a100-sxm4-40gb|a100-sxm4-80gb", 600,
+       "NVIDIA A100 Tensor Core GPU datasheet, SXM: NVLink 600 GB/s (both directions)"},
+      {"h100 80gb hbm3|h100 sxm5 80gb|h100 sxm", 900,
+       "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM: NVLink 900 GB/s (both directions)"},
+      {"h200|h200 sxm", 900, "NVIDIA H200 Tensor Core GPU datasheet, H200 SXM: NVLink 900 GB/s (both directions)"},
+      {"b200", 1800, "NVIDIA HGX B200 specifications: NVLink 1.8 TB/s a GPU (both directions)"},
+  };
+  std::string name = Lower(device_name);
+  if (name.substr(0, 7) == "nvidia ") name = name.substr(7);
+  for (const Row& row : kRows) {
+    std::string_view names = row.names;
+    while (!names.empty()) {
+      const size_t bar = names.find('|');
+      if (names.substr(0, bar) == name) {
+        return LinkPeak{row.total_gbps / 2 * 1e9, std::string(row.source) + ", halved: one direction"};
+      }
+      names = bar == std::string_view::npos ? std::string_view() : names.substr(bar + 1);
+    }
+  }
+  return std::nullopt;
+}
+
 CollectiveBandwidth ComputeCollectiveBandwidth(std::span<const Trace> traces, const CollectiveOptions& options) {
   CollectiveBandwidth result;
   if (options.link_peak_bytes_per_s) {
     result.link = {options.link_peak_bytes_per_s, "--link-peak"};
+  } else if (std::optional<LinkPeak> nvlink = NvlinkPeakOf(options.device_name)) {
+    result.link = *std::move(nvlink);
   } else {
-    result.link.source = "unknown: pass --link-peak GB/s";
+    result.link.source = options.device_name.empty()
+                             ? "unknown: pass --link-peak GB/s"
+                             : "unknown for " + options.device_name + ": pass --link-peak GB/s";
   }
   int64_t unsized = 0, group_from_world = 0;
   for (size_t i = 0; i < traces.size(); ++i) {

@@ -89,7 +89,7 @@ struct CollectiveRow {
 // The link a collective's bus bandwidth is compared with.
 struct LinkPeak {
   std::optional<double> bytes_per_s;  // nullopt: unknown
-  std::string source;                 // "--link-peak", or why it is unknown
+  std::string source;                 // "--link-peak", the datasheet, or why it is unknown
 };
 
 struct CollectiveTotals {
@@ -108,8 +108,16 @@ struct CollectiveBandwidth {
   std::vector<std::string> notes;
 };
 
+// A GPU's NVLink peak a direction (bytes/s) by the device name traces record ("NVIDIA H100 80GB
+// HBM3"; compared as device_peaks compares them: no case, no leading "NVIDIA "), from its
+// datasheet's total (both directions) halved, as nccl-tests' bus bandwidth is one direction's;
+// nullopt for devices whose link the table does not know (PCIe parts: NVLink there is an optional
+// bridge).
+std::optional<LinkPeak> NvlinkPeakOf(std::string_view device_name);
+
 struct CollectiveOptions {
-  std::optional<double> link_peak_bytes_per_s;  // --link-peak, in bytes/s
+  std::optional<double> link_peak_bytes_per_s;  // --link-peak, in bytes/s: wins over the device
+  std::string device_name;                      // the trace's GPU (or --device), for NvlinkPeakOf
 };
 
 // Each trace is one rank (StepInfo.rank; its index among the traces when unknown).

@@ -44,6 +44,27 @@ TEST(CollectiveBandwidthTest, BusFactorsAreNcclTests) {
   EXPECT_FALSE(BusBandwidthFactor(CollectiveKind::kAllReduce, 0));
 }
 
+TEST(CollectiveBandwidthTest, NvlinkPeaksOneDirectionFromTheDatasheets) {
+  EXPECT_DOUBLE_EQ(NvlinkPeakOf("NVIDIA H100 80GB HBM3")->bytes_per_s.value(), 450e9);
+  EXPECT_DOUBLE_EQ(NvlinkPeakOf("NVIDIA A100-SXM4-80GB")->bytes_per_s.value(), 300e9);
+  EXPECT_DOUBLE_EQ(NvlinkPeakOf("nvidia h200")->bytes_per_s.value(), 450e9);
+  EXPECT_DOUBLE_EQ(NvlinkPeakOf("NVIDIA B200")->bytes_per_s.value(), 900e9);
+  EXPECT_NE(NvlinkPeakOf("NVIDIA H100 80GB HBM3")->source.find("H100 SXM"), std::string::npos);
+  EXPECT_FALSE(NvlinkPeakOf("NVIDIA A100-PCIE-40GB"));  // NVLink there is an optional bridge
+  EXPECT_FALSE(NvlinkPeakOf("Tesla T4"));
+  EXPECT_FALSE(NvlinkPeakOf(""));
+  // --link-peak wins over the device; an unknown device says so.
+  const trace::Trace trace = Read("collectives/nccl_constructed.json");
+  EXPECT_DOUBLE_EQ(*ComputeCollectiveBandwidth(trace, {.device_name = "NVIDIA H100 80GB HBM3"}).link.bytes_per_s, 450e9);
+  EXPECT_DOUBLE_EQ(*ComputeCollectiveBandwidth(trace, {.link_peak_bytes_per_s = 1e9, .device_name = "NVIDIA B200"})
+                        .link.bytes_per_s,
+                   1e9);
+  const CollectiveBandwidth unknown = ComputeCollectiveBandwidth(trace, {.device_name = "Tesla T4"});
+  EXPECT_FALSE(unknown.link.bytes_per_s);
+  EXPECT_EQ(unknown.link.source, "unknown for Tesla T4: pass --link-peak GB/s");
+  for (const CollectiveRow& row : unknown.rows) EXPECT_FALSE(row.busbw_share_of_peak);
+}
+
 TEST(CollectiveBandwidthTest, KindsAndDtypesAsTheSourcesWriteThem) {
   EXPECT_EQ(CollectiveKindOf("allreduce"), CollectiveKind::kAllReduce);
   EXPECT_EQ(CollectiveKindOf("ALLREDUCE"), CollectiveKind::kAllReduce);

@@ -32,6 +32,7 @@ Status RunCollectives(const ParsedArgs& args, std::ostream& out, std::ostream&) 
   ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
   analysis::CollectiveOptions options;
   ASSIGN_OR_RETURN(options.link_peak_bytes_per_s, LinkPeakFlag(args));
+  options.device_name = args.Get("device").value_or("");
   ASSIGN_OR_RETURN(const std::vector<trace::Trace> traces, LoadScopedTraces(args));
   const analysis::CollectiveBandwidth result = analysis::ComputeCollectiveBandwidth(traces, options);
   if (args.Has("json")) {
@@ -126,19 +127,21 @@ FlagSpec LinkPeakFlagSpec() {
 
 CommandSpec CollectivesCommand() {
   return {.name = "collectives",
-          .synopsis = "TRACE|DIR... [--json] [--top N] [--link-peak GBPS] [--rank R]",
+          .synopsis = "TRACE|DIR... [--json] [--top N] [--link-peak GBPS | --device NAME] [--rank R]",
           .description =
               "Bandwidth per collective, as nccl-tests reports it: for each rank, collective, dtype, group\n"
               "size n and message size, the calls, their time, the part no compute hid (exposed), the\n"
               "algorithm bandwidth (size / time) and the bus bandwidth (algbw x 2(n-1)/n for all-reduce,\n"
               "(n-1)/n for all-gather, reduce-scatter and all-to-all, 1 for broadcast, reduce and\n"
-              "send/recv), against the link's peak when --link-peak gives it. Sources: stepscope-train's\n"
+              "send/recv), against the link's peak: --link-peak, else the NVLink of --device (A100, H100,\n"
+              "H200 SXM, B200: half the datasheet's total, one direction). Sources: stepscope-train's\n"
               "collective records (all-reduce, fusion, MPI), NCCL kernels of PyTorch traces (sized by their\n"
               "collective args), gloo spans of CPU PyTorch traces (sized by their inputs). A collective\n"
               "whose size is not recorded keeps its time, its bandwidth unknown. Each file is one rank.",
           .flags = {{"json", "", "write the result as JSON"},
                     {"top", "N", "rows listed in text output (default 15)"},
                     LinkPeakFlagSpec(),
+                    {"device", "NAME", "the GPU whose NVLink peak to compare with (\"NVIDIA H100 80GB HBM3\")"},
                     RankFlag()},
           .run = RunCollectives};
 }
