@@ -281,17 +281,58 @@ void MeasureExposure(const Trace& trace, std::vector<CollectiveCall>& calls) {
 }
 
 struct TraceCalls {
-  int64_t unsized = 0, group_from_world = 0;
+  int64_t unsized = 0, group_from_world = 0, records_on_kernels = 0;
 };
+
+// A collective record of stepscope-train and the NCCL kernel it launched (one correlation id)
+// are one collective: kept once, as the kernel (the transfer's own time on the GPU) with what the
+// record knows and the kernel does not (size, group). Returns the records so folded.
+int64_t FoldRecordsIntoKernels(std::vector<Found>& found, const std::vector<uint64_t>& correlation) {
+  std::map<uint64_t, size_t> record_of;
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (found[i].call.source == "stepscope" && correlation[i] != 0) record_of.emplace(correlation[i], i);
+  }
+  if (record_of.empty()) return 0;
+  std::vector<bool> folded(found.size(), false);
+  for (size_t i = 0; i < found.size(); ++i) {
+    CollectiveCall& kernel = found[i].call;
+    if (kernel.source != "nccl_kernel" || correlation[i] == 0) continue;
+    auto it = record_of.find(correlation[i]);
+    if (it == record_of.end() || folded[it->second]) continue;
+    const CollectiveCall& record = found[it->second].call;
+    if (kernel.bytes < 0) kernel.bytes = record.bytes;
+    if (record.group_size > 0 && (kernel.group_size <= 0 || found[i].group_from_world)) {
+      kernel.group_size = record.group_size;
+      found[i].group_from_world = false;
+    }
+    if (kernel.kind == CollectiveKind::kOther) {
+      kernel.kind = record.kind;
+      kernel.name = record.name;
+    }
+    folded[it->second] = true;
+  }
+  int64_t count = 0;
+  size_t kept = 0;
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (folded[i]) {
+      ++count;
+    } else {
+      found[kept++] = std::move(found[i]);
+    }
+  }
+  found.resize(kept);
+  return count;
+}
 
 // The collectives of one trace, by start.
 TraceCalls CollectCalls(const Trace& trace, int32_t rank, std::vector<CollectiveCall>& calls) {
   TraceCalls counts;
-  trace::DetailReader details(trace, trace::kDetailCollective);
+  trace::DetailReader details(trace, trace::kDetailCollective | trace::kDetailCorrelation);
   const bool records = details.MayHave(trace::kDetailCollective);
   const int32_t world_size = trace.step_info().world_size;
   const auto slices = trace.slices();
-  std::vector<CollectiveCall> found_calls;
+  std::vector<Found> found_calls;
+  std::vector<uint64_t> correlation;  // a StepStats node's, parallel to found_calls; 0 when none
   for (uint32_t i = 0; i < slices.size(); ++i) {
     const Slice& s = slices[i];
     if (s.duplicate()) continue;
@@ -315,14 +356,20 @@ TraceCalls CollectCalls(const Trace& trace, int32_t rank, std::vector<Collective
     if (call.kind != CollectiveKind::kOther) call.name = std::string(CollectiveKindName(call.kind));
     call.start_ns = s.start_ns;
     call.dur_ns = s.dur_ns;
-    counts.unsized += call.bytes < 0 ? 1 : 0;
-    counts.group_from_world += found->group_from_world ? 1 : 0;
-    found_calls.push_back(std::move(call));
+    correlation.push_back(records ? details.Correlation(i) : 0);
+    found_calls.push_back(*std::move(found));
   }
-  MeasureExposure(trace, found_calls);
-  std::stable_sort(found_calls.begin(), found_calls.end(),
+  counts.records_on_kernels = FoldRecordsIntoKernels(found_calls, correlation);
+  std::vector<CollectiveCall> trace_calls;
+  for (Found& found : found_calls) {
+    counts.unsized += found.call.bytes < 0 ? 1 : 0;
+    counts.group_from_world += found.group_from_world ? 1 : 0;
+    trace_calls.push_back(std::move(found.call));
+  }
+  MeasureExposure(trace, trace_calls);
+  std::stable_sort(trace_calls.begin(), trace_calls.end(),
                    [](const CollectiveCall& a, const CollectiveCall& b) { return a.start_ns < b.start_ns; });
-  for (CollectiveCall& call : found_calls) calls.push_back(std::move(call));
+  for (CollectiveCall& call : trace_calls) calls.push_back(std::move(call));
   return counts;
 }
 
@@ -475,7 +522,7 @@ CollectiveBandwidth ComputeCollectiveBandwidth(std::span<const Trace> traces, co
                              ? "unknown: pass --link-peak GB/s"
                              : "unknown for " + options.device_name + ": pass --link-peak GB/s";
   }
-  int64_t unsized = 0, group_from_world = 0;
+  int64_t unsized = 0, group_from_world = 0, records_on_kernels = 0;
   for (size_t i = 0; i < traces.size(); ++i) {
     const Trace& trace = traces[i];
     const int32_t rank = trace.step_info().rank >= 0 ? trace.step_info().rank : static_cast<int32_t>(i);
@@ -483,6 +530,7 @@ CollectiveBandwidth ComputeCollectiveBandwidth(std::span<const Trace> traces, co
     const TraceCalls counts = CollectCalls(trace, rank, result.calls);
     unsized += counts.unsized;
     group_from_world += counts.group_from_world;
+    records_on_kernels += counts.records_on_kernels;
     AddRows(trace, std::span(result.calls).subspan(first), result.link, result.rows);
   }
   std::stable_sort(result.rows.begin(), result.rows.end(), [](const CollectiveRow& a, const CollectiveRow& b) {
@@ -505,6 +553,10 @@ CollectiveBandwidth ComputeCollectiveBandwidth(std::span<const Trace> traces, co
   if (unsized > 0) {
     result.notes.push_back(std::to_string(unsized) +
                            " collective(s) without a recorded size: their time is counted, their bandwidth unknown");
+  }
+  if (records_on_kernels > 0) {
+    result.notes.push_back(std::to_string(records_on_kernels) +
+                           " collective record(s) counted as the NCCL kernel they launched (its time, their size)");
   }
   if (group_from_world > 0) {
     result.notes.push_back(std::to_string(group_from_world) +

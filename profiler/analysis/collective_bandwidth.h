@@ -11,6 +11,8 @@
 //  - a gloo collective of a CPU PyTorch trace: the `gloo:<collective>` span on gloo's own thread
 //    (the work, waiting for the peers included), sized by its `Input Dims` and `Input type`,
 //    the group the trace's world size (Kineto's `distributedInfo`).
+// A trainer record and the NCCL kernel it launched (one correlation id) are one collective,
+// counted once: the kernel's time with the record's size and group.
 // A collective whose size the source does not give is still counted with its time; its bytes
 // and bandwidths are unknown (-1 / nullopt), never zero.
 //

@@ -212,6 +212,31 @@ TEST(CollectiveBandwidthTest, TrainerAllReduceRecords) {
   EXPECT_DOUBLE_EQ(*softmax->busbw_bytes_per_s, 8e6 / 24'712'792e-9);
 }
 
+// tests/data/analysis/ranks: per rank, the trainer's NCCL all-reduce record (4 MiB, group 2, on
+// the collectives lane, 200 us) and the NCCL kernel it launched (same correlation id, 180 us on
+// stream 9, 100 us of it under the conv kernels): one collective, timed by its kernel and sized
+// by its record; exposed 80 us, as `overlap` reports the GPU lanes.
+TEST(CollectiveBandwidthTest, TrainerRecordAndItsNcclKernelAreOneCollective) {
+  std::vector<trace::Trace> traces;
+  traces.push_back(Read("analysis/ranks/rank0.pbtxt"));
+  traces.push_back(Read("analysis/ranks/rank1.pbtxt"));
+  const CollectiveBandwidth result = ComputeCollectiveBandwidth(traces);
+  ASSERT_EQ(result.calls.size(), 2u);
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    const CollectiveRow* row = FindRow(result, rank, "all_reduce", "", 4194304);
+    ASSERT_NE(row, nullptr) << rank;
+    EXPECT_EQ(row->source, "nccl_kernel");
+    EXPECT_EQ(row->algorithm, "ring_ll");
+    EXPECT_EQ(row->group_size, 2);
+    EXPECT_EQ(row->count, 1);
+    EXPECT_EQ(row->time_ns, 180'000);
+    EXPECT_EQ(row->exposed_ns, 80'000);
+    EXPECT_DOUBLE_EQ(*row->busbw_bytes_per_s, 4194304 / 180e-6);
+  }
+  ASSERT_EQ(result.notes.size(), 1u);
+  EXPECT_EQ(result.notes[0], "2 collective record(s) counted as the NCCL kernel they launched (its time, their size)");
+}
+
 TEST(CollectiveBandwidthTest, TraceWithoutCollectivesSaysSo) {
   const trace::Trace trace = Read("kineto/alexnet_launches.json");
   const CollectiveBandwidth result = ComputeCollectiveBandwidth(trace);
