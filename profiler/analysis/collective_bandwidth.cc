@@ -33,13 +33,31 @@ std::string Lower(std::string_view text) {
 
 bool Contains(std::string_view text, std::string_view needle) { return text.find(needle) != std::string_view::npos; }
 
-// A slice's free-form arguments by key (the Chrome JSON reader's), read once per slice.
+// The string ids of argument keys in one trace, looked up once: a trace holds millions of
+// arguments under a few dozen keys.
+class KeyIds {
+ public:
+  explicit KeyIds(const Trace& trace) : trace_(trace) {}
+  int64_t operator()(std::string_view key) {
+    auto [it, inserted] = ids_.try_emplace(key, -1);
+    if (inserted) it->second = trace_.strings().Find(key);
+    return it->second;
+  }
+
+ private:
+  const Trace& trace_;
+  std::map<std::string_view, int64_t> ids_;
+};
+
+// A slice's free-form arguments by key (the Chrome JSON reader's).
 class Args {
  public:
-  Args(const Trace& trace, uint32_t slice) : trace_(trace), args_(trace.slice_args(slice)) {}
+  Args(const Trace& trace, KeyIds& keys, uint32_t slice) : trace_(trace), keys_(keys), args_(trace.slice_args(slice)) {}
   const SliceArg* Find(std::string_view key) const {
+    const int64_t id = keys_(key);
+    if (id < 0) return nullptr;  // no argument of the trace has this key
     for (const SliceArg& arg : args_) {
-      if (trace_.str(arg.key) == key) return &arg;
+      if (arg.key == static_cast<trace::StringId>(id)) return &arg;
     }
     return nullptr;
   }
@@ -62,6 +80,7 @@ class Args {
 
  private:
   const Trace& trace_;
+  KeyIds& keys_;
   std::span<const SliceArg> args_;
 };
 
@@ -232,13 +251,55 @@ class IntervalSet {
   std::vector<std::pair<int64_t, int64_t>> intervals_;
 };
 
-// A host op that only starts or waits for communication (c10d's ops, PyTorch's
-// record_param_comms, TensorFlow's collective ops): not compute that could hide it.
-bool IsCommunicationOp(const Trace& trace, const Slice& s) {
-  if (IsCommunication(trace, s)) return true;
-  const std::string_view name = trace.str(trace.slice_name(s));
-  return name.substr(0, 6) == "c10d::" || name == "record_param_comms" || name.substr(0, 5) == "nccl:" ||
-         name.substr(0, 5) == "gloo:" || IsCollectiveOpType(trace.str(trace.slice_op_type(s)));
+// What a slice's name and op type say of it, worked out once per label (a trace has millions of
+// kernels and a few thousand labels).
+class LabelFlags {
+ public:
+  enum : uint8_t {
+    kNccl = 1 << 0,    // "nccl" in the name's first 64 characters, in any case (an NCCL kernel)
+    kFusion = 1 << 1,  // "fusion" in the name, in any case (a fusion-buffer copy)
+    kGloo = 1 << 2,    // "gloo:<collective>" (gloo's span)
+    // A host op that only starts or waits for communication (c10d's ops, PyTorch's
+    // record_param_comms, its nccl:/gloo: spans, TensorFlow's collective ops).
+    kCommOp = 1 << 3,
+  };
+  explicit LabelFlags(const Trace& trace) : trace_(trace), flags_(trace.labels().size(), kUnknown) {}
+  uint8_t operator()(const Slice& s) {
+    uint8_t& flags = flags_[s.label];
+    if (flags == kUnknown) flags = Compute(s);
+    return flags;
+  }
+
+ private:
+  static constexpr uint8_t kUnknown = 0xff;
+  uint8_t Compute(const Slice& s) const {
+    const std::string_view name = trace_.str(trace_.slice_name(s));
+    const std::string lower = Lower(name);
+    uint8_t flags = 0;
+    if (Contains(std::string_view(lower).substr(0, 64), "nccl")) flags |= kNccl;
+    if (Contains(lower, "fusion")) flags |= kFusion;
+    if (name.substr(0, 5) == "gloo:") flags |= kGloo;
+    if (name.substr(0, 6) == "c10d::" || name == "record_param_comms" || name.substr(0, 5) == "nccl:" ||
+        name.substr(0, 5) == "gloo:" || IsCollectiveOpType(trace_.str(trace_.slice_op_type(s)))) {
+      flags |= kCommOp;
+    }
+    return flags;
+  }
+  const Trace& trace_;
+  std::vector<uint8_t> flags_;
+};
+
+// Communication, not compute that could hide it: what IsCommunication counts (collective
+// records, NCCL kernels, fusion-buffer copies, the collectives lane) and host ops that only start
+// or wait for communication.
+bool IsCommunicationOp(const Trace& trace, const Slice& s, uint8_t flags) {
+  switch (s.kind) {
+    case SliceKind::kCollective: return true;
+    case SliceKind::kKernel: if (flags & LabelFlags::kNccl) return true; break;
+    case SliceKind::kMemcpy: if (flags & LabelFlags::kFusion) return true; break;
+    default: break;
+  }
+  return (flags & LabelFlags::kCommOp) != 0 || trace.tracks()[s.track].kind == trace::TrackKind::kCollective;
 }
 
 // The key of the lanes whose compute may hide a slice: its device, GPU lanes apart from host
@@ -251,10 +312,10 @@ int64_t LanesKey(const Trace& trace, const Slice& s) {
 
 // Sets each call's exposed time: its time in which no compute ran on its lanes. Work nested in
 // a communication slice of its own lane (gloo's copies inside its span) is the collective's.
-void MeasureExposure(const Trace& trace, std::vector<CollectiveCall>& calls) {
+void MeasureExposure(const Trace& trace, LabelFlags& label_flags, std::vector<Found>& calls) {
   std::map<int64_t, IntervalSet> compute;
   const auto slices = trace.slices();
-  for (const CollectiveCall& call : calls) compute.try_emplace(LanesKey(trace, slices[call.slice]));
+  for (const Found& found : calls) compute.try_emplace(LanesKey(trace, slices[found.call.slice]));
   if (compute.empty()) return;
   std::set<int32_t> resources;
   for (const auto& [key, set] : compute) resources.insert(static_cast<int32_t>(key >> 1));
@@ -263,7 +324,7 @@ void MeasureExposure(const Trace& trace, std::vector<CollectiveCall>& calls) {
     int64_t comm_end = INT64_MIN;
     for (const Slice& s : trace.track_slices(t)) {
       if (s.duplicate()) continue;
-      if (IsCommunicationOp(trace, s)) {
+      if (IsCommunicationOp(trace, s, label_flags(s))) {
         comm_end = std::max(comm_end, s.end_ns());
         continue;
       }
@@ -274,7 +335,8 @@ void MeasureExposure(const Trace& trace, std::vector<CollectiveCall>& calls) {
     }
   }
   for (auto& [key, set] : compute) set.Merge();
-  for (CollectiveCall& call : calls) {
+  for (Found& found : calls) {
+    CollectiveCall& call = found.call;
     const IntervalSet& set = compute.at(LanesKey(trace, slices[call.slice]));
     call.exposed_ns = call.dur_ns - set.Covered(call.start_ns, call.start_ns + call.dur_ns);
   }
@@ -331,6 +393,8 @@ TraceCalls CollectCalls(const Trace& trace, int32_t rank, std::vector<Collective
   const bool records = details.MayHave(trace::kDetailCollective);
   const int32_t world_size = trace.step_info().world_size;
   const auto slices = trace.slices();
+  LabelFlags label_flags(trace);
+  KeyIds keys(trace);
   std::vector<Found> found_calls;
   std::vector<uint64_t> correlation;  // a StepStats node's, parallel to found_calls; 0 when none
   for (uint32_t i = 0; i < slices.size(); ++i) {
@@ -338,14 +402,14 @@ TraceCalls CollectCalls(const Trace& trace, int32_t rank, std::vector<Collective
     if (s.duplicate()) continue;
     std::optional<Found> found;
     if (s.kind == SliceKind::kCollective) {
-      const Args args(trace, i);
+      const Args args(trace, keys, i);
       if (records || !args.empty()) found = FromStepscopeRecord(details, i, args);
     } else if (s.kind == SliceKind::kKernel || s.kind == SliceKind::kAnnotation) {
-      const std::string_view name = trace.str(trace.slice_name(s));
-      if (s.kind == SliceKind::kKernel && Contains(Lower(name.substr(0, 64)), "nccl")) {
-        found = FromNcclKernel(name, Args(trace, i), world_size);
-      } else if (s.kind == SliceKind::kAnnotation && name.substr(0, 5) == "gloo:") {
-        found = FromGlooSpan(name, Args(trace, i), world_size);
+      const uint8_t flags = label_flags(s);
+      if (s.kind == SliceKind::kKernel && (flags & LabelFlags::kNccl)) {
+        found = FromNcclKernel(trace.str(trace.slice_name(s)), Args(trace, keys, i), world_size);
+      } else if (s.kind == SliceKind::kAnnotation && (flags & LabelFlags::kGloo)) {
+        found = FromGlooSpan(trace.str(trace.slice_name(s)), Args(trace, keys, i), world_size);
       }
     }
     if (!found) continue;
@@ -360,33 +424,32 @@ TraceCalls CollectCalls(const Trace& trace, int32_t rank, std::vector<Collective
     found_calls.push_back(*std::move(found));
   }
   counts.records_on_kernels = FoldRecordsIntoKernels(found_calls, correlation);
-  std::vector<CollectiveCall> trace_calls;
+  MeasureExposure(trace, label_flags, found_calls);
+  // In place (a trace may hold millions of collectives): by start, then slice.
+  std::sort(found_calls.begin(), found_calls.end(), [](const Found& a, const Found& b) {
+    return std::tie(a.call.start_ns, a.call.slice) < std::tie(b.call.start_ns, b.call.slice);
+  });
+  calls.reserve(calls.size() + found_calls.size());
   for (Found& found : found_calls) {
     counts.unsized += found.call.bytes < 0 ? 1 : 0;
     counts.group_from_world += found.group_from_world ? 1 : 0;
-    trace_calls.push_back(std::move(found.call));
+    calls.push_back(std::move(found.call));
   }
-  MeasureExposure(trace, trace_calls);
-  std::stable_sort(trace_calls.begin(), trace_calls.end(),
-                   [](const CollectiveCall& a, const CollectiveCall& b) { return a.start_ns < b.start_ns; });
-  for (CollectiveCall& call : trace_calls) calls.push_back(std::move(call));
   return counts;
-}
-
-std::string DevicePath(const Trace& trace, const CollectiveCall& call) {
-  return trace.TrackPath(static_cast<uint32_t>(ResourceOf(trace, trace.slices()[call.slice].track)));
 }
 
 void AddRows(const Trace& trace, std::span<const CollectiveCall> calls, const LinkPeak& link,
              std::vector<CollectiveRow>& rows) {
-  using Key = std::tuple<std::string, std::string, int32_t, int64_t, std::string, std::string, std::string>;
+  // By the device's track: its path is made once a row.
+  using Key = std::tuple<int32_t, std::string, int32_t, int64_t, std::string, std::string, std::string>;
   std::map<Key, CollectiveRow> by_key;
   for (const CollectiveCall& call : calls) {
+    const int32_t device = ResourceOf(trace, trace.slices()[call.slice].track);
     CollectiveRow& row =
-        by_key[{DevicePath(trace, call), call.name, call.group_size, call.bytes, call.source, call.dtype, call.algorithm}];
+        by_key[{device, call.name, call.group_size, call.bytes, call.source, call.dtype, call.algorithm}];
     if (row.count == 0) {
       row.rank = call.rank;
-      row.device = DevicePath(trace, call);
+      row.device = device >= 0 ? trace.TrackPath(static_cast<uint32_t>(device)) : "";
       row.name = call.name;
       row.source = call.source;
       row.algorithm = call.algorithm;
