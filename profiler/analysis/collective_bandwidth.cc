@@ -438,18 +438,21 @@ TraceCalls CollectCalls(const Trace& trace, int32_t rank, std::vector<Collective
   return counts;
 }
 
-void AddRows(const Trace& trace, std::span<const CollectiveCall> calls, const LinkPeak& link,
-             std::vector<CollectiveRow>& rows) {
-  // By the device's track: its path is made once a row.
-  using Key = std::tuple<int32_t, std::string, int32_t, int64_t, std::string, std::string, std::string>;
-  std::map<Key, CollectiveRow> by_key;
+// Rows by rank, device (its path, so that a run's step files of one rank fill the same rows),
+// name, group size, size, source, dtype and algorithm: the order they are listed in.
+using RowKey = std::tuple<int32_t, std::string, std::string, int32_t, int64_t, std::string, std::string, std::string>;
+
+void AddCalls(const Trace& trace, std::span<const CollectiveCall> calls, std::map<RowKey, CollectiveRow>& rows) {
+  std::map<int32_t, std::string> path_of;  // the device's track -> its path, made once
   for (const CollectiveCall& call : calls) {
     const int32_t device = ResourceOf(trace, trace.slices()[call.slice].track);
-    CollectiveRow& row =
-        by_key[{device, call.name, call.group_size, call.bytes, call.source, call.dtype, call.algorithm}];
+    auto [path, inserted] = path_of.try_emplace(device);
+    if (inserted && device >= 0) path->second = trace.TrackPath(static_cast<uint32_t>(device));
+    CollectiveRow& row = rows[{call.rank, path->second, call.name, call.group_size, call.bytes, call.source, call.dtype,
+                               call.algorithm}];
     if (row.count == 0) {
       row.rank = call.rank;
-      row.device = device >= 0 ? trace.TrackPath(static_cast<uint32_t>(device)) : "";
+      row.device = path->second;
       row.name = call.name;
       row.source = call.source;
       row.algorithm = call.algorithm;
@@ -461,6 +464,10 @@ void AddRows(const Trace& trace, std::span<const CollectiveCall> calls, const Li
     row.time_ns += call.dur_ns;
     row.exposed_ns += call.exposed_ns;
   }
+}
+
+std::vector<CollectiveRow> FinishRows(std::map<RowKey, CollectiveRow> by_key, const LinkPeak& link) {
+  std::vector<CollectiveRow> rows;
   for (auto& [key, row] : by_key) {
     row.total_bytes = row.bytes >= 0 ? Bytes(row.bytes, row.count) : -1;
     if (row.total_bytes >= 0 && row.time_ns > 0) {
@@ -472,6 +479,7 @@ void AddRows(const Trace& trace, std::span<const CollectiveCall> calls, const Li
     }
     rows.push_back(std::move(row));
   }
+  return rows;
 }
 
 }  // namespace
@@ -586,6 +594,7 @@ CollectiveBandwidth ComputeCollectiveBandwidth(std::span<const Trace> traces, co
                              : "unknown for " + options.device_name + ": pass --link-peak GB/s";
   }
   int64_t unsized = 0, group_from_world = 0, records_on_kernels = 0;
+  std::map<RowKey, CollectiveRow> rows;
   for (size_t i = 0; i < traces.size(); ++i) {
     const Trace& trace = traces[i];
     const int32_t rank = trace.step_info().rank >= 0 ? trace.step_info().rank : static_cast<int32_t>(i);
@@ -594,12 +603,9 @@ CollectiveBandwidth ComputeCollectiveBandwidth(std::span<const Trace> traces, co
     unsized += counts.unsized;
     group_from_world += counts.group_from_world;
     records_on_kernels += counts.records_on_kernels;
-    AddRows(trace, std::span(result.calls).subspan(first), result.link, result.rows);
+    AddCalls(trace, std::span(result.calls).subspan(first), rows);
   }
-  std::stable_sort(result.rows.begin(), result.rows.end(), [](const CollectiveRow& a, const CollectiveRow& b) {
-    return std::tie(a.rank, a.device, a.name, a.group_size, a.bytes) <
-           std::tie(b.rank, b.device, b.name, b.group_size, b.bytes);
-  });
+  result.rows = FinishRows(std::move(rows), result.link);
   for (const CollectiveCall& call : result.calls) {
     ++result.totals.calls;
     result.totals.time_ns += call.dur_ns;

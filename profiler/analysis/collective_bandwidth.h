@@ -101,7 +101,8 @@ struct CollectiveTotals {
 };
 
 struct CollectiveBandwidth {
-  std::vector<CollectiveRow> rows;    // by rank, device, name, group size, bytes
+  // By rank, device, name, group size, bytes; a rank's files (its steps) fill the same rows.
+  std::vector<CollectiveRow> rows;
   std::vector<CollectiveCall> calls;  // by rank, then start
   CollectiveTotals totals;
   LinkPeak link;

@@ -210,6 +210,18 @@ TEST(CollectiveBandwidthTest, TrainerAllReduceRecords) {
   EXPECT_EQ(softmax->time_ns, 24'712'792);
   EXPECT_EQ(softmax->exposed_ns, 24'712'792);
   EXPECT_DOUBLE_EQ(*softmax->busbw_bytes_per_s, 8e6 / 24'712'792e-9);
+
+  // Two step files of one rank fill the same rows.
+  std::vector<trace::Trace> steps;
+  steps.push_back(Read("trainer/lstm_small_cpu2_step3.pb.gz"));
+  steps.push_back(Read("trainer/lstm_small_cpu2_step3.pb.gz"));
+  const CollectiveBandwidth both = ComputeCollectiveBandwidth(steps);
+  EXPECT_EQ(both.rows.size(), 8u);
+  const CollectiveRow* twice = FindRow(both, 0, "all_reduce", "", 8'000'000);
+  ASSERT_NE(twice, nullptr);
+  EXPECT_EQ(twice->count, 2);
+  EXPECT_EQ(twice->time_ns, 2 * 24'712'792);
+  EXPECT_DOUBLE_EQ(*twice->busbw_bytes_per_s, *softmax->busbw_bytes_per_s);
 }
 
 // tests/data/analysis/ranks: per rank, the trainer's NCCL all-reduce record (4 MiB, group 2, on
