@@ -249,6 +249,28 @@ TEST(CollectiveBandwidthTest, TrainerRecordAndItsNcclKernelAreOneCollective) {
   EXPECT_EQ(result.notes[0], "2 collective record(s) counted as the NCCL kernel they launched (its time, their size)");
 }
 
+// Real: stepscope-train with Horovod-style fusion on two CPU devices
+// (tests/data/collectives/lstm_small_cpu2_fusion_step3.pb.gz): per device, ring all-reduces of
+// single gradients and of one fusion buffer of 1,286,400 bytes (141,711 ns), whose copies in and
+// out of the buffer are collective records with no bus factor (their own bandwidth only).
+TEST(CollectiveBandwidthTest, TrainerFusionRecords) {
+  const trace::Trace trace = Read("collectives/lstm_small_cpu2_fusion_step3.pb.gz");
+  const CollectiveBandwidth result = ComputeCollectiveBandwidth(trace);
+  EXPECT_EQ(result.totals.calls, 12);
+  EXPECT_EQ(result.rows.size(), 12u);  // per device: 4 all-reduce sizes, the copy in, the copy out
+  const CollectiveRow* fused = FindRow(result, 0, "all_reduce", "", 1'286'400);
+  ASSERT_NE(fused, nullptr);
+  EXPECT_EQ(fused->count, 1);
+  EXPECT_EQ(fused->time_ns, 141'711);
+  EXPECT_DOUBLE_EQ(*fused->busbw_bytes_per_s, 1'286'400 / 141'711e-9);
+  const CollectiveRow* copy_in = FindRow(result, 0, "MEMCPY_IN_FUSION_BUFFER", "", 1'286'400);
+  ASSERT_NE(copy_in, nullptr);
+  EXPECT_EQ(copy_in->time_ns, 305'344);
+  EXPECT_DOUBLE_EQ(*copy_in->algbw_bytes_per_s, 1'286'400 / 305'344e-9);
+  EXPECT_FALSE(copy_in->busbw_bytes_per_s);
+  ASSERT_NE(FindRow(result, 0, "MEMCPY_OUT_FUSION_BUFFER", "", 1'286'400), nullptr);
+}
+
 TEST(CollectiveBandwidthTest, TraceWithoutCollectivesSaysSo) {
   const trace::Trace trace = Read("kineto/alexnet_launches.json");
   const CollectiveBandwidth result = ComputeCollectiveBandwidth(trace);
