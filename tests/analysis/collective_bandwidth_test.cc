@@ -271,6 +271,27 @@ TEST(CollectiveBandwidthTest, TrainerFusionRecords) {
   ASSERT_NE(FindRow(result, 0, "MEMCPY_OUT_FUSION_BUFFER", "", 1'286'400), nullptr);
 }
 
+// Real: stepscope-train across two MPI processes (tests/data/collectives/lstm_small_mpi2_step3_*):
+// each rank's ring all-reduces over MPI, one file a rank; the softmax weights' (8,000,000 bytes)
+// took 153,766,436 ns on rank 0 and 153,757,963 ns on rank 1 (the records' own times).
+TEST(CollectiveBandwidthTest, TrainerMpiRanks) {
+  std::vector<trace::Trace> traces;
+  traces.push_back(Read("collectives/lstm_small_mpi2_step3_rank1.pb.gz"));  // ranks by record, not order
+  traces.push_back(Read("collectives/lstm_small_mpi2_step3_rank0.pb.gz"));
+  const CollectiveBandwidth result = ComputeCollectiveBandwidth(traces);
+  EXPECT_EQ(result.totals.calls, 12);
+  EXPECT_EQ(result.rows.size(), 8u);
+  EXPECT_EQ(result.rows.front().rank, 0);
+  const int64_t expected_ns[2] = {153'766'436, 153'757'963};
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    const CollectiveRow* softmax = FindRow(result, rank, "all_reduce", "", 8'000'000);
+    ASSERT_NE(softmax, nullptr) << rank;
+    EXPECT_EQ(softmax->group_size, 2);
+    EXPECT_EQ(softmax->time_ns, expected_ns[rank]);
+    EXPECT_DOUBLE_EQ(*softmax->busbw_bytes_per_s, 8e6 / (static_cast<double>(expected_ns[rank]) * 1e-9));
+  }
+}
+
 TEST(CollectiveBandwidthTest, TraceWithoutCollectivesSaysSo) {
   const trace::Trace trace = Read("kineto/alexnet_launches.json");
   const CollectiveBandwidth result = ComputeCollectiveBandwidth(trace);
