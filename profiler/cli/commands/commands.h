@@ -43,6 +43,8 @@ CommandSpec IdleCommand();
 CommandSpec LaunchesCommand();
 CommandSpec AnnotationsCommand();
 CommandSpec KernelPatternsCommand();
+// html_report.cc: one offline HTML file of the sections above.
+CommandSpec ReportCommand();
 
 // Every command, in the order the top-level help lists them.
 std::vector<CommandSpec> AllCommands();
