@@ -92,8 +92,10 @@ Status RunReport(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   for (const std::string& input : a) {
     summaries.push_back(RunJson(Args("summary", {input}, args)));
     if (summaries.back().code != 0) {
-      const Status failed = summaries.back().code == 2 ? InvalidInput(summaries.back().err) : Internal(summaries.back().err);
-      return Status(failed.code(), "cannot read " + input + " (" + summaries.back().err + ")");
+      // Its message as the command gave it, without the name of the command the report ran.
+      std::string message = summaries.back().err;
+      if (message.rfind("stepscope summary: ", 0) == 0) message.erase(0, std::string("stepscope summary: ").size());
+      return summaries.back().code == 2 ? InvalidInput(message) : Internal(message);
     }
   }
   const CommandRun steps = RunJson(Args("steps", a, args)), breakdown = RunJson(Args("step-breakdown", a, args));
