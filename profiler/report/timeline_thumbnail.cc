@@ -39,6 +39,10 @@ struct Labelled {
   size_t row;
 };
 
+// Heap order for the longest slices: the shortest kept on top.
+bool Longer(const Labelled& a, const Labelled& b) { return a.dur_ns > b.dur_ns; }
+constexpr size_t kCandidates = 256;
+
 }  // namespace
 
 std::string TimelineThumbnail(const trace::Trace& trace, int64_t begin_ns, int64_t end_ns,
@@ -71,8 +75,18 @@ std::string TimelineThumbnail(const trace::Trace& trace, int64_t begin_ns, int64
       for (int x = x0; x < std::min(x1, width); ++x) {
         if (pixels[static_cast<size_t>(x)] == 0) pixels[static_cast<size_t>(x)] = KindClass(s.kind);
       }
-      if (s.depth == 0 && rows.size() < options.max_rows) {
-        slowest.push_back({s.dur_ns, first + static_cast<uint32_t>(i), rows.size()});
+      if (rows.size() < options.max_rows) {
+        // The longest kCandidates slices of the drawn rows, at any depth (a host op often sits
+        // under a Python frame or an annotation): a min-heap on duration.
+        const Labelled candidate{s.dur_ns, first + static_cast<uint32_t>(i), rows.size()};
+        if (slowest.size() < kCandidates) {
+          slowest.push_back(candidate);
+          std::push_heap(slowest.begin(), slowest.end(), Longer);
+        } else if (s.dur_ns > slowest.front().dur_ns) {
+          std::pop_heap(slowest.begin(), slowest.end(), Longer);
+          slowest.back() = candidate;
+          std::push_heap(slowest.begin(), slowest.end(), Longer);
+        }
       }
     }
     if (!any) continue;
@@ -80,14 +94,24 @@ std::string TimelineThumbnail(const trace::Trace& trace, int64_t begin_ns, int64
     if (rows.size() < options.max_rows) rows.push_back({t, std::move(pixels)});
   }
   if (rows.empty()) return "";
-  const size_t keep = std::min(options.labelled, slowest.size());
-  std::partial_sort(slowest.begin(), slowest.begin() + static_cast<std::ptrdiff_t>(keep), slowest.end(),
-                    [](const Labelled& a, const Labelled& b) { return a.dur_ns > b.dur_ns; });
-  slowest.resize(keep);
+  // Longest first, leaving out a slice inside one already named on its row (an op's own callees
+  // span the same time and would name it again).
+  std::sort(slowest.begin(), slowest.end(), Longer);
+  std::vector<Labelled> named;
+  for (const Labelled& c : slowest) {
+    if (named.size() == options.labelled) break;
+    const trace::Slice& s = trace.slices()[c.slice];
+    const bool inside = std::any_of(named.begin(), named.end(), [&](const Labelled& n) {
+      const trace::Slice& o = trace.slices()[n.slice];
+      return n.row == c.row && s.start_ns < o.end_ns() && o.start_ns < s.end_ns();
+    });
+    if (!inside) named.push_back(c);
+  }
+  slowest = std::move(named);
 
   constexpr int kRow = 14, kLabels = 230, kAxis = 18;
   const int total_width = kLabels + width;
-  const int height = static_cast<int>(rows.size()) * kRow + kAxis + 22;
+  const int height = static_cast<int>(rows.size()) * kRow + kAxis + 22 + static_cast<int>(slowest.size()) * kRow;
   std::string out = "<svg role=\"img\" viewBox=\"0 0 " + std::to_string(total_width) + " " + std::to_string(height) +
                     "\" width=\"" + std::to_string(total_width) + "\" height=\"" + std::to_string(height) + "\">\n";
   for (size_t r = 0; r < rows.size(); ++r) {
@@ -110,18 +134,17 @@ std::string TimelineThumbnail(const trace::Trace& trace, int64_t begin_ns, int64
     }
     out += "\n";
   }
-  // The slowest slices: a marker over their start and their name, whole in the <title>.
-  for (const Labelled& l : slowest) {
-    const trace::Slice& s = trace.slices()[l.slice];
-    const std::string name(trace.str(trace.slice_name(s)));
+  // The slowest slices: outlined and numbered on the picture, named in a list under it (names
+  // run long and would cover each other on the rows).
+  for (size_t k = 0; k < slowest.size(); ++k) {
+    const trace::Slice& s = trace.slices()[slowest[k].slice];
     const int x = kLabels + x_of(s.start_ns);
-    const int y = static_cast<int>(l.row) * kRow;
-    const std::string shown = name.size() > 40 ? name.substr(0, 39) + "…" : name;
-    out += "<g><title>" + Escape(name + " " + FormatDuration(s.dur_ns)) + "</title><rect x=\"" + std::to_string(x) +
-           "\" y=\"" + std::to_string(y + 1) + "\" width=\"" + std::to_string(std::max(x_of(s.end_ns()) + kLabels - x, 2)) +
-           "\" height=\"" + std::to_string(kRow - 2) + "\" fill=\"none\" stroke=\"#e45756\" stroke-width=\"1.5\"/>"
-           "<text x=\"" + std::to_string(std::min(x + 2, total_width - 200)) + "\" y=\"" + std::to_string(y + 11) +
-           "\" font-weight=\"600\">" + Escape(shown + " " + FormatDuration(s.dur_ns)) + "</text></g>\n";
+    const int y = static_cast<int>(slowest[k].row) * kRow;
+    out += "<rect x=\"" + std::to_string(x) + "\" y=\"" + std::to_string(y + 1) + "\" width=\"" +
+           std::to_string(std::max(x_of(s.end_ns()) + kLabels - x, 2)) + "\" height=\"" + std::to_string(kRow - 2) +
+           "\" fill=\"none\" stroke=\"#e45756\" stroke-width=\"1.5\"/><text x=\"" +
+           std::to_string(std::min(x + 3, total_width - 10)) + "\" y=\"" + std::to_string(y + 11) +
+           "\" font-weight=\"700\">" + std::to_string(k + 1) + "</text>\n";
   }
   const int axis_y = static_cast<int>(rows.size()) * kRow + 4;
   out += "<line class=\"axis\" x1=\"" + std::to_string(kLabels) + "\" x2=\"" + std::to_string(total_width) + "\" y1=\"" +
@@ -140,7 +163,15 @@ std::string TimelineThumbnail(const trace::Trace& trace, int64_t begin_ns, int64
     out += "<text x=\"0\" y=\"" + std::to_string(axis_y + 13) + "\">" + std::to_string(lanes_with_work - rows.size()) +
            " more lanes</text>";
   }
-  return out + "\n</svg>\n";
+  for (size_t k = 0; k < slowest.size(); ++k) {
+    const trace::Slice& s = trace.slices()[slowest[k].slice];
+    const std::string name(trace.str(trace.slice_name(s)));
+    const std::string shown = name.size() > 120 ? name.substr(0, 119) + "…" : name;
+    out += "<text x=\"" + std::to_string(kLabels) + "\" y=\"" + std::to_string(axis_y + 30 + static_cast<int>(k) * kRow) +
+           "\"><title>" + Escape(name) + "</title>" + std::to_string(k + 1) + "  " + Escape(FormatDuration(s.dur_ns)) +
+           "  " + Escape(shown) + "</text>\n";
+  }
+  return out + "</svg>\n";
 }
 
 }  // namespace stepscope::report

@@ -14,7 +14,7 @@ namespace stepscope::report {
 struct ThumbnailOptions {
   int width = 900;         // pixels of time
   size_t max_rows = 28;    // lanes drawn; the others are counted under the picture
-  size_t labelled = 5;     // the slowest top-level slices named on the picture
+  size_t labelled = 5;     // the slowest slices named under the picture (none inside another)
 };
 
 // The lanes' work in [begin_ns, end_ns) (relative to the trace's epoch, as slices are); "" when

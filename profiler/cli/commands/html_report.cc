@@ -67,8 +67,9 @@ StatusOr<std::string> ThumbnailBody(const std::vector<std::string>& inputs) {
   std::string svg = report::TimelineThumbnail(trace, c.begin, c.end);
   if (svg.empty()) return std::string("<p class=\"note\">Nothing happens in the step.</p>\n");
   return report::Paragraph("Step " + std::to_string(c.window.number) + " (" + c.window.marker + ", " +
-                           FormatDuration(c.end - c.begin) + ", the median of " + std::to_string(steps.size()) +
-                           " steps) of " + trace.source_path() + "; the slowest slices outlined and named.",
+                           FormatDuration(c.end - c.begin) +
+                           (steps.size() == 1 ? ", the only step" : ", the median of " + std::to_string(steps.size()) + " steps") +
+                           ") of " + trace.source_path() + "; the slowest slices outlined and named.",
                            "note") +
          svg;
 }
