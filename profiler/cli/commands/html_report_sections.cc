@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "base/units.h"
 #include "profiler/cli/report_format.h"
@@ -247,29 +248,39 @@ std::string MemoryBody(const CommandRun& memory, size_t top) {
 std::string CriticalPathBody(const CommandRun& path, size_t top) {
   if (path.doc.is_null()) return Failed(path);
   const Json& d = path.doc;
-  std::string out;
-  const Json& traces = Member(d, "traces");
-  for (size_t i = 0; i < traces.size() && i < top; ++i) {
-    const std::string p = Idx("/traces", i);
-    out += H3(traces[i].value("source", "") + ": bound by " + traces[i].value("bound_by", "?"));
-    std::vector<std::string> header = {"length", "busy", "wait"};
-    std::vector<Cell> row = {Dur(d, p + "/length_ns"), Dur(d, p + "/busy_ns"), Dur(d, p + "/wait_ns")};
-    std::vector<report::Bar> bars;
-    for (const auto& [kind, ns] : Member(traces[i], "bound_ns").items()) {
-      header.push_back(kind);
-      row.push_back(Dur(d, p + "/bound_ns/" + kind));
-      bars.push_back({kind, Number(ns), FormatDuration(Number(ns))});
-    }
-    out += report::BarChart(bars) + Table(header, {row});
-    std::vector<std::vector<Cell>> ops;
-    const Json& list = Member(traces[i], "by_op_type");
-    for (size_t k = 0; k < list.size() && k < 5; ++k) {
-      const std::string q = Idx(p + "/by_op_type", k);
-      ops.push_back({Str(d, q + "/op_type"), Cnt(d, q + "/count"), Dur(d, q + "/total_ns"), Pct(d, q + "/share")});
-    }
-    if (!ops.empty()) out += Table({"op type on the path", "count", "time", "share"}, ops);
+  const Json& steps = Member(d, "traces");
+  if (steps.empty()) return Paragraph("No step to follow.", "note");
+  // How many steps each kind bound, then one row per step (the first `top` x 4), then the op types
+  // on the path of the first step.
+  std::map<std::string, size_t> tally;
+  for (const Json& step : steps) ++tally[step.value("bound_by", "?")];
+  std::string verdict;
+  for (const auto& [kind, count] : tally) {
+    verdict += (verdict.empty() ? "" : ", ") + kind + " in " + std::to_string(count) + " of " + std::to_string(steps.size());
   }
-  if (traces.size() > top) out += Paragraph(std::to_string(traces.size() - top) + " more steps", "note");
+  std::string out = Paragraph("Bound by " + verdict + (steps.size() == 1 ? " step." : " steps."));
+  std::vector<std::string> header = {"source", "length", "busy", "wait", "bound by"};
+  for (const auto& [kind, ns] : Member(steps[0], "bound_ns").items()) header.push_back(kind);
+  std::vector<std::vector<Cell>> rows;
+  for (size_t i = 0; i < steps.size() && i < 4 * top; ++i) {
+    const std::string p = Idx("/traces", i);
+    std::vector<Cell> row = {Str(d, p + "/source"), Dur(d, p + "/length_ns"), Dur(d, p + "/busy_ns"),
+                             Dur(d, p + "/wait_ns"), Str(d, p + "/bound_by")};
+    for (size_t k = 5; k < header.size(); ++k) row.push_back(Dur(d, p + "/bound_ns/" + header[k]));
+    rows.push_back(std::move(row));
+  }
+  std::vector<report::Bar> bars;
+  for (const auto& [kind, ns] : Member(steps[0], "bound_ns").items()) bars.push_back({kind, Number(ns), FormatDuration(Number(ns))});
+  if (steps.size() == 1) out += report::BarChart(bars);
+  out += Table(header, rows);
+  if (steps.size() > rows.size()) out += Paragraph(std::to_string(steps.size() - rows.size()) + " more steps", "note");
+  std::vector<std::vector<Cell>> ops;
+  const Json& list = Member(steps[0], "by_op_type");
+  for (size_t k = 0; k < list.size() && k < top; ++k) {
+    const std::string q = Idx("/traces/0/by_op_type", k);
+    ops.push_back({Str(d, q + "/op_type"), Cnt(d, q + "/count"), Dur(d, q + "/total_ns"), Pct(d, q + "/share")});
+  }
+  if (!ops.empty()) out += H3("On the path of the first step") + Table({"op type", "count", "time", "share"}, ops);
   return out;
 }
 
