@@ -156,9 +156,10 @@ std::string GpuBody(const CommandRun& gpu, const CommandRun& idle, size_t top) {
     if (rows.empty()) out += Paragraph("No GPU work in these traces.", "note");
     else out += Table({"rank", "GPU", "span", "busy", "idle", "compute", "communication", "memory", "overlap"}, rows);
   }
-  out += H3("Why the GPUs are idle");
-  if (idle.doc.is_null()) return out + Failed(idle);
+  if (idle.doc.is_null()) return out + H3("Why the GPUs are idle") + Failed(idle);
   const Json& d = idle.doc;
+  if (Member(d, "gpus").empty()) return out;  // no GPU work: no idle time to explain
+  out += H3("Why the GPUs are idle");
   std::vector<std::vector<Cell>> causes;
   std::vector<report::Bar> bars;
   for (const auto& [cause, stats] : Member(d, "totals").items()) {
@@ -317,15 +318,20 @@ std::string DiffBody(const CommandRun& diff, size_t top) {
   const Json& gate = Member(d, "gate");
   if (gate.value("enabled", false)) {
     const bool failed = gate.value("failed", false);
-    out += Paragraph(std::string("Regression gate (") + FormatFixed(Number(gate["pct"]), 1) + "%, " +
-                         FormatFixed(Number(gate["min_ms"]), 3) + " ms): " + (failed ? "FAILED" : "passed"),
-                     failed ? "bad" : "ok");
+    const std::string gate_text = std::string("Regression gate (") + FormatFixed(Number(gate["pct"]), 1) + "%, " +
+                                  FormatFixed(Number(gate["min_ms"]), 3) + " ms): ";
+    if (!d.value("confident", false)) {
+      // diff passes a gate it cannot apply; the page says which it is.
+      out += Paragraph(gate_text + "cannot fail with this few steps (nothing can be shown with confidence)", "warn");
+    } else {
+      out += Paragraph(gate_text + (failed ? "FAILED" : "passed"), failed ? "bad" : "ok");
+    }
   } else {
     out += Paragraph("No regression gate asked (--fail-on-regression PCT[,MIN_MS]).", "note");
   }
   out += Paragraph(std::string(d.value("confident", false) ? "Enough steps for a change to be shown with confidence"
                                                             : "Too few steps for any change to be shown with confidence") +
-                       " (" + AsCount(d["a"]["steps"]) + " steps in A, " + AsCount(d["b"]["steps"]) + " in B; " +
+                       " (steps: " + AsCount(d["a"]["steps"]) + " in A, " + AsCount(d["b"]["steps"]) + " in B; " +
                        d["method"].value("test", "") + ", q by " + d["method"].value("correction", "") + ").",
                    d.value("confident", false) ? "" : "warn");
   auto row = [&](const std::string& p) -> std::vector<Cell> {
