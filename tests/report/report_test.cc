@@ -221,5 +221,23 @@ TEST(ReportCommandTest, BadInputExitsTwoNamingIt) {
   EXPECT_NE(r.err.find("after --vs"), std::string::npos) << r.err;
 }
 
+TEST(ReportCommandTest, ATruncatedInputFailsUnlessAllowedAndIsThenSaidFirst) {
+  const auto dir = testing::ScratchDir("report_truncated");
+  auto bytes = ReadFile(testing::DataPath("pytorch_kineto_alexnet_train.json.gz"));
+  ASSERT_TRUE(bytes.ok());
+  const std::string cut = (dir / "cut.json.gz").string(), out = (dir / "cut.html").string();
+  ASSERT_TRUE(WriteFileAtomically(cut, bytes->substr(0, bytes->size() * 6 / 10)).ok());
+  auto r = RunStepscope({"report", cut, "-o", out});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(cut), std::string::npos) << r.err;
+  r = RunStepscope({"report", cut, "-o", out, "--allow-truncated"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string html = ReadText(out);
+  const size_t said = html.find("<p class=\"bad\">Truncated input: " + cut + " ends early");
+  ASSERT_NE(said, std::string::npos);
+  EXPECT_LT(said, html.find("<table>"));  // before the run's table
+  EXPECT_GT(ExpectFiguresEqualTheJson(html), 50u);
+}
+
 }  // namespace
 }  // namespace stepscope

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "base/units.h"
 #include "profiler/cli/report_format.h"
@@ -91,7 +92,16 @@ std::string RunBody(const std::vector<CommandRun>& summaries) {
                       report::Text(std::to_string(Member(d, "devices").size()))});
     }
   }
-  return Table({"file", "format", "step", "rank", "world", "host", "producer", "span", "slices", "lanes"}, rows) +
+  // Inputs cut short and read up to the cut (--allow-truncated): said first, as the CLI does.
+  std::string cuts;
+  for (const CommandRun& run : summaries) {
+    for (const Json& cut : Member(run.doc, "truncated")) {
+      cuts += Paragraph("Truncated input: " + cut.value("file", "") + " ends early (" + cut.value("reason", "") +
+                            "); analysed up to its cut, the " + AsCount(At(cut, "/events_kept")) + " whole events before it.",
+                        "bad");
+    }
+  }
+  return cuts + Table({"file", "format", "step", "rank", "world", "host", "producer", "span", "slices", "lanes"}, rows) +
          notes;
 }
 
@@ -373,9 +383,19 @@ std::string ImportBody(const std::vector<CommandRun>& summaries, const std::vect
   }
   std::string out = rows.empty() ? Paragraph("Nothing repaired or skipped on import.", "ok")
                                  : Table({"file", "repaired or skipped", "count"}, rows);
+  // Each line once: several commands say the same of the same input (a truncation, a note).
   std::string notes;
+  std::set<std::string> seen;
   for (const CommandRun* run : all) {
-    if (run->code == 0 && !run->err.empty()) notes += Paragraph(report::CommandLine(run->args) + ": " + run->err, "warn");
+    if (run->code != 0) continue;
+    size_t begin = 0;
+    while (begin < run->err.size()) {
+      size_t end = run->err.find('\n', begin);
+      if (end == std::string::npos) end = run->err.size();
+      const std::string line = run->err.substr(begin, end - begin);
+      if (!line.empty() && seen.insert(line).second) notes += Paragraph(line, "warn");
+      begin = end + 1;
+    }
   }
   if (!notes.empty()) out += H3("What the commands noted") + notes;
   return out;
