@@ -44,7 +44,15 @@ Cell Fig(const Json& doc, const std::string& pointer, std::string (*format)(cons
 std::string AsDuration(const Json& v) { return FormatDuration(v.get<double>()); }
 std::string AsBytes(const Json& v) { return FormatBytes(v.get<int64_t>()); }
 std::string AsPercent(const Json& v) { return FormatPercent(v.get<double>()); }
-std::string AsCount(const Json& v) { return v.is_number_integer() ? IntText(v.get<int64_t>()) : FormatFixed(v.get<double>(), 2); }
+std::string AsCount(const Json& v) {
+  if (!v.is_number()) return "-";
+  return v.is_number_integer() ? IntText(v.get<int64_t>()) : FormatFixed(v.get<double>(), 2);
+}
+// The string at `pointer`, "" when there is none.
+std::string TextAt(const Json& doc, const std::string& pointer) {
+  const Json& v = At(doc, pointer);
+  return v.is_string() ? v.get<std::string>() : "";
+}
 std::string AsFixed3(const Json& v) { return FormatFixed(v.get<double>(), 3); }
 
 Cell Dur(const Json& doc, const std::string& p, size_t cmd = 0) { return Fig(doc, p, AsDuration, cmd); }
@@ -121,8 +129,8 @@ std::string StepsBody(const CommandRun& steps, const CommandRun& breakdown, size
     const Json& list = Member(d, "steps");
     for (size_t i = 0; i < list.size() && i < 4 * top; ++i) {
       const std::string p = Idx("/steps", i);
-      bars.push_back({"step " + AsCount(list[i]["step"]), Number(list[i]["duration_ns"]),
-                      FormatDuration(Number(list[i]["duration_ns"])) + (list[i].value("outlier", false) ? " outlier" : "")});
+      bars.push_back({"step " + AsCount(At(list[i], "/step")), Number(At(list[i], "/duration_ns")),
+                      FormatDuration(Number(At(list[i], "/duration_ns"))) + (list[i].value("outlier", false) ? " outlier" : "")});
       rows.push_back({Cnt(d, p + "/step"), Str(d, p + "/marker"), Dur(d, p + "/duration_ns"), Fig(d, p + "/z", AsFixed3),
                       report::Text(list[i].value("outlier", false) ? "outlier" : ""), Str(d, p + "/source")});
     }
@@ -176,7 +184,7 @@ std::string GpuBody(const CommandRun& gpu, const CommandRun& idle, size_t top) {
     const std::string p = "/totals/" + cause;
     causes.push_back({report::Text(cause), Cnt(d, p + "/count", 1), Dur(d, p + "/total_ns", 1),
                       Dur(d, p + "/p50_ns", 1), Dur(d, p + "/p95_ns", 1), Dur(d, p + "/max_ns", 1)});
-    bars.push_back({cause, Number(stats["total_ns"]), FormatDuration(Number(stats["total_ns"]))});
+    bars.push_back({cause, Number(At(stats, "/total_ns")), FormatDuration(Number(At(stats, "/total_ns")))});
   }
   if (!bars.empty()) out += report::BarChart(bars);
   out += Table({"cause", "gaps", "total", "p50", "p95", "max"}, causes);
@@ -202,8 +210,8 @@ std::string OpsBody(const CommandRun& ops, const CommandRun& kernels, size_t top
     const Json& list = Member(d, "by_op_type");
     for (size_t i = 0; i < list.size() && i < top; ++i) {
       const std::string p = Idx("/by_op_type", i);
-      bars.push_back({list[i].value("name", ""), Number(list[i]["total_ns"]),
-                      FormatDuration(Number(list[i]["total_ns"])) + " (" + FormatPercent(Number(list[i]["share"])) + ")"});
+      bars.push_back({list[i].value("name", ""), Number(At(list[i], "/total_ns")),
+                      FormatDuration(Number(At(list[i], "/total_ns"))) + " (" + FormatPercent(Number(At(list[i], "/share"))) + ")"});
       rows.push_back({Str(d, p + "/name"), Str(d, p + "/where"), Cnt(d, p + "/count"), Dur(d, p + "/total_ns"),
                       Dur(d, p + "/self_ns"), Dur(d, p + "/mean_ns"), Dur(d, p + "/p95_ns"), Pct(d, p + "/share")});
     }
@@ -220,7 +228,7 @@ std::string OpsBody(const CommandRun& ops, const CommandRun& kernels, size_t top
     rows.push_back({Str(d, p + "/name"), Str(d, p + "/op_type"), Cnt(d, p + "/launches", 1), Dur(d, p + "/total_ns", 1),
                     Dur(d, p + "/mean_ns", 1), Pct(d, p + "/share", 1)});
   }
-  return out + H3("Top kernels (of " + std::to_string(list.size()) + ", " + AsCount(d["launches"]) + " launches)") +
+  return out + H3("Top kernels (of " + std::to_string(list.size()) + ", " + AsCount(At(d, "/launches")) + " launches)") +
          Table({"kernel", "op type", "launches", "total", "mean", "share"}, rows);
 }
 
@@ -326,10 +334,10 @@ std::string DiffBody(const CommandRun& diff, size_t top) {
     return out + Table({"op type", "presence", "count A", "count B", "A", "B", "delta"}, rows);
   }
   const Json& gate = Member(d, "gate");
-  if (gate.value("enabled", false)) {
-    const bool failed = gate.value("failed", false);
-    const std::string gate_text = std::string("Regression gate (") + FormatFixed(Number(gate["pct"]), 1) + "%, " +
-                                  FormatFixed(Number(gate["min_ms"]), 3) + " ms): ";
+  if (At(gate, "/enabled") == true) {
+    const bool failed = At(gate, "/failed") == true;
+    const std::string gate_text = std::string("Regression gate (") + FormatFixed(Number(At(gate, "/pct")), 1) + "%, " +
+                                  FormatFixed(Number(At(gate, "/min_ms")), 3) + " ms): ";
     if (!d.value("confident", false)) {
       // diff passes a gate it cannot apply; the page says which it is.
       out += Paragraph(gate_text + "cannot fail with this few steps (nothing can be shown with confidence)", "warn");
@@ -341,8 +349,8 @@ std::string DiffBody(const CommandRun& diff, size_t top) {
   }
   out += Paragraph(std::string(d.value("confident", false) ? "Enough steps for a change to be shown with confidence"
                                                             : "Too few steps for any change to be shown with confidence") +
-                       " (steps: " + AsCount(d["a"]["steps"]) + " in A, " + AsCount(d["b"]["steps"]) + " in B; " +
-                       d["method"].value("test", "") + ", q by " + d["method"].value("correction", "") + ").",
+                       " (steps: " + AsCount(At(d, "/a/steps")) + " in A, " + AsCount(At(d, "/b/steps")) + " in B; " +
+                       TextAt(d, "/method/test") + ", q by " + TextAt(d, "/method/correction") + ").",
                    d.value("confident", false) ? "" : "warn");
   auto row = [&](const std::string& p) -> std::vector<Cell> {
     return {Str(d, p + "/name"), Str(d, p + "/verdict"), Dur(d, p + "/median_a_ns"), Dur(d, p + "/median_b_ns"),
