@@ -146,9 +146,9 @@ def problems_of(events, own_url):
     return found
 
 
-def png_is_blank(png_bytes, work):
-    """Blank: one colour, or nearly (ImageMagick counts the colours and their spread)."""
-    path = os.path.join(work, "shot.png")
+def png_is_blank(png_bytes, path):
+    """Blank: one colour, or nearly (ImageMagick counts the colours and their spread). The
+    screenshot stays at `path` for a person to look at."""
     with open(path, "wb") as f:
         f.write(png_bytes)
     out = subprocess.run(["convert", path, "-format", "%k %[fx:standard_deviation]", "info:"],
@@ -289,7 +289,7 @@ def check_report(browser, stepscope, html_path, work, failures, hostile=False):
             "format": "png", "captureBeyondViewport": True,
             "clip": {"x": s["x"], "y": s["y"], "width": s["width"], "height": min(s["height"], 4000), "scale": 1}},
             session=True)
-        if png_is_blank(base64.b64decode(shot["data"]), work):
+        if png_is_blank(base64.b64decode(shot["data"]), os.path.join(work, "%s.%s.png" % (label[:-5], s["id"]))):
             failures.append("%s #%s: the section's screenshot is blank" % (label, s["id"]))
     if figures < 20:
         failures.append("%s: only %d figures checked against the JSON" % (label, figures))
