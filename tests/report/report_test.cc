@@ -219,6 +219,9 @@ TEST(ReportCommandTest, BadInputExitsTwoNamingIt) {
   r = RunStepscope({"report", testing::SamplePath("h100_resnet50_b32_step3.pb.gz"), "--vs", "-o", out});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("after --vs"), std::string::npos) << r.err;
+  r = RunStepscope({"report", testing::SamplePath("h100_resnet50_b32_step3.pb.gz"), "--fail-on-regression", "5", "-o", out});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("needs a run to compare with"), std::string::npos) << r.err;
 }
 
 TEST(ReportCommandTest, ATruncatedInputFailsUnlessAllowedAndIsThenSaidFirst) {

@@ -93,6 +93,9 @@ Status RunReport(const ParsedArgs& args, std::ostream& out, std::ostream&) {
     if (b.empty()) return InvalidInput("give the traces to compare with after --vs");
   }
   if (a.empty()) return InvalidInput("no traces given");
+  if (b.empty() && args.Has("fail-on-regression")) {
+    return InvalidInput("--fail-on-regression needs a run to compare with: A... --vs B...");
+  }
 
   // The run's identity first: an input that cannot be read fails the report, with its message.
   std::vector<CommandRun> summaries;
