@@ -317,7 +317,7 @@ std::string StragglersBody(const CommandRun& stragglers, size_t top) {
 }
 
 std::string DiffBody(const CommandRun& diff, size_t top) {
-  if (diff.doc.is_null()) return Failed(diff) + (diff.code == 3 ? "" : "");
+  if (diff.doc.is_null()) return Failed(diff);
   const Json& d = diff.doc;
   std::string out;
   if (d.value("schema", "") == "stepscope.diff/1") {
