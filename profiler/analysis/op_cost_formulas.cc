@@ -25,7 +25,8 @@ int64_t NumElements(const TensorShape& t) {
   return n;
 }
 
-bool IsTensor(const TensorShape& t) { return t.known && !t.dims.empty(); }
+// A recorded tensor, a rank-0 one (one element) included; non-tensor arguments are not `known`.
+bool IsTensor(const TensorShape& t) { return t.known; }
 
 // Bytes of one element; 0 when the dtype is not a tensor element type we know.
 int64_t DtypeBytes(std::string_view dtype) {
@@ -101,8 +102,10 @@ int64_t Nth(const std::vector<int64_t>& values, size_t k, int64_t fallback) {
 // The broadcast shape of element-wise inputs (numpy rules).
 TensorShape Broadcast(const OpShapes& op) {
   TensorShape out;
+  out.known = false;  // until a tensor is seen
   for (const TensorShape& t : op.inputs) {
     if (!IsTensor(t)) continue;
+    out.known = true;
     if (out.dtype.empty()) out.dtype = t.dtype;
     if (t.dims.size() > out.dims.size()) out.dims.insert(out.dims.begin(), t.dims.size() - out.dims.size(), 1);
     const size_t offset = out.dims.size() - t.dims.size();
@@ -162,14 +165,17 @@ std::optional<Formula> TfFormula(const OpShapes& op, CostSource source) {
   }
   // Convolutions: every output (or output gradient) element is a dot product over the filter's
   // Kh*Kw*Cin window, whatever the strides, padding and layout: 2*elements*Kh*Kw*Cin.
+  // The gradients' last input is the output's gradient and Conv2DBackpropInput's filter comes
+  // before it (TensorFlow writes the sizes first, our trainer leaves them out).
+  const size_t last = op.inputs.empty() ? 0 : op.inputs.size() - 1;
   if (type == "Conv2D" || type == "Conv2DBackpropInput") {
-    const TensorShape* filter = Input(op, 1);                                       // [Kh, Kw, Cin, Cout]
-    const TensorShape* grid = type == "Conv2D" ? out : Input(op, 2);                // output (gradient)
+    const TensorShape* filter = type == "Conv2D" ? Input(op, 1) : last > 0 ? Input(op, last - 1) : nullptr;
+    const TensorShape* grid = type == "Conv2D" ? out : Input(op, last);  // output (gradient) [N, Ho, Wo, Cout]
     if (filter == nullptr || grid == nullptr || filter->dims.size() != 4) return Formula{-1, 0, CostClass::kConvolution, {}};
     return Conv(2 * NumElements(*grid) * filter->dims[0] * filter->dims[1] * filter->dims[2]);
   }
   if (type == "Conv2DBackpropFilter") {
-    const TensorShape* dy = Input(op, 2);  // [N, Ho, Wo, Cout]; the output is the filter's gradient
+    const TensorShape* dy = Input(op, last);  // [N, Ho, Wo, Cout]; the output is the filter's gradient
     if (out == nullptr || dy == nullptr || out->dims.size() != 4) return Formula{-1, 0, CostClass::kConvolution, {}};
     return Conv(2 * NumElements(*dy) * out->dims[0] * out->dims[1] * out->dims[2]);
   }
@@ -223,6 +229,14 @@ std::optional<Formula> TfFormula(const OpShapes& op, CostSource source) {
     if (n == 0) n = static_cast<int64_t>(op.inputs.size());
     return PerElement(out == nullptr || n < 2 ? -1 : NumElements(*out), n - 1, CostClass::kElementwise);
   }
+  if (type == "L2Loss") {  // sum(x^2) / 2: a square and an add per element
+    const TensorShape* x = Input(op, 0);
+    return PerElement(x == nullptr ? -1 : NumElements(*x), 2, CostClass::kElementwise);
+  }
+  if (type == "ScatterSub") {  // var[ids] -= updates: one subtraction per update element
+    const TensorShape* updates = Input(op, 2);
+    return PerElement(updates == nullptr ? -1 : NumElements(*updates), 1, CostClass::kOptimizer);
+  }
   if (type == "BiasAddGrad") {  // a sum over every row
     const TensorShape* dy = Input(op, 0);
     return PerElement(dy == nullptr ? -1 : NumElements(*dy), 1, CostClass::kElementwise);
@@ -247,7 +261,7 @@ std::optional<Formula> TfFormula(const OpShapes& op, CostSource source) {
                    "Fill", "ZerosLike", "OnesLike", "Pack", "Unpack", "VariableV2", "VarHandleOp",
                    "ReadVariableOp", "Assign", "AssignVariableOp", "Gather", "GatherV2", "ResourceGather",
                    "Tile", "Placeholder", "_Recv", "_Send", "_Retval", "_Arg", "Snapshot", "StopGradient",
-                   "UnsortedSegmentSum", "EmbeddingGrad"})) {
+                   "UnsortedSegmentSum", "EmbeddingGrad", "StridedSliceGrad"})) {
     return Formula{0, 0, CostClass::kNoArithmetic, {}};
   }
   return std::nullopt;

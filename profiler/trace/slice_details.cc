@@ -193,6 +193,7 @@ std::optional<CollectiveDetails> DetailReader::Collective(uint32_t slice) {
 // tensor list), `Input type` (["float", "Scalar", "TensorList"]) and `Concrete Inputs` (the
 // non-tensor arguments' values as text: ["", "[2, 2]", "1"]).
 std::span<const TensorInput> DetailReader::InputShapes(uint32_t slice) {
+  if (payload_ != nullptr) return payload_->InputShapes(slice);
   std::string_view dims_text, types_text, values_text;
   for (const SliceArg& arg : trace_.slice_args(slice)) {
     if (arg.is_number) continue;

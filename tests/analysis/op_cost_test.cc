@@ -254,6 +254,77 @@ TEST(OpCostResNet50, ForwardFlopsPerImageEqualTheAnalyticCount) {
   EXPECT_EQ(backward, 2 * forward - 2 * 112 * 112 * 64 * 147);
 }
 
+// Our trainer's ResNet-50 is Keras's (v1: the stride on the first 1x1 of a block, biases on the
+// convolutions): its forward multiply-adds per image from the layer shapes alone.
+int64_t KerasResNet50ForwardMacs(int64_t size, int64_t classes) {
+  auto out = [](int64_t in, int64_t k, int64_t s, int64_t p) { return (in + 2 * p - k) / s + 1; };
+  int64_t h = out(size, 7, 2, 3);
+  int64_t macs = h * h * 64 * 3 * 7 * 7;
+  h = out(h, 3, 2, 1);
+  int64_t cin = 64;
+  const int64_t widths[] = {64, 128, 256, 512}, blocks[] = {3, 4, 6, 3};
+  for (int stage = 0; stage < 4; ++stage) {
+    for (int b = 0; b < blocks[stage]; ++b) {
+      const int64_t w = widths[stage], stride = (b == 0 && stage > 0) ? 2 : 1;
+      const int64_t ho = out(h, 1, stride, 0);
+      macs += ho * ho * cin * w + ho * ho * w * w * 9 + ho * ho * w * 4 * w;
+      if (b == 0) macs += ho * ho * cin * 4 * w;
+      cin = 4 * w;
+      h = ho;
+    }
+  }
+  return macs + 2048 * classes;
+}
+
+std::map<std::string, int64_t> FlopsByOpType(const trace::Trace& trace, const OpCostReport& report,
+                                             int64_t* model = nullptr) {
+  std::map<std::string, int64_t> by_type;
+  for (const OpCost& c : report.costs) {
+    by_type[std::string(trace.str(trace.slice_op_type(trace.slices()[c.slice])))] += c.flops;
+    if (model != nullptr) *model += c.model_flops;
+  }
+  return by_type;
+}
+
+TEST(OpCostTrainer, ResNet50StepEqualsTheAnalyticCountOfItsLayers) {
+  // stepscope-train --model resnet50 --batch_size 2 --image_size 32 --profile: every op costed.
+  ASSERT_EQ(KerasResNet50ForwardMacs(224, 1000), 3'857'973'248);  // 7.72 GFLOPs per image
+  const trace::Trace trace = ReadFixture("trainer_resnet50_b2_32px_step2.pb.gz");
+  const OpCostReport report = ComputeOpCosts(trace);
+  EXPECT_TRUE(report.unknown_ops.empty()) << report.unknown_ops.front().op_type;
+  EXPECT_EQ(report.ops_costed, report.ops_seen);
+  for (const OpCost& c : report.costs) EXPECT_EQ(c.source, CostSource::kTrainerShapes);
+  int64_t model = 0;
+  const auto by_type = FlopsByOpType(trace, report, &model);
+  const int64_t classifier = 2 * 2 * 2048 * 10;
+  const int64_t conv = 2 * 2 * KerasResNet50ForwardMacs(32, 10) - classifier;
+  const int64_t conv1_dx = 2 * 2 * 16 * 16 * 64 * 7 * 7 * 3;  // the image's gradient is not computed
+  EXPECT_EQ(by_type.at("Conv2D"), conv);
+  EXPECT_EQ(by_type.at("Conv2DBackpropFilter"), conv);
+  EXPECT_EQ(by_type.at("Conv2DBackpropInput"), conv - conv1_dx);
+  EXPECT_EQ(by_type.at("MatMul"), 3 * classifier);
+  EXPECT_EQ(model, 3 * (conv + classifier) - conv1_dx);
+}
+
+TEST(OpCostTrainer, PtbLstmStepEqualsItsConfigsFormula) {
+  // stepscope-train --model lstm --config small --batch_size 4: B=4, T=20, 2 layers, H=200,
+  // vocabulary 10,000. Forward: per cell 2*B*(H+H)*4H, the logits 2*(B*T)*H*V; backward twice.
+  const int64_t b = 4, t = 20, layers = 2, h = 200, v = 10'000;
+  const int64_t cells = t * layers * 2 * b * (2 * h) * 4 * h, logits = 2 * b * t * h * v;
+  const trace::Trace trace = ReadFixture("trainer_lstm_small_b4_step2.pb.gz");
+  const OpCostReport report = ComputeOpCosts(trace);
+  int64_t model = 0;
+  const auto by_type = FlopsByOpType(trace, report, &model);
+  EXPECT_EQ(model, 3 * (cells + logits));
+  EXPECT_EQ(by_type.at("LSTMBlockCell"), cells + t * layers * b * 14 * h);
+  EXPECT_EQ(by_type.at("MatMul"), 2 * cells + 3 * logits);
+  // What no formula covers is listed, with its time.
+  for (const UnknownOpType& u : report.unknown_ops) {
+    EXPECT_GT(u.count, 0);
+    EXPECT_FALSE(u.reason.empty());
+  }
+}
+
 TEST(OpCostTrace, ATraceWithoutShapesSaysSoAndListsItsOps) {
   auto read = trace::ReadTrace(stepscope::testing::DataPath("pytorch_kineto_alexnet_train.json.gz"));
   ASSERT_TRUE(read.ok());
