@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "profiler/formats/reader.h"
+#include "profiler/trace/slice_details.h"
 #include "test_util.h"
 
 namespace stepscope::analysis {
@@ -323,6 +324,72 @@ TEST(OpCostTrainer, PtbLstmStepEqualsItsConfigsFormula) {
     EXPECT_GT(u.count, 0);
     EXPECT_FALSE(u.reason.empty());
   }
+}
+
+// The first slice named `name` in start order.
+uint32_t FirstNamed(const trace::Trace& trace, std::string_view name) {
+  uint32_t found = UINT32_MAX;
+  for (uint32_t i = 0; i < trace.slices().size(); ++i) {
+    if (trace.str(trace.slice_name(trace.slices()[i])) != name) continue;
+    if (found == UINT32_MAX || trace.slices()[i].start_ns < trace.slices()[found].start_ns) found = i;
+  }
+  return found;
+}
+
+TEST(OpCostInputs, DetailReaderReadsPyTorchsRecordShapesArguments) {
+  const trace::Trace trace = ReadFixture("pytorch_resnet50_b1_train.json.gz");
+  const uint32_t conv = FirstNamed(trace, "aten::conv2d");
+  ASSERT_NE(conv, UINT32_MAX);
+  trace::DetailReader reader(trace, trace::kDetailInputShapes);
+  EXPECT_TRUE(reader.MayHave(trace::kDetailInputShapes));
+  const std::span<const trace::TensorInput> in = reader.InputShapes(conv);
+  ASSERT_EQ(in.size(), 7u);  // input, weight, bias, stride, padding, dilation, groups
+  EXPECT_EQ(std::vector<int64_t>(in[0].shape.begin(), in[0].shape.end()), (std::vector<int64_t>{1, 3, 224, 224}));
+  EXPECT_EQ(std::vector<int64_t>(in[1].shape.begin(), in[1].shape.end()), (std::vector<int64_t>{64, 3, 7, 7}));
+  EXPECT_EQ(in[0].dtype, "float");
+  EXPECT_TRUE(in[2].shape.empty());
+  EXPECT_EQ(in[3].dtype, "ScalarList");
+  EXPECT_EQ(in[3].value, "[2, 2]");
+  EXPECT_EQ(in[4].value, "[3, 3]");
+  EXPECT_EQ(reader.ReportedFlops(conv), -1);  // PyTorch's chrome export leaves its count out
+  // A tensor list (aten::lstm's hidden state and weights) has no one shape.
+  const trace::Trace lstm = ReadFixture("pytorch_lstm_train.json.gz");
+  trace::DetailReader lstm_reader(lstm, trace::kDetailInputShapes);
+  const std::span<const trace::TensorInput> cell = lstm_reader.InputShapes(FirstNamed(lstm, "aten::lstm"));
+  ASSERT_GE(cell.size(), 3u);
+  EXPECT_EQ(cell[1].dtype, "TensorList");
+  EXPECT_TRUE(cell[1].shape.empty());
+}
+
+TEST(OpCostInputs, TheTrainersInputRecordsReachDetailReader) {
+  const trace::Trace trace = ReadFixture("trainer_resnet50_b2_32px_step2.pb.gz");
+  const uint32_t conv = FirstNamed(trace, "resnet50/conv1_conv/Conv2D");
+  ASSERT_NE(conv, UINT32_MAX);
+  trace::DetailReader reader(trace, trace::kDetailInputShapes);
+  const std::span<const trace::TensorInput> in = reader.InputShapes(conv);
+  ASSERT_EQ(in.size(), 2u);  // the padded image, the filter (a variable: no node of the step)
+  EXPECT_EQ(std::vector<int64_t>(in[0].shape.begin(), in[0].shape.end()), (std::vector<int64_t>{2, 38, 38, 3}));
+  EXPECT_EQ(std::vector<int64_t>(in[1].shape.begin(), in[1].shape.end()), (std::vector<int64_t>{7, 7, 3, 64}));
+  EXPECT_EQ(in[1].dtype, "DT_FLOAT");
+}
+
+TEST(OpCostTensorFlow, PtbLstmStepFromItsProducersShapes) {
+  // TensorFlow 1.x's own step of the PTB LSTM (small config: B=20, T=20, 2 layers, H=200,
+  // V=10,000) on a GPU: inputs' shapes are their producers' outputs; the model FLOPs equal the
+  // config's formula, 3 * (T*L*2*B*2H*4H + 2*B*T*H*V).
+  auto read = trace::ReadTrace(stepscope::testing::SamplePath("ptb_lstm_tf1_gpu_step.pbtxt"));
+  ASSERT_TRUE(read.ok());
+  const OpCostReport report = ComputeOpCosts(*read);
+  int64_t model = 0;
+  const auto by_type = FlopsByOpType(*read, report, &model);
+  const int64_t b = 20, t = 20, layers = 2, h = 200, v = 10'000;
+  EXPECT_EQ(model, 3 * (t * layers * 2 * b * 2 * h * 4 * h + 2 * b * t * h * v));
+  EXPECT_EQ(by_type.at("LSTMBlockCell"), t * layers * (2 * b * 2 * h * 4 * h + b * 14 * h));
+  for (const OpCost& c : report.costs) EXPECT_EQ(c.source, CostSource::kTfShapes);
+  // Ops whose inputs no node of the step produced are listed, not guessed.
+  bool listed = false;
+  for (const UnknownOpType& u : report.unknown_ops) listed = listed || u.op_type == "LSTMBlockCellGrad";
+  EXPECT_TRUE(listed);
 }
 
 TEST(OpCostTrace, ATraceWithoutShapesSaysSoAndListsItsOps) {
