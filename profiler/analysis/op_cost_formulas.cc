@@ -119,6 +119,7 @@ struct Formula {
   int64_t model_flops = 0;
   CostClass cost_class = CostClass::kUnknown;
   std::vector<TensorShape> outputs;  // what the formula knows of the outputs when none were recorded
+  bool moves_nothing = false;        // a view or an allocation: no bytes read or written
 };
 
 Formula Matmul(int64_t flops) { return {flops, flops, CostClass::kMatmul, {}}; }
@@ -466,7 +467,15 @@ std::optional<Formula> AtenFormula(const OpShapes& op) {
       // aten::linear, aten::matmul and aten::lstm do their work in the ops they call (addmm, mm,
       // bmm, mkldnn_rnn_layer), which are costed; they count as containers, not as work.
       if (OneOf(type, {"aten::linear", "aten::matmul", "aten::lstm"})) return std::nullopt;
-      return Formula{0, 0, CostClass::kNoArithmetic, {}};
+      Formula f{0, 0, CostClass::kNoArithmetic, {}};
+      f.moves_nothing = OneOf(type, {"aten::view", "aten::reshape", "aten::_unsafe_view", "aten::t", "aten::transpose",
+                                     "aten::permute", "aten::expand", "aten::as_strided", "aten::as_strided_",
+                                     "aten::empty", "aten::empty_like", "aten::empty_strided", "aten::detach",
+                                     "aten::unsqueeze", "aten::squeeze", "aten::flatten", "aten::select",
+                                     "aten::slice", "aten::split", "aten::chunk", "aten::unbind", "aten::narrow",
+                                     "aten::resize_", "aten::alias", "aten::lift_fresh", "aten::resolve_conj",
+                                     "aten::resolve_neg", "aten::cudnn_is_acceptable"});
+      return f;
     }
   }
   return std::nullopt;
@@ -545,7 +554,7 @@ OpCost CostFromShapes(const OpShapes& op, CostSource source) {
   cost.source = source;
   // Bytes: the recorded outputs, else those the formula knows.
   const bool recorded = std::any_of(op.outputs.begin(), op.outputs.end(), [](const TensorShape& t) { return IsTensor(t); });
-  cost.bytes = MovedBytes(op, recorded ? op.outputs : formula->outputs);
+  cost.bytes = formula->moves_nothing ? 0 : MovedBytes(op, recorded ? op.outputs : formula->outputs);
   for (const TensorShape& t : op.inputs) {
     if (IsTensor(t) && (cost.precision = PrecisionOfDtype(t.dtype)) != Precision::kUnknown) break;
   }

@@ -126,6 +126,8 @@ TEST(OpCostFormulas, AtenOpsAsPyTorchCountsThem) {
   EXPECT_EQ(sdpa.flops, 2'048);
   EXPECT_EQ(sdpa.cost_class, CostClass::kAttention);
   EXPECT_EQ(Aten("aten::view", {Torch({4, 5}), NotATensor()}).flops, 0);
+  EXPECT_EQ(Aten("aten::view", {Torch({4, 5}), NotATensor()}).bytes, 0);  // a view moves nothing
+  EXPECT_EQ(Aten("aten::copy_", {Torch({4, 5}), Torch({4, 5}), NotATensor()}).bytes, 2 * 20 * 4);
   EXPECT_EQ(Aten("aten::linear", {Torch({4, 5}), Torch({6, 5})}).flops, -1);  // its addmm counts
 }
 
@@ -390,6 +392,32 @@ TEST(OpCostTensorFlow, PtbLstmStepFromItsProducersShapes) {
   bool listed = false;
   for (const UnknownOpType& u : report.unknown_ops) listed = listed || u.op_type == "LSTMBlockCellGrad";
   EXPECT_TRUE(listed);
+}
+
+TEST(OpCostTrace, ASourcesOwnFlopsCountIsKeptAndUsedWhereNoFormulaApplies) {
+  // Kineto's `flops` argument (with_flops): on an op we also cost, beside ours; on one we do not,
+  // the figure, said to be Kineto's.
+  const std::string path = (stepscope::testing::ScratchDir("op_cost") / "kineto_flops.json").string();
+  std::ofstream(path) << R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+     "args": {"Input Dims": [[4, 5], [5, 6]], "Input type": ["float", "float"], "flops": 240}},
+    {"ph": "X", "cat": "cpu_op", "name": "my_ext::fused_thing", "pid": 1, "tid": 1, "ts": 20, "dur": 5,
+     "args": {"Input Dims": [[8]], "Input type": ["float"], "flops": 1000}},
+    {"ph": "X", "cat": "cpu_op", "name": "my_ext::other", "pid": 1, "tid": 1, "ts": 30, "dur": 7,
+     "args": {"Input Dims": [[8]], "Input type": ["float"]}}]})";
+  auto read = trace::ReadTrace(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  const OpCostReport report = ComputeOpCosts(*read);
+  ASSERT_EQ(report.costs.size(), 2u);
+  EXPECT_EQ(report.costs[0].flops, 240);
+  EXPECT_EQ(report.costs[0].reported_flops, 240);
+  EXPECT_EQ(report.costs[0].source, CostSource::kPyTorchShapes);
+  EXPECT_EQ(report.costs[1].flops, 1000);
+  EXPECT_EQ(report.costs[1].source, CostSource::kKinetoFlops);
+  ASSERT_EQ(report.unknown_ops.size(), 1u);
+  EXPECT_EQ(report.unknown_ops[0].op_type, "my_ext::other");
+  EXPECT_EQ(report.unknown_ops[0].time_ns, 7000);
+  EXPECT_EQ(report.unknown_ops[0].reason, "no formula for this op type");
 }
 
 TEST(OpCostTrace, ATraceWithoutShapesSaysSoAndListsItsOps) {
