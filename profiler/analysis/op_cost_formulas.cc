@@ -230,26 +230,31 @@ std::optional<Formula> TfFormula(const OpShapes& op, CostSource source) {
     if (n == 0) n = static_cast<int64_t>(op.inputs.size());
     return PerElement(out == nullptr || n < 2 ? -1 : NumElements(*out), n - 1, CostClass::kElementwise);
   }
-  if (type == "L2Loss") {  // sum(x^2) / 2: a square and an add per element
+  // The next few as tfprof counts them (tensorflow/python/profiler/internal/flops_registry.py).
+  if (type == "L2Loss") {  // sum(x^2) / 2: 3n - 1
     const TensorShape* x = Input(op, 0);
-    return PerElement(x == nullptr ? -1 : NumElements(*x), 2, CostClass::kElementwise);
+    return PerElement(x == nullptr ? -1 : 3 * NumElements(*x) - 1, 1, CostClass::kElementwise);
   }
+  if (OneOf(type, {"Sum", "BiasAddGrad", "Max", "Min", "Mean"})) {
+    // A reduction: one add per input element less one per output (Mean's division adds it back).
+    const TensorShape* x = Input(op, 0);
+    if (x == nullptr || out == nullptr) return Formula{-1, 0, CostClass::kElementwise, {}};
+    return PerElement(NumElements(*x) - (type == "Mean" ? 0 : NumElements(*out)), 1, CostClass::kElementwise);
+  }
+  if (type == "Softmax") return PerElement(out == nullptr ? -1 : NumElements(*out), 5, CostClass::kElementwise);
   if (type == "ScatterSub") {  // var[ids] -= updates: one subtraction per update element
     const TensorShape* updates = Input(op, 2);
     return PerElement(updates == nullptr ? -1 : NumElements(*updates), 1, CostClass::kOptimizer);
   }
-  if (type == "BiasAddGrad") {  // a sum over every row
-    const TensorShape* dy = Input(op, 0);
-    return PerElement(dy == nullptr ? -1 : NumElements(*dy), 1, CostClass::kElementwise);
-  }
-  if (OneOf(type, {"MaxPool", "AvgPool", "MaxPoolGrad", "AvgPoolGrad", "Mean", "Sum", "Max", "Min"})) {
-    // Reductions and pooling: one operation per input element read (a pool's window overlap aside).
+  if (OneOf(type, {"MaxPool", "AvgPool", "MaxPoolGrad", "AvgPoolGrad"})) {
+    // Pooling: one operation per input element read. tfprof counts the window's area per output
+    // element, which needs the window size, an attribute the step stats do not carry.
     const TensorShape* x = Input(op, 0) != nullptr ? Input(op, 0) : out;
     return PerElement(x == nullptr ? -1 : NumElements(*x), 1, CostClass::kElementwise);
   }
   if (OneOf(type, {"Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "Maximum", "Minimum", "BiasAdd", "Relu",
                    "Relu6", "ReluGrad", "Sigmoid", "SigmoidGrad", "Tanh", "TanhGrad", "Neg", "Square", "Sqrt",
-                   "Rsqrt", "Exp", "Log", "Reciprocal", "SquaredDifference", "Softmax", "LogSoftmax",
+                   "Rsqrt", "Exp", "Log", "Reciprocal", "SquaredDifference", "LogSoftmax",
                    "Scale", "Pow", "Abs", "Elu", "EluGrad", "Selu", "Softplus", "GlobalAvgPool",
                    "GlobalAvgPoolGrad", "Pad", "PadGrad"})) {
     // One operation per output element, as tfprof counts element-wise ops.

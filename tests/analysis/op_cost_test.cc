@@ -81,7 +81,11 @@ TEST(OpCostFormulas, LstmBlockCellIsItsGateMatmulPlusElementwise) {
 TEST(OpCostFormulas, ElementwiseNormalisationLossAndOptimizers) {
   EXPECT_EQ(Tf("Relu", {F32({8, 10})}, {F32({8, 10})}).flops, 80);
   EXPECT_EQ(Tf("BiasAdd", {F32({8, 10}), F32({10})}, {F32({8, 10})}).flops, 80);
-  EXPECT_EQ(Tf("BiasAddGrad", {F32({8, 10})}, {F32({10})}).flops, 80);
+  // Reductions and L2Loss as tfprof counts them: n_in - n_out; 3n - 1.
+  EXPECT_EQ(Tf("BiasAddGrad", {F32({8, 10})}, {F32({10})}).flops, 70);
+  EXPECT_EQ(Tf("Mean", {F32({8, 10}), F32({2})}, {F32({8})}).flops, 80);
+  EXPECT_EQ(Tf("L2Loss", {F32({8, 10})}, {F32({})}).flops, 239);
+  EXPECT_EQ(Tf("Softmax", {F32({8, 10})}, {F32({8, 10})}).flops, 400);
   EXPECT_EQ(Tf("AddN", {F32({8, 10}), F32({8, 10}), F32({8, 10})}, {F32({8, 10})}).flops, 160);
   EXPECT_EQ(Tf("FusedBatchNormV3", {F32({2, 4, 4, 8}), F32({8}), F32({8})}, {F32({2, 4, 4, 8})}).flops, 8 * 256);
   EXPECT_EQ(Tf("FusedBatchNormGradV3", {F32({2, 4, 4, 8}), F32({2, 4, 4, 8})}, {F32({2, 4, 4, 8})}).flops,
