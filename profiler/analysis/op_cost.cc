@@ -78,7 +78,8 @@ bool ShapesOf(Pass& pass, uint32_t slice, OpShapes& op) {
     TensorShape t;
     t.dims.assign(in.shape.begin(), in.shape.end());
     t.dtype = std::string(in.dtype);
-    t.known = !in.dtype.empty() && in.dtype != "Scalar" && in.dtype != "ScalarList" && in.dtype != "TensorList";
+    t.known = !in.dtype.empty() && in.dtype != "Scalar" && in.dtype != "ScalarList" && in.dtype != "TensorList" &&
+              in.dtype != "GenericList";
     op.inputs.push_back(std::move(t));
     op.attributes.emplace_back(in.value);
   }

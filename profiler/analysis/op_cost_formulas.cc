@@ -288,7 +288,8 @@ Formula AtenConvolution(const OpShapes& op) {
   }
   // aten::convolution's 7th argument says transposed; a transposed convolution's output grid is
   // its input's (each input element scatters a window), so the window count is the input's.
-  const bool transposed = op.op_type == "aten::convolution" && op.attributes.size() > 6 && op.attributes[6] == "True";
+  const bool transposed = (op.op_type == "aten::convolution" || op.op_type == "aten::_convolution") &&
+                          op.attributes.size() > 6 && op.attributes[6] == "True";
   const std::vector<int64_t> stride = IntList(op, 3), padding = IntList(op, 4), dilation = IntList(op, 5);
   TensorShape y;
   y.dtype = x->dtype;
