@@ -189,13 +189,30 @@ Fit RobustFit(const std::vector<double>& x, const std::vector<double>& d, bool t
   Fit fit;
   const size_t n = d.size();
   if (n == 0) return fit;
+  // A drift would spread the differences along a line, and the densest half would be a short
+  // piece of it: the differences are first detrended by Siegel's repeated-median slope (robust
+  // to half the matches off).
+  std::vector<double> level = d;
+  if (try_drift && n >= 3) {
+    const size_t step = std::max<size_t>(1, n / 1000);  // at most ~1000 x 1000 pairs
+    std::vector<double> medians, slopes;
+    for (size_t i = 0; i < n; i += step) {
+      slopes.clear();
+      for (size_t j = 0; j < n; j += step) {
+        if (x[j] != x[i]) slopes.push_back((d[j] - d[i]) / (x[j] - x[i]));
+      }
+      if (!slopes.empty()) medians.push_back(Median(slopes));
+    }
+    const double slope = Median(medians);
+    for (size_t i = 0; i < n; ++i) level[i] = d[i] - slope * x[i];
+  }
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return d[a] < d[b]; });
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return level[a] < level[b]; });
   const size_t half = n / 2 + 1;
   size_t best = 0;
   for (size_t i = 0; i + half <= n; ++i) {
-    if (d[order[i + half - 1]] - d[order[i]] < d[order[best + half - 1]] - d[order[best]]) best = i;
+    if (level[order[i + half - 1]] - level[order[i]] < level[order[best + half - 1]] - level[order[best]]) best = i;
   }
   std::vector<bool> keep(n, false);
   for (size_t i = best; i < best + half; ++i) keep[order[i]] = true;
@@ -299,21 +316,40 @@ bool SolveCollectives(std::span<const Trace> traces, AlignmentReport& report) {
     return static_cast<double>(end) + fits[r].offset + fits[r].drift * static_cast<double>(end - anchor[r]);
   };
   // Each rank's differences to the mean of the other members' corrected ends.
+  // Only ranks already fitted count (all of them once the first pass is done).
+  std::vector<bool> ready(n, false);
+  ready[0] = true;
   auto differences = [&](size_t r, std::vector<double>& x, std::vector<double>& d) {
     x.clear(), d.clear();
     for (const auto& [m, k] : mine[r]) {
       const auto& members = matches[m].members;
       double others = 0;
+      int counted = 0;
       for (size_t j = 0; j < members.size(); ++j) {
-        if (j != k) others += corrected(members[j].first, members[j].second);
+        if (j != k && ready[members[j].first]) others += corrected(members[j].first, members[j].second), ++counted;
       }
-      others /= static_cast<double>(members.size() - 1);
+      if (counted == 0) continue;
+      others /= counted;
       const int64_t own = members[k].second;
       x.push_back(static_cast<double>(own - anchor[r]));
       d.push_back(others - static_cast<double>(own));
     }
   };
   std::vector<double> x, d;
+  // First pass outward from the reference, each rank fitted against those fitted before it, so no
+  // rank starts from the others' raw clocks (seconds apart).
+  std::vector<size_t> queue = {0};
+  for (size_t head = 0; head < queue.size(); ++head) {
+    for (const auto& [m, k] : mine[queue[head]]) {
+      for (const auto& [r, end] : matches[m].members) {
+        if (ready[r]) continue;
+        differences(r, x, d);
+        fits[r] = RobustFit(x, d, true);
+        ready[r] = true;
+        queue.push_back(r);
+      }
+    }
+  }
   for (int round = 0; round < kMaxRounds; ++round) {
     double moved = 0;
     for (size_t r = 1; r < n; ++r) {
@@ -403,8 +439,8 @@ AlignmentReport AlignRanks(std::span<const Trace> traces, AlignMethod method) {
   AlignmentReport report;
   GroupRanks(traces, report);
   report.input_alignment.assign(traces.size(), "reference");
-  if (report.ranks.size() < 2) {
-    report.method = method == AlignMethod::kAuto ? AlignMethod::kClock : method;
+  if (report.ranks.size() < 2) {  // one clock: nothing to align
+    report.method = AlignMethod::kClock;
     return report;
   }
   if (method == AlignMethod::kAuto && OneHost(traces)) {

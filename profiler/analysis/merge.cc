@@ -252,7 +252,7 @@ MergeResult MergeTraces(std::vector<Trace> traces, AlignMethod align) {
     trace::NodeReader nodes(input);  // each slice's node ref, each block read about once
     for (uint32_t s = 0; s < input.slices().size(); ++s) {
       trace::SliceRecord copy = input.Record(input.slices()[s]);
-      copy.start_ns += correction(copy.start_ns);
+      copy.start_ns += correction(copy.start_ns - input.epoch_ns());  // a record's start is absolute
       copy.track = track_map[copy.track];
       copy.name = merged_string(copy.name);
       copy.op_type = merged_string(copy.op_type);
