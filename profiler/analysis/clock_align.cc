@@ -93,7 +93,12 @@ void AddCollectives(const Trace& trace, const std::vector<StepWindow>& windows, 
       if (!w.whole && s.start_ns >= w.begin_ns && s.start_ns < w.end_ns) step = w.step;
       if (w.whole) step = w.step;
     }
-    std::string key = GroupOf(trace, i);
+    // Our trainer's records are host spans around a call that returns once every rank is done:
+    // they end together unless the rank is late to record the end (descheduled), so the
+    // earliest end is the collective's ('E'). Other ends (a ring's last chunk arriving, kernels)
+    // scatter both ways ('M': the mean).
+    std::string key = s.kind == SliceKind::kCollective || s.kind == SliceKind::kOp ? "E" : "M";
+    key += GroupOf(trace, i);
     key += '\x1f';
     key += name;
     key += '\x1f';
@@ -110,6 +115,7 @@ void AddCollectives(const Trace& trace, const std::vector<StepWindow>& windows, 
 // One matched collective: its members (rank index, end on that rank's own clock).
 struct Match {
   std::vector<std::pair<size_t, int64_t>> members;
+  bool earliest = false;  // the earliest end is the collective's (else the mean of the ends)
 };
 
 std::vector<Match> MatchCollectives(const std::vector<Instances>& by_rank) {
@@ -130,6 +136,7 @@ std::vector<Match> MatchCollectives(const std::vector<Instances>& by_rank) {
     if (votes < 2) continue;
     for (size_t k = 0; k < count; ++k) {
       Match match;
+      match.earliest = key.front() == 'E';
       for (size_t r : ranks) {
         const std::vector<int64_t>& ends = by_rank[r].at(key);
         if (ends.size() == count) match.members.emplace_back(r, ends[k]);
@@ -323,13 +330,16 @@ bool SolveCollectives(std::span<const Trace> traces, AlignmentReport& report) {
     x.clear(), d.clear();
     for (const auto& [m, k] : mine[r]) {
       const auto& members = matches[m].members;
-      double others = 0;
+      double others = matches[m].earliest ? INFINITY : 0;
       int counted = 0;
       for (size_t j = 0; j < members.size(); ++j) {
-        if (j != k && ready[members[j].first]) others += corrected(members[j].first, members[j].second), ++counted;
+        if (j == k || !ready[members[j].first]) continue;
+        const double end = corrected(members[j].first, members[j].second);
+        others = matches[m].earliest ? std::min(others, end) : others + end;
+        ++counted;
       }
       if (counted == 0) continue;
-      others /= counted;
+      if (!matches[m].earliest) others /= counted;
       const int64_t own = members[k].second;
       x.push_back(static_cast<double>(own - anchor[r]));
       d.push_back(others - static_cast<double>(own));

@@ -15,12 +15,18 @@
 //    (`record_param_comms`, `c10d::allreduce_`).
 //    Each rank's correction is offset + drift x (t - anchor), t on its own clock and anchor the
 //    end of its first matched collective; the lowest rank is the reference (correction 0). The
-//    corrections are solved together (each rank against the mean of the other members' corrected
-//    ends, repeated until they settle), each rank's fit robust: matches further than 5 robust
-//    standard deviations from the fit are outliers and left out. The drift is kept only when it
-//    moves the clock over the matched span by more than 3 times the fit's residual (else the
-//    offset alone is fitted). The residual is the root mean square of the kept matches' distance
-//    to the others' mean after correction.
+//    corrections are solved together: first outward from the reference (each rank against the
+//    ranks fitted before it), then each rank against all the other members again until they
+//    settle. A rank's target in a match is the others' corrected ends: their earliest for our
+//    trainer's records (a host span around a call that returns once every rank is done: a rank
+//    is only ever late to record its end, e.g. descheduled), their mean elsewhere (NCCL kernels,
+//    gloo, whose ends scatter both ways). Each rank's fit is robust: up to half its matches may
+//    be off by any amount. It starts from the densest half of the differences (after removing a
+//    repeated-median slope, so a drift does not spread them), then keeps the matches within 4
+//    robust standard deviations (1.4826 x MAD, never under 1 µs) of a least-squares fit until
+//    the kept set settles. The drift is kept only when it moves the clock over the matched span
+//    by more than 3 times the fit's residual (else the offset alone is fitted). The residual is
+//    the root mean square of the kept matches' distance to the others' after correction.
 //  - barrier: the host clock each of our trainer's ranks records after a barrier all passed
 //    (TraceSession.clock_sync_nanos), as merge.h AlignClocks describes; ranks on the reference's
 //    host are not shifted.
