@@ -130,7 +130,8 @@ StatusOr<std::shared_ptr<const TraceDocument>> OpenMergedDocument(
   if (note != nullptr) {
     // Steps as the stragglers analysis numbers them (ProfilerStep#N windows too), not the inputs'
     // step numbers, which PyTorch traces do not have.
-    *note = "Merged " + std::to_string(merged.report.inputs.size()) + " traces: " +
+    *note = "Merged " + std::to_string(merged.report.inputs.size()) + " traces, clocks aligned by " +
+            std::string(analysis::AlignMethodName(merged.report.alignment.method)) + ": " +
             std::to_string(merged.report.unaligned) + " not clock-aligned; " +
             (ranks->stragglers ? std::to_string(ranks->stragglers->steps.size()) +
                                      (ranks->stragglers->steps.size() == 1 ? " step" : " steps") + " compared across ranks"
