@@ -81,13 +81,13 @@ std::string ReportText(const analysis::StragglerReport& report, size_t top) {
   for (const auto& in : report.inputs) ++clocks[in.alignment];
   auto count = [](size_t n, const std::string& what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); };
   out += count(report.ranks.size(), "rank") + ", " + count(report.steps.size(), "step") + " compared (" +
-         count(report.inputs.size(), "input") + "; clocks:";
+         count(report.inputs.size(), "input") + "; " + AlignmentLine(report.alignment) + ":";
   bool first = true;
   for (const auto& [how, n] : clocks) {
     out += (first ? " " : ", ") + std::to_string(n) + " " + how;
     first = false;
   }
-  out += "; " + AlignmentLine(report.alignment) + ")\n";
+  out += ")\n";
   if (!report.single_rank_steps.empty()) {
     out += std::to_string(report.single_rank_steps.size()) + " steps with one rank only, not compared\n";
   }
