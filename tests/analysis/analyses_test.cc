@@ -250,7 +250,7 @@ TEST(MergeTest, ClocksAlignedBySyncRecordAndStragglerFound) {
   std::vector<trace::Trace> traces;
   traces.push_back(Rank(0));
   traces.push_back(Rank(1));
-  const MergeResult merged = MergeTraces(std::move(traces));
+  const MergeResult merged = MergeTraces(std::move(traces), AlignMethod::kBarrier);
   const MergeReport& report = merged.report;
   ASSERT_EQ(report.inputs.size(), 2u);
   EXPECT_EQ(report.inputs[0].alignment, "reference");

@@ -9,7 +9,7 @@ std::vector<CommandSpec> AllCommands() {
           StepBreakdownCommand(),
           DiffCommand(),     StepsCommand(),        MergeCommand(),   GpuCommand(),      IdleCommand(),
           LaunchesCommand(), AnnotationsCommand(),  KernelPatternsCommand(), StragglersCommand(),
-          CollectivesCommand(), ReportCommand()};
+          CollectivesCommand(), ReportCommand(), AlignCommand()};
 }
 
 }  // namespace stepscope::cli
