@@ -6,6 +6,8 @@
 #include <span>
 #include <unordered_map>
 
+#include "base/mapped_array.h"
+
 namespace stepscope::analysis {
 namespace {
 
@@ -14,30 +16,37 @@ using trace::Trace;
 
 // (parent, key) -> node, open addressing with linear probing, at most half full: one probe into
 // a flat array per slice (std::unordered_map's node per entry made a 10 M-slice tree 4x slower).
+// The slots live in a mapping of their own whose fresh pages are zero, and zero is an empty slot
+// (a slot holds its node + 1): a table sized up front costs only the pages its entries touch.
 class NodeIndex {
  public:
   NodeIndex() { Rehash(1024); }
-  // The node of (parent, key), or `fresh` entered as it when absent.
+  // Room for `entries` without growing; the table only grows.
+  void Reserve(size_t entries) {
+    size_t capacity = slots_.size();
+    while (2 * entries > capacity) capacity *= 2;
+    if (capacity > slots_.size()) Rehash(capacity);
+  }
   void Prefetch(uint32_t parent, uint32_t key) const { __builtin_prefetch(&slots_[Hash(parent, key) & mask_]); }
 
+  // The node of (parent, key), or `fresh` entered as it when absent.
   std::pair<uint32_t, bool> FindOrAdd(uint32_t parent, uint32_t key, uint32_t fresh) {
     if (2 * (size_ + 1) > slots_.size()) Rehash(slots_.size() * 2);
     for (size_t i = Hash(parent, key) & mask_;; i = (i + 1) & mask_) {
       Slot& slot = slots_[i];
-      if (slot.node == kEmpty) {
-        slot = {parent, key, fresh};
+      if (slot.node_plus_one == 0) {
+        slot = {parent, key, fresh + 1};
         ++size_;
         return {fresh, true};
       }
-      if (slot.parent == parent && slot.key == key) return {slot.node, false};
+      if (slot.parent == parent && slot.key == key) return {slot.node_plus_one - 1, false};
     }
   }
 
  private:
   struct Slot {
-    uint32_t parent = 0, key = 0, node = kEmpty;
+    uint32_t parent = 0, key = 0, node_plus_one = 0;  // all zero: empty
   };
-  static constexpr uint32_t kEmpty = UINT32_MAX;
   static size_t Hash(uint32_t parent, uint32_t key) {
     // MurmurHash3's finaliser: every bit of both halves reaches the low bits the mask keeps.
     uint64_t h = (uint64_t{parent} << 32) | key;
@@ -48,17 +57,17 @@ class NodeIndex {
     return static_cast<size_t>(h ^ (h >> 33));
   }
   void Rehash(size_t capacity) {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(capacity, Slot{});
+    MappedArray<Slot> old = std::move(slots_);
+    slots_ = MappedArray<Slot>(capacity);  // fresh pages: every slot empty, none written
     mask_ = capacity - 1;
     for (const Slot& slot : old) {
-      if (slot.node == kEmpty) continue;
+      if (slot.node_plus_one == 0) continue;
       size_t i = Hash(slot.parent, slot.key) & mask_;
-      while (slots_[i].node != kEmpty) i = (i + 1) & mask_;
+      while (slots_[i].node_plus_one != 0) i = (i + 1) & mask_;
       slots_[i] = slot;
     }
   }
-  std::vector<Slot> slots_;
+  MappedArray<Slot> slots_;
   size_t mask_ = 0, size_ = 0;
 };
 
@@ -86,6 +95,16 @@ class TreeBuilder {
   }
 
   void Prefetch(uint32_t parent, uint32_t key) const { index_.Prefetch(parent, key); }
+
+  // Room for the nodes of `slices` slices (a slice adds one node at most), so that neither the
+  // nodes nor the index are copied as they grow: the nodes' reserve is address space until
+  // written, and so are the index's untouched pages. Bounded, past which they grow as needed.
+  void Reserve(size_t slices) {
+    constexpr size_t kMostNodesReserved = size_t{1} << 24;  // 16 M nodes: 0.9 GB of address space
+    const size_t nodes = std::min(slices, kMostNodesReserved);
+    tree_.nodes.reserve(nodes + 1);
+    index_.Reserve(nodes);
+  }
 
   // The name index of one of the trace's strings.
   uint32_t NameOfString(const Trace& trace, trace::StringId id) {
@@ -147,7 +166,7 @@ class TreeBuilder {
       const Item& item = items_[order_[p]];
       node_of_[order_[p]] = Child(parent_node(item), item.name, [&] { return NameOfString(trace, item.name); });
     }
-    if (longest_ns_.size() < tree_.nodes.size()) longest_ns_.resize(tree_.nodes.size(), -1);
+    if (longest_ns_.size() < tree_.nodes.size()) longest_ns_.resize(tree_.nodes.size());
     for (size_t k = 0; k < items_.size(); ++k) {
       if (k + kAhead < items_.size()) __builtin_prefetch(&tree_.nodes[node_of_[k + kAhead]], 1);
       const Item& item = items_[k];
@@ -158,8 +177,8 @@ class TreeBuilder {
       n.self_ns += item.clipped;
       // The child lies inside its parent, so its clipped part lies inside the parent's.
       tree_.nodes[item.parent < 0 ? 0 : node_of_[static_cast<size_t>(item.parent)]].self_ns -= item.clipped;
-      if (item.clipped > longest_ns_[node]) {
-        longest_ns_[node] = item.clipped;
+      if (item.clipped + 1 > longest_ns_[node]) {
+        longest_ns_[node] = item.clipped + 1;
         n.longest_slice = item.index;
       }
     }
@@ -198,16 +217,27 @@ class TreeBuilder {
       CallTreeNode& parent = nodes[static_cast<size_t>(nodes[n].parent)];
       tree.children[parent.first_child + parent.child_count++] = static_cast<uint32_t>(n);
     }
+    // Sorted on copies of the keys, side by side: comparing through the nodes was a cache miss
+    // per comparison in a tree of millions of nodes.
+    struct Key {
+      int64_t first, second;  // total then self (bottom-up: self then total)
+      uint32_t node;
+    };
+    std::vector<Key> keys;
     for (const CallTreeNode& node : nodes) {
-      const auto first = tree.children.begin() + node.first_child;
-      std::sort(first, first + node.child_count, [&](uint32_t a, uint32_t b) {
-        const CallTreeNode& x = nodes[a];
-        const CallTreeNode& y = nodes[b];
-        if (by_self && x.self_ns != y.self_ns) return x.self_ns > y.self_ns;
-        if (x.total_ns != y.total_ns) return x.total_ns > y.total_ns;
-        if (x.self_ns != y.self_ns) return x.self_ns > y.self_ns;
-        return tree.names[x.name] < tree.names[y.name];
+      if (node.child_count < 2) continue;
+      const std::span<uint32_t> children(tree.children.data() + node.first_child, node.child_count);
+      keys.clear();
+      for (uint32_t child : children) {
+        const CallTreeNode& c = nodes[child];
+        keys.push_back(by_self ? Key{c.self_ns, c.total_ns, child} : Key{c.total_ns, c.self_ns, child});
+      }
+      std::sort(keys.begin(), keys.end(), [&](const Key& x, const Key& y) {
+        if (x.first != y.first) return x.first > y.first;
+        if (x.second != y.second) return x.second > y.second;
+        return tree.names[nodes[x.node].name] < tree.names[nodes[y.node].name];
       });
+      for (size_t k = 0; k < keys.size(); ++k) children[k] = keys[k].node;
     }
   }
 
@@ -225,7 +255,7 @@ class TreeBuilder {
   CallTree& tree_;
   NodeIndex index_;
   std::unordered_map<trace::StringId, uint32_t> name_of_string_;
-  std::vector<int64_t> longest_ns_;  // per node: its longest clipped slice's duration
+  MappedArray<int64_t> longest_ns_;  // per node: its longest clipped slice's duration + 1, 0: none
   std::vector<Open> open_;
   std::vector<Item> items_;       // one lane's slices in the window
   std::vector<uint32_t> node_of_;  // the node of each item
@@ -276,6 +306,8 @@ void WalkChosenSlices(const Trace& trace, std::vector<uint32_t> chosen, TreeBuil
   const std::span<const Slice> slices = trace.slices();
   std::sort(chosen.begin(), chosen.end());
   chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+  std::vector<std::pair<uint32_t, uint32_t>> walks;  // [from, to) in the trace's slices
+  size_t walked = 0;
   uint32_t walked_to = 0;  // slices below this index were walked as a chosen one's descendants
   for (uint32_t root : chosen) {
     if (root >= slices.size() || (root < walked_to && walked_to > 0)) continue;
@@ -283,8 +315,13 @@ void WalkChosenSlices(const Trace& trace, std::vector<uint32_t> chosen, TreeBuil
     const uint32_t track_end = trace.track_first_slice(track) + static_cast<uint32_t>(trace.track_slices(track).size());
     uint32_t to = root + 1;
     while (to < track_end && slices[to].depth > slices[root].depth) ++to;
-    builder.Walk(trace, root, to, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    walks.emplace_back(root, to);
+    walked += to - root;
     walked_to = to;
+  }
+  builder.Reserve(walked);
+  for (const auto& [from, to] : walks) {
+    builder.Walk(trace, from, to, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   }
 }
 
@@ -325,11 +362,16 @@ CallTree ComputeCallTree(const Trace& trace, const CallTreeOptions& options) {
     return tree;
   }
   const std::vector<char> chosen = ChosenTracks(trace, options.tracks);
+  std::vector<std::pair<uint32_t, uint32_t>> walks;  // [from, to) in the trace's slices
+  size_t walked = 0;
   for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
     if (!chosen[t] || trace.track_slices(t).empty()) continue;
     const uint32_t to = trace.track_first_slice(t) + static_cast<uint32_t>(trace.track_slices(t).size());
-    builder.Walk(trace, WalkStart(trace, t, begin), to, begin, end);
+    walks.emplace_back(WalkStart(trace, t, begin), to);
+    walked += walks.back().second - walks.back().first;
   }
+  builder.Reserve(walked);
+  for (const auto& [from, to] : walks) builder.Walk(trace, from, to, begin, end);
   builder.Finish();
   return tree;
 }
