@@ -73,6 +73,28 @@ class NodeIndex {
   size_t mask_ = 0, size_ = 0;
 };
 
+// A child's sort key, copied beside the others of its parent (comparing through the nodes was a
+// cache miss per comparison in a tree of millions of nodes): by total, then self, then name,
+// largest first (bottom-up: self first).
+struct ChildKey {
+  int64_t first, second;
+  uint32_t node;
+};
+
+ChildKey KeyOf(const CallTreeNode& node, uint32_t index, bool by_self) {
+  return by_self ? ChildKey{node.self_ns, node.total_ns, index} : ChildKey{node.total_ns, node.self_ns, index};
+}
+
+// `text` gives a node's name (its names[] entry, or the trace's string while names are StringIds).
+template <typename NameText>
+void SortChildKeys(std::span<ChildKey> keys, const std::vector<CallTreeNode>& nodes, NameText text) {
+  std::sort(keys.begin(), keys.end(), [&](const ChildKey& x, const ChildKey& y) {
+    if (x.first != y.first) return x.first > y.first;
+    if (x.second != y.second) return x.second > y.second;
+    return text(nodes[x.node].name) < text(nodes[y.node].name);
+  });
+}
+
 // Which of `parts` parts a top-level name's subtrees belong to.
 uint32_t PartOf(trace::StringId name, uint32_t parts) {
   return static_cast<uint32_t>((uint64_t{name} * 0x9e3779b97f4a7c15ull) >> 32) % parts;
@@ -203,22 +225,13 @@ class TreeBuilder {
     tree_.slices += static_cast<int64_t>(items_.size());
   }
 
-  // The root's figures (a top-down tree's), then the children lists.
-  static void Finish(CallTree& tree) {
-    CallTreeNode& root = tree.nodes.front();
-    root.total_ns = 0;
-    for (size_t n = 1; n < tree.nodes.size(); ++n) {
-      if (tree.nodes[n].parent == 0) root.total_ns += tree.nodes[n].total_ns;
-    }
-    root.self_ns = 0;
-    LinkChildren(tree);
-  }
 
   // Each node's children in one array, grouped by parent, in the order of CallTree::children
   // (bottom-up: self time first). Counted and scattered by parent in passes over the nodes in
-  // their order, and sorted on copies of the keys side by side: a gather through the nodes (a
-  // cache miss per child in a tree of millions of nodes) was most of the time.
-  static void LinkChildren(CallTree& tree, bool by_self = false) {
+  // their order, then each group sorted on its keys: a gather through the nodes (a cache miss
+  // per child in a tree of millions of nodes) was most of the time.
+  template <typename NameText>
+  static void LinkChildren(CallTree& tree, bool by_self, NameText text) {
     auto& nodes = tree.nodes;
     std::vector<uint32_t> next(nodes.size() + 1, 0);  // first, then next free, child slot per node
     tree.max_depth = 0;
@@ -231,27 +244,18 @@ class TreeBuilder {
       nodes[n].first_child = next[n];
       nodes[n].child_count = next[n + 1] - next[n];
     }
-    struct Key {
-      int64_t first, second;  // total then self (bottom-up: self then total)
-      uint32_t node;
-    };
-    std::vector<Key> keys(nodes.size() - 1);
+    std::vector<ChildKey> keys(nodes.size() - 1);
     for (size_t n = 1; n < nodes.size(); ++n) {
-      const CallTreeNode& c = nodes[n];
-      keys[next[static_cast<size_t>(c.parent)]++] = by_self ? Key{c.self_ns, c.total_ns, static_cast<uint32_t>(n)}
-                                                            : Key{c.total_ns, c.self_ns, static_cast<uint32_t>(n)};
+      keys[next[static_cast<size_t>(nodes[n].parent)]++] = KeyOf(nodes[n], static_cast<uint32_t>(n), by_self);
     }
     for (const CallTreeNode& node : nodes) {
-      if (node.child_count < 2) continue;
-      const auto first = keys.begin() + node.first_child;
-      std::sort(first, first + node.child_count, [&](const Key& x, const Key& y) {
-        if (x.first != y.first) return x.first > y.first;
-        if (x.second != y.second) return x.second > y.second;
-        return tree.names[nodes[x.node].name] < tree.names[nodes[y.node].name];
-      });
+      if (node.child_count > 1) SortChildKeys(std::span(keys).subspan(node.first_child, node.child_count), nodes, text);
     }
     tree.children.resize(keys.size());
     for (size_t k = 0; k < keys.size(); ++k) tree.children[k] = keys[k].node;
+  }
+  static void LinkChildren(CallTree& tree, bool by_self) {
+    LinkChildren(tree, by_self, [&tree](uint32_t name) -> const std::string& { return tree.names[name]; });
   }
 
  private:
@@ -368,14 +372,47 @@ void NameNodes(const Trace& trace, CallTree& tree) {
   }
 }
 
-// Appends the nodes of another part (see TreeBuilder) to `tree`, their root being its root.
-void AppendPart(const CallTree& part, CallTree& tree) {
-  const auto offset = static_cast<int32_t>(tree.nodes.size() - 1);
-  for (size_t n = 1; n < part.nodes.size(); ++n) {
-    CallTreeNode& node = tree.nodes.emplace_back(part.nodes[n]);
-    if (node.parent > 0) node.parent += offset;
+// Joins the other parts (see TreeBuilder), each with its children linked, to the first, `tree`:
+// their nodes appended, their children lists moved behind the root's, and the root's children
+// (every part's) sorted together. Names are still the trace's StringIds.
+void JoinParts(const Trace& trace, const std::vector<CallTree>& others, CallTree& tree) {
+  size_t root_children = tree.nodes[0].child_count;
+  for (const CallTree& part : others) root_children += part.nodes[0].child_count;
+  std::vector<ChildKey> root_keys;
+  root_keys.reserve(root_children);
+  std::vector<uint32_t> children(root_children);  // the root's block, filled once sorted
+  // A part's children lists: its root's block first, the rest moved to the end of `children`.
+  auto move_children = [&](const CallTree& part, uint32_t node_offset) {
+    const uint32_t root_block = part.nodes[0].child_count;
+    for (uint32_t child : part.children_of(0)) {
+      root_keys.push_back(KeyOf(part.nodes[child], child + node_offset, /*by_self=*/false));
+    }
+    const auto shift = static_cast<uint32_t>(children.size() - root_block);
+    for (size_t k = root_block; k < part.children.size(); ++k) children.push_back(part.children[k] + node_offset);
+    return shift;
+  };
+  const uint32_t first_shift = move_children(tree, 0);
+  for (size_t n = 1; n < tree.nodes.size(); ++n) tree.nodes[n].first_child += first_shift;
+  for (const CallTree& part : others) {
+    const auto node_offset = static_cast<uint32_t>(tree.nodes.size() - 1);
+    const uint32_t shift = move_children(part, node_offset);
+    for (size_t n = 1; n < part.nodes.size(); ++n) {
+      CallTreeNode& node = tree.nodes.emplace_back(part.nodes[n]);
+      if (node.parent > 0) node.parent += static_cast<int32_t>(node_offset);
+      node.first_child += shift;
+    }
+    tree.slices += part.slices;
+    tree.max_depth = std::max(tree.max_depth, part.max_depth);
   }
-  tree.slices += part.slices;
+  SortChildKeys(std::span(root_keys), tree.nodes, [&trace](uint32_t id) { return trace.str(id); });
+  CallTreeNode& root = tree.nodes.front();
+  root = CallTreeNode{};
+  root.child_count = static_cast<uint32_t>(root_children);
+  for (size_t k = 0; k < root_keys.size(); ++k) {
+    children[k] = root_keys[k].node;
+    root.total_ns += tree.nodes[root_keys[k].node].total_ns;
+  }
+  tree.children = std::move(children);
 }
 
 // The top-down tree of the walks (clipped to [begin, end]). A big one in parts on as many
@@ -395,15 +432,15 @@ void BuildTopDown(const Trace& trace, const std::vector<LaneWalk>& walks, int64_
     TreeBuilder builder(out, part, parts);
     builder.Reserve(walked, parts);
     for (const LaneWalk& walk : walks) builder.Walk(trace, walk.from, walk.to, begin, end);
+    TreeBuilder::LinkChildren(out, /*by_self=*/false, [&trace](uint32_t id) { return trace.str(id); });
   };
   std::vector<CallTree> others(parts - 1);
   std::vector<std::thread> helpers;
   for (uint32_t part = 1; part < parts; ++part) helpers.emplace_back(build, std::ref(others[part - 1]), part);
   build(tree, 0);
   for (std::thread& helper : helpers) helper.join();
-  for (const CallTree& other : others) AppendPart(other, tree);
+  JoinParts(trace, others, tree);
   NameNodes(trace, tree);
-  TreeBuilder::Finish(tree);
 }
 
 // The length of the longest run where the names from `a` upward equal those from `b` upward.
