@@ -1,5 +1,6 @@
 // The call tree of nested slices, top-down and bottom-up (call_tree.h): one walk over each
-// chosen lane with a stack of the open slices, and one hash lookup per slice for its node.
+// chosen lane with a stack of the open slices, and one hash lookup per slice for its node; a big
+// selection in parts on the cores, one per share of the top-level names (BuildTopDown).
 #include "profiler/analysis/call_tree.h"
 
 #include <algorithm>
