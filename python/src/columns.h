@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -26,6 +27,21 @@ Column<T> OwnedColumn(std::vector<T>&& values) {
   nb::capsule owner(held, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
   return Column<T>(held->data(), {held->size()}, owner);
 }
+
+// A new array of `count` values left uninitialised, to be filled before it is handed out (a
+// column of 10^7 values is not zeroed first only to be overwritten).
+template <typename T>
+struct NewColumn {
+  explicit NewColumn(size_t count) : size(count), data(new T[count]) {}
+  size_t size;
+  std::unique_ptr<T[]> data;
+  T& operator[](size_t i) { return data[i]; }
+  Column<T> Release() && {
+    T* raw = data.release();
+    nb::capsule owner(raw, [](void* p) noexcept { delete[] static_cast<T*>(p); });
+    return Column<T>(raw, {size}, owner);
+  }
+};
 
 // A read-only view of one field of every row of `rows` (`count` structs of type Row), kept
 // alive by `owner`: no copy. The stride is counted in elements, so the row's size must be a

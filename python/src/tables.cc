@@ -28,10 +28,10 @@ nb::dict SliceColumns(const PyTrace& self) {
   const Trace& trace = self.trace;
   const auto slices = trace.slices();
   const size_t n = slices.size();
-  std::vector<int64_t> start(n), dur(n);
-  std::vector<uint32_t> track(n), label(n), name(n), op_type(n);
-  std::vector<uint16_t> depth(n);
-  std::vector<uint8_t> kind(n), flags(n);
+  NewColumn<int64_t> start(n), dur(n);
+  NewColumn<uint32_t> track(n), label(n), name(n), op_type(n);
+  NewColumn<uint16_t> depth(n);
+  NewColumn<uint8_t> kind(n), flags(n);
   {
     nb::gil_scoped_release release;
     const trace::LabelTable& labels = trace.labels();
@@ -44,20 +44,21 @@ nb::dict SliceColumns(const PyTrace& self) {
       kind[i] = static_cast<uint8_t>(s.kind);
       flags[i] = s.flags;
       label[i] = s.label;
-      name[i] = labels[s.label].name;
-      op_type[i] = labels[s.label].op_type;
+      const trace::SliceLabel& pair = labels[s.label];
+      name[i] = pair.name;
+      op_type[i] = pair.op_type;
     }
   }
   nb::dict columns;
-  columns["start_ns"] = OwnedColumn(std::move(start));
-  columns["dur_ns"] = OwnedColumn(std::move(dur));
-  columns["track"] = OwnedColumn(std::move(track));
-  columns["depth"] = OwnedColumn(std::move(depth));
-  columns["kind"] = OwnedColumn(std::move(kind));
-  columns["flags"] = OwnedColumn(std::move(flags));
-  columns["name"] = OwnedColumn(std::move(name));
-  columns["op_type"] = OwnedColumn(std::move(op_type));
-  columns["label"] = OwnedColumn(std::move(label));
+  columns["start_ns"] = std::move(start).Release();
+  columns["dur_ns"] = std::move(dur).Release();
+  columns["track"] = std::move(track).Release();
+  columns["depth"] = std::move(depth).Release();
+  columns["kind"] = std::move(kind).Release();
+  columns["flags"] = std::move(flags).Release();
+  columns["name"] = std::move(name).Release();
+  columns["op_type"] = std::move(op_type).Release();
+  columns["label"] = std::move(label).Release();
   return columns;
 }
 
