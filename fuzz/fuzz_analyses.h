@@ -4,6 +4,7 @@
 
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/call_tree.h"
+#include "profiler/analysis/collective_bandwidth.h"
 #include "profiler/analysis/memory_report.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
@@ -26,6 +27,7 @@ inline void RunAnalyses(const trace::Trace& trace) {
   analysis::VisitCriticalPathsPerStep(trace, [](const analysis::StepWindow&, const analysis::CriticalPath&) {});
   (void)analysis::ComputeMemoryReport(trace);
   (void)analysis::ComputeStragglers(std::span<const trace::Trace>(&trace, 1));  // one rank's steps
+  (void)analysis::ComputeCollectiveBandwidth(trace);
 }
 
 }  // namespace stepscope::fuzz

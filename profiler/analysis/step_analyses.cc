@@ -23,14 +23,12 @@ bool ContainsIgnoringCase(std::string_view text, std::string_view needle) {
   return it != text.end();
 }
 
-// The device a slice's time belongs to; for traces without device tracks (Chrome JSON), its
-// process (Kineto puts each GPU in its own process).
+}  // namespace
+
 int32_t ResourceOf(const Trace& trace, uint32_t track) {
   const int32_t device = trace.DeviceOf(track);
   return device >= 0 ? device : trace.HostOf(track);
 }
-
-}  // namespace
 
 bool IsCommunication(const Trace& trace, const Slice& slice) {
   switch (slice.kind) {

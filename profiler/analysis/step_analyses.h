@@ -32,6 +32,9 @@ struct OverlapStats {
 };
 OverlapStats ComputeOverlap(const trace::Trace& trace);
 bool IsCommunication(const trace::Trace& trace, const trace::Slice& slice);
+// The track whose work a track's time is: its device; for traces without device tracks (Chrome
+// JSON), its process (Kineto puts each GPU in its own process).
+int32_t ResourceOf(const trace::Trace& trace, uint32_t track);
 
 // ---- critical path ---------------------------------------------------------------------------
 // What bounds a step, as HTA's critical-path analysis asks it: a graph over the start and the end

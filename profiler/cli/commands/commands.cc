@@ -8,7 +8,8 @@ std::vector<CommandSpec> AllCommands() {
           MemoryCommand(),   MemcpyCommand(),       StreamsCommand(), CallTreeCommand(), OverlapCommand(),  CriticalPathCommand(),
           StepBreakdownCommand(),
           DiffCommand(),     StepsCommand(),        MergeCommand(),   GpuCommand(),      IdleCommand(),
-          LaunchesCommand(), AnnotationsCommand(),  KernelPatternsCommand(), StragglersCommand()};
+          LaunchesCommand(), AnnotationsCommand(),  KernelPatternsCommand(), StragglersCommand(),
+          CollectivesCommand()};
 }
 
 }  // namespace stepscope::cli

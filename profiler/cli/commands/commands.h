@@ -35,6 +35,8 @@ CommandSpec StepsCommand();
 // rank.cc: across ranks.
 CommandSpec MergeCommand();
 CommandSpec StragglersCommand();
+// collectives.cc: bandwidth per collective.
+CommandSpec CollectivesCommand();
 // gpu.cc: GPU time, idle gaps, launches, annotations, kernel sequences.
 CommandSpec GpuCommand();
 CommandSpec IdleCommand();
