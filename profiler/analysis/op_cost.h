@@ -93,6 +93,11 @@ struct OpCostReport {
 
 OpCostReport ComputeOpCosts(const trace::Trace& trace);
 
+// The cost of one slice by its own shapes, whether or not an op around it is costed (a details
+// pane; a check of one op against another tool's count). A StepStats op's inputs are found by
+// name among the trace's outputs: a pass over the trace per call.
+OpCost CostOfSlice(const trace::Trace& trace, uint32_t slice);
+
 // One tensor as a cost formula sees it.
 struct TensorShape {
   std::vector<int64_t> dims;  // empty: a scalar

@@ -14,6 +14,7 @@ struct StepCollector::ThreadBuffer {
   bool in_op = false;
   std::vector<OpRecord> ops;
   std::vector<TensorRecord> tensors;
+  std::vector<TensorRecord> inputs;
   std::vector<AllocationRecord> allocations;
   // Allocation records before this thread's first op of the step (nothing to attribute them to).
   size_t unattributed_allocations = 0;
@@ -86,6 +87,7 @@ StepCollector::ThreadBuffer& StepCollector::ThisThread() {
     buffer->generation = generation;
     buffer->ops.clear();
     buffer->tensors.clear();
+    buffer->inputs.clear();
     buffer->allocations.clear();
     buffer->unattributed_allocations = 0;
     buffer->in_op = false;
@@ -124,6 +126,7 @@ void StepCollector::BeginOp(const std::string* device, const std::string* node_n
   op.end_ns = start_ns;
   op.first_output = static_cast<uint32_t>(buffer.tensors.size());
   op.first_allocation = static_cast<uint32_t>(buffer.allocations.size());
+  op.first_input = static_cast<uint32_t>(buffer.inputs.size());
   buffer.ops.push_back(op);
   buffer.in_op = true;
 }
@@ -133,6 +136,13 @@ void StepCollector::AddOutput(const TensorRecord& tensor) {
   if (!buffer.in_op) return;
   buffer.tensors.push_back(tensor);
   ++buffer.ops.back().num_outputs;
+}
+
+void StepCollector::AddInput(const TensorRecord& tensor) {
+  ThreadBuffer& buffer = ThisThread();
+  if (!buffer.in_op) return;
+  buffer.inputs.push_back(tensor);
+  ++buffer.ops.back().num_inputs;
 }
 
 void StepCollector::EndOp(int64_t end_ns) {
@@ -228,6 +238,13 @@ tf::RunMetadata StepCollector::FinishStep(int64_t clock_offset_ns) {
         alloc->set_allocation_id(t.allocation_id);
         alloc->set_has_single_reference(t.single_reference);
         alloc->set_ptr(t.ptr);
+      }
+
+      for (uint32_t k = 0; k < op.num_inputs; ++k) {
+        const TensorRecord& t = p.buffer->inputs[op.first_input + k];
+        tf::TensorDescription* desc = node->add_input_tensor();
+        desc->set_dtype(static_cast<tf::DataType>(t.dtype));
+        for (int d = 0; d < t.rank; ++d) desc->mutable_shape()->add_dim()->set_size(t.dims[static_cast<size_t>(d)]);
       }
 
       // Memory per allocator touched: totals, peak and live of this op's own allocations, the

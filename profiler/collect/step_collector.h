@@ -49,6 +49,7 @@ struct OpRecord {
   int64_t start_ns = 0, end_ns = 0;
   uint32_t first_output = 0, num_outputs = 0;          // into the thread's tensor records
   uint32_t first_allocation = 0, num_allocations = 0;  // into the thread's allocation records
+  uint32_t first_input = 0, num_inputs = 0;            // into the thread's input records
 };
 
 // A collective (all-reduce of a gradient bucket, fusion-buffer copy) one device took part in;
@@ -106,6 +107,8 @@ class StepCollector {
                const std::string* op_type, const std::vector<std::string>* inputs,
                int64_t start_ns);
   void AddOutput(const TensorRecord& tensor);
+  // An input's dtype and shape (its allocation fields are not written), in input order.
+  void AddInput(const TensorRecord& tensor);
   void EndOp(int64_t end_ns);
   // Any thread: attributed to the op running on that thread, else to the op it ran last
   // (a tensor freed after its op returned), else kept as the thread's unattributed records.

@@ -22,6 +22,45 @@ MemcpyDetails MemcpyFromArgs(const Trace& trace, uint32_t slice, const TransferA
   return details;
 }
 
+// The elements of a JSON array as text, top level only: `[[1, 2], [], "a"]` -> "[1, 2]", "[]",
+// "\"a\"". Enough for the PyTorch profiler's `Input Dims`, `Input type` and `Concrete Inputs`,
+// which hold numbers, strings and arrays of them.
+std::vector<std::string_view> JsonArrayElements(std::string_view text) {
+  std::vector<std::string_view> elements;
+  size_t i = text.find('[');
+  if (i == std::string_view::npos) return elements;
+  int depth = 0;
+  bool in_string = false;
+  size_t begin = i + 1;
+  for (++i; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') ++depth;
+    else if ((c == ']' || c == '}') && depth > 0) --depth;
+    else if ((c == ',' || c == ']') && depth == 0) {
+      std::string_view element = text.substr(begin, i - begin);
+      while (!element.empty() && element.front() == ' ') element.remove_prefix(1);
+      while (!element.empty() && element.back() == ' ') element.remove_suffix(1);
+      if (!element.empty() || c == ',') elements.push_back(element);
+      if (c == ']') break;
+      begin = i + 1;
+    }
+  }
+  return elements;
+}
+
+// A JSON string's contents without its quotes (escapes kept as written: the texts read here have
+// none that matter).
+std::string_view Unquote(std::string_view text) {
+  if (text.size() >= 2 && text.front() == '"' && text.back() == '"') return text.substr(1, text.size() - 2);
+  return text;
+}
+
 std::string Triple(const uint32_t* v) {
   return std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]);
 }
@@ -52,7 +91,8 @@ bool DetailReader::MayHave(uint32_t kinds) const {
          ((kinds & kDetailCopy) && !trace_.all_transfer_args().empty()) ||
          ((kinds & (kDetailOutputs | kDetailShapes)) && tables.has_outputs()) ||
          ((kinds & kDetailAllocators) && !tables.all_allocators().empty()) ||
-         ((kinds & kDetailOpMemory) && !tables.all_op_memory().empty());
+         ((kinds & kDetailOpMemory) && !tables.all_op_memory().empty()) ||
+         ((kinds & kDetailInputShapes) && !trace_.all_slice_args().empty());
 }
 
 std::span<const TensorOutput> DetailReader::TableOutputs(uint32_t slice) {
@@ -146,6 +186,57 @@ std::optional<LaunchRecord> DetailReader::Launch(uint32_t slice) {
 
 std::optional<CollectiveDetails> DetailReader::Collective(uint32_t slice) {
   return payload_ == nullptr ? std::nullopt : payload_->Collective(slice);
+}
+
+// The PyTorch profiler's record_shapes arguments, kept by the Chrome JSON reader as the event's
+// free-form arguments: `Input Dims` ([[4, 16], [], [[2, 4], [2, 4]]]: a tensor, a non-tensor, a
+// tensor list), `Input type` (["float", "Scalar", "TensorList"]) and `Concrete Inputs` (the
+// non-tensor arguments' values as text: ["", "[2, 2]", "1"]).
+std::span<const TensorInput> DetailReader::InputShapes(uint32_t slice) {
+  if (payload_ != nullptr) return payload_->InputShapes(slice);
+  std::string_view dims_text, types_text, values_text;
+  for (const SliceArg& arg : trace_.slice_args(slice)) {
+    if (arg.is_number) continue;
+    const std::string_view key = trace_.str(arg.key);
+    if (key == "Input Dims") dims_text = trace_.str(arg.value);
+    else if (key == "Input type") types_text = trace_.str(arg.value);
+    else if (key == "Concrete Inputs") values_text = trace_.str(arg.value);
+  }
+  if (dims_text.empty()) return {};
+  const std::vector<std::string_view> dims = JsonArrayElements(dims_text);
+  const std::vector<std::string_view> types = JsonArrayElements(types_text);
+  const std::vector<std::string_view> values = JsonArrayElements(values_text);
+  inputs_.assign(dims.size(), TensorInput{});
+  input_dims_.clear();
+  std::vector<std::pair<size_t, size_t>> spans(dims.size(), {0, 0});
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (k < types.size()) inputs_[k].dtype = Unquote(types[k]);
+    if (k < values.size()) inputs_[k].value = Unquote(values[k]);
+    const std::vector<std::string_view> sizes = JsonArrayElements(dims[k]);
+    if (!sizes.empty() && sizes.front().starts_with("[")) {  // a tensor list: no one shape
+      if (inputs_[k].dtype.empty()) inputs_[k].dtype = "TensorList";
+      continue;
+    }
+    spans[k].first = input_dims_.size();
+    for (std::string_view size : sizes) {
+      int64_t value = 0;
+      bool digits = !size.empty();
+      for (char c : size) digits = digits && c >= '0' && c <= '9', value = value * 10 + (c - '0');
+      input_dims_.push_back(digits ? value : -1);
+    }
+    spans[k].second = input_dims_.size() - spans[k].first;
+  }
+  for (size_t k = 0; k < dims.size(); ++k) {
+    inputs_[k].shape = std::span<const int64_t>(input_dims_).subspan(spans[k].first, spans[k].second);
+  }
+  return inputs_;
+}
+
+int64_t DetailReader::ReportedFlops(uint32_t slice) {
+  for (const SliceArg& arg : trace_.slice_args(slice)) {
+    if (arg.is_number && trace_.str(arg.key) == "flops") return arg.number;
+  }
+  return -1;
 }
 
 uint64_t DetailReader::Correlation(uint32_t slice) {

@@ -87,6 +87,15 @@ struct CollectiveDetails {
   int32_t group_size = 0;
 };
 
+// An op's input as its source recorded it (kDetailInputShapes): the PyTorch profiler's `Input
+// Dims`, `Input type` and `Concrete Inputs` by position. Views are valid until the DetailReader's
+// next call.
+struct TensorInput {
+  std::string_view dtype;          // "float", "c10::BFloat16", "Scalar", "TensorList"; empty when unknown
+  std::span<const int64_t> shape;  // empty for a scalar, a non-tensor argument or a tensor list
+  std::string_view value;          // a non-tensor argument as written ("[2, 2]", "1"); empty when none
+};
+
 // An op's temporary and persistent memory.
 struct OpMemory {
   int64_t temp_bytes = 0;
@@ -106,6 +115,7 @@ enum DetailKind : uint32_t {
   kDetailLabel = 1u << 7,       // Label()
   kDetailCollective = 1u << 8,  // Collective()
   kDetailCorrelation = 1u << 9, // Correlation()
+  kDetailInputShapes = 1u << 10, // InputShapes(), ReportedFlops()
   kDetailAll = 0xffffffffu,
 };
 
@@ -140,6 +150,12 @@ class DetailReader {
   // The op's launch record field for field (kDetailKernel); nullopt when it has none.
   std::optional<LaunchRecord> Launch(uint32_t slice);
   std::optional<CollectiveDetails> Collective(uint32_t slice);
+  // An op's inputs' shapes, dtypes and scalar values by position; empty when the source recorded
+  // none (a StepStats op names its inputs only: Inputs(), their shapes are their producers').
+  std::span<const TensorInput> InputShapes(uint32_t slice);
+  // The floating-point operations the source itself counted for the op (the PyTorch profiler's
+  // `flops` argument with_flops, an XLA op's `flops` stat); -1 when none.
+  int64_t ReportedFlops(uint32_t slice);
   // The correlation id the op's own record carries (a StepStats node's; kernel and transfer
   // args have theirs); 0 when none.
   uint64_t Correlation(uint32_t slice);
@@ -152,6 +168,8 @@ class DetailReader {
   uint32_t needed_;
   std::unique_ptr<PayloadDetails> payload_;  // the trace payload's decoder; null without one
   std::vector<TensorOutput> outputs_;     // from the trace's tables
+  std::vector<TensorInput> inputs_;       // from the trace's free-form arguments
+  std::vector<int64_t> input_dims_;
   std::vector<AllocatorUse> allocators_;
 };
 

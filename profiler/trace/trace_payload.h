@@ -39,6 +39,8 @@ class PayloadDetails {
   virtual std::span<const AllocatorUse> Allocators(uint32_t slice) = 0;
   virtual std::optional<OpMemory> Memory(uint32_t slice) = 0;
   virtual std::span<const std::string_view> Inputs(uint32_t slice) = 0;
+  // The inputs' dtypes and shapes when the source recorded them; none by default.
+  virtual std::span<const TensorInput> InputShapes(uint32_t /*slice*/) { return {}; }
   virtual std::string_view Label(uint32_t slice) = 0;
   virtual std::optional<LaunchRecord> Launch(uint32_t slice) = 0;
   virtual std::optional<CollectiveDetails> Collective(uint32_t slice) = 0;

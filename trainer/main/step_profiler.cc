@@ -219,6 +219,20 @@ void StepProfiler::OnOpStart(const runtime::Device& device, const runtime::Node&
 #endif
 }
 
+// Shapes only: an input's allocation is its producer's output's, recorded there.
+void StepProfiler::OnOpInputs(const runtime::Device& /*device*/, const runtime::Node& /*node*/,
+                              std::span<const runtime::Tensor> inputs) {
+  for (const runtime::Tensor& tensor : inputs) {
+    collect::TensorRecord record;
+    if (!tensor.empty()) {
+      record.dtype = TfDataType(tensor.dtype());
+      record.rank = tensor.shape().rank;
+      for (int d = 0; d < record.rank; ++d) record.dims[static_cast<size_t>(d)] = tensor.shape()[d];
+    }
+    collector_.AddInput(record);
+  }
+}
+
 void StepProfiler::OnOpEnd(const runtime::Device& device, const runtime::Node& /*node*/,
                            int64_t /*start_ns*/, int64_t end_ns,
                            std::span<const runtime::Tensor> outputs) {

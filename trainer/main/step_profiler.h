@@ -45,6 +45,8 @@ class StepProfiler final : public runtime::OpListener,
   const std::string& last_gpu_note() const { return last_gpu_note_; }
 
   void OnOpStart(const runtime::Device& device, const runtime::Node& node, int64_t start_ns) override;
+  void OnOpInputs(const runtime::Device& device, const runtime::Node& node,
+                  std::span<const runtime::Tensor> inputs) override;
   void OnOpEnd(const runtime::Device& device, const runtime::Node& node, int64_t start_ns,
                int64_t end_ns, std::span<const runtime::Tensor> outputs) override;
   void OnAllocation(const runtime::Allocator& allocator,

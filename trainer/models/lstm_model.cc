@@ -485,6 +485,8 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
       a.h_prev = t == 0 ? state_h_[static_cast<size_t>(l)] : acts[static_cast<size_t>(t - 1)][static_cast<size_t>(l)].h;
       {
         OpScope scope(device_, *cells_[static_cast<size_t>(t)][static_cast<size_t>(l)].cell);
+        scope.Inputs({&a.x, &a.cs_prev, &a.h_prev, &variables_[static_cast<size_t>(kernel_var(l))].value,
+                      &variables_[static_cast<size_t>(bias_var(l))].value});
         for (Tensor* out : {&a.i, &a.cs, &a.f, &a.o, &a.ci, &a.co, &a.h}) {
           ASSIGN_OR_RETURN(*out, device_.Allocate(DType::kFloat32, {B, H}));
           scope.Output(*out);
@@ -597,6 +599,8 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
       Tensor dcs_prev, dgates;
       {
         OpScope scope(device_, *n.cell_grad);
+        scope.Inputs({&a.x, &a.cs_prev, &a.h_prev, &variables_[static_cast<size_t>(kernel_var(l))].value, &a.i,
+                      &a.cs, &a.f, &a.o, &a.ci});
         ASSIGN_OR_RETURN(dcs_prev, device_.Allocate(DType::kFloat32, {B, H}));
         ASSIGN_OR_RETURN(dgates, device_.Allocate(DType::kFloat32, {B, 4 * H}));
         scope.Output(dcs_prev);

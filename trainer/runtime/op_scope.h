@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,9 @@ class OpListener {
   virtual void OnOpStart(const Device& device, const Node& node, int64_t start_ns) = 0;
   virtual void OnOpEnd(const Device& device, const Node& node, int64_t start_ns, int64_t end_ns,
                        std::span<const Tensor> outputs) = 0;
+  // The op's input tensors, in the order of its node's inputs, just before OnOpEnd. Listeners
+  // that do not record shapes ignore them.
+  virtual void OnOpInputs(const Device& /*device*/, const Node& /*node*/, std::span<const Tensor> /*inputs*/) {}
   // A copy into `device`'s memory ended. Listeners that do not record copies ignore it.
   virtual void OnCopy(const Device& /*device*/, const CopyEvent& /*copy*/) {}
 };
@@ -60,12 +64,16 @@ class OpScope {
       : device_(device), node_(node), listener_(device.op_listener()) {
     if (listener_ != nullptr) {
       OutputsOfThisThread().clear();
+      InputsOfThisThread().clear();
       start_ns_ = NowNanos();
       listener_->OnOpStart(device_, node_, start_ns_);
     }
   }
   ~OpScope() {
     if (listener_ != nullptr) {
+      std::vector<Tensor>& inputs = InputsOfThisThread();
+      if (!inputs.empty()) listener_->OnOpInputs(device_, node_, inputs);
+      inputs.clear();
       std::vector<Tensor>& outputs = OutputsOfThisThread();
       listener_->OnOpEnd(device_, node_, start_ns_, NowNanos(), outputs);
       outputs.clear();  // drop the references now, not at the next op
@@ -77,6 +85,13 @@ class OpScope {
   // Records an output (slot = call order) for the profiler; nothing when not profiling.
   void Output(const Tensor& tensor) {
     if (listener_ != nullptr) OutputsOfThisThread().push_back(tensor);
+  }
+
+  // Records the op's inputs' shapes for the profiler (in the node's input order), so that its
+  // cost can be counted; nothing when not profiling.
+  void Inputs(std::initializer_list<const Tensor*> tensors) {
+    if (listener_ == nullptr) return;
+    for (const Tensor* t : tensors) InputsOfThisThread().push_back(t != nullptr ? *t : Tensor());
   }
 
   const Device& device() const { return device_; }
@@ -91,6 +106,10 @@ class OpScope {
   static std::vector<Tensor>& OutputsOfThisThread() {
     thread_local std::vector<Tensor> outputs;
     return outputs;
+  }
+  static std::vector<Tensor>& InputsOfThisThread() {
+    thread_local std::vector<Tensor> inputs;
+    return inputs;
   }
 };
 

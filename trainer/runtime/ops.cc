@@ -34,6 +34,7 @@ StatusOr<Tensor> MatMul(const Device& device, const Node& node, const Tensor& a,
   RETURN_IF_ERROR(NeedRank(node, a, 2, "a"));
   RETURN_IF_ERROR(NeedRank(node, b, 2, "b"));
   OpScope scope(device, node);
+  scope.Inputs({&a, &b});
   ASSIGN_OR_RETURN(Tensor c, device.Allocate(DType::kFloat32,
                                              {Rows(a, options.transpose_a),
                                               Cols(b, options.transpose_b)}));
@@ -48,6 +49,7 @@ StatusOr<Tensor> MatMul(const Device& device, const Node& node, const Tensor& a,
 Status MatMulInto(const Device& device, const Node& node, const Tensor& a, const Tensor& b,
                   const Tensor& c, kernels::MatMulOptions options) {
   OpScope scope(device, node);
+  scope.Inputs({&a, &b});
   scope.Output(c);
   return RunKernel(device, [&](const auto& ctx) {
     return kernels::MatMul(ctx, a.in<float>(), b.in<float>(), c.view<float>(), options);
@@ -57,6 +59,7 @@ Status MatMulInto(const Device& device, const Node& node, const Tensor& a, const
 StatusOr<Tensor> BiasAdd(const Device& device, const Node& node, const Tensor& x,
                          const Tensor& bias) {
   OpScope scope(device, node);
+  scope.Inputs({&x, &bias});
   ASSIGN_OR_RETURN(Tensor y, device.Allocate(DType::kFloat32, x.shape()));
   scope.Output(y);
   RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
@@ -67,6 +70,7 @@ StatusOr<Tensor> BiasAdd(const Device& device, const Node& node, const Tensor& x
 
 StatusOr<Tensor> BiasAddGrad(const Device& device, const Node& node, const Tensor& dy) {
   OpScope scope(device, node);
+  scope.Inputs({&dy});
   const Shape& s = dy.shape();
   ASSIGN_OR_RETURN(Tensor db, device.Allocate(DType::kFloat32, {s[s.rank - 1]}));
   scope.Output(db);
@@ -92,6 +96,7 @@ StatusOr<Tensor> AddN(const Device& device, const Node& node, std::span<const Te
 
 StatusOr<Tensor> Add(const Device& device, const Node& node, const Tensor& a, const Tensor& b) {
   OpScope scope(device, node);
+  scope.Inputs({&a, &b});
   ASSIGN_OR_RETURN(Tensor c, device.Allocate(DType::kFloat32, a.shape()));
   scope.Output(c);
   RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
@@ -102,6 +107,7 @@ StatusOr<Tensor> Add(const Device& device, const Node& node, const Tensor& a, co
 
 StatusOr<Tensor> Relu(const Device& device, const Node& node, const Tensor& x) {
   OpScope scope(device, node);
+  scope.Inputs({&x});
   ASSIGN_OR_RETURN(Tensor y, device.Allocate(DType::kFloat32, x.shape()));
   scope.Output(y);
   RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
@@ -113,6 +119,7 @@ StatusOr<Tensor> Relu(const Device& device, const Node& node, const Tensor& x) {
 StatusOr<Tensor> ReluGrad(const Device& device, const Node& node, const Tensor& dy,
                           const Tensor& y) {
   OpScope scope(device, node);
+  scope.Inputs({&dy, &y});
   ASSIGN_OR_RETURN(Tensor dx, device.Allocate(DType::kFloat32, dy.shape()));
   scope.Output(dx);
   // ReluGrad masks by the forward's features; relu(x) > 0 exactly where x > 0.
@@ -124,6 +131,7 @@ StatusOr<Tensor> ReluGrad(const Device& device, const Node& node, const Tensor& 
 
 StatusOr<Tensor> Scale(const Device& device, const Node& node, const Tensor& x, float alpha) {
   OpScope scope(device, node);
+  scope.Inputs({&x});
   ASSIGN_OR_RETURN(Tensor y, device.Allocate(DType::kFloat32, x.shape()));
   scope.Output(y);
   RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
@@ -135,6 +143,7 @@ StatusOr<Tensor> Scale(const Device& device, const Node& node, const Tensor& x, 
 StatusOr<Tensor> Gather(const Device& device, const Node& node, const Tensor& params,
                         const Tensor& ids) {
   OpScope scope(device, node);
+  scope.Inputs({&params, &ids});
   ASSIGN_OR_RETURN(Tensor out, device.Allocate(DType::kFloat32,
                                                {ids.num_elements(), params.shape()[1]}));
   scope.Output(out);
@@ -151,6 +160,7 @@ StatusOr<SoftmaxXentResult> SparseSoftmaxCrossEntropyWithLogits(const Device& de
                                                                 const Tensor& labels) {
   RETURN_IF_ERROR(NeedRank(node, logits, 2, "logits"));
   OpScope scope(device, node);
+  scope.Inputs({&logits, &labels});
   SoftmaxXentResult result;
   ASSIGN_OR_RETURN(result.loss, device.Allocate(DType::kFloat32, {logits.shape()[0]}));
   ASSIGN_OR_RETURN(result.backprop, device.Allocate(DType::kFloat32, logits.shape()));
@@ -171,6 +181,7 @@ StatusOr<Tensor> Conv2D(const Device& device, const Node& node, const Tensor& in
   ASSIGN_OR_RETURN(const kernels::Conv2DGeometry g,
                    kernels::ComputeConv2DGeometry(input.shape(), filter.shape(), options));
   OpScope scope(device, node);
+  scope.Inputs({&input, &filter});
   ASSIGN_OR_RETURN(Tensor out, device.Allocate(DType::kFloat32, g.output_shape()));
   scope.Output(out);
   RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
@@ -184,6 +195,7 @@ StatusOr<Tensor> Conv2DBackpropInput(const Device& device, const Node& node,
                                      const Shape& input_shape, const Tensor& filter,
                                      const Tensor& dout, const kernels::Conv2DOptions& options) {
   OpScope scope(device, node);
+  scope.Inputs({&filter, &dout});
   ASSIGN_OR_RETURN(Tensor dinput, device.Allocate(DType::kFloat32, input_shape));
   scope.Output(dinput);
   RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
@@ -197,6 +209,7 @@ StatusOr<Tensor> Conv2DBackpropFilter(const Device& device, const Node& node, co
                                       const Shape& filter_shape, const Tensor& dout,
                                       const kernels::Conv2DOptions& options) {
   OpScope scope(device, node);
+  scope.Inputs({&input, &dout});
   ASSIGN_OR_RETURN(Tensor dfilter, device.Allocate(DType::kFloat32, filter_shape));
   scope.Output(dfilter);
   RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
@@ -211,6 +224,7 @@ StatusOr<BatchNormResult> FusedBatchNorm(const Device& device, const Node& node,
                                          const Tensor& running_mean, const Tensor& running_var,
                                          const kernels::BatchNormOptions& options) {
   OpScope scope(device, node);
+  scope.Inputs({&x, &scale, &offset});
   const Shape channels{scale.num_elements()};
   BatchNormResult r;
   ASSIGN_OR_RETURN(r.y, device.Allocate(DType::kFloat32, x.shape()));
@@ -240,6 +254,7 @@ StatusOr<BatchNormGradResult> FusedBatchNormGrad(const Device& device, const Nod
                                                  const Tensor& saved_inv_std,
                                                  const kernels::BatchNormOptions& options) {
   OpScope scope(device, node);
+  scope.Inputs({&dy, &x, &scale});
   const Shape channels{scale.num_elements()};
   BatchNormGradResult r;
   ASSIGN_OR_RETURN(r.dx, device.Allocate(DType::kFloat32, x.shape()));
@@ -268,6 +283,7 @@ StatusOr<Tensor> MaxPool(const Device& device, const Node& node, const Tensor& x
   ASSIGN_OR_RETURN(const kernels::Conv2DGeometry g,
                    kernels::ComputePool2DGeometry(x.shape(), options));
   OpScope scope(device, node);
+  scope.Inputs({&x});
   ASSIGN_OR_RETURN(Tensor y, device.Allocate(DType::kFloat32, g.output_shape()));
   scope.Output(y);
   RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
@@ -279,6 +295,7 @@ StatusOr<Tensor> MaxPool(const Device& device, const Node& node, const Tensor& x
 StatusOr<Tensor> MaxPoolGrad(const Device& device, const Node& node, const Tensor& x,
                              const Tensor& dy, const kernels::Pool2DOptions& options) {
   OpScope scope(device, node);
+  scope.Inputs({&x, &dy});
   ASSIGN_OR_RETURN(Tensor dx, device.Allocate(DType::kFloat32, x.shape()));
   scope.Output(dx);
   RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
@@ -291,6 +308,7 @@ StatusOr<Tensor> MaxPoolGrad(const Device& device, const Node& node, const Tenso
 StatusOr<Tensor> Pad(const Device& device, const Node& node, const Tensor& x,
                      const kernels::Paddings& paddings) {
   OpScope scope(device, node);
+  scope.Inputs({&x});
   ASSIGN_OR_RETURN(Tensor y, device.Allocate(DType::kFloat32, paddings.PaddedShape(x.shape())));
   scope.Output(y);
   RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
@@ -307,6 +325,7 @@ StatusOr<Tensor> PadGrad(const Device& device, const Node& node, const Tensor& d
         paddings.before[static_cast<size_t>(i)] + paddings.after[static_cast<size_t>(i)];
   }
   OpScope scope(device, node);
+  scope.Inputs({&dy});
   ASSIGN_OR_RETURN(Tensor dx, device.Allocate(DType::kFloat32, x_shape));
   scope.Output(dx);
   RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
@@ -318,6 +337,7 @@ StatusOr<Tensor> PadGrad(const Device& device, const Node& node, const Tensor& d
 StatusOr<Tensor> GlobalAvgPool(const Device& device, const Node& node, const Tensor& x) {
   RETURN_IF_ERROR(NeedRank(node, x, 4, "x"));
   OpScope scope(device, node);
+  scope.Inputs({&x});
   ASSIGN_OR_RETURN(Tensor y, device.Allocate(DType::kFloat32, {x.shape()[0], x.shape()[3]}));
   scope.Output(y);
   RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
@@ -329,6 +349,7 @@ StatusOr<Tensor> GlobalAvgPool(const Device& device, const Node& node, const Ten
 StatusOr<Tensor> GlobalAvgPoolGrad(const Device& device, const Node& node, const Tensor& dy,
                                    const Shape& x_shape) {
   OpScope scope(device, node);
+  scope.Inputs({&dy});
   ASSIGN_OR_RETURN(Tensor dx, device.Allocate(DType::kFloat32, x_shape));
   scope.Output(dx);
   RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
@@ -339,6 +360,7 @@ StatusOr<Tensor> GlobalAvgPoolGrad(const Device& device, const Node& node, const
 
 StatusOr<Tensor> L2Loss(const Device& device, const Node& node, const Tensor& x) {
   OpScope scope(device, node);
+  scope.Inputs({&x});
   ASSIGN_OR_RETURN(Tensor loss, device.Allocate(DType::kFloat32, {}));
   scope.Output(loss);
   RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
@@ -350,6 +372,7 @@ StatusOr<Tensor> L2Loss(const Device& device, const Node& node, const Tensor& x)
 Status ApplyGradientDescent(const Device& device, const Node& node, const Tensor& var, float lr,
                             const Tensor& grad) {
   OpScope scope(device, node);
+  scope.Inputs({&var, &grad});
   scope.Output(var);
   return RunKernel(device, [&](const auto& ctx) {
     return kernels::ApplyGradientDescent(ctx, var.view<float>(), lr, grad.in<float>());
@@ -360,6 +383,7 @@ Status ApplyMomentum(const Device& device, const Node& node, const Tensor& var,
                      const Tensor& accum, float lr, const Tensor& grad,
                      const kernels::MomentumOptions& options) {
   OpScope scope(device, node);
+  scope.Inputs({&var, &accum, &grad});
   scope.Output(var);
   return RunKernel(device, [&](const auto& ctx) {
     return kernels::ApplyMomentum(ctx, var.view<float>(), accum.view<float>(), lr,
@@ -370,6 +394,7 @@ Status ApplyMomentum(const Device& device, const Node& node, const Tensor& var,
 Status ScatterSub(const Device& device, const Node& node, const Tensor& var, const Tensor& ids,
                   const Tensor& updates, float scale) {
   OpScope scope(device, node);
+  scope.Inputs({&var, &ids, &updates});
   scope.Output(var);
   const kernels::TensorView<const int32_t> flat_ids(ids.data<int32_t>(), {ids.num_elements()});
   return RunKernel(device, [&](const auto& ctx) {
@@ -398,6 +423,7 @@ StatusOr<Tensor> Fill(const Device& device, const Node& node, DType dtype, const
 
 StatusOr<Tensor> Copy(const Device& device, const Node& node, const Tensor& x) {
   OpScope scope(device, node);
+  scope.Inputs({&x});
   ASSIGN_OR_RETURN(Tensor y, device.Allocate(x.dtype(), x.shape()));
   scope.Output(y);
   RETURN_IF_ERROR(CopyRowsWithin(device, x, y, {.rows = 1, .row_elements = x.num_elements()}));

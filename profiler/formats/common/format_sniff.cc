@@ -60,7 +60,8 @@ Rule RuleFor(Msg msg, uint64_t number) {
       if ((number >= 2 && number <= 5) || number == 9 || number == 10 || (number >= 13 && number <= 17)) return R(kV);
       if (number == 6 || number == 7 || number == 11 || number == 12) return R(kLen);
       if (number == 1000) return R(kLen, Msg::kText);
-      if (number == 1001 || number == 1002 || number == 1003 || number == 1005) return R(kLen);
+      if (number == 1001 || number == 1002 || number == 1003 || number == 1005 ||
+          number == 1006) return R(kLen);
       if (number == 1004) return R(kV);
       return R(kAny);
     case Msg::kXSpace:

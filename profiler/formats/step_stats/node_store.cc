@@ -31,6 +31,7 @@ uint32_t FieldsOf(const tf::NodeExecStats& node) {
   if (node.has_memcpy()) fields |= kNodeMemcpy;
   if (node.has_collective()) fields |= kNodeCollective;
   if (node.correlation_id() != 0) fields |= kNodeCorrelation;
+  if (node.input_tensor_size() > 0) fields |= kNodeInputTensors;
   return fields;
 }
 

@@ -47,6 +47,7 @@ enum NodeField : uint32_t {
   kNodeMemcpy = 1u << 5,        // memcpy
   kNodeCollective = 1u << 6,    // collective
   kNodeCorrelation = 1u << 7,   // correlation_id
+  kNodeInputTensors = 1u << 8,  // input_tensor
   kNodeAnyField = 0xffffffffu,
 };
 

@@ -72,6 +72,7 @@ uint32_t NodeFields(uint32_t needed) {
   if (needed & kDetailLabel) fields |= kNodeLabel;
   if (needed & kDetailCollective) fields |= kNodeCollective;
   if (needed & kDetailCorrelation) fields |= kNodeCorrelation;
+  if (needed & kDetailInputShapes) fields |= kNodeInputTensors;
   return fields;
 }
 
@@ -92,6 +93,7 @@ class StepStatsDetails final : public PayloadDetails {
   std::span<const AllocatorUse> Allocators(uint32_t slice) override;
   std::optional<OpMemory> Memory(uint32_t slice) override;
   std::span<const std::string_view> Inputs(uint32_t slice) override;
+  std::span<const TensorInput> InputShapes(uint32_t slice) override;
   std::string_view Label(uint32_t slice) override;
   std::optional<LaunchRecord> Launch(uint32_t slice) override;
   std::optional<CollectiveDetails> Collective(uint32_t slice) override;
@@ -117,6 +119,8 @@ class StepStatsDetails final : public PayloadDetails {
   std::vector<AllocatorUse> allocators_;
   std::vector<AllocationRecord> records_;
   std::vector<std::string_view> inputs_;
+  std::vector<TensorInput> input_shapes_;
+  std::vector<int64_t> input_dims_;
 };
 
 }  // namespace
@@ -239,6 +243,27 @@ std::span<const std::string_view> StepStatsDetails::Inputs(uint32_t slice) {
   if (!label.matched) return {};
   inputs_ = std::move(label.inputs);
   return inputs_;
+}
+
+// Our trainer's input records: dtype and shape per input, in the order of the node's inputs.
+std::span<const TensorInput> StepStatsDetails::InputShapes(uint32_t slice) {
+  const tf::NodeExecStats* node = Node(slice);
+  if (node == nullptr || node->input_tensor_size() == 0) return {};
+  input_shapes_.assign(node->input_tensor_size(), TensorInput{});
+  input_dims_.clear();
+  std::vector<std::pair<size_t, size_t>> spans;
+  for (const tf::TensorDescription& description : node->input_tensor()) {
+    spans.emplace_back(input_dims_.size(), description.shape().dim_size());
+    for (const auto& dim : description.shape().dim()) input_dims_.push_back(dim.size());
+  }
+  for (int k = 0; k < node->input_tensor_size(); ++k) {
+    const tf::TensorDescription& description = node->input_tensor(k);
+    // An empty record (no dtype) stands for an input the op did not hand over.
+    input_shapes_[k].dtype = description.dtype() == tf::DT_INVALID ? std::string_view()
+                                                                    : std::string_view(tf::DataType_Name(description.dtype()));
+    input_shapes_[k].shape = std::span<const int64_t>(input_dims_).subspan(spans[k].first, spans[k].second);
+  }
+  return input_shapes_;
 }
 
 std::string_view StepStatsDetails::Label(uint32_t slice) {

@@ -31,6 +31,7 @@ enum : uint32_t {
   kNodeName = 1, kAllStartMicros = 2, kAllEndRelMicros = 5, kMemory = 6, kOutput = 7, kTimelineLabel = 8,
   kThreadId = 10, kMemoryStats = 12, kAllStartNanos = 13, kAllEndRelNanos = 16,
   kOpType = 1000, kKernel = 1001, kCollective = 1002, kMemcpy = 1003, kCorrelationId = 1004, kInput = 1005,
+  kInputTensor = 1006,
 };
 }
 namespace allocator_memory { enum : uint32_t { kAllocatorName = 1, kPeakBytes = 3, kBytesInUse = 5, kRecords = 6 }; }
@@ -340,6 +341,7 @@ class Scanner {
             case node_stats::kKernel: node.fields |= kNodeKernel; break;
             case node_stats::kMemcpy: node.fields |= kNodeMemcpy; break;
             case node_stats::kCollective: node.fields |= kNodeCollective; break;
+            case node_stats::kInputTensor: node.fields |= kNodeInputTensors; break;
             default: break;
           }
         }
