@@ -44,6 +44,9 @@ CommandSpec LaunchesCommand();
 CommandSpec AnnotationsCommand();
 CommandSpec KernelPatternsCommand();
 
+// efficiency.cc: MFU, roofline and device peaks.
+CommandSpec EfficiencyCommand();
+
 // Every command, in the order the top-level help lists them.
 std::vector<CommandSpec> AllCommands();
 
