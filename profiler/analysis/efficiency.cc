@@ -295,6 +295,13 @@ StatusOr<EfficiencyReport> EfficiencyBuilder::Finish() && {
     report.ranks.push_back(total);
   }
   FinishTotal(report.total, report.peak);
+  const int64_t impossible = std::count_if(report.steps.begin(), report.steps.end(),
+                                           [](const StepEfficiency& s) { return s.mfu && *s.mfu > 1; });
+  if (impossible > 0) {
+    report.notes.push_back("MFU above 100 % in " + std::to_string(impossible) + " of " + std::to_string(report.steps.size()) +
+                           " steps: the peak (" + report.peak.source +
+                           ") is below the work the shapes record; check --device, --precision and --peak");
+  }
   return report;
 }
 

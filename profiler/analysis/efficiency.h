@@ -100,6 +100,9 @@ struct EfficiencyReport {
   EfficiencyTotal total;
   int64_t ops_seen = 0, ops_costed = 0;
   bool has_shapes = false;             // some op of some input carried shapes or flops
+  // What a reader must know before trusting the figures: MFU above 100 % (the peak, the
+  // precision or the recorded shapes cannot all be right).
+  std::vector<std::string> notes;
   // Per collective (collective_bandwidth.h), every input's rows; `calls` are not kept.
   CollectiveBandwidth collectives;
 };

@@ -81,6 +81,13 @@ TEST(EfficiencyCliTest, PeakOverridesAndPrecision) {
   EXPECT_EQ(given["peak"]["flops_per_s"], 100e12);
   EXPECT_EQ(given["peak"]["bytes_per_s"], 3350e9);
   EXPECT_DOUBLE_EQ(given["steps"][0]["mfu"].get<double>(), 2.0 * 1024 * 2048 * 4096 / 1e-3 / 100e12);
+  EXPECT_TRUE(given["notes"].empty());
+  // A peak below the recorded work (17.2 TFLOP/s of model FLOPs on a 10 TFLOP/s peak) is said to
+  // be impossible, not printed as 172 % and left at that.
+  const auto low = nlohmann::json::parse(RunStepscope({"efficiency", Fixture(), "--json", "--peak", "10"}).out);
+  EXPECT_GT(low["steps"][0]["mfu"].get<double>(), 1.0);
+  ASSERT_EQ(low["notes"].size(), 1u);
+  EXPECT_NE(low["notes"][0].get<std::string>().find("MFU above 100 % in 1 of 1 steps"), std::string::npos);
   const auto l4 = nlohmann::json::parse(RunStepscope({"efficiency", Fixture(), "--json", "--device", "NVIDIA L4"}).out);
   EXPECT_EQ(l4["peak"]["device"], "l4");
   EXPECT_EQ(l4["peak"]["flops_per_s"], 30.3e12);

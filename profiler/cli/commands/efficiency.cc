@@ -128,6 +128,7 @@ std::string EfficiencyText(const EfficiencyReport& r, const TableOptions& option
            "adds its own counts)\n";
   }
   out += "ops costed  " + IntText(r.ops_costed) + " of " + IntText(r.ops_seen) + " (the rest: \"Ops without a cost\")\n";
+  for (const std::string& note : r.notes) out += "note: " + note + "\n";
   out += StepsText(r, options.top);
   out += RowsText("Op types by time (time: their kernels' device time, else their own)", r.ops, options.top, false,
                   options.full_names);
@@ -191,6 +192,7 @@ Json EfficiencyJson(const EfficiencyReport& r) {
                  {"precision", analysis::PrecisionName(peak.precision)},
                  {"source", peak.source},
                  {"precision_source", r.precision_why}};
+  doc["notes"] = r.notes;
   doc["has_shapes"] = r.has_shapes;
   doc["ops_seen"] = r.ops_seen;
   doc["ops_costed"] = r.ops_costed;
