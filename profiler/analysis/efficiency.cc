@@ -145,7 +145,12 @@ void EfficiencyBuilder::Add(const Trace& trace, std::span<const StepWindow> wind
     RowState& state = ops_[std::string(trace.str(trace.slice_op_type(op)))];
     state.row.count += 1;
     state.row.device_time_ns += device_ns[i];
-    state.row.time_ns += device_ns[i] > 0 ? device_ns[i] : op.dur_ns;
+    const int64_t time = device_ns[i] > 0 ? device_ns[i] : op.dur_ns;
+    state.row.time_ns += time;
+    if (state.row.longest_slice < 0 || time > state.row.longest_ns) {
+      state.row.longest_slice = cost.slice;
+      state.row.longest_ns = time;
+    }
     Count(state, cost);
     if (cost.model_flops > 0) model_flops_by_precision_[static_cast<size_t>(cost.precision) % 8] += cost.model_flops;
   }
@@ -155,6 +160,10 @@ void EfficiencyBuilder::Add(const Trace& trace, std::span<const StepWindow> wind
     state.row.count += 1;
     state.row.time_ns += s.dur_ns;
     state.row.device_time_ns += s.dur_ns;
+    if (state.row.longest_slice < 0 || s.dur_ns > state.row.longest_ns) {
+      state.row.longest_slice = kernel;
+      state.row.longest_ns = s.dur_ns;
+    }
     if (index < 0) continue;
     const OpCost& cost = costs.costs[index];
     state.launcher_time_ns[std::string(trace.str(trace.slice_op_type(slices[cost.slice])))] += s.dur_ns;

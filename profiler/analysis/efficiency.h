@@ -59,6 +59,9 @@ struct EfficiencyRow {
   CostClass cost_class = CostClass::kUnknown;
   Precision precision = Precision::kUnknown;
   Achieved achieved;
+  // The longest of its ops (or kernels) in the last trace added, where the viewer jumps; -1 none.
+  int64_t longest_slice = -1;
+  int64_t longest_ns = 0;
 };
 
 struct StepEfficiency {
