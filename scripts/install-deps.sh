@@ -11,6 +11,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   qt6-base-dev
   xvfb xdotool imagemagick python3   # the viewer's session in a real X window (tests/viewer/session)
+  chromium   # stepscope report opened headless, network off (tests/report/report_in_browser.py)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev   # libFuzzer targets (scripts/fuzz.sh)
 )

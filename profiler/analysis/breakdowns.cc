@@ -3,7 +3,6 @@
 #include "profiler/analysis/breakdowns.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <unordered_map>
 
@@ -34,9 +33,15 @@ std::vector<std::pair<int64_t, int64_t>> MergeIntervals(std::vector<std::pair<in
 // ---- kernels ---------------------------------------------------------------------------------
 
 bool IsCommunicationKernel(std::string_view name) {
-  std::string lower(name.substr(0, 64));
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower.find("nccl") != std::string::npos;
+  // "nccl" in any case in the first 64 characters, without a lowercased copy: several analyses
+  // ask it of every kernel. c | 0x20 is c's lower case for a letter, and equals 'n', 'c' or 'l'
+  // only for that letter in either case.
+  name = name.substr(0, 64);
+  auto is = [](char c, char lower) { return static_cast<char>(c | 0x20) == lower; };
+  for (size_t i = 0; i + 4 <= name.size(); ++i) {
+    if (is(name[i], 'n') && is(name[i + 1], 'c') && is(name[i + 2], 'c') && is(name[i + 3], 'l')) return true;
+  }
+  return false;
 }
 
 std::vector<uint32_t> SourceLanes(const Trace& trace) {

@@ -1,10 +1,14 @@
 // The call tree of nested slices, top-down and bottom-up (call_tree.h): one walk over each
-// chosen lane with a stack of the open slices, and one hash lookup per slice for its node.
+// chosen lane with a stack of the open slices, and one hash lookup per slice for its node; a big
+// selection in parts on the cores, one per share of the top-level names (BuildTopDown).
 #include "profiler/analysis/call_tree.h"
 
 #include <algorithm>
 #include <span>
-#include <unordered_map>
+#include <thread>
+
+#include "base/huge_pages.h"
+#include "base/mapped_array.h"
 
 namespace stepscope::analysis {
 namespace {
@@ -14,30 +18,37 @@ using trace::Trace;
 
 // (parent, key) -> node, open addressing with linear probing, at most half full: one probe into
 // a flat array per slice (std::unordered_map's node per entry made a 10 M-slice tree 4x slower).
+// The slots live in a mapping of their own whose fresh pages are zero, and zero is an empty slot
+// (a slot holds its node + 1): a table sized up front costs only the pages its entries touch.
 class NodeIndex {
  public:
   NodeIndex() { Rehash(1024); }
-  // The node of (parent, key), or `fresh` entered as it when absent.
+  // Room for `entries` without growing; the table only grows.
+  void Reserve(size_t entries) {
+    size_t capacity = slots_.size();
+    while (2 * entries > capacity) capacity *= 2;
+    if (capacity > slots_.size()) Rehash(capacity);
+  }
   void Prefetch(uint32_t parent, uint32_t key) const { __builtin_prefetch(&slots_[Hash(parent, key) & mask_]); }
 
+  // The node of (parent, key), or `fresh` entered as it when absent.
   std::pair<uint32_t, bool> FindOrAdd(uint32_t parent, uint32_t key, uint32_t fresh) {
     if (2 * (size_ + 1) > slots_.size()) Rehash(slots_.size() * 2);
     for (size_t i = Hash(parent, key) & mask_;; i = (i + 1) & mask_) {
       Slot& slot = slots_[i];
-      if (slot.node == kEmpty) {
-        slot = {parent, key, fresh};
+      if (slot.node_plus_one == 0) {
+        slot = {parent, key, fresh + 1};
         ++size_;
         return {fresh, true};
       }
-      if (slot.parent == parent && slot.key == key) return {slot.node, false};
+      if (slot.parent == parent && slot.key == key) return {slot.node_plus_one - 1, false};
     }
   }
 
  private:
   struct Slot {
-    uint32_t parent = 0, key = 0, node = kEmpty;
+    uint32_t parent = 0, key = 0, node_plus_one = 0;  // all zero: empty
   };
-  static constexpr uint32_t kEmpty = UINT32_MAX;
   static size_t Hash(uint32_t parent, uint32_t key) {
     // MurmurHash3's finaliser: every bit of both halves reaches the low bits the mask keeps.
     uint64_t h = (uint64_t{parent} << 32) | key;
@@ -48,24 +59,55 @@ class NodeIndex {
     return static_cast<size_t>(h ^ (h >> 33));
   }
   void Rehash(size_t capacity) {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(capacity, Slot{});
+    MappedArray<Slot> old = std::move(slots_);
+    slots_ = MappedArray<Slot>(capacity);  // fresh pages: every slot empty, none written
+    AdviseHugePages(slots_.data(), capacity * sizeof(Slot));
     mask_ = capacity - 1;
     for (const Slot& slot : old) {
-      if (slot.node == kEmpty) continue;
+      if (slot.node_plus_one == 0) continue;
       size_t i = Hash(slot.parent, slot.key) & mask_;
-      while (slots_[i].node != kEmpty) i = (i + 1) & mask_;
+      while (slots_[i].node_plus_one != 0) i = (i + 1) & mask_;
       slots_[i] = slot;
     }
   }
-  std::vector<Slot> slots_;
+  MappedArray<Slot> slots_;
   size_t mask_ = 0, size_ = 0;
 };
 
-// Nodes by (parent, name), and the figures a walk adds to them.
+// A child's sort key, copied beside the others of its parent (comparing through the nodes was a
+// cache miss per comparison in a tree of millions of nodes): by total, then self, then name,
+// largest first (bottom-up: self first).
+struct ChildKey {
+  int64_t first, second;
+  uint32_t node;
+};
+
+ChildKey KeyOf(const CallTreeNode& node, uint32_t index, bool by_self) {
+  return by_self ? ChildKey{node.self_ns, node.total_ns, index} : ChildKey{node.total_ns, node.self_ns, index};
+}
+
+// `text` gives a node's name (its names[] entry, or the trace's string while names are StringIds).
+template <typename NameText>
+void SortChildKeys(std::span<ChildKey> keys, const std::vector<CallTreeNode>& nodes, NameText text) {
+  std::sort(keys.begin(), keys.end(), [&](const ChildKey& x, const ChildKey& y) {
+    if (x.first != y.first) return x.first > y.first;
+    if (x.second != y.second) return x.second > y.second;
+    return text(nodes[x.node].name) < text(nodes[y.node].name);
+  });
+}
+
+// Which of `parts` parts a top-level name's subtrees belong to.
+uint32_t PartOf(trace::StringId name, uint32_t parts) {
+  return static_cast<uint32_t>((uint64_t{name} * 0x9e3779b97f4a7c15ull) >> 32) % parts;
+}
+
+// Nodes by (parent, name), and the figures a walk adds to them. A top-down tree may be built in
+// parts, each holding the subtrees under the top-level names of its part (PartOf), which share
+// no node but the root: each part is built on a thread of its own and appended to the first.
 class TreeBuilder {
  public:
-  explicit TreeBuilder(CallTree& tree) : tree_(tree) {
+  explicit TreeBuilder(CallTree& tree, uint32_t part = 0, uint32_t parts = 1)
+      : tree_(tree), part_(part), parts_(parts) {
     tree_ = CallTree{};
     tree_.names.emplace_back();
     tree_.nodes.emplace_back();
@@ -73,31 +115,43 @@ class TreeBuilder {
 
   // The child of `parent` keyed by `key` (a StringId of the trace, or a name of another tree);
   // `name` gives the new node's name index when there is none yet.
+  // `depth` is the parent's + 1 (known to the caller: reading it from the parent was a cache
+  // miss per new node).
   template <typename NameOf>
-  uint32_t Child(uint32_t parent, uint32_t key, NameOf name) {
+  uint32_t Child(uint32_t parent, uint32_t key, uint32_t depth, NameOf name) {
     const auto [node, added] = index_.FindOrAdd(parent, key, static_cast<uint32_t>(tree_.nodes.size()));
     if (added) {
       CallTreeNode& n = tree_.nodes.emplace_back();
       n.name = name();
       n.parent = static_cast<int32_t>(parent);
-      n.depth = tree_.nodes[parent].depth + 1;
+      n.depth = depth;
     }
     return node;
   }
 
   void Prefetch(uint32_t parent, uint32_t key) const { index_.Prefetch(parent, key); }
 
-  // The name index of one of the trace's strings.
-  uint32_t NameOfString(const Trace& trace, trace::StringId id) {
-    auto [it, added] = name_of_string_.try_emplace(id, static_cast<uint32_t>(tree_.names.size()));
-    if (added) tree_.names.emplace_back(trace.str(id));
-    return it->second;
+  // Room for the nodes of `slices` slices (a slice adds one node at most), so that the nodes
+  // are not copied as they grow: the reserve is address space until written. Bounded, past
+  // which they grow as needed.
+  void Reserve(size_t slices, uint32_t parts = 1) {
+    constexpr size_t kMostNodesReserved = size_t{1} << 24;  // 16 M nodes: 0.9 GB of address space
+    const size_t nodes = std::min(slices, kMostNodesReserved);
+    tree_.nodes.reserve(nodes + 1);
+    AdviseHugePages(tree_.nodes.data(), tree_.nodes.capacity() * sizeof(CallTreeNode));
+    longest_ns_.reserve(nodes + 1);
+    AdviseHugePages(longest_ns_.data(), longest_ns_.capacity() * sizeof(int64_t));
+    // A part's share, and a guess that a few slices share each node: every page of the index
+    // is touched once it holds as many entries as pages, so it is not sized past what it needs.
+    index_.Reserve(nodes / parts / 4);
   }
+
 
   // Walks slices [from, to) of one lane in its order, clipped to [begin, end]; stops at the
   // first slice past `end` (the lane is sorted by start). In three passes, so that the lookups of
   // a big tree (a random access each) are prefetched a few slices ahead: each slice's parent, by
-  // a stack of the open slices; each slice's node; the figures.
+  // a stack of the open slices; each slice's node; the figures. The nodes' names are the
+  // slices' StringIds until NameNodes.
   void Walk(const Trace& trace, uint32_t from, uint32_t to, int64_t begin, int64_t end) {
     const std::span<const Slice> slices = trace.slices();
     items_.clear();
@@ -113,9 +167,15 @@ class TreeBuilder {
       // As ComputeOpStats: a zero-length slice counts when it lies in the closed window.
       const bool inside = s.dur_ns == 0 ? s.start_ns >= begin : clip_end > clip_start;
       if (!inside) continue;  // nor can anything inside it be
+      const trace::StringId name = trace.labels()[s.label].name;
+      // Another part's subtree: kept on the stack as its children's parent, but no item.
+      if (open_.empty() ? PartOf(name, parts_) != part_ : open_.back().item == kOtherPart) {
+        open_.push_back({s.end_ns(), kOtherPart});
+        continue;
+      }
       const int32_t parent = open_.empty() ? -1 : static_cast<int32_t>(open_.back().item);
       open_.push_back({s.end_ns(), static_cast<uint32_t>(items_.size())});
-      items_.push_back({index, parent, trace.labels()[s.label].name, std::max<int64_t>(0, clip_end - clip_start)});
+      items_.push_back({index, parent, name, std::max<int64_t>(0, clip_end - clip_start)});
     }
     // Nodes level by level (a counting sort of the items by depth), so that each item's parent
     // has its node before the item is reached, and the lookup a few items ahead can be
@@ -145,9 +205,9 @@ class TreeBuilder {
         }
       }
       const Item& item = items_[order_[p]];
-      node_of_[order_[p]] = Child(parent_node(item), item.name, [&] { return NameOfString(trace, item.name); });
+      node_of_[order_[p]] = Child(parent_node(item), item.name, level_[order_[p]] + 1, [&] { return item.name; });
     }
-    if (longest_ns_.size() < tree_.nodes.size()) longest_ns_.resize(tree_.nodes.size(), -1);
+    if (longest_ns_.size() < tree_.nodes.size()) longest_ns_.resize(tree_.nodes.size());
     for (size_t k = 0; k < items_.size(); ++k) {
       if (k + kAhead < items_.size()) __builtin_prefetch(&tree_.nodes[node_of_[k + kAhead]], 1);
       const Item& item = items_[k];
@@ -158,63 +218,52 @@ class TreeBuilder {
       n.self_ns += item.clipped;
       // The child lies inside its parent, so its clipped part lies inside the parent's.
       tree_.nodes[item.parent < 0 ? 0 : node_of_[static_cast<size_t>(item.parent)]].self_ns -= item.clipped;
-      if (item.clipped > longest_ns_[node]) {
-        longest_ns_[node] = item.clipped;
+      if (item.clipped + 1 > longest_ns_[node]) {
+        longest_ns_[node] = item.clipped + 1;
         n.longest_slice = item.index;
       }
     }
     tree_.slices += static_cast<int64_t>(items_.size());
   }
 
-  // The root's figures (a top-down tree's), then the children lists.
-  void Finish() {
-    CallTreeNode& root = tree_.nodes.front();
-    root.total_ns = 0;
-    for (size_t n = 1; n < tree_.nodes.size(); ++n) {
-      if (tree_.nodes[n].parent == 0) root.total_ns += tree_.nodes[n].total_ns;
-    }
-    root.self_ns = 0;
-    LinkChildren(tree_);
-  }
 
   // Each node's children in one array, grouped by parent, in the order of CallTree::children
-  // (bottom-up: self time first).
-  static void LinkChildren(CallTree& tree, bool by_self = false) {
+  // (bottom-up: self time first). Counted and scattered by parent in passes over the nodes in
+  // their order, then each group sorted on its keys: a gather through the nodes (a cache miss
+  // per child in a tree of millions of nodes) was most of the time.
+  template <typename NameText>
+  static void LinkChildren(CallTree& tree, bool by_self, NameText text) {
     auto& nodes = tree.nodes;
+    std::vector<uint32_t> next(nodes.size() + 1, 0);  // first, then next free, child slot per node
     tree.max_depth = 0;
-    for (CallTreeNode& node : nodes) {
-      node.child_count = 0;
-      tree.max_depth = std::max<int64_t>(tree.max_depth, node.depth);
-    }
-    for (size_t n = 1; n < nodes.size(); ++n) ++nodes[static_cast<size_t>(nodes[n].parent)].child_count;
-    uint32_t next = 0;
-    for (CallTreeNode& node : nodes) {
-      node.first_child = next;
-      next += node.child_count;
-      node.child_count = 0;
-    }
-    tree.children.assign(next, 0);
     for (size_t n = 1; n < nodes.size(); ++n) {
-      CallTreeNode& parent = nodes[static_cast<size_t>(nodes[n].parent)];
-      tree.children[parent.first_child + parent.child_count++] = static_cast<uint32_t>(n);
+      ++next[static_cast<size_t>(nodes[n].parent) + 1];
+      tree.max_depth = std::max<int64_t>(tree.max_depth, nodes[n].depth);
+    }
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      next[n + 1] += next[n];
+      nodes[n].first_child = next[n];
+      nodes[n].child_count = next[n + 1] - next[n];
+    }
+    std::vector<ChildKey> keys(nodes.size() - 1);
+    for (size_t n = 1; n < nodes.size(); ++n) {
+      keys[next[static_cast<size_t>(nodes[n].parent)]++] = KeyOf(nodes[n], static_cast<uint32_t>(n), by_self);
     }
     for (const CallTreeNode& node : nodes) {
-      const auto first = tree.children.begin() + node.first_child;
-      std::sort(first, first + node.child_count, [&](uint32_t a, uint32_t b) {
-        const CallTreeNode& x = nodes[a];
-        const CallTreeNode& y = nodes[b];
-        if (by_self && x.self_ns != y.self_ns) return x.self_ns > y.self_ns;
-        if (x.total_ns != y.total_ns) return x.total_ns > y.total_ns;
-        if (x.self_ns != y.self_ns) return x.self_ns > y.self_ns;
-        return tree.names[x.name] < tree.names[y.name];
-      });
+      if (node.child_count > 1) SortChildKeys(std::span(keys).subspan(node.first_child, node.child_count), nodes, text);
     }
+    tree.children.resize(keys.size());
+    for (size_t k = 0; k < keys.size(); ++k) tree.children[k] = keys[k].node;
+  }
+  static void LinkChildren(CallTree& tree, bool by_self) {
+    LinkChildren(tree, by_self, [&tree](uint32_t name) -> const std::string& { return tree.names[name]; });
   }
 
  private:
+  static constexpr uint32_t kOtherPart = UINT32_MAX;  // an open slice of another part's subtree
   struct Open {
     int64_t end;
-    uint32_t item;
+    uint32_t item;  // or kOtherPart
   };
   struct Item {
     uint32_t index;         // the slice
@@ -223,9 +272,11 @@ class TreeBuilder {
     int64_t clipped;
   };
   CallTree& tree_;
+  uint32_t part_, parts_;
   NodeIndex index_;
-  std::unordered_map<trace::StringId, uint32_t> name_of_string_;
-  std::vector<int64_t> longest_ns_;  // per node: its longest clipped slice's duration
+  // Per node: its longest clipped slice's duration + 1, 0: none. (A std::vector, not a
+  // MappedArray: mremap cannot grow a mapping that AdviseHugePages split.)
+  std::vector<int64_t> longest_ns_;
   std::vector<Open> open_;
   std::vector<Item> items_;       // one lane's slices in the window
   std::vector<uint32_t> node_of_;  // the node of each item
@@ -270,12 +321,18 @@ uint32_t WalkStart(const Trace& trace, uint32_t track, int64_t begin) {
   return first + k;
 }
 
+// A stretch of one lane's slices to walk: [from, to) in the trace's slices.
+struct LaneWalk {
+  uint32_t from, to;
+};
+
 // The chosen slices and what nests in them: each walked with its descendants, which follow it
 // in its lane's order at a greater depth.
-void WalkChosenSlices(const Trace& trace, std::vector<uint32_t> chosen, TreeBuilder& builder) {
+std::vector<LaneWalk> ChosenSliceWalks(const Trace& trace, std::vector<uint32_t> chosen) {
   const std::span<const Slice> slices = trace.slices();
   std::sort(chosen.begin(), chosen.end());
   chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+  std::vector<LaneWalk> walks;
   uint32_t walked_to = 0;  // slices below this index were walked as a chosen one's descendants
   for (uint32_t root : chosen) {
     if (root >= slices.size() || (root < walked_to && walked_to > 0)) continue;
@@ -283,9 +340,108 @@ void WalkChosenSlices(const Trace& trace, std::vector<uint32_t> chosen, TreeBuil
     const uint32_t track_end = trace.track_first_slice(track) + static_cast<uint32_t>(trace.track_slices(track).size());
     uint32_t to = root + 1;
     while (to < track_end && slices[to].depth > slices[root].depth) ++to;
-    builder.Walk(trace, root, to, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    walks.push_back({root, to});
     walked_to = to;
   }
+  return walks;
+}
+
+// The walks of the chosen tracks over a window from `begin` on.
+std::vector<LaneWalk> TrackWalks(const Trace& trace, const std::vector<uint32_t>& listed, int64_t begin) {
+  const std::vector<char> chosen = ChosenTracks(trace, listed);
+  std::vector<LaneWalk> walks;
+  for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+    if (!chosen[t] || trace.track_slices(t).empty()) continue;
+    const uint32_t to = trace.track_first_slice(t) + static_cast<uint32_t>(trace.track_slices(t).size());
+    walks.push_back({WalkStart(trace, t, begin), to});
+  }
+  return walks;
+}
+
+// Names the nodes of a tree whose names are still StringIds (TreeBuilder::Walk): names[] in the
+// order the nodes first use them.
+void NameNodes(const Trace& trace, CallTree& tree) {
+  std::vector<uint32_t> index_of(trace.strings().size(), UINT32_MAX);
+  for (size_t n = 1; n < tree.nodes.size(); ++n) {
+    const trace::StringId id = tree.nodes[n].name;
+    uint32_t& index = index_of[id];
+    if (index == UINT32_MAX) {
+      index = static_cast<uint32_t>(tree.names.size());
+      tree.names.emplace_back(trace.str(id));
+    }
+    tree.nodes[n].name = index;
+  }
+}
+
+// Joins the other parts (see TreeBuilder), each with its children linked, to the first, `tree`:
+// their nodes appended, their children lists moved behind the root's, and the root's children
+// (every part's) sorted together. Names are still the trace's StringIds.
+void JoinParts(const Trace& trace, const std::vector<CallTree>& others, CallTree& tree) {
+  size_t root_children = tree.nodes[0].child_count;
+  for (const CallTree& part : others) root_children += part.nodes[0].child_count;
+  std::vector<ChildKey> root_keys;
+  root_keys.reserve(root_children);
+  std::vector<uint32_t> children(root_children);  // the root's block, filled once sorted
+  // A part's children lists: its root's block first, the rest moved to the end of `children`.
+  auto move_children = [&](const CallTree& part, uint32_t node_offset) {
+    const uint32_t root_block = part.nodes[0].child_count;
+    for (uint32_t child : part.children_of(0)) {
+      root_keys.push_back(KeyOf(part.nodes[child], child + node_offset, /*by_self=*/false));
+    }
+    const auto shift = static_cast<uint32_t>(children.size() - root_block);
+    for (size_t k = root_block; k < part.children.size(); ++k) children.push_back(part.children[k] + node_offset);
+    return shift;
+  };
+  const uint32_t first_shift = move_children(tree, 0);
+  for (size_t n = 1; n < tree.nodes.size(); ++n) tree.nodes[n].first_child += first_shift;
+  for (const CallTree& part : others) {
+    const auto node_offset = static_cast<uint32_t>(tree.nodes.size() - 1);
+    const uint32_t shift = move_children(part, node_offset);
+    for (size_t n = 1; n < part.nodes.size(); ++n) {
+      CallTreeNode& node = tree.nodes.emplace_back(part.nodes[n]);
+      if (node.parent > 0) node.parent += static_cast<int32_t>(node_offset);
+      node.first_child += shift;
+    }
+    tree.slices += part.slices;
+    tree.max_depth = std::max(tree.max_depth, part.max_depth);
+  }
+  SortChildKeys(std::span(root_keys), tree.nodes, [&trace](uint32_t id) { return trace.str(id); });
+  CallTreeNode& root = tree.nodes.front();
+  root = CallTreeNode{};
+  root.child_count = static_cast<uint32_t>(root_children);
+  for (size_t k = 0; k < root_keys.size(); ++k) {
+    children[k] = root_keys[k].node;
+    root.total_ns += tree.nodes[root_keys[k].node].total_ns;
+  }
+  tree.children = std::move(children);
+}
+
+// The top-down tree of the walks (clipped to [begin, end]). A big one in parts on as many
+// threads (one per core, up to kMostParts, unless `threads` says): the walks' lookups (a cache
+// miss each in a big tree) are most of its time, and the parts share none. A small one in one
+// part.
+void BuildTopDown(const Trace& trace, const std::vector<LaneWalk>& walks, int64_t begin, int64_t end,
+                  unsigned threads, CallTree& tree) {
+  constexpr size_t kPartsFromSlices = size_t{1} << 18;
+  constexpr uint32_t kMostParts = 4;
+  size_t walked = 0;
+  for (const LaneWalk& walk : walks) walked += walk.to - walk.from;
+  const uint32_t parts = threads > 0                     ? threads
+                         : walked < kPartsFromSlices ? 1
+                                                     : std::clamp(std::thread::hardware_concurrency(), 1u, kMostParts);
+  auto build = [&](CallTree& out, uint32_t part) {
+    TreeBuilder builder(out, part, parts);
+    builder.Reserve(walked, parts);
+    for (const LaneWalk& walk : walks) builder.Walk(trace, walk.from, walk.to, begin, end);
+    TreeBuilder::LinkChildren(out, /*by_self=*/false, [&trace](uint32_t id) { return trace.str(id); });
+  };
+  std::vector<CallTree> others(parts - 1);
+  std::vector<std::thread> helpers;
+  for (uint32_t part = 1; part < parts; ++part) helpers.emplace_back(build, std::ref(others[part - 1]), part);
+  build(tree, 0);
+  for (std::thread& helper : helpers) helper.join();
+  JoinParts(trace, others, tree);
+  NameNodes(trace, tree);
 }
 
 // The length of the longest run where the names from `a` upward equal those from `b` upward.
@@ -308,29 +464,20 @@ std::vector<std::string> CallTree::Path(uint32_t node) const {
 
 CallTree ComputeCallTree(const Trace& trace, const CallTreeOptions& options) {
   CallTree tree;
-  TreeBuilder builder(tree);
-  const int64_t begin = std::max(options.begin_ns, trace.span_begin_ns());
-  const int64_t end = std::min(options.end_ns, trace.span_end_ns());
   if (!options.slices.empty()) {
-    WalkChosenSlices(trace, options.slices, builder);
-    builder.Finish();
+    BuildTopDown(trace, ChosenSliceWalks(trace, options.slices), std::numeric_limits<int64_t>::min(),
+                 std::numeric_limits<int64_t>::max(), options.threads, tree);
     tree.window_begin_ns = trace.span_begin_ns();
     tree.window_ns = trace.span_end_ns() - trace.span_begin_ns();
     return tree;
   }
+  const int64_t begin = std::max(options.begin_ns, trace.span_begin_ns());
+  const int64_t end = std::min(options.end_ns, trace.span_end_ns());
+  const bool empty = trace.slices().empty() || end < begin;
+  BuildTopDown(trace, empty ? std::vector<LaneWalk>{} : TrackWalks(trace, options.tracks, begin), begin, end,
+               options.threads, tree);
   tree.window_begin_ns = begin;
   tree.window_ns = end > begin ? end - begin : 0;
-  if (trace.slices().empty() || end < begin) {
-    builder.Finish();
-    return tree;
-  }
-  const std::vector<char> chosen = ChosenTracks(trace, options.tracks);
-  for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
-    if (!chosen[t] || trace.track_slices(t).empty()) continue;
-    const uint32_t to = trace.track_first_slice(t) + static_cast<uint32_t>(trace.track_slices(t).size());
-    builder.Walk(trace, WalkStart(trace, t, begin), to, begin, end);
-  }
-  builder.Finish();
   return tree;
 }
 
@@ -373,7 +520,7 @@ CallTree BottomUpTree(const CallTree& top_down) {
       }
       const uint32_t n = active[p];
       const uint32_t name = nodes[up[n]].name;
-      at[n] = builder.Child(at[n], name, [name] { return name; });
+      at[n] = builder.Child(at[n], name, level + 1, [name] { return name; });
     }
     for (size_t p = 0; p < active.size(); ++p) {
       if (p + kAhead < active.size()) __builtin_prefetch(&tree.nodes[at[active[p + kAhead]]], 1);

@@ -33,13 +33,31 @@ std::string Lower(std::string_view text) {
 
 bool Contains(std::string_view text, std::string_view needle) { return text.find(needle) != std::string_view::npos; }
 
-// A slice's free-form arguments by key (the Chrome JSON reader's), read once per slice.
+// The string ids of argument keys in one trace, looked up once: a trace holds millions of
+// arguments under a few dozen keys.
+class KeyIds {
+ public:
+  explicit KeyIds(const Trace& trace) : trace_(trace) {}
+  int64_t operator()(std::string_view key) {
+    auto [it, inserted] = ids_.try_emplace(key, -1);
+    if (inserted) it->second = trace_.strings().Find(key);
+    return it->second;
+  }
+
+ private:
+  const Trace& trace_;
+  std::map<std::string_view, int64_t> ids_;
+};
+
+// A slice's free-form arguments by key (the Chrome JSON reader's).
 class Args {
  public:
-  Args(const Trace& trace, uint32_t slice) : trace_(trace), args_(trace.slice_args(slice)) {}
+  Args(const Trace& trace, KeyIds& keys, uint32_t slice) : trace_(trace), keys_(keys), args_(trace.slice_args(slice)) {}
   const SliceArg* Find(std::string_view key) const {
+    const int64_t id = keys_(key);
+    if (id < 0) return nullptr;  // no argument of the trace has this key
     for (const SliceArg& arg : args_) {
-      if (trace_.str(arg.key) == key) return &arg;
+      if (arg.key == static_cast<trace::StringId>(id)) return &arg;
     }
     return nullptr;
   }
@@ -62,6 +80,7 @@ class Args {
 
  private:
   const Trace& trace_;
+  KeyIds& keys_;
   std::span<const SliceArg> args_;
 };
 
@@ -232,13 +251,55 @@ class IntervalSet {
   std::vector<std::pair<int64_t, int64_t>> intervals_;
 };
 
-// A host op that only starts or waits for communication (c10d's ops, PyTorch's
-// record_param_comms, TensorFlow's collective ops): not compute that could hide it.
-bool IsCommunicationOp(const Trace& trace, const Slice& s) {
-  if (IsCommunication(trace, s)) return true;
-  const std::string_view name = trace.str(trace.slice_name(s));
-  return name.substr(0, 6) == "c10d::" || name == "record_param_comms" || name.substr(0, 5) == "nccl:" ||
-         name.substr(0, 5) == "gloo:" || IsCollectiveOpType(trace.str(trace.slice_op_type(s)));
+// What a slice's name and op type say of it, worked out once per label (a trace has millions of
+// kernels and a few thousand labels).
+class LabelFlags {
+ public:
+  enum : uint8_t {
+    kNccl = 1 << 0,    // "nccl" in the name's first 64 characters, in any case (an NCCL kernel)
+    kFusion = 1 << 1,  // "fusion" in the name, in any case (a fusion-buffer copy)
+    kGloo = 1 << 2,    // "gloo:<collective>" (gloo's span)
+    // A host op that only starts or waits for communication (c10d's ops, PyTorch's
+    // record_param_comms, its nccl:/gloo: spans, TensorFlow's collective ops).
+    kCommOp = 1 << 3,
+  };
+  explicit LabelFlags(const Trace& trace) : trace_(trace), flags_(trace.labels().size(), kUnknown) {}
+  uint8_t operator()(const Slice& s) {
+    uint8_t& flags = flags_[s.label];
+    if (flags == kUnknown) flags = Compute(s);
+    return flags;
+  }
+
+ private:
+  static constexpr uint8_t kUnknown = 0xff;
+  uint8_t Compute(const Slice& s) const {
+    const std::string_view name = trace_.str(trace_.slice_name(s));
+    const std::string lower = Lower(name);
+    uint8_t flags = 0;
+    if (Contains(std::string_view(lower).substr(0, 64), "nccl")) flags |= kNccl;
+    if (Contains(lower, "fusion")) flags |= kFusion;
+    if (name.substr(0, 5) == "gloo:") flags |= kGloo;
+    if (name.substr(0, 6) == "c10d::" || name == "record_param_comms" || name.substr(0, 5) == "nccl:" ||
+        name.substr(0, 5) == "gloo:" || IsCollectiveOpType(trace_.str(trace_.slice_op_type(s)))) {
+      flags |= kCommOp;
+    }
+    return flags;
+  }
+  const Trace& trace_;
+  std::vector<uint8_t> flags_;
+};
+
+// Communication, not compute that could hide it: what IsCommunication counts (collective
+// records, NCCL kernels, fusion-buffer copies, the collectives lane) and host ops that only start
+// or wait for communication.
+bool IsCommunicationOp(const Trace& trace, const Slice& s, uint8_t flags) {
+  switch (s.kind) {
+    case SliceKind::kCollective: return true;
+    case SliceKind::kKernel: if (flags & LabelFlags::kNccl) return true; break;
+    case SliceKind::kMemcpy: if (flags & LabelFlags::kFusion) return true; break;
+    default: break;
+  }
+  return (flags & LabelFlags::kCommOp) != 0 || trace.tracks()[s.track].kind == trace::TrackKind::kCollective;
 }
 
 // The key of the lanes whose compute may hide a slice: its device, GPU lanes apart from host
@@ -251,10 +312,10 @@ int64_t LanesKey(const Trace& trace, const Slice& s) {
 
 // Sets each call's exposed time: its time in which no compute ran on its lanes. Work nested in
 // a communication slice of its own lane (gloo's copies inside its span) is the collective's.
-void MeasureExposure(const Trace& trace, std::vector<CollectiveCall>& calls) {
+void MeasureExposure(const Trace& trace, LabelFlags& label_flags, std::vector<Found>& calls) {
   std::map<int64_t, IntervalSet> compute;
   const auto slices = trace.slices();
-  for (const CollectiveCall& call : calls) compute.try_emplace(LanesKey(trace, slices[call.slice]));
+  for (const Found& found : calls) compute.try_emplace(LanesKey(trace, slices[found.call.slice]));
   if (compute.empty()) return;
   std::set<int32_t> resources;
   for (const auto& [key, set] : compute) resources.insert(static_cast<int32_t>(key >> 1));
@@ -263,7 +324,7 @@ void MeasureExposure(const Trace& trace, std::vector<CollectiveCall>& calls) {
     int64_t comm_end = INT64_MIN;
     for (const Slice& s : trace.track_slices(t)) {
       if (s.duplicate()) continue;
-      if (IsCommunicationOp(trace, s)) {
+      if (IsCommunicationOp(trace, s, label_flags(s))) {
         comm_end = std::max(comm_end, s.end_ns());
         continue;
       }
@@ -274,37 +335,81 @@ void MeasureExposure(const Trace& trace, std::vector<CollectiveCall>& calls) {
     }
   }
   for (auto& [key, set] : compute) set.Merge();
-  for (CollectiveCall& call : calls) {
+  for (Found& found : calls) {
+    CollectiveCall& call = found.call;
     const IntervalSet& set = compute.at(LanesKey(trace, slices[call.slice]));
     call.exposed_ns = call.dur_ns - set.Covered(call.start_ns, call.start_ns + call.dur_ns);
   }
 }
 
 struct TraceCalls {
-  int64_t unsized = 0, group_from_world = 0;
+  int64_t unsized = 0, group_from_world = 0, records_on_kernels = 0;
 };
+
+// A collective record of stepscope-train and the NCCL kernel it launched (one correlation id)
+// are one collective: kept once, as the kernel (the transfer's own time on the GPU) with what the
+// record knows and the kernel does not (size, group). Returns the records so folded.
+int64_t FoldRecordsIntoKernels(std::vector<Found>& found, const std::vector<uint64_t>& correlation) {
+  std::map<uint64_t, size_t> record_of;
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (found[i].call.source == "stepscope" && correlation[i] != 0) record_of.emplace(correlation[i], i);
+  }
+  if (record_of.empty()) return 0;
+  std::vector<bool> folded(found.size(), false);
+  for (size_t i = 0; i < found.size(); ++i) {
+    CollectiveCall& kernel = found[i].call;
+    if (kernel.source != "nccl_kernel" || correlation[i] == 0) continue;
+    auto it = record_of.find(correlation[i]);
+    if (it == record_of.end() || folded[it->second]) continue;
+    const CollectiveCall& record = found[it->second].call;
+    if (kernel.bytes < 0) kernel.bytes = record.bytes;
+    if (record.group_size > 0 && (kernel.group_size <= 0 || found[i].group_from_world)) {
+      kernel.group_size = record.group_size;
+      found[i].group_from_world = false;
+    }
+    if (kernel.kind == CollectiveKind::kOther) {
+      kernel.kind = record.kind;
+      kernel.name = record.name;
+    }
+    folded[it->second] = true;
+  }
+  int64_t count = 0;
+  size_t kept = 0;
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (folded[i]) {
+      ++count;
+    } else {
+      found[kept++] = std::move(found[i]);
+    }
+  }
+  found.resize(kept);
+  return count;
+}
 
 // The collectives of one trace, by start.
 TraceCalls CollectCalls(const Trace& trace, int32_t rank, std::vector<CollectiveCall>& calls) {
   TraceCalls counts;
-  trace::DetailReader details(trace, trace::kDetailCollective);
+  trace::DetailReader details(trace, trace::kDetailCollective | trace::kDetailCorrelation);
   const bool records = details.MayHave(trace::kDetailCollective);
   const int32_t world_size = trace.step_info().world_size;
   const auto slices = trace.slices();
-  std::vector<CollectiveCall> found_calls;
+  LabelFlags label_flags(trace);
+  KeyIds keys(trace);
+  std::vector<Found> found_calls;
+  std::vector<uint64_t> correlation;  // a StepStats node's, parallel to found_calls; 0 when none
   for (uint32_t i = 0; i < slices.size(); ++i) {
     const Slice& s = slices[i];
     if (s.duplicate()) continue;
     std::optional<Found> found;
     if (s.kind == SliceKind::kCollective) {
-      const Args args(trace, i);
+      const Args args(trace, keys, i);
       if (records || !args.empty()) found = FromStepscopeRecord(details, i, args);
     } else if (s.kind == SliceKind::kKernel || s.kind == SliceKind::kAnnotation) {
-      const std::string_view name = trace.str(trace.slice_name(s));
-      if (s.kind == SliceKind::kKernel && Contains(Lower(name.substr(0, 64)), "nccl")) {
-        found = FromNcclKernel(name, Args(trace, i), world_size);
-      } else if (s.kind == SliceKind::kAnnotation && name.substr(0, 5) == "gloo:") {
-        found = FromGlooSpan(name, Args(trace, i), world_size);
+      const uint8_t flags = label_flags(s);
+      if (s.kind == SliceKind::kKernel && (flags & LabelFlags::kNccl)) {
+        found = FromNcclKernel(trace.str(trace.slice_name(s)), Args(trace, keys, i), world_size);
+      } else if (s.kind == SliceKind::kAnnotation && (flags & LabelFlags::kGloo)) {
+        found = FromGlooSpan(trace.str(trace.slice_name(s)), Args(trace, keys, i), world_size);
       }
     }
     if (!found) continue;
@@ -315,31 +420,39 @@ TraceCalls CollectCalls(const Trace& trace, int32_t rank, std::vector<Collective
     if (call.kind != CollectiveKind::kOther) call.name = std::string(CollectiveKindName(call.kind));
     call.start_ns = s.start_ns;
     call.dur_ns = s.dur_ns;
-    counts.unsized += call.bytes < 0 ? 1 : 0;
-    counts.group_from_world += found->group_from_world ? 1 : 0;
-    found_calls.push_back(std::move(call));
+    correlation.push_back(records ? details.Correlation(i) : 0);
+    found_calls.push_back(*std::move(found));
   }
-  MeasureExposure(trace, found_calls);
-  std::stable_sort(found_calls.begin(), found_calls.end(),
-                   [](const CollectiveCall& a, const CollectiveCall& b) { return a.start_ns < b.start_ns; });
-  for (CollectiveCall& call : found_calls) calls.push_back(std::move(call));
+  counts.records_on_kernels = FoldRecordsIntoKernels(found_calls, correlation);
+  MeasureExposure(trace, label_flags, found_calls);
+  // In place (a trace may hold millions of collectives): by start, then slice.
+  std::sort(found_calls.begin(), found_calls.end(), [](const Found& a, const Found& b) {
+    return std::tie(a.call.start_ns, a.call.slice) < std::tie(b.call.start_ns, b.call.slice);
+  });
+  calls.reserve(calls.size() + found_calls.size());
+  for (Found& found : found_calls) {
+    counts.unsized += found.call.bytes < 0 ? 1 : 0;
+    counts.group_from_world += found.group_from_world ? 1 : 0;
+    calls.push_back(std::move(found.call));
+  }
   return counts;
 }
 
-std::string DevicePath(const Trace& trace, const CollectiveCall& call) {
-  return trace.TrackPath(static_cast<uint32_t>(ResourceOf(trace, trace.slices()[call.slice].track)));
-}
+// Rows by rank, device (its path, so that a run's step files of one rank fill the same rows),
+// name, group size, size, source, dtype and algorithm: the order they are listed in.
+using RowKey = std::tuple<int32_t, std::string, std::string, int32_t, int64_t, std::string, std::string, std::string>;
 
-void AddRows(const Trace& trace, std::span<const CollectiveCall> calls, const LinkPeak& link,
-             std::vector<CollectiveRow>& rows) {
-  using Key = std::tuple<std::string, std::string, int32_t, int64_t, std::string, std::string, std::string>;
-  std::map<Key, CollectiveRow> by_key;
+void AddCalls(const Trace& trace, std::span<const CollectiveCall> calls, std::map<RowKey, CollectiveRow>& rows) {
+  std::map<int32_t, std::string> path_of;  // the device's track -> its path, made once
   for (const CollectiveCall& call : calls) {
-    CollectiveRow& row =
-        by_key[{DevicePath(trace, call), call.name, call.group_size, call.bytes, call.source, call.dtype, call.algorithm}];
+    const int32_t device = ResourceOf(trace, trace.slices()[call.slice].track);
+    auto [path, inserted] = path_of.try_emplace(device);
+    if (inserted && device >= 0) path->second = trace.TrackPath(static_cast<uint32_t>(device));
+    CollectiveRow& row = rows[{call.rank, path->second, call.name, call.group_size, call.bytes, call.source, call.dtype,
+                               call.algorithm}];
     if (row.count == 0) {
       row.rank = call.rank;
-      row.device = DevicePath(trace, call);
+      row.device = path->second;
       row.name = call.name;
       row.source = call.source;
       row.algorithm = call.algorithm;
@@ -351,6 +464,10 @@ void AddRows(const Trace& trace, std::span<const CollectiveCall> calls, const Li
     row.time_ns += call.dur_ns;
     row.exposed_ns += call.exposed_ns;
   }
+}
+
+std::vector<CollectiveRow> FinishRows(std::map<RowKey, CollectiveRow> by_key, const LinkPeak& link) {
+  std::vector<CollectiveRow> rows;
   for (auto& [key, row] : by_key) {
     row.total_bytes = row.bytes >= 0 ? Bytes(row.bytes, row.count) : -1;
     if (row.total_bytes >= 0 && row.time_ns > 0) {
@@ -362,6 +479,7 @@ void AddRows(const Trace& trace, std::span<const CollectiveCall> calls, const Li
     }
     rows.push_back(std::move(row));
   }
+  return rows;
 }
 
 }  // namespace
@@ -475,7 +593,8 @@ CollectiveBandwidth ComputeCollectiveBandwidth(std::span<const Trace> traces, co
                              ? "unknown: pass --link-peak GB/s"
                              : "unknown for " + options.device_name + ": pass --link-peak GB/s";
   }
-  int64_t unsized = 0, group_from_world = 0;
+  int64_t unsized = 0, group_from_world = 0, records_on_kernels = 0;
+  std::map<RowKey, CollectiveRow> rows;
   for (size_t i = 0; i < traces.size(); ++i) {
     const Trace& trace = traces[i];
     const int32_t rank = trace.step_info().rank >= 0 ? trace.step_info().rank : static_cast<int32_t>(i);
@@ -483,12 +602,10 @@ CollectiveBandwidth ComputeCollectiveBandwidth(std::span<const Trace> traces, co
     const TraceCalls counts = CollectCalls(trace, rank, result.calls);
     unsized += counts.unsized;
     group_from_world += counts.group_from_world;
-    AddRows(trace, std::span(result.calls).subspan(first), result.link, result.rows);
+    records_on_kernels += counts.records_on_kernels;
+    AddCalls(trace, std::span(result.calls).subspan(first), rows);
   }
-  std::stable_sort(result.rows.begin(), result.rows.end(), [](const CollectiveRow& a, const CollectiveRow& b) {
-    return std::tie(a.rank, a.device, a.name, a.group_size, a.bytes) <
-           std::tie(b.rank, b.device, b.name, b.group_size, b.bytes);
-  });
+  result.rows = FinishRows(std::move(rows), result.link);
   for (const CollectiveCall& call : result.calls) {
     ++result.totals.calls;
     result.totals.time_ns += call.dur_ns;
@@ -505,6 +622,10 @@ CollectiveBandwidth ComputeCollectiveBandwidth(std::span<const Trace> traces, co
   if (unsized > 0) {
     result.notes.push_back(std::to_string(unsized) +
                            " collective(s) without a recorded size: their time is counted, their bandwidth unknown");
+  }
+  if (records_on_kernels > 0) {
+    result.notes.push_back(std::to_string(records_on_kernels) +
+                           " collective record(s) counted as the NCCL kernel they launched (its time, their size)");
   }
   if (group_from_world > 0) {
     result.notes.push_back(std::to_string(group_from_world) +

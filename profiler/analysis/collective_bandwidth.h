@@ -11,6 +11,8 @@
 //  - a gloo collective of a CPU PyTorch trace: the `gloo:<collective>` span on gloo's own thread
 //    (the work, waiting for the peers included), sized by its `Input Dims` and `Input type`,
 //    the group the trace's world size (Kineto's `distributedInfo`).
+// A trainer record and the NCCL kernel it launched (one correlation id) are one collective,
+// counted once: the kernel's time with the record's size and group.
 // A collective whose size the source does not give is still counted with its time; its bytes
 // and bandwidths are unknown (-1 / nullopt), never zero.
 //
@@ -99,7 +101,8 @@ struct CollectiveTotals {
 };
 
 struct CollectiveBandwidth {
-  std::vector<CollectiveRow> rows;    // by rank, device, name, group size, bytes
+  // By rank, device, name, group size, bytes; a rank's files (its steps) fill the same rows.
+  std::vector<CollectiveRow> rows;
   std::vector<CollectiveCall> calls;  // by rank, then start
   CollectiveTotals totals;
   LinkPeak link;

@@ -44,11 +44,14 @@ std::string ProcessName(const Trace& trace, size_t index) {
 // Puts a device's node times on the merged timeline (its input's clock + offset), so the merged
 // RunMetadata (pb/pbtxt output) lines the ranks up as the merged trace does. Times left unset
 // (0: a producer without nanos) stay unset.
-void ShiftNodeTimes(tf::DeviceStepStats& device, int64_t offset_ns) {
-  if (offset_ns == 0) return;
-  const int64_t offset_us = offset_ns / 1000;
+void ShiftNodeTimes(tf::DeviceStepStats& device, const RankClock& clock) {
+  if (clock.offset_ns == 0 && clock.drift_ppm == 0) return;
   auto shift = [](int64_t value, int64_t by) { return value == 0 ? value : value + by; };
   for (tf::NodeExecStats& node : *device.mutable_node_stats()) {
+    // One correction per node (a drift moves its times by far less than a ns within a node).
+    const int64_t at = node.all_start_nanos() != 0 ? node.all_start_nanos() : node.all_start_micros() * 1000;
+    const int64_t offset_ns = clock.CorrectionAt(at);
+    const int64_t offset_us = offset_ns / 1000;
     node.set_all_start_micros(shift(node.all_start_micros(), offset_us));
     node.set_all_start_nanos(shift(node.all_start_nanos(), offset_ns));
     node.set_scheduled_micros(shift(node.scheduled_micros(), offset_us));
@@ -83,8 +86,10 @@ void LastDevice(const Trace& trace, MergedInput& input) {
 
 // Stragglers as `stragglers` finds them, so both number the steps alike (ProfilerStep#N
 // windows, step traces' numbers) and agree on who finished last.
-void ReportStragglers(const std::vector<Trace>& traces, MergeReport& report) {
-  auto stragglers = ComputeStragglers(traces);
+void ReportStragglers(const std::vector<Trace>& traces, AlignMethod align, MergeReport& report) {
+  StragglerOptions options;
+  options.align = align;
+  auto stragglers = ComputeStragglers(traces, options);
   if (!stragglers.ok()) {
     report.stragglers_error = stragglers.status().message();
     return;
@@ -136,16 +141,18 @@ std::pair<int64_t, int64_t> WorkSpan(const Trace& input) {
 
 // Step windows: a step trace's number and span (an input that is itself a merge keeps its
 // windows), so the merged trace still has its inputs' steps (StepsOfTrace).
-void CopyStepWindows(const Trace& input, int64_t shift, TraceBuilder& builder) {
+template <typename Correction>
+void CopyStepWindows(const Trace& input, int64_t epoch, const Correction& correction, TraceBuilder& builder) {
   const trace::StepInfo& info = input.step_info();
+  auto moved = [&](int64_t ns) { return ns + epoch + correction(ns); };
   if (!input.step_windows().empty()) {
     for (trace::StepWindow w : input.step_windows()) {
-      w.begin_ns += shift;
-      w.end_ns += shift;
+      w.begin_ns = moved(w.begin_ns);
+      w.end_ns = moved(w.end_ns);
       builder.AddStepWindow(w);
     }
   } else if (info.step >= 0 && !input.slices().empty()) {
-    builder.AddStepWindow({info.step, info.rank, input.span_begin_ns() + shift, input.span_end_ns() + shift});
+    builder.AddStepWindow({info.step, info.rank, moved(input.span_begin_ns()), moved(input.span_end_ns())});
   }
 }
 
@@ -180,13 +187,14 @@ std::vector<ClockAlignment> AlignClocks(std::span<const Trace> traces) {
   return out;
 }
 
-MergeResult MergeTraces(std::vector<Trace> traces) {
+MergeResult MergeTraces(std::vector<Trace> traces, AlignMethod align) {
   MergeResult result;
   MergeReport& report = result.report;
   TraceBuilder builder;
   builder.SetSource(trace::SourceFormat::kSynthetic, "merge of " + std::to_string(traces.size()) + " traces");
-  const std::vector<ClockAlignment> alignment = AlignClocks(traces);
-  if (traces.size() > 1) ReportStragglers(traces, report);
+  report.alignment = AlignRanks(traces, align);
+  const AlignmentReport& alignment = report.alignment;
+  if (traces.size() > 1) ReportStragglers(traces, alignment.method, report);
 
   std::shared_ptr<tf::RunMetadata> metadata;
   for (const Trace& t : traces) {
@@ -204,8 +212,11 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
     merged.rank = info.rank;
     merged.step = info.step;
     merged.host = info.host;
-    merged.alignment = alignment[i].alignment;
-    merged.offset_ns = alignment[i].offset_ns;
+    const RankClock& clock = alignment.ranks[alignment.rank_of_input[i]];
+    merged.alignment = alignment.input_alignment[i];
+    merged.offset_ns = clock.CorrectionAt(input.epoch_ns() + input.span_begin_ns());
+    // The correction of an instant of the input's own time (relative to its epoch).
+    auto correction = [&](int64_t ns) { return clock.drift_ppm == 0 ? merged.offset_ns : clock.CorrectionAt(input.epoch_ns() + ns); };
     if (merged.alignment == "unaligned") ++report.unaligned;
     LastDevice(input, merged);
 
@@ -226,12 +237,11 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
       for (auto& device : *source->mutable_step_stats()->mutable_dev_stats()) {
         auto* copy = metadata->mutable_step_stats()->add_dev_stats();
         copy->Swap(&device);
-        ShiftNodeTimes(*copy, merged.offset_ns);
+        ShiftNodeTimes(*copy, clock);
         copy->set_rank(info.rank);
         if (!info.host.empty()) copy->set_host(info.host);
       }
     }
-    const int64_t shift = input.epoch_ns() + merged.offset_ns;
     // The input's strings in the merged table, each interned once (not once per slice).
     std::vector<trace::StringId> string_map(input.strings().size(), kUnmapped);
     auto merged_string = [&](trace::StringId id) {
@@ -242,7 +252,7 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
     trace::NodeReader nodes(input);  // each slice's node ref, each block read about once
     for (uint32_t s = 0; s < input.slices().size(); ++s) {
       trace::SliceRecord copy = input.Record(input.slices()[s]);
-      copy.start_ns += merged.offset_ns;
+      copy.start_ns += correction(copy.start_ns - input.epoch_ns());  // a record's start is absolute
       copy.track = track_map[copy.track];
       copy.name = merged_string(copy.name);
       copy.op_type = merged_string(copy.op_type);
@@ -279,13 +289,14 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
       trace::CounterSeries copy = counter;
       copy.name = builder.Intern(input.str(counter.name));
       copy.track = counter.track >= 0 ? static_cast<int32_t>(track_map[static_cast<size_t>(counter.track)]) : -1;
-      for (int64_t& ts : copy.ts_ns) ts += shift;
+      for (int64_t& ts : copy.ts_ns) ts += input.epoch_ns() + correction(ts);
       builder.AddCounter(std::move(copy));
     }
     for (const auto& [name, count] : input.import_stats().counts()) builder.import_stats().Add(name, count);
     const auto [work_begin, work_end] = WorkSpan(input);
-    absolute_spans.emplace_back(work_begin + shift, work_end + shift);
-    CopyStepWindows(input, shift, builder);
+    absolute_spans.emplace_back(work_begin + input.epoch_ns() + correction(work_begin),
+                                work_end + input.epoch_ns() + correction(work_end));
+    CopyStepWindows(input, input.epoch_ns(), correction, builder);
     report.inputs.push_back(std::move(merged));
     // Merged: the input goes now, so the merge holds about one copy of the slices, not two.
     traces[i] = Trace();
@@ -302,9 +313,9 @@ MergeResult MergeTraces(std::vector<Trace> traces) {
   return result;
 }
 
-Trace OneTrace(std::vector<Trace> traces) {
+Trace OneTrace(std::vector<Trace> traces, AlignMethod align) {
   if (traces.size() == 1) return std::move(traces.front());
-  return MergeTraces(std::move(traces)).trace;
+  return MergeTraces(std::move(traces), align).trace;
 }
 
 }  // namespace stepscope::analysis

@@ -2,11 +2,14 @@
 // reporting stragglers. The traces come from the caller (profiler/formats/inputs.h reads a
 // directory of per-rank traces).
 //
-// Clock alignment: traces from the same host share its clock and are not shifted. A trace from
-// another host is shifted so that its TraceSession.clock_sync_nanos (the host clock at a barrier
-// every rank passed together) coincides with the reference trace's (the lowest rank of the same
-// step). Without a sync record on both sides a trace from another host stays unshifted and is
-// reported (and counted as `merge_clock_unaligned`).
+// Clock alignment: by clock_align.h AlignRanks (collectives, the barrier or the clocks as
+// recorded; by default the best available). The barrier (AlignClocks below): traces from the
+// same host share its clock and are not shifted. A trace from another host is shifted so that
+// its TraceSession.clock_sync_nanos (the host clock at a barrier every rank passed together)
+// coincides with the reference trace's (the lowest rank of the same step). Without a sync record
+// on both sides a trace from another host stays unshifted and is reported (and counted as
+// `merge_clock_unaligned`). A rank's drift, when the collectives show one, moves each of its
+// times by the correction at that time.
 // Each input becomes one process ("rank 1 (host-b) step 12"); tracks, slices, flows, counters
 // and StepStats details (outputs, memcpy and kernel records) carry over.
 #pragma once
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "profiler/analysis/clock_align.h"
 #include "profiler/trace/trace.h"
 
 namespace stepscope::analysis {
@@ -38,8 +42,8 @@ struct MergedInput {
   int32_t rank = -1;         // -1: the input does not record it
   int64_t step = -1;         // StepInfo.step, -1 when the input does not record it
   std::string host;
-  int64_t offset_ns = 0;     // added to this input's clock
-  std::string alignment;     // "reference", "same host", "clock_sync", "unaligned"
+  int64_t offset_ns = 0;     // added to this input's clock (at its first instant, with a drift)
+  std::string alignment;     // "reference", "collectives", "same host", "clock_sync", "unaligned", "clock"
   int64_t begin_ns = 0, end_ns = 0;  // its work (annotations, syncs excluded), merged trace time
   std::string last_device;   // the device (tower) that finished last in this input
   int64_t last_device_lag_ns = 0;    // by how much after the earliest-finishing device
@@ -60,6 +64,7 @@ struct MergeReport {
   std::vector<StepStraggler> stragglers;  // one per step with more than one rank
   std::string stragglers_error;           // why none were computed (e.g. one rank's step twice)
   int64_t unaligned = 0;
+  AlignmentReport alignment;              // the method applied, its notes, each rank's clock
 };
 
 struct MergeResult {
@@ -67,9 +72,10 @@ struct MergeResult {
   MergeReport report;
 };
 
-MergeResult MergeTraces(std::vector<trace::Trace> traces);
+MergeResult MergeTraces(std::vector<trace::Trace> traces, AlignMethod align = AlignMethod::kAuto);
 
 // One trace for analyses: the trace itself when there is one, else the merge of all.
-trace::Trace OneTrace(std::vector<trace::Trace> traces);
+// The single-trace reports (ops, streams, ...) keep the barrier alignment they always had.
+trace::Trace OneTrace(std::vector<trace::Trace> traces, AlignMethod align = AlignMethod::kBarrier);
 
 }  // namespace stepscope::analysis

@@ -78,7 +78,8 @@ bool ShapesOf(Pass& pass, uint32_t slice, OpShapes& op) {
     TensorShape t;
     t.dims.assign(in.shape.begin(), in.shape.end());
     t.dtype = std::string(in.dtype);
-    t.known = !in.dtype.empty() && in.dtype != "Scalar" && in.dtype != "ScalarList" && in.dtype != "TensorList";
+    t.known = !in.dtype.empty() && in.dtype != "Scalar" && in.dtype != "ScalarList" && in.dtype != "TensorList" &&
+              in.dtype != "GenericList";
     op.inputs.push_back(std::move(t));
     op.attributes.emplace_back(in.value);
   }
@@ -101,9 +102,9 @@ OpCost CostOf(Pass& pass, uint32_t slice, std::string_view op_type, std::string*
   const int64_t reported = pass.reader.ReportedFlops(slice);
   pass.any_shapes = pass.any_shapes || has_shapes || reported >= 0;
   OpCost cost = has_shapes ? CostFromShapes(op, pass.shapes_source) : OpCost{};
-  if (cost.flops < 0 && !has_shapes && op_type.starts_with("aten::")) {
-    // An aten op with nothing recorded (record_shapes off): views and allocations still do no
-    // arithmetic; the others are unknown.
+  if (cost.flops < 0 && !has_shapes) {
+    // An op with nothing recorded (record_shapes off, a NoOp): views, allocations and control
+    // ops still do no arithmetic; the others are unknown.
     const OpCost known = CostFromShapes(op, pass.shapes_source);
     if (known.cost_class == CostClass::kNoArithmetic) cost = known, cost.bytes = -1;
   }

@@ -119,6 +119,7 @@ struct Formula {
   int64_t model_flops = 0;
   CostClass cost_class = CostClass::kUnknown;
   std::vector<TensorShape> outputs;  // what the formula knows of the outputs when none were recorded
+  bool moves_nothing = false;        // a view or an allocation: no bytes read or written
 };
 
 Formula Matmul(int64_t flops) { return {flops, flops, CostClass::kMatmul, {}}; }
@@ -229,26 +230,31 @@ std::optional<Formula> TfFormula(const OpShapes& op, CostSource source) {
     if (n == 0) n = static_cast<int64_t>(op.inputs.size());
     return PerElement(out == nullptr || n < 2 ? -1 : NumElements(*out), n - 1, CostClass::kElementwise);
   }
-  if (type == "L2Loss") {  // sum(x^2) / 2: a square and an add per element
+  // The next few as tfprof counts them (tensorflow/python/profiler/internal/flops_registry.py).
+  if (type == "L2Loss") {  // sum(x^2) / 2: 3n - 1
     const TensorShape* x = Input(op, 0);
-    return PerElement(x == nullptr ? -1 : NumElements(*x), 2, CostClass::kElementwise);
+    return PerElement(x == nullptr ? -1 : 3 * NumElements(*x) - 1, 1, CostClass::kElementwise);
   }
+  if (OneOf(type, {"Sum", "BiasAddGrad", "Max", "Min", "Mean"})) {
+    // A reduction: one add per input element less one per output (Mean's division adds it back).
+    const TensorShape* x = Input(op, 0);
+    if (x == nullptr || out == nullptr) return Formula{-1, 0, CostClass::kElementwise, {}};
+    return PerElement(NumElements(*x) - (type == "Mean" ? 0 : NumElements(*out)), 1, CostClass::kElementwise);
+  }
+  if (type == "Softmax") return PerElement(out == nullptr ? -1 : NumElements(*out), 5, CostClass::kElementwise);
   if (type == "ScatterSub") {  // var[ids] -= updates: one subtraction per update element
     const TensorShape* updates = Input(op, 2);
     return PerElement(updates == nullptr ? -1 : NumElements(*updates), 1, CostClass::kOptimizer);
   }
-  if (type == "BiasAddGrad") {  // a sum over every row
-    const TensorShape* dy = Input(op, 0);
-    return PerElement(dy == nullptr ? -1 : NumElements(*dy), 1, CostClass::kElementwise);
-  }
-  if (OneOf(type, {"MaxPool", "AvgPool", "MaxPoolGrad", "AvgPoolGrad", "Mean", "Sum", "Max", "Min"})) {
-    // Reductions and pooling: one operation per input element read (a pool's window overlap aside).
+  if (OneOf(type, {"MaxPool", "AvgPool", "MaxPoolGrad", "AvgPoolGrad"})) {
+    // Pooling: one operation per input element read. tfprof counts the window's area per output
+    // element, which needs the window size, an attribute the step stats do not carry.
     const TensorShape* x = Input(op, 0) != nullptr ? Input(op, 0) : out;
     return PerElement(x == nullptr ? -1 : NumElements(*x), 1, CostClass::kElementwise);
   }
   if (OneOf(type, {"Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "Maximum", "Minimum", "BiasAdd", "Relu",
                    "Relu6", "ReluGrad", "Sigmoid", "SigmoidGrad", "Tanh", "TanhGrad", "Neg", "Square", "Sqrt",
-                   "Rsqrt", "Exp", "Log", "Reciprocal", "SquaredDifference", "Softmax", "LogSoftmax",
+                   "Rsqrt", "Exp", "Log", "Reciprocal", "SquaredDifference", "LogSoftmax",
                    "Scale", "Pow", "Abs", "Elu", "EluGrad", "Selu", "Softplus", "GlobalAvgPool",
                    "GlobalAvgPoolGrad", "Pad", "PadGrad"})) {
     // One operation per output element, as tfprof counts element-wise ops.
@@ -282,7 +288,8 @@ Formula AtenConvolution(const OpShapes& op) {
   }
   // aten::convolution's 7th argument says transposed; a transposed convolution's output grid is
   // its input's (each input element scatters a window), so the window count is the input's.
-  const bool transposed = op.op_type == "aten::convolution" && op.attributes.size() > 6 && op.attributes[6] == "True";
+  const bool transposed = (op.op_type == "aten::convolution" || op.op_type == "aten::_convolution") &&
+                          op.attributes.size() > 6 && op.attributes[6] == "True";
   const std::vector<int64_t> stride = IntList(op, 3), padding = IntList(op, 4), dilation = IntList(op, 5);
   TensorShape y;
   y.dtype = x->dtype;
@@ -466,7 +473,15 @@ std::optional<Formula> AtenFormula(const OpShapes& op) {
       // aten::linear, aten::matmul and aten::lstm do their work in the ops they call (addmm, mm,
       // bmm, mkldnn_rnn_layer), which are costed; they count as containers, not as work.
       if (OneOf(type, {"aten::linear", "aten::matmul", "aten::lstm"})) return std::nullopt;
-      return Formula{0, 0, CostClass::kNoArithmetic, {}};
+      Formula f{0, 0, CostClass::kNoArithmetic, {}};
+      f.moves_nothing = OneOf(type, {"aten::view", "aten::reshape", "aten::_unsafe_view", "aten::t", "aten::transpose",
+                                     "aten::permute", "aten::expand", "aten::as_strided", "aten::as_strided_",
+                                     "aten::empty", "aten::empty_like", "aten::empty_strided", "aten::detach",
+                                     "aten::unsqueeze", "aten::squeeze", "aten::flatten", "aten::select",
+                                     "aten::slice", "aten::split", "aten::chunk", "aten::unbind", "aten::narrow",
+                                     "aten::resize_", "aten::alias", "aten::lift_fresh", "aten::resolve_conj",
+                                     "aten::resolve_neg", "aten::cudnn_is_acceptable"});
+      return f;
     }
   }
   return std::nullopt;
@@ -545,7 +560,7 @@ OpCost CostFromShapes(const OpShapes& op, CostSource source) {
   cost.source = source;
   // Bytes: the recorded outputs, else those the formula knows.
   const bool recorded = std::any_of(op.outputs.begin(), op.outputs.end(), [](const TensorShape& t) { return IsTensor(t); });
-  cost.bytes = MovedBytes(op, recorded ? op.outputs : formula->outputs);
+  cost.bytes = formula->moves_nothing ? 0 : MovedBytes(op, recorded ? op.outputs : formula->outputs);
   for (const TensorShape& t : op.inputs) {
     if (IsTensor(t) && (cost.precision = PrecisionOfDtype(t.dtype)) != Precision::kUnknown) break;
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "profiler/analysis/gpu_work.h"
 #include "profiler/analysis/intervals.h"
@@ -50,6 +51,33 @@ int LevelOf(const Trace& trace, const Slice& s, bool gpu_lane) {
   if (IsInputOp(name, op_type)) return kInputWork;
   return kHostWork;
 }
+
+// LevelOf once per kind of slice: it reads only the slice's label (name and op type), kind, flags,
+// whether its lane is a GPU's and whether its track is a collective track, and its name searches
+// (a lowercased copy of each kernel's name, eight substring searches) were a large part of the
+// background analyses of a big trace. Duplicates are not cached (a flag, always kLevels).
+class LevelCache {
+ public:
+  explicit LevelCache(const Trace& trace) : trace_(trace), levels_(trace.labels().size() * kPerLabel, kUnknown) {}
+
+  int Of(const Slice& s, bool gpu_lane) {
+    if (s.duplicate()) return kLevels;
+    const bool collective_track = trace_.tracks()[s.track].kind == trace::TrackKind::kCollective;
+    const size_t key = static_cast<size_t>(s.label) * kPerLabel + static_cast<size_t>(s.kind) * 4 +
+                       (gpu_lane ? 2 : 0) + (collective_track ? 1 : 0);
+    if (key >= levels_.size()) return LevelOf(trace_, s, gpu_lane);  // a kind past the table: not cached
+    int8_t& level = levels_[key];
+    if (level == kUnknown) level = static_cast<int8_t>(LevelOf(trace_, s, gpu_lane));
+    return level;
+  }
+
+ private:
+  static constexpr size_t kKinds = static_cast<size_t>(SliceKind::kPythonFrame) + 1;
+  static constexpr size_t kPerLabel = kKinds * 4;
+  static constexpr int8_t kUnknown = -1;
+  const Trace& trace_;
+  std::vector<int8_t> levels_;  // per (label, kind, GPU lane, collective track)
+};
 
 std::pair<int64_t, int64_t> Bounds(const Trace& trace, const StepWindow& w) {
   if (w.whole) return {trace.span_begin_ns(), trace.span_end_ns()};
@@ -133,6 +161,7 @@ StepBreakdown ComputeStepBreakdown(const Trace& trace, std::span<const StepWindo
   for (const StepWindow& w : windows) bounds.push_back(Bounds(trace, w));
   std::vector<WindowWork> work(windows.size());
   std::vector<bool> gpu_lane(trace.tracks().size());
+  LevelCache levels(trace);
   std::vector<std::pair<const Slice*, const Slice*>> lanes;
   for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
     gpu_lane[t] = IsGpuDeviceLane(trace, t);
@@ -142,7 +171,7 @@ StepBreakdown ComputeStepBreakdown(const Trace& trace, std::span<const StepWindo
   // Slices in start order across tracks; a slice clipped to a window starts at or after the
   // clipped start of every slice before it, so each window's unions are fed in start order.
   MergeByStart(std::move(lanes), [](const Slice& s) { return s.start_ns; }, [&](const Slice& s) {
-    const int level = LevelOf(trace, s, gpu_lane[s.track]);
+    const int level = levels.Of(s, gpu_lane[s.track]);
     if (level == kLevels) return;
     const int64_t end = s.end_ns();
     auto first =

@@ -322,11 +322,13 @@ void FindWaitedFor(StepStragglers& step, const std::vector<int64_t>& comm_begin,
 
 StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const StragglerOptions& options) {
   StragglerReport report;
-  const std::vector<ClockAlignment> alignment = AlignClocks(traces);
+  report.alignment = AlignRanks(traces, options.align);
   WorkByStepAndRank work;
   std::map<int32_t, int64_t> unnumbered;  // per rank: steps without a number so far
   for (size_t i = 0; i < traces.size(); ++i) {
-    RETURN_IF_ERROR(AddInput(traces[i], i, alignment[i], options, unnumbered, report, work));
+    const ClockAlignment alignment{report.alignment.CorrectionAt(i, traces[i].epoch_ns() + traces[i].span_begin_ns()),
+                                   report.alignment.input_alignment[i]};
+    RETURN_IF_ERROR(AddInput(traces[i], i, alignment, options, unnumbered, report, work));
   }
   // Per step, the ranks in rank order (the map's order).
   std::map<int64_t, std::vector<std::pair<int32_t, RankStepWork*>>> by_step;

@@ -2,7 +2,7 @@
 // last, by how much, and why. Each input is one trace of one rank (StepInfo.rank: our step
 // traces' rank, Kineto's distributedInfo.rank; the input's index when unknown) holding one step
 // (a step trace, numbered by StepInfo.step) or several (ProfilerStep#N windows). Clocks of
-// separate files are aligned as `merge` aligns them (merge.h AlignClocks).
+// separate files are aligned as `merge` aligns them (clock_align.h AlignRanks).
 //
 // Per step and rank, from the rank's work in the step:
 //  - the work: GPU work (kernels, copies, memsets, collectives on GPU lanes of a device not
@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "profiler/analysis/clock_align.h"
 #include "profiler/trace/trace.h"
 
 namespace stepscope::analysis {
@@ -114,10 +115,14 @@ struct StragglerReport {
   std::vector<StepStragglers> steps;        // steps with at least two ranks, by step number
   std::vector<int64_t> single_rank_steps;   // steps only one rank had (not compared)
   std::vector<RankStragglerTotals> ranks;   // by rank
+  AlignmentReport alignment;                // how the clocks were aligned
 };
 
 struct StragglerOptions {
   std::optional<std::pair<int64_t, int64_t>> steps;  // [first, last]; all when absent
+  // How the ranks' clocks are aligned (clock_align.h); each input is moved by its rank's
+  // correction at the input's first instant.
+  AlignMethod align = AlignMethod::kAuto;
 };
 
 // Fails (InvalidInput, naming both files) when two inputs hold the same step of the same rank.

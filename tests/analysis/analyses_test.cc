@@ -3,6 +3,7 @@
 
 #include <map>
 #include <set>
+#include <string>
 
 #include "profiler/formats/inputs.h"
 #include "profiler/analysis/breakdowns.h"
@@ -220,6 +221,22 @@ TEST(KernelsTest, LaunchGeometryAndNcclFromOurRecords) {
   ASSERT_EQ(stats.streams.size(), 2u);
 }
 
+TEST(KernelsTest, CommunicationKernelsAreNcclInAnyCaseInTheFirst64Characters) {
+  EXPECT_TRUE(IsCommunicationKernel("ncclKernel_AllReduce_RING_LL_Sum_float"));
+  EXPECT_TRUE(IsCommunicationKernel("void ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"));
+  EXPECT_TRUE(IsCommunicationKernel("NCCL_AllReduce"));
+  EXPECT_TRUE(IsCommunicationKernel("xNcClx"));
+  EXPECT_TRUE(IsCommunicationKernel(std::string(60, 'a') + "nccl"));     // ends at character 64
+  EXPECT_FALSE(IsCommunicationKernel(std::string(61, 'a') + "nccl"));    // past it
+  EXPECT_FALSE(IsCommunicationKernel("void at::native::vectorized_elementwise_kernel<4>"));
+  EXPECT_FALSE(IsCommunicationKernel("ncc"));
+  EXPECT_FALSE(IsCommunicationKernel("n-c-c-l"));
+  EXPECT_FALSE(IsCommunicationKernel(""));
+  // Characters whose bit 5 set gives a letter of "nccl" are that letter's upper case only.
+  EXPECT_FALSE(IsCommunicationKernel("\x0e\x03\x03\x0c"));
+  EXPECT_FALSE(IsCommunicationKernel("NCC\x0c"));
+}
+
 TEST(MemcpyTest, BandwidthFromRecordedBytes) {
   const MemcpyBreakdown stats = ComputeMemcpyStats(Rank(0));
   ASSERT_EQ(stats.rows.size(), 2u);
@@ -250,7 +267,7 @@ TEST(MergeTest, ClocksAlignedBySyncRecordAndStragglerFound) {
   std::vector<trace::Trace> traces;
   traces.push_back(Rank(0));
   traces.push_back(Rank(1));
-  const MergeResult merged = MergeTraces(std::move(traces));
+  const MergeResult merged = MergeTraces(std::move(traces), AlignMethod::kBarrier);
   const MergeReport& report = merged.report;
   ASSERT_EQ(report.inputs.size(), 2u);
   EXPECT_EQ(report.inputs[0].alignment, "reference");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "profiler/formats/reader.h"
+#include "profiler/testing/synthetic_trace.h"
 #include "test_util.h"
 #include "trace_fixtures.h"
 
@@ -49,6 +50,47 @@ const CallTreeNode* Find(const CallTree& tree, const Path& path) {
     if (!found) return nullptr;
   }
   return &tree.nodes[node];
+}
+
+// Each node's children in their order, and the longest slice of each node, by path: what a
+// tree shows, whatever the numbering of its nodes.
+struct Shape {
+  std::map<Path, std::vector<std::string>> children;
+  std::map<Path, int64_t> longest;
+  bool operator==(const Shape&) const = default;
+};
+
+Shape ShapeOf(const CallTree& tree) {
+  Shape shape;
+  for (uint32_t n = 0; n < tree.nodes.size(); ++n) {
+    const Path path = n == 0 ? Path{} : tree.Path(n);
+    std::vector<std::string>& children = shape.children[path];
+    for (uint32_t child : tree.children_of(n)) children.push_back(tree.name(child));
+    shape.longest[path] = tree.nodes[n].longest_slice;
+  }
+  return shape;
+}
+
+// A tree built on several threads (in parts, one per group of top-level names) against the
+// same tree built on one.
+void ExpectSameOnThreads(const Trace& trace, CallTreeOptions options, unsigned threads, bool bottom_up = false) {
+  SCOPED_TRACE(threads);
+  options.threads = 1;
+  const CallTree one = ComputeCallTree(trace, options);
+  options.threads = threads;
+  const CallTree parts = ComputeCallTree(trace, options);
+  ASSERT_GT(one.nodes.size(), 2u);
+  EXPECT_EQ(NodesOf(parts), NodesOf(one));
+  EXPECT_TRUE(ShapeOf(parts) == ShapeOf(one));
+  EXPECT_EQ(parts.root(), one.root());
+  EXPECT_EQ(parts.slices, one.slices);
+  EXPECT_EQ(parts.max_depth, one.max_depth);
+  EXPECT_EQ(parts.names.size(), one.names.size());
+  if (!bottom_up) return;
+  const CallTree up_one = BottomUpTree(one);
+  const CallTree up_parts = BottomUpTree(parts);
+  EXPECT_EQ(NodesOf(up_parts), NodesOf(up_one));
+  EXPECT_TRUE(ShapeOf(up_parts) == ShapeOf(up_one));
 }
 
 Trace HandBuilt() {
@@ -202,6 +244,8 @@ void ExpectEqualsRecount(const std::string& path) {
     const std::map<Path, Figures> recount = RecountCallTree(trace, begin, end);
     ASSERT_GT(recount.size(), 1u);
     EXPECT_EQ(NodesOf(tree), recount);
+    // Built in three parts on three threads: the same tree.
+    EXPECT_EQ(NodesOf(ComputeCallTree(trace, {.begin_ns = begin, .end_ns = end, .threads = 3})), recount);
     // Self times add up to the top-level total, on both sides.
     int64_t self = 0;
     for (const auto& node : tree.nodes) self += node.self_ns;
@@ -233,6 +277,25 @@ TEST(CallTreeTest, RealTracesEqualARecount) {
   // stepscope-train: executor ops on one lane (no nesting), and a small LSTM run on the CPU.
   ExpectEqualsRecount(stepscope::testing::SamplePath("h100_resnet50_b32_step3.pb.gz"));
   ExpectEqualsRecount(stepscope::testing::DataPath("trainer/lstm_small_cpu2_step3.pb.gz"));
+}
+
+TEST(CallTreeTest, ThreadsBuildTheSameTreeAsOne) {
+  // Host ops nested three deep on four threads and kernels on four streams, 5000 names: a tree
+  // of about 10 k nodes.
+  const Trace synthetic = synthetic::MakeSyntheticTrace(20'000);
+  const int64_t third = (synthetic.span_end_ns() - synthetic.span_begin_ns()) / 3;
+  ExpectSameOnThreads(synthetic, {.tracks = {0}}, 2, /*bottom_up=*/true);
+  ExpectSameOnThreads(synthetic, {.begin_ns = synthetic.span_begin_ns() + third, .end_ns = synthetic.span_end_ns() - third}, 4);
+  // Chosen slices: every tenth slice of the host's threads, with what nests in them.
+  std::vector<uint32_t> chosen;
+  for (uint32_t i = 0; i < synthetic.slices().size(); i += 10) {
+    if (!trace::IsGpuLane(synthetic.tracks()[synthetic.slices()[i].track].kind)) chosen.push_back(i);
+  }
+  ExpectSameOnThreads(synthetic, {.slices = chosen}, 3);
+  // AlexNet's nine levels under a few top-level names.
+  auto read = trace::ReadTrace(stepscope::testing::DataPath("pytorch_kineto_alexnet_train.json.gz"));
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ExpectSameOnThreads(*read, {}, 3, /*bottom_up=*/true);
 }
 
 TEST(CallTreeTest, AlexNetTopLevelAsCountedByHand) {

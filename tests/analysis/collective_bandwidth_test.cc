@@ -210,6 +210,86 @@ TEST(CollectiveBandwidthTest, TrainerAllReduceRecords) {
   EXPECT_EQ(softmax->time_ns, 24'712'792);
   EXPECT_EQ(softmax->exposed_ns, 24'712'792);
   EXPECT_DOUBLE_EQ(*softmax->busbw_bytes_per_s, 8e6 / 24'712'792e-9);
+
+  // Two step files of one rank fill the same rows.
+  std::vector<trace::Trace> steps;
+  steps.push_back(Read("trainer/lstm_small_cpu2_step3.pb.gz"));
+  steps.push_back(Read("trainer/lstm_small_cpu2_step3.pb.gz"));
+  const CollectiveBandwidth both = ComputeCollectiveBandwidth(steps);
+  EXPECT_EQ(both.rows.size(), 8u);
+  const CollectiveRow* twice = FindRow(both, 0, "all_reduce", "", 8'000'000);
+  ASSERT_NE(twice, nullptr);
+  EXPECT_EQ(twice->count, 2);
+  EXPECT_EQ(twice->time_ns, 2 * 24'712'792);
+  EXPECT_DOUBLE_EQ(*twice->busbw_bytes_per_s, *softmax->busbw_bytes_per_s);
+}
+
+// tests/data/analysis/ranks: per rank, the trainer's NCCL all-reduce record (4 MiB, group 2, on
+// the collectives lane, 200 us) and the NCCL kernel it launched (same correlation id, 180 us on
+// stream 9, 100 us of it under the conv kernels): one collective, timed by its kernel and sized
+// by its record; exposed 80 us, as `overlap` reports the GPU lanes.
+TEST(CollectiveBandwidthTest, TrainerRecordAndItsNcclKernelAreOneCollective) {
+  std::vector<trace::Trace> traces;
+  traces.push_back(Read("analysis/ranks/rank0.pbtxt"));
+  traces.push_back(Read("analysis/ranks/rank1.pbtxt"));
+  const CollectiveBandwidth result = ComputeCollectiveBandwidth(traces);
+  ASSERT_EQ(result.calls.size(), 2u);
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    const CollectiveRow* row = FindRow(result, rank, "all_reduce", "", 4194304);
+    ASSERT_NE(row, nullptr) << rank;
+    EXPECT_EQ(row->source, "nccl_kernel");
+    EXPECT_EQ(row->algorithm, "ring_ll");
+    EXPECT_EQ(row->group_size, 2);
+    EXPECT_EQ(row->count, 1);
+    EXPECT_EQ(row->time_ns, 180'000);
+    EXPECT_EQ(row->exposed_ns, 80'000);
+    EXPECT_DOUBLE_EQ(*row->busbw_bytes_per_s, 4194304 / 180e-6);
+  }
+  ASSERT_EQ(result.notes.size(), 1u);
+  EXPECT_EQ(result.notes[0], "2 collective record(s) counted as the NCCL kernel they launched (its time, their size)");
+}
+
+// Real: stepscope-train with Horovod-style fusion on two CPU devices
+// (tests/data/collectives/lstm_small_cpu2_fusion_step3.pb.gz): per device, ring all-reduces of
+// single gradients and of one fusion buffer of 1,286,400 bytes (141,711 ns), whose copies in and
+// out of the buffer are collective records with no bus factor (their own bandwidth only).
+TEST(CollectiveBandwidthTest, TrainerFusionRecords) {
+  const trace::Trace trace = Read("collectives/lstm_small_cpu2_fusion_step3.pb.gz");
+  const CollectiveBandwidth result = ComputeCollectiveBandwidth(trace);
+  EXPECT_EQ(result.totals.calls, 12);
+  EXPECT_EQ(result.rows.size(), 12u);  // per device: 4 all-reduce sizes, the copy in, the copy out
+  const CollectiveRow* fused = FindRow(result, 0, "all_reduce", "", 1'286'400);
+  ASSERT_NE(fused, nullptr);
+  EXPECT_EQ(fused->count, 1);
+  EXPECT_EQ(fused->time_ns, 141'711);
+  EXPECT_DOUBLE_EQ(*fused->busbw_bytes_per_s, 1'286'400 / 141'711e-9);
+  const CollectiveRow* copy_in = FindRow(result, 0, "MEMCPY_IN_FUSION_BUFFER", "", 1'286'400);
+  ASSERT_NE(copy_in, nullptr);
+  EXPECT_EQ(copy_in->time_ns, 305'344);
+  EXPECT_DOUBLE_EQ(*copy_in->algbw_bytes_per_s, 1'286'400 / 305'344e-9);
+  EXPECT_FALSE(copy_in->busbw_bytes_per_s);
+  ASSERT_NE(FindRow(result, 0, "MEMCPY_OUT_FUSION_BUFFER", "", 1'286'400), nullptr);
+}
+
+// Real: stepscope-train across two MPI processes (tests/data/collectives/lstm_small_mpi2_step3_*):
+// each rank's ring all-reduces over MPI, one file a rank; the softmax weights' (8,000,000 bytes)
+// took 153,766,436 ns on rank 0 and 153,757,963 ns on rank 1 (the records' own times).
+TEST(CollectiveBandwidthTest, TrainerMpiRanks) {
+  std::vector<trace::Trace> traces;
+  traces.push_back(Read("collectives/lstm_small_mpi2_step3_rank1.pb.gz"));  // ranks by record, not order
+  traces.push_back(Read("collectives/lstm_small_mpi2_step3_rank0.pb.gz"));
+  const CollectiveBandwidth result = ComputeCollectiveBandwidth(traces);
+  EXPECT_EQ(result.totals.calls, 12);
+  EXPECT_EQ(result.rows.size(), 8u);
+  EXPECT_EQ(result.rows.front().rank, 0);
+  const int64_t expected_ns[2] = {153'766'436, 153'757'963};
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    const CollectiveRow* softmax = FindRow(result, rank, "all_reduce", "", 8'000'000);
+    ASSERT_NE(softmax, nullptr) << rank;
+    EXPECT_EQ(softmax->group_size, 2);
+    EXPECT_EQ(softmax->time_ns, expected_ns[rank]);
+    EXPECT_DOUBLE_EQ(*softmax->busbw_bytes_per_s, 8e6 / (static_cast<double>(expected_ns[rank]) * 1e-9));
+  }
 }
 
 TEST(CollectiveBandwidthTest, TraceWithoutCollectivesSaysSo) {

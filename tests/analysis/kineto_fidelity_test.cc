@@ -219,7 +219,7 @@ TEST(KinetoFidelityTest, ProfilerSpanIsNeverTheStraggler) {
   std::ofstream(dir / "rank1.pt.trace.json") << CudaStep(1, 1000, 3000);
   auto traces = trace::ReadTraces({dir.string()});
   ASSERT_TRUE(traces.ok()) << traces.status().message();
-  const MergeResult merged = MergeTraces(std::move(traces).value());
+  const MergeResult merged = MergeTraces(std::move(traces).value(), AlignMethod::kClock);
   ASSERT_EQ(merged.report.stragglers.size(), 1u);
   const StepStraggler& straggler = merged.report.stragglers[0];
   EXPECT_EQ(merged.report.inputs[straggler.input].rank, 1);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "profiler/formats/reader.h"
+#include "profiler/trace/slice_details.h"
 #include "test_util.h"
 
 namespace stepscope::analysis {
@@ -80,7 +81,11 @@ TEST(OpCostFormulas, LstmBlockCellIsItsGateMatmulPlusElementwise) {
 TEST(OpCostFormulas, ElementwiseNormalisationLossAndOptimizers) {
   EXPECT_EQ(Tf("Relu", {F32({8, 10})}, {F32({8, 10})}).flops, 80);
   EXPECT_EQ(Tf("BiasAdd", {F32({8, 10}), F32({10})}, {F32({8, 10})}).flops, 80);
-  EXPECT_EQ(Tf("BiasAddGrad", {F32({8, 10})}, {F32({10})}).flops, 80);
+  // Reductions and L2Loss as tfprof counts them: n_in - n_out; 3n - 1.
+  EXPECT_EQ(Tf("BiasAddGrad", {F32({8, 10})}, {F32({10})}).flops, 70);
+  EXPECT_EQ(Tf("Mean", {F32({8, 10}), F32({2})}, {F32({8})}).flops, 80);
+  EXPECT_EQ(Tf("L2Loss", {F32({8, 10})}, {F32({})}).flops, 239);
+  EXPECT_EQ(Tf("Softmax", {F32({8, 10})}, {F32({8, 10})}).flops, 400);
   EXPECT_EQ(Tf("AddN", {F32({8, 10}), F32({8, 10}), F32({8, 10})}, {F32({8, 10})}).flops, 160);
   EXPECT_EQ(Tf("FusedBatchNormV3", {F32({2, 4, 4, 8}), F32({8}), F32({8})}, {F32({2, 4, 4, 8})}).flops, 8 * 256);
   EXPECT_EQ(Tf("FusedBatchNormGradV3", {F32({2, 4, 4, 8}), F32({2, 4, 4, 8})}, {F32({2, 4, 4, 8})}).flops,
@@ -125,6 +130,8 @@ TEST(OpCostFormulas, AtenOpsAsPyTorchCountsThem) {
   EXPECT_EQ(sdpa.flops, 2'048);
   EXPECT_EQ(sdpa.cost_class, CostClass::kAttention);
   EXPECT_EQ(Aten("aten::view", {Torch({4, 5}), NotATensor()}).flops, 0);
+  EXPECT_EQ(Aten("aten::view", {Torch({4, 5}), NotATensor()}).bytes, 0);  // a view moves nothing
+  EXPECT_EQ(Aten("aten::copy_", {Torch({4, 5}), Torch({4, 5}), NotATensor()}).bytes, 2 * 20 * 4);
   EXPECT_EQ(Aten("aten::linear", {Torch({4, 5}), Torch({6, 5})}).flops, -1);  // its addmm counts
 }
 
@@ -323,6 +330,98 @@ TEST(OpCostTrainer, PtbLstmStepEqualsItsConfigsFormula) {
     EXPECT_GT(u.count, 0);
     EXPECT_FALSE(u.reason.empty());
   }
+}
+
+// The first slice named `name` in start order.
+uint32_t FirstNamed(const trace::Trace& trace, std::string_view name) {
+  uint32_t found = UINT32_MAX;
+  for (uint32_t i = 0; i < trace.slices().size(); ++i) {
+    if (trace.str(trace.slice_name(trace.slices()[i])) != name) continue;
+    if (found == UINT32_MAX || trace.slices()[i].start_ns < trace.slices()[found].start_ns) found = i;
+  }
+  return found;
+}
+
+TEST(OpCostInputs, DetailReaderReadsPyTorchsRecordShapesArguments) {
+  const trace::Trace trace = ReadFixture("pytorch_resnet50_b1_train.json.gz");
+  const uint32_t conv = FirstNamed(trace, "aten::conv2d");
+  ASSERT_NE(conv, UINT32_MAX);
+  trace::DetailReader reader(trace, trace::kDetailInputShapes);
+  EXPECT_TRUE(reader.MayHave(trace::kDetailInputShapes));
+  const std::span<const trace::TensorInput> in = reader.InputShapes(conv);
+  ASSERT_EQ(in.size(), 7u);  // input, weight, bias, stride, padding, dilation, groups
+  EXPECT_EQ(std::vector<int64_t>(in[0].shape.begin(), in[0].shape.end()), (std::vector<int64_t>{1, 3, 224, 224}));
+  EXPECT_EQ(std::vector<int64_t>(in[1].shape.begin(), in[1].shape.end()), (std::vector<int64_t>{64, 3, 7, 7}));
+  EXPECT_EQ(in[0].dtype, "float");
+  EXPECT_TRUE(in[2].shape.empty());
+  EXPECT_EQ(in[3].dtype, "ScalarList");
+  EXPECT_EQ(in[3].value, "[2, 2]");
+  EXPECT_EQ(in[4].value, "[3, 3]");
+  EXPECT_EQ(reader.ReportedFlops(conv), -1);  // PyTorch's chrome export leaves its count out
+  // A tensor list (aten::lstm's hidden state and weights) has no one shape.
+  const trace::Trace lstm = ReadFixture("pytorch_lstm_train.json.gz");
+  trace::DetailReader lstm_reader(lstm, trace::kDetailInputShapes);
+  const std::span<const trace::TensorInput> cell = lstm_reader.InputShapes(FirstNamed(lstm, "aten::lstm"));
+  ASSERT_GE(cell.size(), 3u);
+  EXPECT_EQ(cell[1].dtype, "TensorList");
+  EXPECT_TRUE(cell[1].shape.empty());
+}
+
+TEST(OpCostInputs, TheTrainersInputRecordsReachDetailReader) {
+  const trace::Trace trace = ReadFixture("trainer_resnet50_b2_32px_step2.pb.gz");
+  const uint32_t conv = FirstNamed(trace, "resnet50/conv1_conv/Conv2D");
+  ASSERT_NE(conv, UINT32_MAX);
+  trace::DetailReader reader(trace, trace::kDetailInputShapes);
+  const std::span<const trace::TensorInput> in = reader.InputShapes(conv);
+  ASSERT_EQ(in.size(), 2u);  // the padded image, the filter (a variable: no node of the step)
+  EXPECT_EQ(std::vector<int64_t>(in[0].shape.begin(), in[0].shape.end()), (std::vector<int64_t>{2, 38, 38, 3}));
+  EXPECT_EQ(std::vector<int64_t>(in[1].shape.begin(), in[1].shape.end()), (std::vector<int64_t>{7, 7, 3, 64}));
+  EXPECT_EQ(in[1].dtype, "DT_FLOAT");
+}
+
+TEST(OpCostTensorFlow, PtbLstmStepFromItsProducersShapes) {
+  // TensorFlow 1.x's own step of the PTB LSTM (small config: B=20, T=20, 2 layers, H=200,
+  // V=10,000) on a GPU: inputs' shapes are their producers' outputs; the model FLOPs equal the
+  // config's formula, 3 * (T*L*2*B*2H*4H + 2*B*T*H*V).
+  auto read = trace::ReadTrace(stepscope::testing::SamplePath("ptb_lstm_tf1_gpu_step.pbtxt"));
+  ASSERT_TRUE(read.ok());
+  const OpCostReport report = ComputeOpCosts(*read);
+  int64_t model = 0;
+  const auto by_type = FlopsByOpType(*read, report, &model);
+  const int64_t b = 20, t = 20, layers = 2, h = 200, v = 10'000;
+  EXPECT_EQ(model, 3 * (t * layers * 2 * b * 2 * h * 4 * h + 2 * b * t * h * v));
+  EXPECT_EQ(by_type.at("LSTMBlockCell"), t * layers * (2 * b * 2 * h * 4 * h + b * 14 * h));
+  for (const OpCost& c : report.costs) EXPECT_EQ(c.source, CostSource::kTfShapes);
+  // Ops whose inputs no node of the step produced are listed, not guessed.
+  bool listed = false;
+  for (const UnknownOpType& u : report.unknown_ops) listed = listed || u.op_type == "LSTMBlockCellGrad";
+  EXPECT_TRUE(listed);
+}
+
+TEST(OpCostTrace, ASourcesOwnFlopsCountIsKeptAndUsedWhereNoFormulaApplies) {
+  // Kineto's `flops` argument (with_flops): on an op we also cost, beside ours; on one we do not,
+  // the figure, said to be Kineto's.
+  const std::string path = (stepscope::testing::ScratchDir("op_cost") / "kineto_flops.json").string();
+  std::ofstream(path) << R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+     "args": {"Input Dims": [[4, 5], [5, 6]], "Input type": ["float", "float"], "flops": 240}},
+    {"ph": "X", "cat": "cpu_op", "name": "my_ext::fused_thing", "pid": 1, "tid": 1, "ts": 20, "dur": 5,
+     "args": {"Input Dims": [[8]], "Input type": ["float"], "flops": 1000}},
+    {"ph": "X", "cat": "cpu_op", "name": "my_ext::other", "pid": 1, "tid": 1, "ts": 30, "dur": 7,
+     "args": {"Input Dims": [[8]], "Input type": ["float"]}}]})";
+  auto read = trace::ReadTrace(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  const OpCostReport report = ComputeOpCosts(*read);
+  ASSERT_EQ(report.costs.size(), 2u);
+  EXPECT_EQ(report.costs[0].flops, 240);
+  EXPECT_EQ(report.costs[0].reported_flops, 240);
+  EXPECT_EQ(report.costs[0].source, CostSource::kPyTorchShapes);
+  EXPECT_EQ(report.costs[1].flops, 1000);
+  EXPECT_EQ(report.costs[1].source, CostSource::kKinetoFlops);
+  ASSERT_EQ(report.unknown_ops.size(), 1u);
+  EXPECT_EQ(report.unknown_ops[0].op_type, "my_ext::other");
+  EXPECT_EQ(report.unknown_ops[0].time_ns, 7000);
+  EXPECT_EQ(report.unknown_ops[0].reason, "no formula for this op type");
 }
 
 TEST(OpCostTrace, ATraceWithoutShapesSaysSoAndListsItsOps) {

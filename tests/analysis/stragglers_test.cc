@@ -238,7 +238,7 @@ TEST(StragglersTest, AlignsClocksOfOtherHosts) {
   // Rank 1 computes 2 ms longer; its clock reads 1 s more.
   traces.push_back(StepTrace(1, 5, kEpoch + 1000 * kMs, 200 * kUs, 6 * kMs, 1 * kMs, "host-b",
                              kEpoch - 10 * kMs + 1000 * kMs));
-  const auto report = ComputeStragglers(traces);
+  const auto report = ComputeStragglers(traces, {.align = AlignMethod::kBarrier});
   ASSERT_TRUE(report.ok()) << report.status().message();
   ASSERT_EQ(report->steps.size(), 1u);
   EXPECT_EQ(report->inputs[1].alignment, "clock_sync");
@@ -249,7 +249,7 @@ TEST(StragglersTest, AlignsClocksOfOtherHosts) {
   // The step's origin is on rank 0's clock (the reference): the start of both ranks' input op;
   // in the merge of the same inputs the step starts at origin - the merged trace's epoch.
   EXPECT_EQ(report->steps[0].origin_ns, kEpoch);
-  const MergeResult merged = MergeTraces(std::move(traces));
+  const MergeResult merged = MergeTraces(std::move(traces), AlignMethod::kBarrier);
   int64_t first_work = std::numeric_limits<int64_t>::max();
   for (const trace::Slice& s : merged.trace.slices()) {
     if (!trace::IsAnnotationOrSync(s.kind)) first_work = std::min(first_work, s.start_ns);
@@ -315,7 +315,7 @@ trace::Trace KinetoRank(int32_t rank) {
 TEST(StragglersTest, PyTorchRanksKnownByConstruction) {
   std::vector<trace::Trace> traces;
   for (int32_t rank = 3; rank >= 0; --rank) traces.push_back(KinetoRank(rank));  // any input order
-  const auto report = ComputeStragglers(traces);
+  const auto report = ComputeStragglers(traces, {.align = AlignMethod::kClock});
   ASSERT_TRUE(report.ok()) << report.status().message();
   ASSERT_EQ(report->steps.size(), 4u);
 
@@ -412,9 +412,9 @@ TEST(MergeSteps, OneRanksStepFilesStayItsNumberedSteps) {
 TEST(MergeSteps, StragglersPerProfilerStepNotPerInput) {
   std::vector<trace::Trace> traces;
   for (int32_t rank = 0; rank < 4; ++rank) traces.push_back(KinetoRank(rank));
-  const auto expected = ComputeStragglers(traces);
+  const auto expected = ComputeStragglers(traces, {.align = AlignMethod::kClock});
   ASSERT_TRUE(expected.ok());
-  const MergeResult merged = MergeTraces(std::move(traces));
+  const MergeResult merged = MergeTraces(std::move(traces), AlignMethod::kClock);
   ASSERT_EQ(merged.report.stragglers.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
     const StepStraggler& s = merged.report.stragglers[i];

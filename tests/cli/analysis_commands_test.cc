@@ -140,7 +140,7 @@ TEST(AnalysisCommandsTest, KernelTablesShowShortNamesUnlessFullNamesIsGiven) {
 
 TEST(AnalysisCommandsTest, MergeWritesAChromeTraceThatReadsBack) {
   const std::string out = (testing::ScratchDir("merge") / "merged.json.gz").string();
-  const Result r = RunStepscope({"merge", DataPath("analysis/ranks"), "-o", out});
+  const Result r = RunStepscope({"merge", DataPath("analysis/ranks"), "-o", out, "--align", "barrier"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("rank 1 (host-b) step 5 finished 60.0 us after"), std::string::npos) << r.out;
   auto merged = trace::ReadTrace(out);
@@ -155,7 +155,7 @@ TEST(AnalysisCommandsTest, MergeWritesEveryOutputFormatByExtension) {
   for (const char* name : {"merged.json", "merged.pftrace", "merged.pftrace.gz", "merged.pb", "merged.pbtxt"}) {
     SCOPED_TRACE(name);
     const std::string out = (testing::ScratchDir("merge_formats") / name).string();
-    const Result r = RunStepscope({"merge", DataPath("analysis/ranks"), "-o", out});
+    const Result r = RunStepscope({"merge", DataPath("analysis/ranks"), "-o", out, "--align", "barrier"});
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("wrote " + out), std::string::npos) << r.out;
     auto merged = trace::ReadTrace(out);
@@ -165,7 +165,7 @@ TEST(AnalysisCommandsTest, MergeWritesEveryOutputFormatByExtension) {
   }
   // --format wins over the extension.
   const std::string forced = (testing::ScratchDir("merge_formats") / "merged.out").string();
-  const Result r = RunStepscope({"merge", DataPath("analysis/ranks"), "-o", forced, "--format", "pftrace"});
+  const Result r = RunStepscope({"merge", DataPath("analysis/ranks"), "-o", forced, "--format", "pftrace", "--align", "barrier"});
   ASSERT_EQ(r.code, 0) << r.err;
   auto merged = trace::ReadTrace(forced);
   ASSERT_TRUE(merged.ok()) << merged.status().message();

@@ -65,9 +65,9 @@ std::string ThreeRanks() {
 
 TEST(StragglersCommandTest, TextNamesTheStragglerItsLatenessAndReason) {
   const std::string dir = ThreeRanks();
-  const CliResult r = RunStepscope({"stragglers", dir});
+  const CliResult r = RunStepscope({"stragglers", "--align", "barrier", dir});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("3 ranks, 3 steps compared (3 inputs; clocks: 1 reference, 2 same host)"), std::string::npos)
+  EXPECT_NE(r.out.find("3 ranks, 3 steps compared (3 inputs; clocks aligned by barrier: 1 reference, 2 same host)"), std::string::npos)
       << r.out;
   // step, ranks, straggler, lateness, vs median, reason, its excess
   EXPECT_NE(r.out.find("         2      3 rank 1        2.000 ms     1.997 ms compute           +2.000 ms"),
@@ -78,7 +78,7 @@ TEST(StragglersCommandTest, TextNamesTheStragglerItsLatenessAndReason) {
                        "the other ranks' median by 2.000 ms"),
             std::string::npos)
       << r.out;
-  const CliResult top1 = RunStepscope({"stragglers", dir, "--top", "1"});
+  const CliResult top1 = RunStepscope({"stragglers", "--align", "barrier", dir, "--top", "1"});
   ASSERT_EQ(top1.code, 0);
   EXPECT_NE(top1.out.find("(1 of 3, the latest)"), std::string::npos) << top1.out;
   EXPECT_EQ(top1.out.find("         1      3 rank 2"), std::string::npos) << top1.out;
@@ -86,7 +86,7 @@ TEST(StragglersCommandTest, TextNamesTheStragglerItsLatenessAndReason) {
 
 TEST(StragglersCommandTest, JsonDocument) {
   const std::string dir = ThreeRanks();
-  const CliResult r = RunStepscope({"stragglers", dir, "--json"});
+  const CliResult r = RunStepscope({"stragglers", "--align", "barrier", dir, "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["schema"], "stepscope.stragglers/1");
@@ -118,7 +118,7 @@ TEST(StragglersCommandTest, JsonDocument) {
   EXPECT_EQ(doc["by_rank"][1]["straggler_steps"], 1);
   EXPECT_EQ(doc["by_rank"][2]["straggler_steps"], 2);  // steps 1 and 3: 3 us late
 
-  const auto one = nlohmann::json::parse(RunStepscope({"stragglers", dir, "--json", "--step", "2"}).out);
+  const auto one = nlohmann::json::parse(RunStepscope({"stragglers", "--align", "barrier", dir, "--json", "--step", "2"}).out);
   ASSERT_EQ(one["steps"].size(), 1u);
   EXPECT_EQ(one["steps"][0]["straggler"], 1);
 }
@@ -133,36 +133,36 @@ TEST(StragglersCommandTest, BadInputExitsTwoWithAClearMessage) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("expected 1 or more argument(s), got 0"), std::string::npos) << r.err;
 
-  r = RunStepscope({"stragglers", dir + "/rank0.json"});
+  r = RunStepscope({"stragglers", "--align", "barrier", dir + "/rank0.json"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("stepscope stragglers: no step has work from two ranks or more to compare (1 input(s): " + dir +
                        "/rank0.json)"),
             std::string::npos)
       << r.err;
 
-  r = RunStepscope({"stragglers", dir + "/missing.json"});
+  r = RunStepscope({"stragglers", "--align", "barrier", dir + "/missing.json"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("missing.json"), std::string::npos) << r.err;
 
   const std::string broken = (testing::ScratchDir("stragglers_cli") / "broken.json").string();
   ASSERT_TRUE(WriteFileAtomically(broken, "{\"traceEvents\": [ {\"ph\": \"X\", \"ts\": oops").ok());
-  r = RunStepscope({"stragglers", dir + "/rank0.json", broken});
+  r = RunStepscope({"stragglers", "--align", "barrier", dir + "/rank0.json", broken});
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.err.find("broken.json"), std::string::npos) << r.err;
 
-  r = RunStepscope({"stragglers", dir, "--steps", "7-9"});
+  r = RunStepscope({"stragglers", "--align", "barrier", dir, "--steps", "7-9"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("no step 7-9 in the traces given"), std::string::npos) << r.err;
 
-  r = RunStepscope({"stragglers", dir, "--steps", "3-1"});
+  r = RunStepscope({"stragglers", "--align", "barrier", dir, "--steps", "3-1"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--steps 3-1: expected A-B with A <= B"), std::string::npos) << r.err;
 
-  r = RunStepscope({"stragglers", dir, "--top", "0"});
+  r = RunStepscope({"stragglers", "--align", "barrier", dir, "--top", "0"});
   EXPECT_EQ(r.code, 2);
 
   // The same rank's trace twice (two runs mixed up).
-  r = RunStepscope({"stragglers", dir, dir + "/rank1.json"});
+  r = RunStepscope({"stragglers", "--align", "barrier", dir, dir + "/rank1.json"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("rank 1 step 1 is in both " + dir + "/rank1.json and " + dir + "/rank1.json"),
             std::string::npos)
@@ -171,6 +171,40 @@ TEST(StragglersCommandTest, BadInputExitsTwoWithAClearMessage) {
 
 // --rank keeps the traces of those ranks in every analysis; --step/--steps picks steps in
 // critical-path as in the GPU commands.
+// `align` on three real gloo ranks of one host (tests/data/analysis/gloo_ranks): the schema, the
+// method named, each rank matched; one rank or an unknown method exits 2.
+TEST(AlignCommandTest, ReportsEachRanksClockAndRefusesBadInput) {
+  const std::string dir = testing::DataPath("analysis/gloo_ranks");
+  CliResult r = RunStepscope({"align", dir, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["schema"], "stepscope.align/1");
+  EXPECT_EQ(doc["method"], "collectives");
+  ASSERT_EQ(doc["ranks"].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& rank = doc["ranks"][i];
+    EXPECT_EQ(rank["rank"], i);
+    EXPECT_GE(rank["matched_collectives"].get<int64_t>(), 20);
+    EXPECT_LE(std::abs(rank["offset_ns"].get<int64_t>()), rank["residual_ns"].get<int64_t>() + 1000);
+  }
+  r = RunStepscope({"align", dir});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("3 ranks, clocks aligned by collectives"), std::string::npos) << r.out;
+
+  r = RunStepscope({"align", dir, "--json", "--align", "barrier"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto barrier = nlohmann::json::parse(r.out);
+  EXPECT_EQ(barrier["method"], "barrier");
+  EXPECT_TRUE(barrier["ranks"][1]["residual_ns"].is_null());
+
+  r = RunStepscope({"align", dir + "/rank0.json.gz"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("align needs the traces of two ranks or more"), std::string::npos) << r.err;
+  r = RunStepscope({"align", dir, "--align", "nearest"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--align nearest: expected collectives, barrier, clock or auto"), std::string::npos) << r.err;
+}
+
 TEST(ScopeFlagsTest, RankAndStepScopeEveryAnalysis) {
   const std::string dir = ThreeRanks();
   for (const char* command : {"gpu", "idle", "launches", "annotations", "kernel-patterns", "critical-path", "overlap"}) {
@@ -204,7 +238,7 @@ TEST(ScopeFlagsTest, RankAndStepScopeEveryAnalysis) {
   EXPECT_EQ(paths["traces"][0]["steps"][1]["marker"], "ProfilerStep#3");
 
   // stragglers among ranks 0 and 2 only: rank 2's clock is 3 us late, every step.
-  const auto pair = nlohmann::json::parse(RunStepscope({"stragglers", dir, "--json", "--rank", "0,2"}).out);
+  const auto pair = nlohmann::json::parse(RunStepscope({"stragglers", "--align", "barrier", dir, "--json", "--rank", "0,2"}).out);
   ASSERT_EQ(pair["steps"].size(), 3u);
   for (const auto& step : pair["steps"]) {
     EXPECT_EQ(step["ranks"], 2);

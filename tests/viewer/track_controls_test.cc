@@ -1,6 +1,8 @@
-// Markers (M, the list, the lines on the timeline) and the track controls (filter, pin, reorder)
-// on a real trace: the TensorFlow GPU step of the PTB LSTM (a host, CPU and GPU devices, three
+// Markers (M, the list, the lines on the timeline), the track controls (filter, pin, reorder,
+// counter tracks in the Tracks pane) and the Details pane staying closed once closed, on a real trace: the TensorFlow GPU step of the PTB LSTM (a host, CPU and GPU devices, three
 // streams and the aggregate lanes).
+#include <QAbstractItemModelTester>
+#include <QDockWidget>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QScrollBar>
@@ -14,13 +16,16 @@
 #include "viewer/app/main_window.h"
 #include "viewer/load/trace_loader.h"
 #include "viewer/models/roles.h"
+#include "viewer/models/slice_details_model.h"
 #include "viewer/models/track_tree_model.h"
+#include "viewer/panes/details_pane.h"
 #include "viewer/panes/empty_hint.h"
 #include "viewer/panes/markers_pane.h"
 #include "viewer/panes/tracks_pane.h"
 #include "viewer/timeline/marker_painter.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
+#include "viewer/timeline_data/counter_tracks.h"
 #include "viewer/timeline_data/markers.h"
 #include "viewer/timeline_data/track_layout.h"
 
@@ -229,6 +234,80 @@ class TrackControlsTest : public QObject {
     pane->TogglePin();
     QCOMPARE(timeline->layout().pinned_row_count(), 0);
     window_->resize(1400, 700);
+  }
+
+  void TracksPaneListsCounterTracksAndHidesThem() {
+    TracksPane* pane = view_->pane<TracksPane>();
+    TimelineView* timeline = view_->timeline();
+    QTRY_VERIFY(timeline->counter_tracks() != nullptr);
+    const CounterTracks& counters = *timeline->counter_tracks();
+    // The PTB step: the GPU's utilisation, launch delay and queue, and its allocators' memory.
+    QVERIFY(counters.tracks().size() >= 3);
+    TrackTreeModel* model = pane->model();
+    QTRY_COMPARE(model->counter_count(), counters.tracks().size());
+    QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    for (uint32_t c = 0; c < counters.tracks().size(); ++c) {
+      const CounterTrack& counter = counters.tracks()[c];
+      const QModelIndex index = model->IndexOfCounter(c);
+      QCOMPARE(index.data().toString(), QString::fromStdString(counter.name));
+      QVERIFY(index.siblingAtColumn(TrackTreeModel::kKindColumn).data().toString().startsWith("counter"));
+      QCOMPARE(index.parent(), model->IndexOf(counter.track));  // under its device, after its lanes
+      QCOMPARE(model->index(index.row(), 0, index.parent()), index);
+      QVERIFY(index.row() >= static_cast<int>(timeline->layout().children(static_cast<int32_t>(counter.track)).size()));
+      QCOMPARE(model->rowCount(index), 0);
+      QCOMPARE(index.data(Qt::CheckStateRole).toInt(), int(Qt::Checked));
+      QCOMPARE(model->CounterOf(index), static_cast<int64_t>(c));
+      QCOMPARE(model->CounterOf(index.parent()), int64_t{-1});
+      QVERIFY(!pane->tree()->isRowHidden(index.row(), index.parent()));
+    }
+    // Unchecked: gone from the timeline; checked: back.
+    const int rows = timeline->row_count();
+    QVERIFY(model->setData(model->IndexOfCounter(0), Qt::Unchecked, Qt::CheckStateRole));
+    QVERIFY(timeline->layout().counter_hidden(0));
+    QCOMPARE(timeline->row_count(), rows - TrackLayout::kCounterRows);
+    QVERIFY(model->setData(model->IndexOfCounter(0), Qt::Checked, Qt::CheckStateRole));
+    QVERIFY(!timeline->layout().counter_hidden(0));
+    QCOMPARE(timeline->row_count(), rows);
+    // Hidden from the timeline (its label's menu): the box follows.
+    const auto last = static_cast<uint32_t>(counters.tracks().size() - 1);
+    timeline->SetCounterHidden(last, true);
+    QTRY_COMPARE(model->IndexOfCounter(last).data(Qt::CheckStateRole).toInt(), int(Qt::Unchecked));
+    timeline->SetCounterHidden(last, false);
+    QTRY_COMPARE(model->IndexOfCounter(last).data(Qt::CheckStateRole).toInt(), int(Qt::Checked));
+    // The filter hides a counter with its device.
+    pane->filter_box()->setText("stream:13");
+    const QModelIndex counter = model->IndexOfCounter(0);
+    const bool device_kept = !timeline->layout().filtered_out(counters.tracks()[0].track);
+    QCOMPARE(pane->tree()->isRowHidden(counter.row(), counter.parent()), !device_kept);
+    pane->filter_box()->clear();
+  }
+
+  void ClosedDetailsPaneStaysClosedOnSelection() {
+    TimelineView* timeline = view_->timeline();
+    QDockWidget* dock = nullptr;
+    for (QWidget* w = view_->pane<DetailsPane>()->widget(); w != nullptr && dock == nullptr; w = w->parentWidget()) {
+      dock = qobject_cast<QDockWidget*>(w);
+    }
+    QVERIFY(dock != nullptr);
+    // Open: a selection shows it.
+    QVERIFY(dock->toggleViewAction()->isChecked());
+    timeline->SelectSlice(0);
+    QTRY_VERIFY(view_->PaneInFront(kDetailsPane));
+    // Closed by the user: a selection fills it but does not reopen it.
+    dock->close();
+    QVERIFY(!dock->toggleViewAction()->isChecked());
+    timeline->SelectSlice(1);
+    QApplication::processEvents();
+    QVERIFY(!dock->isVisible());
+    QVERIFY(!dock->toggleViewAction()->isChecked());
+    QCOMPARE(view_->pane<DetailsPane>()->details_model()->index(0, 1).data().toString(),
+             QString::fromUtf8(view_->document().trace().str(view_->document().trace().slice_name(view_->document().trace().slices()[1]))));
+    // Reopened (View > Panes): in front at the next selection again.
+    dock->toggleViewAction()->trigger();
+    QVERIFY(dock->toggleViewAction()->isChecked());
+    timeline->SelectSlice(0);
+    QTRY_VERIFY(view_->PaneInFront(kDetailsPane));
+    timeline->ClearSelection();
   }
 
   void cleanupTestCase() { window_.reset(); }

@@ -15,6 +15,7 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
+#include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
 #include <QSaveFile>
@@ -23,6 +24,7 @@
 #include <QTabBar>
 #include <QTimer>
 #include <QToolBar>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -31,9 +33,14 @@
 
 #include "viewer/app/document_view.h"
 #include "viewer/app/main_window.h"
+#include "viewer/panes/call_tree_pane.h"
+#include "viewer/panes/markers_pane.h"
 #include "viewer/panes/pane_table.h"
+#include "viewer/panes/tracks_pane.h"
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
+#include "viewer/timeline_data/counter_tracks.h"
+#include "viewer/timeline_data/markers.h"
 
 namespace stepscope::viewer {
 namespace {
@@ -102,6 +109,12 @@ QJsonObject DescribeTimeline(const DocumentView& view) {
     item["counter"] = row.kind == TimelineRow::Kind::kCounter;
     item["depth"] = row.depth;
     item["labelled"] = row.kind == TimelineRow::Kind::kHeader || row.first_of_track;
+    if (row.kind == TimelineRow::Kind::kCounter && row.depth == 0 && timeline->counter_tracks() != nullptr) {
+      // A counter's name and where its chart is drawn (its rows' time area).
+      item["counter_name"] = QString::fromStdString(timeline->counter_tracks()->tracks()[row.counter].name);
+      item["area"] = Rect(timeline, QRect(kTimeAreaLeft, top, timeline->mapping().width_px(),
+                                          TrackLayout::kCounterRows * TimelineView::kRowHeight));
+    }
     rows.append(item);
   }
   out["rows"] = rows;
@@ -134,6 +147,17 @@ QJsonObject DescribeTimeline(const DocumentView& view) {
   QJsonArray path;
   for (const uint32_t slice : timeline->path_slices()) path.append(static_cast<qint64>(slice));
   out["path"] = path;
+  QJsonArray picked;  // Ctrl+clicked
+  for (const uint32_t slice : timeline->selection().slices()) picked.append(static_cast<qint64>(slice));
+  out["picked"] = picked;
+  QJsonArray markers;
+  for (const Marker& marker : timeline->markers().markers()) {
+    const double x = timeline->mapping().NsToPx(static_cast<double>(marker.time_ns));
+    markers.append(QJsonObject{{"label", QString::fromStdString(marker.label)},
+                               {"time_ns", static_cast<qint64>(marker.time_ns)},
+                               {"x", timeline->mapToGlobal(QPoint(kTimeAreaLeft + static_cast<int>(std::lround(x)), 0)).x()}});
+  }
+  out["markers"] = markers;
   if (const auto range = timeline->selected_range()) {
     out["range"] = QJsonArray{static_cast<qint64>(range->first), static_cast<qint64>(range->second)};
   }
@@ -214,6 +238,24 @@ QJsonObject DescribeWindow(MainWindow& window) {
     out["analysed"] = view->analysed();
     out["timeline"] = DescribeTimeline(*view);
     out["panes"] = DescribePanes(*view);
+    QJsonArray listed;  // the Markers pane's rows
+    const QListWidget* list = view->pane<MarkersPane>()->list();
+    for (int i = 0; i < list->count(); ++i) listed.append(list->item(i)->text());
+    out["markers_listed"] = listed;
+    const CallTreePane* call_tree = view->pane<CallTreePane>();
+    QJsonObject tree{{"caption", call_tree->caption()}, {"pending", call_tree->pending()}};
+    if (const auto top_down = call_tree->top_down()) {
+      QJsonArray top;  // the top-level names, largest first
+      for (const uint32_t node : top_down->children_of(0)) top.append(QString::fromStdString(top_down->name(node)));
+      tree["top"] = top;
+      tree["slices"] = static_cast<qint64>(top_down->slices);
+    }
+    out["call_tree"] = tree;
+    const QLineEdit* filter = view->pane<TracksPane>()->filter_box();
+    QJsonObject tracks_filter = WidgetRect(filter);
+    tracks_filter["text"] = filter->text();
+    tracks_filter["visible"] = filter->isVisible();
+    out["tracks_filter"] = tracks_filter;
   }
   return out;
 }

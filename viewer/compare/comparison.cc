@@ -82,7 +82,7 @@ StatusOr<StepDocument> OpenStepDocument(const analysis::Step& step) {
     ASSIGN_OR_RETURN(out.document, OpenDocument(files.front()));
   } else {
     ASSIGN_OR_RETURN(std::vector<trace::Trace> traces, trace::ReadTraces(files));
-    analysis::MergeResult merged = analysis::MergeTraces(std::move(traces));
+    analysis::MergeResult merged = analysis::MergeTraces(std::move(traces), analysis::AlignMethod::kBarrier);
     ASSIGN_OR_RETURN(out.document, MakeDocument(std::move(merged.trace), step.source));
   }
   // The window in this document's time: the same step found again (same marker and number).

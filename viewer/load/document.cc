@@ -118,7 +118,8 @@ StatusOr<std::shared_ptr<const TraceDocument>> OpenMergedDocument(
   auto ranks = std::make_shared<RankMerge>();
   if (traces.size() < 2) ranks->stragglers_error = "one trace, no ranks to compare";
   if (traces.size() > 1) {
-    auto stragglers = analysis::ComputeStragglers(traces);
+    // The barrier, as before `--align` existed; the viewer has no --align of its own yet.
+    auto stragglers = analysis::ComputeStragglers(traces, {.align = analysis::AlignMethod::kBarrier});
     if (stragglers.ok()) {
       ranks->stragglers = std::move(stragglers).value();
     } else {
@@ -126,11 +127,12 @@ StatusOr<std::shared_ptr<const TraceDocument>> OpenMergedDocument(
     }
   }
   if (cancelled()) return stop();
-  analysis::MergeResult merged = analysis::MergeTraces(std::move(traces));
+  analysis::MergeResult merged = analysis::MergeTraces(std::move(traces), analysis::AlignMethod::kBarrier);
   if (note != nullptr) {
     // Steps as the stragglers analysis numbers them (ProfilerStep#N windows too), not the inputs'
     // step numbers, which PyTorch traces do not have.
-    *note = "Merged " + std::to_string(merged.report.inputs.size()) + " traces: " +
+    *note = "Merged " + std::to_string(merged.report.inputs.size()) + " traces, clocks aligned by " +
+            std::string(analysis::AlignMethodName(merged.report.alignment.method)) + ": " +
             std::to_string(merged.report.unaligned) + " not clock-aligned; " +
             (ranks->stragglers ? std::to_string(ranks->stragglers->steps.size()) +
                                      (ranks->stragglers->steps.size() == 1 ? " step" : " steps") + " compared across ranks"

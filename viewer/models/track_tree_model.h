@@ -1,7 +1,9 @@
 // The track tree (host/rank -> device -> stream/thread lanes) as a Qt item model. Column 0
 // is checkable: unchecking a track hides it and its subtree from the timeline
 // (visibilityChanged). Repeat lanes (IsRepeatLane) start unchecked, as the timeline starts with
-// them hidden. Read-only otherwise.
+// them hidden. Counter tracks (SetCounters, when the analyses bring them) are rows under the
+// device they are drawn under, after its lanes, checkable the same way
+// (counterVisibilityChanged); their kTrackRole is that device's. Read-only otherwise.
 #pragma once
 
 #include <QAbstractItemModel>
@@ -12,6 +14,7 @@
 
 namespace stepscope::viewer {
 
+class CounterTracks;
 class TrackLayout;
 
 class TrackTreeModel : public QAbstractItemModel {
@@ -37,8 +40,19 @@ class TrackTreeModel : public QAbstractItemModel {
   // The index of a track's name cell.
   QModelIndex IndexOf(uint32_t track) const;
 
+  // The timeline's counter tracks, each visible unless `layout` hides it.
+  void SetCounters(const CounterTracks& counters, const TrackLayout& layout);
+  // The check states of the counters as `layout` has them (hidden on the timeline itself).
+  void FollowCounterVisibility(const TrackLayout& layout);
+  size_t counter_count() const { return counters_.size(); }
+  bool counter_visible(uint32_t counter) const { return counters_[counter].visible; }
+  // The counter of a row, or -1 for a track's row.
+  int64_t CounterOf(const QModelIndex& index) const;
+  QModelIndex IndexOfCounter(uint32_t counter) const;
+
  signals:
   void visibilityChanged(uint32_t track, bool visible);
+  void counterVisibilityChanged(uint32_t counter, bool visible);
 
  private:
   std::shared_ptr<const TraceDocument> document_;
@@ -46,6 +60,16 @@ class TrackTreeModel : public QAbstractItemModel {
   std::vector<int> row_in_parent_;
   std::vector<int64_t> subtree_slices_;
   std::vector<bool> visible_;
+  struct CounterRow {
+    uint32_t track;  // the device it is drawn under
+    int row;         // among that track's counters
+    QString name, kind, origin;
+    int64_t samples;
+    bool visible;
+  };
+  QVariant CounterData(const CounterRow& counter, int column, int role) const;
+  std::vector<CounterRow> counters_;
+  std::vector<std::vector<uint32_t>> counters_of_;  // per track, its counters in order
 };
 
 }  // namespace stepscope::viewer

@@ -1,6 +1,8 @@
 // The details pane (details_pane.h): follows the timeline's selection.
 #include "viewer/panes/details_pane.h"
 
+#include <QAction>
+#include <QDockWidget>
 #include <QHeaderView>
 #include <QTabWidget>
 #include <QTreeView>
@@ -14,6 +16,18 @@
 #include "viewer/timeline/timeline_view.h"
 
 namespace stepscope::viewer {
+namespace {
+
+// Whether the dock holding `widget` is open, in front or behind another's tab (its View > Panes
+// entry is checked): not closed by the user. Outside a dock, open.
+bool DockOpen(const QWidget* widget) {
+  for (; widget != nullptr; widget = widget->parentWidget()) {
+    if (const auto* dock = qobject_cast<const QDockWidget*>(widget)) return dock->toggleViewAction()->isChecked();
+  }
+  return true;
+}
+
+}  // namespace
 
 DetailsPane::DetailsPane(PaneHost& host, QObject* parent) : Pane(host, parent) {
   details_model_ = new SliceDetailsModel(this);
@@ -39,7 +53,8 @@ void DetailsPane::ShowDetails(int64_t slice) {
   const TraceDocument& document = host().document();
   details_model_->ShowSlice(document, static_cast<uint32_t>(slice));
   details_view_->expandToDepth(0);
-  host().ShowPane(kId);
+  // To the front of its tab group, but not reopened once the user closed it.
+  if (DockOpen(details_view_)) host().ShowPane(kId);
   const trace::Trace& trace = document.trace();
   const trace::Slice& s = trace.slices()[static_cast<size_t>(slice)];
   const std::string_view name = trace.str(trace.slice_name(s));

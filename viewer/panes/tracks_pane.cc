@@ -2,6 +2,7 @@
 // filter box, pin and move buttons acting on the timeline's TrackLayout.
 #include "viewer/panes/tracks_pane.h"
 
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLineEdit>
@@ -13,6 +14,7 @@
 #include "viewer/models/roles.h"
 #include "viewer/models/track_tree_model.h"
 #include "viewer/timeline/timeline_view.h"
+#include "viewer/timeline_data/counter_tracks.h"
 
 namespace stepscope::viewer {
 
@@ -42,12 +44,35 @@ TracksPane::TracksPane(PaneHost& host, QObject* parent) : Pane(host, parent) {
   TimelineView* timeline = host.timeline();
   connect(track_model_, &TrackTreeModel::visibilityChanged, timeline,
           [timeline](uint32_t track, bool visible) { timeline->SetTrackHidden(track, !visible); });
+  connect(track_model_, &TrackTreeModel::counterVisibilityChanged, timeline,
+          [timeline](uint32_t counter, bool visible) { timeline->SetCounterHidden(counter, !visible); });
+  // The counter tracks arrive with the analyses, and the timeline's own menu hides them; either
+  // repaints the timeline, where the pane looks whether its list still holds.
+  timeline->installEventFilter(this);
   connect(filter_, &QLineEdit::textChanged, this, &TracksPane::SetFilter);
   connect(pin_, &QPushButton::clicked, this, &TracksPane::TogglePin);
   connect(up, &QPushButton::clicked, this, [this] { Move(-1); });
   connect(down, &QPushButton::clicked, this, [this] { Move(+1); });
   connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this, &TracksPane::UpdateButtons);
   set_widget(pane);
+  FollowCounters();
+}
+
+void TracksPane::FollowCounters() {
+  const TimelineView* timeline = host().timeline();
+  if (timeline->counter_tracks() == listed_counters_) {
+    track_model_->FollowCounterVisibility(timeline->layout());
+    return;
+  }
+  listed_counters_ = timeline->counter_tracks();
+  track_model_->SetCounters(listed_counters_ != nullptr ? *listed_counters_ : CounterTracks{}, timeline->layout());
+  tree_->expandAll();
+  HideFilteredRows({});
+}
+
+bool TracksPane::eventFilter(QObject* watched, QEvent* event) {
+  if (event->type() == QEvent::Paint) FollowCounters();
+  return Pane::eventFilter(watched, event);
 }
 
 int64_t TracksPane::current_track() const {

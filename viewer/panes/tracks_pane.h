@@ -2,6 +2,8 @@
 // Above it a filter box (substring or regular expression over track names and paths: the timeline
 // and the tree keep the matching tracks), and for the selected track Pin (its rows stay at the
 // top of the timeline while the rest scrolls) and Up/Down (its place among its siblings).
+// Counter tracks are listed under their device once the analyses bring them, and hide or show
+// the same way (in step with their menu on the timeline).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@ class QTreeView;
 
 namespace stepscope::viewer {
 
+class CounterTracks;
 class TrackTreeModel;
 
 class TracksPane : public Pane {
@@ -32,12 +35,17 @@ class TracksPane : public Pane {
 
  private:
   void HideFilteredRows(const QModelIndex& parent);
+  // The timeline's counter tracks arrived (listed) or one was hidden or shown there: looked at
+  // as the timeline repaints (eventFilter), which both make it do.
+  void FollowCounters();
+  bool eventFilter(QObject* watched, QEvent* event) override;
   void UpdateButtons();
 
   TrackTreeModel* track_model_;
   QTreeView* tree_;
   QLineEdit* filter_;
   QPushButton* pin_;
+  const CounterTracks* listed_counters_ = nullptr;
 };
 
 }  // namespace stepscope::viewer

@@ -9,7 +9,7 @@ std::vector<CommandSpec> AllCommands() {
           StepBreakdownCommand(), EfficiencyCommand(),
           DiffCommand(),     StepsCommand(),        MergeCommand(),   GpuCommand(),      IdleCommand(),
           LaunchesCommand(), AnnotationsCommand(),  KernelPatternsCommand(), StragglersCommand(),
-          CollectivesCommand()};
+          CollectivesCommand(), ReportCommand(), AlignCommand()};
 }
 
 }  // namespace stepscope::cli

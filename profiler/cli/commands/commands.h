@@ -5,8 +5,11 @@
 // file here, listed in profiler/cli/CMakeLists.txt), declared below and listed in AllCommands().
 #pragma once
 
+#include <ostream>
+#include <string>
 #include <vector>
 
+#include "profiler/analysis/clock_align.h"
 #include "profiler/cli/command.h"
 
 namespace stepscope::cli {
@@ -37,12 +40,20 @@ CommandSpec MergeCommand();
 CommandSpec StragglersCommand();
 // collectives.cc: bandwidth per collective.
 CommandSpec CollectivesCommand();
+// align.cc: the ranks' clocks, and the --align flag of the commands across ranks.
+CommandSpec AlignCommand();
+StatusOr<analysis::AlignMethod> AlignFlag(const ParsedArgs& args);
+FlagSpec AlignFlagSpec();
+void PrintAlignmentNotes(const std::string& command, const analysis::AlignmentReport& report, std::ostream& err);
+std::string AlignmentLine(const analysis::AlignmentReport& report);
 // gpu.cc: GPU time, idle gaps, launches, annotations, kernel sequences.
 CommandSpec GpuCommand();
 CommandSpec IdleCommand();
 CommandSpec LaunchesCommand();
 CommandSpec AnnotationsCommand();
 CommandSpec KernelPatternsCommand();
+// html_report.cc: one offline HTML file of the sections above.
+CommandSpec ReportCommand();
 
 // efficiency.cc: MFU, roofline and device peaks.
 CommandSpec EfficiencyCommand();

@@ -44,6 +44,7 @@ Json ReportJson(const analysis::StragglerReport& report) {
                       {"alignment", in.alignment}, {"offset_ns", in.offset_ns}});
   }
   doc["inputs"] = inputs;
+  doc["alignment"] = analysis::AlignMethodName(report.alignment.method);
   Json steps = Json::array();
   for (const auto& s : report.steps) {
     Json excess = Json::object();
@@ -80,7 +81,7 @@ std::string ReportText(const analysis::StragglerReport& report, size_t top) {
   for (const auto& in : report.inputs) ++clocks[in.alignment];
   auto count = [](size_t n, const std::string& what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); };
   out += count(report.ranks.size(), "rank") + ", " + count(report.steps.size(), "step") + " compared (" +
-         count(report.inputs.size(), "input") + "; clocks:";
+         count(report.inputs.size(), "input") + "; " + AlignmentLine(report.alignment) + ":";
   bool first = true;
   for (const auto& [how, n] : clocks) {
     out += (first ? " " : ", ") + std::to_string(n) + " " + how;
@@ -145,6 +146,7 @@ Status RunStragglers(const ParsedArgs& args, std::ostream& out, std::ostream& er
   ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", 10));
   analysis::StragglerOptions options;
   ASSIGN_OR_RETURN(options.steps, StepRange(args));
+  ASSIGN_OR_RETURN(options.align, AlignFlag(args));
   ASSIGN_OR_RETURN(const std::vector<trace::Trace> traces, LoadScopedTraces(args));
   ASSIGN_OR_RETURN(const analysis::StragglerReport report, analysis::ComputeStragglers(traces, options));
   if (report.steps.empty()) {
@@ -158,6 +160,7 @@ Status RunStragglers(const ParsedArgs& args, std::ostream& out, std::ostream& er
     return InvalidInput("no step has work from two ranks or more to compare (" + std::to_string(report.inputs.size()) +
                         " input(s): " + sources + "); give every rank's trace of a step, e.g. the run's --profile_dir");
   }
+  PrintAlignmentNotes("stragglers", report.alignment, err);
   int64_t unaligned = 0;
   for (const auto& in : report.inputs) unaligned += in.alignment == "unaligned" ? 1 : 0;
   if (unaligned > 0) {
@@ -192,8 +195,10 @@ Status RunMerge(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
                           trace::OutputExtensionList() + ", or pass --format");
     }
   }
+  ASSIGN_OR_RETURN(const analysis::AlignMethod align, AlignFlag(args));
   ASSIGN_OR_RETURN(std::vector<Trace> traces, trace::ReadTraces(args.positional));
-  analysis::MergeResult merged = analysis::MergeTraces(std::move(traces));
+  analysis::MergeResult merged = analysis::MergeTraces(std::move(traces), align);
+  if (merged.report.inputs.size() > 1) PrintAlignmentNotes("merge", merged.report.alignment, err);
   if (output) {
     std::vector<std::string> left_out;
     RETURN_IF_ERROR(trace::WriteTrace(merged.trace, *output, *format, {}, &left_out));
@@ -224,12 +229,15 @@ Status RunMerge(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
                             {"lag_vs_median_ns", s.lag_vs_median_ns}});
     }
     doc["stragglers"] = stragglers;
+    doc["alignment"] = analysis::AlignMethodName(report.alignment.method);
     doc["unaligned"] = report.unaligned;
     EmitJson(out, doc);
     return Status::Ok();
   }
   out << "merged " << report.inputs.size() << " traces, span "
-      << FormatDuration(merged.trace.span_end_ns() - merged.trace.span_begin_ns()) << "\n\n";
+      << FormatDuration(merged.trace.span_end_ns() - merged.trace.span_begin_ns());
+  if (report.inputs.size() > 1) out << ", " << AlignmentLine(report.alignment);
+  out << "\n\n";
   TextTable table({-32, -11, 12, 12, 12, -30, 10});
   table.Row({"process", "clock", "offset", "start", "end", "last device", "its lead"});
   for (const auto& in : report.inputs) {
@@ -269,13 +277,14 @@ CommandSpec StragglersCommand() {
               "exceeds the other ranks' median most. A rank's work is its GPU work when it has any in the\n"
               "step, else its host work; annotations and sync markers never count. Inputs: per-rank traces\n"
               "(step traces with a rank, PyTorch traces with distributedInfo.rank and ProfilerStep#N);\n"
-              "clocks of other hosts are aligned as `merge` aligns them. --top: steps listed (default 10).",
+              "clocks are aligned as `merge` aligns them (--align). --top: steps listed (default 10).",
           .flags =
               {{"json", "", "write the result as JSON"},
               {"top", "N", "steps listed in text output, the latest (default 10)"},
               {"step", "N", "only step N (ProfilerStep#N, or a step trace's number)"},
               {"steps", "A-B", "only steps A to B"},
-              {"rank", "R", "compare only ranks R (R,S,... or A-B; at least two)"}},
+              {"rank", "R", "compare only ranks R (R,S,... or A-B; at least two)"},
+              AlignFlagSpec()},
           .run = RunStragglers};
 }
 
@@ -284,8 +293,9 @@ CommandSpec MergeCommand() {
           .synopsis = "DIR|TRACES... [-o OUT] [--format " + trace::OutputFormatChoices() + "] [--json]",
           .description =
               "Merges per-rank (and per-step) traces into one timeline: one process per input (rank,\n"
-              "host, step), clocks aligned (same host: its shared clock; other hosts: the barrier\n"
-              "timestamp each rank records, TraceSession.clock_sync_nanos), and reports stragglers:\n"
+              "host, step), clocks aligned by --align (default: one host's shared clock, else the ends of\n"
+              "collectives matched across ranks, else the barrier timestamp each rank records,\n"
+              "TraceSession.clock_sync_nanos; see `stepscope align`), and reports stragglers:\n"
               "per step the rank that finished last and by how much, and per rank the device (tower)\n"
               "that finished last. With -o, writes the merged trace in any output of 'stepscope\n"
               "formats', told from --format or OUT's extension as convert tells it: .json, .json.gz ->\n"
@@ -294,7 +304,8 @@ CommandSpec MergeCommand() {
           .flags =
               {{"output", "OUT", "write the merged trace here (.json[.gz], .pftrace[.gz], .pb, .pbtxt)", 'o'},
               {"format", "FORMAT", "the output's format when OUT's extension does not tell it (as convert)"},
-              {"json", "", "write the merge report as JSON"}},
+              {"json", "", "write the merge report as JSON"},
+              AlignFlagSpec()},
           .run = RunMerge};
 }
 

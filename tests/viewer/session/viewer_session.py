@@ -2,8 +2,10 @@
 """A person's session with stepscope-view, in a real X window (Xvfb), driven with xdotool.
 
 Opens a trace, zooms (W/S, Ctrl+wheel), pans (A/D, drag), clicks a slice, searches (Ctrl+F,
-Enter, F3), goes back to the timeline (Esc), selects a range, opens every pane, shows the keys
-(?), switches to the dark theme and back, and exports through File > Export (Chrome JSON,
+Enter, F3), goes back to the timeline (Esc), selects a range, opens every pane, drops a marker
+(M) and finds it in the Markers pane, Ctrl+clicks two slices and finds them in the Call tree pane,
+filters the tracks, checks the counter tracks are drawn, shows the keys (?), switches to the dark
+theme and back, and exports through File > Export (Chrome JSON,
 Perfetto protobuf); each export is read back with `stepscope summary`. Where to click comes from the viewer itself: run with
 STEPSCOPE_VIEW_PROBE=FILE, it writes FILE (what it shows, in screen coordinates) on SIGUSR1
 (viewer/app/session_probe.h). Each step takes a screenshot of the screen (ImageMagick's
@@ -12,7 +14,7 @@ blank, every visible lane labelled, the slices drawn in their colours, names wri
 ones, the selection drawn where the click landed.
 
     viewer_session.py --view stepscope-view --cli stepscope --trace T [--trace T2]
-                      [--expect-lane REGEX]... [--out DIR] [--docs DIR]
+                      [--expect-lane REGEX]... [--expect-counter NAME=REGEX]... [--out DIR] [--docs DIR]
 
 --docs DIR also writes the screenshots that document each feature (docs/images/viewer-*.png).
 Exit 0: every step passed; 1: a step failed (its name and why, the screenshots in --out);
@@ -34,6 +36,7 @@ import time
 SKIP = 77
 DOCS_PICTURE_BYTES = 200 * 1024  # each documentation picture at most
 SCREEN = (1600, 1000)
+MARKER_COLOR = 0x7B2FBE  # viewer/timeline/marker_painter.h kMarkerColor
 
 
 class StepFailed(Exception):
@@ -144,8 +147,12 @@ class Hands:
         time.sleep(0.1)
         self.xdotool("click", button)
 
-    def click_rect(self, rect):
+    def click_rect(self, rect, modifier=None):
+        if modifier:
+            self.xdotool("keydown", modifier)
         self.click(rect["x"] + rect["w"] // 2, rect["y"] + rect["h"] // 2)
+        if modifier:
+            self.xdotool("keyup", modifier)
 
     def key(self, *keys):
         self.xdotool("key", "--delay", 60, *keys)
@@ -458,6 +465,120 @@ class Session:
         check_timeline(shot, self.state)
         return ", ".join(opened)
 
+    def bring_pane(self, title):
+        """Brings a pane to the front: its tab, or View > Panes when it is closed."""
+        dock = pane(self.state, title)
+        if "tab" in dock:
+            self.hands.click_rect(dock["tab"])
+        else:
+            self.choose_menu("View", "Panes", title)
+        self.state = self.viewer.wait_for("the %s pane to come to the front" % title,
+                                          lambda s: title in s["panes"]["front"])
+
+    def take_keyboard(self):
+        """A click on the timeline gives it the keyboard again (after typing into a pane)."""
+        self.hands.click(*self.timeline_middle())
+        self.state = self.viewer.wait_for("the timeline to have the keyboard", lambda s: s["focus_in_timeline"])
+
+    def drop_marker(self):
+        # With nothing selected (Esc), M drops a marker at the pointer: drawn as a line across
+        # the rows, listed in the Markers pane.
+        self.take_keyboard()
+        self.hands.key("Escape")
+        self.state = self.viewer.wait_for("Esc to clear the selection", lambda s: s["timeline"].get("selected") is None)
+        before = {m["label"] for m in self.state["timeline"]["markers"]}
+        self.hands.move(*self.timeline_middle())
+        self.hands.key("m")
+        self.state = self.viewer.wait_for("M to drop a marker", lambda s: len(s["timeline"]["markers"]) > len(before))
+        marker = next(m for m in self.state["timeline"]["markers"] if m["label"] not in before)
+        self.bring_pane("Markers")
+        self.state = self.viewer.wait_for("the Markers pane to list '%s'" % marker["label"], lambda s: any(
+            text.startswith(marker["label"] + " ") for text in s["markers_listed"]))
+        shot = self.shot("marker")
+        t = self.state["timeline"]
+        expect(t["time_left"] <= marker["x"] < t["time_left"] + t["time_width"], "the marker is off screen: %s" % marker)
+        column = shot.region({"x": marker["x"], "y": t["y"] + t["ruler_height"], "w": 1,
+                              "h": t["h"] - t["ruler_height"]})
+        drawn = sum(1 for p in column if distance(p, MARKER_COLOR) < 40)
+        expect(drawn > len(column) // 2, "the marker's line covers %d of %d pixels of its column" % (drawn, len(column)))
+        check_not_blank(shot, pane(self.state, "Markers")["page"], "the Markers pane")
+        return "'%s' drawn down %d of %d pixels, listed: %s" % (marker["label"], drawn, len(column),
+                                                                 self.state["markers_listed"])
+
+    def pick_two_slices(self):
+        # Ctrl+click two slices that do not overlap in time: the Call tree pane shows both as
+        # top-level rows.
+        half = self.state["timeline"]["time_width"] // 2
+        slices = sorted((s for s in self.state["timeline"]["slices"] if s["w"] >= 12 and s["h"] >= 8),
+                        key=lambda s: -s["w"])
+        # The first not the whole run's span (room beside it), the second the widest beside it.
+        first = next((s for s in slices if s["w"] <= half), None)
+        expect(first is not None, "no slice wide enough to click on screen")
+        beside = [s for s in slices if s["x"] >= first["x"] + first["w"] or s["x"] + s["w"] <= first["x"]]
+        second = next((s for s in beside if s["name"] != first["name"]), beside[0] if beside else None)
+        expect(second is not None, "no second slice beside '%s' to click" % first["name"])
+        for target in (first, second):
+            self.hands.click_rect(target, modifier="ctrl")
+        self.state = self.viewer.wait_for("Ctrl+clicks to pick two slices", lambda s: set(
+            s["timeline"]["picked"]) == {first["index"], second["index"]})
+        time.sleep(1.0)  # the Range pane takes the front with the selection's statistics
+        self.state = self.viewer.probe()
+        self.bring_pane("Call tree")
+        names = {first["name"], second["name"]}
+        self.state = self.viewer.wait_for("the call tree of the two slices", lambda s: not s["call_tree"]["pending"] and
+                                          names <= set(s["call_tree"].get("top", [])))
+        shot = self.shot("call-tree-picked")
+        check_not_blank(shot, pane(self.state, "Call tree")["page"], "the Call tree pane")
+        tree = self.state["call_tree"]
+        expect(len(tree["top"]) == len(names), "the call tree has %d top-level rows for %s: %s" % (
+            len(tree["top"]), sorted(names), tree["top"]))
+        return "'%s' and '%s': %d slices counted (%s)" % (first["name"], second["name"], tree["slices"], tree["caption"])
+
+    def filter_tracks(self):
+        # The Tracks pane's filter keeps the matching lanes (and what is above them) on the
+        # timeline; cleared, every lane is back.
+        lanes = [r["track"] for r in self.state["timeline"]["rows"] if not r["header"] and not r["counter"]]
+        expect(lanes, "no lane on screen")
+        name = collections.Counter(lanes).most_common()[-1][0]  # the last of the rarest: one lane
+        self.bring_pane("Tracks")
+        self.hands.click_rect(self.state["tracks_filter"])
+        self.hands.type(name)
+
+        # A name matches as text or as a regular expression, in names and paths (a lane named
+        # like its neighbours keeps them too): the lane stays, some lane on screen goes.
+        def filtered(s):
+            kept = {r["track"] for r in s["timeline"]["rows"] if not r["header"] and not r["counter"]}
+            return s["tracks_filter"]["text"] == name and name in kept and not set(lanes) <= kept
+        expect(len(set(lanes)) >= 2, "one lane on screen: nothing to filter out")
+        self.state = self.viewer.wait_for("the filter to keep lane '%s' and hide others" % name, filtered)
+        shot = self.shot("tracks-filter")
+        check_not_blank(shot, self.state["timeline"], "the filtered timeline")
+        kept = len(self.state["timeline"]["rows"])
+        self.hands.key("ctrl+a", "BackSpace")
+        self.state = self.viewer.wait_for("the cleared filter to bring every lane back", lambda s: len(
+            {r["track"] for r in s["timeline"]["rows"] if not r["header"] and not r["counter"]}) > 1)
+        self.take_keyboard()
+        return "'%s': %d rows on screen, then %d again" % (name, kept, len(self.state["timeline"]["rows"]))
+
+    def counter_tracks(self):
+        # The counters drawn under their device: each chart on screen has ink in its time area,
+        # and the counters this trace must have are there.
+        rows = [r for r in self.state["timeline"]["rows"] if r.get("counter_name")]
+        expected = [rx for key, rx in self.args.expect_counter if key in os.path.basename(self.trace)]
+        expect(rows or not expected, "no counter track on screen")
+        for pattern in expected:
+            expect(any(re.search(pattern, r["counter_name"]) for r in rows),
+                   "no counter matching '%s' on screen (counters: %s)" % (pattern, [r["counter_name"] for r in rows]))
+        shot = self.shot("counters")
+        drawn = []
+        for r in rows:
+            pixels = shot.region(r["area"], inset=1)
+            background = collections.Counter(pixels).most_common(1)[0][0]
+            share = sum(1 for p in pixels if distance(p, background) > 30) / max(1, len(pixels))
+            expect(share > 0.01, "the counter '%s' is not drawn: %.1f %% of its area" % (r["counter_name"], 100 * share))
+            drawn.append("%s %.0f %%" % (r["counter_name"], 100 * share))
+        return "drawn (share of the area inked): %s" % (", ".join(drawn) or "none on this trace")
+
     def help_overlay(self):
         self.hands.move(*self.timeline_middle())
         self.hands.key("question")
@@ -540,6 +661,10 @@ STEPS = [
     ("back to the timeline", Session.back_to_timeline),
     ("select a time range on the ruler", Session.select_range),
     ("open each pane", Session.open_each_pane),
+    ("drop a marker (M)", Session.drop_marker),
+    ("Ctrl+click two slices: call tree", Session.pick_two_slices),
+    ("filter the tracks", Session.filter_tracks),
+    ("counter tracks drawn", Session.counter_tracks),
     ("the keys over the timeline (?)", Session.help_overlay),
     ("the dark theme", Session.dark_theme),
     ("export Chrome JSON", Session.export_chrome_json),
@@ -554,6 +679,8 @@ def main():
     parser.add_argument("--trace", action="append", required=True, help="a trace; one session each")
     parser.add_argument("--expect-lane", action="append", default=[],
                         help="a regular expression some lane on the first screen must match (for every trace)")
+    parser.add_argument("--expect-counter", action="append", default=[], type=lambda v: tuple(v.split("=", 1)),
+                        help="NAME=REGEX: a trace whose file name holds NAME shows a counter track matching REGEX")
     parser.add_argument("--out", help="where screenshots and logs go (default: a temporary directory)")
     parser.add_argument("--docs", help="also write the documentation screenshots of the first trace's session here "
                         "(viewer-*.png)")

@@ -1,0 +1,477 @@
+// Clock alignment of ranks (clock_align.h): collectives matched across ranks and each rank's
+// offset and drift solved from their ends; the barrier and the recorded clocks as fallbacks.
+#include "profiler/analysis/clock_align.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <set>
+#include <unordered_map>
+
+#include "profiler/analysis/breakdowns.h"
+#include "profiler/analysis/merge.h"
+#include "profiler/analysis/step_windows.h"
+#include "profiler/analysis/stragglers.h"
+
+namespace stepscope::analysis {
+
+using trace::Slice;
+using trace::SliceKind;
+using trace::Trace;
+
+namespace {
+
+constexpr double kOutlierSigmas = 4;      // standard deviations of the fit beyond which a match is an outlier
+constexpr double kOutlierFloorNs = 1000;  // never cut closer than 1 µs
+constexpr double kDriftSignificance = 3;  // drift kept when it moves the clock by this many residuals
+constexpr int kMaxRounds = 200;
+
+// The argument `key` of a slice as text ("" when absent).
+std::string ArgText(const Trace& trace, uint32_t slice, std::string_view key) {
+  for (const trace::SliceArg& arg : trace.slice_args(slice)) {
+    if (trace.str(arg.key) != key) continue;
+    return arg.is_number ? std::to_string(arg.number) : std::string(trace.str(arg.value));
+  }
+  return "";
+}
+
+// "tower_0/AllReduce/x" -> "AllReduce/x": every tower of every rank reduces the same variable.
+std::string_view WithoutTower(std::string_view name) {
+  if (name.starts_with("tower")) {
+    const size_t slash = name.find('/');
+    if (slash != std::string_view::npos) return name.substr(slash + 1);
+  }
+  return name;
+}
+
+// What the collective is, or "" when the slice is not a collective's work (see the header).
+std::string CollectiveName(const Trace& trace, uint32_t index, const Slice& s) {
+  if (s.duplicate()) return "";
+  const std::string_view name = trace.str(trace.slice_name(s));
+  switch (s.kind) {
+    case SliceKind::kCollective: return std::string(WithoutTower(name));
+    case SliceKind::kKernel: {
+      if (!IsCommunicationKernel(name)) return "";
+      const std::string collective = ArgText(trace, index, "Collective name");
+      return collective.empty() ? std::string(name) : "nccl:" + collective;
+    }
+    case SliceKind::kAnnotation:
+      // gloo runs each collective on its own thread, under a span of the collective's name.
+      if (!name.starts_with("gloo:")) return "";
+      return std::string(name) + ArgText(trace, index, "Input Dims");
+    case SliceKind::kOp: {
+      // Our trainer's collective ops block until every rank took part; PyTorch's host ops only
+      // enqueue theirs.
+      if (trace.source_format() == trace::SourceFormat::kChromeJson) return "";
+      if (!IsCollectiveOpType(trace.str(trace.slice_op_type(s)))) return "";
+      return std::string(WithoutTower(name));
+    }
+    default: return "";
+  }
+}
+
+std::string GroupOf(const Trace& trace, uint32_t index) {
+  std::string group = ArgText(trace, index, "Process Group Name");
+  if (group.empty()) group = ArgText(trace, index, "Process Group Ranks");
+  return group;
+}
+
+// A rank's collectives: (group, name, step) -> the ends of its instances, in order. Within a
+// rank, the same instance on several tracks (towers, streams) ends at the latest of them.
+using Instances = std::map<std::string, std::vector<int64_t>>;
+
+void AddCollectives(const Trace& trace, const std::vector<StepWindow>& windows, Instances& out) {
+  // Per track and key, in start order (slices are sorted by start).
+  std::map<std::pair<uint32_t, std::string>, std::vector<int64_t>> per_track;
+  for (uint32_t i = 0; i < trace.slices().size(); ++i) {
+    const Slice& s = trace.slices()[i];
+    const std::string name = CollectiveName(trace, i, s);
+    if (name.empty()) continue;
+    int64_t step = -1;
+    for (const StepWindow& w : windows) {
+      if (!w.whole && s.start_ns >= w.begin_ns && s.start_ns < w.end_ns) step = w.step;
+      if (w.whole) step = w.step;
+    }
+    // Our trainer's records are host spans around a call that returns once every rank is done:
+    // they end together unless the rank is late to record the end (descheduled), so the
+    // earliest end is the collective's ('E'). Other ends (a ring's last chunk arriving, kernels)
+    // scatter both ways ('M': the mean).
+    std::string key = s.kind == SliceKind::kCollective || s.kind == SliceKind::kOp ? "E" : "M";
+    key += GroupOf(trace, i);
+    key += '\x1f';
+    key += name;
+    key += '\x1f';
+    key += std::to_string(step);
+    per_track[{s.track, std::move(key)}].push_back(trace.epoch_ns() + s.end_ns());
+  }
+  for (auto& [track_key, ends] : per_track) {
+    std::vector<int64_t>& merged = out[track_key.second];
+    if (merged.size() < ends.size()) merged.resize(ends.size(), INT64_MIN);
+    for (size_t k = 0; k < ends.size(); ++k) merged[k] = std::max(merged[k], ends[k]);
+  }
+}
+
+// One matched collective: its members (rank index, end on that rank's own clock).
+struct Match {
+  std::vector<std::pair<size_t, int64_t>> members;
+  bool earliest = false;  // the earliest end is the collective's (else the mean of the ends)
+};
+
+std::vector<Match> MatchCollectives(const std::vector<Instances>& by_rank) {
+  std::map<std::string, std::vector<size_t>> holders;
+  for (size_t r = 0; r < by_rank.size(); ++r) {
+    for (const auto& [key, ends] : by_rank[r]) holders[key].push_back(r);
+  }
+  std::vector<Match> matches;
+  for (const auto& [key, ranks] : holders) {
+    if (ranks.size() < 2) continue;
+    std::map<size_t, int> count_votes;
+    for (size_t r : ranks) ++count_votes[by_rank[r].at(key).size()];
+    size_t count = 0;
+    int votes = 0;
+    for (const auto& [c, v] : count_votes) {
+      if (v > votes) count = c, votes = v;
+    }
+    if (votes < 2) continue;
+    for (size_t k = 0; k < count; ++k) {
+      Match match;
+      match.earliest = key.front() == 'E';
+      for (size_t r : ranks) {
+        const std::vector<int64_t>& ends = by_rank[r].at(key);
+        if (ends.size() == count) match.members.emplace_back(r, ends[k]);
+      }
+      matches.push_back(std::move(match));
+    }
+  }
+  return matches;
+}
+
+// A rank's fit of d = offset + drift x over its matches (x: its own time since its anchor, d: the
+// others' mean end minus its own), outliers left out.
+struct Fit {
+  double offset = 0, drift = 0;
+  double rms = 0;
+  int64_t kept = 0, outliers = 0;
+};
+
+// Least squares over the kept matches (the offset alone, or with the drift).
+void Solve(const std::vector<double>& x, const std::vector<double>& d, const std::vector<bool>& keep, bool drift,
+           Fit& out) {
+  double mx = 0, md = 0;
+  int64_t m = 0;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (keep[i]) mx += x[i], md += d[i], ++m;
+  }
+  out.kept = m;
+  out.outliers = static_cast<int64_t>(d.size()) - m;
+  if (m == 0) return;
+  mx /= static_cast<double>(m), md /= static_cast<double>(m);
+  // Centred sums: x reaches 1e10 ns and more, whose squares would swamp the differences.
+  double sxx = 0, sxd = 0;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (keep[i]) sxx += (x[i] - mx) * (x[i] - mx), sxd += (x[i] - mx) * (d[i] - md);
+  }
+  out.drift = drift && m >= 3 && sxx > 0 ? sxd / sxx : 0;
+  out.offset = md - out.drift * mx;
+  double ss = 0;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (keep[i]) ss += std::pow(d[i] - out.offset - out.drift * x[i], 2);
+  }
+  out.rms = std::sqrt(ss / static_cast<double>(m));
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const auto middle = values.begin() + static_cast<long>(values.size() / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  return *middle;
+}
+
+// A rank late to record a collective's end (descheduled, still copying out) moves that match
+// by up to milliseconds, one way: up to half the matches can be off. So the fit starts from the
+// densest half (the shortest window holding half the differences, least trimmed squares), then
+// keeps the matches within kOutlierSigmas of the fit, refitting until the kept set settles.
+Fit RobustFit(const std::vector<double>& x, const std::vector<double>& d, bool try_drift) {
+  Fit fit;
+  const size_t n = d.size();
+  if (n == 0) return fit;
+  // A drift would spread the differences along a line, and the densest half would be a short
+  // piece of it: the differences are first detrended by Siegel's repeated-median slope (robust
+  // to half the matches off).
+  std::vector<double> level = d;
+  if (try_drift && n >= 3) {
+    const size_t step = std::max<size_t>(1, n / 1000);  // at most ~1000 x 1000 pairs
+    std::vector<double> medians, slopes;
+    for (size_t i = 0; i < n; i += step) {
+      slopes.clear();
+      for (size_t j = 0; j < n; j += step) {
+        if (x[j] != x[i]) slopes.push_back((d[j] - d[i]) / (x[j] - x[i]));
+      }
+      if (!slopes.empty()) medians.push_back(Median(slopes));
+    }
+    const double slope = Median(medians);
+    for (size_t i = 0; i < n; ++i) level[i] = d[i] - slope * x[i];
+  }
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return level[a] < level[b]; });
+  const size_t half = n / 2 + 1;
+  size_t best = 0;
+  for (size_t i = 0; i + half <= n; ++i) {
+    if (level[order[i + half - 1]] - level[order[i]] < level[order[best + half - 1]] - level[order[best]]) best = i;
+  }
+  std::vector<bool> keep(n, false);
+  for (size_t i = best; i < best + half; ++i) keep[order[i]] = true;
+  for (int round = 0; round < 50; ++round) {
+    Solve(x, d, keep, false, fit);
+    if (try_drift) {
+      Fit drifting;
+      Solve(x, d, keep, true, drifting);
+      double lo = INFINITY, hi = -INFINITY;
+      for (size_t i = 0; i < n; ++i) {
+        if (keep[i]) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
+      }
+      if (std::abs(drifting.drift) * (hi - lo) > kDriftSignificance * std::max(drifting.rms, 1.0)) fit = drifting;
+    }
+    // Centre and spread of the kept residuals by median and MAD, so that the few late ones the
+    // densest half still holds do not widen the cut.
+    std::vector<double> residual(n), kept;
+    for (size_t i = 0; i < n; ++i) {
+      residual[i] = d[i] - fit.offset - fit.drift * x[i];
+      if (keep[i]) kept.push_back(residual[i]);
+    }
+    const double centre = Median(kept);
+    for (double& r : kept) r = std::abs(r - centre);
+    const double limit = std::max(kOutlierSigmas * 1.4826 * Median(kept), kOutlierFloorNs);
+    std::vector<bool> next(n);
+    for (size_t i = 0; i < n; ++i) next[i] = std::abs(residual[i] - centre) <= limit;
+    if (next == keep) break;
+    keep = std::move(next);
+  }
+  return fit;
+}
+
+// Ranks of the traces: by StepInfo.rank (the input's index when unknown), lowest first.
+void GroupRanks(std::span<const Trace> traces, AlignmentReport& report) {
+  std::map<int32_t, std::vector<size_t>> ranks;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const int32_t rank = traces[i].step_info().rank >= 0 ? traces[i].step_info().rank : static_cast<int32_t>(i);
+    ranks[rank].push_back(i);
+  }
+  report.rank_of_input.assign(traces.size(), 0);
+  for (auto& [rank, inputs] : ranks) {
+    RankClock clock;
+    clock.rank = rank;
+    clock.host = traces[inputs.front()].step_info().host;
+    for (size_t i : inputs) report.rank_of_input[i] = report.ranks.size();
+    clock.inputs = std::move(inputs);
+    report.ranks.push_back(std::move(clock));
+  }
+}
+
+// Ranks connected to the reference (rank index 0) through matches.
+std::vector<bool> Connected(size_t ranks, const std::vector<Match>& matches) {
+  std::vector<size_t> parent(ranks);
+  std::iota(parent.begin(), parent.end(), size_t{0});
+  auto find = [&](size_t r) {
+    while (parent[r] != r) r = parent[r] = parent[parent[r]];
+    return r;
+  };
+  for (const Match& m : matches) {
+    for (const auto& [r, end] : m.members) parent[find(r)] = find(m.members.front().first);
+  }
+  std::vector<bool> out(ranks);
+  for (size_t r = 0; r < ranks; ++r) out[r] = find(r) == find(0);
+  return out;
+}
+
+// Solves every rank's correction (see the header); false with a note when some rank has no
+// match joining it to the reference.
+bool SolveCollectives(std::span<const Trace> traces, AlignmentReport& report) {
+  const size_t n = report.ranks.size();
+  std::vector<Instances> by_rank(n);
+  const auto windows = NumberedStepWindows(traces, std::nullopt, StepWindowing::kEveryStep);
+  for (size_t i = 0; i < traces.size(); ++i) AddCollectives(traces[i], windows[i], by_rank[report.rank_of_input[i]]);
+  const std::vector<Match> matches = MatchCollectives(by_rank);
+  if (matches.empty()) {
+    report.notes.push_back("collectives: no collective is found on two ranks or more");
+    return false;
+  }
+  const std::vector<bool> connected = Connected(n, matches);
+  std::string missing;
+  for (size_t r = 0; r < n; ++r) {
+    if (!connected[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(report.ranks[r].rank);
+  }
+  if (!missing.empty()) {
+    report.notes.push_back("collectives: no collective of rank(s) " + missing + " matches one of rank " +
+                           std::to_string(report.ranks[0].rank) + "'s group");
+    return false;
+  }
+  // Per rank, its matches (index into `matches`, its member slot), and its anchor.
+  std::vector<std::vector<std::pair<size_t, size_t>>> mine(n);
+  std::vector<int64_t> anchor(n, INT64_MAX);
+  for (size_t m = 0; m < matches.size(); ++m) {
+    for (size_t k = 0; k < matches[m].members.size(); ++k) {
+      const auto [r, end] = matches[m].members[k];
+      mine[r].emplace_back(m, k);
+      anchor[r] = std::min(anchor[r], end);
+    }
+  }
+  std::vector<Fit> fits(n);
+  auto corrected = [&](size_t r, int64_t end) {
+    return static_cast<double>(end) + fits[r].offset + fits[r].drift * static_cast<double>(end - anchor[r]);
+  };
+  // Each rank's differences to the mean of the other members' corrected ends.
+  // Only ranks already fitted count (all of them once the first pass is done).
+  std::vector<bool> ready(n, false);
+  ready[0] = true;
+  auto differences = [&](size_t r, std::vector<double>& x, std::vector<double>& d) {
+    x.clear(), d.clear();
+    for (const auto& [m, k] : mine[r]) {
+      const auto& members = matches[m].members;
+      double others = matches[m].earliest ? INFINITY : 0;
+      int counted = 0;
+      for (size_t j = 0; j < members.size(); ++j) {
+        if (j == k || !ready[members[j].first]) continue;
+        const double end = corrected(members[j].first, members[j].second);
+        others = matches[m].earliest ? std::min(others, end) : others + end;
+        ++counted;
+      }
+      if (counted == 0) continue;
+      if (!matches[m].earliest) others /= counted;
+      const int64_t own = members[k].second;
+      x.push_back(static_cast<double>(own - anchor[r]));
+      d.push_back(others - static_cast<double>(own));
+    }
+  };
+  std::vector<double> x, d;
+  // First pass outward from the reference, each rank fitted against those fitted before it, so no
+  // rank starts from the others' raw clocks (seconds apart).
+  std::vector<size_t> queue = {0};
+  for (size_t head = 0; head < queue.size(); ++head) {
+    for (const auto& [m, k] : mine[queue[head]]) {
+      for (const auto& [r, end] : matches[m].members) {
+        if (ready[r]) continue;
+        differences(r, x, d);
+        fits[r] = RobustFit(x, d, true);
+        ready[r] = true;
+        queue.push_back(r);
+      }
+    }
+  }
+  for (int round = 0; round < kMaxRounds; ++round) {
+    double moved = 0;
+    for (size_t r = 1; r < n; ++r) {
+      differences(r, x, d);
+      const Fit fit = RobustFit(x, d, true);
+      const double span = x.empty() ? 0 : *std::max_element(x.begin(), x.end());
+      moved = std::max({moved, std::abs(fit.offset - fits[r].offset), std::abs((fit.drift - fits[r].drift) * span)});
+      fits[r] = fit;
+    }
+    if (moved < 0.1) break;
+  }
+  for (size_t r = 0; r < n; ++r) {
+    differences(r, x, d);
+    // Each rank's residual, the reference's too, against the others once corrected.
+    for (size_t i = 0; i < x.size(); ++i) d[i] -= fits[r].offset + fits[r].drift * x[i];
+    const Fit rest = RobustFit(x, d, false);
+    RankClock& clock = report.ranks[r];
+    clock.offset_ns = std::llround(fits[r].offset);
+    clock.drift_ppm = fits[r].drift * 1e6;
+    clock.anchor_ns = anchor[r];
+    clock.matched_collectives = static_cast<int64_t>(mine[r].size());
+    clock.outliers = rest.outliers;
+    // The distance to the others after correction, the mean left over included.
+    clock.residual_ns = std::llround(std::sqrt(rest.rms * rest.rms + rest.offset * rest.offset));
+  }
+  for (size_t i = 0; i < traces.size(); ++i) {
+    report.input_alignment[i] = report.rank_of_input[i] == 0 ? "reference" : "collectives";
+  }
+  return true;
+}
+
+bool OneHost(std::span<const Trace> traces) {
+  for (const Trace& t : traces) {
+    if (t.step_info().host.empty() || t.step_info().host != traces.front().step_info().host) return false;
+  }
+  return true;
+}
+
+// The barrier (merge.h AlignClocks). A trace of another host without a sync point keeps its own
+// clock ("unaligned", as the clock method would leave it), with a note.
+void ApplyBarrier(std::span<const Trace> traces, AlignmentReport& report) {
+  const std::vector<ClockAlignment> barrier = AlignClocks(traces);
+  for (size_t i = 0; i < traces.size(); ++i) {
+    if (barrier[i].alignment == "unaligned") {
+      report.notes.push_back("barrier: " + traces[i].source_path() +
+                             " is from another host and records no clock sync point: its clock is not aligned");
+    }
+  }
+  for (size_t i = 0; i < traces.size(); ++i) {
+    report.input_alignment[i] = barrier[i].alignment;
+    RankClock& clock = report.ranks[report.rank_of_input[i]];
+    if (clock.inputs.front() == i) clock.offset_ns = barrier[i].offset_ns;
+  }
+}
+
+void ApplyClock(std::span<const Trace> traces, AlignmentReport& report) {
+  for (size_t i = 0; i < traces.size(); ++i) {
+    report.input_alignment[i] = report.rank_of_input[i] == 0 ? "reference" : "clock";
+  }
+}
+
+}  // namespace
+
+std::string_view AlignMethodName(AlignMethod method) {
+  switch (method) {
+    case AlignMethod::kAuto: return "auto";
+    case AlignMethod::kCollectives: return "collectives";
+    case AlignMethod::kBarrier: return "barrier";
+    case AlignMethod::kClock: return "clock";
+  }
+  return "auto";
+}
+
+std::optional<AlignMethod> ParseAlignMethod(std::string_view name) {
+  for (AlignMethod m : {AlignMethod::kAuto, AlignMethod::kCollectives, AlignMethod::kBarrier, AlignMethod::kClock}) {
+    if (AlignMethodName(m) == name) return m;
+  }
+  return std::nullopt;
+}
+
+int64_t RankClock::CorrectionAt(int64_t absolute_ns) const {
+  if (drift_ppm == 0) return offset_ns;
+  return offset_ns + std::llround(drift_ppm * 1e-6 * static_cast<double>(absolute_ns - anchor_ns));
+}
+
+AlignmentReport AlignRanks(std::span<const Trace> traces, AlignMethod method) {
+  AlignmentReport report;
+  GroupRanks(traces, report);
+  report.input_alignment.assign(traces.size(), "reference");
+  if (report.ranks.size() < 2) {  // one clock: nothing to align
+    report.method = AlignMethod::kClock;
+    return report;
+  }
+  if (method == AlignMethod::kAuto && OneHost(traces)) {
+    report.notes.push_back("clock: every rank records host " + traces.front().step_info().host +
+                           ", whose clock they share");
+    method = AlignMethod::kClock;
+  }
+  // The order of fallback: collectives, barrier, clock.
+  if (method == AlignMethod::kAuto || method == AlignMethod::kCollectives) {
+    report.method = AlignMethod::kCollectives;
+    if (SolveCollectives(traces, report)) return report;
+    method = AlignMethod::kBarrier;
+  }
+  if (method == AlignMethod::kBarrier) {
+    report.method = AlignMethod::kBarrier;
+    ApplyBarrier(traces, report);
+    return report;
+  }
+  report.method = AlignMethod::kClock;
+  ApplyClock(traces, report);
+  return report;
+}
+
+}  // namespace stepscope::analysis

@@ -1,0 +1,180 @@
+// `report`: one self-contained HTML file for a pull request or a CI run. Each section is the JSON
+// document of a `stepscope` command run on the same inputs, in this process (RunCli), drawn as
+// tables and inline SVG; the page names each command, so every number can be reproduced, and
+// keeps each figure's JSON value beside it. The step thumbnail is drawn here from the traces.
+#include <algorithm>
+#include <sstream>
+
+#include "base/file_io.h"
+#include "base/units.h"
+#include "profiler/analysis/step_windows.h"
+#include "profiler/cli/cli.h"
+#include "profiler/cli/commands/commands.h"
+#include "profiler/cli/commands/html_report_sections.h"
+#include "profiler/formats/inputs.h"
+#include "profiler/report/timeline_thumbnail.h"
+
+namespace stepscope::cli {
+namespace {
+
+using report::Section;
+
+// Runs `stepscope ARGS --json` here, keeping its document, exit code and stderr.
+CommandRun RunJson(std::vector<std::string> args) {
+  args.push_back("--json");
+  std::ostringstream out, err;
+  CommandRun run;
+  run.code = RunCli(args, out, err);
+  run.args = std::move(args);
+  run.err = err.str();
+  while (!run.err.empty() && run.err.back() == '\n') run.err.pop_back();
+  // The critical path's every node (`path`, the bulk of its document: 140 MB for 40 steps of 15,000
+  // kernels) is not shown; it is left out as it is parsed.
+  const bool drop_path = run.args.front() == "critical-path";
+  const Json::parser_callback_t keep = [drop_path](int, Json::parse_event_t event, Json& parsed) {
+    return !(drop_path && event == Json::parse_event_t::key && parsed == "path");
+  };
+  if (run.code == 0 || run.code == 3) run.doc = Json::parse(out.str(), keep, /*allow_exceptions=*/false);
+  if (run.doc.is_discarded()) run.doc = nullptr;
+  return run;
+}
+
+// `stepscope NAME INPUTS...` plus the reading flags the report was given.
+std::vector<std::string> Args(const std::string& name, const std::vector<std::string>& inputs, const ParsedArgs& args) {
+  std::vector<std::string> out = {name};
+  out.insert(out.end(), inputs.begin(), inputs.end());
+  if (args.Has("allow-truncated")) out.push_back("--allow-truncated");
+  return out;
+}
+
+// The thumbnail of the step of median duration among side A's steps (a representative one, not
+// an outlier), with the slowest slices in it named.
+StatusOr<std::string> ThumbnailBody(const std::vector<std::string>& inputs) {
+  ASSIGN_OR_RETURN(std::vector<trace::Trace> traces, trace::ReadTraces(inputs));
+  const auto windows = analysis::NumberedStepWindows(traces, std::nullopt, analysis::StepWindowing::kEveryStep);
+  struct Choice {
+    size_t trace;
+    analysis::StepWindow window;
+    int64_t begin, end;
+  };
+  std::vector<Choice> steps;
+  for (size_t t = 0; t < traces.size(); ++t) {
+    for (const auto& w : windows[t]) {
+      const int64_t begin = w.whole ? traces[t].span_begin_ns() : w.begin_ns;
+      const int64_t end = w.whole ? traces[t].span_end_ns() : w.end_ns;
+      steps.push_back({t, w, begin, end});
+    }
+  }
+  if (steps.empty()) return std::string("<p class=\"note\">No step in these traces.</p>\n");
+  std::nth_element(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(steps.size() / 2), steps.end(),
+                   [](const Choice& a, const Choice& b) { return a.end - a.begin < b.end - b.begin; });
+  const Choice& c = steps[steps.size() / 2];
+  const trace::Trace& trace = traces[c.trace];
+  std::string svg = report::TimelineThumbnail(trace, c.begin, c.end);
+  if (svg.empty()) return std::string("<p class=\"note\">Nothing happens in the step.</p>\n");
+  return report::Paragraph("Step " + std::to_string(c.window.number) + " (" + c.window.marker + ", " +
+                           FormatDuration(c.end - c.begin) +
+                           (steps.size() == 1 ? ", the only step" : ", the median of " + std::to_string(steps.size()) + " steps") +
+                           ") of " + trace.source_path() + "; the slowest slices outlined and named.",
+                           "note") +
+         svg;
+}
+
+Status RunReport(const ParsedArgs& args, std::ostream& out, std::ostream&) {
+  const auto output = args.Get("output");
+  if (!output) return InvalidInput("-o/--output FILE is required: where to write the report");
+  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", 10));
+  std::vector<std::string> a = args.positional, b;
+  if (args.Has("vs")) {
+    const size_t split = args.positional_before.at("vs");
+    a.assign(args.positional.begin(), args.positional.begin() + static_cast<std::ptrdiff_t>(split));
+    b.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(split), args.positional.end());
+    if (a.empty()) return InvalidInput("give the traces of the run before --vs");
+    if (b.empty()) return InvalidInput("give the traces to compare with after --vs");
+  }
+  if (a.empty()) return InvalidInput("no traces given");
+  if (b.empty() && args.Has("fail-on-regression")) {
+    return InvalidInput("--fail-on-regression needs a run to compare with: A... --vs B...");
+  }
+
+  // The run's identity first: an input that cannot be read fails the report, with its message.
+  std::vector<CommandRun> summaries;
+  for (const std::string& input : a) {
+    summaries.push_back(RunJson(Args("summary", {input}, args)));
+    if (summaries.back().code != 0) {
+      // Its message as the command gave it, without the name of the command the report ran.
+      std::string message = summaries.back().err;
+      if (message.rfind("stepscope summary: ", 0) == 0) message.erase(0, std::string("stepscope summary: ").size());
+      return summaries.back().code == 2 ? InvalidInput(message) : Internal(message);
+    }
+  }
+  const CommandRun steps = RunJson(Args("steps", a, args)), breakdown = RunJson(Args("step-breakdown", a, args));
+  const CommandRun gpu = RunJson(Args("gpu", a, args)), idle = RunJson(Args("idle", a, args));
+  const CommandRun ops = RunJson(Args("ops", a, args)), kernels = RunJson(Args("kernels", a, args));
+  const CommandRun memory = RunJson(Args("memory", a, args)), path = RunJson(Args("critical-path", a, args));
+  const CommandRun stragglers = RunJson(Args("stragglers", a, args));
+  ASSIGN_OR_RETURN(const std::string thumbnail, ThumbnailBody(a));
+
+  std::vector<Section> sections;
+  std::vector<std::vector<std::string>> summary_args;
+  for (const CommandRun& s : summaries) summary_args.push_back(s.args);
+  sections.push_back({"run", "Run", summary_args, RunBody(summaries)});
+  sections.push_back({"steps", "Step time", {steps.args, breakdown.args}, StepsBody(steps, breakdown, top)});
+  sections.push_back({"timeline", "One step", {}, thumbnail});
+  sections.push_back({"gpus", "GPUs and idle time", {gpu.args, idle.args}, GpuBody(gpu, idle, top)});
+  sections.push_back({"ops", "Ops and kernels", {ops.args, kernels.args}, OpsBody(ops, kernels, top)});
+  sections.push_back({"memory", "Memory", {memory.args}, MemoryBody(memory, top)});
+  sections.push_back({"critical-path", "Critical path", {path.args}, CriticalPathBody(path, top)});
+  sections.push_back({"stragglers", "Stragglers across ranks", {stragglers.args}, StragglersBody(stragglers, top)});
+  CommandRun diff;
+  if (!b.empty()) {
+    std::vector<std::string> diff_args = Args("diff", a, args);
+    diff_args.push_back("--vs");
+    diff_args.insert(diff_args.end(), b.begin(), b.end());
+    if (const auto gate = args.Get("fail-on-regression")) diff_args.insert(diff_args.end(), {"--fail-on-regression", *gate});
+    diff = RunJson(diff_args);
+    sections.push_back({"diff", "Compared with B", {diff.args}, DiffBody(diff, top)});
+  }
+  std::vector<const CommandRun*> all;
+  for (const CommandRun& s : summaries) all.push_back(&s);
+  for (const CommandRun* run : std::initializer_list<const CommandRun*>{&steps, &breakdown, &gpu, &idle, &ops, &kernels,
+                                                                     &memory, &path, &stragglers, &diff}) {
+    all.push_back(run);
+  }
+  sections.push_back({"import", "Import warnings", summary_args, ImportBody(summaries, all)});
+
+  std::string subtitle = "A: " + report::CommandLine(a).substr(std::string("stepscope ").size());
+  if (!b.empty()) subtitle += "   B: " + report::CommandLine(b).substr(std::string("stepscope ").size());
+  const std::string html = report::Page("stepscope report", subtitle + "   (stepscope " STEPSCOPE_VERSION ")", sections);
+  RETURN_IF_ERROR(WriteFileAtomically(*output, html));
+  out << "wrote " << *output << " (" << FormatBytes(static_cast<int64_t>(html.size())) << ", " << sections.size()
+      << " sections)\n";
+  if (diff.code == 3) return CheckFailed("regression gate: " + diff.err + " (the report shows it)");
+  return Status::Ok();
+}
+
+}  // namespace
+
+CommandSpec ReportCommand() {
+  return {.name = "report",
+          .synopsis = "TRACE|DIR... [--vs B...] -o report.html [--top N] [--fail-on-regression PCT[,MIN_MS]]",
+          .description =
+              "Writes one self-contained HTML file (no script, nothing fetched: it opens from disk or a CI\n"
+              "artifact, offline) for a pull request or a CI run: the run's files, ranks and steps, step\n"
+              "time and jitter and where the step goes, a thumbnail of one step with its slowest slices\n"
+              "named, GPU busy and idle time with the idle causes, the top ops and kernels, memory peaks\n"
+              "with the tensors live at the peak and the curve, the critical path's bound-by, stragglers\n"
+              "across ranks and the import's repairs; with --vs B..., the diff against B with its\n"
+              "confidence and the regression gate's verdict. Each section names the `stepscope ... --json`\n"
+              "commands whose numbers it shows; each figure keeps its JSON value (data-ptr, data-value).",
+          .flags = {{"output", "FILE", "where to write the report (.html)", 'o'},
+                    {"vs", "", "A... --vs B...: compare the run A with the traces after it"},
+                    {"top", "N", "rows per table (default 10)"},
+                    {"fail-on-regression", "PCT[,MIN_MS]",
+                     "with --vs: exit 3, after writing the report, when diff's regression gate fails"}},
+          .min_positional = 1,
+          .run = RunReport,
+          .more_exit_codes = ", 3 a check failed: the regression gate (--fail-on-regression)"};
+}
+
+}  // namespace stepscope::cli

@@ -1,0 +1,162 @@
+// Clock alignment on collectives (analysis/clock_align.h) on real PyTorch traces: three processes
+// of a gloo job on one host (tests/data/analysis/gloo_ranks, README there), whose clocks are one.
+// Unshifted, every rank's correction is within its residual of zero; with a rank's clock shifted
+// by a known offset (µs to seconds) and drift, written into its JSON as a clock would have read,
+// the correction recovered undoes the shift within 1 µs + the residual.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/file_io.h"
+#include "profiler/analysis/clock_align.h"
+#include "profiler/analysis/merge.h"
+#include "profiler/formats/inputs.h"
+#include "test_util.h"
+
+namespace stepscope::analysis {
+namespace {
+
+constexpr int kRanks = 3;
+
+std::string RankFile(int rank) { return testing::DataPath("analysis/gloo_ranks/rank" + std::to_string(rank) + ".json.gz"); }
+
+// A clock that reads t + offset + drift (t - origin) at true time t (all in µs, as Kineto writes).
+struct Shift {
+  double offset_us = 0, drift_ppm = 0, origin_us = 0;
+  double At(double t) const { return t + offset_us + drift_ppm * 1e-6 * (t - origin_us); }
+};
+
+// The ranks' traces in a scratch folder, rank `shifted`'s clock moved by `shift` (its drift
+// counted from the rank's first event, set as `shift.origin_us`).
+std::vector<trace::Trace> Traces(const std::string& tag, int shifted, Shift shift, Shift* used = nullptr) {
+  const auto dir = testing::ScratchDir("clock_align_" + tag);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    auto text = ReadFile(RankFile(rank));
+    EXPECT_TRUE(text.ok()) << text.status().message();
+    nlohmann::json doc = nlohmann::json::parse(*text);
+    if (rank == shifted) {
+      shift.origin_us = INFINITY;
+      for (const auto& event : doc["traceEvents"]) {
+        if (event.contains("ts")) shift.origin_us = std::min(shift.origin_us, event["ts"].get<double>());
+      }
+      if (used != nullptr) *used = shift;
+      for (auto& event : doc["traceEvents"]) {
+        if (!event.contains("ts")) continue;
+        const double ts = event["ts"].get<double>();
+        if (event.contains("dur")) event["dur"] = shift.At(ts + event["dur"].get<double>()) - shift.At(ts);
+        event["ts"] = shift.At(ts);
+      }
+    }
+    std::ofstream(dir / ("rank" + std::to_string(rank) + ".json")) << doc.dump();
+  }
+  auto traces = trace::ReadTraces({dir.string()});
+  EXPECT_TRUE(traces.ok()) << traces.status().message();
+  return std::move(traces).value();
+}
+
+// The first and last matched ends of a rank: where its correction is checked.
+std::vector<int64_t> CheckPoints(const RankClock& clock, const trace::Trace& trace) {
+  return {clock.anchor_ns, trace.epoch_ns() + trace.span_end_ns()};
+}
+
+TEST(ClockAlignTest, UnshiftedGlooRanksNeedNoCorrectionBeyondTheirResidual) {
+  const std::vector<trace::Trace> traces = Traces("none", -1, {});
+  const AlignmentReport report = AlignRanks(traces);
+  EXPECT_EQ(report.method, AlignMethod::kCollectives);  // Kineto traces record no host
+  ASSERT_EQ(report.ranks.size(), 3u);
+  for (const RankClock& clock : report.ranks) {
+    EXPECT_GE(clock.matched_collectives, 20) << "rank " << clock.rank;
+    EXPECT_GE(clock.residual_ns, 0);
+    EXPECT_LE(std::abs(clock.offset_ns), clock.residual_ns + 1000) << "rank " << clock.rank;
+  }
+  EXPECT_EQ(report.ranks[0].offset_ns, 0);  // the reference
+}
+
+void ExpectRecovered(Shift shift, const std::string& tag) {
+  const std::vector<trace::Trace> plain = Traces("plain_" + tag, -1, {});
+  const AlignmentReport before = AlignRanks(plain, AlignMethod::kCollectives);
+  const std::vector<trace::Trace> moved = Traces(tag, 1, shift, &shift);
+  const AlignmentReport after = AlignRanks(moved, AlignMethod::kCollectives);
+  ASSERT_EQ(after.method, AlignMethod::kCollectives);
+  ASSERT_EQ(after.ranks.size(), 3u);
+  const RankClock& was = before.ranks[1];
+  const RankClock& now = after.ranks[1];
+  // An instant t of rank 1's true clock reads shift.At(t) in the shifted trace; aligned, both
+  // must land on the same instant of the reference's clock.
+  for (const int64_t t : CheckPoints(was, plain[1])) {
+    const double read_us = shift.At(static_cast<double>(t) / 1000);
+    const auto read_ns = static_cast<int64_t>(std::llround(read_us * 1000));
+    const int64_t aligned_before = t + was.CorrectionAt(t);
+    const int64_t aligned_after = read_ns + now.CorrectionAt(read_ns);
+    EXPECT_LE(std::abs(aligned_after - aligned_before), 1000 + std::max(was.residual_ns, now.residual_ns))
+        << tag << " at " << t;
+  }
+  // Without a drift the fit is the same up to the shift, so is its residual.
+  if (shift.drift_ppm == 0) {
+    EXPECT_LE(std::abs(now.residual_ns - was.residual_ns), 1000) << tag;
+  }
+  // The other ranks do not move.
+  for (size_t r : {size_t{0}, size_t{2}}) {
+    EXPECT_LE(std::abs(after.ranks[r].offset_ns - before.ranks[r].offset_ns), 1000 + before.ranks[r].residual_ns);
+  }
+}
+
+TEST(ClockAlignTest, RecoversAnOffsetOfSeconds) { ExpectRecovered({1.5e6, 0, 0}, "seconds"); }
+
+TEST(ClockAlignTest, RecoversAnOffsetOfMicroseconds) { ExpectRecovered({-250, 0, 0}, "micros"); }
+
+TEST(ClockAlignTest, RecoversADrift) {
+  // 2,000 ppm over the run's second: the clock gains 2 ms, far beyond the residual, so the drift
+  // is fitted and reported.
+  const Shift shift{-3.2e5, 2000, 0};
+  ExpectRecovered(shift, "drift");
+  const AlignmentReport after = AlignRanks(Traces("drift_report", 1, shift), AlignMethod::kCollectives);
+  // The correction's rate undoes the clock's: -2,000 ppm of its own time, within the residual
+  // over the matched span.
+  EXPECT_NEAR(after.ranks[1].drift_ppm, -2000 / 1.002, 200);
+}
+
+// merge moves each slice by its rank's correction at that slice: the shifted rank's work lands
+// where it lands unshifted.
+TEST(ClockAlignTest, MergePlacesAShiftedAndDriftingRankAsTheUnshiftedOne) {
+  MergeResult plain = MergeTraces(Traces("merge_plain", -1, {}), AlignMethod::kCollectives);
+  MergeResult moved = MergeTraces(Traces("merge_moved", 1, {2.5e6, -2000, 0}), AlignMethod::kCollectives);
+  ASSERT_EQ(moved.report.alignment.method, AlignMethod::kCollectives);
+  ASSERT_EQ(moved.report.inputs.size(), 3u);
+  EXPECT_EQ(moved.report.inputs[1].alignment, "collectives");
+  const int64_t tolerance = 1000 + std::max(plain.report.alignment.ranks[1].residual_ns,
+                                            moved.report.alignment.ranks[1].residual_ns);
+  // Both merges start at rank 1's first slice (the earliest of all); compare on rank 0's clock.
+  const int64_t plain_origin = plain.trace.epoch_ns(), moved_origin = moved.trace.epoch_ns();
+  EXPECT_LE(std::abs((moved.report.inputs[1].end_ns + moved_origin) - (plain.report.inputs[1].end_ns + plain_origin)),
+            tolerance);
+  EXPECT_LE(std::abs((moved.report.inputs[0].end_ns + moved_origin) - (plain.report.inputs[0].end_ns + plain_origin)),
+            tolerance);
+  EXPECT_LE(std::abs((moved.trace.span_end_ns() - moved.trace.span_begin_ns()) -
+                     (plain.trace.span_end_ns() - plain.trace.span_begin_ns())),
+            2 * tolerance);
+}
+
+TEST(ClockAlignTest, FallsBackToTheBarrierWhenNoCollectiveMatches) {
+  // A gloo rank and a trace of another job without a collective: nothing to match.
+  std::vector<trace::Trace> traces = Traces("fallback", -1, {});
+  std::vector<trace::Trace> two;
+  two.push_back(std::move(traces[1]));  // rank 1; the AlexNet trace records rank 0
+  auto alexnet = trace::ReadTraces({testing::DataPath("pytorch_kineto_alexnet_train.json.gz")});
+  ASSERT_TRUE(alexnet.ok());
+  two.push_back(std::move(alexnet->front()));
+  const AlignmentReport report = AlignRanks(two, AlignMethod::kCollectives);
+  EXPECT_NE(report.method, AlignMethod::kCollectives);
+  ASSERT_FALSE(report.notes.empty());
+  EXPECT_NE(report.notes[0].find("collectives: no collective"), std::string::npos) << report.notes[0];
+}
+
+}  // namespace
+}  // namespace stepscope::analysis
