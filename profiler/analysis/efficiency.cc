@@ -220,17 +220,21 @@ void EfficiencyBuilder::AddSteps(const Trace& trace, const OpCostReport& costs, 
     step.flops_known = costs.has_shapes;
     report_.steps.push_back(step);
   }
-  // An op counts in the step it starts in (windows do not overlap; a trace's are few).
+  // An op counts in the step it starts in. Windows do not overlap: ordered by start, the one an
+  // op may be in is the last that starts at or before it (a trace has thousands of steps).
+  std::vector<size_t> order(windows.size());
+  for (size_t w = 0; w < order.size(); ++w) order[w] = w;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return windows[a].begin_ns < windows[b].begin_ns; });
   for (const OpCost& cost : costs.costs) {
     const int64_t start = trace.slices()[cost.slice].start_ns;
-    for (size_t w = 0; w < windows.size(); ++w) {
-      const bool inside = windows[w].whole || (start >= windows[w].begin_ns && start < windows[w].end_ns);
-      if (!inside) continue;
-      StepEfficiency& step = report_.steps[first_step + w];
-      step.model_flops += cost.model_flops;
-      step.flops += std::max<int64_t>(cost.flops, 0);
-      break;
-    }
+    const auto after = std::upper_bound(order.begin(), order.end(), start,
+                                        [&](int64_t t, size_t w) { return t < windows[w].begin_ns; });
+    if (after == order.begin()) continue;
+    const size_t w = *(after - 1);
+    if (!windows[w].whole && start >= windows[w].end_ns) continue;
+    StepEfficiency& step = report_.steps[first_step + w];
+    step.model_flops += cost.model_flops;
+    step.flops += std::max<int64_t>(cost.flops, 0);
   }
 }
 
