@@ -5,6 +5,7 @@
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/call_tree.h"
 #include "profiler/analysis/collective_bandwidth.h"
+#include "profiler/analysis/efficiency.h"
 #include "profiler/analysis/memory_report.h"
 #include "profiler/analysis/op_stats.h"
 #include "profiler/analysis/step_analyses.h"
@@ -28,6 +29,7 @@ inline void RunAnalyses(const trace::Trace& trace) {
   (void)analysis::ComputeMemoryReport(trace);
   (void)analysis::ComputeStragglers(std::span<const trace::Trace>(&trace, 1));  // one rank's steps
   (void)analysis::ComputeCollectiveBandwidth(trace);
+  (void)analysis::ComputeEfficiency(trace);  // the device peak picked from the trace's own devices
 }
 
 }  // namespace stepscope::fuzz

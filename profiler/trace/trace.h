@@ -185,6 +185,22 @@ struct StepWindow {
   bool operator==(const StepWindow&) const = default;
 };
 
+// A device as its trace describes it (Kineto's `deviceProperties`; our trainer's device record):
+// what picks its peak FLOP/s and bandwidth from the table of device peaks
+// (analysis/device_peaks.h). Fields the source does not give stay -1 / empty / 0.
+struct DeviceProperties {
+  int32_t id = -1;              // the device index (Kineto: the GPU events' pid)
+  std::string name;             // "NVIDIA A100-SXM4-80GB", "AMD Instinct MI300X", a CPU's model name
+  int32_t sm_count = -1;        // streaming multiprocessors (compute units on AMD)
+  int64_t memory_bytes = -1;    // total device memory
+  int32_t compute_major = -1, compute_minor = -1;
+  int64_t clock_khz = -1;       // the SM clock, when recorded
+  // A peak measured on the device itself (our trainer's sgemm on a CPU), FLOP/s; 0 when none.
+  double measured_flops_per_s = 0;
+  std::string measured_by;      // how: "sgemm 1024x1024x1024, 8 threads"
+  bool operator==(const DeviceProperties&) const = default;
+};
+
 // Per-file facts: which step and rank, who produced it.
 struct StepInfo {
   int64_t step = -1;
@@ -194,6 +210,7 @@ struct StepInfo {
   std::string producer;
   uint64_t dropped_records = 0;
   int64_t clock_sync_ns = 0;  // the producer's clock sync point, 0 when not recorded
+  std::vector<DeviceProperties> devices;  // the devices the trace describes, as it lists them
 };
 
 // A copy's or memset's size as the PyTorch profiler records it (args of gpu_memcpy/gpu_memset).

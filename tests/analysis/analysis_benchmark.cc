@@ -10,7 +10,7 @@
 //   Analyses: each on a trace of --events=N slices (1000000 for the quoted figures).
 // Run: build/release/tests/analysis/stepscope_analysis_benchmark --json_mb=500 --events=1000000
 // --write_ranks=DIR --ranks=8 --json_mb=100 writes a generated multi-rank run instead (rankR.json,
-// ProfilerStep#N windows of 1000 iterations, the last rank's kernels 2 us slower: the straggler of
+// ProfilerStep#N windows of 1000 iterations (--shapes: with the ops' Input Dims and types), the last rank's kernels 2 us slower: the straggler of
 // every step, by 2 us, for compute) and exits: the input of the many-rank figures in
 // docs/analysis.md, for `stepscope` and HTA alike.
 #include <benchmark/benchmark.h>
@@ -194,6 +194,7 @@ int main(int argc, char** argv) {
   // Our own flags first; Google Benchmark rejects what it does not know.
   std::string write_ranks;
   int ranks = 8;
+  bool shapes = false;  // --shapes: the ops' shapes too (record_shapes=True), for `efficiency`
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--json_mb=", 10) == 0) {
@@ -204,6 +205,8 @@ int main(int argc, char** argv) {
       stepscope::analysis::g_events = std::strtoul(argv[i] + 9, nullptr, 10);
     } else if (std::strncmp(argv[i], "--write_ranks=", 14) == 0) {
       write_ranks = argv[i] + 14;
+    } else if (std::strcmp(argv[i], "--shapes") == 0) {
+      shapes = true;
     } else if (std::strncmp(argv[i], "--ranks=", 8) == 0) {
       ranks = std::atoi(argv[i] + 8);
     } else {
@@ -216,7 +219,7 @@ int main(int argc, char** argv) {
     for (int rank = 0; rank < ranks; ++rank) {
       const stepscope::analysis::testing::KinetoJsonOptions options{
           .rank = rank, .world_size = ranks, .iterations_per_step = 1000,
-          .slow_kernel_ns = rank == ranks - 1 ? 2000 : 0};
+          .slow_kernel_ns = rank == ranks - 1 ? 2000 : 0, .shapes = shapes};
       const auto generated = stepscope::analysis::testing::GenerateKinetoJson(stepscope::analysis::g_json_mb << 20, options);
       const std::string path = write_ranks + "/rank" + std::to_string(rank) + ".json";
       const stepscope::Status written = stepscope::WriteFileAtomically(path, generated.json);

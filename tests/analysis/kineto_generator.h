@@ -23,6 +23,9 @@ struct KinetoJsonOptions {
   int world_size = 8;
   int64_t iterations_per_step = 0;
   int64_t slow_kernel_ns = 0;
+  // The CPU ops' shapes as record_shapes=True writes them (Input Dims, Input type), so that the
+  // op cost model can cost them (the efficiency benchmark).
+  bool shapes = false;
 };
 
 inline GeneratedJson GenerateKinetoJson(size_t target_bytes, const KinetoJsonOptions& options = {}) {
@@ -58,12 +61,22 @@ inline GeneratedJson GenerateKinetoJson(size_t target_bytes, const KinetoJsonOpt
       out.events += 1;
       out.slices += 1;
     }
+    // Per op of kOps: its inputs as record_shapes writes them.
+    static const char* const kShapes[] = {
+        ", \"Input Dims\": [[256, 512], [512, 1024]], \"Input type\": [\"float\", \"float\"]",
+        ", \"Input Dims\": [[1024], [256, 512], [512, 1024], [], []], \"Input type\": [\"float\", \"float\", \"float\", "
+        "\"Scalar\", \"Scalar\"]",
+        ", \"Input Dims\": [[32, 64, 56, 56], [64, 64, 3, 3], [64], [], [], [], []], \"Input type\": [\"float\", \"float\", "
+        "\"float\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Int\"], \"Concrete Inputs\": [\"\", \"\", \"\", "
+        "\"[1, 1]\", \"[1, 1]\", \"[1, 1]\", \"1\"]",
+        ", \"Input Dims\": [[32, 64, 56, 56]], \"Input type\": [\"float\"]",
+        ", \"Input Dims\": [[32, 64, 56, 56], [32, 64, 56, 56], []], \"Input type\": [\"float\", \"float\", \"Scalar\"]"};
     n = std::snprintf(line, sizeof line,
         "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"%s\", \"pid\": 4242, \"tid\": 4242, \"ts\": %lld.%03d, "
         "\"dur\": 30.250, \"args\": {\"External id\": %lld, \"Record function id\": 0, \"Sequence number\": %lld, "
-        "\"Fwd thread id\": 0, \"Ev Idx\": %lld}},\n",
+        "\"Fwd thread id\": 0, \"Ev Idx\": %lld%s}},\n",
         op, t, static_cast<int>(i % 1000), static_cast<long long>(correlation), static_cast<long long>(i),
-        static_cast<long long>(i * 3));
+        static_cast<long long>(i * 3), options.shapes ? kShapes[i % 5] : "");
     out.json.append(line, static_cast<size_t>(n));
     n = std::snprintf(line, sizeof line,
         "  {\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 4242, \"tid\": 4242, "

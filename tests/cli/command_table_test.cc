@@ -13,7 +13,7 @@ namespace {
 
 TEST(CommandTableTest, EveryCommandIsDeclaredOnceWithWhatRunCliNeeds) {
   const std::vector<CommandSpec> commands = AllCommands();
-  EXPECT_EQ(commands.size(), 24u);  // with collectives, report and align
+  EXPECT_EQ(commands.size(), 25u);  // with collectives, report, align and efficiency
   std::set<std::string> names;
   const std::string top = RunStepscope({"--help"}).out;
   for (const CommandSpec& command : commands) {

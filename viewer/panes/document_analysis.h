@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/analysis/efficiency.h"
 #include "profiler/analysis/gpu_analyses.h"
 #include "profiler/analysis/memory_timeline.h"
 #include "profiler/analysis/op_stats.h"
@@ -54,6 +55,8 @@ struct DocumentAnalysis {
   // The GPU attribution pane: GPU time per annotation, frequent kernel sequences.
   analysis::AnnotationReport annotations;
   analysis::KernelPatternReport kernel_patterns;
+  // The roofline pane: MFU and each op type under the device's roofline (analysis/efficiency.h).
+  analysis::EfficiencyReport efficiency;
   // The timeline's counter tracks, from the memory timelines above and the trace.
   std::shared_ptr<const CounterTracks> counter_tracks;
 };

@@ -33,6 +33,7 @@ enum PaneId {
   kCriticalPathPane,
   kAttributionPane,
   kStragglersPane,
+  kRooflinePane,
   kSearchPane,
   kTracksPane,
   kMarkersPane

@@ -13,6 +13,7 @@
 #include "viewer/panes/markers_pane.h"
 #include "viewer/panes/memory_pane.h"
 #include "viewer/panes/range_pane.h"
+#include "viewer/panes/roofline_pane.h"
 #include "viewer/panes/search_pane.h"
 #include "viewer/panes/stats_pane.h"
 #include "viewer/panes/steps_pane.h"
@@ -45,6 +46,8 @@ std::span<const PaneSpec> PaneTable() {
        &Create<AttributionPane>, &AttributionPane::Analyse},
       // Computed from the inputs by the loader before it merged them (TraceDocument::rank_merge).
       {StragglersPane::kId, "stragglers", QT_TRANSLATE_NOOP("DocumentView", "Stragglers"), &Create<StragglersPane>},
+      {RooflinePane::kId, "roofline", QT_TRANSLATE_NOOP("DocumentView", "Roofline"), &Create<RooflinePane>,
+       &RooflinePane::Analyse},
       {SearchPane::kId, "search", QT_TRANSLATE_NOOP("DocumentView", "Search"), &Create<SearchPane>},
       {TracksPane::kId, "tracks", QT_TRANSLATE_NOOP("DocumentView", "Tracks"), &Create<TracksPane>},
       {MarkersPane::kId, "markers", QT_TRANSLATE_NOOP("DocumentView", "Markers"), &Create<MarkersPane>},

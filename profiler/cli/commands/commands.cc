@@ -6,7 +6,7 @@ namespace stepscope::cli {
 std::vector<CommandSpec> AllCommands() {
   return {ConvertCommand(),  FormatsCommand(),      SummaryCommand(), OpsCommand(),      KernelsCommand(),
           MemoryCommand(),   MemcpyCommand(),       StreamsCommand(), CallTreeCommand(), OverlapCommand(),  CriticalPathCommand(),
-          StepBreakdownCommand(),
+          StepBreakdownCommand(), EfficiencyCommand(),
           DiffCommand(),     StepsCommand(),        MergeCommand(),   GpuCommand(),      IdleCommand(),
           LaunchesCommand(), AnnotationsCommand(),  KernelPatternsCommand(), StragglersCommand(),
           CollectivesCommand(), ReportCommand(), AlignCommand()};

@@ -55,6 +55,9 @@ CommandSpec KernelPatternsCommand();
 // html_report.cc: one offline HTML file of the sections above.
 CommandSpec ReportCommand();
 
+// efficiency.cc: MFU, roofline and device peaks.
+CommandSpec EfficiencyCommand();
+
 // Every command, in the order the top-level help lists them.
 std::vector<CommandSpec> AllCommands();
 

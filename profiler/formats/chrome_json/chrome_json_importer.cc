@@ -118,6 +118,55 @@ void ChromeEventImporter::Impl::DistributedInfo(od::value value) {
   }
 }
 
+// Kineto writes one object per GPU: {"id", "name", "totalGlobalMem", "computeMajor",
+// "computeMinor", "numSms", ...}; a field of another type, or an entry that is no object, is
+// skipped and counted (device_properties_unreadable), the rest kept.
+void ChromeEventImporter::Impl::DeviceProperties(od::value value) {
+  od::array array;
+  if (value.get_array().get(array)) {
+    stats().Add("device_properties_unreadable");
+    return;
+  }
+  for (auto entry_result : array) {
+    od::object object;
+    if (entry_result.get_object().get(object)) {
+      stats().Add("device_properties_unreadable");
+      continue;
+    }
+    trace::DeviceProperties device;
+    bool readable = true;
+    for (auto field_result : object) {
+      od::field field;
+      std::string_view key;
+      if (std::move(field_result).get(field) || field.unescaped_key().get(key)) {
+        readable = false;
+        break;
+      }
+      int64_t number = 0;
+      std::string_view text;
+      const bool numeric_key = key == "id" || key == "numSms" || key == "totalGlobalMem" || key == "computeMajor" ||
+                               key == "computeMinor" || key == "clockRate";
+      if (key == "name") {
+        if (field.value().get_string().get(text)) readable = false;
+        else device.name = std::string(text);
+      } else if (numeric_key) {
+        if (field.value().get_int64().get(number)) {
+          readable = false;
+          continue;
+        }
+        if (key == "id") device.id = static_cast<int32_t>(number);
+        if (key == "numSms") device.sm_count = static_cast<int32_t>(number);
+        if (key == "totalGlobalMem") device.memory_bytes = number;
+        if (key == "computeMajor") device.compute_major = static_cast<int32_t>(number);
+        if (key == "computeMinor") device.compute_minor = static_cast<int32_t>(number);
+        if (key == "clockRate") device.clock_khz = number;  // cudaDeviceProp::clockRate is in kHz
+      }
+    }
+    if (!readable) stats().Add("device_properties_unreadable");
+    builder_.step_info().devices.push_back(std::move(device));
+  }
+}
+
 Trace ChromeEventImporter::Impl::Finish() {
   CloseOpenBegins();
   ApplyMetadata();
@@ -533,6 +582,7 @@ int64_t ChromeEventImporter::events() const { return impl_->events(); }
 simdjson::error_code ChromeEventImporter::Event(simdjson::ondemand::value value) { return impl_->Event(value); }
 void ChromeEventImporter::Import(const ChromeEventBatch& batch) { impl_->Import(batch); }
 void ChromeEventImporter::DistributedInfo(simdjson::ondemand::value value) { impl_->DistributedInfo(value); }
+void ChromeEventImporter::DeviceProperties(simdjson::ondemand::value value) { impl_->DeviceProperties(value); }
 Trace ChromeEventImporter::Finish() { return impl_->Finish(); }
 
 }  // namespace stepscope::trace

@@ -39,6 +39,7 @@ class ChromeEventImporter::Impl {
   void Import(const ChromeEventBatch& batch);
 
   void DistributedInfo(simdjson::ondemand::value value);
+  void DeviceProperties(simdjson::ondemand::value value);
 
   Trace Finish();
 
