@@ -11,6 +11,7 @@
 
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/merge.h"
+#include "profiler/analysis/statistics.h"
 #include "profiler/analysis/step_windows.h"
 #include "profiler/analysis/stragglers.h"
 
@@ -179,13 +180,6 @@ void Solve(const std::vector<double>& x, const std::vector<double>& d, const std
     if (keep[i]) ss += std::pow(d[i] - out.offset - out.drift * x[i], 2);
   }
   out.rms = std::sqrt(ss / static_cast<double>(m));
-}
-
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  const auto middle = values.begin() + static_cast<long>(values.size() / 2);
-  std::nth_element(values.begin(), middle, values.end());
-  return *middle;
 }
 
 // A rank late to record a collective's end (descheduled, still copying out) moves that match
