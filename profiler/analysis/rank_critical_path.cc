@@ -47,6 +47,11 @@ class StepWalker {
   Join LatestJoin(size_t input, const CriticalPath& path, int64_t by,
                   const std::vector<const MatchedCollective*>& collectives, const std::map<size_t, StepWindow>& windows) const;
 
+  // The collectives that `segment`'s rank reached last, arriving by `limit` (aligned), in time order.
+  void AddHolds(const RankSegment& segment, int64_t limit, const std::vector<const MatchedCollective*>& collectives,
+                const std::map<size_t, StepWindow>& windows, std::vector<RankHold>& holds) const;
+  int64_t Arrival(const CollectiveMember& m) const { return Aligned(m.input, m.start_ns - traces_[m.input].epoch_ns()); }
+
   std::span<const Trace> traces_;
   const AlignmentReport& alignment_;
   std::vector<std::unique_ptr<CriticalPathFinder>> finders_;
@@ -92,14 +97,53 @@ StepWalker::Join StepWalker::LatestJoin(size_t input, const CriticalPath& path, 
   return best;
 }
 
-// The op type that held a segment's path longest, and its slice's name.
-std::pair<std::string, std::string> LongestOp(const CriticalPath& path) {
+// The op type that held a segment's path longest among its slices that start in [from, to) (the
+// trace's time), and its slice's name.
+std::pair<std::string, std::string> LongestOp(const CriticalPath& path, int64_t from, int64_t to) {
   const PathElement* longest = nullptr;
   for (const PathElement& e : path.elements) {
+    if (e.start_ns < from || e.start_ns >= to) continue;
     if (longest == nullptr || e.held_ns > longest->held_ns) longest = &e;
   }
   if (longest == nullptr) return {};
   return {longest->op_type.empty() ? longest->name : longest->op_type, longest->name};
+}
+
+void StepWalker::AddHolds(const RankSegment& segment, int64_t limit,
+                          const std::vector<const MatchedCollective*>& collectives,
+                          const std::map<size_t, StepWindow>& windows, std::vector<RankHold>& holds) const {
+  std::vector<std::pair<const MatchedCollective*, const CollectiveMember*>> late;
+  for (const MatchedCollective* c : collectives) {
+    const CollectiveMember* own = nullptr;
+    int64_t others = INT64_MIN;  // the last arrival of the other ranks
+    for (const CollectiveMember& m : c->members) {
+      if (m.input == segment.input) {
+        own = &m;
+      } else if (windows.contains(m.input)) {
+        others = std::max(others, Arrival(m));
+      }
+    }
+    if (own == nullptr || others == INT64_MIN) continue;
+    const int64_t arrival = Arrival(*own);
+    if (arrival > others && arrival >= segment.begin_ns && arrival <= limit) late.emplace_back(c, own);
+  }
+  std::sort(late.begin(), late.end(), [](const auto& a, const auto& b) { return a.second->start_ns < b.second->start_ns; });
+  const int64_t epoch = traces_[segment.input].epoch_ns();
+  int64_t from = INT64_MIN;  // the previous hold's arrival on the trace's time
+  for (const auto& [c, own] : late) {
+    RankHold hold;
+    hold.rank = RankOf(segment.input);
+    hold.collective = c->name;
+    hold.arrival_ns = Arrival(*own);
+    int64_t others = INT64_MIN;
+    for (const CollectiveMember& m : c->members) {
+      if (&m != own && windows.contains(m.input)) others = std::max(others, Arrival(m));
+    }
+    hold.late_ns = hold.arrival_ns - others;
+    std::tie(hold.op, hold.op_name) = LongestOp(segment.path, from, own->start_ns - epoch);
+    from = own->start_ns - epoch;
+    holds.push_back(std::move(hold));
+  }
 }
 
 CrossRankPath StepWalker::Walk(int64_t step, const std::map<size_t, StepWindow>& windows,
@@ -121,8 +165,7 @@ CrossRankPath StepWalker::Walk(int64_t step, const std::map<size_t, StepWindow>&
     const StepWindow& w = windows.at(input);
     CriticalPath path = Finder(input).FindBefore(w.begin_ns, w.end_ns, by);
     const Join join = LatestJoin(input, path, by, collectives, windows);
-    const int64_t arrival =
-        join.collective ? Aligned(join.last->input, join.last->start_ns - traces_[join.last->input].epoch_ns()) : 0;
+    const int64_t arrival = join.collective ? Arrival(*join.last) : 0;
     // The walk goes back in time only.
     if (join.collective != nullptr && arrival < Aligned(input, by)) {
       const int64_t own_end = join.own->end_ns - traces_[input].epoch_ns();
@@ -158,14 +201,16 @@ CrossRankPath StepWalker::Walk(int64_t step, const std::map<size_t, StepWindow>&
     for (int b = 0; b < kPathBounds; ++b) out.bound_ns[b] += s.path.bound_ns[b];
     accounted += s.path.length_ns;
   }
-  for (size_t k = 0; k < waits.size(); ++k) {
-    std::tie(waits[k].op, waits[k].op_name) = LongestOp(segments[k].path);
-    out.transfer_ns += waits[k].transfer_ns;
-    if (out.longest_wait < 0 || waits[k].wait_ns > waits[static_cast<size_t>(out.longest_wait)].wait_ns) {
-      out.longest_wait = static_cast<int32_t>(k);
+  for (const RankWait& w : waits) out.transfer_ns += w.transfer_ns;
+  out.gap_ns = out.length_ns - accounted - out.transfer_ns;
+  for (size_t k = 0; k < segments.size(); ++k) {
+    AddHolds(segments[k], k < waits.size() ? waits[k].arrival_ns : segments[k].end_ns, collectives, windows, out.holds);
+  }
+  for (size_t k = 0; k < out.holds.size(); ++k) {
+    if (out.held_by < 0 || out.holds[k].late_ns > out.holds[static_cast<size_t>(out.held_by)].late_ns) {
+      out.held_by = static_cast<int32_t>(k);
     }
   }
-  out.gap_ns = out.length_ns - accounted - out.transfer_ns;
   for (int b = 1; b < kPathBounds; ++b) {
     if (out.bound_ns[b] > out.bound_ns[static_cast<int>(out.bound_by)]) out.bound_by = static_cast<PathBound>(b);
   }

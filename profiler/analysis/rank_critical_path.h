@@ -11,8 +11,10 @@
 // in a wait of the path), the path leaves for the last rank to arrive: the collective's time
 // after that arrival is its transfer, and the walk goes on back on that rank from its arrival
 // (the work that ends last by then). Of several such collectives, the latest. The path is a chain
-// of segments, one rank each, joined by waits: "rank A waited at collective C for rank R", R's
-// op X being the op that held R's segment longest.
+// of segments, one rank each, joined by waits ("rank A waited at collective C for rank R"). Along
+// it, every collective that the path's rank reached last is a hold: the others waited for it,
+// and its op X is the op that held the path longest on that rank before it arrived. The hold
+// with the longest lateness is the step's "waiting for rank R (its op X)".
 #pragma once
 
 #include <cstdint>
@@ -40,11 +42,19 @@ struct RankWait {
   int32_t rank = -1;           // the rank that waited (the segment after the wait)
   int32_t waited_for = -1;     // the last rank to arrive (the segment before)
   std::string collective;
-  std::string op;              // the op type that held waited_for's segment longest ("" when none)
-  std::string op_name;         // that op's slice name
   int64_t arrival_ns = 0;      // waited_for's arrival, aligned, absolute
   int64_t wait_ns = 0;         // how much later than `rank` it arrived
   int64_t transfer_ns = 0;     // from that arrival to the collective's end on `rank`
+};
+
+// A collective on the path that the path's rank reached last: every other rank waited for it.
+struct RankHold {
+  int32_t rank = -1;           // the last to arrive, the path's rank there
+  std::string collective;
+  std::string op;              // the op type that held the path longest on that rank since its
+  std::string op_name;         // previous hold (or the segment's start), and its slice's name
+  int64_t arrival_ns = 0;      // aligned, absolute
+  int64_t late_ns = 0;         // after the last of the other ranks arrived
 };
 
 struct CrossRankPath {
@@ -58,8 +68,10 @@ struct CrossRankPath {
   int64_t bound_ns[kPathBounds] = {};
   int64_t transfer_ns = 0, gap_ns = 0;
   PathBound bound_by = PathBound::kCpu;  // the largest of bound_ns
-  // The wait that held the step longest (the largest wait_ns), -1 when the path stays on one rank.
-  int32_t longest_wait = -1;
+  std::vector<RankHold> holds;  // in path order
+  // The hold that kept the other ranks waiting longest (the largest late_ns): the step's
+  // "waiting for rank R (its op X)"; -1 when no rank on the path arrived last at a collective.
+  int32_t held_by = -1;
 };
 
 struct CrossRankPaths {

@@ -16,18 +16,22 @@ using analysis::PathBoundName;
 
 std::string Signed(int64_t ns) { return (ns < 0 ? "-" : "") + FormatDuration(ns < 0 ? -ns : ns); }
 
-// "waiting for rank 1 (its op AddmmBackward0) 5.0 ms at gloo:all_reduce", "" on one rank.
+// "waiting for rank 1 (its op AddmmBackward0) 5.0 ms at gloo:all_reduce", "" when no rank held.
 std::string WaitingFor(const CrossRankPath& path) {
-  if (path.longest_wait < 0) return "";
-  const analysis::RankWait& w = path.waits[static_cast<size_t>(path.longest_wait)];
-  return "waiting for rank " + std::to_string(w.waited_for) + " (its op " + (w.op.empty() ? "-" : w.op) + ") " +
-         FormatDuration(w.wait_ns) + " at " + w.collective;
+  if (path.held_by < 0) return "";
+  const analysis::RankHold& h = path.holds[static_cast<size_t>(path.held_by)];
+  return "waiting for rank " + std::to_string(h.rank) + " (its op " + (h.op.empty() ? "-" : h.op) + ") " +
+         FormatDuration(h.late_ns) + " at " + h.collective;
 }
 
 Json WaitJson(const analysis::RankWait& w, int64_t origin) {
-  return {{"rank", w.rank}, {"waited_for", w.waited_for}, {"collective", w.collective}, {"op", w.op},
-          {"op_name", w.op_name}, {"arrival_ns", w.arrival_ns - origin}, {"wait_ns", w.wait_ns},
-          {"transfer_ns", w.transfer_ns}};
+  return {{"rank", w.rank}, {"waited_for", w.waited_for}, {"collective", w.collective},
+          {"arrival_ns", w.arrival_ns - origin}, {"wait_ns", w.wait_ns}, {"transfer_ns", w.transfer_ns}};
+}
+
+Json HoldJson(const analysis::RankHold& h, int64_t origin) {
+  return {{"rank", h.rank}, {"collective", h.collective}, {"op", h.op}, {"op_name", h.op_name},
+          {"arrival_ns", h.arrival_ns - origin}, {"late_ns", h.late_ns}};
 }
 
 Json StepJson(std::span<const trace::Trace> traces, const CrossRankPath& path, int64_t origin) {
@@ -41,7 +45,7 @@ Json StepJson(std::span<const trace::Trace> traces, const CrossRankPath& path, i
   step["transfer_ns"] = path.transfer_ns;
   step["gap_ns"] = path.gap_ns;
   step["waiting_for"] =
-      path.longest_wait < 0 ? Json(nullptr) : WaitJson(path.waits[static_cast<size_t>(path.longest_wait)], origin);
+      path.held_by < 0 ? Json(nullptr) : HoldJson(path.holds[static_cast<size_t>(path.held_by)], origin);
   auto segments = Json::array();
   for (const analysis::RankSegment& s : path.segments) {
     segments.push_back({{"rank", s.rank}, {"source", traces[s.input].source_path()}, {"begin_ns", s.begin_ns - origin},
@@ -53,6 +57,9 @@ Json StepJson(std::span<const trace::Trace> traces, const CrossRankPath& path, i
   auto waits = Json::array();
   for (const analysis::RankWait& w : path.waits) waits.push_back(WaitJson(w, origin));
   step["waits"] = waits;
+  auto holds = Json::array();
+  for (const analysis::RankHold& h : path.holds) holds.push_back(HoldJson(h, origin));
+  step["holds"] = holds;
   return step;
 }
 
@@ -76,16 +83,34 @@ std::string StepText(const CrossRankPath& path, const TableOptions& options) {
   if (path.transfer_ns > 0) bounds.Row({"collective transfer", FormatDuration(path.transfer_ns), share(path.transfer_ns)});
   if (path.gap_ns != 0) bounds.Row({"between ranks", Signed(path.gap_ns), share(path.gap_ns)});
   out += bounds.str();
-  if (path.waits.empty()) return out;
-  out += "\nWaits (in path order)\n";
-  TextTable waits({6, 11, 12, 12, -30, -30});
-  waits.Row({"rank", "waited for", "wait", "transfer", "collective", "its op"});
-  for (size_t k = 0; k < path.waits.size() && k < options.top; ++k) {
-    const analysis::RankWait& w = path.waits[k];
-    waits.Row({std::to_string(w.rank), std::to_string(w.waited_for), FormatDuration(w.wait_ns),
-               FormatDuration(w.transfer_ns), ElideMiddle(w.collective, 30), ElideMiddle(w.op, 30)});
+  if (!path.waits.empty()) {
+    out += "\nWhere the path changes rank (in path order)\n";
+    TextTable waits({6, 11, 12, 12, -36});
+    waits.Row({"rank", "waited for", "wait", "transfer", "collective"});
+    for (const analysis::RankWait& w : path.waits) {
+      waits.Row({std::to_string(w.rank), std::to_string(w.waited_for), FormatDuration(w.wait_ns),
+                 FormatDuration(w.transfer_ns), ElideMiddle(w.collective, 36)});
+    }
+    out += waits.str();
   }
-  return out + waits.str();
+  if (path.holds.empty()) return out;
+  // The holds that kept the others waiting longest, in path order.
+  std::vector<size_t> order(path.holds.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return path.holds[a].late_ns > path.holds[b].late_ns; });
+  if (order.size() > options.top) order.resize(options.top);
+  std::sort(order.begin(), order.end());
+  out += "\nOthers waiting for the path's rank (" + std::to_string(order.size()) + " of " +
+         std::to_string(path.holds.size()) + ", the longest, in path order)\n";
+  TextTable holds({6, 12, -30, -40});
+  holds.Row({"rank", "late by", "collective", "its op"});
+  for (size_t k : order) {
+    const analysis::RankHold& h = path.holds[k];
+    holds.Row({std::to_string(h.rank), FormatDuration(h.late_ns), ElideMiddle(h.collective, 30),
+               ElideMiddle(h.op.empty() ? "-" : h.op, 40)});
+  }
+  return out + holds.str();
 }
 
 }  // namespace
