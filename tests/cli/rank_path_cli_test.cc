@@ -1,6 +1,7 @@
 // `stepscope critical-path` over several ranks through RunCli: two PyTorch-format ranks written
 // here with a known cross-rank path (rank 1 computes 2 ms longer before a gloo all-reduce that
-// rank 0 waits in), its text and its JSON key "across_ranks", recounted by hand; one rank's
+// rank 0 waits in) and two GPU ranks joined at an NCCL kernel, each path recounted by hand: its
+// text and its JSON key "across_ranks"; one rank's
 // output has neither; a bad --align exits 2.
 #include <gtest/gtest.h>
 
@@ -90,6 +91,63 @@ TEST(CriticalPathAcrossRanksTest, TextSaysWhomTheStepWaitedFor) {
   EXPECT_NE(r.out.find("path   3.720 ms through rank(s) 1 -> 0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("waiting for rank 1 (its op compute) 2.000 ms at gloo:all_reduce[[1000]]"), std::string::npos)
       << r.out;
+}
+
+// A GPU step of rank r (µs): three kernels on one stream, launched from the host at 800, 820 and
+// 840 (10 µs calls): a gemm [1,000, 1,000 + compute_us), the NCCL all-reduce from the gemm's end
+// until 4,500 (the late rank arrives at 4,000, then 500 µs of transfer), a second gemm [4,500, 4,800).
+std::string GpuRank(int rank, int64_t compute_us) {
+  nlohmann::json events = nlohmann::json::array();
+  events.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", "ProfilerStep#1"}, {"pid", 100}, {"tid", 100},
+                    {"ts", 0}, {"dur", 10000}});
+  const struct {
+    const char* name;
+    int64_t ts, dur;
+  } kernels[] = {{"sm80_gemm_a", 1000, compute_us},
+                 {"ncclKernel_AllReduce_RING_LL_Sum_float", 1000 + compute_us, 4500 - (1000 + compute_us)},
+                 {"sm80_gemm_b", 4500, 300}};
+  for (int k = 0; k < 3; ++k) {
+    const int correlation = k + 1, launch = 800 + k * 20;
+    events.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"}, {"pid", 100}, {"tid", 100},
+                      {"ts", launch}, {"dur", 10}, {"args", {{"correlation", correlation}}}});
+    events.push_back({{"ph", "s"}, {"id", correlation}, {"pid", 100}, {"tid", 100}, {"ts", launch}, {"cat", "ac2g"},
+                      {"name", "ac2g"}});
+    nlohmann::json args = {{"device", 0}, {"stream", 7}, {"correlation", correlation}};
+    if (k == 1) args["Collective name"] = "allreduce", args["Process Group Name"] = "0";
+    events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", kernels[k].name}, {"pid", 0}, {"tid", 7},
+                      {"ts", kernels[k].ts}, {"dur", kernels[k].dur}, {"args", args}});
+    events.push_back({{"ph", "f"}, {"id", correlation}, {"pid", 0}, {"tid", 7}, {"ts", kernels[k].ts}, {"cat", "ac2g"},
+                      {"name", "ac2g"}, {"bp", "e"}});
+  }
+  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"tid", 0}, {"args", {{"name", "GPU 0"}}}});
+  return nlohmann::json{{"distributedInfo", {{"backend", "nccl"}, {"rank", rank}, {"world_size", 2}}},
+                        {"traceEvents", events}}
+      .dump();
+}
+
+TEST(CriticalPathAcrossRanksTest, GpuPathRunsThroughTheLateRanksKernel) {
+  const std::string dir = (testing::ScratchDir("rank_path_gpu") / "ranks").string();
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(WriteFileAtomically(dir + "/rank0.json", GpuRank(0, 1000)).ok());
+  ASSERT_TRUE(WriteFileAtomically(dir + "/rank1.json", GpuRank(1, 3000)).ok());
+  const CliResult r = RunStepscope({"critical-path", dir, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& step = doc["across_ranks"]["steps"][0];
+  // Rank 1's launch (800) to rank 0's second gemm's end (4,800): rank 1's launch call (10), its
+  // launch delay (190) and gemm (3,000), the all-reduce's transfer (500), rank 0's gemm (300).
+  EXPECT_EQ(step["length_ns"], 4'000'000);
+  EXPECT_EQ(step["bound_by"], "gpu_compute");
+  EXPECT_EQ(step["bound_ns"]["gpu_compute"], 3'300'000);
+  EXPECT_EQ(step["bound_ns"]["launch_delay"], 190'000);
+  EXPECT_EQ(step["bound_ns"]["cpu"], 10'000);
+  EXPECT_EQ(step["transfer_ns"], 500'000);
+  EXPECT_EQ(step["gap_ns"], 0);
+  ASSERT_EQ(step["waits"].size(), 1u);
+  EXPECT_EQ(step["waits"][0]["collective"], "nccl:allreduce");
+  EXPECT_EQ(step["waits"][0]["wait_ns"], 2'000'000);
+  EXPECT_EQ(step["waiting_for"]["rank"], 1);
+  EXPECT_EQ(step["waiting_for"]["op"], "sm80_gemm_a");
 }
 
 TEST(CriticalPathAcrossRanksTest, OneRankAndBadFlag) {
