@@ -61,7 +61,13 @@ StepWalker::Join StepWalker::LatestJoin(size_t input, const CriticalPath& path, 
                                         const std::vector<const MatchedCollective*>& collectives,
                                         const std::map<size_t, StepWindow>& windows) const {
   std::unordered_set<uint32_t> on_path;
-  for (const PathElement& e : path.elements) on_path.insert(e.slice);
+  // The path's waits [start - wait, start], by their end: along the path they do not overlap.
+  std::vector<std::pair<int64_t, int64_t>> waits;
+  for (const PathElement& e : path.elements) {
+    on_path.insert(e.slice);
+    if (e.wait_ns > 0) waits.emplace_back(e.start_ns, e.start_ns - e.wait_ns);
+  }
+  std::sort(waits.begin(), waits.end());
   const Trace& trace = traces_[input];
   Join best;
   int64_t best_end = INT64_MIN;
@@ -86,9 +92,8 @@ StepWalker::Join StepWalker::LatestJoin(size_t input, const CriticalPath& path, 
     bool passes = on_path.contains(own->slice);
     if (!passes && trace::IsAnnotationOrSync(trace.slices()[own->slice].kind)) {
       // Work that is not a node of the graph (gloo's spans): the path waited through its end.
-      for (const PathElement& e : path.elements) {
-        if (e.wait_ns > 0 && e.start_ns - e.wait_ns <= own_end && own_end <= e.start_ns) passes = true;
-      }
+      const auto wait = std::lower_bound(waits.begin(), waits.end(), std::pair<int64_t, int64_t>{own_end, INT64_MIN});
+      passes = wait != waits.end() && wait->second <= own_end;
     }
     if (!passes) continue;
     best = {c, own, last};

@@ -1,8 +1,7 @@
 // `stepscope critical-path` over several ranks through RunCli: two PyTorch-format ranks written
 // here with a known cross-rank path (rank 1 computes 2 ms longer before a gloo all-reduce that
 // rank 0 waits in) and two GPU ranks joined at an NCCL kernel, each path recounted by hand: its
-// text and its JSON key "across_ranks"; one rank's
-// output has neither; a bad --align exits 2.
+// text and its JSON key "across_ranks"; one rank's output has neither; a bad --align exits 2.
 #include <gtest/gtest.h>
 
 #include <filesystem>
