@@ -81,7 +81,7 @@ std::string StepText(const CrossRankPath& path, const TableOptions& options) {
                 share(path.bound_ns[b])});
   }
   if (path.transfer_ns > 0) bounds.Row({"collective transfer", FormatDuration(path.transfer_ns), share(path.transfer_ns)});
-  if (path.gap_ns != 0) bounds.Row({"between ranks", Signed(path.gap_ns), share(path.gap_ns)});
+  if (path.gap_ns != 0) bounds.Row({"around joins", Signed(path.gap_ns), share(path.gap_ns)});
   out += bounds.str();
   if (!path.waits.empty()) {
     out += "\nWhere the path changes rank (in path order)\n";
