@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <unordered_set>
 
 namespace stepscope::analysis {

@@ -64,7 +64,8 @@ struct CrossRankPath {
   std::vector<RankSegment> segments;  // in time order
   std::vector<RankWait> waits;        // waits[k] joins segments[k] to segments[k + 1]
   // The segments' bounds, summed; with transfer_ns (the collectives' time after their last
-  // arrival) and gap_ns (between a segment's end and the collective's) they add up to length_ns.
+  // arrival) and gap_ns (around the joins: a segment's end to the waited rank's arrival, the
+  // collective's end to the next segment's start; a drift's stretch) they add up to length_ns.
   int64_t bound_ns[kPathBounds] = {};
   int64_t transfer_ns = 0, gap_ns = 0;
   PathBound bound_by = PathBound::kCpu;  // the largest of bound_ns
