@@ -78,13 +78,21 @@ std::string GroupOf(const Trace& trace, uint32_t index) {
   return group;
 }
 
-// A rank's collectives: (group, name, step) -> the ends of its instances, in order. Within a
-// rank, the same instance on several tracks (towers, streams) ends at the latest of them.
-using Instances = std::map<std::string, std::vector<int64_t>>;
+// A rank's collectives: (group, name, step) -> its instances, in order. Within a rank, the same
+// instance on several tracks (towers, streams) is the one that ends last.
+struct Instance {
+  int64_t end_ns = INT64_MIN, start_ns = 0;  // absolute, the rank's own clock
+  size_t input = 0;
+  uint32_t slice = 0;
+};
+using Instances = std::map<std::string, std::vector<Instance>>;
 
-void AddCollectives(const Trace& trace, const std::vector<StepWindow>& windows, Instances& out) {
+// The key's parts are separated by \x1f: ('E' or 'M') + group, name, step.
+constexpr char kKeySeparator = '\x1f';
+
+void AddCollectives(const Trace& trace, size_t input, const std::vector<StepWindow>& windows, Instances& out) {
   // Per track and key, in start order (slices are sorted by start).
-  std::map<std::pair<uint32_t, std::string>, std::vector<int64_t>> per_track;
+  std::map<std::pair<uint32_t, std::string>, std::vector<Instance>> per_track;
   for (uint32_t i = 0; i < trace.slices().size(); ++i) {
     const Slice& s = trace.slices()[i];
     const std::string name = CollectiveName(trace, i, s);
@@ -100,22 +108,28 @@ void AddCollectives(const Trace& trace, const std::vector<StepWindow>& windows, 
     // scatter both ways ('M': the mean).
     std::string key = s.kind == SliceKind::kCollective || s.kind == SliceKind::kOp ? "E" : "M";
     key += GroupOf(trace, i);
-    key += '\x1f';
+    key += kKeySeparator;
     key += name;
-    key += '\x1f';
+    key += kKeySeparator;
     key += std::to_string(step);
-    per_track[{s.track, std::move(key)}].push_back(trace.epoch_ns() + s.end_ns());
+    per_track[{s.track, std::move(key)}].push_back(
+        {trace.epoch_ns() + s.end_ns(), trace.epoch_ns() + s.start_ns, input, i});
   }
-  for (auto& [track_key, ends] : per_track) {
-    std::vector<int64_t>& merged = out[track_key.second];
-    if (merged.size() < ends.size()) merged.resize(ends.size(), INT64_MIN);
-    for (size_t k = 0; k < ends.size(); ++k) merged[k] = std::max(merged[k], ends[k]);
+  for (auto& [track_key, instances] : per_track) {
+    std::vector<Instance>& merged = out[track_key.second];
+    if (merged.size() < instances.size()) merged.resize(instances.size());
+    for (size_t k = 0; k < instances.size(); ++k) {
+      if (instances[k].end_ns > merged[k].end_ns) merged[k] = instances[k];
+    }
   }
 }
 
-// One matched collective: its members (rank index, end on that rank's own clock).
+// One matched collective: its members (rank index, end on that rank's own clock), and each
+// member's instance.
 struct Match {
   std::vector<std::pair<size_t, int64_t>> members;
+  std::vector<Instance> instances;
+  const std::string* key = nullptr;  // into the Instances it was matched from
   bool earliest = false;  // the earliest end is the collective's (else the mean of the ends)
 };
 
@@ -138,9 +152,12 @@ std::vector<Match> MatchCollectives(const std::vector<Instances>& by_rank) {
     for (size_t k = 0; k < count; ++k) {
       Match match;
       match.earliest = key.front() == 'E';
+      match.key = &by_rank[ranks.front()].find(key)->first;
       for (size_t r : ranks) {
-        const std::vector<int64_t>& ends = by_rank[r].at(key);
-        if (ends.size() == count) match.members.emplace_back(r, ends[k]);
+        const std::vector<Instance>& instances = by_rank[r].at(key);
+        if (instances.size() != count) continue;
+        match.members.emplace_back(r, instances[k].end_ns);
+        match.instances.push_back(instances[k]);
       }
       matches.push_back(std::move(match));
     }
@@ -264,6 +281,13 @@ void GroupRanks(std::span<const Trace> traces, AlignmentReport& report) {
   }
 }
 
+std::vector<Instances> RankInstances(std::span<const Trace> traces, const AlignmentReport& report) {
+  std::vector<Instances> by_rank(report.ranks.size());
+  const auto windows = NumberedStepWindows(traces, std::nullopt, StepWindowing::kEveryStep);
+  for (size_t i = 0; i < traces.size(); ++i) AddCollectives(traces[i], i, windows[i], by_rank[report.rank_of_input[i]]);
+  return by_rank;
+}
+
 // Ranks connected to the reference (rank index 0) through matches.
 std::vector<bool> Connected(size_t ranks, const std::vector<Match>& matches) {
   std::vector<size_t> parent(ranks);
@@ -284,9 +308,7 @@ std::vector<bool> Connected(size_t ranks, const std::vector<Match>& matches) {
 // match joining it to the reference.
 bool SolveCollectives(std::span<const Trace> traces, AlignmentReport& report) {
   const size_t n = report.ranks.size();
-  std::vector<Instances> by_rank(n);
-  const auto windows = NumberedStepWindows(traces, std::nullopt, StepWindowing::kEveryStep);
-  for (size_t i = 0; i < traces.size(); ++i) AddCollectives(traces[i], windows[i], by_rank[report.rank_of_input[i]]);
+  const std::vector<Instances> by_rank = RankInstances(traces, report);
   const std::vector<Match> matches = MatchCollectives(by_rank);
   if (matches.empty()) {
     report.notes.push_back("collectives: no collective is found on two ranks or more");
@@ -466,6 +488,25 @@ AlignmentReport AlignRanks(std::span<const Trace> traces, AlignMethod method) {
   report.method = AlignMethod::kClock;
   ApplyClock(traces, report);
   return report;
+}
+
+std::vector<MatchedCollective> MatchRankCollectives(std::span<const Trace> traces, const AlignmentReport& report) {
+  const std::vector<Instances> by_rank = RankInstances(traces, report);
+  std::vector<MatchedCollective> out;
+  for (const Match& match : MatchCollectives(by_rank)) {
+    MatchedCollective collective;
+    const std::string& key = *match.key;
+    const size_t name_at = key.find(kKeySeparator) + 1, step_at = key.rfind(kKeySeparator);
+    collective.name = key.substr(name_at, step_at - name_at);
+    collective.step = std::stoll(key.substr(step_at + 1));
+    for (size_t k = 0; k < match.members.size(); ++k) {
+      const Instance& instance = match.instances[k];
+      collective.members.push_back({match.members[k].first, instance.input, instance.slice, instance.start_ns,
+                                    instance.end_ns});
+    }
+    out.push_back(std::move(collective));
+  }
+  return out;
 }
 
 }  // namespace stepscope::analysis

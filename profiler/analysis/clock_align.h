@@ -84,4 +84,23 @@ struct AlignmentReport {
 // The clocks of `traces` aligned by `method` (kAuto: the best available), falling back as above.
 AlignmentReport AlignRanks(std::span<const trace::Trace> traces, AlignMethod method = AlignMethod::kAuto);
 
+// One rank's part in a collective matched across ranks: the slice of its work (of its instances
+// on several tracks, the one that ends last), on the rank's own clock (absolute ns).
+struct CollectiveMember {
+  size_t rank = 0;     // index into AlignmentReport::ranks
+  size_t input = 0;    // index into the traces
+  uint32_t slice = 0;
+  int64_t start_ns = 0, end_ns = 0;
+};
+// A collective matched across ranks, as the collectives method matches them (see above).
+struct MatchedCollective {
+  std::string name;    // what it is: "gloo:all_reduce[[512, 256]]", "nccl:allreduce", a record's name
+  int64_t step = -1;   // the step it runs in (NumberedStepWindows, kEveryStep), -1 outside steps
+  std::vector<CollectiveMember> members;
+};
+// The collectives of `traces` matched across the ranks of `report` (AlignRanks' GroupRanks), in
+// no particular order; whatever method aligned the clocks.
+std::vector<MatchedCollective> MatchRankCollectives(std::span<const trace::Trace> traces,
+                                                    const AlignmentReport& report);
+
 }  // namespace stepscope::analysis

@@ -296,14 +296,16 @@ std::string_view PathBoundName(PathBound bound) {
 namespace {
 
 // The work the step ends with: the work that ends last (the longest at equal ends) among ops,
-// GPU work and synchronising calls; other runtime calls and unknown slices only link.
-int64_t LastWork(const Trace& trace, const TraceLinks& links, const Graph& g) {
+// GPU work and synchronising calls; other runtime calls and unknown slices only link. Only work
+// that ends by `by_ns` counts.
+int64_t LastWork(const Trace& trace, const TraceLinks& links, const Graph& g, int64_t by_ns) {
   const auto& slices = trace.slices();
   auto slice_of = [&](int64_t local) -> const Slice& { return slices[g.members[static_cast<size_t>(local)]]; };
   int64_t last = kNoSlice;
   for (uint32_t i = 0; i < g.members.size(); ++i) {
     const Slice& s = slice_of(i);
     if (s.kind == SliceKind::kOther || (s.kind == SliceKind::kRuntime && !links.IsSynchronize(s))) continue;
+    if (s.end_ns() > by_ns) continue;
     if (last == kNoSlice || s.end_ns() > slice_of(last).end_ns() ||
         (s.end_ns() == slice_of(last).end_ns() && s.dur_ns > slice_of(last).dur_ns)) {
       last = i;
@@ -392,6 +394,8 @@ class PathAccount {
   void Credit(const std::vector<WalkNode>& walk) {
     Element(walk[0].slice);
     for (size_t k = 1; k < walk.size(); ++k) Step(walk[k - 1], walk[k]);
+    path_.begin_ns = walk.front().time;
+    path_.end_ns = walk.back().time;
     path_.length_ns = walk.back().time - walk.front().time;
     path_.busy_ns = path_.length_ns - path_.wait_ns;
   }
@@ -491,9 +495,9 @@ class PathAccount {
   std::unordered_map<trace::StringId, OpShare> shares_;
 };
 
-CriticalPath PathOfWindow(const Trace& trace, const TraceLinks& links, const Graph& g) {
+CriticalPath PathOfWindow(const Trace& trace, const TraceLinks& links, const Graph& g, int64_t by_ns) {
   CriticalPath path;
-  const int64_t last = LastWork(trace, links, g);
+  const int64_t last = LastWork(trace, links, g, by_ns);
   if (last == kNoSlice) return path;
   PathAccount account(trace, links, g, path);
   account.Credit(WalkBack(trace, g, static_cast<uint32_t>(last)));
@@ -508,7 +512,12 @@ CriticalPathFinder::~CriticalPathFinder() = default;
 
 CriticalPath CriticalPathFinder::Find(int64_t begin_ns, int64_t end_ns) const {
   if (trace_.slices().empty()) return {};
-  return PathOfWindow(trace_, *links_, BuildGraph(trace_, *links_, begin_ns, end_ns));
+  return FindBefore(begin_ns, end_ns, INT64_MAX);
+}
+
+CriticalPath CriticalPathFinder::FindBefore(int64_t begin_ns, int64_t end_ns, int64_t by_ns) const {
+  if (trace_.slices().empty()) return {};
+  return PathOfWindow(trace_, *links_, BuildGraph(trace_, *links_, begin_ns, end_ns), by_ns);
 }
 
 CriticalPath ComputeCriticalPath(const Trace& trace) { return ComputeCriticalPath(trace, INT64_MIN, INT64_MAX); }

@@ -73,6 +73,7 @@ struct PathShare {
 struct CriticalPath {
   std::vector<PathElement> elements;  // in the order the path enters them
   int64_t length_ns = 0;       // last end - first start
+  int64_t begin_ns = 0, end_ns = 0;  // that first start and last end, on the trace's time
   int64_t busy_ns = 0, wait_ns = 0;
   std::vector<PathShare> by_op_type;  // by total_ns descending
   int64_t bound_ns[kPathBounds] = {};  // indexed by PathBound; they add up to length_ns
@@ -93,6 +94,10 @@ class CriticalPathFinder {
   CriticalPathFinder(const CriticalPathFinder&) = delete;
   CriticalPathFinder& operator=(const CriticalPathFinder&) = delete;
   CriticalPath Find(int64_t begin_ns, int64_t end_ns) const;
+  // The same, walking back from the work that ends last by `by_ns` (the window's work that ends
+  // later is left out): the path that leads to a given instant, e.g. a rank's arrival at a
+  // collective (rank_critical_path.h).
+  CriticalPath FindBefore(int64_t begin_ns, int64_t end_ns, int64_t by_ns) const;
 
  private:
   const trace::Trace& trace_;

@@ -73,7 +73,7 @@ std::vector<FlagSpec> TraceReportFlags() {
 // Runs a StepReport over the inputs, each in its windows: every window of its steps in --step's
 // range (per_step), or the whole trace.
 Status RunStepReport(const std::string& name, const StepReport& report, bool per_step, const ParsedArgs& args,
-                     std::ostream& out) {
+                     std::ostream& out, std::ostream& err) {
   using analysis::StepWindow;
   ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
   ASSIGN_OR_RETURN(const auto range, StepRange(args));
@@ -91,18 +91,24 @@ Status RunStepReport(const std::string& name, const StepReport& report, bool per
     }
   }
   if (scoped.empty()) return InvalidInput(range ? analysis::NoStepInRangeMessage(*range) : "no traces given");
+  const TableOptions options{.top = top, .full_names = args.Has("full-names")};
   if (args.Has("json")) {
     Json doc;
     doc["schema"] = "stepscope." + name + "/1";
     auto steps = Json::array();
     for (const auto& [trace, windows] : scoped) steps.push_back(report.json(*trace, windows, top));
     doc["traces"] = steps;
+    if (report.together) RETURN_IF_ERROR(report.together({traces, range, args, options, &doc, nullptr, err}));
     EmitJson(out, doc);
   } else {
     for (size_t i = 0; i < scoped.size(); ++i) {
       if (i > 0) out << "\n";
-      out << Header(*scoped[i].first)
-          << report.text(*scoped[i].first, scoped[i].second, {.top = top, .full_names = args.Has("full-names")});
+      out << Header(*scoped[i].first) << report.text(*scoped[i].first, scoped[i].second, options);
+    }
+    if (report.together) {
+      std::string text;
+      RETURN_IF_ERROR(report.together({traces, range, args, options, nullptr, &text, err}));
+      out << text;
     }
   }
   return Status::Ok();
@@ -137,8 +143,8 @@ CommandSpec StepReportCommand(std::string name, std::string description, StepRep
           .synopsis = "TRACE|DIR... [--json] [--top N] [--step N | --steps A-B] [--rank R]",
           .description = std::move(description),
           .flags = std::move(flags),
-          .run = [name, report = std::move(report)](const ParsedArgs& args, std::ostream& out, std::ostream&) {
-            return RunStepReport(name, report, /*per_step=*/true, args, out);
+          .run = [name, report = std::move(report)](const ParsedArgs& args, std::ostream& out, std::ostream& err) {
+            return RunStepReport(name, report, /*per_step=*/true, args, out, err);
           }};
 }
 
@@ -149,8 +155,8 @@ CommandSpec WholeTraceReportCommand(std::string name, std::string description, S
           .synopsis = "TRACE|DIR... [--json] [--top N] [--rank R]",
           .description = std::move(description),
           .flags = std::move(flags),
-          .run = [name, report = std::move(report)](const ParsedArgs& args, std::ostream& out, std::ostream&) {
-            return RunStepReport(name, report, /*per_step=*/false, args, out);
+          .run = [name, report = std::move(report)](const ParsedArgs& args, std::ostream& out, std::ostream& err) {
+            return RunStepReport(name, report, /*per_step=*/false, args, out, err);
           }};
 }
 

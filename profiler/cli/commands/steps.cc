@@ -176,7 +176,7 @@ CommandSpec OverlapCommand() {
 }
 
 CommandSpec CriticalPathCommand() {
-  return StepReportCommand(
+  CommandSpec spec = StepReportCommand(
       "critical-path",
       "What bounds each step, as HTA asks it: a graph over the start and end of every op, runtime\n"
       "call, kernel and copy (annotations are not work): thread order and nesting on the host,\n"
@@ -185,8 +185,14 @@ CommandSpec CriticalPathCommand() {
       "predecessor that became ready last. Prints what bound the path (cpu, gpu_compute,\n"
       "gpu_communication, gpu_memory, launch_delay, kernel_gap, sync), its time per op type and\n"
       "the longest links (--top) in path order. One path per ProfilerStep#N span of a trace,\n"
-      "else one for the whole trace; each input trace (step, rank) is reported on its own.",
-      {.text = CriticalPathText, .json = CriticalPathJson});
+      "else one for the whole trace; each input trace (step, rank) is reported on its own.\n"
+      "Over several ranks, then the path of each step across them: the ranks' graphs joined at\n"
+      "their matched collectives on aligned clocks (--align; a collective ends on every rank after\n"
+      "the last rank arrived), walking back through whichever rank held it, with the waits\n"
+      "\"waiting for rank R (its op X)\" that joined the ranks (JSON: \"across_ranks\").",
+      {.text = CriticalPathText, .json = CriticalPathJson, .together = CriticalPathAcrossRanks});
+  spec.flags.push_back(AlignFlagSpec());
+  return spec;
 }
 
 }  // namespace stepscope::cli
