@@ -232,11 +232,16 @@ StatusOr<PeakChoice> ChoosePeak(const std::vector<trace::DeviceProperties>& devi
         why = device_why;
         break;
       }
-      // A device that measured its own peak (our trainer's CPU sgemm) is its own table.
+      // A device that measured its own peak (our trainer's CPU sgemm, an fp32 figure) is its
+      // own table; measured_by says how ("measured sgemm peak (stepscope-train, 2 threads): ...").
       if (device.measured_flops_per_s > 0) {
         choice.device = device.name.empty() ? "device " + std::to_string(device.id) : device.name;
         choice.flops_per_s = device.measured_flops_per_s;
-        choice.source = "measured on the device: " + (device.measured_by.empty() ? "sgemm" : device.measured_by);
+        choice.source = (device.measured_by.empty() ? "a peak measured on the device" : device.measured_by) +
+                        " on \"" + choice.device + "\"";
+        if (precision != Precision::kFp32 && precision != Precision::kUnknown) {
+          choice.source += "; measured in fp32, the ops run in " + ColumnName(precision);
+        }
         break;
       }
     }

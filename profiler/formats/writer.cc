@@ -2,6 +2,7 @@
 // and the bytes of a Trace in any output format.
 #include "profiler/formats/writer.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -108,13 +109,25 @@ std::shared_ptr<const tf::RunMetadata> RunMetadataFor(const Trace& trace) {
     }
   }
   const StepInfo& info = trace.step_info();
-  if (info.rank >= 0 || info.step >= 0 || !info.host.empty()) {
+  if (info.rank >= 0 || info.step >= 0 || !info.host.empty() || !info.devices.empty()) {
     auto* session = metadata->mutable_stepscope_session();
     session->set_rank(info.rank);
     session->set_world_size(info.world_size);
     session->set_host(info.host);
     session->set_step(info.step);
     session->set_producer(info.producer);
+    for (const DeviceProperties& device : info.devices) {
+      tf::DeviceDescription* described = session->add_devices();
+      described->set_id(device.id);
+      described->set_name(device.name);
+      described->set_measured_flops_per_s(device.measured_flops_per_s);
+      described->set_measured_by(device.measured_by);
+      described->set_sm_count(std::max(device.sm_count, 0));
+      described->set_memory_bytes(std::max<int64_t>(device.memory_bytes, 0));
+      described->set_clock_khz(std::max<int64_t>(device.clock_khz, 0));
+      described->set_compute_major(std::max(device.compute_major, 0));
+      described->set_compute_minor(std::max(device.compute_minor, 0));
+    }
   }
   return metadata;
 }

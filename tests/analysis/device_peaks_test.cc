@@ -7,6 +7,7 @@
 
 #include "profiler/formats/chrome_json/chrome_json_reader.h"
 #include "profiler/formats/reader.h"
+#include "profiler/formats/writer.h"
 #include "test_util.h"
 
 namespace stepscope::analysis {
@@ -140,11 +141,12 @@ TEST(DevicePeaks, OverridesAndUnknownDevices) {
   // A CPU that measured its own peak (the trainer's sgemm) uses it.
   trace::DeviceProperties cpu = Device("Intel Xeon");
   cpu.measured_flops_per_s = 1.5e12;
-  cpu.measured_by = "sgemm 1024^3";
+  cpu.measured_by = "measured sgemm peak (stepscope-train, 4 threads): fastest of 5 fp32 GEMMs of 1024^3";
   auto measured = ChoosePeak({cpu}, {}, Precision::kFp32);
   ASSERT_TRUE(measured.ok());
   EXPECT_DOUBLE_EQ(measured->flops_per_s, 1.5e12);
-  EXPECT_NE(measured->source.find("measured on the device: sgemm 1024^3"), std::string::npos);
+  EXPECT_EQ(measured->source,
+            "measured sgemm peak (stepscope-train, 4 threads): fastest of 5 fp32 GEMMs of 1024^3 on \"Intel Xeon\"");
   // An unreadable deviceProperties entry is counted, the readable ones kept.
   auto odd = trace::ReadTraceFromBytes(
       R"({"deviceProperties": [{"id": 0, "name": "NVIDIA L4", "numSms": "many"}, 7],
@@ -154,6 +156,32 @@ TEST(DevicePeaks, OverridesAndUnknownDevices) {
   ASSERT_EQ(odd->step_info().devices.size(), 1u);
   EXPECT_EQ(odd->step_info().devices[0].name, "NVIDIA L4");
   EXPECT_EQ(odd->import_stats().Get("device_properties_unreadable"), 2);
+}
+
+// A trace's devices, a measured peak included, survive conversion to Chrome JSON and to
+// RunMetadata and back, so a converted trace keeps its peak.
+TEST(DevicePeaks, DevicesSurviveConversion) {
+  auto kineto = trace::ReadTraceFromBytes(
+      R"json({"deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB", "numSms": 108,
+            "totalGlobalMem": 85198045184, "computeMajor": 8, "computeMinor": 0, "clockRate": 1410000},
+           {"id": 1, "name": "AMD EPYC", "stepscopeMeasuredFlopsPerSecond": 4.35e10,
+            "stepscopeMeasuredBy": "measured sgemm peak (stepscope-train, 2 threads)"}],
+          "traceEvents": [{"ph": "X", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]})json",
+      "devices.json");
+  ASSERT_TRUE(kineto.ok()) << kineto.status().message();
+  const auto& devices = kineto->step_info().devices;
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].sm_count, 108);
+  EXPECT_EQ(devices[0].clock_khz, 1410000);
+  EXPECT_DOUBLE_EQ(devices[1].measured_flops_per_s, 4.35e10);
+  EXPECT_EQ(devices[1].measured_by, "measured sgemm peak (stepscope-train, 2 threads)");
+  for (trace::OutputFormat format : {trace::OutputFormat::kPerfettoJson, trace::OutputFormat::kRunMetadataBinary}) {
+    auto bytes = trace::Serialize(*kineto, format);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+    auto back = trace::ReadTraceFromBytes(*bytes, format == trace::OutputFormat::kPerfettoJson ? "back.json" : "back.pb");
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back->step_info().devices, devices) << static_cast<int>(format);
+  }
 }
 
 }  // namespace

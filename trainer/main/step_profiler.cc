@@ -8,9 +8,11 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "base/file_io.h"
+#include "kernels/sgemm_peak.h"
 #include "profiler/formats/step_stats/step_stats_import.h"
 #include "profiler/formats/step_stats/step_stats_io.h"
 #include "profiler/formats/writer.h"
@@ -25,6 +27,20 @@ namespace {
 
 int TfDataType(runtime::DType dtype) {
   return dtype == runtime::DType::kFloat32 ? tf::DT_FLOAT : tf::DT_INT32;
+}
+
+// The CPU's model name as the kernel reports it ("AMD EPYC 7B13"); "CPU" where it says none.
+std::string CpuModelName() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) break;
+    const size_t begin = line.find_first_not_of(" \t", colon + 1);
+    if (begin != std::string::npos) return line.substr(begin);
+  }
+  return "CPU";
 }
 
 std::string HostName() {
@@ -90,6 +106,18 @@ void StepProfiler::SetRank(int rank, int world_size) {
 }
 
 void StepProfiler::MarkClockSync() { clock_sync_ns_ = runtime::NowNanos() + clock_offset_ns_; }
+
+void StepProfiler::MeasureCpuPeak(int cpu_devices) {
+  const kernels::SgemmPeak peak = kernels::MeasureSgemmPeak(1024, 5, std::max(1, cpu_devices));
+  cpu_peak_flops_per_s_ = peak.flops_per_s;
+  auto count = [](int n, const char* one) { return std::to_string(n) + " " + one + (n == 1 ? "" : "s"); };
+  const std::string threads = count(peak.threads, "thread");
+  cpu_peak_by_ = "measured sgemm peak (stepscope-train, " +
+                 (peak.callers == 1 ? threads : count(peak.callers, "device") + " at once, " + threads + " each") +
+                 "): fastest of " + std::to_string(peak.repeats) + (peak.callers == 1 ? " fp32 GEMMs" : " rounds of fp32 GEMMs") +
+                 " of " + std::to_string(peak.n) + "^3";
+  cpu_name_ = CpuModelName();
+}
 
 void StepProfiler::Unhook() {
   for (runtime::Device* device : devices_) {
@@ -181,6 +209,17 @@ StatusOr<std::string> StepProfiler::EndStep() {
   for (auto& dev : *metadata.mutable_step_stats()->mutable_dev_stats()) {
     dev.set_host(session->host());
     dev.set_rank(rank_);
+  }
+  if (cpu_peak_flops_per_s_ > 0) {
+    for (const runtime::Device* device : devices_) {
+      if (device->kind() != runtime::DeviceKind::kCpu) continue;
+      tf::DeviceDescription* described = session->add_devices();
+      described->set_device(device->name());
+      described->set_id(device->index());
+      described->set_name(cpu_name_);
+      described->set_measured_flops_per_s(cpu_peak_flops_per_s_);
+      described->set_measured_by(cpu_peak_by_);
+    }
   }
 
   std::error_code ec;

@@ -35,6 +35,11 @@ class StepProfiler final : public runtime::OpListener,
   // Records now (in the traces' epoch clock) as the clock sync point: called by every rank right
   // after a barrier, it lets `stepscope merge` align ranks on different hosts.
   void MarkClockSync();
+  // Measures this CPU's sgemm peak (kernels/sgemm_peak.h) once, as `cpu_devices` devices run
+  // their GEMMs (at once, with the BLAS threads the devices set), and records it with every CPU
+  // device of the traces (TraceSession.devices): the peak `stepscope efficiency` measures a CPU
+  // run's MFU against, the whole process's. Call after the devices are made.
+  void MeasureCpuPeak(int cpu_devices);
 
   // Hooks every device's op scopes and allocator for one step.
   void BeginStep(int64_t step, const std::vector<runtime::Device*>& devices);
@@ -78,6 +83,9 @@ class StepProfiler final : public runtime::OpListener,
   int64_t clock_offset_ns_ = 0;  // wall clock minus steady clock, so traces carry epoch times
   int64_t clock_sync_ns_ = 0;    // epoch time of the sync point; 0 = none recorded
   int rank_ = 0, world_size_ = 1;
+  double cpu_peak_flops_per_s_ = 0;  // 0: not measured
+  std::string cpu_peak_by_;          // how it was measured, for the trace
+  std::string cpu_name_;             // the CPU's model name
   std::string last_gpu_note_;
   std::unique_ptr<GpuTracing> gpu_;
 };

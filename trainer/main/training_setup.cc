@@ -79,6 +79,9 @@ StatusOr<std::vector<std::unique_ptr<models::Model>>> TrainingSetup::MakeReplica
 Status TrainingSetup::StartProfiler(const ProfileOptions& options) {
   profiler_ = std::make_unique<StepProfiler>(options, workload_->trace_name());
   profiler_->SetRank(rank(), world_size());
+  // A CPU has no datasheet peak: its MFU is measured against what its BLAS does here, with the
+  // threads the devices just gave it.
+  if (devices_[0]->kind() == runtime::DeviceKind::kCpu) profiler_->MeasureCpuPeak(static_cast<int>(devices_.size()));
   if (mpi_ != nullptr) RETURN_IF_ERROR(mpi_->Barrier());  // every rank's clock at one moment
   profiler_->MarkClockSync();
   return Status::Ok();

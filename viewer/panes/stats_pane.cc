@@ -17,6 +17,7 @@
 #include "viewer/models/op_stats_model.h"
 #include "viewer/models/roles.h"
 #include "viewer/panes/document_analysis.h"
+#include "viewer/panes/efficiency_summary.h"
 #include "viewer/panes/empty_hint.h"
 #include "viewer/panes/pane_widgets.h"
 
@@ -43,9 +44,14 @@ StatsPane::StatsPane(PaneHost& host, QObject* parent) : Pane(host, parent) {
   stats_bar->addWidget(stats_granularity_);
   stats_bar->addWidget(stats_filter_, 1);
   stats_bar->addWidget(stats_caption_);
+  efficiency_caption_ = new QLabel(stats);
+  efficiency_caption_->setWordWrap(true);
+  efficiency_caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  efficiency_caption_->hide();  // until the analysis gives figures
   auto* stats_layout = new QVBoxLayout(stats);
   stats_layout->setContentsMargins(2, 2, 2, 2);
   stats_layout->addLayout(stats_bar);
+  stats_layout->addWidget(efficiency_caption_);
   stats_layout->addWidget(stats_table_);
   connect(stats_granularity_, &QComboBox::currentIndexChanged, this, [this] { FillStatsTable(); });
   connect(stats_filter_, &QLineEdit::textChanged, stats_proxy_, &QSortFilterProxyModel::setFilterFixedString);
@@ -64,8 +70,13 @@ void StatsPane::Analyse(const TraceDocument& document, DocumentAnalysis& into) {
 
 void StatsPane::ShowAnalysis(const std::shared_ptr<const DocumentAnalysis>& result) {
   analysis_ = result;
+  // The roofline pane's analysis (the report of `stepscope efficiency`), summed up here.
+  efficiency_caption_->setText(EfficiencySummary(result->efficiency));
+  efficiency_caption_->setVisible(!efficiency_caption_->text().isEmpty());
   FillStatsTable();
 }
+
+QString StatsPane::efficiency_summary() const { return efficiency_caption_->text(); }
 
 void StatsPane::FillStatsTable() {
   if (analysis_ == nullptr) return;

@@ -1,5 +1,6 @@
 // The statistics pane: op statistics of the whole trace, per op type or per node, sortable and
-// filterable; a double click jumps to the op's longest slice.
+// filterable; a double click jumps to the op's longest slice. Above the table, the run's MFU and
+// its peak and the collectives' bus bandwidth (efficiency_summary.h), where the trace gives them.
 #pragma once
 
 #include "viewer/panes/pane.h"
@@ -27,6 +28,8 @@ class StatsPane : public Pane {
   QString StatsCsv() const;
   void SetStatsByNode(bool by_node);
   void SetStatsFilter(const QString& text);
+  // The MFU and bus-bandwidth line as shown; empty when the trace gives neither.
+  QString efficiency_summary() const;
 
  private:
   void FillStatsTable();
@@ -38,6 +41,7 @@ class StatsPane : public Pane {
   QComboBox* stats_granularity_;
   QLineEdit* stats_filter_;
   QLabel* stats_caption_;
+  QLabel* efficiency_caption_;
 };
 
 }  // namespace stepscope::viewer

@@ -119,7 +119,8 @@ void ChromeEventImporter::Impl::DistributedInfo(od::value value) {
 }
 
 // Kineto writes one object per GPU: {"id", "name", "totalGlobalMem", "computeMajor",
-// "computeMinor", "numSms", ...}; a field of another type, or an entry that is no object, is
+// "computeMinor", "numSms", ...}; stepscope's export adds "stepscopeMeasuredFlopsPerSecond" and
+// "stepscopeMeasuredBy" for a peak measured on the device; a field of another type, or an entry that is no object, is
 // skipped and counted (device_properties_unreadable), the rest kept.
 void ChromeEventImporter::Impl::DeviceProperties(od::value value) {
   od::array array;
@@ -146,9 +147,14 @@ void ChromeEventImporter::Impl::DeviceProperties(od::value value) {
       std::string_view text;
       const bool numeric_key = key == "id" || key == "numSms" || key == "totalGlobalMem" || key == "computeMajor" ||
                                key == "computeMinor" || key == "clockRate";
-      if (key == "name") {
+      if (key == "name" || key == "stepscopeMeasuredBy") {
         if (field.value().get_string().get(text)) readable = false;
-        else device.name = std::string(text);
+        else (key == "name" ? device.name : device.measured_by) = std::string(text);
+      } else if (key == "stepscopeMeasuredFlopsPerSecond") {
+        // stepscope's export: a peak measured on the device (our trainer's CPU sgemm).
+        double flops_per_s = 0;
+        if (field.value().get_double().get(flops_per_s) || !(flops_per_s > 0)) readable = false;
+        else device.measured_flops_per_s = flops_per_s;
       } else if (numeric_key) {
         if (field.value().get_int64().get(number)) {
           readable = false;

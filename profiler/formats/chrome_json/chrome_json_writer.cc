@@ -33,11 +33,54 @@ class PerfettoExporter {
     json_.Raw(",");
     json_.Key("source_format");
     json_.String(SourceFormatName(trace_.source_format()));
-    json_.Raw("}}\n");
+    json_.Raw("}");
+    EmitDeviceProperties();
+    json_.Raw("}\n");
     return std::move(out_);
   }
 
  private:
+  // The trace's devices as Kineto writes them (a top-level "deviceProperties"), so the device
+  // and its peak survive a conversion; a peak measured on the device (our trainer's CPU sgemm)
+  // goes in stepscope's own keys, which other tools skip.
+  void EmitDeviceProperties() {
+    const auto& devices = trace_.step_info().devices;
+    if (devices.empty()) return;
+    json_.Raw(",");
+    json_.Key("deviceProperties");
+    json_.Raw("[");
+    for (size_t d = 0; d < devices.size(); ++d) {
+      const DeviceProperties& device = devices[d];
+      json_.Raw(d == 0 ? "{" : ",{");
+      json_.Key("id");
+      json_.Int(device.id);
+      json_.Raw(",");
+      json_.Key("name");
+      json_.String(device.name);
+      auto optional = [&](std::string_view key, int64_t value) {
+        if (value < 0) return;
+        json_.Raw(",");
+        json_.Key(key);
+        json_.Int(value);
+      };
+      optional("numSms", device.sm_count);
+      optional("totalGlobalMem", device.memory_bytes);
+      optional("computeMajor", device.compute_major);
+      optional("computeMinor", device.compute_minor);
+      optional("clockRate", device.clock_khz);
+      if (device.measured_flops_per_s > 0) {
+        json_.Raw(",");
+        json_.Key("stepscopeMeasuredFlopsPerSecond");
+        json_.Double(device.measured_flops_per_s);
+        json_.Raw(",");
+        json_.Key("stepscopeMeasuredBy");
+        json_.String(device.measured_by);
+      }
+      json_.Raw("}");
+    }
+    json_.Raw("]");
+  }
+
   // pid per device (or per host track that holds slices itself), tid per lane.
   void AssignIds() {
     const auto& tracks = trace_.tracks();

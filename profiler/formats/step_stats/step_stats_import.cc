@@ -136,6 +136,20 @@ class Importer {
     info.host = session.host();
     info.producer = session.producer();
     info.dropped_records = session.dropped_records() + session.dropped_gpu_records();
+    for (const tf::DeviceDescription& described : session.devices()) {
+      DeviceProperties device;
+      device.id = described.id();
+      device.name = described.name();
+      device.measured_flops_per_s = described.measured_flops_per_s();
+      device.measured_by = described.measured_by();
+      // 0 is proto3's "not recorded"; DeviceProperties says so with -1.
+      if (described.sm_count() > 0) device.sm_count = described.sm_count();
+      if (described.memory_bytes() > 0) device.memory_bytes = described.memory_bytes();
+      if (described.clock_khz() > 0) device.clock_khz = described.clock_khz();
+      if (described.compute_major() > 0) device.compute_major = described.compute_major();
+      if (described.compute_minor() > 0 || described.compute_major() > 0) device.compute_minor = described.compute_minor();
+      info.devices.push_back(std::move(device));
+    }
     builder_.import_stats().Add("collector_dropped_records", static_cast<int64_t>(session.dropped_records()));
     builder_.import_stats().Add("collector_dropped_gpu_records",
                                 static_cast<int64_t>(session.dropped_gpu_records()));
