@@ -112,6 +112,8 @@ Status RunReport(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   const CommandRun gpu = RunJson(Args("gpu", a, args)), idle = RunJson(Args("idle", a, args));
   const CommandRun ops = RunJson(Args("ops", a, args)), kernels = RunJson(Args("kernels", a, args));
   const CommandRun memory = RunJson(Args("memory", a, args)), path = RunJson(Args("critical-path", a, args));
+  const CommandRun efficiency = RunJson(Args("efficiency", a, args));
+  const CommandRun collectives = RunJson(Args("collectives", a, args));
   const CommandRun stragglers = RunJson(Args("stragglers", a, args));
   ASSIGN_OR_RETURN(const std::string thumbnail, ThumbnailBody(a));
 
@@ -125,6 +127,8 @@ Status RunReport(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   sections.push_back({"ops", "Ops and kernels", {ops.args, kernels.args}, OpsBody(ops, kernels, top)});
   sections.push_back({"memory", "Memory", {memory.args}, MemoryBody(memory, top)});
   sections.push_back({"critical-path", "Critical path", {path.args}, CriticalPathBody(path, top)});
+  sections.push_back({"efficiency", "Efficiency", {efficiency.args}, EfficiencyBody(efficiency, top)});
+  sections.push_back({"collectives", "Collectives", {collectives.args}, CollectivesBody(collectives, top)});
   sections.push_back({"stragglers", "Stragglers across ranks", {stragglers.args}, StragglersBody(stragglers, top)});
   CommandRun diff;
   if (!b.empty()) {
@@ -138,7 +142,8 @@ Status RunReport(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   std::vector<const CommandRun*> all;
   for (const CommandRun& s : summaries) all.push_back(&s);
   for (const CommandRun* run : std::initializer_list<const CommandRun*>{&steps, &breakdown, &gpu, &idle, &ops, &kernels,
-                                                                     &memory, &path, &stragglers, &diff}) {
+                                                                     &memory, &path, &efficiency, &collectives,
+                                                                     &stragglers, &diff}) {
     all.push_back(run);
   }
   sections.push_back({"import", "Import warnings", summary_args, ImportBody(summaries, all)});
@@ -163,8 +168,9 @@ CommandSpec ReportCommand() {
               "artifact, offline) for a pull request or a CI run: the run's files, ranks and steps, step\n"
               "time and jitter and where the step goes, a thumbnail of one step with its slowest slices\n"
               "named, GPU busy and idle time with the idle causes, the top ops and kernels, memory peaks\n"
-              "with the tensors live at the peak and the curve, the critical path's bound-by, stragglers\n"
-              "across ranks and the import's repairs; with --vs B..., the diff against B with its\n"
+              "with the tensors live at the peak and the curve, the critical path's bound-by, the\n"
+              "efficiency (the device's peak, MFU per step, the top ops' FLOP/s and bound), the collectives'\n"
+              "bus bandwidth, stragglers across ranks and the import's repairs; with --vs B..., the diff against B with its\n"
               "confidence and the regression gate's verdict. Each section names the `stepscope ... --json`\n"
               "commands whose numbers it shows; each figure keeps its JSON value (data-ptr, data-value).",
           .flags = {{"output", "FILE", "where to write the report (.html)", 'o'},
