@@ -326,7 +326,7 @@ def main():
     hostile_trace(os.path.join(work, "hostile.json"))
     lstm = os.path.join(src, "tests/data/trainer/lstm_run_steps")
     runs = {
-        "resnet50.html": [os.path.join(src, "samples/h100_resnet50_b32_step3.pb.gz")],
+        "resnet50.html": [os.path.join(src, "samples/h100_resnet50_b32_step3.pb.gz"), "--device", "h100-sxm"],
         "alexnet.html": [os.path.join(src, "tests/data/pytorch_kineto_alexnet_train.json.gz")],
         "ranks.html": [os.path.join(src, "tests/data/analysis/ranks")],
         # Figures of the efficiency and collectives sections (the samples have no shapes, no collective).

@@ -193,6 +193,27 @@ TEST(ReportCommandTest, EfficiencyShowsThePeakMfuAndTheOpsBound) {
   EXPECT_GT(ExpectFiguresEqualTheJson(html), 30u);
 }
 
+TEST(ReportCommandTest, ThePeakFlagsReachEfficiencyAndBadOnesExitTwo) {
+  // A RunMetadata names no device: without --device its MFU is unknown, with it the H100's 67 TFLOP/s.
+  const std::string trace = testing::SamplePath("h100_resnet50_b32_step3.pb.gz");
+  const std::string out = (testing::ScratchDir("report_peak") / "resnet50.html").string();
+  auto r = RunStepscope({"report", trace, "-o", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(SectionFigures(ReadText(out), "efficiency").count("/total/mfu"));
+  r = RunStepscope({"report", trace, "--device", "h100-sxm", "-o", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string html = ReadText(out);
+  EXPECT_NE(html.find("stepscope efficiency " + trace + " --device h100-sxm --json"), std::string::npos);
+  const auto figures = SectionFigures(html, "efficiency");
+  ASSERT_TRUE(figures.count("/total/mfu") && figures.count("/total/model_flops") && figures.count("/total/duration_ns"));
+  EXPECT_NEAR(figures.at("/total/mfu").get<double>(),
+              figures.at("/total/model_flops").get<double>() / (figures.at("/total/duration_ns").get<double>() * 1e-9) / 67e12, 1e-9);
+  EXPECT_GT(ExpectFiguresEqualTheJson(html), 200u);
+  r = RunStepscope({"report", trace, "--device", "nosuch-gpu", "-o", out});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--device nosuch-gpu"), std::string::npos) << r.err;
+}
+
 TEST(ReportCommandTest, CollectivesShowTheBusBandwidthPerCollective) {
   // tests/data/collectives/nccl_constructed.json: a 4 MiB float all-reduce over 8 ranks in 100 us
   // has a bus bandwidth of 4 MiB / 100 us * 2 * 7 / 8 = 73.4 GB/s (nccl-tests' definition).

@@ -47,6 +47,16 @@ std::vector<std::string> Args(const std::string& name, const std::vector<std::st
   return out;
 }
 
+// `args` plus those of `flags` the report was given, as given: the device's peaks for `efficiency`
+// and `collectives`, which a trace that names no device needs.
+std::vector<std::string> WithFlags(std::vector<std::string> out, const ParsedArgs& args,
+                                   std::initializer_list<const char*> flags) {
+  for (const char* flag : flags) {
+    if (const auto value = args.Get(flag)) out.insert(out.end(), {std::string("--") + flag, *value});
+  }
+  return out;
+}
+
 // The thumbnail of the step of median duration among side A's steps (a representative one, not
 // an outlier), with the slowest slices in it named.
 StatusOr<std::string> ThumbnailBody(const std::vector<std::string>& inputs) {
@@ -112,8 +122,15 @@ Status RunReport(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   const CommandRun gpu = RunJson(Args("gpu", a, args)), idle = RunJson(Args("idle", a, args));
   const CommandRun ops = RunJson(Args("ops", a, args)), kernels = RunJson(Args("kernels", a, args));
   const CommandRun memory = RunJson(Args("memory", a, args)), path = RunJson(Args("critical-path", a, args));
-  const CommandRun efficiency = RunJson(Args("efficiency", a, args));
-  const CommandRun collectives = RunJson(Args("collectives", a, args));
+  const CommandRun efficiency = RunJson(WithFlags(Args("efficiency", a, args), args, {"peak", "device", "precision", "link-peak"}));
+  const CommandRun collectives = RunJson(WithFlags(Args("collectives", a, args), args, {"link-peak", "device"}));
+  // A peak the user gave that the command refuses (an unknown --device, --peak 0) is bad input.
+  for (const CommandRun* run : {&efficiency, &collectives}) {
+    if (run->code == 2 && (args.Has("peak") || args.Has("device") || args.Has("precision") || args.Has("link-peak"))) {
+      const std::string prefix = "stepscope " + run->args.front() + ": ";
+      return InvalidInput(run->err.rfind(prefix, 0) == 0 ? run->err.substr(prefix.size()) : run->err);
+    }
+  }
   const CommandRun stragglers = RunJson(Args("stragglers", a, args));
   ASSIGN_OR_RETURN(const std::string thumbnail, ThumbnailBody(a));
 
@@ -162,7 +179,8 @@ Status RunReport(const ParsedArgs& args, std::ostream& out, std::ostream&) {
 
 CommandSpec ReportCommand() {
   return {.name = "report",
-          .synopsis = "TRACE|DIR... [--vs B...] -o report.html [--top N] [--fail-on-regression PCT[,MIN_MS]]",
+          .synopsis = "TRACE|DIR... [--vs B...] -o report.html [--top N] [--fail-on-regression PCT[,MIN_MS]] "
+                      "[--device NAME] [--peak TFLOPS] [--precision P] [--link-peak GBPS]",
           .description =
               "Writes one self-contained HTML file (no script, nothing fetched: it opens from disk or a CI\n"
               "artifact, offline) for a pull request or a CI run: the run's files, ranks and steps, step\n"
@@ -176,6 +194,10 @@ CommandSpec ReportCommand() {
           .flags = {{"output", "FILE", "where to write the report (.html)", 'o'},
                     {"vs", "", "A... --vs B...: compare the run A with the traces after it"},
                     {"top", "N", "rows per table (default 10)"},
+                    {"device", "NAME", "for efficiency and collectives: the device whose peaks to use (e.g. h100-sxm)"},
+                    {"peak", "TFLOPS", "for efficiency: the device's peak FLOP/s, in TFLOP/s"},
+                    {"precision", "P", "for efficiency: the precision whose peak to use (fp32, tf32, bf16, ...)"},
+                    {"link-peak", "GBPS", "for efficiency and collectives: the link's peak in GB/s a direction"},
                     {"fail-on-regression", "PCT[,MIN_MS]",
                      "with --vs: exit 3, after writing the report, when diff's regression gate fails"}},
           .min_positional = 1,
