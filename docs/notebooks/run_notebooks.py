@@ -6,7 +6,8 @@ the repository holds no stale figures), or when one runs past its time limit.
 
     run_notebooks.py [NOTEBOOK.ipynb...]   (default: every notebook beside this script)
 
-The kernel sees this process's environment: PYTHONPATH must let it `import stepscope`.
+The kernel sees this process's environment: PYTHONPATH must let it `import stepscope` (relative
+entries are made absolute, as the kernel runs in the notebook's folder).
 """
 import argparse
 import os
@@ -72,6 +73,9 @@ def main():
     parser.add_argument("--cell-timeout", type=int, default=120, help="seconds a cell may run")
     parser.add_argument("--limit", type=float, default=60, help="seconds a whole notebook may run")
     args = parser.parse_args()
+    # The kernel runs in each notebook's folder: a PYTHONPATH relative to here must stay valid there.
+    if os.environ.get("PYTHONPATH"):
+        os.environ["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in os.environ["PYTHONPATH"].split(os.pathsep) if p)
     notebooks = args.notebooks or sorted(pathlib.Path(__file__).resolve().parent.glob("*.ipynb"))
     if not notebooks:
         sys.exit("run_notebooks: no notebook to run")
