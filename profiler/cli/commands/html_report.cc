@@ -187,10 +187,12 @@ CommandSpec ReportCommand() {
               "time and jitter and where the step goes, a thumbnail of one step with its slowest slices\n"
               "named, GPU busy and idle time with the idle causes, the top ops and kernels, memory peaks\n"
               "with the tensors live at the peak and the curve, the critical path's bound-by, the\n"
-              "efficiency (the device's peak, MFU per step, the top ops' FLOP/s and bound), the collectives'\n"
-              "bus bandwidth, stragglers across ranks and the import's repairs; with --vs B..., the diff against B with its\n"
-              "confidence and the regression gate's verdict. Each section names the `stepscope ... --json`\n"
-              "commands whose numbers it shows; each figure keeps its JSON value (data-ptr, data-value).",
+              "efficiency (the device's peak, MFU per step, the top ops' FLOP/s and bound), the\n"
+              "collectives' bus bandwidth, stragglers across ranks and the import's repairs; with --vs B...,\n"
+              "the diff against B with its confidence and the regression gate's verdict. Each section names\n"
+              "the `stepscope ... --json` commands whose numbers it shows; each figure keeps its JSON value\n"
+              "(data-ptr, data-value). --device, --peak, --precision and --link-peak are handed to\n"
+              "efficiency and collectives, for traces that name no device.",
           .flags = {{"output", "FILE", "where to write the report (.html)", 'o'},
                     {"vs", "", "A... --vs B...: compare the run A with the traces after it"},
                     {"top", "N", "rows per table (default 10)"},
