@@ -3,7 +3,8 @@
 protocol on a pipe (--remote-debugging-pipe, standard library only), with the network disabled.
 
 For each report it writes (real samples, several steps on two sides with a regression gate, two
-ranks, and a trace whose names are hostile markup) it checks that:
+ranks, the efficiency and collectives of hand-made traces, and a trace whose names are hostile
+markup) it checks that:
   - the file is under a few MB and names no http(s):// resource;
   - the page loads with no console message, no exception, and no request but the file itself;
   - the page has no <script>, no on* attribute, no link leaving the page, and the hostile names
@@ -19,6 +20,7 @@ import argparse
 import base64
 import html.parser
 import json
+import math
 import os
 import re
 import select
@@ -160,8 +162,11 @@ UNITS = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9, "B": 1, "KiB": 1024, "MiB": 10
          "TiB": 1024 ** 4, "%": 0.01, "": 1}
 
 
+SI = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+
+
 def shown_matches(text, value):
-    """Whether a figure's text ("57.785 ms", "2.95 GiB", "19.7%", "1,337", "1h02m") reads as `value`
+    """Whether a figure's text ("57.785 ms", "2.95 GiB", "19.7%", "1,337", "1h02m", "42.9 TFLOP/s") reads as `value`
     to the precision it shows."""
     text = text.strip()
     m = re.fullmatch(r"(-?)(\d+)h(\d\d)m|(-?)(\d+)m(\d\d)s", text)
@@ -169,6 +174,12 @@ def shown_matches(text, value):
         g = m.groups()
         seconds = (int(g[1]) * 3600 + int(g[2]) * 60) if g[1] else (int(g[4]) * 60 + int(g[5]))
         return abs(abs(value) / 1e9 - seconds) <= (60 if g[1] else 1)
+    # Rates and FLOPs to three significant digits with an SI prefix ("42.9 TFLOP/s", "3.35 TB/s").
+    m = re.fullmatch(r"(-?\d*\.?\d+(?:e[+-]\d+)?) ([kMGTPE]?)(FLOP/s|FLOP|B/s)", text)
+    if m:
+        number = float(m.group(1)) * SI[m.group(2)]
+        last_digit = 10 ** (math.floor(math.log10(abs(number))) - 2) if number else 1
+        return abs(number - value) <= 0.5 * last_digit * 1.001 + 1e-9
     m = re.fullmatch(r"(-?[\d,]*\.?\d+)\s*(ns|us|ms|s|B|KiB|MiB|GiB|TiB|%|)", text)
     if not m:
         return False
@@ -315,9 +326,12 @@ def main():
     hostile_trace(os.path.join(work, "hostile.json"))
     lstm = os.path.join(src, "tests/data/trainer/lstm_run_steps")
     runs = {
-        "resnet50.html": [os.path.join(src, "samples/h100_resnet50_b32_step3.pb.gz")],
+        "resnet50.html": [os.path.join(src, "samples/h100_resnet50_b32_step3.pb.gz"), "--device", "h100-sxm"],
         "alexnet.html": [os.path.join(src, "tests/data/pytorch_kineto_alexnet_train.json.gz")],
         "ranks.html": [os.path.join(src, "tests/data/analysis/ranks")],
+        # Figures of the efficiency and collectives sections (the samples have no shapes, no collective).
+        "efficiency.html": [os.path.join(src, "tests/data/efficiency/h100_mm_step.json")],
+        "nccl.html": [os.path.join(src, "tests/data/collectives/nccl_constructed.json")],
         "lstm_vs.html": [os.path.join(lstm, "lstm_small_step7.pb.gz"), os.path.join(lstm, "lstm_small_step8.pb.gz"),
                          "--vs", os.path.join(lstm, "lstm_small_step9.pb.gz"),
                          os.path.join(lstm, "lstm_small_step10.pb.gz"), "--fail-on-regression", "5"],

@@ -1,10 +1,13 @@
 // The offline HTML report: escaping of hostile text, shell quoting of the commands it names, the
 // memory curve's kept peaks, the step thumbnail on a real trace, and `stepscope report` in-process:
-// every figure in the page equals its value in the JSON of the command its section names, hostile
+// every figure in the page equals its value in the JSON of the command its section names (the
+// efficiency and collectives sections checked against figures worked out by hand too), hostile
 // names stay text, the regression gate's exit code 3, and bad input (exit 2, the file named).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -143,11 +146,94 @@ TEST(ReportCommandTest, EveryFigureIsTheValueOfTheCommandItsSectionNames) {
   EXPECT_LT(html.size(), 1u << 20);
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_NE(html.find("Content-Security-Policy\" content=\"default-src 'none'"), std::string::npos);
-  for (const char* id : {"run", "steps", "timeline", "gpus", "ops", "memory", "critical-path", "stragglers", "import"}) {
+  for (const char* id : {"run", "steps", "timeline", "gpus", "ops", "memory", "critical-path", "efficiency", "collectives",
+                         "stragglers", "import"}) {
     EXPECT_NE(html.find("<section id=\"" + std::string(id) + "\">"), std::string::npos) << id;
   }
   EXPECT_NE(html.find("stepscope ops " + testing::SamplePath("h100_resnet50_b32_step3.pb.gz") + " --json"), std::string::npos);
   EXPECT_GT(ExpectFiguresEqualTheJson(html), 200u);
+}
+
+// The figures of the section whose commands include `command`, by their pointer.
+std::map<std::string, nlohmann::json> SectionFigures(const std::string& html, const std::string& command) {
+  std::map<std::string, nlohmann::json> found;
+  for (const Figures& section : FiguresOf(html)) {
+    for (const auto& [cmd, pointer, value] : section.cells) {
+      if (section.argv.at(cmd).at(0) == command) found[pointer] = nlohmann::json::parse(value);
+    }
+  }
+  return found;
+}
+
+TEST(ReportCommandTest, EfficiencyShowsThePeakMfuAndTheOpsBound) {
+  // The hand-made H100 step of tests/data/efficiency/README.md: one fp32 mm of 2*1024*2048*4096
+  // FLOPs on a 1 ms step, against the H100 SXM's 67 TFLOP/s fp32.
+  const std::string trace = testing::DataPath("efficiency/h100_mm_step.json");
+  const std::string out = (testing::ScratchDir("report_efficiency") / "mm.html").string();
+  const auto r = RunStepscope({"report", trace, "-o", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string html = ReadText(out);
+  ASSERT_NE(html.find("<section id=\"efficiency\">"), std::string::npos);
+  EXPECT_NE(html.find("stepscope efficiency " + trace + " --json"), std::string::npos);
+  const auto figures = SectionFigures(html, "efficiency");
+  const double mm_flops = 2.0 * 1024 * 2048 * 4096;
+  ASSERT_TRUE(figures.count("/peak/flops_per_s"));
+  EXPECT_DOUBLE_EQ(figures.at("/peak/flops_per_s").get<double>(), 67e12);
+  ASSERT_TRUE(figures.count("/total/mfu"));
+  EXPECT_NEAR(figures.at("/total/mfu").get<double>(), mm_flops / 1e-3 / 67e12, 1e-6);
+  ASSERT_TRUE(figures.count("/steps/0/mfu"));
+  // The mm's kernel ran 400 us: 42.95 TFLOP/s, compute-bound; the op without a formula is listed.
+  bool mm_rate = false;
+  for (const auto& [pointer, value] : figures) {
+    if (pointer.rfind("/ops/", 0) == 0 && pointer.ends_with("/flops_per_s")) mm_rate |= std::abs(value.get<double>() - mm_flops / 400e-6) < 1e6;
+  }
+  EXPECT_TRUE(mm_rate) << "no op at " << mm_flops / 400e-6 << " FLOP/s";
+  EXPECT_NE(html.find("<td>compute</td>"), std::string::npos);
+  EXPECT_NE(html.find("aten::mystery_op"), std::string::npos);
+  EXPECT_GT(ExpectFiguresEqualTheJson(html), 30u);
+}
+
+TEST(ReportCommandTest, ThePeakFlagsReachEfficiencyAndBadOnesExitTwo) {
+  // A RunMetadata names no device: without --device its MFU is unknown, with it the H100's 67 TFLOP/s.
+  const std::string trace = testing::SamplePath("h100_resnet50_b32_step3.pb.gz");
+  const std::string out = (testing::ScratchDir("report_peak") / "resnet50.html").string();
+  auto r = RunStepscope({"report", trace, "-o", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(SectionFigures(ReadText(out), "efficiency").count("/total/mfu"));
+  r = RunStepscope({"report", trace, "--device", "h100-sxm", "-o", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string html = ReadText(out);
+  EXPECT_NE(html.find("stepscope efficiency " + trace + " --device h100-sxm --json"), std::string::npos);
+  const auto figures = SectionFigures(html, "efficiency");
+  ASSERT_TRUE(figures.count("/total/mfu") && figures.count("/total/model_flops") && figures.count("/total/duration_ns"));
+  EXPECT_NEAR(figures.at("/total/mfu").get<double>(),
+              figures.at("/total/model_flops").get<double>() / (figures.at("/total/duration_ns").get<double>() * 1e-9) / 67e12, 1e-9);
+  EXPECT_GT(ExpectFiguresEqualTheJson(html), 200u);
+  r = RunStepscope({"report", trace, "--device", "nosuch-gpu", "-o", out});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--device nosuch-gpu"), std::string::npos) << r.err;
+}
+
+TEST(ReportCommandTest, CollectivesShowTheBusBandwidthPerCollective) {
+  // tests/data/collectives/nccl_constructed.json: a 4 MiB float all-reduce over 8 ranks in 100 us
+  // has a bus bandwidth of 4 MiB / 100 us * 2 * 7 / 8 = 73.4 GB/s (nccl-tests' definition).
+  const std::string trace = testing::DataPath("collectives/nccl_constructed.json");
+  const std::string out = (testing::ScratchDir("report_collectives") / "nccl.html").string();
+  const auto r = RunStepscope({"report", trace, "-o", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string html = ReadText(out);
+  ASSERT_NE(html.find("<section id=\"collectives\">"), std::string::npos);
+  EXPECT_NE(html.find("stepscope collectives " + trace + " --json"), std::string::npos);
+  const auto figures = SectionFigures(html, "collectives");
+  ASSERT_TRUE(figures.count("/totals/calls"));
+  EXPECT_EQ(figures.at("/totals/calls"), 5);
+  const double busbw = 4.0 * (1 << 20) / 100e-6 * 2 * 7 / 8;
+  bool found = false;
+  for (const auto& [pointer, value] : figures) {
+    if (pointer.ends_with("/busbw_bytes_per_s")) found |= std::abs(value.get<double>() - busbw) < 1e3;
+  }
+  EXPECT_TRUE(found) << "no collective at " << busbw << " B/s";
+  EXPECT_GT(ExpectFiguresEqualTheJson(html), 40u);
 }
 
 TEST(ReportCommandTest, HostileNamesStayText) {

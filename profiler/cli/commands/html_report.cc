@@ -47,6 +47,16 @@ std::vector<std::string> Args(const std::string& name, const std::vector<std::st
   return out;
 }
 
+// `args` plus those of `flags` the report was given, as given: the device's peaks for `efficiency`
+// and `collectives`, which a trace that names no device needs.
+std::vector<std::string> WithFlags(std::vector<std::string> out, const ParsedArgs& args,
+                                   std::initializer_list<const char*> flags) {
+  for (const char* flag : flags) {
+    if (const auto value = args.Get(flag)) out.insert(out.end(), {std::string("--") + flag, *value});
+  }
+  return out;
+}
+
 // The thumbnail of the step of median duration among side A's steps (a representative one, not
 // an outlier), with the slowest slices in it named.
 StatusOr<std::string> ThumbnailBody(const std::vector<std::string>& inputs) {
@@ -112,6 +122,15 @@ Status RunReport(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   const CommandRun gpu = RunJson(Args("gpu", a, args)), idle = RunJson(Args("idle", a, args));
   const CommandRun ops = RunJson(Args("ops", a, args)), kernels = RunJson(Args("kernels", a, args));
   const CommandRun memory = RunJson(Args("memory", a, args)), path = RunJson(Args("critical-path", a, args));
+  const CommandRun efficiency = RunJson(WithFlags(Args("efficiency", a, args), args, {"peak", "device", "precision", "link-peak"}));
+  const CommandRun collectives = RunJson(WithFlags(Args("collectives", a, args), args, {"link-peak", "device"}));
+  // A peak the user gave that the command refuses (an unknown --device, --peak 0) is bad input.
+  for (const CommandRun* run : {&efficiency, &collectives}) {
+    if (run->code == 2 && (args.Has("peak") || args.Has("device") || args.Has("precision") || args.Has("link-peak"))) {
+      const std::string prefix = "stepscope " + run->args.front() + ": ";
+      return InvalidInput(run->err.rfind(prefix, 0) == 0 ? run->err.substr(prefix.size()) : run->err);
+    }
+  }
   const CommandRun stragglers = RunJson(Args("stragglers", a, args));
   ASSIGN_OR_RETURN(const std::string thumbnail, ThumbnailBody(a));
 
@@ -125,6 +144,8 @@ Status RunReport(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   sections.push_back({"ops", "Ops and kernels", {ops.args, kernels.args}, OpsBody(ops, kernels, top)});
   sections.push_back({"memory", "Memory", {memory.args}, MemoryBody(memory, top)});
   sections.push_back({"critical-path", "Critical path", {path.args}, CriticalPathBody(path, top)});
+  sections.push_back({"efficiency", "Efficiency", {efficiency.args}, EfficiencyBody(efficiency, top)});
+  sections.push_back({"collectives", "Collectives", {collectives.args}, CollectivesBody(collectives, top)});
   sections.push_back({"stragglers", "Stragglers across ranks", {stragglers.args}, StragglersBody(stragglers, top)});
   CommandRun diff;
   if (!b.empty()) {
@@ -138,7 +159,8 @@ Status RunReport(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   std::vector<const CommandRun*> all;
   for (const CommandRun& s : summaries) all.push_back(&s);
   for (const CommandRun* run : std::initializer_list<const CommandRun*>{&steps, &breakdown, &gpu, &idle, &ops, &kernels,
-                                                                     &memory, &path, &stragglers, &diff}) {
+                                                                     &memory, &path, &efficiency, &collectives,
+                                                                     &stragglers, &diff}) {
     all.push_back(run);
   }
   sections.push_back({"import", "Import warnings", summary_args, ImportBody(summaries, all)});
@@ -157,19 +179,27 @@ Status RunReport(const ParsedArgs& args, std::ostream& out, std::ostream&) {
 
 CommandSpec ReportCommand() {
   return {.name = "report",
-          .synopsis = "TRACE|DIR... [--vs B...] -o report.html [--top N] [--fail-on-regression PCT[,MIN_MS]]",
+          .synopsis = "TRACE|DIR... [--vs B...] -o report.html [--top N] [--fail-on-regression PCT[,MIN_MS]] "
+                      "[--device NAME] [--peak TFLOPS] [--precision P] [--link-peak GBPS]",
           .description =
               "Writes one self-contained HTML file (no script, nothing fetched: it opens from disk or a CI\n"
               "artifact, offline) for a pull request or a CI run: the run's files, ranks and steps, step\n"
               "time and jitter and where the step goes, a thumbnail of one step with its slowest slices\n"
               "named, GPU busy and idle time with the idle causes, the top ops and kernels, memory peaks\n"
-              "with the tensors live at the peak and the curve, the critical path's bound-by, stragglers\n"
-              "across ranks and the import's repairs; with --vs B..., the diff against B with its\n"
-              "confidence and the regression gate's verdict. Each section names the `stepscope ... --json`\n"
-              "commands whose numbers it shows; each figure keeps its JSON value (data-ptr, data-value).",
+              "with the tensors live at the peak and the curve, the critical path's bound-by, the\n"
+              "efficiency (the device's peak, MFU per step, the top ops' FLOP/s and bound), the\n"
+              "collectives' bus bandwidth, stragglers across ranks and the import's repairs; with --vs B...,\n"
+              "the diff against B with its confidence and the regression gate's verdict. Each section names\n"
+              "the `stepscope ... --json` commands whose numbers it shows; each figure keeps its JSON value\n"
+              "(data-ptr, data-value). --device, --peak, --precision and --link-peak are handed to\n"
+              "efficiency and collectives, for traces that name no device.",
           .flags = {{"output", "FILE", "where to write the report (.html)", 'o'},
                     {"vs", "", "A... --vs B...: compare the run A with the traces after it"},
                     {"top", "N", "rows per table (default 10)"},
+                    {"device", "NAME", "for efficiency and collectives: the device whose peaks to use (e.g. h100-sxm)"},
+                    {"peak", "TFLOPS", "for efficiency: the device's peak FLOP/s, in TFLOP/s"},
+                    {"precision", "P", "for efficiency: the precision whose peak to use (fp32, tf32, bf16, ...)"},
+                    {"link-peak", "GBPS", "for efficiency and collectives: the link's peak in GB/s a direction"},
                     {"fail-on-regression", "PCT[,MIN_MS]",
                      "with --vs: exit 3, after writing the report, when diff's regression gate fails"}},
           .min_positional = 1,

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <numeric>
 #include <map>
 #include <set>
 
@@ -54,6 +56,22 @@ std::string TextAt(const Json& doc, const std::string& pointer) {
   return v.is_string() ? v.get<std::string>() : "";
 }
 std::string AsFixed3(const Json& v) { return FormatFixed(v.get<double>(), 3); }
+std::string AsFixed1(const Json& v) { return FormatFixed(v.get<double>(), 1); }
+// 1.23e12 -> "1.23 T" (three significant digits): FLOPs and rates span a dozen orders of magnitude.
+std::string SiPrefixed(double value) {
+  static const char* const kPrefix[] = {"", "k", "M", "G", "T", "P", "E"};
+  size_t p = 0;
+  while (std::abs(value) >= 999.5 && p < 6) {  // 999.7 is "1 k", not "1e+03"
+    value /= 1000;
+    ++p;
+  }
+  char text[48];
+  std::snprintf(text, sizeof text, "%.3g %s", value, kPrefix[p]);
+  return text;
+}
+std::string AsFlops(const Json& v) { return SiPrefixed(v.get<double>()) + "FLOP"; }
+std::string AsFlopRate(const Json& v) { return SiPrefixed(v.get<double>()) + "FLOP/s"; }
+std::string AsByteRate(const Json& v) { return SiPrefixed(v.get<double>()) + "B/s"; }
 
 Cell Dur(const Json& doc, const std::string& p, size_t cmd = 0) { return Fig(doc, p, AsDuration, cmd); }
 Cell Byt(const Json& doc, const std::string& p, size_t cmd = 0) { return Fig(doc, p, AsBytes, cmd); }
@@ -406,6 +424,83 @@ std::string ImportBody(const std::vector<CommandRun>& summaries, const std::vect
     }
   }
   if (!notes.empty()) out += H3("What the commands noted") + notes;
+  return out;
+}
+
+std::string EfficiencyBody(const CommandRun& efficiency, size_t top) {
+  if (efficiency.doc.is_null()) return Failed(efficiency);
+  const Json& d = efficiency.doc;
+  std::string out = Table({"device", "peak", "memory bandwidth", "precision", "where the peak comes from"},
+                          {{Str(d, "/peak/device"), Fig(d, "/peak/flops_per_s", AsFlopRate),
+                            Fig(d, "/peak/bytes_per_s", AsByteRate), Str(d, "/peak/precision"), Str(d, "/peak/source")}});
+  if (!TextAt(d, "/peak/precision_source").empty()) out += Paragraph("Precision: " + TextAt(d, "/peak/precision_source"), "note");
+  for (const Json& note : Member(d, "notes")) out += Paragraph(note.is_string() ? note.get<std::string>() : note.dump(), "warn");
+  out += Table({"steps", "time", "model FLOPs", "every FLOP", "model FLOP/s", "MFU", "HFU", "ops costed"},
+               {{Cnt(d, "/total/steps"), Dur(d, "/total/duration_ns"), Fig(d, "/total/model_flops", AsFlops),
+                 Fig(d, "/total/flops", AsFlops), Fig(d, "/total/model_flops_per_s", AsFlopRate), Pct(d, "/total/mfu"),
+                 Pct(d, "/total/hfu"), report::Text(AsCount(At(d, "/ops_costed")) + " of " + AsCount(At(d, "/ops_seen")))}});
+  std::vector<std::vector<Cell>> steps;
+  const Json& list = Member(d, "steps");
+  for (size_t i = 0; i < list.size() && i < 4 * top; ++i) {
+    const std::string p = Idx("/steps", i);
+    steps.push_back({Cnt(d, p + "/rank"), Cnt(d, p + "/step"), Str(d, p + "/marker"), Dur(d, p + "/duration_ns"),
+                     Fig(d, p + "/model_flops", AsFlops), Pct(d, p + "/mfu"), Pct(d, p + "/hfu")});
+  }
+  if (!steps.empty()) out += H3("MFU per step") + Table({"rank", "step", "marker", "duration", "model FLOPs", "MFU", "HFU"}, steps);
+  if (list.size() > steps.size()) out += Paragraph(std::to_string(list.size() - steps.size()) + " more steps", "note");
+  // The ops by time, longest first, whatever order the document keeps them in.
+  const Json& ops = Member(d, "ops");
+  std::vector<size_t> order(ops.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return Number(At(ops[a], "/time_ns")) > Number(At(ops[b], "/time_ns"));
+  });
+  std::vector<std::vector<Cell>> rows;
+  for (size_t k = 0; k < order.size() && k < top; ++k) {
+    const std::string p = Idx("/ops", order[k]);
+    rows.push_back({Str(d, p + "/op_type"), Cnt(d, p + "/count"), Dur(d, p + "/time_ns"), Fig(d, p + "/flops", AsFlops),
+                    Byt(d, p + "/bytes"), Fig(d, p + "/flops_per_s", AsFlopRate), Fig(d, p + "/bytes_per_s", AsByteRate),
+                    Fig(d, p + "/intensity", AsFixed1), Str(d, p + "/bound"), Pct(d, p + "/share_of_peak")});
+  }
+  if (!rows.empty()) {
+    out += H3("Top ops by time (of " + std::to_string(ops.size()) + ")") +
+           Table({"op type", "count", "time", "FLOPs", "bytes", "FLOP/s", "B/s", "FLOP/B", "bound", "of the roof"}, rows);
+  }
+  std::vector<std::vector<Cell>> unknown;
+  const Json& missing = Member(d, "unknown_ops");
+  for (size_t i = 0; i < missing.size() && i < top; ++i) {
+    const std::string p = Idx("/unknown_ops", i);
+    unknown.push_back({Str(d, p + "/op_type"), Cnt(d, p + "/count"), Dur(d, p + "/time_ns"), Str(d, p + "/reason")});
+  }
+  if (!unknown.empty()) {
+    out += H3("Ops without a cost (" + std::to_string(missing.size()) + " op types)") +
+           Table({"op type", "count", "time", "why"}, unknown);
+  }
+  return out;
+}
+
+std::string CollectivesBody(const CommandRun& collectives, size_t top) {
+  if (collectives.doc.is_null()) return Failed(collectives);
+  const Json& d = collectives.doc;
+  if (Number(At(d, "/totals/calls")) == 0) return Paragraph("No collective in these traces.", "note");
+  std::string out = Table({"calls", "with a size", "bytes", "time", "exposed", "link peak", "where the peak comes from"},
+                          {{Cnt(d, "/totals/calls"), Cnt(d, "/totals/sized_calls"), Byt(d, "/totals/bytes"),
+                            Dur(d, "/totals/time_ns"), Dur(d, "/totals/exposed_ns"),
+                            Fig(d, "/link_peak/bytes_per_s", AsByteRate), Str(d, "/link_peak/source")}});
+  std::vector<std::vector<Cell>> rows;
+  const Json& list = Member(d, "collectives");
+  for (size_t i = 0; i < list.size() && i < top; ++i) {
+    const std::string p = Idx("/collectives", i);
+    rows.push_back({Cnt(d, p + "/rank"), Str(d, p + "/device"), Str(d, p + "/name"), Str(d, p + "/algorithm"),
+                    Str(d, p + "/dtype"), Cnt(d, p + "/group_size"), Byt(d, p + "/bytes"), Cnt(d, p + "/count"),
+                    Dur(d, p + "/time_ns"), Dur(d, p + "/exposed_ns"), Fig(d, p + "/algbw_bytes_per_s", AsByteRate),
+                    Fig(d, p + "/busbw_bytes_per_s", AsByteRate), Pct(d, p + "/busbw_share_of_peak")});
+  }
+  out += Table({"rank", "device", "collective", "algorithm", "dtype", "n", "size", "count", "time", "exposed", "algbw",
+                "busbw", "of the link"},
+               rows);
+  if (list.size() > rows.size()) out += Paragraph(std::to_string(list.size() - rows.size()) + " more rows", "note");
+  for (const Json& note : Member(d, "notes")) out += Paragraph(note.is_string() ? note.get<std::string>() : note.dump(), "note");
   return out;
 }
 

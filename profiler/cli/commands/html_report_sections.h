@@ -22,7 +22,7 @@ struct CommandRun {
 
 // Each returns the section's body; `top` rows per table. The documents are those of the commands
 // `summary` (one per input), `steps`, `step-breakdown`, `gpu`, `idle`, `ops`, `kernels`, `memory`,
-// `critical-path`, `stragglers` and `diff` as they print them with --json.
+// `critical-path`, `efficiency`, `collectives`, `stragglers` and `diff` as they print them with --json.
 std::string RunBody(const std::vector<CommandRun>& summaries);
 std::string StepsBody(const CommandRun& steps, const CommandRun& breakdown, size_t top);
 std::string GpuBody(const CommandRun& gpu, const CommandRun& idle, size_t top);
@@ -30,6 +30,10 @@ std::string OpsBody(const CommandRun& ops, const CommandRun& kernels, size_t top
 std::string MemoryBody(const CommandRun& memory, size_t top);
 std::string CriticalPathBody(const CommandRun& path, size_t top);
 std::string StragglersBody(const CommandRun& stragglers, size_t top);
+// `efficiency`: the peak and its source, MFU over the run and per step, the top ops by time with
+// their FLOP/s and bound, the ops without a cost. `collectives`: bus bandwidth per collective.
+std::string EfficiencyBody(const CommandRun& efficiency, size_t top);
+std::string CollectivesBody(const CommandRun& collectives, size_t top);
 std::string DiffBody(const CommandRun& diff, size_t top);
 // What the imports repaired or skipped (from the summaries) and what the commands noted.
 std::string ImportBody(const std::vector<CommandRun>& summaries, const std::vector<const CommandRun*>& all);
