@@ -9,9 +9,9 @@ from . import _stepscope
 from ._errors import StepscopeError
 from ._trace import Trace, TraceList
 
-# Commands that write files or only list formats are not analyses; `merge` is one (its --json
-# says what it merged).
-_NOT_ANALYSES = {"convert", "formats"}
+# Commands that write files (a converted trace, an HTML report) or only list formats are not
+# analyses; `merge` is one (its --json says what it merged).
+_NOT_ANALYSES = {"convert", "formats", "report"}
 
 
 class Report(dict):
