@@ -233,15 +233,26 @@ Status StepCollector::AddSteps(std::vector<Step> found, const std::string& sourc
   return Status::Ok();
 }
 
-Status StepCollector::Add(Trace trace) {
-  ++traces_;
+// Only traces of a run with several ranks wait for their step's other ranks; the others are
+// reduced to their steps' totals at once, so memory holds one trace at a time.
+bool StepCollector::WaitsForRanks(const Trace& trace) {
   const trace::StepInfo& info = trace.step_info();
-  // Only traces of a run with several ranks wait for their step's other ranks; the others are
-  // reduced to their steps' totals at once, so memory holds one trace at a time.
-  if (info.step >= 0 && info.rank >= 0 && info.world_size > 1 && !trace.slices().empty()) {
-    by_step_[info.step].push_back(std::move(trace));
+  return info.step >= 0 && info.rank >= 0 && info.world_size > 1 && !trace.slices().empty();
+}
+
+Status StepCollector::Add(Trace&& trace) {
+  ++traces_;
+  if (WaitsForRanks(trace)) {
+    const int64_t step = trace.step_info().step;
+    by_step_[step].push_back(std::move(trace));
     return Status::Ok();
   }
+  return AddSteps(StepsOfTrace(trace), trace.source_path());
+}
+
+Status StepCollector::Add(const Trace& trace) {
+  if (WaitsForRanks(trace)) return Internal(trace.source_path() + ": a rank's step trace is kept until Finish: add it moved");
+  ++traces_;
   return AddSteps(StepsOfTrace(trace), trace.source_path());
 }
 

@@ -70,7 +70,12 @@ std::vector<Step> StepsOfTrace(const trace::Trace& trace, bool with_totals = tru
 class StepCollector {
  public:
   // Fails naming the trace's source when it holds no step.
-  Status Add(trace::Trace trace);
+  Status Add(trace::Trace&& trace);
+  // A trace of a run with several ranks (rank and step known) waits in Add for its step's other
+  // ranks, to be merged with them in Finish; any other is reduced to its steps at once.
+  static bool WaitsForRanks(const trace::Trace& trace);
+  // The same for a trace the caller keeps, one that does not wait (kInternal for one that does).
+  Status Add(const trace::Trace& trace);
   // kInvalidInput when no trace was added.
   StatusOr<std::vector<Step>> Finish() &&;
 

@@ -20,29 +20,15 @@ constexpr int kExitOk = 0;
 constexpr int kExitUsage = 2;
 
 // The output of a command run with --allow-truncated that read a trace cut short, saying so
-// first: a --json document gets the top-level key "truncated" (after "schema"), a list of
-// {file, offset, gzip_cut, events_kept, reason}; text gets a TruncationLine per cut first.
+// first: a --json document gets AddTruncationNotice; text gets a TruncationLine per cut first.
 // Done here, once for every command, so that no command's output can go without it.
 std::string WithTruncationNotice(const std::string& output, const std::vector<trace::Truncation>& cuts, bool json) {
   if (cuts.empty()) return output;
   if (json) {
     auto doc = nlohmann::ordered_json::parse(output, nullptr, false);
     if (doc.is_object()) {
-      nlohmann::ordered_json list = nlohmann::ordered_json::array();
-      for (const trace::Truncation& cut : cuts) {
-        list.push_back({{"file", cut.file},
-                        {"offset", cut.offset},
-                        {"gzip_cut", cut.gzip_cut},
-                        {"events_kept", cut.events_kept},
-                        {"reason", cut.reason}});
-      }
-      nlohmann::ordered_json noted = nlohmann::ordered_json::object();
-      if (doc.contains("schema")) noted["schema"] = doc["schema"];
-      noted["truncated"] = std::move(list);
-      for (auto& [key, value] : doc.items()) {
-        if (key != "schema") noted[key] = std::move(value);
-      }
-      return noted.dump(2) + "\n";
+      AddTruncationNotice(doc, cuts);
+      return doc.dump(2) + "\n";
     }
     return output;  // no document (the command failed): stderr says it
   }
@@ -72,6 +58,25 @@ std::string TopHelp() {
 }
 
 }  // namespace
+
+void AddTruncationNotice(nlohmann::ordered_json& doc, const std::vector<trace::Truncation>& cuts) {
+  if (cuts.empty() || !doc.is_object()) return;
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const trace::Truncation& cut : cuts) {
+    list.push_back({{"file", cut.file},
+                    {"offset", cut.offset},
+                    {"gzip_cut", cut.gzip_cut},
+                    {"events_kept", cut.events_kept},
+                    {"reason", cut.reason}});
+  }
+  nlohmann::ordered_json noted = nlohmann::ordered_json::object();
+  if (doc.contains("schema")) noted["schema"] = doc["schema"];
+  noted["truncated"] = std::move(list);
+  for (auto& [key, value] : doc.items()) {
+    if (key != "schema") noted[key] = std::move(value);
+  }
+  doc = std::move(noted);
+}
 
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (args.empty()) {

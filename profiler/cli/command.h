@@ -7,17 +7,43 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>  // KnownInt returns a json by value: the complete type
+#include <optional>
 #include <ostream>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "base/flags.h"
 #include "base/status.h"
+#include "profiler/trace/trace.h"
 
 namespace stepscope::cli {
 
 // max_positional of a command taking any number of inputs.
 inline constexpr size_t kAnyCount = std::numeric_limits<size_t>::max();
+
+// The traces a command analyses, already read: its `run` reads them (only --rank's where it takes
+// --rank) and hands them to `analyse`; `report` reads its inputs once and hands them to each
+// command it shows.
+struct LoadedInputs {
+  std::span<const trace::Trace> traces;  // every input (ResolveTracePaths), in order
+  // The traces as one (analysis::OneTrace), where the caller has it: the commands on one trace
+  // merge them otherwise.
+  const trace::Trace* one = nullptr;
+  std::span<const trace::Trace> vs;  // diff: the traces after --vs
+};
+
+// Where `analyse` writes: text to `text`, notes to `err`; with --json it sets `doc` instead of
+// printing it (run prints it, indented; report keeps it).
+struct CommandOutput {
+  std::ostream& text;
+  std::ostream& err;
+  std::optional<nlohmann::ordered_json> doc;
+  // Set by a caller that shows only totals: a command may leave out its lists of every element
+  // (critical-path's `path`).
+  bool brief = false;
+};
+using AnalyseFunction = std::function<Status(const LoadedInputs& inputs, const ParsedArgs& args, CommandOutput& out)>;
 
 struct CommandSpec {
   std::string name;
@@ -27,6 +53,9 @@ struct CommandSpec {
   size_t min_positional = 1;
   size_t max_positional = kAnyCount;
   std::function<Status(const ParsedArgs& args, std::ostream& out, std::ostream& err)> run;
+  // The command on traces already read, for the commands `report` shows; `run` reads the inputs
+  // and calls it. Empty for the others.
+  AnalyseFunction analyse;
   // Exit codes beyond 0, 1 and 2 this command can return, e.g. ", 3 a check failed: ...".
   std::string more_exit_codes;
   // Whether it reads traces, and so takes the global flags of reading (AllowTruncatedFlag).
@@ -46,6 +75,13 @@ constexpr size_t kDefaultTop = 15;
 
 // A positive integer flag value, or `fallback` when the flag is absent.
 StatusOr<size_t> PositiveFlag(const ParsedArgs& args, const std::string& name, size_t fallback);
+
+// A `run` that reads the inputs given (--rank's only, LoadScopedTraces) and calls `analyse`,
+// printing its document when it set one (also when it fails: a check that failed, exit 3).
+std::function<Status(const ParsedArgs&, std::ostream&, std::ostream&)> LoadThen(AnalyseFunction analyse);
+// Calls `analyse` and prints what it wrote: the command's `run` for inputs read some other way.
+Status AnalyseAndPrint(const AnalyseFunction& analyse, const LoadedInputs& inputs, const ParsedArgs& args,
+                       std::ostream& out, std::ostream& err);
 
 // The --json output of a command: the document, indented, and a newline.
 void EmitJson(std::ostream& out, const nlohmann::ordered_json& doc);

@@ -28,12 +28,13 @@ std::string Rate(const std::optional<double>& bytes_per_s) {
   return FormatFixed(rate / 1e3, 2) + " kB/s";
 }
 
-Status RunCollectives(const ParsedArgs& args, std::ostream& out, std::ostream&) {
+Status RunCollectives(const LoadedInputs& inputs, const ParsedArgs& args, CommandOutput& output) {
+  std::ostream& out = output.text;
   ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
   analysis::CollectiveOptions options;
   ASSIGN_OR_RETURN(options.link_peak_bytes_per_s, LinkPeakFlag(args));
   options.device_name = args.Get("device").value_or("");
-  ASSIGN_OR_RETURN(const std::vector<trace::Trace> traces, LoadScopedTraces(args));
+  const std::span<const trace::Trace> traces = inputs.traces;
   const analysis::CollectiveBandwidth result = analysis::ComputeCollectiveBandwidth(traces, options);
   if (args.Has("json")) {
     nlohmann::ordered_json doc = {{"schema", "stepscope.collectives/1"}};
@@ -46,7 +47,7 @@ Status RunCollectives(const ParsedArgs& args, std::ostream& out, std::ostream&) 
                      {"exposed_ns", result.totals.exposed_ns}};
     doc["collectives"] = CollectiveRowsJson(result);
     doc["notes"] = result.notes;
-    EmitJson(out, doc);
+    output.doc = std::move(doc);
   } else {
     for (const trace::Trace& trace : traces) out << Header(trace);
     out << "\n" << CollectivesText(result, top);
@@ -143,7 +144,8 @@ CommandSpec CollectivesCommand() {
                     LinkPeakFlagSpec(),
                     {"device", "NAME", "the GPU whose NVLink peak to compare with (\"NVIDIA H100 80GB HBM3\")"},
                     RankFlag()},
-          .run = RunCollectives};
+          .run = LoadThen(RunCollectives),
+          .analyse = RunCollectives};
 }
 
 }  // namespace stepscope::cli

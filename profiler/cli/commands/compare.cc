@@ -3,6 +3,7 @@
 // type, node and kernel with confidence, analysis/run_diff.h, and a regression gate for CI; with
 // one step per side the aggregate deltas of analysis/diff.h).
 #include <cmath>
+#include <span>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -63,9 +64,24 @@ std::string FileName(const std::string& path) {
 
 // ---- steps -------------------------------------------------------------------------------------
 
-Status RunSteps(const ParsedArgs& args, std::ostream& out, std::ostream&) {
-  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultCauses));
-  ASSIGN_OR_RETURN(std::vector<Step> steps, StepsOf(args.positional));
+// The steps of traces already read. A rank's step trace waits in the collector for its step's
+// other ranks, to be merged with them: the collector takes it moved, so that one is read again
+// from its file (a trace is never copied); every other is reduced where it lies.
+StatusOr<std::vector<Step>> StepsOf(std::span<const Trace> traces) {
+  analysis::StepCollector collector;
+  for (const Trace& trace : traces) {
+    if (!analysis::StepCollector::WaitsForRanks(trace)) {
+      RETURN_IF_ERROR(collector.Add(trace));
+      continue;
+    }
+    RETURN_IF_ERROR(trace::ForEachTrace({trace.source_path()}, [&](Trace again) { return collector.Add(std::move(again)); }));
+  }
+  return std::move(collector).Finish();
+}
+
+// `steps` on its steps (the JSON document, or text).
+Status StepsReport(size_t top, std::vector<Step> steps, const ParsedArgs& args, CommandOutput& output) {
+  std::ostream& out = output.text;
   const analysis::StepsReport report = analysis::AnalyzeSteps(std::move(steps), top);
   if (args.Has("json")) {
     Json doc;
@@ -94,7 +110,7 @@ Status RunSteps(const ParsedArgs& args, std::ostream& out, std::ostream&) {
                           {"causes", causes}});
     }
     doc["outliers"] = outliers;
-    EmitJson(out, doc);
+    output.doc = std::move(doc);
     return Status::Ok();
   }
   out << "steps      " << report.steps.size() << "\n";
@@ -126,6 +142,22 @@ Status RunSteps(const ParsedArgs& args, std::ostream& out, std::ostream&) {
     out << causes.str();
   }
   return Status::Ok();
+}
+
+Status AnalyseSteps(const LoadedInputs& inputs, const ParsedArgs& args, CommandOutput& output) {
+  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultCauses));
+  ASSIGN_OR_RETURN(std::vector<Step> steps, StepsOf(inputs.traces));
+  return StepsReport(top, std::move(steps), args, output);
+}
+
+// Reads the traces one at a time, each reduced to its steps before the next is read.
+Status RunSteps(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
+  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultCauses));
+  ASSIGN_OR_RETURN(std::vector<Step> steps, StepsOf(args.positional));
+  CommandOutput output{.text = out, .err = err};
+  const Status status = StepsReport(top, std::move(steps), args, output);
+  if (output.doc) EmitJson(out, *output.doc);
+  return status;
 }
 
 // ---- diff over steps ---------------------------------------------------------------------------
@@ -437,7 +469,8 @@ CommandSpec StepsCommand() {
           .flags =
               {{"json", "", "write the result as JSON"},
               {"top", "N", "causes listed per outlier and table (default 5)"}},
-          .run = RunSteps};
+          .run = RunSteps,
+          .analyse = AnalyseSteps};
 }
 
 CommandSpec DiffCommand() {

@@ -3,6 +3,8 @@
 // FLOPs, bytes, achieved rates and roofline bound; text and JSON (stepscope.efficiency/1).
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -247,36 +249,73 @@ StatusOr<analysis::PeakOptions> PeakFlags(const ParsedArgs& args) {
   return options;
 }
 
-Status RunEfficiency(const ParsedArgs& args, std::ostream& out, std::ostream&) {
+// What efficiency takes from its flags, checked before any trace is read.
+struct EfficiencyFlags {
   TableOptions table;
-  ASSIGN_OR_RETURN(table.top, PositiveFlag(args, "top", kDefaultTop));
-  table.full_names = args.Has("full-names");
-  ASSIGN_OR_RETURN(const analysis::PeakOptions peak, PeakFlags(args));
-  ASSIGN_OR_RETURN(const analysis::StepRange range, StepRange(args));
-  ASSIGN_OR_RETURN(const auto ranks, RankSet(args));
-  ASSIGN_OR_RETURN(const std::vector<std::string> inputs, trace::ResolveTracePaths(args.positional));
-  analysis::CollectiveOptions collective_options;
-  ASSIGN_OR_RETURN(collective_options.link_peak_bytes_per_s, LinkPeakFlag(args));
-  analysis::EfficiencyBuilder builder(peak, collective_options);
+  analysis::PeakOptions peak;
+  analysis::StepRange range;
+  std::optional<std::set<int32_t>> ranks;
+  analysis::CollectiveOptions collectives;
+};
+
+StatusOr<EfficiencyFlags> ParseEfficiencyFlags(const ParsedArgs& args) {
+  EfficiencyFlags flags;
+  ASSIGN_OR_RETURN(flags.table.top, PositiveFlag(args, "top", kDefaultTop));
+  flags.table.full_names = args.Has("full-names");
+  ASSIGN_OR_RETURN(flags.peak, PeakFlags(args));
+  ASSIGN_OR_RETURN(flags.range, StepRange(args));
+  ASSIGN_OR_RETURN(flags.ranks, RankSet(args));
+  ASSIGN_OR_RETURN(flags.collectives.link_peak_bytes_per_s, LinkPeakFlag(args));
+  return flags;
+}
+
+// Costs the traces handed to `add` one after the other (`place`: the trace's position among the
+// inputs, its rank when it records none), those of --rank only, and writes the report.
+Status Efficiency(const ParsedArgs& args, const EfficiencyFlags& flags,
+                  const std::function<Status(const std::function<void(const trace::Trace&)>&)>& each,
+                  CommandOutput& output) {
+  analysis::EfficiencyBuilder builder(flags.peak, flags.collectives);
   int32_t input = 0;
   bool any_window = false;
-  // One trace in memory at a time: each is costed and dropped before the next is read.
-  RETURN_IF_ERROR(trace::ForEachTrace(inputs, [&](trace::Trace trace) {
+  RETURN_IF_ERROR(each([&](const trace::Trace& trace) {
     const int32_t place = input++;
     const int32_t rank = trace.step_info().rank >= 0 ? trace.step_info().rank : place;
-    if (ranks && !ranks->count(rank)) return Status::Ok();
-    const auto windows = analysis::NumberedStepWindows({&trace, 1}, range, analysis::StepWindowing::kWholeUnlessSeveral);
+    if (flags.ranks && !flags.ranks->count(rank)) return;
+    const auto windows =
+        analysis::NumberedStepWindows({&trace, 1}, flags.range, analysis::StepWindowing::kWholeUnlessSeveral);
     any_window = any_window || !windows.front().empty();
     builder.Add(trace, windows.front(), place);
-    return Status::Ok();
   }));
-  if (range && !any_window) return InvalidInput(analysis::NoStepInRangeMessage(*range));
+  if (flags.range && !any_window) return InvalidInput(analysis::NoStepInRangeMessage(*flags.range));
   ASSIGN_OR_RETURN(const EfficiencyReport report, std::move(builder).Finish());
   if (args.Has("json")) {
-    EmitJson(out, EfficiencyJson(report));
+    output.doc = EfficiencyJson(report);
   } else {
-    out << EfficiencyText(report, table);
+    output.text << EfficiencyText(report, flags.table);
   }
+  return Status::Ok();
+}
+
+Status AnalyseEfficiency(const LoadedInputs& inputs, const ParsedArgs& args, CommandOutput& output) {
+  ASSIGN_OR_RETURN(const EfficiencyFlags flags, ParseEfficiencyFlags(args));
+  return Efficiency(args, flags, [&](const std::function<void(const trace::Trace&)>& add) {
+    for (const trace::Trace& trace : inputs.traces) add(trace);
+    return Status::Ok();
+  }, output);
+}
+
+// One trace in memory at a time: each is costed and dropped before the next is read.
+Status RunEfficiency(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
+  ASSIGN_OR_RETURN(const EfficiencyFlags flags, ParseEfficiencyFlags(args));
+  ASSIGN_OR_RETURN(const std::vector<std::string> inputs, trace::ResolveTracePaths(args.positional));
+  CommandOutput output{.text = out, .err = err};
+  RETURN_IF_ERROR(Efficiency(args, flags, [&](const std::function<void(const trace::Trace&)>& add) {
+    return trace::ForEachTrace(inputs, [&](trace::Trace trace) {
+      add(trace);
+      return Status::Ok();
+    });
+  }, output));
+  if (output.doc) EmitJson(out, *output.doc);
   return Status::Ok();
 }
 
@@ -308,7 +347,8 @@ CommandSpec EfficiencyCommand() {
                     LinkPeakFlagSpec(),
                     RankFlag(),
                     FullNamesFlag()},
-          .run = RunEfficiency};
+          .run = RunEfficiency,
+          .analyse = AnalyseEfficiency};
 }
 
 }  // namespace stepscope::cli

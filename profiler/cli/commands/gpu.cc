@@ -26,22 +26,21 @@ std::string RankDevice(int32_t rank, const std::string& device) {
 }
 
 struct Loaded {
-  std::vector<Trace> traces;
-  std::vector<analysis::GpuInput> inputs;
+  std::vector<analysis::GpuInput> inputs;  // pointing into the LoadedInputs
 };
 
-StatusOr<Loaded> Load(const ParsedArgs& args) {
+// The traces read, each in --step's windows.
+StatusOr<Loaded> Load(const LoadedInputs& traces, const ParsedArgs& args) {
   ASSIGN_OR_RETURN(auto range, StepRange(args));
   Loaded loaded;
-  ASSIGN_OR_RETURN(loaded.traces, LoadScopedTraces(args));
   if (!range) {
-    for (const Trace& trace : loaded.traces) loaded.inputs.push_back({&trace, {}});
+    for (const Trace& trace : traces.traces) loaded.inputs.push_back({&trace, {}});
     return loaded;
   }
-  const auto windows = analysis::NumberedStepWindows(loaded.traces, range, analysis::StepWindowing::kEveryStep);
-  for (size_t i = 0; i < loaded.traces.size(); ++i) {
+  const auto windows = analysis::NumberedStepWindows(traces.traces, range, analysis::StepWindowing::kEveryStep);
+  for (size_t i = 0; i < traces.traces.size(); ++i) {
     if (windows[i].empty()) continue;
-    analysis::GpuInput input{&loaded.traces[i], {}};
+    analysis::GpuInput input{&traces.traces[i], {}};
     for (const analysis::StepWindow& w : windows[i]) input.windows.emplace_back(w.begin_ns, w.end_ns);
     loaded.inputs.push_back(std::move(input));
   }
@@ -69,8 +68,9 @@ std::vector<FlagSpec> GpuFlags() {
   return flags;
 }
 
-Status RunGpu(const ParsedArgs& args, std::ostream& out, std::ostream&) {
-  ASSIGN_OR_RETURN(Loaded loaded, Load(args));
+Status RunGpu(const LoadedInputs& traces, const ParsedArgs& args, CommandOutput& output) {
+  std::ostream& out = output.text;
+  ASSIGN_OR_RETURN(Loaded loaded, Load(traces, args));
   const auto rows = analysis::ComputeGpuBreakdown(loaded.inputs);
   if (args.Has("json")) {
     Json gpus = Json::array();
@@ -86,7 +86,7 @@ Status RunGpu(const ParsedArgs& args, std::ostream& out, std::ostream&) {
       row["streams"] = streams;
       gpus.push_back(row);
     }
-    out << Json{{"schema", "stepscope.gpu/1"}, {"gpus", gpus}}.dump(2) << "\n";
+    output.doc = Json{{"schema", "stepscope.gpu/1"}, {"gpus", gpus}};
     return Status::Ok();
   }
   if (rows.empty()) {
@@ -124,7 +124,8 @@ std::vector<FlagSpec> IdleFlags() {
   return flags;
 }
 
-Status RunIdle(const ParsedArgs& args, std::ostream& out, std::ostream&) {
+Status RunIdle(const LoadedInputs& traces, const ParsedArgs& args, CommandOutput& output) {
+  std::ostream& out = output.text;
   ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", 10));
   analysis::IdleOptions options;
   options.largest = top;
@@ -139,7 +140,7 @@ Status RunIdle(const ParsedArgs& args, std::ostream& out, std::ostream&) {
     ASSIGN_OR_RETURN(const size_t delay, PositiveFlag(args, "kernel-delay", 30000));
     options.consecutive_kernel_delay_ns = static_cast<int64_t>(delay);
   }
-  ASSIGN_OR_RETURN(Loaded loaded, Load(args));
+  ASSIGN_OR_RETURN(Loaded loaded, Load(traces, args));
   const analysis::IdleReport report = analysis::ComputeIdle(loaded.inputs, options);
   const int kCauses = 3;
   auto cause_name = [](int c) { return std::string(analysis::IdleCauseName(static_cast<analysis::IdleCause>(c))); };
@@ -174,7 +175,7 @@ Status RunIdle(const ParsedArgs& args, std::ostream& out, std::ostream&) {
     }
     doc["largest_gaps"] = gaps;
     doc["launch_links"] = LaunchLinksJson(report.links);
-    out << doc.dump(2) << "\n";
+    output.doc = std::move(doc);
     return Status::Ok();
   }
   out << "rule " << rule;
@@ -239,7 +240,8 @@ std::vector<FlagSpec> LaunchesFlags() {
   return flags;
 }
 
-Status RunLaunches(const ParsedArgs& args, std::ostream& out, std::ostream&) {
+Status RunLaunches(const LoadedInputs& traces, const ParsedArgs& args, CommandOutput& output) {
+  std::ostream& out = output.text;
   ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", 10));
   analysis::LaunchOptions options;
   options.outliers = top;
@@ -248,7 +250,7 @@ Status RunLaunches(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   options.runtime_cutoff_ns = static_cast<int64_t>(runtime_us) * 1000;
   options.delay_cutoff_ns = static_cast<int64_t>(delay_us) * 1000;
   options.keep_all = args.Has("all") && args.Has("json");
-  ASSIGN_OR_RETURN(Loaded loaded, Load(args));
+  ASSIGN_OR_RETURN(Loaded loaded, Load(traces, args));
   const analysis::LaunchReport r = analysis::ComputeLaunches(loaded.inputs, options);
   if (args.Has("json")) {
     Json doc = {{"schema", "stepscope.launches/1"}, {"work", r.work}, {"unlinked", r.unlinked},
@@ -274,7 +276,7 @@ Status RunLaunches(const ParsedArgs& args, std::ostream& out, std::ostream&) {
       for (const auto& l : r.launches) all.push_back(LaunchJson(l));
       doc["all"] = all;
     }
-    out << doc.dump(2) << "\n";
+    output.doc = std::move(doc);
     return Status::Ok();
   }
   out << r.linked << " launches linked of " << r.work << " pieces of GPU work (" << r.unlinked
@@ -334,9 +336,10 @@ std::vector<FlagSpec> AnnotationsFlags() {
   return flags;
 }
 
-Status RunAnnotations(const ParsedArgs& args, std::ostream& out, std::ostream&) {
+Status RunAnnotations(const LoadedInputs& traces, const ParsedArgs& args, CommandOutput& output) {
+  std::ostream& out = output.text;
   ASSIGN_OR_RETURN(const size_t depth, PositiveFlag(args, "depth", std::numeric_limits<size_t>::max()));
-  ASSIGN_OR_RETURN(Loaded loaded, Load(args));
+  ASSIGN_OR_RETURN(Loaded loaded, Load(traces, args));
   const analysis::AnnotationReport r = analysis::ComputeAnnotationTime(loaded.inputs);
   if (args.Has("json")) {
     Json rows = Json::array();
@@ -346,12 +349,11 @@ Status RunAnnotations(const ParsedArgs& args, std::ostream& out, std::ostream&) 
                       {"gpu_busy_ns", a.gpu_busy_ns}, {"self_work", a.self_work},
                       {"self_gpu_ns", a.self_gpu_ns}});
     }
-    out << Json{{"schema", "stepscope.annotations/1"}, {"work", r.work}, {"gpu_ns", r.gpu_ns},
+    output.doc = Json{{"schema", "stepscope.annotations/1"}, {"work", r.work}, {"gpu_ns", r.gpu_ns},
                 {"unannotated_work", r.unannotated_work}, {"unannotated_gpu_ns", r.unannotated_gpu_ns},
                 {"unlinked_work", r.unlinked_work}, {"unlinked_gpu_ns", r.unlinked_gpu_ns},
                 {"gpu_annotation_work", r.gpu_annotation_work}, {"other_thread_work", r.other_thread_work},
-                {"launch_links", LaunchLinksJson(r.links)}, {"annotations", rows}}.dump(2)
-        << "\n";
+                {"launch_links", LaunchLinksJson(r.links)}, {"annotations", rows}};
     return Status::Ok();
   }
   out << r.work << " pieces of GPU work, " << FormatDuration(r.gpu_ns) << "; outside every annotation "
@@ -389,7 +391,8 @@ std::vector<FlagSpec> KernelPatternsFlags() {
   return flags;
 }
 
-Status RunKernelPatterns(const ParsedArgs& args, std::ostream& out, std::ostream&) {
+Status RunKernelPatterns(const LoadedInputs& traces, const ParsedArgs& args, CommandOutput& output) {
+  std::ostream& out = output.text;
   analysis::KernelPatternOptions options;
   ASSIGN_OR_RETURN(options.top, PositiveFlag(args, "top", 10));
   ASSIGN_OR_RETURN(options.length, PositiveFlag(args, "length", 3));
@@ -398,7 +401,7 @@ Status RunKernelPatterns(const ParsedArgs& args, std::ostream& out, std::ostream
   const std::string by = args.GetOr("by", "count");
   if (by != "count" && by != "time") return InvalidInput("--by " + by + ": use count or time");
   options.by_time = by == "time";
-  ASSIGN_OR_RETURN(Loaded loaded, Load(args));
+  ASSIGN_OR_RETURN(Loaded loaded, Load(traces, args));
   const analysis::KernelPatternReport r = analysis::ComputeKernelPatterns(loaded.inputs, options);
   if (args.Has("json")) {
     Json patterns = Json::array();
@@ -406,10 +409,9 @@ Status RunKernelPatterns(const ParsedArgs& args, std::ostream& out, std::ostream
       patterns.push_back({{"kernels", p.kernels}, {"count", p.count}, {"gpu_ns", p.gpu_ns},
                           {"span_ns", p.span_ns}, {"gap_ns", p.gap_ns}, {"host_op", p.host_op}});
     }
-    out << Json{{"schema", "stepscope.kernel_patterns/1"}, {"length", r.length}, {"kernels", r.kernels},
+    output.doc = Json{{"schema", "stepscope.kernel_patterns/1"}, {"length", r.length}, {"kernels", r.kernels},
                 {"distinct_patterns", r.distinct_patterns}, {"launch_links", LaunchLinksJson(r.links)},
-                {"patterns", patterns}}.dump(2)
-        << "\n";
+                {"patterns", patterns}};
     return Status::Ok();
   }
   out << r.kernels << " kernels; " << r.distinct_patterns << " sequences of " << r.length << " seen at least "
@@ -451,7 +453,8 @@ CommandSpec GpuCommand() {
               "collectives, fusion-buffer copies), memory (other copies and memsets), each a union, and\n"
               "compute/communication overlap. Inputs of one rank add up.",
           .flags = GpuFlags(),
-          .run = RunGpu};
+          .run = LoadThen(RunGpu),
+          .analyse = RunGpu};
 }
 
 CommandSpec IdleCommand() {
@@ -470,7 +473,8 @@ CommandSpec IdleCommand() {
               "at most the GPU's span, where the streams' gaps summed count waits at once several\n"
               "times); and the largest gaps with the runtime call and the host op enclosing it.",
           .flags = IdleFlags(),
-          .run = RunIdle};
+          .run = LoadThen(RunIdle),
+          .analyse = RunIdle};
 }
 
 CommandSpec LaunchesCommand() {
@@ -484,7 +488,8 @@ CommandSpec LaunchesCommand() {
               "enclosing the call) the kernels it launched, their count and delays. --all lists every\n"
               "launch in the JSON.",
           .flags = LaunchesFlags(),
-          .run = RunLaunches};
+          .run = LoadThen(RunLaunches),
+          .analyse = RunLaunches};
 }
 
 CommandSpec AnnotationsCommand() {
@@ -501,7 +506,8 @@ CommandSpec AnnotationsCommand() {
               "Traces without annotations (TensorFlow's) use the name scopes of the launching op.\n"
               "ProfilerStep#N and the profiler's own span are left out: choose steps with --step.",
           .flags = AnnotationsFlags(),
-          .run = RunAnnotations};
+          .run = LoadThen(RunAnnotations),
+          .analyse = RunAnnotations};
 }
 
 CommandSpec KernelPatternsCommand() {
@@ -513,7 +519,8 @@ CommandSpec KernelPatternsCommand() {
               "they cover and the stream's idle time inside them, and the op that launched their first\n"
               "kernel most often: candidates for fusion.",
           .flags = KernelPatternsFlags(),
-          .run = RunKernelPatterns};
+          .run = LoadThen(RunKernelPatterns),
+          .analyse = RunKernelPatterns};
 }
 
 }  // namespace stepscope::cli

@@ -1,25 +1,80 @@
 // `report`: one self-contained HTML file for a pull request or a CI run. Each section is the JSON
-// document of a `stepscope` command run on the same inputs, in this process (RunCli), drawn as
-// tables and inline SVG; the page names each command, so every number can be reproduced, and
-// keeps each figure's JSON value beside it. The step thumbnail is drawn here from the traces.
+// document of a `stepscope` command on the same inputs, drawn as tables and inline SVG; the page
+// names each command, so every number can be reproduced, and keeps each figure's JSON value beside
+// it. The inputs are read once: each command's `analyse` (command.h) runs on the traces read, as
+// its `run` would after reading them. The step thumbnail is drawn here from the traces.
 #include <algorithm>
+#include <optional>
+#include <span>
 #include <sstream>
 
 #include "base/file_io.h"
 #include "base/units.h"
+#include "profiler/analysis/merge.h"
 #include "profiler/analysis/step_windows.h"
 #include "profiler/cli/cli.h"
 #include "profiler/cli/commands/commands.h"
 #include "profiler/cli/commands/html_report_sections.h"
 #include "profiler/formats/inputs.h"
 #include "profiler/report/timeline_thumbnail.h"
+#include "profiler/trace/truncation.h"
 
 namespace stepscope::cli {
 namespace {
 
 using report::Section;
+using trace::Trace;
+using Cuts = std::vector<trace::Truncation>;
 
-// Runs `stepscope ARGS --json` here, keeping its document, exit code and stderr.
+// Every key `key` at any depth of `doc` removed.
+void DropKey(Json& doc, const std::string& key) {
+  if (doc.is_object()) {
+    doc.erase(key);
+    for (auto& [name, value] : doc.items()) DropKey(value, key);
+  } else if (doc.is_array()) {
+    for (Json& value : doc) DropKey(value, key);
+  }
+}
+
+// `stepscope ARGS --json` on the traces read (ARGS' inputs are those `inputs` were read from),
+// keeping its document, exit code and stderr as RunCli gives them: the command's notes, each cut
+// of --allow-truncated, then its failure. The critical path's every node (`path`, the bulk of its
+// document: 140 MB for 40 steps of 15,000 kernels) is not shown, and not made (brief).
+CommandRun Analyse(std::vector<std::string> args, const LoadedInputs& inputs, const Cuts& cuts) {
+  args.push_back("--json");
+  CommandRun run;
+  const auto commands = AllCommands();
+  const auto command = std::find_if(commands.begin(), commands.end(),
+                                    [&](const CommandSpec& c) { return c.name == args.front() && c.analyse; });
+  std::ostringstream text, err;
+  Status status;
+  if (command == commands.end()) {
+    status = Internal("no analysis named " + args.front());
+  } else {
+    auto parsed = ParseFlags({args.begin() + 1, args.end()}, command->all_flags());
+    if (!parsed.ok()) {
+      status = parsed.status();
+    } else {
+      CommandOutput output{.text = text, .err = err, .brief = true};
+      status = command->analyse(inputs, *parsed, output);
+      if (output.doc) run.doc = std::move(*output.doc);
+    }
+  }
+  for (const trace::Truncation& cut : cuts) err << trace::TruncationLine(cut) << "\n";
+  run.code = status.ok() ? 0 : ExitCodeFor(status);
+  if (!status.ok()) err << "stepscope " << args.front() << ": " << status.message() << "\n";
+  run.args = std::move(args);
+  run.err = err.str();
+  while (!run.err.empty() && run.err.back() == '\n') run.err.pop_back();
+  if (run.code != 0 && run.code != 3) run.doc = nullptr;
+  if (run.doc.is_null()) return run;
+  AddTruncationNotice(run.doc, cuts);
+  if (run.args.front() == "critical-path") DropKey(run.doc, "path");
+  return run;
+}
+
+// Runs `stepscope ARGS --json` here, keeping its document, exit code and stderr: for the commands
+// that have no `analyse`, which read their inputs again.
 CommandRun RunJson(std::vector<std::string> args) {
   args.push_back("--json");
   std::ostringstream out, err;
@@ -59,8 +114,7 @@ std::vector<std::string> WithFlags(std::vector<std::string> out, const ParsedArg
 
 // The thumbnail of the step of median duration among side A's steps (a representative one, not
 // an outlier), with the slowest slices in it named.
-StatusOr<std::string> ThumbnailBody(const std::vector<std::string>& inputs) {
-  ASSIGN_OR_RETURN(std::vector<trace::Trace> traces, trace::ReadTraces(inputs));
+std::string ThumbnailBody(std::span<const Trace> traces) {
   const auto windows = analysis::NumberedStepWindows(traces, std::nullopt, analysis::StepWindowing::kEveryStep);
   struct Choice {
     size_t trace;
@@ -90,6 +144,36 @@ StatusOr<std::string> ThumbnailBody(const std::vector<std::string>& inputs) {
          svg;
 }
 
+// Side A's traces, read once: each input given in turn, with what --allow-truncated cut in it.
+struct ReadRun {
+  std::vector<Trace> traces;
+  std::vector<std::pair<size_t, size_t>> of_input;  // per input given: its first trace, how many
+  std::vector<Cuts> cuts;                           // per input given
+  Cuts all_cuts;
+};
+
+StatusOr<ReadRun> ReadOnce(const std::vector<std::string>& inputs) {
+  ReadRun run;
+  trace::AllowTruncatedScope* const outer = trace::AllowTruncatedScope::Current();
+  for (const std::string& input : inputs) {
+    // Under --allow-truncated (RunCli's scope), an inner scope keeps this input's cuts apart.
+    std::optional<trace::AllowTruncatedScope> scope;
+    if (outer != nullptr) scope.emplace();
+    auto traces = trace::ReadTraces({input});
+    Cuts cuts = scope ? scope->truncations() : Cuts();
+    scope.reset();
+    if (!traces.ok()) return traces.status();
+    run.of_input.emplace_back(run.traces.size(), traces->size());
+    for (Trace& trace : *traces) run.traces.push_back(std::move(trace));
+    for (const trace::Truncation& cut : cuts) {
+      outer->Add(cut);
+      run.all_cuts.push_back(cut);
+    }
+    run.cuts.push_back(std::move(cuts));
+  }
+  return run;
+}
+
 Status RunReport(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   const auto output = args.Get("output");
   if (!output) return InvalidInput("-o/--output FILE is required: where to write the report");
@@ -108,31 +192,38 @@ Status RunReport(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   }
 
   // The run's identity first: an input that cannot be read fails the report, with its message.
+  ASSIGN_OR_RETURN(ReadRun read, ReadOnce(a));
   std::vector<CommandRun> summaries;
-  for (const std::string& input : a) {
-    summaries.push_back(RunJson(Args("summary", {input}, args)));
-    if (summaries.back().code != 0) {
-      // Its message as the command gave it, without the name of the command the report ran.
-      std::string message = summaries.back().err;
-      if (message.rfind("stepscope summary: ", 0) == 0) message.erase(0, std::string("stepscope summary: ").size());
-      return summaries.back().code == 2 ? InvalidInput(message) : Internal(message);
-    }
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto [first, count] = read.of_input[i];
+    summaries.push_back(
+        Analyse(Args("summary", {a[i]}, args), {.traces = std::span<const Trace>(read.traces).subspan(first, count)},
+                read.cuts[i]));
   }
-  const CommandRun steps = RunJson(Args("steps", a, args)), breakdown = RunJson(Args("step-breakdown", a, args));
-  const CommandRun gpu = RunJson(Args("gpu", a, args)), idle = RunJson(Args("idle", a, args));
-  const CommandRun ops = RunJson(Args("ops", a, args)), kernels = RunJson(Args("kernels", a, args));
-  const CommandRun memory = RunJson(Args("memory", a, args)), path = RunJson(Args("critical-path", a, args));
-  const CommandRun efficiency = RunJson(WithFlags(Args("efficiency", a, args), args, {"peak", "device", "precision", "link-peak"}));
-  const CommandRun collectives = RunJson(WithFlags(Args("collectives", a, args), args, {"link-peak", "device"}));
+  const LoadedInputs each{.traces = read.traces};
+  const CommandRun steps = Analyse(Args("steps", a, args), each, read.all_cuts);
+  const CommandRun gpu = Analyse(Args("gpu", a, args), each, read.all_cuts);
+  const CommandRun idle = Analyse(Args("idle", a, args), each, read.all_cuts);
+  const CommandRun path = Analyse(Args("critical-path", a, args), each, read.all_cuts);
+  const CommandRun efficiency =
+      Analyse(WithFlags(Args("efficiency", a, args), args, {"peak", "device", "precision", "link-peak"}), each, read.all_cuts);
+  const CommandRun collectives = Analyse(WithFlags(Args("collectives", a, args), args, {"link-peak", "device"}), each, read.all_cuts);
   // A peak the user gave that the command refuses (an unknown --device, --peak 0) is bad input.
-  for (const CommandRun* run : {&efficiency, &collectives}) {
-    if (run->code == 2 && (args.Has("peak") || args.Has("device") || args.Has("precision") || args.Has("link-peak"))) {
-      const std::string prefix = "stepscope " + run->args.front() + ": ";
-      return InvalidInput(run->err.rfind(prefix, 0) == 0 ? run->err.substr(prefix.size()) : run->err);
+  for (const CommandRun* r : {&efficiency, &collectives}) {
+    if (r->code == 2 && (args.Has("peak") || args.Has("device") || args.Has("precision") || args.Has("link-peak"))) {
+      const std::string prefix = "stepscope " + r->args.front() + ": ";
+      return InvalidInput(r->err.rfind(prefix, 0) == 0 ? r->err.substr(prefix.size()) : r->err);
     }
   }
   const CommandRun stragglers = RunJson(Args("stragglers", a, args));
-  ASSIGN_OR_RETURN(const std::string thumbnail, ThumbnailBody(a));
+  const std::string thumbnail = ThumbnailBody(read.traces);
+  // The commands on one trace last: the traces are merged into it, moved, never copied.
+  const Trace one = analysis::OneTrace(std::move(read.traces));
+  const LoadedInputs merged{.traces = {&one, 1}, .one = &one};
+  const CommandRun breakdown = Analyse(Args("step-breakdown", a, args), merged, read.all_cuts);
+  const CommandRun ops = Analyse(Args("ops", a, args), merged, read.all_cuts);
+  const CommandRun kernels = Analyse(Args("kernels", a, args), merged, read.all_cuts);
+  const CommandRun memory = Analyse(Args("memory", a, args), merged, read.all_cuts);
 
   std::vector<Section> sections;
   std::vector<std::vector<std::string>> summary_args;

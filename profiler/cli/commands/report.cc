@@ -45,6 +45,21 @@ StatusOr<size_t> PositiveFlag(const ParsedArgs& args, const std::string& name, s
 
 void EmitJson(std::ostream& out, const nlohmann::ordered_json& doc) { out << doc.dump(2) << "\n"; }
 
+Status AnalyseAndPrint(const AnalyseFunction& analyse, const LoadedInputs& inputs, const ParsedArgs& args,
+                       std::ostream& out, std::ostream& err) {
+  CommandOutput output{.text = out, .err = err};
+  const Status status = analyse(inputs, args, output);
+  if (output.doc) EmitJson(out, *output.doc);
+  return status;
+}
+
+std::function<Status(const ParsedArgs&, std::ostream&, std::ostream&)> LoadThen(AnalyseFunction analyse) {
+  return [analyse = std::move(analyse)](const ParsedArgs& args, std::ostream& out, std::ostream& err) -> Status {
+    ASSIGN_OR_RETURN(const std::vector<Trace> traces, LoadScopedTraces(args));
+    return AnalyseAndPrint(analyse, {.traces = traces}, args, out, err);
+  };
+}
+
 std::string Header(const Trace& trace) {
   std::string out = "trace  " + trace.source_path() + " (" + std::string(trace::SourceFormatName(trace.source_format())) + ")\n";
   out += "span   " + FormatDuration(trace.span_end_ns() - trace.span_begin_ns()) + "\n";
@@ -72,12 +87,12 @@ std::vector<FlagSpec> TraceReportFlags() {
 
 // Runs a StepReport over the inputs, each in its windows: every window of its steps in --step's
 // range (per_step), or the whole trace.
-Status RunStepReport(const std::string& name, const StepReport& report, bool per_step, const ParsedArgs& args,
-                     std::ostream& out, std::ostream& err) {
+Status AnalyseStepReport(const std::string& name, const StepReport& report, bool per_step, const LoadedInputs& inputs,
+                         const ParsedArgs& args, CommandOutput& out) {
   using analysis::StepWindow;
   ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
   ASSIGN_OR_RETURN(const auto range, StepRange(args));
-  ASSIGN_OR_RETURN(std::vector<Trace> traces, LoadScopedTraces(args));
+  const std::span<const Trace> traces = inputs.traces;
   // Per trace, its windows in the range.
   std::vector<std::pair<const Trace*, std::vector<StepWindow>>> scoped;
   if (per_step) {
@@ -96,42 +111,58 @@ Status RunStepReport(const std::string& name, const StepReport& report, bool per
     Json doc;
     doc["schema"] = "stepscope." + name + "/1";
     auto steps = Json::array();
-    for (const auto& [trace, windows] : scoped) steps.push_back(report.json(*trace, windows, top));
-    doc["traces"] = steps;
-    if (report.together) RETURN_IF_ERROR(report.together({traces, range, args, options, &doc, nullptr, err}));
-    EmitJson(out, doc);
+    for (const auto& [trace, windows] : scoped) steps.push_back(report.json(*trace, windows, top, out.brief));
+    doc["traces"] = std::move(steps);
+    if (report.together) RETURN_IF_ERROR(report.together({traces, range, args, options, &doc, nullptr, out.err}));
+    out.doc = std::move(doc);
   } else {
     for (size_t i = 0; i < scoped.size(); ++i) {
-      if (i > 0) out << "\n";
-      out << Header(*scoped[i].first) << report.text(*scoped[i].first, scoped[i].second, options);
+      if (i > 0) out.text << "\n";
+      out.text << Header(*scoped[i].first) << report.text(*scoped[i].first, scoped[i].second, options);
     }
     if (report.together) {
       std::string text;
-      RETURN_IF_ERROR(report.together({traces, range, args, options, nullptr, &text, err}));
-      out << text;
+      RETURN_IF_ERROR(report.together({traces, range, args, options, nullptr, &text, out.err}));
+      out.text << text;
     }
   }
   return Status::Ok();
 }
 
+// The inputs as one trace: the one the caller merged (analysis::OneTrace, which takes the traces
+// moved: a trace is never copied), or the only one.
+StatusOr<const Trace*> OneOf(const LoadedInputs& inputs) {
+  if (inputs.one != nullptr) return inputs.one;
+  if (inputs.traces.size() == 1) return &inputs.traces.front();
+  return Internal("the commands on one trace take several inputs merged (LoadedInputs::one)");
+}
+
 }  // namespace
 
 CommandSpec TraceReportCommand(std::string name, std::string description, TraceReport report) {
+  AnalyseFunction analyse = [report = std::move(report)](const LoadedInputs& inputs, const ParsedArgs& args,
+                                                         CommandOutput& out) -> Status {
+    ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
+    ASSIGN_OR_RETURN(const Trace* one, OneOf(inputs));
+    const Trace& trace = *one;
+    if (args.Has("json")) {
+      out.doc = report.json(trace, top);
+    } else {
+      out.text << Header(trace) << report.text(trace, {.top = top, .full_names = args.Has("full-names")});
+    }
+    return Status::Ok();
+  };
   return {.name = std::move(name),
           .synopsis = "TRACE|DIR... [--json] [--top N]",
           .description = std::move(description),
           .flags = TraceReportFlags(),
-          .run = [report = std::move(report)](const ParsedArgs& args, std::ostream& out, std::ostream&) -> Status {
-            ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
+          .run = [analyse](const ParsedArgs& args, std::ostream& out, std::ostream& err) -> Status {
+            // Merged as read: the traces are moved into the one, never copied.
             ASSIGN_OR_RETURN(std::vector<Trace> traces, trace::ReadTraces(args.positional));
-            Trace trace = analysis::OneTrace(std::move(traces));
-            if (args.Has("json")) {
-              EmitJson(out, report.json(trace, top));
-            } else {
-              out << Header(trace) << report.text(trace, {.top = top, .full_names = args.Has("full-names")});
-            }
-            return Status::Ok();
-          }};
+            const Trace one = analysis::OneTrace(std::move(traces));
+            return AnalyseAndPrint(analyse, {.traces = {&one, 1}, .one = &one}, args, out, err);
+          },
+          .analyse = analyse};
 }
 
 CommandSpec StepReportCommand(std::string name, std::string description, StepReport report) {
@@ -139,25 +170,31 @@ CommandSpec StepReportCommand(std::string name, std::string description, StepRep
   flags.push_back(StepFlag("only what happens"));
   flags.push_back(StepsFlag("only what happens"));
   flags.push_back(RankFlag());
+  AnalyseFunction analyse = [name, report = std::move(report)](const LoadedInputs& inputs, const ParsedArgs& args,
+                                                               CommandOutput& out) {
+    return AnalyseStepReport(name, report, /*per_step=*/true, inputs, args, out);
+  };
   return {.name = name,
           .synopsis = "TRACE|DIR... [--json] [--top N] [--step N | --steps A-B] [--rank R]",
           .description = std::move(description),
           .flags = std::move(flags),
-          .run = [name, report = std::move(report)](const ParsedArgs& args, std::ostream& out, std::ostream& err) {
-            return RunStepReport(name, report, /*per_step=*/true, args, out, err);
-          }};
+          .run = LoadThen(analyse),
+          .analyse = analyse};
 }
 
 CommandSpec WholeTraceReportCommand(std::string name, std::string description, StepReport report) {
   std::vector<FlagSpec> flags = TraceReportFlags();
   flags.push_back(RankFlag());
+  AnalyseFunction analyse = [name, report = std::move(report)](const LoadedInputs& inputs, const ParsedArgs& args,
+                                                               CommandOutput& out) {
+    return AnalyseStepReport(name, report, /*per_step=*/false, inputs, args, out);
+  };
   return {.name = name,
           .synopsis = "TRACE|DIR... [--json] [--top N] [--rank R]",
           .description = std::move(description),
           .flags = std::move(flags),
-          .run = [name, report = std::move(report)](const ParsedArgs& args, std::ostream& out, std::ostream& err) {
-            return RunStepReport(name, report, /*per_step=*/false, args, out, err);
-          }};
+          .run = LoadThen(analyse),
+          .analyse = analyse};
 }
 
 }  // namespace stepscope::cli

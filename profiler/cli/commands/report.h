@@ -43,7 +43,8 @@ CommandSpec TraceReportCommand(std::string name, std::string description, TraceR
 using StepWindows = std::span<const analysis::StepWindow>;
 struct StepReport {
   std::function<std::string(const trace::Trace& trace, StepWindows windows, const TableOptions& options)> text;
-  std::function<Json(const trace::Trace& trace, StepWindows windows, size_t top)> json;
+  // `brief`: CommandOutput::brief (leave out the lists of every element).
+  std::function<Json(const trace::Trace& trace, StepWindows windows, size_t top, bool brief)> json;
   // Optional: a report on the inputs together, after the one on each (the critical path across
   // ranks): it adds keys to the JSON document (`doc`, set with --json) or text (`text`).
   struct Together {

@@ -39,7 +39,7 @@ std::string OverlapText(const Trace& trace, StepWindows, const TableOptions&) {
   return out + table.str();
 }
 
-Json OverlapJson(const Trace& trace, StepWindows, size_t) {
+Json OverlapJson(const Trace& trace, StepWindows, size_t, bool) {
   const analysis::OverlapStats stats = analysis::ComputeOverlap(trace);
   auto doc = Document("overlap", trace);
   // null when the trace does not record it
@@ -107,7 +107,8 @@ std::string PathText(const Trace& trace, const analysis::CriticalPath& path, con
   return out + links.str();
 }
 
-Json PathJson(const Trace& trace, const analysis::CriticalPath& path) {
+// `brief`: without `path`, every node (140 MB of JSON for 40 steps of 15,000 kernels).
+Json PathJson(const Trace& trace, const analysis::CriticalPath& path, bool brief) {
   Json doc;
   doc["length_ns"] = path.length_ns;
   doc["busy_ns"] = path.busy_ns;
@@ -123,6 +124,7 @@ Json PathJson(const Trace& trace, const analysis::CriticalPath& path) {
     shares.push_back({{"op_type", s.op_type}, {"count", s.count}, {"total_ns", s.total_ns}, {"share", s.share}});
   }
   doc["by_op_type"] = shares;
+  if (brief) return doc;
   const int64_t base = trace.span_begin_ns();
   auto elements = nlohmann::ordered_json::array();
   for (const auto& e : path.elements) {
@@ -144,14 +146,14 @@ std::string CriticalPathText(const Trace& trace, StepWindows windows, const Tabl
   return out;
 }
 
-Json CriticalPathJson(const Trace& trace, StepWindows windows, size_t) {
+Json CriticalPathJson(const Trace& trace, StepWindows windows, size_t, bool brief) {
   auto doc = Document("critical-path", trace);
   if (const auto links = analysis::CountLaunchLinks({analysis::GpuInput{&trace, {}}}); links.work > 0) {
     doc["launch_links"] = LaunchLinksJson(links);
   }
   if (windows.size() == 1 && windows.front().whole) {
     analysis::VisitStepCriticalPaths(trace, windows, [&](const StepWindow&, const analysis::CriticalPath& path) {
-      doc.update(PathJson(trace, path));
+      doc.update(PathJson(trace, path, brief));
     });
     return doc;
   }
@@ -159,7 +161,7 @@ Json CriticalPathJson(const Trace& trace, StepWindows windows, size_t) {
   analysis::VisitStepCriticalPaths(trace, windows, [&](const StepWindow& w, const analysis::CriticalPath& path) {
     Json step = {{"step", w.step}, {"marker", w.marker}, {"begin_ns", w.begin_ns - trace.span_begin_ns()},
                  {"end_ns", w.end_ns - trace.span_begin_ns()}};
-    step.update(PathJson(trace, path));
+    step.update(PathJson(trace, path, brief));
     steps.push_back(step);
   });
   doc["steps"] = steps;

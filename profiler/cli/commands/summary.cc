@@ -196,24 +196,35 @@ Json SummaryJson(const analysis::Summary& s) {
   return doc;
 }
 
+// Summarises the traces read: one document, or with several an array of them (as RunSummary).
+Status AnalyseSummary(const LoadedInputs& inputs, const ParsedArgs& args, CommandOutput& out) {
+  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
+  const bool json = args.Has("json");
+  Json documents = Json::array();
+  for (size_t i = 0; i < inputs.traces.size(); ++i) {
+    const analysis::Summary summary = analysis::Summarize(inputs.traces[i]);
+    if (json) {
+      documents.push_back(SummaryJson(summary));
+    } else {
+      out.text << (i == 0 ? "" : "\n") << SummaryText(summary, top);
+    }
+  }
+  if (json) out.doc = inputs.traces.size() == 1 ? std::move(documents.front()) : std::move(documents);
+  return Status::Ok();
+}
+
 // IN goes through the input resolver, as for every command: a file or a profiler run directory
 // is one trace; a directory of trace files (per rank, per step) or a glob summarises each in turn,
 // one trace in memory at a time (text: one summary after another, a blank line between; JSON:
 // an array of the documents).
-Status RunSummary(const ParsedArgs& args, std::ostream& out, std::ostream&) {
+Status RunSummary(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
   ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
   ASSIGN_OR_RETURN(const std::vector<std::string> inputs, trace::ResolveTracePaths(args.positional));
-  const bool json = args.Has("json");
   if (inputs.size() == 1) {
-    ASSIGN_OR_RETURN(Trace trace, trace::ReadTrace(inputs[0]));
-    const analysis::Summary summary = analysis::Summarize(trace);
-    if (json) {
-      EmitJson(out, SummaryJson(summary));
-    } else {
-      out << SummaryText(summary, top);
-    }
-    return Status::Ok();
+    ASSIGN_OR_RETURN(const Trace trace, trace::ReadTrace(inputs[0]));
+    return AnalyseAndPrint(AnalyseSummary, {.traces = {&trace, 1}}, args, out, err);
   }
+  const bool json = args.Has("json");
   Json documents = Json::array();
   bool first = true;
   RETURN_IF_ERROR(trace::ForEachTrace(inputs, [&](Trace trace) {
@@ -248,7 +259,8 @@ CommandSpec SummaryCommand() {
               {{"json", "", "write the summary as JSON"},
               {"top", "N", "how many op types to list in text output (default 15)"}},
           .max_positional = 1,
-          .run = RunSummary};
+          .run = RunSummary,
+          .analyse = AnalyseSummary};
 }
 
 }  // namespace stepscope::cli
