@@ -1,20 +1,26 @@
 // The `stepscope._stepscope` extension: reading traces (through the same resolver as the CLI,
-// formats/inputs.h) with the GIL released, the commands of the CLI run in-process, and the
-// loaded trace's tables as numpy arrays (tables.cc). The Python package (python/stepscope) builds
+// formats/inputs.h) with the GIL released, the commands of the CLI run in-process (on a trace
+// already loaded where the command can: CommandSpec::analyse), and the loaded trace's tables as
+// numpy arrays (tables.cc). The Python package (python/stepscope) builds
 // the user-facing API on these.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "base/flags.h"
 #include "profiler/cli/cli.h"
+#include "profiler/cli/command.h"
 #include "profiler/cli/commands/commands.h"
 #include "profiler/formats/inputs.h"
 #include "profiler/formats/reader.h"
@@ -91,6 +97,42 @@ std::tuple<int, std::string, std::string> RunCli(const std::vector<std::string>&
   return {code, out.str(), err.str()};
 }
 
+// Runs `stepscope ARGS...` (ARGS: the command, the trace's input, flags) on `loaded`, which was
+// read from that input, without reading it again: the command's analyse (command.h) on it, with
+// the GIL released; (exit code, stdout, stderr) as RunCli would give them. nullopt where the
+// command has no analyse or its run would read the input otherwise than `load` did (--rank, which
+// reads the ranks asked for; a trace read cut short without --allow-truncated, which the CLI
+// refuses): the caller runs the CLI on the input then.
+using CliResult = std::tuple<int, std::string, std::string>;
+std::optional<CliResult> AnalyseLoaded(const std::vector<std::string>& args, const PyTrace& loaded) {
+  if (args.size() < 2) return std::nullopt;
+  const auto commands = cli::AllCommands();
+  const auto command = std::find_if(commands.begin(), commands.end(),
+                                    [&](const cli::CommandSpec& c) { return c.name == args[0]; });
+  if (command == commands.end() || !command->analyse) return std::nullopt;
+  auto parsed = ParseFlags({args.begin() + 1, args.end()}, command->all_flags());
+  if (!parsed.ok() || parsed->help || parsed->positional.size() != 1 || parsed->Has("rank")) return std::nullopt;
+  const bool cut = !loaded.truncation.file.empty();
+  if (cut != parsed->Has("allow-truncated")) return std::nullopt;
+  std::ostringstream out, err;
+  Status status;
+  {
+    nb::gil_scoped_release release;
+    cli::CommandOutput output{.text = out, .err = err};
+    status = command->analyse({.traces = {&loaded.trace, 1}, .one = &loaded.trace}, *parsed, output);
+    // As RunCli heads the output: the cut first, in the document and on stderr.
+    if (output.doc && cut) {
+      cli::AddTruncationNotice(*output.doc, {loaded.truncation});
+      err << trace::TruncationLine(loaded.truncation) << "\n";
+    } else if (cut) {
+      out.str(trace::TruncationLine(loaded.truncation) + "\n" + out.str());
+    }
+    if (output.doc) cli::EmitJson(out, *output.doc);
+  }
+  if (!status.ok()) err << "stepscope " << command->name << ": " << status.message() << "\n";
+  return CliResult{ExitCodeFor(status), out.str(), err.str()};
+}
+
 // The command table: (name, synopsis, help, reads_traces, flags) per command, each flag as
 // (name, whether it takes a value).
 using FlagNames = std::vector<std::pair<std::string, bool>>;
@@ -134,6 +176,9 @@ NB_MODULE(_stepscope, m) {
       nb::arg("slices"), nb::arg("seed") = 1, nb::rv_policy::take_ownership,
       "A generated trace of `slices` slices (stepscope-view --synthetic), for benchmarks.");
   m.def("run_cli", &RunCli, nb::arg("args"), "Runs `stepscope ARGS...`: (exit code, stdout, stderr).");
+  m.def("analyse_loaded", &AnalyseLoaded, nb::arg("args"), nb::arg("trace"),
+        "Runs `stepscope ARGS...` on a trace already read from its input: (exit code, stdout, stderr), "
+        "or None where the CLI must read the input itself.");
   m.def("commands", &Commands, "The CLI's commands: (name, synopsis, help, reads_traces, [(flag, takes_value)]).");
   m.attr("version") = STEPSCOPE_VERSION;
   BindTrace(m);

@@ -1,6 +1,7 @@
 """The CLI's analyses as functions: ``stepscope.kernels(trace, top=5)`` returns what
 ``stepscope kernels TRACE --json --top 5`` prints, as a dict (the same document: the same
-command runs in-process), with tables convertible to DataFrames."""
+command runs in-process, on the Trace already loaded where it is one), with tables convertible
+to DataFrames."""
 
 import json
 import os
@@ -84,7 +85,11 @@ def _flag_args(name, flags, options):
 def run(command, *traces, vs=None, **options):
     """Runs ``stepscope COMMAND TRACES... --json`` in-process and returns its document as a
     Report. ``vs``: the B side of a diff (``diff(a, vs=b)``). Raises StepscopeError with the
-    CLI's message and exit code when the command fails."""
+    CLI's message and exit code when the command fails.
+
+    Given one loaded Trace, the command analyses it as loaded, without reading its file again;
+    given paths, several traces (a TraceList: the commands on one trace merge them, which takes
+    the traces), ``vs`` or ``rank``, it reads the inputs as the CLI does."""
     spec = _commands().get(command)
     if spec is None:
         raise ValueError(f"no stepscope command {command!r}")
@@ -94,7 +99,10 @@ def run(command, *traces, vs=None, **options):
     args += _flag_args(command, spec["flags"], options)
     if "json" in spec["flags"]:
         args.append("--json")
-    code, out, err = _stepscope.run_cli(args)
+    result = None
+    if len(traces) == 1 and type(traces[0]) is Trace and vs is None:
+        result = _stepscope.analyse_loaded(args, traces[0]._core)
+    code, out, err = result if result is not None else _stepscope.run_cli(args)
     if code != 0:
         message = err.strip().splitlines()[0] if err.strip() else f"exit code {code}"
         prefix = f"stepscope {command}: "

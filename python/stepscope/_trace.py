@@ -1,5 +1,7 @@
 """Trace: a read trace and its tables as numpy arrays, and as pandas or polars frames."""
 
+import os
+
 from . import _stepscope
 
 SLICE_KINDS = list(_stepscope.slice_kinds)
@@ -8,11 +10,12 @@ TRACK_KINDS = list(_stepscope.track_kinds)
 
 class TraceList(list):
     """The traces of a directory of trace files (ranks, steps), in natural order; ``input`` is
-    the directory, which is what the analyses are given (as the CLI would be)."""
+    the directory (made absolute when loaded), which is what the analyses are given (as the CLI
+    would be)."""
 
     def __init__(self, traces, input):
         super().__init__(traces)
-        self.input = input
+        self.input = os.path.abspath(input)
 
 
 class Trace:
@@ -28,12 +31,15 @@ class Trace:
     def __init__(self, core):
         self._core = core
         self._cache = {}
+        # Absolute as of loading, so that an analysis that reads the input again (on several
+        # traces, --rank) still finds it after os.chdir.
+        self._input = os.path.abspath(core.input) if core.input else ""
 
     def __repr__(self):
         return f"<stepscope.Trace {self.source!r} ({self.format}, {self.slice_count} slices)>"
 
     # What the trace is.
-    input = property(lambda self: self._core.input, doc="The file or directory it was read from.")
+    input = property(lambda self: self._input, doc="The file or directory it was read from, absolute.")
     source = property(lambda self: self._core.source)
     format = property(lambda self: self._core.format)
     epoch_ns = property(lambda self: self._core.epoch_ns)
@@ -126,10 +132,22 @@ class Trace:
         return frame
 
     def to_polars(self, table="slices"):
-        """The same table as to_pandas, as a polars DataFrame."""
+        """The same table as to_pandas, as a polars DataFrame; its categoricals become polars
+        Enums over the same categories, gathered by code (no string per row). Needs no pyarrow."""
+        import pandas as pd
         import polars as pl
 
-        return pl.from_pandas(self.to_pandas(table))
+        frame = self.to_pandas(table)
+        columns = []
+        for name in frame.columns:
+            column = frame[name]
+            if isinstance(column.dtype, pd.CategoricalDtype):
+                categories = [str(c) for c in column.cat.categories]
+                codes = column.cat.codes.to_numpy()
+                columns.append(pl.Series(name, categories, dtype=pl.Enum(categories)).gather(codes))
+            else:
+                columns.append(pl.Series(name, column.to_numpy()))
+        return pl.DataFrame(columns)
 
     def _table(self, table):
         if table in ("outputs", "allocators", "op_memory"):

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -163,6 +165,32 @@ std::map<std::string, nlohmann::json> SectionFigures(const std::string& html, co
     }
   }
   return found;
+}
+
+// Bytes this process has read through read() and the like (/proc/self/io's rchar).
+int64_t BytesReadSoFar() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  int64_t value = 0;
+  while (io >> key >> value) {
+    if (key == "rchar:") return value;
+  }
+  return -1;
+}
+
+TEST(ReportCommandTest, ReadsEachInputOnce) {
+  // Each command the report shows analyses the traces it read; only `stragglers` reads them
+  // again. Reading the input for each of its dozen commands would read its bytes a dozen times.
+  const std::string trace = testing::SamplePath("h100_resnet50_b32_step3.pb.gz");
+  const int64_t size = static_cast<int64_t>(std::filesystem::file_size(trace));
+  const std::string out = (testing::ScratchDir("report_reads") / "resnet50.html").string();
+  const int64_t before = BytesReadSoFar();
+  ASSERT_GE(before, 0) << "no /proc/self/io";
+  const auto r = RunStepscope({"report", trace, "-o", out});
+  const int64_t read = BytesReadSoFar() - before;
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_GE(read, size);
+  EXPECT_LT(read, 3 * size) << "the report read " << read << " bytes of a " << size << "-byte trace";
 }
 
 TEST(ReportCommandTest, EfficiencyShowsThePeakMfuAndTheOpsBound) {
