@@ -55,6 +55,9 @@ Status AnalyseAndPrint(const AnalyseFunction& analyse, const LoadedInputs& input
 
 std::function<Status(const ParsedArgs&, std::ostream&, std::ostream&)> LoadThen(AnalyseFunction analyse) {
   return [analyse = std::move(analyse)](const ParsedArgs& args, std::ostream& out, std::ostream& err) -> Status {
+    // The flags every such command takes fail before a big trace is read (analyse checks them too).
+    RETURN_IF_ERROR(PositiveFlag(args, "top", kDefaultTop).status());
+    RETURN_IF_ERROR(StepRange(args).status());
     ASSIGN_OR_RETURN(const std::vector<Trace> traces, LoadScopedTraces(args));
     return AnalyseAndPrint(analyse, {.traces = traces}, args, out, err);
   };
@@ -158,6 +161,7 @@ CommandSpec TraceReportCommand(std::string name, std::string description, TraceR
           .flags = TraceReportFlags(),
           .run = [analyse](const ParsedArgs& args, std::ostream& out, std::ostream& err) -> Status {
             // Merged as read: the traces are moved into the one, never copied.
+            RETURN_IF_ERROR(PositiveFlag(args, "top", kDefaultTop).status());
             ASSIGN_OR_RETURN(std::vector<Trace> traces, trace::ReadTraces(args.positional));
             const Trace one = analysis::OneTrace(std::move(traces));
             return AnalyseAndPrint(analyse, {.traces = {&one, 1}, .one = &one}, args, out, err);
