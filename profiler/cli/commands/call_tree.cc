@@ -104,15 +104,24 @@ Json NodeJson(const CallTree& tree, uint32_t id, int64_t max_depth) {
   return json;
 }
 
-Status RunCallTree(const ParsedArgs& args, std::ostream& out) {
+StatusOr<CallTreeFlags> ParseCallTreeFlags(const ParsedArgs& args) {
   CallTreeFlags flags;
   flags.bottom_up = args.Has("bottom-up");
   flags.json = args.Has("json");
   ASSIGN_OR_RETURN(flags.top, PositiveFlag(args, "top", kDefaultTop));
   ASSIGN_OR_RETURN(flags.depth, args.GetInt("depth", 0, 1, trace::Slice::kMaxDepth + 1));
+  return flags;
+}
+
+// The tree of the inputs as one trace: the one the caller merged, or the only one.
+Status AnalyseCallTree(const LoadedInputs& inputs, const ParsedArgs& args, CommandOutput& output) {
+  std::ostream& out = output.text;
+  ASSIGN_OR_RETURN(const CallTreeFlags flags, ParseCallTreeFlags(args));
   ASSIGN_OR_RETURN(const auto range, StepRange(args));
-  ASSIGN_OR_RETURN(std::vector<Trace> traces, trace::ReadTraces(args.positional));
-  const Trace trace = analysis::OneTrace(std::move(traces));
+  if (inputs.one == nullptr && inputs.traces.size() != 1) {
+    return Internal("call-tree takes several inputs merged (LoadedInputs::one)");
+  }
+  const Trace& trace = inputs.one != nullptr ? *inputs.one : inputs.traces.front();
 
   analysis::CallTreeOptions options;
   std::string scope = "trace";
@@ -141,11 +150,20 @@ Status RunCallTree(const ParsedArgs& args, std::ostream& out) {
     doc["slices"] = tree.slices;
     doc["levels"] = tree.max_depth;
     doc["root"] = NodeJson(tree, 0, flags.depth);
-    EmitJson(out, doc);
+    output.doc = std::move(doc);
   } else {
     out << Header(trace) << "scope  " << scope << "\n" << CallTreeText(tree, flags);
   }
   return Status::Ok();
+}
+
+// Flags checked, then the inputs read and merged (moved into the one trace, never copied).
+Status RunCallTree(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
+  RETURN_IF_ERROR(ParseCallTreeFlags(args).status());
+  RETURN_IF_ERROR(StepRange(args).status());
+  ASSIGN_OR_RETURN(std::vector<Trace> traces, trace::ReadTraces(args.positional));
+  const Trace one = analysis::OneTrace(std::move(traces));
+  return AnalyseAndPrint(AnalyseCallTree, {.traces = {&one, 1}, .one = &one}, args, out, err);
 }
 
 }  // namespace
@@ -166,7 +184,8 @@ CommandSpec CallTreeCommand() {
                     {"track", "REGEX", "only the lanes whose path (host / device / lane) matches, and those below"},
                     {"depth", "D", "levels shown (default 8 in text, every level in JSON)"},
                     {"top", "N", "children shown per node in text (default 15; the rest summed)"}},
-          .run = [](const ParsedArgs& args, std::ostream& out, std::ostream&) { return RunCallTree(args, out); }};
+          .run = RunCallTree,
+          .analyse = AnalyseCallTree};
 }
 
 }  // namespace stepscope::cli
