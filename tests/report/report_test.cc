@@ -181,6 +181,7 @@ int64_t BytesReadSoFar() {
 TEST(ReportCommandTest, ReadsEachInputOnce) {
   // Each command the report shows analyses the traces it read; only `stragglers` reads them
   // again. Reading the input for each of its dozen commands would read its bytes a dozen times.
+  // The bytes read count the compressed file once per read.
   const std::string trace = testing::SamplePath("h100_resnet50_b32_step3.pb.gz");
   const int64_t size = static_cast<int64_t>(std::filesystem::file_size(trace));
   const std::string out = (testing::ScratchDir("report_reads") / "resnet50.html").string();
@@ -191,6 +192,12 @@ TEST(ReportCommandTest, ReadsEachInputOnce) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_GE(read, size);
   EXPECT_LT(read, 3 * size) << "the report read " << read << " bytes of a " << size << "-byte trace";
+  // With --vs, `diff` analyses side A as read and reads side B once (here the same file).
+  const int64_t before_vs = BytesReadSoFar();
+  const auto vs = RunStepscope({"report", trace, "--vs", trace, "-o", out});
+  const int64_t read_vs = BytesReadSoFar() - before_vs;
+  ASSERT_EQ(vs.code, 0) << vs.err;
+  EXPECT_LT(read_vs, 4 * size) << "the report --vs read " << read_vs << " bytes, of a " << size << "-byte trace each side";
 }
 
 TEST(ReportCommandTest, EfficiencyShowsThePeakMfuAndTheOpsBound) {

@@ -3,6 +3,7 @@
 // type, node and kernel with confidence, analysis/run_diff.h, and a regression gate for CI; with
 // one step per side the aggregate deltas of analysis/diff.h).
 #include <cmath>
+#include <functional>
 #include <span>
 #include <cstdio>
 #include <string>
@@ -305,8 +306,13 @@ StatusOr<std::pair<std::vector<std::string>, std::vector<std::string>>> DiffSide
   return sides;
 }
 
-Status RunStepDiff(const ParsedArgs& args, const std::vector<std::string>& a, const std::vector<std::string>& b,
-                   std::ostream& out, std::ostream& err, bool& handled) {
+// Each side's steps: read from the paths, or of traces already read.
+using StepsOfSide = std::function<StatusOr<std::vector<Step>>()>;
+
+Status RunStepDiff(const ParsedArgs& args, const StepsOfSide& a, const StepsOfSide& b, CommandOutput& output,
+                   bool& handled) {
+  std::ostream& out = output.text;
+  std::ostream& err = output.err;
   handled = false;
   ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
   ASSIGN_OR_RETURN(const Gate gate, ParseGate(args));
@@ -321,8 +327,8 @@ Status RunStepDiff(const ParsedArgs& args, const std::vector<std::string>& a, co
   options.bootstrap.resamples = static_cast<int>(resamples);
   options.bootstrap.seed = static_cast<uint64_t>(seed);
 
-  ASSIGN_OR_RETURN(std::vector<Step> steps_a, StepsOf(a));
-  ASSIGN_OR_RETURN(std::vector<Step> steps_b, StepsOf(b));
+  ASSIGN_OR_RETURN(std::vector<Step> steps_a, a());
+  ASSIGN_OR_RETURN(std::vector<Step> steps_b, b());
   if (steps_a.size() == 1 && steps_b.size() == 1) {
     err << "note: one step on each side: this is the aggregate diff, no confidence can be given (give several "
            "steps per side for statistics)\n";
@@ -366,7 +372,7 @@ Status RunStepDiff(const ParsedArgs& args, const std::vector<std::string>& a, co
     }
     gate_doc["regressions"] = hit_list;
     doc["gate"] = gate_doc;
-    EmitJson(out, doc);
+    output.doc = std::move(doc);
   } else {
     out << DiffText(diff, top);
     if (gate.on) {
@@ -396,16 +402,9 @@ std::vector<FlagSpec> DiffFlags() {
   return flags;
 }
 
-Status RunTraceDiff(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
-  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
-  ASSIGN_OR_RETURN(const auto sides, DiffSides(args));
-  bool handled = false;
-  RETURN_IF_ERROR(RunStepDiff(args, sides.first, sides.second, out, err, handled));
-  if (handled) return Status::Ok();
-  ASSIGN_OR_RETURN(std::vector<Trace> traces_a, trace::ReadTraces(sides.first));
-  ASSIGN_OR_RETURN(std::vector<Trace> traces_b, trace::ReadTraces(sides.second));
-  const Trace a = analysis::OneTrace(std::move(traces_a));
-  const Trace b = analysis::OneTrace(std::move(traces_b));
+// The aggregate diff of one step per side: each side as one trace.
+Status TraceDiffReport(const Trace& a, const Trace& b, size_t top, const ParsedArgs& args, CommandOutput& output) {
+  std::ostream& out = output.text;
   const analysis::TraceDiff diff = analysis::DiffTraces(a, b);
   if (args.Has("json")) {
     nlohmann::ordered_json doc;
@@ -428,7 +427,7 @@ Status RunTraceDiff(const ParsedArgs& args, std::ostream& out, std::ostream& err
     };
     doc["by_op_type"] = rows(diff.by_op_type);
     doc["by_node"] = rows(diff.by_node);
-    EmitJson(out, doc);
+    output.doc = std::move(doc);
     return Status::Ok();
   }
   out << "A      " << a.source_path() << "  span " << FormatDuration(diff.span_a) << ", op time "
@@ -452,6 +451,41 @@ Status RunTraceDiff(const ParsedArgs& args, std::ostream& out, std::ostream& err
   table(diff.by_op_type, "Op types", "op type");
   table(diff.by_node, "Nodes", "node");
   return Status::Ok();
+}
+
+// Side A and side B read one trace at a time for their steps, and again, merged, for the
+// aggregate diff of one step each.
+Status RunTraceDiff(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
+  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
+  ASSIGN_OR_RETURN(const auto sides, DiffSides(args));
+  bool handled = false;
+  CommandOutput output{.text = out, .err = err};
+  const Status steps = RunStepDiff(
+      args, [&] { return StepsOf(sides.first); }, [&] { return StepsOf(sides.second); }, output, handled);
+  if (output.doc) EmitJson(out, *output.doc);
+  if (!steps.ok() || handled) return steps;
+  ASSIGN_OR_RETURN(std::vector<Trace> traces_a, trace::ReadTraces(sides.first));
+  ASSIGN_OR_RETURN(std::vector<Trace> traces_b, trace::ReadTraces(sides.second));
+  const Trace a = analysis::OneTrace(std::move(traces_a));
+  const Trace b = analysis::OneTrace(std::move(traces_b));
+  return AnalyseAndPrint([&](const LoadedInputs&, const ParsedArgs&, CommandOutput& o) {
+    return TraceDiffReport(a, b, top, args, o);
+  }, {}, args, out, err);
+}
+
+// The same on traces already read: side A `traces` (or `one`), side B `vs`, each one trace for
+// the aggregate diff (kInternal otherwise: merging takes the traces).
+Status AnalyseDiff(const LoadedInputs& inputs, const ParsedArgs& args, CommandOutput& output) {
+  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
+  RETURN_IF_ERROR(DiffSides(args).status());
+  bool handled = false;
+  RETURN_IF_ERROR(RunStepDiff(
+      args, [&] { return StepsOf(inputs.traces); }, [&] { return StepsOf(inputs.vs); }, output, handled));
+  if (handled) return Status::Ok();
+  if (inputs.traces.size() != 1 || inputs.vs.size() != 1) {
+    return Internal("diff of one step per side takes one trace per side");
+  }
+  return TraceDiffReport(inputs.traces.front(), inputs.vs.front(), top, args, output);
 }
 
 }  // namespace
@@ -488,6 +522,7 @@ CommandSpec DiffCommand() {
           .flags = DiffFlags(),
           .min_positional = 0,
           .run = RunTraceDiff,
+          .analyse = AnalyseDiff,
           .more_exit_codes = ", 3 a check failed: regression gate (--fail-on-regression)"};
 }
 

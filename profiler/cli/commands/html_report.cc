@@ -144,6 +144,21 @@ std::string ThumbnailBody(std::span<const Trace> traces) {
          svg;
 }
 
+// `diff A --vs B` on A's traces read and B's read here; by RunJson, which reads both sides again,
+// under --allow-truncated (its notice lists every read) or for one step per side of several
+// traces (the aggregate diff merges each side, which takes the traces).
+CommandRun DiffRun(std::vector<std::string> diff_args, std::span<const Trace> a, const std::vector<std::string>& b,
+                   const ParsedArgs& args) {
+  if (!args.Has("allow-truncated")) {
+    const auto traces_b = trace::ReadTraces(b);
+    if (traces_b.ok()) {
+      CommandRun run = Analyse(diff_args, {.traces = a, .vs = *traces_b}, {});
+      if (run.code != 1) return run;
+    }
+  }
+  return RunJson(std::move(diff_args));
+}
+
 // Side A's traces, read once: each input given in turn, with what --allow-truncated cut in it.
 struct ReadRun {
   std::vector<Trace> traces;
@@ -217,6 +232,14 @@ Status RunReport(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   }
   const CommandRun stragglers = RunJson(Args("stragglers", a, args));
   const std::string thumbnail = ThumbnailBody(read.traces);
+  CommandRun diff;
+  if (!b.empty()) {
+    std::vector<std::string> diff_args = Args("diff", a, args);
+    diff_args.push_back("--vs");
+    diff_args.insert(diff_args.end(), b.begin(), b.end());
+    if (const auto gate = args.Get("fail-on-regression")) diff_args.insert(diff_args.end(), {"--fail-on-regression", *gate});
+    diff = DiffRun(std::move(diff_args), read.traces, b, args);
+  }
   // The commands on one trace last: the traces are merged into it, moved, never copied.
   const Trace one = analysis::OneTrace(std::move(read.traces));
   const LoadedInputs merged{.traces = {&one, 1}, .one = &one};
@@ -238,15 +261,7 @@ Status RunReport(const ParsedArgs& args, std::ostream& out, std::ostream&) {
   sections.push_back({"efficiency", "Efficiency", {efficiency.args}, EfficiencyBody(efficiency, top)});
   sections.push_back({"collectives", "Collectives", {collectives.args}, CollectivesBody(collectives, top)});
   sections.push_back({"stragglers", "Stragglers across ranks", {stragglers.args}, StragglersBody(stragglers, top)});
-  CommandRun diff;
-  if (!b.empty()) {
-    std::vector<std::string> diff_args = Args("diff", a, args);
-    diff_args.push_back("--vs");
-    diff_args.insert(diff_args.end(), b.begin(), b.end());
-    if (const auto gate = args.Get("fail-on-regression")) diff_args.insert(diff_args.end(), {"--fail-on-regression", *gate});
-    diff = RunJson(diff_args);
-    sections.push_back({"diff", "Compared with B", {diff.args}, DiffBody(diff, top)});
-  }
+  if (!b.empty()) sections.push_back({"diff", "Compared with B", {diff.args}, DiffBody(diff, top)});
   std::vector<const CommandRun*> all;
   for (const CommandRun& s : summaries) all.push_back(&s);
   for (const CommandRun* run : std::initializer_list<const CommandRun*>{&steps, &breakdown, &gpu, &idle, &ops, &kernels,
