@@ -70,8 +70,8 @@ Status RunAlign(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
   TextTable table({-8, -16, 14, 12, 12, 9, 9});
   table.Row({"rank", "host", "offset", "drift ppm", "residual", "matched", "outliers"});
   for (const analysis::RankClock& r : report.ranks) {
-    const std::string offset = (r.offset_ns < 0 ? "-" : "") + FormatDuration(r.offset_ns < 0 ? -r.offset_ns : r.offset_ns);
-    table.Row({std::to_string(r.rank), r.host.empty() ? "-" : Truncate(r.host, 16), offset, Ppm(r.drift_ppm),
+    table.Row({std::to_string(r.rank), r.host.empty() ? "-" : Truncate(r.host, 16), FormatSignedDuration(r.offset_ns),
+               Ppm(r.drift_ppm),
                measured ? FormatDuration(r.residual_ns) : "-", std::to_string(r.matched_collectives),
                std::to_string(r.outliers)});
   }

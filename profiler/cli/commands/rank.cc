@@ -26,7 +26,6 @@ constexpr int kCategories = analysis::kStragglerCategories;
 
 std::string CategoryName(int c) { return std::string(analysis::StragglerCategoryName(static_cast<StragglerCategory>(c))); }
 std::string Rank(int32_t rank) { return "rank " + std::to_string(rank); }
-std::string Signed(int64_t ns) { return (ns > 0 ? "+" : ns < 0 ? "-" : "") + FormatDuration(ns < 0 ? -ns : ns); }
 
 // The straggler's excess in the category named as its reason (0 for "none").
 int64_t ReasonExcess(const analysis::StepStragglers& s) {
@@ -109,7 +108,8 @@ std::string ReportText(const analysis::StragglerReport& report, size_t top) {
     const auto& s = report.steps[i];
     const int64_t excess = ReasonExcess(s);
     steps.Row({std::to_string(s.step), std::to_string(s.ranks.size()), Rank(s.straggler), FormatDuration(s.lateness_ns),
-               FormatDuration(s.lateness_vs_median_ns), s.reason, s.reason == "none" ? "-" : Signed(excess),
+               FormatDuration(s.lateness_vs_median_ns), s.reason,
+               s.reason == "none" ? "-" : FormatSignedDuration(excess, /*plus_sign=*/true),
                s.waited_for < 0 ? "-" : Rank(s.waited_for) + " (" + FormatDuration(s.others_waited_ns) + ")"});
   }
   out += steps.str();
