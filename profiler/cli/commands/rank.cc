@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/stragglers.h"
 #include "profiler/cli/commands/commands.h"
+#include "profiler/cli/commands/rank_digests.h"
 #include "profiler/cli/commands/report.h"
 #include "profiler/cli/report_format.h"
 #include "profiler/cli/scope_flags.h"
@@ -142,13 +144,22 @@ std::string ReportText(const analysis::StragglerReport& report, size_t top) {
   return out;
 }
 
-Status RunStragglers(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
-  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", 10));
+struct StragglerFlags {
+  size_t top = 10;
   analysis::StragglerOptions options;
-  ASSIGN_OR_RETURN(options.steps, StepRange(args));
-  ASSIGN_OR_RETURN(options.align, AlignFlag(args));
-  ASSIGN_OR_RETURN(const std::vector<trace::Trace> traces, LoadScopedTraces(args));
-  ASSIGN_OR_RETURN(const analysis::StragglerReport report, analysis::ComputeStragglers(traces, options));
+};
+
+StatusOr<StragglerFlags> ParseStragglerFlags(const ParsedArgs& args) {
+  StragglerFlags flags;
+  ASSIGN_OR_RETURN(flags.top, PositiveFlag(args, "top", 10));
+  ASSIGN_OR_RETURN(flags.options.steps, StepRange(args));
+  ASSIGN_OR_RETURN(flags.options.align, AlignFlag(args));
+  return flags;
+}
+
+Status PrintStragglers(const ParsedArgs& args, const StragglerFlags& flags, const analysis::StragglerReport& report,
+                       std::ostream& out, std::ostream& err) {
+  const analysis::StragglerOptions& options = flags.options;
   if (report.steps.empty()) {
     if (options.steps && report.single_rank_steps.empty()) {
       return InvalidInput("no step " + std::to_string(options.steps->first) +
@@ -171,9 +182,16 @@ Status RunStragglers(const ParsedArgs& args, std::ostream& out, std::ostream& er
   if (args.Has("json")) {
     out << ReportJson(report).dump(2) << "\n";
   } else {
-    out << ReportText(report, top);
+    out << ReportText(report, flags.top);
   }
   return Status::Ok();
+}
+
+Status RunStragglers(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
+  ASSIGN_OR_RETURN(const StragglerFlags flags, ParseStragglerFlags(args));
+  ASSIGN_OR_RETURN(const std::vector<trace::Trace> traces, LoadScopedTraces(args));
+  ASSIGN_OR_RETURN(const analysis::StragglerReport report, analysis::ComputeStragglers(traces, flags.options));
+  return PrintStragglers(args, flags, report, out, err);
 }
 
 // ---- merge -----------------------------------------------------------------------------------
@@ -261,6 +279,34 @@ Status RunMerge(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
 }
 
 }  // namespace
+
+Status StragglersFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs,
+                             std::ostream& out, std::ostream& err) {
+  ASSIGN_OR_RETURN(const StragglerFlags flags, ParseStragglerFlags(args));
+  // As LoadScopedTraces: the first input that could not be read fails the run; --rank keeps the
+  // inputs of its ranks (a rank unknown: the input's place among all of them).
+  ASSIGN_OR_RETURN(const auto ranks, RankSet(args));
+  std::vector<analysis::ClockDigest> clocks;
+  std::vector<analysis::StragglerDigest> kept;
+  std::set<int32_t> found;
+  for (const analysis::InputDigest& input : inputs) {
+    RETURN_IF_ERROR(input.read);
+    const int32_t rank = input.clock.rank >= 0 ? input.clock.rank : static_cast<int32_t>(input.input);
+    found.insert(rank);
+    if (ranks && ranks->count(rank) == 0) continue;
+    clocks.push_back(input.clock);
+    kept.push_back(input.stragglers);
+  }
+  if (ranks && kept.empty()) {
+    std::string list;
+    for (int32_t r : found) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    return InvalidInput("--rank " + *args.Get("rank") + ": no trace of that rank among the " +
+                        std::to_string(inputs.size()) + " given (ranks: " + list + ")");
+  }
+  ASSIGN_OR_RETURN(const analysis::StragglerReport report,
+                   analysis::CombineStragglers(kept, analysis::AlignDigests(clocks, flags.options.align), flags.options));
+  return PrintStragglers(args, flags, report, out, err);
+}
 
 CommandSpec StragglersCommand() {
   return {.name = "stragglers",
