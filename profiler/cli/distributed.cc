@@ -114,6 +114,9 @@ std::optional<DistributedPlan> PlanDistributed(const std::vector<std::string>& a
 }
 
 std::string DigestShare(const DistributedPlan& plan, int process) {
+  // Clocks aligned as recorded or by the barrier need no collective: none is sent.
+  const std::string align = plan.args.GetOr("align", "auto");
+  const bool collectives = align != "clock" && align != "barrier";
   std::vector<analysis::InputDigest> digests;
   for (size_t input : plan.shares[static_cast<size_t>(process)]) {
     // One trace at a time: memory holds the one being read and the digests so far.
@@ -126,6 +129,7 @@ std::string DigestShare(const DistributedPlan& plan, int process) {
       continue;
     }
     digests.push_back(analysis::DigestInput(*trace, input));
+    if (!collectives) digests.back().clock.collectives.clear();
   }
   return analysis::SerializeDigests(digests);
 }

@@ -47,7 +47,9 @@ std::vector<std::string> GatherToZero(const std::string& mine, int rank, int siz
                                   MPI_CHAR, 0, MPI_COMM_WORLD));
   std::vector<std::string> shares;
   if (rank == 0) {
-    for (int p = 0; p < size; ++p) shares.push_back(all.substr(static_cast<size_t>(displacements[p]), static_cast<size_t>(counts[p])));
+    for (int p = 0; p < size; ++p) {
+      shares.push_back(all.substr(static_cast<size_t>(displacements[p]), static_cast<size_t>(counts[p])));
+    }
   }
   return shares;
 }

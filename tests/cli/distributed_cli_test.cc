@@ -37,7 +37,8 @@ const std::string& RanksDir() {
           .rank = rank, .world_size = kRanks, .iterations_per_step = 20,
           .slow_kernel_ns = rank == kRanks - 1 ? 2000 : 0};
       const auto generated = analysis::testing::GenerateKinetoJson(48 << 10, options);
-      EXPECT_TRUE(WriteFileAtomically((path / ("rank" + std::to_string(rank) + ".json")).string(), generated.json).ok());
+      const auto file = path / ("rank" + std::to_string(rank) + ".json");
+      EXPECT_TRUE(WriteFileAtomically(file.string(), generated.json).ok());
     }
     return path.string();
   }();
