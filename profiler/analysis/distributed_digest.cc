@@ -9,7 +9,7 @@ namespace {
 
 constexpr std::string_view kMagic = "stepscope.digests/1\n";
 
-class Writer {
+class DigestWriter {
  public:
   void Unsigned(uint64_t value) {
     while (value >= 0x80) {
@@ -32,9 +32,9 @@ class Writer {
   std::string bytes_;
 };
 
-class Reader {
+class DigestReader {
  public:
-  explicit Reader(std::string_view bytes) : bytes_(bytes) {}
+  explicit DigestReader(std::string_view bytes) : bytes_(bytes) {}
   bool ok() const { return ok_; }
   bool done() const { return at_ == bytes_.size(); }
   uint64_t Unsigned() {
@@ -76,7 +76,7 @@ class Reader {
   bool ok_ = true;
 };
 
-void WriteClock(const ClockDigest& d, Writer& w) {
+void WriteClock(const ClockDigest& d, DigestWriter& w) {
   w.Text(d.source);
   w.Signed(d.rank);
   w.Signed(d.step);
@@ -98,7 +98,7 @@ void WriteClock(const ClockDigest& d, Writer& w) {
   }
 }
 
-void ReadClock(Reader& r, ClockDigest& d) {
+void ReadClock(DigestReader& r, ClockDigest& d) {
   d.source = r.Text();
   d.rank = static_cast<int32_t>(r.Signed());
   d.step = r.Signed();
@@ -121,14 +121,14 @@ void ReadClock(Reader& r, ClockDigest& d) {
   }
 }
 
-void WriteWork(const StragglerWork& work, Writer& w) {
+void WriteWork(const StragglerWork& work, DigestWriter& w) {
   for (int64_t v : {work.slices, work.begin_ns, work.end_ns, work.comm_begin_ns, work.comm_end_ns, work.busy_ns}) {
     w.Signed(v);
   }
   for (int64_t v : work.by_category_ns) w.Signed(v);
 }
 
-void ReadWork(Reader& r, StragglerWork& work) {
+void ReadWork(DigestReader& r, StragglerWork& work) {
   for (int64_t* v : {&work.slices, &work.begin_ns, &work.end_ns, &work.comm_begin_ns, &work.comm_end_ns,
                      &work.busy_ns}) {
     *v = r.Signed();
@@ -136,7 +136,7 @@ void ReadWork(Reader& r, StragglerWork& work) {
   for (int64_t& v : work.by_category_ns) v = r.Signed();
 }
 
-void WriteStragglers(const StragglerDigest& d, Writer& w) {
+void WriteStragglers(const StragglerDigest& d, DigestWriter& w) {
   w.Text(d.source);
   w.Signed(d.rank);
   w.Signed(d.first_instant_ns);
@@ -151,7 +151,7 @@ void WriteStragglers(const StragglerDigest& d, Writer& w) {
   }
 }
 
-void ReadStragglers(Reader& r, StragglerDigest& d) {
+void ReadStragglers(DigestReader& r, StragglerDigest& d) {
   d.source = r.Text();
   d.rank = static_cast<int32_t>(r.Signed());
   d.first_instant_ns = r.Signed();
@@ -177,7 +177,7 @@ InputDigest DigestInput(const trace::Trace& trace, size_t input) {
 }
 
 std::string SerializeDigests(std::span<const InputDigest> digests) {
-  Writer w;
+  DigestWriter w;
   w.bytes().append(kMagic);
   w.Unsigned(digests.size());
   for (const InputDigest& d : digests) {
@@ -192,7 +192,7 @@ std::string SerializeDigests(std::span<const InputDigest> digests) {
 
 StatusOr<std::vector<InputDigest>> ParseDigests(std::string_view bytes, const std::string& from) {
   if (!bytes.starts_with(kMagic)) return InvalidInput(from + ": not stepscope digests (no header)");
-  Reader r(bytes.substr(kMagic.size()));
+  DigestReader r(bytes.substr(kMagic.size()));
   std::vector<InputDigest> digests(r.Count());
   for (InputDigest& d : digests) {
     d.input = r.Unsigned();

@@ -54,13 +54,13 @@ struct Work {
 };
 
 // A window's work while its trace's slices pass.
-struct WindowWork {
+struct StepWindowWork {
   Work gpu, host;
   // Input time on the host: its input ops and input annotations (never the end of the work).
   UnionInStartOrder host_input;
 };
 
-StragglerWork Summary(const Work& w) {
+StragglerWork TotalsOf(const Work& w) {
   StragglerWork out;
   out.slices = w.slices;
   out.begin_ns = w.begin, out.end_ns = w.end;
@@ -164,7 +164,7 @@ Status AddWindows(const StragglerDigest& input, size_t i, int32_t rank, int64_t 
 
 // Adds each slice of work of the trace to the window it belongs to, on the trace's own absolute
 // clock.
-void AddWork(const Trace& trace, bool whole, const std::vector<Window>& windows, std::vector<WindowWork>& slots) {
+void AddWork(const Trace& trace, bool whole, const std::vector<Window>& windows, std::vector<StepWindowWork>& slots) {
   const int64_t shift = trace.epoch_ns();
   const LaunchIndex launch = whole ? LaunchIndex() : LaunchOf(trace);
   std::vector<bool> gpu_lane(trace.tracks().size());
@@ -193,7 +193,7 @@ void AddWork(const Trace& trace, bool whole, const std::vector<Window>& windows,
       w = static_cast<size_t>(after - windows.begin()) - 1;
       if (anchor >= windows[w].end) return;
     }
-    WindowWork& slot = slots[w];
+    StepWindowWork& slot = slots[w];
     const int64_t start = s.start_ns + shift, stop = s.end_ns() + shift;
     if (input_annotation) {
       slot.host_input.Add(start, stop);
@@ -325,11 +325,11 @@ StragglerDigest DigestStragglers(const Trace& trace) {
   const bool whole = steps.size() == 1 && steps.front().marker == "trace";
   std::vector<Window> windows;
   for (const Step& step : steps) windows.push_back({step.begin_ns, step.end_ns, step.step});
-  std::vector<WindowWork> work(windows.size());
+  std::vector<StepWindowWork> work(windows.size());
   AddWork(trace, whole, windows, work);
   for (size_t w = 0; w < windows.size(); ++w) {
-    digest.windows.push_back({windows[w].step, windows[w].begin + trace.epoch_ns(), Summary(work[w].gpu),
-                              Summary(work[w].host), work[w].host_input.length()});
+    digest.windows.push_back({windows[w].step, windows[w].begin + trace.epoch_ns(), TotalsOf(work[w].gpu),
+                              TotalsOf(work[w].host), work[w].host_input.length()});
   }
   return digest;
 }

@@ -19,7 +19,7 @@
 namespace stepscope::cli {
 namespace {
 
-constexpr int kExitUsage = 2;
+constexpr int kDistributedUsageExit = 2;
 
 // A file's size, or a profiler run's (a directory read as one trace): the sum of its files.
 uint64_t InputBytes(const std::string& path) {
@@ -44,7 +44,7 @@ int EnvironmentInt(std::initializer_list<const char*> names, int fallback) {
   return fallback;
 }
 
-int Fail(const std::string& command, const Status& status, std::ostream& err) {
+int FailWith(const std::string& command, const Status& status, std::ostream& err) {
   err << "stepscope " << command << ": " << status.message() << "\n";
   return ExitCodeFor(status);
 }
@@ -85,7 +85,7 @@ std::optional<DistributedPlan> PlanDistributed(const std::vector<std::string>& a
   if (!RunsDistributed(spec->name)) {
     err << "stepscope " << spec->name << ": cannot run spread over " << processes
         << " MPI processes (align and stragglers can); run it as one process, without mpirun\n";
-    code = kExitUsage;
+    code = kDistributedUsageExit;
     return std::nullopt;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
@@ -98,12 +98,12 @@ std::optional<DistributedPlan> PlanDistributed(const std::vector<std::string>& a
   if (parsed->Has("allow-truncated")) {
     err << "stepscope " << spec->name << ": --allow-truncated does not run spread over MPI processes; run it as "
         << "one process\n";
-    code = kExitUsage;
+    code = kDistributedUsageExit;
     return std::nullopt;
   }
   auto inputs = trace::ResolveTracePaths(parsed->positional);
   if (!inputs.ok()) {
-    code = Fail(spec->name, inputs.status(), err);
+    code = FailWith(spec->name, inputs.status(), err);
     return std::nullopt;
   }
   DistributedPlan plan{.command = spec->name, .args = std::move(*parsed), .inputs = std::move(*inputs), .shares = {}};
@@ -139,10 +139,10 @@ int CombineShares(const DistributedPlan& plan, std::span<const std::string> shar
   std::vector<std::optional<analysis::InputDigest>> by_input(plan.inputs.size());
   for (size_t p = 0; p < shares.size(); ++p) {
     auto digests = analysis::ParseDigests(shares[p], "the digests of MPI process " + std::to_string(p));
-    if (!digests.ok()) return Fail(plan.command, digests.status(), err);
+    if (!digests.ok()) return FailWith(plan.command, digests.status(), err);
     for (analysis::InputDigest& d : *digests) {
       if (d.input >= by_input.size() || by_input[d.input]) {
-        return Fail(plan.command, InvalidInput("MPI process " + std::to_string(p) + " sent input " +
+        return FailWith(plan.command, InvalidInput("MPI process " + std::to_string(p) + " sent input " +
                                                std::to_string(d.input) + " twice or out of range"), err);
       }
       by_input[d.input] = std::move(d);
@@ -151,14 +151,14 @@ int CombineShares(const DistributedPlan& plan, std::span<const std::string> shar
   std::vector<analysis::InputDigest> inputs;
   for (size_t i = 0; i < by_input.size(); ++i) {
     if (!by_input[i]) {
-      return Fail(plan.command, InvalidInput("no MPI process read " + plan.inputs[i] +
+      return FailWith(plan.command, InvalidInput("no MPI process read " + plan.inputs[i] +
                                              " (do the processes see the same files?)"), err);
     }
     inputs.push_back(std::move(*by_input[i]));
   }
   const Status status = plan.command == "align" ? AlignFromDigests(plan.args, inputs, out, err)
                                                 : StragglersFromDigests(plan.args, inputs, out, err);
-  return status.ok() ? 0 : Fail(plan.command, status, err);
+  return status.ok() ? 0 : FailWith(plan.command, status, err);
 }
 
 }  // namespace stepscope::cli
