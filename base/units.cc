@@ -33,6 +33,11 @@ std::string FormatDuration(int64_t ns) {
   return buffer;
 }
 
+std::string FormatSignedDuration(int64_t ns, bool plus_sign) {
+  // FormatDuration prints the minus itself (its formats are symmetric about zero).
+  return (plus_sign && ns > 0 ? "+" : "") + FormatDuration(ns);
+}
+
 std::string FormatDuration(double ns) {
   return FormatDuration(static_cast<int64_t>(ns + (ns < 0 ? -0.5 : 0.5)));
 }

@@ -12,6 +12,10 @@ namespace stepscope {
 std::string FormatDuration(int64_t ns);
 std::string FormatDuration(double ns);
 
+// A duration that can be negative (a difference, an offset): "-1.234 ms"; with `plus_sign`, a
+// positive one reads "+1.234 ms" (zero never has a sign). The digits are FormatDuration's.
+std::string FormatSignedDuration(int64_t ns, bool plus_sign = false);
+
 // A duration with four significant digits (whole ns below 1 us), unit by size: "830 ns",
 // "12.50 us", "250.0 ms", "2.000 s"; for labels whose scale varies (a zoomed view).
 std::string FormatDurationSignificant(double ns);

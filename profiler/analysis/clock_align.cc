@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "profiler/analysis/breakdowns.h"
@@ -26,6 +27,15 @@ namespace {
 constexpr double kOutlierSigmas = 4;      // standard deviations of the fit beyond which a match is an outlier
 constexpr double kOutlierFloorNs = 1000;  // never cut closer than 1 µs
 constexpr double kDriftSignificance = 3;  // drift kept when it moves the clock by this many residuals
+// A drift is fitted only from enough matches over a long enough span: a few matches within a
+// step, late by scheduling noise, draw any slope (two one-step trainer ranks: 110,071 ppm).
+constexpr int64_t kMinDriftMatches = 8;      // kept matches
+constexpr double kMinDriftSpanNs = 50e6;     // 50 ms between the first and last kept match
+// Real clocks drift by tens of ppm (a crystal's tolerance; NTP slews by at most 500 ppm). A drift
+// beyond 1,000 ppm is kept only when the data demand it: the slope is more than kStrongDrift
+// of its standard errors from zero.
+constexpr double kPlausibleDriftPpm = 1000;
+constexpr double kStrongDrift = 10;
 constexpr int kMaxRounds = 200;
 
 // The argument `key` of a slice as text ("" when absent).
@@ -78,50 +88,39 @@ std::string GroupOf(const Trace& trace, uint32_t index) {
   return group;
 }
 
-// A rank's collectives: (group, name, step) -> its instances, in order. Within a rank, the same
-// instance on several tracks (towers, streams) is the one that ends last.
-struct Instance {
-  int64_t end_ns = INT64_MIN, start_ns = 0;  // absolute, the rank's own clock
-  size_t input = 0;
-  uint32_t slice = 0;
-};
-using Instances = std::map<std::string, std::vector<Instance>>;
+// A rank's collectives: key -> its instances, in order. Our trainer's records are host spans
+// around a call that returns once every rank is done: they end together unless the rank is late
+// to record the end (descheduled), so the earliest end is the collective's. Other ends (a ring's
+// last chunk arriving, kernels) scatter both ways: their mean is.
+using Instance = CollectiveInstance;
+using Instances = std::map<CollectiveKey, std::vector<Instance>>;
 
-// The key's parts are separated by \x1f: ('E' or 'M') + group, name, step.
-constexpr char kKeySeparator = '\x1f';
+// Of the same instance in several lists (tracks, a rank's inputs), the one that ends last.
+void MergeInstances(const std::vector<Instance>& instances, std::vector<Instance>& merged) {
+  if (merged.size() < instances.size()) merged.resize(instances.size());
+  for (size_t k = 0; k < instances.size(); ++k) {
+    if (instances[k].end_ns > merged[k].end_ns) merged[k] = instances[k];
+  }
+}
 
 void AddCollectives(const Trace& trace, size_t input, const std::vector<StepWindow>& windows, Instances& out) {
   // Per track and key, in start order (slices are sorted by start).
-  std::map<std::pair<uint32_t, std::string>, std::vector<Instance>> per_track;
+  std::map<std::pair<uint32_t, CollectiveKey>, std::vector<Instance>> per_track;
   for (uint32_t i = 0; i < trace.slices().size(); ++i) {
     const Slice& s = trace.slices()[i];
-    const std::string name = CollectiveName(trace, i, s);
+    std::string name = CollectiveName(trace, i, s);
     if (name.empty()) continue;
     int64_t step = -1;
     for (const StepWindow& w : windows) {
       if (!w.whole && s.start_ns >= w.begin_ns && s.start_ns < w.end_ns) step = w.step;
       if (w.whole) step = w.step;
     }
-    // Our trainer's records are host spans around a call that returns once every rank is done:
-    // they end together unless the rank is late to record the end (descheduled), so the
-    // earliest end is the collective's ('E'). Other ends (a ring's last chunk arriving, kernels)
-    // scatter both ways ('M': the mean).
-    std::string key = s.kind == SliceKind::kCollective || s.kind == SliceKind::kOp ? "E" : "M";
-    key += GroupOf(trace, i);
-    key += kKeySeparator;
-    key += name;
-    key += kKeySeparator;
-    key += std::to_string(step);
+    CollectiveKey key{.earliest = s.kind == SliceKind::kCollective || s.kind == SliceKind::kOp,
+                      .group = GroupOf(trace, i), .name = std::move(name), .step = step};
     per_track[{s.track, std::move(key)}].push_back(
         {trace.epoch_ns() + s.end_ns(), trace.epoch_ns() + s.start_ns, input, i});
   }
-  for (auto& [track_key, instances] : per_track) {
-    std::vector<Instance>& merged = out[track_key.second];
-    if (merged.size() < instances.size()) merged.resize(instances.size());
-    for (size_t k = 0; k < instances.size(); ++k) {
-      if (instances[k].end_ns > merged[k].end_ns) merged[k] = instances[k];
-    }
-  }
+  for (auto& [track_key, instances] : per_track) MergeInstances(instances, out[track_key.second]);
 }
 
 // One matched collective: its members (rank index, end on that rank's own clock), and each
@@ -129,12 +128,12 @@ void AddCollectives(const Trace& trace, size_t input, const std::vector<StepWind
 struct Match {
   std::vector<std::pair<size_t, int64_t>> members;
   std::vector<Instance> instances;
-  const std::string* key = nullptr;  // into the Instances it was matched from
+  const CollectiveKey* key = nullptr;  // into the Instances it was matched from
   bool earliest = false;  // the earliest end is the collective's (else the mean of the ends)
 };
 
 std::vector<Match> MatchCollectives(const std::vector<Instances>& by_rank) {
-  std::map<std::string, std::vector<size_t>> holders;
+  std::map<CollectiveKey, std::vector<size_t>> holders;
   for (size_t r = 0; r < by_rank.size(); ++r) {
     for (const auto& [key, ends] : by_rank[r]) holders[key].push_back(r);
   }
@@ -151,7 +150,7 @@ std::vector<Match> MatchCollectives(const std::vector<Instances>& by_rank) {
     if (votes < 2) continue;
     for (size_t k = 0; k < count; ++k) {
       Match match;
-      match.earliest = key.front() == 'E';
+      match.earliest = key.earliest;
       match.key = &by_rank[ranks.front()].find(key)->first;
       for (size_t r : ranks) {
         const std::vector<Instance>& instances = by_rank[r].at(key);
@@ -199,6 +198,28 @@ void Solve(const std::vector<double>& x, const std::vector<double>& d, const std
   out.rms = std::sqrt(ss / static_cast<double>(m));
 }
 
+// Whether the data support the drift `drifting` fitted over the kept matches: enough of them
+// over a long enough span, moving the clock over it by more than the residual, and plausible for
+// a clock unless the slope stands far out of its own standard error.
+bool DriftSupported(const std::vector<double>& x, const std::vector<bool>& keep, const Fit& drifting) {
+  double lo = INFINITY, hi = -INFINITY, mean = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (keep[i]) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]), mean += x[i];
+  }
+  const double span = hi - lo;
+  if (drifting.kept < kMinDriftMatches || span < kMinDriftSpanNs) return false;
+  const double rms = std::max(drifting.rms, 1.0);
+  if (std::abs(drifting.drift) * span <= kDriftSignificance * rms) return false;
+  if (std::abs(drifting.drift) * 1e6 <= kPlausibleDriftPpm) return true;
+  // The slope's standard error: rms / sqrt(sum of (x - mean)^2).
+  mean /= static_cast<double>(drifting.kept);
+  double sxx = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (keep[i]) sxx += (x[i] - mean) * (x[i] - mean);
+  }
+  return std::abs(drifting.drift) * std::sqrt(sxx) > kStrongDrift * rms;
+}
+
 // A rank late to record a collective's end (descheduled, still copying out) moves that match
 // by up to milliseconds, one way: up to half the matches can be off. So the fit starts from the
 // densest half (the shortest window holding half the differences, least trimmed squares), then
@@ -239,11 +260,7 @@ Fit RobustFit(const std::vector<double>& x, const std::vector<double>& d, bool t
     if (try_drift) {
       Fit drifting;
       Solve(x, d, keep, true, drifting);
-      double lo = INFINITY, hi = -INFINITY;
-      for (size_t i = 0; i < n; ++i) {
-        if (keep[i]) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
-      }
-      if (std::abs(drifting.drift) * (hi - lo) > kDriftSignificance * std::max(drifting.rms, 1.0)) fit = drifting;
+      if (DriftSupported(x, keep, drifting)) fit = drifting;
     }
     // Centre and spread of the kept residuals by median and MAD, so that the few late ones the
     // densest half still holds do not widen the cut.
@@ -263,28 +280,31 @@ Fit RobustFit(const std::vector<double>& x, const std::vector<double>& d, bool t
   return fit;
 }
 
-// Ranks of the traces: by StepInfo.rank (the input's index when unknown), lowest first.
-void GroupRanks(std::span<const Trace> traces, AlignmentReport& report) {
+// Ranks of the inputs: by StepInfo.rank (the input's index when unknown), lowest first.
+void GroupRanks(std::span<const ClockDigest> inputs, AlignmentReport& report) {
   std::map<int32_t, std::vector<size_t>> ranks;
-  for (size_t i = 0; i < traces.size(); ++i) {
-    const int32_t rank = traces[i].step_info().rank >= 0 ? traces[i].step_info().rank : static_cast<int32_t>(i);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const int32_t rank = inputs[i].rank >= 0 ? inputs[i].rank : static_cast<int32_t>(i);
     ranks[rank].push_back(i);
   }
-  report.rank_of_input.assign(traces.size(), 0);
-  for (auto& [rank, inputs] : ranks) {
+  report.rank_of_input.assign(inputs.size(), 0);
+  for (auto& [rank, members] : ranks) {
     RankClock clock;
     clock.rank = rank;
-    clock.host = traces[inputs.front()].step_info().host;
-    for (size_t i : inputs) report.rank_of_input[i] = report.ranks.size();
-    clock.inputs = std::move(inputs);
+    clock.host = inputs[members.front()].host;
+    for (size_t i : members) report.rank_of_input[i] = report.ranks.size();
+    clock.inputs = std::move(members);
     report.ranks.push_back(std::move(clock));
   }
 }
 
-std::vector<Instances> RankInstances(std::span<const Trace> traces, const AlignmentReport& report) {
+// Each rank's collectives: its inputs' merged (a rank's inputs in input order).
+std::vector<Instances> RankInstances(std::span<const ClockDigest> inputs, const AlignmentReport& report) {
   std::vector<Instances> by_rank(report.ranks.size());
-  const auto windows = NumberedStepWindows(traces, std::nullopt, StepWindowing::kEveryStep);
-  for (size_t i = 0; i < traces.size(); ++i) AddCollectives(traces[i], i, windows[i], by_rank[report.rank_of_input[i]]);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Instances& rank = by_rank[report.rank_of_input[i]];
+    for (const auto& [key, instances] : inputs[i].collectives) MergeInstances(instances, rank[key]);
+  }
   return by_rank;
 }
 
@@ -306,9 +326,9 @@ std::vector<bool> Connected(size_t ranks, const std::vector<Match>& matches) {
 
 // Solves every rank's correction (see the header); false with a note when some rank has no
 // match joining it to the reference.
-bool SolveCollectives(std::span<const Trace> traces, AlignmentReport& report) {
+bool SolveCollectives(std::span<const ClockDigest> inputs, AlignmentReport& report) {
   const size_t n = report.ranks.size();
-  const std::vector<Instances> by_rank = RankInstances(traces, report);
+  const std::vector<Instances> by_rank = RankInstances(inputs, report);
   const std::vector<Match> matches = MatchCollectives(by_rank);
   if (matches.empty()) {
     report.notes.push_back("collectives: no collective is found on two ranks or more");
@@ -401,38 +421,40 @@ bool SolveCollectives(std::span<const Trace> traces, AlignmentReport& report) {
     // The distance to the others after correction, the mean left over included.
     clock.residual_ns = std::llround(std::sqrt(rest.rms * rest.rms + rest.offset * rest.offset));
   }
-  for (size_t i = 0; i < traces.size(); ++i) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
     report.input_alignment[i] = report.rank_of_input[i] == 0 ? "reference" : "collectives";
   }
   return true;
 }
 
-bool OneHost(std::span<const Trace> traces) {
-  for (const Trace& t : traces) {
-    if (t.step_info().host.empty() || t.step_info().host != traces.front().step_info().host) return false;
+bool OneHost(std::span<const ClockDigest> inputs) {
+  for (const ClockDigest& input : inputs) {
+    if (input.host.empty() || input.host != inputs.front().host) return false;
   }
   return true;
 }
 
 // The barrier (merge.h AlignClocks). A trace of another host without a sync point keeps its own
 // clock ("unaligned", as the clock method would leave it), with a note.
-void ApplyBarrier(std::span<const Trace> traces, AlignmentReport& report) {
-  const std::vector<ClockAlignment> barrier = AlignClocks(traces);
-  for (size_t i = 0; i < traces.size(); ++i) {
+void ApplyBarrier(std::span<const ClockDigest> inputs, AlignmentReport& report) {
+  std::vector<ClockStamp> stamps;
+  for (const ClockDigest& input : inputs) stamps.push_back({input.rank, input.step, input.host, input.clock_sync_ns});
+  const std::vector<ClockAlignment> barrier = AlignClocks(std::span<const ClockStamp>(stamps));
+  for (size_t i = 0; i < inputs.size(); ++i) {
     if (barrier[i].alignment == "unaligned") {
-      report.notes.push_back("barrier: " + traces[i].source_path() +
+      report.notes.push_back("barrier: " + inputs[i].source +
                              " is from another host and records no clock sync point: its clock is not aligned");
     }
   }
-  for (size_t i = 0; i < traces.size(); ++i) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
     report.input_alignment[i] = barrier[i].alignment;
     RankClock& clock = report.ranks[report.rank_of_input[i]];
     if (clock.inputs.front() == i) clock.offset_ns = barrier[i].offset_ns;
   }
 }
 
-void ApplyClock(std::span<const Trace> traces, AlignmentReport& report) {
-  for (size_t i = 0; i < traces.size(); ++i) {
+void ApplyClock(AlignmentReport& report) {
+  for (size_t i = 0; i < report.rank_of_input.size(); ++i) {
     report.input_alignment[i] = report.rank_of_input[i] == 0 ? "reference" : "clock";
   }
 }
@@ -461,44 +483,69 @@ int64_t RankClock::CorrectionAt(int64_t absolute_ns) const {
   return offset_ns + std::llround(drift_ppm * 1e-6 * static_cast<double>(absolute_ns - anchor_ns));
 }
 
+bool CollectiveKey::operator<(const CollectiveKey& other) const {
+  const bool later = !earliest, other_later = !other.earliest;
+  return std::tie(later, group, name, step) < std::tie(other_later, other.group, other.name, other.step);
+}
+
+ClockDigest DigestClock(const Trace& trace, size_t input) {
+  ClockDigest digest;
+  digest.source = trace.source_path();
+  digest.rank = trace.step_info().rank;
+  digest.step = trace.step_info().step;
+  digest.host = trace.step_info().host;
+  digest.clock_sync_ns = trace.step_info().clock_sync_ns;
+  const trace::Trace* one = &trace;
+  const auto windows = NumberedStepWindows(std::span<const Trace>(one, 1), std::nullopt, StepWindowing::kEveryStep);
+  AddCollectives(trace, input, windows.front(), digest.collectives);
+  return digest;
+}
+
 AlignmentReport AlignRanks(std::span<const Trace> traces, AlignMethod method) {
+  std::vector<ClockDigest> inputs;
+  inputs.reserve(traces.size());
+  for (size_t i = 0; i < traces.size(); ++i) inputs.push_back(DigestClock(traces[i], i));
+  return AlignDigests(inputs, method);
+}
+
+AlignmentReport AlignDigests(std::span<const ClockDigest> inputs, AlignMethod method) {
   AlignmentReport report;
-  GroupRanks(traces, report);
-  report.input_alignment.assign(traces.size(), "reference");
+  GroupRanks(inputs, report);
+  report.input_alignment.assign(inputs.size(), "reference");
   if (report.ranks.size() < 2) {  // one clock: nothing to align
     report.method = AlignMethod::kClock;
     return report;
   }
-  if (method == AlignMethod::kAuto && OneHost(traces)) {
-    report.notes.push_back("clock: every rank records host " + traces.front().step_info().host +
+  if (method == AlignMethod::kAuto && OneHost(inputs)) {
+    report.notes.push_back("clock: every rank records host " + inputs.front().host +
                            ", whose clock they share");
     method = AlignMethod::kClock;
   }
   // The order of fallback: collectives, barrier, clock.
   if (method == AlignMethod::kAuto || method == AlignMethod::kCollectives) {
     report.method = AlignMethod::kCollectives;
-    if (SolveCollectives(traces, report)) return report;
+    if (SolveCollectives(inputs, report)) return report;
     method = AlignMethod::kBarrier;
   }
   if (method == AlignMethod::kBarrier) {
     report.method = AlignMethod::kBarrier;
-    ApplyBarrier(traces, report);
+    ApplyBarrier(inputs, report);
     return report;
   }
   report.method = AlignMethod::kClock;
-  ApplyClock(traces, report);
+  ApplyClock(report);
   return report;
 }
 
 std::vector<MatchedCollective> MatchRankCollectives(std::span<const Trace> traces, const AlignmentReport& report) {
-  const std::vector<Instances> by_rank = RankInstances(traces, report);
+  std::vector<ClockDigest> inputs;
+  for (size_t i = 0; i < traces.size(); ++i) inputs.push_back(DigestClock(traces[i], i));
+  const std::vector<Instances> by_rank = RankInstances(inputs, report);
   std::vector<MatchedCollective> out;
   for (const Match& match : MatchCollectives(by_rank)) {
     MatchedCollective collective;
-    const std::string& key = *match.key;
-    const size_t name_at = key.find(kKeySeparator) + 1, step_at = key.rfind(kKeySeparator);
-    collective.name = key.substr(name_at, step_at - name_at);
-    collective.step = std::stoll(key.substr(step_at + 1));
+    collective.name = match.key->name;
+    collective.step = match.key->step;
     for (size_t k = 0; k < match.members.size(); ++k) {
       const Instance& instance = match.instances[k];
       collective.members.push_back({match.members[k].first, instance.input, instance.slice, instance.start_ns,

@@ -24,8 +24,12 @@
 //    be off by any amount. It starts from the densest half of the differences (after removing a
 //    repeated-median slope, so a drift does not spread them), then keeps the matches within 4
 //    robust standard deviations (1.4826 x MAD, never under 1 µs) of a least-squares fit until
-//    the kept set settles. The drift is kept only when it moves the clock over the matched span
-//    by more than 3 times the fit's residual (else the offset alone is fitted). The residual is
+//    the kept set settles. A drift is fitted only where the data can tell it: at least 8 kept
+//    matches over at least 50 ms, moving the clock over that span by more than 3 times the
+//    fit's residual; and a drift beyond 1,000 ppm (real clocks drift by tens of ppm, NTP slews
+//    by at most 500) only when the slope is more than 10 standard errors from zero (its
+//    residual / sqrt(sum of (t - mean t)^2) over the kept matches). Otherwise the offset alone
+//    is fitted. The residual is
 //    the root mean square of the kept matches' distance to the others' after correction.
 //  - barrier: the host clock each of our trainer's ranks records after a barrier all passed
 //    (TraceSession.clock_sync_nanos), as merge.h AlignClocks describes; ranks on the reference's
@@ -39,6 +43,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -83,6 +88,40 @@ struct AlignmentReport {
 
 // The clocks of `traces` aligned by `method` (kAuto: the best available), falling back as above.
 AlignmentReport AlignRanks(std::span<const trace::Trace> traces, AlignMethod method = AlignMethod::kAuto);
+
+// A collective's key across ranks: its group, what it is, the step it runs in (as its trace
+// records it, -1 outside one) and how its ends meet: `earliest` for our trainer's records (the
+// earliest end is the collective's), else the mean of the ends.
+struct CollectiveKey {
+  bool earliest = false;
+  std::string group, name;
+  int64_t step = -1;
+  bool operator<(const CollectiveKey& other) const;  // earliest ends first, then group, name, step
+  bool operator==(const CollectiveKey& other) const = default;
+};
+// One instance of a collective on one input, on its own clock (absolute ns).
+struct CollectiveInstance {
+  int64_t end_ns = INT64_MIN, start_ns = 0;
+  size_t input = 0;  // index into the traces
+  uint32_t slice = 0;
+  bool operator==(const CollectiveInstance& other) const = default;
+};
+// What alignment needs of one input, taken where the input is read, so that a job spread over
+// processes aligns from these alone: its identity, its clock sync point and its collectives
+// (per key, in order; of the same instance on several tracks, the one that ends last).
+struct ClockDigest {
+  std::string source;
+  int32_t rank = -1;         // StepInfo.rank, -1 when unknown
+  int64_t step = -1;         // StepInfo.step
+  std::string host;
+  int64_t clock_sync_ns = 0;  // TraceSession.clock_sync_nanos, 0 when absent
+  std::map<CollectiveKey, std::vector<CollectiveInstance>> collectives;
+  bool operator==(const ClockDigest& other) const = default;
+};
+// The digest of traces[input] (its instances numbered `input`).
+ClockDigest DigestClock(const trace::Trace& trace, size_t input);
+// AlignRanks from the inputs' digests (in input order): the same report.
+AlignmentReport AlignDigests(std::span<const ClockDigest> inputs, AlignMethod method = AlignMethod::kAuto);
 
 // One rank's part in a collective matched across ranks: the slice of its work (of its instances
 // on several tracks, the one that ends last), on the rank's own clock (absolute ns).

@@ -159,27 +159,34 @@ void CopyStepWindows(const Trace& input, int64_t epoch, const Correction& correc
 }  // namespace
 
 std::vector<ClockAlignment> AlignClocks(std::span<const Trace> traces) {
+  std::vector<ClockStamp> stamps;
+  for (const Trace& t : traces) {
+    stamps.push_back({t.step_info().rank, t.step_info().step, t.step_info().host, ClockSyncOf(t)});
+  }
+  return AlignClocks(std::span<const ClockStamp>(stamps));
+}
+
+std::vector<ClockAlignment> AlignClocks(std::span<const ClockStamp> inputs) {
   // Reference per step: the lowest rank (the first input when ranks are unknown).
   std::map<int64_t, size_t> reference;
-  for (size_t i = 0; i < traces.size(); ++i) {
-    auto [it, inserted] = reference.try_emplace(traces[i].step_info().step, i);
-    if (!inserted && traces[i].step_info().rank >= 0 &&
-        (traces[it->second].step_info().rank < 0 || traces[i].step_info().rank < traces[it->second].step_info().rank)) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto [it, inserted] = reference.try_emplace(inputs[i].step, i);
+    if (!inserted && inputs[i].rank >= 0 && (inputs[it->second].rank < 0 || inputs[i].rank < inputs[it->second].rank)) {
       it->second = i;
     }
   }
-  std::vector<ClockAlignment> out(traces.size());
-  for (size_t i = 0; i < traces.size(); ++i) {
-    const Trace& input = traces[i];
-    const size_t ref = reference[input.step_info().step];
-    const Trace& ref_trace = traces[ref];
+  std::vector<ClockAlignment> out(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ClockStamp& input = inputs[i];
+    const size_t ref = reference[input.step];
+    const ClockStamp& ref_input = inputs[ref];
     if (ref == i) {
       out[i].alignment = "reference";
-    } else if (ref_trace.step_info().host == input.step_info().host) {
+    } else if (ref_input.host == input.host) {
       out[i].alignment = "same host";
-    } else if (ClockSyncOf(input) != 0 && ClockSyncOf(ref_trace) != 0) {
+    } else if (input.clock_sync_ns != 0 && ref_input.clock_sync_ns != 0) {
       out[i].alignment = "clock_sync";
-      out[i].offset_ns = ClockSyncOf(ref_trace) - ClockSyncOf(input);
+      out[i].offset_ns = ref_input.clock_sync_ns - input.clock_sync_ns;
     } else {
       out[i].alignment = "unaligned";
     }

@@ -34,6 +34,14 @@ struct ClockAlignment {
   std::string alignment;
 };
 std::vector<ClockAlignment> AlignClocks(std::span<const trace::Trace> traces);
+// The same from what each input records: its rank, step, host and clock sync point.
+struct ClockStamp {
+  int32_t rank = -1;
+  int64_t step = -1;
+  std::string host;
+  int64_t clock_sync_ns = 0;
+};
+std::vector<ClockAlignment> AlignClocks(std::span<const ClockStamp> inputs);
 
 struct MergedInput {
   std::string source;        // path

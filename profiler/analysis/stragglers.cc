@@ -53,12 +53,37 @@ struct Work {
   }
 };
 
-struct RankStepWork {
-  size_t input = 0;
-  int64_t window_begin = 0;  // aligned
+// A window's work while its trace's slices pass.
+struct StepWindowWork {
   Work gpu, host;
   // Input time on the host: its input ops and input annotations (never the end of the work).
   UnionInStartOrder host_input;
+};
+
+StragglerWork TotalsOf(const Work& w) {
+  StragglerWork out;
+  out.slices = w.slices;
+  out.begin_ns = w.begin, out.end_ns = w.end;
+  out.comm_begin_ns = w.comm_begin, out.comm_end_ns = w.comm_end;
+  for (int c = 0; c < kStragglerCategories; ++c) out.by_category_ns[c] = w.by_category[c].length();
+  out.busy_ns = w.all.length();
+  return out;
+}
+
+// The work moved by `shift` (its sentinels stay).
+StragglerWork Shifted(StragglerWork w, int64_t shift) {
+  for (int64_t* t : {&w.begin_ns, &w.end_ns, &w.comm_begin_ns, &w.comm_end_ns}) {
+    if (*t != INT64_MAX && *t != INT64_MIN) *t += shift;
+  }
+  return w;
+}
+
+// One rank's work in one step, on the aligned clock.
+struct RankStepWork {
+  size_t input = 0;
+  int64_t window_begin = 0;  // aligned
+  StragglerWork gpu, host;
+  int64_t host_input_ns = 0;
 };
 
 // One window of a trace (trace time) and its step number.
@@ -113,46 +138,34 @@ namespace {
 // (step, rank) -> its work
 using WorkByStepAndRank = std::map<std::pair<int64_t, int32_t>, RankStepWork>;
 
-// The trace's windows, numbered: a step without a number takes its place among its rank's steps
-// (ranks are compared step by step, so each rank's k-th unnumbered step is step k).
-StatusOr<std::vector<Window>> NumberedWindows(const Trace& trace, int64_t& unnumbered, bool& whole) {
-  const std::vector<Step> steps = StepsOfTrace(trace, /*with_totals=*/false);
-  if (steps.empty()) return InvalidInput(trace.source_path() + ": no steps found (the trace holds no slices)");
-  whole = steps.size() == 1 && steps.front().marker == "trace";
-  std::vector<Window> windows;
-  for (const Step& step : steps) {
-    const int64_t number = step.step >= 0 ? step.step : unnumbered++;
-    windows.push_back({step.begin_ns, step.end_ns, number});
-  }
-  return windows;
-}
-
-// Which windows are kept (--steps), and each kept one's slot in `work`; fails when another input
-// already holds the same (step, rank).
-StatusOr<std::vector<RankStepWork*>> WindowSlots(const Trace& trace, size_t i, int32_t rank, int64_t shift,
-                                                 const std::vector<Window>& windows, const StragglerOptions& options,
-                                                 const StragglerReport& report, WorkByStepAndRank& work) {
-  std::vector<RankStepWork*> slots(windows.size(), nullptr);
-  for (size_t w = 0; w < windows.size(); ++w) {
-    const int64_t number = windows[w].step;
+// Which windows are kept (--steps) and where: a window without a number takes its place among
+// its rank's steps (ranks are compared step by step, so each rank's k-th unnumbered step is step
+// k); fails when another input already holds the same (step, rank).
+Status AddWindows(const StragglerDigest& input, size_t i, int32_t rank, int64_t shift, int64_t& unnumbered,
+                  const StragglerOptions& options, const StragglerReport& report, WorkByStepAndRank& work) {
+  for (const StragglerWindow& window : input.windows) {
+    const int64_t number = window.step >= 0 ? window.step : unnumbered++;
     if (options.steps && (number < options.steps->first || number > options.steps->second)) continue;
     auto [it, inserted] = work.try_emplace({number, rank});
     if (!inserted) {
       return InvalidInput("rank " + std::to_string(rank) + " step " + std::to_string(number) + " is in both " +
-                          report.inputs[it->second.input].source + " and " + trace.source_path() +
+                          report.inputs[it->second.input].source + " and " + input.source +
                           " (give one run's traces)");
     }
-    it->second.input = i;
-    it->second.window_begin = windows[w].begin + shift;
-    slots[w] = &it->second;
+    RankStepWork& slot = it->second;
+    slot.input = i;
+    slot.window_begin = window.begin_ns + shift;
+    slot.gpu = Shifted(window.gpu, shift);
+    slot.host = Shifted(window.host, shift);
+    slot.host_input_ns = window.host_input_ns;
   }
-  return slots;
+  return Status::Ok();
 }
 
-// Adds each slice of work of the trace to the slot of the window it belongs to, on the aligned
-// clock (`shift`).
-void AddWork(const Trace& trace, int64_t shift, bool whole, const std::vector<Window>& windows,
-             const std::vector<RankStepWork*>& slots) {
+// Adds each slice of work of the trace to the window it belongs to, on the trace's own absolute
+// clock.
+void AddWork(const Trace& trace, bool whole, const std::vector<Window>& windows, std::vector<StepWindowWork>& slots) {
+  const int64_t shift = trace.epoch_ns();
   const LaunchIndex launch = whole ? LaunchIndex() : LaunchOf(trace);
   std::vector<bool> gpu_lane(trace.tracks().size());
   for (uint32_t t = 0; t < gpu_lane.size(); ++t) gpu_lane[t] = IsGpuDeviceLane(trace, t);
@@ -180,37 +193,16 @@ void AddWork(const Trace& trace, int64_t shift, bool whole, const std::vector<Wi
       w = static_cast<size_t>(after - windows.begin()) - 1;
       if (anchor >= windows[w].end) return;
     }
-    RankStepWork* slot = slots[w];
-    if (slot == nullptr) return;
+    StepWindowWork& slot = slots[w];
     const int64_t start = s.start_ns + shift, stop = s.end_ns() + shift;
     if (input_annotation) {
-      slot->host_input.Add(start, stop);
+      slot.host_input.Add(start, stop);
       return;
     }
     const StragglerCategory category = CategoryOf(trace, s, on_gpu);
-    (on_gpu ? slot->gpu : slot->host).Add(start, stop, category);
-    if (!on_gpu && category == StragglerCategory::kInput) slot->host_input.Add(start, stop);
+    (on_gpu ? slot.gpu : slot.host).Add(start, stop, category);
+    if (!on_gpu && category == StragglerCategory::kInput) slot.host_input.Add(start, stop);
   });
-}
-
-// One input: its info, its windows' slots and its work.
-Status AddInput(const Trace& trace, size_t i, const ClockAlignment& alignment, const StragglerOptions& options,
-                std::map<int32_t, int64_t>& unnumbered, StragglerReport& report, WorkByStepAndRank& work) {
-  StragglerInputInfo info;
-  info.source = trace.source_path();
-  info.rank_known = trace.step_info().rank >= 0;
-  info.rank = info.rank_known ? trace.step_info().rank : static_cast<int32_t>(i);
-  info.alignment = alignment.alignment;
-  info.offset_ns = alignment.offset_ns;
-  const int32_t rank = info.rank;
-  const int64_t shift = trace.epoch_ns() + info.offset_ns;
-  report.inputs.push_back(info);
-  bool whole = false;
-  ASSIGN_OR_RETURN(const std::vector<Window> windows, NumberedWindows(trace, unnumbered[rank], whole));
-  ASSIGN_OR_RETURN(const std::vector<RankStepWork*> slots,
-                   WindowSlots(trace, i, rank, shift, windows, options, report, work));
-  AddWork(trace, shift, whole, windows, slots);
-  return Status::Ok();
 }
 
 // Why the straggler was late: the category where it exceeds the other ranks' median most.
@@ -247,16 +239,16 @@ StepStragglers CompareRanks(int64_t number, const std::vector<std::pair<int32_t,
     r.rank = rank;
     r.input = w->input;
     r.gpu = w->gpu.slices > 0;
-    Work& used = r.gpu ? w->gpu : w->host;
+    const StragglerWork& used = r.gpu ? w->gpu : w->host;
     r.work = used.slices;
-    r.busy_ns = used.all.length();
-    for (int c = 0; c < kStragglerCategories; ++c) r.by_category_ns[c] = used.by_category[c].length();
+    r.busy_ns = used.busy_ns;
+    for (int c = 0; c < kStragglerCategories; ++c) r.by_category_ns[c] = used.by_category_ns[c];
     constexpr int kInput = static_cast<int>(StragglerCategory::kInput);
-    r.by_category_ns[kInput] = r.gpu ? std::max<int64_t>(0, used.begin - w->window_begin) : w->host_input.length();
-    absolute_begin.push_back(used.begin);
-    absolute_end.push_back(used.end);
-    comm_begin.push_back(used.comm_begin);
-    comm_end.push_back(used.comm_end);
+    r.by_category_ns[kInput] = r.gpu ? std::max<int64_t>(0, used.begin_ns - w->window_begin) : w->host_input_ns;
+    absolute_begin.push_back(used.begin_ns);
+    absolute_end.push_back(used.end_ns);
+    comm_begin.push_back(used.comm_begin_ns);
+    comm_end.push_back(used.comm_end_ns);
     step.ranks.push_back(r);
   }
   const int64_t step_begin = *std::min_element(absolute_begin.begin(), absolute_begin.end());
@@ -320,15 +312,55 @@ void FindWaitedFor(StepStragglers& step, const std::vector<int64_t>& comm_begin,
 
 }  // namespace
 
+StragglerDigest DigestStragglers(const Trace& trace) {
+  StragglerDigest digest;
+  digest.source = trace.source_path();
+  digest.rank = trace.step_info().rank;
+  digest.first_instant_ns = trace.epoch_ns() + trace.span_begin_ns();
+  const std::vector<Step> steps = StepsOfTrace(trace, /*with_totals=*/false);
+  if (steps.empty()) {
+    digest.error = trace.source_path() + ": no steps found (the trace holds no slices)";
+    return digest;
+  }
+  const bool whole = steps.size() == 1 && steps.front().marker == "trace";
+  std::vector<Window> windows;
+  for (const Step& step : steps) windows.push_back({step.begin_ns, step.end_ns, step.step});
+  std::vector<StepWindowWork> work(windows.size());
+  AddWork(trace, whole, windows, work);
+  for (size_t w = 0; w < windows.size(); ++w) {
+    digest.windows.push_back({windows[w].step, windows[w].begin + trace.epoch_ns(), TotalsOf(work[w].gpu),
+                              TotalsOf(work[w].host), work[w].host_input.length()});
+  }
+  return digest;
+}
+
 StatusOr<StragglerReport> ComputeStragglers(std::span<const Trace> traces, const StragglerOptions& options) {
+  std::vector<ClockDigest> clocks;
+  std::vector<StragglerDigest> inputs;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    clocks.push_back(DigestClock(traces[i], i));
+    inputs.push_back(DigestStragglers(traces[i]));
+  }
+  return CombineStragglers(inputs, AlignDigests(clocks, options.align), options);
+}
+
+StatusOr<StragglerReport> CombineStragglers(std::span<const StragglerDigest> inputs, AlignmentReport alignment,
+                                            const StragglerOptions& options) {
   StragglerReport report;
-  report.alignment = AlignRanks(traces, options.align);
+  report.alignment = std::move(alignment);
   WorkByStepAndRank work;
   std::map<int32_t, int64_t> unnumbered;  // per rank: steps without a number so far
-  for (size_t i = 0; i < traces.size(); ++i) {
-    const ClockAlignment alignment{report.alignment.CorrectionAt(i, traces[i].epoch_ns() + traces[i].span_begin_ns()),
-                                   report.alignment.input_alignment[i]};
-    RETURN_IF_ERROR(AddInput(traces[i], i, alignment, options, unnumbered, report, work));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const StragglerDigest& input = inputs[i];
+    StragglerInputInfo info;
+    info.source = input.source;
+    info.rank_known = input.rank >= 0;
+    info.rank = info.rank_known ? input.rank : static_cast<int32_t>(i);
+    info.alignment = report.alignment.input_alignment[i];
+    info.offset_ns = report.alignment.CorrectionAt(i, input.first_instant_ns);
+    report.inputs.push_back(info);
+    if (!input.error.empty()) return InvalidInput(input.error);
+    RETURN_IF_ERROR(AddWindows(input, i, info.rank, info.offset_ns, unnumbered[info.rank], options, report, work));
   }
   // Per step, the ranks in rank order (the map's order).
   std::map<int64_t, std::vector<std::pair<int32_t, RankStepWork*>>> by_step;

@@ -129,4 +129,36 @@ struct StragglerOptions {
 StatusOr<StragglerReport> ComputeStragglers(std::span<const trace::Trace> traces,
                                             const StragglerOptions& options = {});
 
+// What the comparison needs of one input, taken where the input is read (one pass over its
+// slices), so that a job spread over processes compares from these alone. Times are absolute on
+// the input's own clock; the combination moves them by the rank's correction.
+struct StragglerWork {
+  int64_t slices = 0;
+  int64_t begin_ns = INT64_MAX, end_ns = INT64_MIN;            // first start, last end
+  int64_t comm_begin_ns = INT64_MAX, comm_end_ns = INT64_MIN;  // of its communication
+  int64_t by_category_ns[kStragglerCategories] = {0, 0, 0, 0}; // unions, by StragglerCategory
+  int64_t busy_ns = 0;                                          // union of all of it
+  bool operator==(const StragglerWork& other) const = default;
+};
+struct StragglerWindow {
+  int64_t step = -1;      // as the trace records it; -1: numbered by its place among its rank's steps
+  int64_t begin_ns = 0;   // the window's (a step trace's first slice)
+  StragglerWork gpu, host;
+  int64_t host_input_ns = 0;  // union of host input ops and input annotations
+  bool operator==(const StragglerWindow& other) const = default;
+};
+struct StragglerDigest {
+  std::string source;
+  int32_t rank = -1;              // StepInfo.rank, -1 when unknown
+  int64_t first_instant_ns = 0;   // epoch + span begin: where the rank's correction is taken
+  std::string error;              // why the input cannot be compared ("" when it can)
+  std::vector<StragglerWindow> windows;
+  bool operator==(const StragglerDigest& other) const = default;
+};
+StragglerDigest DigestStragglers(const trace::Trace& trace);
+// ComputeStragglers from the inputs' digests (in input order) and their clocks' alignment
+// (AlignDigests of the same inputs): the same report.
+StatusOr<StragglerReport> CombineStragglers(std::span<const StragglerDigest> inputs, AlignmentReport alignment,
+                                            const StragglerOptions& options = {});
+
 }  // namespace stepscope::analysis

@@ -123,6 +123,22 @@ TEST(ClockAlignTest, RecoversADrift) {
   EXPECT_NEAR(after.ranks[1].drift_ppm, -2000 / 1.002, 200);
 }
 
+// Two ranks of one trainer step (mpirun -np 2, one host): 7 collectives within ~10 ms, three of
+// them late on one side. Too few matches over too short a span to tell a drift: none is fitted
+// (an unbounded fit found 110,071 ppm), and the offset is the shared clock's, within the residual.
+TEST(ClockAlignTest, FitsNoDriftFromOneShortStep) {
+  auto traces = trace::ReadTraces({testing::DataPath("collectives/lstm_small_mpi2_step3_rank0.pb.gz"),
+                                   testing::DataPath("collectives/lstm_small_mpi2_step3_rank1.pb.gz")});
+  ASSERT_TRUE(traces.ok()) << traces.status().message();
+  const AlignmentReport report = AlignRanks(*traces, AlignMethod::kCollectives);
+  ASSERT_EQ(report.method, AlignMethod::kCollectives);
+  ASSERT_EQ(report.ranks.size(), 2u);
+  EXPECT_EQ(report.ranks[1].matched_collectives, 7);
+  EXPECT_EQ(report.ranks[1].drift_ppm, 0);
+  EXPECT_LE(std::abs(report.ranks[1].offset_ns), report.ranks[1].residual_ns + 1000);
+  EXPECT_LE(report.ranks[1].residual_ns, 50000);
+}
+
 // merge moves each slice by its rank's correction at that slice: the shifted rank's work lands
 // where it lands unshifted.
 TEST(ClockAlignTest, MergePlacesAShiftedAndDriftingRankAsTheUnshiftedOne) {

@@ -18,6 +18,15 @@ TEST(UnitsTest, DurationsHaveFixedDigitsPerUnit) {
   EXPECT_EQ(FormatDuration(int64_t{-1500}), "-1.5 us");
 }
 
+TEST(UnitsTest, SignedDurationsCarryTheirSign) {
+  EXPECT_EQ(FormatSignedDuration(-7972613), "-7.973 ms");
+  EXPECT_EQ(FormatSignedDuration(1500), "1.5 us");
+  EXPECT_EQ(FormatSignedDuration(1500, /*plus_sign=*/true), "+1.5 us");
+  EXPECT_EQ(FormatSignedDuration(-1500, /*plus_sign=*/true), "-1.5 us");
+  EXPECT_EQ(FormatSignedDuration(0, /*plus_sign=*/true), "0 ns");
+  EXPECT_EQ(FormatSignedDuration(-999), "-999 ns");
+}
+
 TEST(UnitsTest, DoubleDurationsRoundToTheNearestNanosecond) {
   EXPECT_EQ(FormatDuration(999.4), "999 ns");
   EXPECT_EQ(FormatDuration(999.5), "1.0 us");

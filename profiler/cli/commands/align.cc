@@ -5,6 +5,7 @@
 
 #include "profiler/analysis/clock_align.h"
 #include "profiler/cli/commands/commands.h"
+#include "profiler/cli/commands/rank_digests.h"
 #include "profiler/cli/commands/report.h"
 #include "profiler/cli/report_format.h"
 #include "profiler/formats/inputs.h"
@@ -41,10 +42,8 @@ std::string Ppm(double ppm) {
   return text;
 }
 
-Status RunAlign(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
-  ASSIGN_OR_RETURN(const analysis::AlignMethod method, AlignFlag(args));
-  ASSIGN_OR_RETURN(const std::vector<trace::Trace> traces, trace::ReadTraces(args.positional));
-  const analysis::AlignmentReport report = analysis::AlignRanks(traces, method);
+Status PrintAlignment(const ParsedArgs& args, const analysis::AlignmentReport& report, std::ostream& out,
+                      std::ostream& err) {
   if (report.ranks.size() < 2) {
     return InvalidInput("align needs the traces of two ranks or more (" + std::to_string(report.ranks.size()) +
                         " rank found); give every rank's trace, e.g. the run's --profile_dir");
@@ -70,8 +69,8 @@ Status RunAlign(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
   TextTable table({-8, -16, 14, 12, 12, 9, 9});
   table.Row({"rank", "host", "offset", "drift ppm", "residual", "matched", "outliers"});
   for (const analysis::RankClock& r : report.ranks) {
-    const std::string offset = (r.offset_ns < 0 ? "-" : "") + FormatDuration(r.offset_ns < 0 ? -r.offset_ns : r.offset_ns);
-    table.Row({std::to_string(r.rank), r.host.empty() ? "-" : Truncate(r.host, 16), offset, Ppm(r.drift_ppm),
+    table.Row({std::to_string(r.rank), r.host.empty() ? "-" : Truncate(r.host, 16), FormatSignedDuration(r.offset_ns),
+               Ppm(r.drift_ppm),
                measured ? FormatDuration(r.residual_ns) : "-", std::to_string(r.matched_collectives),
                std::to_string(r.outliers)});
   }
@@ -84,7 +83,24 @@ Status RunAlign(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
   return Status::Ok();
 }
 
+Status RunAlign(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
+  ASSIGN_OR_RETURN(const analysis::AlignMethod method, AlignFlag(args));
+  ASSIGN_OR_RETURN(const std::vector<trace::Trace> traces, trace::ReadTraces(args.positional));
+  return PrintAlignment(args, analysis::AlignRanks(traces, method), out, err);
+}
+
 }  // namespace
+
+Status AlignFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, std::ostream& out,
+                        std::ostream& err) {
+  ASSIGN_OR_RETURN(const analysis::AlignMethod method, AlignFlag(args));
+  std::vector<analysis::ClockDigest> clocks;
+  for (const analysis::InputDigest& input : inputs) {
+    RETURN_IF_ERROR(input.read);  // the first input that could not be read, as ReadTraces fails
+    clocks.push_back(input.clock);
+  }
+  return PrintAlignment(args, analysis::AlignDigests(clocks, method), out, err);
+}
 
 CommandSpec AlignCommand() {
   return {.name = "align",

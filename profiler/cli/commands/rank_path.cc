@@ -14,9 +14,6 @@ namespace {
 using analysis::CrossRankPath;
 using analysis::PathBoundName;
 
-// A duration, with a minus where the joins overlap (no plus: a gap is the usual case).
-std::string DurationOrMinus(int64_t ns) { return (ns < 0 ? "-" : "") + FormatDuration(ns < 0 ? -ns : ns); }
-
 // "waiting for rank 1 (its op AddmmBackward0) 5.0 ms at gloo:all_reduce", "" when no rank held.
 std::string WaitingFor(const CrossRankPath& path) {
   if (path.held_by < 0) return "";
@@ -82,7 +79,8 @@ std::string StepText(const CrossRankPath& path, const TableOptions& options) {
                 share(path.bound_ns[b])});
   }
   if (path.transfer_ns > 0) bounds.Row({"collective transfer", FormatDuration(path.transfer_ns), share(path.transfer_ns)});
-  if (path.gap_ns != 0) bounds.Row({"around joins", DurationOrMinus(path.gap_ns), share(path.gap_ns)});
+  // A minus where the joins overlap (no plus: a gap is the usual case).
+  if (path.gap_ns != 0) bounds.Row({"around joins", FormatSignedDuration(path.gap_ns), share(path.gap_ns)});
   out += bounds.str();
   if (!path.waits.empty()) {
     out += "\nWhere the path changes rank (in path order)\n";

@@ -1,0 +1,199 @@
+// `align` and `stragglers` spread over processes (profiler/cli/distributed.h) print exactly what
+// one process prints: 64 generated ranks (tests/analysis/kineto_generator.h, the last rank's
+// kernels slower) split over 1, 2 and 4 processes, text and --json, byte for byte; an unreadable
+// input fails the same way with the file named. The steps are run here one process after the
+// other (no MPI needed); with MPI built in, the same comparison runs the real `stepscope` under
+// `mpirun -np 2` and `-np 4`.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <sys/wait.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analysis/kineto_generator.h"
+#include "base/file_io.h"
+#include "profiler/analysis/distributed_digest.h"
+#include "profiler/cli/cli.h"
+#include "profiler/cli/distributed.h"
+#include "profiler/formats/inputs.h"
+#include "test_util.h"
+
+namespace stepscope::cli {
+namespace {
+
+constexpr int kRanks = 64;
+
+// The ranks' directory, written once: ProfilerStep#N windows of 20 iterations, ~48 KB a rank.
+const std::string& RanksDir() {
+  static const std::string dir = [] {
+    const auto path = testing::ScratchDir("distributed_ranks");
+    for (int rank = 0; rank < kRanks; ++rank) {
+      const analysis::testing::KinetoJsonOptions options{
+          .rank = rank, .world_size = kRanks, .iterations_per_step = 20,
+          .slow_kernel_ns = rank == kRanks - 1 ? 2000 : 0};
+      const auto generated = analysis::testing::GenerateKinetoJson(48 << 10, options);
+      const auto file = path / ("rank" + std::to_string(rank) + ".json");
+      EXPECT_TRUE(WriteFileAtomically(file.string(), generated.json).ok());
+    }
+    return path.string();
+  }();
+  return dir;
+}
+
+struct Outcome {
+  int code = 0;
+  std::string out, err;
+};
+
+Outcome OneProcess(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = RunCli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+// The distributed steps, each process in turn: plan, digests, process 0's combination.
+Outcome Spread(const std::vector<std::string>& args, int processes) {
+  std::ostringstream out, err;
+  int code = 0;
+  const auto plan = PlanDistributed(args, processes, out, err, code);
+  if (plan) {
+    std::vector<std::string> shares;
+    for (int p = 0; p < processes; ++p) shares.push_back(DigestShare(*plan, p));
+    code = CombineShares(*plan, shares, out, err);
+  }
+  return {code, out.str(), err.str()};
+}
+
+void ExpectSameAsOneProcess(const std::vector<std::string>& args) {
+  const Outcome one = OneProcess(args);
+  for (int processes : {1, 2, 4}) {
+    const Outcome spread = Spread(args, processes);
+    EXPECT_EQ(spread.code, one.code) << args[0] << " over " << processes;
+    EXPECT_EQ(spread.out, one.out) << args[0] << " over " << processes;
+    EXPECT_EQ(spread.err, one.err) << args[0] << " over " << processes;
+  }
+}
+
+TEST(DistributedCliTest, AlignOverProcessesPrintsWhatOneProcessPrints) {
+  const Outcome one = OneProcess({"align", RanksDir()});
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("64 ranks, clocks aligned by collectives"), std::string::npos) << one.out;
+  ExpectSameAsOneProcess({"align", RanksDir()});
+  ExpectSameAsOneProcess({"align", RanksDir(), "--json"});
+}
+
+TEST(DistributedCliTest, StragglersOverProcessesPrintWhatOneProcessPrints) {
+  // On the generator's shared clock the last rank, its kernels slower, finishes last in each of the
+  // 3 steps of all 64 ranks.
+  const Outcome one = OneProcess({"stragglers", RanksDir(), "--align", "clock"});
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("64 ranks, 3 steps compared"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("  rank 63         3          3 "), std::string::npos) << one.out;
+  ExpectSameAsOneProcess({"stragglers", RanksDir(), "--align", "clock", "--json"});
+  ExpectSameAsOneProcess({"stragglers", RanksDir()});
+  ExpectSameAsOneProcess({"stragglers", RanksDir(), "--json"});
+  ExpectSameAsOneProcess({"stragglers", RanksDir(), "--rank", "3-9", "--steps", "1-2"});
+  ExpectSameAsOneProcess({"stragglers", RanksDir(), "--rank", "99"});  // no such rank: the same error
+}
+
+TEST(DistributedCliTest, AnUnreadableInputFailsAsInOneProcessNamingIt) {
+  const auto dir = testing::ScratchDir("distributed_bad");
+  for (int rank = 0; rank < 6; ++rank) {
+    std::filesystem::copy_file(std::filesystem::path(RanksDir()) / ("rank" + std::to_string(rank) + ".json"),
+                               dir / ("rank" + std::to_string(rank) + ".json"),
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  std::ofstream(dir / "rank3.json") << "{\"traceEvents\": [ {\"ph\": ";  // cut short
+  const Outcome one = OneProcess({"stragglers", dir.string()});
+  EXPECT_EQ(one.code, 2);
+  EXPECT_NE(one.err.find("rank3.json"), std::string::npos) << one.err;
+  ExpectSameAsOneProcess({"stragglers", dir.string()});
+  ExpectSameAsOneProcess({"align", dir.string()});
+}
+
+TEST(DistributedCliTest, OtherCommandsAndUsageErrorsSayWhatToDo) {
+  const Outcome summary = Spread({"summary", RanksDir()}, 2);
+  EXPECT_EQ(summary.code, 2);
+  EXPECT_NE(summary.err.find("cannot run spread over 2 MPI processes"), std::string::npos) << summary.err;
+  ExpectSameAsOneProcess({"align"});             // no input: the usage error
+  ExpectSameAsOneProcess({"align", "--help"});
+  ExpectSameAsOneProcess({"align", "/nonexistent/ranks"});
+}
+
+TEST(DistributedCliTest, SplitsInputsByBytesBalanced) {
+  const std::vector<uint64_t> sizes = {10, 70, 20, 30, 40, 30};
+  const auto shares = SplitBySize(sizes, 2);
+  ASSERT_EQ(shares.size(), 2u);
+  // 70 (1) -> p0; 40 (4) -> p1; 30 (3) -> p1 (70); 30 (5) -> p0 on the tie (100); 20 (2) -> p1
+  // (90); 10 (0) -> p1 (100).
+  EXPECT_EQ(shares[0], (std::vector<size_t>{1, 5}));
+  EXPECT_EQ(shares[1], (std::vector<size_t>{0, 2, 3, 4}));
+  EXPECT_EQ(SplitBySize(sizes, 8).size(), 8u);
+}
+
+TEST(DistributedCliTest, DigestsSurviveTheirBytes) {
+  auto traces = trace::ReadTraces({RanksDir() + "/rank1.json", RanksDir() + "/rank63.json"});
+  ASSERT_TRUE(traces.ok()) << traces.status().message();
+  std::vector<analysis::InputDigest> digests = {analysis::DigestInput((*traces)[0], 1),
+                                                analysis::DigestInput((*traces)[1], 63)};
+  digests.push_back({.input = 7, .read = InvalidInput("x.json: cut short"), .clock = {}, .stragglers = {}});
+  const std::string bytes = analysis::SerializeDigests(digests);
+  auto back = analysis::ParseDigests(bytes, "test");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->size(), 3u);
+  EXPECT_FALSE(digests[0].clock.collectives.empty());
+  EXPECT_FALSE(digests[0].stragglers.windows.empty());
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ((*back)[i].input, digests[i].input);
+    EXPECT_EQ((*back)[i].read.code(), digests[i].read.code());
+    EXPECT_EQ((*back)[i].read.message(), digests[i].read.message());
+    EXPECT_TRUE((*back)[i].clock == digests[i].clock);
+    EXPECT_TRUE((*back)[i].stragglers == digests[i].stragglers);
+  }
+  EXPECT_FALSE(analysis::ParseDigests(bytes.substr(0, bytes.size() - 3), "test").ok());
+  EXPECT_FALSE(analysis::ParseDigests("not digests", "test").ok());
+}
+
+#if defined(STEPSCOPE_MPIEXEC)
+// The real thing: `mpirun -np N stepscope ...`, its stdout and exit code against one process's.
+Outcome Command(const std::string& command) {
+  const auto dir = testing::ScratchDir("distributed_run");
+  const std::string out = (dir / "out").string(), err = (dir / "err").string();
+  const int status = std::system((command + " > " + out + " 2> " + err).c_str());
+  auto text = [](const std::string& path) {
+    auto read = ReadFile(path);
+    return read.ok() ? *read : std::string();
+  };
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text(out), text(err)};
+}
+
+TEST(DistributedMpiTest, MpirunPrintsWhatOneProcessPrints) {
+  for (const std::string& args : {"align " + RanksDir(), "align --json " + RanksDir(), "stragglers " + RanksDir(),
+                                 "stragglers --json " + RanksDir()}) {
+    const Outcome one = Command(std::string(STEPSCOPE_BINARY) + " " + args);
+    ASSERT_EQ(one.code, 0) << one.err;
+    for (int processes : {2, 4}) {
+      const Outcome spread = Command(std::string(STEPSCOPE_MPIEXEC) + " --oversubscribe --allow-run-as-root -np " +
+                                 std::to_string(processes) + " " + STEPSCOPE_BINARY + " " + args);
+      EXPECT_EQ(spread.code, 0) << spread.err;
+      EXPECT_EQ(spread.out, one.out) << args << " over " << processes;
+    }
+  }
+  // An error reaches process 0 and is printed once, with the same exit code.
+  const Outcome one = Command(std::string(STEPSCOPE_BINARY) + " stragglers --rank 99 " + RanksDir());
+  const Outcome spread = Command(std::string(STEPSCOPE_MPIEXEC) + " --oversubscribe --allow-run-as-root -np 2 " +
+                             STEPSCOPE_BINARY + " stragglers --rank 99 " + RanksDir());
+  EXPECT_EQ(one.code, 2);
+  EXPECT_EQ(spread.code, 2);
+  EXPECT_EQ(spread.err.find("no trace of that rank"), one.err.find("no trace of that rank")) << spread.err;
+  EXPECT_EQ(spread.err.find("no trace of that rank", spread.err.find("no trace of that rank") + 1), std::string::npos);
+}
+#endif
+
+}  // namespace
+}  // namespace stepscope::cli
