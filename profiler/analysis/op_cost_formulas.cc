@@ -242,7 +242,8 @@ std::optional<Formula> TfFormula(const OpShapes& op, CostSource source) {
     return PerElement(NumElements(*x) - (type == "Mean" ? 0 : NumElements(*out)), 1, CostClass::kElementwise);
   }
   if (type == "Softmax") return PerElement(out == nullptr ? -1 : NumElements(*out), 5, CostClass::kElementwise);
-  if (type == "ScatterSub") {  // var[ids] -= updates: one subtraction per update element
+  if (OneOf(type, {"ScatterSub", "ScatterAdd", "ResourceScatterSub", "ResourceScatterAdd"})) {
+    // var[ids] -= updates (or +=): one operation per update element
     const TensorShape* updates = Input(op, 2);
     return PerElement(updates == nullptr ? -1 : NumElements(*updates), 1, CostClass::kOptimizer);
   }
@@ -266,7 +267,7 @@ std::optional<Formula> TfFormula(const OpShapes& op, CostSource source) {
                    "Slice", "StridedSlice", "ConcatV2", "Concat", "Split", "SplitV", "Transpose", "Cast",
                    "Fill", "ZerosLike", "OnesLike", "Pack", "Unpack", "VariableV2", "VarHandleOp",
                    "ReadVariableOp", "Assign", "AssignVariableOp", "Gather", "GatherV2", "ResourceGather",
-                   "Tile", "Placeholder", "_Recv", "_Send", "_Retval", "_Arg", "Snapshot", "StopGradient",
+                   "Tile", "Placeholder", "ShapeN", "_Recv", "_Send", "_Retval", "_Arg", "Snapshot", "StopGradient",
                    "UnsortedSegmentSum", "EmbeddingGrad", "StridedSliceGrad"})) {
     return Formula{0, 0, CostClass::kNoArithmetic, {}};
   }

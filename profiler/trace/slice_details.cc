@@ -232,6 +232,10 @@ std::span<const TensorInput> DetailReader::InputShapes(uint32_t slice) {
   return inputs_;
 }
 
+std::vector<GraphTensor> DetailReader::GraphTensors() {
+  return payload_ != nullptr ? payload_->GraphTensors() : std::vector<GraphTensor>{};
+}
+
 int64_t DetailReader::ReportedFlops(uint32_t slice) {
   for (const SliceArg& arg : trace_.slice_args(slice)) {
     if (arg.is_number && trace_.str(arg.key) == "flops") return arg.number;

@@ -96,6 +96,21 @@ struct TensorInput {
   std::string_view value;          // a non-tensor argument as written ("[2, 2]", "1"); empty when none
 };
 
+// A tensor as the run's graphs describe it (a TensorFlow RunMetadata's cost graph and partition
+// graphs): what an op's cost needs of tensors the step's records leave without a shape (a
+// resource variable's handle, a producer that recorded no output).
+struct GraphTensor {
+  std::string producer;        // the node's name, as the step's records name it
+  int32_t slot = 0;
+  std::string dtype;           // "DT_FLOAT" (a reference type as its value type); empty when unknown
+  std::vector<int64_t> shape;  // -1 for an unknown dimension; empty for a scalar
+  bool unknown_rank = false;
+  // The tensor is a resource variable's handle (a VarHandleOp's output) and dtype and shape are
+  // the variable's own (its `dtype` and `shape` attributes): what the ops that take the handle read.
+  bool variable = false;
+  bool operator==(const GraphTensor&) const = default;
+};
+
 // An op's temporary and persistent memory.
 struct OpMemory {
   int64_t temp_bytes = 0;
@@ -153,6 +168,10 @@ class DetailReader {
   // An op's inputs' shapes, dtypes and scalar values by position; empty when the source recorded
   // none (a StepStats op names its inputs only: Inputs(), their shapes are their producers').
   std::span<const TensorInput> InputShapes(uint32_t slice);
+  // Every tensor the run's graphs give a dtype or shape, one per (producer, slot): the cost
+  // graph's output_info first, then the partition graphs' `_output_shapes`; a VarHandleOp's
+  // output as the variable it refers to. Empty when the source has no graphs.
+  std::vector<GraphTensor> GraphTensors();
   // The floating-point operations the source itself counted for the op (the PyTorch profiler's
   // `flops` argument with_flops, an XLA op's `flops` stat); -1 when none.
   int64_t ReportedFlops(uint32_t slice);
