@@ -116,11 +116,18 @@ OpCost CostOf(Pass& pass, uint32_t slice, std::string_view op_type, std::string*
   const bool has_shapes = ShapesOf(pass, slice, op);
   const int64_t reported = pass.reader.ReportedFlops(slice);
   pass.any_shapes = pass.any_shapes || has_shapes || reported >= 0;
-  OpCost cost = has_shapes ? CostFromShapes(op, pass.shapes_source) : OpCost{};
+  // A JSON trace's ops are PyTorch's (aten::) or, exported by stepscope from step stats,
+  // TensorFlow's, costed by TensorFlow's formulas (the trainer's own where it recorded them).
+  CostSource source = pass.shapes_source;
+  if (source == CostSource::kPyTorchShapes && !op_type.starts_with("aten::")) {
+    source = pass.trace.step_info().producer.starts_with("stepscope-train") ? CostSource::kTrainerShapes
+                                                                           : CostSource::kTfShapes;
+  }
+  OpCost cost = has_shapes ? CostFromShapes(op, source) : OpCost{};
   if (cost.flops < 0 && !has_shapes) {
     // An op with nothing recorded (record_shapes off, a NoOp): views, allocations and control
     // ops still do no arithmetic; the others are unknown.
-    const OpCost known = CostFromShapes(op, pass.shapes_source);
+    const OpCost known = CostFromShapes(op, source);
     if (known.cost_class == CostClass::kNoArithmetic) cost = known, cost.bytes = -1;
   }
   cost.slice = slice;

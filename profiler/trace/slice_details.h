@@ -155,6 +155,8 @@ class DetailReader {
   std::optional<KernelArgs> Kernel(uint32_t slice);
   // A kernel's launch geometry as text; empty fields when the source has none.
   LaunchGeometry Geometry(uint32_t slice);
+  // An op's outputs; from a JSON trace's `Output Dims` / `Output type` args (stepscope's export
+  // of a StepStats op) when it has no output records and kDetailShapes was asked for.
   std::span<const TensorOutput> Outputs(uint32_t slice);
   std::span<const AllocatorUse> Allocators(uint32_t slice);
   std::optional<OpMemory> Memory(uint32_t slice);
@@ -182,6 +184,10 @@ class DetailReader {
  private:
   std::span<const TensorOutput> TableOutputs(uint32_t slice);
   std::span<const AllocatorUse> TableAllocators(uint32_t slice);
+  std::span<const TensorOutput> ArgOutputs(uint32_t slice);
+  void ParseShapeArgs(uint32_t slice, std::string_view dims_key, std::string_view types_key,
+                      std::string_view values_key, std::vector<TensorInput>& tensors,
+                      std::vector<int64_t>& dims_storage);
 
   const Trace& trace_;
   uint32_t needed_;
@@ -189,6 +195,8 @@ class DetailReader {
   std::vector<TensorOutput> outputs_;     // from the trace's tables
   std::vector<TensorInput> inputs_;       // from the trace's free-form arguments
   std::vector<int64_t> input_dims_;
+  std::vector<TensorInput> output_args_;  // `Output Dims` / `Output type` of a JSON op
+  std::vector<int64_t> output_dims_;
   std::vector<AllocatorUse> allocators_;
 };
 

@@ -2,7 +2,7 @@
 // (tests/data/tf_run_metadata/tf_convnet_train_step.pb.gz, written by make_tf_flops_fixture.py):
 // our FLOPs per op against tfprof's float_ops on the same run, equal where the two count the same
 // arithmetic and apart, by tfprof's own approximation, where they do not; resource variables'
-// shapes taken from the graphs.
+// shapes taken from the graphs; a trainer step exported to Chrome JSON costed as the original.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "profiler/analysis/op_cost.h"
+#include "profiler/formats/chrome_json/chrome_json_writer.h"
 #include "profiler/formats/reader.h"
 #include "profiler/trace/slice_details.h"
 #include "test_util.h"
@@ -176,6 +177,59 @@ TEST(OpCostTensorFlow, ResourceUpdatesAreCostedByTheirInputs) {
     if (read->str(read->slice_op_type(read->slices()[c.slice])) == "ResourceScatterAdd") scatter_flops = c.flops;
   }
   EXPECT_EQ(scatter_flops, 20 * 20 * h);
+}
+
+TEST(OpCostExport, ATrainerStepExportedToChromeJsonKeepsItsShapesAndCosts) {
+  // stepscope-train's ResNet-50 step (batch 2, 32x32) as `convert` writes it to JSON: each op's
+  // `Input Dims`/`Input type` and `Output Dims`/`Output type`, and the producer, so the trainer's
+  // own formulas apply. Every op the trainer recorded its inputs for costs what it did in the
+  // step stats; AddN, whose inputs the trainer names but does not describe (their shapes were
+  // their producers' outputs), is listed unknown.
+  auto original = trace::ReadTrace(stepscope::testing::DataPath("op_cost/trainer_resnet50_b2_32px_step2.pb.gz"));
+  ASSERT_TRUE(original.ok()) << original.status().message();
+  auto exported = trace::ReadTraceFromBytes(trace::ExportPerfettoJson(*original), "resnet50.json");
+  ASSERT_TRUE(exported.ok()) << exported.status().message();
+  EXPECT_EQ(exported->step_info().producer, original->step_info().producer);
+  const OpCostReport before = ComputeOpCosts(*original);
+  const OpCostReport after = ComputeOpCosts(*exported);
+  EXPECT_TRUE(after.has_shapes);
+  // By node name (the JSON keeps it as the `name` arg; the slice is named by its op type).
+  auto by_node = [](const trace::Trace& trace, const OpCostReport& report, bool json) {
+    std::map<std::string, OpCost> costs;
+    for (const OpCost& c : report.costs) {
+      std::string node(trace.str(trace.slice_name(trace.slices()[c.slice])));
+      if (json) {
+        for (const trace::SliceArg& arg : trace.slice_args(c.slice)) {
+          if (trace.str(arg.key) == "name") node = std::string(trace.str(arg.value));
+        }
+      }
+      OpCost cost = c;
+      cost.slice = 0;
+      costs[node] = cost;
+    }
+    return costs;
+  };
+  const std::map<std::string, OpCost> ours_before = by_node(*original, before, false);
+  const std::map<std::string, OpCost> ours_after = by_node(*exported, after, true);
+  int64_t model_before = 0, model_after = 0, add_n = 0;
+  for (const auto& [node, cost] : ours_before) {
+    SCOPED_TRACE(node);
+    model_before += cost.model_flops;
+    const auto it = ours_after.find(node);
+    if (it == ours_after.end()) {
+      EXPECT_NE(node.find("AddN"), std::string::npos);
+      ++add_n;
+      continue;
+    }
+    EXPECT_EQ(it->second, cost);
+    model_after += it->second.model_flops;
+  }
+  EXPECT_EQ(ours_after.size() + add_n, ours_before.size());
+  EXPECT_EQ(model_after, model_before);
+  EXPECT_GT(model_after, 0);
+  ASSERT_EQ(after.unknown_ops.size(), 1u);
+  EXPECT_EQ(after.unknown_ops[0].op_type, "AddN");
+  EXPECT_EQ(after.unknown_ops[0].count, add_n);
 }
 
 }  // namespace
