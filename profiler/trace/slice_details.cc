@@ -80,6 +80,7 @@ std::string TensorOutput::TensorName() const {
 // payload").
 DetailReader::DetailReader(const Trace& trace, uint32_t needed) : trace_(trace), needed_(needed) {
   if (trace.payload() != nullptr) payload_ = trace.payload()->OpenDetails(trace, needed);
+  else if (needed & kDetailShapes) output_dims_key_ = trace.strings().Find("Output Dims");
 }
 
 DetailReader::~DetailReader() = default;
@@ -247,6 +248,7 @@ void DetailReader::ParseShapeArgs(uint32_t slice, std::string_view dims_key, std
 // stepscope's export of a StepStats op to JSON writes its outputs as `Output Dims` and `Output
 // type`, by slot; a slot without a type was not recorded.
 std::span<const TensorOutput> DetailReader::ArgOutputs(uint32_t slice) {
+  if (output_dims_key_ < 0) return {};
   ParseShapeArgs(slice, "Output Dims", "Output type", "", output_args_, output_dims_);
   if (output_args_.empty()) return {};
   outputs_.clear();

@@ -196,6 +196,9 @@ class DetailReader {
   std::vector<TensorInput> inputs_;       // from the trace's free-form arguments
   std::vector<int64_t> input_dims_;
   std::vector<TensorInput> output_args_;  // `Output Dims` / `Output type` of a JSON op
+  // The id of the key "Output Dims" in the trace's strings; -1 when no slice has it (a PyTorch
+  // trace: its ops' args are then not scanned for outputs).
+  int64_t output_dims_key_ = -1;
   std::vector<int64_t> output_dims_;
   std::vector<AllocatorUse> allocators_;
 };
