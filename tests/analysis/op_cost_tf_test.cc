@@ -20,6 +20,8 @@
 namespace stepscope::analysis {
 namespace {
 
+TensorShape F32(std::vector<int64_t> dims) { return {std::move(dims), "DT_FLOAT", true}; }
+
 trace::Trace ReadConvNet() {
   auto read = trace::ReadTrace(stepscope::testing::DataPath("tf_run_metadata/tf_convnet_train_step.pb.gz"));
   EXPECT_TRUE(read.ok()) << read.status().message();
@@ -153,12 +155,11 @@ TEST(OpCostTensorFlow, ResourceUpdatesAreCostedByTheirInputs) {
   EXPECT_EQ(scatter.flops, 20 * 200);
   EXPECT_EQ(scatter.cost_class, CostClass::kOptimizer);
   // TensorFlow's own LSTM step on the CPU (resource variables, no graphs): the updates record no
-  // output, and are costed from their inputs' producers; only oneDNN's fused MatMul is unknown.
+  // output, and are costed from their inputs' producers; every op has a cost.
   auto read = trace::ReadTrace(stepscope::testing::DataPath("tf_run_metadata/lstm_lm_step.pb.gz"));
   ASSERT_TRUE(read.ok()) << read.status().message();
   const OpCostReport report = ComputeOpCosts(*read);
-  ASSERT_EQ(report.unknown_ops.size(), 1u);
-  EXPECT_EQ(report.unknown_ops[0].op_type, "_MklNativeFusedMatMul");
+  EXPECT_TRUE(report.unknown_ops.empty()) << report.unknown_ops.front().op_type;
   int64_t updates_flops = 0, updates_costed = 0;
   for (const OpCost& c : report.costs) {
     if (read->str(read->slice_op_type(read->slices()[c.slice])) != "ResourceApplyGradientDescent") continue;
@@ -230,6 +231,32 @@ TEST(OpCostExport, ATrainerStepExportedToChromeJsonKeepsItsShapesAndCosts) {
   ASSERT_EQ(after.unknown_ops.size(), 1u);
   EXPECT_EQ(after.unknown_ops[0].op_type, "AddN");
   EXPECT_EQ(after.unknown_ops[0].count, add_n);
+}
+
+TEST(OpCostTensorFlow, GrapplersFusedMatMulAndConvCountTheProductAndTheBias) {
+  // [20, 400] x [400, 800] + bias [800]: 2*20*800*400 + 20*800.
+  const OpCost mm = CostFromShapes(OpShapes{"_MklNativeFusedMatMul", {F32({20, 400}), F32({400, 800}), F32({800})},
+                                            {F32({20, 800})}, {}},
+                                   CostSource::kTfShapes);
+  EXPECT_EQ(mm.flops, 2 * 20 * 800 * 400 + 20 * 800);
+  EXPECT_EQ(mm.model_flops, 2 * 20 * 800 * 400);
+  EXPECT_EQ(mm.cost_class, CostClass::kMatmul);
+  // conv 5x5x3 -> 8 at 32x32, batch 4, + bias.
+  const OpCost conv = CostFromShapes(OpShapes{"_FusedConv2D", {F32({4, 32, 32, 3}), F32({5, 5, 3, 8}), F32({8})},
+                                              {F32({4, 32, 32, 8})}, {}},
+                                     CostSource::kTfShapes);
+  EXPECT_EQ(conv.model_flops, 2 * (4 * 32 * 32 * 8) * (5 * 5 * 3));
+  EXPECT_EQ(conv.flops, conv.model_flops + 4 * 32 * 32 * 8);
+  // The LSTM language model's step (H = 200, V = 2,000, batch 20, 20 steps, 2 layers): the
+  // forward's 40 fused cell matmuls [20, 2H] x [2H, 4H] and the softmax's [400, H] x [H, V], and
+  // the backward's two gradients of each: model FLOPs = 3 x the forward's.
+  auto read = trace::ReadTrace(stepscope::testing::DataPath("tf_run_metadata/lstm_lm_step.pb.gz"));
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  const OpCostReport report = ComputeOpCosts(*read);
+  int64_t model = 0;
+  for (const OpCost& c : report.costs) model += c.model_flops;
+  const int64_t h = 200, v = 2000, b = 20, t = 20, layers = 2;
+  EXPECT_EQ(model, 3 * (layers * t * 2 * b * (2 * h) * (4 * h) + 2 * (b * t) * h * v));
 }
 
 }  // namespace
