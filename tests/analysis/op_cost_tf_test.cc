@@ -20,7 +20,7 @@
 namespace stepscope::analysis {
 namespace {
 
-TensorShape F32(std::vector<int64_t> dims) { return {std::move(dims), "DT_FLOAT", true}; }
+TensorShape TfFloat(std::vector<int64_t> dims) { return {std::move(dims), "DT_FLOAT", true}; }
 
 trace::Trace ReadConvNet() {
   auto read = trace::ReadTrace(stepscope::testing::DataPath("tf_run_metadata/tf_convnet_train_step.pb.gz"));
@@ -235,15 +235,15 @@ TEST(OpCostExport, ATrainerStepExportedToChromeJsonKeepsItsShapesAndCosts) {
 
 TEST(OpCostTensorFlow, GrapplersFusedMatMulAndConvCountTheProductAndTheBias) {
   // [20, 400] x [400, 800] + bias [800]: 2*20*800*400 + 20*800.
-  const OpCost mm = CostFromShapes(OpShapes{"_MklNativeFusedMatMul", {F32({20, 400}), F32({400, 800}), F32({800})},
-                                            {F32({20, 800})}, {}},
+  const OpCost mm = CostFromShapes(OpShapes{"_MklNativeFusedMatMul", {TfFloat({20, 400}), TfFloat({400, 800}), TfFloat({800})},
+                                            {TfFloat({20, 800})}, {}},
                                    CostSource::kTfShapes);
   EXPECT_EQ(mm.flops, 2 * 20 * 800 * 400 + 20 * 800);
   EXPECT_EQ(mm.model_flops, 2 * 20 * 800 * 400);
   EXPECT_EQ(mm.cost_class, CostClass::kMatmul);
   // conv 5x5x3 -> 8 at 32x32, batch 4, + bias.
-  const OpCost conv = CostFromShapes(OpShapes{"_FusedConv2D", {F32({4, 32, 32, 3}), F32({5, 5, 3, 8}), F32({8})},
-                                              {F32({4, 32, 32, 8})}, {}},
+  const OpCost conv = CostFromShapes(OpShapes{"_FusedConv2D", {TfFloat({4, 32, 32, 3}), TfFloat({5, 5, 3, 8}), TfFloat({8})},
+                                              {TfFloat({4, 32, 32, 8})}, {}},
                                      CostSource::kTfShapes);
   EXPECT_EQ(conv.model_flops, 2 * (4 * 32 * 32 * 8) * (5 * 5 * 3));
   EXPECT_EQ(conv.flops, conv.model_flops + 4 * 32 * 32 * 8);
