@@ -88,6 +88,19 @@ std::string FormatClockDuration(double seconds) {
   return text;
 }
 
+std::string FormatSi(double value, std::string_view unit) {
+  static const char* const kPrefix[] = {"", "k", "M", "G", "T", "P", "E"};
+  size_t p = 0;
+  // 999.5 and up rounds to "1e+03" at three digits: the next prefix's "1" instead.
+  while (std::fabs(value) >= 999.5 && p < 6) {
+    value /= 1000;
+    ++p;
+  }
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3g %s%.*s", value, kPrefix[p], static_cast<int>(unit.size()), unit.data());
+  return text;
+}
+
 std::string FormatBytes(int64_t bytes) {
   char buffer[32];
   const double b = static_cast<double>(bytes);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace stepscope {
 
@@ -26,6 +27,11 @@ std::string FormatTimeAt(double time_ns, double step_ns);
 
 // Wall-clock seconds rounded to the second: "42s", "3m05s", "1h02m" (an ETA, a run's length).
 std::string FormatClockDuration(double seconds);
+
+// A figure with a decimal SI prefix and three significant digits, the unit after it: FLOPs and
+// rates span a dozen orders of magnitude. 1234567, "FLOP/s" -> "1.23 MFLOP/s"; 830, "B/s" ->
+// "830 B/s"; 999.7 -> "1 k", never "1e+03"; prefixes up to E.
+std::string FormatSi(double value, std::string_view unit);
 
 // A byte count in binary units: "1.50 GiB", "1.50 MiB", "12.0 KiB", "830 B".
 std::string FormatBytes(int64_t bytes);

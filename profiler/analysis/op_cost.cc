@@ -28,6 +28,9 @@ TensorShape ShapeOf(const trace::TensorOutput& out) {
   return t;
 }
 
+// A step stats output with a real element type (not a resource handle or a variant).
+bool DtypeKnown(std::string_view dtype) { return !dtype.empty() && dtype != "DT_RESOURCE" && dtype != "DT_VARIANT"; }
+
 ProducedShapes CollectProducedShapes(const trace::Trace& trace, DetailReader& reader) {
   ProducedShapes produced;
   const std::span<const Slice> slices = trace.slices();
@@ -42,6 +45,15 @@ ProducedShapes CollectProducedShapes(const trace::Trace& trace, DetailReader& re
       if (shapes.size() <= static_cast<size_t>(out.slot)) shapes.resize(out.slot + 1, TensorShape{{}, "", false});
       shapes[out.slot] = ShapeOf(out);
     }
+  }
+  // The run's graphs fill in what the step stats left out: tensors no record gave a shape, and
+  // resource handles, which stand for their variables (what ResourceApply* ops read and write).
+  for (trace::GraphTensor& t : reader.GraphTensors()) {
+    std::vector<TensorShape>& shapes = produced[t.producer];
+    if (shapes.size() <= static_cast<size_t>(t.slot)) shapes.resize(t.slot + 1, TensorShape{{}, "", false});
+    TensorShape& shape = shapes[t.slot];
+    if (shape.known && !t.variable && DtypeKnown(shape.dtype)) continue;
+    shape = TensorShape{std::move(t.shape), std::move(t.dtype), !t.unknown_rank};
   }
   return produced;
 }
@@ -84,14 +96,17 @@ bool ShapesOf(Pass& pass, uint32_t slice, OpShapes& op) {
     op.attributes.emplace_back(in.value);
   }
   for (const trace::TensorOutput& out : pass.reader.Outputs(slice)) op.outputs.push_back(ShapeOf(out));
+  bool producers_known = false;  // an input's shape came from its producer (or the graphs)
   if (inputs.empty()) {
     for (std::string_view name : pass.reader.Inputs(slice)) {
       if (name.starts_with("^")) continue;  // a control edge
       const TensorShape* shape = ProducedInput(pass.produced, name);
+      producers_known = producers_known || (shape != nullptr && shape->known);
       op.inputs.push_back(shape != nullptr ? *shape : TensorShape{{}, "", false});
     }
   }
-  return !inputs.empty() || !op.outputs.empty();
+  // An op without outputs (an optimizer's in-place update) is costed by its inputs alone.
+  return !inputs.empty() || !op.outputs.empty() || producers_known;
 }
 
 // The cost of one op slice; flops -1 (and cost_class) when unknown, with `why` said.
@@ -101,11 +116,18 @@ OpCost CostOf(Pass& pass, uint32_t slice, std::string_view op_type, std::string*
   const bool has_shapes = ShapesOf(pass, slice, op);
   const int64_t reported = pass.reader.ReportedFlops(slice);
   pass.any_shapes = pass.any_shapes || has_shapes || reported >= 0;
-  OpCost cost = has_shapes ? CostFromShapes(op, pass.shapes_source) : OpCost{};
+  // A JSON trace's ops are PyTorch's (aten::) or, exported by stepscope from step stats,
+  // TensorFlow's, costed by TensorFlow's formulas (the trainer's own where it recorded them).
+  CostSource source = pass.shapes_source;
+  if (source == CostSource::kPyTorchShapes && !op_type.starts_with("aten::")) {
+    source = pass.trace.step_info().producer.starts_with("stepscope-train") ? CostSource::kTrainerShapes
+                                                                           : CostSource::kTfShapes;
+  }
+  OpCost cost = has_shapes ? CostFromShapes(op, source) : OpCost{};
   if (cost.flops < 0 && !has_shapes) {
     // An op with nothing recorded (record_shapes off, a NoOp): views, allocations and control
     // ops still do no arithmetic; the others are unknown.
-    const OpCost known = CostFromShapes(op, pass.shapes_source);
+    const OpCost known = CostFromShapes(op, source);
     if (known.cost_class == CostClass::kNoArithmetic) cost = known, cost.bytes = -1;
   }
   cost.slice = slice;

@@ -3,7 +3,8 @@
 // bytes moved (its inputs read and outputs written, once each), per slice, with where each
 // figure came from. Shapes reach this model only through trace::DetailReader: a StepStats
 // trace's tensor outputs and input names (an input's shape is its producer's output in the same
-// step), the PyTorch profiler's `Input Dims` / `Input type` / `Concrete Inputs`; figures a
+// step, else what the RunMetadata's cost graph and partition graphs say of it; a resource
+// variable's handle as the variable), the PyTorch profiler's `Input Dims` / `Input type` / `Concrete Inputs`; figures a
 // source counted itself (Kineto's `flops` argument, XLA's HLO op stats) are kept beside ours.
 //
 // What is costed: executor and framework ops (SliceKind::kOp), never the kernels they launch (a

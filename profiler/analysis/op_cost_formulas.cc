@@ -155,6 +155,18 @@ std::optional<Formula> TfFormula(const OpShapes& op, CostSource source) {
     else if (const TensorShape* b = Input(op, 1); b != nullptr && n > 0) k = NumElements(*b) / n;
     return k < 0 ? Formula{-1, 0, CostClass::kMatmul, {}} : Matmul(2 * m * n * k);
   }
+  if (OneOf(type, {"_FusedMatMul", "_MklFusedMatMul", "_MklNativeFusedMatMul"})) {
+    // Grappler's MatMul + BiasAdd (+ activation): the product as MatMul, plus one add per output
+    // element for the bias (input 2). The activation, if any, is named only in the graph's
+    // `fused_ops` attribute, which step stats do not carry: not counted.
+    if (out == nullptr || out->dims.size() != 2) return Formula{-1, 0, CostClass::kMatmul, {}};
+    const TensorShape* a = Input(op, 0);
+    const int64_t m = out->dims[0], n = out->dims[1];
+    if (a == nullptr || m <= 0) return Formula{-1, 0, CostClass::kMatmul, {}};
+    Formula f = Matmul(2 * m * n * (NumElements(*a) / m));
+    if (op.inputs.size() > 2) f.flops += m * n;
+    return f;
+  }
   if (OneOf(type, {"BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"})) {
     const TensorShape* a = Input(op, 0);
     if (out == nullptr || a == nullptr || out->dims.size() < 2 || a->dims.size() < 2) {
@@ -169,11 +181,15 @@ std::optional<Formula> TfFormula(const OpShapes& op, CostSource source) {
   // The gradients' last input is the output's gradient and Conv2DBackpropInput's filter comes
   // before it (TensorFlow writes the sizes first, our trainer leaves them out).
   const size_t last = op.inputs.empty() ? 0 : op.inputs.size() - 1;
-  if (type == "Conv2D" || type == "Conv2DBackpropInput") {
-    const TensorShape* filter = type == "Conv2D" ? Input(op, 1) : last > 0 ? Input(op, last - 1) : nullptr;
-    const TensorShape* grid = type == "Conv2D" ? out : Input(op, last);  // output (gradient) [N, Ho, Wo, Cout]
+  if (type == "Conv2D" || type == "Conv2DBackpropInput" || type == "_FusedConv2D") {
+    const bool forward = type != "Conv2DBackpropInput";
+    const TensorShape* filter = forward ? Input(op, 1) : last > 0 ? Input(op, last - 1) : nullptr;
+    const TensorShape* grid = forward ? out : Input(op, last);  // output (gradient) [N, Ho, Wo, Cout]
     if (filter == nullptr || grid == nullptr || filter->dims.size() != 4) return Formula{-1, 0, CostClass::kConvolution, {}};
-    return Conv(2 * NumElements(*grid) * filter->dims[0] * filter->dims[1] * filter->dims[2]);
+    Formula f = Conv(2 * NumElements(*grid) * filter->dims[0] * filter->dims[1] * filter->dims[2]);
+    // _FusedConv2D: Conv2D + BiasAdd (input 2) (+ activation, not counted: see _FusedMatMul).
+    if (type == "_FusedConv2D" && op.inputs.size() > 2) f.flops += NumElements(*grid);
+    return f;
   }
   if (type == "Conv2DBackpropFilter") {
     const TensorShape* dy = Input(op, last);  // [N, Ho, Wo, Cout]; the output is the filter's gradient
@@ -242,7 +258,8 @@ std::optional<Formula> TfFormula(const OpShapes& op, CostSource source) {
     return PerElement(NumElements(*x) - (type == "Mean" ? 0 : NumElements(*out)), 1, CostClass::kElementwise);
   }
   if (type == "Softmax") return PerElement(out == nullptr ? -1 : NumElements(*out), 5, CostClass::kElementwise);
-  if (type == "ScatterSub") {  // var[ids] -= updates: one subtraction per update element
+  if (OneOf(type, {"ScatterSub", "ScatterAdd", "ResourceScatterSub", "ResourceScatterAdd"})) {
+    // var[ids] -= updates (or +=): one operation per update element
     const TensorShape* updates = Input(op, 2);
     return PerElement(updates == nullptr ? -1 : NumElements(*updates), 1, CostClass::kOptimizer);
   }
@@ -266,7 +283,7 @@ std::optional<Formula> TfFormula(const OpShapes& op, CostSource source) {
                    "Slice", "StridedSlice", "ConcatV2", "Concat", "Split", "SplitV", "Transpose", "Cast",
                    "Fill", "ZerosLike", "OnesLike", "Pack", "Unpack", "VariableV2", "VarHandleOp",
                    "ReadVariableOp", "Assign", "AssignVariableOp", "Gather", "GatherV2", "ResourceGather",
-                   "Tile", "Placeholder", "_Recv", "_Send", "_Retval", "_Arg", "Snapshot", "StopGradient",
+                   "Tile", "Placeholder", "ShapeN", "_Recv", "_Send", "_Retval", "_Arg", "Snapshot", "StopGradient",
                    "UnsortedSegmentSum", "EmbeddingGrad", "StridedSliceGrad"})) {
     return Formula{0, 0, CostClass::kNoArithmetic, {}};
   }

@@ -80,6 +80,7 @@ std::string TensorOutput::TensorName() const {
 // payload").
 DetailReader::DetailReader(const Trace& trace, uint32_t needed) : trace_(trace), needed_(needed) {
   if (trace.payload() != nullptr) payload_ = trace.payload()->OpenDetails(trace, needed);
+  else if (needed & kDetailShapes) output_dims_key_ = trace.strings().Find("Output Dims");
 }
 
 DetailReader::~DetailReader() = default;
@@ -154,8 +155,10 @@ LaunchGeometry DetailReader::Geometry(uint32_t slice) {
 }
 
 std::span<const TensorOutput> DetailReader::Outputs(uint32_t slice) {
-  if (payload_ == nullptr) return TableOutputs(slice);
-  return payload_->Outputs(slice);
+  if (payload_ != nullptr) return payload_->Outputs(slice);
+  const std::span<const TensorOutput> table = TableOutputs(slice);
+  if (!table.empty() || !(needed_ & kDetailShapes)) return table;
+  return ArgOutputs(slice);
 }
 
 std::span<const AllocatorUse> DetailReader::Allocators(uint32_t slice) {
@@ -194,42 +197,76 @@ std::optional<CollectiveDetails> DetailReader::Collective(uint32_t slice) {
 // non-tensor arguments' values as text: ["", "[2, 2]", "1"]).
 std::span<const TensorInput> DetailReader::InputShapes(uint32_t slice) {
   if (payload_ != nullptr) return payload_->InputShapes(slice);
+  ParseShapeArgs(slice, "Input Dims", "Input type", "Concrete Inputs", inputs_, input_dims_);
+  return inputs_;
+}
+
+// `dims_key` as `Input Dims`, `types_key` as `Input type`, `values_key` as `Concrete Inputs`
+// (empty: none) into `tensors`, whose shapes view `dims_storage`; `tensors` empty when the slice
+// has no `dims_key`.
+void DetailReader::ParseShapeArgs(uint32_t slice, std::string_view dims_key, std::string_view types_key,
+                                  std::string_view values_key, std::vector<TensorInput>& tensors,
+                                  std::vector<int64_t>& dims_storage) {
+  tensors.clear();
   std::string_view dims_text, types_text, values_text;
   for (const SliceArg& arg : trace_.slice_args(slice)) {
     if (arg.is_number) continue;
     const std::string_view key = trace_.str(arg.key);
-    if (key == "Input Dims") dims_text = trace_.str(arg.value);
-    else if (key == "Input type") types_text = trace_.str(arg.value);
-    else if (key == "Concrete Inputs") values_text = trace_.str(arg.value);
+    if (key == dims_key) dims_text = trace_.str(arg.value);
+    else if (key == types_key) types_text = trace_.str(arg.value);
+    else if (!values_key.empty() && key == values_key) values_text = trace_.str(arg.value);
   }
-  if (dims_text.empty()) return {};
+  if (dims_text.empty()) return;
   const std::vector<std::string_view> dims = JsonArrayElements(dims_text);
   const std::vector<std::string_view> types = JsonArrayElements(types_text);
   const std::vector<std::string_view> values = JsonArrayElements(values_text);
-  inputs_.assign(dims.size(), TensorInput{});
-  input_dims_.clear();
+  tensors.assign(dims.size(), TensorInput{});
+  dims_storage.clear();
   std::vector<std::pair<size_t, size_t>> spans(dims.size(), {0, 0});
   for (size_t k = 0; k < dims.size(); ++k) {
-    if (k < types.size()) inputs_[k].dtype = Unquote(types[k]);
-    if (k < values.size()) inputs_[k].value = Unquote(values[k]);
+    if (k < types.size()) tensors[k].dtype = Unquote(types[k]);
+    if (k < values.size()) tensors[k].value = Unquote(values[k]);
     const std::vector<std::string_view> sizes = JsonArrayElements(dims[k]);
     if (!sizes.empty() && sizes.front().starts_with("[")) {  // a tensor list: no one shape
-      if (inputs_[k].dtype.empty()) inputs_[k].dtype = "TensorList";
+      if (tensors[k].dtype.empty()) tensors[k].dtype = "TensorList";
       continue;
     }
-    spans[k].first = input_dims_.size();
+    spans[k].first = dims_storage.size();
     for (std::string_view size : sizes) {
       int64_t value = 0;
       bool digits = !size.empty();
       for (char c : size) digits = digits && c >= '0' && c <= '9', value = value * 10 + (c - '0');
-      input_dims_.push_back(digits ? value : -1);
+      dims_storage.push_back(digits ? value : -1);
     }
-    spans[k].second = input_dims_.size() - spans[k].first;
+    spans[k].second = dims_storage.size() - spans[k].first;
   }
   for (size_t k = 0; k < dims.size(); ++k) {
-    inputs_[k].shape = std::span<const int64_t>(input_dims_).subspan(spans[k].first, spans[k].second);
+    tensors[k].shape = std::span<const int64_t>(dims_storage).subspan(spans[k].first, spans[k].second);
   }
-  return inputs_;
+}
+
+// stepscope's export of a StepStats op to JSON writes its outputs as `Output Dims` and `Output
+// type`, by slot; a slot without a type was not recorded.
+std::span<const TensorOutput> DetailReader::ArgOutputs(uint32_t slice) {
+  if (output_dims_key_ < 0) return {};
+  ParseShapeArgs(slice, "Output Dims", "Output type", "", output_args_, output_dims_);
+  if (output_args_.empty()) return {};
+  outputs_.clear();
+  const std::string_view producer = trace_.str(trace_.slice_name(trace_.slices()[slice]));
+  for (size_t k = 0; k < output_args_.size(); ++k) {
+    if (output_args_[k].dtype.empty()) continue;
+    TensorOutput out;
+    out.slot = static_cast<int32_t>(k);
+    out.producer = producer;
+    out.dtype = output_args_[k].dtype;
+    out.shape = output_args_[k].shape;
+    outputs_.push_back(out);
+  }
+  return outputs_;
+}
+
+std::vector<GraphTensor> DetailReader::GraphTensors() {
+  return payload_ != nullptr ? payload_->GraphTensors() : std::vector<GraphTensor>{};
 }
 
 int64_t DetailReader::ReportedFlops(uint32_t slice) {

@@ -96,6 +96,21 @@ struct TensorInput {
   std::string_view value;          // a non-tensor argument as written ("[2, 2]", "1"); empty when none
 };
 
+// A tensor as the run's graphs describe it (a TensorFlow RunMetadata's cost graph and partition
+// graphs): what an op's cost needs of tensors the step's records leave without a shape (a
+// resource variable's handle, a producer that recorded no output).
+struct GraphTensor {
+  std::string producer;        // the node's name, as the step's records name it
+  int32_t slot = 0;
+  std::string dtype;           // "DT_FLOAT" (a reference type as its value type); empty when unknown
+  std::vector<int64_t> shape;  // -1 for an unknown dimension; empty for a scalar
+  bool unknown_rank = false;
+  // The tensor is a resource variable's handle (a VarHandleOp's output) and dtype and shape are
+  // the variable's own (its `dtype` and `shape` attributes): what the ops that take the handle read.
+  bool variable = false;
+  bool operator==(const GraphTensor&) const = default;
+};
+
 // An op's temporary and persistent memory.
 struct OpMemory {
   int64_t temp_bytes = 0;
@@ -140,6 +155,8 @@ class DetailReader {
   std::optional<KernelArgs> Kernel(uint32_t slice);
   // A kernel's launch geometry as text; empty fields when the source has none.
   LaunchGeometry Geometry(uint32_t slice);
+  // An op's outputs; from a JSON trace's `Output Dims` / `Output type` args (stepscope's export
+  // of a StepStats op) when it has no output records and kDetailShapes was asked for.
   std::span<const TensorOutput> Outputs(uint32_t slice);
   std::span<const AllocatorUse> Allocators(uint32_t slice);
   std::optional<OpMemory> Memory(uint32_t slice);
@@ -153,6 +170,10 @@ class DetailReader {
   // An op's inputs' shapes, dtypes and scalar values by position; empty when the source recorded
   // none (a StepStats op names its inputs only: Inputs(), their shapes are their producers').
   std::span<const TensorInput> InputShapes(uint32_t slice);
+  // Every tensor the run's graphs give a dtype or shape, one per (producer, slot): the cost
+  // graph's output_info first, then the partition graphs' `_output_shapes`; a VarHandleOp's
+  // output as the variable it refers to. Empty when the source has no graphs.
+  std::vector<GraphTensor> GraphTensors();
   // The floating-point operations the source itself counted for the op (the PyTorch profiler's
   // `flops` argument with_flops, an XLA op's `flops` stat); -1 when none.
   int64_t ReportedFlops(uint32_t slice);
@@ -163,6 +184,10 @@ class DetailReader {
  private:
   std::span<const TensorOutput> TableOutputs(uint32_t slice);
   std::span<const AllocatorUse> TableAllocators(uint32_t slice);
+  std::span<const TensorOutput> ArgOutputs(uint32_t slice);
+  void ParseShapeArgs(uint32_t slice, std::string_view dims_key, std::string_view types_key,
+                      std::string_view values_key, std::vector<TensorInput>& tensors,
+                      std::vector<int64_t>& dims_storage);
 
   const Trace& trace_;
   uint32_t needed_;
@@ -170,6 +195,11 @@ class DetailReader {
   std::vector<TensorOutput> outputs_;     // from the trace's tables
   std::vector<TensorInput> inputs_;       // from the trace's free-form arguments
   std::vector<int64_t> input_dims_;
+  std::vector<TensorInput> output_args_;  // `Output Dims` / `Output type` of a JSON op
+  // The id of the key "Output Dims" in the trace's strings; -1 when no slice has it (a PyTorch
+  // trace: its ops' args are then not scanned for outputs).
+  int64_t output_dims_key_ = -1;
+  std::vector<int64_t> output_dims_;
   std::vector<AllocatorUse> allocators_;
 };
 

@@ -41,6 +41,8 @@ class PayloadDetails {
   virtual std::span<const std::string_view> Inputs(uint32_t slice) = 0;
   // The inputs' dtypes and shapes when the source recorded them; none by default.
   virtual std::span<const TensorInput> InputShapes(uint32_t /*slice*/) { return {}; }
+  // The tensors the run's graphs describe (DetailReader::GraphTensors); none by default.
+  virtual std::vector<GraphTensor> GraphTensors() { return {}; }
   virtual std::string_view Label(uint32_t slice) = 0;
   virtual std::optional<LaunchRecord> Launch(uint32_t slice) = 0;
   virtual std::optional<CollectiveDetails> Collective(uint32_t slice) = 0;

@@ -63,6 +63,21 @@ TEST(UnitsTest, BytesUseBinaryUnits) {
   EXPECT_EQ(FormatBytes(-2048), "-2.0 KiB");
 }
 
+TEST(UnitsTest, SiPrefixesKeepThreeSignificantDigits) {
+  EXPECT_EQ(FormatSi(830, "B/s"), "830 B/s");
+  EXPECT_EQ(FormatSi(1234567, "FLOP/s"), "1.23 MFLOP/s");
+  EXPECT_EQ(FormatSi(1.23e13, "FLOP"), "12.3 TFLOP");
+  EXPECT_EQ(FormatSi(989.4e12, "FLOP/s"), "989 TFLOP/s");
+  EXPECT_EQ(FormatSi(0, "FLOP"), "0 FLOP");
+  EXPECT_EQ(FormatSi(-2500, "B"), "-2.5 kB");
+  // Just under a prefix: three digits round it up to the next prefix's "1", not "1e+03".
+  EXPECT_EQ(FormatSi(999.7, "FLOP"), "1 kFLOP");
+  EXPECT_EQ(FormatSi(999.7e9, "B/s"), "1 TB/s");
+  EXPECT_EQ(FormatSi(999.4e9, "B/s"), "999 GB/s");
+  EXPECT_EQ(FormatSi(5e21, "FLOP"), "5e+03 EFLOP");  // beyond the last prefix
+  EXPECT_EQ(FormatSi(1e3, ""), "1 k");
+}
+
 TEST(UnitsTest, DurationUnitsFollowTheMagnitude) {
   EXPECT_STREQ(DurationUnitFor(999).name, "ns");
   EXPECT_STREQ(DurationUnitFor(-1000).name, "us");

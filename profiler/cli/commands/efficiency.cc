@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "base/units.h"
 #include "profiler/analysis/efficiency.h"
 #include "profiler/cli/commands/collectives.h"
 #include "profiler/cli/commands/commands.h"
@@ -26,19 +27,7 @@ using analysis::EfficiencyRow;
 // (FLOP/s given for TFLOP/s) is caught rather than believed.
 constexpr double kMaxPeakTflops = 1e5;
 
-// 1234567 -> "1.23 M"; the unit follows.
-std::string Si(double value, const std::string& unit) {
-  static const char* const kPrefix[] = {"", "k", "M", "G", "T", "P", "E"};
-  int p = 0;
-  while (std::abs(value) >= 1000 && p < 6) {
-    value /= 1000;
-    ++p;
-  }
-  char text[48];
-  std::snprintf(text, sizeof text, "%.3g %s%s", value, kPrefix[p], unit.c_str());
-  return text;
-}
-std::string KnownSi(double value, const std::string& unit) { return value < 0 ? "-" : Si(value, unit); }
+std::string KnownSi(double value, const std::string& unit) { return value < 0 ? "-" : FormatSi(value, unit); }
 std::string Share(const std::optional<double>& share) { return share ? FormatPercent(*share) : "-"; }
 
 Json Known(double value) { return value < 0 ? Json(nullptr) : Json(value); }
@@ -51,8 +40,8 @@ std::string PeakText(const EfficiencyReport& r) {
   if (!peak.known()) {
     out += "peak        unknown: pass --peak TFLOPS (or --device NAME); " + peak.source + "\n";
   } else {
-    out += "peak        " + Si(peak.flops_per_s, "FLOP/s") + " " + std::string(analysis::PrecisionName(peak.precision)) +
-           (peak.bytes_per_s > 0 ? ", " + Si(peak.bytes_per_s, "B/s") : ", memory bandwidth unknown") +
+    out += "peak        " + FormatSi(peak.flops_per_s, "FLOP/s") + " " + std::string(analysis::PrecisionName(peak.precision)) +
+           (peak.bytes_per_s > 0 ? ", " + FormatSi(peak.bytes_per_s, "B/s") : ", memory bandwidth unknown") +
            (peak.device.empty() ? "" : " (" + peak.device + ")") + "\n";
     out += "  from      " + peak.source + "\n";
   }
@@ -71,12 +60,12 @@ std::string StepsText(const EfficiencyReport& r, size_t top) {
       break;
     }
     table.Row({s.rank_recorded ? IntText(s.rank) : "(" + IntText(s.rank) + ")", IntText(s.number), FormatDuration(s.duration_ns),
-               s.flops_known ? Si(static_cast<double>(s.model_flops), "FLOP") : "-",
-               s.flops_known && s.duration_ns > 0 ? Si(s.model_flops / (s.duration_ns * 1e-9), "FLOP/s") : "-", Share(s.mfu),
+               s.flops_known ? FormatSi(static_cast<double>(s.model_flops), "FLOP") : "-",
+               s.flops_known && s.duration_ns > 0 ? FormatSi(s.model_flops / (s.duration_ns * 1e-9), "FLOP/s") : "-", Share(s.mfu),
                Share(s.hfu)});
   }
   auto total_row = [&](const std::string& label, const analysis::EfficiencyTotal& t) {
-    table.Row({label, IntText(t.steps), FormatDuration(t.duration_ns), t.flops_known ? Si(static_cast<double>(t.model_flops), "FLOP") : "-",
+    table.Row({label, IntText(t.steps), FormatDuration(t.duration_ns), t.flops_known ? FormatSi(static_cast<double>(t.model_flops), "FLOP") : "-",
                KnownSi(t.model_flops_per_s, "FLOP/s"), Share(t.mfu), Share(t.hfu)});
   };
   if (r.ranks.size() > 1) {

@@ -57,21 +57,9 @@ std::string TextAt(const Json& doc, const std::string& pointer) {
 }
 std::string AsFixed3(const Json& v) { return FormatFixed(v.get<double>(), 3); }
 std::string AsFixed1(const Json& v) { return FormatFixed(v.get<double>(), 1); }
-// 1.23e12 -> "1.23 T" (three significant digits): FLOPs and rates span a dozen orders of magnitude.
-std::string SiPrefixed(double value) {
-  static const char* const kPrefix[] = {"", "k", "M", "G", "T", "P", "E"};
-  size_t p = 0;
-  while (std::abs(value) >= 999.5 && p < 6) {  // 999.7 is "1 k", not "1e+03"
-    value /= 1000;
-    ++p;
-  }
-  char text[48];
-  std::snprintf(text, sizeof text, "%.3g %s", value, kPrefix[p]);
-  return text;
-}
-std::string AsFlops(const Json& v) { return SiPrefixed(v.get<double>()) + "FLOP"; }
-std::string AsFlopRate(const Json& v) { return SiPrefixed(v.get<double>()) + "FLOP/s"; }
-std::string AsByteRate(const Json& v) { return SiPrefixed(v.get<double>()) + "B/s"; }
+std::string AsFlops(const Json& v) { return FormatSi(v.get<double>(), "FLOP"); }
+std::string AsFlopRate(const Json& v) { return FormatSi(v.get<double>(), "FLOP/s"); }
+std::string AsByteRate(const Json& v) { return FormatSi(v.get<double>(), "B/s"); }
 
 Cell Dur(const Json& doc, const std::string& p, size_t cmd = 0) { return Fig(doc, p, AsDuration, cmd); }
 Cell Byt(const Json& doc, const std::string& p, size_t cmd = 0) { return Fig(doc, p, AsBytes, cmd); }

@@ -118,6 +118,18 @@ void ChromeEventImporter::Impl::DistributedInfo(od::value value) {
   }
 }
 
+void ChromeEventImporter::Impl::OtherData(od::value value) {
+  od::object object;
+  if (value.get_object().get(object)) return;
+  for (auto field_result : object) {
+    od::field field;
+    if (std::move(field_result).get(field)) return;
+    std::string_view key, text;
+    if (field.unescaped_key().get(key)) return;
+    if (key == "producer" && !field.value().get_string().get(text)) builder_.step_info().producer = std::string(text);
+  }
+}
+
 // Kineto writes one object per GPU: {"id", "name", "totalGlobalMem", "computeMajor",
 // "computeMinor", "numSms", ...}; stepscope's export adds "stepscopeMeasuredFlopsPerSecond" and
 // "stepscopeMeasuredBy" for a peak measured on the device; a field of another type, or an entry that is no object, is
@@ -588,6 +600,7 @@ int64_t ChromeEventImporter::events() const { return impl_->events(); }
 simdjson::error_code ChromeEventImporter::Event(simdjson::ondemand::value value) { return impl_->Event(value); }
 void ChromeEventImporter::Import(const ChromeEventBatch& batch) { impl_->Import(batch); }
 void ChromeEventImporter::DistributedInfo(simdjson::ondemand::value value) { impl_->DistributedInfo(value); }
+void ChromeEventImporter::OtherData(simdjson::ondemand::value value) { impl_->OtherData(value); }
 void ChromeEventImporter::DeviceProperties(simdjson::ondemand::value value) { impl_->DeviceProperties(value); }
 Trace ChromeEventImporter::Finish() { return impl_->Finish(); }
 

@@ -55,6 +55,8 @@ class ChromeEventImporter {
   void Import(const ChromeEventBatch& batch);
   // The top-level `distributedInfo` object (rank, world size).
   void DistributedInfo(simdjson::ondemand::value value);
+  // stepscope's export: "producer" (who recorded the trace it was converted from).
+  void OtherData(simdjson::ondemand::value value);
   // The top-level `deviceProperties` array (name, SMs, memory of each GPU): StepInfo::devices.
   void DeviceProperties(simdjson::ondemand::value value);
   // Closes what is open, applies metadata, binds flows and builds the Trace.

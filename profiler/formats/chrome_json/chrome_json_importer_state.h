@@ -39,6 +39,8 @@ class ChromeEventImporter::Impl {
   void Import(const ChromeEventBatch& batch);
 
   void DistributedInfo(simdjson::ondemand::value value);
+  // stepscope's export: "producer" (who recorded the trace it was converted from).
+  void OtherData(simdjson::ondemand::value value);
   void DeviceProperties(simdjson::ondemand::value value);
 
   Trace Finish();

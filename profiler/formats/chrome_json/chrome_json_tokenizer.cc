@@ -258,6 +258,7 @@ class StreamingImport {
         if (length == 0) return SetDamage(pos_, "expected a value for the key \"" + key + "\""), Status::Ok();
         if (key == "distributedInfo") DistributedInfo({buffer_.get() + pos_, length});
         if (key == "deviceProperties") DeviceProperties({buffer_.get() + pos_, length});
+        if (key == "otherData") OtherData({buffer_.get() + pos_, length});
         pos_ += length;
       }
       RETURN_IF_ERROR(SkipSpace());
@@ -280,6 +281,15 @@ class StreamingImport {
     od::value value;
     if (parser.iterate(padded).get(doc) || doc.get_value().get(value)) return;
     importer_.DistributedInfo(value);
+  }
+
+  void OtherData(std::string_view text) {
+    const simdjson::padded_string padded(IsValidUtf8(text) ? std::string(text) : RepairUtf8(text));
+    od::parser parser;
+    od::document doc;
+    od::value value;
+    if (parser.iterate(padded).get(doc) || doc.get_value().get(value)) return;
+    importer_.OtherData(value);
   }
 
   void DeviceProperties(std::string_view text) {

@@ -33,6 +33,11 @@ class PerfettoExporter {
     json_.Raw(",");
     json_.Key("source_format");
     json_.String(SourceFormatName(trace_.source_format()));
+    if (!trace_.step_info().producer.empty()) {  // which formulas cost its ops (stepscope-train's)
+      json_.Raw(",");
+      json_.Key("producer");
+      json_.String(trace_.step_info().producer);
+    }
     json_.Raw("}");
     EmitDeviceProperties();
     json_.Raw("}\n");
@@ -231,6 +236,7 @@ class PerfettoExporter {
         }
       }
     }
+    ShapeArgsJson(index, s);
     KernelArgsJson(index);
     TransferArgsJson(index, s);
     LauncherCorrelationJson(index);
@@ -265,6 +271,51 @@ class PerfettoExporter {
       json_.Raw(",\"correlation\":");
       json_.UInt(correlation);
     }
+  }
+
+  // A StepStats op's tensors as the PyTorch profiler's record_shapes writes inputs ("Input Dims",
+  // "Input type") and under the same pattern its outputs ("Output Dims", "Output type"), so its
+  // cost survives the conversion. A trace read from JSON keeps its own as free args.
+  void ShapeArgsJson(uint32_t index, const Slice& s) {
+    if (s.kind != SliceKind::kOp || trace_.payload() == nullptr) return;
+    auto dims = [&](std::span<const int64_t> shape) {
+      json_.Char('[');
+      for (size_t d = 0; d < shape.size(); ++d) {
+        if (d > 0) json_.Char(',');
+        json_.Int(shape[d]);
+      }
+      json_.Char(']');
+    };
+    auto lists = [&](std::string_view dims_key, std::string_view type_key, const auto& tensors) {
+      json_.Raw(",");
+      json_.Key(dims_key);
+      json_.Char('[');
+      for (size_t k = 0; k < tensors.size(); ++k) {
+        if (k > 0) json_.Char(',');
+        dims(tensors[k].shape);
+      }
+      json_.Raw("],");
+      json_.Key(type_key);
+      json_.Char('[');
+      for (size_t k = 0; k < tensors.size(); ++k) {
+        if (k > 0) json_.Char(',');
+        json_.String(tensors[k].dtype);
+      }
+      json_.Char(']');
+    };
+    if (const std::span<const TensorInput> inputs = details_.InputShapes(index); !inputs.empty()) {
+      lists("Input Dims", "Input type", inputs);
+    }
+    // Outputs by slot, as the op's inputs name them ("op:1"); a slot without a record is empty.
+    const std::span<const TensorOutput> outputs = details_.Outputs(index);
+    if (outputs.empty()) return;
+    output_shapes_.assign(outputs.size(), TensorInput{});
+    for (const TensorOutput& out : outputs) {
+      if (out.slot < 0 || static_cast<size_t>(out.slot) >= outputs.size() || out.unknown_rank) continue;
+      output_shapes_[out.slot].dtype = out.dtype;
+      output_shapes_[out.slot].shape = out.shape;
+    }
+    lists("Output Dims", "Output type", output_shapes_);
   }
 
   // The PyTorch profiler's kernel args, under the names it uses (so our own import reads them).
@@ -477,7 +528,9 @@ class PerfettoExporter {
   const Trace& trace_;
   std::unordered_map<StringId, bool> json_valid_;
   // What the writer carries beyond the compact slices, whatever the source format.
-  DetailReader details_{trace_, kDetailCopy | kDetailLabel | kDetailKernel | kDetailCollective | kDetailCorrelation};
+  DetailReader details_{trace_, kDetailCopy | kDetailLabel | kDetailKernel | kDetailCollective | kDetailCorrelation |
+                                    kDetailOutputs | kDetailShapes | kDetailInputShapes};
+  std::vector<TensorInput> output_shapes_;
   std::string out_;
   JsonOut json_;
   bool first_event_ = true;

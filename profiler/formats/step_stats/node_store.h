@@ -68,6 +68,8 @@ class NodeStore {
   // Bytes held (compressed blocks, the serialised rest, indices), for memory reports and tests.
   size_t memory_bytes() const;
 
+  // The RunMetadata without its node_stats, serialised (devices, thread names, graphs, session).
+  const std::string& rest() const { return rest_; }
   // The whole RunMetadata again, node order as in the source; null when a stored block does not
   // read back (never for a store built here).
   std::shared_ptr<tf::RunMetadata> Rebuild() const;

@@ -94,6 +94,7 @@ class StepStatsDetails final : public PayloadDetails {
   std::optional<OpMemory> Memory(uint32_t slice) override;
   std::span<const std::string_view> Inputs(uint32_t slice) override;
   std::span<const TensorInput> InputShapes(uint32_t slice) override;
+  std::vector<GraphTensor> GraphTensors() override;
   std::string_view Label(uint32_t slice) override;
   std::optional<LaunchRecord> Launch(uint32_t slice) override;
   std::optional<CollectiveDetails> Collective(uint32_t slice) override;
@@ -284,6 +285,12 @@ std::optional<LaunchRecord> StepStatsDetails::Launch(uint32_t slice) {
   record.stream = k.stream_id();
   record.device = k.device_id();
   return record;
+}
+
+std::vector<GraphTensor> StepStatsDetails::GraphTensors() {
+  tf::RunMetadata rest;  // parsed only here: the graphs can be as large as the step's records
+  if (!rest.ParseFromString(payload_.store().rest())) return {};
+  return GraphTensorsOf(rest);
 }
 
 std::optional<CollectiveDetails> StepStatsDetails::Collective(uint32_t slice) {

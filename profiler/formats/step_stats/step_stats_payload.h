@@ -63,6 +63,9 @@ inline bool HasStepStats(const Trace& trace) { return StepStatsOf(trace) != null
 // The source RunMetadata, rebuilt from the payload (every node parsed: for writers and merging,
 // not per-slice lookups); a fresh copy the caller owns; null without a StepStats payload.
 std::shared_ptr<tf::RunMetadata> LoadRunMetadata(const Trace& trace);
+// The tensors `metadata`'s cost graph and partition graphs describe (DetailReader::GraphTensors;
+// step_stats_graphs.cc).
+std::vector<GraphTensor> GraphTensorsOf(const tf::RunMetadata& metadata);
 // One slice's NodeExecStats, parsed on demand (null when it has none). For passes over many
 // slices use NodeReader (node_reader.h), which decompresses each block once.
 std::unique_ptr<tf::NodeExecStats> NodeOf(const Trace& trace, uint32_t slice);
