@@ -83,10 +83,12 @@ void StragglersPane::ShowReport() {
   auto count = [](size_t n, const QString& one, const QString& many) {
     return QStringLiteral("%1 %2").arg(n).arg(n == 1 ? one : many);
   };
-  QString caption = tr("%1, %2 compared (%3)")
+  // The clocks' alignment as the CLI states it (`--align`; by default the best available).
+  QString caption = tr("%1, %2 compared (%3), %4")
                         .arg(count(ranks.size(), tr("rank"), tr("ranks")))
                         .arg(count(report.steps.size(), tr("step"), tr("steps")))
-                        .arg(count(report.inputs.size(), tr("input"), tr("inputs")));
+                        .arg(count(report.inputs.size(), tr("input"), tr("inputs")))
+                        .arg(QString::fromStdString(AlignmentText(merge->alignment)));
   if (!report.single_rank_steps.empty()) {
     caption += tr("; %1 only one rank has, not compared")
                    .arg(count(report.single_rank_steps.size(), tr("step"), tr("steps")));
