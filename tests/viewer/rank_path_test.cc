@@ -189,6 +189,9 @@ class RankPathTest : public QObject {
     // The Stragglers pane states the alignment as the CLI does.
     QVERIFY2(view->pane<StragglersPane>()->stragglers_caption().contains("clocks aligned by collectives"),
              qPrintable(view->pane<StragglersPane>()->stragglers_caption()));
+    // Its tooltip gives each rank's clock as `stepscope align` does: rank 1 moved back 5 s.
+    const QString clocks = view->pane<StragglersPane>()->stragglers_clocks();
+    QVERIFY2(clocks.contains("rank 0") && clocks.contains("rank 1") && clocks.contains("offset -5.000 s"), qPrintable(clocks));
   }
 
   // The real gloo job: every step's path is found slice for slice in the merge, each on its
