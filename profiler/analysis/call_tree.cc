@@ -526,6 +526,7 @@ void BuildBottomUpPart(const CallTree& top_down, uint32_t part, uint32_t parts, 
   // whose name the next level takes (it, then its parent, ...), and its bottom-up node so far.
   std::vector<uint32_t> active, counted_from(nodes.size(), 0), up(nodes.size(), 0), at(nodes.size(), 0);
   std::vector<uint32_t> chain;  // names from a node up to the top
+  size_t chained = 0;           // the chains' lengths, summed: the most nodes the part can have
   for (uint32_t n = 1; n < nodes.size(); ++n) {
     if (nodes[n].calls == 0 || PartOf(nodes[n].name, parts) != part) continue;
     active.push_back(n);
@@ -534,6 +535,7 @@ void BuildBottomUpPart(const CallTree& top_down, uint32_t part, uint32_t parts, 
     for (int32_t a = static_cast<int32_t>(n); a > 0; a = nodes[static_cast<size_t>(a)].parent) {
       chain.push_back(nodes[static_cast<size_t>(a)].name);
     }
+    chained += chain.size();
     // A recursive call: an ancestor `j` up with the same chain of k + 1 names holds this node's
     // time already at the bottom-up levels 0..k, so its total counts only from level k + 1 on.
     size_t from = 0;
@@ -542,6 +544,9 @@ void BuildBottomUpPart(const CallTree& top_down, uint32_t part, uint32_t parts, 
     }
     counted_from[n] = static_cast<uint32_t>(from);
   }
+  // Room for a node per name of every chain (random names share few), reserved up front as
+  // address space: the nodes are not copied, nor the index rehashed as often, as they grow.
+  builder.Reserve(chained);
   // Level by level over every top-down node at once, so the lookups a few nodes ahead, which
   // do not depend on each other, can be prefetched.
   constexpr size_t kAhead = 8;
