@@ -355,6 +355,21 @@ void QuietOffscreenNotes(QtMsgType type, const QMessageLogContext&, const QStrin
   if (type == QtFatalMsg) std::abort();
 }
 
+QCommandLineOption AlignOption() {
+  return QCommandLineOption(
+      "align", "How the clocks of merged ranks are aligned: collectives (their matched collectives' ends), barrier "
+               "(the trainer's clock sync point), clock (as recorded), auto (default: the best available; the status "
+               "bar and the Stragglers pane say which).",
+      "METHOD", "auto");
+}
+
+// The method --align names, or none once it has said what is wrong.
+std::optional<analysis::AlignMethod> AlignOf(const QCommandLineParser& parser, const QCommandLineOption& option) {
+  const std::optional<analysis::AlignMethod> align = analysis::ParseAlignMethod(parser.value(option).toStdString());
+  if (!align) PrintError("--align wants collectives, barrier, clock or auto, not '" + parser.value(option) + "'");
+  return align;
+}
+
 }  // namespace
 
 int RunViewer(int argc, char** argv) {
@@ -381,11 +396,7 @@ int RunViewer(int argc, char** argv) {
       "N[,N]");
   const QCommandLineOption allow_truncated(
       "allow-truncated", "Open a trace file cut short with what it holds (the title and a banner say TRUNCATED) instead of failing.");
-  const QCommandLineOption align_option(
-      "align", "How the clocks of merged ranks are aligned: collectives (their matched collectives' ends), barrier "
-               "(the trainer's clock sync point), clock (as recorded), auto (default: the best available; the status "
-               "bar and the Stragglers pane say which).",
-      "METHOD", "auto");
+  const QCommandLineOption align_option = AlignOption();
   const QCommandLineOption reset_layout(
       "reset-layout", "Open the window at its default size with every pane docked where it starts, forgetting the "
                       "layout saved when the window last closed.");
@@ -432,11 +443,8 @@ int RunViewer(int argc, char** argv) {
     PrintError("--size wants WIDTHxHEIGHT, e.g. 1600x1000, not '" + parser.value(size_option) + "'");
     return 2;
   }
-  const std::optional<analysis::AlignMethod> align = analysis::ParseAlignMethod(parser.value(align_option).toStdString());
-  if (!align) {
-    PrintError("--align wants collectives, barrier, clock or auto, not '" + parser.value(align_option) + "'");
-    return 2;
-  }
+  const std::optional<analysis::AlignMethod> align = AlignOf(parser, align_option);
+  if (!align) return 2;
   const QSize size(std::clamp(size_match.captured(1).toInt(), 400, 8000),
                    std::clamp(size_match.captured(2).toInt(), 300, 8000));
 
