@@ -4,6 +4,7 @@
 #include "profiler/analysis/call_tree.h"
 
 #include <algorithm>
+#include <exception>
 #include <span>
 #include <thread>
 
@@ -375,8 +376,10 @@ void NameNodes(const Trace& trace, CallTree& tree) {
 
 // Joins the other parts (see TreeBuilder), each with its children linked, to the first, `tree`:
 // their nodes appended, their children lists moved behind the root's, and the root's children
-// (every part's) sorted together. Names are still the trace's StringIds.
-void JoinParts(const Trace& trace, const std::vector<CallTree>& others, CallTree& tree) {
+// (every part's) sorted together, by `by_self` as LinkChildren sorts them; `text` names a node's
+// name (the trace's StringIds while a top-down tree is built).
+template <typename NameText>
+void JoinParts(const std::vector<CallTree>& others, bool by_self, NameText text, CallTree& tree) {
   size_t root_children = tree.nodes[0].child_count;
   for (const CallTree& part : others) root_children += part.nodes[0].child_count;
   std::vector<ChildKey> root_keys;
@@ -386,7 +389,7 @@ void JoinParts(const Trace& trace, const std::vector<CallTree>& others, CallTree
   auto move_children = [&](const CallTree& part, uint32_t node_offset) {
     const uint32_t root_block = part.nodes[0].child_count;
     for (uint32_t child : part.children_of(0)) {
-      root_keys.push_back(KeyOf(part.nodes[child], child + node_offset, /*by_self=*/false));
+      root_keys.push_back(KeyOf(part.nodes[child], child + node_offset, by_self));
     }
     const auto shift = static_cast<uint32_t>(children.size() - root_block);
     for (size_t k = root_block; k < part.children.size(); ++k) children.push_back(part.children[k] + node_offset);
@@ -405,7 +408,7 @@ void JoinParts(const Trace& trace, const std::vector<CallTree>& others, CallTree
     tree.slices += part.slices;
     tree.max_depth = std::max(tree.max_depth, part.max_depth);
   }
-  SortChildKeys(std::span(root_keys), tree.nodes, [&trace](uint32_t id) { return trace.str(id); });
+  SortChildKeys(std::span(root_keys), tree.nodes, text);
   CallTreeNode& root = tree.nodes.front();
   root = CallTreeNode{};
   root.child_count = static_cast<uint32_t>(root_children);
@@ -416,31 +419,62 @@ void JoinParts(const Trace& trace, const std::vector<CallTree>& others, CallTree
   tree.children = std::move(children);
 }
 
+// How many parts a tree of `work` items is built in: `threads` when given, else one per core (up
+// to 4) from a quarter of a million items, one below.
+uint32_t PartsFor(size_t work, unsigned threads) {
+  constexpr size_t kPartsFrom = size_t{1} << 18;
+  constexpr uint32_t kMostParts = 4;
+  if (threads > 0) return threads;
+  return work < kPartsFrom ? 1 : std::clamp(std::thread::hardware_concurrency(), 1u, kMostParts);
+}
+
+// Runs build(part) for parts 1.. on threads of their own and part 0 on this one. What a helper
+// throws (std::bad_alloc: a tree too big for the memory left) is thrown again here once every
+// part has ended, as a build on one thread throws it to its caller, instead of ending the
+// program (an exception that leaves a std::thread calls std::terminate).
+template <typename Build>
+void RunParts(uint32_t parts, const Build& build) {
+  std::vector<std::exception_ptr> failed(parts);
+  std::vector<std::thread> helpers;
+  for (uint32_t part = 1; part < parts; ++part) {
+    helpers.emplace_back([&build, &failed, part] {
+      try {
+        build(part);
+      } catch (...) {
+        failed[part] = std::current_exception();
+      }
+    });
+  }
+  try {
+    build(0);
+  } catch (...) {
+    failed[0] = std::current_exception();
+  }
+  for (std::thread& helper : helpers) helper.join();
+  for (const std::exception_ptr& failure : failed) {
+    if (failure) std::rethrow_exception(failure);
+  }
+}
+
 // The top-down tree of the walks (clipped to [begin, end]). A big one in parts on as many
 // threads (one per core, up to kMostParts, unless `threads` says): the walks' lookups (a cache
 // miss each in a big tree) are most of its time, and the parts share none. A small one in one
 // part.
 void BuildTopDown(const Trace& trace, const std::vector<LaneWalk>& walks, int64_t begin, int64_t end,
                   unsigned threads, CallTree& tree) {
-  constexpr size_t kPartsFromSlices = size_t{1} << 18;
-  constexpr uint32_t kMostParts = 4;
   size_t walked = 0;
   for (const LaneWalk& walk : walks) walked += walk.to - walk.from;
-  const uint32_t parts = threads > 0                     ? threads
-                         : walked < kPartsFromSlices ? 1
-                                                     : std::clamp(std::thread::hardware_concurrency(), 1u, kMostParts);
-  auto build = [&](CallTree& out, uint32_t part) {
+  const uint32_t parts = PartsFor(walked, threads);
+  const auto text = [&trace](uint32_t id) { return trace.str(id); };
+  std::vector<CallTree> others(parts - 1);
+  RunParts(parts, [&](uint32_t part) {
+    CallTree& out = part == 0 ? tree : others[part - 1];
     TreeBuilder builder(out, part, parts);
     builder.Reserve(walked, parts);
     for (const LaneWalk& walk : walks) builder.Walk(trace, walk.from, walk.to, begin, end);
-    TreeBuilder::LinkChildren(out, /*by_self=*/false, [&trace](uint32_t id) { return trace.str(id); });
-  };
-  std::vector<CallTree> others(parts - 1);
-  std::vector<std::thread> helpers;
-  for (uint32_t part = 1; part < parts; ++part) helpers.emplace_back(build, std::ref(others[part - 1]), part);
-  build(tree, 0);
-  for (std::thread& helper : helpers) helper.join();
-  JoinParts(trace, others, tree);
+    TreeBuilder::LinkChildren(out, /*by_self=*/false, text);
+  });
+  JoinParts(others, /*by_self=*/false, text, tree);
   NameNodes(trace, tree);
 }
 
@@ -481,26 +515,27 @@ CallTree ComputeCallTree(const Trace& trace, const CallTreeOptions& options) {
   return tree;
 }
 
-CallTree BottomUpTree(const CallTree& top_down) {
-  CallTree tree;
+namespace {
+
+// The part of the bottom-up tree under the names `part` holds (PartOf the top-down nodes' own
+// names: a bottom-up tree's top-level names; parts share no node but the root), children linked.
+void BuildBottomUpPart(const CallTree& top_down, uint32_t part, uint32_t parts, CallTree& tree) {
   TreeBuilder builder(tree);
-  tree.names = top_down.names;  // the same names, the same indices
-  tree.window_begin_ns = top_down.window_begin_ns;
-  tree.window_ns = top_down.window_ns;
-  tree.slices = top_down.slices;
   const auto& nodes = top_down.nodes;
   // Per top-down node with calls: the level from which its total counts (see below), the node
   // whose name the next level takes (it, then its parent, ...), and its bottom-up node so far.
   std::vector<uint32_t> active, counted_from(nodes.size(), 0), up(nodes.size(), 0), at(nodes.size(), 0);
   std::vector<uint32_t> chain;  // names from a node up to the top
+  size_t chained = 0;           // the chains' lengths, summed: the most nodes the part can have
   for (uint32_t n = 1; n < nodes.size(); ++n) {
-    if (nodes[n].calls == 0) continue;
+    if (nodes[n].calls == 0 || PartOf(nodes[n].name, parts) != part) continue;
     active.push_back(n);
     up[n] = n;
     chain.clear();
     for (int32_t a = static_cast<int32_t>(n); a > 0; a = nodes[static_cast<size_t>(a)].parent) {
       chain.push_back(nodes[static_cast<size_t>(a)].name);
     }
+    chained += chain.size();
     // A recursive call: an ancestor `j` up with the same chain of k + 1 names holds this node's
     // time already at the bottom-up levels 0..k, so its total counts only from level k + 1 on.
     size_t from = 0;
@@ -509,6 +544,9 @@ CallTree BottomUpTree(const CallTree& top_down) {
     }
     counted_from[n] = static_cast<uint32_t>(from);
   }
+  // Room for a node per name of every chain (random names share few), reserved up front as
+  // address space: the nodes are not copied, nor the index rehashed as often, as they grow.
+  builder.Reserve(chained);
   // Level by level over every top-down node at once, so the lookups a few nodes ahead, which
   // do not depend on each other, can be prefetched.
   constexpr size_t kAhead = 8;
@@ -534,7 +572,23 @@ CallTree BottomUpTree(const CallTree& top_down) {
     }
     std::erase_if(active, [&](uint32_t n) { return up[n] == 0; });
   }
-  TreeBuilder::LinkChildren(tree, /*by_self=*/true);
+  TreeBuilder::LinkChildren(tree, /*by_self=*/true,
+                            [&top_down](uint32_t name) -> const std::string& { return top_down.names[name]; });
+}
+
+}  // namespace
+
+CallTree BottomUpTree(const CallTree& top_down, unsigned threads) {
+  const auto text = [&top_down](uint32_t name) -> const std::string& { return top_down.names[name]; };
+  const uint32_t parts = PartsFor(top_down.nodes.size(), threads);
+  CallTree tree;
+  std::vector<CallTree> others(parts - 1);
+  RunParts(parts, [&](uint32_t part) { BuildBottomUpPart(top_down, part, parts, part == 0 ? tree : others[part - 1]); });
+  JoinParts(others, /*by_self=*/true, text, tree);
+  tree.names = top_down.names;  // the same names, the same indices
+  tree.window_begin_ns = top_down.window_begin_ns;
+  tree.window_ns = top_down.window_ns;
+  tree.slices = top_down.slices;
   tree.nodes.front().total_ns = top_down.root().total_ns;
   return tree;
 }

@@ -84,6 +84,9 @@ struct CallTree {
 CallTree ComputeCallTree(const trace::Trace& trace, const CallTreeOptions& options = {});
 
 // The bottom-up tree of a top-down tree (see above); its root's total is the top-down root's.
-CallTree BottomUpTree(const CallTree& top_down);
+// Built in parts on `threads` threads as ComputeCallTree is (0: one per core, up to 4, from a
+// quarter of a million top-down nodes), one per share of its top-level names; the same tree
+// either way, but for the numbering of its nodes.
+CallTree BottomUpTree(const CallTree& top_down, unsigned threads = 0);
 
 }  // namespace stepscope::analysis

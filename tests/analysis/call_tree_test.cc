@@ -4,8 +4,13 @@
 #include "profiler/analysis/call_tree.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <map>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -87,10 +92,19 @@ void ExpectSameOnThreads(const Trace& trace, CallTreeOptions options, unsigned t
   EXPECT_EQ(parts.max_depth, one.max_depth);
   EXPECT_EQ(parts.names.size(), one.names.size());
   if (!bottom_up) return;
-  const CallTree up_one = BottomUpTree(one);
-  const CallTree up_parts = BottomUpTree(parts);
+  // The bottom-up tree too, in parts on the threads against one.
+  const CallTree up_one = BottomUpTree(one, 1);
+  const CallTree up_parts = BottomUpTree(parts, threads);
+  ASSERT_GT(up_one.nodes.size(), 2u);
   EXPECT_EQ(NodesOf(up_parts), NodesOf(up_one));
   EXPECT_TRUE(ShapeOf(up_parts) == ShapeOf(up_one));
+  EXPECT_EQ(up_parts.root(), up_one.root());
+  EXPECT_EQ(up_parts.max_depth, up_one.max_depth);
+  // From the same top-down tree: the same nodes, the same names, in parts or not.
+  const CallTree up_same = BottomUpTree(one, threads);
+  EXPECT_EQ(NodesOf(up_same), NodesOf(up_one));
+  EXPECT_TRUE(ShapeOf(up_same) == ShapeOf(up_one));
+  EXPECT_EQ(up_same.names, up_one.names);
 }
 
 Trace HandBuilt() {
@@ -285,7 +299,8 @@ TEST(CallTreeTest, ThreadsBuildTheSameTreeAsOne) {
   const Trace synthetic = synthetic::MakeSyntheticTrace(20'000);
   const int64_t third = (synthetic.span_end_ns() - synthetic.span_begin_ns()) / 3;
   ExpectSameOnThreads(synthetic, {.tracks = {0}}, 2, /*bottom_up=*/true);
-  ExpectSameOnThreads(synthetic, {.begin_ns = synthetic.span_begin_ns() + third, .end_ns = synthetic.span_end_ns() - third}, 4);
+  ExpectSameOnThreads(synthetic, {.begin_ns = synthetic.span_begin_ns() + third, .end_ns = synthetic.span_end_ns() - third}, 4,
+                      /*bottom_up=*/true);
   // Chosen slices: every tenth slice of the host's threads, with what nests in them.
   std::vector<uint32_t> chosen;
   for (uint32_t i = 0; i < synthetic.slices().size(); i += 10) {
@@ -318,5 +333,49 @@ TEST(CallTreeTest, AlexNetTopLevelAsCountedByHand) {
   EXPECT_EQ((Figures{to->calls, to->total_ns, to->self_ns}), (Figures{16, 30'012'184'000, 2'514'000}));
 }
 
+
+// A build that runs out of memory on a helper thread throws std::bad_alloc to its caller, as a
+// build on the calling thread does, instead of ending the program (an exception leaving a
+// std::thread terminates it): in a child process whose address space is capped a little above
+// what it holds, the top-down and the bottom-up trees are built in two parts each.
+TEST(CallTreeTest, OutOfMemoryInAPartReachesTheCaller) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "an address space limit and a sanitizer's shadow memory do not mix";
+#else
+  const Trace synthetic = synthetic::MakeSyntheticTrace(2'000'000);
+  const CallTree top_down = ComputeCallTree(synthetic, {.tracks = {0}, .threads = 1});
+  ASSERT_GT(top_down.nodes.size(), 100'000u);
+  for (const bool bottom_up : {false, true}) {
+    SCOPED_TRACE(bottom_up ? "bottom-up" : "top-down");
+    std::fflush(nullptr);
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      alarm(60);
+      // Room for the helper's stack and small allocations, not for a part's node table.
+      long pages = 0;
+      std::FILE* statm = std::fopen("/proc/self/statm", "r");
+      if (statm == nullptr || std::fscanf(statm, "%ld", &pages) != 1) _exit(3);
+      const rlim_t cap = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (rlim_t{24} << 20);
+      const rlimit limit{cap, cap};
+      if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(3);
+      try {
+        if (bottom_up) {
+          const CallTree tree = BottomUpTree(top_down, 2);
+          _exit(tree.nodes.size() > 1 ? 1 : 4);
+        }
+        const CallTree tree = ComputeCallTree(synthetic, {.tracks = {0}, .threads = 2});
+        _exit(tree.nodes.size() > 1 ? 1 : 4);
+      } catch (const std::bad_alloc&) {
+        _exit(0);
+      }
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status)) << "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "1: built within the cap (raise the trace's size); 3: no cap set";
+  }
+#endif
+}
 }  // namespace
 }  // namespace stepscope::analysis

@@ -6,12 +6,18 @@
 #include <QStandardPaths>
 #include <QTreeView>
 #include <QtTest/QtTest>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 
 #include "profiler/analysis/call_tree.h"
 #include "profiler/analysis/op_stats.h"
+#include "profiler/testing/synthetic_trace.h"
 #include "tests/test_util.h"
 #include "viewer/app/document_view.h"
 #include "viewer/app/main_window.h"
@@ -255,6 +261,39 @@ class CallTreeTest : public QObject {
     };
     QVERIFY(changed_in_row(first_row) > 0);
     QCOMPARE(changed_in_row(other_row), 0);
+  }
+
+  // A build that runs out of memory (on the pane's worker, in parts on helper threads) is
+  // reported as an error, not the end of the program: in a child process whose address space is
+  // capped a little above what it holds, the pane's computation of a 2 M-slice trace's trees.
+  void OutOfMemoryIsReportedNotFatal() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    QSKIP("an address space limit and a sanitizer's shadow memory do not mix");
+#else
+    const trace::Trace big = synthetic::MakeSyntheticTrace(2'000'000);
+    // Within memory, the pane's trees are the analysis' own, built on the cores.
+    const CallTreePane::Result fits = CallTreePane::ComputeTrees(doc_->document().trace(), {}, /*bottom_up=*/true);
+    QVERIFY(fits.error.isEmpty() && fits.top_down && fits.bottom_up);
+    QCOMPARE(fits.bottom_up->nodes.size(), analysis::BottomUpTree(*fits.top_down, 1).nodes.size());
+    std::fflush(nullptr);
+    const pid_t child = fork();
+    QVERIFY(child >= 0);
+    if (child == 0) {
+      alarm(60);
+      long pages = 0;
+      std::FILE* statm = std::fopen("/proc/self/statm", "r");
+      if (statm == nullptr || std::fscanf(statm, "%ld", &pages) != 1) _exit(3);
+      const rlim_t cap = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (rlim_t{24} << 20);
+      const rlimit limit{cap, cap};
+      if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(3);
+      const CallTreePane::Result result = CallTreePane::ComputeTrees(big, {.tracks = {0}, .threads = 2}, /*bottom_up=*/true);
+      _exit(result.error.startsWith("Out of memory") && !result.top_down ? 0 : 1);
+    }
+    int status = 0;
+    QCOMPARE(waitpid(child, &status, 0), child);
+    QVERIFY2(WIFEXITED(status), qPrintable(QString("the child ended by signal %1").arg(WIFSIGNALED(status) ? WTERMSIG(status) : 0)));
+    QCOMPARE(WEXITSTATUS(status), 0);
+#endif
   }
 
  private:

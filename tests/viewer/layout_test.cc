@@ -11,6 +11,8 @@
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "base/units.h"
 #include "profiler/analysis/memory_timeline.h"
@@ -101,6 +103,50 @@ class LayoutTest : public QObject {
     QVERIFY(doc->dock(kMemoryPane)->isHidden());
     memory->trigger();
     QVERIFY(!doc->dock(kMemoryPane)->isHidden());
+  }
+
+  // Of the panes tabbed together, only the one whose tab is current is in front (on screen),
+  // whichever way it got there: ShowPane, a click on a tab, the tab bar's current index; the
+  // others are behind it though Qt may still call them visible.
+  void OnlyTheCurrentTabsPaneIsInFront() {
+    auto window = OpenWindow(false);
+    DocumentView* doc = window->current_document();
+    auto groups = [doc] {
+      std::vector<std::pair<QTabBar*, std::vector<PaneId>>> out;
+      for (QTabBar* bar : doc->findChildren<QTabBar*>()) {
+        if (!bar->isVisible() || bar->parentWidget() != doc) continue;
+        std::vector<PaneId> panes;
+        for (int i = 0; i < bar->count(); ++i) {
+          for (const PaneSpec& spec : PaneTable()) {
+            if (doc->dock(spec.id)->windowTitle() == bar->tabText(i)) panes.push_back(spec.id);
+          }
+        }
+        out.emplace_back(bar, panes);
+      }
+      return out;
+    };
+    auto check = [&](const char* when) {
+      for (const auto& [bar, panes] : groups()) {
+        for (int i = 0; i < static_cast<int>(panes.size()); ++i) {
+          QVERIFY2(doc->PaneInFront(panes[static_cast<size_t>(i)]) == (i == bar->currentIndex()),
+                   qPrintable(QString("%1: %2 (tab %3, current %4)").arg(when, bar->tabText(i)).arg(i).arg(bar->currentIndex())));
+        }
+      }
+    };
+    QVERIFY(!groups().empty());
+    check("as opened");
+    doc->ShowPane(kMemoryPane);
+    QApplication::processEvents();
+    QVERIFY(doc->PaneInFront(kMemoryPane));
+    QVERIFY(!doc->PaneInFront(kStatsPane));
+    check("after ShowPane(Memory)");
+    for (const auto& [bar, panes] : groups()) {
+      for (int i = 0; i < bar->count(); ++i) {
+        bar->setCurrentIndex(i);  // as a click on the tab does
+        QApplication::processEvents();
+        check(qPrintable("after choosing the tab " + bar->tabText(i)));
+      }
+    }
   }
 
   // Docked panes have no title bar: a right click on a pane's tab offers to hide it.

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "base/units.h"
@@ -68,8 +69,9 @@ int SaveScreenshot(MainWindow& window, const QString& out) {
 }
 
 int RunScreenshot(const QStringList& traces, bool merge, bool allow_truncated, const QString& out, QSize size,
-                  PaneId pane) {
+                  PaneId pane, analysis::AlignMethod align) {
   MainWindow window(/*interactive=*/false);
+  window.loader()->SetAlign(align);
   window.resize(size);
   window.show();
   window.SetAllowTruncated(allow_truncated);
@@ -152,7 +154,8 @@ std::shared_ptr<const TraceDocument> OpenBenchTrace(MainWindow& window, const QS
   }
   std::string merge_note;
   auto opened = QFileInfo(trace_path).isDir()
-                    ? OpenMergedDocument(*files, trace_path.toStdString(), nullptr, nullptr, &merge_note)
+                    ? OpenMergedDocument(*files, trace_path.toStdString(), nullptr, nullptr, &merge_note,
+                                         /*allow_truncated=*/false, window.loader()->align())
                     : OpenDocument(trace_path.toStdString());
   if (!merge_note.empty()) Print(QString::fromStdString(merge_note));
   if (!opened.ok()) {
@@ -162,8 +165,10 @@ std::shared_ptr<const TraceDocument> OpenBenchTrace(MainWindow& window, const QS
   return *opened;
 }
 
-int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, int frames, bool log_frames) {
+int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, int frames, bool log_frames,
+             analysis::AlignMethod align) {
   MainWindow window(/*interactive=*/false);
+  window.loader()->SetAlign(align);
   window.resize(size);
   window.show();
   QApplication::processEvents();
@@ -312,7 +317,7 @@ int WriteSynthetic(const QString& count, const QString& out_path) {
 
 // --bench TRACE | --bench --synthetic N: the flags checked, then RunBench.
 int RunBenchFlags(const QStringList& traces, bool synthetic_set, const QString& synthetic, const QString& frames,
-                  QSize size, bool log_frames) {
+                  QSize size, bool log_frames, analysis::AlignMethod align) {
   bool ok = true;
   const int frame_count = frames.toInt(&ok);
   if (!ok || frame_count < 1) {
@@ -330,7 +335,7 @@ int RunBenchFlags(const QStringList& traces, bool synthetic_set, const QString& 
     PrintError("--bench takes one TRACE, or --synthetic N");
     return 2;
   }
-  return RunBench(slices > 0 ? QString() : traces.front(), slices, size, frame_count, log_frames);
+  return RunBench(slices > 0 ? QString() : traces.front(), slices, size, frame_count, log_frames, align);
 }
 
 // The --pane names, in tab order.
@@ -348,6 +353,21 @@ void QuietOffscreenNotes(QtMsgType type, const QMessageLogContext&, const QStrin
   }
   std::fprintf(stderr, "%s\n", message.toLocal8Bit().constData());
   if (type == QtFatalMsg) std::abort();
+}
+
+QCommandLineOption AlignOption() {
+  return QCommandLineOption(
+      "align", "How the clocks of merged ranks are aligned: collectives (their matched collectives' ends), barrier "
+               "(the trainer's clock sync point), clock (as recorded), auto (default: the best available; the status "
+               "bar and the Stragglers pane say which).",
+      "METHOD", "auto");
+}
+
+// The method --align names, or none once it has said what is wrong.
+std::optional<analysis::AlignMethod> AlignOf(const QCommandLineParser& parser, const QCommandLineOption& option) {
+  const std::optional<analysis::AlignMethod> align = analysis::ParseAlignMethod(parser.value(option).toStdString());
+  if (!align) PrintError("--align wants collectives, barrier, clock or auto, not '" + parser.value(option) + "'");
+  return align;
 }
 
 }  // namespace
@@ -376,6 +396,7 @@ int RunViewer(int argc, char** argv) {
       "N[,N]");
   const QCommandLineOption allow_truncated(
       "allow-truncated", "Open a trace file cut short with what it holds (the title and a banner say TRUNCATED) instead of failing.");
+  const QCommandLineOption align_option = AlignOption();
   const QCommandLineOption reset_layout(
       "reset-layout", "Open the window at its default size with every pane docked where it starts, forgetting the "
                       "layout saved when the window last closed.");
@@ -386,7 +407,7 @@ int RunViewer(int argc, char** argv) {
                                     pane_names.mid(0, pane_names.size() - 1).join(", ") + " or " + pane_names.last() +
                                     " (default " + default_pane + ").",
                                 "NAME", default_pane);
-  parser.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option, allow_truncated, reset_layout});
+  parser.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option, allow_truncated, reset_layout, align_option});
   parser.addPositionalArgument("traces", "Trace files or directories of traces to open.", "[TRACE...]");
   parser.addPositionalArgument("--vs", "Compare: TRACE... --vs TRACE... shows the runs before and after --vs one above the "
                                        "other with the diff of `stepscope diff A... --vs B...`.", "[--vs TRACE...]");
@@ -398,7 +419,7 @@ int RunViewer(int argc, char** argv) {
   qsizetype side_a_count = -1;
   if (vs_at > 0) {
     QCommandLineParser before;
-    before.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option, allow_truncated, reset_layout});
+    before.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option, allow_truncated, reset_layout, align_option});
     before.addHelpOption();
     if (before.parse(arguments.mid(0, vs_at))) side_a_count = before.positionalArguments().size();
     arguments.removeAt(vs_at);
@@ -422,6 +443,8 @@ int RunViewer(int argc, char** argv) {
     PrintError("--size wants WIDTHxHEIGHT, e.g. 1600x1000, not '" + parser.value(size_option) + "'");
     return 2;
   }
+  const std::optional<analysis::AlignMethod> align = AlignOf(parser, align_option);
+  if (!align) return 2;
   const QSize size(std::clamp(size_match.captured(1).toInt(), 400, 8000),
                    std::clamp(size_match.captured(2).toInt(), 300, 8000));
 
@@ -476,11 +499,11 @@ int RunViewer(int argc, char** argv) {
       PrintError("--pane wants one of " + pane_names.join(", ") + ", not '" + parser.value(pane) + "'");
       return 2;
     }
-    return RunScreenshot(traces, parser.isSet(merge), parser.isSet(allow_truncated), parser.value(screenshot), size, shown->id);
+    return RunScreenshot(traces, parser.isSet(merge), parser.isSet(allow_truncated), parser.value(screenshot), size, shown->id, *align);
   }
   if (parser.isSet(bench)) {
     return RunBenchFlags(traces, parser.isSet(synthetic), parser.value(synthetic), parser.value(frames), size,
-                         parser.isSet(frame_log));
+                         parser.isSet(frame_log), *align);
   }
 
   // Only the interactive window remembers its layout; headless modes draw the defaults.
@@ -489,6 +512,7 @@ int RunViewer(int argc, char** argv) {
   MainWindow window;
   window.SetRememberLayout(true);
   window.SetAllowTruncated(parser.isSet(allow_truncated));
+  window.loader()->SetAlign(*align);
   InstallSessionProbe(window);  // STEPSCOPE_VIEW_PROBE only: the scripted session's test hook
   window.show();
   if (!side_b.isEmpty()) {

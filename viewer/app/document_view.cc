@@ -186,8 +186,18 @@ void DocumentView::ShowPane(PaneId pane) {
 
 bool DocumentView::PaneInFront(PaneId pane) const {
   const QDockWidget* dock = docks_by_id_[pane];
-  // A dock behind another's tab is hidden, as is one the user closed.
-  return dock->isVisible();
+  if (!dock->isVisible()) return false;  // closed, or the window not shown
+  // Tabbed with others, a dock is in front only while its tab is the current one: Qt may still
+  // call a dock behind another's tab visible (until the window lays the docks out again). The
+  // main window's tab bars name each tab's dock in its data; a hidden bar is one no longer used.
+  const auto id = reinterpret_cast<quintptr>(dock);
+  for (const QTabBar* bar : findChildren<QTabBar*>(Qt::FindDirectChildrenOnly)) {
+    if (bar->isHidden()) continue;
+    for (int i = 0; i < bar->count(); ++i) {
+      if (bar->tabData(i).value<quintptr>() == id) return i == bar->currentIndex();
+    }
+  }
+  return true;
 }
 
 void DocumentView::SetAnalysis(std::shared_ptr<const DocumentAnalysis> analysis) {

@@ -356,6 +356,7 @@ DocumentView* MainWindow::AddDocument(std::shared_ptr<const TraceDocument> docum
   if (remember_layout_) {
     const DocumentView* shown = preview != nullptr ? preview : current_document();
     view->RestoreLayout(shown != nullptr ? shown->SaveLayout() : QSettings().value(kDockLayoutKey).toByteArray());
+    RestoreTrackOrder(view);
   }
   view->SetFullNames(full_kernel_names_);
   const QString name = QFileInfo(QString::fromStdString(document->path())).fileName();

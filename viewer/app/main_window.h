@@ -108,6 +108,10 @@ class MainWindow : public QMainWindow {
   // The settings' keys of the remembered layout (main_window_layout.cc).
   static constexpr const char* kGeometryKey = "layout/window_geometry";
   static constexpr const char* kDockLayoutKey = "layout/docks";
+  // The tracks' order of each trace the user reordered, under this group by the trace's path.
+  static constexpr const char* kTrackOrderGroup = "layout/track_order";
+  void SaveTrackOrder(const DocumentView* view) const;
+  void RestoreTrackOrder(DocumentView* view) const;
   static constexpr const char* kFullNamesKey = "view/full_kernel_names";  // View > Full Kernel Names
   void ReportError(const QString& message_text);
   void AddRecent(const QString& path);

@@ -2,6 +2,7 @@
 // the window geometry and dock layout kept in the user's settings across runs.
 #include <QAction>
 #include <QCoreApplication>
+#include <QCryptographicHash>
 #include <QDockWidget>
 #include <QMenu>
 #include <QSettings>
@@ -10,6 +11,7 @@
 #include "viewer/app/document_view.h"
 #include "viewer/app/main_window.h"
 #include "viewer/panes/pane_table.h"
+#include "viewer/panes/tracks_pane.h"
 
 namespace stepscope::viewer {
 
@@ -44,12 +46,55 @@ void MainWindow::SaveLayout() {
   settings.setValue(kGeometryKey, saveGeometry());
   // With no trace open there are no docks to save: the last saved layout stays.
   if (const DocumentView* doc = current_document()) settings.setValue(kDockLayoutKey, doc->SaveLayout());
+  for (int i = 0; i < document_count(); ++i) SaveTrackOrder(document(i));
+}
+
+namespace {
+
+// A trace's settings key: its path hashed (a path's slashes would make settings groups).
+QString TrackOrderKey(const char* group, const DocumentView* view) {
+  const QByteArray path = QByteArray::fromStdString(view->document().path());
+  return QString::fromLatin1(group) + "/" + QString::fromLatin1(QCryptographicHash::hash(path, QCryptographicHash::Sha1).toHex());
+}
+
+// Each group's keys joined by a character no track name holds.
+constexpr QChar kKeySeparator = QChar(0x1d);
+
+}  // namespace
+
+void MainWindow::SaveTrackOrder(const DocumentView* view) const {
+  const SavedTrackOrder order = view->pane<TracksPane>()->SaveOrder();
+  QSettings settings;
+  const QString key = TrackOrderKey(kTrackOrderGroup, view);
+  if (order.empty()) {
+    settings.remove(key);  // back in the trace's own order
+    return;
+  }
+  QStringList groups;
+  for (const std::vector<std::string>& group : order) {
+    QStringList keys;
+    for (const std::string& name : group) keys << QString::fromStdString(name);
+    groups << keys.join(kKeySeparator);
+  }
+  settings.setValue(key, groups);
+}
+
+void MainWindow::RestoreTrackOrder(DocumentView* view) const {
+  const QStringList groups = QSettings().value(TrackOrderKey(kTrackOrderGroup, view)).toStringList();
+  if (groups.isEmpty()) return;
+  SavedTrackOrder order;
+  for (const QString& group : groups) {
+    std::vector<std::string>& keys = order.emplace_back();
+    for (const QString& name : group.split(kKeySeparator)) keys.push_back(name.toStdString());
+  }
+  view->pane<TracksPane>()->RestoreOrder(order);
 }
 
 void MainWindow::ForgetSavedLayout() {
   QSettings settings;
   settings.remove(kGeometryKey);
   settings.remove(kDockLayoutKey);
+  settings.remove(kTrackOrderGroup);
 }
 
 void MainWindow::ResetLayout() {

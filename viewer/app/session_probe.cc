@@ -164,13 +164,21 @@ QJsonObject DescribeTimeline(const DocumentView& view) {
   return out;
 }
 
-// The panes are docks, tabbed with their neighbours: each with whether it is in front, its page
-// and the tab to click to bring it there (none when it has no neighbour or is closed).
+// The panes are docks, tabbed with their neighbours: each with whether it is in front (its tab
+// the current one: DocumentView::PaneInFront), its page, the tab to click to bring it there and
+// the group of tabs it is in (none when it has no neighbour or is closed).
 QJsonObject DescribePanes(const DocumentView& view) {
-  std::vector<std::pair<QString, QJsonObject>> tabs;  // (title, rect) of the docks' tab bars
+  struct Tab {
+    QString title;
+    QJsonObject rect;
+    int group;  // the tab bar, in the order found
+  };
+  std::vector<Tab> tabs;
+  int groups = 0;
   for (const QTabBar* bar : view.findChildren<QTabBar*>()) {
     if (bar->parentWidget() != &view || !bar->isVisible()) continue;  // the main window's dock tabs
-    for (int i = 0; i < bar->count(); ++i) tabs.emplace_back(bar->tabText(i), Rect(bar, bar->tabRect(i)));
+    for (int i = 0; i < bar->count(); ++i) tabs.push_back({bar->tabText(i), Rect(bar, bar->tabRect(i)), groups});
+    ++groups;
   }
   QJsonArray docks;
   QJsonArray in_front;
@@ -182,8 +190,10 @@ QJsonObject DescribePanes(const DocumentView& view) {
       item["page"] = WidgetRect(dock);
       in_front.append(dock->windowTitle());
     }
-    for (const auto& [title, rect] : tabs) {
-      if (title == dock->windowTitle()) item["tab"] = rect;
+    for (const Tab& tab : tabs) {
+      if (tab.title != dock->windowTitle()) continue;
+      item["tab"] = tab.rect;
+      item["group"] = tab.group;
     }
     docks.append(item);
   }

@@ -101,7 +101,8 @@ StatusOr<std::shared_ptr<const TraceDocument>> MakeDocument(trace::Trace trace, 
 
 StatusOr<std::shared_ptr<const TraceDocument>> OpenMergedDocument(
     const std::vector<std::string>& files, const std::string& name, const std::atomic<bool>* cancel,
-    const std::function<void(const std::string& file)>& on_file, std::string* note, bool allow_truncated) {
+    const std::function<void(const std::string& file)>& on_file, std::string* note, bool allow_truncated,
+    analysis::AlignMethod align) {
   auto cancelled = [&] { return cancel != nullptr && cancel->load(); };
   auto stop = [&] { return Status(StatusCode::kCancelled, "opening " + name + " was cancelled"); };
   std::vector<trace::Trace> traces;
@@ -117,29 +118,40 @@ StatusOr<std::shared_ptr<const TraceDocument>> OpenMergedDocument(
   }
   auto ranks = std::make_shared<RankMerge>();
   if (traces.size() < 2) ranks->stragglers_error = "one trace, no ranks to compare";
+  std::optional<PendingRankPaths> paths;
   if (traces.size() > 1) {
-    // The barrier, as before `--align` existed; the viewer has no --align of its own yet.
-    auto stragglers = analysis::ComputeStragglers(traces, {.align = analysis::AlignMethod::kBarrier});
+    auto stragglers = analysis::ComputeStragglers(traces, {.align = align});
     if (stragglers.ok()) {
       ranks->stragglers = std::move(stragglers).value();
     } else {
       ranks->stragglers_error = stragglers.status().message();
     }
+    if (cancelled()) return stop();
+    // The path walks the ranks' own traces, which the merge consumes: its slices are noted now.
+    analysis::CrossRankPaths across = analysis::ComputeCrossRankPaths(traces, align);
+    if (across.alignment.ranks.size() > 1) paths = NoteRankPaths(traces, std::move(across));
   }
   if (cancelled()) return stop();
-  analysis::MergeResult merged = analysis::MergeTraces(std::move(traces), analysis::AlignMethod::kBarrier);
+  analysis::MergeResult merged = analysis::MergeTraces(std::move(traces), align);
+  ranks->alignment = merged.report.alignment;
+  if (paths) ranks->rank_paths = ResolveRankPaths(std::move(*paths), merged.trace, merged.report);
   if (note != nullptr) {
     // Steps as the stragglers analysis numbers them (ProfilerStep#N windows too), not the inputs'
-    // step numbers, which PyTorch traces do not have.
-    *note = "Merged " + std::to_string(merged.report.inputs.size()) + " traces, clocks aligned by " +
-            std::string(analysis::AlignMethodName(merged.report.alignment.method)) + ": " +
-            std::to_string(merged.report.unaligned) + " not clock-aligned; " +
+    // step numbers, which PyTorch traces do not have. The method as the CLI states it, and why a
+    // method asked for was not applied.
+    *note = "Merged " + std::to_string(merged.report.inputs.size()) + " traces, " + AlignmentText(ranks->alignment) +
+            ": " + std::to_string(merged.report.unaligned) + " not clock-aligned; " +
             (ranks->stragglers ? std::to_string(ranks->stragglers->steps.size()) +
                                      (ranks->stragglers->steps.size() == 1 ? " step" : " steps") + " compared across ranks"
                                : "no stragglers: " + ranks->stragglers_error);
+    for (const std::string& why : ranks->alignment.notes) *note += "; note: " + why;
   }
   ranks->inputs = std::move(merged.report.inputs);
   return MakeDocument(std::move(merged.trace), name, std::move(ranks), std::move(truncations));
+}
+
+std::string AlignmentText(const analysis::AlignmentReport& alignment) {
+  return "clocks aligned by " + std::string(analysis::AlignMethodName(alignment.method));
 }
 
 int64_t ResidentBytes() {

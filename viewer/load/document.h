@@ -19,6 +19,7 @@
 #include "profiler/analysis/stragglers.h"
 #include "profiler/formats/reader.h"
 #include "profiler/trace/trace.h"
+#include "viewer/load/rank_paths.h"
 #include "viewer/timeline_data/timeline_index.h"
 
 namespace stepscope::viewer {
@@ -31,6 +32,11 @@ struct RankMerge {
   std::vector<analysis::MergedInput> inputs;
   std::optional<analysis::StragglerReport> stragglers;
   std::string stragglers_error;  // why there is no report (two runs mixed, no steps)
+  // How the ranks' clocks were aligned (the method applied, why others were not, each rank's
+  // offset), as `stepscope align` reports it; and the critical path of each step across the
+  // ranks, on the merged timeline.
+  analysis::AlignmentReport alignment;
+  std::vector<MergedRankPath> rank_paths;
 };
 
 class TraceDocument {
@@ -98,10 +104,15 @@ StatusOr<std::shared_ptr<const TraceDocument>> MakeDocument(trace::Trace trace, 
 // told each file before it is read; `note` gets what the merge did (inputs, clocks not aligned,
 // steps compared across ranks). One unreadable file fails the whole merge, naming it (a merge with a
 // rank missing would mislead); a cancelled merge returns kCancelled. `allow_truncated` reads
-// files cut short up to their cut (truncations()).
+// files cut short up to their cut (truncations()). `align` is the clock alignment of the
+// merge, the stragglers and the cross-rank critical path (`--align`; kAuto: the best available).
 StatusOr<std::shared_ptr<const TraceDocument>> OpenMergedDocument(
     const std::vector<std::string>& files, const std::string& name, const std::atomic<bool>* cancel,
-    const std::function<void(const std::string& file)>& on_file, std::string* note, bool allow_truncated = false);
+    const std::function<void(const std::string& file)>& on_file, std::string* note, bool allow_truncated = false,
+    analysis::AlignMethod align = analysis::AlignMethod::kAuto);
+
+// "clocks aligned by collectives": the method applied, as the CLI states it.
+std::string AlignmentText(const analysis::AlignmentReport& alignment);
 
 // Resident set size of this process in bytes (from /proc/self/statm), 0 when unknown.
 int64_t ResidentBytes();

@@ -55,7 +55,7 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
   }
   std::erase_if(jobs_, [](const QFuture<void>& job) { return job.isFinished(); });
   jobs_.push_back(QtConcurrent::run([this, generation, wanted, cancel = cancel_, preview_file_bytes = preview_file_bytes_,
-                                     preview_bytes = preview_bytes_, allow_truncated = allow_truncated_] {
+                                     preview_bytes = preview_bytes_, allow_truncated = allow_truncated_, align = align_] {
     auto fail = [&](const std::string& message) {
       const QString text = QString::fromStdString(message);
       Post(generation, [this, text] { emit failed(text); });
@@ -135,7 +135,7 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
         continue;
       }
       std::string summary;
-      auto document = OpenMergedDocument(request.files, request.name, cancel.get(), step, &summary, allow_truncated);
+      auto document = OpenMergedDocument(request.files, request.name, cancel.get(), step, &summary, allow_truncated, align);
       if (cancel->load()) break;
       if (!document.ok()) {
         fail(document.status().message());

@@ -55,6 +55,9 @@ class TraceLoader : public QObject {
   // for the loads that start from now on.
   void SetAllowTruncated(bool allow) { allow_truncated_ = allow; }
   bool allow_truncated() const { return allow_truncated_; }
+  // How merges align their ranks' clocks (`--align`; kAuto: the best available), from now on.
+  void SetAlign(analysis::AlignMethod align) { align_ = align; }
+  analysis::AlignMethod align() const { return align_; }
 
  signals:
   void progress(int done, int total, const QString& current);
@@ -77,6 +80,7 @@ class TraceLoader : public QObject {
   int64_t preview_file_bytes_ = kPreviewFileBytes;
   int64_t preview_bytes_ = kPreviewBytes;
   bool allow_truncated_ = false;
+  analysis::AlignMethod align_ = analysis::AlignMethod::kAuto;
   std::shared_ptr<std::atomic<bool>> cancel_;
   std::vector<QFuture<void>> jobs_;  // a cancelled job may still be finishing its read
 };

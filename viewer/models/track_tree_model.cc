@@ -3,6 +3,8 @@
 // + the counter.
 #include "viewer/models/track_tree_model.h"
 
+#include <QMimeData>
+
 #include "viewer/models/roles.h"
 #include "viewer/timeline_data/counter_tracks.h"
 #include "viewer/timeline_data/track_layout.h"
@@ -208,10 +210,63 @@ bool TrackTreeModel::setData(const QModelIndex& index, const QVariant& value, in
 }
 
 Qt::ItemFlags TrackTreeModel::flags(const QModelIndex& index) const {
-  if (!index.isValid()) return Qt::NoItemFlags;
+  // Drops land between rows: the root and every track take them, DropPlace says which fit.
+  if (!index.isValid()) return Qt::ItemIsDropEnabled;
   Qt::ItemFlags result = Qt::ItemIsEnabled | Qt::ItemIsSelectable;
   if (index.column() == kNameColumn) result |= Qt::ItemIsUserCheckable;
+  if (CounterOf(index) < 0) result |= Qt::ItemIsDragEnabled | Qt::ItemIsDropEnabled;
   return result;
+}
+
+namespace {
+constexpr char kTrackMime[] = "application/x-stepscope-track";
+}  // namespace
+
+QStringList TrackTreeModel::mimeTypes() const { return {QString::fromLatin1(kTrackMime)}; }
+
+QMimeData* TrackTreeModel::mimeData(const QModelIndexList& indexes) const {
+  for (const QModelIndex& index : indexes) {
+    if (!index.isValid() || CounterOf(index) >= 0) continue;
+    auto* data = new QMimeData;
+    data->setData(QString::fromLatin1(kTrackMime), QByteArray::number(static_cast<qulonglong>(index.internalId() - 1)));
+    return data;  // one track at a time (the tree selects one row)
+  }
+  return nullptr;
+}
+
+std::pair<int64_t, int> TrackTreeModel::DropPlace(const QMimeData* data, int row, const QModelIndex& parent) const {
+  if (data == nullptr || !data->hasFormat(QString::fromLatin1(kTrackMime))) return {-1, -1};
+  bool ok = false;
+  const qulonglong dragged = data->data(QString::fromLatin1(kTrackMime)).toULongLong(&ok);
+  if (!ok || dragged >= visible_.size()) return {-1, -1};
+  const auto track = static_cast<uint32_t>(dragged);
+  const int32_t siblings_of = document_->trace().tracks()[track].parent;
+  QModelIndex target_parent = parent.isValid() ? parent.siblingAtColumn(0) : parent;
+  if (row < 0) {
+    // Dropped onto a row: a sibling's place (before it), else nowhere.
+    if (!target_parent.isValid() || CounterOf(target_parent) >= 0) return {-1, -1};
+    row = target_parent.row();
+    target_parent = target_parent.parent();
+  }
+  const int32_t parent_track = target_parent.isValid() ? static_cast<int32_t>(target_parent.internalId() - 1) : -1;
+  if (target_parent.isValid() && CounterOf(target_parent) >= 0) return {-1, -1};
+  if (parent_track != siblings_of) return {-1, -1};
+  // Counter rows follow the lanes: a drop among them goes after the last lane.
+  return {track, std::min(row, static_cast<int>(children_[static_cast<size_t>(parent_track + 1)].size()))};
+}
+
+bool TrackTreeModel::canDropMimeData(const QMimeData* data, Qt::DropAction action, int row, int,
+                                     const QModelIndex& parent) const {
+  return action == Qt::MoveAction && DropPlace(data, row, parent).first >= 0;
+}
+
+bool TrackTreeModel::dropMimeData(const QMimeData* data, Qt::DropAction action, int row, int, const QModelIndex& parent) {
+  const auto [track, place] = DropPlace(data, row, parent);
+  if (action != Qt::MoveAction || track < 0) return false;
+  emit trackDropped(static_cast<uint32_t>(track), place);
+  // False: the view must not remove the dragged row; the layout moved the track and this model
+  // follows its order.
+  return false;
 }
 
 QVariant TrackTreeModel::headerData(int section, Qt::Orientation orientation, int role) const {

@@ -8,6 +8,7 @@
 
 #include <QAbstractItemModel>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "viewer/load/document.h"
@@ -33,6 +34,14 @@ class TrackTreeModel : public QAbstractItemModel {
   bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
   Qt::ItemFlags flags(const QModelIndex& index) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+  // Dragging a track among its siblings (a drop anywhere else is refused): the model itself does
+  // not move it, it asks (trackDropped) the layout, whose order it then follows (FollowOrder).
+  Qt::DropActions supportedDropActions() const override { return Qt::MoveAction; }
+  QStringList mimeTypes() const override;
+  QMimeData* mimeData(const QModelIndexList& indexes) const override;
+  bool canDropMimeData(const QMimeData* data, Qt::DropAction action, int row, int column,
+                       const QModelIndex& parent) const override;
+  bool dropMimeData(const QMimeData* data, Qt::DropAction action, int row, int column, const QModelIndex& parent) override;
 
   bool visible(uint32_t track) const { return visible_[track]; }
   // Takes the siblings' order of the timeline's layout (after a track was moved there).
@@ -53,6 +62,8 @@ class TrackTreeModel : public QAbstractItemModel {
  signals:
   void visibilityChanged(uint32_t track, bool visible);
   void counterVisibilityChanged(uint32_t counter, bool visible);
+  // A track was dropped to take place `row` among its siblings (counted before it leaves its own).
+  void trackDropped(uint32_t track, int row);
 
  private:
   std::shared_ptr<const TraceDocument> document_;
@@ -67,6 +78,9 @@ class TrackTreeModel : public QAbstractItemModel {
     int64_t samples;
     bool visible;
   };
+  // The dragged track and the place among its siblings a drop at (row, parent) gives it; -1, -1
+  // when it cannot go there (another parent, a counter row, not a track).
+  std::pair<int64_t, int> DropPlace(const QMimeData* data, int row, const QModelIndex& parent) const;
   QVariant CounterData(const CounterRow& counter, int column, int role) const;
   std::vector<CounterRow> counters_;
   std::vector<std::vector<uint32_t>> counters_of_;  // per track, its counters in order

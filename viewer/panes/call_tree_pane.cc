@@ -12,6 +12,7 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
+#include <new>
 
 #include "base/units.h"
 #include "profiler/analysis/step_windows.h"
@@ -144,17 +145,38 @@ void CallTreePane::Recompute() {
     analysis::CallTreeOptions scoped = chosen;
     QString scope_text = chosen_scope;
     if (step_of_slice >= 0) ScopeToStepOf(document->trace(), static_cast<uint32_t>(step_of_slice), scoped, scope_text);
-    Result result;
-    auto top_down = std::make_shared<analysis::CallTree>(analysis::ComputeCallTree(document->trace(), scoped));
-    if (bottom_up) result.bottom_up = std::make_shared<analysis::CallTree>(analysis::BottomUpTree(*top_down));
-    result.top_down = std::move(top_down);
+    Result result = ComputeTrees(document->trace(), scoped, bottom_up);
     result.scope = scope_text;
     return result;
   }));
 }
 
+CallTreePane::Result CallTreePane::ComputeTrees(const trace::Trace& trace, const analysis::CallTreeOptions& options,
+                                                bool bottom_up) {
+  Result result;
+  try {
+    auto top_down = std::make_shared<analysis::CallTree>(analysis::ComputeCallTree(trace, options));
+    if (bottom_up) result.bottom_up = std::make_shared<analysis::CallTree>(analysis::BottomUpTree(*top_down));
+    result.top_down = std::move(top_down);
+  } catch (const std::bad_alloc&) {
+    // Nothing may leave a worker (its future would throw on the UI thread): the pane says it.
+    result = Result{};
+    result.error = tr("Out of memory building the call tree: select a shorter range or fewer tracks, or close "
+                      "other traces.");
+  }
+  return result;
+}
+
 void CallTreePane::ShowResult() {
   const Result result = watcher_.result();
+  if (!result.error.isEmpty()) {
+    top_down_.reset();
+    bottom_up_tree_.reset();
+    model_->SetTree(nullptr);
+    icicle_->SetTree(nullptr);
+    caption_->setText(QStringLiteral("%1: %2").arg(result.scope, result.error));
+    return;
+  }
   top_down_ = result.top_down;
   bottom_up_tree_ = result.bottom_up;
   caption_->setText(tr("%1: %2 slices, %3 in the top-level calls, %4 levels")

@@ -42,12 +42,16 @@ class CallTreePane : public Pane {
   QString caption() const;
   // The top-down tree shown (or to be shown bottom-up), null before the first result.
   std::shared_ptr<const analysis::CallTree> top_down() const { return top_down_; }
-
- private:
   struct Result {
     std::shared_ptr<const analysis::CallTree> top_down, bottom_up;
     QString scope;
+    QString error;  // why there is no tree (out of memory): the caption says it, the program goes on
   };
+  // The trees of `options` over `trace` (the bottom-up one too when asked), each built on the
+  // cores; a build that runs out of memory, on any of its threads, gives an error instead.
+  static Result ComputeTrees(const trace::Trace& trace, const analysis::CallTreeOptions& options, bool bottom_up);
+
+ private:
   void SelectionChanged();
   void Recompute();
   void ShowResult();

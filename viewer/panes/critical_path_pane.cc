@@ -14,6 +14,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <iterator>
 
 #include "base/check.h"
 #include "viewer/load/document.h"
@@ -94,7 +95,8 @@ class PathModel : public QAbstractTableModel {
 
 const std::vector<std::string>& DocumentAnalysis::PathEdges() {
   static const std::vector<std::string> kEdges = {"",       "dataflow", "launch", "lane",     "stream",
-                                                  "nested", "child",    "sync",   "readback", "cross_stream"};
+                                                  "nested", "child",    "sync",   "readback", "cross_stream",
+                                                  "rank"};
   return kEdges;
 }
 
@@ -115,6 +117,38 @@ DocumentAnalysis::PathWindow DocumentAnalysis::MakePathWindow(std::string label,
     const auto edge = std::find(edges.begin(), edges.end(), e.edge);
     STEPSCOPE_CHECK(edge != edges.end());  // every edge the analysis names is listed
     window.steps.push_back({e.slice, static_cast<uint8_t>(edge - edges.begin()), e.held_ns, e.wait_ns});
+  }
+  return window;
+}
+
+DocumentAnalysis::PathWindow DocumentAnalysis::MakeRankPathWindow(const MergedRankPath& path, size_t ranks) {
+  PathWindow window;
+  window.label = (path.step >= 0 ? "step " + std::to_string(path.step) : std::string("whole trace")) + " across " +
+                 std::to_string(ranks) + " ranks";
+  window.begin_ns = path.begin_ns;
+  window.end_ns = path.end_ns;
+  window.length_ns = path.length_ns;
+  std::copy(std::begin(path.bound_ns), std::end(path.bound_ns), window.bound_ns);
+  window.bound_by = path.bound_by;
+  window.across_ranks = true;
+  window.rank_jumps = path.jumps;
+  const auto& edges = PathEdges();
+  for (const analysis::PathElement& e : path.elements) {
+    const auto edge = std::find(edges.begin(), edges.end(), e.edge);
+    STEPSCOPE_CHECK(edge != edges.end());  // every edge the analysis names is listed
+    window.steps.push_back({e.slice, static_cast<uint8_t>(edge - edges.begin()), e.held_ns, e.wait_ns});
+    window.busy_ns += e.held_ns;
+  }
+  window.wait_ns = std::max<int64_t>(0, window.length_ns - window.busy_ns);
+  if (path.held_by >= 0) {
+    const analysis::RankHold& hold = path.holds[static_cast<size_t>(path.held_by)];
+    window.note = "waiting for rank " + std::to_string(hold.rank) + " (its op " + (hold.op.empty() ? "-" : hold.op) +
+                  ", late by " + DurationText(hold.late_ns).toStdString() + ")";
+  }
+  if (!path.waits.empty()) {
+    window.note += (window.note.empty() ? "" : "; ") + std::to_string(path.waits.size()) +
+                   (path.waits.size() == 1 ? " jump" : " jumps") + " between ranks, transfers " +
+                   DurationText(path.transfer_ns).toStdString();
   }
   return window;
 }
@@ -187,6 +221,15 @@ void CriticalPathPane::Analyse(const TraceDocument& document, DocumentAnalysis& 
             w.whole ? DocumentAnalysis::MakePathWindow("whole trace", trace.span_begin_ns(), trace.span_end_ns(), path)
                     : DocumentAnalysis::MakePathWindow(w.marker, w.begin_ns, w.end_ns, path));
       });
+  // A merge of ranks: each step's path across them (`stepscope critical-path DIR`), listed first.
+  if (const RankMerge* merge = document.rank_merge(); merge != nullptr && !merge->rank_paths.empty()) {
+    std::vector<DocumentAnalysis::PathWindow> across;
+    for (const MergedRankPath& path : merge->rank_paths) {
+      across.push_back(DocumentAnalysis::MakeRankPathWindow(path, merge->alignment.ranks.size()));
+    }
+    into.critical_paths.insert(into.critical_paths.begin(), std::make_move_iterator(across.begin()),
+                               std::make_move_iterator(across.end()));
+  }
 }
 
 void CriticalPathPane::ShowAnalysis(const std::shared_ptr<const DocumentAnalysis>& result) {
@@ -194,11 +237,15 @@ void CriticalPathPane::ShowAnalysis(const std::shared_ptr<const DocumentAnalysis
   const auto& windows = analysis_->critical_paths;
   const QSignalBlocker block(path_window_);
   path_window_->clear();
-  // The window shown first: the one whose path is longest (the step to look at).
+  // The window shown first: the one whose path is longest (the step to look at); of a merge of
+  // ranks, the longest path across them.
   int longest = 0;
   for (size_t i = 0; i < windows.size(); ++i) {
     path_window_->addItem(tr("%1: %2").arg(QString::fromStdString(windows[i].label), DurationText(windows[i].length_ns)));
-    if (windows[i].length_ns > windows[static_cast<size_t>(longest)].length_ns) longest = static_cast<int>(i);
+    const DocumentAnalysis::PathWindow& best = windows[static_cast<size_t>(longest)];
+    if (windows[i].across_ranks == best.across_ranks ? windows[i].length_ns > best.length_ns : windows[i].across_ranks) {
+      longest = static_cast<int>(i);
+    }
   }
   path_window_->setVisible(windows.size() > 1);
   path_window_->setCurrentIndex(longest);
@@ -227,7 +274,8 @@ void CriticalPathPane::ShowPathWindow(int index) {
                              .arg(QString::fromStdString(path->label))
                              .arg(path->steps.size())
                              .arg(DurationText(path->length_ns), DurationText(path->busy_ns), DurationText(path->wait_ns),
-                                  QString::fromLatin1(analysis::PathBoundName(path->bound_by))));
+                                  QString::fromLatin1(analysis::PathBoundName(path->bound_by))) +
+                             (path->note.empty() ? QString() : QStringLiteral("; ") + QString::fromStdString(path->note)));
   bound_table_->setRowCount(analysis::kPathBounds);
   for (int b = 0; b < analysis::kPathBounds; ++b) {
     auto* name = new QTableWidgetItem(QString::fromLatin1(analysis::PathBoundName(static_cast<analysis::PathBound>(b))));
@@ -251,11 +299,13 @@ void CriticalPathPane::ShowPathWindow(int index) {
 void CriticalPathPane::ShowPathOnTimeline() {
   const DocumentAnalysis::PathWindow* path = shown_path();
   std::vector<uint32_t> slices;
+  std::vector<size_t> jumps;
   if (path_checkbox_->isChecked() && path != nullptr) {
     slices.reserve(path->steps.size());
     for (const DocumentAnalysis::PathStep& step : path->steps) slices.push_back(step.slice);
+    jumps = path->rank_jumps;
   }
-  host().timeline()->SetPathSlices(std::move(slices));
+  host().timeline()->SetPathSlices(std::move(slices), std::move(jumps));
 }
 
 QString CriticalPathPane::path_caption() const { return path_caption_->text(); }

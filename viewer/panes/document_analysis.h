@@ -15,6 +15,7 @@
 #include "profiler/analysis/step_analyses.h"
 #include "profiler/analysis/step_breakdown.h"
 #include "profiler/analysis/steps.h"
+#include "viewer/load/rank_paths.h"
 #include "viewer/panes/launch_delay_chart.h"
 #include "viewer/timeline_data/counter_tracks.h"
 
@@ -46,11 +47,18 @@ struct DocumentAnalysis {
     int64_t bound_ns[analysis::kPathBounds] = {};
     analysis::PathBound bound_by = analysis::PathBound::kCpu;
     std::vector<PathStep> steps;
+    // A step's path across the ranks of a merge (the document's RankMerge::rank_paths): where it
+    // changes rank (positions in `steps`, each drawn as a link on the timeline), and what the
+    // others waited for ("waiting for rank 1 (its op MatMul)").
+    bool across_ranks = false;
+    std::vector<size_t> rank_jumps;
+    std::string note;
   };
   // The edges PathStep::edge names ("" for the first element, then PathElement::edge's names).
   static const std::vector<std::string>& PathEdges();
   static PathWindow MakePathWindow(std::string label, int64_t begin_ns, int64_t end_ns,
                                    const analysis::CriticalPath& path);
+  static PathWindow MakeRankPathWindow(const MergedRankPath& path, size_t ranks);
   std::vector<PathWindow> critical_paths;
   // The GPU attribution pane: GPU time per annotation, frequent kernel sequences.
   analysis::AnnotationReport annotations;

@@ -9,6 +9,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "viewer/load/document.h"
@@ -83,10 +84,12 @@ void StragglersPane::ShowReport() {
   auto count = [](size_t n, const QString& one, const QString& many) {
     return QStringLiteral("%1 %2").arg(n).arg(n == 1 ? one : many);
   };
-  QString caption = tr("%1, %2 compared (%3)")
+  // The clocks' alignment as the CLI states it (`--align`; by default the best available).
+  QString caption = tr("%1, %2 compared (%3), %4")
                         .arg(count(ranks.size(), tr("rank"), tr("ranks")))
                         .arg(count(report.steps.size(), tr("step"), tr("steps")))
-                        .arg(count(report.inputs.size(), tr("input"), tr("inputs")));
+                        .arg(count(report.inputs.size(), tr("input"), tr("inputs")))
+                        .arg(QString::fromStdString(AlignmentText(merge->alignment)));
   if (!report.single_rank_steps.empty()) {
     caption += tr("; %1 only one rank has, not compared")
                    .arg(count(report.single_rank_steps.size(), tr("step"), tr("steps")));
@@ -110,6 +113,20 @@ void StragglersPane::ShowReport() {
     caption += tr(": no step has two ranks.");
   }
   stragglers_caption_->setText(caption + tr(" Activate a step to zoom to it."));
+  // Each rank's clock as `stepscope align` reports it: what was added to it, its drift, and how
+  // far its collectives' ends stay from the others' after the correction.
+  QStringList clocks;
+  for (const analysis::RankClock& clock : merge->alignment.ranks) {
+    const QString offset = (clock.offset_ns < 0 ? QStringLiteral("-") : QString()) + DurationText(static_cast<int64_t>(std::llabs(clock.offset_ns)));
+    clocks << tr("rank %1 (%2): offset %3, drift %4 ppm, residual %5, %6 collectives matched")
+                  .arg(clock.rank)
+                  .arg(QString::fromStdString(clock.host.empty() ? "-" : clock.host), offset)
+                  .arg(clock.drift_ppm, 0, 'f', 3)
+                  .arg(clock.residual_ns < 0 ? tr("not measured") : DurationText(clock.residual_ns))
+                  .arg(clock.matched_collectives);
+  }
+  for (const std::string& note : merge->alignment.notes) clocks << tr("note: %1").arg(QString::fromStdString(note));
+  stragglers_caption_->setToolTip(QString::fromStdString(AlignmentText(merge->alignment)) + "\n" + clocks.join('\n'));
 
   stragglers_table_->setRowCount(static_cast<int>(report.steps.size()));
   for (size_t i = 0; i < report.steps.size(); ++i) {
@@ -144,6 +161,7 @@ void StragglersPane::ShowReport() {
 }
 
 QString StragglersPane::stragglers_caption() const { return stragglers_caption_->text(); }
+QString StragglersPane::stragglers_clocks() const { return stragglers_caption_->toolTip(); }
 
 std::pair<int64_t, int64_t> StragglersPane::StragglerStepRange(int row) const {
   const RankMerge* merge = host().document().rank_merge();

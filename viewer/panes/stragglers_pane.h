@@ -31,6 +31,8 @@ class StragglersPane : public Pane {
   QTableWidget* rank_totals_table() const { return rank_totals_table_; }
   RankBars* rank_bars() const { return rank_bars_; }
   QString stragglers_caption() const;
+  // The caption's tooltip: how the clocks were aligned, each rank's offset, drift and residual.
+  QString stragglers_clocks() const;
   // The merged-trace time range [begin, end] of a row's step, over every rank; and the slice the
   // straggler ended the step with (-1 when not found).
   std::pair<int64_t, int64_t> StragglerStepRange(int row) const;

@@ -10,7 +10,9 @@
 #include <QTabWidget>
 #include <QTreeView>
 #include <QVBoxLayout>
+#include <algorithm>
 
+#include "viewer/load/document.h"
 #include "viewer/models/roles.h"
 #include "viewer/models/track_tree_model.h"
 #include "viewer/timeline/timeline_view.h"
@@ -25,6 +27,9 @@ TracksPane::TracksPane(PaneHost& host, QObject* parent) : Pane(host, parent) {
   tree_->setModel(track_model_);
   tree_->expandAll();
   tree_->header()->setDefaultSectionSize(300);
+  tree_->setDragDropMode(QAbstractItemView::InternalMove);
+  tree_->setDefaultDropAction(Qt::MoveAction);
+  tree_->setDropIndicatorShown(true);
   filter_ = new QLineEdit(pane);
   filter_->setPlaceholderText(tr("Filter tracks (text or regular expression)"));
   filter_->setClearButtonEnabled(true);
@@ -53,6 +58,8 @@ TracksPane::TracksPane(PaneHost& host, QObject* parent) : Pane(host, parent) {
   connect(pin_, &QPushButton::clicked, this, &TracksPane::TogglePin);
   connect(up, &QPushButton::clicked, this, [this] { Move(-1); });
   connect(down, &QPushButton::clicked, this, [this] { Move(+1); });
+  // Queued: the tree is still in its drop when the model is reset to the new order.
+  connect(track_model_, &TrackTreeModel::trackDropped, this, &TracksPane::MoveTo, Qt::QueuedConnection);
   connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this, &TracksPane::UpdateButtons);
   set_widget(pane);
   FollowCounters();
@@ -110,10 +117,32 @@ void TracksPane::TogglePin() {
 
 void TracksPane::Move(int delta) {
   const int64_t track = current_track();
-  if (track < 0) return;
+  if (track >= 0) MoveBy(static_cast<uint32_t>(track), delta);
+}
+
+void TracksPane::MoveTo(uint32_t track, int row) {
+  const auto& siblings = host().timeline()->layout().children(host().document().trace().tracks()[track].parent);
+  const int from = static_cast<int>(std::find(siblings.begin(), siblings.end(), track) - siblings.begin());
+  // Dropped below itself: the rows after it move up one once it has left its place.
+  MoveBy(track, (row > from ? row - 1 : row) - from);
+}
+
+SavedTrackOrder TracksPane::SaveOrder() const {
+  return SaveTrackOrder(host().document().trace(), host().timeline()->layout());
+}
+
+void TracksPane::RestoreOrder(const SavedTrackOrder& saved) {
   TimelineView* timeline = host().timeline();
-  const auto t = static_cast<uint32_t>(track);
-  if (!timeline->layout().MoveTrack(t, delta)) return;
+  if (RestoreTrackOrder(host().document().trace(), saved, timeline->layout()) == 0) return;
+  timeline->LayoutChanged();
+  track_model_->FollowOrder(timeline->layout());
+  tree_->expandAll();
+  HideFilteredRows({});
+}
+
+void TracksPane::MoveBy(uint32_t t, int delta) {
+  TimelineView* timeline = host().timeline();
+  if (delta == 0 || !timeline->layout().MoveTrack(t, delta)) return;
   timeline->LayoutChanged();
   track_model_->FollowOrder(timeline->layout());
   tree_->expandAll();

@@ -1,7 +1,8 @@
 // The tracks pane: the track tree (TrackTreeModel); unchecking a track hides it on the timeline.
 // Above it a filter box (substring or regular expression over track names and paths: the timeline
 // and the tree keep the matching tracks), and for the selected track Pin (its rows stay at the
-// top of the timeline while the rest scrolls) and Up/Down (its place among its siblings).
+// top of the timeline while the rest scrolls) and Up/Down (its place among its siblings); a track
+// can also be dragged to another place among its siblings.
 // Counter tracks are listed under their device once the analyses bring them, and hide or show
 // the same way (in step with their menu on the timeline).
 #pragma once
@@ -9,6 +10,7 @@
 #include <cstdint>
 
 #include "viewer/panes/pane.h"
+#include "viewer/timeline_data/track_order.h"
 
 class QLineEdit;
 class QPushButton;
@@ -32,6 +34,12 @@ class TracksPane : public Pane {
   void SetFilter(const QString& pattern);
   void TogglePin();
   void Move(int delta);
+  // Moves a track to place `row` among its siblings (counted before it leaves its own place), as
+  // a drop in the tree does.
+  void MoveTo(uint32_t track, int row);
+  // The order given to the tracks, to keep with the window's layout (track_order.h), and given back.
+  SavedTrackOrder SaveOrder() const;
+  void RestoreOrder(const SavedTrackOrder& saved);
 
  private:
   void HideFilteredRows(const QModelIndex& parent);
@@ -40,6 +48,7 @@ class TracksPane : public Pane {
   void FollowCounters();
   bool eventFilter(QObject* watched, QEvent* event) override;
   void UpdateButtons();
+  void MoveBy(uint32_t track, int delta);
 
   TrackTreeModel* track_model_;
   QTreeView* tree_;

@@ -11,6 +11,7 @@
 #include <QScrollBar>
 #include <QToolTip>
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <future>
 
@@ -244,9 +245,14 @@ void TimelineView::SetHighlighted(std::vector<uint32_t> slices) {
   update();
 }
 
-void TimelineView::SetPathSlices(std::vector<uint32_t> slices) {
+void TimelineView::SetPathSlices(std::vector<uint32_t> slices, std::vector<size_t> rank_jumps) {
+  const size_t count = slices.size();
   std::erase_if(slices, [this](uint32_t s) { return s >= document_->trace().slices().size(); });
   path_ = std::move(slices);
+  // Positions stay right only when no slice was dropped (the pane gives slices of this document).
+  path_jumps_.clear();
+  if (path_.size() == count) std::copy_if(rank_jumps.begin(), rank_jumps.end(), std::back_inserter(path_jumps_),
+                                          [this](size_t j) { return j > 0 && j < path_.size(); });
   update();
 }
 
@@ -335,7 +341,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
   PaintRows(painter, map);
   PaintSearchMarks(painter, map);
   PaintSelection(painter, map);
-  if (show_flows_) PaintFlows(painter, map);
+  PaintFlows(painter, map);
   PaintRuler(painter, map);
   PaintMarkers(painter, map, markers_, 0, height(), kRulerHeight);
 }
@@ -586,7 +592,11 @@ void TimelineView::PaintSelection(QPainter& painter, const TimeMapping& map) {
     // is not drawn again.
     const auto& slices = document_->trace().slices();
     QRect previous;
-    for (uint32_t slice : path_) {
+    size_t next_jump = 0;  // into path_jumps_: those joins are drawn as links (PaintFlows)
+    for (size_t k = 0; k < path_.size(); ++k) {
+      const uint32_t slice = path_[k];
+      const bool jump = next_jump < path_jumps_.size() && path_jumps_[next_jump] == k;
+      if (jump) ++next_jump;
       const trace::Slice& s = slices[slice];
       const QRect box = static_cast<double>(s.end_ns()) < map.begin_ns() || static_cast<double>(s.start_ns) > map.end_ns()
                             ? QRect()
@@ -598,7 +608,7 @@ void TimelineView::PaintSelection(QPainter& painter, const TimeMapping& map) {
       if (box == previous) continue;
       painter.setPen(QPen(color, 2));
       painter.drawRect(box.adjusted(0, 0, -1, -1));
-      if (!previous.isEmpty() && box.left() - previous.right() > 2) {
+      if (!jump && !previous.isEmpty() && box.left() - previous.right() > 2) {
         painter.setPen(QPen(color, 1, Qt::DotLine));
         painter.drawLine(QPoint(previous.right(), previous.center().y()), QPoint(box.left(), box.center().y()));
       }
@@ -657,8 +667,8 @@ void TimelineView::PaintArea(QPainter& painter, const TimeMapping& map) {
 }
 
 void TimelineView::PaintFlows(QPainter& painter, const TimeMapping& map) {
-  if (selected_ < 0) return;
-  const uint32_t slice = static_cast<uint32_t>(selected_);
+  const bool flows = show_flows_ && selected_ >= 0;
+  if (!flows && path_jumps_.empty()) return;
   const auto& trace = document_->trace();
   const auto& rows = layout_.rows();
   // A slice's row, or the header of the collapsed track hiding it; -1 when none is shown.
@@ -685,8 +695,17 @@ void TimelineView::PaintFlows(QPainter& painter, const TimeMapping& map) {
     const auto to = anchor(flow.to_slice, false);
     if (from && to) ends.push_back({*from, *to, flow.kind == trace::FlowKind::kLaunch ? kLaunchColor : kDataflowColor});
   };
-  for (uint32_t f : document_->FlowsFrom(slice)) add(trace.flows()[f]);
-  for (uint32_t f : document_->FlowsTo(slice)) add(trace.flows()[f]);
+  if (flows) {
+    for (uint32_t f : document_->FlowsFrom(static_cast<uint32_t>(selected_))) add(trace.flows()[f]);
+    for (uint32_t f : document_->FlowsTo(static_cast<uint32_t>(selected_))) add(trace.flows()[f]);
+  }
+  // The cross-rank path's jumps: from the last slice on the rank waited for to the first on the
+  // rank that waited, to the edge when an end is off-screen, as a flow is.
+  for (const size_t j : path_jumps_) {
+    const auto from = anchor(path_[j - 1], true);
+    const auto to = anchor(path_[j], false);
+    if (from && to) ends.push_back({*from, *to, QColor::fromRgba(kPathColor)});
+  }
   viewer::PaintFlows(painter, QRectF(kTimeAreaLeft, kRulerHeight, map.width_px(), height() - kRulerHeight), ends);
 }
 

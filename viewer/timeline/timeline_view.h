@@ -88,8 +88,11 @@ class TimelineView : public QWidget {
   const std::vector<uint32_t>& highlighted() const { return highlighted_; }
   // A path of slices (the critical path) outlined in its own colour and joined in order; Esc
   // keeps it. Empty: none.
-  void SetPathSlices(std::vector<uint32_t> slices);
+  // `rank_jumps`: positions in `slices` where a path across ranks moves to another rank, each
+  // joined to the slice before it by a link (drawn as a flow is, in the path's colour).
+  void SetPathSlices(std::vector<uint32_t> slices, std::vector<size_t> rank_jumps = {});
   const std::vector<uint32_t>& path_slices() const { return path_; }
+  const std::vector<size_t>& path_jumps() const { return path_jumps_; }
   static constexpr QRgb kPathColor = 0xffd0187a;
   // The search matches, marked on every row they are on (SearchMarks); empty: none.
   void SetSearchMatches(std::vector<uint32_t> slices);
@@ -218,6 +221,7 @@ class TimelineView : public QWidget {
   std::vector<uint32_t> slice_colors_;  // overrides the op type colours when not empty
   std::vector<uint32_t> highlighted_;
   std::vector<uint32_t> path_;
+  std::vector<size_t> path_jumps_;  // into path_, ascending
   SearchMarks search_marks_;
   HelpOverlay* help_ = nullptr;  // made when first shown
   MarkerSet markers_;

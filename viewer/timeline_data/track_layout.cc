@@ -186,6 +186,14 @@ bool TrackLayout::MoveTrack(uint32_t track, int delta) {
   return true;
 }
 
+bool TrackLayout::SetChildOrder(int32_t parent, const std::vector<uint32_t>& order) {
+  auto& siblings = children_[static_cast<size_t>(parent + 1)];
+  if (!std::is_permutation(order.begin(), order.end(), siblings.begin(), siblings.end())) return false;
+  siblings = order;
+  Rebuild();
+  return true;
+}
+
 void TrackLayout::Rebuild() {
   rows_.clear();
   first_row_.assign(trace_->tracks().size(), -1);

@@ -76,6 +76,9 @@ class TrackLayout {
   // Moves a track `delta` places among its siblings (clamped to the first and last place);
   // false when it did not move.
   bool MoveTrack(uint32_t track, int delta);
+  // Puts the children of `parent` (roots for -1) in `order`, a permutation of them (else false,
+  // nothing changed): a saved order given back (track_order.h).
+  bool SetChildOrder(int32_t parent, const std::vector<uint32_t>& order);
 
   const std::vector<TimelineRow>& rows() const { return rows_; }
   // The row showing `slice`, or -1.

@@ -280,6 +280,15 @@ def pane(state, title):
     return next(d for d in state["panes"]["docks"] if d["title"] == title)
 
 
+def check_front(state, title):
+    """`title` is in front and none of the panes behind the other tabs of its group is."""
+    group = pane(state, title).get("group")
+    if group is None:
+        return
+    front = [d["title"] for d in state["panes"]["docks"] if d.get("group") == group and d["front"]]
+    expect(front == [title], "of the tabs of %s's group, %s say they are in front" % (title, front))
+
+
 def window_span(state):
     t = state["timeline"]
     return t["end_ns"] - t["begin_ns"]
@@ -457,6 +466,7 @@ class Session:
                 self.choose_menu("View", "Panes", title)
             self.state = self.viewer.wait_for("the %s pane to come to the front" % title,
                                               lambda s: title in s["panes"]["front"])
+            check_front(self.state, title)
             docs_name = "pane-" + re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
             shot = self.shot(docs_name, docs_name=None if title in UNDOCUMENTED_PANES else docs_name)
             # An empty pane says what would fill it: a line of text on a plain page.
@@ -474,6 +484,7 @@ class Session:
             self.choose_menu("View", "Panes", title)
         self.state = self.viewer.wait_for("the %s pane to come to the front" % title,
                                           lambda s: title in s["panes"]["front"])
+        check_front(self.state, title)
 
     def take_keyboard(self):
         """A click on the timeline gives it the keyboard again (after typing into a pane)."""
