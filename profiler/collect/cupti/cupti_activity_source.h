@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -47,6 +48,8 @@ inline constexpr CUpti_ExternalCorrelationKind kOpCorrelationKind =
 // and CUPTI's overhead, and the runtime and driver API records. CUPTI writes an EXTERNAL_CORRELATION
 // record only next to an API record, and cuBLAS/cuBLASLt launch through the driver
 // (cuLaunchKernelEx): without DRIVER records their kernels would not be linked to their ops.
+// RUNTIME and DRIVER are enabled for the calls of traced_api.h only, where CUPTI can
+// (CuptiSourceOptions::api_ids_only).
 std::vector<CUpti_ActivityKind> DefaultActivityKinds();
 
 struct CuptiSourceOptions {
@@ -60,6 +63,10 @@ struct CuptiSourceOptions {
   // Pause() detaches CUPTI (cuptiFinalize) once its buffers are flushed. Safe only when no thread
   // is inside a CUPTI call at that moment: the step tracer pauses after the step's ops have ended.
   bool detach_when_paused = true;
+  // RUNTIME and DRIVER in `kinds` record only the calls of TracedApis() (traced_api.h), enabled
+  // one id at a time. Where this CUPTI cannot, the whole kinds are enabled (every call recorded)
+  // and one line goes to stderr; api_records() says which.
+  bool api_ids_only = true;
 };
 
 class CuptiActivitySource {
@@ -93,6 +100,9 @@ class CuptiActivitySource {
   virtual ClockAlignment clock_alignment() const = 0;
   // Records CUPTI counted as dropped while tracing was off (read as it resumed): part of no step.
   virtual uint64_t dropped_while_off() const { return 0; }
+  // Which API calls are recorded, for the log: "67 chosen runtime/driver calls", "every runtime
+  // and driver call (<why>)", or "none"; empty before the first Start/Resume.
+  virtual std::string api_records() const { return {}; }
 };
 
 std::unique_ptr<CuptiActivitySource> MakeCuptiActivitySource(CuptiSourceOptions options = {});
