@@ -146,5 +146,46 @@ TEST(ConverterGoldenTest, SyntheticStepIsByteIdenticalToTheGolden) {
   EXPECT_TRUE(actual == expected) << "the converter's output changed";
 }
 
+// Ids in the slots (across a chunk boundary, from several threads), below the step's first id,
+// and far above it all link to their ops; names passed as temporaries (whose storage the next
+// call reuses) keep their own text.
+TEST(ConverterGoldenTest, OpsInSlotsAndOutsideThemLinkAlike) {
+  GpuActivityConverter converter(ClockAlignment{kCuptiStart, kHostStart});
+  constexpr uint64_t kFirst = 1'000'000;
+  converter.BeginOps(kFirst);
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 5'000; i += 97) ids.push_back(kFirst + i);  // chunks 0 and 1
+  ids.push_back(kFirst - 1);                                         // below: overflow
+  ids.push_back(kFirst + (uint64_t{1} << 21));                       // past the slots
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t i = t; i < ids.size(); i += 3) {
+        converter.RegisterOp(ids[i], "op_" + std::to_string(ids[i]), i % 2 ? "Add" : "MatMul",
+                             kHostStart + static_cast<int64_t>(i));
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  uint32_t correlation = 1;
+  for (uint64_t id : ids) {
+    const uint64_t t = static_cast<uint64_t>(kCuptiStart) + correlation * 1'000;
+    Feed(converter, testing::KernelRecord(0, 7, correlation, t, t + 10, "k"));
+    Feed(converter, testing::ExternalCorrelationRecord(correlation, id));
+    ++correlation;
+  }
+  const ConvertedStep step = converter.Finish();
+  EXPECT_EQ(step.stats.linked_records, ids.size());
+  EXPECT_EQ(step.stats.unlinked_records, 0u);
+  ASSERT_EQ(step.launched_ops.size(), ids.size());
+  for (const LaunchedOp& op : step.launched_ops) {
+    EXPECT_EQ(op.node_name, "op_" + std::to_string(op.external_id));
+  }
+  // Finish forgot the ops: the same ids link to nothing in the next step.
+  Feed(converter, testing::KernelRecord(0, 7, 1, kCuptiStart + 10, kCuptiStart + 20, "k"));
+  Feed(converter, testing::ExternalCorrelationRecord(1, ids.front()));
+  EXPECT_EQ(converter.Finish().stats.unlinked_records, 1u);
+}
+
 }  // namespace
 }  // namespace stepscope::collect::cupti

@@ -80,6 +80,8 @@ Status GpuStepTracer::BeginStep() {
     std::lock_guard<std::mutex> lock(records_mu_);
     // This step's records are put on the host clock with the alignment read as it resumed.
     converter_.SetClock(source_->clock_alignment());
+    // This step's ops get slots from the next id on (published to the executors by in_step_).
+    converter_.BeginOps(next_external_id_.load(std::memory_order_relaxed));
     keeping_ = true;
   }
   in_step_.store(true, std::memory_order_release);

@@ -22,8 +22,8 @@
 // stays, the only record of the copies.
 // The source is an interface so tests drive the tracer with synthetic CUPTI records.
 //
-// Threads and locks: OnOpStart/OnOpEnd run on executor threads (RegisterOp takes the converter's
-// short lock; the push/pop are CUPTI's per-thread stack). BeginStep/EndStep run on the thread
+// Threads and locks: OnOpStart/OnOpEnd run on executor threads (RegisterOp fills the op's slot,
+// no lock; the push/pop are CUPTI's per-thread stack). BeginStep/EndStep run on the thread
 // that owns the step, with no op running. CUPTI delivers records on its own threads under the
 // source's sink lock, then this tracer's `records_mu_`; BeginStep/EndStep call the source's
 // Resume/Pause without holding `records_mu_` (Pause flushes, waiting for those deliveries) and
