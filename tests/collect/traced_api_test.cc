@@ -5,6 +5,8 @@
 #include "profiler/collect/cupti/traced_api.h"
 
 #include <cublas_v2.h>
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -179,6 +181,47 @@ TEST(TracedApiTest, TheLinkedCuptiHasPerIdEnabling) {
   const ApiIdSwitch sw = CuptiApiIdSwitch();
   EXPECT_NE(sw.runtime, nullptr);
   EXPECT_NE(sw.driver, nullptr);
+}
+
+TEST(TracedApiTest, TheHistogramNamesEachCallOnOneLine) {
+  EXPECT_EQ(FormatApiHistogram({}), "-");
+  const std::string text = FormatApiHistogram(
+      {{CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 700},
+       {CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 120}});
+  EXPECT_EQ(text, "runtime:cudaLaunchKernel_v7000=700,driver:cuLaunchKernelEx=120");
+  EXPECT_EQ(ApiCallName(CUPTI_ACTIVITY_KIND_DRIVER, 0xFFFFFF), "cbid16777215");
+}
+
+// The converter counts API records per call, most first; they sum to api_records.
+TEST(TracedApiTest, TheConverterCountsApiRecordsPerCall) {
+  GpuActivityConverter converter(ClockAlignment{});
+  auto api = [&](CUpti_ActivityKind kind, uint32_t cbid, uint32_t correlation) {
+    ApiActivity record{};
+    record.kind = kind;
+    record.cbid = cbid;
+    record.correlationId = correlation;
+    record.start = 100 + correlation;
+    record.end = 200 + correlation;
+    converter.OnRecord(reinterpret_cast<const CUpti_Activity&>(record));
+  };
+  for (uint32_t i = 0; i < 5; ++i) {
+    api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, i);
+  }
+  api(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 10);
+  api(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 11);
+  api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, 12);
+  api(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync, 13);
+  const ConversionStats stats = converter.Finish().stats;
+  EXPECT_EQ(stats.api_records, 9u);
+  // Most first; ties by kind (DRIVER's value is below RUNTIME's), then id.
+  const std::vector<ApiIdCount> expected = {
+      {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 5},
+      {CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 2},
+      {CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync, 1},
+      {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, 1}};
+  EXPECT_EQ(stats.api_ids, expected);
+  // The next step starts from zero.
+  EXPECT_TRUE(converter.Finish().stats.api_ids.empty());
 }
 
 }  // namespace

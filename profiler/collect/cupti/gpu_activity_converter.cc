@@ -249,6 +249,7 @@ void GpuActivityConverter::OnRecord(const CUpti_Activity& record) {
       // later: the earliest start is the launch.
       const auto& api = reinterpret_cast<const ApiActivity&>(record);
       ++stats_.api_records;
+      ++api_counts_[uint64_t{static_cast<uint32_t>(record.kind)} << 32 | api.cbid];
       if (api.start == 0) return;  // CUPTI could not time the call
       if (Correlation* c = CorrelationEntry(api.correlationId)) {
         c->api_start = c->api_start == 0 ? api.start : std::min(c->api_start, api.start);
@@ -359,7 +360,18 @@ ConvertedStep GpuActivityConverter::Finish(int64_t clock_offset_ns) {
     for (auto& node : nodes) *dev->add_node_stats() = std::move(node);
   }
   for (auto& [id, op] : launched) out.launched_ops.push_back(std::move(op));
+  for (const auto& [key, count] : api_counts_) {
+    stats_.api_ids.push_back(ApiIdCount{static_cast<CUpti_ActivityKind>(key >> 32),
+                                        static_cast<uint32_t>(key), count});
+  }
+  std::sort(stats_.api_ids.begin(), stats_.api_ids.end(),
+            [](const ApiIdCount& a, const ApiIdCount& b) {
+              if (a.count != b.count) return a.count > b.count;
+              if (a.kind != b.kind) return a.kind < b.kind;
+              return a.cbid < b.cbid;
+            });
   out.stats = stats_;
+  api_counts_.clear();
 
   records_.clear();
   correlations_.clear();

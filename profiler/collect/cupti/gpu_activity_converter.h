@@ -77,6 +77,14 @@ enum class DropReason {
   kRecordLimit,   // the converter's own bound on records per step
 };
 
+// How many API records of one runtime or driver call a step held.
+struct ApiIdCount {
+  CUpti_ActivityKind kind = CUPTI_ACTIVITY_KIND_RUNTIME;  // RUNTIME or DRIVER
+  uint32_t cbid = 0;                                       // CUPTI's callback id of the call
+  uint64_t count = 0;
+  bool operator==(const ApiIdCount&) const = default;
+};
+
 // Counts a converted step reports; the dropped ones are written next to the trace.
 struct ConversionStats {
   uint64_t kernels = 0, memcpys = 0, memsets = 0;
@@ -91,6 +99,9 @@ struct ConversionStats {
   // API/link records past max_correlations: GPU records they were for may be left unlinked
   // (counted there), none is lost, so they are not part of dropped_total().
   uint64_t dropped_correlations = 0;
+  // API records per call, most first (ties by kind, then id): what the profiler's cost is
+  // spent on. Sums to api_records.
+  std::vector<ApiIdCount> api_ids;
   uint64_t dropped_total() const {
     return dropped_by_cupti + dropped_buffers + dropped_by_record_limit;
   }
@@ -207,6 +218,7 @@ class GpuActivityConverter : public ActivityRecordSink {
   ConverterOptions options_;
   std::vector<GpuRecord> records_;
   std::unordered_map<uint32_t, Correlation> correlations_;
+  std::unordered_map<uint64_t, uint64_t> api_counts_;  // (kind << 32 | cbid) -> records
   // Slots of the step's ops by external id - first_op_id_, in chunks made on first use (a
   // registering thread installs a chunk with one compare-and-swap) and kept across steps.
   uint64_t first_op_id_ = 1;

@@ -96,6 +96,10 @@ constexpr auto kTable = std::to_array<TracedApi>({
 
 using IdSwitchFn = CUptiResult (*)(CUpti_CallbackId, uint8_t);
 
+const char* kind_prefix(CUpti_ActivityKind kind) {
+  return kind == CUPTI_ACTIVITY_KIND_DRIVER ? "driver:" : "runtime:";
+}
+
 }  // namespace
 
 std::span<const TracedApi> TracedApis() { return kTable; }
@@ -159,6 +163,29 @@ std::string_view ApiRoleName(ApiRole role) {
 
 std::string_view ApiDomainName(ApiDomain domain) {
   return domain == ApiDomain::kRuntime ? "runtime" : "driver";
+}
+
+std::string ApiCallName(CUpti_ActivityKind kind, uint32_t cbid) {
+  const char* name = nullptr;
+  const CUpti_CallbackDomain domain = kind == CUPTI_ACTIVITY_KIND_DRIVER
+                                          ? CUPTI_CB_DOMAIN_DRIVER_API
+                                          : CUPTI_CB_DOMAIN_RUNTIME_API;
+  if (cuptiGetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS && name != nullptr &&
+      *name != '\0') {
+    return name;
+  }
+  return "cbid" + std::to_string(cbid);
+}
+
+std::string FormatApiHistogram(const std::vector<ApiIdCount>& counts) {
+  if (counts.empty()) return "-";
+  std::string text;
+  for (const ApiIdCount& c : counts) {
+    if (!text.empty()) text += ",";
+    text += kind_prefix(c.kind);
+    text += ApiCallName(c.kind, c.cbid) + "=" + std::to_string(c.count);
+  }
+  return text;
 }
 
 }  // namespace stepscope::collect::cupti

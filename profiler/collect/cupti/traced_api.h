@@ -20,6 +20,9 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "profiler/collect/cupti/gpu_activity_converter.h"
 
 namespace stepscope::collect::cupti {
 
@@ -63,5 +66,14 @@ ApiEnableResult SwitchTracedApis(const ApiIdSwitch& sw, uint8_t enable);
 // "launch", "copy", ...; and the domain's name ("runtime", "driver").
 std::string_view ApiRoleName(ApiRole role);
 std::string_view ApiDomainName(ApiDomain domain);
+
+// CUPTI's name of a runtime (RUNTIME kind) or driver (DRIVER kind) call ("cudaLaunchKernel_v7000",
+// "cuLaunchKernelEx"); "cbid<N>" when CUPTI names none.
+std::string ApiCallName(CUpti_ActivityKind kind, uint32_t cbid);
+
+// A step's API records per call, for the trainer's log: "runtime:cudaLaunchKernel_v7000=700,
+// driver:cuLaunchKernelEx=120", most first; "-" when there were none. No spaces, so the note it
+// goes in splits on them.
+std::string FormatApiHistogram(const std::vector<ApiIdCount>& counts);
 
 }  // namespace stepscope::collect::cupti
