@@ -24,6 +24,20 @@ std::vector<CUpti_ActivityKind> DefaultActivityKinds() {
           CUPTI_ACTIVITY_KIND_RUNTIME,               CUPTI_ACTIVITY_KIND_DRIVER};
 }
 
+CuptiSourceOptions SourceOptionsFor(TraceLevel level) {
+  CuptiSourceOptions options;
+  switch (level) {
+    case TraceLevel::kAttached: options.kinds.clear(); break;
+    case TraceLevel::kActivity:
+      options.kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                       CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET};
+      break;
+    case TraceLevel::kLaunches: break;
+    case TraceLevel::kAll: options.api_ids_only = false; break;
+  }
+  return options;
+}
+
 Status CuptiCallStatus(CUptiResult result, const char* call, const char* file, int line) {
   const char* name = nullptr;
   if (cuptiGetResultString(result, &name) != CUPTI_SUCCESS || name == nullptr) {
@@ -188,6 +202,11 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
   ClockAlignment clock_alignment() const override { return clock_; }
   uint64_t dropped_while_off() const override { return dropped_while_off_; }
   std::string api_records() const override { return api_records_; }
+  bool links_ops() const override {
+    return std::find(options_.kinds.begin(), options_.kinds.end(),
+                     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) != options_.kinds.end();
+  }
+  std::string hw_trace() const override { return hw_trace_state_; }
 
   // CUPTI callbacks (static, C linkage-compatible); nothing may throw out of them.
   static void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -215,6 +234,7 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
   // Enables every kind (RUNTIME and DRIVER one chosen call at a time where CUPTI can), then
   // reads the clock alignment for the records to come.
   Status EnableKinds() {
+    if (options_.hw_trace) EnableHwTrace();
     std::vector<CUpti_ActivityKind> api_kinds;
     for (CUpti_ActivityKind kind : options_.kinds) {
       if (options_.api_ids_only &&
@@ -251,6 +271,30 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
     return Status::Ok();
   }
 
+  // Before the kinds: kernel records then carry the hardware's timestamps. Looked up at run
+  // time (CUDA 13's CUPTI has it; it works on the GPUs CUPTI lists, Blackwell as of 13.0).
+  void EnableHwTrace() {
+    static const HwTraceSwitch enable_hw_trace = CuptiHwTraceSwitch();
+    const CUptiResult result =
+        enable_hw_trace != nullptr ? enable_hw_trace(1) : CUPTI_ERROR_NOT_SUPPORTED;
+    if (result == CUPTI_SUCCESS) {
+      hw_trace_on_ = true;
+      hw_trace_state_ = "on";
+      return;
+    }
+    const char* name = nullptr;
+    if (cuptiGetResultString(result, &name) != CUPTI_SUCCESS || name == nullptr) name = "?";
+    hw_trace_state_ = std::string("unavailable (") +
+                      (enable_hw_trace == nullptr ? "this CUPTI has no cuptiActivityEnableHWTrace"
+                                                  : name) +
+                      ")";
+    if (!warned_hw_trace_) {
+      warned_hw_trace_ = true;
+      std::cerr << "stepscope: CUPTI hardware trace " << hw_trace_state_
+                << "; kernels keep CUPTI's own timestamps\n";
+    }
+  }
+
   Status EnableKind(CUpti_ActivityKind kind) {
     const CUptiResult result = cuptiActivityEnable(kind);
     if (result != CUPTI_SUCCESS) {
@@ -280,6 +324,10 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
   }
 
   void DisableEnabled() {
+    if (hw_trace_on_) {
+      if (const HwTraceSwitch off = CuptiHwTraceSwitch()) (void)off(0);
+      hw_trace_on_ = false;
+    }
     if (api_ids_enabled_) (void)SwitchTracedApis(CuptiApiIdSwitch(), 0);
     api_ids_enabled_ = false;
     for (CUpti_ActivityKind kind : enabled_) (void)cuptiActivityDisable(kind);
@@ -321,6 +369,9 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
   bool api_ids_enabled_ = false;     // the TracedApis() ids are on (per-id mode)
   bool warned_api_fallback_ = false;  // the whole-kinds fallback was logged
   std::string api_records_;
+  bool hw_trace_on_ = false;
+  bool warned_hw_trace_ = false;
+  std::string hw_trace_state_;
   ClockAlignment clock_;
   std::mutex sink_mu_;  // guards sink_ and reported_refused_; taken by buffer deliveries
   ActivityRecordSink* sink_ = nullptr;

@@ -67,7 +67,22 @@ struct CuptiSourceOptions {
   // one id at a time. Where this CUPTI cannot, the whole kinds are enabled (every call recorded)
   // and one line goes to stderr; api_records() says which.
   bool api_ids_only = true;
+  // Kernel timestamps from the GPU's hardware trace (cuptiActivityEnableHWTrace) instead of
+  // CUPTI's instrumentation, where this CUPTI and GPU support it (checked at each enable; where
+  // not, one line to stderr and the usual timestamps). hw_trace() says which.
+  bool hw_trace = false;
 };
+
+// The profiler's cost decomposed (the trainer's --profile_level): what CUPTI records in a
+// profiled step, each level adding to the one before.
+enum class TraceLevel {
+  kAttached,  // CUPTI attached, no kind enabled, no op links pushed
+  kActivity,  // kernels, copies and memsets (not linked to ops: no API or link records)
+  kLaunches,  // + links, synchronisation, overhead, and the API records of TracedApis()
+  kAll,       // + every runtime and driver call's API record
+};
+// The source options for `level` (the other options left at their defaults).
+CuptiSourceOptions SourceOptionsFor(TraceLevel level);
 
 class CuptiActivitySource {
  public:
@@ -103,6 +118,10 @@ class CuptiActivitySource {
   // Which API calls are recorded, for the log: "67 chosen runtime/driver calls", "every runtime
   // and driver call (<why>)", or "none"; empty before the first Start/Resume.
   virtual std::string api_records() const { return {}; }
+  // Whether ops should push their external correlation ids: only when links are recorded.
+  virtual bool links_ops() const { return true; }
+  // "on", "off", or "unavailable (<why>)" (asked for, refused); empty before the first enable.
+  virtual std::string hw_trace() const { return {}; }
 };
 
 std::unique_ptr<CuptiActivitySource> MakeCuptiActivitySource(CuptiSourceOptions options = {});

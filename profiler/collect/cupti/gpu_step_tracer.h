@@ -85,6 +85,9 @@ class GpuStepTracer final : private ActivityRecordSink {
   uint64_t correlation_errors() const {
     return correlation_errors_.load(std::memory_order_relaxed);
   }
+  // What the source records, for the log (CuptiActivitySource::api_records, hw_trace).
+  std::string api_records() const { return source_->api_records(); }
+  std::string hw_trace() const { return source_->hw_trace(); }
 
  private:
   GpuStepTracer(std::unique_ptr<CuptiActivitySource> source,
@@ -97,6 +100,8 @@ class GpuStepTracer final : private ActivityRecordSink {
   std::unique_ptr<CuptiActivitySource> source_;
   std::mutex records_mu_;  // guards converter_'s records and keeping_; after the source's lock
   GpuActivityConverter converter_;
+  // The source records links (its kinds include EXTERNAL_CORRELATION): ops push their ids.
+  const bool links_ops_;
   bool keeping_ = false;   // inside a profiled step: records go to the converter
   // Between BeginStep's resume and EndStep: ops push correlation ids and register with the
   // converter. Set on the step's thread before the executors run its ops.

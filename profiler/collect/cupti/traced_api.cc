@@ -104,21 +104,30 @@ const char* kind_prefix(CUpti_ActivityKind kind) {
 
 std::span<const TracedApi> TracedApis() { return kTable; }
 
-ApiIdSwitch CuptiApiIdSwitch() {
+void* LookUpInCupti(const char* symbol) {
   // Looked up in the CUPTI library that holds cuptiActivityEnable rather than linked, so a build
-  // against an older CUPTI (or an older libcupti at run time) still runs, recording whole kinds.
-  ApiIdSwitch sw;
+  // against an older CUPTI (or an older libcupti at run time) still runs without the function.
   Dl_info info{};
   if (::dladdr(reinterpret_cast<void*>(&cuptiActivityEnable), &info) == 0 ||
       info.dli_fname == nullptr) {
-    return sw;
+    return nullptr;
   }
   void* cupti = ::dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
-  if (cupti == nullptr) return sw;
-  sw.runtime = reinterpret_cast<IdSwitchFn>(::dlsym(cupti, "cuptiActivityEnableRuntimeApi"));
-  sw.driver = reinterpret_cast<IdSwitchFn>(::dlsym(cupti, "cuptiActivityEnableDriverApi"));
+  if (cupti == nullptr) return nullptr;
+  void* found = ::dlsym(cupti, symbol);
   ::dlclose(cupti);  // NOLOAD took one more reference to the loaded library; this returns it
+  return found;
+}
+
+ApiIdSwitch CuptiApiIdSwitch() {
+  ApiIdSwitch sw;
+  sw.runtime = reinterpret_cast<IdSwitchFn>(LookUpInCupti("cuptiActivityEnableRuntimeApi"));
+  sw.driver = reinterpret_cast<IdSwitchFn>(LookUpInCupti("cuptiActivityEnableDriverApi"));
   return sw;
+}
+
+HwTraceSwitch CuptiHwTraceSwitch() {
+  return reinterpret_cast<HwTraceSwitch>(LookUpInCupti("cuptiActivityEnableHWTrace"));
 }
 
 ApiEnableResult SwitchTracedApis(const ApiIdSwitch& sw, uint8_t enable) {

@@ -52,6 +52,10 @@ struct ApiIdSwitch {
 // 12.x's CUPTI on); both null when this CUPTI lacks them.
 ApiIdSwitch CuptiApiIdSwitch();
 
+// CUPTI's cuptiActivityEnableHWTrace, null when this CUPTI lacks it.
+using HwTraceSwitch = CUptiResult (*)(uint8_t enable);
+HwTraceSwitch CuptiHwTraceSwitch();
+
 struct ApiEnableResult {
   bool per_id = false;      // true: only the table's ids are recorded
   std::string why_not;      // when !per_id: which call failed, for the log line
