@@ -552,6 +552,33 @@ TEST(StepProfilerGpuTest, WithoutDriverWarnsOnceAndRecordsHostOps) {
   std::filesystem::remove_all(options.dir);
 }
 
+// --profile_level host: CUPTI is never attached, so even without a driver there is no warning,
+// and the GPU step's trace holds its host op.
+TEST(StepProfilerGpuTest, HostLevelNeverAttachesCupti) {
+  testing::GpuTransferCounts transfers;
+  auto gpu = testing::MakeHostMemoryGpuDevice(0, &transfers);
+  const runtime::Node node{"tower_0/MatMul", "MatMul", {"tower_0/x", "tower_0/w"}};
+  ProfileOptions options;
+  options.enabled = true;
+  options.level = ProfileLevel::kHost;
+  options.dir = testing::ScratchDir("gpu_host_level_profiler").string();
+  StepProfiler profiler(options, "lstm_small");
+  ::testing::internal::CaptureStderr();
+  profiler.BeginStep(1, {gpu.get()});
+  RunOneOp(*gpu, node);
+  auto path = profiler.EndStep();
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  EXPECT_EQ(profiler.last_gpu_note(), "");
+  auto bytes = ReadFile(*path);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  tf::RunMetadata metadata;
+  ASSERT_TRUE(metadata.ParseFromString(*bytes));
+  ASSERT_EQ(metadata.step_stats().dev_stats_size(), 1);
+  EXPECT_EQ(metadata.step_stats().dev_stats(0).node_stats(0).node_name(), node.name);
+  std::filesystem::remove_all(options.dir);
+}
+
 // A copy from the host into a GPU is staged through pinned memory (runtime/transfers.h), and its
 // MEMCPY record says so, as TF labels its copies; into a CPU device it reads pageable memory.
 TEST(StepProfilerGpuTest, HostCopiesIntoAGpuAreRecordedFromPinnedMemory) {

@@ -20,6 +20,7 @@
 #ifdef STEPSCOPE_WITH_CUPTI
 #include "profiler/collect/cupti/cupti_activity_source.h"
 #include "profiler/collect/cupti/gpu_step_tracer.h"
+#include "profiler/collect/cupti/traced_api.h"
 #endif
 
 namespace stepscope::trainer {
@@ -56,6 +57,30 @@ std::string DescribeDrops(const collect::cupti::ConversionStats& s) {
   return " (" + std::to_string(s.dropped_by_cupti) + " by CUPTI, " +
          std::to_string(s.dropped_buffers) + " buffers refused, " +
          std::to_string(s.dropped_by_record_limit) + " over the record limit)";
+}
+
+collect::cupti::TraceLevel ToTraceLevel(ProfileLevel level) {
+  switch (level) {
+    case ProfileLevel::kAttached: return collect::cupti::TraceLevel::kAttached;
+    case ProfileLevel::kActivity: return collect::cupti::TraceLevel::kActivity;
+    case ProfileLevel::kAll: return collect::cupti::TraceLevel::kAll;
+    case ProfileLevel::kHost:  // never traced
+    case ProfileLevel::kLaunches: break;
+  }
+  return collect::cupti::TraceLevel::kLaunches;
+}
+
+// What this run's CUPTI records, and the step's API records per call: "; level launches
+// (67 chosen runtime/driver calls, hw trace off); api_ids runtime:cudaLaunchKernel_v7000=700,..."
+// (no spaces in the histogram, so a log reader takes the word after "api_ids").
+std::string DescribeRecording(const ProfileOptions& options,
+                              const collect::cupti::GpuStepTracer& tracer,
+                              const collect::cupti::GpuStepSummary& step) {
+  const std::string api = tracer.api_records(), hw = tracer.hw_trace();
+  return std::string("; level ") + ProfileLevelName(options.level) + " (API records: " +
+         (api.empty() ? "none" : api) + ", hw trace " + (hw.empty() ? "off" : hw) +
+         (options.stay_attached ? ", attached between steps" : "") + "); api_ids " +
+         collect::cupti::FormatApiHistogram(step.stats.api_ids);
 }
 
 std::string DescribeGpuStep(const collect::cupti::GpuStepSummary& step) {
@@ -146,9 +171,15 @@ void StepProfiler::BeginGpuStep() {
   const bool has_gpu = std::any_of(devices_.begin(), devices_.end(), [](const runtime::Device* d) {
     return d->kind() == runtime::DeviceKind::kGpu;
   });
-  if (!has_gpu || gpu_->failed) return;
+  // --profile_level host: CUPTI is never attached, the traces hold host ops only.
+  if (!has_gpu || gpu_->failed || options_.level == ProfileLevel::kHost) return;
   if (gpu_->tracer == nullptr) {
-    auto tracer = collect::cupti::GpuStepTracer::Start(collect::cupti::MakeCuptiActivitySource());
+    collect::cupti::CuptiSourceOptions source_options =
+        collect::cupti::SourceOptionsFor(ToTraceLevel(options_.level));
+    source_options.hw_trace = options_.hw_trace;
+    source_options.detach_when_paused = !options_.stay_attached;
+    auto tracer = collect::cupti::GpuStepTracer::Start(
+        collect::cupti::MakeCuptiActivitySource(std::move(source_options)));
     if (!tracer.ok()) {
       GpuTracingFailed(tracer.status());
       return;
@@ -193,7 +224,7 @@ StatusOr<std::string> StepProfiler::EndStep() {
     // The same offset as the host ops, so GPU lanes share their timeline.
     auto gpu_step = gpu_->tracer->EndStep(clock_offset_ns_, &metadata);
     if (gpu_step.ok()) {
-      last_gpu_note_ = DescribeGpuStep(*gpu_step);
+      last_gpu_note_ = DescribeGpuStep(*gpu_step) + DescribeRecording(options_, *gpu_->tracer, *gpu_step);
     } else {
       GpuTracingFailed(gpu_step.status());
     }
