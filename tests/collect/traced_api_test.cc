@@ -10,6 +10,8 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -121,10 +123,10 @@ TEST(TracedApiTest, EveryDriverLaunchOfTheLinkedCublasIsRecorded) {
       const size_t end = bytes.find('\0', at);
       if (end == std::string::npos || end - at > 64) continue;
       const std::string name = bytes.substr(at, end - at);
-      if (name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
-          std::string::npos) {
-        continue;
-      }
+      const auto identifier = [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+      };
+      if (!std::all_of(name.begin(), name.end(), identifier)) continue;
       // Host functions run on the CPU: no kernel to link.
       if (name.rfind("cuLaunchHostFunc", 0) == 0) continue;
       launches.insert(name);

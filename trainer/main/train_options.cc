@@ -76,7 +76,8 @@ Status ParseProfileLevel(const std::string& text, ProfileOptions* o) {
   if (!found) return bad("unknown level '" + name + "'");
   while (plus != std::string::npos) {
     const size_t next = text.find('+', plus + 1);
-    const std::string option = text.substr(plus + 1, next == std::string::npos ? next : next - plus - 1);
+    const size_t length = next == std::string::npos ? next : next - plus - 1;
+    const std::string option = text.substr(plus + 1, length);
     if (option == "hw") {
       o->hw_trace = true;
     } else if (option == "stay") {
