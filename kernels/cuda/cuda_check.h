@@ -34,14 +34,18 @@ Status CudaCallStatus(cublasStatus_t error, const char* call, const char* file, 
 // Returns the failing call as a Status from the enclosing Status-returning function.
 #define STEPSCOPE_CUDA_CHECK(expr) STEPSCOPE_CUDA_CHECK_AS(expr, #expr)
 
-// kernel<<<grid, block, shared_bytes, stream>>>(args...), then the launch check.
-// A successful launch does not reset the thread's last error, so an earlier failed call
-// (already reported by its own check, e.g. an allocation that a caching allocator retries)
-// would come back as this launch's failure: the pending error is cleared first. A sticky error
-// (a broken context) cannot be cleared and still fails the launch.
-#define STEPSCOPE_CUDA_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)        \
+// kernel<<<grid, block, shared_bytes, stream>>>(args...) with one check: cudaLaunchKernelEx
+// returns the launch's own error, so no cudaGetLastError is needed before (an earlier failed
+// call, already reported by its own check, e.g. an allocation that a caching allocator retries,
+// is not taken for this launch's) or after. A sticky error (a broken context) still fails the
+// launch. One runtime call per launch (cudaLaunchKernelExC under CUPTI).
+#define STEPSCOPE_CUDA_LAUNCH(kernel, grid_, block_, shared_bytes_, stream_, ...)    \
   do {                                                                               \
-    (void)cudaGetLastError();                                                        \
-    kernel<<<(grid), (block), (shared_bytes), (stream)>>>(__VA_ARGS__);              \
-    STEPSCOPE_CUDA_CHECK_AS(cudaGetLastError(), "launch of " #kernel);               \
+    cudaLaunchConfig_t _launch_config{};                                             \
+    _launch_config.gridDim = dim3(grid_);                                            \
+    _launch_config.blockDim = dim3(block_);                                          \
+    _launch_config.dynamicSmemBytes = (shared_bytes_);                               \
+    _launch_config.stream = (stream_);                                               \
+    STEPSCOPE_CUDA_CHECK_AS(cudaLaunchKernelEx(&_launch_config, kernel, __VA_ARGS__), \
+                            "launch of " #kernel);                                   \
   } while (0)

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_runtime_calls.h"
 #include "kernels/cuda/cuda_util.cuh"
 
 namespace stepscope::kernels {
@@ -101,7 +102,7 @@ StatusOr<std::unique_ptr<CudaContext>> CudaContext::Create(int device) {
   }
   std::unique_ptr<CudaContext> ctx(new CudaContext());
   ctx->device_ = device;
-  STEPSCOPE_CUDA_CHECK(cudaSetDevice(device));
+  STEPSCOPE_CUDA_CHECK_AS(SetDevice(device), "cudaSetDevice(device)");
   STEPSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream_, cudaStreamNonBlocking));
   STEPSCOPE_CUDA_CHECK(cublasCreate(&ctx->cublas_));
   STEPSCOPE_CUDA_CHECK(cublasSetStream(ctx->cublas_, ctx->stream_));

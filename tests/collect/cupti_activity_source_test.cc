@@ -30,6 +30,23 @@ TEST(CuptiActivitySourceTest, DefaultKindsFollowFormats) {
   EXPECT_EQ(kinds.front(), CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
 }
 
+// --profile_level: each level adds to the one before; only levels with links push op ids.
+TEST(CuptiActivitySourceTest, LevelsDecomposeTheDefaultKinds) {
+  using K = std::vector<CUpti_ActivityKind>;
+  EXPECT_TRUE(SourceOptionsFor(TraceLevel::kAttached).kinds.empty());
+  EXPECT_EQ(SourceOptionsFor(TraceLevel::kActivity).kinds,
+            (K{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+               CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET}));
+  const CuptiSourceOptions launches = SourceOptionsFor(TraceLevel::kLaunches);
+  EXPECT_EQ(launches.kinds, DefaultActivityKinds());
+  EXPECT_TRUE(launches.api_ids_only);
+  const CuptiSourceOptions all = SourceOptionsFor(TraceLevel::kAll);
+  EXPECT_EQ(all.kinds, DefaultActivityKinds());
+  EXPECT_FALSE(all.api_ids_only);
+  EXPECT_FALSE(MakeCuptiActivitySource(SourceOptionsFor(TraceLevel::kActivity))->links_ops());
+  EXPECT_TRUE(MakeCuptiActivitySource(SourceOptionsFor(TraceLevel::kLaunches))->links_ops());
+}
+
 TEST(CuptiActivitySourceTest, StartWithoutDriverIsUnavailable) {
   if (DriverPresent()) GTEST_SKIP() << "an NVIDIA driver is installed here";
   GpuActivityConverter converter(ClockAlignment{});

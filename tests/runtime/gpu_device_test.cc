@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/cuda/cuda_runtime_calls.h"
 #include "trainer/models/lstm_model.h"
 #include "trainer/runtime/cuda/cuda_allocators.h"
 #include "trainer/runtime/cuda/gpu_device.h"
@@ -192,6 +193,70 @@ TEST(GpuDevices, DeviceHoldsContextStreamsAndAllocators) {
     losses[which++] = step->loss;
   }
   EXPECT_NEAR(losses[0], losses[1], 1e-4 * losses[1]);
+}
+
+// The real runtime calls, counted: after the first copy a host copy makes five (no cudaSetDevice,
+// no event created or destroyed), and kernels on the current device set it no more.
+struct RealCallCounts {
+  static inline int set_device = 0, create = 0, destroy = 0, other = 0;
+  static const kernels::CudaRuntimeCalls& Real() { return kernels::RealCudaRuntimeCalls(); }
+  static kernels::CudaRuntimeCalls Counting() {
+    kernels::CudaRuntimeCalls calls = Real();
+    calls.set_device = [](int d) {
+      ++set_device;
+      return Real().set_device(d);
+    };
+    calls.event_create_with_flags = [](cudaEvent_t* e, unsigned int f) {
+      ++create;
+      return Real().event_create_with_flags(e, f);
+    };
+    calls.event_destroy = [](cudaEvent_t e) {
+      ++destroy;
+      return Real().event_destroy(e);
+    };
+    calls.event_record = [](cudaEvent_t e, cudaStream_t s) {
+      ++other;
+      return Real().event_record(e, s);
+    };
+    calls.event_synchronize = [](cudaEvent_t e) {
+      ++other;
+      return Real().event_synchronize(e);
+    };
+    calls.stream_wait_event = [](cudaStream_t s, cudaEvent_t e, unsigned int f) {
+      ++other;
+      return Real().stream_wait_event(s, e, f);
+    };
+    calls.memcpy_async = [](void* d, const void* src, size_t n, cudaMemcpyKind k, cudaStream_t s) {
+      ++other;
+      return Real().memcpy_async(d, src, n, k, s);
+    };
+    return calls;
+  }
+};
+
+TEST(GpuDevices, HostCopiesAndKernelsMakeFewRuntimeCalls) {
+  if (!ProbeGpus().has_gpu()) GTEST_SKIP() << "no GPU on this machine";
+  auto devices = CreateDevices(*ParseDeviceSpec("gpu:0"));
+  ASSERT_TRUE(devices.ok()) << devices.status().message();
+  const Device& device = *(*devices)[0];
+  auto tensor = device.Allocate(DType::kFloat32, {4096});
+  ASSERT_TRUE(tensor.ok()) << tensor.status().message();
+  std::vector<float> host(4096, 2.5f), back(4096, 0.0f);
+  ASSERT_TRUE(CopyFromHost<float>(device, host, *tensor).ok());  // pools the events
+  kernels::CudaCalls() = RealCallCounts::Counting();
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(
+        device.gpu()->CopyHostToDevice(host.data(), tensor->data<float>(), tensor->bytes()).ok());
+    ASSERT_TRUE(device.gpu()->MakeCurrent().ok());  // what every kernel launch does first
+    ASSERT_TRUE(
+        device.gpu()->CopyDeviceToHost(tensor->data<float>(), back.data(), tensor->bytes()).ok());
+  }
+  kernels::CudaCalls() = kernels::RealCudaRuntimeCalls();
+  EXPECT_EQ(back, host);
+  EXPECT_EQ(RealCallCounts::set_device, 0);
+  EXPECT_EQ(RealCallCounts::create, 0);
+  EXPECT_EQ(RealCallCounts::destroy, 0);
+  EXPECT_EQ(RealCallCounts::other, 20 * 5);
 }
 
 }  // namespace

@@ -140,8 +140,10 @@ class SyntheticCuptiSource final : public cupti::CuptiActivitySource {
   }
 
   bool tracing() const { return tracing_; }
+  bool links_ops() const override { return links_; }
 
   bool fail_pushes_ = false, fail_resume_ = false;
+  bool links_ = true;  // false: a level that records no links (--profile_level attached/activity)
   int pushes_ = 0, pops_ = 0, flushes_ = 0, pauses_ = 0, resumes_ = 0;
   int calls_while_off_ = 0;  // pushes and pops made while tracing was off
   std::vector<uint64_t> pushed_;
@@ -183,8 +185,9 @@ struct Started {
   SyntheticCuptiSource* source = nullptr;  // owned by the tracer
 };
 
-Started StartSynthetic() {
+Started StartSynthetic(bool links_ops = true) {
   auto owned = std::make_unique<SyntheticCuptiSource>();
+  owned->links_ = links_ops;
   SyntheticCuptiSource* source = owned.get();
   auto tracer = GpuStepTracer::Start(std::move(owned));
   EXPECT_TRUE(tracer.ok()) << tracer.status().message();
@@ -209,6 +212,30 @@ const tf::NodeExecStats* FindNode(const tf::DeviceStepStats& lane, const std::st
     if (node.node_name() == name) return &node;
   }
   return nullptr;
+}
+
+// Levels that record no links (kernels and copies only, or CUPTI attached with nothing): ops
+// make no CUPTI call and register nothing; their kernels still come out, unlinked.
+TEST(GpuStepTracerTest, WithoutLinksOpsMakeNoCuptiCall) {
+  Started started = StartSynthetic(/*links_ops=*/false);
+  ASSERT_NE(started.tracer, nullptr);
+  collect::StepCollector collector;
+  collector.BeginStep(2);
+  ASSERT_TRUE(started.tracer->BeginStep().ok());
+  const HostOp op{"lstm/MatMul", "MatMul", {}, kHostAtStart + 100'000};
+  collector.BeginOp(&kGpuDevice, &op.name, &op.type, &op.inputs, op.start_ns);
+  started.tracer->OnOpStart(op.name, op.type, op.start_ns);
+  started.source->LaunchKernel(7, op.start_ns + 5'000, 3'500, "volta_sgemm_128x64_nn");
+  started.tracer->OnOpEnd();
+  collector.EndOp(op.start_ns + 20'000);
+  tf::RunMetadata metadata = collector.FinishStep(kEpochOffset);
+  auto summary = started.tracer->EndStep(kEpochOffset, &metadata);
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  EXPECT_EQ(started.source->pushes_, 0);
+  EXPECT_EQ(started.source->pops_, 0);
+  EXPECT_EQ(summary->stats.kernels, 1u);
+  EXPECT_EQ(summary->stats.unlinked_records, 1u);
+  EXPECT_EQ(summary->linked_host_ops, 0u);
 }
 
 TEST(GpuStepTracerTest, OpsGetTheirKernelsAndCopiesOnGpuLanesOnTheHostClock) {
@@ -522,6 +549,33 @@ TEST(StepProfilerGpuTest, WithoutDriverWarnsOnceAndRecordsHostOps) {
     EXPECT_EQ(dev.node_stats(0).correlation_id(), 0u);
     EXPECT_EQ(metadata.stepscope_session().dropped_gpu_records(), 0u);
   }
+  std::filesystem::remove_all(options.dir);
+}
+
+// --profile_level host: CUPTI is never attached, so even without a driver there is no warning,
+// and the GPU step's trace holds its host op.
+TEST(StepProfilerGpuTest, HostLevelNeverAttachesCupti) {
+  testing::GpuTransferCounts transfers;
+  auto gpu = testing::MakeHostMemoryGpuDevice(0, &transfers);
+  const runtime::Node node{"tower_0/MatMul", "MatMul", {"tower_0/x", "tower_0/w"}};
+  ProfileOptions options;
+  options.enabled = true;
+  options.level = ProfileLevel::kHost;
+  options.dir = testing::ScratchDir("gpu_host_level_profiler").string();
+  StepProfiler profiler(options, "lstm_small");
+  ::testing::internal::CaptureStderr();
+  profiler.BeginStep(1, {gpu.get()});
+  RunOneOp(*gpu, node);
+  auto path = profiler.EndStep();
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  EXPECT_EQ(profiler.last_gpu_note(), "");
+  auto bytes = ReadFile(*path);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  tf::RunMetadata metadata;
+  ASSERT_TRUE(metadata.ParseFromString(*bytes));
+  ASSERT_EQ(metadata.step_stats().dev_stats_size(), 1);
+  EXPECT_EQ(metadata.step_stats().dev_stats(0).node_stats(0).node_name(), node.name);
   std::filesystem::remove_all(options.dir);
 }
 

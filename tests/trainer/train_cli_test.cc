@@ -29,6 +29,41 @@ namespace {
 
 StatusOr<TrainOptions> Parse(std::vector<std::string> args) { return ParseTrainOptions(args); }
 
+// --profile_level LEVEL[+hw][+stay]: the profiler's cost taken apart on a GPU.
+TEST(TrainOptions, ProfileLevelParsesLevelsAndOptions) {
+  auto plain = Parse({"--profile"});
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->profile.level, ProfileLevel::kLaunches);
+  EXPECT_FALSE(plain->profile.hw_trace);
+  EXPECT_FALSE(plain->profile.stay_attached);
+  for (ProfileLevel level : {ProfileLevel::kHost, ProfileLevel::kAttached, ProfileLevel::kActivity,
+                             ProfileLevel::kLaunches, ProfileLevel::kAll}) {
+    auto parsed = Parse({"--profile", "--profile_level", ProfileLevelName(level)});
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+    EXPECT_EQ(parsed->profile.level, level);
+  }
+  auto both = Parse({"--profile", "--profile_level", "activity+stay+hw"});
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  EXPECT_EQ(both->profile.level, ProfileLevel::kActivity);
+  EXPECT_TRUE(both->profile.hw_trace);
+  EXPECT_TRUE(both->profile.stay_attached);
+  for (const auto& [value, message] : std::vector<std::pair<std::string, std::string>>{
+           {"everything", "unknown level 'everything'"},
+           {"all+fast", "unknown option '+fast'"},
+           {"host+hw", "host attaches no CUPTI"},
+           {"launches+", "unknown option '+'"}}) {
+    auto bad = Parse({"--profile", "--profile_level", value});
+    ASSERT_FALSE(bad.ok()) << value;
+    EXPECT_EQ(ExitCodeFor(bad.status()), 2) << value;
+    EXPECT_NE(bad.status().message().find("--profile_level " + value + ": " + message),
+              std::string::npos)
+        << bad.status().message();
+  }
+  auto alone = Parse({"--profile_level", "all"});
+  ASSERT_FALSE(alone.ok());
+  EXPECT_NE(alone.status().message().find("--profile_level needs --profile"), std::string::npos);
+}
+
 TEST(TrainOptions, BadFlagsAreInvalidInputNamingTheFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--model", "vgg"}, "--model vgg"},

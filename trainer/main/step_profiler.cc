@@ -20,6 +20,7 @@
 #ifdef STEPSCOPE_WITH_CUPTI
 #include "profiler/collect/cupti/cupti_activity_source.h"
 #include "profiler/collect/cupti/gpu_step_tracer.h"
+#include "profiler/collect/cupti/traced_api.h"
 #endif
 
 namespace stepscope::trainer {
@@ -58,7 +59,34 @@ std::string DescribeDrops(const collect::cupti::ConversionStats& s) {
          std::to_string(s.dropped_by_record_limit) + " over the record limit)";
 }
 
-std::string DescribeGpuStep(const collect::cupti::GpuStepSummary& step) {
+collect::cupti::TraceLevel ToTraceLevel(ProfileLevel level) {
+  switch (level) {
+    case ProfileLevel::kAttached: return collect::cupti::TraceLevel::kAttached;
+    case ProfileLevel::kActivity: return collect::cupti::TraceLevel::kActivity;
+    case ProfileLevel::kAll: return collect::cupti::TraceLevel::kAll;
+    case ProfileLevel::kHost:  // never traced
+    case ProfileLevel::kLaunches: break;
+  }
+  return collect::cupti::TraceLevel::kLaunches;
+}
+
+// What this run's CUPTI records, and the step's API records per call: "level launches (API
+// records: 67 chosen runtime/driver calls, hw trace off); api_ids
+// runtime:cudaLaunchKernel_v7000=700,driver:cuLaunchKernelEx=120" (no space or ';' in the
+// histogram: a log reader takes what follows "api_ids " up to the next ';').
+std::string DescribeRecording(const ProfileOptions& options,
+                              const collect::cupti::GpuStepTracer& tracer,
+                              const collect::cupti::GpuStepSummary& step) {
+  const std::string api = tracer.api_records(), hw = tracer.hw_trace();
+  return std::string("level ") + ProfileLevelName(options.level) + " (API records: " +
+         (api.empty() ? "none" : api) + ", hw trace " + (hw.empty() ? "off" : hw) +
+         (options.stay_attached ? ", attached between steps" : "") + "); api_ids " +
+         collect::cupti::FormatApiHistogram(step.stats.api_ids);
+}
+
+// `recording` goes before the drop count, which scripts/gpu/figures.py reads as the line's end.
+std::string DescribeGpuStep(const collect::cupti::GpuStepSummary& step,
+                            const std::string& recording) {
   const collect::cupti::ConversionStats& s = step.stats;
   const uint64_t records = s.kernels + s.memcpys + s.memsets + s.api_records +
                            s.external_correlations + s.other_records;
@@ -67,7 +95,7 @@ std::string DescribeGpuStep(const collect::cupti::GpuStepSummary& step) {
          " memsets, " + std::to_string(s.api_records) + " API calls, " +
          std::to_string(s.other_records) + " other), " +
          std::to_string(s.linked_records) + " linked to " + std::to_string(step.linked_host_ops) +
-         " ops, " + std::to_string(s.unlinked_records) + " unlinked, " +
+         " ops, " + std::to_string(s.unlinked_records) + " unlinked; " + recording + "; " +
          std::to_string(s.dropped_total()) + " dropped" + DescribeDrops(s) +
          (step.dropped_between_steps == 0
               ? ""
@@ -146,9 +174,15 @@ void StepProfiler::BeginGpuStep() {
   const bool has_gpu = std::any_of(devices_.begin(), devices_.end(), [](const runtime::Device* d) {
     return d->kind() == runtime::DeviceKind::kGpu;
   });
-  if (!has_gpu || gpu_->failed) return;
+  // --profile_level host: CUPTI is never attached, the traces hold host ops only.
+  if (!has_gpu || gpu_->failed || options_.level == ProfileLevel::kHost) return;
   if (gpu_->tracer == nullptr) {
-    auto tracer = collect::cupti::GpuStepTracer::Start(collect::cupti::MakeCuptiActivitySource());
+    collect::cupti::CuptiSourceOptions source_options =
+        collect::cupti::SourceOptionsFor(ToTraceLevel(options_.level));
+    source_options.hw_trace = options_.hw_trace;
+    source_options.detach_when_paused = !options_.stay_attached;
+    auto tracer = collect::cupti::GpuStepTracer::Start(
+        collect::cupti::MakeCuptiActivitySource(std::move(source_options)));
     if (!tracer.ok()) {
       GpuTracingFailed(tracer.status());
       return;
@@ -193,7 +227,8 @@ StatusOr<std::string> StepProfiler::EndStep() {
     // The same offset as the host ops, so GPU lanes share their timeline.
     auto gpu_step = gpu_->tracer->EndStep(clock_offset_ns_, &metadata);
     if (gpu_step.ok()) {
-      last_gpu_note_ = DescribeGpuStep(*gpu_step);
+      last_gpu_note_ =
+          DescribeGpuStep(*gpu_step, DescribeRecording(options_, *gpu_->tracer, *gpu_step));
     } else {
       GpuTracingFailed(gpu_step.status());
     }

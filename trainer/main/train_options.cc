@@ -56,6 +56,43 @@ std::optional<trace::OutputFormat> ParseTraceFormat(std::string_view name) {
   return trace::ParseOutputFormat(name);
 }
 
+// "launches", "activity+hw", "all+stay+hw", ...
+Status ParseProfileLevel(const std::string& text, ProfileOptions* o) {
+  const auto bad = [&](const std::string& why) {
+    return InvalidInput("--profile_level " + text + ": " + why +
+                        " (expected host, attached, activity, launches or all, then "
+                        "optionally +hw and +stay)");
+  };
+  size_t plus = text.find('+');
+  const std::string name = text.substr(0, plus);
+  bool found = false;
+  for (ProfileLevel level : {ProfileLevel::kHost, ProfileLevel::kAttached, ProfileLevel::kActivity,
+                             ProfileLevel::kLaunches, ProfileLevel::kAll}) {
+    if (name == ProfileLevelName(level)) {
+      o->level = level;
+      found = true;
+    }
+  }
+  if (!found) return bad("unknown level '" + name + "'");
+  while (plus != std::string::npos) {
+    const size_t next = text.find('+', plus + 1);
+    const size_t length = next == std::string::npos ? next : next - plus - 1;
+    const std::string option = text.substr(plus + 1, length);
+    if (option == "hw") {
+      o->hw_trace = true;
+    } else if (option == "stay") {
+      o->stay_attached = true;
+    } else {
+      return bad("unknown option '+" + option + "'");
+    }
+    plus = next;
+  }
+  if (o->level == ProfileLevel::kHost && (o->hw_trace || o->stay_attached)) {
+    return bad("host attaches no CUPTI, so +hw and +stay mean nothing there");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 const std::vector<FlagSpec>& ProfileFlagSpecs() {
@@ -65,8 +102,22 @@ const std::vector<FlagSpec>& ProfileFlagSpecs() {
       {"profile_every", "K", "also profile every K-th step"},
       {"profile_dir", "DIR", "where traces go (default traces/)"},
       {"trace_format", "FORMAT", "pb (default), pbtxt, or chrome (Perfetto-ready JSON)"},
+      {"profile_level", "LEVEL",
+       "GPU recording of profiled steps: host, attached, activity, launches (default) or all; "
+       "+hw for the hardware trace, +stay to keep CUPTI attached between profiled steps"},
   };
   return specs;
+}
+
+const char* ProfileLevelName(ProfileLevel level) {
+  switch (level) {
+    case ProfileLevel::kHost: return "host";
+    case ProfileLevel::kAttached: return "attached";
+    case ProfileLevel::kActivity: return "activity";
+    case ProfileLevel::kLaunches: return "launches";
+    case ProfileLevel::kAll: return "all";
+  }
+  return "?";
 }
 
 StatusOr<ProfileOptions> ParseProfileOptions(const ParsedArgs& args) {
@@ -85,6 +136,10 @@ StatusOr<ProfileOptions> ParseProfileOptions(const ParsedArgs& args) {
   o.format = *parsed_format;
   if (!o.enabled && (args.Has("profile_steps") || args.Has("profile_every"))) {
     return InvalidInput("--profile_steps and --profile_every need --profile");
+  }
+  if (auto level = args.Get("profile_level")) {
+    if (!o.enabled) return InvalidInput("--profile_level needs --profile");
+    RETURN_IF_ERROR(ParseProfileLevel(*level, &o));
   }
   return o;
 }

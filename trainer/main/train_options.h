@@ -12,8 +12,22 @@
 
 namespace stepscope::trainer {
 
+// --profile_level: how much of a GPU's work the profiled steps record, each level adding to the
+// one before, so that a GPU run can take the profiler's cost apart (docs/gpu.md).
+enum class ProfileLevel {
+  kHost,      // host ops only: CUPTI is never attached
+  kAttached,  // CUPTI attached in profiled steps, nothing enabled
+  kActivity,  // kernels, copies and memsets, not linked to ops
+  kLaunches,  // + op links, and the API records of the launches, copies, syncs, allocations
+  kAll,       // + every runtime and driver call's API record
+};
+const char* ProfileLevelName(ProfileLevel level);
+
 struct ProfileOptions {
   bool enabled = false;
+  ProfileLevel level = ProfileLevel::kLaunches;
+  bool hw_trace = false;       // "+hw": kernel times from the GPU's hardware trace where it has one
+  bool stay_attached = false;  // "+stay": CUPTI stays attached between profiled steps
   std::set<int64_t> steps;    // 1-based step numbers; empty with every==0: one step after warm-up
   int64_t every = 0;          // also every K-th step
   std::string dir = "traces";
@@ -22,7 +36,8 @@ struct ProfileOptions {
 };
 
 const std::vector<FlagSpec>& ProfileFlagSpecs();
-// Parses --profile, --profile_steps 5,10-12, --profile_every K, --profile_dir, --trace_format.
+// Parses --profile, --profile_steps 5,10-12, --profile_every K, --profile_dir, --trace_format,
+// --profile_level LEVEL[+hw][+stay].
 StatusOr<ProfileOptions> ParseProfileOptions(const ParsedArgs& args);
 
 // Whether 1-based `step` is profiled, given the warm-up steps of the run.

@@ -4,7 +4,9 @@
 //   RETURN_IF_ERROR(RunKernel(device, [&](const auto& ctx) {
 //     return kernels::Relu(ctx, x.in<float>(), y.view<float>());
 //   }));
-// On a GPU the call enqueues and returns; the device's thread is made current on its GPU first.
+// On a GPU the call enqueues and returns; the device's GPU is made current on the calling thread
+// first, which costs a cudaSetDevice only when the thread last set another GPU
+// (kernels/cuda/cuda_runtime_calls.h), and the launch itself is one checked runtime call.
 #pragma once
 
 #include "base/status.h"

@@ -2,12 +2,14 @@
 #include "profiler/collect/cupti/cupti_activity_source.h"
 
 #include "profiler/collect/cupti/activity_buffer_pool.h"
+#include "profiler/collect/cupti/traced_api.h"
 
 #include <cupti.h>
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
+#include <iostream>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -20,6 +22,20 @@ std::vector<CUpti_ActivityKind> DefaultActivityKinds() {
           CUPTI_ACTIVITY_KIND_MEMCPY2,               CUPTI_ACTIVITY_KIND_MEMSET,
           CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,       CUPTI_ACTIVITY_KIND_OVERHEAD,
           CUPTI_ACTIVITY_KIND_RUNTIME,               CUPTI_ACTIVITY_KIND_DRIVER};
+}
+
+CuptiSourceOptions SourceOptionsFor(TraceLevel level) {
+  CuptiSourceOptions options;
+  switch (level) {
+    case TraceLevel::kAttached: options.kinds.clear(); break;
+    case TraceLevel::kActivity:
+      options.kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                       CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET};
+      break;
+    case TraceLevel::kLaunches: break;
+    case TraceLevel::kAll: options.api_ids_only = false; break;
+  }
+  return options;
 }
 
 Status CuptiCallStatus(CUptiResult result, const char* call, const char* file, int line) {
@@ -185,6 +201,12 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
 
   ClockAlignment clock_alignment() const override { return clock_; }
   uint64_t dropped_while_off() const override { return dropped_while_off_; }
+  std::string api_records() const override { return api_records_; }
+  bool links_ops() const override {
+    return std::find(options_.kinds.begin(), options_.kinds.end(),
+                     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) != options_.kinds.end();
+  }
+  std::string hw_trace() const override { return hw_trace_state_; }
 
   // CUPTI callbacks (static, C linkage-compatible); nothing may throw out of them.
   static void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -209,16 +231,36 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
     return Status::Ok();
   }
 
-  // Enables every kind, then reads the clock alignment for the records to come.
+  // Enables every kind (RUNTIME and DRIVER one chosen call at a time where CUPTI can), then
+  // reads the clock alignment for the records to come.
   Status EnableKinds() {
+    if (options_.hw_trace) EnableHwTrace();
+    std::vector<CUpti_ActivityKind> api_kinds;
     for (CUpti_ActivityKind kind : options_.kinds) {
-      const CUptiResult result = cuptiActivityEnable(kind);
-      if (result != CUPTI_SUCCESS) {
-        return CuptiCallStatus(
-            result, ("cuptiActivityEnable(kind " + std::to_string(kind) + ")").c_str(), __FILE__,
-            __LINE__);
+      if (options_.api_ids_only &&
+          (kind == CUPTI_ACTIVITY_KIND_RUNTIME || kind == CUPTI_ACTIVITY_KIND_DRIVER)) {
+        api_kinds.push_back(kind);
+        continue;
       }
-      enabled_.push_back(kind);
+      RETURN_IF_ERROR(EnableKind(kind));
+    }
+    if (!api_kinds.empty()) {
+      const ApiEnableResult ids = SwitchTracedApis(CuptiApiIdSwitch(), 1);
+      if (ids.per_id) {
+        api_ids_enabled_ = true;
+        api_records_ = std::to_string(ids.enabled) + " chosen runtime/driver calls";
+      } else {
+        if (!warned_api_fallback_) {
+          warned_api_fallback_ = true;
+          std::cerr << "stepscope: CUPTI records every runtime and driver call (more host time "
+                       "per call): "
+                    << ids.why_not << "\n";
+        }
+        for (CUpti_ActivityKind kind : api_kinds) RETURN_IF_ERROR(EnableKind(kind));
+        api_records_ = "every runtime and driver call (" + ids.why_not + ")";
+      }
+    } else {
+      api_records_ = "none";
     }
     // One reading of both clocks; the host reading is the midpoint around CUPTI's.
     uint64_t cupti_ns = 0;
@@ -226,6 +268,41 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
     STEPSCOPE_CUPTI_RETURN_IF_ERROR(cuptiGetTimestamp(&cupti_ns));
     const int64_t after = options_.host_clock();
     clock_ = ClockAlignment{static_cast<int64_t>(cupti_ns), before + (after - before) / 2};
+    return Status::Ok();
+  }
+
+  // Before the kinds: kernel records then carry the hardware's timestamps. Looked up at run
+  // time (CUDA 13's CUPTI has it; it works on the GPUs CUPTI lists, Blackwell as of 13.0).
+  void EnableHwTrace() {
+    static const HwTraceSwitch enable_hw_trace = CuptiHwTraceSwitch();
+    const CUptiResult result =
+        enable_hw_trace != nullptr ? enable_hw_trace(1) : CUPTI_ERROR_NOT_SUPPORTED;
+    if (result == CUPTI_SUCCESS) {
+      hw_trace_on_ = true;
+      hw_trace_state_ = "on";
+      return;
+    }
+    const char* name = nullptr;
+    if (cuptiGetResultString(result, &name) != CUPTI_SUCCESS || name == nullptr) name = "?";
+    hw_trace_state_ = std::string("unavailable (") +
+                      (enable_hw_trace == nullptr ? "this CUPTI has no cuptiActivityEnableHWTrace"
+                                                  : name) +
+                      ")";
+    if (!warned_hw_trace_) {
+      warned_hw_trace_ = true;
+      std::cerr << "stepscope: CUPTI hardware trace " << hw_trace_state_
+                << "; kernels keep CUPTI's own timestamps\n";
+    }
+  }
+
+  Status EnableKind(CUpti_ActivityKind kind) {
+    const CUptiResult result = cuptiActivityEnable(kind);
+    if (result != CUPTI_SUCCESS) {
+      return CuptiCallStatus(
+          result, ("cuptiActivityEnable(kind " + std::to_string(kind) + ")").c_str(), __FILE__,
+          __LINE__);
+    }
+    enabled_.push_back(kind);
     return Status::Ok();
   }
 
@@ -247,6 +324,12 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
   }
 
   void DisableEnabled() {
+    if (hw_trace_on_) {
+      if (const HwTraceSwitch off = CuptiHwTraceSwitch()) (void)off(0);
+      hw_trace_on_ = false;
+    }
+    if (api_ids_enabled_) (void)SwitchTracedApis(CuptiApiIdSwitch(), 0);
+    api_ids_enabled_ = false;
     for (CUpti_ActivityKind kind : enabled_) (void)cuptiActivityDisable(kind);
     enabled_.clear();
   }
@@ -283,6 +366,12 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
   bool paused_ = false;  // started, kinds disabled
   bool detached_ = false;  // paused with CUPTI detached (cuptiFinalize)
   std::vector<CUpti_ActivityKind> enabled_;
+  bool api_ids_enabled_ = false;     // the TracedApis() ids are on (per-id mode)
+  bool warned_api_fallback_ = false;  // the whole-kinds fallback was logged
+  std::string api_records_;
+  bool hw_trace_on_ = false;
+  bool warned_hw_trace_ = false;
+  std::string hw_trace_state_;
   ClockAlignment clock_;
   std::mutex sink_mu_;  // guards sink_ and reported_refused_; taken by buffer deliveries
   ActivityRecordSink* sink_ = nullptr;

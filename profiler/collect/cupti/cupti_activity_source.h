@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -47,6 +48,8 @@ inline constexpr CUpti_ExternalCorrelationKind kOpCorrelationKind =
 // and CUPTI's overhead, and the runtime and driver API records. CUPTI writes an EXTERNAL_CORRELATION
 // record only next to an API record, and cuBLAS/cuBLASLt launch through the driver
 // (cuLaunchKernelEx): without DRIVER records their kernels would not be linked to their ops.
+// RUNTIME and DRIVER are enabled for the calls of traced_api.h only, where CUPTI can
+// (CuptiSourceOptions::api_ids_only).
 std::vector<CUpti_ActivityKind> DefaultActivityKinds();
 
 struct CuptiSourceOptions {
@@ -60,7 +63,26 @@ struct CuptiSourceOptions {
   // Pause() detaches CUPTI (cuptiFinalize) once its buffers are flushed. Safe only when no thread
   // is inside a CUPTI call at that moment: the step tracer pauses after the step's ops have ended.
   bool detach_when_paused = true;
+  // RUNTIME and DRIVER in `kinds` record only the calls of TracedApis() (traced_api.h), enabled
+  // one id at a time. Where this CUPTI cannot, the whole kinds are enabled (every call recorded)
+  // and one line goes to stderr; api_records() says which.
+  bool api_ids_only = true;
+  // Kernel timestamps from the GPU's hardware trace (cuptiActivityEnableHWTrace) instead of
+  // CUPTI's instrumentation, where this CUPTI and GPU support it (checked at each enable; where
+  // not, one line to stderr and the usual timestamps). hw_trace() says which.
+  bool hw_trace = false;
 };
+
+// The profiler's cost decomposed (the trainer's --profile_level): what CUPTI records in a
+// profiled step, each level adding to the one before.
+enum class TraceLevel {
+  kAttached,  // CUPTI attached, no kind enabled, no op links pushed
+  kActivity,  // kernels, copies and memsets (not linked to ops: no API or link records)
+  kLaunches,  // + links, synchronisation, overhead, and the API records of TracedApis()
+  kAll,       // + every runtime and driver call's API record
+};
+// The source options for `level` (the other options left at their defaults).
+CuptiSourceOptions SourceOptionsFor(TraceLevel level);
 
 class CuptiActivitySource {
  public:
@@ -93,6 +115,13 @@ class CuptiActivitySource {
   virtual ClockAlignment clock_alignment() const = 0;
   // Records CUPTI counted as dropped while tracing was off (read as it resumed): part of no step.
   virtual uint64_t dropped_while_off() const { return 0; }
+  // Which API calls are recorded, for the log: "67 chosen runtime/driver calls", "every runtime
+  // and driver call (<why>)", or "none"; empty before the first Start/Resume.
+  virtual std::string api_records() const { return {}; }
+  // Whether ops should push their external correlation ids: only when links are recorded.
+  virtual bool links_ops() const { return true; }
+  // "on", "off", or "unavailable (<why>)" (asked for, refused); empty before the first enable.
+  virtual std::string hw_trace() const { return {}; }
 };
 
 std::unique_ptr<CuptiActivitySource> MakeCuptiActivitySource(CuptiSourceOptions options = {});

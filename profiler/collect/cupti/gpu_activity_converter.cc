@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
-#include <string_view>
 #include <memory>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace stepscope::collect::cupti {
@@ -34,6 +36,26 @@ void SetTimes(int64_t start_ns, int64_t duration_ns, tf::NodeExecStats* node) {
   node->set_op_end_rel_nanos(duration_ns);
   node->set_all_end_rel_micros(duration_us);
   node->set_all_end_rel_nanos(duration_ns);
+}
+
+// Op names and types, one copy per distinct string for the process (a run has a few thousand;
+// they live as long as the process, so a converter's slots may point at them). Each thread
+// remembers which interned string the caller's string object (by address) was last seen with,
+// and checks the text is still the same: a trainer's node names live in its graph, so after the
+// first step an op's names are found without a lock, an allocation or a copy.
+const std::string* Intern(const std::string& text) {
+  thread_local std::unordered_map<const std::string*, const std::string*> seen;
+  if (auto it = seen.find(&text); it != seen.end() && *it->second == text) return it->second;
+  static std::mutex mu;
+  static auto* names = new std::unordered_set<std::string>();  // never freed: slots point here
+  const std::string* interned;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    interned = &*names->insert(text).first;  // node-based: the address stays
+  }
+  if (seen.size() >= (1u << 16)) seen.clear();  // callers passing temporaries: stay bounded
+  seen[&text] = interned;
+  return interned;
 }
 
 }  // namespace
@@ -85,10 +107,56 @@ std::string MemoryKindName(uint8_t memory_kind) {
 GpuActivityConverter::GpuActivityConverter(ClockAlignment clock, ConverterOptions options)
     : clock_(clock), options_(std::move(options)) {}
 
-void GpuActivityConverter::RegisterOp(uint64_t external_id, std::string node_name,
-                                      std::string op_type, int64_t host_start_ns) {
-  std::lock_guard<std::mutex> lock(ops_mu_);
-  ops_[external_id] = OpInfo{std::move(node_name), std::move(op_type), host_start_ns};
+GpuActivityConverter::~GpuActivityConverter() {
+  for (auto& chunk : op_chunks_) delete[] chunk.load(std::memory_order_relaxed);
+}
+
+void GpuActivityConverter::BeginOps(uint64_t first_external_id) {
+  first_op_id_ = first_external_id;
+}
+
+void GpuActivityConverter::RegisterOp(uint64_t external_id, const std::string& node_name,
+                                      const std::string& op_type, int64_t host_start_ns) {
+  const OpInfo op{Intern(node_name), Intern(op_type), host_start_ns};
+  const uint64_t index = external_id - first_op_id_;  // wraps above the slots when below
+  if (external_id >= first_op_id_ && index < kOpsPerChunk * kOpChunks) {
+    std::atomic<OpInfo*>& slot_chunk = op_chunks_[index / kOpsPerChunk];
+    OpInfo* chunk = slot_chunk.load(std::memory_order_acquire);
+    if (chunk == nullptr) {
+      auto* fresh = new OpInfo[kOpsPerChunk]();
+      if (slot_chunk.compare_exchange_strong(chunk, fresh, std::memory_order_acq_rel)) {
+        chunk = fresh;
+      } else {
+        delete[] fresh;  // another thread installed it first; `chunk` is theirs
+      }
+    }
+    // Each id is registered by the one thread that pushed it; Finish reads after the step.
+    chunk[index % kOpsPerChunk] = op;
+    return;
+  }
+  std::lock_guard<std::mutex> lock(overflow_mu_);
+  overflow_ops_[external_id] = op;
+}
+
+const GpuActivityConverter::OpInfo* GpuActivityConverter::FindOp(uint64_t external_id) const {
+  const uint64_t index = external_id - first_op_id_;
+  if (external_id >= first_op_id_ && index < kOpsPerChunk * kOpChunks) {
+    const OpInfo* chunk = op_chunks_[index / kOpsPerChunk].load(std::memory_order_acquire);
+    if (chunk == nullptr) return nullptr;
+    const OpInfo& op = chunk[index % kOpsPerChunk];
+    return op.node_name != nullptr ? &op : nullptr;
+  }
+  auto it = overflow_ops_.find(external_id);
+  return it != overflow_ops_.end() ? &it->second : nullptr;
+}
+
+void GpuActivityConverter::ClearOps() {
+  for (auto& slot_chunk : op_chunks_) {
+    if (OpInfo* chunk = slot_chunk.load(std::memory_order_relaxed)) {
+      std::fill(chunk, chunk + kOpsPerChunk, OpInfo{});
+    }
+  }
+  overflow_ops_.clear();
 }
 
 void GpuActivityConverter::OnDropped(DropReason reason, uint64_t count) {
@@ -181,6 +249,7 @@ void GpuActivityConverter::OnRecord(const CUpti_Activity& record) {
       // later: the earliest start is the launch.
       const auto& api = reinterpret_cast<const ApiActivity&>(record);
       ++stats_.api_records;
+      ++api_counts_[uint64_t{static_cast<uint32_t>(record.kind)} << 32 | api.cbid];
       if (api.start == 0) return;  // CUPTI could not time the call
       if (Correlation* c = CorrelationEntry(api.correlationId)) {
         c->api_start = c->api_start == 0 ? api.start : std::min(c->api_start, api.start);
@@ -213,8 +282,8 @@ tf::NodeExecStats GpuActivityConverter::ToNodeStats(const GpuRecord& r, int64_t 
     if (c.external_id != 0) {
       *external_id_out = c.external_id;
       node.set_correlation_id(c.external_id);
-      if (auto op = ops_.find(c.external_id); op != ops_.end()) {
-        annotation = op->second.node_name + ":" + op->second.op_type;
+      if (const OpInfo* op = FindOp(c.external_id)) {
+        annotation = *op->node_name + ":" + *op->op_type;
       }
     }
   }
@@ -260,19 +329,19 @@ tf::NodeExecStats GpuActivityConverter::ToNodeStats(const GpuRecord& r, int64_t 
 }
 
 ConvertedStep GpuActivityConverter::Finish(int64_t clock_offset_ns) {
-  std::lock_guard<std::mutex> lock(ops_mu_);
+  std::lock_guard<std::mutex> lock(overflow_mu_);
   ConvertedStep out;
   std::map<std::string, std::vector<tf::NodeExecStats>> lanes;  // sorted by device name
   std::map<uint64_t, LaunchedOp> launched;
   for (const GpuRecord& r : records_) {
     uint64_t external_id = 0;
     tf::NodeExecStats node = ToNodeStats(r, clock_offset_ns, &external_id);
-    if (auto op = ops_.find(external_id); external_id != 0 && op != ops_.end()) {
+    if (const OpInfo* op = external_id != 0 ? FindOp(external_id) : nullptr) {
       ++stats_.linked_records;
       LaunchedOp& l = launched[external_id];
       l.external_id = external_id;
-      l.node_name = op->second.node_name;
-      l.start_nanos = op->second.host_start_ns != 0 ? op->second.host_start_ns + clock_offset_ns : 0;
+      l.node_name = *op->node_name;
+      l.start_nanos = op->host_start_ns != 0 ? op->host_start_ns + clock_offset_ns : 0;
     } else {
       ++stats_.unlinked_records;
     }
@@ -291,11 +360,22 @@ ConvertedStep GpuActivityConverter::Finish(int64_t clock_offset_ns) {
     for (auto& node : nodes) *dev->add_node_stats() = std::move(node);
   }
   for (auto& [id, op] : launched) out.launched_ops.push_back(std::move(op));
+  for (const auto& [key, count] : api_counts_) {
+    stats_.api_ids.push_back(ApiIdCount{static_cast<CUpti_ActivityKind>(key >> 32),
+                                        static_cast<uint32_t>(key), count});
+  }
+  std::sort(stats_.api_ids.begin(), stats_.api_ids.end(),
+            [](const ApiIdCount& a, const ApiIdCount& b) {
+              if (a.count != b.count) return a.count > b.count;
+              if (a.kind != b.kind) return a.kind < b.kind;
+              return a.cbid < b.cbid;
+            });
   out.stats = stats_;
+  api_counts_.clear();
 
   records_.clear();
   correlations_.clear();
-  ops_.clear();
+  ClearOps();
   stats_ = {};
   return out;
 }

@@ -42,11 +42,16 @@
 // like) are only let go at Finish.
 //
 // Threads: OnRecord/OnDropped are serialised by the owner (the CUPTI source calls them under its
-// sink lock); RegisterOp may be called from any executor thread (it takes its own short lock);
+// sink lock); RegisterOp may be called from any executor thread: it copies no string and takes
+// no lock in the common case (the op goes into a per-step slot indexed by its id, its names are
+// interned once per process and found again per thread by address); BeginOps, on the step's
+// thread with no op running, says where the step's ids start;
 // SetClock, Finish and LinkOps run on the thread that owns the step: SetClock once the source has
 // read the alignment for the step (Start/Resume), Finish after the source's last flush of it.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -72,6 +77,14 @@ enum class DropReason {
   kRecordLimit,   // the converter's own bound on records per step
 };
 
+// How many API records of one runtime or driver call a step held.
+struct ApiIdCount {
+  CUpti_ActivityKind kind = CUPTI_ACTIVITY_KIND_RUNTIME;  // RUNTIME or DRIVER
+  uint32_t cbid = 0;                                       // CUPTI's callback id of the call
+  uint64_t count = 0;
+  bool operator==(const ApiIdCount&) const = default;
+};
+
 // Counts a converted step reports; the dropped ones are written next to the trace.
 struct ConversionStats {
   uint64_t kernels = 0, memcpys = 0, memsets = 0;
@@ -86,6 +99,9 @@ struct ConversionStats {
   // API/link records past max_correlations: GPU records they were for may be left unlinked
   // (counted there), none is lost, so they are not part of dropped_total().
   uint64_t dropped_correlations = 0;
+  // API records per call, most first (ties by kind, then id): what the profiler's cost is
+  // spent on. Sums to api_records.
+  std::vector<ApiIdCount> api_ids;
   uint64_t dropped_total() const {
     return dropped_by_cupti + dropped_buffers + dropped_by_record_limit;
   }
@@ -132,9 +148,17 @@ class GpuActivityConverter : public ActivityRecordSink {
   void SetClock(ClockAlignment clock) { clock_ = clock; }
   const ClockAlignment& clock() const { return clock_; }
 
+  ~GpuActivityConverter() override;
+
+  // The step's external ids start at `first_external_id` (the tracer hands out consecutive
+  // ids): ids from there on have a slot each; others (or past about 10^6 in a step) go to a
+  // locked map, with the same result. Called with no op registering; 1 until called.
+  void BeginOps(uint64_t first_external_id);
+
   // The executor names the op behind an external correlation id it pushed. `host_start_ns`
-  // (collector clock, 0 if unknown) tells apart several runs of one node in LinkOps.
-  void RegisterOp(uint64_t external_id, std::string node_name, std::string op_type,
+  // (collector clock, 0 if unknown) tells apart several runs of one node in LinkOps. The names
+  // are interned (copied once per process per distinct name), so they need not outlive the call.
+  void RegisterOp(uint64_t external_id, const std::string& node_name, const std::string& op_type,
                   int64_t host_start_ns = 0);
 
   // ActivityRecordSink. Records of any kind may arrive in any order across buffers; linking is
@@ -163,10 +187,17 @@ class GpuActivityConverter : public ActivityRecordSink {
     tf::KernelLaunch launch;      // kernels
     std::string kernel_name;      // demangled
   };
+  // A registered op: interned names (nullptr: no op in this slot).
   struct OpInfo {
-    std::string node_name, op_type;
+    const std::string* node_name = nullptr;
+    const std::string* op_type = nullptr;
     int64_t host_start_ns = 0;
   };
+  static constexpr size_t kOpsPerChunk = 4096;
+  static constexpr size_t kOpChunks = 256;  // 2^20 ids per step in slots, as max_records
+  // The op registered under `external_id`, or nullptr. Finish's thread, ops done.
+  const OpInfo* FindOp(uint64_t external_id) const;
+  void ClearOps();
 
   void AddGpuRecord(GpuRecord record);
   // CUPTI's device and peer-to-peer memcpy records carry the same fields.
@@ -187,8 +218,13 @@ class GpuActivityConverter : public ActivityRecordSink {
   ConverterOptions options_;
   std::vector<GpuRecord> records_;
   std::unordered_map<uint32_t, Correlation> correlations_;
-  std::mutex ops_mu_;  // guards ops_ (RegisterOp runs on executor threads)
-  std::unordered_map<uint64_t, OpInfo> ops_;
+  std::unordered_map<uint64_t, uint64_t> api_counts_;  // (kind << 32 | cbid) -> records
+  // Slots of the step's ops by external id - first_op_id_, in chunks made on first use (a
+  // registering thread installs a chunk with one compare-and-swap) and kept across steps.
+  uint64_t first_op_id_ = 1;
+  std::array<std::atomic<OpInfo*>, kOpChunks> op_chunks_{};
+  std::mutex overflow_mu_;  // guards overflow_ops_: ids outside the slots
+  std::unordered_map<uint64_t, OpInfo> overflow_ops_;
   ConversionStats stats_;
 };
 

@@ -36,7 +36,9 @@ StatusOr<std::unique_ptr<GpuStepTracer>> GpuStepTracer::Start(
 
 GpuStepTracer::GpuStepTracer(std::unique_ptr<CuptiActivitySource> source,
                              ConverterOptions options)
-    : source_(std::move(source)), converter_(ClockAlignment{}, std::move(options)) {}
+    : source_(std::move(source)),
+      converter_(ClockAlignment{}, std::move(options)),
+      links_ops_(source_->links_ops()) {}
 
 GpuStepTracer::~GpuStepTracer() { (void)source_->Stop(); }
 
@@ -80,6 +82,8 @@ Status GpuStepTracer::BeginStep() {
     std::lock_guard<std::mutex> lock(records_mu_);
     // This step's records are put on the host clock with the alignment read as it resumed.
     converter_.SetClock(source_->clock_alignment());
+    // This step's ops get slots from the next id on (published to the executors by in_step_).
+    converter_.BeginOps(next_external_id_.load(std::memory_order_relaxed));
     keeping_ = true;
   }
   in_step_.store(true, std::memory_order_release);
@@ -90,6 +94,7 @@ void GpuStepTracer::OnOpStart(const std::string& node_name, const std::string& o
                               int64_t host_start_ns) {
   // Unprofiled steps pay nothing: no CUPTI call, no registration.
   if (!in_step_.load(std::memory_order_acquire)) return;
+  if (!links_ops_) return;  // nothing would record the link (--profile_level attached/activity)
   const uint64_t external_id = next_external_id_.fetch_add(1, std::memory_order_relaxed);
   converter_.RegisterOp(external_id, node_name, op_type, host_start_ns);
   t_correlation_pushed = source_->PushExternalCorrelation(external_id).ok();

@@ -22,8 +22,8 @@
 // stays, the only record of the copies.
 // The source is an interface so tests drive the tracer with synthetic CUPTI records.
 //
-// Threads and locks: OnOpStart/OnOpEnd run on executor threads (RegisterOp takes the converter's
-// short lock; the push/pop are CUPTI's per-thread stack). BeginStep/EndStep run on the thread
+// Threads and locks: OnOpStart/OnOpEnd run on executor threads (RegisterOp fills the op's slot,
+// no lock; the push/pop are CUPTI's per-thread stack). BeginStep/EndStep run on the thread
 // that owns the step, with no op running. CUPTI delivers records on its own threads under the
 // source's sink lock, then this tracer's `records_mu_`; BeginStep/EndStep call the source's
 // Resume/Pause without holding `records_mu_` (Pause flushes, waiting for those deliveries) and
@@ -85,6 +85,9 @@ class GpuStepTracer final : private ActivityRecordSink {
   uint64_t correlation_errors() const {
     return correlation_errors_.load(std::memory_order_relaxed);
   }
+  // What the source records, for the log (CuptiActivitySource::api_records, hw_trace).
+  std::string api_records() const { return source_->api_records(); }
+  std::string hw_trace() const { return source_->hw_trace(); }
 
  private:
   GpuStepTracer(std::unique_ptr<CuptiActivitySource> source,
@@ -97,6 +100,8 @@ class GpuStepTracer final : private ActivityRecordSink {
   std::unique_ptr<CuptiActivitySource> source_;
   std::mutex records_mu_;  // guards converter_'s records and keeping_; after the source's lock
   GpuActivityConverter converter_;
+  // The source records links (its kinds include EXTERNAL_CORRELATION): ops push their ids.
+  const bool links_ops_;
   bool keeping_ = false;   // inside a profiled step: records go to the converter
   // Between BeginStep's resume and EndStep: ops push correlation ids and register with the
   // converter. Set on the step's thread before the executors run its ops.

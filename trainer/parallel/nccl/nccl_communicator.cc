@@ -7,6 +7,8 @@
 #include <map>
 #include <string>
 
+#include "kernels/cuda/cuda_runtime_calls.h"
+
 namespace stepscope::parallel {
 namespace {
 
@@ -169,7 +171,7 @@ StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::CreateForRanks(
   // Several ranks in one process must be initialized inside one group.
   STEPSCOPE_NCCL_CHECK(ncclGroupStart());
   for (size_t i = 0; i < gpu_ordinals.size(); ++i) {
-    if (cudaSetDevice(gpu_ordinals[i]) != cudaSuccess) {
+    if (kernels::SetDevice(gpu_ordinals[i]) != cudaSuccess) {
       (void)ncclGroupEnd();
       return Unavailable("nccl: cudaSetDevice(" + std::to_string(gpu_ordinals[i]) + ") failed");
     }

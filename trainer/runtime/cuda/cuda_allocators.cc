@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_runtime_calls.h"
 #include "trainer/runtime/bfc_allocator.h"
 
 namespace stepscope::runtime::cuda {
@@ -15,13 +16,13 @@ namespace {
 Status DeviceMalloc(int ordinal, size_t bytes, void** ptr) {
   // cudaMalloc allocates on the calling thread's current device; any thread may extend a
   // device's arena (towers run on their own threads), so bind the device first.
-  STEPSCOPE_CUDA_CHECK(cudaSetDevice(ordinal));
+  STEPSCOPE_CUDA_CHECK_AS(kernels::SetDevice(ordinal), "cudaSetDevice(ordinal)");
   STEPSCOPE_CUDA_CHECK(cudaMalloc(ptr, bytes));
   return Status::Ok();
 }
 
 Status DeviceFree(int ordinal, void* ptr) {
-  STEPSCOPE_CUDA_CHECK(cudaSetDevice(ordinal));
+  STEPSCOPE_CUDA_CHECK_AS(kernels::SetDevice(ordinal), "cudaSetDevice(ordinal)");
   STEPSCOPE_CUDA_CHECK(cudaFree(ptr));
   return Status::Ok();
 }

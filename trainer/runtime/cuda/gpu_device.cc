@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_runtime_calls.h"
 #include "trainer/runtime/cuda/cuda_allocators.h"
 
 namespace stepscope::runtime::cuda {
@@ -20,7 +21,7 @@ std::string IdList(std::span<const int> ids) {
 
 Status FreeDeviceMemory(int ordinal, int64_t* free_bytes) {
   size_t free = 0, total = 0;
-  STEPSCOPE_CUDA_CHECK(cudaSetDevice(ordinal));
+  STEPSCOPE_CUDA_CHECK_AS(kernels::SetDevice(ordinal), "cudaSetDevice(ordinal)");
   STEPSCOPE_CUDA_CHECK(cudaMemGetInfo(&free, &total));
   *free_bytes = static_cast<int64_t>(free);
   return Status::Ok();
@@ -31,7 +32,7 @@ Status FreeDeviceMemory(int ordinal, int64_t* free_bytes) {
 StatusOr<std::unique_ptr<GpuStreams>> GpuStreams::Create(int ordinal) {
   std::unique_ptr<GpuStreams> streams(new GpuStreams(ordinal));
   // Since CUDA 12, cudaSetDevice initialises the device's primary context right away.
-  STEPSCOPE_CUDA_CHECK(cudaSetDevice(ordinal));
+  STEPSCOPE_CUDA_CHECK_AS(kernels::SetDevice(ordinal), "cudaSetDevice(ordinal)");
   ASSIGN_OR_RETURN(streams->kernels_, kernels::CudaContext::Create(ordinal));
   STEPSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&streams->host_to_device_, cudaStreamNonBlocking));
   STEPSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&streams->device_to_host_, cudaStreamNonBlocking));
@@ -47,8 +48,9 @@ GpuStreams::~GpuStreams() {
 
 cudaStream_t GpuStreams::compute() const { return kernels_->stream(); }
 
+// Per kernel launch: cudaSetDevice only when this thread last set another device.
 Status GpuStreams::MakeCurrent() const {
-  STEPSCOPE_CUDA_CHECK(cudaSetDevice(ordinal_));
+  STEPSCOPE_CUDA_CHECK_AS(kernels::SetDevice(ordinal_), "cudaSetDevice(ordinal_)");
   return Status::Ok();
 }
 
@@ -56,23 +58,7 @@ Status GpuStreams::CopyOnStream(cudaStream_t copy_stream, void* dst, const void*
                                 int64_t bytes, cudaMemcpyKind kind) const {
   if (bytes <= 0) return Status::Ok();
   RETURN_IF_ERROR(MakeCurrent());
-  // TF's GPU device orders copies against compute with events the same way: the copy waits for
-  // the kernels that produced (or last read) the buffer, later kernels wait for the copy.
-  cudaEvent_t compute_done = nullptr, copy_done = nullptr;
-  STEPSCOPE_CUDA_CHECK(cudaEventCreateWithFlags(&compute_done, cudaEventDisableTiming));
-  const Status status = [&]() -> Status {
-    STEPSCOPE_CUDA_CHECK(cudaEventCreateWithFlags(&copy_done, cudaEventDisableTiming));
-    STEPSCOPE_CUDA_CHECK(cudaEventRecord(compute_done, compute()));
-    STEPSCOPE_CUDA_CHECK(cudaStreamWaitEvent(copy_stream, compute_done, 0));
-    STEPSCOPE_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), kind, copy_stream));
-    STEPSCOPE_CUDA_CHECK(cudaEventRecord(copy_done, copy_stream));
-    STEPSCOPE_CUDA_CHECK(cudaStreamWaitEvent(compute(), copy_done, 0));
-    STEPSCOPE_CUDA_CHECK(cudaEventSynchronize(copy_done));
-    return Status::Ok();
-  }();
-  (void)cudaEventDestroy(compute_done);
-  if (copy_done != nullptr) (void)cudaEventDestroy(copy_done);
-  return status;
+  return OrderedCopy(copy_events_, compute(), copy_stream, dst, src, bytes, kind);
 }
 
 Status GpuStreams::CopyHostToDevice(const void* host, void* device, int64_t bytes) const {
@@ -102,7 +88,7 @@ Status GpuStreams::MemsetOnDevice(void* device, int value, int64_t bytes) const 
 }
 
 Status GpuStreams::Synchronize() const {
-  STEPSCOPE_CUDA_CHECK(cudaSetDevice(ordinal_));
+  RETURN_IF_ERROR(MakeCurrent());
   STEPSCOPE_CUDA_CHECK(cudaStreamSynchronize(compute()));
   STEPSCOPE_CUDA_CHECK(cudaStreamSynchronize(host_to_device_));
   STEPSCOPE_CUDA_CHECK(cudaStreamSynchronize(device_to_host_));

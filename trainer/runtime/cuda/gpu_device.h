@@ -18,6 +18,7 @@
 
 #include "base/status.h"
 #include "kernels/cuda/cuda_context.h"
+#include "trainer/runtime/cuda/ordered_copy.h"
 #include "trainer/runtime/device.h"
 
 namespace stepscope::runtime::cuda {
@@ -55,6 +56,8 @@ class GpuStreams final : public GpuResources {
   std::unique_ptr<kernels::CudaContext> kernels_;
   cudaStream_t host_to_device_ = nullptr;
   cudaStream_t device_to_host_ = nullptr;
+  // The host copies' events (two per copy in flight), reused (ordered_copy.h).
+  mutable CudaEventPool copy_events_;
 };
 
 // The CUDA device numbers for `ids` (GpuOrdinalsOfRank with the options' local rank and size),
