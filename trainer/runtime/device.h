@@ -91,6 +91,9 @@ class GpuResources {
   virtual Status MemsetOnDevice(void* device, int value, int64_t bytes) const = 0;
   // Waits for every stream of the device; reports asynchronous errors.
   virtual Status Synchronize() const = 0;
+  // The device's CUDA streams (cudaStream_t, opaque here), so the profiler can tell its work
+  // from another device's on the same GPU (virtual GPUs); none for a stand-in without CUDA.
+  virtual std::vector<void*> streams() const { return {}; }
 };
 
 class Device {

@@ -42,6 +42,9 @@ class GpuStreams final : public GpuResources {
   Status MemsetOnDevice(void* device, int value, int64_t bytes) const override;
   // Waits for the three streams; reports asynchronous errors.
   Status Synchronize() const override;
+  std::vector<void*> streams() const override {
+    return {compute(), host_to_device_, device_to_host_};
+  }
 
  private:
   explicit GpuStreams(int ordinal) : ordinal_(ordinal) {}
