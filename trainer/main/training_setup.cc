@@ -2,6 +2,7 @@
 // devices, workload, replicas with rank 0's parameters, profiler, towers.
 #include "trainer/main/training_setup.h"
 
+#include <iostream>
 #include <span>
 #include <thread>
 
@@ -45,6 +46,14 @@ Status TrainingSetup::CreateDevices(const std::string& devices, int virtual_gpus
                 : 0;
   ASSIGN_OR_RETURN(devices_, runtime::CreateDevices(spec, device_options));
   for (auto& d : devices_) tower_devices_.push_back(d.get());
+  if (virtual_gpus_per_gpu > 1) {
+    // The layout a GPU run measures: which towers share which GPU, and each one's memory.
+    for (const auto& d : devices_) {
+      std::cerr << "stepscope-train: virtual GPU " << d->name() << " on CUDA device "
+                << d->gpu()->ordinal() << ", " << d->allocator().Name() << " limit "
+                << (d->allocator().Stats().bytes_limit >> 20) << " MiB" << std::endl;
+    }
+  }
   // The input pipeline fills host memory: GPU runs give it a CPU device of its own.
   if (spec.kind == runtime::DeviceKind::kGpu) {
     runtime::DeviceOptions input_options = device_options;
