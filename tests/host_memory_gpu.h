@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "trainer/runtime/bfc_allocator.h"
 #include "trainer/runtime/cpu_sub_allocator.h"
@@ -70,6 +72,24 @@ inline std::unique_ptr<runtime::Device> MakeHostMemoryGpuDevice(int index,
   return std::make_unique<runtime::Device>(index, runtime::DevicePlacement{},
                                            std::make_unique<HostMemoryGpu>(index, counts),
                                            arena("GPU_bfc"), arena("cuda_host_bfc"));
+}
+
+// The GPU devices `plan` names (runtime::PlanVirtualGpus: several on one CUDA device for
+// virtual GPUs), over host memory: device GPU:k with its ordinal and an allocator "GPU_k_bfc"
+// holding its share of memory, as the GPU build makes them.
+inline std::vector<std::unique_ptr<runtime::Device>> MakeHostMemoryGpuDevices(
+    const std::vector<runtime::VirtualGpu>& plan, GpuTransferCounts* counts) {
+  std::vector<std::unique_ptr<runtime::Device>> devices;
+  for (const runtime::VirtualGpu& gpu : plan) {
+    devices.push_back(std::make_unique<runtime::Device>(
+        gpu.tf_id, runtime::DevicePlacement{}, std::make_unique<HostMemoryGpu>(gpu.ordinal, counts),
+        std::make_unique<runtime::BFCAllocator>(std::make_unique<runtime::CpuSubAllocator>(),
+                                                gpu.memory_limit_bytes,
+                                                "GPU_" + std::to_string(gpu.tf_id) + "_bfc"),
+        std::make_unique<runtime::BFCAllocator>(std::make_unique<runtime::CpuSubAllocator>(),
+                                                int64_t{1} << 30, "cuda_host_bfc")));
+  }
+  return devices;
 }
 
 }  // namespace stepscope::testing

@@ -11,6 +11,8 @@
 #   runs there), and lib/ with each shared library they load that a CUDA machine may lack.
 #   Left out: the C library and loader (the target's own), the driver (libcuda), and cuBLAS,
 #   cuBLASLt and NCCL (hundreds of MB; a CUDA machine has them: scripts/gpu/check.sh finds them).
+#   mpi/: OpenMPI's mpirun and runtime for one machine's ranks (scripts/gpu/pack_mpi.sh, about
+#   2.5 MiB packed): `build/gpu/mpi/mpirun -np 2 ...` there.
 # - BUNDLE_DIR/manifest.txt: the build's source directory (tests have it compiled in), the CUDA
 #   version, the libraries packed and the ones expected on the target.
 #
@@ -56,6 +58,8 @@ while IFS= read -r exe; do
   done < <(ldd "$exe" 2>/dev/null || true)
 done < <(find "$stage" -type f -perm -u+x ! -path "$stage/lib/*")
 strip --strip-unneeded "$stage"/lib/*.so* 2>/dev/null || true
+# OpenMPI's launcher and runtime (mpi/mpirun), for MPI runs on a machine without MPI.
+scripts/gpu/pack_mpi.sh "$stage"
 
 mkdir -p "$bundle"
 {
@@ -66,6 +70,7 @@ mkdir -p "$bundle"
   echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) from $(git rev-parse --short HEAD)$(git diff --quiet || echo '+changes')"
   echo "packed ${!packed[*]}"
   echo "expected_on_target ${!wanted[*]}"
+  echo "mpi $(ompi_info --parsable | sed -n 's/^ompi:version:full://p') mpi/mpirun"
 } > "$bundle/manifest.txt"
 cp "$bundle/manifest.txt" "$stage/manifest.txt"
 tar -C "$stage" -cf - . | xz -T0 -6 > "$bundle/stepscope-gpu.tar.xz.tmp"

@@ -38,6 +38,36 @@ TEST(NcclCliqueTest, RejectsBadGpuListsBeforeTouchingCuda) {
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidInput);
 }
 
+// Virtual GPUs put two ranks on one GPU: NCCL 2.30 and newer take them when the user turns on
+// NCCL_MULTI_RANK_GPU_ENABLE; any other case is refused before NCCL is called, naming the host
+// all-reduce specs to use instead.
+TEST(NcclCliqueTest, SeveralRanksPerGpuOnlyWithNccl230AndItsSwitch) {
+  EXPECT_FALSE(NcclAllowsSeveralRanksPerGpu(22809, "1"));  // 2.28.9
+  EXPECT_FALSE(NcclAllowsSeveralRanksPerGpu(23000, nullptr));
+  EXPECT_FALSE(NcclAllowsSeveralRanksPerGpu(23000, "0"));
+  EXPECT_TRUE(NcclAllowsSeveralRanksPerGpu(23000, "1"));
+  EXPECT_TRUE(NcclAllowsSeveralRanksPerGpu(23102, "1"));
+  EXPECT_EQ(NcclVersionName(22809), "2.28.9");
+  EXPECT_EQ(NcclVersionName(2708), "2.7.8");
+  EXPECT_EQ(NcclVersionName(LoadedNcclVersion()),
+            std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + "." +
+                std::to_string(NCCL_PATCH));
+
+  const std::vector<int> one_gpu_twice = {0, 0};
+  const Status refused = ValidateNcclClique(one_gpu_twice, 2, 0, /*several_ranks_per_gpu=*/false);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidInput);
+  for (const char* part : {"0,0 names a GPU twice", "--allreduce_spec ring or pscpu",
+                           "NCCL_MULTI_RANK_GPU_ENABLE=1", "NCCL 2.30"}) {
+    EXPECT_NE(refused.message().find(part), std::string::npos) << part << ": " << refused.message();
+  }
+  EXPECT_TRUE(ValidateNcclClique(one_gpu_twice, 2, 0, /*several_ranks_per_gpu=*/true).ok());
+  const GpuUuidWords a = {1, 2, 3, 4};
+  const std::vector<GpuUuidWords> shared = {a, a};
+  EXPECT_TRUE(CheckOneGpuPerRank(shared, 1, /*several_ranks_per_gpu=*/true).ok());
+  EXPECT_NE(CheckOneGpuPerRank(shared, 1, false).message().find("--allreduce_spec ring or mpi"),
+            std::string::npos);
+}
+
 TEST(NcclCliqueTest, RanksSharingAGpuAreNamedBeforeNcclRefusesThem) {
   const GpuUuidWords a = {0x4cc0b56c, 1, 2, 3}, b = {7, 1, 2, 3}, c = {7, 1, 2, 4};
   const std::vector<GpuUuidWords> distinct = {a, b, c, {9, 9, 9, 9}};
@@ -45,17 +75,17 @@ TEST(NcclCliqueTest, RanksSharingAGpuAreNamedBeforeNcclRefusesThem) {
   EXPECT_TRUE(CheckOneGpuPerRank(distinct, 2).ok());
   // Two ranks of one GPU each on the same GPU: what `mpirun -np 2` on a one-GPU host gives.
   const std::vector<GpuUuidWords> shared = {a, a};
-  const Status status = CheckOneGpuPerRank(shared, 1);
+  const Status status = CheckOneGpuPerRank(shared, 1, false);
   EXPECT_EQ(status.code(), StatusCode::kInvalidInput);
   EXPECT_NE(status.message().find("ranks 0 and 1 both drive GPU GPU-6cb5c04c"), std::string::npos)
       << status.message();
   EXPECT_NE(status.message().find("a GPU of its own for every rank"), std::string::npos);
   // Ranks of two GPUs each: rank 1's second GPU is rank 0's first.
   const std::vector<GpuUuidWords> overlapping = {a, b, c, a};
-  EXPECT_NE(CheckOneGpuPerRank(overlapping, 2).message().find("ranks 0 and 1 both drive"),
+  EXPECT_NE(CheckOneGpuPerRank(overlapping, 2, false).message().find("ranks 0 and 1 both drive"),
             std::string::npos);
   const std::vector<GpuUuidWords> twice_in_one_rank = {b, b, a, c};
-  EXPECT_NE(CheckOneGpuPerRank(twice_in_one_rank, 2).message().find("rank 0 drives GPU GPU-07000000"),
+  EXPECT_NE(CheckOneGpuPerRank(twice_in_one_rank, 2, false).message().find("rank 0 drives GPU GPU-07000000"),
             std::string::npos);
   EXPECT_EQ(CheckOneGpuPerRank(distinct, 3).code(), StatusCode::kInvalidInput);  // 4 % 3
 }
@@ -176,7 +206,7 @@ TEST(NcclCommunicatorTest, TwoRanksSharingOneGpuReduceOrAreRefusedClearly) {
     auto uuid = GpuUuid(0);
     ASSERT_TRUE(uuid.ok()) << uuid.status().message();
     const std::vector<GpuUuidWords> gathered = {*uuid, *uuid};
-    EXPECT_NE(CheckOneGpuPerRank(gathered, 1).message().find("ranks 0 and 1 both drive GPU GPU-"),
+    EXPECT_NE(CheckOneGpuPerRank(gathered, 1, false).message().find("ranks 0 and 1 both drive GPU GPU-"),
               std::string::npos);
     std::cout << "NCCL refuses two ranks on one GPU: " << comms[0].status().message() << "\n";
     return;

@@ -108,6 +108,43 @@ TEST(GpuOrdinals, TooFewGpusForTheRanksIsUnavailableNamingTheBlock) {
             StatusCode::kInvalidInput);
 }
 
+// TensorFlow's virtual GPUs: V devices per GPU of the list, numbered in order, each with its
+// share of the GPU's free memory (capped by the per-device limit).
+TEST(VirtualGpus, DevicesPerGpuAreNumberedInOrderAndShareItsMemory) {
+  const std::vector<int> ids = {0, 1}, ordinals = {2, 3};  // a rank whose GPUs start at 2
+  const std::vector<int64_t> free = {int64_t{80} << 30, int64_t{60} << 30};
+  const auto two = PlanVirtualGpus(ids, ordinals, free, 2, int64_t{16} << 30);
+  ASSERT_TRUE(two.ok()) << two.status().message();
+  const std::vector<VirtualGpu> expected_two = {{0, 2, int64_t{16} << 30},
+                                                {1, 2, int64_t{16} << 30},
+                                                {2, 3, int64_t{16} << 30},
+                                                {3, 3, int64_t{16} << 30}};
+  EXPECT_EQ(*two, expected_two);
+  // The share, not the limit, when the GPU is the smaller: 60 GiB / 4.
+  const auto four = PlanVirtualGpus(std::vector<int>{1}, std::vector<int>{3},
+                                    std::vector<int64_t>{int64_t{60} << 30}, 4, int64_t{64} << 30);
+  ASSERT_TRUE(four.ok());
+  ASSERT_EQ(four->size(), 4u);
+  for (int v = 0; v < 4; ++v) {
+    EXPECT_EQ((*four)[static_cast<size_t>(v)], (VirtualGpu{v, 3, int64_t{15} << 30}));
+  }
+  // One per GPU: the ids stay the names (gpu:0,2 is GPU:0 and GPU:2).
+  const std::vector<int> sparse = {0, 2};
+  const auto one = PlanVirtualGpus(sparse, sparse, free, 1, int64_t{16} << 30);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ((*one)[1].tf_id, 2);
+  EXPECT_EQ(PlanVirtualGpus(ids, ordinals, free, 0, 1).status().code(), StatusCode::kInvalidInput);
+}
+
+TEST(VirtualGpus, CpuDevicesRefuseTheFlag) {
+  DeviceOptions options;
+  options.virtual_gpus_per_gpu = 2;
+  const auto devices = CreateDevices(*ParseDeviceSpec("cpu:2"), options);
+  ASSERT_FALSE(devices.ok());
+  EXPECT_EQ(devices.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(devices.status().message().find("--virtual_gpus_per_gpu 2"), std::string::npos);
+}
+
 TEST(DeviceNames, SingleProcessDevicesAreLocalhostTaskZero) {
   auto devices = CreateDevices(*ParseDeviceSpec("cpu:2"), {.total_threads = 2});
   ASSERT_TRUE(devices.ok()) << devices.status().message();

@@ -4,9 +4,11 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/cuda_runtime_calls.h"
 #include "trainer/models/lstm_model.h"
@@ -257,6 +259,39 @@ TEST(GpuDevices, HostCopiesAndKernelsMakeFewRuntimeCalls) {
   EXPECT_EQ(RealCallCounts::create, 0);
   EXPECT_EQ(RealCallCounts::destroy, 0);
   EXPECT_EQ(RealCallCounts::other, 20 * 5);
+}
+
+// Only where a GPU exists: two virtual GPUs on GPU 0 are two devices with their own streams and
+// allocators, sharing the GPU's memory, and each runs a model.
+TEST(GpuDevices, VirtualGpusOfOneGpuAreDevicesOfTheirOwn) {
+  const Probe probe = ProbeGpus();
+  if (!probe.has_gpu()) GTEST_SKIP() << "no GPU on this machine";
+  size_t free = 0, total = 0;
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
+  DeviceOptions options;
+  options.virtual_gpus_per_gpu = 2;
+  options.memory_limit_bytes = int64_t{1} << 50;  // the GPU's share decides
+  auto devices = CreateDevices(*ParseDeviceSpec("gpu:0"), options);
+  ASSERT_TRUE(devices.ok()) << devices.status().message();
+  ASSERT_EQ(devices->size(), 2u);
+  std::vector<void*> all_streams;
+  int64_t limits = 0;
+  for (int k = 0; k < 2; ++k) {
+    const Device& device = *(*devices)[static_cast<size_t>(k)];
+    EXPECT_EQ(device.name(), "/job:localhost/replica:0/task:0/device:GPU:" + std::to_string(k));
+    EXPECT_EQ(device.allocator().Name(), "GPU_" + std::to_string(k) + "_bfc");
+    EXPECT_EQ(device.gpu()->ordinal(), 0);
+    limits += device.allocator().Stats().bytes_limit;
+    for (void* stream : device.gpu()->streams()) all_streams.push_back(stream);
+    auto tensor = device.Allocate(DType::kFloat32, {256, 256});
+    ASSERT_TRUE(tensor.ok()) << tensor.status().message();
+  }
+  EXPECT_LE(limits, static_cast<int64_t>(free));
+  EXPECT_GT(limits, static_cast<int64_t>(free) / 2);
+  std::sort(all_streams.begin(), all_streams.end());
+  EXPECT_EQ(std::adjacent_find(all_streams.begin(), all_streams.end()), all_streams.end());
+  EXPECT_EQ(all_streams.size(), 6u);
 }
 
 }  // namespace

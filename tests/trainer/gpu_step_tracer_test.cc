@@ -123,7 +123,7 @@ class SyntheticCuptiSource final : public cupti::CuptiActivitySource {
     const auto start = static_cast<uint64_t>(host_start_ns - clock_.offset());
     queued_.emplace_back(testing::MemcpyRecord(
         CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
-        CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, bytes, 0, stream, Correlate(), start,
+        CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, bytes, cuda_device_, stream, Correlate(), start,
         start + static_cast<uint64_t>(duration_ns)));
   }
   void DropRecords(uint64_t count) {
@@ -144,6 +144,7 @@ class SyntheticCuptiSource final : public cupti::CuptiActivitySource {
 
   bool fail_pushes_ = false, fail_resume_ = false;
   bool links_ = true;  // false: a level that records no links (--profile_level attached/activity)
+  uint32_t cuda_device_ = 0;  // the CUDA device records name
   int pushes_ = 0, pops_ = 0, flushes_ = 0, pauses_ = 0, resumes_ = 0;
   int calls_while_off_ = 0;  // pushes and pops made while tracing was off
   std::vector<uint64_t> pushed_;
@@ -156,7 +157,7 @@ class SyntheticCuptiSource final : public cupti::CuptiActivitySource {
                                  const char* name) {
     const auto start = static_cast<uint64_t>(host_start_ns - clock_.offset());
     testing::KernelActivity k = testing::KernelRecord(
-        0, stream, Correlate(), start, start + static_cast<uint64_t>(duration_ns), name);
+        cuda_device_, stream, Correlate(), start, start + static_cast<uint64_t>(duration_ns), name);
     k.registersPerThread = 64;
     return k;
   }
@@ -337,6 +338,40 @@ TEST(GpuStepTracerTest, OpsGetTheirKernelsAndCopiesOnGpuLanesOnTheHostClock) {
   EXPECT_EQ(metadata.stepscope_session().dropped_gpu_records(), 5u);
   EXPECT_EQ(metadata.stepscope_session().dropped_records(), 0u);
   EXPECT_EQ(tracer.correlation_errors(), 0u);
+}
+
+// Rank 1 of an MPI run whose gpu:0 is CUDA device 1: CUPTI's records name device 1, but the
+// lanes must be the rank's /device:GPU:0 (the streams mapped to it), next to its host lanes, and
+// its runtime copy lane must give way to CUPTI's copies of the same GPU.
+TEST(GpuStepTracerTest, RankWithAGpuOffsetGetsItsKernelsOnItsOwnGpuLanes) {
+  Started started = StartSynthetic();
+  ASSERT_NE(started.tracer, nullptr);
+  GpuStepTracer& tracer = *started.tracer;
+  SyntheticCuptiSource& source = *started.source;
+  source.cuda_device_ = 1;
+  const std::string rank_gpu = "/job:worker/replica:0/task:1/device:GPU:0";
+
+  collect::StepCollector collector;
+  collector.BeginStep(2);
+  ASSERT_TRUE(tracer.BeginStep().ok());
+  tracer.SetStreamDevices({{1, 7, 0}, {1, 15, 0}});
+  const HostOp matmul{"lstm/MatMul", "MatMul", {"lstm/concat"}, kHostAtStart + 100'000};
+  collector.BeginOp(&rank_gpu, &matmul.name, &matmul.type, &matmul.inputs, matmul.start_ns);
+  tracer.OnOpStart(matmul.name, matmul.type, matmul.start_ns);
+  source.LaunchHostToDeviceCopy(15, matmul.start_ns + 1'000, 2'500, 4096);
+  collector.RecordCopy({&rank_gpu, "lstm/MatMul:MatMul", "HtoD", "Pinned", "Device", 4096,
+                        matmul.start_ns + 500, matmul.start_ns + 9'500});
+  source.LaunchKernel(7, matmul.start_ns + 5'000, 3'500, "sgemm");
+  tracer.OnOpEnd();
+  collector.EndOp(matmul.start_ns + 20'000);
+  tf::RunMetadata metadata = collector.FinishStep(kEpochOffset);
+  ASSERT_TRUE(tracer.EndStep(kEpochOffset, &metadata).ok());
+
+  std::set<std::string> names;
+  for (const auto& [name, lane] : Lanes(metadata)) names.insert(name);
+  EXPECT_EQ(names, (std::set<std::string>{rank_gpu, "/device:GPU:0/memcpy",
+                                          "/device:GPU:0/stream:15", "/device:GPU:0/stream:7",
+                                          "/device:GPU:0/stream:all"}));
 }
 
 TEST(GpuStepTracerTest, TracingIsOnOnlyInsideStepsWithEachStepsOwnClockAlignment) {

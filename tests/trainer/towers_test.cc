@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -172,6 +173,89 @@ INSTANTIATE_TEST_SUITE_P(Specs, GpuTowersMatchCpuTowers,
                          ::testing::Values(std::tuple{"ring", int64_t{0}},
                                            std::tuple{"pscpu:64:ring", int64_t{0}},
                                            std::tuple{"ring", int64_t{1} << 20}));
+
+// Virtual GPUs (`--devices gpu:0 --virtual_gpus_per_gpu 2`): two towers on one GPU, laid out
+// as the GPU build lays them out (PlanVirtualGpus), each with its own GPU_k_bfc holding half the
+// GPU's memory. Over host-staged all-reduce, fusion and the sparse gathers they train exactly as
+// two CPU towers: the same losses to the bit, the same parameters.
+class VirtualGpuTowersMatchCpuTowers
+    : public ::testing::TestWithParam<std::tuple<std::string, int64_t>> {};
+
+TEST_P(VirtualGpuTowersMatchCpuTowers, TwoTowersOnOneGpuTrainAsTwoCpuTowers) {
+  const auto [spec, fusion_threshold] = GetParam();
+  const int global_batch = 8;
+  const std::vector<int> ids = {0}, ordinals = {0};
+  const std::vector<int64_t> free = {int64_t{6} << 30};
+  const auto plan = runtime::PlanVirtualGpus(ids, ordinals, free, 2, int64_t{16} << 30);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  testing::GpuTransferCounts counts;
+  TowerRun gpu;
+  gpu.devices = testing::MakeHostMemoryGpuDevices(*plan, &counts);
+  ASSERT_EQ(gpu.devices.size(), 2u);
+  std::vector<std::unique_ptr<models::Model>> replicas;
+  for (int d = 0; d < 2; ++d) {
+    const runtime::Device& device = *gpu.devices[static_cast<size_t>(d)];
+    EXPECT_EQ(device.name(), "/job:localhost/replica:0/task:0/device:GPU:" + std::to_string(d));
+    EXPECT_EQ(device.gpu()->ordinal(), 0);
+    EXPECT_EQ(device.allocator().Name(), "GPU_" + std::to_string(d) + "_bfc");
+    EXPECT_EQ(device.allocator().Stats().bytes_limit, int64_t{3} << 30);
+    replicas.push_back(models::MakeLstm(device, TinyLstm(global_batch / 2)).value());
+  }
+  TowerOptions options;
+  options.allreduce_spec = spec;
+  options.fusion_threshold_bytes = fusion_threshold;
+  gpu.towers = Towers::Create(std::move(replicas), options).value();
+  TowerRun cpu = MakeTowers(2, global_batch, VariableUpdate::kReplicated, spec, fusion_threshold);
+  for (int step = 0; step < 3; ++step) {
+    const models::Batch batch = GlobalBatch(*cpu.devices[0], global_batch, step);
+    auto on_gpu = gpu.towers->Step(batch, 0.5f);
+    auto on_cpus = cpu.towers->Step(batch, 0.5f);
+    ASSERT_TRUE(on_gpu.ok()) << on_gpu.status().message();
+    ASSERT_TRUE(on_cpus.ok());
+    EXPECT_EQ(on_gpu->losses, on_cpus->losses) << "step " << step;
+  }
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_EQ(Parameters(gpu.towers->tower(d)), Parameters(cpu.towers->tower(d))) << "tower " << d;
+    EXPECT_GT(gpu.devices[static_cast<size_t>(d)]->allocator().Stats().peak_bytes_in_use, 0)
+        << "tower " << d << " used its own allocator";
+  }
+  EXPECT_GT(counts.to_host.load(), 0);  // gradients and sparse rows went through the host
+}
+
+INSTANTIATE_TEST_SUITE_P(Specs, VirtualGpuTowersMatchCpuTowers,
+                         ::testing::Values(std::tuple{"ring", int64_t{0}},
+                                           std::tuple{"pscpu", int64_t{0}},
+                                           std::tuple{"ring", int64_t{1} << 20}));
+
+// NCCL on virtual GPUs of one GPU: refused before any CUDA call, naming both devices, the
+// loaded NCCL and the host specs to use, unless the library allows several ranks per GPU.
+TEST(Towers, NcclOnVirtualGpusOfOneGpuNamesTheHostSpecs) {
+  if (const char* multi = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE"); multi && std::string(multi) == "1") {
+    GTEST_SKIP() << "NCCL_MULTI_RANK_GPU_ENABLE=1: NCCL 2.30 and newer take several ranks per GPU";
+  }
+  const std::vector<int> ids = {0}, ordinals = {0};
+  const std::vector<int64_t> free = {int64_t{1} << 30};
+  testing::GpuTransferCounts counts;
+  auto devices = testing::MakeHostMemoryGpuDevices(
+      runtime::PlanVirtualGpus(ids, ordinals, free, 2, int64_t{1} << 30).value(), &counts);
+  std::vector<std::unique_ptr<models::Model>> replicas;
+  for (auto& d : devices) replicas.push_back(models::MakeLstm(*d, TinyLstm(2)).value());
+  TowerOptions options;
+  options.allreduce_spec = "nccl";
+  const auto towers = Towers::Create(std::move(replicas), options);
+  ASSERT_FALSE(towers.ok());
+  const std::string& message = towers.status().message();
+  if (!GpuAllReduce::CompiledIn()) {
+    EXPECT_NE(message.find("NCCL"), std::string::npos) << message;
+    return;
+  }
+  EXPECT_EQ(towers.status().code(), StatusCode::kInvalidInput) << message;
+  for (const char* part : {"device:GPU:0 and /job:localhost/replica:0/task:0/device:GPU:1",
+                           "virtual GPUs of CUDA device 0", "--allreduce_spec ring or pscpu",
+                           "NCCL_MULTI_RANK_GPU_ENABLE"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << part << ": " << message;
+  }
+}
 
 // `nccl` reduces GPU towers in device memory. Here (no GPU, stand-in devices without CUDA
 // streams) it must fail cleanly; specs that mix nccl with host algorithms, fusion with nccl, and

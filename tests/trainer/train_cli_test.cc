@@ -408,5 +408,23 @@ TEST(TrainRun, SigintStopsAfterTheCurrentStepWithOnlyWholeTraces) {
   EXPECT_LT(traces, 200);
 }
 
+// --virtual_gpus_per_gpu: 1 by default, 1..64, refused on CPU devices when the devices are made
+// (device_test.cc) since only then is the kind known for sure.
+TEST(TrainOptions, VirtualGpusPerGpuIsParsedAndBounded) {
+  auto plain = Parse({});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->virtual_gpus_per_gpu, 1);
+  auto two = Parse({"--devices", "gpu:0", "--virtual_gpus_per_gpu", "2"});
+  ASSERT_TRUE(two.ok()) << two.status().message();
+  EXPECT_EQ(two->virtual_gpus_per_gpu, 2);
+  for (const char* bad : {"0", "65", "two"}) {
+    auto refused = Parse({"--virtual_gpus_per_gpu", bad});
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(ExitCodeFor(refused.status()), 2);
+    EXPECT_NE(refused.status().message().find("--virtual_gpus_per_gpu"), std::string::npos)
+        << refused.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace stepscope::trainer

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <utility>
 
 #include "base/file_io.h"
 #include "kernels/sgemm_peak.h"
@@ -19,6 +20,7 @@
 #include "trainer/runtime/clock.h"
 #ifdef STEPSCOPE_WITH_CUPTI
 #include "profiler/collect/cupti/cupti_activity_source.h"
+#include "profiler/collect/cupti/cupti_stream_ids.h"
 #include "profiler/collect/cupti/gpu_step_tracer.h"
 #include "profiler/collect/cupti/traced_api.h"
 #endif
@@ -111,6 +113,7 @@ struct StepProfiler::GpuTracing {
   // Started on the first step with a GPU device.
   std::unique_ptr<collect::cupti::GpuStepTracer> tracer;
   bool failed = false;  // could not start, or failed later: host ops only
+  bool stream_ids_warned = false;  // CUPTI could not name the devices' streams (said once)
   // This step traces its GPU devices' ops. Set before the devices are hooked, read by the ops.
   std::atomic<bool> in_step{false};
 #endif
@@ -203,6 +206,21 @@ void StepProfiler::BeginGpuStep() {
       GpuTracingFailed(synced);
       return;
     }
+  }
+  // Lanes by TF device id: each GPU device's streams, looked up while CUPTI is attached.
+  std::vector<collect::cupti::DeviceStream> streams;
+  for (const runtime::Device* device : devices_) {
+    if (device->gpu() == nullptr) continue;
+    for (void* stream : device->gpu()->streams()) {
+      streams.push_back({stream, static_cast<uint32_t>(device->gpu()->ordinal()), device->index()});
+    }
+  }
+  auto mapped = collect::cupti::CuptiStreamDevices(streams);
+  if (mapped.ok()) {
+    gpu_->tracer->SetStreamDevices(std::move(mapped).value());
+  } else if (!std::exchange(gpu_->stream_ids_warned, true)) {
+    std::cerr << "stepscope-train: warning: " << mapped.status().message()
+              << "; GPU lanes are named by CUDA device number" << std::endl;
   }
   gpu_->in_step.store(true, std::memory_order_relaxed);  // published by set_op_listener
 #endif

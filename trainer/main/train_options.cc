@@ -156,6 +156,9 @@ const std::vector<FlagSpec>& TrainFlagSpecs() {
       {"model", "MODEL", "lstm (PTB word LSTM, default) or resnet50"},
       {"config", "NAME", "LSTM config: small (default), medium, large"},
       {"devices", "SPEC", "cpu (default), cpu:N, or gpu:0,1,... in GPU builds"},
+      {"virtual_gpus_per_gpu", "V", "GPU builds: V towers on each GPU of --devices gpu:..., "
+                                    "TensorFlow's virtual GPUs /device:GPU:p*V..p*V+V-1, each with "
+                                    "its own streams and 1/V of the GPU's memory (default 1)"},
       {"batch_size", "N", "examples per device and step (LSTM: the config's, ResNet: 32; ResNet "
                           "refuses batch x (image_size/32)^2 < 2 and warns below 4)"},
       {"steps", "N", "training steps (default 100 when --epochs is not given)"},
@@ -231,6 +234,8 @@ StatusOr<TrainOptions> ParseTrainOptions(const std::vector<std::string>& args) {
   if (o.model == "resnet") o.model = "resnet50";
   o.config = parsed.GetOr("config", o.config);
   o.devices = parsed.GetOr("devices", o.devices);
+  ASSIGN_OR_RETURN(const int64_t virtual_gpus, parsed.GetInt("virtual_gpus_per_gpu", 1, 1, 64));
+  o.virtual_gpus_per_gpu = static_cast<int>(virtual_gpus);
   ASSIGN_OR_RETURN(const int64_t batch, parsed.GetInt("batch_size", 0, 1, 1 << 20));
   o.batch_size = static_cast<int>(batch);
   ASSIGN_OR_RETURN(o.steps, parsed.GetInt("steps", 0, 1, int64_t{1} << 40));

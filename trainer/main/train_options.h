@@ -47,6 +47,7 @@ struct TrainOptions {
   std::string model = "lstm";       // lstm | resnet50
   std::string config = "small";     // LSTM: small | medium | large
   std::string devices = "cpu:1";
+  int virtual_gpus_per_gpu = 1;     // TF's logical GPUs: towers per GPU of --devices gpu:...
   int batch_size = 0;               // per device; 0: the model's default (LSTM config, ResNet 32)
   int64_t steps = 0;                // 0: run `epochs` epochs (or 100 steps if neither is given)
   int epochs = 0;

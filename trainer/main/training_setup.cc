@@ -2,6 +2,7 @@
 // devices, workload, replicas with rank 0's parameters, profiler, towers.
 #include "trainer/main/training_setup.h"
 
+#include <iostream>
 #include <span>
 #include <thread>
 
@@ -15,7 +16,7 @@ StatusOr<std::unique_ptr<TrainingSetup>> TrainingSetup::Create(const TrainOption
   if (parallel::MpiSession::LaunchedByMpi()) {
     ASSIGN_OR_RETURN(setup->mpi_, parallel::MpiSession::Create());
   }
-  RETURN_IF_ERROR(setup->CreateDevices(options.devices));
+  RETURN_IF_ERROR(setup->CreateDevices(options.devices, options.virtual_gpus_per_gpu));
   ASSIGN_OR_RETURN(setup->workload_, MakeWorkload(options, setup->run_towers()));
   ASSIGN_OR_RETURN(auto replicas, setup->MakeReplicas());
   if (options.profile.enabled) RETURN_IF_ERROR(setup->StartProfiler(options.profile));
@@ -27,10 +28,11 @@ const runtime::Device& TrainingSetup::input_device() const {
   return input_devices_.empty() ? *devices_[0] : *input_devices_[0];
 }
 
-Status TrainingSetup::CreateDevices(const std::string& devices) {
+Status TrainingSetup::CreateDevices(const std::string& devices, int virtual_gpus_per_gpu) {
   ASSIGN_OR_RETURN(const runtime::DeviceSpec spec, runtime::ParseDeviceSpec(devices));
   const int world = world_size();
   runtime::DeviceOptions device_options;
+  device_options.virtual_gpus_per_gpu = virtual_gpus_per_gpu;
   device_options.placement = runtime::DevicePlacement::ForRank(rank(), world);
   if (mpi_ != nullptr) {
     device_options.local_rank = mpi_->local_rank();
@@ -44,10 +46,19 @@ Status TrainingSetup::CreateDevices(const std::string& devices) {
                 : 0;
   ASSIGN_OR_RETURN(devices_, runtime::CreateDevices(spec, device_options));
   for (auto& d : devices_) tower_devices_.push_back(d.get());
+  if (virtual_gpus_per_gpu > 1) {
+    // The layout a GPU run measures: which towers share which GPU, and each one's memory.
+    for (const auto& d : devices_) {
+      std::cerr << "stepscope-train: virtual GPU " << d->name() << " on CUDA device "
+                << d->gpu()->ordinal() << ", " << d->allocator().Name() << " limit "
+                << (d->allocator().Stats().bytes_limit >> 20) << " MiB" << std::endl;
+    }
+  }
   // The input pipeline fills host memory: GPU runs give it a CPU device of its own.
   if (spec.kind == runtime::DeviceKind::kGpu) {
     runtime::DeviceOptions input_options = device_options;
     input_options.total_threads = 1;
+    input_options.virtual_gpus_per_gpu = 1;
     ASSIGN_OR_RETURN(input_devices_,
                      runtime::CreateDevices(runtime::DeviceSpec{runtime::DeviceKind::kCpu, {0}},
                                             input_options));

@@ -43,7 +43,7 @@ class TrainingSetup {
 
  private:
   TrainingSetup() = default;
-  Status CreateDevices(const std::string& devices);
+  Status CreateDevices(const std::string& devices, int virtual_gpus_per_gpu);
   // One replica per device from the same seed; with several ranks, rank 0's parameters.
   StatusOr<std::vector<std::unique_ptr<models::Model>>> MakeReplicas();
   Status StartProfiler(const ProfileOptions& options);

@@ -102,6 +102,28 @@ StatusOr<std::vector<int>> GpuOrdinalsOfRank(std::span<const int> ids, int local
                      "CUDA_VISIBLE_DEVICES");
 }
 
+StatusOr<std::vector<VirtualGpu>> PlanVirtualGpus(std::span<const int> ids,
+                                                  std::span<const int> ordinals,
+                                                  std::span<const int64_t> free_bytes,
+                                                  int per_gpu, int64_t memory_limit_bytes) {
+  if (per_gpu < 1) {
+    return InvalidInput("--virtual_gpus_per_gpu " + std::to_string(per_gpu) + ": must be at least 1");
+  }
+  if (ids.size() != ordinals.size() || ids.size() != free_bytes.size()) {
+    return InvalidInput("virtual GPUs: " + std::to_string(ids.size()) + " GPU ids for " +
+                        std::to_string(ordinals.size()) + " CUDA devices");
+  }
+  std::vector<VirtualGpu> plan;
+  for (size_t p = 0; p < ids.size(); ++p) {
+    const int64_t share = std::min(memory_limit_bytes, free_bytes[p] / per_gpu);
+    for (int v = 0; v < per_gpu; ++v) {
+      const int tf_id = per_gpu == 1 ? ids[p] : static_cast<int>(p) * per_gpu + v;
+      plan.push_back({tf_id, ordinals[p], share});
+    }
+  }
+  return plan;
+}
+
 StatusOr<DeviceSpec> ParseDeviceSpec(const std::string& text) {
   const std::string usage = " (expected cpu, cpu:N or gpu:0,1,...)";
   const size_t colon = text.find(':');
@@ -175,6 +197,11 @@ StatusOr<std::vector<std::unique_ptr<Device>>> CreateDevices(const DeviceSpec& s
                                                              const DeviceOptions& options) {
   if (spec.ids.empty()) return InvalidInput("no devices requested");
   RETURN_IF_ERROR(ValidatePlacement(options.placement));
+  if (options.virtual_gpus_per_gpu != 1 && spec.kind != DeviceKind::kGpu) {
+    return InvalidInput("--virtual_gpus_per_gpu " + std::to_string(options.virtual_gpus_per_gpu) +
+                        " splits GPUs (--devices gpu:...); CPU devices are many already: "
+                        "--devices cpu:N");
+  }
   if (spec.kind == DeviceKind::kGpu) {
 #ifdef STEPSCOPE_WITH_CUDA
     return cuda::CreateGpuDevices(spec.ids, options);

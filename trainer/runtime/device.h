@@ -91,6 +91,9 @@ class GpuResources {
   virtual Status MemsetOnDevice(void* device, int value, int64_t bytes) const = 0;
   // Waits for every stream of the device; reports asynchronous errors.
   virtual Status Synchronize() const = 0;
+  // The device's CUDA streams (cudaStream_t, opaque here), so the profiler can tell its work
+  // from another device's on the same GPU (virtual GPUs); none for a stand-in without CUDA.
+  virtual std::vector<void*> streams() const { return {}; }
 };
 
 class Device {
@@ -154,7 +157,31 @@ struct DeviceOptions {
   // CPU devices: the threads all devices share (split evenly); 0 = the machine's hardware
   // threads.
   int total_threads = 0;
+  // GPU devices: TensorFlow's logical (virtual) GPUs, this many devices on each GPU of the spec
+  // (PlanVirtualGpus).
+  int virtual_gpus_per_gpu = 1;
 };
+
+// One GPU device to create: its TF id (k of /device:GPU:k), the CUDA device it runs on and its
+// allocator's limit.
+struct VirtualGpu {
+  int tf_id = 0;
+  int ordinal = 0;
+  int64_t memory_limit_bytes = 0;
+  bool operator==(const VirtualGpu&) const = default;
+};
+
+// The GPU devices of `ids` (the `gpu:` ids, standing for CUDA devices `ordinals`, which have
+// `free_bytes` free), `per_gpu` of them on each GPU, as TensorFlow's virtual devices are: each is
+// a device of its own (its streams, its "GPU_k_bfc" allocator) and they are numbered in order,
+// GPU p of the list giving /device:GPU:p·V .. p·V+V-1. With one per GPU the ids stay the names
+// (gpu:0,2 gives GPU:0 and GPU:2). Each one's memory limit is min(`memory_limit_bytes`, its
+// GPU's free memory / `per_gpu`): the GPU's memory is shared out, none given twice.
+// kInvalidInput when per_gpu < 1 or the spans differ in length.
+StatusOr<std::vector<VirtualGpu>> PlanVirtualGpus(std::span<const int> ids,
+                                                  std::span<const int> ordinals,
+                                                  std::span<const int64_t> free_bytes,
+                                                  int per_gpu, int64_t memory_limit_bytes);
 
 // The CUDA device numbers a process's `--devices gpu:i,j,...` ids stand for, on a host with
 // `visible_gpus` GPUs where the launcher placed `local_size` processes (this one is `local_rank`).

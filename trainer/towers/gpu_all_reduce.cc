@@ -48,6 +48,17 @@ StatusOr<std::unique_ptr<GpuAllReduce>> GpuAllReduce::Create(
     ordinals.push_back(device->gpu()->ordinal());
   }
 #ifdef STEPSCOPE_WITH_NCCL
+  // Towers on virtual GPUs of one GPU: named here, before any CUDA or NCCL call.
+  if (!parallel::NcclAllowsSeveralRanksPerGpu()) {
+    for (size_t a = 0; a < devices.size(); ++a) {
+      for (size_t b = a + 1; b < devices.size(); ++b) {
+        if (ordinals[a] != ordinals[b]) continue;
+        return InvalidInput("--allreduce_spec nccl: " + devices[a]->name() + " and " +
+                            devices[b]->name() + " are virtual GPUs of CUDA device " +
+                            std::to_string(ordinals[a]) + "; " + parallel::NcclSharedGpuAdvice());
+      }
+    }
+  }
   auto clique = std::make_unique<Clique>();
   for (const runtime::Device* device : devices) {
     const kernels::CudaContext* context = device->gpu()->kernel_context();

@@ -159,6 +159,33 @@ void GpuActivityConverter::ClearOps() {
   overflow_ops_.clear();
 }
 
+namespace {
+uint64_t StreamKey(uint32_t cuda_device, uint32_t stream_id) {
+  return (uint64_t{cuda_device} << 32) | stream_id;
+}
+}  // namespace
+
+void GpuActivityConverter::SetStreamDevices(std::vector<StreamDevice> streams) {
+  stream_devices_.clear();
+  default_devices_.clear();
+  for (const StreamDevice& s : streams) {
+    stream_devices_[StreamKey(s.cuda_device, s.stream_id)] = s.tf_device;
+    auto [it, added] = default_devices_.emplace(s.cuda_device, s.tf_device);
+    if (!added) it->second = std::min(it->second, s.tf_device);
+  }
+}
+
+uint32_t GpuActivityConverter::TfDeviceOf(uint32_t cuda_device, uint32_t stream_id) const {
+  if (auto it = stream_devices_.find(StreamKey(cuda_device, stream_id));
+      it != stream_devices_.end()) {
+    return static_cast<uint32_t>(it->second);
+  }
+  if (auto it = default_devices_.find(cuda_device); it != default_devices_.end()) {
+    return static_cast<uint32_t>(it->second);
+  }
+  return cuda_device;
+}
+
 void GpuActivityConverter::OnDropped(DropReason reason, uint64_t count) {
   switch (reason) {
     case DropReason::kCupti: stats_.dropped_by_cupti += count; break;
@@ -345,7 +372,9 @@ ConvertedStep GpuActivityConverter::Finish(int64_t clock_offset_ns) {
     } else {
       ++stats_.unlinked_records;
     }
-    const std::string device = options_.device_prefix + std::to_string(r.device_id);
+    // Named by the TF device that owns the stream, not the CUDA ordinal (see the header).
+    const std::string device =
+        options_.device_prefix + std::to_string(TfDeviceOf(r.device_id, r.stream_id));
     if (r.kind == RecordKind::kMemcpy) lanes[device + "/memcpy"].push_back(node);
     lanes[device + "/stream:all"].push_back(node);
     lanes[device + "/stream:" + std::to_string(r.stream_id)].push_back(std::move(node));

@@ -5,7 +5,7 @@
 // tested with synthetic records on machines with no GPU. The real source (cupti_activity_source.h)
 // feeds it from CUPTI's buffer-completion callback.
 //
-// Output, per GPU k (CUPTI device id), in TensorFlow's layout:
+// Output, per GPU k (TensorFlow's device id, see "Devices" below), in TensorFlow's layout:
 //   /device:GPU:k/stream:S   kernels, memcpys and memsets that ran on stream S
 //   /device:GPU:k/stream:all every one of those records once more
 //   /device:GPU:k/memcpy     every memcpy once more
@@ -28,6 +28,13 @@
 // driver (cuBLAS/cuBLASLt's cuLaunchKernelEx), a driver one with no runtime record at all: both
 // kinds are read alike. Where a runtime call's own driver call is recorded too, it carries the
 // same id and starts later; the earliest start is the launch time.
+//
+// Devices: CUPTI names the CUDA device (its ordinal in this process), but a lane must carry the
+// TensorFlow device id of the host lanes: an MPI rank driving CUDA device 1 calls it GPU:0, and
+// several virtual GPUs (towers) share one CUDA device. The owner maps each device's streams to
+// its TF id (SetStreamDevices, CUPTI's stream ids); a record goes to its stream's device. A
+// record on a stream not mapped (a library's own stream) goes to the lowest TF id mapped on its
+// CUDA device; with no mapping for that CUDA device at all, to the CUDA ordinal itself.
 //
 // Times: CUPTI timestamps (ns of CUPTI's clock) are put on the host clock (the collector's
 // steady-clock ns) with one offset measured at start (ClockAlignment), then shifted by the same
@@ -123,6 +130,14 @@ struct ConverterOptions {
   std::string device_prefix = "/device:GPU:";
 };
 
+// The TF device whose work runs on one CUPTI stream.
+struct StreamDevice {
+  uint32_t cuda_device = 0;  // CUPTI's deviceId: the CUDA ordinal in this process
+  uint32_t stream_id = 0;    // CUPTI's stream id (cuptiGetStreamIdEx), unique within a context
+  int tf_device = 0;         // k of /device:GPU:k
+  bool operator==(const StreamDevice&) const = default;
+};
+
 // An op that launched GPU work in the step, for LinkOps.
 struct LaunchedOp {
   uint64_t external_id = 0;
@@ -154,6 +169,10 @@ class GpuActivityConverter : public ActivityRecordSink {
   // ids): ids from there on have a slot each; others (or past about 10^6 in a step) go to a
   // locked map, with the same result. Called with no op registering; 1 until called.
   void BeginOps(uint64_t first_external_id);
+
+  // Which TF device each stream's records belong to (see "Devices" above); kept across steps,
+  // replaced by the next call. Called by the step's thread between steps or before Finish.
+  void SetStreamDevices(std::vector<StreamDevice> streams);
 
   // The executor names the op behind an external correlation id it pushed. `host_start_ns`
   // (collector clock, 0 if unknown) tells apart several runs of one node in LinkOps. The names
@@ -214,8 +233,14 @@ class GpuActivityConverter : public ActivityRecordSink {
   // The entry of `correlation_id`, or nullptr (counted) once max_correlations are in use.
   Correlation* CorrelationEntry(uint32_t correlation_id);
 
+  // The TF device id of a record's lane (SetStreamDevices' rules).
+  uint32_t TfDeviceOf(uint32_t cuda_device, uint32_t stream_id) const;
+
   ClockAlignment clock_;
   ConverterOptions options_;
+  // (CUDA device, stream id) -> TF id, and per CUDA device the lowest TF id mapped on it.
+  std::unordered_map<uint64_t, int> stream_devices_;
+  std::unordered_map<uint32_t, int> default_devices_;
   std::vector<GpuRecord> records_;
   std::unordered_map<uint32_t, Correlation> correlations_;
   std::unordered_map<uint64_t, uint64_t> api_counts_;  // (kind << 32 | cbid) -> records

@@ -90,6 +90,11 @@ Status GpuStepTracer::BeginStep() {
   return Status::Ok();
 }
 
+void GpuStepTracer::SetStreamDevices(std::vector<StreamDevice> streams) {
+  std::lock_guard<std::mutex> lock(records_mu_);
+  converter_.SetStreamDevices(std::move(streams));
+}
+
 void GpuStepTracer::OnOpStart(const std::string& node_name, const std::string& op_type,
                               int64_t host_start_ns) {
   // Unprofiled steps pay nothing: no CUPTI call, no registration.

@@ -35,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "profiler/collect/cupti/cupti_activity_source.h"
@@ -69,6 +70,10 @@ class GpuStepTracer final : private ActivityRecordSink {
   // Resumes the source (tracing on, clock alignment read again) and keeps its records for this
   // step. On failure tracing stays off and the step has no GPU lanes.
   Status BeginStep();
+
+  // Which TF device owns each CUPTI stream, for the lanes' names (the converter's
+  // SetStreamDevices); kept until replaced. On the step's thread, after BeginStep.
+  void SetStreamDevices(std::vector<StreamDevice> streams);
 
   // Hot path, on the thread launching the op's GPU work; ops on one thread do not nest.
   // `host_start_ns` is the op's start on the collector's (steady) clock. No-ops outside a step.

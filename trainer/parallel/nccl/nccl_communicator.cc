@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "kernels/cuda/cuda_runtime_calls.h"
 
@@ -100,7 +102,39 @@ std::string ShortUuid(const GpuUuidWords& words) {
 }
 }  // namespace
 
-Status CheckOneGpuPerRank(std::span<const GpuUuidWords> all_ranks_gpus, int gpus_per_rank) {
+bool NcclAllowsSeveralRanksPerGpu(int version_code, const char* multi_rank_env) {
+  constexpr int kFirstWithSeveralRanksPerGpu = 23000;  // NCCL_VERSION(2, 30, 0)
+  return version_code >= kFirstWithSeveralRanksPerGpu && multi_rank_env != nullptr &&
+         std::string_view(multi_rank_env) == "1";
+}
+
+int LoadedNcclVersion() {
+  int version = 0;
+  return ncclGetVersion(&version) == ncclSuccess ? version : 0;
+}
+
+bool NcclAllowsSeveralRanksPerGpu() {
+  return NcclAllowsSeveralRanksPerGpu(LoadedNcclVersion(),
+                                      std::getenv("NCCL_MULTI_RANK_GPU_ENABLE"));
+}
+
+std::string NcclVersionName(int code) {
+  // NCCL_VERSION(X,Y,Z) is X*1000+Y*100+Z before 2.9, X*10000+Y*100+Z since.
+  const int major = code >= 10000 ? code / 10000 : code / 1000;
+  const int minor = code >= 10000 ? code % 10000 / 100 : code % 1000 / 100;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
+}
+
+std::string NcclSharedGpuAdvice() {
+  const int version = LoadedNcclVersion();
+  return "NCCL " + (version > 0 ? NcclVersionName(version) : std::string("(version unknown)")) +
+         " needs a GPU of its own for every rank (NCCL 2.30 and newer allow several with "
+         "NCCL_MULTI_RANK_GPU_ENABLE=1); towers on virtual GPUs of one GPU reduce in host "
+         "memory with --allreduce_spec ring or pscpu";
+}
+
+Status CheckOneGpuPerRank(std::span<const GpuUuidWords> all_ranks_gpus, int gpus_per_rank,
+                          bool several_ranks_per_gpu) {
   if (gpus_per_rank < 1 || all_ranks_gpus.size() % static_cast<size_t>(gpus_per_rank) != 0) {
     return InvalidInput("nccl: " + std::to_string(all_ranks_gpus.size()) +
                         " GPUs gathered from ranks of " + std::to_string(gpus_per_rank) + " each");
@@ -108,7 +142,7 @@ Status CheckOneGpuPerRank(std::span<const GpuUuidWords> all_ranks_gpus, int gpus
   std::map<GpuUuidWords, size_t> first_user;  // GPU -> index of its first entry
   for (size_t i = 0; i < all_ranks_gpus.size(); ++i) {
     const auto [it, fresh] = first_user.emplace(all_ranks_gpus[i], i);
-    if (fresh) continue;
+    if (fresh || several_ranks_per_gpu) continue;
     const size_t rank_a = it->second / static_cast<size_t>(gpus_per_rank);
     const size_t rank_b = i / static_cast<size_t>(gpus_per_rank);
     return InvalidInput(
@@ -117,20 +151,23 @@ Status CheckOneGpuPerRank(std::span<const GpuUuidWords> all_ranks_gpus, int gpus
                                            std::to_string(rank_b) + " both drive") +
         " GPU " + ShortUuid(all_ranks_gpus[i]) +
         "; NCCL needs a GPU of its own for every rank: start at most as many ranks per host as "
-        "it has GPUs (or give each rank its GPUs with CUDA_VISIBLE_DEVICES)");
+        "it has GPUs (or give each rank its GPUs with CUDA_VISIBLE_DEVICES), or reduce in host "
+        "memory (--allreduce_spec ring or mpi); " + NcclSharedGpuAdvice());
   }
   return Status::Ok();
 }
 
-Status ValidateNcclClique(std::span<const int> gpu_ordinals, int world_size, int first_rank) {
+Status ValidateNcclClique(std::span<const int> gpu_ordinals, int world_size, int first_rank,
+                          bool several_ranks_per_gpu) {
   if (gpu_ordinals.empty()) return InvalidInput("nccl: no GPUs given");
   std::vector<int> sorted(gpu_ordinals.begin(), gpu_ordinals.end());
   std::sort(sorted.begin(), sorted.end());
   if (sorted.front() < 0) {
     return InvalidInput("nccl: GPU ordinal " + std::to_string(sorted.front()) + " is negative");
   }
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    return InvalidInput("nccl: GPU list " + OrdinalList(gpu_ordinals) + " names a GPU twice");
+  if (!several_ranks_per_gpu && std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    return InvalidInput("nccl: GPU list " + OrdinalList(gpu_ordinals) + " names a GPU twice: " +
+                        NcclSharedGpuAdvice());
   }
   const int64_t last_rank = int64_t{first_rank} + static_cast<int64_t>(gpu_ordinals.size());
   if (first_rank < 0 || world_size < 1 || last_rank > world_size) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -63,6 +64,18 @@ class NcclCommunicator {
   int world_size_ = 0;
 };
 
+// Several ranks on one GPU (towers on virtual GPUs, MPI ranks sharing a GPU): NCCL refuses them
+// before 2.30; 2.30 and newer allow them when NCCL_MULTI_RANK_GPU_ENABLE=1 (experimental, so
+// the user's choice, never set here). `version_code` as NCCL_VERSION_CODE (22809 = 2.28.9).
+bool NcclAllowsSeveralRanksPerGpu(int version_code, const char* multi_rank_env);
+// The same for the NCCL library loaded (ncclGetVersion) and this process's environment.
+bool NcclAllowsSeveralRanksPerGpu();
+// "2.28.9" of 22809 (and of the older 4-digit codes, 2708 = 2.7.8).
+std::string NcclVersionName(int version_code);
+int LoadedNcclVersion();  // ncclGetVersion; 0 when it fails
+// Why the loaded NCCL refuses a shared GPU and what to use instead (the host all-reduce specs).
+std::string NcclSharedGpuAdvice();
+
 // A GPU's identity across processes: its 16-byte UUID (nvidia-smi's GPU-xxxxxxxx-...) as four
 // words, the unit an MPI all-gather carries.
 using GpuUuidWords = std::array<int32_t, 4>;
@@ -71,11 +84,15 @@ StatusOr<GpuUuidWords> GpuUuid(int gpu_ordinal);
 // NCCL refuses a clique in which two ranks drive one GPU, with only "invalid usage" to say so;
 // before creating one, the ranks gather their GPUs' UUIDs (`gpus_per_rank` each, rank-major) and
 // this names the ranks that share a GPU (kInvalidInput), or is OK when every GPU is distinct.
-Status CheckOneGpuPerRank(std::span<const GpuUuidWords> all_ranks_gpus, int gpus_per_rank);
+// OK too when `several_ranks_per_gpu` (NcclAllowsSeveralRanksPerGpu).
+Status CheckOneGpuPerRank(std::span<const GpuUuidWords> all_ranks_gpus, int gpus_per_rank,
+                          bool several_ranks_per_gpu = NcclAllowsSeveralRanksPerGpu());
 
 // Argument checks shared by both constructors (host-only, tested without a GPU): GPU ordinals
-// non-empty, non-negative and distinct; for ranks, 0 <= first_rank and the local ranks within
-// world_size.
-Status ValidateNcclClique(std::span<const int> gpu_ordinals, int world_size, int first_rank);
+// non-empty, non-negative and distinct unless `several_ranks_per_gpu` (then the message names
+// the host all-reduce specs and NCCL's switch); for ranks, 0 <= first_rank and the local ranks
+// within world_size.
+Status ValidateNcclClique(std::span<const int> gpu_ordinals, int world_size, int first_rank,
+                          bool several_ranks_per_gpu = NcclAllowsSeveralRanksPerGpu());
 
 }  // namespace stepscope::parallel

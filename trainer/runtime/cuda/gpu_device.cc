@@ -112,18 +112,25 @@ StatusOr<std::vector<int>> AvailableGpuOrdinals(std::span<const int> ids,
 StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(std::span<const int> ids,
                                                                 const DeviceOptions& options) {
   ASSIGN_OR_RETURN(const std::vector<int> ordinals, AvailableGpuOrdinals(ids, options));
-  std::vector<std::unique_ptr<Device>> devices;
+  std::vector<int64_t> free(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
-    const int id = ids[i], ordinal = ordinals[i];
-    const std::string which = "creating GPU " + std::to_string(id) +
-                              (ordinal != id ? " (CUDA device " + std::to_string(ordinal) + ")" : "");
-    auto streams = GpuStreams::Create(ordinal);
+    RETURN_IF_ERROR(FreeDeviceMemory(ordinals[i], &free[i])
+                        .WithContext("creating GPU " + std::to_string(ids[i])));
+  }
+  ASSIGN_OR_RETURN(const std::vector<VirtualGpu> plan,
+                   PlanVirtualGpus(ids, ordinals, free, options.virtual_gpus_per_gpu,
+                                   options.memory_limit_bytes));
+  std::vector<std::unique_ptr<Device>> devices;
+  for (const VirtualGpu& gpu : plan) {
+    const std::string which =
+        "creating GPU " + std::to_string(gpu.tf_id) +
+        (gpu.ordinal != gpu.tf_id ? " (CUDA device " + std::to_string(gpu.ordinal) + ")" : "");
+    // Each device, virtual or not, has streams of its own: towers sharing a GPU overlap.
+    auto streams = GpuStreams::Create(gpu.ordinal);
     if (!streams.ok()) return streams.status().WithContext(which);
-    int64_t free_bytes = 0;
-    RETURN_IF_ERROR(FreeDeviceMemory(ordinal, &free_bytes).WithContext(which));
-    const int64_t limit = std::min(options.memory_limit_bytes, free_bytes);
     devices.push_back(std::make_unique<Device>(
-        id, options.placement, std::move(*streams), NewGpuBfcAllocator(id, ordinal, limit),
+        gpu.tf_id, options.placement, std::move(*streams),
+        NewGpuBfcAllocator(gpu.tf_id, gpu.ordinal, gpu.memory_limit_bytes),
         NewCudaHostBfcAllocator(options.pinned_memory_limit_bytes)));
   }
   return devices;

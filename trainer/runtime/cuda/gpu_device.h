@@ -43,6 +43,9 @@ class GpuStreams final : public GpuResources {
   Status MemsetOnDevice(void* device, int value, int64_t bytes) const override;
   // Waits for the three streams; reports asynchronous errors.
   Status Synchronize() const override;
+  std::vector<void*> streams() const override {
+    return {compute(), host_to_device_, device_to_host_};
+  }
 
  private:
   explicit GpuStreams(int ordinal) : ordinal_(ordinal) {}
@@ -67,8 +70,8 @@ StatusOr<std::vector<int>> AvailableGpuOrdinals(std::span<const int> ids,
                                                 const DeviceOptions& options);
 
 // The GPU devices for `ids` (AvailableGpuOrdinals first, so nothing is created when one is
-// missing), named by their ids and driving the GPUs those stand for. Each device allocator's
-// limit is min(options.memory_limit_bytes, the memory free on the GPU now).
+// missing), driving the GPUs those stand for: options.virtual_gpus_per_gpu devices on each, named
+// and given memory as PlanVirtualGpus says (the GPU's free memory now, shared out).
 StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(std::span<const int> ids,
                                                                 const DeviceOptions& options);
 
