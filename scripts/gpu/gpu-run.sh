@@ -110,9 +110,15 @@ note() { echo "$*" | tee -a "$summary"; }
 # bounded COMMAND...: COMMAND, stopped at the running stage's end (exit 124 when stopped or when
 # no time is left to start it).
 bounded() {
-  local left=$((stage_end - SECONDS))
-  if ((left < 2)); then echo "out of time, not run: $*"; return 124; fi
+  local left=$((stage_end - SECONDS)) status
+  if ((left < 2)); then echo "out of time, not run: $*"; : > "$stage_dir/.deadline"; return 124; fi
   timeout -k 5 "$left" "$@"
+  status=$?
+  # The stage may go on after a stopped command: the mark tells run_stage what happened.
+  if ((status == 124 || status == 137)); then
+    echo "stopped at the deadline: $*"; : > "$stage_dir/.deadline"
+  fi
+  return $status
 }
 
 # Packs what is done into the results folder: logs and figures, then the samples, each archive
@@ -184,7 +190,7 @@ run_stage() {
   status=$? stage_pid=
   if ((status == 0)); then
     note "$name: ok ($((SECONDS - start)) s)"
-  elif ((status == 124 || status == 137 || status == 143)) && ((SECONDS >= stage_end)); then
+  elif [[ -e $stage_dir/.deadline ]] || ((SECONDS >= stage_end)); then
     note "$name: STOPPED at the deadline ($((SECONDS - start)) s; what it wrote is packed, see $name/log.txt)"
     failed=1
   elif ((status == 3)); then
