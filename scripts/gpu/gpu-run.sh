@@ -34,8 +34,8 @@
 #
 # Without a GPU (and without --rehearse) the GPU stages are skipped, each with a line saying so.
 # The programs are the bundle's (scripts/gpu/bundle.sh), or STEPSCOPE_GPU_BUILD's build directory.
-# Environment: STEPSCOPE_GPU_RUN_VIRTUAL_DEVICES (default gpu:0,1: the --devices of the two
-# virtual towers), STEPSCOPE_GPU_RUN_NO_TORCH=1 (leave PyTorch out), STEPSCOPE_GPU_RUN_ROUNDS
+# Environment: STEPSCOPE_GPU_RUN_VIRTUAL_DEVICES (default gpu:0: the --devices that
+# --virtual_gpus_per_gpu 2 splits into two towers), STEPSCOPE_GPU_RUN_NO_TORCH=1 (leave PyTorch out), STEPSCOPE_GPU_RUN_ROUNDS
 # (bench rounds, default 4 of 50 timed steps a side).
 #
 # DIR receives at most five files (a lent machine returns few): summary.txt (one line per
@@ -104,6 +104,12 @@ else
 fi
 run_date=$(date -u +%Y-%m-%d)
 export has_gpu rehearse dev gpu_tag
+# What check.sh's stages find (stages/mpi.sh is shared with it): the work folder, extra flags.
+out=$work
+extra_train_flags=()
+((has_gpu)) || export STEPSCOPE_MPI_DEVICES=${STEPSCOPE_MPI_DEVICES:-cpu:1}
+# A lent machine runs commands as root, where OpenMPI's mpirun refuses to start unless told.
+((EUID == 0)) && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 note() { echo "$*" | tee -a "$summary"; }
 

@@ -3,7 +3,8 @@
 # (--virtual_gpus_per_gpu 2). The LSTM small's step with one tower against two (each tower the
 # same batch: twice the work), then one profiled two-tower step whose lanes must sit under each
 # tower's /device:GPU:k, kept as a sample.
-virtual_devices=${STEPSCOPE_GPU_RUN_VIRTUAL_DEVICES:-gpu:0,1}
+# --devices gpu:0 --virtual_gpus_per_gpu 2: towers /device:GPU:0 and /device:GPU:1 on GPU 0.
+virtual_devices=${STEPSCOPE_GPU_RUN_VIRTUAL_DEVICES:-gpu:0}
 
 stage_virtual() {
   trainer_has virtual_gpus_per_gpu || skip_stage "this stepscope-train has no --virtual_gpus_per_gpu"
