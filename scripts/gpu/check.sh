@@ -211,7 +211,7 @@ stage_nccl() {
 stage_bench() {
   local dir=$out/bench status=0 round run name flags
   local runs=("lstm_small:--model lstm --config small" "lstm_medium:--model lstm --config medium"
-              "resnet50:--model resnet50 --image_size 224 --batch_size 64")
+              "resnet50:--model resnet50 --image_size 224 --batch_size 64 --num_classes 1000")
   for round in 1 2; do
     LD_LIBRARY_PATH=$callers_library_path \
       bounded python3 scripts/bench/torch_step_time.py --device cuda --steps 20 --warmup 5 \

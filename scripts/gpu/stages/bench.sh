@@ -43,6 +43,10 @@ stage_bench() {
         mv "$(ls "$stage_dir"/traces/*.pb | tail -1)" "$stage_dir/${model}_trace.pb"
       rm -rf "$stage_dir/traces"
     done
+    # Figures and a pack after every round: a bench stopped by the deadline, or a call killed,
+    # still returns those of the rounds it finished.
+    bench_figures > /dev/null
+    pack
   done
   for model in "${bench_models[@]}"; do
     flags=$(model_flags "$model")
@@ -52,9 +56,13 @@ stage_bench() {
       --metrics "$stage_dir/${model}_every4.jsonl" > "$stage_dir/${model}_every4.txt" 2>&1
     rm -rf "$stage_dir/traces"
   done
+  bench_figures
+}
+
+bench_figures() {
   mkdir -p "$work/gpu-runs"
+  # shellcheck disable=SC2046
   bounded python3 scripts/gpu/figures.py runs "$stage_dir" --warmup "$warmup" --gpu "$gpu_tag" \
     --date "$run_date" $( ((has_gpu)) || echo --rehearsal) \
     --out "$work/gpu-runs/$gpu_tag-$run_date.txt"
-  cat "$work/gpu-runs/$gpu_tag-$run_date.txt"
 }
