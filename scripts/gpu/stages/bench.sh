@@ -45,8 +45,8 @@ stage_bench() {
     done
     # Figures and a pack after every round: a bench stopped by the deadline, or a call killed,
     # still returns those of the rounds it finished.
-    bench_figures > /dev/null
-    pack
+    bench_figures > /dev/null || echo "figures after round $round failed"
+    pack || true
   done
   for model in "${bench_models[@]}"; do
     flags=$(model_flags "$model")
