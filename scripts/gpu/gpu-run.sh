@@ -12,8 +12,9 @@
 #   overhead   the profiling cost decomposed: plain runs and one run per --profile_level
 #              (host, attached, activity, launches, all), interleaved; only when the trainer has
 #              that flag
-#   virtual    one tower against two virtual GPUs on the one GPU (--virtual_gpus_per_gpu), and a
-#              profiled two-tower step; only when the trainer has that flag
+#   virtual    stage_vgpu of scripts/gpu/stages/vgpu.sh: one tower against two virtual GPUs on
+#              the one GPU (--virtual_gpus_per_gpu), a profiled two-tower step (kept as a
+#              sample); only when the trainer has that flag and that file defines the function
 #   mpi        stage_mpi of scripts/gpu/stages/mpi.sh, when that file defines it
 #   samples    profiled LSTM small and ResNet-50 steps (cuda_host_bfc records), the two-tower
 #              step, and PyTorch's own traces and memory snapshot (scripts/gpu/torch_fixtures.py)
@@ -34,9 +35,8 @@
 #
 # Without a GPU (and without --rehearse) the GPU stages are skipped, each with a line saying so.
 # The programs are the bundle's (scripts/gpu/bundle.sh), or STEPSCOPE_GPU_BUILD's build directory.
-# Environment: STEPSCOPE_GPU_RUN_VIRTUAL_DEVICES (default gpu:0: the --devices that
-# --virtual_gpus_per_gpu 2 splits into two towers), STEPSCOPE_GPU_RUN_NO_TORCH=1 (leave PyTorch out), STEPSCOPE_GPU_RUN_ROUNDS
-# (bench rounds, default 4 of 50 timed steps a side).
+# Environment: STEPSCOPE_GPU_RUN_NO_TORCH=1 (leave PyTorch out), STEPSCOPE_GPU_RUN_ROUNDS (bench
+# rounds, default 4 of 50 timed steps a side).
 #
 # DIR receives at most five files (a lent machine returns few): summary.txt (one line per
 # stage), results.tar.gz (every log and figure), samples-ours.tar and samples-torch.tar (gzipped
@@ -130,12 +130,13 @@ bounded() {
 # under the 16 MiB a lent machine returns per file. Written to .tmp names, then renamed, so that a
 # run killed while packing leaves the previous pack whole.
 pack() {
+  # Raw .pb traces stay behind: their gzipped copies travel.
   local limit=$((15 << 20)) size
-  tar -C "$work" --exclude='./samples' --exclude='*.pb' --exclude='*.json' -czf \
+  tar -C "$work" --exclude='./samples' --exclude='*.pb' -czf \
     "$results/results.tar.gz.tmp" . 2>/dev/null
   size=$(stat -c %s "$results/results.tar.gz.tmp")
   if ((size > limit)); then
-    tar -C "$work" --exclude='./samples' --exclude='*.pb' --exclude='*.json' --exclude='*.gz' \
+    tar -C "$work" --exclude='./samples' --exclude='*.pb' --exclude='*.gz' \
       -czf "$results/results.tar.gz.tmp" . 2>/dev/null
     grep -q '^pack: results' "$summary" ||
       note "pack: results.tar.gz over 15 MiB with its traces ($((size >> 20)) MiB): packed without *.gz"

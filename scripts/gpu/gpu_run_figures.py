@@ -7,7 +7,6 @@
   overhead DIR                    per --profile_level: median step, its cost over plain and that
                                   cost per GPU operation (kernels, copies and memsets per step,
                                   from the `all` level's trace lines), API records per GPU op
-  virtual DIR                     two virtual towers' step against one tower's
   runs DIR --gpu G --date D --out FILE
                                   the bench: per model the profiled/plain ratio of medians with a
                                   bootstrap 95 % interval, ours/PyTorch, the unprofiled steps of a
@@ -29,7 +28,7 @@ import random
 import re
 import statistics
 
-COMMANDS = ("losses", "smoke", "overhead", "virtual", "runs")
+COMMANDS = ("losses", "smoke", "overhead", "runs")
 MODELS = ("lstm_small", "lstm_medium", "resnet50")
 # Relative tolerance of the smoke comparison per run: the LSTM's GPU kernels agree with the CPU's
 # to about 1e-6; ResNet-50 from scratch amplifies rounding from step 2 on (docs/gpu.md).
@@ -157,17 +156,6 @@ def overhead(args):
     return 0
 
 
-def virtual(args):
-    d = args[0]
-    one = [t for r in (1, 2) for t in step_times(os.path.join(d, f"one_round{r}.jsonl"), 10)]
-    two = [t for r in (1, 2) for t in step_times(os.path.join(d, f"two_round{r}.jsonl"), 10)]
-    ratio, lo, hi = bootstrap_ratio(two, one)
-    print(f"LSTM small: one tower {median(one):.3f} ms, two virtual towers on one GPU "
-          f"{median(two):.3f} ms (twice the examples)")
-    print(f"virtual_two_over_one lstm_small {ratio:.4f} {lo:.4f} {hi:.4f}")
-    return 0
-
-
 def runs(args):
     p = argparse.ArgumentParser(prog="figures.py runs")
     p.add_argument("dir")
@@ -233,8 +221,7 @@ def runs(args):
 
 def main(argv):
     command, args = argv[0], argv[1:]
-    return {"losses": losses, "smoke": smoke, "overhead": overhead, "virtual": virtual,
-            "runs": runs}[command](args)
+    return {"losses": losses, "smoke": smoke, "overhead": overhead, "runs": runs}[command](args)
 
 
 if __name__ == "__main__":
