@@ -67,6 +67,9 @@ fi
 tar -tzf "$tmp/out2/results.tar.gz" > "$tmp/list2"
 expect_line "$tmp/list2" "smoke/lstm_small.jsonl" "run 2: smoke's metrics packed"
 expect_line "$tmp/list2" "bench/lstm_medium_plain_round1.jsonl" "run 2: bench's metrics packed"
+for stage in smoke samples bench; do
+  expect_line "$tmp/list2" "^./$stage/log.txt$" "run 2: $stage's log packed"
+done
 tar -xzf "$tmp/out2/results.tar.gz" -O ./smoke/log.txt > "$tmp/smoke2"
 expect_line "$tmp/smoke2" "lstm_small: 3 steps against the CPU reference, worst relative difference 0.00e\+00 \(ok\)" \
   "run 2: the CPU rehearsal reproduces the committed CPU losses"

@@ -7,7 +7,7 @@
 
 stage_samples() {
   local status=0 name flags trace
-  mkdir -p "$work/samples/ours" "$work/samples/torch"
+  mkdir -p "$keep/ours" "$keep/torch"
   for run in "lstm_small:$(model_flags lstm_small)" \
              "resnet50_b32:$( ((has_gpu)) && echo "--model resnet50 --image_size 224 --batch_size 32" ||
                               model_flags resnet50)"; do
@@ -21,7 +21,7 @@ stage_samples() {
     if ((has_gpu)) && ! grep -aq cuda_host_bfc "$trace"; then
       echo "$name: no cuda_host_bfc record in $trace"; status=1
     fi
-    gzip -9c "$trace" > "$work/samples/ours/${gpu_tag}_${name}_step3.pb.gz"
+    gzip -9c "$trace" > "$keep/ours/${gpu_tag}_${name}_step3.pb.gz"
   done
   if [[ -n ${STEPSCOPE_GPU_RUN_NO_TORCH:-} ]]; then
     echo "PyTorch fixtures: left out (STEPSCOPE_GPU_RUN_NO_TORCH)"
@@ -29,9 +29,9 @@ stage_samples() {
     echo "PyTorch fixtures: no torch on this machine"
   else
     LD_LIBRARY_PATH=$callers_library_path bounded python3 scripts/gpu/torch_fixtures.py \
-      --out "$work/samples/torch" $( ((has_gpu)) || echo "--device cpu --tiny") ||
+      --out "$keep/torch" $( ((has_gpu)) || echo "--device cpu --tiny") ||
       { echo "torch_fixtures.py failed"; status=1; }
   fi
-  ls -l "$work/samples/ours" "$work/samples/torch"
+  ls -l "$keep/ours" "$keep/torch"
   return $status
 }

@@ -15,8 +15,8 @@ stage_virtual() {
   stage_vgpu || status=$?
   trace=$(ls "$out"/vgpu/profile/*.pb 2>/dev/null | head -1 || true)
   if [[ -n $trace ]]; then
-    mkdir -p "$work/samples/ours"
-    gzip -9c "$trace" > "$work/samples/ours/${gpu_tag}_lstm_small_two_virtual_towers_$(basename "$trace").gz"
+    mkdir -p "$keep/ours"
+    gzip -9c "$trace" > "$keep/ours/${gpu_tag}_lstm_small_two_virtual_towers_$(basename "$trace").gz"
   fi
   return $status
 }
