@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """scripts/gpu/gpu_run_figures.py on files written here: the bench's ratio and interval, the
+profiling cost per GPU operation by level,
 trainer's per-step CUPTI notes (in the format trainer/main/step_profiler.cc writes), and the smoke
 comparison's tolerance.
 
@@ -73,6 +74,27 @@ class RunsTest(unittest.TestCase):
             self.assertEqual(lines[("api_records_per_gpu_op", "resnet50")], ["1.200"])
             self.assertEqual(lines[("linked_share", "resnet50")], ["0.9900"])
             self.assertEqual(lines[("dropped", "resnet50")], ["8"])  # 2 a step, 4 steps
+
+
+class OverheadTest(unittest.TestCase):
+    def test_cost_per_gpu_op_by_level(self):
+        with tempfile.TemporaryDirectory() as d:
+            # 2 warm-up steps, then 20 timed: plain 4 ms, each level 1 ms more than the one before.
+            for r in (1, 2):
+                write_metrics(os.path.join(d, f"plain_round{r}.jsonl"), [50.0] * 2 + [4.0] * 20)
+                for i, level in enumerate(("host", "all")):
+                    write_metrics(os.path.join(d, f"{level}_round{r}.jsonl"),
+                                  [50.0] * 2 + [5.0 + i] * 20)
+                    with open(os.path.join(d, f"{level}_round{r}.txt"), "w") as f:
+                        f.write(NOTE * 3)
+            status, text = run(["overhead", d, "--warmup", "2", "--levels", "host all"])
+            self.assertEqual(status, 0)
+            rows = {l.split()[0]: l.split() for l in text.splitlines() if l.split()}
+            # 400 GPU operations a step: host costs 1 ms = 2.5 us per op, all 2 ms = 5 us.
+            self.assertIn("400 GPU ops per step", text)
+            self.assertEqual(rows["host"][1:5], ["5.000", "1.250x", "2.50", "1.20"])
+            self.assertEqual(rows["all"][1:5], ["6.000", "1.500x", "5.00", "1.20"])
+            self.assertEqual(rows["all"][5], "12")  # 2 dropped a step, 6 steps
 
 
 class SmokeTest(unittest.TestCase):
