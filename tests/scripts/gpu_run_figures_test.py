@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """scripts/gpu/gpu_run_figures.py on files written here: the bench's ratio and interval, the
-profiling cost per GPU operation by level,
-trainer's per-step CUPTI notes (in the format trainer/main/step_profiler.cc writes), and the smoke
-comparison's tolerance.
+profiling cost per GPU operation by level, the trainer's per-step CUPTI notes (in the format
+trainer/main/step_profiler.cc writes), and the smoke comparison's tolerance.
 
     python3 tests/scripts/gpu_run_figures_test.py
 """
