@@ -23,7 +23,8 @@
 # STEPSCOPE_CHECK_COMMAND_S seconds (default 900), and with STEPSCOPE_CHECK_DEADLINE_S set,
 # nothing runs past that many seconds after the start: what ran still comes back.
 # Each stage writes <stage>/ in a work folder and a line to the summary; the script goes on after
-# a failing stage and exits 1 if any failed. OUT_DIR gets two files (few files travel back from a
+# a failing stage and exits 1 if any failed. STEPSCOPE_GPU_BUILD=DIR runs the programs of that
+# build directory instead of the bundle's. OUT_DIR gets two files (few files travel back from a
 # lent machine): summary.txt, and results.tar.gz with every log, figure and gzipped trace.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -57,39 +58,9 @@ bounded() {
   timeout -k 10 "$limit" "$@"
 }
 
-# The bundle: unpacked once into the build directory it was made from, reachable at the source
-# directory compiled into the tests (a link when this checkout lives elsewhere).
-bundle=${STEPSCOPE_GPU_BUNDLE:-gpu-bundle}
-manifest_value() { sed -n "s/^$1 //p" "$bundle/manifest.txt"; }
-[[ -f $bundle/stepscope-gpu.tar.xz ]] || { echo "no $bundle/stepscope-gpu.tar.xz: run scripts/gpu/bundle.sh where the project builds, and carry $bundle" >&2; exit 2; }
-source_dir=$(manifest_value source_dir)
-build=$(manifest_value build_dir)
-if [[ ! -f $build/manifest.txt ]] || ! cmp -s "$build/manifest.txt" "$bundle/manifest.txt"; then
-  mkdir -p "$build"
-  xz -dc "$bundle/stepscope-gpu.tar.xz" | tar -C "$build" -xf -
-fi
-if [[ $source_dir != "$repo" && ! -e $source_dir ]]; then
-  mkdir -p "$(dirname "$source_dir")" && ln -s "$repo" "$source_dir"
-fi
-
-# CUDA's big libraries come from this machine: the toolkit, or the pip wheels PyTorch brings.
-cuda_dirs=()
-for pattern in libcublasLt.so.13 libnccl.so.2 libcuda.so.1; do
-  found=$( { ls -d /usr/local/cuda*/lib64 /usr/local/cuda*/lib /usr/local/cuda*/targets/*/lib /usr/local/nvidia/lib64 \
-               /usr/lib/x86_64-linux-gnu 2>/dev/null
-             python3 -c 'import nvidia, os; [print(os.path.join(p, d, "lib")) for p in nvidia.__path__ for d in os.listdir(p)]' 2>/dev/null
-           } | while read -r d; do [[ -e $d/$pattern ]] && { echo "$d"; break; }; done)
-  [[ -n $found ]] && cuda_dirs+=("$found")
-done
-# PyTorch (the bench's reference) brings its own cuDNN and cuBLAS: it runs with the caller's path,
-# since the toolkit's folders may hold an older cuDNN it refuses.
-callers_library_path=${LD_LIBRARY_PATH:-}
-lib_path=$repo/$build/lib
-for d in "${cuda_dirs[@]}"; do lib_path+=":$d"; done
-export LD_LIBRARY_PATH=$lib_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=$repo/$build
-train=$bin/trainer/main/stepscope-train
-cli=$bin/profiler/cli/stepscope
+# The programs (the bundle's, or STEPSCOPE_GPU_BUILD's) and the CUDA libraries they load.
+source scripts/gpu/stages/binaries.sh
+setup_binaries || exit 2
 
 # run_stage NAME COMMAND...: output to OUT_DIR/NAME/log.txt, one line in the summary.
 run_stage() {
@@ -110,7 +81,7 @@ run_stage() {
 stage_env() {
   nvidia-smi
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-  cat "$bundle/manifest.txt"
+  cat "${STEPSCOPE_GPU_BUNDLE:-gpu-bundle}/manifest.txt" 2>/dev/null || echo "no bundle: the programs of $build"
   echo "missing libraries:"
   ldd "$train" "$bin/tests/kernels/kernels_cuda_test" | grep 'not found' || echo "  none"
   "$train" --help | head -5
@@ -240,7 +211,7 @@ stage_nccl() {
 stage_bench() {
   local dir=$out/bench status=0 round run name flags
   local runs=("lstm_small:--model lstm --config small" "lstm_medium:--model lstm --config medium"
-              "resnet50:--model resnet50 --image_size 224 --batch_size 64")
+              "resnet50:--model resnet50 --image_size 224 --batch_size 64 --num_classes 1000")
   for round in 1 2; do
     LD_LIBRARY_PATH=$callers_library_path \
       bounded python3 scripts/bench/torch_step_time.py --device cuda --steps 20 --warmup 5 \

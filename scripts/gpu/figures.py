@@ -1,7 +1,14 @@
 #!/usr/bin/env python3
-"""The GPU figures of scripts/gpu/check.sh's bench stage, from the files it wrote:
+"""The GPU figures of scripts/gpu/check.sh's bench stage and of scripts/gpu/gpu-run.sh's stages,
+from the files they wrote:
 
-    python3 scripts/gpu/figures.py BENCH_DIR
+    python3 scripts/gpu/figures.py BENCH_DIR                  check.sh's bench (below)
+    python3 scripts/gpu/figures.py runs DIR --gpu G --date D --out FILE [--warmup N] [--rehearsal]
+    python3 scripts/gpu/figures.py overhead DIR [--warmup N] [--levels "host attached ..."]
+    python3 scripts/gpu/figures.py smoke REFERENCE_DIR RUN_DIR
+    python3 scripts/gpu/figures.py losses METRICS.jsonl
+
+gpu-run.sh's subcommands are documented at their functions; check.sh's bench:
 
 - Step time, ours against PyTorch on the same GPU and shapes: the median of each round's timed
   steps (ours: the steps after --warmup_steps of <model>_ours_round<R>.jsonl; PyTorch:
@@ -17,6 +24,8 @@ import os
 import re
 import statistics
 import sys
+
+import gpu_run_figures
 
 MODELS = (("lstm_small", "lstm_small_step_ms"), ("lstm_medium", "lstm_medium_step_ms"),
           ("resnet50", "resnet50_img224_b64_step_ms"))
@@ -43,6 +52,10 @@ def median(values):
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] in gpu_run_figures.COMMANDS:
+        sys.exit(gpu_run_figures.main(sys.argv[1:]))
+    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
+        sys.exit(__doc__)
     d = sys.argv[1]
     out = []
     out.append("step time (ms, median of timed steps; rounds alternate PyTorch, ours)")

@@ -541,5 +541,19 @@ TEST(LstmModel, ConfigsAndLearningRateSchedule) {
   EXPECT_FLOAT_EQ(LstmLearningRate(small, 6), 0.125f);
 }
 
+// scripts/bench/torch_step_time.py builds the PyTorch reference with these trainable parameter
+// counts and refuses to time a model that differs: embedding V·H, per layer the kernel
+// [2H, 4H] and one bias [4H], softmax_w H·V and softmax_b V.
+TEST(LstmModel, TrainableParameterCountsAreTheOnesThePyTorchReferenceBuilds) {
+  auto device = MakeCpuDevice();
+  for (const auto& [name, expected] : {std::pair<std::string, int64_t>{"small", 4'651'600},
+                                       std::pair<std::string, int64_t>{"medium", 19'775'200}}) {
+    auto model = MakeLstm(*device, LstmConfigByName(name).value()).value();
+    int64_t count = 0;
+    for (const auto& v : model->variables()) count += v.value.num_elements();
+    EXPECT_EQ(count, expected) << name;
+  }
+}
+
 }  // namespace
 }  // namespace stepscope::models
