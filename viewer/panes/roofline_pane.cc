@@ -7,7 +7,6 @@
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
-#include <cstdio>
 
 #include "base/units.h"
 #include "viewer/load/document.h"
@@ -17,18 +16,8 @@
 namespace stepscope::viewer {
 namespace {
 
-// 1.23e13 -> "12.3 T" (the unit follows), as the CLI writes rates.
-QString Si(double value, const char* unit) {
-  static const char* const kPrefix[] = {"", "k", "M", "G", "T", "P", "E"};
-  int p = 0;
-  while (value >= 1000 && p < 6) {
-    value /= 1000;
-    ++p;
-  }
-  char text[48];
-  std::snprintf(text, sizeof text, "%.3g %s%s", value, kPrefix[p], unit);
-  return QString::fromUtf8(text);
-}
+// The CLI's figure (base/units.h FormatSi), as a QString.
+QString Si(double value, const char* unit) { return QString::fromStdString(FormatSi(value, unit)); }
 
 QString Percent(double share) { return QString::number(100 * share, 'f', 1) + "%"; }
 
