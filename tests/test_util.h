@@ -1,9 +1,11 @@
 // Shared helpers for tests: paths of checked-in data and temp files.
 #pragma once
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -54,6 +56,20 @@ inline std::filesystem::path ScratchDir(const std::string& tag) {
   std::filesystem::create_directories(dir);
   made.Add(dir);
   return dir;
+}
+
+// In a forked child: caps the address space at what the process maps now plus `headroom_bytes`,
+// so an allocation bigger than that fails (std::bad_alloc) instead of succeeding. False when the
+// cap cannot be read or set.
+inline bool CapAddressSpaceAboveCurrent(rlim_t headroom_bytes) {
+  long pages = 0;
+  std::FILE* statm = std::fopen("/proc/self/statm", "r");
+  const bool read = statm != nullptr && std::fscanf(statm, "%ld", &pages) == 1;
+  if (statm != nullptr) std::fclose(statm);
+  if (!read) return false;
+  const rlim_t cap = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + headroom_bytes;
+  const rlimit limit{cap, cap};
+  return setrlimit(RLIMIT_AS, &limit) == 0;
 }
 
 }  // namespace stepscope::testing

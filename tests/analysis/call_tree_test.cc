@@ -353,12 +353,7 @@ TEST(CallTreeTest, OutOfMemoryInAPartReachesTheCaller) {
     if (child == 0) {
       alarm(60);
       // Room for the helper's stack and small allocations, not for a part's node table.
-      long pages = 0;
-      std::FILE* statm = std::fopen("/proc/self/statm", "r");
-      if (statm == nullptr || std::fscanf(statm, "%ld", &pages) != 1) _exit(3);
-      const rlim_t cap = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (rlim_t{24} << 20);
-      const rlimit limit{cap, cap};
-      if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(3);
+      if (!testing::CapAddressSpaceAboveCurrent(rlim_t{24} << 20)) _exit(3);
       try {
         if (bottom_up) {
           const CallTree tree = BottomUpTree(top_down, 2);

@@ -280,12 +280,7 @@ class CallTreeTest : public QObject {
     QVERIFY(child >= 0);
     if (child == 0) {
       alarm(60);
-      long pages = 0;
-      std::FILE* statm = std::fopen("/proc/self/statm", "r");
-      if (statm == nullptr || std::fscanf(statm, "%ld", &pages) != 1) _exit(3);
-      const rlim_t cap = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (rlim_t{24} << 20);
-      const rlimit limit{cap, cap};
-      if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(3);
+      if (!stepscope::testing::CapAddressSpaceAboveCurrent(rlim_t{24} << 20)) _exit(3);
       const CallTreePane::Result result = CallTreePane::ComputeTrees(big, {.tracks = {0}, .threads = 2}, /*bottom_up=*/true);
       _exit(result.error.startsWith("Out of memory") && !result.top_down ? 0 : 1);
     }
