@@ -8,6 +8,7 @@ trainer/main/step_profiler.cc writes), and the smoke comparison's tolerance.
 import io
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -156,6 +157,26 @@ class OverheadTest(unittest.TestCase):
             self.assertEqual(notes[1]["api_ids"], {})
             self.assertEqual((notes[0]["gpu_ops"], notes[0]["api"], notes[0]["dropped"]),
                              (400, 480, 2))
+
+
+class CheckBenchTest(unittest.TestCase):
+    """figures.py BENCH_DIR (check.sh's bench) reads the trace lines with the same parser: drops
+    are counted where the line says why ("2 dropped (2 by CUPTI, ...)")."""
+
+    def test_overhead_rows(self):
+        with tempfile.TemporaryDirectory() as d:
+            # 4 warm-up steps, then odd steps 10 ms, even (profiled) steps 12 ms.
+            write_metrics(os.path.join(d, "lstm_small_overhead.jsonl"),
+                          [99.0] * 4 + [12.0 if s % 2 == 0 else 10.0 for s in range(5, 25)])
+            with open(os.path.join(d, "lstm_small_overhead.txt"), "w") as f:
+                f.write("".join(note(s) for s in range(6, 25, 2)))
+            script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                  "scripts", "gpu", "figures.py")
+            text = subprocess.run([sys.executable, script, d], check=True, capture_output=True,
+                                  text=True).stdout
+            row = [l.split() for l in text.splitlines() if l.startswith("lstm_small ")][-1]
+            # plain, profiled, overhead, records, kernels, copies, dropped (2 in each of 10 steps)
+            self.assertEqual(row[1:8], ["10.00", "12.00", "20.0%", "1000", "300", "90", "20"])
 
 
 class SmokeTest(unittest.TestCase):
