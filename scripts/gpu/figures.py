@@ -4,7 +4,7 @@ from the files they wrote:
 
     python3 scripts/gpu/figures.py BENCH_DIR                  check.sh's bench (below)
     python3 scripts/gpu/figures.py runs DIR --gpu G --date D --out FILE [--warmup N] [--rehearsal]
-    python3 scripts/gpu/figures.py overhead DIR [--warmup N] [--levels "host attached ..."]
+    python3 scripts/gpu/figures.py overhead DIR [--model M] [--warmup N] [--every K] [--levels "..."]
     python3 scripts/gpu/figures.py smoke REFERENCE_DIR RUN_DIR
     python3 scripts/gpu/figures.py losses METRICS.jsonl
 
