@@ -181,9 +181,10 @@ def overhead_row(level, plain, gpu_ops, prof, unprof, notes):
     per_op = (median(prof) - median(plain)) * 1e3 / gpu_ops if gpu_ops else NAN
     p_ratio, p_lo, p_hi = bootstrap_ratio(prof, plain)
     u_ratio, u_lo, u_hi = bootstrap_ratio(unprof, plain)
+    # A level that records no GPU activity (host, attached; any on a CPU) has no share or drops.
+    tail = f"{100 * share:6.1f}% {dropped:7d}" if recorded else f"{'-':>7} {'-':>7}"
     row = (f"{level:<14} {median(prof):9.3f} {median(unprof):9.3f} {p_ratio:9.3f}x "
-           f"{per_op:9.2f} {u_ratio:8.4f} [{u_lo:.4f}, {u_hi:.4f}] {api:7.2f} "
-           f"{100 * share:6.1f}% {dropped:7d}")
+           f"{per_op:9.2f} {u_ratio:8.4f} [{u_lo:.4f}, {u_hi:.4f}] {api:7.2f} {tail}")
     lines = [f"us_per_gpu_op {{model}} {level} {per_op:.3f}",
              f"profiled_over_plain_level {{model}} {level} {p_ratio:.4f} {p_lo:.4f} {p_hi:.4f}",
              f"unprofiled_over_plain {{model}} {level} {u_ratio:.4f} {u_lo:.4f} {u_hi:.4f}",
