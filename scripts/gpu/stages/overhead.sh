@@ -30,9 +30,9 @@ stage_overhead() {
         --metrics "$dir/plain_round$round.jsonl" > "$dir/plain_round$round.txt" 2>&1
       for level in "${overhead_levels[@]}"; do
         echo "round $round, $model: --profile_level $level"
-        # shellcheck disable=SC2086
         # A level that fails (its log says why) leaves the others to run; the deadline does not.
         status=0
+        # shellcheck disable=SC2086
         bounded "$train" $flags --devices "$dev" --steps "$n" --warmup_steps "$warmup" \
           --profile --profile_every 2 --profile_level "$level" --profile_dir "$dir/traces" \
           --metrics "$dir/${level}_round$round.jsonl" > "$dir/${level}_round$round.txt" 2>&1 ||
