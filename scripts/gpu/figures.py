@@ -4,7 +4,7 @@ from the files they wrote:
 
     python3 scripts/gpu/figures.py BENCH_DIR                  check.sh's bench (below)
     python3 scripts/gpu/figures.py runs DIR --gpu G --date D --out FILE [--warmup N] [--rehearsal]
-    python3 scripts/gpu/figures.py overhead DIR [--warmup N] [--levels "host attached ..."]
+    python3 scripts/gpu/figures.py overhead DIR [--model M] [--warmup N] [--every K] [--levels "..."]
     python3 scripts/gpu/figures.py smoke REFERENCE_DIR RUN_DIR
     python3 scripts/gpu/figures.py losses METRICS.jsonl
 
@@ -22,22 +22,14 @@ import glob
 import json
 import os
 import re
-import statistics
 import sys
 
 import gpu_run_figures
 
 MODELS = (("lstm_small", "lstm_small_step_ms"), ("lstm_medium", "lstm_medium_step_ms"),
           ("resnet50", "resnet50_img224_b64_step_ms"))
-TRACE_LINE = re.compile(r"trace of step (\d+): (\S+) \(GPU: (\d+) CUPTI records \((\d+) kernels, "
-                        r"(\d+) copies.*?(\d+) dropped\)")
-
-
-def step_lines(path, first_timed):
-    if not os.path.exists(path):
-        return []
-    lines = [json.loads(l) for l in open(path) if l.strip()]
-    return [l for l in lines if "step" in l and "step_time_ms" in l and l["step"] > first_timed]
+# The step times, trace lines and medians are gpu_run_figures' (one parser for both scripts).
+median = gpu_run_figures.median
 
 
 def torch_result(path):
@@ -45,10 +37,6 @@ def torch_result(path):
         return json.load(open(path))
     except (OSError, ValueError):
         return {}  # that round of PyTorch failed: its log says why
-
-
-def median(values):
-    return statistics.median(values) if values else float("nan")
 
 
 def main():
@@ -65,8 +53,7 @@ def main():
         for rnd in sorted(glob.glob(os.path.join(d, "torch_round*.json"))):
             r = re.search(r"round(\d+)", rnd).group(1)
             torch_ms = torch_result(rnd).get(torch_key, float("nan"))
-            ours = [l["step_time_ms"] for l in
-                    step_lines(os.path.join(d, f"{model}_ours_round{r}.jsonl"), 5)]
+            ours = gpu_run_figures.step_times(os.path.join(d, f"{model}_ours_round{r}.jsonl"), 5)
             torch_all.append(torch_ms)
             ours_all.extend(ours)
             out.append(f"{model:<12} {r:>5} {torch_ms:9.2f} {median(ours):9.2f}")
@@ -78,15 +65,14 @@ def main():
     out.append(f"{'model':<12} {'plain ms':>9} {'profiled':>9} {'overhead':>9} {'records/step':>13} "
                f"{'kernels':>8} {'copies':>7} {'dropped':>8} {'trace KB/step':>14}")
     for model in ("lstm_small", "resnet50"):
-        lines = step_lines(os.path.join(d, f"{model}_overhead.jsonl"), 4)
-        plain = median([l["step_time_ms"] for l in lines if l["step"] % 2 == 1])
-        profiled = median([l["step_time_ms"] for l in lines if l["step"] % 2 == 0])
-        log = os.path.join(d, f"{model}_overhead.txt")
-        traces = [m.groups() for m in TRACE_LINE.finditer(open(log).read())] if os.path.exists(log) else []
-        records = median([int(t[2]) for t in traces])
-        kernels = median([int(t[3]) for t in traces])
-        copies = median([int(t[4]) for t in traces])
-        dropped = sum(int(t[5]) for t in traces)
+        path = os.path.join(d, f"{model}_overhead.jsonl")
+        plain = median(gpu_run_figures.step_times(path, 4, keep=lambda s: s % 2 == 1))
+        profiled = median(gpu_run_figures.step_times(path, 4, keep=lambda s: s % 2 == 0))
+        traces = gpu_run_figures.trace_notes(os.path.join(d, f"{model}_overhead.txt"))
+        records = median([t["records"] for t in traces])
+        kernels = median([t["kernels"] for t in traces])
+        copies = median([t["copies"] for t in traces])
+        dropped = sum(t["dropped"] for t in traces)
         sizes = [os.path.getsize(p) for p in glob.glob(os.path.join(d, f"overhead_{model}", "*.pb"))]
         out.append(f"{model:<12} {plain:9.2f} {profiled:9.2f} {100 * (profiled / plain - 1):8.1f}% "
                    f"{records:13.0f} {kernels:8.0f} {copies:7.0f} {dropped:8d} "

@@ -10,8 +10,8 @@
 #   smoke      nvidia-smi; LSTM small and medium and ResNet-50 (batch 32) on gpu:0 with seed 7:
 #              their first losses against the CPU's, committed in scripts/gpu/cpu-reference/
 #   overhead   the profiling cost decomposed: plain runs and one run per --profile_level
-#              (host, attached, activity, launches, all), interleaved; only when the trainer has
-#              that flag
+#              (host, attached, activity, launches, all, launches+stay, launches+hw), every
+#              second step profiled, interleaved; only when the trainer has that flag
 #   virtual    stage_vgpu of scripts/gpu/stages/vgpu.sh: one tower against two virtual GPUs on
 #              the one GPU (--virtual_gpus_per_gpu), a profiled two-tower step (kept as a
 #              sample); only when the trainer has that flag and that file defines the function
@@ -223,7 +223,7 @@ note "gpu-run.sh: $( ((has_gpu)) && echo "$gpu_count GPU(s): $gpu_name" || echo 
 # Caps: estimated from the H100 run's step times, with room (the stages should take about 420 s
 # in all when nothing hangs; the deadline, not the caps, bounds the whole).
 run_stage smoke gpu 20 60
-run_stage overhead gpu 40 120
+run_stage overhead gpu 40 150
 run_stage virtual gpu 30 60
 run_stage mpi gpu 30 60
 run_stage samples gpu 30 90

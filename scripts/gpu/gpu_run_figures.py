@@ -4,9 +4,20 @@
                                   references of the smoke stage)
   smoke REFERENCE_DIR RUN_DIR     each run's losses against the CPU reference of the same name:
                                   worst relative difference; exit 1 above the tolerance
-  overhead DIR                    per --profile_level: median step, its cost over plain and that
-                                  cost per GPU operation (kernels, copies and memsets per step,
-                                  from the `all` level's trace lines), API records per GPU op
+  overhead DIR --model M --every K --levels "L ..."
+                                  per --profile_level, from runs with every K-th step profiled:
+                                  median profiled and unprofiled steps, the profiled steps' cost
+                                  over plain per GPU operation (kernels, copies and memsets per
+                                  step, from the trace lines), the unprofiled steps against plain
+                                  (bootstrap 95 % interval), API records per GPU op, linked
+                                  share, drops, and the API calls recorded most (the `api_ids`
+                                  histograms); one machine-readable line per level and figure:
+                                    us_per_gpu_op <model> <level> <x>
+                                    profiled_over_plain_level <model> <level> <median> <lo> <hi>
+                                    unprofiled_over_plain <model> <level> <median> <lo> <hi>
+                                    api_records_per_gpu_op_level <model> <level> <x>
+                                    linked_share_level <model> <level> <x>
+                                    dropped_level <model> <level> <n>
   runs DIR --gpu G --date D --out FILE
                                   the bench: per model the profiled/plain ratio of medians with a
                                   bootstrap 95 % interval, ours/PyTorch, the unprofiled steps of a
@@ -70,8 +81,24 @@ TRACE_FIELDS = {"records": r"(\d+) CUPTI records", "kernels": r"(\d+) kernels",
                 "dropped": r"(\d+) dropped"}
 
 
+# The per-step histogram of recorded API calls: "api_ids runtime:cudaLaunchKernel_v7000=700,..."
+# up to the next ';' ("-" when none).
+API_IDS = re.compile(r"api_ids ([^;\s]+)")
+
+
+def api_histogram(text):
+    """{call: count} of one `api_ids` field ("-" is empty)."""
+    counts = {}
+    for item in text.split(","):
+        call, sep, count = item.rpartition("=")
+        if sep and count.isdigit():
+            counts[call] = counts.get(call, 0) + int(count)
+    return counts
+
+
 def trace_notes(path):
-    """The trainer's per-step CUPTI counts ("trace of step N: PATH (GPU: ...)") in a log."""
+    """The trainer's per-step CUPTI counts ("trace of step N: PATH (GPU: ...)") in a log, with the
+    step number and the `api_ids` histogram where the line has one."""
     notes = []
     if not os.path.exists(path):
         return notes
@@ -84,6 +111,9 @@ def trace_notes(path):
                 m = re.search(pattern, line)
                 note[key] = int(m.group(1)) if m else 0
             note["gpu_ops"] = note["kernels"] + note["copies"] + note["memsets"]
+            note["step"] = int(re.match(r"trace of step (\d+)", line).group(1))
+            m = API_IDS.search(line)
+            note["api_ids"] = api_histogram(m.group(1)) if m else {}
             notes.append(note)
     return notes
 
@@ -122,37 +152,92 @@ def smoke(args):
     return status
 
 
+def rounds_in(d, label):
+    """The round numbers of DIR/<label>_round<R>.jsonl."""
+    pattern = re.compile(re.escape(label) + r"_round(\d+)\.jsonl$")
+    return sorted(int(m.group(1)) for f in os.listdir(d) for m in [pattern.match(f)] if m)
+
+
+def level_figures(d, label, warmup, every):
+    """One run label's pooled rounds: profiled and unprofiled step times (every K-th step is a
+    profiled one, the trainer's --profile_every rule) and its trace notes."""
+    prof, unprof, notes = [], [], []
+    for r in rounds_in(d, label):
+        base = os.path.join(d, f"{label}_round{r}")
+        prof += step_times(base + ".jsonl", warmup, keep=lambda s: s % every == 0)
+        unprof += step_times(base + ".jsonl", warmup, keep=lambda s: s % every != 0)
+        notes += [n for n in trace_notes(base + ".txt") if n["step"] > warmup]
+    return prof, unprof, notes
+
+
+def overhead_row(level, plain, gpu_ops, prof, unprof, notes):
+    """The table row and machine-readable lines of one level."""
+    ops = sum(n["gpu_ops"] for n in notes)
+    linked = sum(n["linked"] for n in notes)
+    recorded = linked + sum(n["unlinked"] for n in notes)
+    api = sum(n["api"] for n in notes) / ops if ops else NAN
+    share = linked / recorded if recorded else NAN
+    dropped = sum(n["dropped"] for n in notes)
+    per_op = (median(prof) - median(plain)) * 1e3 / gpu_ops if gpu_ops else NAN
+    p_ratio, p_lo, p_hi = bootstrap_ratio(prof, plain)
+    u_ratio, u_lo, u_hi = bootstrap_ratio(unprof, plain)
+    # A level that records no GPU activity (host, attached; any on a CPU) has no share or drops.
+    tail = f"{100 * share:6.1f}% {dropped:7d}" if recorded else f"{'-':>7} {'-':>7}"
+    row = (f"{level:<14} {median(prof):9.3f} {median(unprof):9.3f} {p_ratio:9.3f}x "
+           f"{per_op:9.2f} {u_ratio:8.4f} [{u_lo:.4f}, {u_hi:.4f}] {api:7.2f} {tail}")
+    lines = [f"us_per_gpu_op {{model}} {level} {per_op:.3f}",
+             f"profiled_over_plain_level {{model}} {level} {p_ratio:.4f} {p_lo:.4f} {p_hi:.4f}",
+             f"unprofiled_over_plain {{model}} {level} {u_ratio:.4f} {u_lo:.4f} {u_hi:.4f}",
+             f"api_records_per_gpu_op_level {{model}} {level} {api:.3f}",
+             f"linked_share_level {{model}} {level} {share:.4f}",
+             f"dropped_level {{model}} {level} {dropped if notes else 'nan'}"]
+    return row, lines
+
+
+def api_top(level, notes, count=10):
+    """The API calls recorded most in a level's profiled steps, per step (None without any)."""
+    total = {}
+    for n in notes:
+        for call, c in n["api_ids"].items():
+            total[call] = total.get(call, 0) + c
+    with_ids = sum(1 for n in notes if n["api_ids"])
+    if not total:
+        return None
+    top = sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))[:count]
+    return (f"  api_ids {level} ({with_ids} steps, per step): " +
+            ", ".join(f"{call}={c / with_ids:.1f}" for call, c in top))
+
+
 def overhead(args):
     p = argparse.ArgumentParser(prog="figures.py overhead")
     p.add_argument("dir")
+    p.add_argument("--model", default="lstm_small")
     p.add_argument("--warmup", type=int, default=10)
-    p.add_argument("--levels", default="host attached activity launches all")
+    p.add_argument("--every", type=int, default=2)
+    p.add_argument("--levels", default="host attached activity launches all launches+stay launches+hw")
     a = p.parse_args(args)
-
-    def pooled(label):
-        times = []
-        for r in (1, 2):
-            times += step_times(os.path.join(a.dir, f"{label}_round{r}.jsonl"), a.warmup)
-        return times
-
-    def notes(label):
-        return [n for r in (1, 2) for n in trace_notes(os.path.join(a.dir, f"{label}_round{r}.txt"))]
-
-    plain = median(pooled("plain"))
-    all_notes = notes("all")
-    gpu_ops = median([n["gpu_ops"] for n in all_notes])
-    print(f"profiling cost by level, LSTM small, median of the timed steps of two interleaved rounds; "
-          f"{gpu_ops:.0f} GPU ops per step (kernels, copies, memsets of the `all` level)")
-    print(f"{'level':<10} {'step ms':>9} {'over plain':>11} {'us / GPU op':>12} "
-          f"{'API rec/op':>11} {'dropped':>8}")
-    print(f"{'plain':<10} {plain:9.3f}")
-    for level in a.levels.split():
-        ms = median(pooled(level))
-        level_notes = notes(level)
-        api = median([n["api"] / n["gpu_ops"] for n in level_notes if n["gpu_ops"]])
-        dropped = sum(n["dropped"] for n in level_notes)
-        per_op = (ms - plain) * 1e3 / gpu_ops if gpu_ops else NAN
-        print(f"{level:<10} {ms:9.3f} {ms / plain:10.3f}x {per_op:12.2f} {api:11.2f} {dropped:8d}")
+    plain = [t for r in rounds_in(a.dir, "plain")
+             for t in step_times(os.path.join(a.dir, f"plain_round{r}.jsonl"), a.warmup)]
+    runs = {level: level_figures(a.dir, level, a.warmup, a.every) for level in a.levels.split()}
+    # Every level launches the same GPU ops; host and attached record none, so the count is that
+    # of the levels that do.
+    gpu_ops = median([n["gpu_ops"] for _, _, notes in runs.values() for n in notes if n["gpu_ops"]])
+    print(f"profiling cost by level, {a.model}: one step in {a.every} profiled, "
+          f"{len(rounds_in(a.dir, 'plain'))} round(s) interleaved, medians of the steps after "
+          f"{a.warmup}; {gpu_ops:.0f} GPU ops per step (kernels, copies, memsets of the profiled "
+          f"steps)")
+    print(f"plain step {median(plain):.3f} ms (median of {len(plain)})")
+    print(f"{'level':<14} {'prof. ms':>9} {'unprof.':>9} {'prof/plain':>10} {'us/GPU op':>9} "
+          f"{'unprof/plain [95 % CI]':>26} {'API/op':>7} {'linked':>7} {'dropped':>7}")
+    lines, tops = [], []
+    for level, (prof, unprof, notes) in runs.items():
+        row, level_lines = overhead_row(level, plain, gpu_ops, prof, unprof, notes)
+        print(row)
+        lines += [l.format(model=a.model) for l in level_lines]
+        top = api_top(level, notes)
+        if top:
+            tops.append(top)
+    print("\n".join(tops + [""] + lines))
     return 0
 
 

@@ -8,6 +8,7 @@ trainer/main/step_profiler.cc writes), and the smoke comparison's tolerance.
 import io
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -17,10 +18,19 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "scripts", "gpu"))
 import gpu_run_figures as figures  # noqa: E402
 
-# One line as the trainer logs a profiled GPU step (DescribeGpuStep).
-NOTE = ("trace of step 7: traces/x_step7.pb (GPU: 1000 CUPTI records (300 kernels, 90 copies, "
-        "10 memsets, 480 API calls, 120 other), 396 linked to 250 ops, 4 unlinked, 2 dropped "
-        "(2 by CUPTI, 0 buffers refused, 0 over the record limit))\n")
+# One line as the trainer logs a profiled GPU step (DescribeGpuStep with DescribeRecording).
+API_IDS = ("runtime:cudaLaunchKernelExC_v11060=300,driver:cuLaunchKernel=80,"
+           "runtime:cudaMemcpyAsync_v3020=90,runtime:cudaMemsetAsync_v3020=10")
+
+
+def note(step, api_ids=API_IDS):
+    return (f"trace of step {step}: traces/x_step{step}.pb (GPU: 1000 CUPTI records (300 kernels, "
+            f"90 copies, 10 memsets, 480 API calls, 120 other), 396 linked to 250 ops, 4 unlinked; "
+            f"level launches (API records: 67 chosen runtime/driver calls, hw trace off); api_ids "
+            f"{api_ids}; 2 dropped (2 by CUPTI, 0 buffers refused, 0 over the record limit))\n")
+
+
+NOTE = note(7)
 
 
 def write_metrics(path, times_ms, first_step=1):
@@ -76,24 +86,97 @@ class RunsTest(unittest.TestCase):
 
 
 class OverheadTest(unittest.TestCase):
-    def test_cost_per_gpu_op_by_level(self):
+    def test_levels_every_second_step_profiled(self):
         with tempfile.TemporaryDirectory() as d:
-            # 2 warm-up steps, then 20 timed: plain 4 ms, each level 1 ms more than the one before.
+            # 22 steps a run, 2 of warm-up (slow, left out); every even step profiled. Plain 4 ms;
+            # host: profiled 5 ms, unprofiled 4 ms; launches: profiled 6 ms, unprofiled 4.2 ms.
             for r in (1, 2):
                 write_metrics(os.path.join(d, f"plain_round{r}.jsonl"), [50.0] * 2 + [4.0] * 20)
-                for i, level in enumerate(("host", "all")):
-                    write_metrics(os.path.join(d, f"{level}_round{r}.jsonl"),
-                                  [50.0] * 2 + [5.0 + i] * 20)
-                    with open(os.path.join(d, f"{level}_round{r}.txt"), "w") as f:
-                        f.write(NOTE * 3)
-            status, text = run(["overhead", d, "--warmup", "2", "--levels", "host all"])
+                write_metrics(os.path.join(d, f"host_round{r}.jsonl"),
+                              [50.0] * 2 + [5.0 if s % 2 == 0 else 4.0 for s in range(3, 23)])
+                write_metrics(os.path.join(d, f"launches_round{r}.jsonl"),
+                              [50.0] * 2 + [6.0 if s % 2 == 0 else 4.2 for s in range(3, 23)])
+                with open(os.path.join(d, f"host_round{r}.txt"), "w") as f:
+                    f.write("".join(f"trace of step {s}: traces/x_step{s}.pb\n"
+                                    for s in range(2, 23, 2)))
+                # Round 2 records 10 synchronisations a step in place of 10 launches; step 2 (a
+                # warm-up step, left out) a histogram that would show if it were counted.
+                ids = API_IDS if r == 1 else API_IDS.replace(
+                    "ExC_v11060=300", "ExC_v11060=290,runtime:cudaStreamSynchronize_v3020=10")
+                with open(os.path.join(d, f"launches_round{r}.txt"), "w") as f:
+                    f.write(note(2, "runtime:cudaMalloc_v3020=5000") +
+                            "".join(note(s, ids) for s in range(4, 23, 2)))
+            status, text = run(["overhead", d, "--model", "lstm_small", "--warmup", "2",
+                                "--every", "2", "--levels", "host launches"])
             self.assertEqual(status, 0)
             rows = {l.split()[0]: l.split() for l in text.splitlines() if l.split()}
-            # 400 GPU operations a step: host costs 1 ms = 2.5 us per op, all 2 ms = 5 us.
+            figures = {tuple(l.split()[:3]): l.split()[3:] for l in text.splitlines()
+                       if len(l.split()) >= 4 and l.split()[1] == "lstm_small"}
+            # 400 GPU operations a step (300 + 90 + 10): host's profiled steps cost 1 ms = 2.5 us
+            # a GPU op, launches' 2 ms = 5 us.
             self.assertIn("400 GPU ops per step", text)
-            self.assertEqual(rows["host"][1:5], ["5.000", "1.250x", "2.50", "1.20"])
-            self.assertEqual(rows["all"][1:5], ["6.000", "1.500x", "5.00", "1.20"])
-            self.assertEqual(rows["all"][5], "12")  # 2 dropped a step, 6 steps
+            self.assertIn("plain step 4.000 ms (median of 40)", text)
+            self.assertEqual(rows["host"][1:5], ["5.000", "4.000", "1.250x", "2.50"])
+            self.assertEqual(rows["launches"][1:5], ["6.000", "4.200", "1.500x", "5.00"])
+            self.assertEqual(figures[("us_per_gpu_op", "lstm_small", "launches")], ["5.000"])
+            self.assertEqual(figures[("unprofiled_over_plain", "lstm_small", "host")],
+                             ["1.0000", "1.0000", "1.0000"])
+            self.assertEqual(figures[("unprofiled_over_plain", "lstm_small", "launches")],
+                             ["1.0500", "1.0500", "1.0500"])
+            self.assertEqual(figures[("profiled_over_plain_level", "lstm_small", "launches")],
+                             ["1.5000", "1.5000", "1.5000"])
+            # 480 API records and 396 of 400 GPU records linked a step; 2 dropped in each of 20
+            # timed profiled steps. host records no GPU activity: no figure, not 0.
+            self.assertEqual(figures[("api_records_per_gpu_op_level", "lstm_small", "launches")],
+                             ["1.200"])
+            self.assertEqual(figures[("linked_share_level", "lstm_small", "launches")], ["0.9900"])
+            self.assertEqual(figures[("dropped_level", "lstm_small", "launches")], ["40"])
+            self.assertEqual(figures[("dropped_level", "lstm_small", "host")], ["nan"])
+            self.assertEqual(figures[("api_records_per_gpu_op_level", "lstm_small", "host")],
+                             ["nan"])
+            # The histogram per profiled step over both rounds: (300 + 290) / 2 launches, 10 / 2
+            # synchronisations; the warm-up step's cudaMalloc not counted.
+            top = [l for l in text.splitlines() if l.strip().startswith("api_ids launches")]
+            self.assertEqual(len(top), 1)
+            self.assertIn("(20 steps, per step): runtime:cudaLaunchKernelExC_v11060=295.0, "
+                          "runtime:cudaMemcpyAsync_v3020=90.0, driver:cuLaunchKernel=80.0, "
+                          "runtime:cudaMemsetAsync_v3020=10.0, "
+                          "runtime:cudaStreamSynchronize_v3020=5.0", top[0])
+            self.assertNotIn("cudaMalloc", text)
+            self.assertFalse(any(l.strip().startswith("api_ids host") for l in text.splitlines()))
+
+    def test_api_histogram_of_a_trace_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "log.txt")
+            with open(path, "w") as f:
+                f.write("step 1/3 ...\n" + note(6) + note(8, "-"))
+            notes = figures.trace_notes(path)
+            self.assertEqual([n["step"] for n in notes], [6, 8])
+            self.assertEqual(notes[0]["api_ids"]["driver:cuLaunchKernel"], 80)
+            self.assertEqual(sum(notes[0]["api_ids"].values()), 480)
+            self.assertEqual(notes[1]["api_ids"], {})
+            self.assertEqual((notes[0]["gpu_ops"], notes[0]["api"], notes[0]["dropped"]),
+                             (400, 480, 2))
+
+
+class CheckBenchTest(unittest.TestCase):
+    """figures.py BENCH_DIR (check.sh's bench) reads the trace lines with the same parser: drops
+    are counted where the line says why ("2 dropped (2 by CUPTI, ...)")."""
+
+    def test_overhead_rows(self):
+        with tempfile.TemporaryDirectory() as d:
+            # 4 warm-up steps, then odd steps 10 ms, even (profiled) steps 12 ms.
+            write_metrics(os.path.join(d, "lstm_small_overhead.jsonl"),
+                          [99.0] * 4 + [12.0 if s % 2 == 0 else 10.0 for s in range(5, 25)])
+            with open(os.path.join(d, "lstm_small_overhead.txt"), "w") as f:
+                f.write("".join(note(s) for s in range(6, 25, 2)))
+            script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                  "scripts", "gpu", "figures.py")
+            text = subprocess.run([sys.executable, script, d], check=True, capture_output=True,
+                                  text=True).stdout
+            row = [l.split() for l in text.splitlines() if l.startswith("lstm_small ")][-1]
+            # plain, profiled, overhead, records, kernels, copies, dropped (2 in each of 10 steps)
+            self.assertEqual(row[1:8], ["10.00", "12.00", "20.0%", "1000", "300", "90", "20"])
 
 
 class SmokeTest(unittest.TestCase):

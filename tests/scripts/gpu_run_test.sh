@@ -3,7 +3,8 @@
 #  1. without --rehearse every GPU stage is skipped with a line saying why, and the summary is
 #     packed;
 #  2. a rehearsal on CPU devices runs the stages, writes the figures file with one line per model
-#     and figure, and packs logs and samples;
+#     and figure, and packs logs and samples; the overhead stage's runs at every level give each
+#     level's figure lines;
 #  3. a stage still running at the deadline is stopped, marked STOPPED, and what the stages
 #     before it wrote is packed; a stage that no longer fits is skipped;
 #  4. the run killed outright (as the device tool kills a call past its limit) still leaves the
@@ -75,6 +76,18 @@ expect_line "$tmp/smoke2" "lstm_small: 3 steps against the CPU reference, worst 
   "run 2: the CPU rehearsal reproduces the committed CPU losses"
 tar -tf "$tmp/out2/samples-ours.tar" > "$tmp/samples2" || fail "run 2: no samples-ours.tar"
 expect_line "$tmp/samples2" "lstm_small_step3.pb.gz" "run 2: the LSTM sample"
+
+echo "== 2b. the overhead stage rehearsed"
+STEPSCOPE_GPU_BUILD=$tmp/build "$repo/scripts/gpu/gpu-run.sh" --rehearse --only overhead \
+  --out "$tmp/out2b" --deadline 300 > "$tmp/log2b" 2>&1 || { fail "run 2b exited $?"; cat "$tmp/log2b"; }
+expect_line "$tmp/out2b/summary.txt" "^overhead: ok" "run 2b"
+tar -xzf "$tmp/out2b/results.tar.gz" -O ./overhead/figures.txt > "$tmp/overhead2b" 2>/dev/null ||
+  fail "run 2b: no overhead/figures.txt packed"
+for level in host attached activity launches all launches+stay launches+hw; do
+  expect_line "$tmp/overhead2b" "^unprofiled_over_plain lstm_small ${level/+/\\+} [0-9.]+ [0-9.]+ [0-9.]+$" \
+    "run 2b, $level: unprofiled steps against plain"
+  expect_line "$tmp/overhead2b" "^us_per_gpu_op lstm_small ${level/+/\\+} " "run 2b, $level"
+done
 
 echo "== 3. a stage stopped by the deadline"
 start=$SECONDS
