@@ -353,7 +353,7 @@ TEST(CallTreeTest, OutOfMemoryInAPartReachesTheCaller) {
     if (child == 0) {
       alarm(60);
       // Room for the helper's stack and small allocations, not for a part's node table.
-      if (!testing::CapAddressSpaceAboveCurrent(rlim_t{24} << 20)) _exit(3);
+      if (!stepscope::testing::CapAddressSpaceAboveCurrent(rlim_t{24} << 20)) _exit(3);
       try {
         if (bottom_up) {
           const CallTree tree = BottomUpTree(top_down, 2);
