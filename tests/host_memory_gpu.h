@@ -87,9 +87,10 @@ inline std::unique_ptr<runtime::Device> MakeHostMemoryGpuDevice(
     return std::make_unique<runtime::BFCAllocator>(std::make_unique<runtime::CpuSubAllocator>(),
                                                    int64_t{4} << 30, name);
   };
-  return std::make_unique<runtime::Device>(index, runtime::DevicePlacement{},
-                                           std::make_unique<HostMemoryGpu>(index, counts, std::move(properties)),
-                                           arena("GPU_bfc"), arena("cuda_host_bfc"));
+  return std::make_unique<runtime::Device>(
+      index, runtime::DevicePlacement{},
+      std::make_unique<HostMemoryGpu>(index, counts, std::move(properties)), arena("GPU_bfc"),
+      arena("cuda_host_bfc"));
 }
 
 // The GPU devices `plan` names (runtime::PlanVirtualGpus: several on one CUDA device for
@@ -101,7 +102,8 @@ inline std::vector<std::unique_ptr<runtime::Device>> MakeHostMemoryGpuDevices(
   std::vector<std::unique_ptr<runtime::Device>> devices;
   for (const runtime::VirtualGpu& gpu : plan) {
     devices.push_back(std::make_unique<runtime::Device>(
-        gpu.tf_id, runtime::DevicePlacement{}, std::make_unique<HostMemoryGpu>(gpu.ordinal, counts, properties),
+        gpu.tf_id, runtime::DevicePlacement{},
+        std::make_unique<HostMemoryGpu>(gpu.ordinal, counts, properties),
         std::make_unique<runtime::BFCAllocator>(std::make_unique<runtime::CpuSubAllocator>(),
                                                 gpu.memory_limit_bytes,
                                                 "GPU_" + std::to_string(gpu.tf_id) + "_bfc"),
