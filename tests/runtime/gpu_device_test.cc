@@ -263,6 +263,30 @@ TEST(GpuDevices, HostCopiesAndKernelsMakeFewRuntimeCalls) {
 
 // Only where a GPU exists: two virtual GPUs on GPU 0 are two devices with their own streams and
 // allocators, sharing the GPU's memory, and each runs a model.
+// What a profiled step records of the GPU, read once when the device is made: memory checked
+// against cudaMemGetInfo's total, the rest against what any CUDA GPU has.
+TEST(GpuDevices, DeviceReadsItsGpusProperties) {
+  const Probe probe = ProbeGpus();
+  if (!probe.has_gpu()) GTEST_SKIP() << "no GPU on this machine";
+  size_t free = 0, total = 0;
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
+  DeviceOptions options;
+  options.virtual_gpus_per_gpu = 2;
+  options.memory_limit_bytes = 64 * kMiB;
+  auto devices = CreateDevices(*ParseDeviceSpec("gpu:0"), options);
+  ASSERT_TRUE(devices.ok()) << devices.status().message();
+  ASSERT_EQ(devices->size(), 2u);
+  const GpuProperties& gpu = (*devices)[0]->gpu()->properties();
+  EXPECT_EQ(gpu.name.rfind("NVIDIA ", 0), 0u) << gpu.name;
+  EXPECT_GT(gpu.sm_count, 0);
+  EXPECT_EQ(gpu.memory_bytes, static_cast<int64_t>(total));  // the whole GPU's, not the share
+  EXPECT_GT(gpu.clock_khz, 100'000);  // above 100 MHz: kHz, not MHz
+  EXPECT_GE(gpu.compute_major, 8);    // the build's architectures: sm_80 and up
+  // A virtual GPU is the same GPU.
+  EXPECT_EQ((*devices)[1]->gpu()->properties(), gpu);
+}
+
 TEST(GpuDevices, VirtualGpusOfOneGpuAreDevicesOfTheirOwn) {
   const Probe probe = ProbeGpus();
   if (!probe.has_gpu()) GTEST_SKIP() << "no GPU on this machine";

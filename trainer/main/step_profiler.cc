@@ -236,6 +236,25 @@ void StepProfiler::GpuTracingFailed(const Status& status) {
             << "; --profile records host ops only (no GPU kernels or copies)" << std::endl;
 }
 
+// Each GPU device its own record, a virtual GPU too (its TF name and id, its GPU's properties),
+// as Kineto's deviceProperties: `stepscope efficiency` picks the GPU's peak from it.
+void StepProfiler::DescribeGpus(tf::TraceSession* session) const {
+  for (const runtime::Device* device : devices_) {
+    if (device->gpu() == nullptr) continue;
+    const runtime::GpuProperties& gpu = device->gpu()->properties();
+    if (gpu.name.empty()) continue;  // a stand-in that gives none
+    tf::DeviceDescription* described = session->add_devices();
+    described->set_device(device->name());
+    described->set_id(device->index());
+    described->set_name(gpu.name);
+    described->set_sm_count(gpu.sm_count);
+    described->set_memory_bytes(gpu.memory_bytes);
+    described->set_clock_khz(gpu.clock_khz);
+    described->set_compute_major(gpu.compute_major);
+    described->set_compute_minor(gpu.compute_minor);
+  }
+}
+
 StatusOr<std::string> StepProfiler::EndStep() {
   Unhook();
   last_gpu_note_.clear();
@@ -263,6 +282,7 @@ StatusOr<std::string> StepProfiler::EndStep() {
     dev.set_host(session->host());
     dev.set_rank(rank_);
   }
+  DescribeGpus(session);
   if (cpu_peak_flops_per_s_ > 0) {
     for (const runtime::Device* device : devices_) {
       if (device->kind() != runtime::DeviceKind::kCpu) continue;

@@ -5,6 +5,8 @@
 // CUPTI tracer (GpuStepTracer) is made on the first such step and traces only those steps (CUPTI
 // is off in between, so unprofiled steps run and are timed without it); when it cannot start (no
 // driver), one warning goes to stderr and the traces hold host ops only.
+// Every trace describes its devices (TraceSession.devices): a CPU device with the sgemm peak
+// measured on it, a GPU device with what CUDA says of its GPU.
 #pragma once
 
 #include <cstdint>
@@ -70,6 +72,8 @@ class StepProfiler final : public runtime::OpListener,
   // tracing on for this step; on failure warns once and leaves GPU tracing off for the run.
   void BeginGpuStep();
   void GpuTracingFailed(const Status& status);
+  // Records each GPU device's properties (name, SMs, clock, memory) in the step's session.
+  void DescribeGpus(tf::TraceSession* session) const;
 
   // The GPU tracer's state; empty in builds without CUPTI (defined in step_profiler.cc so this
   // header needs no CUDA header).

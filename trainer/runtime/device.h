@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -66,6 +67,19 @@ std::string FullDeviceName(DeviceKind kind, int index, const DevicePlacement& pl
 // True when this build can drive CUDA GPUs (STEPSCOPE_CUDA on and the toolkit found).
 bool GpuSupportCompiledIn();
 
+// What a GPU is, as CUDA describes it (read once when its device is made): each profiled step
+// records it (TraceSession.devices), so that analyses pick the GPU's peak from the trace. Zero
+// and empty mean "not known" (a stand-in GPU that gives none); memory is the whole GPU's, also
+// for a virtual GPU holding a share of it.
+struct GpuProperties {
+  std::string name;          // "NVIDIA H200"
+  int32_t sm_count = 0;      // multiprocessors
+  int64_t memory_bytes = 0;  // total global memory
+  int64_t clock_khz = 0;     // the SM clock
+  int32_t compute_major = 0, compute_minor = 0;
+  bool operator==(const GpuProperties&) const = default;
+};
+
 // What a GPU device holds beyond a CPU device's parts: its CUDA context, its streams and the
 // kernels' context on the compute stream (cuda::GpuStreams, trainer/runtime/cuda/). Opaque here
 // so that code using devices, and CPU-only builds, need no CUDA header. Device pointers below come
@@ -94,6 +108,11 @@ class GpuResources {
   // The device's CUDA streams (cudaStream_t, opaque here), so the profiler can tell its work
   // from another device's on the same GPU (virtual GPUs); none for a stand-in without CUDA.
   virtual std::vector<void*> streams() const { return {}; }
+  // The GPU's model, SMs, clock and memory; empty for a stand-in that gives none.
+  virtual const GpuProperties& properties() const {
+    static const GpuProperties none;
+    return none;
+  }
 };
 
 class Device {

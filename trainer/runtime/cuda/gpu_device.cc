@@ -1,5 +1,5 @@
-// Sets up a GPU device's context and its compute and copy streams, copies and memsets on them,
-// and which of the requested GPUs this rank gets (GPU builds).
+// Sets up a GPU device's context and its compute and copy streams, reads the GPU's properties,
+// copies and memsets on them, and which of the requested GPUs this rank gets (GPU builds).
 #include "trainer/runtime/cuda/gpu_device.h"
 
 #include <algorithm>
@@ -27,12 +27,29 @@ Status FreeDeviceMemory(int ordinal, int64_t* free_bytes) {
   return Status::Ok();
 }
 
+// What the trace records of the GPU (GpuProperties). CUDA 13 dropped cudaDeviceProp::clockRate:
+// the SM clock comes from its attribute, in kHz as the field gave it.
+Status ReadGpuProperties(int ordinal, GpuProperties* properties) {
+  cudaDeviceProp prop{};
+  STEPSCOPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
+  int clock_khz = 0;
+  STEPSCOPE_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, ordinal));
+  properties->name = prop.name;
+  properties->sm_count = prop.multiProcessorCount;
+  properties->memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+  properties->clock_khz = clock_khz;
+  properties->compute_major = prop.major;
+  properties->compute_minor = prop.minor;
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<GpuStreams>> GpuStreams::Create(int ordinal) {
   std::unique_ptr<GpuStreams> streams(new GpuStreams(ordinal));
   // Since CUDA 12, cudaSetDevice initialises the device's primary context right away.
   STEPSCOPE_CUDA_CHECK_AS(kernels::SetDevice(ordinal), "cudaSetDevice(ordinal)");
+  RETURN_IF_ERROR(ReadGpuProperties(ordinal, &streams->properties_));
   ASSIGN_OR_RETURN(streams->kernels_, kernels::CudaContext::Create(ordinal));
   STEPSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&streams->host_to_device_, cudaStreamNonBlocking));
   STEPSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&streams->device_to_host_, cudaStreamNonBlocking));

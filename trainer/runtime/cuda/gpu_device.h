@@ -5,6 +5,7 @@
 //            non-blocking with respect to the legacy default stream, as TF's
 //   memory   "GPU_<k>_bfc" over cudaMalloc and "cuda_host_bfc" over cudaHostAlloc
 //            (cuda_allocators.h)
+//   properties  the GPU's name, SMs, SM clock, memory and compute capability, read once
 // Every CUDA call is checked; a failure is a Status with the call, file:line and
 // cudaGetErrorString. Without a driver or GPU, creation fails with kUnavailable before anything is
 // allocated, naming the GPU asked for and the CUDA error.
@@ -46,6 +47,7 @@ class GpuStreams final : public GpuResources {
   std::vector<void*> streams() const override {
     return {compute(), host_to_device_, device_to_host_};
   }
+  const GpuProperties& properties() const override { return properties_; }
 
  private:
   explicit GpuStreams(int ordinal) : ordinal_(ordinal) {}
@@ -55,6 +57,7 @@ class GpuStreams final : public GpuResources {
                       cudaMemcpyKind kind) const;
 
   int ordinal_;
+  GpuProperties properties_;  // read once in Create
   // The compute stream is the kernels' context's own (with its cuBLAS handle bound to it).
   std::unique_ptr<kernels::CudaContext> kernels_;
   cudaStream_t host_to_device_ = nullptr;
