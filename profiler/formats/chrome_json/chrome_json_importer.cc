@@ -126,7 +126,19 @@ void ChromeEventImporter::Impl::OtherData(od::value value) {
     if (std::move(field_result).get(field)) return;
     std::string_view key, text;
     if (field.unescaped_key().get(key)) return;
-    if (key == "producer" && !field.value().get_string().get(text)) builder_.step_info().producer = std::string(text);
+    StepInfo& info = builder_.step_info();
+    int64_t number = 0;
+    if (key == "producer" && !field.value().get_string().get(text)) info.producer = std::string(text);
+    if (key == "stepscope_host" && !field.value().get_string().get(text)) info.host = std::string(text);
+    if (!key.starts_with("stepscope_") || key == "stepscope_host" || field.value().get_int64().get(number)) continue;
+    if (key == "stepscope_step") info.step = number;
+    if (key == "stepscope_rank") info.rank = static_cast<int32_t>(number);
+    if (key == "stepscope_world_size") info.world_size = static_cast<int32_t>(number);
+    if (key == "stepscope_clock_sync_ns") info.clock_sync_ns = number;
+    if (key == "stepscope_dropped_records" && number > 0) info.dropped_records = static_cast<uint64_t>(number);
+    // Our export writes times from the trace's first instant and that instant here; it comes
+    // before the events (an otherData after them leaves the times as written).
+    if (key == "stepscope_epoch_ns" && events_ == 0) time_offset_ns_ = number;
   }
 }
 
@@ -203,7 +215,8 @@ void ChromeEventImporter::Impl::Dispatch() {
   const std::string_view ph = event_->ph;
   const char phase = ph.size() == 1 ? ph[0] : '\0';  // every phase the import reads is one letter
   if (phase == 'M') return Metadata();
-  const std::optional<int64_t> ts = event_->ts_ns;
+  std::optional<int64_t> ts = event_->ts_ns;
+  if (ts) ts = SaturatingAdd(*ts, time_offset_ns_);
   if (!ts) {
     stats().Add(event_->has_ts ? "event_bad_time_skipped" : "event_without_ts_skipped");
     return;
@@ -344,6 +357,16 @@ void ChromeEventImporter::Impl::Metadata() {
     thread_sort_[ThreadKey(event_->pid, event_->tid)] = static_cast<int32_t>(*event_->sort_index);
   } else if (name == "stepscope_lane_kind" && event_->args_has_name) {
     if (auto kind = TrackKindOfName(event_->args_name)) lane_kinds_[ThreadKey(event_->pid, event_->tid)] = *kind;
+  } else if (name == "stepscope_lane_full_name" && event_->args_has_name) {
+    lane_full_names_[ThreadKey(event_->pid, event_->tid)] = std::string(event_->args_name);
+  } else if (name.starts_with("stepscope_") && event_->args_has_name) {
+    ModelProcess& process = model_processes_[std::string(event_->pid)];
+    const std::string value(event_->args_name);
+    if (name == "stepscope_process_kind") process.kind = TrackKindOfName(value);
+    if (name == "stepscope_process_short_name") process.short_name = value;
+    if (name == "stepscope_process_full_name") process.full_name = value;
+    if (name == "stepscope_host_name") process.host_name = value;
+    if (name == "stepscope_host_full_name") process.host_full_name = value;
   }
 }
 
@@ -356,9 +379,42 @@ std::string ChromeEventImporter::Impl::ThreadKey(std::string_view pid, std::stri
   return key;
 }
 
+int64_t ChromeEventImporter::Impl::ModelProcessTrack(const std::string& pid) {
+  const auto model = model_processes_.find(pid);
+  if (model == model_processes_.end() || !model->second.kind) return -1;
+  const ModelProcess& process = model->second;
+  int32_t parent = -1;
+  if (!process.host_full_name.empty() || !process.host_name.empty()) {
+    auto [host, inserted] = model_hosts_.try_emplace(process.host_full_name, 0);
+    if (inserted) {
+      Track track;
+      track.name = builder_.Intern(process.host_name);
+      track.full_name = builder_.Intern(process.host_full_name);
+      track.kind = TrackKind::kHost;
+      track.sort_index = static_cast<int32_t>(model_hosts_.size());
+      host->second = builder_.AddTrack(track);
+    }
+    parent = static_cast<int32_t>(host->second);
+  }
+  // A host that holds lanes itself is the host track of the devices that name it.
+  if (*process.kind == TrackKind::kHost && parent < 0) {
+    if (auto host = model_hosts_.find(process.full_name); host != model_hosts_.end()) return host->second;
+  }
+  Track track;
+  track.name = builder_.Intern(process.short_name);
+  track.full_name = builder_.Intern(process.full_name);
+  track.kind = *process.kind;
+  track.parent = parent;
+  track.sort_index = static_cast<int32_t>(process_tracks_.size());
+  const uint32_t index = builder_.AddTrack(track);
+  if (track.kind == TrackKind::kHost && parent < 0) model_hosts_.emplace(process.full_name, index);
+  return index;
+}
+
 uint32_t ChromeEventImporter::Impl::ProcessTrack(const std::string& pid) {
   auto [it, inserted] = process_tracks_.try_emplace(pid, 0);
   if (inserted) {
+    if (const int64_t model = ModelProcessTrack(pid); model >= 0) return it->second = static_cast<uint32_t>(model);
     Track track;
     track.name = builder_.Intern("process " + pid);
     track.full_name = builder_.Intern(pid);
@@ -559,6 +615,10 @@ void ChromeEventImporter::Impl::ApplyMetadata() {
     if ((lane_holds_[t] & kHoldsHostWork) && tracks[t].kind != TrackKind::kGpuStream) host_process[parent] = 1;
   }
   for (const auto& [pid, track] : process_tracks_) {
+    if (model_processes_.count(pid) != 0 && model_processes_.at(pid).kind) {  // our export's tracks, as named
+      if (auto sort = process_sort_.find(pid); sort != process_sort_.end()) tracks[track].sort_index = sort->second;
+      continue;
+    }
     const bool device = device_process[track] && !host_process[track];
     const auto label = process_labels_.find(pid);
     const bool kineto_label = label != process_labels_.end() && label->second.find_first_of("/,") == std::string::npos;
@@ -580,6 +640,9 @@ void ChromeEventImporter::Impl::ApplyMetadata() {
       tracks[track].name = builder_.Intern(Trim(name->second));
     }
     if (auto sort = thread_sort_.find(key); sort != thread_sort_.end()) tracks[track].sort_index = sort->second;
+    if (auto full = lane_full_names_.find(key); full != lane_full_names_.end()) {
+      tracks[track].full_name = builder_.Intern(full->second);
+    }
     const int32_t parent = tracks[track].parent;
     if (auto kind = lane_kinds_.find(key); kind != lane_kinds_.end()) {
       tracks[track].kind = kind->second;  // our own export says what the lane is

@@ -53,6 +53,8 @@ class ChromeEventImporter::Impl {
   static std::string ThreadKey(std::string_view pid, std::string_view tid);
 
   uint32_t ProcessTrack(const std::string& pid);
+  // The model's tracks of a pid our own export described (ModelProcess); -1 for any other pid.
+  int64_t ModelProcessTrack(const std::string& pid);
 
   // A (pid, tid) pair as a small integer; its track is made when its first slice arrives.
   uint32_t ThreadSlot(std::string_view pid, std::string_view tid);
@@ -238,6 +240,16 @@ class ChromeEventImporter::Impl {
   std::vector<RuntimeCall> syncs_;  // sync markers with the id of their call, as runtime_calls_
   std::vector<uint32_t> sync_tracks_;
   std::map<std::string, std::string> process_labels_;  // pid -> "GPU 0" (process_labels)
+  // stepscope's own export (docs/formats.md, "stepscope's keys"): the model's track of each pid
+  // and the host above it, the full name of each lane, the epoch of its relative times.
+  struct ModelProcess {
+    std::optional<TrackKind> kind;
+    std::string short_name, full_name, host_name, host_full_name;
+  };
+  std::map<std::string, ModelProcess> model_processes_;
+  std::map<std::string, uint32_t> model_hosts_;  // host full name -> its track
+  std::map<std::string, std::string> lane_full_names_;
+  int64_t time_offset_ns_ = 0;  // added to every event's time (stepscope_epoch_ns)
 };
 
 }  // namespace stepscope::trace

@@ -22,29 +22,52 @@ class PerfettoExporter {
     out_.reserve(trace_.slices().size() * 160 + 4096);
     AssignIds();
     LaunchCorrelations();
-    json_.Raw("{\"traceEvents\":[");
+    // otherData first: our own import reads the session (and the clock's epoch, which moves every
+    // event's time) before the events.
+    json_.Raw("{\"otherData\":{");
+    EmitSession();
+    json_.Raw("},\"traceEvents\":[");
     EmitMetadata();
     EmitSlices();
     EmitCounters();
     EmitFlows();
-    json_.Raw("],\"otherData\":{");
-    json_.Key("stepscope_epoch_ns");
-    json_.Int(trace_.epoch_ns() + trace_.span_begin_ns());
-    json_.Raw(",");
-    json_.Key("source_format");
-    json_.String(SourceFormatName(trace_.source_format()));
-    if (!trace_.step_info().producer.empty()) {  // which formulas cost its ops (stepscope-train's)
-      json_.Raw(",");
-      json_.Key("producer");
-      json_.String(trace_.step_info().producer);
-    }
-    json_.Raw("}");
+    json_.Raw("]");
     EmitDeviceProperties();
     json_.Raw("}\n");
     return std::move(out_);
   }
 
  private:
+  // The session as stepscope's model holds it (docs/formats.md, "stepscope's keys"): other tools
+  // skip these keys; our import takes them back, so a round trip keeps step, rank and clock.
+  void EmitSession() {
+    const StepInfo& info = trace_.step_info();
+    json_.Key("stepscope_epoch_ns");
+    json_.Int(trace_.epoch_ns() + trace_.span_begin_ns());
+    json_.Raw(",");
+    json_.Key("source_format");
+    json_.String(SourceFormatName(trace_.source_format()));
+    auto text = [&](std::string_view key, const std::string& value) {
+      if (value.empty()) return;
+      json_.Raw(",");
+      json_.Key(key);
+      json_.String(value);
+    };
+    auto number = [&](std::string_view key, int64_t value, int64_t unset) {
+      if (value == unset) return;
+      json_.Raw(",");
+      json_.Key(key);
+      json_.Int(value);
+    };
+    text("producer", info.producer);  // which formulas cost its ops (stepscope-train's)
+    number("stepscope_step", info.step, -1);
+    number("stepscope_rank", info.rank, -1);
+    number("stepscope_world_size", info.world_size, -1);
+    text("stepscope_host", info.host);
+    number("stepscope_clock_sync_ns", info.clock_sync_ns, 0);
+    number("stepscope_dropped_records", static_cast<int64_t>(info.dropped_records), 0);
+  }
+
   // The trace's devices as Kineto writes them (a top-level "deviceProperties"), so the device
   // and its peak survive a conversion; a peak measured on the device (our trainer's CPU sgemm)
   // goes in stepscope's own keys, which other tools skip.
@@ -160,6 +183,7 @@ class PerfettoExporter {
       json_.Key("sort_index");
       json_.Int(sort++);
       json_.Raw("}}");
+      ProcessModel(pid, process, host);
       if (host >= 0) {
         MetadataEvent("process_labels", pid, -1);
         json_.Key("labels");
@@ -184,7 +208,29 @@ class PerfettoExporter {
       json_.Key("name");
       json_.String(TrackKindName(tracks[lane].kind));
       json_.Raw("}}");
+      NameEvent("stepscope_lane_full_name", pid_[lane], tid_[lane], trace_.str(tracks[lane].full_name));
     }
+  }
+
+  // A metadata event whose one arg is "name" (the only arg every Chrome JSON reader reads).
+  void NameEvent(std::string_view event, int32_t pid, int32_t tid, std::string_view name) {
+    MetadataEvent(event, pid, tid);
+    json_.Key("name");
+    json_.String(name);
+    json_.Raw("}}");
+  }
+
+  // The tracks a process stands for in the model: its own (a device, or a host holding lanes
+  // itself) and the host above it, by kind, short and full name, so that an import rebuilds the
+  // host -> device -> lane tree instead of one process per pid.
+  void ProcessModel(int32_t pid, uint32_t process, int32_t host) {
+    const auto& tracks = trace_.tracks();
+    NameEvent("stepscope_process_kind", pid, -1, TrackKindName(tracks[process].kind));
+    NameEvent("stepscope_process_short_name", pid, -1, trace_.str(tracks[process].name));
+    NameEvent("stepscope_process_full_name", pid, -1, trace_.str(tracks[process].full_name));
+    if (host < 0 || static_cast<uint32_t>(host) == process) return;
+    NameEvent("stepscope_host_name", pid, -1, trace_.str(tracks[host].name));
+    NameEvent("stepscope_host_full_name", pid, -1, trace_.str(tracks[host].full_name));
   }
 
   void EmitSlices() {
@@ -212,6 +258,12 @@ class PerfettoExporter {
         json_.String(SliceKindName(s.kind));
         json_.Raw(",\"args\":{\"name\":");
         json_.String(trace_.str(label.name));
+        // The op type where it differs from the event's name (TensorFlow's timeline key "op"),
+        // empty where the model has none, so the import takes back name and type apart.
+        if (label.op_type != label.name) {
+          json_.Raw(",\"op\":");
+          json_.String(trace_.str(label.op_type));
+        }
         SliceArgs(index, s);
         json_.Raw("}}");
       }
