@@ -22,9 +22,9 @@ using nlohmann::json;
 //   not exported, so the devices' node counts and the import stats that marked them go;
 // - the order of the lanes listed under "devices" (the import makes a device's lanes as their
 //   events come, the source as its devices list them): compared by name;
-// - allocators: the export writes each curve as counter events, not the allocation records (so
-//   no live tensors, another curve origin), under the counter's name ("<allocator> bytes.value");
-//   the peak, its time and the samples stay.
+// - allocators: the export writes each curve as counter events, not the allocation records, so
+//   the tensors live at the peak are not known; the curve (name, origin, peak, its time, the
+//   samples) stays.
 void DropWhatChromeCannotCarry(json& doc) {
   if (!doc.is_object()) return;
   doc.erase("source");
@@ -41,7 +41,7 @@ void DropWhatChromeCannotCarry(json& doc) {
   }
   if (doc.contains("allocators") && doc["allocators"].is_array()) {
     for (json& allocator : doc["allocators"]) {
-      for (const char* key : {"allocator", "curve_origin", "live_tensors_at_peak", "largest_live_tensors"}) {
+      for (const char* key : {"live_tensors_at_peak", "largest_live_tensors"}) {
         allocator.erase(key);
       }
     }

@@ -129,6 +129,10 @@ void ChromeEventImporter::Impl::OtherData(od::value value) {
     StepInfo& info = builder_.step_info();
     int64_t number = 0;
     if (key == "producer" && !field.value().get_string().get(text)) info.producer = std::string(text);
+    if (key == "stepscope_counter_origins") {
+      CounterOrigins(field.value());
+      continue;
+    }
     if (key == "stepscope_host" && !field.value().get_string().get(text)) info.host = std::string(text);
     if (!key.starts_with("stepscope_") || key == "stepscope_host" || field.value().get_int64().get(number)) continue;
     if (key == "stepscope_step") info.step = number;
@@ -138,7 +142,22 @@ void ChromeEventImporter::Impl::OtherData(od::value value) {
     if (key == "stepscope_dropped_records" && number > 0) info.dropped_records = static_cast<uint64_t>(number);
     // Our export writes times from the trace's first instant and that instant here; it comes
     // before the events (an otherData after them leaves the times as written).
-    if (key == "stepscope_epoch_ns" && events_ == 0) time_offset_ns_ = number;
+    if (key == "stepscope_epoch_ns" && events_ == 0) {
+      time_offset_ns_ = number;
+      own_export_ = true;
+    }
+  }
+}
+
+void ChromeEventImporter::Impl::CounterOrigins(od::value value) {
+  od::object object;
+  if (value.get_object().get(object)) return;
+  for (auto field_result : object) {
+    od::field field;
+    std::string_view key, text;
+    if (std::move(field_result).get(field) || field.unescaped_key().get(key)) return;
+    const std::string name(key);
+    if (!field.value().get_string().get(text)) counter_origins_[name] = std::string(text);
   }
 }
 
@@ -551,7 +570,10 @@ void ChromeEventImporter::Impl::Counter(int64_t ts) {
       stats().Add("counter_value_unreadable_skipped");
       continue;
     }
-    std::string series_name = event_->name == key ? std::string(key) : std::string(event_->name) + "." + std::string(key);
+    // Our export writes one series per counter, its value under "value".
+    const bool own_series = own_export_ && key == "value";
+    std::string series_name =
+        event_->name == key || own_series ? std::string(event_->name) : std::string(event_->name) + "." + std::string(key);
     std::string unit;
     // Allocator counters: "<allocator> bytes" (our export) or cat "Memory" (timeline.py).
     if (series_name.size() > 6 && series_name.compare(series_name.size() - 6, 6, " bytes") == 0) {
@@ -566,6 +588,9 @@ void ChromeEventImporter::Impl::Counter(int64_t ts) {
       it->second.track = static_cast<int32_t>(ProcessTrack(pid));
       it->second.unit = unit;
       it->second.origin = "chrome_counter_events";
+      if (auto origin = counter_origins_.find(std::string(event_->name)); own_series && origin != counter_origins_.end()) {
+        it->second.origin = origin->second;
+      }
     }
     it->second.ts_ns.push_back(ts);
     it->second.values.push_back(SaturatedInt64(*value));

@@ -41,6 +41,7 @@ class ChromeEventImporter::Impl {
   void DistributedInfo(simdjson::ondemand::value value);
   // stepscope's export: "producer" (who recorded the trace it was converted from).
   void OtherData(simdjson::ondemand::value value);
+  void CounterOrigins(simdjson::ondemand::value value);  // otherData.stepscope_counter_origins
   void DeviceProperties(simdjson::ondemand::value value);
 
   Trace Finish();
@@ -250,6 +251,8 @@ class ChromeEventImporter::Impl {
   std::map<std::string, uint32_t> model_hosts_;  // host full name -> its track
   std::map<std::string, std::string> lane_full_names_;
   int64_t time_offset_ns_ = 0;  // added to every event's time (stepscope_epoch_ns)
+  bool own_export_ = false;     // otherData of our export came before the events
+  std::map<std::string, std::string> counter_origins_;  // counter event name -> its curve's origin
 };
 
 }  // namespace stepscope::trace

@@ -66,6 +66,26 @@ class PerfettoExporter {
     text("stepscope_host", info.host);
     number("stepscope_clock_sync_ns", info.clock_sync_ns, 0);
     number("stepscope_dropped_records", static_cast<int64_t>(info.dropped_records), 0);
+    // How each counter's curve was obtained (allocation records, the allocator's own figures),
+    // by its events' name.
+    std::map<std::string, std::string> origins;
+    for (const CounterSeries& counter : trace_.counters()) {
+      if (!counter.origin.empty()) origins.emplace(CounterEventName(counter), counter.origin);
+    }
+    if (origins.empty()) return;
+    json_.Raw(",");
+    json_.Key("stepscope_counter_origins");
+    json_.Raw("{");
+    for (auto it = origins.begin(); it != origins.end(); ++it) {
+      if (it != origins.begin()) json_.Raw(",");
+      json_.Key(it->first);
+      json_.String(it->second);
+    }
+    json_.Raw("}");
+  }
+
+  std::string CounterEventName(const CounterSeries& counter) const {
+    return std::string(trace_.str(counter.name)) + " " + counter.unit;
   }
 
   // The trace's devices as Kineto writes them (a top-level "deviceProperties"), so the device
@@ -494,7 +514,7 @@ class PerfettoExporter {
       int32_t pid = counter.track >= 0 ? pid_[counter.track] : -1;
       if (pid < 0 && !processes_.empty()) pid = pid_[processes_.front()];
       if (pid < 0) continue;
-      const std::string name = std::string(trace_.str(counter.name)) + " " + counter.unit;
+      const std::string name = CounterEventName(counter);
       for (size_t i = 0; i < counter.ts_ns.size(); ++i) {
         Separator();
         json_.Raw("{\"ph\":\"C\",\"pid\":");
