@@ -3,9 +3,9 @@
 // fields the Chrome format cannot carry (listed below, each with why).
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "run_stepscope.h"
@@ -20,8 +20,6 @@ using nlohmann::json;
 // - source and format: the file read;
 // - the aggregate lanes (/stream:all, a GPU's /memcpy): their slices repeat the streams' and are
 //   not exported, so the devices' node counts and the import stats that marked them go;
-// - the order of the lanes listed under "devices" (the import makes a device's lanes as their
-//   events come, the source as its devices list them): compared by name;
 // - allocators: the export writes each curve as counter events, not the allocation records, so
 //   the tensors live at the peak are not known; the curve (name, origin, peak, its time, the
 //   samples) stays.
@@ -31,12 +29,10 @@ void DropWhatChromeCannotCarry(json& doc) {
   doc.erase("format");
   if (doc.contains("devices") && doc["devices"].is_array()) {
     doc.erase("nodes");
-    std::vector<json> kept;
+    json kept = json::array();
     for (const json& d : doc["devices"]) {
       if (!d.value("aggregate_duplicates", false)) kept.push_back(d);
     }
-    std::stable_sort(kept.begin(), kept.end(),
-                     [](const json& a, const json& b) { return a.value("name", "") < b.value("name", ""); });
     doc["devices"] = kept;
   }
   if (doc.contains("allocators") && doc["allocators"].is_array()) {

@@ -255,7 +255,11 @@ class PerfettoExporter {
 
   void EmitSlices() {
     const int64_t base = trace_.span_begin_ns();
-    for (uint32_t lane : lanes_) {
+    // Lanes in the model's order (a reader makes a lane at its first event, so it keeps the
+    // source's order of lanes; viewers order them by the sort indices above).
+    std::vector<uint32_t> in_model_order = lanes_;
+    std::sort(in_model_order.begin(), in_model_order.end());
+    for (uint32_t lane : in_model_order) {
       const uint32_t first = trace_.track_first_slice(lane);
       const auto lane_slices = trace_.track_slices(lane);
       for (uint32_t k = 0; k < lane_slices.size(); ++k) {
