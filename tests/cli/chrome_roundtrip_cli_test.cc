@@ -86,11 +86,12 @@ TEST_P(ChromeRoundTripTest, ExportReadsBackWithTheSourcesAnswers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(TrainerTraces, ChromeRoundTripTest,
-                         ::testing::Values(stepscope::testing::DataPath("collectives/lstm_small_mpi2_step3_rank0.pb.gz"),
-                                           stepscope::testing::DataPath("collectives/lstm_small_mpi2_step3_rank1.pb.gz"),
-                                           stepscope::testing::DataPath("collectives/lstm_small_cpu2_fusion_step3.pb.gz"),
-                                           stepscope::testing::SamplePath("h100_resnet50_b32_step3.pb.gz")));
+INSTANTIATE_TEST_SUITE_P(
+    TrainerTraces, ChromeRoundTripTest,
+    ::testing::Values(stepscope::testing::DataPath("collectives/lstm_small_mpi2_step3_rank0.pb.gz"),
+                      stepscope::testing::DataPath("collectives/lstm_small_mpi2_step3_rank1.pb.gz"),
+                      stepscope::testing::DataPath("collectives/lstm_small_cpu2_fusion_step3.pb.gz"),
+                      stepscope::testing::SamplePath("h100_resnet50_b32_step3.pb.gz")));
 
 // Two ranks' exports: the same ranks, step, clock (one host) and so the same stragglers.
 TEST(ChromeRoundTripRanksTest, StragglersOfTheExportsAreTheSources) {

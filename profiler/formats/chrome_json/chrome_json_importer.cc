@@ -572,8 +572,8 @@ void ChromeEventImporter::Impl::Counter(int64_t ts) {
     }
     // Our export writes one series per counter, its value under "value".
     const bool own_series = own_export_ && key == "value";
-    std::string series_name =
-        event_->name == key || own_series ? std::string(event_->name) : std::string(event_->name) + "." + std::string(key);
+    std::string series_name = std::string(event_->name);
+    if (event_->name != key && !own_series) series_name += "." + std::string(key);
     std::string unit;
     // Allocator counters: "<allocator> bytes" (our export) or cat "Memory" (timeline.py).
     if (series_name.size() > 6 && series_name.compare(series_name.size() - 6, 6, " bytes") == 0) {
@@ -588,9 +588,8 @@ void ChromeEventImporter::Impl::Counter(int64_t ts) {
       it->second.track = static_cast<int32_t>(ProcessTrack(pid));
       it->second.unit = unit;
       it->second.origin = "chrome_counter_events";
-      if (auto origin = counter_origins_.find(std::string(event_->name)); own_series && origin != counter_origins_.end()) {
-        it->second.origin = origin->second;
-      }
+      const auto origin = counter_origins_.find(std::string(event_->name));
+      if (own_series && origin != counter_origins_.end()) it->second.origin = origin->second;
     }
     it->second.ts_ns.push_back(ts);
     it->second.values.push_back(SaturatedInt64(*value));
