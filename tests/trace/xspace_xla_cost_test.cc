@@ -116,6 +116,8 @@ TEST(XSpaceXlaCostTest, XlaOpsLineCostsReachTheOpCostModel) {
     EXPECT_EQ(c.model_flops, w.model_flops) << name;
     EXPECT_EQ(c.source, CostSource::kXlaHloStats) << name;
     EXPECT_EQ(trace->tracks()[trace->slices()[c.slice].track].kind, trace::TrackKind::kOther) << name;
+    // Typed by instruction, without the ".N" suffix.
+    EXPECT_EQ(trace->str(trace->slice_op_type(trace->slices()[c.slice])), name.substr(0, name.find('.'))) << name;
   }
   // The kernels are the stream's work, not ops: the XLA ops are the three costed.
   EXPECT_EQ(report.ops_costed, 3);

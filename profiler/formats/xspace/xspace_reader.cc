@@ -108,6 +108,7 @@ struct EventFacts {
   int64_t correlation = -1;
   int64_t step_number = -1;  // step_num / iter_num
   bool step = false, hlo_op = false, hlo_module = false;
+  bool xla_flops = false;  // XLA's cost of an HLO op (a `flops` stat)
 };
 
 // A stat of an event's metadata, decoded once per plane.
@@ -570,6 +571,7 @@ class XSpaceImporter {
       }
       if (key == k.hlo_op) facts.hlo_op = true;
       if (key == k.hlo_module) facts.hlo_module = true;
+      if (key == k.flops) facts.xla_flops = true;
       if (value.kind == StatValue::kBytes) {
         builder_.import_stats().Add("xspace_bytes_stats_skipped");
         continue;
@@ -687,6 +689,9 @@ class XSpaceImporter {
       }
     } else if (role == LineRole::kDerived) {
       kind = SliceKind::kAnnotation;
+      // A GPU's XLA op with its cost ("fusion.12"): typed by instruction ("fusion"), as the
+      // host's XLA ops are, so the op cost model groups it by type.
+      if (facts.xla_flops) type = meta->hlo_type;
     } else if (facts.step || (python && meta->dollar)) {
       kind = SliceKind::kAnnotation;
       // A step annotation (tf.profiler.experimental.Trace(..., step_num=N),
