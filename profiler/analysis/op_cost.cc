@@ -109,6 +109,22 @@ bool ShapesOf(Pass& pass, uint32_t slice, OpShapes& op) {
   return !inputs.empty() || !op.outputs.empty() || producers_known;
 }
 
+// A slice's numeric argument `key`; -1 when it has none.
+int64_t NumberArg(const trace::Trace& trace, uint32_t slice, std::string_view key) {
+  for (const trace::SliceArg& arg : trace.slice_args(slice)) {
+    if (arg.is_number && trace.str(arg.key) == key) return arg.number;
+  }
+  return -1;
+}
+
+// An XLA op on a GPU's "XLA Ops" line: read as an annotation (the stream kernels are the work),
+// but its stats carry the HLO op's cost as XLA counted it, so it is costed like an op.
+bool XlaCostedDeviceOp(const trace::Trace& trace, uint32_t slice) {
+  const Slice& s = trace.slices()[slice];
+  return trace.source_format() == trace::SourceFormat::kXSpace && s.kind == SliceKind::kAnnotation &&
+         trace.tracks()[s.track].kind == trace::TrackKind::kOther && NumberArg(trace, slice, "flops") >= 0;
+}
+
 // The cost of one op slice; flops -1 (and cost_class) when unknown, with `why` said.
 OpCost CostOf(Pass& pass, uint32_t slice, std::string_view op_type, std::string* why) {
   OpShapes op;
@@ -134,8 +150,13 @@ OpCost CostOf(Pass& pass, uint32_t slice, std::string_view op_type, std::string*
   cost.reported_flops = reported;
   if (cost.flops < 0 && reported >= 0) {
     cost.flops = reported;
-    cost.source = pass.trace.source_format() == trace::SourceFormat::kXSpace ? CostSource::kXlaHloStats
-                                                                            : CostSource::kKinetoFlops;
+    cost.source = CostSource::kKinetoFlops;
+    if (pass.trace.source_format() == trace::SourceFormat::kXSpace) {
+      // XLA's own count (HloCostAnalysis): its bytes accessed, and its model FLOPs where recorded.
+      cost.source = CostSource::kXlaHloStats;
+      cost.bytes = NumberArg(pass.trace, slice, "bytes_accessed");
+      cost.model_flops = std::max<int64_t>(NumberArg(pass.trace, slice, "model_flops"), 0);
+    }
   }
   if (cost.flops < 0) {
     *why = cost.cost_class != CostClass::kUnknown ? "shapes not recorded or not usable"
@@ -216,7 +237,7 @@ OpCostReport ComputeOpCosts(const trace::Trace& trace) {
       // The slices around this one are the open ones above its depth (TraceBuilder's nesting).
       while (open.size() > s.depth) close();
       const bool inside_costed = !open.empty() && open.back().costed;
-      const bool is_op = s.kind == SliceKind::kOp && !s.duplicate();
+      const bool is_op = (s.kind == SliceKind::kOp || XlaCostedDeviceOp(trace, i)) && !s.duplicate();
       Open entry{i, s.end_ns(), inside_costed, false, is_op && !inside_costed};
       std::string why;
       if (entry.counted) {

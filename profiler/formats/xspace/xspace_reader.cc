@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <unordered_map>
@@ -107,6 +108,7 @@ struct EventFacts {
   int64_t correlation = -1;
   int64_t step_number = -1;  // step_num / iter_num
   bool step = false, hlo_op = false, hlo_module = false;
+  bool xla_flops = false;  // XLA's cost of an HLO op (a `flops` stat)
 };
 
 // A stat of an event's metadata, decoded once per plane.
@@ -395,7 +397,8 @@ class XSpaceImporter {
 
   struct KnownStatIds {
     int64_t correlation_id = -1, tf_op = -1, kernel_details = -1, memcpy_details = -1, step_num = -1,
-            iter_num = -1, hlo_op = -1, hlo_module = -1, group_id = -1;
+            iter_num = -1, hlo_op = -1, hlo_module = -1, group_id = -1, flops = -1, model_flops = -1,
+            bytes_accessed = -1;
   };
 
   KnownStatIds KnownStats() {
@@ -411,6 +414,9 @@ class XSpaceImporter {
       else if (text == "hlo_op") ids.hlo_op = id;
       else if (text == "hlo_module") ids.hlo_module = id;
       else if (text == "group_id") ids.group_id = id;
+      else if (text == "flops") ids.flops = id;
+      else if (text == "model_flops") ids.model_flops = id;
+      else if (text == "bytes_accessed") ids.bytes_accessed = id;
     }
     return ids;
   }
@@ -565,11 +571,19 @@ class XSpaceImporter {
       }
       if (key == k.hlo_op) facts.hlo_op = true;
       if (key == k.hlo_module) facts.hlo_module = true;
+      if (key == k.flops) facts.xla_flops = true;
       if (value.kind == StatValue::kBytes) {
         builder_.import_stats().Add("xspace_bytes_stats_skipped");
         continue;
       }
       if (value.kind == StatValue::kNone) continue;
+      // XLA's cost stats (an HLO op's flops, model_flops, bytes_accessed) are counts, written as
+      // integers or, by some versions, as doubles: kept as numbers for the op cost model.
+      if ((key == k.flops || key == k.model_flops || key == k.bytes_accessed) && value.kind == StatValue::kDouble &&
+          value.d >= 0 && value.d < 9.2e18) {
+        value.kind = StatValue::kInt;
+        value.i = std::llround(value.d);
+      }
       CachedArg arg;
       if (!StatName(key, arg.key)) {
         builder_.import_stats().Add("xspace_stats_without_metadata_skipped");
@@ -675,6 +689,9 @@ class XSpaceImporter {
       }
     } else if (role == LineRole::kDerived) {
       kind = SliceKind::kAnnotation;
+      // A GPU's XLA op with its cost ("fusion.12"): typed by instruction ("fusion"), as the
+      // host's XLA ops are, so the op cost model groups it by type.
+      if (facts.xla_flops) type = meta->hlo_type;
     } else if (facts.step || (python && meta->dollar)) {
       kind = SliceKind::kAnnotation;
       // A step annotation (tf.profiler.experimental.Trace(..., step_num=N),
