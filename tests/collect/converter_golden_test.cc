@@ -23,13 +23,10 @@
 namespace stepscope::collect::cupti {
 namespace {
 
-constexpr int64_t kCuptiStart = 1'795'000'000'000'000'000;
-constexpr int64_t kHostStart = 40'000'000'000;
 
-template <typename Record>
-void Feed(GpuActivityConverter& converter, const Record& record) {
-  converter.OnRecord(reinterpret_cast<const CUpti_Activity&>(record));
-}
+using testing::Feed;
+using testing::kCuptiStart;
+using testing::kHostStart;
 
 const char* const kKernels[] = {"_Z10add_kernelPfS_i", "sm90_xmma_gemm_f32f32_f32f32_f32_nn",
                                 "_ZN9stepscope7kernels8internal13ForEachKernelIZ4ReluE_EEvlT_",

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "profiler/collect/cupti/activity_records.h"
+#include "profiler/collect/cupti/gpu_activity_converter.h"
 
 namespace stepscope::testing {
 
@@ -68,6 +69,16 @@ inline ApiActivity ApiRecord(CUpti_ActivityKind kind, uint32_t correlation, uint
   api.start = start;
   api.end = end;
   return api;
+}
+
+// The CUPTI clock at a synthetic step's start and the host's steady clock at the same instant.
+inline constexpr int64_t kCuptiStart = 1'795'000'000'000'000'000;
+inline constexpr int64_t kHostStart = 40'000'000'000;
+
+// Hands `record` to the converter as CUPTI's buffer walk would.
+template <typename Record>
+void Feed(collect::cupti::GpuActivityConverter& converter, const Record& record) {
+  converter.OnRecord(reinterpret_cast<const CUpti_Activity&>(record));
 }
 
 }  // namespace stepscope::testing

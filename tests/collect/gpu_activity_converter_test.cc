@@ -14,19 +14,15 @@
 namespace stepscope::collect::cupti {
 namespace {
 
-constexpr int64_t kCuptiStart = 1'795'000'000'000'000'000;  // CUPTI ns at start
-constexpr int64_t kHostStart = 40'000'000'000;              // steady-clock ns at the same instant
+using testing::Feed;
+using testing::kCuptiStart;
+using testing::kHostStart;
 const ClockAlignment kClock{kCuptiStart, kHostStart};
 
 // The layouts the toolkits before this one deliver (still declared by its headers, deprecated)
 // have every field the converter reads, so activity_records.h's older choices build too.
 static_assert(KernelActivityFields<CUpti_ActivityKernel9>);
 static_assert(MemcpyActivityFields<CUpti_ActivityMemcpy5>);
-
-template <typename Record>
-void Feed(GpuActivityConverter& converter, const Record& record) {
-  converter.OnRecord(reinterpret_cast<const CUpti_Activity&>(record));
-}
 
 KernelActivity Kernel(uint32_t device, uint32_t stream, uint32_t correlation, int64_t start_rel,
                       int64_t duration, const char* name) {

@@ -16,10 +16,7 @@ namespace {
 
 constexpr uint64_t kStart = 1'000'000'000;
 
-template <typename Record>
-void Feed(GpuActivityConverter& converter, const Record& record) {
-  converter.OnRecord(reinterpret_cast<const CUpti_Activity&>(record));
-}
+using testing::Feed;
 
 // Lane name -> the node names on it, in order.
 std::map<std::string, std::vector<std::string>> Lanes(const tf::StepStats& stats) {
