@@ -12,6 +12,17 @@
 #include <system_error>
 #include <vector>
 
+// Defined in a build under a sanitizer (GCC names it with __SANITIZE_*__, clang only through
+// __has_feature): its allocator reserves shadow memory and aborts when memory runs out, so a
+// test cannot run out of memory under an address-space cap there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define STEPSCOPE_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define STEPSCOPE_TEST_SANITIZED 1
+#endif
+#endif
+
 namespace stepscope::testing {
 
 // Paths are appended to one string: GCC 12 at -O1 reports a false out-of-bounds copy

@@ -339,7 +339,7 @@ TEST(CallTreeTest, AlexNetTopLevelAsCountedByHand) {
 // std::thread terminates it): in a child process whose address space is capped a little above
 // what it holds, the top-down and the bottom-up trees are built in two parts each.
 TEST(CallTreeTest, OutOfMemoryInAPartReachesTheCaller) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifdef STEPSCOPE_TEST_SANITIZED
   GTEST_SKIP() << "an address space limit and a sanitizer's shadow memory do not mix";
 #else
   const Trace synthetic = synthetic::MakeSyntheticTrace(2'000'000);

@@ -267,7 +267,7 @@ class CallTreeTest : public QObject {
   // reported as an error, not the end of the program: in a child process whose address space is
   // capped a little above what it holds, the pane's computation of a 2 M-slice trace's trees.
   void OutOfMemoryIsReportedNotFatal() {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifdef STEPSCOPE_TEST_SANITIZED
     QSKIP("an address space limit and a sanitizer's shadow memory do not mix");
 #else
     const trace::Trace big = synthetic::MakeSyntheticTrace(2'000'000);
