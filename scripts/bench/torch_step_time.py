@@ -183,7 +183,14 @@ def resnet_step_fn(device="cpu", batch=8, image=64):
     images = torch.randn(batch, 3, image, image, generator=gen).to(device)
     labels = torch.randint(0, classes, (batch,), generator=gen).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    step = classifier_train_step(model, images, labels, opt)
+    step.trainable = trainable
+    return step
 
+
+def classifier_train_step(model, images, labels, opt):
+    """One training step of an image classifier (cross-entropy, then `opt`), returning the loss:
+    the step this benchmark times and scripts/gpu/torch_fixtures.py profiles."""
     def step():
         loss = F.cross_entropy(model(images), labels)
         opt.zero_grad(set_to_none=True)
@@ -191,7 +198,6 @@ def resnet_step_fn(device="cpu", batch=8, image=64):
         opt.step()
         return loss.item()
 
-    step.trainable = trainable
     return step
 
 

@@ -33,6 +33,9 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+import torch_step_time  # noqa: E402  (the benchmark's networks and training step)
+
 
 def resnet50(classes=1000):
     """torchvision's ResNet-50 when torchvision is there, else the Keras v1 build of
@@ -41,8 +44,6 @@ def resnet50(classes=1000):
         import torchvision
         return torchvision.models.resnet50(num_classes=classes), "torchvision resnet50"
     except ImportError:
-        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
-        import torch_step_time
         return torch_step_time.ResNet50V1(classes), "ResNet-50 v1 (scripts/bench/torch_step_time.py)"
 
 
@@ -70,14 +71,7 @@ def resnet_step(device, tiny):
     images = torch.randn(batch, 3, image, image, device=device)
     labels = torch.randint(0, 1000, (batch,), device=device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-
-    def step():
-        loss = F.cross_entropy(model(images), labels)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss.item()
-
+    step = torch_step_time.classifier_train_step(model, images, labels, opt)
     return step, f"{name}, batch {batch}, {image}x{image}"
 
 

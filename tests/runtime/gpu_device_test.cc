@@ -261,42 +261,48 @@ TEST(GpuDevices, HostCopiesAndKernelsMakeFewRuntimeCalls) {
   EXPECT_EQ(RealCallCounts::other, 20 * 5);
 }
 
-// Only where a GPU exists: two virtual GPUs on GPU 0 are two devices with their own streams and
-// allocators, sharing the GPU's memory, and each runs a model.
+// Only where a GPU exists: two virtual GPUs on GPU 0, with the GPU's free and total memory read
+// just before they were made.
+struct TwoVirtualGpus {
+  size_t free = 0, total = 0;
+  StatusOr<std::vector<std::unique_ptr<Device>>> devices;
+};
+TwoVirtualGpus MakeTwoVirtualGpus(int64_t memory_limit_bytes) {
+  TwoVirtualGpus made{0, 0, Internal("not made")};
+  EXPECT_EQ(cudaSetDevice(0), cudaSuccess);
+  EXPECT_EQ(cudaMemGetInfo(&made.free, &made.total), cudaSuccess);
+  DeviceOptions options;
+  options.virtual_gpus_per_gpu = 2;
+  options.memory_limit_bytes = memory_limit_bytes;
+  made.devices = CreateDevices(*ParseDeviceSpec("gpu:0"), options);
+  return made;
+}
+
 // What a profiled step records of the GPU, read once when the device is made: memory checked
 // against cudaMemGetInfo's total, the rest against what any CUDA GPU has.
 TEST(GpuDevices, DeviceReadsItsGpusProperties) {
   const Probe probe = ProbeGpus();
   if (!probe.has_gpu()) GTEST_SKIP() << "no GPU on this machine";
-  size_t free = 0, total = 0;
-  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-  ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
-  DeviceOptions options;
-  options.virtual_gpus_per_gpu = 2;
-  options.memory_limit_bytes = 64 * kMiB;
-  auto devices = CreateDevices(*ParseDeviceSpec("gpu:0"), options);
+  const TwoVirtualGpus made = MakeTwoVirtualGpus(64 * kMiB);
+  const auto& devices = made.devices;
   ASSERT_TRUE(devices.ok()) << devices.status().message();
   ASSERT_EQ(devices->size(), 2u);
   const GpuProperties& gpu = (*devices)[0]->gpu()->properties();
   EXPECT_EQ(gpu.name.rfind("NVIDIA ", 0), 0u) << gpu.name;
   EXPECT_GT(gpu.sm_count, 0);
-  EXPECT_EQ(gpu.memory_bytes, static_cast<int64_t>(total));  // the whole GPU's, not the share
+  EXPECT_EQ(gpu.memory_bytes, static_cast<int64_t>(made.total));  // the whole GPU's, not the share
   EXPECT_GT(gpu.clock_khz, 100'000);  // above 100 MHz: kHz, not MHz
   EXPECT_GE(gpu.compute_major, 8);    // the build's architectures: sm_80 and up
   // A virtual GPU is the same GPU.
   EXPECT_EQ((*devices)[1]->gpu()->properties(), gpu);
 }
 
+// Two virtual GPUs are two devices with their own streams and allocators, sharing the GPU's memory.
 TEST(GpuDevices, VirtualGpusOfOneGpuAreDevicesOfTheirOwn) {
   const Probe probe = ProbeGpus();
   if (!probe.has_gpu()) GTEST_SKIP() << "no GPU on this machine";
-  size_t free = 0, total = 0;
-  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-  ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
-  DeviceOptions options;
-  options.virtual_gpus_per_gpu = 2;
-  options.memory_limit_bytes = int64_t{1} << 50;  // the GPU's share decides
-  auto devices = CreateDevices(*ParseDeviceSpec("gpu:0"), options);
+  const TwoVirtualGpus made = MakeTwoVirtualGpus(int64_t{1} << 50);  // the GPU's share decides
+  const auto& devices = made.devices;
   ASSERT_TRUE(devices.ok()) << devices.status().message();
   ASSERT_EQ(devices->size(), 2u);
   std::vector<void*> all_streams;
@@ -311,8 +317,8 @@ TEST(GpuDevices, VirtualGpusOfOneGpuAreDevicesOfTheirOwn) {
     auto tensor = device.Allocate(DType::kFloat32, {256, 256});
     ASSERT_TRUE(tensor.ok()) << tensor.status().message();
   }
-  EXPECT_LE(limits, static_cast<int64_t>(free));
-  EXPECT_GT(limits, static_cast<int64_t>(free) / 2);
+  EXPECT_LE(limits, static_cast<int64_t>(made.free));
+  EXPECT_GT(limits, static_cast<int64_t>(made.free) / 2);
   std::sort(all_streams.begin(), all_streams.end());
   EXPECT_EQ(std::adjacent_find(all_streams.begin(), all_streams.end()), all_streams.end());
   EXPECT_EQ(all_streams.size(), 6u);
