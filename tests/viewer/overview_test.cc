@@ -336,13 +336,30 @@ class OverviewTest : public QObject {
     QCOMPARE(window.document_count(), 2);
     QVERIFY(window.document(1)->document().overview() == nullptr);
     QCOMPARE(window.document(1)->document().rank_merge()->inputs.front().rank, kShiftedRank);
+    // A double-click on rank 0's header row opens rank 0.
+    window.ShowDocument(0);
+    QApplication::processEvents();
+    const uint32_t process0 =
+        view->document().rank_merge()->inputs[static_cast<size_t>(OverviewInputOfRank(*view->document().overview(), 0))].process_track;
+    const auto& rows = view->timeline()->layout().rows();
+    int header = -1;
+    for (size_t r = 0; r < rows.size() && header < 0; ++r) {
+      if (rows[r].kind == TimelineRow::Kind::kHeader && rows[r].track == process0) header = static_cast<int>(r);
+    }
+    QVERIFY(header >= 0);
+    const int y = view->timeline()->RowTop(header) + 4;
+    QCOMPARE(view->OverviewRankAtRow(y), 0);
+    QTest::mouseDClick(view->timeline(), Qt::LeftButton, {}, QPoint(view->timeline()->width() / 2, y));
+    window.loader()->WaitForIdle();
+    QCOMPARE(window.document_count(), 3);
+    QCOMPARE(window.document(2)->document().rank_merge()->inputs.front().rank, 0);
     // Under the budget the same directory merges.
     window.loader()->SetOverviewPolicy({.mode = OverviewPolicy::Mode::kAuto, .budget_bytes = int64_t{1} << 40});
     window.Open({QString::fromStdString(dir_)});
     window.loader()->WaitForIdle();
-    QCOMPARE(window.document_count(), 3);
-    QVERIFY(window.document(2)->document().overview() == nullptr);
-    QCOMPARE(window.document(2)->document().rank_merge()->inputs.size(), size_t{kRanks});
+    QCOMPARE(window.document_count(), 4);
+    QVERIFY(window.document(3)->document().overview() == nullptr);
+    QCOMPARE(window.document(3)->document().rank_merge()->inputs.size(), size_t{kRanks});
   }
 
   void BudgetDecides() {

@@ -420,6 +420,7 @@ DocumentView* MainWindow::AddDocument(std::shared_ptr<const TraceDocument> docum
     if (open->document().preview_bytes() > 0 && open->document().path() == document->path()) preview = open;
   }
   auto* view = new DocumentView(document, tabs_);
+  connect(view, &DocumentView::overviewRankRequested, this, [this](int32_t rank) { OpenOverviewRanks({rank}); });
   // A new trace opens with the docks as the trace in front has them (its preview's, when it
   // replaces one), else as saved.
   if (remember_layout_) {
