@@ -125,7 +125,13 @@ trace::Trace BuildOverviewTrace(const std::vector<RankSummary>& ranks, const ana
                         .op_type = name, .kind = slice.kind});
     };
     for (const OverviewSlice& step : rank.steps) add_whole(step, steps_row);
-    for (const OverviewSlice& collective : rank.collectives) add_whole(collective, collectives_row);
+    for (const auto& [key, instances] : rank.digest.clock.collectives) {
+      const trace::StringId name = builder.Intern(key.name);
+      for (const analysis::CollectiveInstance& instance : instances) {
+        builder.AddSlice({.start_ns = aligned(instance.start_ns), .dur_ns = instance.end_ns - instance.start_ns,
+                          .track = collectives_row, .name = name, .op_type = name, .kind = trace::SliceKind::kCollective});
+      }
+    }
     for (const OverviewSlice& slice : rank.longest) add_whole(slice, longest_row);
     spans.emplace_back(aligned(rank.begin_ns), aligned(rank.end_ns));
     merge.inputs.push_back(std::move(input));
@@ -144,7 +150,7 @@ size_t RankSummary::bytes() const {
   size_t total = sizeof(*this) + source.capacity() + host.capacity() + process.capacity();
   for (const OverviewTrack& track : tracks) total += sizeof(track) + track.name.capacity();
   for (const OverviewLane& lane : lanes) total += sizeof(lane) + lane.bins.capacity() * sizeof(uint16_t);
-  for (const auto* list : {&steps, &longest, &collectives}) {
+  for (const auto* list : {&steps, &longest}) {
     for (const OverviewSlice& slice : *list) total += sizeof(slice) + slice.name.capacity();
   }
   for (const auto& [key, instances] : digest.clock.collectives) {
@@ -251,16 +257,8 @@ RankSummary SummarizeRank(const trace::Trace& trace, size_t input) {
   std::sort(summary.longest.begin(), summary.longest.end(),
             [](const OverviewSlice& a, const OverviewSlice& b) { return a.start_ns < b.start_ns; });
 
-  // The digests alignment and stragglers combine from; the collectives drawn from the clock's.
+  // The digests alignment and stragglers combine from (the collectives row is drawn from the clock's).
   summary.digest = analysis::DigestInput(trace, input);
-  for (const auto& [key, instances] : summary.digest.clock.collectives) {
-    for (const analysis::CollectiveInstance& instance : instances) {
-      summary.collectives.push_back({key.name, trace::SliceKind::kCollective, -1, instance.start_ns,
-                                     instance.end_ns - instance.start_ns});
-    }
-  }
-  std::sort(summary.collectives.begin(), summary.collectives.end(),
-            [](const OverviewSlice& a, const OverviewSlice& b) { return a.start_ns < b.start_ns; });
   return summary;
 }
 

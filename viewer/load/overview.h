@@ -72,7 +72,7 @@ struct RankSummary {
   int64_t end_ns = 0;
   std::vector<OverviewTrack> tracks;
   std::vector<OverviewLane> lanes;
-  std::vector<OverviewSlice> steps, longest, collectives;
+  std::vector<OverviewSlice> steps, longest;  // the collectives: digest.clock.collectives
   int64_t slices = 0;                      // in the rank's trace
   analysis::InputDigest digest;            // clock and stragglers (input: its index among the ranks read)
   size_t bytes() const;                    // held by this summary
