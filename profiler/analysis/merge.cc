@@ -195,11 +195,16 @@ std::vector<ClockAlignment> AlignClocks(std::span<const ClockStamp> inputs) {
 }
 
 MergeResult MergeTraces(std::vector<Trace> traces, AlignMethod align) {
+  AlignmentReport alignment = AlignRanks(traces, align);
+  return MergeTraces(std::move(traces), std::move(alignment));
+}
+
+MergeResult MergeTraces(std::vector<Trace> traces, AlignmentReport given_alignment) {
   MergeResult result;
   MergeReport& report = result.report;
   TraceBuilder builder;
   builder.SetSource(trace::SourceFormat::kSynthetic, "merge of " + std::to_string(traces.size()) + " traces");
-  report.alignment = AlignRanks(traces, align);
+  report.alignment = std::move(given_alignment);
   const AlignmentReport& alignment = report.alignment;
   if (traces.size() > 1) ReportStragglers(traces, alignment.method, report);
 

@@ -81,6 +81,10 @@ struct MergeResult {
 };
 
 MergeResult MergeTraces(std::vector<trace::Trace> traces, AlignMethod align = AlignMethod::kAuto);
+// The same with the clocks aligned as `alignment` says (one entry per trace in rank_of_input and
+// input_alignment): the viewer's overview aligns a whole job from its digests, then merges a
+// few of its ranks on those clocks.
+MergeResult MergeTraces(std::vector<trace::Trace> traces, AlignmentReport alignment);
 
 // One trace for analyses: the trace itself when there is one, else the merge of all.
 // The single-trace reports (ops, streams, ...) keep the barrier alignment they always had.

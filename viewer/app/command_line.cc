@@ -10,6 +10,8 @@
 #include <QPainter>
 #include <QRegularExpression>
 #include <QTableWidget>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +32,7 @@
 #include "viewer/app/session_probe.h"
 #include "viewer/compare/compare_view.h"
 #include "viewer/load/document.h"
+#include "viewer/load/overview.h"
 #include "viewer/load/trace_loader.h"
 #include "viewer/memory/memory_chart.h"
 #include "viewer/memory/memory_panel.h"
@@ -69,9 +72,10 @@ int SaveScreenshot(MainWindow& window, const QString& out) {
 }
 
 int RunScreenshot(const QStringList& traces, bool merge, bool allow_truncated, const QString& out, QSize size,
-                  PaneId pane, analysis::AlignMethod align) {
+                  PaneId pane, analysis::AlignMethod align, const OverviewPolicy& overview) {
   MainWindow window(/*interactive=*/false);
   window.loader()->SetAlign(align);
+  window.loader()->SetOverviewPolicy(overview);
   window.resize(size);
   window.show();
   window.SetAllowTruncated(allow_truncated);
@@ -153,10 +157,13 @@ std::shared_ptr<const TraceDocument> OpenBenchTrace(MainWindow& window, const QS
     }
   }
   std::string merge_note;
-  auto opened = QFileInfo(trace_path).isDir()
-                    ? OpenMergedDocument(*files, trace_path.toStdString(), nullptr, nullptr, &merge_note,
-                                         /*allow_truncated=*/false, window.loader()->align())
-                    : OpenDocument(trace_path.toStdString());
+  const bool dir = QFileInfo(trace_path).isDir();
+  auto opened = dir && WantsOverview(*files, window.loader()->overview_policy())
+                    ? OpenOverviewDocument(*files, trace_path.toStdString(), nullptr, nullptr, &merge_note,
+                                           window.loader()->align(), window.loader()->overview_policy())
+                : dir ? OpenMergedDocument(*files, trace_path.toStdString(), nullptr, nullptr, &merge_note,
+                                           /*allow_truncated=*/false, window.loader()->align())
+                      : OpenDocument(trace_path.toStdString());
   if (!merge_note.empty()) Print(QString::fromStdString(merge_note));
   if (!opened.ok()) {
     PrintError(QString::fromStdString(opened.status().message()));
@@ -165,10 +172,25 @@ std::shared_ptr<const TraceDocument> OpenBenchTrace(MainWindow& window, const QS
   return *opened;
 }
 
+// The process's peak resident size so far (getrusage), in bytes.
+int64_t PeakResidentBytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+double CpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
 int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, int frames, bool log_frames,
-             analysis::AlignMethod align) {
+             analysis::AlignMethod align, const OverviewPolicy& overview) {
   MainWindow window(/*interactive=*/false);
   window.loader()->SetAlign(align);
+  window.loader()->SetOverviewPolicy(overview);
   window.resize(size);
   window.show();
   QApplication::processEvents();
@@ -194,6 +216,8 @@ int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, in
   QImage image(timeline->size(), QImage::Format_RGB32);
   const double first_paint_ms = RenderFrame(timeline, &image);
   const double first_frame_ms = Ms(opening);
+  const double first_frame_cpu_s = CpuSeconds();
+  const int64_t peak_first_frame = PeakResidentBytes();
   ReleaseFreeMemory();
   const int64_t rss_timeline = ResidentBytes();
 
@@ -259,6 +283,20 @@ int RunBench(const QString& trace_path, int64_t synthetic_slices, QSize size, in
             .arg(first_paint_ms, 0, 'f', 1)
             .arg(kFirstFrameTargetMs, 0, 'f', 0)
             .arg(verdict(first_frame_ms <= kFirstFrameTargetMs)));
+  Print(QStringLiteral("peak resident at the first frame: %1 MB (process CPU time %2 s)")
+            .arg(static_cast<double>(peak_first_frame) / 1e6, 0, 'f', 1)
+            .arg(first_frame_cpu_s, 0, 'f', 2));
+  if (const Overview* summary = document->overview(); summary != nullptr) {
+    Print(QStringLiteral("overview: %1 ranks read (%2 at once, %3 not read), summaries %4 KB (%5 bytes/rank), a merge "
+                         "would take about %6 MB against a budget of %7 MB")
+              .arg(summary->ranks.size())
+              .arg(summary->threads)
+              .arg(summary->unread.size())
+              .arg(static_cast<double>(summary->summary_bytes()) / 1e3, 0, 'f', 1)
+              .arg(summary->summary_bytes() / std::max<size_t>(1, summary->ranks.size()))
+              .arg(summary->estimated_merge_bytes >> 20)
+              .arg(summary->budget_bytes >> 20));
+  }
   Print(QStringLiteral("analysis: %1 ms (every pane's analyses, after the first frame)")
             .arg(analysis_ms, 0, 'f', 1));
   Print(QStringLiteral("frames: %1 at %2x%3, median %4 ms, max %5 ms  target <= %6 ms: %7")
@@ -317,7 +355,7 @@ int WriteSynthetic(const QString& count, const QString& out_path) {
 
 // --bench TRACE | --bench --synthetic N: the flags checked, then RunBench.
 int RunBenchFlags(const QStringList& traces, bool synthetic_set, const QString& synthetic, const QString& frames,
-                  QSize size, bool log_frames, analysis::AlignMethod align) {
+                  QSize size, bool log_frames, analysis::AlignMethod align, const OverviewPolicy& overview) {
   bool ok = true;
   const int frame_count = frames.toInt(&ok);
   if (!ok || frame_count < 1) {
@@ -335,7 +373,7 @@ int RunBenchFlags(const QStringList& traces, bool synthetic_set, const QString& 
     PrintError("--bench takes one TRACE, or --synthetic N");
     return 2;
   }
-  return RunBench(slices > 0 ? QString() : traces.front(), slices, size, frame_count, log_frames, align);
+  return RunBench(slices > 0 ? QString() : traces.front(), slices, size, frame_count, log_frames, align, overview);
 }
 
 // The --pane names, in tab order.
@@ -397,6 +435,14 @@ int RunViewer(int argc, char** argv) {
   const QCommandLineOption allow_truncated(
       "allow-truncated", "Open a trace file cut short with what it holds (the title and a banner say TRUNCATED) instead of failing.");
   const QCommandLineOption align_option = AlignOption();
+  const QCommandLineOption overview_option(
+      "overview", "Open a directory of ranks as its overview (each rank summarised, one at a time; File > Open Ranks "
+                  "in Detail reads ranks in full) even when merging it would fit the memory budget.");
+  const QCommandLineOption no_overview_option(
+      "no-overview", "Merge a directory of ranks in memory even when that exceeds the memory budget.");
+  const QCommandLineOption budget_option(
+      "memory-budget", "The memory a merge may take before a directory opens as its overview, in MB (default: a "
+                       "quarter of physical memory).", "MB");
   const QCommandLineOption reset_layout(
       "reset-layout", "Open the window at its default size with every pane docked where it starts, forgetting the "
                       "layout saved when the window last closed.");
@@ -407,7 +453,7 @@ int RunViewer(int argc, char** argv) {
                                     pane_names.mid(0, pane_names.size() - 1).join(", ") + " or " + pane_names.last() +
                                     " (default " + default_pane + ").",
                                 "NAME", default_pane);
-  parser.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option, allow_truncated, reset_layout, align_option});
+  parser.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option, allow_truncated, reset_layout, align_option, overview_option, no_overview_option, budget_option});
   parser.addPositionalArgument("traces", "Trace files or directories of traces to open.", "[TRACE...]");
   parser.addPositionalArgument("--vs", "Compare: TRACE... --vs TRACE... shows the runs before and after --vs one above the "
                                        "other with the diff of `stepscope diff A... --vs B...`.", "[--vs TRACE...]");
@@ -419,7 +465,7 @@ int RunViewer(int argc, char** argv) {
   qsizetype side_a_count = -1;
   if (vs_at > 0) {
     QCommandLineParser before;
-    before.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option, allow_truncated, reset_layout, align_option});
+    before.addOptions({screenshot, size_option, bench, synthetic, write_synthetic, frames, frame_log, merge, pane, step_option, allow_truncated, reset_layout, align_option, overview_option, no_overview_option, budget_option});
     before.addHelpOption();
     if (before.parse(arguments.mid(0, vs_at))) side_a_count = before.positionalArguments().size();
     arguments.removeAt(vs_at);
@@ -445,6 +491,22 @@ int RunViewer(int argc, char** argv) {
   }
   const std::optional<analysis::AlignMethod> align = AlignOf(parser, align_option);
   if (!align) return 2;
+  OverviewPolicy overview;
+  if (parser.isSet(overview_option) && parser.isSet(no_overview_option)) {
+    PrintError("--overview and --no-overview exclude each other");
+    return 2;
+  }
+  if (parser.isSet(overview_option)) overview.mode = OverviewPolicy::Mode::kAlways;
+  if (parser.isSet(no_overview_option)) overview.mode = OverviewPolicy::Mode::kNever;
+  if (parser.isSet(budget_option)) {
+    bool budget_ok = false;
+    const int64_t mb = parser.value(budget_option).toLongLong(&budget_ok);
+    if (!budget_ok || mb < 1) {
+      PrintError("--memory-budget wants a positive number of MB, not '" + parser.value(budget_option) + "'");
+      return 2;
+    }
+    overview.budget_bytes = mb << 20;
+  }
   const QSize size(std::clamp(size_match.captured(1).toInt(), 400, 8000),
                    std::clamp(size_match.captured(2).toInt(), 300, 8000));
 
@@ -499,11 +561,12 @@ int RunViewer(int argc, char** argv) {
       PrintError("--pane wants one of " + pane_names.join(", ") + ", not '" + parser.value(pane) + "'");
       return 2;
     }
-    return RunScreenshot(traces, parser.isSet(merge), parser.isSet(allow_truncated), parser.value(screenshot), size, shown->id, *align);
+    return RunScreenshot(traces, parser.isSet(merge), parser.isSet(allow_truncated), parser.value(screenshot), size, shown->id, *align,
+                         overview);
   }
   if (parser.isSet(bench)) {
     return RunBenchFlags(traces, parser.isSet(synthetic), parser.value(synthetic), parser.value(frames), size,
-                         parser.isSet(frame_log), *align);
+                         parser.isSet(frame_log), *align, overview);
   }
 
   // Only the interactive window remembers its layout; headless modes draw the defaults.
@@ -513,6 +576,7 @@ int RunViewer(int argc, char** argv) {
   window.SetRememberLayout(true);
   window.SetAllowTruncated(parser.isSet(allow_truncated));
   window.loader()->SetAlign(*align);
+  window.loader()->SetOverviewPolicy(overview);
   InstallSessionProbe(window);  // STEPSCOPE_VIEW_PROBE only: the scripted session's test hook
   window.show();
   if (!side_b.isEmpty()) {

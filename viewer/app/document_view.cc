@@ -7,12 +7,14 @@
 #include <QDockWidget>
 #include <QEvent>
 #include <QLabel>
+#include <QMouseEvent>
 #include <QMenu>
 #include <QTabBar>
 #include <QVBoxLayout>
 #include <algorithm>
 
 #include "viewer/load/document.h"
+#include "viewer/load/overview.h"
 #include "viewer/models/op_stats_model.h"
 #include "viewer/models/search_model.h"
 #include "viewer/panes/pane_table.h"
@@ -52,6 +54,7 @@ DocumentView::DocumentView(std::shared_ptr<const TraceDocument> document, QWidge
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(0);
   timeline_ = new TimelineView(document_, axis_, central);
+  if (document_->overview() != nullptr) timeline_->installEventFilter(this);  // a rank's header double-clicked
   if (!document_->truncations().empty()) {
     // Read only up to a cut (--allow-truncated): said above everything the document shows.
     QStringList lines;
@@ -226,6 +229,30 @@ void DocumentView::SetFullNames(bool full) {
   timeline_->SetFullNames(full);
   for (OpStatsModel* model : findChildren<OpStatsModel*>()) model->SetFullNames(full);
   for (SearchModel* model : findChildren<SearchModel*>()) model->SetFullNames(full);
+}
+
+int32_t DocumentView::OverviewRankAtRow(int y) const {
+  const RankMerge* merge = document_->rank_merge();
+  const int row = timeline_->RowAt(y);
+  if (document_->overview() == nullptr || merge == nullptr || row < 0) return -1;
+  const TimelineRow& at = timeline_->layout().rows()[static_cast<size_t>(row)];
+  if (at.kind != TimelineRow::Kind::kHeader) return -1;
+  for (size_t i = 0; i < merge->inputs.size(); ++i) {
+    if (merge->inputs[i].process_track == at.track) return merge->inputs[i].rank >= 0 ? merge->inputs[i].rank : static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
+bool DocumentView::eventFilter(QObject* watched, QEvent* event) {
+  // An overview's rank header double-clicked opens the rank in full (the timeline would fit all).
+  if (watched == timeline_ && event->type() == QEvent::MouseButtonDblClick) {
+    const int32_t rank = OverviewRankAtRow(static_cast<QMouseEvent*>(event)->position().toPoint().y());
+    if (rank >= 0) {
+      emit overviewRankRequested(rank);
+      return true;
+    }
+  }
+  return QMainWindow::eventFilter(watched, event);
 }
 
 }  // namespace stepscope::viewer

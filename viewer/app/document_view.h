@@ -80,14 +80,20 @@ class DocumentView : public QMainWindow, public PaneHost {
   void SetFullNames(bool full);
   bool analysed() const { return analysis_ != nullptr; }
   const DocumentAnalysis* analysis() const { return analysis_.get(); }
+  // Of an overview (viewer/load/overview.h): the rank whose header row is at the timeline's
+  // widget y, -1 when there is none (a double-click there asks for the rank in full).
+  int32_t OverviewRankAtRow(int y) const;
 
  public slots:
   void JumpToSlice(uint32_t slice) override;
 
  signals:
   void statusMessage(const QString& message);
+  // A double-click on a rank's header row of an overview: open that rank in full.
+  void overviewRankRequested(int32_t rank);
 
  protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
   void showEvent(QShowEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
   bool event(QEvent* event) override;

@@ -11,6 +11,7 @@
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
@@ -34,6 +35,7 @@
 #include "viewer/app/search_field.h"
 #include "viewer/app/theme.h"
 #include "viewer/compare/compare_view.h"
+#include "viewer/load/overview.h"
 #include "viewer/load/trace_loader.h"
 #include "viewer/panes/pane_table.h"
 #include "viewer/panes/search_pane.h"
@@ -215,6 +217,34 @@ void MainWindow::BuildMenus() {
   exports->addAction(tr("&Statistics as CSV..."), this, [this, export_to] {
     export_to(tr("Export statistics"), tr("CSV (*.csv)"), [this](const QString& path) { return ExportStatsCsv(path); });
   });
+  // An overview's ranks in full: the selected slice's rank by default, or a list ("0, 4-6").
+  file->addAction(tr("Open Ranks in &Detail..."), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D), this, [this] {
+    DocumentView* doc = current_document();
+    if (doc == nullptr || doc->document().overview() == nullptr) {
+      ReportError(tr("Open Ranks in Detail: the current tab is no overview (a directory of ranks too large to merge, "
+                     "or opened with --overview)"));
+      return;
+    }
+    const int32_t selected = SelectedOverviewRank();
+    bool ok = false;
+    const QString text = QInputDialog::getText(this, tr("Open ranks in detail"),
+                                               tr("Ranks to read in full and merge (e.g. 3 or 0, 4-6):"), QLineEdit::Normal,
+                                               selected >= 0 ? QString::number(selected) : QString(), &ok);
+    if (!ok) return;
+    std::vector<int32_t> ranks;
+    for (const QString& part : text.split(',', Qt::SkipEmptyParts)) {
+      const QStringList bounds = part.trimmed().split('-');
+      bool first_ok = false, last_ok = bounds.size() == 1;
+      const int first = bounds.front().trimmed().toInt(&first_ok);
+      const int last = bounds.size() == 2 ? bounds.back().trimmed().toInt(&last_ok) : first;
+      if (!first_ok || !last_ok || bounds.size() > 2 || last < first) {
+        ReportError(tr("Open Ranks in Detail: '%1' is no rank or range of ranks").arg(part.trimmed()));
+        return;
+      }
+      for (int rank = first; rank <= last; ++rank) ranks.push_back(rank);
+    }
+    OpenOverviewRanks(ranks);
+  });
   file->addSeparator();
   allow_truncated_ = file->addAction(tr("Read Traces Cut Short up to the Cut"));
   allow_truncated_->setCheckable(true);
@@ -343,6 +373,45 @@ void MainWindow::Open(const QStringList& paths, bool merge_all) {
   loader_->Load(std::move(requests));
 }
 
+bool MainWindow::OpenOverviewRanks(const std::vector<int32_t>& ranks) {
+  DocumentView* doc = current_document();
+  const Overview* overview = doc == nullptr ? nullptr : doc->document().overview();
+  if (overview == nullptr) {
+    ReportError(tr("Open Ranks in Detail: the current tab is no overview"));
+    return false;
+  }
+  LoadRequest request;
+  request.overview_ranks_of = doc->shared_document();
+  for (int32_t rank : ranks) {
+    const int64_t input = OverviewInputOfRank(*overview, rank);
+    if (input < 0) {
+      ReportError(tr("Open Ranks in Detail: %1 has no rank %2").arg(QString::fromStdString(doc->document().path())).arg(rank));
+      return false;
+    }
+    request.overview_inputs.push_back(static_cast<size_t>(input));
+  }
+  if (request.overview_inputs.empty()) {
+    ReportError(tr("Open Ranks in Detail: no rank given"));
+    return false;
+  }
+  loader_->Load({std::move(request)});
+  return true;
+}
+
+int32_t MainWindow::SelectedOverviewRank() const {
+  DocumentView* doc = current_document();
+  if (doc == nullptr || doc->document().overview() == nullptr || doc->document().rank_merge() == nullptr) return -1;
+  const int64_t selected = doc->timeline()->selected_slice();
+  const trace::Trace& trace = doc->document().trace();
+  if (selected < 0 || static_cast<size_t>(selected) >= trace.slices().size()) return -1;
+  const int32_t process = trace.HostOf(static_cast<uint32_t>(trace.slices()[static_cast<size_t>(selected)].track));
+  const auto& inputs = doc->document().rank_merge()->inputs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (static_cast<int32_t>(inputs[i].process_track) == process) return inputs[i].rank >= 0 ? inputs[i].rank : static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
 DocumentView* MainWindow::AddDocument(std::shared_ptr<const TraceDocument> document) {
   // The whole file replaces its preview in the same tab, at the time range shown.
   DocumentView* preview = nullptr;
@@ -351,6 +420,7 @@ DocumentView* MainWindow::AddDocument(std::shared_ptr<const TraceDocument> docum
     if (open->document().preview_bytes() > 0 && open->document().path() == document->path()) preview = open;
   }
   auto* view = new DocumentView(document, tabs_);
+  connect(view, &DocumentView::overviewRankRequested, this, [this](int32_t rank) { OpenOverviewRanks({rank}); });
   // A new trace opens with the docks as the trace in front has them (its preview's, when it
   // replaces one), else as saved.
   if (remember_layout_) {

@@ -11,6 +11,7 @@
 #include <QStringList>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "viewer/load/document.h"
 
@@ -65,6 +66,13 @@ class MainWindow : public QMainWindow {
   void WaitForComparison();
   int comparison_count() const;
   CompareView* comparison(int i) const;
+  // The overview of a job too large to merge (viewer/load/overview.h): its ranks, by rank
+  // number, read in full and merged in a tab of their own on the overview's clocks, so that
+  // their times are the overview's (File > Open Ranks in Detail). False, having said why, when
+  // the current tab is no overview or names no such rank.
+  bool OpenOverviewRanks(const std::vector<int32_t>& ranks);
+  // The rank of the current overview's selected slice; -1 when there is none.
+  int32_t SelectedOverviewRank() const;
   // Every error reported since the window opened, newest last.
   const QStringList& errors() const { return errors_; }
   // What the current document's import counted (repairs, skipped events, limits), as

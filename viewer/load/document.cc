@@ -11,16 +11,18 @@
 #include <future>
 
 #include "profiler/formats/reader.h"
+#include "viewer/load/overview.h"
 #include "viewer/timeline_data/slice_colors.h"
 
 namespace stepscope::viewer {
 
 TraceDocument::TraceDocument(trace::Trace trace, std::string path, std::shared_ptr<const RankMerge> ranks,
-                             std::vector<trace::Truncation> truncations)
+                             std::vector<trace::Truncation> truncations, std::shared_ptr<const Overview> overview)
     : path_(std::move(path)),
       trace_(std::make_unique<const trace::Trace>(std::move(trace))),
       rank_merge_(std::move(ranks)),
-      truncations_(std::move(truncations)) {
+      truncations_(std::move(truncations)),
+      overview_(std::move(overview)) {
   index_ = std::make_unique<TimelineIndex>(*trace_);
   // A colour per label, by op type (by name when the op type is empty).
   const trace::LabelTable& labels = trace_->labels();

@@ -39,10 +39,12 @@ struct RankMerge {
   std::vector<MergedRankPath> rank_paths;
 };
 
+struct Overview;  // overview.h
+
 class TraceDocument {
  public:
   TraceDocument(trace::Trace trace, std::string path, std::shared_ptr<const RankMerge> ranks = nullptr,
-                std::vector<trace::Truncation> truncations = {});
+                std::vector<trace::Truncation> truncations = {}, std::shared_ptr<const Overview> overview = nullptr);
   TraceDocument(const TraceDocument&) = delete;
   TraceDocument& operator=(const TraceDocument&) = delete;
 
@@ -51,6 +53,9 @@ class TraceDocument {
   const TimelineIndex& index() const { return *index_; }
   // Null unless the document is a merge of several traces.
   const RankMerge* rank_merge() const { return rank_merge_.get(); }
+  // Non-null for the overview of a job too large to merge (overview.h): its trace holds each
+  // rank's summary, and its ranks open in full on demand (OpenOverviewRanks).
+  const Overview* overview() const { return overview_.get(); }
   // The input files read only up to a cut (opened with allow_truncated), which the window says in
   // its title and a banner over the timeline; empty when every input was whole.
   const std::vector<trace::Truncation>& truncations() const { return truncations_; }
@@ -75,6 +80,7 @@ class TraceDocument {
   std::unique_ptr<TimelineIndex> index_;
   std::shared_ptr<const RankMerge> rank_merge_;
   std::vector<trace::Truncation> truncations_;
+  std::shared_ptr<const Overview> overview_;
   std::vector<uint32_t> colors_;      // per label
   struct SliceFlows {
     int64_t slice = -1;

@@ -20,6 +20,8 @@ struct PlannedRequest {
   std::vector<std::string> files;
   bool merge = false;
   std::string name;  // what a merged document is called
+  std::shared_ptr<const TraceDocument> overview_ranks_of;
+  std::vector<size_t> overview_inputs;
 };
 
 }  // namespace
@@ -48,21 +50,28 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
   cancel_ = std::make_shared<std::atomic<bool>>(false);
   busy_ = true;
   std::vector<std::pair<std::vector<std::string>, bool>> wanted;
+  std::vector<PlannedRequest> overview_ranks;  // ranks of an overview, opened in full
   for (const LoadRequest& request : requests) {
+    if (request.overview_ranks_of != nullptr) {
+      overview_ranks.push_back({{}, true, {}, request.overview_ranks_of, request.overview_inputs});
+      continue;
+    }
     std::vector<std::string> paths;
     for (const QString& path : request.paths) paths.push_back(path.toStdString());
     wanted.emplace_back(std::move(paths), request.merge);
   }
   std::erase_if(jobs_, [](const QFuture<void>& job) { return job.isFinished(); });
-  jobs_.push_back(QtConcurrent::run([this, generation, wanted, cancel = cancel_, preview_file_bytes = preview_file_bytes_,
-                                     preview_bytes = preview_bytes_, allow_truncated = allow_truncated_, align = align_] {
+  jobs_.push_back(QtConcurrent::run([this, generation, wanted, overview_ranks, cancel = cancel_, preview_file_bytes = preview_file_bytes_,
+                                     preview_bytes = preview_bytes_, allow_truncated = allow_truncated_, align = align_,
+                                     overview_policy = overview_policy_] {
     auto fail = [&](const std::string& message) {
       const QString text = QString::fromStdString(message);
       Post(generation, [this, text] { emit failed(text); });
     };
     // Expand directories first so that progress counts files.
-    std::vector<PlannedRequest> plan;
+    std::vector<PlannedRequest> plan = overview_ranks;
     int total = 0;
+    for (const PlannedRequest& request : overview_ranks) total += static_cast<int>(request.overview_inputs.size());
     for (const auto& [paths, merge] : wanted) {
       auto files = trace::ResolveTracePaths(paths);
       if (!files.ok()) {
@@ -134,12 +143,32 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
         }
         continue;
       }
+      if (request.overview_ranks_of != nullptr) {
+        for (size_t input : request.overview_inputs) {
+          const Overview* overview = request.overview_ranks_of->overview();
+          if (overview != nullptr && input < overview->ranks.size()) step(overview->ranks[input].source);
+        }
+        auto document = OpenOverviewRanks(*request.overview_ranks_of, request.overview_inputs, cancel.get());
+        if (cancel->load()) break;
+        if (!document.ok()) {
+          fail(document.status().message());
+          continue;
+        }
+        deliver(*document, static_cast<double>(timer.nsecsElapsed()) / 1e6);
+        continue;
+      }
       std::string summary;
-      auto document = OpenMergedDocument(request.files, request.name, cancel.get(), step, &summary, allow_truncated, align);
+      // A job too large to merge in memory opens as its overview (overview.h).
+      auto document = WantsOverview(request.files, overview_policy)
+                          ? OpenOverviewDocument(request.files, request.name, cancel.get(), step, &summary, align, overview_policy)
+                          : OpenMergedDocument(request.files, request.name, cancel.get(), step, &summary, allow_truncated, align);
       if (cancel->load()) break;
       if (!document.ok()) {
         fail(document.status().message());
         continue;
+      }
+      if (const Overview* overview = (*document)->overview(); overview != nullptr) {
+        for (const UnreadRank& unread : overview->unread) fail(unread.message + " (left out of the overview; the other ranks are open)");
       }
       Post(generation, [this, note = QString::fromStdString(summary)] { emit this->note(note); });
       deliver(*document, static_cast<double>(timer.nsecsElapsed()) / 1e6);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "viewer/load/document.h"
+#include "viewer/load/overview.h"
 
 namespace stepscope::viewer {
 
@@ -26,7 +27,10 @@ using AnalyseFunction = std::function<std::shared_ptr<const DocumentAnalysis>(co
 
 struct LoadRequest {
   QStringList paths;   // files and directories (a directory stands for the traces inside)
-  bool merge = false;  // one document for all of them
+  bool merge = false;  // one document for all of them (an overview when over the memory budget)
+  // Instead of paths: these inputs of an overview document read in full, merged on its clocks.
+  std::shared_ptr<const TraceDocument> overview_ranks_of;
+  std::vector<size_t> overview_inputs;
 };
 
 class TraceLoader : public QObject {
@@ -58,6 +62,9 @@ class TraceLoader : public QObject {
   // How merges align their ranks' clocks (`--align`; kAuto: the best available), from now on.
   void SetAlign(analysis::AlignMethod align) { align_ = align; }
   analysis::AlignMethod align() const { return align_; }
+  // When a merge opens as an overview instead (`--overview`, `--no-overview`, the budget), from now on.
+  void SetOverviewPolicy(const OverviewPolicy& policy) { overview_policy_ = policy; }
+  const OverviewPolicy& overview_policy() const { return overview_policy_; }
 
  signals:
   void progress(int done, int total, const QString& current);
@@ -81,6 +88,7 @@ class TraceLoader : public QObject {
   int64_t preview_bytes_ = kPreviewBytes;
   bool allow_truncated_ = false;
   analysis::AlignMethod align_ = analysis::AlignMethod::kAuto;
+  OverviewPolicy overview_policy_;
   std::shared_ptr<std::atomic<bool>> cancel_;
   std::vector<QFuture<void>> jobs_;  // a cancelled job may still be finishing its read
 };
