@@ -56,7 +56,7 @@ struct LstmBlockCellGradInputs {
   // Optional (B, H) second gradient reaching h (from step t + 1), added to h_grad first as TF's
   // AddN of the two does (the same sum, without its own kernel and buffer).
   In<T> h_grad_recurrent;
-  int64_t h_grad_ld = 0;
+  int64_t h_grad_ld = 0, h_grad_recurrent_ld = 0;  // row strides (0: dense)
 };
 
 template <typename T>

@@ -51,6 +51,7 @@ StatusOr<LstmDims> CheckLstmBlockCellGrad(const LstmBlockCellGradInputs<T>& in,
     RETURN_IF_ERROR(ExpectShape(kOp, "h_grad_recurrent", in.h_grad_recurrent.shape, bh));
   }
   RETURN_IF_ERROR(ExpectRowStride(kOp, "h_grad", in.h_grad_ld, h));
+  RETURN_IF_ERROR(ExpectRowStride(kOp, "h_grad_recurrent", in.h_grad_recurrent_ld, h));
   RETURN_IF_ERROR(ExpectShape(kOp, "w", in.w.shape, Shape{i + h, 4 * h}));
   RETURN_IF_ERROR(ExpectShape(kOp, "cs_prev_grad", out.cs_prev_grad.shape, bh));
   RETURN_IF_ERROR(ExpectShape(kOp, "dgates", out.dgates.shape, Shape{b, 4 * h}));
@@ -111,6 +112,7 @@ Status LstmBlockCellGrad(const CpuContext& ctx, const LstmBlockCellGradInputs<T>
   const int64_t h = d.hidden;
   const int64_t g4 = 4 * h;
   const int64_t h_grad_ld = in.h_grad_ld > 0 ? in.h_grad_ld : h;
+  const int64_t recurrent_ld = in.h_grad_recurrent_ld > 0 ? in.h_grad_recurrent_ld : h;
   const T* const recurrent = in.h_grad_recurrent.data;
   ctx.ParallelFor(d.batch, ctx.GrainFor(d.batch, 1 + 4096 / (h + 1)), [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
@@ -120,7 +122,7 @@ Status LstmBlockCellGrad(const CpuContext& ctx, const LstmBlockCellGradInputs<T>
         const math::LstmCellGradValues<T> g = math::LstmCellBackward<T>(
             in.i.data[k], in.f.data[k], in.o.data[k], in.ci.data[k], in.co.data[k],
             in.cs_prev.data[k], in.cs_grad.data[k],
-            math::LstmHGrad(in.h_grad.data[b * h_grad_ld + j], recurrent, k));
+            math::LstmHGrad(in.h_grad.data[b * h_grad_ld + j], recurrent, b * recurrent_ld + j));
         dg[j] = g.di;
         dg[h + j] = g.dci;
         dg[2 * h + j] = g.df;

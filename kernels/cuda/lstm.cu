@@ -31,12 +31,12 @@ struct LstmForwardFn {
 struct LstmBackwardFn {
   const float *i, *f, *o, *ci, *co, *cs_prev, *cs_grad, *h_grad, *h_grad_recurrent;
   float *dgates, *cs_prev_grad;
-  int64_t hidden, h_grad_ld;
+  int64_t hidden, h_grad_ld, recurrent_ld;
   __device__ void operator()(int64_t k) const {
     const int64_t b = k / hidden, j = k % hidden;
     const math::LstmCellGradValues<float> g = math::LstmCellBackward<float>(
         i[k], f[k], o[k], ci[k], co[k], cs_prev[k], cs_grad[k],
-        math::LstmHGrad(h_grad[b * h_grad_ld + j], h_grad_recurrent, k));
+        math::LstmHGrad(h_grad[b * h_grad_ld + j], h_grad_recurrent, b * recurrent_ld + j));
     float* dg = dgates + b * 4 * hidden;
     dg[j] = g.di;
     dg[hidden + j] = g.dci;
@@ -75,7 +75,8 @@ Status LstmBlockCellGrad(const CudaContext& ctx, const LstmBlockCellGradInputs<f
       ctx, d.batch * h,
       LstmBackwardFn{in.i.data, in.f.data, in.o.data, in.ci.data, in.co.data, in.cs_prev.data,
                      in.cs_grad.data, in.h_grad.data, in.h_grad_recurrent.data, out.dgates.data,
-                     out.cs_prev_grad.data, h, in.h_grad_ld > 0 ? in.h_grad_ld : h}));
+                     out.cs_prev_grad.data, h, in.h_grad_ld > 0 ? in.h_grad_ld : h,
+                     in.h_grad_recurrent_ld > 0 ? in.h_grad_recurrent_ld : h}));
   const float* w_h = in.w.data + d.input * g4;
   if (out.x_grad.present()) {
     RETURN_IF_ERROR(internal::RowMajorSgemm(ctx, false, true, d.batch, d.input, g4, 1.0f,

@@ -29,11 +29,11 @@ STEPSCOPE_HD inline LstmCellValues<T> LstmCellForward(T gate_i, T gate_ci, T gat
   return v;
 }
 
-// The gradient reaching h: the one from above, plus the one from step t + 1 when given (TF's
-// AddN of the two, the same single addition).
+// The gradient reaching h: the one from above, plus element `at` of the one from step t + 1 when
+// given (TF's AddN of the two, the same single addition).
 template <typename T>
-STEPSCOPE_HD inline T LstmHGrad(T from_above, const T* recurrent, int64_t k) {
-  return recurrent != nullptr ? from_above + recurrent[k] : from_above;
+STEPSCOPE_HD inline T LstmHGrad(T from_above, const T* recurrent, int64_t at) {
+  return recurrent != nullptr ? from_above + recurrent[at] : from_above;
 }
 
 template <typename T>

@@ -203,7 +203,9 @@ TEST(Lstm, StridedRowsAndTheRecurrentGradientTermGiveTheDenseCellsBits) {
   LstmBlockCellGradInputs<float> strided_in = dense_in;
   strided_in.h_grad = TensorView<const float>(above_big.data() + step * h, bh);
   strided_in.h_grad_ld = steps * h;
-  strided_in.h_grad_recurrent = CView(recurrent, bh);
+  const auto recurrent_big = spread(recurrent, h);
+  strided_in.h_grad_recurrent = TensorView<const float>(recurrent_big.data() + step * h, bh);
+  strided_in.h_grad_recurrent_ld = steps * h;
   std::vector<float> dcs1(static_cast<size_t>(b * h)), dcs2(dcs1.size()),
       dg1(static_cast<size_t>(b * 4 * h)), dg2(dg1.size());
   LstmBlockCellGradOutputs<float> out1, out2;

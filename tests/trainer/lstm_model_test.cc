@@ -504,8 +504,9 @@ TEST(LstmDropout, KeepProbOutsideZeroToOneIsRejected) {
 // the model's structure: T steps, L layers, V variables, D = 1 with dropout.
 //   kernel calls: forward Gather, D embedding dropout, per cell LSTMBlockCell and D dropout,
 //     the logits' MatMul and BiasAdd, the loss; backward the loss gradient's Mul, BiasAddGrad, two
-//     MatMuls, per cell D dropout gradient, LSTMBlockCellGrad, two GEMMs for [dx, dh_prev], two
-//     for the kernel's gradient and BiasAddGrad, D embedding dropout gradient, L bias AddNs;
+//     MatMuls, per cell D dropout gradient, LSTMBlockCellGrad, one GEMM for [dx, dh_prev] (two in
+//     the first layer, whose dx goes into the embedding gradient's rows), two for the kernel's
+//     gradient and BiasAddGrad, D embedding dropout gradient, L bias AddNs;
 //     update: one global norm, V clips, V updates and the embedding's learning-rate Mul.
 //   copies within the device: none (every slice, split and concatenation is a view).
 //   memsets: the cell-state gradient's zeros (and the zero state on the first step).
@@ -514,7 +515,7 @@ runtime::DeviceOpCounts ExpectedStepOps(const LstmConfig& c, bool first_step) {
   const int64_t T = c.num_steps, L = c.num_layers, V = 1 + 2 * L + 2;
   const int64_t D = c.keep_prob < 1.0f ? 1 : 0;
   const int64_t forward = 1 + D + T * L * (1 + D) + 3;
-  const int64_t backward = 4 + T * L * (D + 6) + D + L;
+  const int64_t backward = 4 + T * L * (D + 4) + T * (L + 1) + D + L;
   const int64_t update = 1 + 2 * V + 1;
   return {.kernel_calls = forward + backward + update, .device_copies = 0,
           .memsets = first_step ? 2 : 1, .host_reads = 1, .host_writes = 0};

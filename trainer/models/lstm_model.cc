@@ -593,8 +593,11 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
         in.cs_grad = dcs_next[static_cast<size_t>(l)].in<float>();
         in.h_grad = FirstRows(above);
         in.h_grad_ld = above.rows<float>().ld;
-        in.h_grad_recurrent = n.dh_addn != nullptr ? dh_next[static_cast<size_t>(l)].in<float>()
-                                                   : kernels::In<float>();
+        if (n.dh_addn != nullptr) {
+          const Tensor& recurrent = dh_next[static_cast<size_t>(l)];
+          in.h_grad_recurrent = FirstRows(recurrent);
+          in.h_grad_recurrent_ld = recurrent.rows<float>().ld;
+        }
         kernels::LstmBlockCellGradOutputs<float> out;
         out.cs_prev_grad = dcs_prev.view<float>();
         out.dgates = dgates.view<float>();
@@ -604,28 +607,35 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
       }
       // ConcatV2 of [x, h_prev] for the weight gradient: MatMul_1 reads the two where they lie.
       RecordView(*n.concat, {});
-      // dgates · wᵀ = [dx, dh_prev]: one GEMM per half of w's rows, each into its own buffer (the
-      // first layer's dx into its step's rows of the embedding gradient), so Slice and Slice_1
-      // copy nothing.
+      // dgates · wᵀ = [dx, dh_prev] (B, 2H), and Slice and Slice_1 are its halves, read where
+      // they lie. The first layer's dx goes to its step's rows of the embedding gradient: there
+      // the product is two GEMMs, one per half of w's rows.
       Tensor dx, dh_prev;
       {
         OpScope scope(device_, *n.matmul);
         if (l == 0) {
           ASSIGN_OR_RETURN(dx, StepView(d_embedding, t));
+          ASSIGN_OR_RETURN(dh_prev, device_.Allocate(DType::kFloat32, {B, H}));
+          scope.Output(dx);
+          scope.Output(dh_prev);
+          for (const auto& [grad, first_row] : {std::pair{&dx, int64_t{0}}, std::pair{&dh_prev, H}}) {
+            const kernels::StridedRows<const float> w_rows(w.data<float>() + first_row * 4 * H, H,
+                                                           4 * H, 4 * H);
+            const kernels::StridedRows<float> grad_rows = grad->rows<float>();
+            RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
+              return kernels::MatMulStrided(ctx, dgates.in_rows<float>(), w_rows, grad_rows,
+                                            {.transpose_b = true});
+            }));
+          }
         } else {
-          ASSIGN_OR_RETURN(dx, device_.Allocate(DType::kFloat32, {B, H}));
-        }
-        ASSIGN_OR_RETURN(dh_prev, device_.Allocate(DType::kFloat32, {B, H}));
-        scope.Output(dx);
-        scope.Output(dh_prev);
-        for (const auto& [grad, first_row] : {std::pair{&dx, int64_t{0}}, std::pair{&dh_prev, H}}) {
-          const kernels::StridedRows<const float> w_rows(w.data<float>() + first_row * 4 * H, H,
-                                                         4 * H, 4 * H);
-          const kernels::StridedRows<float> grad_rows = grad->rows<float>();
+          ASSIGN_OR_RETURN(Tensor dxh, device_.Allocate(DType::kFloat32, {B, 2 * H}));
+          scope.Output(dxh);
           RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
-            return kernels::MatMulStrided(ctx, dgates.in_rows<float>(), w_rows, grad_rows,
-                                          {.transpose_b = true});
+            return kernels::MatMul(ctx, dgates.in<float>(), w.in<float>(), dxh.view<float>(),
+                                   {.transpose_b = true});
           }));
+          ASSIGN_OR_RETURN(dx, dxh.RowsView(0, B, H, 2 * H));
+          ASSIGN_OR_RETURN(dh_prev, dxh.RowsView(H, B, H, 2 * H));
         }
       }
       RecordView(*n.slice_x, std::span<const Tensor>(&dx, 1));
