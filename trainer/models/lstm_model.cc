@@ -157,6 +157,11 @@ class LstmModel final : public Model {
   std::vector<const Node*> update_;      // [variable]
 
   std::vector<Tensor> state_cs_, state_h_;  // [layer], carried across batches
+  // The top outputs (B·T, H), two buffers used in turn: without dropout the top layer's last h,
+  // carried to the next batch as its state, is a view into the step's buffer, which the next
+  // step must not overwrite. Allocated once, so the allocator sees the same pattern every step.
+  Tensor outputs_[2];
+  int outputs_turn_ = 0;
   Rng dropout_rng_;
 };
 
@@ -450,7 +455,13 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
   }
   // The top outputs, b-major: row b·T + t is h_t[b] (TF: reshape(concat(outputs, 1), [-1, H])).
   // The top layer writes each step's rows here where they lie, so ConcatV2 copies nothing.
-  ASSIGN_OR_RETURN(Tensor outputs, device_.Allocate(DType::kFloat32, {B * T, H}));
+  for (Tensor& buffer : outputs_) {
+    if (buffer.empty()) {
+      ASSIGN_OR_RETURN(buffer, device_.Allocate(DType::kFloat32, {B * T, H}));
+    }
+  }
+  outputs_turn_ ^= 1;
+  const Tensor outputs = outputs_[outputs_turn_];
   std::vector<std::vector<CellActivations>> acts(static_cast<size_t>(T),
                                                  std::vector<CellActivations>(static_cast<size_t>(L)));
   for (int t = 0; t < T; ++t) {
