@@ -54,6 +54,17 @@ Status RandomUniform(const CpuContext& ctx, uint64_t state, Out<float> y);
 template <typename T>
 Status DivideByScalar(const CpuContext& ctx, In<T> x, std::type_identity_t<T> d, Out<T> y);
 
+// One dropout site of TF 1.x (RandomUniform, Add, Floor, RealDiv, Mul) in one pass, the same
+// numbers as those five kernels (math::DropoutMask, DropoutApply): element (r, c) draws the
+// k-th uniform after `state`, k = r·cols + c (RandomUniform's dense order); mask = floor(keep + u)
+// and y = (x / keep) · mask. x and y may be strided rows (a time step inside a batch); the mask
+// is dense (rows, cols). The caller advances its state by rows·cols.
+Status FusedDropout(const CpuContext& ctx, uint64_t state, float keep, StridedRows<const float> x,
+                    Out<float> mask, StridedRows<float> y);
+// Its gradient (TF's Mul then RealDiv): dx = (dy · mask) / keep; dy may be strided rows.
+Status FusedDropoutGrad(const CpuContext& ctx, StridedRows<const float> dy, In<float> mask,
+                        float keep, Out<float> dx);
+
 // y = max(x, 0).
 template <typename T>
 Status Relu(const CpuContext& ctx, In<T> x, Out<T> y);
@@ -73,12 +84,20 @@ Status AddScalar(const CudaContext& ctx, In<float> x, float s, Out<float> y);
 Status Floor(const CudaContext& ctx, In<float> x, Out<float> y);
 Status RandomUniform(const CudaContext& ctx, uint64_t state, Out<float> y);
 Status DivideByScalar(const CudaContext& ctx, In<float> x, float d, Out<float> y);
+Status FusedDropout(const CudaContext& ctx, uint64_t state, float keep, StridedRows<const float> x,
+                    Out<float> mask, StridedRows<float> y);
+Status FusedDropoutGrad(const CudaContext& ctx, StridedRows<const float> dy, In<float> mask,
+                        float keep, Out<float> dx);
 Status Relu(const CudaContext& ctx, In<float> x, Out<float> y);
 Status ReluGrad(const CudaContext& ctx, In<float> dy, In<float> x, Out<float> dx);
 
 namespace internal {
 Status CheckSameShape(const char* op, const Shape& a, const Shape& b);
 Status CheckBiasAdd(const Shape& x, const Shape& bias, const Shape& y);
+// The views of a fused dropout (or its gradient): `a` and `b` strided rows of one shape, rows
+// at least their width apart, and the dense mask of that shape.
+Status CheckFusedDropout(const char* op, const StridedRows<const float>& a,
+                         const StridedRows<const float>& b, const Shape& mask, float keep);
 }  // namespace internal
 
 }  // namespace stepscope::kernels

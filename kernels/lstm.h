@@ -5,7 +5,9 @@
 //   cs = ci ⊙ i + cs_prev ⊙ f   (clipped to ±cell_clip when cell_clip > 0)
 //   co = tanh(cs), h = co ⊙ o
 // The seven outputs (i, cs, f, o, ci, co, h) are what the gradient consumes, as in TF. The gate
-// GEMM is two GEMMs (x · w[0:I] and h_prev · w[I:]) so no concatenated copy is made.
+// GEMM is two GEMMs (x · w[0:I] and h_prev · w[I:]) so no concatenated copy is made; x, h_prev
+// and h may be strided rows (a time step inside a (B, T, ·) batch, read and written where it
+// lies: the unrolled model's StridedSlice and ConcatV2 copy nothing).
 // The gradient, like TF's, treats the clip as the identity.
 #pragma once
 
@@ -24,16 +26,19 @@ struct LstmBlockCellOptions {
 
 template <typename T>
 struct LstmBlockCellInputs {
-  In<T> x;        // (B, I)
+  In<T> x;        // (B, I), its rows x_ld elements apart (0: dense, I)
   In<T> cs_prev;  // (B, H)
-  In<T> h_prev;   // (B, H)
+  In<T> h_prev;   // (B, H), its rows h_prev_ld elements apart (0: dense, H)
   In<T> w;        // (I + H, 4H)
   In<T> b;        // (4H)
+  // Row strides (0: dense): a time step read where it lies in a (B, T, ·) batch with no copy.
+  int64_t x_ld = 0, h_prev_ld = 0;
 };
 
 template <typename T>
 struct LstmBlockCellOutputs {
-  Out<T> i, cs, f, o, ci, co, h;  // each (B, H)
+  Out<T> i, cs, f, o, ci, co, h;  // each (B, H); h's rows h_ld elements apart (0: dense)
+  int64_t h_ld = 0;
 };
 
 // `gates` is a (B, 4H) workspace for the pre-activations; its contents are undefined after.
@@ -47,7 +52,11 @@ struct LstmBlockCellGradInputs {
   In<T> x, cs_prev, h_prev, w;  // the forward's inputs (b is not needed)
   In<T> i, f, o, ci, co;        // the forward's outputs
   In<T> cs_grad;                // (B, H) gradient reaching cs (from the next step's cs_prev_grad)
-  In<T> h_grad;                 // (B, H) gradient reaching h
+  In<T> h_grad;                 // (B, H) gradient reaching h, its rows h_grad_ld apart (0: dense)
+  // Optional (B, H) second gradient reaching h (from step t + 1), added to h_grad first as TF's
+  // AddN of the two does (the same sum, without its own kernel and buffer).
+  In<T> h_grad_recurrent;
+  int64_t h_grad_ld = 0, h_grad_recurrent_ld = 0;  // row strides (0: dense)
 };
 
 template <typename T>

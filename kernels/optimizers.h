@@ -36,6 +36,13 @@ Status ClipByGlobalNorm(const CpuContext& ctx,
                         std::span<const TensorView<std::type_identity_t<T>>> tensors,
                         std::type_identity_t<T> clip_norm, Out<T> global_norm);
 
+// y = x · clip_norm / max(global_norm, clip_norm), the global norm read where GlobalNorm wrote
+// it (a scalar view in device memory on a GPU): tf.clip_by_global_norm's multiply with no host
+// read between the norm and the clip.
+template <typename T>
+Status ClipByNorm(const CpuContext& ctx, In<T> x, In<T> global_norm,
+                  std::type_identity_t<T> clip_norm, Out<T> y);
+
 template <typename T>
 Status ApplyGradientDescent(const CpuContext& ctx, Out<T> var, std::type_identity_t<T> lr,
                             In<T> grad);
@@ -54,6 +61,8 @@ Status L2LossGrad(const CudaContext& ctx, In<float> x, In<float> dloss, Out<floa
 Status GlobalNorm(const CudaContext& ctx, std::span<const In<float>> tensors, Out<float> norm);
 Status ClipByGlobalNorm(const CudaContext& ctx, std::span<const TensorView<float>> tensors,
                         float clip_norm, Out<float> global_norm);
+Status ClipByNorm(const CudaContext& ctx, In<float> x, In<float> global_norm, float clip_norm,
+                  Out<float> y);
 Status ApplyGradientDescent(const CudaContext& ctx, Out<float> var, float lr, In<float> grad);
 Status ApplyMomentum(const CudaContext& ctx, Out<float> var, Out<float> accum, float lr,
                      In<float> grad, const MomentumOptions& options);

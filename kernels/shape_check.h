@@ -26,4 +26,11 @@ inline Status ExpectShape(const char* op, const char* name, const Shape& shape,
                             expected.ToString());
 }
 
+// A row stride of strided rows: 0 (dense) or at least the row's width.
+inline Status ExpectRowStride(const char* op, const char* name, int64_t ld, int64_t cols) {
+  if (ld == 0 || ld >= cols) return Status::Ok();
+  return ShapeError(op, std::string(name) + "'s rows are " + std::to_string(ld) +
+                            " elements apart, fewer than its " + std::to_string(cols) + " columns");
+}
+
 }  // namespace stepscope::kernels::internal

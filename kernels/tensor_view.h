@@ -75,6 +75,35 @@ struct TensorView {
   bool present() const { return data != nullptr; }
 };
 
+// A (rows, cols) matrix whose rows lie `ld` elements apart (ld >= cols) inside a larger buffer:
+// BLAS's and cuBLAS's leading dimension. A time step of a (B, T, H) batch (rows T·H apart) or
+// one half of an [x, h] concatenation is read and written where it lies, instead of copied out.
+template <typename T>
+struct StridedRows {
+  T* data = nullptr;
+  int64_t rows = 0, cols = 0, ld = 0;
+
+  StridedRows() = default;
+  StridedRows(T* d, int64_t r, int64_t c, int64_t l) : data(d), rows(r), cols(c), ld(l) {}
+  // A dense rank-2 view: rows one row apart.
+  StridedRows(const TensorView<T>& dense)  // NOLINT: a dense matrix is strided rows
+      : data(dense.data), rows(dense.shape[0]), cols(dense.shape[1]), ld(dense.shape[1]) {
+    STEPSCOPE_CHECK(dense.shape.rank == 2);
+  }
+  // Strided rows of T convert to strided rows of const T.
+  template <typename U>
+    requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
+  StridedRows(const StridedRows<U>& other)  // NOLINT
+      : data(other.data), rows(other.rows), cols(other.cols), ld(other.ld) {}
+  template <typename U>
+    requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
+  StridedRows(const TensorView<U>& dense)  // NOLINT
+      : StridedRows(TensorView<T>(dense)) {}
+
+  Shape shape() const { return Shape{rows, cols}; }
+  bool dense() const { return ld == cols; }
+};
+
 // Inputs: never used for deduction, so TensorView<float> converts to In<float> at call sites.
 template <typename T>
 using In = TensorView<const std::type_identity_t<T>>;

@@ -1,6 +1,7 @@
 // Element-wise ops on the CPU: flat threaded loops over the shared scalar formulas.
 #include "kernels/elementwise.h"
 
+#include <string>
 #include <vector>
 
 #include "kernels/math/elementwise_math.h"
@@ -19,6 +20,21 @@ Status CheckBiasAdd(const Shape& x, const Shape& bias, const Shape& y) {
   if (x.rank < 1) return ShapeError("BiasAdd", "x must have rank >= 1, got " + x.ToString());
   RETURN_IF_ERROR(ExpectShape("BiasAdd", "bias", bias, Shape{x[x.rank - 1]}));
   return CheckSameShape("BiasAdd", x, y);
+}
+
+Status CheckFusedDropout(const char* op, const StridedRows<const float>& a,
+                         const StridedRows<const float>& b, const Shape& mask, float keep) {
+  if (!(keep > 0.0f && keep <= 1.0f)) {
+    return ShapeError(op, "keep_prob " + std::to_string(keep) + " is not in (0, 1]");
+  }
+  RETURN_IF_ERROR(CheckSameShape(op, a.shape(), b.shape()));
+  RETURN_IF_ERROR(ExpectShape(op, "mask", mask, a.shape()));
+  if (a.ld < a.cols || b.ld < b.cols) {
+    return ShapeError(op, "rows closer together than their width (" + std::to_string(a.ld) +
+                              ", " + std::to_string(b.ld) + " for " + std::to_string(a.cols) +
+                              " columns)");
+  }
+  return Status::Ok();
 }
 
 }  // namespace internal
@@ -146,6 +162,31 @@ Status Floor(const CpuContext& ctx, In<T> x, Out<T> y) {
 Status RandomUniform(const CpuContext& ctx, uint64_t state, Out<float> y) {
   ForEachIndex(ctx, y.size(), [&](int64_t i) {
     y.data[i] = math::SplitMixUniform24(state, static_cast<uint64_t>(i));
+  });
+  return Status::Ok();
+}
+
+Status FusedDropout(const CpuContext& ctx, uint64_t state, float keep, StridedRows<const float> x,
+                    Out<float> mask, StridedRows<float> y) {
+  RETURN_IF_ERROR(internal::CheckFusedDropout("Dropout", x, y, mask.shape, keep));
+  const int64_t cols = x.cols;
+  ForEachIndex(ctx, x.rows * cols, [&](int64_t k) {
+    const int64_t r = k / cols, c = k % cols;
+    const float m = math::DropoutMask(keep, math::SplitMixUniform24(state, static_cast<uint64_t>(k)));
+    mask.data[k] = m;
+    y.data[r * y.ld + c] = math::DropoutApply(x.data[r * x.ld + c], keep, m);
+  });
+  return Status::Ok();
+}
+
+Status FusedDropoutGrad(const CpuContext& ctx, StridedRows<const float> dy, In<float> mask,
+                        float keep, Out<float> dx) {
+  RETURN_IF_ERROR(internal::ExpectRank("DropoutGrad", "dx", dx.shape, 2));
+  RETURN_IF_ERROR(internal::CheckFusedDropout("DropoutGrad", dy, StridedRows<const float>(dx),
+                                              mask.shape, keep));
+  const int64_t cols = dy.cols;
+  ForEachIndex(ctx, dy.rows * cols, [&](int64_t k) {
+    dx.data[k] = math::DropoutGrad(dy.data[(k / cols) * dy.ld + k % cols], mask.data[k], keep);
   });
   return Status::Ok();
 }

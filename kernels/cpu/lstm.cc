@@ -1,6 +1,8 @@
 // LSTMBlockCell on the CPU: the gate GEMMs on OpenBLAS, the per-unit math threaded over rows.
 #include "kernels/lstm.h"
 
+#include <string>
+
 #include "kernels/cpu/blas.h"
 #include "kernels/math/lstm_math.h"
 #include "kernels/shape_check.h"
@@ -25,6 +27,9 @@ StatusOr<LstmDims> CheckLstmBlockCell(const LstmBlockCellInputs<T>& in,
     RETURN_IF_ERROR(ExpectShape(kOp, name, view.shape, bh));
   }
   RETURN_IF_ERROR(ExpectShape(kOp, "gates workspace", gates, Shape{b, 4 * h}));
+  RETURN_IF_ERROR(ExpectRowStride(kOp, "x", in.x_ld, i));
+  RETURN_IF_ERROR(ExpectRowStride(kOp, "h_prev", in.h_prev_ld, h));
+  RETURN_IF_ERROR(ExpectRowStride(kOp, "h", out.h_ld, h));
   return LstmDims{b, i, h};
 }
 
@@ -42,6 +47,11 @@ StatusOr<LstmDims> CheckLstmBlockCellGrad(const LstmBlockCellGradInputs<T>& in,
         {"h_grad", in.h_grad}}) {
     RETURN_IF_ERROR(ExpectShape(kOp, name, view.shape, bh));
   }
+  if (in.h_grad_recurrent.present()) {
+    RETURN_IF_ERROR(ExpectShape(kOp, "h_grad_recurrent", in.h_grad_recurrent.shape, bh));
+  }
+  RETURN_IF_ERROR(ExpectRowStride(kOp, "h_grad", in.h_grad_ld, h));
+  RETURN_IF_ERROR(ExpectRowStride(kOp, "h_grad_recurrent", in.h_grad_recurrent_ld, h));
   RETURN_IF_ERROR(ExpectShape(kOp, "w", in.w.shape, Shape{i + h, 4 * h}));
   RETURN_IF_ERROR(ExpectShape(kOp, "cs_prev_grad", out.cs_prev_grad.shape, bh));
   RETURN_IF_ERROR(ExpectShape(kOp, "dgates", out.dgates.shape, Shape{b, 4 * h}));
@@ -65,10 +75,12 @@ Status LstmBlockCell(const CpuContext& ctx, const LstmBlockCellInputs<T>& in,
   ASSIGN_OR_RETURN(const internal::LstmDims d, internal::CheckLstmBlockCell(in, out, gates.shape));
   const int64_t g4 = 4 * d.hidden;
   // gates (B,4H) = x (B,I) · w[0:I] + h_prev (B,H) · w[I:I+H]
-  internal::Gemm<T>(false, false, d.batch, g4, d.input, T(1), in.x.data, d.input, in.w.data, g4,
-                    T(0), gates.data, g4);
-  internal::Gemm<T>(false, false, d.batch, g4, d.hidden, T(1), in.h_prev.data, d.hidden,
-                    in.w.data + d.input * g4, g4, T(1), gates.data, g4);
+  internal::Gemm<T>(false, false, d.batch, g4, d.input, T(1), in.x.data,
+                    in.x_ld > 0 ? in.x_ld : d.input, in.w.data, g4, T(0), gates.data, g4);
+  internal::Gemm<T>(false, false, d.batch, g4, d.hidden, T(1), in.h_prev.data,
+                    in.h_prev_ld > 0 ? in.h_prev_ld : d.hidden, in.w.data + d.input * g4, g4, T(1),
+                    gates.data, g4);
+  const int64_t h_ld = out.h_ld > 0 ? out.h_ld : d.hidden;
   const T forget_bias = static_cast<T>(options.forget_bias);
   const T cell_clip = static_cast<T>(options.cell_clip);
   const int64_t h = d.hidden;
@@ -86,7 +98,7 @@ Status LstmBlockCell(const CpuContext& ctx, const LstmBlockCellInputs<T>& in,
         out.o.data[k] = v.o;
         out.ci.data[k] = v.ci;
         out.co.data[k] = v.co;
-        out.h.data[k] = v.h;
+        out.h.data[b * h_ld + j] = v.h;
       }
     }
   });
@@ -99,6 +111,9 @@ Status LstmBlockCellGrad(const CpuContext& ctx, const LstmBlockCellGradInputs<T>
   ASSIGN_OR_RETURN(const internal::LstmDims d, internal::CheckLstmBlockCellGrad(in, out));
   const int64_t h = d.hidden;
   const int64_t g4 = 4 * h;
+  const int64_t h_grad_ld = in.h_grad_ld > 0 ? in.h_grad_ld : h;
+  const int64_t recurrent_ld = in.h_grad_recurrent_ld > 0 ? in.h_grad_recurrent_ld : h;
+  const T* const recurrent = in.h_grad_recurrent.data;
   ctx.ParallelFor(d.batch, ctx.GrainFor(d.batch, 1 + 4096 / (h + 1)), [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       T* dg = out.dgates.data + b * g4;
@@ -106,7 +121,8 @@ Status LstmBlockCellGrad(const CpuContext& ctx, const LstmBlockCellGradInputs<T>
         const int64_t k = b * h + j;
         const math::LstmCellGradValues<T> g = math::LstmCellBackward<T>(
             in.i.data[k], in.f.data[k], in.o.data[k], in.ci.data[k], in.co.data[k],
-            in.cs_prev.data[k], in.cs_grad.data[k], in.h_grad.data[k]);
+            in.cs_prev.data[k], in.cs_grad.data[k],
+            math::LstmHGrad(in.h_grad.data[b * h_grad_ld + j], recurrent, b * recurrent_ld + j));
         dg[j] = g.di;
         dg[h + j] = g.dci;
         dg[2 * h + j] = g.df;

@@ -38,6 +38,16 @@ Status MatMul(const CpuContext& /*ctx*/, In<T> a, In<T> b, Out<T> c, MatMulOptio
 }
 
 template <typename T>
+Status MatMulStrided(const CpuContext& /*ctx*/, StridedRows<const std::type_identity_t<T>> a,
+                     StridedRows<const std::type_identity_t<T>> b, StridedRows<T> c,
+                     MatMulOptions options) {
+  ASSIGN_OR_RETURN(const internal::GemmDims dims, internal::CheckMatMulStrided<T>(a, b, c, options));
+  internal::Gemm<T>(options.transpose_a, options.transpose_b, dims.m, dims.n, dims.k, T(1), a.data,
+                    a.ld, b.data, b.ld, options.accumulate ? T(1) : T(0), c.data, c.ld);
+  return Status::Ok();
+}
+
+template <typename T>
 Status MatMulGrad(const CpuContext& ctx, In<T> a, In<T> b, In<T> dc, Out<T> da, Out<T> db,
                   MatMulOptions options) {
   auto multiply = [&](In<T> x, In<T> y, Out<T> z, MatMulOptions o) {
@@ -48,6 +58,8 @@ Status MatMulGrad(const CpuContext& ctx, In<T> a, In<T> b, In<T> dc, Out<T> da, 
 
 #define INSTANTIATE(T)                                                                    \
   template Status MatMul<T>(const CpuContext&, In<T>, In<T>, Out<T>, MatMulOptions);     \
+  template Status MatMulStrided<T>(const CpuContext&, StridedRows<const T>,               \
+                                   StridedRows<const T>, StridedRows<T>, MatMulOptions);  \
   template Status MatMulGrad<T>(const CpuContext&, In<T>, In<T>, In<T>, Out<T>, Out<T>, \
                                 MatMulOptions);
 STEPSCOPE_KERNELS_FOR_CPU_TYPES(INSTANTIATE)

@@ -83,6 +83,19 @@ Status ClipByGlobalNorm(const CpuContext& ctx,
 }
 
 template <typename T>
+Status ClipByNorm(const CpuContext& ctx, In<T> x, In<T> global_norm,
+                  std::type_identity_t<T> clip_norm, Out<T> y) {
+  RETURN_IF_ERROR(ExpectScalar("ClipByNorm", "global_norm", global_norm.shape));
+  RETURN_IF_ERROR(internal::ExpectShape("ClipByNorm", "y", y.shape, x.shape));
+  if (!(clip_norm > T(0))) return internal::ShapeError("ClipByNorm", "clip_norm must be > 0");
+  const T scale = math::ClipScale(global_norm.data[0], clip_norm);
+  ctx.ParallelFor(x.size(), kUpdateGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y.data[i] = x.data[i] * scale;
+  });
+  return Status::Ok();
+}
+
+template <typename T>
 Status ApplyGradientDescent(const CpuContext& ctx, Out<T> var, std::type_identity_t<T> lr,
                             In<T> grad) {
   RETURN_IF_ERROR(internal::ExpectShape("ApplyGradientDescent", "grad", grad.shape, var.shape));
@@ -114,6 +127,8 @@ Status ApplyMomentum(const CpuContext& ctx, Out<T> var, Out<T> accum, std::type_
   template Status GlobalNorm<T>(const CpuContext&, std::span<const In<T>>, Out<T>);        \
   template Status ClipByGlobalNorm<T>(const CpuContext&, std::span<const TensorView<T>>,   \
                                       std::type_identity_t<T>, Out<T>);                    \
+  template Status ClipByNorm<T>(const CpuContext&, In<T>, In<T>, std::type_identity_t<T>,    \
+                                Out<T>);                                                    \
   template Status ApplyGradientDescent<T>(const CpuContext&, Out<T>, std::type_identity_t<T>, \
                                           In<T>);                                          \
   template Status ApplyMomentum<T>(const CpuContext&, Out<T>, Out<T>, std::type_identity_t<T>, \

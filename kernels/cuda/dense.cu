@@ -28,6 +28,15 @@ Status MatMul(const CudaContext& ctx, In<float> a, In<float> b, Out<float> c,
                                  options.accumulate ? 1.0f : 0.0f, c.data, d.n);
 }
 
+Status MatMulStrided(const CudaContext& ctx, StridedRows<const float> a, StridedRows<const float> b,
+                     StridedRows<float> c, MatMulOptions options) {
+  ASSIGN_OR_RETURN(const internal::GemmDims d,
+                   internal::CheckMatMulStrided<float>(a, b, c, options));
+  return internal::RowMajorSgemm(ctx, options.transpose_a, options.transpose_b, d.m, d.n, d.k,
+                                 1.0f, a.data, a.ld, b.data, b.ld,
+                                 options.accumulate ? 1.0f : 0.0f, c.data, c.ld);
+}
+
 Status MatMulGrad(const CudaContext& ctx, In<float> a, In<float> b, In<float> dc, Out<float> da,
                   Out<float> db, MatMulOptions options) {
   auto multiply = [&](In<float> x, In<float> y, Out<float> z, MatMulOptions o) {
@@ -99,6 +108,31 @@ struct RandomUniformFn {
   float* y;
   __device__ void operator()(int64_t i) const {
     y[i] = math::SplitMixUniform24(state, static_cast<uint64_t>(i));
+  }
+};
+struct FusedDropoutFn {
+  uint64_t state;
+  float keep;
+  const float* x;
+  int64_t x_ld;
+  float* mask;
+  float* y;
+  int64_t y_ld, cols;
+  __device__ void operator()(int64_t k) const {
+    const int64_t r = k / cols, c = k % cols;
+    const float m = math::DropoutMask(keep, math::SplitMixUniform24(state, static_cast<uint64_t>(k)));
+    mask[k] = m;
+    y[r * y_ld + c] = math::DropoutApply(x[r * x_ld + c], keep, m);
+  }
+};
+struct FusedDropoutGradFn {
+  const float* dy;
+  int64_t dy_ld, cols;
+  const float* mask;
+  float keep;
+  float* dx;
+  __device__ void operator()(int64_t k) const {
+    dx[k] = math::DropoutGrad(dy[(k / cols) * dy_ld + k % cols], mask[k], keep);
   }
 };
 struct DivideByScalarFn {
@@ -191,6 +225,24 @@ Status RandomUniform(const CudaContext& ctx, uint64_t state, Out<float> y) {
   return ForEach(ctx, y.size(), RandomUniformFn{state, y.data});
 }
 
+Status FusedDropout(const CudaContext& ctx, uint64_t state, float keep, StridedRows<const float> x,
+                    Out<float> mask, StridedRows<float> y) {
+  RETURN_IF_ERROR(internal::CheckFusedDropout("Dropout", x, y, mask.shape, keep));
+  if (x.cols == 0) return Status::Ok();
+  return ForEach(ctx, x.rows * x.cols,
+                 FusedDropoutFn{state, keep, x.data, x.ld, mask.data, y.data, y.ld, x.cols});
+}
+
+Status FusedDropoutGrad(const CudaContext& ctx, StridedRows<const float> dy, In<float> mask,
+                        float keep, Out<float> dx) {
+  RETURN_IF_ERROR(internal::ExpectRank("DropoutGrad", "dx", dx.shape, 2));
+  RETURN_IF_ERROR(internal::CheckFusedDropout("DropoutGrad", dy, StridedRows<const float>(dx),
+                                              mask.shape, keep));
+  if (dy.cols == 0) return Status::Ok();
+  return ForEach(ctx, dy.rows * dy.cols,
+                 FusedDropoutGradFn{dy.data, dy.ld, dy.cols, mask.data, keep, dx.data});
+}
+
 Status DivideByScalar(const CudaContext& ctx, In<float> x, float d, Out<float> y) {
   RETURN_IF_ERROR(internal::CheckSameShape("DivideByScalar", x.shape, y.shape));
   return ForEach(ctx, y.size(), DivideByScalarFn{x.data, d, y.data});
@@ -248,6 +300,12 @@ struct ClipFn {
   const float* norm;
   float clip_norm;
   __device__ void operator()(int64_t i) const { t[i] *= math::ClipScale(norm[0], clip_norm); }
+};
+struct ClipByNormFn {
+  const float *x, *norm;
+  float clip_norm;
+  float* y;
+  __device__ void operator()(int64_t i) const { y[i] = x[i] * math::ClipScale(norm[0], clip_norm); }
 };
 struct SgdFn {
   float* var;
@@ -328,6 +386,14 @@ Status ClipByGlobalNorm(const CudaContext& ctx, std::span<const TensorView<float
     RETURN_IF_ERROR(ForEach(ctx, t.size(), ClipFn{t.data, global_norm.data, clip_norm}));
   }
   return Status::Ok();
+}
+
+Status ClipByNorm(const CudaContext& ctx, In<float> x, In<float> global_norm, float clip_norm,
+                  Out<float> y) {
+  RETURN_IF_ERROR(ExpectScalar("ClipByNorm", "global_norm", global_norm.shape));
+  RETURN_IF_ERROR(internal::ExpectShape("ClipByNorm", "y", y.shape, x.shape));
+  if (!(clip_norm > 0.0f)) return internal::ShapeError("ClipByNorm", "clip_norm must be > 0");
+  return ForEach(ctx, y.size(), ClipByNormFn{x.data, global_norm.data, clip_norm, y.data});
 }
 
 Status ApplyGradientDescent(const CudaContext& ctx, Out<float> var, float lr, In<float> grad) {

@@ -19,4 +19,14 @@ STEPSCOPE_HD inline T SigmoidGradFromOutput(T y) { return y * (T(1) - y); }
 template <typename T>
 STEPSCOPE_HD inline T TanhGradFromOutput(T y) { return T(1) - y * y; }
 
+// One element of TF 1.x's tf.nn.dropout, in the order its ops compute it (Add, Floor, RealDiv,
+// Mul; backward Mul then RealDiv), so the fused kernels give the separate ops' bits:
+// the mask is floor(keep + u) (1 with probability keep), y = (x / keep) · mask.
+template <typename T>
+STEPSCOPE_HD inline T DropoutMask(T keep, T uniform) { return Floor(keep + uniform); }
+template <typename T>
+STEPSCOPE_HD inline T DropoutApply(T x, T keep, T mask) { return (x / keep) * mask; }
+template <typename T>
+STEPSCOPE_HD inline T DropoutGrad(T dy, T mask, T keep) { return (dy * mask) / keep; }
+
 }  // namespace stepscope::kernels::math

@@ -1,6 +1,8 @@
 // LSTMBlockCell per-element math (gate order i, ci, f, o), shared by CPU and CUDA.
 #pragma once
 
+#include <cstdint>
+
 #include "kernels/math/scalar_math.h"
 #include "kernels/math/elementwise_math.h"
 
@@ -25,6 +27,13 @@ STEPSCOPE_HD inline LstmCellValues<T> LstmCellForward(T gate_i, T gate_ci, T gat
   v.co = Tanh(v.cs);
   v.h = v.co * v.o;
   return v;
+}
+
+// The gradient reaching h: the one from above, plus element `at` of the one from step t + 1 when
+// given (TF's AddN of the two, the same single addition).
+template <typename T>
+STEPSCOPE_HD inline T LstmHGrad(T from_above, const T* recurrent, int64_t at) {
+  return recurrent != nullptr ? from_above + recurrent[at] : from_above;
 }
 
 template <typename T>

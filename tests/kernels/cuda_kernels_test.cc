@@ -14,6 +14,7 @@
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
+#include "kernels/lstm.h"
 #include "kernels/matmul.h"
 #include "kernels/optimizers.h"
 #include "kernels/pad.h"
@@ -417,6 +418,115 @@ TEST_F(CudaKernelsTest, LossesAndNormsMatchCpu) {
   ExpectClose(gclip_norm.ToHost(), {clip_norm}, kDoubleSumTol, "ClipByGlobalNorm norm");
   ExpectClose(gca.ToHost(), ca, kElementwiseTol, "ClipByGlobalNorm a");
   ExpectClose(gcb.ToHost(), cb, kElementwiseTol, "ClipByGlobalNorm b");
+}
+
+// The unrolled LSTM's fused and strided kernels: dropout (mask and output bit for bit, x and y
+// as a step's rows inside a (B, T·W) buffer, nothing else written), its gradient, MatMul on
+// strided rows, the clip reading the norm in device memory, and LSTMBlockCell(Grad) reading and
+// writing strided rows with the recurrent gradient term.
+TEST_F(CudaKernelsTest, FusedDropoutAndStridedOpsMatchCpu) {
+  const int64_t rows = 20, cols = 650, steps = 3, step = 1, ld = steps * cols;  // PTB medium
+  const Shape s{rows, cols}, big{rows, ld};
+  const auto x = RandomVector<float>(rows * ld, 7, -3, 3);
+  std::vector<float> mask(rows * cols), y(rows * ld, -7.0f), dx(rows * cols);
+  DeviceVector<float> gx(x), gmask(NaNs(rows * cols)), gy(std::vector<float>(rows * ld, -7.0f)),
+      gdx(NaNs(rows * cols));
+  const uint64_t state = 0xFFFFFFFFFFFFFF00ull;
+  ASSERT_OK(FusedDropout(cpu_, state, 0.5f, StridedRows<const float>(x.data() + step * cols, rows, cols, ld),
+                         View(mask, s), StridedRows<float>(y.data() + step * cols, rows, cols, ld)));
+  ASSERT_OK(FusedDropout(*ctx_, state, 0.5f,
+                         StridedRows<const float>(gx.cview(big).data + step * cols, rows, cols, ld),
+                         gmask.view(s), StridedRows<float>(gy.view(big).data + step * cols, rows, cols, ld)));
+  ASSERT_OK(FusedDropoutGrad(cpu_, StridedRows<const float>(x.data() + step * cols, rows, cols, ld),
+                             CView(mask, s), 0.5f, View(dx, s)));
+  ASSERT_OK(FusedDropoutGrad(*ctx_, StridedRows<const float>(gx.cview(big).data + step * cols, rows, cols, ld),
+                             gmask.cview(s), 0.5f, gdx.view(s)));
+  Sync();
+  ExpectExact(gmask.ToHost(), mask, "FusedDropout mask");
+  ExpectExact(gy.ToHost(), y, "FusedDropout output, strided (untouched elements kept)");
+  ExpectExact(gdx.ToHost(), dx, "FusedDropoutGrad");
+
+  // dgates (rows, 4·cols' share) · wᵀ into a step's rows, and xᵀ · dgates accumulated.
+  const int64_t k = 64, n = 48;
+  const auto a = RandomVector<float>(rows * ld, 8), b = RandomVector<float>(n * k, 9);
+  auto c = RandomVector<float>(rows * ld, 10);
+  DeviceVector<float> ga(a), gb(b), gc(c);
+  const MatMulOptions nt{.transpose_b = true, .accumulate = true};
+  ASSERT_OK(MatMulStrided(cpu_, StridedRows<const float>(a.data() + step * cols, rows, k, ld),
+                          StridedRows<const float>(b.data(), n, k, k),
+                          StridedRows<float>(c.data() + step * cols, rows, n, ld), nt));
+  ASSERT_OK(MatMulStrided(*ctx_, StridedRows<const float>(ga.cview(big).data + step * cols, rows, k, ld),
+                          StridedRows<const float>(gb.cview({n, k}).data, n, k, k),
+                          StridedRows<float>(gc.view(big).data + step * cols, rows, n, ld), nt));
+  Sync();
+  ExpectClose(gc.ToHost(), c, kReductionTol, "MatMulStrided");
+
+  float norm = 7.5f;
+  std::vector<float> clipped(rows * cols);
+  DeviceVector<float> gnorm(std::vector<float>{norm}), gclipped(NaNs(rows * cols));
+  ASSERT_OK(ClipByNorm(cpu_, CView(dx, s), In<float>(&norm, {}), 5.0f, View(clipped, s)));
+  ASSERT_OK(ClipByNorm(*ctx_, gdx.cview(s), gnorm.cview({}), 5.0f, gclipped.view(s)));
+  Sync();
+  ExpectClose(gclipped.ToHost(), clipped, kElementwiseTol, "ClipByNorm");
+}
+
+TEST_F(CudaKernelsTest, LstmCellOnStridedRowsMatchesCpu) {
+  const int64_t b = 20, h = 200, steps = 4, step = 2, ld = steps * h;  // PTB small
+  const Shape bh{b, h}, big{b, ld}, ws{2 * h, 4 * h};
+  const auto x = RandomVector<float>(b * ld, 11), h_prev = RandomVector<float>(b * ld, 12);
+  const auto cs_prev = RandomVector<float>(b * h, 13), w = RandomVector<float>(2 * h * 4 * h, 14, -0.1, 0.1);
+  const auto bias = RandomVector<float>(4 * h, 15);
+  std::vector<std::vector<float>> out(6, std::vector<float>(b * h));
+  std::vector<float> h_out(b * ld, -5.0f), gates(b * 4 * h);
+  DeviceVector<float> gx(x), gh_prev(h_prev), gcs_prev(cs_prev), gw(w), gbias(bias),
+      gh_out(std::vector<float>(b * ld, -5.0f)), ggates(NaNs(b * 4 * h));
+  std::vector<std::unique_ptr<DeviceVector<float>>> gout;
+  for (int i = 0; i < 6; ++i) gout.push_back(std::make_unique<DeviceVector<float>>(NaNs(b * h)));
+  LstmBlockCellInputs<float> ci{In<float>(x.data() + step * h, bh), CView(cs_prev, bh),
+                                In<float>(h_prev.data() + (step - 1) * h, bh), CView(w, ws), CView(bias, {4 * h})};
+  ci.x_ld = ci.h_prev_ld = ld;
+  LstmBlockCellOutputs<float> co{View(out[0], bh), View(out[1], bh), View(out[2], bh), View(out[3], bh),
+                                 View(out[4], bh), View(out[5], bh), Out<float>(h_out.data() + step * h, bh)};
+  co.h_ld = ld;
+  LstmBlockCellInputs<float> gi{In<float>(gx.cview(big).data + step * h, bh), gcs_prev.cview(bh),
+                                In<float>(gh_prev.cview(big).data + (step - 1) * h, bh), gw.cview(ws),
+                                gbias.cview({4 * h})};
+  gi.x_ld = gi.h_prev_ld = ld;
+  LstmBlockCellOutputs<float> go{gout[0]->view(bh), gout[1]->view(bh), gout[2]->view(bh), gout[3]->view(bh),
+                                 gout[4]->view(bh), gout[5]->view(bh), Out<float>(gh_out.view(big).data + step * h, bh)};
+  go.h_ld = ld;
+  ASSERT_OK(LstmBlockCell(cpu_, ci, co, View(gates, {b, 4 * h}), {}));
+  ASSERT_OK(LstmBlockCell(*ctx_, gi, go, ggates.view({b, 4 * h}), {}));
+  Sync();
+  ExpectClose(gh_out.ToHost(), h_out, kReductionTol, "LSTMBlockCell h, strided");
+  ExpectClose(gout[1]->ToHost(), out[1], kReductionTol, "LSTMBlockCell cs");
+
+  // The gradient from the CPU's forward, h's gradient and the recurrent term both strided.
+  const auto h_grad = RandomVector<float>(b * ld, 16), recurrent = RandomVector<float>(b * ld, 17);
+  const auto cs_grad = RandomVector<float>(b * h, 18);
+  DeviceVector<float> gh_grad(h_grad), grecurrent(recurrent), gcs_grad(cs_grad), gi0(out[0]), gf(out[2]),
+      go0(out[3]), gci(out[4]), gco(out[5]), gdcs(NaNs(b * h)), gdgates(NaNs(b * 4 * h));
+  LstmBlockCellGradInputs<float> cgi{ci.x, ci.cs_prev, ci.h_prev, ci.w, CView(out[0], bh), CView(out[2], bh),
+                                     CView(out[3], bh), CView(out[4], bh), CView(out[5], bh),
+                                     CView(cs_grad, bh), In<float>(h_grad.data() + step * h, bh)};
+  cgi.h_grad_recurrent = In<float>(recurrent.data() + h, bh);
+  cgi.h_grad_ld = cgi.h_grad_recurrent_ld = ld;
+  LstmBlockCellGradInputs<float> ggi{gi.x, gi.cs_prev, gi.h_prev, gi.w, gi0.cview(bh), gf.cview(bh),
+                                     go0.cview(bh), gci.cview(bh), gco.cview(bh), gcs_grad.cview(bh),
+                                     In<float>(gh_grad.cview(big).data + step * h, bh)};
+  ggi.h_grad_recurrent = In<float>(grecurrent.cview(big).data + h, bh);
+  ggi.h_grad_ld = ggi.h_grad_recurrent_ld = ld;
+  std::vector<float> dcs(b * h), dgates(b * 4 * h);
+  LstmBlockCellGradOutputs<float> cgo, ggo;
+  cgo.cs_prev_grad = View(dcs, bh);
+  cgo.dgates = View(dgates, {b, 4 * h});
+  ggo.cs_prev_grad = gdcs.view(bh);
+  ggo.dgates = gdgates.view({b, 4 * h});
+  ASSERT_OK(LstmBlockCellGrad(cpu_, cgi, cgo));
+  ASSERT_OK(LstmBlockCellGrad(*ctx_, ggi, ggo));
+  Sync();
+  ExpectClose(gdgates.ToHost(), dgates, kElementwiseTol, "LSTMBlockCellGrad dgates, strided");
+  ExpectClose(gdcs.ToHost(), dcs, kElementwiseTol, "LSTMBlockCellGrad cs_prev_grad");
 }
 
 // The updates change var (and accum) in place: both start from the same random values.

@@ -178,5 +178,60 @@ TEST(Relu, ForwardAndGradient) {
   testing::ExpectGradientMatches(x, dx, loss, "relu dx");
 }
 
+// One dropout site in one kernel gives the bits of TF's five ops run one by one (RandomUniform,
+// Add, Floor, RealDiv, Mul) and its gradient those of Mul then RealDiv, also when x, y and dy are
+// strided rows inside a larger (B·T, H) buffer (a time step read and written where it lies).
+TEST(FusedDropout, SameBitsAsTheSeparateOpsOnStridedRows) {
+  const int64_t rows = 6, cols = 13, steps = 4, ld = steps * cols;
+  const float keep = 0.55f;
+  const uint64_t state = 0x1234567890ABCDEFull;
+  const auto big = testing::RandomVector<float>(rows * ld, 9, -3, 3);  // (rows, steps·cols)
+  const Shape s{rows, cols};
+  ThreadPool pool(2);
+  for (const CpuContext& ctx : {CpuContext(), CpuContext(&pool)}) {
+    for (int64_t step = 0; step < steps; ++step) {
+      std::vector<float> x(static_cast<size_t>(rows * cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) x[static_cast<size_t>(r * cols + c)] = big[static_cast<size_t>(r * ld + step * cols + c)];
+      }
+      std::vector<float> u(x.size()), kept(x.size()), mask(x.size()), div(x.size()), y(x.size());
+      ASSERT_OK(RandomUniform(ctx, state, View(u, s)));
+      ASSERT_OK(AddScalar(ctx, CView(u, s), keep, View(kept, s)));
+      ASSERT_OK(Floor(ctx, CView(kept, s), View(mask, s)));
+      ASSERT_OK(DivideByScalar(ctx, CView(x, s), keep, View(div, s)));
+      ASSERT_OK(Mul(ctx, CView(div, s), CView(mask, s), View(y, s)));
+
+      std::vector<float> fused_mask(x.size(), -1.0f), out(big.size(), -7.0f);
+      const StridedRows<const float> x_rows(big.data() + step * cols, rows, cols, ld);
+      ASSERT_OK(FusedDropout(ctx, state, keep, x_rows, View(fused_mask, s),
+                             StridedRows<float>(out.data() + step * cols, rows, cols, ld)));
+      EXPECT_EQ(fused_mask, mask);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < ld; ++c) {
+          const float got = out[static_cast<size_t>(r * ld + c)];
+          const bool mine = c >= step * cols && c < (step + 1) * cols;
+          ASSERT_EQ(got, mine ? y[static_cast<size_t>(r * cols + c - step * cols)] : -7.0f)
+              << "row " << r << " column " << c;  // nothing outside the step's rows is written
+        }
+      }
+      // Backward: (dy · mask) / keep, dy read as strided rows.
+      std::vector<float> masked(x.size()), dx(x.size()), fused_dx(x.size());
+      ASSERT_OK(Mul(ctx, CView(x, s), CView(mask, s), View(masked, s)));
+      ASSERT_OK(DivideByScalar(ctx, CView(masked, s), keep, View(dx, s)));
+      ASSERT_OK(FusedDropoutGrad(ctx, x_rows, CView(mask, s), keep, View(fused_dx, s)));
+      EXPECT_EQ(fused_dx, dx);
+    }
+  }
+  std::vector<float> mask(static_cast<size_t>(rows * cols)), y(mask.size());
+  const StridedRows<const float> x_rows(big.data(), rows, cols, ld);
+  EXPECT_EQ(FusedDropout(CpuContext(), state, 0.0f, x_rows, View(mask, s), View(y, s)).code(),
+            StatusCode::kInvalidInput);  // keep_prob out of (0, 1]
+  EXPECT_EQ(FusedDropout(CpuContext(), state, keep, StridedRows<const float>(big.data(), rows, cols, cols - 1),
+                         View(mask, s), View(y, s)).code(),
+            StatusCode::kInvalidInput);  // overlapping rows
+  EXPECT_EQ(FusedDropout(CpuContext(), state, keep, x_rows, View(mask, s), View(y, {cols, rows})).code(),
+            StatusCode::kInvalidInput);
+}
+
 }  // namespace
 }  // namespace stepscope::kernels

@@ -151,5 +151,77 @@ TEST(Lstm, WrongWeightShapeIsInvalidInput) {
       << st.message();
 }
 
+// The unrolled model reads x and h_prev and writes h where they lie in (B, T, ·) buffers (rows
+// T·width apart), and sums the two gradients reaching h as it reads them: the same bits as the
+// dense cell on packed copies, with the sum made first (TF's AddN).
+TEST(Lstm, StridedRowsAndTheRecurrentGradientTermGiveTheDenseCellsBits) {
+  const int64_t b = 3, in = 5, h = 4, steps = 3, step = 1;
+  LstmState<float> s(b, in, h, 61);
+  ASSERT_OK(s.Forward(LstmBlockCellOptions{}));
+  // x and h_prev as step `step` of (b, steps, ·) buffers; h written into another.
+  const auto spread = [&](const std::vector<float>& dense, int64_t width) {
+    std::vector<float> big(static_cast<size_t>(b * steps * width), 99.0f);
+    for (int64_t r = 0; r < b; ++r) {
+      for (int64_t c = 0; c < width; ++c) {
+        big[static_cast<size_t>((r * steps + step) * width + c)] = dense[static_cast<size_t>(r * width + c)];
+      }
+    }
+    return big;
+  };
+  const auto x_big = spread(s.x, in), h_prev_big = spread(s.h_prev, h);
+  std::vector<float> h_big(static_cast<size_t>(b * steps * h), -5.0f);
+  LstmState<float> strided(b, in, h, 61);
+  auto ins = strided.Inputs();
+  ins.x = TensorView<const float>(x_big.data() + step * in, {b, in});
+  ins.x_ld = steps * in;
+  ins.h_prev = TensorView<const float>(h_prev_big.data() + step * h, {b, h});
+  ins.h_prev_ld = steps * h;
+  auto outs = strided.Outputs();
+  outs.h = TensorView<float>(h_big.data() + step * h, {b, h});
+  outs.h_ld = steps * h;
+  ASSERT_OK(LstmBlockCell(CpuContext(), ins, outs, View(strided.gates, {b, 4 * h}), {}));
+  EXPECT_EQ(strided.cs, s.cs);
+  for (int64_t r = 0; r < b; ++r) {
+    for (int64_t t = 0; t < steps; ++t) {
+      for (int64_t c = 0; c < h; ++c) {
+        const float got = h_big[static_cast<size_t>((r * steps + t) * h + c)];
+        EXPECT_EQ(got, t == step ? s.hout[static_cast<size_t>(r * h + c)] : -5.0f);
+      }
+    }
+  }
+  // Backward: h_grad strided, plus the recurrent term, against the dense sum.
+  const Shape bh{b, h};
+  const auto above = testing::RandomVector<float>(b * h, 62), recurrent = testing::RandomVector<float>(b * h, 63);
+  const auto cs_grad = testing::RandomVector<float>(b * h, 64);
+  std::vector<float> summed(above.size());
+  for (size_t k = 0; k < above.size(); ++k) summed[k] = above[k] + recurrent[k];
+  const auto above_big = spread(above, h);
+  LstmBlockCellGradInputs<float> dense_in{CView(s.x, {b, in}), CView(s.cs_prev, bh), CView(s.h_prev, bh),
+                                          CView(s.w, {in + h, 4 * h}), CView(s.i, bh), CView(s.f, bh),
+                                          CView(s.o, bh), CView(s.ci, bh), CView(s.co, bh),
+                                          CView(cs_grad, bh), CView(summed, bh)};
+  LstmBlockCellGradInputs<float> strided_in = dense_in;
+  strided_in.h_grad = TensorView<const float>(above_big.data() + step * h, bh);
+  strided_in.h_grad_ld = steps * h;
+  const auto recurrent_big = spread(recurrent, h);
+  strided_in.h_grad_recurrent = TensorView<const float>(recurrent_big.data() + step * h, bh);
+  strided_in.h_grad_recurrent_ld = steps * h;
+  std::vector<float> dcs1(static_cast<size_t>(b * h)), dcs2(dcs1.size()),
+      dg1(static_cast<size_t>(b * 4 * h)), dg2(dg1.size());
+  LstmBlockCellGradOutputs<float> out1, out2;
+  out1.cs_prev_grad = View(dcs1, bh);
+  out1.dgates = View(dg1, {b, 4 * h});
+  out2.cs_prev_grad = View(dcs2, bh);
+  out2.dgates = View(dg2, {b, 4 * h});
+  ASSERT_OK(LstmBlockCellGrad(CpuContext(), dense_in, out1));
+  ASSERT_OK(LstmBlockCellGrad(CpuContext(), strided_in, out2));
+  EXPECT_EQ(dg2, dg1);
+  EXPECT_EQ(dcs2, dcs1);
+  // A stride shorter than the row is refused.
+  ins.x_ld = in - 1;
+  EXPECT_EQ(LstmBlockCell(CpuContext(), ins, outs, View(strided.gates, {b, 4 * h}), {}).code(),
+            StatusCode::kInvalidInput);
+}
+
 }  // namespace
 }  // namespace stepscope::kernels

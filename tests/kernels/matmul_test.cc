@@ -106,5 +106,54 @@ TEST(MatMulShapes, EmptyInnerDimensionGivesZeros) {
   for (float v : c) EXPECT_EQ(v, 0.0f);
 }
 
+// MatMul on strided rows: each operand a block of a larger buffer (its rows further apart than
+// its width), the product written into a block of another, in every transpose; equal to MatMul on
+// packed copies, and nothing outside the output block touched.
+TEST(MatMulStrided, EqualsMatMulOnPackedCopies) {
+  const auto pack = [](const std::vector<double>& big, int64_t ld, int64_t first, int64_t rows,
+                       int64_t cols) {
+    std::vector<double> out;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) out.push_back(big[static_cast<size_t>(r * ld + first + c)]);
+    }
+    return out;
+  };
+  const int64_t m = 5, n = 7, k = 9;
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      for (const bool accumulate : {false, true}) {
+        const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k;
+        const int64_t b_rows = tb ? n : k, b_cols = tb ? k : n;
+        const int64_t a_ld = a_cols + 4, b_ld = b_cols + 3, c_ld = n + 6;
+        const auto a_big = testing::RandomVector<double>(a_rows * a_ld, 1);
+        const auto b_big = testing::RandomVector<double>(b_rows * b_ld, 2);
+        auto c_big = testing::RandomVector<double>(m * c_ld, 3);
+        const auto c_before = c_big;
+        const auto a = pack(a_big, a_ld, 2, a_rows, a_cols), b = pack(b_big, b_ld, 1, b_rows, b_cols);
+        auto c = pack(c_big, c_ld, 5, m, n);
+        const MatMulOptions options{.transpose_a = ta, .transpose_b = tb, .accumulate = accumulate};
+        ASSERT_OK(MatMul(CpuContext(), CView(a, {a_rows, a_cols}), CView(b, {b_rows, b_cols}),
+                         View(c, {m, n}), options));
+        ASSERT_OK(MatMulStrided(CpuContext(), StridedRows<const double>(a_big.data() + 2, a_rows, a_cols, a_ld),
+                                StridedRows<const double>(b_big.data() + 1, b_rows, b_cols, b_ld),
+                                StridedRows<double>(c_big.data() + 5, m, n, c_ld), options));
+        EXPECT_EQ(pack(c_big, c_ld, 5, m, n), c) << ta << tb << accumulate;
+        for (int64_t r = 0; r < m; ++r) {
+          for (int64_t col = 0; col < c_ld; ++col) {
+            if (col >= 5 && col < 5 + n) continue;
+            ASSERT_EQ(c_big[static_cast<size_t>(r * c_ld + col)], c_before[static_cast<size_t>(r * c_ld + col)]);
+          }
+        }
+      }
+    }
+  }
+  std::vector<double> a(6), b(6), c(4);
+  EXPECT_EQ(MatMulStrided(CpuContext(), StridedRows<const double>(a.data(), 2, 3, 2),
+                          StridedRows<const double>(b.data(), 3, 2, 2),
+                          StridedRows<double>(c.data(), 2, 2, 2))
+                .code(),
+            StatusCode::kInvalidInput);  // a's rows 2 apart, 3 wide
+}
+
 }  // namespace
 }  // namespace stepscope::kernels

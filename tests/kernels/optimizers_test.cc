@@ -127,5 +127,31 @@ TEST(ApplyMomentum, MatchesTensorFlowUpdateWithWeightDecayAndNesterov) {
   }
 }
 
+// The clip read from the norm where GlobalNorm left it equals ClipByGlobalNorm, above and below
+// the threshold.
+TEST(ClipByNorm, EqualsClipByGlobalNormWithTheNormInPlace) {
+  const auto a = testing::RandomVector<float>(1000, 5), b = testing::RandomVector<float>(77, 6);
+  std::vector<In<float>> tensors = {CView(a, {1000}), CView(b, {77})};
+  float norm = 0;
+  ASSERT_OK(GlobalNorm(CpuContext(), std::span<const In<float>>(tensors), Out<float>(&norm, {})));
+  for (const float clip : {norm / 3, norm * 2}) {
+    auto ca = a, cb = b;
+    std::vector<TensorView<float>> in_place = {View(ca, {1000}), View(cb, {77})};
+    float norm_before = 0;
+    ASSERT_OK(ClipByGlobalNorm(CpuContext(), std::span<const TensorView<float>>(in_place), clip,
+                               Out<float>(&norm_before, {})));
+    std::vector<float> ya(1000), yb(77);
+    ASSERT_OK(ClipByNorm(CpuContext(), CView(a, {1000}), In<float>(&norm, {}), clip, View(ya, {1000})));
+    ASSERT_OK(ClipByNorm(CpuContext(), CView(b, {77}), In<float>(&norm, {}), clip, View(yb, {77})));
+    EXPECT_EQ(ya, ca);
+    EXPECT_EQ(yb, cb);
+  }
+  std::vector<float> y(77);
+  EXPECT_EQ(ClipByNorm(CpuContext(), CView(b, {77}), In<float>(&norm, {}), 0.0f, View(y, {77})).code(),
+            StatusCode::kInvalidInput);
+  EXPECT_EQ(ClipByNorm(CpuContext(), CView(b, {77}), CView(a, {1000}), 1.0f, View(y, {77})).code(),
+            StatusCode::kInvalidInput);
+}
+
 }  // namespace
 }  // namespace stepscope::kernels

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <tuple>
 
 #include "host_memory_gpu.h"
 #include "trainer/runtime/graph.h"
@@ -120,6 +121,70 @@ TEST(Transfers, BlocksThatDoNotFitAndMismatchedHostDataAreInvalidInput) {
   // Nothing to move is fine.
   EXPECT_TRUE(CopyRowsWithin(*cpu, src, dst, {.rows = 0, .row_elements = 3}).ok());
   EXPECT_TRUE(ToHostVector<float>(*cpu, Tensor()).value().empty());
+}
+
+// Every device counts what it was asked to do the same way (DeviceOpCounts): one per kernel
+// call, copy within the device, memset, read into and write from the host; nothing for an empty
+// transfer. The stand-in GPU's own calls agree.
+TEST(Transfers, OperationsAreCountedAlikeOnEveryKindOfDevice) {
+  testing::GpuTransferCounts counts;
+  const auto gpu = testing::MakeHostMemoryGpuDevice(0, &counts);
+  const auto cpu = NewCpuDevice();
+  for (const Device* device : {cpu.get(), gpu.get()}) {
+    SCOPED_TRACE(device->name());
+    const DeviceOpCounts before = device->op_counts();
+    Tensor t = *device->Allocate(DType::kFloat32, {2, 3});
+    Tensor u = *device->Allocate(DType::kFloat32, {2, 3});
+    ASSERT_TRUE(CopyFromHost<float>(*device, Iota(6), t).ok());
+    ASSERT_TRUE(CopyRowsWithin(*device, t, u, {.rows = 2, .row_elements = 3, .src_stride = 3,
+                                               .dst_stride = 3}).ok());
+    ASSERT_TRUE(ZeroFill(*device, t).ok());
+    Graph graph;
+    ASSERT_TRUE(ops::Scale(*device, graph.AddNode("scale", "Mul"), u, 2.0f).ok());
+    EXPECT_EQ(*ToHostVector<float>(*device, u), Iota(6));
+    EXPECT_TRUE(ToHostVector<float>(*device, Tensor()).value().empty());  // nothing to read
+    const DeviceOpCounts step = device->op_counts() - before;
+    EXPECT_EQ(step, (DeviceOpCounts{.kernel_calls = 1, .device_copies = 1, .memsets = 1,
+                                    .host_reads = 1, .host_writes = 1}));
+    EXPECT_EQ(step.total(), 5);
+  }
+  EXPECT_EQ(counts.to_device.load(), 1);
+  EXPECT_EQ(counts.row_copies.load(), 1);
+  EXPECT_EQ(counts.memsets.load(), 1);
+  EXPECT_EQ(counts.to_host.load(), 1);
+}
+
+// A view of strided rows shares its tensor's buffer (what the unrolled LSTM's slices hand on):
+// its first element and row stride are the block's; it must fit; transfers that need one block
+// of bytes refuse it, while a view of whole consecutive rows is dense and moves like a tensor.
+TEST(Tensor, RowsViewSharesTheBufferAndIsRefusedWhereOneBlockIsNeeded) {
+  const auto cpu = NewCpuDevice();
+  Tensor t = *cpu->Allocate(DType::kFloat32, {4, 6});  // as (B=4, T=3, W=2)
+  ASSERT_TRUE(CopyFromHost<float>(*cpu, Iota(24), t).ok());
+  const StatusOr<Tensor> step1 = t.RowsView(2, 4, 2, 6);
+  ASSERT_TRUE(step1.ok()) << step1.status().message();
+  EXPECT_FALSE(step1->dense());
+  EXPECT_EQ(step1->shape(), (Shape{4, 2}));
+  EXPECT_EQ(step1->buffer(), t.buffer());
+  EXPECT_EQ(step1->data<float>(), t.data<float>() + 2);
+  EXPECT_EQ(step1->rows<float>().ld, 6);
+  EXPECT_EQ(step1->data<float>()[6], 9.0f);  // row 1's first element of step 1
+  EXPECT_EQ(ToHostVector<float>(*cpu, *step1).status().code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(ZeroFill(*cpu, *step1).code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(step1->Reshaped({8}).status().code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(step1->RowsView(0, 1, 2, 2).status().code(), StatusCode::kInvalidInput);  // of a view
+  for (const auto& [offset, rows, cols, stride] :
+       {std::tuple{int64_t{5}, int64_t{4}, int64_t{2}, int64_t{6}},  // past the end
+        std::tuple{int64_t{0}, int64_t{3}, int64_t{4}, int64_t{3}},  // overlapping rows
+        std::tuple{int64_t{-1}, int64_t{1}, int64_t{2}, int64_t{2}}}) {
+    EXPECT_EQ(t.RowsView(offset, rows, cols, stride).status().code(), StatusCode::kInvalidInput)
+        << offset << " " << rows << " " << cols << " " << stride;
+  }
+  // Rows 1 and 2 whole: consecutive, so dense, read from its own first element.
+  const Tensor middle = *t.RowsView(6, 2, 6, 6);
+  EXPECT_TRUE(middle.dense());
+  const std::vector<float> all = Iota(24);
+  EXPECT_EQ(*ToHostVector<float>(*cpu, middle), std::vector<float>(all.begin() + 6, all.begin() + 18));
 }
 
 }  // namespace

@@ -223,12 +223,29 @@ TEST(TrainRun, ProfiledLstmStepHasTheModelsOpsAndConsistentMemory) {
   int lines = 0;
   std::string line;
   std::vector<std::string> levels;  // the device allocator's bytes in use after each step
+  std::vector<nlohmann::json> device_ops;  // each step's operations on its one device
   while (std::getline(metrics, line)) {
     ++lines;
     const size_t at = line.find("\"device_bytes_in_use\":[");
     if (at != std::string::npos) levels.push_back(line.substr(at, line.find(']', at) - at));
+    const nlohmann::json parsed = nlohmann::json::parse(line);
+    if (parsed.contains("device_ops")) device_ops.push_back(parsed["device_ops"]);
   }
   EXPECT_EQ(lines, 3 + 1);
+  // The small config's step: 286 kernel calls, no copy within the device (slices, splits and
+  // concatenations are views), one memset (and the zero state's on the first step), the loss as
+  // the one read into the host, the batch's inputs and labels written; profiled or not.
+  ASSERT_EQ(device_ops.size(), 3u);
+  for (size_t s = 0; s < device_ops.size(); ++s) {
+    ASSERT_EQ(device_ops[s].size(), 1u);
+    const nlohmann::json& ops = device_ops[s][0];
+    EXPECT_EQ(ops["kernel_calls"], 286) << s;
+    EXPECT_EQ(ops["device_copies"], 0) << s;
+    EXPECT_EQ(ops["memsets"], s == 0 ? 2 : 1) << s;
+    EXPECT_EQ(ops["host_reads"], 1) << s;
+    EXPECT_EQ(ops["host_writes"], 2) << s;
+  }
+  EXPECT_NE(log.str().find("device operations in the last step"), std::string::npos) << log.str();
   // Variables, optimizer state and the carried LSTM state stay; everything a step allocates
   // goes back, so the level after each step is the same.
   ASSERT_EQ(levels.size(), 3u);

@@ -112,6 +112,8 @@ void TrainingReporter::LogStart(const TrainOptions& options) {
 Status TrainingReporter::Start(const std::string& metrics_path) {
   if (setup_.rank() == 0) RETURN_IF_ERROR(metrics_.Open(metrics_path));
   run_start_ns_ = runtime::NowNanos();
+  op_counts_.clear();
+  for (const runtime::Device* d : setup_.tower_devices()) op_counts_.push_back(d->op_counts());
   return Status::Ok();
 }
 
@@ -139,6 +141,21 @@ Status TrainingReporter::RecordStep(const StepRecord& step) {
     bytes_in_use.push_back(d->allocator().Stats().bytes_in_use);
   }
   line["device_bytes_in_use"] = bytes_in_use;
+  // Each tower device's operations in the step (docs/gpu.md "Operations per step"): kernels,
+  // copies within the device, memsets and the host's reads and writes, as a GPU would make them.
+  nlohmann::json device_ops = nlohmann::json::array();
+  for (size_t d = 0; d < setup_.tower_devices().size(); ++d) {
+    const runtime::DeviceOpCounts now = setup_.tower_devices()[d]->op_counts();
+    const runtime::DeviceOpCounts step_ops = now - op_counts_[d];
+    op_counts_[d] = now;
+    if (d == 0) last_step_ops_ = step_ops;
+    device_ops.push_back({{"kernel_calls", step_ops.kernel_calls},
+                          {"device_copies", step_ops.device_copies},
+                          {"memsets", step_ops.memsets},
+                          {"host_reads", step_ops.host_reads},
+                          {"host_writes", step_ops.host_writes}});
+  }
+  line["device_ops"] = std::move(device_ops);
   std::ostringstream progress;
   progress << "step " << step.step << "/" << total_steps_ << "  loss " << std::fixed
            << std::setprecision(4) << step.loss;
@@ -175,6 +192,13 @@ StatusOr<TrainingReport> TrainingReporter::Finish() {
        << " (jitter = " << report_.examples_per_sec_jitter << ") over " << timed_steps_.size()
        << " steps after " << warmup_steps_ << " warm-up steps; mean step "
        << std::setprecision(1) << report_.mean_step_ms << " ms\n";
+  if (report_.steps > 0) {
+    const runtime::DeviceOpCounts& ops = last_step_ops_;
+    log_ << "device operations in the last step (" << setup_.tower_devices()[0]->name()
+         << "): " << ops.kernel_calls << " kernel calls, " << ops.device_copies
+         << " copies within the device, " << ops.memsets << " memsets, " << ops.host_reads
+         << " reads into the host, " << ops.host_writes << " writes from the host\n";
+  }
   nlohmann::json summary = {{"summary", true}, {"steps", report_.steps},
                             {"first_loss", report_.first_loss},
                             {"final_loss", report_.final_loss},

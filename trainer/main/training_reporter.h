@@ -79,6 +79,9 @@ class TrainingReporter {
   MetricsWriter metrics_;
   int64_t run_start_ns_ = 0;
   std::vector<double> timed_steps_;  // seconds of each step after warm-up
+  // Each tower device's operation counts when the last step was recorded (Start for the first).
+  std::vector<runtime::DeviceOpCounts> op_counts_;
+  runtime::DeviceOpCounts last_step_ops_;  // the first tower device's, in the last step
   TrainingReport report_;
 };
 

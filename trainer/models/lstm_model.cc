@@ -1,9 +1,19 @@
 // The PTB LSTM's graph of TensorFlow-named nodes, its forward pass, hand-written backward pass
 // (dropout included), gradient clipping and SGD update.
+//
+// Every node of TF's graph runs under its name, but the GPU is asked for as few operations as
+// the numbers allow (a step of small ops is bound by their launches): the view ops of the
+// unrolled loop (StridedSlice, ConcatV2, Split, Slice, StridedSliceGrad) hand on strided views that
+// the GEMMs and cell kernels read and write where they lie, copying nothing; a dropout site is one
+// kernel forward and one backward; the AddN into each cell's h gradient is summed by the cell's
+// gradient kernel; the global norm is one reduction on the device that the clips read there.
+// Fused and view nodes are still recorded, in TF's order, with the outputs that exist.
 #include "trainer/models/lstm_model.h"
 
 #include <algorithm>
 #include <cmath>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "kernels/elementwise.h"
@@ -29,17 +39,9 @@ namespace ops = runtime::ops;
 constexpr char kScope[] = "Train/Model";
 constexpr char kGradients[] = "Train/Model/gradients";
 
-// Copies `rows` rows of `width` floats between strided layouts within the device: the (B, T, H)
-// b-major batch and its (B, H) time steps, [x, h] concatenations and their halves are all such
-// copies. Offsets and strides in elements.
-Status CopyRows(const runtime::Device& device, const Tensor& src, int64_t src_offset,
-                int64_t src_stride, const Tensor& dst, int64_t dst_offset, int64_t dst_stride,
-                int64_t rows, int64_t width) {
-  return runtime::CopyRowsWithin(device, src, dst,
-                                 {.rows = rows, .row_elements = width, .src_offset = src_offset,
-                                  .src_stride = src_stride, .dst_offset = dst_offset,
-                                  .dst_stride = dst_stride});
-}
+// A (maybe strided) rank-2 tensor as a kernel's dense-shaped view of its first row onwards; the
+// kernel takes the row stride beside it (Tensor::rows().ld).
+kernels::In<float> FirstRows(const Tensor& t) { return {t.data<float>(), t.shape()}; }
 
 // The nodes of one LSTM cell at one time step, forward and backward.
 struct CellNodes {
@@ -67,7 +69,7 @@ struct DropoutNodes {
 
 // What the backward pass needs of a cell's forward.
 struct CellActivations {
-  Tensor x, cs_prev, h_prev;
+  Tensor x, cs_prev, h_prev;  // x and h_prev may be strided views (a step of a batch's rows)
   Tensor i, cs, f, o, ci, co, h;
   Tensor output_mask;  // the dropout mask of h on its way up (empty without dropout)
 };
@@ -103,12 +105,19 @@ class LstmModel final : public Model {
                                VariableRole role, bool zero, Rng& init);
   void BuildGraph();
   Status EnsureState();
-  StatusOr<Tensor> SliceStep(const Tensor& rows_bt, int t, const Node& node);
+  // Step t of a b-major (B·T, W) tensor: rows b·T + t, a (B, W) view T·W elements apart.
+  StatusOr<Tensor> StepView(const Tensor& rows_bt, int t) const;
+  // Records a view op (or one fused into a neighbour's kernel) as TF runs it, with `outputs`
+  // (views into the buffers that hold them): the node is in the trace, nothing is copied.
+  void RecordView(const Node& node, std::span<const Tensor> outputs) const;
 
   bool dropout() const { return config_.keep_prob < 1.0f; }
   DropoutNodes AddDropoutNodes(const std::string& scope, const std::string& input);
-  // y = dropout(x) with a fresh mask from dropout_rng_ (returned in *mask for the backward).
-  StatusOr<Tensor> DropoutForward(const DropoutNodes& nodes, const Tensor& x, Tensor* mask);
+  // y = dropout(x) with a fresh mask from dropout_rng_ (returned in *mask for the backward),
+  // written into `into` when given (a view: the top layer's rows of the outputs), else a new
+  // tensor.
+  StatusOr<Tensor> DropoutForward(const DropoutNodes& nodes, const Tensor& x, const Tensor& into,
+                                  Tensor* mask);
   // The gradient of x given the gradient of y and the forward's mask.
   StatusOr<Tensor> DropoutBackward(const DropoutNodes& nodes, const Tensor& dy, const Tensor& mask);
 
@@ -148,6 +157,11 @@ class LstmModel final : public Model {
   std::vector<const Node*> update_;      // [variable]
 
   std::vector<Tensor> state_cs_, state_h_;  // [layer], carried across batches
+  // The top outputs (B·T, H), two buffers used in turn: without dropout the top layer's last h,
+  // carried to the next batch as its state, is a view into the step's buffer, which the next
+  // step must not overwrite. Allocated once, so the allocator sees the same pattern every step.
+  Tensor outputs_[2];
+  int outputs_turn_ = 0;
   Rng dropout_rng_;
 };
 
@@ -351,16 +365,6 @@ Status LstmModel::EnsureState() {
   return Status::Ok();
 }
 
-// Rows (b, t) of a (B·T, H) tensor laid out b-major, for one t: a (B, H) tensor.
-StatusOr<Tensor> LstmModel::SliceStep(const Tensor& rows_bt, int t, const Node& node) {
-  const int64_t B = config_.batch_size, T = config_.num_steps, H = rows_bt.shape()[1];
-  OpScope scope(device_, node);
-  ASSIGN_OR_RETURN(Tensor out, device_.Allocate(DType::kFloat32, {B, H}));
-  scope.Output(out);
-  RETURN_IF_ERROR(CopyRows(device_, rows_bt, t * H, T * H, out, 0, H, B, H));
-  return out;
-}
-
 DropoutNodes LstmModel::AddDropoutNodes(const std::string& scope, const std::string& input) {
   DropoutNodes d;
   d.random_uniform = &graph_.AddNode(scope + "/random_uniform/RandomUniform", "RandomUniform",
@@ -372,82 +376,58 @@ DropoutNodes LstmModel::AddDropoutNodes(const std::string& scope, const std::str
   return d;
 }
 
-StatusOr<Tensor> LstmModel::DropoutForward(const DropoutNodes& nodes, const Tensor& x, Tensor* mask) {
+void LstmModel::RecordView(const Node& node, std::span<const Tensor> outputs) const {
+  OpScope scope(device_, node);
+  for (const Tensor& t : outputs) scope.Output(t);
+}
+
+StatusOr<Tensor> LstmModel::DropoutForward(const DropoutNodes& nodes, const Tensor& x,
+                                           const Tensor& into, Tensor* mask) {
   const float keep = config_.keep_prob;
   const int64_t n = x.num_elements();
-  Tensor uniform, kept, scaled, y;
+  // TF's float RandomUniform: 23 random mantissa bits; ours takes 24 from the models' Rng, drawn
+  // on the device from the Rng's state (one sequence whatever the device, no copy from the host).
+  // The site's five ops are one kernel, run under Floor (which makes the mask, kept for the
+  // backward; the output is written with it); RandomUniform, Add and RealDiv are recorded in
+  // their place with no value of their own, Mul with the output.
+  const uint64_t state = dropout_rng_.state();
+  dropout_rng_.Skip(static_cast<uint64_t>(n));
+  for (const Node* fused : {nodes.random_uniform, nodes.add}) RecordView(*fused, {});
+  Tensor y = into;
   {
-    // TF's float RandomUniform: 23 random mantissa bits; ours takes 24 from the models' Rng,
-    // drawn on the device from the Rng's state (one sequence whatever the device, and no copy
-    // from the host, which on a GPU waited for the stream at every dropout).
-    OpScope scope(device_, *nodes.random_uniform);
-    ASSIGN_OR_RETURN(uniform, device_.Allocate(DType::kFloat32, x.shape()));
-    scope.Output(uniform);
-    const uint64_t state = dropout_rng_.state();
-    dropout_rng_.Skip(static_cast<uint64_t>(n));
-    RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
-      return kernels::RandomUniform(ctx, state, uniform.view<float>());
-    }));
-  }
-  {
-    OpScope scope(device_, *nodes.add);
-    ASSIGN_OR_RETURN(kept, device_.Allocate(DType::kFloat32, x.shape()));
-    scope.Output(kept);
-    RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
-      return kernels::AddScalar(ctx, uniform.in<float>(), keep, kept.view<float>());
-    }));
-  }
-  uniform = Tensor();
-  {
-    // floor(keep_prob + u) is 1 exactly when u >= 1 - keep_prob: probability keep_prob.
     OpScope scope(device_, *nodes.floor);
     ASSIGN_OR_RETURN(*mask, device_.Allocate(DType::kFloat32, x.shape()));
     scope.Output(*mask);
+    if (y.empty()) {
+      ASSIGN_OR_RETURN(y, device_.Allocate(DType::kFloat32, x.shape()));
+    }
     RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
-      return kernels::Floor(ctx, kept.in<float>(), mask->view<float>());
+      return kernels::FusedDropout(ctx, state, keep, x.in_rows<float>(), mask->view<float>(),
+                                   y.rows<float>());
     }));
   }
-  kept = Tensor();
-  {
-    OpScope scope(device_, *nodes.div);
-    ASSIGN_OR_RETURN(scaled, device_.Allocate(DType::kFloat32, x.shape()));
-    scope.Output(scaled);
-    RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
-      return kernels::DivideByScalar(ctx, x.in<float>(), keep, scaled.view<float>());
-    }));
-  }
-  {
-    OpScope scope(device_, *nodes.mul);
-    ASSIGN_OR_RETURN(y, device_.Allocate(DType::kFloat32, x.shape()));
-    scope.Output(y);
-    RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
-      return kernels::Mul(ctx, scaled.in<float>(), mask->in<float>(), y.view<float>());
-    }));
-  }
+  RecordView(*nodes.div, {});
+  RecordView(*nodes.mul, std::span<const Tensor>(&y, 1));
   return y;
 }
 
 StatusOr<Tensor> LstmModel::DropoutBackward(const DropoutNodes& nodes, const Tensor& dy,
                                             const Tensor& mask) {
-  const float keep = config_.keep_prob;
-  Tensor masked, dx;
-  {
-    OpScope scope(device_, *nodes.mul_grad);
-    ASSIGN_OR_RETURN(masked, device_.Allocate(DType::kFloat32, dy.shape()));
-    scope.Output(masked);
-    RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
-      return kernels::Mul(ctx, dy.in<float>(), mask.in<float>(), masked.view<float>());
-    }));
-  }
-  {
-    OpScope scope(device_, *nodes.div_grad);
-    ASSIGN_OR_RETURN(dx, device_.Allocate(DType::kFloat32, dy.shape()));
-    scope.Output(dx);
-    RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
-      return kernels::DivideByScalar(ctx, masked.in<float>(), keep, dx.view<float>());
-    }));
-  }
+  // Mul then RealDiv as one kernel, under RealDiv (the gradient's producer).
+  RecordView(*nodes.mul_grad, {});
+  OpScope scope(device_, *nodes.div_grad);
+  ASSIGN_OR_RETURN(Tensor dx, device_.Allocate(DType::kFloat32, dy.shape()));
+  scope.Output(dx);
+  RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
+    return kernels::FusedDropoutGrad(ctx, dy.in_rows<float>(), mask.in<float>(),
+                                     config_.keep_prob, dx.view<float>());
+  }));
   return dx;
+}
+
+StatusOr<Tensor> LstmModel::StepView(const Tensor& rows_bt, int t) const {
+  const int64_t B = config_.batch_size, T = config_.num_steps, W = rows_bt.shape()[1];
+  return rows_bt.RowsView(t * W, B, W, T * W);
 }
 
 StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_scale) {
@@ -471,14 +451,26 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
                    ops::Gather(device_, *embedding_lookup_, variables_[0].value, batch.inputs));
   Tensor embedding_mask;
   if (dropout()) {
-    ASSIGN_OR_RETURN(embedded, DropoutForward(embedding_dropout_, embedded, &embedding_mask));
+    ASSIGN_OR_RETURN(embedded, DropoutForward(embedding_dropout_, embedded, {}, &embedding_mask));
   }
+  // The top outputs, b-major: row b·T + t is h_t[b] (TF: reshape(concat(outputs, 1), [-1, H])).
+  // The top layer writes each step's rows here where they lie, so ConcatV2 copies nothing.
+  for (Tensor& buffer : outputs_) {
+    if (buffer.empty()) {
+      ASSIGN_OR_RETURN(buffer, device_.Allocate(DType::kFloat32, {B * T, H}));
+    }
+  }
+  outputs_turn_ ^= 1;
+  const Tensor outputs = outputs_[outputs_turn_];
   std::vector<std::vector<CellActivations>> acts(static_cast<size_t>(T),
                                                  std::vector<CellActivations>(static_cast<size_t>(L)));
-  std::vector<Tensor> top_outputs(static_cast<size_t>(T));  // [t]: what the top layer hands up
   for (int t = 0; t < T; ++t) {
-    ASSIGN_OR_RETURN(Tensor x, SliceStep(embedded, t, *strided_slice_[static_cast<size_t>(t)]));
+    // StridedSlice: step t of the embedded batch, read in place by the first layer's GEMM.
+    ASSIGN_OR_RETURN(Tensor x, StepView(embedded, t));
+    RecordView(*strided_slice_[static_cast<size_t>(t)], std::span<const Tensor>(&x, 1));
+    ASSIGN_OR_RETURN(const Tensor top_rows, StepView(outputs, t));
     for (int l = 0; l < L; ++l) {
+      const bool top = l == L - 1;
       CellActivations& a = acts[static_cast<size_t>(t)][static_cast<size_t>(l)];
       a.x = x;
       a.cs_prev = t == 0 ? state_cs_[static_cast<size_t>(l)] : acts[static_cast<size_t>(t - 1)][static_cast<size_t>(l)].cs;
@@ -487,19 +479,29 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
         OpScope scope(device_, *cells_[static_cast<size_t>(t)][static_cast<size_t>(l)].cell);
         scope.Inputs({&a.x, &a.cs_prev, &a.h_prev, &variables_[static_cast<size_t>(kernel_var(l))].value,
                       &variables_[static_cast<size_t>(bias_var(l))].value});
-        for (Tensor* out : {&a.i, &a.cs, &a.f, &a.o, &a.ci, &a.co, &a.h}) {
+        for (Tensor* out : {&a.i, &a.cs, &a.f, &a.o, &a.ci, &a.co}) {
           ASSIGN_OR_RETURN(*out, device_.Allocate(DType::kFloat32, {B, H}));
           scope.Output(*out);
         }
+        // Without dropout the top layer's h is its output: written into `outputs` directly.
+        if (top && !dropout()) {
+          a.h = top_rows;
+        } else {
+          ASSIGN_OR_RETURN(a.h, device_.Allocate(DType::kFloat32, {B, H}));
+        }
+        scope.Output(a.h);
         ASSIGN_OR_RETURN(Tensor gates, device_.Allocate(DType::kFloat32, {B, 4 * H}));
-        kernels::LstmBlockCellInputs<float> in{a.x.in<float>(), a.cs_prev.in<float>(),
-                                               a.h_prev.in<float>(),
+        kernels::LstmBlockCellInputs<float> in{FirstRows(a.x), a.cs_prev.in<float>(),
+                                               FirstRows(a.h_prev),
                                                variables_[static_cast<size_t>(kernel_var(l))].value.in<float>(),
                                                variables_[static_cast<size_t>(bias_var(l))].value.in<float>()};
+        in.x_ld = a.x.rows<float>().ld;
+        in.h_prev_ld = a.h_prev.rows<float>().ld;
         kernels::LstmBlockCellOutputs<float> out{a.i.view<float>(),  a.cs.view<float>(),
                                                  a.f.view<float>(),  a.o.view<float>(),
                                                  a.ci.view<float>(), a.co.view<float>(),
-                                                 a.h.view<float>()};
+                                                 {a.h.data<float>(), {B, H}}};
+        out.h_ld = a.h.rows<float>().ld;
         RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
           return kernels::LstmBlockCell(ctx, in, out, gates.view<float>(), cell_options);
         }));
@@ -508,23 +510,11 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
       if (dropout()) {
         // Only the output going up is dropped; the state carried to step t + 1 is a.h itself.
         ASSIGN_OR_RETURN(x, DropoutForward(cell_dropout_[static_cast<size_t>(t)][static_cast<size_t>(l)],
-                                           a.h, &a.output_mask));
+                                           a.h, top ? top_rows : Tensor(), &a.output_mask));
       }
-      top_outputs[static_cast<size_t>(t)] = x;
     }
   }
-  // Top outputs, b-major: row b·T + t is h_t[b] (TF: reshape(concat(outputs, 1), [-1, H])).
-  Tensor outputs;
-  {
-    OpScope scope(device_, *concat_);
-    ASSIGN_OR_RETURN(outputs, device_.Allocate(DType::kFloat32, {B * T, H}));
-    scope.Output(outputs);
-    for (int t = 0; t < T; ++t) {
-      RETURN_IF_ERROR(CopyRows(device_, top_outputs[static_cast<size_t>(t)], 0, H, outputs, t * H,
-                               T * H, B, H));
-    }
-  }
-  top_outputs.clear();
+  RecordView(*concat_, std::span<const Tensor>(&outputs, 1));
   ASSIGN_OR_RETURN(Tensor logits_mm, ops::MatMul(device_, *logits_matmul_, outputs,
                                                  variables_[static_cast<size_t>(softmax_w_var())].value));
   ASSIGN_OR_RETURN(Tensor logits, ops::BiasAdd(device_, *logits_bias_, logits_mm,
@@ -536,6 +526,7 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
   logits = Tensor();
   StepResult result;
   {
+    // The step's one read into the host: the per-word losses the log reports.
     OpScope scope(device_, *loss_sum_);
     ASSIGN_OR_RETURN(const std::vector<float> loss, runtime::ToHostVector<float>(device_, xent.loss));
     double sum = 0;
@@ -559,24 +550,21 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
   ASSIGN_OR_RETURN(Tensor d_softmax_w, ops::MatMul(device_, *logits_matmul_grad_w_, outputs, dlogits,
                                                    {.transpose_a = true}));
   dlogits = Tensor();
+  // Split: each step's rows of d_outputs, read in place by the top layer's gradient.
   std::vector<Tensor> dh_top(static_cast<size_t>(T));
-  {
-    OpScope scope(device_, *concat_grad_);
-    for (int t = 0; t < T; ++t) {
-      ASSIGN_OR_RETURN(dh_top[static_cast<size_t>(t)], device_.Allocate(DType::kFloat32, {B, H}));
-      scope.Output(dh_top[static_cast<size_t>(t)]);
-      RETURN_IF_ERROR(CopyRows(device_, d_outputs, t * H, T * H, dh_top[static_cast<size_t>(t)], 0,
-                               H, B, H));
-    }
+  for (int t = 0; t < T; ++t) {
+    ASSIGN_OR_RETURN(dh_top[static_cast<size_t>(t)], StepView(d_outputs, t));
   }
-  d_outputs = Tensor();
+  RecordView(*concat_grad_, dh_top);
   ASSIGN_OR_RETURN(Tensor zero_cs_grad,
                    ops::Fill(device_, *cs_grad_zeros_, DType::kFloat32, {B, H}, 0.0f));
+  // The sparse embedding gradient, one row per looked-up word in the ids' order (b-major): the
+  // first layer's x gradient at step t is written into its rows (StridedSliceGrad copies nothing).
+  ASSIGN_OR_RETURN(Tensor d_embedding, device_.Allocate(DType::kFloat32, {B * T, H}));
 
   std::vector<Tensor> d_kernel(static_cast<size_t>(L));
   std::vector<std::vector<Tensor>> d_bias_steps(static_cast<size_t>(L));
   std::vector<Tensor> dh_next(static_cast<size_t>(L)), dcs_next(static_cast<size_t>(L), zero_cs_grad);
-  std::vector<Tensor> dx_bottom(static_cast<size_t>(T));
   for (int l = 0; l < L; ++l) {
     ASSIGN_OR_RETURN(d_kernel[static_cast<size_t>(l)],
                      device_.Allocate(DType::kFloat32, variables_[static_cast<size_t>(kernel_var(l))].value.shape()));
@@ -586,37 +574,41 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
     for (int l = L - 1; l >= 0; --l) {
       const CellNodes& n = cells_[static_cast<size_t>(t)][static_cast<size_t>(l)];
       CellActivations& a = acts[static_cast<size_t>(t)][static_cast<size_t>(l)];
+      const Tensor& w = variables_[static_cast<size_t>(kernel_var(l))].value;
       Tensor above = l == L - 1 ? dh_top[static_cast<size_t>(t)] : dx_from_above;
       if (dropout()) {
         ASSIGN_OR_RETURN(above, DropoutBackward(cell_dropout_[static_cast<size_t>(t)][static_cast<size_t>(l)],
                                                 above, a.output_mask));
       }
-      Tensor dh = above;
-      if (n.dh_addn != nullptr) {
-        const Tensor terms[] = {above, dh_next[static_cast<size_t>(l)]};
-        ASSIGN_OR_RETURN(dh, ops::AddN(device_, *n.dh_addn, terms));
-      }
+      // AddN of the gradients reaching h from above and from step t + 1: summed by the cell's
+      // gradient kernel as it reads them (the same addition, no kernel or buffer of its own).
+      if (n.dh_addn != nullptr) RecordView(*n.dh_addn, {});
       Tensor dcs_prev, dgates;
       {
         OpScope scope(device_, *n.cell_grad);
-        scope.Inputs({&a.x, &a.cs_prev, &a.h_prev, &variables_[static_cast<size_t>(kernel_var(l))].value, &a.i,
-                      &a.cs, &a.f, &a.o, &a.ci});
+        scope.Inputs({&a.x, &a.cs_prev, &a.h_prev, &w, &a.i, &a.cs, &a.f, &a.o, &a.ci});
         ASSIGN_OR_RETURN(dcs_prev, device_.Allocate(DType::kFloat32, {B, H}));
         ASSIGN_OR_RETURN(dgates, device_.Allocate(DType::kFloat32, {B, 4 * H}));
         scope.Output(dcs_prev);
         scope.Output(dgates);
         kernels::LstmBlockCellGradInputs<float> in;
-        in.x = a.x.in<float>();
+        in.x = FirstRows(a.x);  // shapes only: the weight gradient is MatMul_1's below
         in.cs_prev = a.cs_prev.in<float>();
-        in.h_prev = a.h_prev.in<float>();
-        in.w = variables_[static_cast<size_t>(kernel_var(l))].value.in<float>();
+        in.h_prev = FirstRows(a.h_prev);
+        in.w = w.in<float>();
         in.i = a.i.in<float>();
         in.f = a.f.in<float>();
         in.o = a.o.in<float>();
         in.ci = a.ci.in<float>();
         in.co = a.co.in<float>();
         in.cs_grad = dcs_next[static_cast<size_t>(l)].in<float>();
-        in.h_grad = dh.in<float>();
+        in.h_grad = FirstRows(above);
+        in.h_grad_ld = above.rows<float>().ld;
+        if (n.dh_addn != nullptr) {
+          const Tensor& recurrent = dh_next[static_cast<size_t>(l)];
+          in.h_grad_recurrent = FirstRows(recurrent);
+          in.h_grad_recurrent_ld = recurrent.rows<float>().ld;
+        }
         kernels::LstmBlockCellGradOutputs<float> out;
         out.cs_prev_grad = dcs_prev.view<float>();
         out.dgates = dgates.view<float>();
@@ -624,28 +616,58 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
           return kernels::LstmBlockCellGrad(ctx, in, out);
         }));
       }
-      Tensor xh;
-      {
-        OpScope scope(device_, *n.concat);
-        ASSIGN_OR_RETURN(xh, device_.Allocate(DType::kFloat32, {B, 2 * H}));
-        scope.Output(xh);
-        RETURN_IF_ERROR(CopyRows(device_, a.x, 0, H, xh, 0, 2 * H, B, H));
-        RETURN_IF_ERROR(CopyRows(device_, a.h_prev, 0, H, xh, H, 2 * H, B, H));
-      }
-      ASSIGN_OR_RETURN(Tensor dxh, ops::MatMul(device_, *n.matmul, dgates,
-                                               variables_[static_cast<size_t>(kernel_var(l))].value,
-                                               {.transpose_b = true}));
+      // ConcatV2 of [x, h_prev] for the weight gradient: MatMul_1 reads the two where they lie.
+      RecordView(*n.concat, {});
+      // dgates · wᵀ = [dx, dh_prev] (B, 2H), and Slice and Slice_1 are its halves, read where
+      // they lie. The first layer's dx goes to its step's rows of the embedding gradient: there
+      // the product is two GEMMs, one per half of w's rows.
       Tensor dx, dh_prev;
-      for (auto [node, dst_tensor, offset] :
-           {std::tuple{n.slice_x, &dx, int64_t{0}}, std::tuple{n.slice_h, &dh_prev, H}}) {
-        OpScope scope(device_, *node);
-        ASSIGN_OR_RETURN(*dst_tensor, device_.Allocate(DType::kFloat32, {B, H}));
-        scope.Output(*dst_tensor);
-        RETURN_IF_ERROR(CopyRows(device_, dxh, offset, 2 * H, *dst_tensor, 0, H, B, H));
+      {
+        OpScope scope(device_, *n.matmul);
+        if (l == 0) {
+          ASSIGN_OR_RETURN(dx, StepView(d_embedding, t));
+          ASSIGN_OR_RETURN(dh_prev, device_.Allocate(DType::kFloat32, {B, H}));
+          scope.Output(dx);
+          scope.Output(dh_prev);
+          for (const auto& [grad, first_row] : {std::pair{&dx, int64_t{0}}, std::pair{&dh_prev, H}}) {
+            const kernels::StridedRows<const float> w_rows(w.data<float>() + first_row * 4 * H, H,
+                                                           4 * H, 4 * H);
+            const kernels::StridedRows<float> grad_rows = grad->rows<float>();
+            RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
+              return kernels::MatMulStrided(ctx, dgates.in_rows<float>(), w_rows, grad_rows,
+                                            {.transpose_b = true});
+            }));
+          }
+        } else {
+          ASSIGN_OR_RETURN(Tensor dxh, device_.Allocate(DType::kFloat32, {B, 2 * H}));
+          scope.Output(dxh);
+          RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
+            return kernels::MatMul(ctx, dgates.in<float>(), w.in<float>(), dxh.view<float>(),
+                                   {.transpose_b = true});
+          }));
+          ASSIGN_OR_RETURN(dx, dxh.RowsView(0, B, H, 2 * H));
+          ASSIGN_OR_RETURN(dh_prev, dxh.RowsView(H, B, H, 2 * H));
+        }
       }
-      // The kernel's gradient is summed over steps in one buffer (TF: AddN of per-step MatMul_1).
-      RETURN_IF_ERROR(ops::MatMulInto(device_, *n.matmul_w, xh, dgates, d_kernel[static_cast<size_t>(l)],
-                                      {.transpose_a = true, .accumulate = t != T - 1}));
+      RecordView(*n.slice_x, std::span<const Tensor>(&dx, 1));
+      RecordView(*n.slice_h, std::span<const Tensor>(&dh_prev, 1));
+      // The kernel's gradient is summed over steps in one buffer (TF: AddN of per-step MatMul_1):
+      // [x, h_prev]ᵀ · dgates as x's and h_prev's products into the two halves of its rows.
+      {
+        OpScope scope(device_, *n.matmul_w);
+        const Tensor& dw = d_kernel[static_cast<size_t>(l)];
+        scope.Output(dw);
+        const kernels::MatMulOptions summed{.transpose_a = true, .accumulate = t != T - 1};
+        for (const auto& [input, first_row] : {std::pair{&a.x, int64_t{0}}, std::pair{&a.h_prev, H}}) {
+          const kernels::StridedRows<float> dw_rows(dw.data<float>() + first_row * 4 * H, H, 4 * H,
+                                                    4 * H);
+          const kernels::StridedRows<const float> input_rows = input->in_rows<float>();
+          RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
+            return kernels::MatMulStrided(ctx, input_rows, dgates.in_rows<float>(), dw_rows,
+                                          summed);
+          }));
+        }
+      }
       ASSIGN_OR_RETURN(Tensor db, ops::BiasAddGrad(device_, *n.bias_grad, dgates));
       d_bias_steps[static_cast<size_t>(l)].push_back(db);
       dh_next[static_cast<size_t>(l)] = dh_prev;
@@ -654,19 +676,8 @@ StatusOr<StepResult> LstmModel::ComputeGradients(const Batch& batch, float loss_
       // Free the forward activations as soon as their gradient is done.
       a = CellActivations();
     }
-    dx_bottom[static_cast<size_t>(t)] = dx_from_above;
   }
-  // Sparse embedding gradient: one row per looked-up word, in the ids' order (b-major).
-  Tensor d_embedding;
-  {
-    OpScope scope(device_, *embedding_grad_);
-    ASSIGN_OR_RETURN(d_embedding, device_.Allocate(DType::kFloat32, {B * T, H}));
-    scope.Output(d_embedding);
-    for (int t = 0; t < T; ++t) {
-      RETURN_IF_ERROR(CopyRows(device_, dx_bottom[static_cast<size_t>(t)], 0, H, d_embedding,
-                               t * H, T * H, B, H));
-    }
-  }
+  RecordView(*embedding_grad_, std::span<const Tensor>(&d_embedding, 1));
   const Node* embedding_gradient_producer = embedding_grad_;
   if (dropout()) {
     ASSIGN_OR_RETURN(d_embedding, DropoutBackward(embedding_dropout_, d_embedding, embedding_mask));
@@ -692,37 +703,40 @@ Status LstmModel::ApplyGradients(std::span<const Gradient> gradients, float lear
                         " gradients, got " + std::to_string(gradients.size()));
   }
   // Global-norm clipping (tf.clip_by_global_norm): every gradient times
-  // max_norm / max(global_norm, max_norm); sparse gradients count their rows as given.
-  // Every L2Loss is enqueued before the first is read: on a GPU one wait for the device, not one
-  // per variable.
-  std::vector<Tensor> half_squares;
+  // max_norm / max(global_norm, max_norm); sparse gradients count their rows as given. The norm
+  // is one reduction over every gradient on the device (each L2Loss node recorded, its sum part
+  // of that reduction), and each clip reads it there: no read into the host. A gradient that is
+  // not finite makes the weights, and so the next step's loss, not finite, which stops the run.
+  std::vector<kernels::In<float>> values;
   for (const Gradient& g : gradients) {
-    ASSIGN_OR_RETURN(Tensor l2, ops::L2Loss(device_, *l2loss_[static_cast<size_t>(g.variable)], g.values));
-    half_squares.push_back(std::move(l2));
+    RecordView(*l2loss_[static_cast<size_t>(g.variable)], {});
+    values.push_back(g.values.in<float>());
   }
-  double sum_of_squares_halves = 0;
-  for (const Tensor& l2 : half_squares) {
-    ASSIGN_OR_RETURN(const std::vector<float> value, runtime::ToHostVector<float>(device_, l2));
-    sum_of_squares_halves += value.at(0);
-  }
-  double global_norm = 0;
+  Tensor global_norm;
   {
     OpScope scope(device_, *global_norm_);
-    global_norm = std::sqrt(2.0 * sum_of_squares_halves);
+    ASSIGN_OR_RETURN(global_norm, device_.Allocate(DType::kFloat32, {}));
+    scope.Output(global_norm);
+    RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
+      return kernels::GlobalNorm(ctx, std::span<const kernels::In<float>>(values),
+                                 global_norm.view<float>());
+    }));
   }
-  float factor = 1.0f;
-  {
-    OpScope scope(device_, *clip_factor_);
-    const double max_norm = config_.max_grad_norm;
-    factor = static_cast<float>(max_norm / std::max(global_norm, max_norm));
-  }
-  if (!std::isfinite(global_norm)) {
-    return Internal("LSTM gradients are not finite (global norm " + std::to_string(global_norm) +
-                    "); lower --learning_rate");
-  }
+  RecordView(*clip_factor_, {});  // max_norm / max(norm, max_norm), computed by each clip
+  const float max_norm = config_.max_grad_norm;
   for (const Gradient& g : gradients) {
     const size_t v = static_cast<size_t>(g.variable);
-    ASSIGN_OR_RETURN(Tensor clipped, ops::Scale(device_, *clip_mul_[v], g.values, factor));
+    Tensor clipped;
+    {
+      OpScope scope(device_, *clip_mul_[v]);
+      scope.Inputs({&g.values, &global_norm});
+      ASSIGN_OR_RETURN(clipped, device_.Allocate(DType::kFloat32, g.values.shape()));
+      scope.Output(clipped);
+      RETURN_IF_ERROR(RunKernel(device_, [&](const auto& ctx) {
+        return kernels::ClipByNorm(ctx, g.values.in<float>(), global_norm.in<float>(), max_norm,
+                                   clipped.view<float>());
+      }));
+    }
     if (g.sparse()) {
       ASSIGN_OR_RETURN(Tensor scaled, ops::Scale(device_, *embedding_update_mul_, clipped, learning_rate));
       RETURN_IF_ERROR(ops::ScatterSub(device_, *update_[v], variables_[v].value, g.indices, scaled, 1.0f));

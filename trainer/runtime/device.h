@@ -15,6 +15,7 @@
 // run).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -115,6 +116,33 @@ class GpuResources {
   }
 };
 
+// What a device was asked to do, counted alike on every kind of device (the runtime's calls, not
+// a profiler's records), so a CPU run says how many GPU operations a step would make. On a GPU
+// each is work the host enqueues or waits for: per-op launch cost is what bounds small steps.
+struct DeviceOpCounts {
+  // Op kernels run (RunKernel). On a GPU each enqueues its CUDA kernels: one, but for the few
+  // that run several (LSTMBlockCell: two gate GEMMs and its element-wise kernel; GlobalNorm: one
+  // per tensor and one to finish).
+  int64_t kernel_calls = 0;
+  int64_t device_copies = 0;  // copies within the device's memory (CopyRowsWithin)
+  int64_t memsets = 0;        // ZeroFill
+  int64_t host_reads = 0;     // reads into host memory; the host waits for the device (CopyToHost)
+  int64_t host_writes = 0;    // copies from host memory (CopyFromHost)
+
+  int64_t total() const {
+    return kernel_calls + device_copies + memsets + host_reads + host_writes;
+  }
+  bool operator==(const DeviceOpCounts&) const = default;
+  // The counts between two snapshots (`*this` the later).
+  DeviceOpCounts operator-(const DeviceOpCounts& earlier) const {
+    return {kernel_calls - earlier.kernel_calls, device_copies - earlier.device_copies,
+            memsets - earlier.memsets, host_reads - earlier.host_reads,
+            host_writes - earlier.host_writes};
+  }
+};
+
+enum class DeviceOp : uint8_t { kKernelCall, kDeviceCopy, kMemset, kHostRead, kHostWrite };
+
 class Device {
  public:
   // A CPU device with `num_threads` threads (this one included) and its allocator.
@@ -145,6 +173,19 @@ class Device {
     return Tensor::Allocate(*allocator_, dtype, shape);
   }
 
+  // Counts one operation (RunKernel and transfers.h call it); relaxed: read between steps.
+  void CountOp(DeviceOp op) const {
+    op_counts_[static_cast<size_t>(op)].fetch_add(1, std::memory_order_relaxed);
+  }
+  // Everything counted since the device was made; subtract two snapshots for a step's.
+  DeviceOpCounts op_counts() const {
+    const auto get = [&](DeviceOp op) {
+      return op_counts_[static_cast<size_t>(op)].load(std::memory_order_relaxed);
+    };
+    return {get(DeviceOp::kKernelCall), get(DeviceOp::kDeviceCopy), get(DeviceOp::kMemset),
+            get(DeviceOp::kHostRead), get(DeviceOp::kHostWrite)};
+  }
+
   // The profiler's hook: null (the default) costs one relaxed load per op.
   OpListener* op_listener() const { return listener_.load(std::memory_order_acquire); }
   void set_op_listener(OpListener* listener) { listener_.store(listener, std::memory_order_release); }
@@ -161,6 +202,7 @@ class Device {
   std::unique_ptr<Allocator> allocator_;
   std::unique_ptr<Allocator> host_allocator_;
   std::atomic<OpListener*> listener_{nullptr};
+  mutable std::array<std::atomic<int64_t>, 5> op_counts_{};  // by DeviceOp
 };
 
 struct DeviceOptions {

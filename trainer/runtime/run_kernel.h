@@ -15,8 +15,10 @@
 
 namespace stepscope::runtime {
 
+// Each call counts one kernel call on the device (DeviceOpCounts).
 template <typename Kernel>
 Status RunKernel(const Device& device, Kernel&& kernel) {
+  device.CountOp(DeviceOp::kKernelCall);
 #ifdef STEPSCOPE_WITH_CUDA
   if (const GpuResources* gpu = device.gpu(); gpu != nullptr && gpu->kernel_context() != nullptr) {
     RETURN_IF_ERROR(gpu->MakeCurrent());

@@ -1,6 +1,8 @@
 // Allocating tensors from a device allocator, reshaping them (sharing the buffer), describing them.
 #include "trainer/runtime/tensor.h"
 
+#include <string>
+
 namespace stepscope::runtime {
 
 StatusOr<Tensor> Tensor::Allocate(Allocator& allocator, DType dtype, const Shape& shape) {
@@ -17,12 +19,30 @@ StatusOr<Tensor> Tensor::Allocate(Allocator& allocator, DType dtype, const Shape
 }
 
 StatusOr<Tensor> Tensor::Reshaped(const Shape& shape) const {
+  if (!dense()) return InvalidInput("cannot reshape a strided view " + DebugString());
   if (shape.num_elements() != num_elements()) {
     return InvalidInput("cannot reshape " + DebugString() + " to " + shape.ToString());
   }
   Tensor tensor = *this;
   tensor.shape_ = shape;
   return tensor;
+}
+
+StatusOr<Tensor> Tensor::RowsView(int64_t offset, int64_t rows, int64_t cols,
+                                  int64_t row_stride) const {
+  const bool fits = !empty() && dense() && offset >= 0 && rows >= 0 && cols >= 0 &&
+                    (rows <= 1 || row_stride >= cols) &&
+                    (rows == 0 || offset + (rows - 1) * row_stride + cols <= num_elements());
+  if (!fits) {
+    return InvalidInput("a view of " + std::to_string(rows) + " rows of " + std::to_string(cols) +
+                        " elements " + std::to_string(row_stride) + " apart from element " +
+                        std::to_string(offset) + " does not fit in " + DebugString());
+  }
+  Tensor view = *this;
+  view.shape_ = Shape{rows, cols};
+  view.offset_ = offset_ + offset;
+  view.row_stride_ = (rows <= 1 || row_stride == cols) ? 0 : row_stride;
+  return view;
 }
 
 std::string Tensor::DebugString() const {

@@ -1,6 +1,9 @@
 // Tensors of the trainer: a dtype, a row-major shape and a reference-counted buffer that came
 // from one device's allocator (so its allocation id, allocator name and sizes are known to the
 // profiler). Copying a Tensor shares the buffer; the last reference returns it to the allocator.
+// A tensor may also be a view into another's buffer (RowsView): what TF's StridedSlice, Split,
+// Slice and ConcatV2 of an unrolled LSTM hand on, a matrix whose rows lie a stride apart, read and
+// written where it lies instead of copied.
 #pragma once
 
 #include <cstdint>
@@ -67,19 +70,45 @@ class Tensor {
   int64_t bytes() const { return num_elements() * DTypeSize(dtype_); }
   const TensorBuffer* buffer() const { return buffer_.get(); }
 
-  // The same buffer seen with another shape of as many elements (TF's Reshape).
+  // The same buffer seen with another shape of as many elements (TF's Reshape); dense only.
   StatusOr<Tensor> Reshaped(const Shape& shape) const;
 
+  // `rows` rows of `cols` elements of this (dense) tensor's buffer, `row_stride` elements apart
+  // from element `offset`: a (rows, cols) tensor sharing the buffer, no copy. kInvalidInput
+  // when a row would lie outside the tensor or rows overlap.
+  StatusOr<Tensor> RowsView(int64_t offset, int64_t rows, int64_t cols, int64_t row_stride) const;
+  // Whether the elements are contiguous in row-major order (every tensor but a strided view).
+  bool dense() const { return row_stride_ == 0; }
+  // Elements from the start of its buffer to the first one (0 but for a view).
+  int64_t offset() const { return offset_; }
+
+  // The first element (a view's own, not its buffer's).
   template <typename T>
   T* data() const {
     STEPSCOPE_CHECK(DTypeOf<T>() == dtype_ && buffer_ != nullptr);
-    return static_cast<T*>(buffer_->data());
+    return static_cast<T*>(buffer_->data()) + offset_;
   }
+  // Dense views for kernels; a strided view is read with rows() (a kernel that does not take
+  // a stride must not get one).
   template <typename T>
-  kernels::Out<T> view() const { return {data<T>(), shape_}; }
+  kernels::Out<T> view() const {
+    STEPSCOPE_CHECK(dense());
+    return {data<T>(), shape_};
+  }
   // Inputs for kernels: In<T> is a non-deduced context, so spell the element type.
   template <typename T>
-  kernels::TensorView<const T> in() const { return {data<T>(), shape_}; }
+  kernels::TensorView<const T> in() const {
+    STEPSCOPE_CHECK(dense());
+    return {data<T>(), shape_};
+  }
+  // A rank-2 tensor, dense or a strided view, as rows for the kernels that take a stride.
+  template <typename T>
+  kernels::StridedRows<T> rows() const {
+    STEPSCOPE_CHECK(shape_.rank == 2);
+    return {data<T>(), shape_[0], shape_[1], dense() ? shape_[1] : row_stride_};
+  }
+  template <typename T>
+  kernels::StridedRows<const T> in_rows() const { return rows<T>(); }
 
   // "float [20,200]" for messages.
   std::string DebugString() const;
@@ -87,6 +116,8 @@ class Tensor {
  private:
   DType dtype_ = DType::kFloat32;
   Shape shape_;
+  int64_t offset_ = 0;      // elements before the first one in the buffer
+  int64_t row_stride_ = 0;  // 0: dense; else a view's rows are this many elements apart
   std::shared_ptr<TensorBuffer> buffer_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 namespace stepscope::runtime {
 namespace {
@@ -31,28 +32,37 @@ Status ThroughPinnedPieces(const Device& device, int64_t bytes, CopyPiece copy_p
   return status;
 }
 
+// The first byte of a dense tensor (a view's own); kInvalidInput for a strided view, whose
+// bytes are not one block.
+StatusOr<char*> FirstByte(const Tensor& t, const char* what) {
+  if (!t.dense()) return InvalidInput(std::string(what) + " of a strided view " + t.DebugString());
+  return static_cast<char*>(t.buffer()->data()) + t.offset() * DTypeSize(t.dtype());
+}
+
 }  // namespace
 
 Status CopyFromHost(const Device& device, const void* host, const Tensor& dst) {
   const int64_t bytes = dst.empty() ? 0 : dst.bytes();
   if (bytes == 0) return Status::Ok();
+  ASSIGN_OR_RETURN(char* const to, FirstByte(dst, "copy from the host into"));
+  device.CountOp(DeviceOp::kHostWrite);
   if (const GpuResources* gpu = device.gpu()) {
-    auto* to = static_cast<char*>(dst.buffer()->data());
     const auto* from = static_cast<const char*>(host);
     return ThroughPinnedPieces(device, bytes, [&](char* staging, int64_t offset, int64_t n) {
       std::memcpy(staging, from + offset, static_cast<size_t>(n));
       return gpu->CopyHostToDevice(staging, to + offset, n);
     });
   }
-  std::memcpy(dst.buffer()->data(), host, static_cast<size_t>(bytes));
+  std::memcpy(to, host, static_cast<size_t>(bytes));
   return Status::Ok();
 }
 
 Status CopyToHost(const Device& device, const Tensor& src, void* host) {
   const int64_t bytes = src.empty() ? 0 : src.bytes();
   if (bytes == 0) return Status::Ok();
+  ASSIGN_OR_RETURN(const char* const from, FirstByte(src, "copy to the host"));
+  device.CountOp(DeviceOp::kHostRead);
   if (const GpuResources* gpu = device.gpu()) {
-    const auto* from = static_cast<const char*>(src.buffer()->data());
     auto* to = static_cast<char*>(host);
     return ThroughPinnedPieces(device, bytes, [&](char* staging, int64_t offset, int64_t n) {
       RETURN_IF_ERROR(gpu->CopyDeviceToHost(from + offset, staging, n));
@@ -60,7 +70,7 @@ Status CopyToHost(const Device& device, const Tensor& src, void* host) {
       return Status::Ok();
     });
   }
-  std::memcpy(host, src.buffer()->data(), static_cast<size_t>(bytes));
+  std::memcpy(host, from, static_cast<size_t>(bytes));
   return Status::Ok();
 }
 
@@ -77,9 +87,12 @@ Status CopyRowsWithin(const Device& device, const Tensor& src, const Tensor& dst
                         std::to_string(block.dst_stride) + ") does not fit");
   }
   if (block.rows == 0 || block.row_elements == 0) return Status::Ok();
+  ASSIGN_OR_RETURN(const char* const src_start, FirstByte(src, "row copy"));
+  ASSIGN_OR_RETURN(char* const dst_start, FirstByte(dst, "row copy"));
+  device.CountOp(DeviceOp::kDeviceCopy);
   const int64_t size = DTypeSize(src.dtype());
-  const auto* from = static_cast<const char*>(src.buffer()->data()) + block.src_offset * size;
-  auto* to = static_cast<char*>(dst.buffer()->data()) + block.dst_offset * size;
+  const char* const from = src_start + block.src_offset * size;
+  char* const to = dst_start + block.dst_offset * size;
   if (const GpuResources* gpu = device.gpu()) {
     // A single row's stride is free; CUDA wants pitches of at least the row's width.
     const int64_t width = block.row_elements * size;
@@ -96,10 +109,10 @@ Status CopyRowsWithin(const Device& device, const Tensor& src, const Tensor& dst
 Status ZeroFill(const Device& device, const Tensor& t) {
   const int64_t bytes = t.empty() ? 0 : t.bytes();
   if (bytes == 0) return Status::Ok();
-  if (const GpuResources* gpu = device.gpu()) {
-    return gpu->MemsetOnDevice(t.buffer()->data(), 0, bytes);
-  }
-  std::memset(t.buffer()->data(), 0, static_cast<size_t>(bytes));
+  ASSIGN_OR_RETURN(char* const start, FirstByte(t, "zero fill"));
+  device.CountOp(DeviceOp::kMemset);
+  if (const GpuResources* gpu = device.gpu()) return gpu->MemsetOnDevice(start, 0, bytes);
+  std::memset(start, 0, static_cast<size_t>(bytes));
   return Status::Ok();
 }
 
