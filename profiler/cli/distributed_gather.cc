@@ -40,7 +40,8 @@ void GatherRounds::Place(const GatherRound& round, std::string_view received, st
   for (size_t p = 0; p < shares.size(); ++p) {
     if (round.counts[p] == 0) continue;
     STEPSCOPE_CHECK(shares[p].size() == round.sent_from[p]);  // a process's bytes arrive in order
-    shares[p].append(received.substr(static_cast<size_t>(round.displacements[p]), static_cast<size_t>(round.counts[p])));
+    shares[p].append(
+        received.substr(static_cast<size_t>(round.displacements[p]), static_cast<size_t>(round.counts[p])));
   }
 }
 

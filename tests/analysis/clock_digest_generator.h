@@ -86,7 +86,8 @@ inline GeneratedClocks GenerateClockDigests(const ClockDigestOptions& options) {
     for (int c = 0; c < per_step; ++c) {
       const int64_t true_end = step_begin + (c + 1) * (options.step_ns / (per_step + 1));
       if (c < options.world_collectives) {
-        add({.earliest = options.earliest, .group = "world", .name = "nccl:allreduce", .step = step}, true_end, 0, options.ranks);
+        add({.earliest = options.earliest, .group = "world", .name = "nccl:allreduce", .step = step}, true_end, 0,
+            options.ranks);
         continue;
       }
       for (int first = 0; first < options.ranks; first += options.group_size) {
