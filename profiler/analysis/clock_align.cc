@@ -338,6 +338,8 @@ class MatchEnds {
     value_.assign(first_.back(), 0);
     ready_.assign(fits.size(), false);
   }
+  MatchEnds(const MatchEnds&) = delete;
+  MatchEnds& operator=(const MatchEnds&) = delete;
 
   bool ready(size_t rank) const { return ready_[rank]; }
 
@@ -511,6 +513,7 @@ bool SolveCollectives(std::span<const ClockDigest> inputs, AlignmentReport& repo
     }
   }
   for (int round = 0; round < kMaxRounds; ++round) {
+    report.solve_rounds = round + 1;
     ends.Refresh();
     double moved = 0;
     for (size_t r = 1; r < n; ++r) {

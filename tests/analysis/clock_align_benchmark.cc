@@ -54,12 +54,37 @@ void BM_AlignCollectives(benchmark::State& state) {
     return;
   }
   state.counters["ranks"] = static_cast<double>(report.ranks.size());
+  state.counters["rounds"] = report.solve_rounds;
   state.counters["worst_error_ns"] = static_cast<double>(worst);
   // Instances: a rank's part in a collective, each a term of the solve.
   state.counters["instances/s"] = benchmark::Counter(
       static_cast<double>(state.iterations() * clocks.matched_instances), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_AlignCollectives)->Arg(64)->Arg(256)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Long runs: each rank in `collectives` matches (a 1 GB trace holds about 180,000), so the cost of
+// one rank's robust fit over many matches, per round, is what the time shows.
+void BM_AlignLongRun(benchmark::State& state) {
+  const int ranks = static_cast<int>(state.range(0));
+  const int per_rank = static_cast<int>(state.range(1));
+  const testing::GeneratedClocks clocks = testing::GenerateClockDigests(
+      {.ranks = ranks, .steps = per_rank / 500, .world_collectives = 400, .group_collectives = 100});
+  AlignmentReport report;
+  for (auto _ : state) {
+    report = AlignDigests(clocks.digests, AlignMethod::kCollectives);
+    benchmark::DoNotOptimize(report);
+  }
+  const int64_t worst = WorstError(clocks, report);
+  if (report.method != AlignMethod::kCollectives || worst > 20'000) {
+    state.SkipWithError(("a rank's correction is " + std::to_string(worst) + " ns off the truth").c_str());
+    return;
+  }
+  state.counters["rounds"] = report.solve_rounds;
+  // Each rank is fitted once in the first pass, once per round and once for its residual.
+  state.counters["rank_fits/s"] = benchmark::Counter(
+      static_cast<double>(state.iterations() * ranks * (report.solve_rounds + 2)), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AlignLongRun)->Args({2, 180'000})->Args({64, 10'000})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace stepscope::analysis
