@@ -324,6 +324,135 @@ std::vector<bool> Connected(size_t ranks, const std::vector<Match>& matches) {
   return out;
 }
 
+// Per match, the corrected ends of its members whose rank is fitted ("ready"), kept up to date
+// as fits change: a rank's target in a match (the others' mean or earliest) then costs O(1), so a
+// round of the solve costs O(members of all matches) where summing the others afresh for each
+// member cost O(group size^2) per match. Ends are kept relative to the match's first member's
+// end: absolute ns since 1970 (1.7e18) are spaced 256 ns apart as doubles, relative ones (a few
+// seconds at most, the clocks' offsets) to within 1e-6 ns.
+class MatchEnds {
+ public:
+  MatchEnds(const std::vector<Match>& matches, const std::vector<Fit>& fits, const std::vector<int64_t>& anchor)
+      : matches_(matches), fits_(fits), anchor_(anchor), first_(matches.size() + 1, 0), state_(matches.size()) {
+    for (size_t m = 0; m < matches.size(); ++m) first_[m + 1] = first_[m] + matches[m].members.size();
+    value_.assign(first_.back(), 0);
+    ready_.assign(fits.size(), false);
+  }
+  MatchEnds(const MatchEnds&) = delete;
+  MatchEnds& operator=(const MatchEnds&) = delete;
+
+  bool ready(size_t rank) const { return ready_[rank]; }
+
+  // Rank `rank` fitted (first time) or refitted: its ends in its matches (`mine`: match, slot).
+  void Update(size_t rank, const std::vector<std::pair<size_t, size_t>>& mine) {
+    const bool was_ready = ready_[rank];
+    ready_[rank] = true;
+    for (const auto& [m, k] : mine) {
+      const double value = Corrected(m, k);
+      State& state = state_[m];
+      double& slot = value_[first_[m] + k];
+      if (!was_ready) {
+        ++state.count;
+        state.sum += value;
+        slot = value;
+        if (matches_[m].earliest) Offer(m, k);
+        continue;
+      }
+      const double before = slot;
+      state.sum += value - before;
+      slot = value;
+      if (!matches_[m].earliest) continue;
+      // A holder of the two earliest whose end moved later may have been passed: look again.
+      const auto slot_k = static_cast<int32_t>(k);
+      if ((slot_k == state.least || slot_k == state.second) && value > before) {
+        Rescan(m);
+      } else if (slot_k == state.second && state.least >= 0 && value < Value(m, state.least)) {
+        std::swap(state.least, state.second);
+      } else if (slot_k != state.least && slot_k != state.second) {
+        Offer(m, k);
+      }
+    }
+  }
+
+  // Every match's sums afresh from the current fits: the running sums' rounding does not build
+  // up over rounds.
+  void Refresh() {
+    for (size_t m = 0; m < matches_.size(); ++m) {
+      State& state = state_[m];
+      state = State{};
+      for (size_t k = 0; k < matches_[m].members.size(); ++k) {
+        if (!ready_[matches_[m].members[k].first]) continue;
+        const double value = Corrected(m, k);
+        value_[first_[m] + k] = value;
+        ++state.count;
+        state.sum += value;
+      }
+      if (matches_[m].earliest) Rescan(m);
+    }
+  }
+
+  // The target of member k of match m: the other ready members' mean corrected end (earliest for
+  // an `earliest` match), relative to the match's origin; false when no other member is ready.
+  bool Others(size_t m, size_t k, double& target) const {
+    const State& state = state_[m];
+    const bool self = ready_[matches_[m].members[k].first];
+    const int32_t others = state.count - (self ? 1 : 0);
+    if (others <= 0) return false;
+    if (matches_[m].earliest) {
+      target = Value(m, static_cast<int32_t>(k) == state.least ? state.second : state.least);
+    } else {
+      target = (state.sum - (self ? value_[first_[m] + k] : 0)) / others;
+    }
+    return true;
+  }
+
+  // Member k's own end, relative to the match's origin.
+  double Own(size_t m, size_t k) const {
+    return static_cast<double>(matches_[m].members[k].second - matches_[m].members.front().second);
+  }
+
+ private:
+  struct State {
+    double sum = 0;        // of the ready members' corrected ends
+    int32_t count = 0;     // ready members
+    int32_t least = -1, second = -1;  // earliest matches: the slots of the two earliest ends
+  };
+
+  double Corrected(size_t m, size_t k) const {
+    const auto [rank, end] = matches_[m].members[k];
+    return Own(m, k) + fits_[rank].offset + fits_[rank].drift * static_cast<double>(end - anchor_[rank]);
+  }
+  double Value(size_t m, int32_t slot) const { return value_[first_[m] + static_cast<size_t>(slot)]; }
+
+  // Slot k (ready, value current) competes for the two earliest.
+  void Offer(size_t m, size_t k) {
+    State& state = state_[m];
+    const auto slot = static_cast<int32_t>(k);
+    const double value = Value(m, slot);
+    if (state.least < 0 || value < Value(m, state.least)) {
+      state.second = state.least;
+      state.least = slot;
+    } else if (state.second < 0 || value < Value(m, state.second)) {
+      state.second = slot;
+    }
+  }
+  void Rescan(size_t m) {
+    State& state = state_[m];
+    state.least = state.second = -1;
+    for (size_t k = 0; k < matches_[m].members.size(); ++k) {
+      if (ready_[matches_[m].members[k].first]) Offer(m, k);
+    }
+  }
+
+  const std::vector<Match>& matches_;
+  const std::vector<Fit>& fits_;
+  const std::vector<int64_t>& anchor_;
+  std::vector<size_t> first_;  // match m's members are value_[first_[m], first_[m + 1])
+  std::vector<double> value_;  // each ready member's corrected end, relative to its match's origin
+  std::vector<State> state_;
+  std::vector<bool> ready_;
+};
+
 // Solves every rank's correction (see the header); false with a note when some rank has no
 // match joining it to the reference.
 bool SolveCollectives(std::span<const ClockDigest> inputs, AlignmentReport& report) {
@@ -355,30 +484,17 @@ bool SolveCollectives(std::span<const ClockDigest> inputs, AlignmentReport& repo
     }
   }
   std::vector<Fit> fits(n);
-  auto corrected = [&](size_t r, int64_t end) {
-    return static_cast<double>(end) + fits[r].offset + fits[r].drift * static_cast<double>(end - anchor[r]);
-  };
-  // Each rank's differences to the mean of the other members' corrected ends.
   // Only ranks already fitted count (all of them once the first pass is done).
-  std::vector<bool> ready(n, false);
-  ready[0] = true;
+  MatchEnds ends(matches, fits, anchor);
+  ends.Update(0, mine[0]);
+  // Each rank's differences to the others' corrected ends in its matches.
   auto differences = [&](size_t r, std::vector<double>& x, std::vector<double>& d) {
     x.clear(), d.clear();
     for (const auto& [m, k] : mine[r]) {
-      const auto& members = matches[m].members;
-      double others = matches[m].earliest ? INFINITY : 0;
-      int counted = 0;
-      for (size_t j = 0; j < members.size(); ++j) {
-        if (j == k || !ready[members[j].first]) continue;
-        const double end = corrected(members[j].first, members[j].second);
-        others = matches[m].earliest ? std::min(others, end) : others + end;
-        ++counted;
-      }
-      if (counted == 0) continue;
-      if (!matches[m].earliest) others /= counted;
-      const int64_t own = members[k].second;
-      x.push_back(static_cast<double>(own - anchor[r]));
-      d.push_back(others - static_cast<double>(own));
+      double others = 0;
+      if (!ends.Others(m, k, others)) continue;
+      x.push_back(static_cast<double>(matches[m].members[k].second - anchor[r]));
+      d.push_back(others - ends.Own(m, k));
     }
   };
   std::vector<double> x, d;
@@ -388,15 +504,17 @@ bool SolveCollectives(std::span<const ClockDigest> inputs, AlignmentReport& repo
   for (size_t head = 0; head < queue.size(); ++head) {
     for (const auto& [m, k] : mine[queue[head]]) {
       for (const auto& [r, end] : matches[m].members) {
-        if (ready[r]) continue;
+        if (ends.ready(r)) continue;
         differences(r, x, d);
         fits[r] = RobustFit(x, d, true);
-        ready[r] = true;
+        ends.Update(r, mine[r]);
         queue.push_back(r);
       }
     }
   }
   for (int round = 0; round < kMaxRounds; ++round) {
+    report.solve_rounds = round + 1;
+    ends.Refresh();
     double moved = 0;
     for (size_t r = 1; r < n; ++r) {
       differences(r, x, d);
@@ -404,9 +522,11 @@ bool SolveCollectives(std::span<const ClockDigest> inputs, AlignmentReport& repo
       const double span = x.empty() ? 0 : *std::max_element(x.begin(), x.end());
       moved = std::max({moved, std::abs(fit.offset - fits[r].offset), std::abs((fit.drift - fits[r].drift) * span)});
       fits[r] = fit;
+      ends.Update(r, mine[r]);
     }
     if (moved < 0.1) break;
   }
+  ends.Refresh();
   for (size_t r = 0; r < n; ++r) {
     differences(r, x, d);
     // Each rank's residual, the reference's too, against the others once corrected.

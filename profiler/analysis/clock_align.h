@@ -13,24 +13,26 @@
 //    Only the work of a collective counts: NCCL kernels, gloo's work-thread spans, our trainer's
 //    collective lane and its synchronous collective ops; never the asynchronous launch
 //    (`record_param_comms`, `c10d::allreduce_`).
-//    Each rank's correction is offset + drift x (t - anchor), t on its own clock and anchor the
-//    end of its first matched collective; the lowest rank is the reference (correction 0). The
-//    corrections are solved together: first outward from the reference (each rank against the
-//    ranks fitted before it), then each rank against all the other members again until they
-//    settle. A rank's target in a match is the others' corrected ends: their earliest for our
-//    trainer's records (a host span around a call that returns once every rank is done: a rank
-//    is only ever late to record its end, e.g. descheduled), their mean elsewhere (NCCL kernels,
-//    gloo, whose ends scatter both ways). Each rank's fit is robust: up to half its matches may
-//    be off by any amount. It starts from the densest half of the differences (after removing a
-//    repeated-median slope, so a drift does not spread them), then keeps the matches within 4
-//    robust standard deviations (1.4826 x MAD, never under 1 µs) of a least-squares fit until
-//    the kept set settles. A drift is fitted only where the data can tell it: at least 8 kept
-//    matches over at least 50 ms, moving the clock over that span by more than 3 times the
-//    fit's residual; and a drift beyond 1,000 ppm (real clocks drift by tens of ppm, NTP slews
-//    by at most 500) only when the slope is more than 10 standard errors from zero (its
-//    residual / sqrt(sum of (t - mean t)^2) over the kept matches). Otherwise the offset alone
-//    is fitted. The residual is
-//    the root mean square of the kept matches' distance to the others' after correction.
+//    Each rank's correction is offset + drift x (t - anchor), t on its own clock and anchor the end
+//    of its first matched collective; the lowest rank is the reference (correction 0). The
+//    corrections are solved together: first outward from the reference (each rank against the ranks
+//    fitted before it), then each rank against all the other members again until they settle; each
+//    collective keeps the sum of its members' corrected ends (relative to its first member's end,
+//    exact to well under a ns) as fits change, so a round costs O(members of all collectives) plus
+//    the ranks' fits, whatever the groups' sizes. A rank's target in a match is the others'
+//    corrected ends: their earliest for our trainer's records (a host span around a call that
+//    returns once every rank is done: a rank is only ever late to record its end, e.g.
+//    descheduled), their mean elsewhere (NCCL kernels, gloo, whose ends scatter both ways). Each
+//    rank's fit is robust: up to half its matches may be off by any amount. It starts from the
+//    densest half of the differences (after removing a repeated-median slope, so a drift does not
+//    spread them), then keeps the matches within 4 robust standard deviations (1.4826 x MAD, never
+//    under 1 µs) of a least-squares fit until the kept set settles. A drift is fitted only where
+//    the data can tell it: at least 8 kept matches over at least 50 ms, moving the clock over that
+//    span by more than 3 times the fit's residual; and a drift beyond 1,000 ppm (real clocks drift
+//    by tens of ppm, NTP slews by at most 500) only when the slope is more than 10 standard errors
+//    from zero (its residual / sqrt(sum of (t - mean t)^2) over the kept matches). Otherwise the
+//    offset alone is fitted. The residual is the root mean square of the kept matches' distance to
+//    the others' after correction.
 //  - barrier: the host clock each of our trainer's ranks records after a barrier all passed
 //    (TraceSession.clock_sync_nanos), as merge.h AlignClocks describes; ranks on the reference's
 //    host are not shifted.
@@ -81,6 +83,7 @@ struct AlignmentReport {
   // Per input, how it was aligned: "reference", "collectives", "barrier" labels of merge.h
   // AlignClocks ("same host", "clock_sync", "unaligned"), or "clock".
   std::vector<std::string> input_alignment;
+  int solve_rounds = 0;  // collectives: the rounds of all ranks refitted after the first pass
   int64_t CorrectionAt(size_t input, int64_t absolute_ns) const {
     return ranks[rank_of_input[input]].CorrectionAt(absolute_ns);
   }

@@ -1,11 +1,14 @@
 // RunCliUnderMpi with MPI (distributed.h): the plan made on every process, each process's
-// digests gathered to process 0 with MPI_Gatherv, process 0's exit code broadcast to all.
+// digests gathered to process 0 with MPI_Gatherv in rounds (distributed_gather.h), process 0's
+// exit code broadcast to all.
 #include <mpi.h>
 
-#include <climits>
+#include <cstdint>
+#include <cstdlib>
 #include <sstream>
 
 #include "profiler/cli/distributed.h"
+#include "profiler/cli/distributed_gather.h"
 
 namespace stepscope::cli {
 namespace {
@@ -19,37 +22,26 @@ namespace {
     }                                                                                                 \
   } while (0)
 
-// Process 0: every process's bytes, in process order; others: empty.
-std::vector<std::string> GatherToZero(const std::string& mine, int rank, int size) {
-  // MPI counts are ints: a process's digests (a few hundred bytes per step and collective of
-  // each of its inputs) stay far below 2 GiB.
-  if (mine.size() > static_cast<size_t>(INT_MAX)) {
-    std::fprintf(stderr, "stepscope: the digests of MPI process %d exceed 2 GiB\n", rank);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  const int count = static_cast<int>(mine.size());
-  std::vector<int> counts(static_cast<size_t>(size)), displacements(static_cast<size_t>(size));
-  STEPSCOPE_MPI_CHECK(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
-  std::string all;
-  if (rank == 0) {
-    size_t total = 0;
-    for (int p = 0; p < size; ++p) {
-      if (total + static_cast<size_t>(counts[p]) > static_cast<size_t>(INT_MAX)) {
-        std::fprintf(stderr, "stepscope: the digests of all MPI processes exceed 2 GiB\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-      }
-      displacements[p] = static_cast<int>(total);
-      total += static_cast<size_t>(counts[p]);
-    }
-    all.resize(total);
-  }
-  STEPSCOPE_MPI_CHECK(MPI_Gatherv(mine.data(), count, MPI_CHAR, all.data(), counts.data(), displacements.data(),
-                                  MPI_CHAR, 0, MPI_COMM_WORLD));
+// Process 0: every process's bytes, in process order; others: empty. In rounds of at most
+// `round_bytes` (distributed_gather.h), so that any total fits MPI's int counts.
+std::vector<std::string> GatherToZero(const std::string& mine, int rank, int size, uint64_t round_bytes) {
+  const uint64_t my_bytes = mine.size();
+  std::vector<uint64_t> sizes(static_cast<size_t>(size));
+  STEPSCOPE_MPI_CHECK(MPI_Allgather(&my_bytes, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD));
   std::vector<std::string> shares;
+  std::string received;
   if (rank == 0) {
-    for (int p = 0; p < size; ++p) {
-      shares.push_back(all.substr(static_cast<size_t>(displacements[p]), static_cast<size_t>(counts[p])));
-    }
+    shares.resize(static_cast<size_t>(size));
+    for (int p = 0; p < size; ++p) shares[p].reserve(sizes[p]);
+  }
+  GatherRounds rounds(sizes, round_bytes);
+  GatherRound round;
+  while (rounds.Next(round)) {
+    if (rank == 0) received.resize(static_cast<size_t>(round.total));
+    STEPSCOPE_MPI_CHECK(MPI_Gatherv(mine.data() + round.sent_from[rank], round.counts[rank], MPI_CHAR,
+                                    received.data(), round.counts.data(), round.displacements.data(), MPI_CHAR, 0,
+                                    MPI_COMM_WORLD));
+    if (rank == 0) GatherRounds::Place(round, received, shares);
   }
   return shares;
 }
@@ -68,9 +60,25 @@ std::optional<int> RunCliUnderMpi(int argc, char** argv, const std::vector<std::
   std::ostream& my_out = rank == 0 ? out : quiet_out;
   std::ostream& my_err = rank == 0 ? err : quiet_err;
   int code = 0;
-  const std::optional<DistributedPlan> plan = PlanDistributed(args, size, my_out, my_err, code);
+  // Process 0's round size for all (the environment need not reach every host alike); 0: invalid.
+  uint64_t round_bytes = 0;
+  if (rank == 0) {
+    const char* text = std::getenv(kGatherRoundBytesVariable);
+    round_bytes = ParseGatherRoundBytes(text).value_or(0);
+    if (round_bytes == 0) {
+      err << "stepscope: " << kGatherRoundBytesVariable << "=" << text << " is not a byte count from 1 to "
+          << kMaxGatherRoundBytes << "\n";
+    }
+  }
+  STEPSCOPE_MPI_CHECK(MPI_Bcast(&round_bytes, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD));
+  std::optional<DistributedPlan> plan;
+  if (round_bytes == 0) {
+    code = 2;  // bad input: the usage exit code
+  } else {
+    plan = PlanDistributed(args, size, my_out, my_err, code);
+  }
   if (plan) {
-    const std::vector<std::string> shares = GatherToZero(DigestShare(*plan, rank), rank, size);
+    const std::vector<std::string> shares = GatherToZero(DigestShare(*plan, rank), rank, size, round_bytes);
     if (rank == 0) code = CombineShares(*plan, shares, out, err);
   }
   STEPSCOPE_MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD));

@@ -17,6 +17,7 @@
 #include "base/file_io.h"
 #include "profiler/analysis/clock_align.h"
 #include "profiler/analysis/merge.h"
+#include "analysis/clock_digest_generator.h"
 #include "profiler/formats/inputs.h"
 #include "test_util.h"
 
@@ -25,7 +26,9 @@ namespace {
 
 constexpr int kRanks = 3;
 
-std::string RankFile(int rank) { return testing::DataPath("analysis/gloo_ranks/rank" + std::to_string(rank) + ".json.gz"); }
+std::string RankFile(int rank) {
+  return stepscope::testing::DataPath("analysis/gloo_ranks/rank" + std::to_string(rank) + ".json.gz");
+}
 
 // A clock that reads t + offset + drift (t - origin) at true time t (all in µs, as Kineto writes).
 struct Shift {
@@ -36,7 +39,7 @@ struct Shift {
 // The ranks' traces in a scratch folder, rank `shifted`'s clock moved by `shift` (its drift
 // counted from the rank's first event, set as `shift.origin_us`).
 std::vector<trace::Trace> Traces(const std::string& tag, int shifted, Shift shift, Shift* used = nullptr) {
-  const auto dir = testing::ScratchDir("clock_align_" + tag);
+  const auto dir = stepscope::testing::ScratchDir("clock_align_" + tag);
   for (int rank = 0; rank < kRanks; ++rank) {
     auto text = ReadFile(RankFile(rank));
     EXPECT_TRUE(text.ok()) << text.status().message();
@@ -127,8 +130,8 @@ TEST(ClockAlignTest, RecoversADrift) {
 // them late on one side. Too few matches over too short a span to tell a drift: none is fitted
 // (an unbounded fit found 110,071 ppm), and the offset is the shared clock's, within the residual.
 TEST(ClockAlignTest, FitsNoDriftFromOneShortStep) {
-  auto traces = trace::ReadTraces({testing::DataPath("collectives/lstm_small_mpi2_step3_rank0.pb.gz"),
-                                   testing::DataPath("collectives/lstm_small_mpi2_step3_rank1.pb.gz")});
+  auto traces = trace::ReadTraces({stepscope::testing::DataPath("collectives/lstm_small_mpi2_step3_rank0.pb.gz"),
+                                   stepscope::testing::DataPath("collectives/lstm_small_mpi2_step3_rank1.pb.gz")});
   ASSERT_TRUE(traces.ok()) << traces.status().message();
   const AlignmentReport report = AlignRanks(*traces, AlignMethod::kCollectives);
   ASSERT_EQ(report.method, AlignMethod::kCollectives);
@@ -165,13 +168,51 @@ TEST(ClockAlignTest, FallsBackToTheBarrierWhenNoCollectiveMatches) {
   std::vector<trace::Trace> traces = Traces("fallback", -1, {});
   std::vector<trace::Trace> two;
   two.push_back(std::move(traces[1]));  // rank 1; the AlexNet trace records rank 0
-  auto alexnet = trace::ReadTraces({testing::DataPath("pytorch_kineto_alexnet_train.json.gz")});
+  auto alexnet = trace::ReadTraces({stepscope::testing::DataPath("pytorch_kineto_alexnet_train.json.gz")});
   ASSERT_TRUE(alexnet.ok());
   two.push_back(std::move(alexnet->front()));
   const AlignmentReport report = AlignRanks(two, AlignMethod::kCollectives);
   EXPECT_NE(report.method, AlignMethod::kCollectives);
   ASSERT_FALSE(report.notes.empty());
   EXPECT_NE(report.notes[0].find("collectives: no collective"), std::string::npos) << report.notes[0];
+}
+
+// Generated ranks (clock_digest_generator.h) whose ends meet exactly: every rank's offset is found
+// to the nanosecond, with no residual. Ends are ns since 1970 (1.7e18), which doubles space 256
+// ns apart: the solve works on ends relative to each collective's, so nothing is lost to that
+// spacing (it was: offsets off by up to a few hundred ns).
+void ExpectExactOffsets(bool earliest) {
+  const testing::GeneratedClocks clocks = testing::GenerateClockDigests(
+      {.ranks = 256, .max_drift_ppm = 0, .jitter_ns = 0, .earliest = earliest, .seed = 7});
+  const AlignmentReport report = AlignDigests(clocks.digests, AlignMethod::kCollectives);
+  ASSERT_EQ(report.method, AlignMethod::kCollectives);
+  ASSERT_EQ(report.ranks.size(), 256u);
+  for (const RankClock& clock : report.ranks) {
+    EXPECT_EQ(clock.offset_ns, -clocks.offset_ns[clock.rank]) << "rank " << clock.rank;
+    EXPECT_EQ(clock.drift_ppm, 0) << "rank " << clock.rank;
+    EXPECT_EQ(clock.residual_ns, 0) << "rank " << clock.rank;
+    EXPECT_EQ(clock.outliers, 0) << "rank " << clock.rank;
+    EXPECT_EQ(clock.matched_collectives, 100) << "rank " << clock.rank;
+  }
+}
+
+TEST(ClockAlignTest, FindsExactOffsetsOfManyRanksToTheNanosecond) { ExpectExactOffsets(false); }
+
+TEST(ClockAlignTest, FindsExactOffsetsOfManyRanksByTheirEarliestEnds) { ExpectExactOffsets(true); }
+
+// With ends scattered by up to 2 µs either way and clocks drifting by up to 50 ppm, every rank's
+// correction by the others' mean end lands within 3 µs of the truth over the 2 s run.
+TEST(ClockAlignTest, RecoversDriftingClocksOfManyRanks) {
+  const testing::GeneratedClocks clocks = testing::GenerateClockDigests({.ranks = 128, .seed = 11});
+  const AlignmentReport report = AlignDigests(clocks.digests, AlignMethod::kCollectives);
+  ASSERT_EQ(report.method, AlignMethod::kCollectives);
+  for (const RankClock& clock : report.ranks) {
+    for (const int64_t at : {clock.anchor_ns, clock.anchor_ns + 1'900'000'000}) {
+      const int64_t truth = clocks.TrueAt(clock.rank, at) - at;
+      EXPECT_LE(std::abs(clock.CorrectionAt(at) - truth), 3000) << "rank " << clock.rank << " at " << at;
+    }
+    EXPECT_LE(clock.residual_ns, 2000) << "rank " << clock.rank;
+  }
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "profiler/analysis/distributed_digest.h"
 #include "profiler/cli/cli.h"
 #include "profiler/cli/distributed.h"
+#include "profiler/cli/distributed_gather.h"
 #include "profiler/formats/inputs.h"
 #include "test_util.h"
 
@@ -159,6 +160,70 @@ TEST(DistributedCliTest, DigestsSurviveTheirBytes) {
   EXPECT_FALSE(analysis::ParseDigests("not digests", "test").ok());
 }
 
+// The gather in rounds (distributed_gather.h), run here as MPI would: each round's buffer filled
+// from every process's bytes at its displacement, then placed. Every process's bytes arrive
+// whole and in order, every round holds at most the round's bytes and all but the last are full.
+std::vector<std::string> GatherInRounds(const std::vector<std::string>& sent, uint64_t round_bytes, int& rounds) {
+  std::vector<uint64_t> sizes;
+  uint64_t total = 0;
+  for (const std::string& bytes : sent) sizes.push_back(bytes.size()), total += bytes.size();
+  std::vector<std::string> shares(sent.size());
+  GatherRounds plan(sizes, round_bytes);
+  GatherRound round;
+  uint64_t moved = 0;
+  rounds = 0;
+  while (plan.Next(round)) {
+    ++rounds;
+    EXPECT_LE(static_cast<uint64_t>(round.total), round_bytes);
+    if (moved + round_bytes <= total) {
+      EXPECT_EQ(static_cast<uint64_t>(round.total), round_bytes);  // full
+    }
+    std::string received(static_cast<size_t>(round.total), '?');
+    for (size_t p = 0; p < sent.size(); ++p) {
+      received.replace(static_cast<size_t>(round.displacements[p]), static_cast<size_t>(round.counts[p]),
+                       sent[p].substr(round.sent_from[p], static_cast<size_t>(round.counts[p])));
+    }
+    GatherRounds::Place(round, received, shares);
+    moved += static_cast<uint64_t>(round.total);
+  }
+  EXPECT_EQ(moved, total);
+  return shares;
+}
+
+TEST(DistributedCliTest, GatherInRoundsDeliversEveryProcessBytesInOrder) {
+  // The real digests of the 64 ranks over 4 processes, and odd sizes: empty processes, one byte.
+  std::ostringstream out, err;
+  int code = 0;
+  const auto plan = PlanDistributed({"align", RanksDir()}, 4, out, err, code);
+  ASSERT_TRUE(plan.has_value()) << err.str();
+  std::vector<std::string> digests;
+  for (int p = 0; p < 4; ++p) digests.push_back(DigestShare(*plan, p));
+  const uint64_t total = digests[0].size() + digests[1].size() + digests[2].size() + digests[3].size();
+  ASSERT_GT(total, 10 * 4093u);  // 44.7 KB: rounds of 4,093 bytes split processes' bytes anywhere
+  const std::vector<std::vector<std::string>> cases = {
+      digests, {"", "abc", "", "defghij", "k"}, {"", ""}, {std::string(10'000, 'x') + "y"}};
+  for (const auto& sent : cases) {
+    for (const uint64_t round_bytes : {uint64_t{1}, uint64_t{7}, uint64_t{4093}, kDefaultGatherRoundBytes}) {
+      uint64_t bytes = 0;
+      for (const std::string& s : sent) bytes += s.size();
+      if (round_bytes == 1 && bytes > 20'000) continue;  // a round per byte: slow, nothing new
+      int rounds = 0;
+      EXPECT_EQ(GatherInRounds(sent, round_bytes, rounds), sent) << "rounds of " << round_bytes;
+      EXPECT_EQ(static_cast<uint64_t>(rounds), (bytes + round_bytes - 1) / round_bytes) << "rounds of " << round_bytes;
+    }
+  }
+}
+
+TEST(DistributedCliTest, GatherRoundBytesComeFromTheEnvironmentOrTheDefault) {
+  EXPECT_EQ(ParseGatherRoundBytes(nullptr), kDefaultGatherRoundBytes);
+  EXPECT_EQ(ParseGatherRoundBytes(""), kDefaultGatherRoundBytes);
+  EXPECT_EQ(ParseGatherRoundBytes("4093"), 4093u);
+  EXPECT_EQ(ParseGatherRoundBytes("2147483647"), kMaxGatherRoundBytes);
+  for (const char* bad : {"0", "-5", "2147483648", "1k", " 12", "12 ", "lots"}) {
+    EXPECT_EQ(ParseGatherRoundBytes(bad), std::nullopt) << bad;
+  }
+}
+
 #if defined(STEPSCOPE_MPIEXEC)
 // The real thing: `mpirun -np N stepscope ...`, its stdout and exit code against one process's.
 Outcome Command(const std::string& command) {
@@ -192,6 +257,26 @@ TEST(DistributedMpiTest, MpirunPrintsWhatOneProcessPrints) {
   EXPECT_EQ(spread.code, 2);
   EXPECT_EQ(spread.err.find("no trace of that rank"), one.err.find("no trace of that rank")) << spread.err;
   EXPECT_EQ(spread.err.find("no trace of that rank", spread.err.find("no trace of that rank") + 1), std::string::npos);
+}
+
+// The digests gathered in rounds of 4,093 bytes (11 rounds for the 64 ranks' 44.7 KB, each
+// process's bytes split anywhere) give what one process prints; a round size that is not one
+// fails with exit 2.
+TEST(DistributedMpiTest, MpirunGathersInSmallRoundsAsOneProcessPrints) {
+  for (const std::string& args : {"align --json " + RanksDir(), "stragglers " + RanksDir()}) {
+    const Outcome one = Command(std::string(STEPSCOPE_BINARY) + " " + args);
+    ASSERT_EQ(one.code, 0) << one.err;
+    const Outcome spread = Command(std::string(kGatherRoundBytesVariable) + "=4093 " + STEPSCOPE_MPIEXEC +
+                                   " --oversubscribe --allow-run-as-root -np 3 " + STEPSCOPE_BINARY + " " + args);
+    EXPECT_EQ(spread.code, 0) << spread.err;
+    EXPECT_EQ(spread.out, one.out) << args;
+  }
+  const Outcome bad = Command(std::string(kGatherRoundBytesVariable) + "=0 " + STEPSCOPE_MPIEXEC +
+                              " --oversubscribe --allow-run-as-root -np 2 " + STEPSCOPE_BINARY + " align " +
+                              RanksDir());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find(std::string(kGatherRoundBytesVariable) + "=0 is not a byte count"), std::string::npos)
+      << bad.err;
 }
 #endif
 
