@@ -231,9 +231,10 @@ class TreeBuilder {
       const bool inside = s.dur_ns == 0 ? s.start_ns >= begin : clip_end > clip_start;
       if (!inside) continue;  // nor can anything inside it be
       const trace::StringId name = trace.labels()[s.label].name;
-      // Another part's subtree: kept on the stack as its children's parent, but no item.
-      if (open_.empty() ? PartOf(name, parts_) != part_ : open_.back().item == kOtherPart) {
-        open_.push_back({s.end_ns(), kOtherPart});
+      // Another part's subtree: what nests in it follows it in the lane, deeper, until the next
+      // slice as shallow as it; passed over on the depth alone.
+      if (open_.empty() && PartOf(name, parts_) != part_) {
+        while (index + 1 < to && slices[index + 1].depth > s.depth) ++index;
         continue;
       }
       const int32_t parent = open_.empty() ? -1 : static_cast<int32_t>(open_.back().item);
@@ -306,6 +307,9 @@ class TreeBuilder {
   template <typename NameText>
   static void LinkChildren(CallTree& tree, bool by_self, NameText text, std::span<std::byte> scratch = {}) {
     auto& nodes = tree.nodes;
+    // The keys first, the bigger: a table at most 70 % full holds them (16 bytes a node, the
+    // table at least 12 / 0.7); `next` where room is left.
+    ScratchArray<ChildKey> keys(scratch, nodes.size() - 1);
     ScratchArray<uint32_t> next(scratch, nodes.size() + 1);  // first, then next free, child slot per node
     std::fill_n(next.data(), nodes.size() + 1, 0u);
     tree.max_depth = 0;
@@ -318,7 +322,6 @@ class TreeBuilder {
       nodes[n].first_child = next[n];
       nodes[n].child_count = next[n + 1] - next[n];
     }
-    ScratchArray<ChildKey> keys(scratch, nodes.size() - 1);
     for (size_t n = 1; n < nodes.size(); ++n) {
       keys[next[static_cast<size_t>(nodes[n].parent)]++] = KeyOf(nodes[n], static_cast<uint32_t>(n), by_self);
     }
@@ -330,10 +333,9 @@ class TreeBuilder {
   }
 
  private:
-  static constexpr uint32_t kOtherPart = UINT32_MAX;  // an open slice of another part's subtree
   struct Open {
     int64_t end;
-    uint32_t item;  // or kOtherPart
+    uint32_t item;
   };
   struct Item {
     uint32_t index;         // the slice
