@@ -32,19 +32,19 @@ TimelineIndex::TimelineIndex(const trace::Trace& trace, size_t max_narrow_track)
   max_narrow_track = std::min(max_narrow_track, size_t{LevelSlices::kNarrowMask} + 1);
   const auto& tracks = trace.tracks();
   const auto& slices = trace.slices();
-  // Pass 1: levels per track; a track with one level keeps its slice range, the others count
-  // their slices per level.
+  // Pass 1: the slices of each level of each track, counted in one read of the track (a track
+  // with one level keeps its slice range).
   track_level_.assign(tracks.size() + 1, 0);
+  std::vector<uint32_t> per_depth;
   for (uint32_t t = 0; t < tracks.size(); ++t) {
-    int depths = 0;
-    for (const trace::Slice& s : trace.track_slices(t)) depths = std::max(depths, s.depth + 1);
-    track_level_[t + 1] = track_level_[t] + static_cast<uint32_t>(depths);
-    for (int d = 0; d < depths; ++d) levels_.push_back(Level{trace.track_first_slice(t), 0, -1, false});
-    if (depths == 1) {
-      levels_.back().size = static_cast<uint32_t>(trace.track_slices(t).size());
-    } else {
-      for (const trace::Slice& s : trace.track_slices(t)) ++levels_[track_level_[t] + s.depth].size;
+    per_depth.clear();
+    for (const trace::Slice& s : trace.track_slices(t)) {
+      const auto depth = static_cast<size_t>(s.depth);
+      if (depth >= per_depth.size()) per_depth.resize(depth + 1, 0);
+      ++per_depth[depth];
     }
+    track_level_[t + 1] = track_level_[t] + static_cast<uint32_t>(per_depth.size());
+    for (uint32_t count : per_depth) levels_.push_back(Level{trace.track_first_slice(t), count, -1, false});
   }
   size_t narrow = 0, wide = 0;
   for (uint32_t t = 0; t < tracks.size(); ++t) {
