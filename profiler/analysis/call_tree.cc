@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <exception>
+#include <memory>
+#include <new>
+#include <type_traits>
 #include <span>
 #include <thread>
 
@@ -17,24 +20,36 @@ namespace {
 using trace::Slice;
 using trace::Trace;
 
-// (parent, key) -> node, open addressing with linear probing, at most half full: one probe into
+// (parent, key) -> node, open addressing with linear probing, at most 70 % full: one probe into
 // a flat array per slice (std::unordered_map's node per entry made a 10 M-slice tree 4x slower).
 // The slots live in a mapping of their own whose fresh pages are zero, and zero is an empty slot
 // (a slot holds its node + 1): a table sized up front costs only the pages its entries touch.
+// Fuller than half: a fresh page costs more than the longer probes (12-byte slots, a few to a
+// cache line, and the next line is fetched along), and at half the table took as many bytes per
+// node as the nodes themselves.
 class NodeIndex {
  public:
   NodeIndex() { Rehash(1024); }
   // Room for `entries` without growing; the table only grows.
   void Reserve(size_t entries) {
     size_t capacity = slots_.size();
-    while (2 * entries > capacity) capacity *= 2;
+    while (Full(entries, capacity)) capacity *= 2;
     if (capacity > slots_.size()) Rehash(capacity);
   }
   void Prefetch(uint32_t parent, uint32_t key) const { __builtin_prefetch(&slots_[Hash(parent, key) & mask_]); }
+  size_t size() const { return size_; }
+  size_t capacity() const { return slots_.size(); }
+
+  // The table's memory, for a later phase once no more lookups come (the index is unusable
+  // after): its pages are touched already, where new ones would first be zeroed by the kernel.
+  std::span<std::byte> Retire() {
+    mask_ = size_ = 0;
+    return std::as_writable_bytes(std::span(slots_.data(), slots_.size()));
+  }
 
   // The node of (parent, key), or `fresh` entered as it when absent.
   std::pair<uint32_t, bool> FindOrAdd(uint32_t parent, uint32_t key, uint32_t fresh) {
-    if (2 * (size_ + 1) > slots_.size()) Rehash(slots_.size() * 2);
+    if (Full(size_ + 1, slots_.size())) Rehash(slots_.size() * 2);
     for (size_t i = Hash(parent, key) & mask_;; i = (i + 1) & mask_) {
       Slot& slot = slots_[i];
       if (slot.node_plus_one == 0) {
@@ -50,6 +65,7 @@ class NodeIndex {
   struct Slot {
     uint32_t parent = 0, key = 0, node_plus_one = 0;  // all zero: empty
   };
+  static bool Full(size_t entries, size_t capacity) { return 10 * entries > 7 * capacity; }
   static size_t Hash(uint32_t parent, uint32_t key) {
     // MurmurHash3's finaliser: every bit of both halves reaches the low bits the mask keeps.
     uint64_t h = (uint64_t{parent} << 32) | key;
@@ -97,9 +113,51 @@ void SortChildKeys(std::span<ChildKey> keys, const std::vector<CallTreeNode>& no
   });
 }
 
-// Which of `parts` parts a top-level name's subtrees belong to.
+// Which of `parts` parts a top-level name's subtrees belong to: the name's hash (32 bits) scaled
+// to [0, parts) by a multiply (a division, for every top-level slice of every part's walk, was a
+// tenth of a big build).
 uint32_t PartOf(trace::StringId name, uint32_t parts) {
-  return static_cast<uint32_t>((uint64_t{name} * 0x9e3779b97f4a7c15ull) >> 32) % parts;
+  const uint64_t hash = (uint64_t{name} * 0x9e3779b97f4a7c15ull) >> 32;
+  return static_cast<uint32_t>((hash * parts) >> 32);
+}
+
+// An array of `count` T in `scratch` (memory an earlier phase touched), which it then leaves
+// out, else in a vector of its own when it does not fit. Its values start unset.
+template <typename T>
+class ScratchArray {
+  static_assert(std::is_trivially_default_constructible_v<T> && std::is_trivially_destructible_v<T>);
+
+ public:
+  ScratchArray(std::span<std::byte>& scratch, size_t count) : size_(count) {
+    void* place = scratch.data();
+    size_t room = scratch.size();
+    if (count > 0 && std::align(alignof(T), count * sizeof(T), place, room) != nullptr) {
+      data_ = new (place) T[count];  // trivial: begins the values' lifetime, writes nothing
+      scratch = scratch.last(room - count * sizeof(T));
+    } else {
+      own_.resize(count);
+      data_ = own_.data();
+    }
+  }
+  T* data() { return data_; }
+  T& operator[](size_t i) { return data_[i]; }
+  std::span<T> span() { return {data_, size_}; }
+
+ private:
+  std::vector<T> own_;
+  T* data_ = nullptr;
+  size_t size_;
+};
+
+// While a tree is walked its nodes' children are not linked yet (LinkChildren links them), so
+// their two child fields hold the node's longest clipped slice's duration + 1 (0: none): beside
+// the figures the walk adds, where a table of their own was another cache miss per slice.
+int64_t WalkLongest(const CallTreeNode& node) {
+  return static_cast<int64_t>((uint64_t{node.child_count} << 32) | node.first_child);
+}
+void SetWalkLongest(CallTreeNode& node, int64_t longest_plus_one) {
+  node.first_child = static_cast<uint32_t>(longest_plus_one);
+  node.child_count = static_cast<uint32_t>(static_cast<uint64_t>(longest_plus_one) >> 32);
 }
 
 // Nodes by (parent, name), and the figures a walk adds to them. A top-down tree may be built in
@@ -134,17 +192,21 @@ class TreeBuilder {
 
   // Room for the nodes of `slices` slices (a slice adds one node at most), so that the nodes
   // are not copied as they grow: the reserve is address space until written. Bounded, past
-  // which they grow as needed.
-  void Reserve(size_t slices, uint32_t parts = 1) {
+  // which they grow as needed. The index is sized for `expected_nodes`: every page of it is
+  // touched once it holds as many entries as pages, so it is not sized past a guess (a table
+  // grown to its size instead wrote as many fresh bytes again in the tables it left).
+  // `longest_lane`: the most slices one walk takes, which the walk's own arrays are reserved
+  // for (address space too: none is copied as it grows).
+  void Reserve(size_t slices, size_t expected_nodes, size_t longest_lane = 0) {
     constexpr size_t kMostNodesReserved = size_t{1} << 24;  // 16 M nodes: 0.9 GB of address space
     const size_t nodes = std::min(slices, kMostNodesReserved);
     tree_.nodes.reserve(nodes + 1);
     AdviseHugePages(tree_.nodes.data(), tree_.nodes.capacity() * sizeof(CallTreeNode));
-    longest_ns_.reserve(nodes + 1);
-    AdviseHugePages(longest_ns_.data(), longest_ns_.capacity() * sizeof(int64_t));
-    // A part's share, and a guess that a few slices share each node: every page of the index
-    // is touched once it holds as many entries as pages, so it is not sized past what it needs.
-    index_.Reserve(nodes / parts / 4);
+    items_.reserve(longest_lane);
+    node_of_.reserve(longest_lane);
+    level_.reserve(longest_lane);
+    order_.reserve(longest_lane);
+    index_.Reserve(std::min(expected_nodes, nodes));
   }
 
 
@@ -169,9 +231,10 @@ class TreeBuilder {
       const bool inside = s.dur_ns == 0 ? s.start_ns >= begin : clip_end > clip_start;
       if (!inside) continue;  // nor can anything inside it be
       const trace::StringId name = trace.labels()[s.label].name;
-      // Another part's subtree: kept on the stack as its children's parent, but no item.
-      if (open_.empty() ? PartOf(name, parts_) != part_ : open_.back().item == kOtherPart) {
-        open_.push_back({s.end_ns(), kOtherPart});
+      // Another part's subtree: what nests in it follows it in the lane, deeper, until the next
+      // slice as shallow as it; passed over on the depth alone.
+      if (open_.empty() && PartOf(name, parts_) != part_) {
+        while (index + 1 < to && slices[index + 1].depth > s.depth) ++index;
         continue;
       }
       const int32_t parent = open_.empty() ? -1 : static_cast<int32_t>(open_.back().item);
@@ -208,19 +271,22 @@ class TreeBuilder {
       const Item& item = items_[order_[p]];
       node_of_[order_[p]] = Child(parent_node(item), item.name, level_[order_[p]] + 1, [&] { return item.name; });
     }
-    if (longest_ns_.size() < tree_.nodes.size()) longest_ns_.resize(tree_.nodes.size());
     for (size_t k = 0; k < items_.size(); ++k) {
-      if (k + kAhead < items_.size()) __builtin_prefetch(&tree_.nodes[node_of_[k + kAhead]], 1);
+      if (k + kAhead < items_.size()) {
+        // A node spans two cache lines at most: both, as the walk writes at both ends.
+        const CallTreeNode* ahead = &tree_.nodes[node_of_[k + kAhead]];
+        __builtin_prefetch(ahead, 1);
+        __builtin_prefetch(reinterpret_cast<const char*>(ahead + 1) - 1, 1);
+      }
       const Item& item = items_[k];
-      const uint32_t node = node_of_[k];
-      CallTreeNode& n = tree_.nodes[node];
+      CallTreeNode& n = tree_.nodes[node_of_[k]];
       ++n.calls;
       n.total_ns += item.clipped;
       n.self_ns += item.clipped;
       // The child lies inside its parent, so its clipped part lies inside the parent's.
       tree_.nodes[item.parent < 0 ? 0 : node_of_[static_cast<size_t>(item.parent)]].self_ns -= item.clipped;
-      if (item.clipped + 1 > longest_ns_[node]) {
-        longest_ns_[node] = item.clipped + 1;
+      if (item.clipped + 1 > WalkLongest(n)) {
+        SetWalkLongest(n, item.clipped + 1);
         n.longest_slice = item.index;
       }
     }
@@ -232,10 +298,20 @@ class TreeBuilder {
   // (bottom-up: self time first). Counted and scattered by parent in passes over the nodes in
   // their order, then each group sorted on its keys: a gather through the nodes (a cache miss
   // per child in a tree of millions of nodes) was most of the time.
+  // The walks are done: links the tree's children with the index's memory as scratch.
   template <typename NameText>
-  static void LinkChildren(CallTree& tree, bool by_self, NameText text) {
+  void LinkChildren(bool by_self, NameText text) {
+    std::span<std::byte> scratch = index_.Retire();
+    LinkChildren(tree_, by_self, text, scratch);
+  }
+  template <typename NameText>
+  static void LinkChildren(CallTree& tree, bool by_self, NameText text, std::span<std::byte> scratch = {}) {
     auto& nodes = tree.nodes;
-    std::vector<uint32_t> next(nodes.size() + 1, 0);  // first, then next free, child slot per node
+    // The keys first, the bigger: a table at most 70 % full holds them (16 bytes a node, the
+    // table at least 12 / 0.7); `next` where room is left.
+    ScratchArray<ChildKey> keys(scratch, nodes.size() - 1);
+    ScratchArray<uint32_t> next(scratch, nodes.size() + 1);  // first, then next free, child slot per node
+    std::fill_n(next.data(), nodes.size() + 1, 0u);
     tree.max_depth = 0;
     for (size_t n = 1; n < nodes.size(); ++n) {
       ++next[static_cast<size_t>(nodes[n].parent) + 1];
@@ -246,25 +322,20 @@ class TreeBuilder {
       nodes[n].first_child = next[n];
       nodes[n].child_count = next[n + 1] - next[n];
     }
-    std::vector<ChildKey> keys(nodes.size() - 1);
     for (size_t n = 1; n < nodes.size(); ++n) {
       keys[next[static_cast<size_t>(nodes[n].parent)]++] = KeyOf(nodes[n], static_cast<uint32_t>(n), by_self);
     }
     for (const CallTreeNode& node : nodes) {
-      if (node.child_count > 1) SortChildKeys(std::span(keys).subspan(node.first_child, node.child_count), nodes, text);
+      if (node.child_count > 1) SortChildKeys(keys.span().subspan(node.first_child, node.child_count), nodes, text);
     }
-    tree.children.resize(keys.size());
-    for (size_t k = 0; k < keys.size(); ++k) tree.children[k] = keys[k].node;
-  }
-  static void LinkChildren(CallTree& tree, bool by_self) {
-    LinkChildren(tree, by_self, [&tree](uint32_t name) -> const std::string& { return tree.names[name]; });
+    tree.children.resize(nodes.size() - 1);
+    for (size_t k = 0; k + 1 < nodes.size(); ++k) tree.children[k] = keys[k].node;
   }
 
  private:
-  static constexpr uint32_t kOtherPart = UINT32_MAX;  // an open slice of another part's subtree
   struct Open {
     int64_t end;
-    uint32_t item;  // or kOtherPart
+    uint32_t item;
   };
   struct Item {
     uint32_t index;         // the slice
@@ -275,9 +346,6 @@ class TreeBuilder {
   CallTree& tree_;
   uint32_t part_, parts_;
   NodeIndex index_;
-  // Per node: its longest clipped slice's duration + 1, 0: none. (A std::vector, not a
-  // MappedArray: mremap cannot grow a mapping that AdviseHugePages split.)
-  std::vector<int64_t> longest_ns_;
   std::vector<Open> open_;
   std::vector<Item> items_;       // one lane's slices in the window
   std::vector<uint32_t> node_of_;  // the node of each item
@@ -384,7 +452,10 @@ void JoinParts(const std::vector<CallTree>& others, bool by_self, NameText text,
   for (const CallTree& part : others) root_children += part.nodes[0].child_count;
   std::vector<ChildKey> root_keys;
   root_keys.reserve(root_children);
+  size_t all_children = tree.children.size();
+  for (const CallTree& part : others) all_children += part.children.size();
   std::vector<uint32_t> children(root_children);  // the root's block, filled once sorted
+  children.reserve(all_children);
   // A part's children lists: its root's block first, the rest moved to the end of `children`.
   auto move_children = [&](const CallTree& part, uint32_t node_offset) {
     const uint32_t root_block = part.nodes[0].child_count;
@@ -462,17 +533,22 @@ void RunParts(uint32_t parts, const Build& build) {
 // part.
 void BuildTopDown(const Trace& trace, const std::vector<LaneWalk>& walks, int64_t begin, int64_t end,
                   unsigned threads, CallTree& tree) {
-  size_t walked = 0;
-  for (const LaneWalk& walk : walks) walked += walk.to - walk.from;
+  size_t walked = 0, longest_lane = 0;
+  for (const LaneWalk& walk : walks) {
+    walked += walk.to - walk.from;
+    longest_lane = std::max<size_t>(longest_lane, walk.to - walk.from);
+  }
   const uint32_t parts = PartsFor(walked, threads);
   const auto text = [&trace](uint32_t id) { return trace.str(id); };
   std::vector<CallTree> others(parts - 1);
   RunParts(parts, [&](uint32_t part) {
     CallTree& out = part == 0 ? tree : others[part - 1];
     TreeBuilder builder(out, part, parts);
-    builder.Reserve(walked, parts);
+    // A part's share of the slices, and a guess that two share each node (random call paths);
+    // a real trace repeats its paths, so its nodes touch fewer of the index's pages.
+    builder.Reserve(walked, walked / parts / 2, longest_lane);
     for (const LaneWalk& walk : walks) builder.Walk(trace, walk.from, walk.to, begin, end);
-    TreeBuilder::LinkChildren(out, /*by_self=*/false, text);
+    builder.LinkChildren(/*by_self=*/false, text);
   });
   JoinParts(others, /*by_self=*/false, text, tree);
   NameNodes(trace, tree);
@@ -546,7 +622,7 @@ void BuildBottomUpPart(const CallTree& top_down, uint32_t part, uint32_t parts, 
   }
   // Room for a node per name of every chain (random names share few), reserved up front as
   // address space: the nodes are not copied, nor the index rehashed as often, as they grow.
-  builder.Reserve(chained);
+  builder.Reserve(chained, chained / 4);
   // Level by level over every top-down node at once, so the lookups a few nodes ahead, which
   // do not depend on each other, can be prefetched.
   constexpr size_t kAhead = 8;
@@ -572,8 +648,7 @@ void BuildBottomUpPart(const CallTree& top_down, uint32_t part, uint32_t parts, 
     }
     std::erase_if(active, [&](uint32_t n) { return up[n] == 0; });
   }
-  TreeBuilder::LinkChildren(tree, /*by_self=*/true,
-                            [&top_down](uint32_t name) -> const std::string& { return top_down.names[name]; });
+  builder.LinkChildren(/*by_self=*/true, [&top_down](uint32_t name) -> const std::string& { return top_down.names[name]; });
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "base/units.h"
 #include "profiler/analysis/memory_timeline.h"
 #include "tests/test_util.h"
+#include "tests/viewer/window_fixture.h"
 #include "viewer/app/document_view.h"
 #include "viewer/app/main_window.h"
 #include "viewer/load/trace_loader.h"
@@ -36,14 +37,7 @@ QString ResNet() { return QString::fromStdString(testing::SamplePath("h100_resne
 
 // A window at the default size showing the sample, as `stepscope-view TRACE` opens it.
 std::unique_ptr<MainWindow> OpenWindow(bool remember) {
-  auto window = std::make_unique<MainWindow>(/*interactive=*/false);
-  window->SetRememberLayout(remember);
-  window->resize(MainWindow::kDefaultSize);
-  window->show();
-  window->Open({ResNet()});
-  window->loader()->WaitForIdle();
-  QApplication::processEvents();
-  return window;
+  return stepscope::testing::OpenTraceWindow(ResNet(), {.size = MainWindow::kDefaultSize, .remember_layout = remember});
 }
 
 double TimelineShare(const MainWindow& window) {
@@ -57,12 +51,7 @@ class LayoutTest : public QObject {
 
  private slots:
   void initTestCase() {
-    QVERIFY(settings_dir_.isValid());
-    // Every QSettings of this process reads and writes a file in a temporary directory.
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, settings_dir_.path());
-    QCoreApplication::setOrganizationName("stepscope-test");
-    QCoreApplication::setApplicationName("stepscope-view-layout-test");
-    QVERIFY(QSettings().fileName().startsWith(settings_dir_.path()));
+    QVERIFY(stepscope::testing::UseTemporarySettings(settings_dir_, "stepscope-view-layout-test"));
   }
 
   void TheTimelineTakesMostOfTheWindow() {

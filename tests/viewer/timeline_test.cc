@@ -151,6 +151,41 @@ class TimelineTest : public QObject {
     QCOMPARE(index.VisibleRange(0, 0, span + 10, span + 20), std::make_pair(size_t{1'000'000}, size_t{1'000'000}));
   }
 
+  // A trace big enough for the index to be built on both cores (two groups of tracks), with
+  // nested lanes: every level holds exactly its track's slices of that depth in start order,
+  // with every 64th start sampled, in 3-byte places and (limit lowered) in 4-byte ones.
+  void IndexBuiltOnTwoCoresHoldsEveryLevelInOrder() {
+    const trace::Trace trace = synthetic::MakeSyntheticTrace(1'500'000);
+    for (const size_t max_narrow : {size_t{1} << 24, size_t{1000}}) {
+      const TimelineIndex index(trace, max_narrow);
+      int nested = 0;
+      for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
+        const auto lane = trace.track_slices(t);
+        std::vector<std::vector<uint32_t>> expected;
+        for (uint32_t i = 0; i < lane.size(); ++i) {
+          const auto depth = static_cast<size_t>(lane[i].depth);
+          if (depth >= expected.size()) expected.resize(depth + 1);
+          expected[depth].push_back(trace.track_first_slice(t) + i);
+        }
+        QCOMPARE(index.depth_count(t), static_cast<int>(expected.size()));
+        nested += expected.size() > 1;
+        for (size_t d = 0; d < expected.size(); ++d) {
+          const LevelSlices level = index.level(t, static_cast<int>(d));
+          QCOMPARE(level.size(), expected[d].size());
+          for (size_t k = 0; k < level.size(); ++k) {
+            if (level[k] != expected[d][k]) QFAIL(qPrintable(QStringLiteral("track %1 depth %2 position %3").arg(t).arg(d).arg(k)));
+          }
+          const auto samples = index.sampled_starts(t, static_cast<int>(d));
+          QCOMPARE(samples.size(), (expected[d].size() + TimelineIndex::kSampleStride - 1) / TimelineIndex::kSampleStride);
+          for (size_t k = 0; k < samples.size(); ++k) {
+            QCOMPARE(samples[k], trace.slices()[expected[d][k * TimelineIndex::kSampleStride]].start_ns);
+          }
+        }
+      }
+      QCOMPARE(nested, 4);  // the four CPU threads
+    }
+  }
+
   // The bucket table brackets the first sampled start at or after any bound, inside the span and
   // past both ends. Folds found through it cover every visible slice once, give every slice a
   // pixel wide or more its own box, and end where the exact fold of the same run ends, or less

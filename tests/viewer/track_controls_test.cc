@@ -12,6 +12,7 @@
 #include <set>
 
 #include "tests/test_util.h"
+#include "tests/viewer/window_fixture.h"
 #include "viewer/app/document_view.h"
 #include "viewer/app/main_window.h"
 #include "viewer/load/trace_loader.h"
@@ -36,13 +37,6 @@ namespace {
 
 QString Sample() { return QString::fromStdString(testing::DataPath("ptb_lstm_tf1_gpu_step.pbtxt")); }
 
-int64_t TrackNamed(const trace::Trace& trace, std::string_view name) {
-  for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
-    if (trace.str(trace.tracks()[t].name) == name) return t;
-  }
-  return -1;
-}
-
 bool IsAncestorOrSelf(const trace::Trace& trace, uint32_t above, uint32_t track) {
   for (int32_t t = static_cast<int32_t>(track); t >= 0; t = trace.tracks()[static_cast<size_t>(t)].parent) {
     if (static_cast<uint32_t>(t) == above) return true;
@@ -58,11 +52,7 @@ class TrackControlsTest : public QObject {
  private slots:
   void initTestCase() {
     QStandardPaths::setTestModeEnabled(true);
-    window_ = std::make_unique<MainWindow>(/*interactive=*/false);
-    window_->resize(1400, 700);
-    window_->show();
-    window_->Open({Sample()});
-    window_->loader()->WaitForIdle();
+    window_ = stepscope::testing::OpenTraceWindow(Sample(), {.size = {1400, 700}});
     QCOMPARE(window_->document_count(), 1);
     view_ = window_->document(0);
     QApplication::processEvents();
@@ -137,7 +127,7 @@ class TrackControlsTest : public QObject {
     const auto& trace = view_->document().trace();
     TrackLayout layout(trace, view_->document().index());
     const size_t all_rows = layout.rows().size();
-    const int64_t stream = TrackNamed(trace, "stream:13");
+    const int64_t stream = stepscope::testing::TrackNamed(trace, "stream:13");
     QVERIFY(stream >= 0);
     QVERIFY(layout.SetFilter("STREAM:13"));  // ignoring case
     QVERIFY(!layout.rows().empty());
@@ -167,7 +157,7 @@ class TrackControlsTest : public QObject {
   void PinnedTracksComeFirstAndMovedTracksSwap() {
     const auto& trace = view_->document().trace();
     TrackLayout layout(trace, view_->document().index());
-    const auto stream = static_cast<uint32_t>(TrackNamed(trace, "stream:13"));
+    const auto stream = static_cast<uint32_t>(stepscope::testing::TrackNamed(trace, "stream:13"));
     const size_t all_rows = layout.rows().size();
     layout.SetPinned(stream, true);
     QVERIFY(layout.pinned_row_count() > 0);

@@ -3,13 +3,17 @@
 // the aggregate lanes), a stream dropped first among its siblings is first on the timeline and in
 // the tree, a drop under another parent is refused, and a window that closes and opens the
 // trace again shows the order it was given (by name: track_order.h); --reset-layout forgets it.
+// A lane's label dragged on the timeline moves it in the same order.
 #include <QSettings>
 #include <QTemporaryDir>
 #include <QTreeView>
 #include <QtTest/QtTest>
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "tests/test_util.h"
+#include "tests/viewer/window_fixture.h"
 #include "viewer/app/document_view.h"
 #include "viewer/app/main_window.h"
 #include "viewer/load/trace_loader.h"
@@ -27,22 +31,8 @@ namespace {
 
 QString Sample() { return QString::fromStdString(testing::DataPath("ptb_lstm_tf1_gpu_step.pbtxt")); }
 
-int64_t TrackNamed(const trace::Trace& trace, std::string_view name) {
-  for (uint32_t t = 0; t < trace.tracks().size(); ++t) {
-    if (trace.str(trace.tracks()[t].name) == name) return t;
-  }
-  return -1;
-}
-
 std::unique_ptr<MainWindow> OpenWindow() {
-  auto window = std::make_unique<MainWindow>(/*interactive=*/false);
-  window->SetRememberLayout(true);
-  window->resize(1400, 800);
-  window->show();
-  window->Open({Sample()});
-  window->loader()->WaitForIdle();
-  QApplication::processEvents();
-  return window;
+  return stepscope::testing::OpenTraceWindow(Sample(), {.size = {1400, 800}, .remember_layout = true});
 }
 
 int FirstRow(const TrackLayout& layout, uint32_t track) {
@@ -52,6 +42,25 @@ int FirstRow(const TrackLayout& layout, uint32_t track) {
   return -1;
 }
 
+int LastRow(const TrackLayout& layout, uint32_t track) {
+  int last = -1;
+  for (size_t r = 0; r < layout.rows().size(); ++r) {
+    if (layout.rows()[r].track == track) last = static_cast<int>(r);
+  }
+  return last;
+}
+
+// The left button pressed on the timeline at `from` (a track's label), moved to `to` in two
+// steps, released there: as a mouse drags, events sent straight to the widget.
+void DragOnTimeline(TimelineView* timeline, QPoint from, QPoint to) {
+  QTest::mousePress(timeline, Qt::LeftButton, Qt::NoModifier, from);
+  for (const QPoint at : {(from + to) / 2, to}) {
+    QMouseEvent move(QEvent::MouseMove, at, timeline->mapToGlobal(at), Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(timeline, &move);
+  }
+  QTest::mouseRelease(timeline, Qt::LeftButton, Qt::NoModifier, to);
+}
+
 }  // namespace
 
 class TrackOrderTest : public QObject {
@@ -59,11 +68,7 @@ class TrackOrderTest : public QObject {
 
  private slots:
   void initTestCase() {
-    QVERIFY(settings_dir_.isValid());
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, settings_dir_.path());
-    QCoreApplication::setOrganizationName("stepscope-test");
-    QCoreApplication::setApplicationName("stepscope-view-track-order-test");
-    QVERIFY(QSettings().fileName().startsWith(settings_dir_.path()));
+    QVERIFY(stepscope::testing::UseTemporarySettings(settings_dir_, "stepscope-view-track-order-test"));
   }
 
   // The tree view drops through the model: the last stream dropped at row 0 of its device.
@@ -74,7 +79,7 @@ class TrackOrderTest : public QObject {
     TracksPane* pane = view->pane<TracksPane>();
     TrackTreeModel* model = pane->model();
     QCOMPARE(pane->tree()->dragDropMode(), QAbstractItemView::InternalMove);
-    const int64_t stream = TrackNamed(trace, "stream:15");
+    const int64_t stream = stepscope::testing::TrackNamed(trace, "stream:15");
     QVERIFY(stream >= 0);
     const int32_t device = trace.tracks()[static_cast<size_t>(stream)].parent;
     const TrackLayout& layout = view->timeline()->layout();
@@ -87,7 +92,7 @@ class TrackOrderTest : public QObject {
     const QModelIndex device_index = model->IndexOf(static_cast<uint32_t>(device));
     // Under another parent (the roots, the CPU device's lanes): refused.
     QVERIFY(!model->canDropMimeData(data.get(), Qt::MoveAction, 0, 0, {}));
-    const int64_t cpu_lane = TrackNamed(trace, "ops");
+    const int64_t cpu_lane = stepscope::testing::TrackNamed(trace, "ops");
     if (cpu_lane >= 0 && trace.tracks()[static_cast<size_t>(cpu_lane)].parent != device) {
       QVERIFY(!model->canDropMimeData(data.get(), Qt::MoveAction, 0, 0, model->IndexOf(static_cast<uint32_t>(cpu_lane)).parent()));
     }
@@ -112,6 +117,70 @@ class TrackOrderTest : public QObject {
     QCOMPARE(layout.children(device)[0], moved[1]);
   }
 
+  // A lane's label dragged on the timeline moves the lane among its siblings, in the order the
+  // Tracks pane keeps: dropped on the upper half of the first lane's label it goes first, on the
+  // lower half of the last one's rows after it; over another parent's lanes nothing moves; the
+  // tree follows and the order is what the saved layout keeps. A click on a header still
+  // collapses it.
+  void DraggedLaneLabelMovesTheLaneAmongItsSiblings() {
+    MainWindow::ForgetSavedLayout();  // the trace's own order to start from
+    // Tall enough for every row, counter tracks included, to be on screen.
+    auto window = stepscope::testing::OpenTraceWindow(Sample(), {.size = {1400, 1600}, .remember_layout = true});
+    DocumentView* view = window->current_document();
+    const trace::Trace& trace = view->document().trace();
+    TimelineView* timeline = view->timeline();
+    const TrackLayout& layout = timeline->layout();
+    TracksPane* pane = view->pane<TracksPane>();
+    const auto stream = static_cast<uint32_t>(stepscope::testing::TrackNamed(trace, "stream:15"));
+    const int32_t device = trace.tracks()[stream].parent;
+    std::vector<uint32_t> shown;  // the device's lanes on the timeline, in order
+    for (uint32_t lane : layout.children(device)) {
+      if (FirstRow(layout, lane) >= 0) shown.push_back(lane);
+    }
+    QVERIFY(shown.size() >= 3 && shown.front() != stream);
+    const int stream_row = FirstRow(layout, stream);
+    QVERIFY(timeline->RowTop(LastRow(layout, shown.back())) + TimelineView::kRowHeight < timeline->height());
+    auto upper_half = [&](uint32_t lane) { return QPoint(40, timeline->RowTop(FirstRow(layout, lane)) + 3); };
+    auto lower_half = [&](uint32_t lane) {
+      return QPoint(60, timeline->RowTop(LastRow(layout, lane)) + TimelineView::kRowHeight - 3);
+    };
+    QCOMPARE(pane->SaveOrder().size(), size_t{0});
+
+    DragOnTimeline(timeline, upper_half(stream), upper_half(shown.front()));
+    QCOMPARE(layout.children(device).front(), stream);
+    QVERIFY(FirstRow(layout, stream) < stream_row);
+    QCOMPARE(pane->model()->index(0, 0, pane->model()->IndexOf(static_cast<uint32_t>(device))).data(kTrackRole).toUInt(),
+             stream);
+    QCOMPARE(pane->SaveOrder().size(), size_t{1});
+
+    // Over a lane of another device: refused, nothing moves.
+    const std::vector<uint32_t> first = layout.children(device);
+    const int64_t cpu_lane = stepscope::testing::TrackNamed(trace, "ops");
+    QVERIFY(cpu_lane >= 0 && trace.tracks()[static_cast<size_t>(cpu_lane)].parent != device);
+    QVERIFY(FirstRow(layout, static_cast<uint32_t>(cpu_lane)) >= 0);
+    DragOnTimeline(timeline, upper_half(stream), upper_half(static_cast<uint32_t>(cpu_lane)));
+    QCOMPARE(layout.children(device), first);
+
+    // The lower half of the last shown lane's rows: just after it.
+    const uint32_t last = shown.back() == stream ? shown[shown.size() - 2] : shown.back();
+    DragOnTimeline(timeline, upper_half(stream), lower_half(last));
+    std::vector<uint32_t> expected = first;
+    expected.erase(std::find(expected.begin(), expected.end(), stream));
+    expected.insert(std::find(expected.begin(), expected.end(), last) + 1, stream);
+    QCOMPARE(layout.children(device), expected);
+    // Kept with the layout unless that is the trace's own order again.
+    const bool own_order = expected == TrackChildren(trace)[static_cast<size_t>(device + 1)];
+    QCOMPARE(pane->SaveOrder().size(), own_order ? size_t{0} : size_t{1});
+
+    // A click on the device's header (no drag) collapses it, and again expands it.
+    const QPoint header(40, timeline->RowTop(FirstRow(layout, static_cast<uint32_t>(device))) + 9);
+    QTest::mouseClick(timeline, Qt::LeftButton, Qt::NoModifier, header);
+    QVERIFY(layout.collapsed(static_cast<uint32_t>(device)));
+    QTest::mouseClick(timeline, Qt::LeftButton, Qt::NoModifier, header);
+    QVERIFY(!layout.collapsed(static_cast<uint32_t>(device)));
+    QCOMPARE(layout.children(device), expected);
+  }
+
   // The order comes back in the next window, by name; --reset-layout forgets it.
   void OrderIsKeptWithTheSavedLayout() {
     std::vector<uint32_t> given;
@@ -120,7 +189,7 @@ class TrackOrderTest : public QObject {
       auto window = OpenWindow();
       DocumentView* view = window->current_document();
       const trace::Trace& trace = view->document().trace();
-      const auto stream = static_cast<uint32_t>(TrackNamed(trace, "stream:15"));
+      const auto stream = static_cast<uint32_t>(stepscope::testing::TrackNamed(trace, "stream:15"));
       device = trace.tracks()[stream].parent;
       TracksPane* pane = view->pane<TracksPane>();
       pane->MoveTo(stream, 0);
@@ -151,7 +220,7 @@ class TrackOrderTest : public QObject {
     DocumentView* view = window->current_document();
     const trace::Trace& trace = view->document().trace();
     TrackLayout layout(trace, view->document().index());
-    const auto stream = static_cast<uint32_t>(TrackNamed(trace, "stream:15"));
+    const auto stream = static_cast<uint32_t>(stepscope::testing::TrackNamed(trace, "stream:15"));
     const int32_t device = trace.tracks()[stream].parent;
     QVERIFY(layout.MoveTrack(stream, -10));
     SavedTrackOrder saved = SaveTrackOrder(trace, layout);

@@ -60,6 +60,8 @@ TracksPane::TracksPane(PaneHost& host, QObject* parent) : Pane(host, parent) {
   connect(down, &QPushButton::clicked, this, [this] { Move(+1); });
   // Queued: the tree is still in its drop when the model is reset to the new order.
   connect(track_model_, &TrackTreeModel::trackDropped, this, &TracksPane::MoveTo, Qt::QueuedConnection);
+  // A lane's label dragged on the timeline: the same order, which the tree follows.
+  connect(timeline, &TimelineView::trackMoved, this, &TracksPane::FollowMovedTrack);
   connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this, &TracksPane::UpdateButtons);
   set_widget(pane);
   FollowCounters();
@@ -121,10 +123,10 @@ void TracksPane::Move(int delta) {
 }
 
 void TracksPane::MoveTo(uint32_t track, int row) {
-  const auto& siblings = host().timeline()->layout().children(host().document().trace().tracks()[track].parent);
-  const int from = static_cast<int>(std::find(siblings.begin(), siblings.end(), track) - siblings.begin());
-  // Dropped below itself: the rows after it move up one once it has left its place.
-  MoveBy(track, (row > from ? row - 1 : row) - from);
+  TimelineView* timeline = host().timeline();
+  if (!timeline->layout().MoveTrackTo(track, row)) return;
+  timeline->LayoutChanged();
+  FollowMovedTrack(track);
 }
 
 SavedTrackOrder TracksPane::SaveOrder() const {
@@ -144,10 +146,14 @@ void TracksPane::MoveBy(uint32_t t, int delta) {
   TimelineView* timeline = host().timeline();
   if (delta == 0 || !timeline->layout().MoveTrack(t, delta)) return;
   timeline->LayoutChanged();
-  track_model_->FollowOrder(timeline->layout());
+  FollowMovedTrack(t);
+}
+
+void TracksPane::FollowMovedTrack(uint32_t track) {
+  track_model_->FollowOrder(host().timeline()->layout());
   tree_->expandAll();
   HideFilteredRows({});
-  tree_->setCurrentIndex(track_model_->IndexOf(t));
+  tree_->setCurrentIndex(track_model_->IndexOf(track));
 }
 
 void TracksPane::UpdateButtons() {

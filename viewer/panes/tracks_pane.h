@@ -2,7 +2,7 @@
 // Above it a filter box (substring or regular expression over track names and paths: the timeline
 // and the tree keep the matching tracks), and for the selected track Pin (its rows stay at the
 // top of the timeline while the rest scrolls) and Up/Down (its place among its siblings); a track
-// can also be dragged to another place among its siblings.
+// can also be dragged to another place among its siblings, here or by its label on the timeline.
 // Counter tracks are listed under their device once the analyses bring them, and hide or show
 // the same way (in step with their menu on the timeline).
 #pragma once
@@ -49,6 +49,8 @@ class TracksPane : public Pane {
   bool eventFilter(QObject* watched, QEvent* event) override;
   void UpdateButtons();
   void MoveBy(uint32_t track, int delta);
+  // The tree takes the timeline's order after `track` moved there, and selects it.
+  void FollowMovedTrack(uint32_t track);
 
   TrackTreeModel* track_model_;
   QTreeView* tree_;

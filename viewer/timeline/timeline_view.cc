@@ -344,6 +344,23 @@ void TimelineView::paintEvent(QPaintEvent*) {
   PaintFlows(painter, map);
   PaintRuler(painter, map);
   PaintMarkers(painter, map, markers_, 0, height(), kRulerHeight);
+  PaintTrackDrop(painter);
+}
+
+TrackLayout::SiblingDrop TimelineView::TrackDropAt(int y) const {
+  if (row_count() == 0 || y < kRulerHeight) return {};
+  const int row = RowAt(y);
+  // Below the last row: its lower half.
+  if (row < 0) return layout_.DropAt(dragged_track_, row_count() - 0.01);
+  return layout_.DropAt(dragged_track_, row + static_cast<double>(y - RowTop(row)) / kRowHeight);
+}
+
+void TimelineView::PaintTrackDrop(QPainter& painter) {
+  if (drag_ != Drag::kTrack || track_drop_.line_row < 0) return;
+  const int y = track_drop_.line_row < row_count() ? RowTop(track_drop_.line_row)
+                                                   : RowTop(row_count() - 1) + kRowHeight;
+  painter.setClipping(false);
+  painter.fillRect(0, y - 1, width() - kTimeAreaRight, 3, palette().color(QPalette::Highlight));
 }
 
 int64_t TimelineView::MarkerTime() const {
@@ -845,12 +862,13 @@ void TimelineView::mousePressEvent(QMouseEvent* event) {
     return;
   }
   if (press_pos_.x() < kTimeAreaLeft) {
+    // A track's label: a click toggles a header, a drag moves the track (mouseReleaseEvent).
     const int row = RowAt(press_pos_.y());
-    if (row >= 0) {
-      const TimelineRow& info = layout_.rows()[static_cast<size_t>(row)];
-      if (info.kind == TimelineRow::Kind::kHeader) SetTrackCollapsed(info.track, !layout_.collapsed(info.track));
-    }
     drag_ = Drag::kNone;
+    if (row >= 0 && layout_.rows()[static_cast<size_t>(row)].kind != TimelineRow::Kind::kCounter) {
+      drag_ = Drag::kLabel;
+      dragged_track_ = layout_.rows()[static_cast<size_t>(row)].track;
+    }
     return;
   }
   drag_ = Drag::kPending;
@@ -860,7 +878,12 @@ void TimelineView::mouseMoveEvent(QMouseEvent* event) {
   const QPoint pos = event->position().toPoint();
   cursor_pos_ = pos;
   if (drag_ == Drag::kPending && (pos - press_pos_).manhattanLength() > 3) drag_ = Drag::kPan;
-  if (drag_ == Drag::kPan) {
+  if (drag_ == Drag::kLabel && (pos - press_pos_).manhattanLength() > 3) drag_ = Drag::kTrack;
+  if (drag_ == Drag::kTrack) {
+    track_drop_ = TrackDropAt(pos.y());
+    setCursor(track_drop_.place >= 0 ? Qt::ClosedHandCursor : Qt::ForbiddenCursor);
+    update();
+  } else if (drag_ == Drag::kPan) {
     PanPx(-(pos.x() - last_pos_.x()));
     ScrollTo(scroll_y_ - (pos.y() - last_pos_.y()));
   } else if (drag_ == Drag::kRange) {
@@ -886,6 +909,21 @@ void TimelineView::mouseReleaseEvent(QMouseEvent* event) {
       }
       SelectSlice(slice);
     }
+  } else if (drag_ == Drag::kLabel) {
+    const TimelineRow* row = RowAt(pos.y()) >= 0 ? &layout_.rows()[static_cast<size_t>(RowAt(pos.y()))] : nullptr;
+    if (row != nullptr && row->kind == TimelineRow::Kind::kHeader && row->track == dragged_track_) {
+      SetTrackCollapsed(row->track, !layout_.collapsed(row->track));
+    }
+  } else if (drag_ == Drag::kTrack) {
+    // Among its siblings only, as the Tracks pane's drop; elsewhere nothing moves.
+    const TrackLayout::SiblingDrop drop = TrackDropAt(pos.y());
+    drag_ = Drag::kNone;
+    unsetCursor();
+    if (drop.place >= 0 && layout_.MoveTrackTo(dragged_track_, drop.place)) {
+      LayoutChanged();
+      emit trackMoved(dragged_track_);
+    }
+    update();
   } else if (drag_ == Drag::kRange) {
     if (std::abs(pos.x() - press_pos_.x()) > 2 && range_) {
       SelectArea(DraggedArea(pos));

@@ -8,7 +8,8 @@
 // fits it; Ctrl+click adds or removes a slice of a multi-selection; Shift+drag selects an area (a
 // time range on the tracks of the rows dragged over; on the ruler, every track); Esc clears; L
 // toggles flows; n / Shift+N (or Enter / Shift+Enter) step through the search matches, marked on
-// the timeline; ? or F1 shows the bindings over it. The multi-selection and the area live in a
+// the timeline; ? or F1 shows the bindings over it. A track's label dragged up or down moves the
+// track among its siblings (TrackLayout::DropAt, MoveTrackTo: the order the Tracks pane gives). The multi-selection and the area live in a
 // TimelineSelection (selection.h).
 #pragma once
 
@@ -159,6 +160,8 @@ class TimelineView : public QWidget {
   void searchStepRequested(bool forward);
   // The multi-selection or the area changed (cleared included).
   void selectionChanged();
+  // A track's label was dragged to another place among its siblings; the layout has moved it.
+  void trackMoved(uint32_t track);
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -209,8 +212,14 @@ class TimelineView : public QWidget {
   bool range_on_ruler_ = false;    // the drag started on the ruler: every track
   bool show_flows_ = true;
 
-  enum class Drag { kNone, kPending, kPan, kRange };
+  // kLabel: pressed on a track's label (a click toggles a header); kTrack: that label dragged.
+  enum class Drag { kNone, kPending, kPan, kRange, kLabel, kTrack };
   Drag drag_ = Drag::kNone;
+  uint32_t dragged_track_ = 0;
+  TrackLayout::SiblingDrop track_drop_;  // where the dragged track would go
+  // Where a label dragged to widget y would put the dragged track (TrackLayout::DropAt).
+  TrackLayout::SiblingDrop TrackDropAt(int y) const;
+  void PaintTrackDrop(QPainter& painter);
   QPoint press_pos_;
   QPoint last_pos_;
   double range_anchor_ns_ = 0;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <future>
+#include <memory>
 
 namespace stepscope::viewer {
 
@@ -26,25 +28,44 @@ size_t FirstNotBefore(size_t lo, size_t hi, Before before) {
   return lo;
 }
 
+// Runs work(first, end) over the tracks [first, end) in two groups of about half the slices
+// each, the second on another core, for a trace big enough to gain from it: building the index
+// of 10^8 slices reads gigabytes. Each track is one group's alone.
+template <typename Work>
+void OverTracksOnTwoCores(const trace::Trace& trace, const Work& work) {
+  constexpr size_t kAloneBelow = size_t{1} << 20;
+  const auto tracks = static_cast<uint32_t>(trace.tracks().size());
+  const size_t total = trace.slices().size();
+  if (total < kAloneBelow) return work(0u, tracks);
+  uint32_t split = 0;
+  for (size_t before = 0; split < tracks && before < total / 2; ++split) before += trace.track_slices(split).size();
+  auto helper = std::async(std::launch::async, [&] { work(split, tracks); });
+  work(0u, split);
+  helper.get();
+}
+
 }  // namespace
 
 TimelineIndex::TimelineIndex(const trace::Trace& trace, size_t max_narrow_track) : trace_(&trace) {
   max_narrow_track = std::min(max_narrow_track, size_t{LevelSlices::kNarrowMask} + 1);
   const auto& tracks = trace.tracks();
   const auto& slices = trace.slices();
-  // Pass 1: levels per track; a track with one level keeps its slice range, the others count
-  // their slices per level.
+  // Pass 1: the slices of each level of each track, counted in one read of the track (a track
+  // with one level keeps its slice range).
+  std::vector<std::vector<uint32_t>> per_depth(tracks.size());
+  OverTracksOnTwoCores(trace, [&](uint32_t first, uint32_t end) {
+    for (uint32_t t = first; t < end; ++t) {
+      for (const trace::Slice& s : trace.track_slices(t)) {
+        const auto depth = static_cast<size_t>(s.depth);
+        if (depth >= per_depth[t].size()) per_depth[t].resize(depth + 1, 0);
+        ++per_depth[t][depth];
+      }
+    }
+  });
   track_level_.assign(tracks.size() + 1, 0);
   for (uint32_t t = 0; t < tracks.size(); ++t) {
-    int depths = 0;
-    for (const trace::Slice& s : trace.track_slices(t)) depths = std::max(depths, s.depth + 1);
-    track_level_[t + 1] = track_level_[t] + static_cast<uint32_t>(depths);
-    for (int d = 0; d < depths; ++d) levels_.push_back(Level{trace.track_first_slice(t), 0, -1, false});
-    if (depths == 1) {
-      levels_.back().size = static_cast<uint32_t>(trace.track_slices(t).size());
-    } else {
-      for (const trace::Slice& s : trace.track_slices(t)) ++levels_[track_level_[t] + s.depth].size;
-    }
+    track_level_[t + 1] = track_level_[t] + static_cast<uint32_t>(per_depth[t].size());
+    for (uint32_t count : per_depth[t]) levels_.push_back(Level{trace.track_first_slice(t), count, -1, false});
   }
   size_t narrow = 0, wide = 0;
   for (uint32_t t = 0; t < tracks.size(); ++t) {
@@ -58,40 +79,50 @@ TimelineIndex::TimelineIndex(const trace::Trace& trace, size_t max_narrow_track)
     }
   }
   // Pass 2: place the slices of indexed levels (a counting sort by level: stable, so each
-  // level keeps the track's start order).
-  narrow_.assign(narrow * 3 + 1, 0);
-  wide_.resize(wide);
-  std::vector<size_t> fill(levels_.size(), 0);
-  for (size_t l = 0; l < levels_.size(); ++l) fill[l] = static_cast<size_t>(std::max<int64_t>(levels_[l].places, 0));
-  for (uint32_t t = 0; t < tracks.size(); ++t) {
-    if (track_level_[t + 1] - track_level_[t] < 2) continue;
-    const auto track_slices = trace.track_slices(t);
-    const bool is_wide = levels_[track_level_[t]].wide;
-    for (uint32_t i = 0; i < track_slices.size(); ++i) {
-      const size_t entry = fill[track_level_[t] + track_slices[i].depth]++;
-      if (is_wide) {
-        wide_[entry] = i;
-      } else {
-        uint8_t* place = narrow_.data() + 3 * entry;
-        place[0] = static_cast<uint8_t>(i);
-        place[1] = static_cast<uint8_t>(i >> 8);
-        place[2] = static_cast<uint8_t>(i >> 16);
+  // level keeps the track's start order). Every place is written once: the arrays are not
+  // cleared first, and their fresh pages are first touched on the core that fills them.
+  narrow_bytes_ = narrow * 3 + 1;
+  narrow_ = std::make_unique_for_overwrite<uint8_t[]>(narrow_bytes_);
+  narrow_[narrow_bytes_ - 1] = 0;  // the spare byte a 4-byte read of the last place takes
+  wide_size_ = wide;
+  wide_ = std::make_unique_for_overwrite<uint32_t[]>(wide_size_);
+  OverTracksOnTwoCores(trace, [&](uint32_t first, uint32_t end) {
+    std::vector<size_t> fill;  // per level of the track, its next entry
+    for (uint32_t t = first; t < end; ++t) {
+      if (track_level_[t + 1] - track_level_[t] < 2) continue;
+      fill.clear();
+      for (uint32_t l = track_level_[t]; l < track_level_[t + 1]; ++l) fill.push_back(static_cast<size_t>(levels_[l].places));
+      const auto track_slices = trace.track_slices(t);
+      const bool is_wide = levels_[track_level_[t]].wide;
+      for (uint32_t i = 0; i < track_slices.size(); ++i) {
+        const size_t entry = fill[track_slices[i].depth]++;
+        if (is_wide) {
+          wide_[entry] = i;
+        } else {
+          uint8_t* place = narrow_.get() + 3 * entry;
+          place[0] = static_cast<uint8_t>(i);
+          place[1] = static_cast<uint8_t>(i >> 8);
+          place[2] = static_cast<uint8_t>(i >> 16);
+        }
       }
     }
-  }
+  });
   // Sampled starts.
   size_t samples = 0;
   for (Level& level : levels_) {
     level.samples = static_cast<uint32_t>(samples);
     samples += (level.size + kSampleStride - 1) / kSampleStride;
   }
-  sampled_starts_.reserve(samples);
-  for (uint32_t t = 0; t < tracks.size(); ++t) {
-    for (int d = 0; d < depth_count(t); ++d) {
-      const LevelSlices positions = level(t, d);
-      for (size_t k = 0; k < positions.size(); k += kSampleStride) sampled_starts_.push_back(slices[positions[k]].start_ns);
+  sampled_starts_.resize(samples);
+  OverTracksOnTwoCores(trace, [&](uint32_t first, uint32_t end) {
+    for (uint32_t t = first; t < end; ++t) {
+      for (int d = 0; d < depth_count(t); ++d) {
+        const LevelSlices positions = level(t, d);
+        int64_t* starts = sampled_starts_.data() + levels_[track_level_[t] + static_cast<uint32_t>(d)].samples;
+        for (size_t k = 0; k < positions.size(); k += kSampleStride) *starts++ = slices[positions[k]].start_ns;
+      }
     }
-  }
+  });
   // Time buckets over each level's sampled starts, at most one per sample and 2^16 per level.
   constexpr size_t kMaxBuckets = size_t{1} << 16;
   for (Level& level : levels_) {
@@ -127,8 +158,8 @@ LevelSlices TimelineIndex::level(uint32_t track, int depth) const {
   const Level& l = levels_[track_level_[track] + static_cast<uint32_t>(depth)];
   if (l.places < 0) return LevelSlices(nullptr, nullptr, l.first_slice, l.size);
   const auto entry = static_cast<size_t>(l.places);
-  return l.wide ? LevelSlices(nullptr, wide_.data() + entry, l.first_slice, l.size)
-                : LevelSlices(narrow_.data() + 3 * entry, nullptr, l.first_slice, l.size);
+  return l.wide ? LevelSlices(nullptr, wide_.get() + entry, l.first_slice, l.size)
+                : LevelSlices(narrow_.get() + 3 * entry, nullptr, l.first_slice, l.size);
 }
 
 std::span<const int64_t> TimelineIndex::sampled_starts(uint32_t track, int depth) const {
@@ -152,7 +183,7 @@ std::pair<size_t, size_t> TimelineIndex::VisibleRange(uint32_t track, int depth,
 }
 
 size_t TimelineIndex::memory_bytes() const {
-  return narrow_.capacity() + wide_.capacity() * sizeof(uint32_t) + track_level_.capacity() * sizeof(uint32_t) +
+  return narrow_bytes_ + wide_size_ * sizeof(uint32_t) + track_level_.capacity() * sizeof(uint32_t) +
          levels_.capacity() * sizeof(Level) + sampled_starts_.capacity() * sizeof(int64_t) +
          bucket_first_sample_.capacity() * sizeof(uint32_t);
 }

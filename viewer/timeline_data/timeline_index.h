@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -102,8 +103,10 @@ class TimelineIndex {
   std::vector<uint32_t> track_level_;   // per track: its first level (+1 sentinel)
   // The places in their track of the slices of tracks with several levels, by level: 3 bytes
   // each (little-endian, and a spare byte at the end), or 4 for a track past 2^24 slices.
-  std::vector<uint8_t> narrow_;
-  std::vector<uint32_t> wide_;
+  std::unique_ptr<uint8_t[]> narrow_;
+  size_t narrow_bytes_ = 0;
+  std::unique_ptr<uint32_t[]> wide_;
+  size_t wide_size_ = 0;
   std::vector<int64_t> sampled_starts_;
   // Per level with a table, bucket_count + 1 entries: entry b is the first sample starting at or
   // after bucket_origin_ns + b * bucket_ns (at most one entry per sample: 1/16 byte per slice).

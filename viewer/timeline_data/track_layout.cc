@@ -3,6 +3,7 @@
 #include "viewer/timeline_data/track_layout.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <optional>
 #include <regex>
@@ -184,6 +185,41 @@ bool TrackLayout::MoveTrack(uint32_t track, int delta) {
   siblings.insert(siblings.begin() + to, track);
   Rebuild();
   return true;
+}
+
+bool TrackLayout::MoveTrackTo(uint32_t track, int place) {
+  const auto& siblings = children(trace_->tracks()[track].parent);
+  const auto from = static_cast<int>(std::find(siblings.begin(), siblings.end(), track) - siblings.begin());
+  // Below its own place: the siblings after it move up one once it has left.
+  return MoveTrack(track, (place > from ? place - 1 : place) - from);
+}
+
+TrackLayout::SiblingDrop TrackLayout::DropAt(uint32_t track, double row_position) const {
+  const int row = static_cast<int>(std::floor(row_position));
+  if (row < 0 || row >= static_cast<int>(rows_.size())) return {};
+  const int32_t parent = trace_->tracks()[track].parent;
+  // The sibling whose subtree holds the row: the row's track, or the track above it under `parent`.
+  int32_t sibling = static_cast<int32_t>(rows_[static_cast<size_t>(row)].track);
+  while (sibling >= 0 && trace_->tracks()[static_cast<size_t>(sibling)].parent != parent) {
+    sibling = trace_->tracks()[static_cast<size_t>(sibling)].parent;
+  }
+  if (sibling < 0) return {};
+  const auto& siblings = children(parent);
+  const auto place = static_cast<int>(std::find(siblings.begin(), siblings.end(), static_cast<uint32_t>(sibling)) -
+                                      siblings.begin());
+  // Its rows: from its first, while they show it or a track below it (a pinned sibling's block is
+  // at the top, the others' where the tree puts them; the row is in one of them).
+  auto below_sibling = [&](uint32_t t) {
+    for (int32_t up = static_cast<int32_t>(t); up >= 0; up = trace_->tracks()[static_cast<size_t>(up)].parent) {
+      if (up == sibling) return true;
+    }
+    return false;
+  };
+  int first = row, end = row + 1;
+  while (first > 0 && below_sibling(rows_[static_cast<size_t>(first - 1)].track)) --first;
+  while (end < static_cast<int>(rows_.size()) && below_sibling(rows_[static_cast<size_t>(end)].track)) ++end;
+  if (row_position < (first + end) / 2.0) return {place, first};
+  return {place + 1, end};
 }
 
 bool TrackLayout::SetChildOrder(int32_t parent, const std::vector<uint32_t>& order) {

@@ -76,6 +76,19 @@ class TrackLayout {
   // Moves a track `delta` places among its siblings (clamped to the first and last place);
   // false when it did not move.
   bool MoveTrack(uint32_t track, int delta);
+  // Moves a track to place `place` among its siblings, counted before it leaves its own place
+  // (as a drop in the Tracks pane or on the timeline gives it); false when it did not move.
+  bool MoveTrackTo(uint32_t track, int place);
+  // Where a track dragged by its label to `row_position` (a row index plus the fraction of the
+  // row above the pointer) would go among its siblings: before the sibling whose rows (its own
+  // and those shown below it) hold that position, or after it from the middle of those rows on.
+  // `place` counts as MoveTrackTo's; `line_row` is the row the drop goes before (the line to
+  // draw). Both -1 over another parent's tracks (refused, as in the Tracks pane) or no row.
+  struct SiblingDrop {
+    int place = -1;
+    int line_row = -1;
+  };
+  SiblingDrop DropAt(uint32_t track, double row_position) const;
   // Puts the children of `parent` (roots for -1) in `order`, a permutation of them (else false,
   // nothing changed): a saved order given back (track_order.h).
   bool SetChildOrder(int32_t parent, const std::vector<uint32_t>& order);
