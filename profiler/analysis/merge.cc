@@ -25,19 +25,6 @@ int64_t ClockSyncOf(const Trace& trace) {
   return trace.step_info().clock_sync_ns;
 }
 
-std::string ProcessName(const Trace& trace, size_t index) {
-  const trace::StepInfo& info = trace.step_info();
-  std::string name;
-  if (info.rank >= 0) {
-    name = "rank " + std::to_string(info.rank);
-  } else {
-    name = std::filesystem::path(trace.source_path()).filename().string();
-    if (name.empty()) name = "trace " + std::to_string(index);
-  }
-  if (!info.host.empty()) name += " (" + info.host + ")";
-  if (info.step >= 0) name += " step " + std::to_string(info.step);
-  return name;
-}
 
 // The device (or, without device tracks, the process) that finished last, and its lead over the
 // first to finish.
@@ -158,6 +145,20 @@ void CopyStepWindows(const Trace& input, int64_t epoch, const Correction& correc
 
 }  // namespace
 
+std::string MergedProcessName(const Trace& trace, size_t index) {
+  const trace::StepInfo& info = trace.step_info();
+  std::string name;
+  if (info.rank >= 0) {
+    name = "rank " + std::to_string(info.rank);
+  } else {
+    name = std::filesystem::path(trace.source_path()).filename().string();
+    if (name.empty()) name = "trace " + std::to_string(index);
+  }
+  if (!info.host.empty()) name += " (" + info.host + ")";
+  if (info.step >= 0) name += " step " + std::to_string(info.step);
+  return name;
+}
+
 std::vector<ClockAlignment> AlignClocks(std::span<const Trace> traces) {
   std::vector<ClockStamp> stamps;
   for (const Trace& t : traces) {
@@ -220,7 +221,7 @@ MergeResult MergeTraces(std::vector<Trace> traces, AlignmentReport given_alignme
     world_size = std::max(world_size, info.world_size);
     MergedInput merged;
     merged.source = input.source_path();
-    merged.process = ProcessName(input, i);
+    merged.process = MergedProcessName(input, i);
     merged.rank = info.rank;
     merged.step = info.step;
     merged.host = info.host;

@@ -80,6 +80,10 @@ struct MergeResult {
   MergeReport report;
 };
 
+// The process a merge names input `index` after: "rank R", else the file's name (else
+// "trace I"), then " (host)" and " step S" where the trace records them.
+std::string MergedProcessName(const trace::Trace& trace, size_t index);
+
 MergeResult MergeTraces(std::vector<trace::Trace> traces, AlignMethod align = AlignMethod::kAuto);
 // The same with the clocks aligned as `alignment` says (one entry per trace in rank_of_input and
 // input_alignment): the viewer's overview aligns a whole job from its digests, then merges a

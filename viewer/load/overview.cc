@@ -18,21 +18,6 @@
 namespace stepscope::viewer {
 namespace {
 
-// The rank's process name, as merge.h names each input's process.
-std::string OverviewProcessName(const trace::Trace& trace, size_t input) {
-  const trace::StepInfo& info = trace.step_info();
-  std::string name;
-  if (info.rank >= 0) {
-    name = "rank " + std::to_string(info.rank);
-  } else {
-    name = std::filesystem::path(trace.source_path()).filename().string();
-    if (name.empty()) name = "trace " + std::to_string(input);
-  }
-  if (!info.host.empty()) name += " (" + info.host + ")";
-  if (info.step >= 0) name += " step " + std::to_string(info.step);
-  return name;
-}
-
 // Adds the busy interval [begin, end) (absolute ns) to the bins of `summary`.
 void AddBusy(const RankSummary& summary, int64_t begin, int64_t end, std::vector<int64_t>& bins) {
   int64_t bin = std::clamp<int64_t>((begin - summary.begin_ns) / summary.bin_ns, 0, kOverviewBins - 1);
@@ -166,7 +151,7 @@ RankSummary SummarizeRank(const trace::Trace& trace, size_t input) {
   summary.source = trace.source_path();
   summary.rank = info.rank;
   summary.host = info.host;
-  summary.process = OverviewProcessName(trace, input);
+  summary.process = analysis::MergedProcessName(trace, input);
   summary.slices = static_cast<int64_t>(trace.slices().size());
   const int64_t epoch = trace.epoch_ns();
   summary.begin_ns = epoch + trace.span_begin_ns();
