@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <numeric>
 #include <tuple>
 
@@ -25,11 +26,18 @@ std::vector<float> Iota(size_t n) {
   return v;
 }
 
-TEST(Transfers, RoundTripAndStridedRowsOnEveryKindOfDevice) {
+// A CPU device and the stand-in GPU (its transfers counted), for the tests that must hold on both.
+class EveryKindOfDevice : public ::testing::Test {
+ protected:
+  std::array<const Device*, 2> devices() const { return {cpu.get(), gpu.get()}; }
+
   testing::GpuTransferCounts counts;
-  const auto gpu = testing::MakeHostMemoryGpuDevice(0, &counts);
-  const auto cpu = NewCpuDevice();
-  for (const Device* device : {cpu.get(), gpu.get()}) {
+  const std::unique_ptr<Device> gpu = testing::MakeHostMemoryGpuDevice(0, &counts);
+  const std::unique_ptr<Device> cpu = NewCpuDevice();
+};
+
+TEST_F(EveryKindOfDevice, RoundTripAndStridedRowsOnBoth) {
+  for (const Device* device : devices()) {
     SCOPED_TRACE(device->name());
     Tensor src = *device->Allocate(DType::kFloat32, {4, 6});
     const std::vector<float> values = Iota(24);
@@ -126,11 +134,8 @@ TEST(Transfers, BlocksThatDoNotFitAndMismatchedHostDataAreInvalidInput) {
 // Every device counts what it was asked to do the same way (DeviceOpCounts): one per kernel
 // call, copy within the device, memset, read into and write from the host; nothing for an empty
 // transfer. The stand-in GPU's own calls agree.
-TEST(Transfers, OperationsAreCountedAlikeOnEveryKindOfDevice) {
-  testing::GpuTransferCounts counts;
-  const auto gpu = testing::MakeHostMemoryGpuDevice(0, &counts);
-  const auto cpu = NewCpuDevice();
-  for (const Device* device : {cpu.get(), gpu.get()}) {
+TEST_F(EveryKindOfDevice, OperationsAreCountedAlikeOnBoth) {
+  for (const Device* device : devices()) {
     SCOPED_TRACE(device->name());
     const DeviceOpCounts before = device->op_counts();
     Tensor t = *device->Allocate(DType::kFloat32, {2, 3});

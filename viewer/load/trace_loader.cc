@@ -8,6 +8,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "profiler/analysis/merge.h"
 #include "profiler/formats/inputs.h"
@@ -92,11 +93,26 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
       const int now = done++;
       Post(generation, [this, now, total, current] { emit progress(now, total, current); });
     };
-    auto deliver = [&](std::shared_ptr<const TraceDocument> document, double load_ms) {
+    // An opened document delivered (a merge's note first, an overview's unread ranks named), or why
+    // it could not be opened reported; false once the load is cancelled (nothing more is posted).
+    auto settle = [&](const StatusOr<std::shared_ptr<const TraceDocument>>& opened, const QElapsedTimer& timer,
+                      const std::optional<std::string>& note = std::nullopt) {
+      if (cancel->load()) return false;
+      if (!opened.ok()) {
+        fail(opened.status().message());
+        return true;
+      }
+      const std::shared_ptr<const TraceDocument>& document = *opened;
+      if (const Overview* overview = document->overview(); overview != nullptr) {
+        for (const UnreadRank& unread : overview->unread) fail(unread.message + " (left out of the overview; the other ranks are open)");
+      }
+      if (note) Post(generation, [this, text = QString::fromStdString(*note)] { emit this->note(text); });
+      const double load_ms = static_cast<double>(timer.nsecsElapsed()) / 1e6;
       Post(generation, [this, document, load_ms] { emit documentLoaded(document, load_ms); });
       auto analysis = analyse_(*document);
-      if (cancel->load()) return;
+      if (cancel->load()) return false;
       Post(generation, [this, document, analysis] { emit documentAnalysed(document, analysis); });
+      return true;
     };
     for (const PlannedRequest& request : plan) {
       if (cancel->load()) break;
@@ -133,13 +149,7 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
               return true;
             };
           }
-          auto document = OpenDocument(file, cancel.get(), read);
-          if (cancel->load()) break;
-          if (!document.ok()) {
-            fail(document.status().message());
-            continue;
-          }
-          deliver(*document, static_cast<double>(timer.nsecsElapsed()) / 1e6);
+          if (!settle(OpenDocument(file, cancel.get(), read), timer)) break;
         }
         continue;
       }
@@ -148,13 +158,7 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
           const Overview* overview = request.overview_ranks_of->overview();
           if (overview != nullptr && input < overview->ranks.size()) step(overview->ranks[input].source);
         }
-        auto document = OpenOverviewRanks(*request.overview_ranks_of, request.overview_inputs, cancel.get());
-        if (cancel->load()) break;
-        if (!document.ok()) {
-          fail(document.status().message());
-          continue;
-        }
-        deliver(*document, static_cast<double>(timer.nsecsElapsed()) / 1e6);
+        if (!settle(OpenOverviewRanks(*request.overview_ranks_of, request.overview_inputs, cancel.get()), timer)) break;
         continue;
       }
       std::string summary;
@@ -162,16 +166,7 @@ void TraceLoader::Load(std::vector<LoadRequest> requests) {
       auto document = WantsOverview(request.files, overview_policy)
                           ? OpenOverviewDocument(request.files, request.name, cancel.get(), step, &summary, align, overview_policy)
                           : OpenMergedDocument(request.files, request.name, cancel.get(), step, &summary, allow_truncated, align);
-      if (cancel->load()) break;
-      if (!document.ok()) {
-        fail(document.status().message());
-        continue;
-      }
-      if (const Overview* overview = (*document)->overview(); overview != nullptr) {
-        for (const UnreadRank& unread : overview->unread) fail(unread.message + " (left out of the overview; the other ranks are open)");
-      }
-      Post(generation, [this, note = QString::fromStdString(summary)] { emit this->note(note); });
-      deliver(*document, static_cast<double>(timer.nsecsElapsed()) / 1e6);
+      if (!settle(document, timer, summary)) break;
     }
     Post(generation, [this, total] {
       busy_ = false;
