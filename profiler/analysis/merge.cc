@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "base/check.h"
 #include "profiler/analysis/stragglers.h"
 #include "profiler/formats/step_stats/node_reader.h"
 #include "profiler/formats/step_stats/node_store.h"
@@ -318,12 +319,23 @@ MergeResult MergeTraces(std::vector<Trace> traces, AlignmentReport given_alignme
   builder.step_info().world_size = world_size;
   if (metadata != nullptr) trace::SetStepStatsPayload(builder, metadata);
   result.trace = std::move(builder).Build();
+  FindProcessTracksAfterBuild(result.trace, report.inputs);
   for (size_t i = 0; i < report.inputs.size(); ++i) {
     report.inputs[i].begin_ns = absolute_spans[i].first - result.trace.epoch_ns();
     report.inputs[i].end_ns = absolute_spans[i].second - result.trace.epoch_ns();
   }
 
   return result;
+}
+
+void FindProcessTracksAfterBuild(const Trace& merged, std::span<MergedInput> inputs) {
+  size_t next = 0;
+  for (uint32_t t = 0; t < merged.tracks().size(); ++t) {
+    if (merged.tracks()[t].parent >= 0) continue;
+    STEPSCOPE_CHECK(next < inputs.size());
+    inputs[next++].process_track = t;
+  }
+  STEPSCOPE_CHECK(next == inputs.size());
 }
 
 Trace OneTrace(std::vector<Trace> traces, AlignMethod align) {

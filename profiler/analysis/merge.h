@@ -84,6 +84,11 @@ struct MergeResult {
 // "trace I"), then " (host)" and " step S" where the trace records them.
 std::string MergedProcessName(const trace::Trace& trace, size_t index);
 
+// Each input's process track in the built trace. Build() renumbers tracks when it makes overlap
+// lanes (each lane goes just after its track: trace.h), so an index AddTrack returned is stale
+// after it; the roots of a merge are its inputs' processes, in input order, and stay so.
+void FindProcessTracksAfterBuild(const trace::Trace& merged, std::span<MergedInput> inputs);
+
 MergeResult MergeTraces(std::vector<trace::Trace> traces, AlignMethod align = AlignMethod::kAuto);
 // The same with the clocks aligned as `alignment` says (one entry per trace in rank_of_input and
 // input_alignment): the viewer's overview aligns a whole job from its digests, then merges a

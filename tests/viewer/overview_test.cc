@@ -155,104 +155,42 @@ class OverviewTest : public QObject {
   // The clocks are aligned as the merge aligns them: the same method and each rank's offset
   // (rank 2's 5 s taken back when the collectives align them).
   void ClocksEqualTheMerge() {
+    CheckClocksAndStragglers(*merged_, *overview_);
+    if (QTest::currentTestFailed()) return;
     const RankMerge& merge = *merged_->rank_merge();
     const RankMerge& over = *overview_->rank_merge();
-    QCOMPARE(over.alignment.method, merge.alignment.method);
-    QCOMPARE(over.inputs.size(), merge.inputs.size());
-    for (const analysis::MergedInput& input : over.inputs) {
-      const size_t m = MergedInputOf(merge, input.source);
-      QVERIFY(m < merge.inputs.size());
-      QCOMPARE(input.offset_ns, merge.inputs[m].offset_ns);
-      QCOMPARE(input.process, merge.inputs[m].process);
-    }
     QCOMPARE(merge.alignment.method, analysis::AlignMethod::kCollectives);
     {
       const size_t shifted = MergedInputOf(over, files_[kShiftedRank]);
       QVERIFY(std::llabs(over.inputs[shifted].offset_ns + kShiftUs * 1000) < 1'000'000);
     }
-    // The stragglers are the merge's: per step the same straggler and lateness.
-    QVERIFY(over.stragglers.has_value() && merge.stragglers.has_value());
-    QCOMPARE(over.stragglers->steps.size(), merge.stragglers->steps.size());
-    QVERIFY(!over.stragglers->steps.empty());
-    for (size_t s = 0; s < merge.stragglers->steps.size(); ++s) {
-      QCOMPARE(over.stragglers->steps[s].straggler, merge.stragglers->steps[s].straggler);
-      QCOMPARE(over.stragglers->steps[s].lateness_ns, merge.stragglers->steps[s].lateness_ns);
-      QCOMPARE(over.stragglers->steps[s].origin_ns, merge.stragglers->steps[s].origin_ns);
-    }
   }
 
   // Each lane's busy time is the merge's exactly, and each bin's share is the merge's busy time
   // in that bin (moved by the rank's offset) within the stated 1/65,535 of a bin.
-  void BusyPerLaneEqualsTheMerge() {
-    const Overview& overview = *overview_->overview();
-    const RankMerge& merge = *merged_->rank_merge();
-    const trace::Trace& merged = merged_->trace();
-    int lanes = 0;
-    for (size_t i = 0; i < overview.ranks.size(); ++i) {
-      const RankSummary& rank = overview.ranks[i];
-      const size_t m = MergedInputOf(merge, rank.source);
-      QVERIFY(m < merge.inputs.size());
-      const int64_t offset = merge.inputs[m].offset_ns;
-      QVERIFY(!rank.lanes.empty());
-      for (const OverviewLane& lane : rank.lanes) {
-        const int64_t track = MergedTrackOf(merged, merge.inputs[m].process_track, OverviewPathOf(rank, lane.track));
-        QVERIFY(track >= 0);
-        const auto runs = MergedBusy(merged, static_cast<uint32_t>(track));
-        int64_t busy = 0;
-        for (const auto& [b, e] : runs) busy += e - b;
-        QCOMPARE(lane.busy_ns, busy);
-        QVERIFY(busy > 0);
-        int64_t from_bins = 0;
-        for (int b = 0; b < kOverviewBins; ++b) {
-          const int64_t begin = rank.begin_ns + offset + b * rank.bin_ns;
-          const int64_t in_bin = BusyWithin(runs, begin, begin + rank.bin_ns);
-          const double share_ns = static_cast<double>(lane.bins[static_cast<size_t>(b)]) * static_cast<double>(rank.bin_ns) /
-                                  kOverviewBusyScale;
-          QVERIFY2(std::abs(share_ns - static_cast<double>(in_bin)) <= static_cast<double>(rank.bin_ns) / kOverviewBusyScale + 1,
-                   qPrintable(QStringLiteral("bin %1: %2 vs %3").arg(b).arg(share_ns).arg(in_bin)));
-          from_bins += in_bin;
-        }
-        QCOMPARE(from_bins, busy);  // the bins cover the rank's span
-        ++lanes;
-      }
-    }
-    QVERIFY(lanes >= kRanks * 2);
-  }
+  void BusyPerLaneEqualsTheMerge() { CheckBusyPerLane(*merged_, *overview_, kRanks * 2); }  // CPU and GPU lanes
 
   // The overview's step row and collectives row hold the merge's step annotations and the
   // collectives' kernels at the merge's times.
-  void StepsAndCollectivesAtTheMergesTimes() {
-    const Overview& overview = *overview_->overview();
-    const RankMerge& merge = *merged_->rank_merge();
-    const trace::Trace& merged = merged_->trace();
-    const trace::Trace& over = overview_->trace();
-    for (size_t i = 0; i < overview.ranks.size(); ++i) {
-      const RankSummary& rank = overview.ranks[i];
-      const size_t m = MergedInputOf(merge, rank.source);
-      const uint32_t process = overview_->rank_merge()->inputs[i].process_track;
-      auto in_row = [&](std::string_view row) {
-        return [&over, row](const trace::Slice& s) { return over.str(over.tracks()[s.track].name) == row; };
-      };
-      const auto steps = SlicesUnder(over, process, in_row("steps"));
-      const auto merged_steps = SlicesUnder(merged, merge.inputs[m].process_track, [&](const trace::Slice& s) {
-        return merged.str(merged.slice_name(s)).starts_with("ProfilerStep#");
-      });
-      QVERIFY2(steps.size() >= 2, qPrintable(QString::number(steps.size())));
-      QCOMPARE(steps, merged_steps);
-      const auto collectives = SlicesUnder(over, process, in_row("collectives"));
-      QVERIFY(!collectives.empty());
-      size_t instances = 0;
-      for (const auto& [key, of_key] : rank.digest.clock.collectives) instances += of_key.size();
-      QCOMPARE(collectives.size(), instances);
-      const auto merged_work = SlicesUnder(merged, merge.inputs[m].process_track,
-                                           [](const trace::Slice& s) { return !trace::IsAnnotationOrSync(s.kind); });
-      for (const SliceKey& collective : collectives) {
-        const bool found = std::any_of(merged_work.begin(), merged_work.end(), [&](const SliceKey& k) {
-          return std::get<0>(k) == std::get<0>(collective) && std::get<1>(k) == std::get<1>(collective);
-        });
-        QVERIFY2(found, std::get<2>(collective).c_str());
-      }
-    }
+  void StepsAndCollectivesAtTheMergesTimes() { CheckStepsAndCollectives(*merged_, *overview_); }
+
+  // The same on real ranks: three PyTorch processes of one gloo job (tests/data/analysis/gloo_ranks),
+  // their collectives gloo's spans on a work thread, one of them over a group of two.
+  void RealGlooRanksEqualTheMerge() {
+    auto files = trace::ResolveTracePaths({testing::DataPath("analysis/gloo_ranks")});
+    QVERIFY(files.ok());
+    QCOMPARE(files->size(), size_t{3});
+    auto merged = OpenMergedDocument(*files, "gloo_ranks", nullptr, nullptr, nullptr, false, analysis::AlignMethod::kCollectives);
+    QVERIFY2(merged.ok(), merged.status().message().c_str());
+    auto overview = OpenOverviewDocument(*files, "gloo_ranks", nullptr, nullptr, nullptr, analysis::AlignMethod::kCollectives,
+                                         {.mode = OverviewPolicy::Mode::kAlways});
+    QVERIFY2(overview.ok(), overview.status().message().c_str());
+    QCOMPARE((*merged)->rank_merge()->alignment.method, analysis::AlignMethod::kCollectives);
+    CheckClocksAndStragglers(**merged, **overview);
+    if (QTest::currentTestFailed()) return;
+    CheckBusyPerLane(**merged, **overview, 3);  // the main thread's ops (gloo's threads hold only annotations)
+    if (QTest::currentTestFailed()) return;
+    CheckStepsAndCollectives(**merged, **overview);
   }
 
   // A rank opened on demand holds exactly the merge's slices of that rank, at the same times.
@@ -377,6 +315,109 @@ class OverviewTest : public QObject {
   }
 
  private:
+  // The overview's clocks and stragglers against the merge's: the same method, each rank's offset,
+  // per step the same straggler and lateness.
+  static void CheckClocksAndStragglers(const TraceDocument& merged, const TraceDocument& overview) {
+    const RankMerge& merge = *merged.rank_merge();
+    const RankMerge& over = *overview.rank_merge();
+    // Each input's process track is its rank's (a rank header opens that rank), in both.
+    for (const TraceDocument* document : {&merged, &overview}) {
+      for (const analysis::MergedInput& input : document->rank_merge()->inputs) {
+        QCOMPARE(document->trace().str(document->trace().tracks()[input.process_track].name), std::string_view(input.process));
+      }
+    }
+    QCOMPARE(over.alignment.method, merge.alignment.method);
+    QCOMPARE(over.inputs.size(), merge.inputs.size());
+    for (const analysis::MergedInput& input : over.inputs) {
+      const size_t m = MergedInputOf(merge, input.source);
+      QVERIFY(m < merge.inputs.size());
+      QCOMPARE(input.offset_ns, merge.inputs[m].offset_ns);
+      QCOMPARE(input.process, merge.inputs[m].process);
+    }
+    // The stragglers are the merge's: per step the same straggler and lateness.
+    QVERIFY(over.stragglers.has_value() && merge.stragglers.has_value());
+    QCOMPARE(over.stragglers->steps.size(), merge.stragglers->steps.size());
+    QVERIFY(!over.stragglers->steps.empty());
+    for (size_t s = 0; s < merge.stragglers->steps.size(); ++s) {
+      QCOMPARE(over.stragglers->steps[s].straggler, merge.stragglers->steps[s].straggler);
+      QCOMPARE(over.stragglers->steps[s].lateness_ns, merge.stragglers->steps[s].lateness_ns);
+      QCOMPARE(over.stragglers->steps[s].origin_ns, merge.stragglers->steps[s].origin_ns);
+    }
+  }
+
+  // Each lane's busy time against the merge's (exact), each bin's share within 1/65,535 of a bin;
+  // at least `min_lanes` lanes in all.
+  static void CheckBusyPerLane(const TraceDocument& merged_document, const TraceDocument& overview_document, int min_lanes) {
+    const Overview& overview = *overview_document.overview();
+    const RankMerge& merge = *merged_document.rank_merge();
+    const trace::Trace& merged = merged_document.trace();
+    int lanes = 0;
+    for (size_t i = 0; i < overview.ranks.size(); ++i) {
+      const RankSummary& rank = overview.ranks[i];
+      const size_t m = MergedInputOf(merge, rank.source);
+      QVERIFY(m < merge.inputs.size());
+      const int64_t offset = merge.inputs[m].offset_ns;
+      QVERIFY(!rank.lanes.empty());
+      for (const OverviewLane& lane : rank.lanes) {
+        const int64_t track = MergedTrackOf(merged, merge.inputs[m].process_track, OverviewPathOf(rank, lane.track));
+        QVERIFY(track >= 0);
+        const auto runs = MergedBusy(merged, static_cast<uint32_t>(track));
+        int64_t busy = 0;
+        for (const auto& [b, e] : runs) busy += e - b;
+        QCOMPARE(lane.busy_ns, busy);
+        QVERIFY(busy > 0);
+        int64_t from_bins = 0;
+        for (int b = 0; b < kOverviewBins; ++b) {
+          const int64_t begin = rank.begin_ns + offset + b * rank.bin_ns;
+          const int64_t in_bin = BusyWithin(runs, begin, begin + rank.bin_ns);
+          const double share_ns = static_cast<double>(lane.bins[static_cast<size_t>(b)]) * static_cast<double>(rank.bin_ns) /
+                                  kOverviewBusyScale;
+          QVERIFY2(std::abs(share_ns - static_cast<double>(in_bin)) <= static_cast<double>(rank.bin_ns) / kOverviewBusyScale + 1,
+                   qPrintable(QStringLiteral("bin %1: %2 vs %3").arg(b).arg(share_ns).arg(in_bin)));
+          from_bins += in_bin;
+        }
+        QCOMPARE(from_bins, busy);  // the bins cover the rank's span
+        ++lanes;
+      }
+    }
+    QVERIFY2(lanes >= min_lanes, qPrintable(QString::number(lanes)));
+  }
+
+  // The step row and collectives row against the merge's step annotations and collectives' work.
+  static void CheckStepsAndCollectives(const TraceDocument& merged_document, const TraceDocument& overview_document) {
+    const Overview& overview = *overview_document.overview();
+    const RankMerge& merge = *merged_document.rank_merge();
+    const trace::Trace& merged = merged_document.trace();
+    const trace::Trace& over = overview_document.trace();
+    for (size_t i = 0; i < overview.ranks.size(); ++i) {
+      const RankSummary& rank = overview.ranks[i];
+      const size_t m = MergedInputOf(merge, rank.source);
+      const uint32_t process = overview_document.rank_merge()->inputs[i].process_track;
+      auto in_row = [&](std::string_view row) {
+        return [&over, row](const trace::Slice& s) { return over.str(over.tracks()[s.track].name) == row; };
+      };
+      const auto steps = SlicesUnder(over, process, in_row("steps"));
+      const auto merged_steps = SlicesUnder(merged, merge.inputs[m].process_track, [&](const trace::Slice& s) {
+        return merged.str(merged.slice_name(s)).starts_with("ProfilerStep#");
+      });
+      QVERIFY2(steps.size() >= 2, qPrintable(QStringLiteral("rank %1: %2 steps").arg(i).arg(steps.size())));
+      QCOMPARE(steps, merged_steps);
+      const auto collectives = SlicesUnder(over, process, in_row("collectives"));
+      QVERIFY(!collectives.empty());
+      size_t instances = 0;
+      for (const auto& [key, of_key] : rank.digest.clock.collectives) instances += of_key.size();
+      QCOMPARE(collectives.size(), instances);
+      // A collective's work: a kernel, or a span on gloo's work thread (an annotation).
+      const auto merged_slices = SlicesUnder(merged, merge.inputs[m].process_track, [](const trace::Slice&) { return true; });
+      for (const SliceKey& collective : collectives) {
+        const bool found = std::any_of(merged_slices.begin(), merged_slices.end(), [&](const SliceKey& k) {
+          return std::get<0>(k) == std::get<0>(collective) && std::get<1>(k) == std::get<1>(collective);
+        });
+        QVERIFY2(found, std::get<2>(collective).c_str());
+      }
+    }
+  }
+
   std::string dir_, bad_dir_;
   std::vector<std::string> files_;
   std::shared_ptr<const TraceDocument> merged_, overview_;

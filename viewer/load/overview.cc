@@ -122,6 +122,8 @@ trace::Trace BuildOverviewTrace(const std::vector<RankSummary>& ranks, const ana
     merge.inputs.push_back(std::move(input));
   }
   trace::Trace trace = std::move(builder).Build();
+  // Rows whose slices overlap (a rank's longest slices) got lanes: the tracks were renumbered.
+  analysis::FindProcessTracksAfterBuild(trace, merge.inputs);
   for (size_t i = 0; i < merge.inputs.size(); ++i) {
     merge.inputs[i].begin_ns = spans[i].first - trace.epoch_ns();
     merge.inputs[i].end_ns = spans[i].second - trace.epoch_ns();
