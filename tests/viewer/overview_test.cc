@@ -3,6 +3,8 @@
 // steps, NCCL all-reduce kernels, the last rank's kernels slower), rank 2's clock 5 s ahead. Each
 // lane's busy time, its busy share per bin, the steps, the collectives and the clocks equal the merge's; a rank opened on demand has the merge's slices at the merge's times;
 // a bad file is named and the other ranks open.
+#include <QDockWidget>
+#include <QLabel>
 #include <QStandardPaths>
 #include <QtTest/QtTest>
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include "viewer/load/document.h"
 #include "viewer/load/overview.h"
 #include "viewer/load/trace_loader.h"
+#include "viewer/panes/pane_table.h"
 #include "viewer/panes/stragglers_pane.h"
 #include "viewer/timeline/timeline_view.h"
 
@@ -258,6 +261,19 @@ class OverviewTest : public QObject {
     DocumentView* view = window.document(0);
     QVERIFY(view->document().overview() != nullptr);
     QVERIFY(view->pane<StragglersPane>()->stragglers_caption().contains("clocks aligned by"));
+    // Panes that read every slice say how to open ranks in full, and are not analysed; the
+    // stragglers, details, search, tracks and markers stay.
+    QVERIFY(view->analysed());
+    QVERIFY(view->analysis()->op_stats.by_op_type.empty() && view->analysis()->critical_paths.empty());
+    for (PaneId id : {kStatsPane, kMemoryPane, kCallTreePane, kCriticalPathPane, kGpuPane}) {
+      const auto* hint = qobject_cast<const QLabel*>(view->dock(id)->widget());
+      QVERIFY2(hint != nullptr && hint->text().contains("Open Ranks in Detail"), PaneSpecOf(id).name);
+      QVERIFY(!view->pane(id)->widget()->isVisibleTo(view));
+    }
+    for (PaneId id : {kStragglersPane, kDetailsPane, kSearchPane, kTracksPane}) {
+      QCOMPARE(view->dock(id)->widget(), view->pane(id)->widget());
+    }
+    QVERIFY(window.ExportStatsCsv(QDir::temp().filePath("overview_stats.csv")).contains("Open Ranks in Detail"));
     // Select a busy run of the shifted rank: its rank is the one to open.
     const trace::Trace& over = view->document().trace();
     const uint32_t process =
@@ -274,6 +290,7 @@ class OverviewTest : public QObject {
     window.loader()->WaitForIdle();
     QCOMPARE(window.document_count(), 2);
     QVERIFY(window.document(1)->document().overview() == nullptr);
+    QCOMPARE(window.document(1)->dock(kStatsPane)->widget(), window.document(1)->pane(kStatsPane)->widget());
     QCOMPARE(window.document(1)->document().rank_merge()->inputs.front().rank, kShiftedRank);
     // A double-click on rank 0's header row opens rank 0.
     window.ShowDocument(0);

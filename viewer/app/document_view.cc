@@ -72,12 +72,26 @@ DocumentView::DocumentView(std::shared_ptr<const TraceDocument> document, QWidge
   const auto table = PaneTable();
   panes_by_id_.resize(table.size(), nullptr);
   docks_by_id_.resize(table.size(), nullptr);
+  const Overview* overview = document_->overview();
   for (const PaneSpec& spec : table) {
     Pane* pane = spec.create(*this, this);
     panes_by_id_[spec.id] = pane;
     auto* dock = new QDockWidget(tr(spec.title), this);
     dock->setObjectName(QStringLiteral("pane-%1").arg(QLatin1String(spec.name)));  // saveState's key
-    dock->setWidget(pane->widget());
+    const bool hinted = overview != nullptr && !spec.on_overview;
+    if (hinted) {
+      // The pane exists (the window reaches every pane) but, on an overview, shows why it is empty.
+      auto* hint = new QLabel(OverviewPaneHint(tr(spec.title), overview->ranks.size()), dock);
+      hint->setObjectName(QStringLiteral("overviewHint"));
+      hint->setAlignment(Qt::AlignCenter);
+      hint->setWordWrap(true);
+      hint->setMargin(12);
+      pane->widget()->setParent(hint);
+      pane->widget()->hide();
+      dock->setWidget(hint);
+    } else {
+      dock->setWidget(pane->widget());
+    }
     docks_by_id_[spec.id] = dock;
     // Docked, a pane is named by its tab and needs no title bar (the room goes to the pane);
     // floating, it gets the usual one back, to move and close it by.
@@ -86,10 +100,10 @@ DocumentView::DocumentView(std::shared_ptr<const TraceDocument> document, QWidge
     connect(dock, &QDockWidget::topLevelChanged, dock, [dock, no_title](bool floating) {
       dock->setTitleBarWidget(floating ? nullptr : no_title);
     });
-    connect(dock, &QDockWidget::visibilityChanged, pane, [this, pane, id = spec.id](bool visible) {
+    connect(dock, &QDockWidget::visibilityChanged, pane, [this, pane, id = spec.id, hinted](bool visible) {
       if (!visible) return;
       current_pane_ = id;
-      pane->Shown();
+      if (!hinted) pane->Shown();
     });
   }
   ResetLayout();
@@ -206,8 +220,9 @@ bool DocumentView::PaneInFront(PaneId pane) const {
 void DocumentView::SetAnalysis(std::shared_ptr<const DocumentAnalysis> analysis) {
   analysis_ = std::move(analysis);
   timeline_->SetCounterTracks(analysis_->counter_tracks);
+  const bool overview = document_->overview() != nullptr;
   for (const PaneSpec& spec : PaneTable()) {
-    if (spec.analyse != nullptr) panes_by_id_[spec.id]->ShowAnalysis(analysis_);
+    if (spec.analyse != nullptr && (!overview || spec.on_overview)) panes_by_id_[spec.id]->ShowAnalysis(analysis_);
   }
 }
 

@@ -665,6 +665,9 @@ QString MainWindow::ExportPng(const QString& path) {
 QString MainWindow::ExportStatsCsv(const QString& path) {
   DocumentView* doc = current_document();
   if (doc == nullptr) return tr("nothing to export: no trace is open");
+  if (doc->document().overview() != nullptr) {
+    return tr("an overview of ranks has no per-op statistics: open ranks in full (File > Open Ranks in Detail) and export those");
+  }
   if (!doc->analysed()) return tr("the statistics are still being computed; try again in a moment");
   const Status status = WriteFileAtomically(path.toStdString(), doc->pane<StatsPane>()->StatsCsv().toStdString());
   return status.ok() ? QString() : QString::fromStdString(status.message());

@@ -1,6 +1,7 @@
 // The pane table (pane_table.h): one entry per pane, in tab order.
 #include "viewer/panes/pane_table.h"
 
+#include <QCoreApplication>
 #include <algorithm>
 
 #include "base/check.h"
@@ -32,7 +33,7 @@ Pane* Create(PaneHost& host, QObject* parent) {
 
 std::span<const PaneSpec> PaneTable() {
   static constexpr PaneSpec kPanes[] = {
-      {DetailsPane::kId, "details", QT_TRANSLATE_NOOP("DocumentView", "Details"), &Create<DetailsPane>},
+      {DetailsPane::kId, "details", QT_TRANSLATE_NOOP("DocumentView", "Details"), &Create<DetailsPane>, nullptr, true},
       {StatsPane::kId, "stats", QT_TRANSLATE_NOOP("DocumentView", "Statistics"), &Create<StatsPane>, &StatsPane::Analyse},
       {RangePane::kId, "range", QT_TRANSLATE_NOOP("DocumentView", "Range"), &Create<RangePane>},
       // Computed for the timeline's selection when shown (call_tree_pane.h), not by the loader.
@@ -45,12 +46,13 @@ std::span<const PaneSpec> PaneTable() {
       {AttributionPane::kId, "attribution", QT_TRANSLATE_NOOP("DocumentView", "GPU attribution"),
        &Create<AttributionPane>, &AttributionPane::Analyse},
       // Computed from the inputs by the loader before it merged them (TraceDocument::rank_merge).
-      {StragglersPane::kId, "stragglers", QT_TRANSLATE_NOOP("DocumentView", "Stragglers"), &Create<StragglersPane>},
+      {StragglersPane::kId, "stragglers", QT_TRANSLATE_NOOP("DocumentView", "Stragglers"), &Create<StragglersPane>, nullptr,
+       true},
       {RooflinePane::kId, "roofline", QT_TRANSLATE_NOOP("DocumentView", "Roofline"), &Create<RooflinePane>,
        &RooflinePane::Analyse},
-      {SearchPane::kId, "search", QT_TRANSLATE_NOOP("DocumentView", "Search"), &Create<SearchPane>},
-      {TracksPane::kId, "tracks", QT_TRANSLATE_NOOP("DocumentView", "Tracks"), &Create<TracksPane>},
-      {MarkersPane::kId, "markers", QT_TRANSLATE_NOOP("DocumentView", "Markers"), &Create<MarkersPane>},
+      {SearchPane::kId, "search", QT_TRANSLATE_NOOP("DocumentView", "Search"), &Create<SearchPane>, nullptr, true},
+      {TracksPane::kId, "tracks", QT_TRANSLATE_NOOP("DocumentView", "Tracks"), &Create<TracksPane>, nullptr, true},
+      {MarkersPane::kId, "markers", QT_TRANSLATE_NOOP("DocumentView", "Markers"), &Create<MarkersPane>, nullptr, true},
   };
   return kPanes;
 }
@@ -69,10 +71,20 @@ const PaneSpec* FindPane(std::string_view name) {
   return nullptr;
 }
 
+QString OverviewPaneHint(const QString& title, size_t ranks) {
+  return QCoreApplication::translate("DocumentView",
+                                     "%1 needs every slice of a rank. This overview of %2 ranks holds per rank its busy "
+                                     "time, steps, collectives and longest slices.\n\nOpen ranks in full with File > Open "
+                                     "Ranks in Detail (Ctrl+Shift+D) or a double-click on a rank's header.")
+      .arg(title)
+      .arg(ranks);
+}
+
 std::shared_ptr<const DocumentAnalysis> AnalyseDocument(const TraceDocument& document) {
   auto result = std::make_shared<DocumentAnalysis>();
+  const bool overview = document.overview() != nullptr;
   for (const PaneSpec& pane : PaneTable()) {
-    if (pane.analyse != nullptr) pane.analyse(document, *result);
+    if (pane.analyse != nullptr && (!overview || pane.on_overview)) pane.analyse(document, *result);
   }
   result->counter_tracks = std::make_shared<const CounterTracks>(BuildCounterTracks(document.trace(), result->memory));
   return result;

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <QObject>
+#include <QString>
+#include <cstddef>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -22,7 +24,15 @@ struct PaneSpec {
   // Only for a pane that shows an analysis: computes it into its field (off the UI thread);
   // the pane's ShowAnalysis shows it once it has arrived.
   void (*analyse)(const TraceDocument& document, DocumentAnalysis& into) = nullptr;
+  // Whether it means something on an overview of ranks (viewer/load/overview.h), which holds per
+  // rank only summary slices (busy runs, steps, collectives, longest slices): a pane that reads
+  // every slice (statistics, memory, call tree, ...) is not analysed there and says how to open
+  // ranks in full instead.
+  bool on_overview = false;
 };
+
+// What a pane that is not shown on an overview of `ranks` ranks says in its place.
+QString OverviewPaneHint(const QString& title, size_t ranks);
 
 // In tab order.
 std::span<const PaneSpec> PaneTable();
