@@ -171,7 +171,7 @@ std::vector<Match> MatchCollectives(const std::vector<Instances>& by_rank) {
 }
 
 // A rank's fit of d = offset + drift x over its matches (x: its own time since its anchor, d: the
-// others' mean end minus its own), outliers left out.
+// collective's end as the solve takes it, minus its own), outliers left out.
 struct Fit {
   double offset = 0, drift = 0;
   double rms = 0;
