@@ -10,6 +10,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "base/check.h"
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/statistics.h"
@@ -37,6 +38,11 @@ constexpr double kMinDriftSpanNs = 50e6;     // 50 ms between the first and last
 constexpr double kPlausibleDriftPpm = 1000;
 constexpr double kStrongDrift = 10;
 constexpr int kMaxRounds = 200;
+// The rounds stop when no rank's correction relative to the reference moves by this much. Fitted
+// to medians, the last approach is slow (a median moves in small steps as the ends cross it: at
+// 1,024 generated ranks the moves shrink by about 1% a round from a few ns), and a ns is a
+// thousandth of what the ends scatter by.
+constexpr double kSettledNs = 1;
 
 // The argument `key` of a slice as text ("" when absent).
 std::string ArgText(const Trace& trace, uint32_t slice, std::string_view key) {
@@ -165,11 +171,12 @@ std::vector<Match> MatchCollectives(const std::vector<Instances>& by_rank) {
 }
 
 // A rank's fit of d = offset + drift x over its matches (x: its own time since its anchor, d: the
-// others' mean end minus its own), outliers left out.
+// collective's end as the solve takes it, minus its own), outliers left out.
 struct Fit {
   double offset = 0, drift = 0;
   double rms = 0;
   int64_t kept = 0, outliers = 0;
+  bool drift_fitted = false;  // the drift was fitted (else held at 0)
 };
 
 // Least squares over the kept matches (the offset alone, or with the drift).
@@ -224,7 +231,9 @@ bool DriftSupported(const std::vector<double>& x, const std::vector<bool>& keep,
 // by up to milliseconds, one way: up to half the matches can be off. So the fit starts from the
 // densest half (the shortest window holding half the differences, least trimmed squares), then
 // keeps the matches within kOutlierSigmas of the fit, refitting until the kept set settles.
-Fit RobustFit(const std::vector<double>& x, const std::vector<double>& d, bool try_drift) {
+// `keep_drift`: fit the drift whenever the matches allow a slope at all (a drift the rules
+// supported before, see SolveCollectives).
+Fit RobustFit(const std::vector<double>& x, const std::vector<double>& d, bool try_drift, bool keep_drift = false) {
   Fit fit;
   const size_t n = d.size();
   if (n == 0) return fit;
@@ -260,7 +269,7 @@ Fit RobustFit(const std::vector<double>& x, const std::vector<double>& d, bool t
     if (try_drift) {
       Fit drifting;
       Solve(x, d, keep, true, drifting);
-      if (DriftSupported(x, keep, drifting)) fit = drifting;
+      if (keep_drift || DriftSupported(x, keep, drifting)) fit = drifting, fit.drift_fitted = true;
     }
     // Centre and spread of the kept residuals by median and MAD, so that the few late ones the
     // densest half still holds do not widen the cut.
@@ -325,11 +334,13 @@ std::vector<bool> Connected(size_t ranks, const std::vector<Match>& matches) {
 }
 
 // Per match, the corrected ends of its members whose rank is fitted ("ready"), kept up to date
-// as fits change: a rank's target in a match (the others' mean or earliest) then costs O(1), so a
-// round of the solve costs O(members of all matches) where summing the others afresh for each
-// member cost O(group size^2) per match. Ends are kept relative to the match's first member's
-// end: absolute ns since 1970 (1.7e18) are spaced 256 ns apart as doubles, relative ones (a few
-// seconds at most, the clocks' offsets) to within 1e-6 ns.
+// as fits change: in the first pass a rank's target in a match (the ready others' mean or
+// earliest) then costs O(1), where summing the others afresh for each member cost O(group
+// size^2) per match. In the rounds after it, each match's consensus end (the members' median, or
+// their earliest) is taken once per round from all its members: O(members) per match, a median by
+// selection (std::nth_element, linear on average). Ends are kept relative to the match's first
+// member's end: absolute ns since 1970 (1.7e18) are spaced 256 ns apart as doubles, relative ones
+// (a few seconds at most, the clocks' offsets) to within 1e-6 ns.
 class MatchEnds {
  public:
   MatchEnds(const std::vector<Match>& matches, const std::vector<Fit>& fits, const std::vector<int64_t>& anchor)
@@ -406,6 +417,60 @@ class MatchEnds {
     return true;
   }
 
+  // Every match's consensus end from all its members' corrected ends (call after Refresh, every
+  // rank ready): what the members agree the collective ended at. Their median where ends scatter
+  // both ways (a few late ends, up to half less one, do not move it; their mean would carry their
+  // lateness to every member); their earliest for an `earliest` match (the collective's end: a
+  // member is only ever late to record it). The member's own end counts too: every rank is then
+  // fitted to the same end of the collective, so that fitting all of them at once moves them
+  // toward one another (without it, two ranks fitted to each other would swap places each round).
+  void Consensus() {
+    consensus_.assign(matches_.size(), 0);
+    std::vector<double> values;
+    for (size_t m = 0; m < matches_.size(); ++m) {
+      STEPSCOPE_CHECK(state_[m].count == static_cast<int32_t>(matches_[m].members.size()));  // every rank fitted
+      if (matches_[m].earliest) {
+        consensus_[m] = Value(m, state_[m].least);
+        continue;
+      }
+      values.assign(value_.begin() + static_cast<std::ptrdiff_t>(first_[m]),
+                    value_.begin() + static_cast<std::ptrdiff_t>(first_[m + 1]));
+      consensus_[m] = Median(std::move(values));
+    }
+  }
+  double consensus(size_t m) const { return consensus_[m]; }
+
+  // Each match's members in the order of their corrected ends (every rank ready), for
+  // OthersForResidual: one sort per match, O(members log members).
+  void SortMembers() {
+    order_.resize(value_.size());
+    place_.resize(value_.size());
+    for (size_t m = 0; m < matches_.size(); ++m) {
+      const auto begin = order_.begin() + static_cast<std::ptrdiff_t>(first_[m]);
+      const auto end = order_.begin() + static_cast<std::ptrdiff_t>(first_[m + 1]);
+      std::iota(begin, end, size_t{0});
+      std::sort(begin, end, [&](size_t a, size_t b) {
+        return Value(m, static_cast<int32_t>(a)) < Value(m, static_cast<int32_t>(b));
+      });
+      for (size_t i = 0; i < matches_[m].members.size(); ++i) place_[first_[m] + order_[first_[m] + i]] = i;
+    }
+  }
+
+  // The others' end that member k of match m is measured against for its residual (after
+  // SortMembers): the others' median (the mean of the middle two for an even count), their
+  // earliest for an `earliest` match; false when the match has no other member.
+  bool OthersForResidual(size_t m, size_t k, double& target) const {
+    const size_t n = matches_[m].members.size();
+    if (n < 2) return false;
+    if (matches_[m].earliest) return Others(m, k, target);
+    // The j-th smallest of the others: the j-th of the sorted members, past k's own place.
+    const size_t own = place_[first_[m] + k];
+    auto other = [&](size_t j) { return Value(m, static_cast<int32_t>(order_[first_[m] + (j < own ? j : j + 1)])); };
+    const size_t others = n - 1, mid = others / 2;
+    target = others % 2 == 1 ? other(mid) : (other(mid - 1) + other(mid)) / 2;
+    return true;
+  }
+
   // Member k's own end, relative to the match's origin.
   double Own(size_t m, size_t k) const {
     return static_cast<double>(matches_[m].members[k].second - matches_[m].members.front().second);
@@ -451,7 +516,24 @@ class MatchEnds {
   std::vector<double> value_;  // each ready member's corrected end, relative to its match's origin
   std::vector<State> state_;
   std::vector<bool> ready_;
+  std::vector<double> consensus_;  // per match, after Consensus()
+  // After SortMembers, per match (from first_[m]): its members' slots by corrected end, and each
+  // slot's place in that order.
+  std::vector<size_t> order_, place_;
 };
+
+// Every rank's correction re-expressed on the reference's corrected clock, so that the reference's
+// is zero: with C_r(t) = t + offset_r + drift_r (t - anchor_r) each rank's corrected time, the
+// new one is C_0^-1(C_r(t)), still linear (all ranks' relative placement unchanged).
+void HoldReference(const std::vector<int64_t>& anchor, std::vector<Fit>& fits) {
+  const double offset = fits[0].offset, drift = fits[0].drift;
+  for (size_t r = 1; r < fits.size(); ++r) {
+    const auto since = static_cast<double>(anchor[r] - anchor[0]);
+    fits[r].offset = (fits[r].offset - offset - drift * since) / (1 + drift);
+    fits[r].drift = (fits[r].drift - drift) / (1 + drift);
+  }
+  fits[0].offset = fits[0].drift = 0;
+}
 
 // Solves every rank's correction (see the header); false with a note when some rank has no
 // match joining it to the reference.
@@ -512,25 +594,56 @@ bool SolveCollectives(std::span<const ClockDigest> inputs, AlignmentReport& repo
       }
     }
   }
+  // Then every rank, the reference too, refitted at once to each match's consensus end, and the
+  // reference's correction taken out of all of them: a shift common to every rank (the consensus
+  // is the collective's end plus the members' typical lateness) moves the reference with the
+  // others and cancels, where holding the reference still let the others follow one another
+  // round after round. The rounds stop when no rank's correction relative to the reference moves
+  // by kSettledNs.
+  std::vector<double> span(n, 0);
+  for (size_t r = 0; r < n; ++r) {
+    for (const auto& [m, k] : mine[r]) span[r] = std::max(span[r], static_cast<double>(matches[m].members[k].second - anchor[r]));
+  }
+  // A drift once supported stays fitted in the rounds after: one near the rules' bound (moving the
+  // clock by about 3 residuals) would otherwise come and go as the consensus it is fitted to moves
+  // by a little with it, and the rounds would never settle.
+  // (The first pass's choices are not kept: they were made against the ranks fitted before.)
+  std::vector<bool> drifting(n, false);
+  std::vector<Fit> refitted(n);
   for (int round = 0; round < kMaxRounds; ++round) {
     report.solve_rounds = round + 1;
     ends.Refresh();
+    ends.Consensus();
+    for (size_t r = 0; r < n; ++r) {
+      x.clear(), d.clear();
+      for (const auto& [m, k] : mine[r]) {
+        x.push_back(static_cast<double>(matches[m].members[k].second - anchor[r]));
+        d.push_back(ends.consensus(m) - ends.Own(m, k));
+      }
+      refitted[r] = RobustFit(x, d, true, drifting[r]);
+      drifting[r] = drifting[r] || refitted[r].drift_fitted;
+    }
+    HoldReference(anchor, refitted);
     double moved = 0;
     for (size_t r = 1; r < n; ++r) {
-      differences(r, x, d);
-      const Fit fit = RobustFit(x, d, true);
-      const double span = x.empty() ? 0 : *std::max_element(x.begin(), x.end());
-      moved = std::max({moved, std::abs(fit.offset - fits[r].offset), std::abs((fit.drift - fits[r].drift) * span)});
-      fits[r] = fit;
-      ends.Update(r, mine[r]);
+      moved = std::max({moved, std::abs(refitted[r].offset - fits[r].offset),
+                        std::abs((refitted[r].drift - fits[r].drift) * span[r])});
     }
-    if (moved < 0.1) break;
+    fits = refitted;
+    if (moved < kSettledNs) break;
   }
   ends.Refresh();
+  ends.SortMembers();
   for (size_t r = 0; r < n; ++r) {
-    differences(r, x, d);
     // Each rank's residual, the reference's too, against the others once corrected.
-    for (size_t i = 0; i < x.size(); ++i) d[i] -= fits[r].offset + fits[r].drift * x[i];
+    x.clear(), d.clear();
+    for (const auto& [m, k] : mine[r]) {
+      double others = 0;
+      if (!ends.OthersForResidual(m, k, others)) continue;
+      const double at = static_cast<double>(matches[m].members[k].second - anchor[r]);
+      x.push_back(at);
+      d.push_back(others - ends.Own(m, k) - fits[r].offset - fits[r].drift * at);
+    }
     const Fit rest = RobustFit(x, d, false);
     RankClock& clock = report.ranks[r];
     clock.offset_ns = std::llround(fits[r].offset);

@@ -15,14 +15,15 @@
 //    (`record_param_comms`, `c10d::allreduce_`).
 //    Each rank's correction is offset + drift x (t - anchor), t on its own clock and anchor the end
 //    of its first matched collective; the lowest rank is the reference (correction 0). The
-//    corrections are solved together: first outward from the reference (each rank against the ranks
-//    fitted before it), then each rank against all the other members again until they settle; each
-//    collective keeps the sum of its members' corrected ends (relative to its first member's end,
-//    exact to well under a ns) as fits change, so a round costs O(members of all collectives) plus
-//    the ranks' fits, whatever the groups' sizes. A rank's target in a match is the others'
-//    corrected ends: their earliest for our trainer's records (a host span around a call that
-//    returns once every rank is done: a rank is only ever late to record its end, e.g.
-//    descheduled), their mean elsewhere (NCCL kernels, gloo, whose ends scatter both ways). Each
+//    corrections are solved together: first outward from the reference (each rank against the
+//    ranks fitted before it: their mean end, or earliest), then in rounds: each collective's end
+//    as its members agree on it, taken once per round from all their corrected ends (O(members):
+//    their median by selection where ends scatter both ways, NCCL kernels and gloo, so a few late
+//    ends do not move it; their earliest for our trainer's records, a host span around a call
+//    that returns once every rank is done, so a rank is only ever late to record its end), every
+//    rank, the reference too, refitted to those ends, and all corrections re-expressed so that the
+//    reference's is zero: a shift common to every rank (their typical lateness) cancels instead of
+//    building up round after round. The rounds stop when no correction moves by 1 ns. Each
 //    rank's fit is robust: up to half its matches may be off by any amount. It starts from the
 //    densest half of the differences (after removing a repeated-median slope, so a drift does not
 //    spread them), then keeps the matches within 4 robust standard deviations (1.4826 x MAD, never
@@ -31,8 +32,9 @@
 //    span by more than 3 times the fit's residual; and a drift beyond 1,000 ppm (real clocks drift
 //    by tens of ppm, NTP slews by at most 500) only when the slope is more than 10 standard errors
 //    from zero (its residual / sqrt(sum of (t - mean t)^2) over the kept matches). Otherwise the
-//    offset alone is fitted. The residual is the root mean square of the kept matches' distance to
-//    the others' after correction.
+//    offset alone is fitted; a drift once supported stays fitted in later rounds. The residual is
+//    the root mean square of the kept matches' distance to the others' end (their median, or
+//    earliest) after correction.
 //  - barrier: the host clock each of our trainer's ranks records after a barrier all passed
 //    (TraceSession.clock_sync_nanos), as merge.h AlignClocks describes; ranks on the reference's
 //    host are not shifted.

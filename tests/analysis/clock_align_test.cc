@@ -215,5 +215,72 @@ TEST(ClockAlignTest, RecoversDriftingClocksOfManyRanks) {
   }
 }
 
+// The largest distance, over every rank, of its correction from the truth at its first matched
+// end and 1.9 s later (the generated run spans 2 s).
+int64_t WorstCorrectionError(const testing::GeneratedClocks& clocks, const AlignmentReport& report) {
+  int64_t worst = 0;
+  for (const RankClock& clock : report.ranks) {
+    for (const int64_t at : {clock.anchor_ns, clock.anchor_ns + 1'900'000'000}) {
+      const int64_t truth = clocks.TrueAt(clock.rank, at) - at;
+      worst = std::max(worst, std::abs(clock.CorrectionAt(at) - truth));
+    }
+  }
+  return worst;
+}
+
+// 2% of the ends late by up to 1 ms, the rest scattered by 2 µs either way. A target that is the
+// members' mean carries the late ends' lateness (2% x 0.5 ms = 10 µs in a world collective), and a
+// solve that holds the reference still while the others follow one another let it grow to about
+// (ranks - 1) x that (on these clocks without drift: 0.14 ms off at 64 ranks, 1.7 ms at 256). The
+// members' median ignores a few late ends, and every rank refitted together with the reference,
+// then the reference held at zero, lets no common shift build up. What is left is each rank's own
+// estimate: the mean of its ~98 kept ends (uniform over 4 µs: 1.15 µs standard deviation, 0.12 µs
+// for the mean), the reference's as much, and the medians it is fitted to (an 8-rank median of
+// such ends varies by about 0.5 µs, 0.11 µs over its 20 group collectives): about 0.2 µs in all,
+// so 1.5 µs is over 7 standard deviations for the worst of 256 ranks (found: 0.38 µs at 64, 0.82
+// µs at 256). Clocks drifting by up to 50 ppm add what the drift rules leave unfitted (a drift
+// moving the clock by under 3 residuals, about 3.5 µs, over the 2 s): 3 µs, as for ends without
+// late ones (RecoversDriftingClocksOfManyRanks).
+void ExpectLateEndsIgnored(int ranks, double max_drift_ppm, int64_t bound_ns) {
+  const testing::GeneratedClocks clocks = testing::GenerateClockDigests(
+      {.ranks = ranks, .max_drift_ppm = max_drift_ppm, .late_fraction = 0.02, .seed = 23});
+  const AlignmentReport report = AlignDigests(clocks.digests, AlignMethod::kCollectives);
+  ASSERT_EQ(report.method, AlignMethod::kCollectives);
+  ASSERT_EQ(report.ranks.size(), static_cast<size_t>(ranks));
+  EXPECT_LT(report.solve_rounds, 200) << "the solve did not settle";
+  EXPECT_LE(WorstCorrectionError(clocks, report), bound_ns) << ranks << " ranks, " << max_drift_ppm << " ppm";
+  for (const RankClock& clock : report.ranks) EXPECT_LE(clock.residual_ns, 2000) << "rank " << clock.rank;
+}
+
+TEST(ClockAlignTest, LateEndsDoNotShiftSixtyFourRanks) {
+  ExpectLateEndsIgnored(64, 0, 1500);
+  ExpectLateEndsIgnored(64, 50, 3000);
+}
+
+TEST(ClockAlignTest, LateEndsDoNotShiftTwoHundredFiftySixRanks) {
+  ExpectLateEndsIgnored(256, 0, 1500);
+  ExpectLateEndsIgnored(256, 50, 3000);
+}
+
+// Our trainer's records end late only: 128 ranks late by 0-2 µs at every end. Fitted to the
+// earliest of the others' ends, a rank's typical end landed on the others' earliest, so every rank
+// but the reference moved earlier by about its median lateness each round (7.1 ms off after 200
+// rounds). Now each rank's typical end lands on the collective's earliest end, the reference's
+// too, and the reference is then held at zero: every rank is late by the same spread, so the
+// common part cancels and each rank is left with its mean lateness against the reference's (0.58
+// µs standard deviation over ~100 ends: 0.06 µs each, 0.08 µs the difference) and a drift the
+// rules may fit from that noise: 1.5 µs is far out (found: 0.35 µs; 0.32 µs with drifting clocks,
+// whose unfitted drifts allow 3 µs as above).
+TEST(ClockAlignTest, EndsLateOneWayDoNotDriftManyRanks) {
+  for (const double max_drift_ppm : {0.0, 50.0}) {
+    const testing::GeneratedClocks clocks = testing::GenerateClockDigests(
+        {.ranks = 128, .max_drift_ppm = max_drift_ppm, .earliest = true, .seed = 29});
+    const AlignmentReport report = AlignDigests(clocks.digests, AlignMethod::kCollectives);
+    ASSERT_EQ(report.method, AlignMethod::kCollectives);
+    EXPECT_LT(report.solve_rounds, 200) << "the solve did not settle";
+    EXPECT_LE(WorstCorrectionError(clocks, report), max_drift_ppm == 0 ? 1500 : 3000) << max_drift_ppm << " ppm";
+  }
+}
+
 }  // namespace
 }  // namespace stepscope::analysis
