@@ -142,6 +142,7 @@ trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed, bool allocat
   // whose times fit (all of them here: nothing is clamped) only reads it.
   //
   // One step of the walk: a CPU op with its children, or a kernel. `place` null: count only.
+  std::vector<bool> node_packed(kNodeNames, false);
   auto step = [&](WalkState& state, const Placement* place) {
     // std::mt19937_64 behind uniform_int_distribution was a quarter of the time to the first
     // frame at 10^8 slices.
@@ -158,9 +159,11 @@ trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed, bool allocat
         slice.op_type = node_ops[static_cast<size_t>(node)];
         slice.kind = kind;
         place->builder->SetSlice(place->track_first[track] + place_in_track, slice);
-      } else {
-        // Packed and dropped, in walk order: the first sets the builder's packing base and each
-        // label is interned where packing the slices one by one would intern it.
+      } else if (!node_packed[static_cast<size_t>(node)]) {
+        // Packed and dropped on its first slice, in walk order: the first slice sets the
+        // builder's packing base and each label is interned where packing the slices one by one
+        // would intern it (a node's name and op type are one label).
+        node_packed[static_cast<size_t>(node)] = true;
         builder.Pack(trace::SliceRecord{.start_ns = start,
                                         .name = node_names[static_cast<size_t>(node)],
                                         .op_type = node_ops[static_cast<size_t>(node)]});
