@@ -251,7 +251,8 @@ trace::Trace MakeSyntheticTrace(int64_t slice_count, uint64_t seed, bool allocat
       while (state.added < end) step(state, &placement);
     }
   };
-  const size_t threads_wanted = std::min<size_t>(piece_starts.size(), std::max(1u, std::thread::hardware_concurrency()));
+  const size_t threads_wanted =
+      std::min<size_t>(piece_starts.size(), std::max(1u, std::thread::hardware_concurrency()));
   const size_t helpers = threads_wanted == 0 ? 0 : threads_wanted - 1;
   std::vector<std::thread> threads;
   for (size_t h = 0; h < helpers; ++h) threads.emplace_back(write_pieces);
