@@ -438,14 +438,16 @@ void Permute(std::span<const uint32_t> order, size_t offset, size_t lo, size_t h
   }
 }
 
+// True when slice y may follow slice x: (track, start, longer first) order.
+bool InTraceOrder(const Slice& x, const Slice& y) {
+  return x.track < y.track ||
+         (x.track == y.track && (x.start_ns < y.start_ns || (x.start_ns == y.start_ns && x.dur_ns >= y.dur_ns)));
+}
+
 // True when the slices already come in (track, start, longer first) order.
 bool SlicesInOrder(const MappedArray<Slice>& slices) {
   for (size_t i = 1; i < slices.size(); ++i) {
-    const Slice& x = slices[i - 1];
-    const Slice& y = slices[i];
-    const bool ordered = x.track < y.track ||
-        (x.track == y.track && (x.start_ns < y.start_ns || (x.start_ns == y.start_ns && x.dur_ns >= y.dur_ns)));
-    if (!ordered) return false;
+    if (!InTraceOrder(slices[i - 1], slices[i])) return false;
   }
   return true;
 }
@@ -608,13 +610,17 @@ Trace TraceBuilder::Build() && {
   auto& slices = slices_;
   auto& tracks = trace_.tracks_;
 
-  // Epoch: the earliest instant of the trace, so relative times stay small and exact.
+  // Epoch: the earliest instant of the trace, so relative times stay small and exact. The same
+  // read of the slices finds whether they come in order already (a pass over 2 GB less at 10^8).
   int64_t epoch = std::numeric_limits<int64_t>::max();
+  bool in_order = true;
   if (!slices.empty()) {
     int64_t first = std::numeric_limits<int64_t>::max();
-    for (const Slice& s : slices) {
+    for (size_t i = 0; i < slices.size(); ++i) {
+      const Slice& s = slices[i];
       STEPSCOPE_CHECK(s.track < tracks.size());  // AddSlices leaves the track to the caller
       first = std::min<int64_t>(first, s.start_ns);
+      if (i > 0) in_order &= InTraceOrder(slices[i - 1], s);
     }
     epoch = SaturatingAdd(base_ns_, first);
   }
@@ -623,6 +629,7 @@ Trace TraceBuilder::Build() && {
   }
   if (epoch == std::numeric_limits<int64_t>::max()) epoch = 0;
   trace_.epoch_ns_ = epoch;
+  const bool tracks_limited = tracks.size() > Slice::kMaxTrack;
   LimitTracks();
   for (CounterSeries& c : trace_.counters_) {
     for (int64_t& ts : c.ts_ns) ts -= epoch;
@@ -636,7 +643,7 @@ Trace TraceBuilder::Build() && {
 
   // Readers that add each track's slices in time order, track after track (our protobuf, XSpace
   // lines, the generator) or sorted them before (SortSlices) need no order at all.
-  bool in_order = SlicesInOrder(slices);
+  if (tracks_limited) in_order = SlicesInOrder(slices);  // LimitTracks moved slices
   std::vector<uint32_t> order = in_order ? std::vector<uint32_t>{} : OrderByTrackThenTime(slices, tracks.size());
   auto index_at = [&](size_t k) { return in_order ? static_cast<uint32_t>(k) : order[k]; };
 

@@ -124,6 +124,36 @@ class CounterTracksTest : public QObject {
     }
   }
 
+  // A frame's utilisation columns search each boundary once, galloping on from the last: every
+  // column still holds its own busy share, counted nanosecond by nanosecond, zoomed out and in.
+  void UtilisationColumnsMatchBruteForce() {
+    std::mt19937 random(9);
+    std::vector<std::pair<int64_t, int64_t>> intervals;
+    for (int i = 0; i < 3000; ++i) {
+      const int64_t begin = static_cast<int64_t>(random() % 1'000'000);
+      intervals.emplace_back(begin, begin + static_cast<int64_t>(random() % 700));
+    }
+    std::vector<uint8_t> covered(1'100'000, 0);
+    for (const auto& [b, e] : intervals) std::fill(covered.begin() + b, covered.begin() + e, uint8_t{1});
+    CounterTrack track;
+    track.kind = CounterTrack::Kind::kUtilization;
+    track.busy = CoverageCounter(intervals);
+    // Whole pixels of whole nanoseconds, so that the brute count is exact.
+    for (const auto& [begin, ns_per_px] : {std::pair<int64_t, int64_t>{0, 1000}, {123'457, 37}, {999'000, 3}}) {
+      const int columns = 400;
+      const TimeMapping mapping(static_cast<double>(begin), static_cast<double>(begin + ns_per_px * columns), columns);
+      std::vector<CounterColumn> out;
+      track.Columns(mapping, &out);
+      QCOMPARE(out.size(), size_t{columns});
+      for (int c = 0; c < columns; ++c) {
+        const int64_t from = begin + ns_per_px * c;
+        const auto busy = std::count(covered.begin() + from, covered.begin() + from + ns_per_px, 1);
+        QVERIFY2(std::abs(out[static_cast<size_t>(c)].high - 100.0 * static_cast<double>(busy) / static_cast<double>(ns_per_px)) < 1e-6,
+                 qPrintable(QStringLiteral("column %1 of the view at %2").arg(c).arg(begin)));
+      }
+    }
+  }
+
   void ResNetStepHasMemoryUtilisationAndLaunchDelayUnderEachDevice() {
     const auto document = Open(testing::SamplePath("h100_resnet50_b32_step3.pb.gz"));
     const trace::Trace& trace = document->trace();

@@ -184,18 +184,32 @@ CoverageCounter::CoverageCounter(std::vector<std::pair<int64_t, int64_t>> interv
   }
 }
 
+double CoverageCounter::BusyUntil(double t, size_t* hint) const {
+  // The intervals starting at or before t, the last one cut at t. Galloping from the hint: the
+  // next column's boundary is a few intervals on when zoomed in, not a search over millions.
+  auto starts_by = [t](int64_t b) { return static_cast<double>(b) <= t; };
+  size_t low = std::min(*hint, begins_.size()), step = 1, high = low;
+  while (high < begins_.size() && starts_by(begins_[high])) {
+    low = high + 1;
+    high = std::min(begins_.size(), high + step);
+    step *= 2;
+  }
+  const size_t k = static_cast<size_t>(
+      std::partition_point(begins_.begin() + static_cast<ptrdiff_t>(low),
+                           begins_.begin() + static_cast<ptrdiff_t>(std::max(low, high)), starts_by) -
+      begins_.begin());
+  *hint = k;
+  if (k == 0) return 0.0;
+  const size_t j = k - 1;
+  return static_cast<double>(busy_before_[j]) + std::min(t, static_cast<double>(ends_[j])) -
+         static_cast<double>(begins_[j]);
+}
+
 double CoverageCounter::BusyIn(double begin_ns, double end_ns) const {
-  // Busy time before `t`: the intervals starting at or before it, the last one cut at t.
-  auto busy_until = [&](double t) {
-    const size_t k = static_cast<size_t>(
-        std::partition_point(begins_.begin(), begins_.end(), [t](int64_t b) { return static_cast<double>(b) <= t; }) -
-        begins_.begin());
-    if (k == 0) return 0.0;
-    const size_t j = k - 1;
-    return static_cast<double>(busy_before_[j]) +
-           std::min(t, static_cast<double>(ends_[j])) - static_cast<double>(begins_[j]);
-  };
-  return end_ns > begin_ns ? busy_until(end_ns) - busy_until(begin_ns) : 0.0;
+  if (end_ns <= begin_ns) return 0.0;
+  size_t hint = 0;
+  const double before = BusyUntil(begin_ns, &hint);
+  return BusyUntil(end_ns, &hint) - before;
 }
 
 size_t CoverageCounter::bytes() const {
@@ -208,11 +222,17 @@ void CounterTrack::Columns(const TimeMapping& mapping, std::vector<CounterColumn
   if (kind != Kind::kUtilization) return samples.Columns(mapping, out);
   const size_t columns = static_cast<size_t>(std::ceil(mapping.width_px()));
   out->resize(columns);
+  // Each boundary searched once, in order: a column's end is the next one's begin.
+  size_t hint = 0;
+  double begin = mapping.PxToNs(0);
+  double busy_before = busy.BusyUntil(begin, &hint);
   for (size_t c = 0; c < columns; ++c) {
-    const double begin = mapping.PxToNs(static_cast<double>(c));
     const double end = mapping.PxToNs(static_cast<double>(c + 1));
-    const double percent = 100.0 * busy.BusyIn(begin, end) / (end - begin);
+    const double busy_by_end = busy.BusyUntil(end, &hint);
+    const double percent = end > begin ? 100.0 * (busy_by_end - busy_before) / (end - begin) : 0.0;
     (*out)[c] = {percent, percent, true};
+    begin = end;
+    busy_before = busy_by_end;
   }
 }
 

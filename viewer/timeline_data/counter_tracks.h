@@ -84,6 +84,9 @@ class CoverageCounter {
   explicit CoverageCounter(std::vector<std::pair<int64_t, int64_t>> intervals);
   // Busy time within [begin_ns, end_ns).
   double BusyIn(double begin_ns, double end_ns) const;
+  // Busy time before t. `hint`: where the search for the previous, earlier or equal t ended
+  // (start at 0): a frame's columns ask in order, each search galloping on from the last.
+  double BusyUntil(double t, size_t* hint) const;
   int64_t busy_ns() const { return busy_before_.empty() ? 0 : busy_before_.back() + (ends_.back() - begins_.back()); }
   size_t intervals() const { return begins_.size(); }
   size_t bytes() const;
