@@ -1,9 +1,12 @@
-// The call tree of nested slices, top-down and bottom-up (call_tree.h): one walk over each
-// chosen lane with a stack of the open slices, and one hash lookup per slice for its node; a big
-// selection in parts on the cores, one per share of the top-level names (BuildTopDown).
+// The call tree of nested slices, top-down and bottom-up (call_tree.h): one pass over each chosen
+// lane that finds each slice's parent by its depth and looks its node up a few slices later, its
+// slot prefetched by the hash of its path of names; a big selection in parts on the cores, one
+// per share of the top-level names (BuildTopDown).
 #include "profiler/analysis/call_tree.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <exception>
 #include <memory>
 #include <new>
@@ -11,6 +14,7 @@
 #include <span>
 #include <thread>
 
+#include "base/check.h"
 #include "base/huge_pages.h"
 #include "base/mapped_array.h"
 
@@ -20,13 +24,33 @@ namespace {
 using trace::Slice;
 using trace::Trace;
 
+// MurmurHash3's finaliser: every bit of `h` reaches the low bits an index's mask keeps.
+uint64_t MixBits(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+
+// A top-down node is indexed by the hash of its path of names from the top, which a walk knows
+// from the parent slice's path before the parent's node is looked up: so the slot of a slice's
+// node is prefetched a few slices ahead in the lane's order, where a child usually follows its
+// parent at once. (The slot still holds, and is matched on, the parent node and the name.)
+constexpr uint64_t kRootPath = 0;
+uint64_t PathHash(uint64_t parent_path, trace::StringId name) {
+  return MixBits(parent_path ^ (uint64_t{name} * 0x9e3779b97f4a7c15ull + 1));
+}
+// A bottom-up node is indexed by its parent node and name.
+uint64_t PairHash(uint32_t parent, uint32_t key) { return MixBits((uint64_t{parent} << 32) | key); }
+
 // (parent, key) -> node, open addressing with linear probing, at most 70 % full: one probe into
 // a flat array per slice (std::unordered_map's node per entry made a 10 M-slice tree 4x slower).
 // The slots live in a mapping of their own whose fresh pages are zero, and zero is an empty slot
 // (a slot holds its node + 1): a table sized up front costs only the pages its entries touch.
-// Fuller than half: a fresh page costs more than the longer probes (12-byte slots, a few to a
-// cache line, and the next line is fetched along), and at half the table took as many bytes per
-// node as the nodes themselves.
+// Fuller than half: a fresh page costs more than the longer probes. A pair's place comes from
+// the hash its tree gives it (PathHash, PairHash), the same at every lookup; the slot keeps that
+// hash's low half, from which it is placed again when the table grows.
 class NodeIndex {
  public:
   NodeIndex() { Rehash(1024); }
@@ -36,7 +60,7 @@ class NodeIndex {
     while (Full(entries, capacity)) capacity *= 2;
     if (capacity > slots_.size()) Rehash(capacity);
   }
-  void Prefetch(uint32_t parent, uint32_t key) const { __builtin_prefetch(&slots_[Hash(parent, key) & mask_]); }
+  void Prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & mask_]); }
   size_t size() const { return size_; }
   size_t capacity() const { return slots_.size(); }
 
@@ -48,12 +72,12 @@ class NodeIndex {
   }
 
   // The node of (parent, key), or `fresh` entered as it when absent.
-  std::pair<uint32_t, bool> FindOrAdd(uint32_t parent, uint32_t key, uint32_t fresh) {
+  std::pair<uint32_t, bool> FindOrAdd(uint32_t parent, uint32_t key, uint64_t hash, uint32_t fresh) {
     if (Full(size_ + 1, slots_.size())) Rehash(slots_.size() * 2);
-    for (size_t i = Hash(parent, key) & mask_;; i = (i + 1) & mask_) {
+    for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
       Slot& slot = slots_[i];
       if (slot.node_plus_one == 0) {
-        slot = {parent, key, fresh + 1};
+        slot = {parent, key, fresh + 1, static_cast<uint32_t>(hash)};
         ++size_;
         return {fresh, true};
       }
@@ -64,25 +88,18 @@ class NodeIndex {
  private:
   struct Slot {
     uint32_t parent = 0, key = 0, node_plus_one = 0;  // all zero: empty
+    uint32_t hash = 0;  // the low half of the pair's hash: 16 bytes, four slots to a cache line
   };
   static bool Full(size_t entries, size_t capacity) { return 10 * entries > 7 * capacity; }
-  static size_t Hash(uint32_t parent, uint32_t key) {
-    // MurmurHash3's finaliser: every bit of both halves reaches the low bits the mask keeps.
-    uint64_t h = (uint64_t{parent} << 32) | key;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    return static_cast<size_t>(h ^ (h >> 33));
-  }
   void Rehash(size_t capacity) {
+    STEPSCOPE_CHECK(capacity <= (size_t{1} << 32));  // a slot's place is in its hash's low half
     MappedArray<Slot> old = std::move(slots_);
     slots_ = MappedArray<Slot>(capacity);  // fresh pages: every slot empty, none written
     AdviseHugePages(slots_.data(), capacity * sizeof(Slot));
     mask_ = capacity - 1;
     for (const Slot& slot : old) {
       if (slot.node_plus_one == 0) continue;
-      size_t i = Hash(slot.parent, slot.key) & mask_;
+      size_t i = slot.hash & mask_;
       while (slots_[i].node_plus_one != 0) i = (i + 1) & mask_;
       slots_[i] = slot;
     }
@@ -91,26 +108,94 @@ class NodeIndex {
   size_t mask_ = 0, size_ = 0;
 };
 
+enum class TreeKind { kTopDown, kBottomUp };
+
 // A child's sort key, copied beside the others of its parent (comparing through the nodes was a
-// cache miss per comparison in a tree of millions of nodes): by total, then self, then name,
-// largest first (bottom-up: self first).
+// cache miss per comparison in a tree of millions of nodes): its total (bottom-up: its self
+// time); the rare ties are broken through the nodes.
 struct ChildKey {
-  int64_t first, second;
+  int64_t first;
   uint32_t node;
 };
 
-ChildKey KeyOf(const CallTreeNode& node, uint32_t index, bool by_self) {
-  return by_self ? ChildKey{node.self_ns, node.total_ns, index} : ChildKey{node.total_ns, node.self_ns, index};
+ChildKey KeyOf(const CallTreeNode& node, uint32_t index, TreeKind kind) {
+  return {kind == TreeKind::kBottomUp ? node.self_ns : node.total_ns, index};
 }
 
-// `text` gives a node's name (its names[] entry, or the trace's string while names are StringIds).
+// The order of a node's children: by total, then self, then name, largest first (bottom-up: self
+// first). `text` gives a node's name (its names[] entry, or the trace's string while names are
+// StringIds).
 template <typename NameText>
-void SortChildKeys(std::span<ChildKey> keys, const std::vector<CallTreeNode>& nodes, NameText text) {
-  std::sort(keys.begin(), keys.end(), [&](const ChildKey& x, const ChildKey& y) {
+struct ChildOrder {
+  const std::vector<CallTreeNode>& nodes;
+  TreeKind kind;
+  NameText text;
+
+  bool operator()(const ChildKey& x, const ChildKey& y) const {
     if (x.first != y.first) return x.first > y.first;
-    if (x.second != y.second) return x.second > y.second;
-    return text(nodes[x.node].name) < text(nodes[y.node].name);
-  });
+    const CallTreeNode& a = nodes[x.node];
+    const CallTreeNode& b = nodes[y.node];
+    const bool by_self = kind == TreeKind::kBottomUp;
+    const int64_t a_second = by_self ? a.total_ns : a.self_ns, b_second = by_self ? b.total_ns : b.self_ns;
+    if (a_second != b_second) return a_second > b_second;
+    return text(a.name) < text(b.name);
+  }
+};
+
+// Buffers a sort reuses from one parent to the next.
+struct SortSpace {
+  std::vector<ChildKey> spare;
+  std::vector<uint32_t> counts;
+};
+
+// Sorts one parent's children keys: spread into buckets by the leading bits of `first` (largest
+// first), then each bucket of more than one key the same way, down to a few keys sorted by
+// insertion; keys of one `first` by std::sort. The buckets are as many as the keys, so random
+// totals leave one or two keys to a bucket: two passes where std::sort's comparisons of random
+// totals were a mispredicted branch each (a sixth of a big build).
+template <typename Order>
+void SortChildKeys(std::span<ChildKey> keys, const Order& order, SortSpace& space) {
+  constexpr size_t kInsertionSortMost = 16;
+  const size_t count = keys.size();
+  if (count <= kInsertionSortMost) {
+    for (size_t i = 1; i < count; ++i) {
+      const ChildKey key = keys[i];
+      size_t j = i;
+      for (; j > 0 && order(key, keys[j - 1]); --j) keys[j] = keys[j - 1];
+      keys[j] = key;
+    }
+    return;
+  }
+  int64_t low = keys[0].first, high = low;
+  for (const ChildKey& key : keys) {
+    low = std::min(low, key.first);
+    high = std::max(high, key.first);
+  }
+  if (low == high) {
+    std::sort(keys.begin(), keys.end(), order);
+    return;
+  }
+  // The bucket of a key: its distance below the highest, shifted to as many bits as the count has.
+  const auto range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  const int shift = std::max(0, static_cast<int>(std::bit_width(range)) - static_cast<int>(std::bit_width(count)));
+  const auto bucket_of = [high, shift](const ChildKey& key) {
+    return static_cast<size_t>((static_cast<uint64_t>(high) - static_cast<uint64_t>(key.first)) >> shift);
+  };
+  const size_t buckets = (range >> shift) + 1;
+  space.counts.assign(buckets + 1, 0);
+  for (const ChildKey& key : keys) ++space.counts[bucket_of(key) + 1];
+  for (size_t b = 1; b <= buckets; ++b) space.counts[b] += space.counts[b - 1];
+  if (space.spare.size() < count) space.spare.resize(count);
+  for (const ChildKey& key : keys) space.spare[space.counts[bucket_of(key)]++] = key;
+  std::copy_n(space.spare.begin(), count, keys.begin());
+  // Each bucket (a run of one bucket index) in turn; `space` is free again.
+  for (size_t i = 0; i < count;) {
+    const size_t bucket = bucket_of(keys[i]);
+    size_t j = i + 1;
+    while (j < count && bucket_of(keys[j]) == bucket) ++j;
+    if (j - i > 1) SortChildKeys(keys.subspan(i, j - i), order, space);
+    i = j;
+  }
 }
 
 // Which of `parts` parts a top-level name's subtrees belong to: the name's hash (32 bits) scaled
@@ -172,13 +257,13 @@ class TreeBuilder {
     tree_.nodes.emplace_back();
   }
 
-  // The child of `parent` keyed by `key` (a StringId of the trace, or a name of another tree);
-  // `name` gives the new node's name index when there is none yet.
-  // `depth` is the parent's + 1 (known to the caller: reading it from the parent was a cache
-  // miss per new node).
+  // The child of `parent` keyed by `key` (a StringId of the trace, or a name of another tree),
+  // placed in the index by `hash` (PathHash, PairHash); `name` gives the new node's name index
+  // when there is none yet. `depth` is the parent's + 1 (known to the caller: reading it from
+  // the parent was a cache miss per new node).
   template <typename NameOf>
-  uint32_t Child(uint32_t parent, uint32_t key, uint32_t depth, NameOf name) {
-    const auto [node, added] = index_.FindOrAdd(parent, key, static_cast<uint32_t>(tree_.nodes.size()));
+  uint32_t Child(uint32_t parent, uint32_t key, uint64_t hash, uint32_t depth, NameOf name) {
+    const auto [node, added] = index_.FindOrAdd(parent, key, hash, static_cast<uint32_t>(tree_.nodes.size()));
     if (added) {
       CallTreeNode& n = tree_.nodes.emplace_back();
       n.name = name();
@@ -188,127 +273,100 @@ class TreeBuilder {
     return node;
   }
 
-  void Prefetch(uint32_t parent, uint32_t key) const { index_.Prefetch(parent, key); }
+  void Prefetch(uint64_t hash) const { index_.Prefetch(hash); }
 
   // Room for the nodes of `slices` slices (a slice adds one node at most), so that the nodes
   // are not copied as they grow: the reserve is address space until written. Bounded, past
   // which they grow as needed. The index is sized for `expected_nodes`: every page of it is
   // touched once it holds as many entries as pages, so it is not sized past a guess (a table
   // grown to its size instead wrote as many fresh bytes again in the tables it left).
-  // `longest_lane`: the most slices one walk takes, which the walk's own arrays are reserved
-  // for (address space too: none is copied as it grows).
-  void Reserve(size_t slices, size_t expected_nodes, size_t longest_lane = 0) {
+  void Reserve(size_t slices, size_t expected_nodes) {
     constexpr size_t kMostNodesReserved = size_t{1} << 24;  // 16 M nodes: 0.9 GB of address space
     const size_t nodes = std::min(slices, kMostNodesReserved);
     tree_.nodes.reserve(nodes + 1);
     AdviseHugePages(tree_.nodes.data(), tree_.nodes.capacity() * sizeof(CallTreeNode));
-    items_.reserve(longest_lane);
-    node_of_.reserve(longest_lane);
-    level_.reserve(longest_lane);
-    order_.reserve(longest_lane);
     index_.Reserve(std::min(expected_nodes, nodes));
   }
 
-
   // Walks slices [from, to) of one lane in its order, clipped to [begin, end]; stops at the
-  // first slice past `end` (the lane is sorted by start). In three passes, so that the lookups of
-  // a big tree (a random access each) are prefetched a few slices ahead: each slice's parent, by
-  // a stack of the open slices; each slice's node; the figures. The nodes' names are the
-  // slices' StringIds until NameNodes.
+  // first slice past `end` (the lane is sorted by start). One pass: a slice's parent is the
+  // innermost counted one among the slices enclosing it, which `open_` holds one per depth
+  // (Trace's nesting: every slice from the walk's first on is as deep as it or deeper, and
+  // follows its enclosing slices); its path hash follows from its parent's, and its node is
+  // looked up kAhead counted slices later (Settle), in the lane's order, by then with its slot
+  // in the cache and its parent's node known. The nodes' names are the slices' StringIds until
+  // NameNodes.
   void Walk(const Trace& trace, uint32_t from, uint32_t to, int64_t begin, int64_t end) {
+    if (from >= to) return;
     const std::span<const Slice> slices = trace.slices();
-    items_.clear();
+    const trace::LabelTable& labels = trace.labels();
+    const uint32_t base = slices[from].depth;
     open_.clear();
     for (uint32_t index = from; index < to; ++index) {
       const Slice& s = slices[index];
       if (s.start_ns > end) break;
-      if (s.duplicate()) continue;
-      // Slices of a lane nest or are disjoint: what ended by this start is no parent of it.
-      while (!open_.empty() && open_.back().end <= s.start_ns) open_.pop_back();
+      // The slices enclosing this one: one per depth above it, or, at the deepest depth a Slice
+      // records (where deeper ones are clamped to it), those there not ended by its start.
+      if (s.depth < Slice::kMaxDepth) [[likely]] {
+        const size_t enclosing = s.depth - base;
+        STEPSCOPE_CHECK(enclosing <= open_.size());  // Trace's nesting, walked from a slice no deeper
+        open_.resize(enclosing);
+      } else {
+        while (open_.size() > Slice::kMaxDepth - base && open_.back().end <= s.start_ns) open_.pop_back();
+      }
+      const Open parent = open_.empty() ? Open{0, kRootPath, kAtRoot, 0} : open_.back();
+      if (parent.at == kAtOtherPart) {
+        open_.push_back(parent);
+        continue;
+      }
       const int64_t clip_start = std::max(s.start_ns, begin);
       const int64_t clip_end = std::min(s.end_ns(), end);
       // As ComputeOpStats: a zero-length slice counts when it lies in the closed window.
       const bool inside = s.dur_ns == 0 ? s.start_ns >= begin : clip_end > clip_start;
-      if (!inside) continue;  // nor can anything inside it be
-      const trace::StringId name = trace.labels()[s.label].name;
-      // Another part's subtree: what nests in it follows it in the lane, deeper, until the next
-      // slice as shallow as it; passed over on the depth alone.
-      if (open_.empty() && PartOf(name, parts_) != part_) {
-        while (index + 1 < to && slices[index + 1].depth > s.depth) ++index;
+      if (s.duplicate() || !inside) {
+        // Not counted: what it encloses hangs from its parent.
+        open_.push_back({s.end_ns(), parent.path, parent.at, parent.depth});
         continue;
       }
-      const int32_t parent = open_.empty() ? -1 : static_cast<int32_t>(open_.back().item);
-      open_.push_back({s.end_ns(), static_cast<uint32_t>(items_.size())});
-      items_.push_back({index, parent, name, std::max<int64_t>(0, clip_end - clip_start)});
-    }
-    // Nodes level by level (a counting sort of the items by depth), so that each item's parent
-    // has its node before the item is reached, and the lookup a few items ahead can be
-    // prefetched: in lane order the next items are mostly children of the one just looked up.
-    constexpr size_t kAhead = 8;
-    level_.resize(items_.size());
-    size_t levels = 0;
-    for (size_t k = 0; k < items_.size(); ++k) {
-      level_[k] = items_[k].parent < 0 ? 0 : level_[static_cast<size_t>(items_[k].parent)] + 1;
-      levels = std::max<size_t>(levels, level_[k] + 1);
-    }
-    level_start_.assign(levels + 1, 0);
-    for (uint32_t level : level_) ++level_start_[level + 1];
-    for (size_t l = 1; l <= levels; ++l) level_start_[l] += level_start_[l - 1];
-    order_.resize(items_.size());
-    for (size_t k = 0; k < items_.size(); ++k) order_[level_start_[level_[k]]++] = static_cast<uint32_t>(k);
-    node_of_.resize(items_.size());
-    auto parent_node = [&](const Item& item) {
-      return item.parent < 0 ? 0u : node_of_[static_cast<size_t>(item.parent)];
-    };
-    for (size_t p = 0; p < order_.size(); ++p) {
-      if (p + kAhead < order_.size()) {
-        const Item& ahead = items_[order_[p + kAhead]];
-        // Its parent is on a lower level, or on this one: looked up already or not yet.
-        if (ahead.parent < 0 || level_[static_cast<size_t>(ahead.parent)] < level_[order_[p]]) {
-          index_.Prefetch(parent_node(ahead), ahead.name);
+      const trace::StringId name = labels[s.label].name;
+      if (parent.at == kAtRoot && PartOf(name, parts_) != part_) {
+        // Another part's subtree: what nests in it follows it in the lane, deeper, until the
+        // next slice as shallow as it; passed over on the depth alone (one by one below a
+        // slice of the deepest depth recorded).
+        if (s.depth < Slice::kMaxDepth) {
+          while (index + 1 < to && slices[index + 1].depth > s.depth) ++index;
+        } else {
+          open_.push_back({s.end_ns(), 0, kAtOtherPart, 0});
         }
+        continue;
       }
-      const Item& item = items_[order_[p]];
-      node_of_[order_[p]] = Child(parent_node(item), item.name, level_[order_[p]] + 1, [&] { return item.name; });
+      const auto at = static_cast<int32_t>(open_.size());
+      if (static_cast<size_t>(at) >= node_at_.size()) node_at_.resize(static_cast<size_t>(at) + 1);
+      const uint64_t path = PathHash(parent.path, name);
+      open_.push_back({s.end_ns(), path, at, parent.depth + 1});
+      index_.Prefetch(path);
+      if (queued_ - settled_ == kAhead) Settle(pending_[settled_++ % kAhead]);
+      pending_[queued_++ % kAhead] = {index, name, parent.at, at, parent.depth + 1, path,
+                                      std::max<int64_t>(0, clip_end - clip_start)};
     }
-    for (size_t k = 0; k < items_.size(); ++k) {
-      if (k + kAhead < items_.size()) {
-        // A node spans two cache lines at most: both, as the walk writes at both ends.
-        const CallTreeNode* ahead = &tree_.nodes[node_of_[k + kAhead]];
-        __builtin_prefetch(ahead, 1);
-        __builtin_prefetch(reinterpret_cast<const char*>(ahead + 1) - 1, 1);
-      }
-      const Item& item = items_[k];
-      CallTreeNode& n = tree_.nodes[node_of_[k]];
-      ++n.calls;
-      n.total_ns += item.clipped;
-      n.self_ns += item.clipped;
-      // The child lies inside its parent, so its clipped part lies inside the parent's.
-      tree_.nodes[item.parent < 0 ? 0 : node_of_[static_cast<size_t>(item.parent)]].self_ns -= item.clipped;
-      if (item.clipped + 1 > WalkLongest(n)) {
-        SetWalkLongest(n, item.clipped + 1);
-        n.longest_slice = item.index;
-      }
-    }
-    tree_.slices += static_cast<int64_t>(items_.size());
+    while (settled_ < queued_) Settle(pending_[settled_++ % kAhead]);
   }
-
 
   // Each node's children in one array, grouped by parent, in the order of CallTree::children
   // (bottom-up: self time first). Counted and scattered by parent in passes over the nodes in
   // their order, then each group sorted on its keys: a gather through the nodes (a cache miss
-  // per child in a tree of millions of nodes) was most of the time.
+  // per child in a tree of millions of nodes) was most of the time. A top-down tree's self
+  // times are found here: a node's slices spent their total less what the slices called from
+  // them spent, which is the node's children's totals (the walk adds only totals).
   // The walks are done: links the tree's children with the index's memory as scratch.
   template <typename NameText>
-  void LinkChildren(bool by_self, NameText text) {
+  void LinkChildren(TreeKind kind, NameText text) {
     std::span<std::byte> scratch = index_.Retire();
-    LinkChildren(tree_, by_self, text, scratch);
+    LinkChildren(tree_, kind, text, scratch);
   }
   template <typename NameText>
-  static void LinkChildren(CallTree& tree, bool by_self, NameText text, std::span<std::byte> scratch = {}) {
+  static void LinkChildren(CallTree& tree, TreeKind kind, NameText text, std::span<std::byte> scratch = {}) {
     auto& nodes = tree.nodes;
-    // The keys first, the bigger: a table at most 70 % full holds them (16 bytes a node, the
-    // table at least 12 / 0.7); `next` where room is left.
     ScratchArray<ChildKey> keys(scratch, nodes.size() - 1);
     ScratchArray<uint32_t> next(scratch, nodes.size() + 1);  // first, then next free, child slot per node
     std::fill_n(next.data(), nodes.size() + 1, 0u);
@@ -323,35 +381,86 @@ class TreeBuilder {
       nodes[n].child_count = next[n + 1] - next[n];
     }
     for (size_t n = 1; n < nodes.size(); ++n) {
-      keys[next[static_cast<size_t>(nodes[n].parent)]++] = KeyOf(nodes[n], static_cast<uint32_t>(n), by_self);
+      keys[next[static_cast<size_t>(nodes[n].parent)]++] = KeyOf(nodes[n], static_cast<uint32_t>(n), kind);
     }
+    if (kind == TreeKind::kTopDown) {
+      // A node's children keys hold their totals, side by side.
+      for (CallTreeNode& node : nodes) {
+        int64_t called = 0;
+        for (uint32_t k = 0; k < node.child_count; ++k) called += keys[node.first_child + k].first;
+        node.self_ns = node.total_ns - called;
+      }
+    }
+    const ChildOrder<NameText> order{nodes, kind, text};
+    SortSpace space;
     for (const CallTreeNode& node : nodes) {
-      if (node.child_count > 1) SortChildKeys(keys.span().subspan(node.first_child, node.child_count), nodes, text);
+      if (node.child_count > 1) SortChildKeys(keys.span().subspan(node.first_child, node.child_count), order, space);
     }
     tree.children.resize(nodes.size() - 1);
     for (size_t k = 0; k + 1 < nodes.size(); ++k) tree.children[k] = keys[k].node;
   }
 
  private:
+  static constexpr int32_t kAtRoot = -1;       // Open::at of the slices of no counted parent
+  static constexpr int32_t kAtOtherPart = -2;  // ... of those in another part's subtree
+  // An open slice: what a slice it encloses hangs from. A counted slice's own path, node slot
+  // (node_at_) and tree depth; for one not counted, its parent's.
   struct Open {
     int64_t end;
-    uint32_t item;
+    uint64_t path;
+    int32_t at;
+    uint32_t depth;
   };
-  struct Item {
-    uint32_t index;         // the slice
-    int32_t parent;         // the item of its parent, -1 at the top
+  // A counted slice waiting for its node.
+  struct Pending {
+    uint32_t slice;
     trace::StringId name;
+    int32_t parent_at;  // node_at_ slot of its parent's node, kAtRoot at the top
+    int32_t at;         // node_at_ slot of its own
+    uint32_t depth;
+    uint64_t path;
     int64_t clipped;
   };
+  static constexpr size_t kAhead = 16;  // lookups prefetched ahead; a power of two
+
+  // The node of a pending slice, and its figures. Its parent was settled before it (the lane's
+  // order), and none of the parent's later siblings yet, so node_at_ holds the parent's node.
+  void Settle(const Pending& p) {
+    const uint32_t parent = p.parent_at == kAtRoot ? 0 : node_at_[static_cast<size_t>(p.parent_at)];
+    const auto [node, added] =
+        index_.FindOrAdd(parent, p.name, p.path, static_cast<uint32_t>(tree_.nodes.size()));
+    node_at_[static_cast<size_t>(p.at)] = node;
+    ++tree_.slices;
+    if (added) {
+      // Written whole: reading back a node just begun (its line not fetched yet: most new nodes
+      // start a fresh line) waited for memory at every new node.
+      CallTreeNode n;
+      n.name = p.name;
+      n.parent = static_cast<int32_t>(parent);
+      n.depth = p.depth;
+      n.calls = 1;
+      n.total_ns = p.clipped;
+      SetWalkLongest(n, p.clipped + 1);
+      n.longest_slice = p.slice;
+      tree_.nodes.push_back(n);
+      return;
+    }
+    CallTreeNode& n = tree_.nodes[node];
+    ++n.calls;
+    n.total_ns += p.clipped;
+    if (p.clipped + 1 > WalkLongest(n)) {
+      SetWalkLongest(n, p.clipped + 1);
+      n.longest_slice = p.slice;
+    }
+  }
+
   CallTree& tree_;
   uint32_t part_, parts_;
   NodeIndex index_;
   std::vector<Open> open_;
-  std::vector<Item> items_;       // one lane's slices in the window
-  std::vector<uint32_t> node_of_;  // the node of each item
-  std::vector<uint32_t> level_;    // the nesting level of each item (0: top-level)
-  std::vector<size_t> level_start_;
-  std::vector<uint32_t> order_;    // the items by level
+  std::vector<uint32_t> node_at_;  // the node of the counted open slice at each depth of open_
+  std::array<Pending, kAhead> pending_{};
+  size_t queued_ = 0, settled_ = 0;
 };
 
 // Which tracks to walk: the listed ones and those below them; with none listed, every lane
@@ -444,10 +553,10 @@ void NameNodes(const Trace& trace, CallTree& tree) {
 
 // Joins the other parts (see TreeBuilder), each with its children linked, to the first, `tree`:
 // their nodes appended, their children lists moved behind the root's, and the root's children
-// (every part's) sorted together, by `by_self` as LinkChildren sorts them; `text` names a node's
+// (every part's) sorted together, as LinkChildren sorts a `kind` tree's; `text` names a node's
 // name (the trace's StringIds while a top-down tree is built).
 template <typename NameText>
-void JoinParts(const std::vector<CallTree>& others, bool by_self, NameText text, CallTree& tree) {
+void JoinParts(const std::vector<CallTree>& others, TreeKind kind, NameText text, CallTree& tree) {
   size_t root_children = tree.nodes[0].child_count;
   for (const CallTree& part : others) root_children += part.nodes[0].child_count;
   std::vector<ChildKey> root_keys;
@@ -460,7 +569,7 @@ void JoinParts(const std::vector<CallTree>& others, bool by_self, NameText text,
   auto move_children = [&](const CallTree& part, uint32_t node_offset) {
     const uint32_t root_block = part.nodes[0].child_count;
     for (uint32_t child : part.children_of(0)) {
-      root_keys.push_back(KeyOf(part.nodes[child], child + node_offset, by_self));
+      root_keys.push_back(KeyOf(part.nodes[child], child + node_offset, kind));
     }
     const auto shift = static_cast<uint32_t>(children.size() - root_block);
     for (size_t k = root_block; k < part.children.size(); ++k) children.push_back(part.children[k] + node_offset);
@@ -479,7 +588,8 @@ void JoinParts(const std::vector<CallTree>& others, bool by_self, NameText text,
     tree.slices += part.slices;
     tree.max_depth = std::max(tree.max_depth, part.max_depth);
   }
-  SortChildKeys(std::span(root_keys), tree.nodes, text);
+  SortSpace space;
+  SortChildKeys(std::span(root_keys), ChildOrder<NameText>{tree.nodes, kind, text}, space);
   CallTreeNode& root = tree.nodes.front();
   root = CallTreeNode{};
   root.child_count = static_cast<uint32_t>(root_children);
@@ -533,11 +643,8 @@ void RunParts(uint32_t parts, const Build& build) {
 // part.
 void BuildTopDown(const Trace& trace, const std::vector<LaneWalk>& walks, int64_t begin, int64_t end,
                   unsigned threads, CallTree& tree) {
-  size_t walked = 0, longest_lane = 0;
-  for (const LaneWalk& walk : walks) {
-    walked += walk.to - walk.from;
-    longest_lane = std::max<size_t>(longest_lane, walk.to - walk.from);
-  }
+  size_t walked = 0;
+  for (const LaneWalk& walk : walks) walked += walk.to - walk.from;
   const uint32_t parts = PartsFor(walked, threads);
   const auto text = [&trace](uint32_t id) { return trace.str(id); };
   std::vector<CallTree> others(parts - 1);
@@ -546,11 +653,11 @@ void BuildTopDown(const Trace& trace, const std::vector<LaneWalk>& walks, int64_
     TreeBuilder builder(out, part, parts);
     // A part's share of the slices, and a guess that two share each node (random call paths);
     // a real trace repeats its paths, so its nodes touch fewer of the index's pages.
-    builder.Reserve(walked, walked / parts / 2, longest_lane);
+    builder.Reserve(walked, walked / parts / 2);
     for (const LaneWalk& walk : walks) builder.Walk(trace, walk.from, walk.to, begin, end);
-    builder.LinkChildren(/*by_self=*/false, text);
+    builder.LinkChildren(TreeKind::kTopDown, text);
   });
-  JoinParts(others, /*by_self=*/false, text, tree);
+  JoinParts(others, TreeKind::kTopDown, text, tree);
   NameNodes(trace, tree);
 }
 
@@ -630,11 +737,11 @@ void BuildBottomUpPart(const CallTree& top_down, uint32_t part, uint32_t parts, 
     for (size_t p = 0; p < active.size(); ++p) {
       if (p + kAhead < active.size()) {
         const uint32_t ahead = active[p + kAhead];
-        builder.Prefetch(at[ahead], nodes[up[ahead]].name);
+        builder.Prefetch(PairHash(at[ahead], nodes[up[ahead]].name));
       }
       const uint32_t n = active[p];
       const uint32_t name = nodes[up[n]].name;
-      at[n] = builder.Child(at[n], name, level + 1, [name] { return name; });
+      at[n] = builder.Child(at[n], name, PairHash(at[n], name), level + 1, [name] { return name; });
     }
     for (size_t p = 0; p < active.size(); ++p) {
       if (p + kAhead < active.size()) __builtin_prefetch(&tree.nodes[at[active[p + kAhead]]], 1);
@@ -648,7 +755,7 @@ void BuildBottomUpPart(const CallTree& top_down, uint32_t part, uint32_t parts, 
     }
     std::erase_if(active, [&](uint32_t n) { return up[n] == 0; });
   }
-  builder.LinkChildren(/*by_self=*/true, [&top_down](uint32_t name) -> const std::string& { return top_down.names[name]; });
+  builder.LinkChildren(TreeKind::kBottomUp, [&top_down](uint32_t name) -> const std::string& { return top_down.names[name]; });
 }
 
 }  // namespace
@@ -659,7 +766,7 @@ CallTree BottomUpTree(const CallTree& top_down, unsigned threads) {
   CallTree tree;
   std::vector<CallTree> others(parts - 1);
   RunParts(parts, [&](uint32_t part) { BuildBottomUpPart(top_down, part, parts, part == 0 ? tree : others[part - 1]); });
-  JoinParts(others, /*by_self=*/true, text, tree);
+  JoinParts(others, TreeKind::kBottomUp, text, tree);
   tree.names = top_down.names;  // the same names, the same indices
   tree.window_begin_ns = top_down.window_begin_ns;
   tree.window_ns = top_down.window_ns;

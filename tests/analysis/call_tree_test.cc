@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <map>
+#include <random>
 #include <new>
 #include <string>
 #include <vector>
@@ -291,6 +292,65 @@ TEST(CallTreeTest, RealTracesEqualARecount) {
   // stepscope-train: executor ops on one lane (no nesting), and a small LSTM run on the CPU.
   ExpectEqualsRecount(stepscope::testing::SamplePath("h100_resnet50_b32_step3.pb.gz"));
   ExpectEqualsRecount(stepscope::testing::DataPath("trainer/lstm_small_cpu2_step3.pb.gz"));
+}
+
+// A generated trace nested up to 40 deep under a few names that call each other (recursion
+// included), some slices repeats (not counted: what they enclose hangs from their parent), and
+// a chain nested past the 511 levels a Slice records: the tree on one thread and in three parts,
+// over the whole trace and over windows, against the recount.
+Trace DeeplyNested() {
+  TraceMaker m;
+  const uint32_t host = m.Host("host");
+  std::mt19937 random(7);
+  auto draw = [&random](int n) { return static_cast<int>(random() % static_cast<uint32_t>(n)); };
+  const char* names[] = {"forward", "backward", "matmul", "conv", "relu", "add", "copy", "step"};
+  for (int l = 0; l < 3; ++l) {
+    const uint32_t lane = m.Lane("thread " + std::to_string(l), host, trace::TrackKind::kOpLane, /*concurrent=*/false);
+    // Nests children in [start, end), each strictly inside its parent.
+    auto nest = [&](auto& self, int64_t start, int64_t end, int depth) -> void {
+      const bool repeat = draw(15) == 0;
+      m.Slice(lane, start, end, names[draw(8)], "", trace::SliceKind::kOp, repeat ? trace::kSliceDuplicate : 0);
+      if (depth == 40 || end - start < 40) return;
+      const int children = draw(4) + (depth < 3 ? 1 : 0);
+      int64_t cursor = start + 1 + draw(5);
+      for (int c = 0; c < children; ++c) {
+        const int64_t room = end - 1 - cursor;
+        if (room < 4) break;
+        const int64_t length = 2 + draw(static_cast<int>(std::min<int64_t>(room - 2, (end - start) * 2 / 3)));
+        self(self, cursor, cursor + length, depth + 1);
+        cursor += length + draw(3);
+      }
+    };
+    for (int64_t t = 0; t < 2'000'000; t += 200'000) nest(nest, t + draw(1000), t + 190'000, 0);
+  }
+  const uint32_t chain = m.Lane("deep", host, trace::TrackKind::kOpLane, /*concurrent=*/false);
+  for (int64_t d = 0; d < 600; ++d) m.Slice(chain, 10 * d, 20'000 - 10 * d, d % 3 == 0 ? "r" : "s");
+  return std::move(m).Build();
+}
+
+TEST(CallTreeTest, DeepNestingEqualsARecount) {
+  const Trace trace = DeeplyNested();
+  ASSERT_GT(trace.slices().size(), 5'000u);
+  int64_t deepest = 0;
+  for (const Slice& s : trace.slices()) deepest = std::max<int64_t>(deepest, s.depth);
+  ASSERT_EQ(deepest, Slice::kMaxDepth);  // the chain reaches past what a Slice records
+  const int64_t span = trace.span_end_ns() - trace.span_begin_ns();
+  const std::pair<int64_t, int64_t> windows[] = {{trace.span_begin_ns(), trace.span_end_ns()},
+                                                 {trace.span_begin_ns() + span / 7, trace.span_end_ns() - span / 5},
+                                                 {trace.span_begin_ns() + 5'003, trace.span_begin_ns() + 15'011}};
+  for (const auto& [begin, end] : windows) {
+    SCOPED_TRACE(begin);
+    const std::map<Path, Figures> recount = RecountCallTree(trace, begin, end);
+    ASSERT_GT(recount.size(), 100u);
+    for (const unsigned threads : {1u, 3u}) {
+      SCOPED_TRACE(threads);
+      const CallTree tree = ComputeCallTree(trace, {.begin_ns = begin, .end_ns = end, .threads = threads});
+      EXPECT_EQ(NodesOf(tree), recount);
+      int64_t self = 0;
+      for (const auto& node : tree.nodes) self += node.self_ns;
+      EXPECT_EQ(self, tree.root().total_ns);
+    }
+  }
 }
 
 TEST(CallTreeTest, ThreadsBuildTheSameTreeAsOne) {
