@@ -34,7 +34,15 @@ struct RankSegment {
   int32_t rank = -1;
   size_t input = 0;            // index into the traces
   int64_t begin_ns = 0, end_ns = 0;  // aligned, absolute: where the segment's path starts and ends
-  CriticalPath path;           // on the input's own time (as step_analyses.h gives it)
+  int64_t length_ns = 0;       // its single-rank path's length, bound and number of slices
+  PathBound bound_by = PathBound::kCpu;
+  int64_t slices = 0;
+  // The question that found it, on the input's time: the path to `by_ns` of the work starting in
+  // [from_ns, until_ns) (the step window, or from the end of the collective where it was cut).
+  int64_t from_ns = 0, until_ns = 0, by_ns = 0;
+  // On the input's own time (as step_analyses.h gives it); only ComputeCrossRankPaths fills it
+  // (the viewer draws it), CombineCrossRankPaths leaves it empty.
+  CriticalPath path;
 };
 
 // Where the path crosses ranks: `rank` waited at `collective` for `waited_for`.
@@ -82,8 +90,78 @@ struct CrossRankPaths {
 };
 
 // Paths across the ranks of `traces` (two ranks or more), per step in `range`, their clocks
-// aligned by `method` (kAuto: the best available; the report says which).
+// aligned by `method` (kAuto: the best available; the report says which). The inputs' digests
+// (below) combined, each segment's whole path then found on its trace.
 CrossRankPaths ComputeCrossRankPaths(std::span<const trace::Trace> traces, AlignMethod method = AlignMethod::kAuto,
                                      const StepRange& range = std::nullopt);
+
+// ---- from digests: the same paths with one trace read at a time, or spread over processes ----
+// The walk asks a rank only two questions, both on that rank's own graph of one step: the path
+// that leads to an instant `by` (the end of its work, or its arrival at a collective) and the same
+// path found again from a collective's end (where the walk left for a later rank). The instants
+// are few: the end of the step's work and the starts of the rank's collectives in the step; the
+// collectives' ends to start from, those the path to `by` passes through. A rank's digest holds
+// the answer to every such question, summarised (RankPathSummary: a few numbers and, per stretch
+// between two of its collectives' starts, the op that held the path longest), so the walk over
+// digests finds what the walk over traces finds, to the nanosecond, with no trace at hand.
+
+// Of a path's elements starting in the stretch `gap` of the step (gap k: from the (k-1)-th to the
+// k-th start of the input's collectives in the step, sorted; gap 0 from the window's begin), the
+// one that held it longest (the first of equals): a hold's "its op".
+struct GapLongestOp {
+  uint32_t gap = 0;
+  uint32_t element = 0;        // its place in the path
+  int64_t held_ns = 0;
+  std::string op, op_name;     // as RankHold's
+  bool operator==(const GapLongestOp& other) const = default;
+};
+// What the walk reads of one single-rank path (times on the input's own clock).
+struct RankPathSummary {
+  bool empty = true;           // no work: begin and end are meaningless
+  int64_t begin_ns = 0, end_ns = 0, length_ns = 0;
+  int64_t bound_ns[kPathBounds] = {};
+  PathBound bound_by = PathBound::kCpu;
+  int64_t slices = 0;
+  std::vector<GapLongestOp> longest;  // by gap, the gaps with elements only
+  bool operator==(const RankPathSummary& other) const = default;
+};
+// The path to `by_ns`, and the same path started again from each collective end it passes.
+struct RankPathAnswer {
+  int64_t by_ns = 0;
+  RankPathSummary path;
+  // The slices of the input's collectives in the step that the path passes through (their slice
+  // is on the path, or, for work that is not a node of the graph, a wait of the path covers their
+  // end), ascending.
+  std::vector<uint32_t> passes;
+  std::vector<std::pair<int64_t, RankPathSummary>> from_end;  // by the collective end, ascending
+  bool operator==(const RankPathAnswer& other) const = default;
+};
+// One step window of an input (NumberedStepWindows' kEveryStep, before any --step selection).
+struct RankStepDigest {
+  int64_t step = -1;                // as the trace records it
+  int64_t begin_ns = 0, end_ns = 0;  // the window, on the input's time
+  std::vector<int64_t> gap_starts;  // the starts of its collectives in the step, sorted, distinct
+  int64_t whole_end_ns = 0;         // the end of the window's path (ComputeCriticalPath's)
+  bool has_work = false;            // false: the window holds no work (whole_end_ns meaningless)
+  std::vector<RankPathAnswer> answers;  // by by_ns, ascending
+  bool operator==(const RankStepDigest& other) const = default;
+};
+struct RankPathDigest {
+  int64_t epoch_ns = 0, span_begin_ns = 0;
+  std::vector<RankStepDigest> steps;  // every kEveryStep window, in order
+  bool operator==(const RankPathDigest& other) const = default;
+};
+
+// The digest of a trace whose clock digest (DigestClock) is `clock`.
+RankPathDigest DigestRankPaths(const trace::Trace& trace, const ClockDigest& clock);
+
+// ComputeCrossRankPaths from the inputs' digests (in input order; the clock digests' instances
+// numbered by that order); the segments' `path` is left empty.
+CrossRankPaths CombineCrossRankPaths(std::span<const ClockDigest> clocks, std::span<const RankPathDigest> paths,
+                                     AlignMethod method = AlignMethod::kAuto, const StepRange& range = std::nullopt);
+
+// The numbers of every input's steps by the rule of step_windows.h, from each input's recorded
+// step numbers (-1: none) in step order: what NumberedStepWindows numbers them with kEveryStep.
+std::vector<std::vector<int64_t>> NumberRecordedSteps(std::span<const std::vector<int64_t>> recorded);
 
 }  // namespace stepscope::analysis
