@@ -388,8 +388,9 @@ std::vector<WalkNode> WalkBack(const Trace& trace, const Graph& g, uint32_t last
 // local index, shares counted by op type id and named once at the end (Finish).
 class PathAccount {
  public:
-  PathAccount(const Trace& trace, const TraceLinks& links, const Graph& g, CriticalPath& path)
-      : trace_(trace), links_(links), g_(g), path_(path), element_of_(g.members.size(), kNoElement) {}
+  // `named`: the elements' names, op types and lanes, and the shares by op type (kTimesOnly: none).
+  PathAccount(const Trace& trace, const TraceLinks& links, const Graph& g, CriticalPath& path, bool named)
+      : trace_(trace), links_(links), g_(g), path_(path), named_(named), element_of_(g.members.size(), kNoElement) {}
 
   void Credit(const std::vector<WalkNode>& walk) {
     Element(walk[0].slice);
@@ -433,14 +434,16 @@ class PathAccount {
       const Slice& s = SliceOf(slice);
       PathElement e;
       e.slice = g_.members[slice];
-      e.name = std::string(trace_.str(trace_.slice_name(s)));
-      e.op_type = std::string(trace_.str(trace_.slice_op_type(s)));
-      e.kind = std::string(trace::SliceKindName(s.kind));
-      e.lane = links_.lane_path[s.track];
+      if (named_) {
+        e.name = std::string(trace_.str(trace_.slice_name(s)));
+        e.op_type = std::string(trace_.str(trace_.slice_op_type(s)));
+        e.kind = std::string(trace::SliceKindName(s.kind));
+        e.lane = links_.lane_path[s.track];
+        ++shares_[trace_.slice_op_type(s)].count;
+      }
       e.start_ns = s.start_ns;
       e.dur_ns = s.dur_ns;
       path_.elements.push_back(std::move(e));
-      ++shares_[trace_.slice_op_type(s)].count;
     }
     return path_.elements[static_cast<size_t>(element_of_[slice])];
   }
@@ -456,7 +459,7 @@ class PathAccount {
   void Hold(uint32_t slice, int64_t ns, PathBound bound) {
     Element(slice).held_ns += ns;
     path_.bound_ns[static_cast<int>(bound)] += ns;
-    shares_[trace_.slice_op_type(SliceOf(slice))].total_ns += ns;
+    if (named_) shares_[trace_.slice_op_type(SliceOf(slice))].total_ns += ns;
   }
 
   // The time from `from` to `to`: inside a slice (its own work, a parent's own time) or waiting.
@@ -491,15 +494,17 @@ class PathAccount {
   const TraceLinks& links_;
   const Graph& g_;
   CriticalPath& path_;
+  const bool named_;
   std::vector<int32_t> element_of_;
   std::unordered_map<trace::StringId, OpShare> shares_;
 };
 
-CriticalPath PathOfWindow(const Trace& trace, const TraceLinks& links, const Graph& g, int64_t by_ns) {
+CriticalPath PathOfWindow(const Trace& trace, const TraceLinks& links, const Graph& g, int64_t by_ns,
+                          bool named = true) {
   CriticalPath path;
   const int64_t last = LastWork(trace, links, g, by_ns);
   if (last == kNoSlice) return path;
-  PathAccount account(trace, links, g, path);
+  PathAccount account(trace, links, g, path, named);
   account.Credit(WalkBack(trace, g, static_cast<uint32_t>(last)));
   account.Finish();
   return path;
@@ -518,6 +523,17 @@ CriticalPath CriticalPathFinder::Find(int64_t begin_ns, int64_t end_ns) const {
 CriticalPath CriticalPathFinder::FindBefore(int64_t begin_ns, int64_t end_ns, int64_t by_ns) const {
   if (trace_.slices().empty()) return {};
   return PathOfWindow(trace_, *links_, BuildGraph(trace_, *links_, begin_ns, end_ns), by_ns);
+}
+
+void CriticalPathFinder::FindEachBefore(int64_t begin_ns, int64_t end_ns, std::span<const int64_t> by_ns,
+                                        const std::function<void(int64_t, const CriticalPath&)>& visit,
+                                        PathDetail detail) const {
+  if (trace_.slices().empty()) {
+    for (int64_t by : by_ns) visit(by, CriticalPath{});
+    return;
+  }
+  const Graph graph = BuildGraph(trace_, *links_, begin_ns, end_ns);
+  for (int64_t by : by_ns) visit(by, PathOfWindow(trace_, *links_, graph, by, detail == PathDetail::kNamed));
 }
 
 CriticalPath ComputeCriticalPath(const Trace& trace) { return ComputeCriticalPath(trace, INT64_MIN, INT64_MAX); }

@@ -27,7 +27,8 @@ struct StepCollective {
   bool annotation = false;  // not a node of the graph (gloo's spans): a wait of the path covers it
 };
 
-RankPathSummary Summarise(const CriticalPath& path, std::span<const int64_t> gap_starts) {
+// `path` as FindEachBefore's kTimesOnly gives it: the elements kept are named from `trace`.
+RankPathSummary Summarise(const Trace& trace, const CriticalPath& path, std::span<const int64_t> gap_starts) {
   RankPathSummary s;
   s.empty = path.elements.empty();
   s.begin_ns = path.begin_ns;
@@ -42,12 +43,15 @@ RankPathSummary Summarise(const CriticalPath& path, std::span<const int64_t> gap
     const auto gap = static_cast<uint32_t>(std::upper_bound(gap_starts.begin(), gap_starts.end(), e.start_ns) -
                                            gap_starts.begin());
     auto [it, first] = longest.try_emplace(gap);
-    if (first || e.held_ns > it->second.held_ns) {
-      it->second = {.gap = gap, .element = k, .held_ns = e.held_ns,
-                    .op = e.op_type.empty() ? e.name : e.op_type, .op_name = e.name};
-    }
+    if (first || e.held_ns > it->second.held_ns) it->second = {.gap = gap, .element = k, .held_ns = e.held_ns};
   }
-  for (auto& [gap, op] : longest) s.longest.push_back(std::move(op));
+  for (auto& [gap, op] : longest) {
+    const trace::Slice& slice = trace.slices()[path.elements[op.element].slice];
+    op.op_name = std::string(trace.str(trace.slice_name(slice)));
+    const std::string_view op_type = trace.str(trace.slice_op_type(slice));
+    op.op = op_type.empty() ? op.op_name : std::string(op_type);
+    s.longest.push_back(std::move(op));
+  }
   return s;
 }
 
@@ -368,6 +372,7 @@ RankPathDigest DigestRankPaths(const Trace& trace, const ClockDigest& clock) {
   digest.epoch_ns = trace.epoch_ns();
   digest.span_begin_ns = trace.span_begin_ns();
   const CriticalPathFinder finder(trace);
+  constexpr auto kTimesOnly = CriticalPathFinder::PathDetail::kTimesOnly;
   const Trace* one = &trace;
   const auto windows = NumberedStepWindows({one, 1}, std::nullopt, StepWindowing::kEveryStep);
   for (const StepWindow& w : windows.front()) {
@@ -386,35 +391,46 @@ RankPathDigest DigestRankPaths(const Trace& trace, const ClockDigest& clock) {
     }
     std::sort(step.gap_starts.begin(), step.gap_starts.end());
     step.gap_starts.erase(std::unique(step.gap_starts.begin(), step.gap_starts.end()), step.gap_starts.end());
-    const CriticalPath whole = finder.Find(w.begin_ns, w.end_ns);
-    step.has_work = !whole.elements.empty();
-    step.whole_end_ns = whole.end_ns;
     // The instants the walk can ask: the end of the step's work (where it starts) and the rank's
-    // arrivals at its collectives (where it comes from a rank that waited for this one).
+    // arrivals at its collectives (where it comes from a rank that waited for this one). Each
+    // graph is built once: the window's for every instant, then one from each collective end.
     std::vector<int64_t> instants = step.gap_starts;
-    if (step.has_work) instants.push_back(whole.end_ns);
-    std::sort(instants.begin(), instants.end());
-    instants.erase(std::unique(instants.begin(), instants.end()), instants.end());
-    for (int64_t by : instants) {
-      const CriticalPath path = finder.FindBefore(w.begin_ns, w.end_ns, by);
-      RankPathAnswer answer;
-      answer.by_ns = by;
-      answer.path = Summarise(path, step.gap_starts);
-      answer.passes = Passes(path, collectives);
-      // Where the walk can leave for a later rank: a collective the path passes that ended by `by`.
-      std::vector<int64_t> ends;
+    instants.push_back(INT64_MAX);  // the window's path (ComputeCriticalPath's), for its end
+    finder.FindEachBefore(w.begin_ns, w.end_ns, instants, [&](int64_t by, const CriticalPath& path) {
+      if (by != INT64_MAX) {
+        step.answers.push_back({.by_ns = by, .path = Summarise(trace, path, step.gap_starts),
+                                .passes = Passes(path, collectives), .from_end = {}});
+        return;
+      }
+      step.has_work = !path.elements.empty();
+      step.whole_end_ns = path.end_ns;
+      // The walk starts at the end of the step's work: the path to that instant is this one.
+      if (step.has_work && !std::binary_search(step.gap_starts.begin(), step.gap_starts.end(), path.end_ns)) {
+        step.answers.push_back({.by_ns = path.end_ns, .path = Summarise(trace, path, step.gap_starts),
+                                .passes = Passes(path, collectives), .from_end = {}});
+      }
+    }, kTimesOnly);
+    std::sort(step.answers.begin(), step.answers.end(),
+              [](const RankPathAnswer& a, const RankPathAnswer& b) { return a.by_ns < b.by_ns; });
+    // Where the walk can leave for a later rank: a collective the path to `by` passes that ended by
+    // `by`; the path is then found again from that end. Per end, the instants that need it.
+    std::map<int64_t, std::vector<size_t>> from_ends;  // collective end -> answers
+    for (size_t a = 0; a < step.answers.size(); ++a) {
+      const RankPathAnswer& answer = step.answers[a];
       for (const StepCollective& c : collectives) {
-        if (c.end_ns <= by && std::binary_search(answer.passes.begin(), answer.passes.end(), c.slice)) {
-          ends.push_back(c.end_ns);
+        if (c.end_ns <= answer.by_ns && std::binary_search(answer.passes.begin(), answer.passes.end(), c.slice)) {
+          std::vector<size_t>& needing = from_ends[c.end_ns];
+          if (needing.empty() || needing.back() != a) needing.push_back(a);
         }
       }
-      std::sort(ends.begin(), ends.end());
-      ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
-      for (int64_t from : ends) {
-        answer.from_end.emplace_back(
-            from, Summarise(finder.FindBefore(std::max(w.begin_ns, from), w.end_ns, by), step.gap_starts));
-      }
-      step.answers.push_back(std::move(answer));
+    }
+    for (const auto& [from, needing] : from_ends) {
+      std::vector<int64_t> bys;
+      for (size_t a : needing) bys.push_back(step.answers[a].by_ns);
+      size_t next = 0;
+      finder.FindEachBefore(std::max(w.begin_ns, from), w.end_ns, bys, [&](int64_t, const CriticalPath& path) {
+        step.answers[needing[next++]].from_end.emplace_back(from, Summarise(trace, path, step.gap_starts));
+      }, kTimesOnly);
     }
     digest.steps.push_back(std::move(step));
   }

@@ -98,6 +98,14 @@ class CriticalPathFinder {
   // later is left out): the path that leads to a given instant, e.g. a rank's arrival at a
   // collective (rank_critical_path.h).
   CriticalPath FindBefore(int64_t begin_ns, int64_t end_ns, int64_t by_ns) const;
+  // FindBefore for each of `by_ns` in one window, whose graph is built once; handed to `visit` in
+  // the order of `by_ns` (a rank's digest asks for hundreds: rank_critical_path.h). kTimesOnly:
+  // the elements without name, op type, kind or lane, and no by_op_type (the rest is the same),
+  // for callers that name the few elements they keep from the trace.
+  enum class PathDetail { kNamed, kTimesOnly };
+  void FindEachBefore(int64_t begin_ns, int64_t end_ns, std::span<const int64_t> by_ns,
+                      const std::function<void(int64_t by_ns, const CriticalPath& path)>& visit,
+                      PathDetail detail = PathDetail::kNamed) const;
 
  private:
   const trace::Trace& trace_;

@@ -52,7 +52,7 @@ int FailWith(const std::string& command, const Status& status, std::ostream& err
 
 // align and stragglers: the clock and straggler digests. Clocks aligned as recorded or by the
 // barrier need no collective: none is sent.
-analysis::InputDigest RankDigest(const trace::Trace& trace, size_t input, const ParsedArgs& args) {
+analysis::InputDigest RankDigest(const trace::Trace& trace, size_t input, size_t /*inputs*/, const ParsedArgs& args) {
   analysis::InputDigest digest = analysis::DigestInput(trace, input);
   const std::string align = args.GetOr("align", "auto");
   if (align == "clock" || align == "barrier") digest.clock.collectives.clear();
@@ -63,7 +63,8 @@ analysis::InputDigest RankDigest(const trace::Trace& trace, size_t input, const 
 // and prints them (the code one process runs too).
 struct DistributedCommand {
   const char* name;
-  analysis::InputDigest (*digest)(const trace::Trace& trace, size_t input, const ParsedArgs& args);
+  // Of input `input` of `inputs`.
+  analysis::InputDigest (*digest)(const trace::Trace& trace, size_t input, size_t inputs, const ParsedArgs& args);
   Status (*combine)(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, std::ostream& out,
                     std::ostream& err);
 };
@@ -72,8 +73,8 @@ const DistributedCommand kDistributedCommands[] = {
     {"align", RankDigest, AlignFromDigests},
     {"stragglers", RankDigest, StragglersFromDigests},
     {"critical-path",
-     [](const trace::Trace& trace, size_t input, const ParsedArgs& args) {
-       return CriticalPathDigest(trace, input, args, /*brief=*/false);
+     [](const trace::Trace& trace, size_t input, size_t inputs, const ParsedArgs& args) {
+       return CriticalPathDigest(trace, input, inputs, args, /*brief=*/false);
      },
      [](const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, std::ostream& out, std::ostream& err) {
        return AnalyseAndPrint(
@@ -178,7 +179,7 @@ std::string DigestShare(const DistributedPlan& plan, int process) {
       digests.push_back(std::move(failed));
       continue;
     }
-    digests.push_back(command.digest(*trace, input, plan.args));
+    digests.push_back(command.digest(*trace, input, plan.inputs.size(), plan.args));
   }
   return analysis::SerializeDigests(digests);
 }

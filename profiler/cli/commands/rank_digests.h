@@ -26,10 +26,12 @@ Status AlignFromDigests(const ParsedArgs& args, std::span<const analysis::InputD
 Status StragglersFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs,
                              std::ostream& out, std::ostream& err);
 
-// `critical-path`'s digest of one input: its clock and rank-path digests and its own report
-// rendered (text or --json as `args` ask; `brief`: CommandOutput::brief). An input outside
-// --rank's ranks is digested only as far as its rank.
-analysis::InputDigest CriticalPathDigest(const trace::Trace& trace, size_t input, const ParsedArgs& args, bool brief);
+// `critical-path`'s digest of one input of `inputs`: its clock and rank-path digests (the latter
+// only with two inputs or more) and its own report rendered (text or --json as `args` ask;
+// `brief`: CommandOutput::brief). An input outside --rank's ranks is digested only as far as its
+// rank.
+analysis::InputDigest CriticalPathDigest(const trace::Trace& trace, size_t input, size_t inputs, const ParsedArgs& args,
+                                         bool brief);
 
 // `critical-path` from the digests of every input, in input order: the flags checked first, then
 // --rank's selection (unless `scoped`: the inputs are its already), each input's own paths in

@@ -215,7 +215,8 @@ Status CheckCriticalPathFlags(const ParsedArgs& args) {
 
 }  // namespace
 
-analysis::InputDigest CriticalPathDigest(const Trace& trace, size_t input, const ParsedArgs& args, bool brief) {
+analysis::InputDigest CriticalPathDigest(const Trace& trace, size_t input, size_t inputs, const ParsedArgs& args,
+                                         bool brief) {
   const auto ranks = RankSet(args);
   const int32_t rank = trace.step_info().rank >= 0 ? trace.step_info().rank : static_cast<int32_t>(input);
   if (ranks.ok() && *ranks && (*ranks)->count(rank) == 0) {
@@ -224,7 +225,8 @@ analysis::InputDigest CriticalPathDigest(const Trace& trace, size_t input, const
     outside.clock.rank = trace.step_info().rank;
     return outside;
   }
-  analysis::InputDigest digest = analysis::DigestInput(trace, input, {.clock = true, .rank_paths = true});
+  // One input is one rank: no path across ranks to walk.
+  analysis::InputDigest digest = analysis::DigestInput(trace, input, {.clock = true, .rank_paths = inputs > 1});
   digest.report = RenderCriticalPath(trace, args.Has("json"), TableOptionsOf(args), brief);
   return digest;
 }
@@ -313,9 +315,10 @@ namespace {
 // critical-path read one trace at a time, each kept only as its digest.
 Status RunCriticalPath(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
   RETURN_IF_ERROR(CheckCriticalPathFlags(args));
+  ASSIGN_OR_RETURN(const std::vector<std::string> paths, trace::ResolveTracePaths(args.positional));
   std::vector<analysis::InputDigest> inputs;
-  RETURN_IF_ERROR(trace::ForEachTrace(args.positional, [&](Trace trace) {
-    inputs.push_back(CriticalPathDigest(trace, inputs.size(), args, /*brief=*/false));
+  RETURN_IF_ERROR(trace::ForEachTrace(paths, [&](Trace trace) {
+    inputs.push_back(CriticalPathDigest(trace, inputs.size(), paths.size(), args, /*brief=*/false));
     return Status::Ok();
   }));
   return AnalyseAndPrint(
@@ -330,7 +333,7 @@ Status AnalyseCriticalPath(const LoadedInputs& loaded, const ParsedArgs& args, C
   RETURN_IF_ERROR(CheckCriticalPathFlags(args));
   std::vector<analysis::InputDigest> inputs;
   for (const Trace& trace : loaded.traces) {
-    inputs.push_back(analysis::DigestInput(trace, inputs.size(), {.clock = true, .rank_paths = true}));
+    inputs.push_back(analysis::DigestInput(trace, inputs.size(), {.clock = true, .rank_paths = loaded.traces.size() > 1}));
     inputs.back().report = RenderCriticalPath(trace, args.Has("json"), TableOptionsOf(args), out.brief);
   }
   return CriticalPathFromDigests(args, inputs, /*scoped=*/true, out);
