@@ -223,7 +223,7 @@ void Describe(Io& io, D& w) {
 
 template <class Io, DigestOf<RenderedReport> D>
 void Describe(Io& io, D& r) {
-  io(r.head), io(r.lead), io(r.windows);
+  io(r.head), io(r.lead), io(r.windows), io(r.steps);
 }
 
 }  // namespace

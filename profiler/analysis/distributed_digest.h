@@ -38,6 +38,9 @@ struct RenderedReport {
   std::string head;      // what comes before its windows
   std::string lead;      // the first of its body, before the windows (text)
   std::vector<RenderedWindow> windows;  // every window (NumberedStepWindows' kWholeUnlessSeveral)
+  // The number each of the input's steps records (-1: none), kEveryStep: what numbering the
+  // windows takes (step_windows.h).
+  std::vector<int64_t> steps;
   bool operator==(const RenderedReport& other) const = default;
 };
 

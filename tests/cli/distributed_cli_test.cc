@@ -173,7 +173,8 @@ TEST(DistributedCliTest, DigestsSurviveTheirBytes) {
   std::vector<analysis::InputDigest> digests = {analysis::DigestInput((*traces)[0], 1, all),
                                                 analysis::DigestInput((*traces)[1], 63, all)};
   digests[1].report = {.head = "head", .lead = "lead",
-                       .windows = {{.step = 4, .marker = "ProfilerStep#4", .whole = false, .body = "body"}}};
+                       .windows = {{.step = 4, .marker = "ProfilerStep#4", .whole = false, .body = "body"}},
+                       .steps = {4}};
   digests.push_back({.input = 7, .read = InvalidInput("x.json: cut short")});
   const std::string bytes = analysis::SerializeDigests(digests);
   auto back = analysis::ParseDigests(bytes, "test");

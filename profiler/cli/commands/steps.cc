@@ -157,6 +157,8 @@ analysis::RenderedReport RenderCriticalPath(const Trace& trace, bool json, const
     report.lead = LaunchLinksText(links);
   }
   const Trace* one = &trace;
+  const auto steps = analysis::NumberedStepWindows({one, 1}, std::nullopt, analysis::StepWindowing::kEveryStep);
+  for (const StepWindow& w : steps.front()) report.steps.push_back(w.step);
   const auto windows =
       analysis::NumberedStepWindows({one, 1}, std::nullopt, analysis::StepWindowing::kWholeUnlessSeveral).front();
   analysis::VisitStepCriticalPaths(trace, windows, [&](const StepWindow& w, const analysis::CriticalPath& path) {
@@ -256,10 +258,7 @@ Status CriticalPathFromDigests(const ParsedArgs& args, std::span<const analysis:
   }
   // Each input's windows numbered by the one rule over the inputs kept, and selected by --step.
   std::vector<std::vector<int64_t>> recorded;
-  for (const analysis::InputDigest* input : kept) {
-    recorded.emplace_back();
-    for (const analysis::RankStepDigest& step : input->rank_paths.steps) recorded.back().push_back(step.step);
-  }
+  for (const analysis::InputDigest* input : kept) recorded.push_back(input->report.steps);
   const std::vector<std::vector<int64_t>> numbers = analysis::NumberRecordedSteps(recorded);
   std::vector<std::pair<size_t, std::vector<size_t>>> selected;  // kept input, its windows
   for (size_t i = 0; i < kept.size(); ++i) {
