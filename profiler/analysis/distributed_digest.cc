@@ -197,18 +197,24 @@ void Describe(Io& io, D& op) {
 
 template <class Io, DigestOf<RankPathSummary> D>
 void Describe(Io& io, D& s) {
-  io(s.empty), io(s.begin_ns), io(s.end_ns), io(s.length_ns), io(s.bound_ns), io(s.bound_by), io(s.slices);
-  io(s.longest);
+  io(s.empty), io(s.begin_ns), io(s.end_ns), io(s.length_ns), io(s.bound_ns), io(s.slices), io(s.longest);
 }
 
-template <class Io, DigestOf<RankPathAnswer> D>
-void Describe(Io& io, D& a) {
-  io(a.by_ns), io(a.path), io(a.passes), io(a.from_end);
+template <class Io, DigestOf<SharedElement> D>
+void Describe(Io& io, D& e) {
+  io(e.slice), io(e.gap), io(e.element), io(e.held_ns), io(e.op), io(e.op_name);
+}
+
+template <class Io, DigestOf<RankPathPiece> D>
+void Describe(Io& io, D& p) {
+  io(p.path), io(p.open), io(p.closing), io(p.shared), io(p.stopped), io(p.passes), io(p.link_bound_ns);
+  io(p.link_hold_slice), io(p.link_hold_ns), io(p.next);
 }
 
 template <class Io, DigestOf<RankStepDigest> D>
 void Describe(Io& io, D& s) {
-  io(s.step), io(s.begin_ns), io(s.end_ns), io(s.gap_starts), io(s.whole_end_ns), io(s.has_work), io(s.answers);
+  io(s.step), io(s.begin_ns), io(s.end_ns), io(s.gap_starts), io(s.whole_end_ns), io(s.has_work), io(s.entry_by);
+  io(s.entry_piece), io(s.pieces);
 }
 
 template <class Io, DigestOf<RankPathDigest> D>
@@ -224,6 +230,20 @@ void Describe(Io& io, D& w) {
 template <class Io, DigestOf<RenderedReport> D>
 void Describe(Io& io, D& r) {
   io(r.head), io(r.lead), io(r.windows), io(r.steps);
+}
+
+// Every index a step's pieces hold names one of its pieces (the walk follows them unchecked).
+bool PiecesLinked(const RankPathDigest& paths) {
+  for (const RankStepDigest& step : paths.steps) {
+    if (step.entry_piece.size() != step.entry_by.size()) return false;
+    for (int64_t piece : step.entry_piece) {
+      if (piece < -1 || piece >= static_cast<int64_t>(step.pieces.size())) return false;
+    }
+    for (const RankPathPiece& piece : step.pieces) {
+      if (piece.stopped && piece.next >= step.pieces.size()) return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -268,6 +288,9 @@ StatusOr<std::vector<InputDigest>> ParseDigests(std::string_view bytes, const st
     if (!r.ok()) break;
   }
   if (!r.ok() || !r.done()) return InvalidInput(from + ": digests cut short or malformed");
+  for (const InputDigest& d : digests) {
+    if (!PiecesLinked(d.rank_paths)) return InvalidInput(from + ": a rank's path pieces point outside its step");
+  }
   return digests;
 }
 

@@ -8,7 +8,8 @@
 #include <map>
 #include <memory>
 #include <tuple>
-#include <unordered_set>
+#include <iterator>
+#include <unordered_map>
 
 #include "base/check.h"
 
@@ -18,88 +19,117 @@ using trace::Trace;
 
 namespace {
 
-// ---- a rank's answers ------------------------------------------------------------------------
+// ---- a rank's pieces ----------------------------------------------------------------------
 
-// One of the input's collectives in a step, on its own time.
-struct StepCollective {
-  uint32_t slice = 0;
-  int64_t start_ns = 0, end_ns = 0;
-  bool annotation = false;  // not a node of the graph (gloo's spans): a wait of the path covers it
-};
-
-// `path` as FindEachBefore's kTimesOnly gives it: the elements kept are named from `trace`.
-RankPathSummary Summarise(const Trace& trace, const CriticalPath& path, std::span<const int64_t> gap_starts) {
-  RankPathSummary s;
+// A piece as FindPieces gives it (elements unnamed): the elements kept are named from `trace`.
+RankPathPiece Summarise(const Trace& trace, const CriticalPathFinder::PathPiece& piece,
+                        std::span<const int64_t> gap_starts) {
+  const CriticalPath& path = piece.path;
+  RankPathPiece out;
+  RankPathSummary& s = out.path;
   s.empty = path.elements.empty();
   s.begin_ns = path.begin_ns;
   s.end_ns = path.end_ns;
   s.length_ns = path.length_ns;
   std::copy(std::begin(path.bound_ns), std::end(path.bound_ns), s.bound_ns);
-  s.bound_by = path.bound_by;
   s.slices = static_cast<int64_t>(path.elements.size());
+  const auto name = [&](uint32_t slice, std::string& op, std::string& op_name) {
+    const trace::Slice& named = trace.slices()[slice];
+    op_name = std::string(trace.str(trace.slice_name(named)));
+    const std::string_view op_type = trace.str(trace.slice_op_type(named));
+    op = op_type.empty() ? op_name : std::string(op_type);
+  };
   std::map<uint32_t, GapLongestOp> longest;  // by gap
   for (uint32_t k = 0; k < path.elements.size(); ++k) {
     const PathElement& e = path.elements[k];
     const auto gap = static_cast<uint32_t>(std::upper_bound(gap_starts.begin(), gap_starts.end(), e.start_ns) -
                                            gap_starts.begin());
+    if (std::binary_search(piece.shared.begin(), piece.shared.end(), e.slice)) {
+      SharedElement shared{.slice = e.slice, .gap = gap, .element = k, .held_ns = e.held_ns, .op = {}, .op_name = {}};
+      name(e.slice, shared.op, shared.op_name);
+      out.shared.push_back(std::move(shared));
+      continue;
+    }
     auto [it, first] = longest.try_emplace(gap);
     if (first || e.held_ns > it->second.held_ns) it->second = {.gap = gap, .element = k, .held_ns = e.held_ns};
   }
+  std::sort(out.shared.begin(), out.shared.end(),
+            [](const SharedElement& a, const SharedElement& b) { return a.slice < b.slice; });
   for (auto& [gap, op] : longest) {
-    const trace::Slice& slice = trace.slices()[path.elements[op.element].slice];
-    op.op_name = std::string(trace.str(trace.slice_name(slice)));
-    const std::string_view op_type = trace.str(trace.slice_op_type(slice));
-    op.op = op_type.empty() ? op.op_name : std::string(op_type);
+    name(path.elements[op.element].slice, op.op, op.op_name);
     s.longest.push_back(std::move(op));
   }
-  return s;
+  out.open = piece.open;
+  out.closing = piece.closing;
+  out.stopped = piece.stopped;
+  out.passes = piece.passes;
+  std::copy(std::begin(piece.link_bound_ns), std::end(piece.link_bound_ns), out.link_bound_ns);
+  out.link_hold_slice = piece.link_hold_slice;
+  out.link_hold_ns = piece.link_hold_ns;
+  out.next = static_cast<uint32_t>(piece.next);
+  return out;
 }
 
-// The collectives of `collectives` that `path` passes through: their slice is on the path, or, for
-// work that is not a node of the graph (gloo's spans), the path waited through their end.
-std::vector<uint32_t> Passes(const CriticalPath& path, std::span<const StepCollective> collectives) {
-  std::unordered_set<uint32_t> on_path;
-  // The path's waits [start - wait, start], by their end: along the path they do not overlap.
-  std::vector<std::pair<int64_t, int64_t>> waits;
-  for (const PathElement& e : path.elements) {
-    on_path.insert(e.slice);
-    if (e.wait_ns > 0) waits.emplace_back(e.start_ns, e.start_ns - e.wait_ns);
-  }
-  std::sort(waits.begin(), waits.end());
-  std::vector<uint32_t> passes;
-  for (const StepCollective& c : collectives) {
-    bool passed = on_path.contains(c.slice);
-    if (!passed && c.annotation) {
-      const auto wait = std::lower_bound(waits.begin(), waits.end(), std::pair<int64_t, int64_t>{c.end_ns, INT64_MIN});
-      passed = wait != waits.end() && wait->second <= c.end_ns;
-    }
-    if (passed) passes.push_back(c.slice);
-  }
-  std::sort(passes.begin(), passes.end());
-  passes.erase(std::unique(passes.begin(), passes.end()), passes.end());
-  return passes;
-}
+// A rank's path to an instant, up to where the walk leaves it: pieces in walk order (the latest
+// first), each followed by the next through its stop.
+struct ChainedPath {
+  std::vector<const RankPathPiece*> pieces;
+  bool empty() const { return pieces.empty(); }
+};
 
 // The op that held `path` longest among its elements starting in [from, to) (the trace's time;
 // `from` INT64_MIN or a gap start, `to` a gap start), and its slice's name; empty when none.
-std::pair<std::string, std::string> LongestOp(const RankPathSummary& path, std::span<const int64_t> gap_starts,
+std::pair<std::string, std::string> LongestOp(const ChainedPath& path, std::span<const int64_t> gap_starts,
                                               int64_t from, int64_t to) {
   // Elements in [gap_starts[a], gap_starts[b]) are those of gaps a + 1 .. b.
   const auto gap_of = [&](int64_t at) {
     return static_cast<uint32_t>(std::lower_bound(gap_starts.begin(), gap_starts.end(), at) - gap_starts.begin());
   };
   const uint32_t first = from == INT64_MIN ? 0 : gap_of(from) + 1, last = gap_of(to);
-  const GapLongestOp* longest = nullptr;
-  for (const GapLongestOp& op : path.longest) {
-    if (op.gap < first || op.gap > last) continue;
-    // The first of equals in path order, as one pass over the elements finds it.
-    if (longest == nullptr || op.held_ns > longest->held_ns ||
-        (op.held_ns == longest->held_ns && op.element < longest->element)) {
-      longest = &op;
+  struct Candidate {
+    int64_t held_ns = 0;
+    size_t piece = 0;      // its place in path order: the earliest piece holding it, its element there
+    uint32_t element = 0;
+    const std::string* op = nullptr;
+    const std::string* op_name = nullptr;
+  };
+  const Candidate* longest = nullptr;
+  // The first of equals in path order (the earlier piece, then its earlier element), as one pass
+  // over the whole path's elements finds it.
+  const auto consider = [&](const Candidate& c) {
+    if (longest == nullptr || c.held_ns > longest->held_ns ||
+        (c.held_ns == longest->held_ns &&
+         (c.piece > longest->piece || (c.piece == longest->piece && c.element < longest->element)))) {
+      longest = &c;
+    }
+  };
+  std::vector<Candidate> candidates;
+  std::map<uint32_t, Candidate> shared;  // by slice: its time summed over the pieces and links
+  std::map<uint32_t, bool> shared_in_range;
+  for (size_t p = 0; p < path.pieces.size(); ++p) {
+    const RankPathPiece& piece = *path.pieces[p];
+    for (const GapLongestOp& op : piece.path.longest) {
+      if (op.gap >= first && op.gap <= last) candidates.push_back({op.held_ns, p, op.element, &op.op, &op.op_name});
+    }
+    for (const SharedElement& e : piece.shared) {
+      Candidate& c = shared[e.slice];
+      c.held_ns += e.held_ns;
+      c.piece = p, c.element = e.element, c.op = &e.op, c.op_name = &e.op_name;
+      shared_in_range[e.slice] = e.gap >= first && e.gap <= last;
     }
   }
+  for (size_t p = 0; p + 1 < path.pieces.size(); ++p) {
+    const RankPathPiece& piece = *path.pieces[p];
+    if (const auto it = shared.find(piece.link_hold_slice); piece.link_hold_ns > 0 && it != shared.end()) {
+      it->second.held_ns += piece.link_hold_ns;
+    }
+  }
+  for (const auto& [slice, c] : shared) {
+    if (shared_in_range[slice]) candidates.push_back(c);
+  }
+  for (const Candidate& c : candidates) consider(c);
   if (longest == nullptr) return {};
-  return {longest->op, longest->op_name};
+  return {*longest->op, *longest->op_name};
 }
 
 // ---- matching from digests ---------------------------------------------------------------------
@@ -155,7 +185,45 @@ std::vector<MatchedCollective> MatchDigestCollectives(std::span<const ClockDiges
 
 // ---- the walk ----------------------------------------------------------------------------------
 
-// Puts the inputs on the aligned clock and walks one step's ranks, asking each its digest.
+// A rank's path to an instant as one segment of the path across ranks: its chained pieces summed.
+struct SegmentPath {
+  bool empty = true;
+  int64_t begin_ns = 0, end_ns = 0, length_ns = 0;  // the input's time
+  int64_t bound_ns[kPathBounds] = {};
+  int64_t slices = 0;
+};
+
+// The pieces of `chain` before `cut` (all of them: cut = size) summed as the one path they are.
+SegmentPath Sum(const ChainedPath& chain, size_t cut) {
+  SegmentPath out;
+  std::vector<uint32_t> reached;  // slices whose start a later piece did not reach: an earlier one may
+  for (size_t p = 0; p < cut; ++p) {
+    const RankPathPiece& piece = *chain.pieces[p];
+    for (int b = 0; b < kPathBounds; ++b) out.bound_ns[b] += piece.path.bound_ns[b];
+    if (p + 1 < cut) {
+      for (int b = 0; b < kPathBounds; ++b) out.bound_ns[b] += piece.link_bound_ns[b];
+    }
+    out.slices += piece.path.slices;
+    // An element on both sides of a stop is one element of the path.
+    std::vector<uint32_t> both;
+    std::set_intersection(reached.begin(), reached.end(), piece.closing.begin(), piece.closing.end(),
+                          std::back_inserter(both));
+    out.slices -= static_cast<int64_t>(both.size());
+    std::vector<uint32_t> still;
+    std::set_difference(reached.begin(), reached.end(), piece.closing.begin(), piece.closing.end(),
+                        std::back_inserter(still));
+    reached.clear();
+    std::set_union(still.begin(), still.end(), piece.open.begin(), piece.open.end(), std::back_inserter(reached));
+  }
+  if (out.slices == 0) return out;
+  out.empty = false;
+  out.end_ns = chain.pieces.front()->path.end_ns;
+  out.begin_ns = chain.pieces[cut - 1]->path.begin_ns;
+  out.length_ns = out.end_ns - out.begin_ns;
+  return out;
+}
+
+// Puts the inputs on the aligned clock and walks one step's ranks, chaining each its pieces.
 class StepWalker {
  public:
   StepWalker(std::span<const RankPathDigest> paths, const AlignmentReport& alignment)
@@ -179,17 +247,18 @@ class StepWalker {
     const MatchedCollective* collective = nullptr;
     const CollectiveMember* own = nullptr;
     const CollectiveMember* last = nullptr;  // the last to arrive
+    size_t cut = 0;                          // the chain's pieces before it
   };
   int64_t Local(const CollectiveMember& m, int64_t absolute) const { return absolute - paths_[m.input].epoch_ns; }
   int64_t Arrival(const CollectiveMember& m) const { return Aligned(m.input, Local(m, m.start_ns)); }
 
-  // The latest collective that the path to `by` (on `input`) passes through and that another
-  // rank reached later; collective null when none.
-  Join LatestJoin(size_t input, const RankPathAnswer& answer, int64_t by,
+  // The latest collective that the path to `by` (on `input`, `chain`) passes through and that
+  // another rank reached later; collective null when none.
+  Join LatestJoin(size_t input, const ChainedPath& chain, int64_t by,
                   const std::vector<const MatchedCollective*>& collectives, const Windows& windows) const;
 
   // The collectives that `segment`'s rank reached last, arriving by `limit` (aligned), in time order.
-  void AddHolds(const RankSegment& segment, const RankStepDigest& window, const RankPathSummary& path, int64_t limit,
+  void AddHolds(const RankSegment& segment, const RankStepDigest& window, const ChainedPath& path, int64_t limit,
                 const std::vector<const MatchedCollective*>& collectives, const Windows& windows,
                 std::vector<RankHold>& holds) const;
 
@@ -197,24 +266,33 @@ class StepWalker {
   const AlignmentReport& alignment_;
 };
 
-const RankPathAnswer& AnswerFor(const RankStepDigest& window, int64_t by) {
-  const auto it = std::lower_bound(window.answers.begin(), window.answers.end(), by,
-                                   [](const RankPathAnswer& a, int64_t at) { return a.by_ns < at; });
-  // The digest answers every instant the walk can ask (DigestRankPaths).
-  STEPSCOPE_CHECK(it != window.answers.end() && it->by_ns == by);
-  return *it;
+// The path to `by` on `window`: its entry piece, then each stop's next, to a piece not stopped.
+ChainedPath ChainTo(const RankStepDigest& window, int64_t by) {
+  const auto it = std::lower_bound(window.entry_by.begin(), window.entry_by.end(), by);
+  // The digest holds an entry for every instant the walk can start from (DigestRankPaths).
+  STEPSCOPE_CHECK(it != window.entry_by.end() && *it == by);
+  ChainedPath chain;
+  int64_t piece = window.entry_piece[static_cast<size_t>(it - window.entry_by.begin())];
+  if (piece < 0) return chain;
+  // Time on a walk back never grows, and a piece is keyed by its first node and that time: a
+  // chain longer than the pieces would be a cycle.
+  while (chain.pieces.size() <= window.pieces.size()) {
+    const RankPathPiece& p = window.pieces[static_cast<size_t>(piece)];
+    chain.pieces.push_back(&p);
+    if (!p.stopped) break;
+    piece = p.next;
+  }
+  return chain;
 }
 
-const RankPathSummary& FromEnd(const RankPathAnswer& answer, int64_t from) {
-  const auto it = std::lower_bound(answer.from_end.begin(), answer.from_end.end(), from,
-                                   [](const auto& a, int64_t at) { return a.first < at; });
-  STEPSCOPE_CHECK(it != answer.from_end.end() && it->first == from);
-  return it->second;
-}
-
-StepWalker::Join StepWalker::LatestJoin(size_t input, const RankPathAnswer& answer, int64_t by,
+StepWalker::Join StepWalker::LatestJoin(size_t input, const ChainedPath& chain, int64_t by,
                                         const std::vector<const MatchedCollective*>& collectives,
                                         const Windows& windows) const {
+  // Where the chain passes each collective first: the pieces before the cut.
+  std::unordered_map<uint32_t, size_t> passed;
+  for (size_t p = 0; p < chain.pieces.size(); ++p) {
+    for (uint32_t slice : chain.pieces[p]->passes) passed.try_emplace(slice, p + 1);
+  }
   Join best;
   int64_t best_end = INT64_MIN;
   for (const MatchedCollective* c : collectives) {
@@ -228,14 +306,15 @@ StepWalker::Join StepWalker::LatestJoin(size_t input, const RankPathAnswer& answ
     const int64_t own_end = Local(*own, own->end_ns);
     if (own_end > by || own_end <= best_end) continue;
     if (Arrival(*last) <= Arrival(*own)) continue;
-    if (!std::binary_search(answer.passes.begin(), answer.passes.end(), own->slice)) continue;
-    best = {c, own, last};
+    const auto at = passed.find(own->slice);
+    if (at == passed.end()) continue;
+    best = {c, own, last, at->second};
     best_end = own_end;
   }
   return best;
 }
 
-void StepWalker::AddHolds(const RankSegment& segment, const RankStepDigest& window, const RankPathSummary& path,
+void StepWalker::AddHolds(const RankSegment& segment, const RankStepDigest& window, const ChainedPath& path,
                           int64_t limit, const std::vector<const MatchedCollective*>& collectives,
                           const Windows& windows, std::vector<RankHold>& holds) const {
   std::vector<std::pair<const MatchedCollective*, const CollectiveMember*>> late;
@@ -285,19 +364,20 @@ CrossRankPath StepWalker::Walk(int64_t step, const Windows& windows,
   }
   if (end == INT64_MIN) return out;
   std::vector<RankSegment> segments;  // latest first
-  std::vector<const RankPathSummary*> summaries;  // each segment's
+  std::vector<ChainedPath> paths;     // each segment's
+  std::vector<SegmentPath> sums;
   std::vector<RankWait> waits;
   for (size_t guard = 0; guard <= collectives.size(); ++guard) {
     const RankStepDigest& w = *windows.at(input);
-    const RankPathAnswer& answer = AnswerFor(w, by);
-    const RankPathSummary* path = &answer.path;
-    const Join join = LatestJoin(input, answer, by, collectives, windows);
+    ChainedPath chain = ChainTo(w, by);
+    const Join join = LatestJoin(input, chain, by, collectives, windows);
     const int64_t arrival = join.collective ? Arrival(*join.last) : 0;
     int64_t from = w.begin_ns;
+    size_t cut = chain.pieces.size();
     // The walk goes back in time only.
     if (join.collective != nullptr && arrival < Aligned(input, by)) {
       const int64_t own_end = Local(*join.own, join.own->end_ns);
-      path = &FromEnd(answer, own_end);
+      cut = join.cut;
       from = std::max(w.begin_ns, own_end);
       RankWait wait;
       wait.rank = RankOf(input);
@@ -308,39 +388,47 @@ CrossRankPath StepWalker::Walk(int64_t step, const Windows& windows,
       wait.transfer_ns = std::max<int64_t>(0, Aligned(input, own_end) - arrival);
       waits.push_back(std::move(wait));
     }
+    const SegmentPath sum = Sum(chain, cut);
+    chain.pieces.resize(cut);
     RankSegment segment;
     segment.rank = RankOf(input);
     segment.input = input;
-    segment.begin_ns = path->empty ? Aligned(input, by) : Aligned(input, path->begin_ns);
-    segment.end_ns = path->empty ? Aligned(input, by) : Aligned(input, path->end_ns);
-    segment.length_ns = path->length_ns;
-    segment.bound_by = path->bound_by;
-    segment.slices = path->slices;
+    segment.begin_ns = sum.empty ? Aligned(input, by) : Aligned(input, sum.begin_ns);
+    segment.end_ns = sum.empty ? Aligned(input, by) : Aligned(input, sum.end_ns);
+    segment.length_ns = sum.length_ns;
+    for (int b = 1; b < kPathBounds; ++b) {
+      if (sum.bound_ns[b] > sum.bound_ns[static_cast<int>(segment.bound_by)]) segment.bound_by = static_cast<PathBound>(b);
+    }
+    segment.slices = sum.slices;
     segment.from_ns = from;
     segment.until_ns = w.end_ns;
     segment.by_ns = by;
     segments.push_back(std::move(segment));
-    summaries.push_back(path);
+    paths.push_back(std::move(chain));
+    sums.push_back(sum);
     if (join.collective == nullptr || !(arrival < Aligned(input, by))) break;
     input = join.last->input;
     by = Local(*join.last, join.last->start_ns);
   }
-  if (segments.size() > waits.size() + 1) segments.resize(waits.size() + 1), summaries.resize(waits.size() + 1);
+  if (segments.size() > waits.size() + 1) {
+    segments.resize(waits.size() + 1), paths.resize(waits.size() + 1), sums.resize(waits.size() + 1);
+  }
   std::reverse(segments.begin(), segments.end());
-  std::reverse(summaries.begin(), summaries.end());
+  std::reverse(paths.begin(), paths.end());
+  std::reverse(sums.begin(), sums.end());
   std::reverse(waits.begin(), waits.end());
   out.begin_ns = segments.front().begin_ns;
   out.end_ns = end;
   out.length_ns = end - out.begin_ns;
   int64_t accounted = 0;
-  for (const RankPathSummary* s : summaries) {
-    for (int b = 0; b < kPathBounds; ++b) out.bound_ns[b] += s->bound_ns[b];
-    accounted += s->length_ns;
+  for (const SegmentPath& s : sums) {
+    for (int b = 0; b < kPathBounds; ++b) out.bound_ns[b] += s.bound_ns[b];
+    accounted += s.length_ns;
   }
   for (const RankWait& w : waits) out.transfer_ns += w.transfer_ns;
   out.gap_ns = out.length_ns - accounted - out.transfer_ns;
   for (size_t k = 0; k < segments.size(); ++k) {
-    AddHolds(segments[k], *windows.at(segments[k].input), *summaries[k],
+    AddHolds(segments[k], *windows.at(segments[k].input), paths[k],
              k < waits.size() ? waits[k].arrival_ns : segments[k].end_ns, collectives, windows, out.holds);
   }
   for (size_t k = 0; k < out.holds.size(); ++k) {
@@ -372,7 +460,6 @@ RankPathDigest DigestRankPaths(const Trace& trace, const ClockDigest& clock) {
   digest.epoch_ns = trace.epoch_ns();
   digest.span_begin_ns = trace.span_begin_ns();
   const CriticalPathFinder finder(trace);
-  constexpr auto kTimesOnly = CriticalPathFinder::PathDetail::kTimesOnly;
   const Trace* one = &trace;
   const auto windows = NumberedStepWindows({one, 1}, std::nullopt, StepWindowing::kEveryStep);
   for (const StepWindow& w : windows.front()) {
@@ -380,57 +467,37 @@ RankPathDigest DigestRankPaths(const Trace& trace, const ClockDigest& clock) {
     step.step = w.step;
     step.begin_ns = w.begin_ns;
     step.end_ns = w.end_ns;
-    std::vector<StepCollective> collectives;
+    std::vector<uint32_t> stops;  // the rank's collectives in the step
     for (const auto& [key, instances] : clock.collectives) {
       if (key.step != w.step) continue;
       for (const CollectiveInstance& i : instances) {
-        collectives.push_back({i.slice, i.start_ns - trace.epoch_ns(), i.end_ns - trace.epoch_ns(),
-                               trace::IsAnnotationOrSync(trace.slices()[i.slice].kind)});
+        stops.push_back(i.slice);
         step.gap_starts.push_back(i.start_ns - trace.epoch_ns());
       }
     }
     std::sort(step.gap_starts.begin(), step.gap_starts.end());
     step.gap_starts.erase(std::unique(step.gap_starts.begin(), step.gap_starts.end()), step.gap_starts.end());
-    // The instants the walk can ask: the end of the step's work (where it starts) and the rank's
-    // arrivals at its collectives (where it comes from a rank that waited for this one). Each
-    // graph is built once: the window's for every instant, then one from each collective end.
-    std::vector<int64_t> instants = step.gap_starts;
-    instants.push_back(INT64_MAX);  // the window's path (ComputeCriticalPath's), for its end
-    finder.FindEachBefore(w.begin_ns, w.end_ns, instants, [&](int64_t by, const CriticalPath& path) {
-      if (by != INT64_MAX) {
-        step.answers.push_back({.by_ns = by, .path = Summarise(trace, path, step.gap_starts),
-                                .passes = Passes(path, collectives), .from_end = {}});
-        return;
-      }
-      step.has_work = !path.elements.empty();
-      step.whole_end_ns = path.end_ns;
-      // The walk starts at the end of the step's work: the path to that instant is this one.
-      if (step.has_work && !std::binary_search(step.gap_starts.begin(), step.gap_starts.end(), path.end_ns)) {
-        step.answers.push_back({.by_ns = path.end_ns, .path = Summarise(trace, path, step.gap_starts),
-                                .passes = Passes(path, collectives), .from_end = {}});
-      }
-    }, kTimesOnly);
-    std::sort(step.answers.begin(), step.answers.end(),
-              [](const RankPathAnswer& a, const RankPathAnswer& b) { return a.by_ns < b.by_ns; });
-    // Where the walk can leave for a later rank: a collective the path to `by` passes that ended by
-    // `by`; the path is then found again from that end. Per end, the instants that need it.
-    std::map<int64_t, std::vector<size_t>> from_ends;  // collective end -> answers
-    for (size_t a = 0; a < step.answers.size(); ++a) {
-      const RankPathAnswer& answer = step.answers[a];
-      for (const StepCollective& c : collectives) {
-        if (c.end_ns <= answer.by_ns && std::binary_search(answer.passes.begin(), answer.passes.end(), c.slice)) {
-          std::vector<size_t>& needing = from_ends[c.end_ns];
-          if (needing.empty() || needing.back() != a) needing.push_back(a);
-        }
-      }
+    // Where the walk can start on this rank: the end of the step's work (where the window's whole
+    // path ends: the entry of the work that ends last by any time) and its arrivals at its
+    // collectives (coming from a rank that waited for it).
+    std::vector<int64_t> asked = step.gap_starts;
+    asked.push_back(INT64_MAX);
+    const CriticalPathFinder::WindowPieces pieces = finder.FindPieces(w.begin_ns, w.end_ns, asked, stops);
+    const int64_t whole = pieces.entries.back();
+    step.has_work = whole >= 0;
+    step.whole_end_ns = step.has_work ? pieces.pieces[static_cast<size_t>(whole)].path.end_ns : 0;
+    for (size_t k = 0; k < asked.size(); ++k) {
+      const int64_t by = k + 1 < asked.size() ? asked[k] : step.whole_end_ns;
+      if (k + 1 == asked.size() && !step.has_work) break;
+      // The end of the work may be an arrival too: the work that ends last by it is the same.
+      const auto at = std::lower_bound(step.entry_by.begin(), step.entry_by.end(), by);
+      if (at != step.entry_by.end() && *at == by) continue;
+      step.entry_piece.insert(step.entry_piece.begin() + (at - step.entry_by.begin()), pieces.entries[k]);
+      step.entry_by.insert(at, by);
     }
-    for (const auto& [from, needing] : from_ends) {
-      std::vector<int64_t> bys;
-      for (size_t a : needing) bys.push_back(step.answers[a].by_ns);
-      size_t next = 0;
-      finder.FindEachBefore(std::max(w.begin_ns, from), w.end_ns, bys, [&](int64_t, const CriticalPath& path) {
-        step.answers[needing[next++]].from_end.emplace_back(from, Summarise(trace, path, step.gap_starts));
-      }, kTimesOnly);
+    for (const CriticalPathFinder::PathPiece& piece : pieces.pieces) {
+      step.pieces.push_back(Summarise(trace, piece, step.gap_starts));
+      if (piece.path.elements.empty()) step.pieces.back().path.begin_ns = step.pieces.back().path.end_ns = piece.path.begin_ns;
     }
     digest.steps.push_back(std::move(step));
   }

@@ -96,54 +96,70 @@ CrossRankPaths ComputeCrossRankPaths(std::span<const trace::Trace> traces, Align
                                      const StepRange& range = std::nullopt);
 
 // ---- from digests: the same paths with one trace read at a time, or spread over processes ----
-// The walk asks a rank only two questions, both on that rank's own graph of one step: the path
-// that leads to an instant `by` (the end of its work, or its arrival at a collective) and the same
-// path found again from a collective's end (where the walk left for a later rank). The instants
-// are few: the end of the step's work and the starts of the rank's collectives in the step; the
-// collectives' ends to start from, those the path to `by` passes through. A rank's digest holds
-// the answer to every such question, summarised (RankPathSummary: a few numbers and, per stretch
-// between two of its collectives' starts, the op that held the path longest), so the walk over
-// digests finds what the walk over traces finds, to the nanosecond, with no trace at hand.
+// The walk asks a rank for its single-rank path to an instant (the end of the step's work, or its
+// arrival at one of its collectives), and where that path passes a collective another rank
+// reached later, for the part of it after that collective. A rank's digest answers both without
+// the trace and in a size linear in its collectives: each window's paths are cut into pieces
+// (CriticalPathFinder::FindPieces) that stop at the first of the rank's collectives they reach,
+// one piece per place a walk can start (the step's end, each arrival, each collective's node a
+// piece stopped at); the path to an instant is a chain of pieces, and the walk across ranks
+// chains them on the digests alone: at each collective the chain passes it may leave for the
+// later rank, else it goes on with the piece from that collective. Each piece is summarised
+// (RankPathSummary: a few numbers and, per stretch between two of the rank's collective starts,
+// the op that held it longest), so the chained path is the path FindBefore finds, to the
+// nanosecond (step_analyses.h says where an element enclosing a collective is counted twice).
 
-// Of a path's elements starting in the stretch `gap` of the step (gap k: from the (k-1)-th to the
+// Of a piece's elements starting in the stretch `gap` of the step (gap k: from the (k-1)-th to the
 // k-th start of the input's collectives in the step, sorted; gap 0 from the window's begin), the
 // one that held it longest (the first of equals): a hold's "its op".
 struct GapLongestOp {
   uint32_t gap = 0;
-  uint32_t element = 0;        // its place in the path
+  uint32_t element = 0;        // its place in the piece
   int64_t held_ns = 0;
   std::string op, op_name;     // as RankHold's
   bool operator==(const GapLongestOp& other) const = default;
 };
-// What the walk reads of one single-rank path (times on the input's own clock).
+// What the walk reads of one piece (times on the input's own clock).
 struct RankPathSummary {
-  bool empty = true;           // no work: begin and end are meaningless
+  bool empty = true;           // no work: begin and end are the instant it started from
   int64_t begin_ns = 0, end_ns = 0, length_ns = 0;
   int64_t bound_ns[kPathBounds] = {};
-  PathBound bound_by = PathBound::kCpu;
   int64_t slices = 0;
   std::vector<GapLongestOp> longest;  // by gap, the gaps with elements only
   bool operator==(const RankPathSummary& other) const = default;
 };
-// The path to `by_ns`, and the same path started again from each collective end it passes.
-struct RankPathAnswer {
-  int64_t by_ns = 0;
+// An element of a piece that another piece may hold time of too (PathPiece::shared): its time
+// in this piece, summed over the pieces of a path before its longest op is chosen.
+struct SharedElement {
+  uint32_t slice = 0;
+  uint32_t gap = 0, element = 0;  // as GapLongestOp's
+  int64_t held_ns = 0;
+  std::string op, op_name;
+  bool operator==(const SharedElement& other) const = default;
+};
+// A piece (CriticalPathFinder::PathPiece) summarised; path.longest leaves out the shared elements.
+struct RankPathPiece {
   RankPathSummary path;
-  // The slices of the input's collectives in the step that the path passes through (their slice
-  // is on the path, or, for work that is not a node of the graph, a wait of the path covers their
-  // end), ascending.
-  std::vector<uint32_t> passes;
-  std::vector<std::pair<int64_t, RankPathSummary>> from_end;  // by the collective end, ascending
-  bool operator==(const RankPathAnswer& other) const = default;
+  std::vector<uint32_t> open, closing;  // as PathPiece's
+  std::vector<SharedElement> shared;    // by slice
+  bool stopped = false;
+  std::vector<uint32_t> passes;         // the collectives (their slices) passed going on to `next`, ascending
+  int64_t link_bound_ns[kPathBounds] = {};
+  uint32_t link_hold_slice = 0;
+  int64_t link_hold_ns = 0;
+  uint32_t next = 0;                    // index into the step's pieces
+  bool operator==(const RankPathPiece& other) const = default;
 };
 // One step window of an input (NumberedStepWindows' kEveryStep, before any --step selection).
 struct RankStepDigest {
-  int64_t step = -1;                // as the trace records it
+  int64_t step = -1;                 // as the trace records it
   int64_t begin_ns = 0, end_ns = 0;  // the window, on the input's time
-  std::vector<int64_t> gap_starts;  // the starts of its collectives in the step, sorted, distinct
-  int64_t whole_end_ns = 0;         // the end of the window's path (ComputeCriticalPath's)
-  bool has_work = false;            // false: the window holds no work (whole_end_ns meaningless)
-  std::vector<RankPathAnswer> answers;  // by by_ns, ascending
+  std::vector<int64_t> gap_starts;   // the starts of its collectives in the step, sorted, distinct
+  int64_t whole_end_ns = 0;          // the end of the window's path (ComputeCriticalPath's)
+  bool has_work = false;             // false: the window holds no work (whole_end_ns meaningless)
+  std::vector<int64_t> entry_by;     // the instants a walk can start from, ascending: the arrivals, the end
+  std::vector<int64_t> entry_piece;  // per entry_by: its path's first piece, -1 when no work ends by it
+  std::vector<RankPathPiece> pieces;
   bool operator==(const RankStepDigest& other) const = default;
 };
 struct RankPathDigest {
