@@ -103,12 +103,13 @@ TEST(DistributedCliTest, StragglersOverProcessesPrintWhatOneProcessPrints) {
 }
 
 TEST(DistributedCliTest, CriticalPathOverProcessesPrintsWhatOneProcessPrints) {
-  // Each rank's own paths, then each step's path across the 64 ranks: host-bound on rank 0, whose
-  // every all-reduce the others waited for.
+  // Each rank's own paths, then each step's path across the 64 ranks: host-bound on rank 0 (the
+  // generated ranks keep one clock and one pace: no rank waits for another).
   const Outcome one = OneProcess({"critical-path", RanksDir()});
   ASSERT_EQ(one.code, 0) << one.err;
   EXPECT_NE(one.out.find("== across 64 ranks, clocks aligned by collectives"), std::string::npos) << one.out;
-  EXPECT_NE(one.out.find("bound  by cpu; waiting for rank 0 (its op aten::mm)"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("== step 1 across ranks\npath   807.1 us through rank(s) 0\nbound  by cpu\n"),
+            std::string::npos) << one.out;
   ExpectSameAsOneProcess({"critical-path", RanksDir()});
   ExpectSameAsOneProcess({"critical-path", RanksDir(), "--json"});
   ExpectSameAsOneProcess({"critical-path", RanksDir(), "--steps", "1-2", "--top", "3"});
@@ -120,7 +121,7 @@ TEST(DistributedCliTest, CriticalPathOverProcessesPrintsWhatOneProcessPrints) {
 
 TEST(DistributedCliTest, CriticalPathAcrossRealRanksJoinsThemAsOneProcessDoes) {
   // Three ranks of a real gloo job (tests/data/analysis/gloo_ranks): each step's path changes rank
-  // at the all-reduces, so the digests' paths started again from a collective's end are used. Over
+  // at the all-reduces, so the walk leaves a rank's chained pieces at a collective. Over
   // 4 processes one reads nothing.
   const std::string dir = testing::DataPath("analysis/gloo_ranks");
   const Outcome one = OneProcess({"critical-path", dir});
@@ -182,9 +183,13 @@ TEST(DistributedCliTest, DigestsSurviveTheirBytes) {
   ASSERT_EQ(back->size(), 3u);
   EXPECT_FALSE(digests[0].clock.collectives.empty());
   EXPECT_FALSE(digests[0].stragglers.windows.empty());
-  // Every step's answers: one per arrival at its 4 all-reduces and one at the end of its work.
+  // Every step's entries: one per arrival at its 4 all-reduces and one at the end of its work,
+  // each to a piece.
   ASSERT_EQ(digests[0].rank_paths.steps.size(), 3u);
-  EXPECT_EQ(digests[0].rank_paths.steps[1].answers.size(), 5u);
+  const analysis::RankStepDigest& step = digests[0].rank_paths.steps[1];
+  EXPECT_EQ(step.entry_by.size(), 5u);
+  ASSERT_EQ(step.entry_piece.size(), 5u);
+  for (int64_t piece : step.entry_piece) EXPECT_TRUE(piece >= 0 && piece < static_cast<int64_t>(step.pieces.size()));
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ((*back)[i].input, digests[i].input);
     EXPECT_EQ((*back)[i].read.code(), digests[i].read.code());
@@ -195,6 +200,14 @@ TEST(DistributedCliTest, DigestsSurviveTheirBytes) {
     EXPECT_TRUE((*back)[i].report == digests[i].report);
   }
   EXPECT_FALSE(analysis::ParseDigests(bytes.substr(0, bytes.size() - 3), "test").ok());
+  // A piece that points past its step's pieces is refused, not followed.
+  std::vector<analysis::InputDigest> broken = {digests[0]};
+  analysis::RankPathPiece& piece = broken[0].rank_paths.steps[1].pieces.front();
+  piece.stopped = true;
+  piece.next = 1'000'000;
+  const auto refused = analysis::ParseDigests(analysis::SerializeDigests(broken), "test");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("pieces point outside"), std::string::npos);
   EXPECT_FALSE(analysis::ParseDigests("not digests", "test").ok());
 }
 
