@@ -728,10 +728,10 @@ class PieceFinder {
     }
     std::sort(piece.open.begin(), piece.open.end());
     std::sort(piece.closing.begin(), piece.closing.end());
+    // A link is time inside an element with a node on either side of it (kSelf, kChild: the
+    // later piece's, open; kNested: the earlier's, closing): no element but these is shared.
     piece.shared = piece.open;
     piece.shared.insert(piece.shared.end(), piece.closing.begin(), piece.closing.end());
-    piece.shared.push_back(g_.members[walk.front().slice]);
-    piece.shared.push_back(g_.members[walk.back().slice]);
     std::sort(piece.shared.begin(), piece.shared.end());
     piece.shared.erase(std::unique(piece.shared.begin(), piece.shared.end()), piece.shared.end());
     const Node& last = nodes_[chain.back()];

@@ -219,7 +219,7 @@ void Describe(Io& io, D& s) {
 
 template <class Io, DigestOf<RankPathDigest> D>
 void Describe(Io& io, D& d) {
-  io(d.epoch_ns), io(d.span_begin_ns), io(d.steps);
+  io(d.epoch_ns), io(d.span_begin_ns), io(d.steps), io(d.names);
 }
 
 template <class Io, DigestOf<RenderedWindow> D>
@@ -232,15 +232,22 @@ void Describe(Io& io, D& r) {
   io(r.head), io(r.lead), io(r.windows), io(r.steps);
 }
 
-// Every index a step's pieces hold names one of its pieces (the walk follows them unchecked).
+// Every index a step's pieces hold names one of its pieces or names (the walk follows them unchecked).
 bool PiecesLinked(const RankPathDigest& paths) {
   for (const RankStepDigest& step : paths.steps) {
     if (step.entry_piece.size() != step.entry_by.size()) return false;
     for (int64_t piece : step.entry_piece) {
       if (piece < -1 || piece >= static_cast<int64_t>(step.pieces.size())) return false;
     }
+    const auto named = [&](uint32_t op, uint32_t op_name) { return op < paths.names.size() && op_name < paths.names.size(); };
     for (const RankPathPiece& piece : step.pieces) {
       if (piece.stopped && piece.next >= step.pieces.size()) return false;
+      for (const GapLongestOp& op : piece.path.longest) {
+        if (!named(op.op, op.op_name)) return false;
+      }
+      for (const SharedElement& e : piece.shared) {
+        if (!named(e.op, e.op_name)) return false;
+      }
     }
   }
   return true;

@@ -22,8 +22,23 @@ namespace {
 // ---- a rank's pieces ----------------------------------------------------------------------
 
 // A piece as FindPieces gives it (elements unnamed): the elements kept are named from `trace`.
+// Names kept once per digest: a rank's pieces name the same few ops thousands of times.
+class NameTable {
+ public:
+  explicit NameTable(std::vector<std::string>& names) : names_(names) {}
+  uint32_t operator()(std::string_view name) {
+    const auto [it, added] = index_.try_emplace(std::string(name), static_cast<uint32_t>(names_.size()));
+    if (added) names_.emplace_back(name);
+    return it->second;
+  }
+
+ private:
+  std::vector<std::string>& names_;
+  std::unordered_map<std::string, uint32_t> index_;
+};
+
 RankPathPiece Summarise(const Trace& trace, const CriticalPathFinder::PathPiece& piece,
-                        std::span<const int64_t> gap_starts) {
+                        std::span<const int64_t> gap_starts, NameTable& names) {
   const CriticalPath& path = piece.path;
   RankPathPiece out;
   RankPathSummary& s = out.path;
@@ -33,11 +48,12 @@ RankPathPiece Summarise(const Trace& trace, const CriticalPathFinder::PathPiece&
   s.length_ns = path.length_ns;
   std::copy(std::begin(path.bound_ns), std::end(path.bound_ns), s.bound_ns);
   s.slices = static_cast<int64_t>(path.elements.size());
-  const auto name = [&](uint32_t slice, std::string& op, std::string& op_name) {
+  const auto name = [&](uint32_t slice, uint32_t& op, uint32_t& op_name) {
     const trace::Slice& named = trace.slices()[slice];
-    op_name = std::string(trace.str(trace.slice_name(named)));
+    const std::string_view slice_name = trace.str(trace.slice_name(named));
     const std::string_view op_type = trace.str(trace.slice_op_type(named));
-    op = op_type.empty() ? op_name : std::string(op_type);
+    op_name = names(slice_name);
+    op = names(op_type.empty() ? slice_name : op_type);
   };
   std::map<uint32_t, GapLongestOp> longest;  // by gap
   for (uint32_t k = 0; k < path.elements.size(); ++k) {
@@ -45,7 +61,7 @@ RankPathPiece Summarise(const Trace& trace, const CriticalPathFinder::PathPiece&
     const auto gap = static_cast<uint32_t>(std::upper_bound(gap_starts.begin(), gap_starts.end(), e.start_ns) -
                                            gap_starts.begin());
     if (std::binary_search(piece.shared.begin(), piece.shared.end(), e.slice)) {
-      SharedElement shared{.slice = e.slice, .gap = gap, .element = k, .held_ns = e.held_ns, .op = {}, .op_name = {}};
+      SharedElement shared{.slice = e.slice, .gap = gap, .element = k, .held_ns = e.held_ns, .op = 0, .op_name = 0};
       name(e.slice, shared.op, shared.op_name);
       out.shared.push_back(std::move(shared));
       continue;
@@ -80,7 +96,7 @@ struct ChainedPath {
 // The op that held `path` longest among its elements starting in [from, to) (the trace's time;
 // `from` INT64_MIN or a gap start, `to` a gap start), and its slice's name; empty when none.
 std::pair<std::string, std::string> LongestOp(const ChainedPath& path, std::span<const int64_t> gap_starts,
-                                              int64_t from, int64_t to) {
+                                              std::span<const std::string> names, int64_t from, int64_t to) {
   // Elements in [gap_starts[a], gap_starts[b]) are those of gaps a + 1 .. b.
   const auto gap_of = [&](int64_t at) {
     return static_cast<uint32_t>(std::lower_bound(gap_starts.begin(), gap_starts.end(), at) - gap_starts.begin());
@@ -90,8 +106,7 @@ std::pair<std::string, std::string> LongestOp(const ChainedPath& path, std::span
     int64_t held_ns = 0;
     size_t piece = 0;      // its place in path order: the earliest piece holding it, its element there
     uint32_t element = 0;
-    const std::string* op = nullptr;
-    const std::string* op_name = nullptr;
+    uint32_t op = 0, op_name = 0;
   };
   const Candidate* longest = nullptr;
   // The first of equals in path order (the earlier piece, then its earlier element), as one pass
@@ -109,12 +124,12 @@ std::pair<std::string, std::string> LongestOp(const ChainedPath& path, std::span
   for (size_t p = 0; p < path.pieces.size(); ++p) {
     const RankPathPiece& piece = *path.pieces[p];
     for (const GapLongestOp& op : piece.path.longest) {
-      if (op.gap >= first && op.gap <= last) candidates.push_back({op.held_ns, p, op.element, &op.op, &op.op_name});
+      if (op.gap >= first && op.gap <= last) candidates.push_back({op.held_ns, p, op.element, op.op, op.op_name});
     }
     for (const SharedElement& e : piece.shared) {
       Candidate& c = shared[e.slice];
       c.held_ns += e.held_ns;
-      c.piece = p, c.element = e.element, c.op = &e.op, c.op_name = &e.op_name;
+      c.piece = p, c.element = e.element, c.op = e.op, c.op_name = e.op_name;
       shared_in_range[e.slice] = e.gap >= first && e.gap <= last;
     }
   }
@@ -129,7 +144,7 @@ std::pair<std::string, std::string> LongestOp(const ChainedPath& path, std::span
   }
   for (const Candidate& c : candidates) consider(c);
   if (longest == nullptr) return {};
-  return {*longest->op, *longest->op_name};
+  return {names[longest->op], names[longest->op_name]};
 }
 
 // ---- matching from digests ---------------------------------------------------------------------
@@ -345,7 +360,7 @@ void StepWalker::AddHolds(const RankSegment& segment, const RankStepDigest& wind
     }
     hold.late_ns = hold.arrival_ns - others;
     const int64_t own_start = Local(*own, own->start_ns);
-    std::tie(hold.op, hold.op_name) = LongestOp(path, window.gap_starts, from, own_start);
+    std::tie(hold.op, hold.op_name) = LongestOp(path, window.gap_starts, paths_[segment.input].names, from, own_start);
     from = own_start;
     holds.push_back(std::move(hold));
   }
@@ -460,6 +475,7 @@ RankPathDigest DigestRankPaths(const Trace& trace, const ClockDigest& clock) {
   digest.epoch_ns = trace.epoch_ns();
   digest.span_begin_ns = trace.span_begin_ns();
   const CriticalPathFinder finder(trace);
+  NameTable names(digest.names);
   const Trace* one = &trace;
   const auto windows = NumberedStepWindows({one, 1}, std::nullopt, StepWindowing::kEveryStep);
   for (const StepWindow& w : windows.front()) {
@@ -496,7 +512,7 @@ RankPathDigest DigestRankPaths(const Trace& trace, const ClockDigest& clock) {
       step.entry_by.insert(at, by);
     }
     for (const CriticalPathFinder::PathPiece& piece : pieces.pieces) {
-      step.pieces.push_back(Summarise(trace, piece, step.gap_starts));
+      step.pieces.push_back(Summarise(trace, piece, step.gap_starts, names));
       if (piece.path.elements.empty()) step.pieces.back().path.begin_ns = step.pieces.back().path.end_ns = piece.path.begin_ns;
     }
     digest.steps.push_back(std::move(step));

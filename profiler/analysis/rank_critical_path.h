@@ -116,7 +116,7 @@ struct GapLongestOp {
   uint32_t gap = 0;
   uint32_t element = 0;        // its place in the piece
   int64_t held_ns = 0;
-  std::string op, op_name;     // as RankHold's
+  uint32_t op = 0, op_name = 0;  // as RankHold's: indices into RankPathDigest::names
   bool operator==(const GapLongestOp& other) const = default;
 };
 // What the walk reads of one piece (times on the input's own clock).
@@ -134,7 +134,7 @@ struct SharedElement {
   uint32_t slice = 0;
   uint32_t gap = 0, element = 0;  // as GapLongestOp's
   int64_t held_ns = 0;
-  std::string op, op_name;
+  uint32_t op = 0, op_name = 0;   // indices into RankPathDigest::names
   bool operator==(const SharedElement& other) const = default;
 };
 // A piece (CriticalPathFinder::PathPiece) summarised; path.longest leaves out the shared elements.
@@ -165,6 +165,7 @@ struct RankStepDigest {
 struct RankPathDigest {
   int64_t epoch_ns = 0, span_begin_ns = 0;
   std::vector<RankStepDigest> steps;  // every kEveryStep window, in order
+  std::vector<std::string> names;     // the ops' names and types the pieces name, each once
   bool operator==(const RankPathDigest& other) const = default;
 };
 

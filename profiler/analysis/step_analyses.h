@@ -111,8 +111,8 @@ class CriticalPathFinder {
     CriticalPath path;  // the piece's own stretch; elements unnamed, no by_op_type
     std::vector<uint32_t> open;     // slices of its elements whose start it does not reach, ascending
     std::vector<uint32_t> closing;  // ... whose end it does not reach (a later piece reached it), ascending
-    // The slices of its elements another piece of a chain may hold time of too (open, closing and
-    // the elements of its first and last node, which a link may be time inside), ascending.
+    // The slices of its elements another piece of a chain may hold time of too (open and closing:
+    // a link's time is inside one of these), ascending.
     std::vector<uint32_t> shared;
     bool stopped = false;           // false: the walk ended in this piece
     std::vector<uint32_t> passes;   // the stops reached going on to `next` (slices, ascending; often none)
