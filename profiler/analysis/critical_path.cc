@@ -4,6 +4,7 @@
 #include <climits>
 #include <map>
 #include <span>
+#include <tuple>
 #include <unordered_map>
 
 #include "profiler/analysis/breakdowns.h"
@@ -322,19 +323,26 @@ struct WalkNode {
   Edge edge;
 };
 
-// Walks back from the end of `last` over nodes, each taking the predecessor that became ready
-// last; returns the nodes in path order, each with the edge that enters it (kNone for the first).
-std::vector<WalkNode> WalkBack(const Trace& trace, const Graph& g, uint32_t last) {
+// Walks back from `first` (a node and its time on the path) over nodes, each taking the
+// predecessor that became ready last; returns the nodes in path order, each with the edge that
+// enters it (kNone for the first). `cut(node, predecessor)` true stops the walk before the
+// predecessor, which `*stop` then holds (its `edge` the one that would enter the node): where a
+// piece of the path ends (FindPieces). The walk keeps no state but the node it stands on and its
+// time (`visited` only breaks cycles), so the walk from `*stop` goes on as this one would have.
+// `visited`: one byte per node of the graph, all 0, left so (a window's many pieces share it).
+template <typename Cut>
+std::vector<WalkNode> WalkBackFrom(const Trace& trace, const Graph& g, WalkNode first, Cut&& cut, WalkNode* stop,
+                                   std::vector<uint8_t>& visited) {
   const auto& slices = trace.slices();
   auto slice_of = [&](int64_t local) -> const Slice& { return slices[g.members[static_cast<size_t>(local)]]; };
   std::vector<WalkNode> walk;  // while walking back, each edge leads to the node after it
-  std::vector<uint8_t> visited(g.members.size(), 0);  // bit 0: start, bit 1: end
-  uint32_t current = last;
-  bool at_end = true;
+  // visited[slice]: bit 0 its start, bit 1 its end
+  uint32_t current = first.slice;
+  bool at_end = first.end;
   Edge into = Edge::kNone;
   // A node's time on the path: when it became ready for the node after it (a launch call still
   // running when its kernel started holds the path only until that start).
-  int64_t now = slice_of(current).end_ns();
+  int64_t now = first.time;
   while (true) {
     const Slice& s = slice_of(current);
     visited[current] |= at_end ? 2 : 1;
@@ -370,11 +378,17 @@ std::vector<WalkNode> WalkBack(const Trace& trace, const Graph& g, uint32_t last
       consider(g.parent[current], false, Edge::kNested);
     }
     if (best == kNoSlice) break;
+    if (const WalkNode predecessor{static_cast<uint32_t>(best), best_end, best_ready, best_edge};
+        cut(walk.back(), predecessor)) {
+      *stop = predecessor;
+      break;
+    }
     current = static_cast<uint32_t>(best);
     at_end = best_end;
     into = best_edge;
     now = best_ready;
   }
+  for (const WalkNode& node : walk) visited[node.slice] = 0;
   std::reverse(walk.begin(), walk.end());
   // walk[k].edge led from walk[k] to walk[k + 1] in the backward walk's terms: shift so that each
   // node carries the edge that enters it.
@@ -383,13 +397,33 @@ std::vector<WalkNode> WalkBack(const Trace& trace, const Graph& g, uint32_t last
   return walk;
 }
 
+// Walks back from the end of `last`: the whole path.
+std::vector<WalkNode> WalkBack(const Trace& trace, const Graph& g, uint32_t last) {
+  const WalkNode first{last, true, trace.slices()[g.members[last]].end_ns(), Edge::kNone};
+  std::vector<uint8_t> visited(g.members.size(), 0);
+  return WalkBackFrom(trace, g, first, [](const WalkNode&, const WalkNode&) { return false; }, nullptr, visited);
+}
+
 // Credits the time between the walk's nodes to the path's elements, bounds and op types. A path
 // holds thousands of elements a step and a trace thousands of steps: elements are found by their
 // local index, shares counted by op type id and named once at the end (Finish).
 class PathAccount {
  public:
-  PathAccount(const Trace& trace, const TraceLinks& links, const Graph& g, CriticalPath& path)
-      : trace_(trace), links_(links), g_(g), path_(path), element_of_(g.members.size(), kNoElement) {}
+  // `named`: the elements' names, op types and lanes, and the shares by op type (kTimesOnly: none).
+  PathAccount(const Trace& trace, const TraceLinks& links, const Graph& g, CriticalPath& path, bool named)
+      : trace_(trace), links_(links), g_(g), path_(path), named_(named), own_index_(g.members.size(), kNoElement),
+        element_of_(own_index_) {}
+  // With `element_of`, one entry per node of the graph, all kNoElement, left so: a window's many
+  // short paths (FindPieces) do not each fill one of the graph's size.
+  PathAccount(const Trace& trace, const TraceLinks& links, const Graph& g, CriticalPath& path, bool named,
+              std::vector<int32_t>& element_of)
+      : trace_(trace), links_(links), g_(g), path_(path), named_(named), element_of_(element_of) {}
+  ~PathAccount() {
+    if (&element_of_ == &own_index_) return;
+    for (const PathElement& e : path_.elements) element_of_[static_cast<size_t>(g_.LocalOf(e.slice))] = kNoElement;
+  }
+  PathAccount(const PathAccount&) = delete;
+  PathAccount& operator=(const PathAccount&) = delete;
 
   void Credit(const std::vector<WalkNode>& walk) {
     Element(walk[0].slice);
@@ -433,14 +467,16 @@ class PathAccount {
       const Slice& s = SliceOf(slice);
       PathElement e;
       e.slice = g_.members[slice];
-      e.name = std::string(trace_.str(trace_.slice_name(s)));
-      e.op_type = std::string(trace_.str(trace_.slice_op_type(s)));
-      e.kind = std::string(trace::SliceKindName(s.kind));
-      e.lane = links_.lane_path[s.track];
+      if (named_) {
+        e.name = std::string(trace_.str(trace_.slice_name(s)));
+        e.op_type = std::string(trace_.str(trace_.slice_op_type(s)));
+        e.kind = std::string(trace::SliceKindName(s.kind));
+        e.lane = links_.lane_path[s.track];
+        ++shares_[trace_.slice_op_type(s)].count;
+      }
       e.start_ns = s.start_ns;
       e.dur_ns = s.dur_ns;
       path_.elements.push_back(std::move(e));
-      ++shares_[trace_.slice_op_type(s)].count;
     }
     return path_.elements[static_cast<size_t>(element_of_[slice])];
   }
@@ -456,7 +492,7 @@ class PathAccount {
   void Hold(uint32_t slice, int64_t ns, PathBound bound) {
     Element(slice).held_ns += ns;
     path_.bound_ns[static_cast<int>(bound)] += ns;
-    shares_[trace_.slice_op_type(SliceOf(slice))].total_ns += ns;
+    if (named_) shares_[trace_.slice_op_type(SliceOf(slice))].total_ns += ns;
   }
 
   // The time from `from` to `to`: inside a slice (its own work, a parent's own time) or waiting.
@@ -491,7 +527,9 @@ class PathAccount {
   const TraceLinks& links_;
   const Graph& g_;
   CriticalPath& path_;
-  std::vector<int32_t> element_of_;
+  const bool named_;
+  std::vector<int32_t> own_index_;
+  std::vector<int32_t>& element_of_;  // by local slice: the element's place in path_.elements
   std::unordered_map<trace::StringId, OpShare> shares_;
 };
 
@@ -499,7 +537,7 @@ CriticalPath PathOfWindow(const Trace& trace, const TraceLinks& links, const Gra
   CriticalPath path;
   const int64_t last = LastWork(trace, links, g, by_ns);
   if (last == kNoSlice) return path;
-  PathAccount account(trace, links, g, path);
+  PathAccount account(trace, links, g, path, /*named=*/true);
   account.Credit(WalkBack(trace, g, static_cast<uint32_t>(last)));
   account.Finish();
   return path;
@@ -518,6 +556,230 @@ CriticalPath CriticalPathFinder::Find(int64_t begin_ns, int64_t end_ns) const {
 CriticalPath CriticalPathFinder::FindBefore(int64_t begin_ns, int64_t end_ns, int64_t by_ns) const {
   if (trace_.slices().empty()) return {};
   return PathOfWindow(trace_, *links_, BuildGraph(trace_, *links_, begin_ns, end_ns), by_ns);
+}
+
+namespace {
+
+// The pieces of one window's paths (CriticalPathFinder::FindPieces). Every walk is taken node by
+// node into one table, keyed by node and time on the path; a walk that reaches a node already
+// walked stops there, since the rest is the same. The table is a forest (each node leads back to
+// one predecessor): pieces are its stretches between the nodes where walks start, meet, or pass
+// a stop, so the pieces hold each node once, and the walks of a window cost one walk over the
+// nodes they reach.
+class PieceFinder {
+ public:
+  PieceFinder(const Trace& trace, const TraceLinks& links, const Graph& g, std::span<const uint32_t> stops)
+      : trace_(trace), links_(links), g_(g), node_stop_(g.members.size(), 0), visited_(g.members.size(), 0),
+        element_of_(g.members.size(), -1) {
+    for (uint32_t slice : stops) {
+      if (const int64_t local = g.LocalOf(slice); local != kNoSlice) {
+        node_stop_[static_cast<size_t>(local)] = 1;
+      } else if (trace::IsAnnotationOrSync(trace.slices()[slice].kind)) {
+        annotation_ends_.emplace_back(trace.slices()[slice].end_ns(), slice);
+      }
+    }
+    std::sort(annotation_ends_.begin(), annotation_ends_.end());
+    SortWork();
+  }
+
+  // Walks from the work that ends last by each of `by_ns` (LastWork's), then cuts the walks into
+  // pieces.
+  CriticalPathFinder::WindowPieces Find(std::span<const int64_t> by_ns) {
+    std::vector<int64_t> entry_nodes;
+    for (int64_t by : by_ns) entry_nodes.push_back(WalkFrom(by));
+    // Where pieces start: entries, nodes two walks meet at, nodes reached past a stop.
+    std::vector<uint8_t> starts(nodes_.size(), 0);
+    std::vector<uint32_t> reached_from(nodes_.size(), 0);
+    for (int64_t n : entry_nodes) {
+      if (n >= 0) starts[static_cast<size_t>(n)] = 1;
+    }
+    for (const Node& n : nodes_) {
+      if (n.pred < 0) continue;
+      if (++reached_from[static_cast<size_t>(n.pred)] > 1 || !n.passes.empty()) starts[static_cast<size_t>(n.pred)] = 1;
+    }
+    CriticalPathFinder::WindowPieces out;
+    std::vector<int64_t> piece_of(nodes_.size(), -1);
+    for (size_t n = 0; n < nodes_.size(); ++n) {
+      if (starts[n]) piece_of[n] = static_cast<int64_t>(out.pieces.size()), out.pieces.emplace_back();
+    }
+    for (size_t n = 0; n < nodes_.size(); ++n) {
+      if (starts[n]) out.pieces[static_cast<size_t>(piece_of[n])] = Piece(n, starts, piece_of);
+    }
+    for (int64_t n : entry_nodes) {
+      if (n < 0) {
+        out.entries.push_back(-1);
+        continue;
+      }
+      const Node& first = nodes_[static_cast<size_t>(n)];
+      if (!node_stop_[first.slice]) {
+        out.entries.push_back(piece_of[static_cast<size_t>(n)]);
+        continue;
+      }
+      // The walk starts on a stop: a piece with no time of its own that passes it, then the stop's.
+      CriticalPathFinder::PathPiece entry;
+      entry.path.begin_ns = entry.path.end_ns = first.time;
+      entry.stopped = true;
+      entry.passes.push_back(g_.members[first.slice]);
+      entry.next = static_cast<size_t>(piece_of[static_cast<size_t>(n)]);
+      out.entries.push_back(static_cast<int64_t>(out.pieces.size()));
+      out.pieces.push_back(std::move(entry));
+    }
+    return out;
+  }
+
+ private:
+  struct Node {
+    uint32_t slice;
+    bool end;
+    int64_t time;                  // on the path
+    int64_t pred = -1;             // the node the walk goes back to from here
+    Edge edge = Edge::kNone;       // the edge from pred into this node
+    std::vector<uint32_t> passes;  // the stops passed going back to pred (slices, ascending)
+  };
+  using Key = std::tuple<uint32_t, bool, int64_t>;
+
+  const Slice& SliceOf(uint32_t local) const { return trace_.slices()[g_.members[local]]; }
+
+  void SortWork() {
+    for (uint32_t i = 0; i < g_.members.size(); ++i) {
+      const Slice& s = SliceOf(i);
+      if (s.kind == SliceKind::kOther || (s.kind == SliceKind::kRuntime && !links_.IsSynchronize(s))) continue;
+      by_end_.push_back(i);
+    }
+    // LastWork keeps the first of equal (end, duration): it sorts last here.
+    std::sort(by_end_.begin(), by_end_.end(), [&](uint32_t a, uint32_t b) {
+      const Slice &sa = SliceOf(a), &sb = SliceOf(b);
+      if (sa.end_ns() != sb.end_ns()) return sa.end_ns() < sb.end_ns();
+      if (sa.dur_ns != sb.dur_ns) return sa.dur_ns < sb.dur_ns;
+      return a > b;
+    });
+  }
+
+  int64_t NodeFor(const Key& key) {
+    const auto [it, inserted] = ids_.try_emplace(key, static_cast<int64_t>(nodes_.size()));
+    if (inserted) nodes_.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key)});
+    return it->second;
+  }
+
+  // The walk from the work that ends last by `by` (LastWork's, found by a search over the work
+  // sorted by end), into the table; its first node, -1 when no work ends by then.
+  int64_t WalkFrom(int64_t by) {
+    const auto after = std::upper_bound(by_end_.begin(), by_end_.end(), by,
+                                        [&](int64_t at, uint32_t local) { return at < SliceOf(local).end_ns(); });
+    if (after == by_end_.begin()) return -1;
+    const uint32_t last = *(after - 1);
+    const Key first_key{last, true, SliceOf(last).end_ns()};
+    if (const auto it = ids_.find(first_key); it != ids_.end()) return it->second;
+    const int64_t first = NodeFor(first_key);
+    int64_t current = first;
+    WalkNode stop{};
+    WalkBackFrom(trace_, g_, WalkNode{last, true, std::get<2>(first_key), Edge::kNone},
+                 [&](const WalkNode& node, const WalkNode& pred) {
+                   std::vector<uint32_t> passes;
+                   // A stop's node (not the other node of the slice the walk stands on), or a wait over a stop's end.
+                   if (node_stop_[pred.slice] && pred.slice != node.slice) passes.push_back(g_.members[pred.slice]);
+                   if (pred.edge != Edge::kSelf && pred.edge != Edge::kChild && pred.edge != Edge::kNested) {
+                     for (auto a = std::lower_bound(annotation_ends_.begin(), annotation_ends_.end(),
+                                                    std::make_pair(pred.time, uint32_t{0}));
+                          a != annotation_ends_.end() && a->first <= node.time; ++a) {
+                       passes.push_back(a->second);
+                     }
+                   }
+                   std::sort(passes.begin(), passes.end());
+                   passes.erase(std::unique(passes.begin(), passes.end()), passes.end());
+                   const Key key{pred.slice, pred.end, pred.time};
+                   const bool walked = ids_.contains(key);
+                   const int64_t p = NodeFor(key);
+                   Node& n = nodes_[static_cast<size_t>(current)];
+                   n.pred = p;
+                   n.edge = pred.edge;
+                   n.passes = std::move(passes);
+                   current = p;
+                   return walked;  // the rest of this walk is walked already
+                 },
+                 &stop, visited_);
+    return first;
+  }
+
+  // The piece that starts at node `first`: back to the next node a piece starts at.
+  CriticalPathFinder::PathPiece Piece(size_t first, const std::vector<uint8_t>& starts,
+                                      const std::vector<int64_t>& piece_of) {
+    std::vector<size_t> chain = {first};  // walk order
+    while (nodes_[chain.back()].pred >= 0 && !starts[static_cast<size_t>(nodes_[chain.back()].pred)]) {
+      chain.push_back(static_cast<size_t>(nodes_[chain.back()].pred));
+    }
+    std::vector<WalkNode> walk;  // path order, each with the edge that enters it
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      const Node& n = nodes_[*it];
+      walk.push_back({n.slice, n.end, n.time, it == chain.rbegin() ? Edge::kNone : n.edge});
+    }
+    CriticalPathFinder::PathPiece piece;
+    {
+      PathAccount body(trace_, links_, g_, piece.path, /*named=*/false, element_of_);
+      body.Credit(walk);
+      body.Finish();
+    }
+    // The elements whose other node this piece does not reach.
+    std::unordered_map<uint32_t, uint8_t> reached;  // by local slice: bit 0 start, bit 1 end
+    for (const WalkNode& n : walk) reached[n.slice] |= n.end ? 2 : 1;
+    for (const auto& [local, bits] : reached) {
+      if (bits == 2) piece.open.push_back(g_.members[local]);
+      if (bits == 1) piece.closing.push_back(g_.members[local]);
+    }
+    std::sort(piece.open.begin(), piece.open.end());
+    std::sort(piece.closing.begin(), piece.closing.end());
+    // A link is time inside an element with a node on either side of it (kSelf, kChild: the
+    // later piece's, open; kNested: the earlier's, closing): no element but these is shared.
+    piece.shared = piece.open;
+    piece.shared.insert(piece.shared.end(), piece.closing.begin(), piece.closing.end());
+    std::sort(piece.shared.begin(), piece.shared.end());
+    piece.shared.erase(std::unique(piece.shared.begin(), piece.shared.end()), piece.shared.end());
+    const Node& last = nodes_[chain.back()];
+    if (last.pred >= 0) {
+      const Node& pred = nodes_[static_cast<size_t>(last.pred)];
+      piece.stopped = true;
+      piece.passes = last.passes;
+      piece.next = static_cast<size_t>(piece_of[static_cast<size_t>(last.pred)]);
+      // The step from the next piece's first node to this one's, credited as the whole path would.
+      CriticalPath link;
+      {
+        PathAccount account(trace_, links_, g_, link, /*named=*/false, element_of_);
+        account.Credit({WalkNode{pred.slice, pred.end, pred.time, Edge::kNone},
+                        WalkNode{last.slice, last.end, last.time, last.edge}});
+      }
+      std::copy(std::begin(link.bound_ns), std::end(link.bound_ns), piece.link_bound_ns);
+      for (const PathElement& e : link.elements) {
+        if (e.held_ns > 0) piece.link_hold_slice = e.slice, piece.link_hold_ns = e.held_ns;
+      }
+    }
+    return piece;
+  }
+
+  const Trace& trace_;
+  const TraceLinks& links_;
+  const Graph& g_;
+  std::vector<uint8_t> node_stop_;                            // by local slice
+  std::vector<uint8_t> visited_;                              // WalkBackFrom's, shared by the walks
+  std::vector<int32_t> element_of_;                           // PathAccount's, shared by the pieces
+  std::vector<std::pair<int64_t, uint32_t>> annotation_ends_;  // (end, slice), ascending
+  std::vector<uint32_t> by_end_;                               // work, LastWork's order (SortWork)
+  std::vector<Node> nodes_;
+  std::map<Key, int64_t> ids_;
+};
+
+}  // namespace
+
+CriticalPathFinder::WindowPieces CriticalPathFinder::FindPieces(int64_t begin_ns, int64_t end_ns,
+                                                                std::span<const int64_t> by_ns,
+                                                                std::span<const uint32_t> stops) const {
+  WindowPieces out;
+  if (trace_.slices().empty()) {
+    out.entries.assign(by_ns.size(), -1);
+    return out;
+  }
+  const Graph graph = BuildGraph(trace_, *links_, begin_ns, end_ns);
+  PieceFinder finder(trace_, *links_, graph, stops);
+  return finder.Find(by_ns);
 }
 
 CriticalPath ComputeCriticalPath(const Trace& trace) { return ComputeCriticalPath(trace, INT64_MIN, INT64_MAX); }

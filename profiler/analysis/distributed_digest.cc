@@ -1,13 +1,36 @@
 // The digests a process of a distributed analysis sends to process 0 (distributed_digest.h):
-// taking them from a trace, and writing and reading them as bytes.
+// taking them from a trace, and writing and reading them as bytes. Each kind of digest is
+// described once, field by field (Describe); the writer and the reader walk that description, so
+// what is written is what is read.
 #include "profiler/analysis/distributed_digest.h"
 
+#include <concepts>
 #include <cstdint>
+#include <map>
+#include <type_traits>
+#include <utility>
 
 namespace stepscope::analysis {
 namespace {
 
-constexpr std::string_view kMagic = "stepscope.digests/1\n";
+constexpr std::string_view kMagic = "stepscope.digests/2\n";
+
+template <class T>
+struct IsVector : std::false_type {};
+template <class T>
+struct IsVector<std::vector<T>> : std::true_type {};
+template <class T>
+struct IsMap : std::false_type {};
+template <class K, class V>
+struct IsMap<std::map<K, V>> : std::true_type {};
+template <class T>
+struct IsPair : std::false_type {};
+template <class A, class B>
+struct IsPair<std::pair<A, B>> : std::true_type {};
+
+// A description's digest type, const when it is written.
+template <class D, class T>
+concept DigestOf = std::same_as<std::remove_const_t<D>, T>;
 
 class DigestWriter {
  public:
@@ -27,6 +50,31 @@ class DigestWriter {
     bytes_.append(text);
   }
   std::string& bytes() { return bytes_; }
+
+  // Any field: an integer, enum or bool, a string, a list, map or pair of fields, an array, or a
+  // digest with a description.
+  template <class T>
+  void operator()(const T& field) {
+    if constexpr (std::is_same_v<T, bool> || std::is_enum_v<T>) {
+      Unsigned(static_cast<uint64_t>(field));
+    } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+      Signed(field);
+    } else if constexpr (std::is_integral_v<T>) {
+      Unsigned(field);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      Text(field);
+    } else if constexpr (IsVector<T>::value || IsMap<T>::value) {
+      Unsigned(field.size());
+      for (const auto& item : field) (*this)(item);
+    } else if constexpr (IsPair<T>::value) {
+      (*this)(field.first);
+      (*this)(field.second);
+    } else if constexpr (std::is_array_v<T>) {
+      for (const auto& item : field) (*this)(item);
+    } else {
+      Describe(*this, field);
+    }
+  }
 
  private:
   std::string bytes_;
@@ -65,6 +113,39 @@ class DigestReader {
     return count;
   }
 
+  // The field DigestWriter wrote of the same type (a failed read stops at the first bad length).
+  template <class T>
+  void operator()(T& field) {
+    if (!ok_) return;
+    if constexpr (std::is_same_v<T, bool>) {
+      field = Unsigned() != 0;
+    } else if constexpr (std::is_enum_v<T>) {
+      field = static_cast<T>(Unsigned());
+    } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+      field = static_cast<T>(Signed());
+    } else if constexpr (std::is_integral_v<T>) {
+      field = static_cast<T>(Unsigned());
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      field = Text();
+    } else if constexpr (IsVector<T>::value) {
+      field.resize(Count());
+      for (auto& item : field) (*this)(item);
+    } else if constexpr (IsMap<T>::value) {
+      for (size_t k = 0, count = Count(); k < count && ok_; ++k) {
+        typename T::key_type key;
+        (*this)(key);
+        (*this)(field[std::move(key)]);
+      }
+    } else if constexpr (IsPair<T>::value) {
+      (*this)(field.first);
+      (*this)(field.second);
+    } else if constexpr (std::is_array_v<T>) {
+      for (auto& item : field) (*this)(item);
+    } else {
+      Describe(*this, field);
+    }
+  }
+
  private:
   uint64_t Fail() {
     ok_ = false;
@@ -76,103 +157,114 @@ class DigestReader {
   bool ok_ = true;
 };
 
-void WriteClock(const ClockDigest& d, DigestWriter& w) {
-  w.Text(d.source);
-  w.Signed(d.rank);
-  w.Signed(d.step);
-  w.Text(d.host);
-  w.Signed(d.clock_sync_ns);
-  w.Unsigned(d.collectives.size());
-  for (const auto& [key, instances] : d.collectives) {
-    w.Unsigned(key.earliest ? 1 : 0);
-    w.Text(key.group);
-    w.Text(key.name);
-    w.Signed(key.step);
-    w.Unsigned(instances.size());
-    for (const CollectiveInstance& i : instances) {
-      w.Signed(i.end_ns);
-      w.Signed(i.start_ns);
-      w.Unsigned(i.input);
-      w.Unsigned(i.slice);
+// ---- each kind of digest, field by field (the writer and the reader both walk these) ----------
+
+template <class Io, DigestOf<CollectiveKey> D>
+void Describe(Io& io, D& key) {
+  io(key.earliest), io(key.group), io(key.name), io(key.step);
+}
+
+template <class Io, DigestOf<CollectiveInstance> D>
+void Describe(Io& io, D& i) {
+  io(i.end_ns), io(i.start_ns), io(i.input), io(i.slice);
+}
+
+template <class Io, DigestOf<ClockDigest> D>
+void Describe(Io& io, D& d) {
+  io(d.source), io(d.rank), io(d.step), io(d.host), io(d.clock_sync_ns), io(d.collectives);
+}
+
+template <class Io, DigestOf<StragglerWork> D>
+void Describe(Io& io, D& work) {
+  io(work.slices), io(work.begin_ns), io(work.end_ns), io(work.comm_begin_ns), io(work.comm_end_ns);
+  io(work.busy_ns), io(work.by_category_ns);
+}
+
+template <class Io, DigestOf<StragglerWindow> D>
+void Describe(Io& io, D& window) {
+  io(window.step), io(window.begin_ns), io(window.gpu), io(window.host), io(window.host_input_ns);
+}
+
+template <class Io, DigestOf<StragglerDigest> D>
+void Describe(Io& io, D& d) {
+  io(d.source), io(d.rank), io(d.first_instant_ns), io(d.error), io(d.windows);
+}
+
+template <class Io, DigestOf<GapLongestOp> D>
+void Describe(Io& io, D& op) {
+  io(op.gap), io(op.element), io(op.held_ns), io(op.op), io(op.op_name);
+}
+
+template <class Io, DigestOf<RankPathSummary> D>
+void Describe(Io& io, D& s) {
+  io(s.empty), io(s.begin_ns), io(s.end_ns), io(s.length_ns), io(s.bound_ns), io(s.slices), io(s.longest);
+}
+
+template <class Io, DigestOf<SharedElement> D>
+void Describe(Io& io, D& e) {
+  io(e.slice), io(e.gap), io(e.element), io(e.held_ns), io(e.op), io(e.op_name);
+}
+
+template <class Io, DigestOf<RankPathPiece> D>
+void Describe(Io& io, D& p) {
+  io(p.path), io(p.open), io(p.closing), io(p.shared), io(p.stopped), io(p.passes), io(p.link_bound_ns);
+  io(p.link_hold_slice), io(p.link_hold_ns), io(p.next);
+}
+
+template <class Io, DigestOf<RankStepDigest> D>
+void Describe(Io& io, D& s) {
+  io(s.step), io(s.begin_ns), io(s.end_ns), io(s.gap_starts), io(s.whole_end_ns), io(s.has_work), io(s.entry_by);
+  io(s.entry_piece), io(s.pieces);
+}
+
+template <class Io, DigestOf<RankPathDigest> D>
+void Describe(Io& io, D& d) {
+  io(d.epoch_ns), io(d.span_begin_ns), io(d.steps), io(d.names);
+}
+
+template <class Io, DigestOf<RenderedWindow> D>
+void Describe(Io& io, D& w) {
+  io(w.step), io(w.marker), io(w.whole), io(w.body);
+}
+
+template <class Io, DigestOf<RenderedReport> D>
+void Describe(Io& io, D& r) {
+  io(r.head), io(r.lead), io(r.windows), io(r.steps);
+}
+
+// Every index a step's pieces hold names one of its pieces or names (the walk follows them unchecked).
+bool PiecesLinked(const RankPathDigest& paths) {
+  for (const RankStepDigest& step : paths.steps) {
+    if (step.entry_piece.size() != step.entry_by.size()) return false;
+    for (int64_t piece : step.entry_piece) {
+      if (piece < -1 || piece >= static_cast<int64_t>(step.pieces.size())) return false;
+    }
+    const auto named = [&](uint32_t op, uint32_t op_name) { return op < paths.names.size() && op_name < paths.names.size(); };
+    for (const RankPathPiece& piece : step.pieces) {
+      if (piece.stopped && piece.next >= step.pieces.size()) return false;
+      for (const GapLongestOp& op : piece.path.longest) {
+        if (!named(op.op, op.op_name)) return false;
+      }
+      for (const SharedElement& e : piece.shared) {
+        if (!named(e.op, e.op_name)) return false;
+      }
     }
   }
-}
-
-void ReadClock(DigestReader& r, ClockDigest& d) {
-  d.source = r.Text();
-  d.rank = static_cast<int32_t>(r.Signed());
-  d.step = r.Signed();
-  d.host = r.Text();
-  d.clock_sync_ns = r.Signed();
-  for (size_t k = 0, keys = r.Count(); k < keys && r.ok(); ++k) {
-    CollectiveKey key;
-    key.earliest = r.Unsigned() != 0;
-    key.group = r.Text();
-    key.name = r.Text();
-    key.step = r.Signed();
-    std::vector<CollectiveInstance>& instances = d.collectives[std::move(key)];
-    instances.resize(r.Count());
-    for (CollectiveInstance& i : instances) {
-      i.end_ns = r.Signed();
-      i.start_ns = r.Signed();
-      i.input = r.Unsigned();
-      i.slice = static_cast<uint32_t>(r.Unsigned());
-    }
-  }
-}
-
-void WriteWork(const StragglerWork& work, DigestWriter& w) {
-  for (int64_t v : {work.slices, work.begin_ns, work.end_ns, work.comm_begin_ns, work.comm_end_ns, work.busy_ns}) {
-    w.Signed(v);
-  }
-  for (int64_t v : work.by_category_ns) w.Signed(v);
-}
-
-void ReadWork(DigestReader& r, StragglerWork& work) {
-  for (int64_t* v : {&work.slices, &work.begin_ns, &work.end_ns, &work.comm_begin_ns, &work.comm_end_ns,
-                     &work.busy_ns}) {
-    *v = r.Signed();
-  }
-  for (int64_t& v : work.by_category_ns) v = r.Signed();
-}
-
-void WriteStragglers(const StragglerDigest& d, DigestWriter& w) {
-  w.Text(d.source);
-  w.Signed(d.rank);
-  w.Signed(d.first_instant_ns);
-  w.Text(d.error);
-  w.Unsigned(d.windows.size());
-  for (const StragglerWindow& window : d.windows) {
-    w.Signed(window.step);
-    w.Signed(window.begin_ns);
-    WriteWork(window.gpu, w);
-    WriteWork(window.host, w);
-    w.Signed(window.host_input_ns);
-  }
-}
-
-void ReadStragglers(DigestReader& r, StragglerDigest& d) {
-  d.source = r.Text();
-  d.rank = static_cast<int32_t>(r.Signed());
-  d.first_instant_ns = r.Signed();
-  d.error = r.Text();
-  d.windows.resize(r.Count());
-  for (StragglerWindow& window : d.windows) {
-    window.step = r.Signed();
-    window.begin_ns = r.Signed();
-    ReadWork(r, window.gpu);
-    ReadWork(r, window.host);
-    window.host_input_ns = r.Signed();
-  }
+  return true;
 }
 
 }  // namespace
 
 InputDigest DigestInput(const trace::Trace& trace, size_t input) {
+  return DigestInput(trace, input, {.clock = true, .stragglers = true});
+}
+
+InputDigest DigestInput(const trace::Trace& trace, size_t input, const DigestKinds& kinds) {
   InputDigest digest;
   digest.input = input;
-  digest.clock = DigestClock(trace, input);
-  digest.stragglers = DigestStragglers(trace);
+  if (kinds.clock || kinds.rank_paths) digest.clock = DigestClock(trace, input);
+  if (kinds.stragglers) digest.stragglers = DigestStragglers(trace);
+  if (kinds.rank_paths) digest.rank_paths = DigestRankPaths(trace, digest.clock);
   return digest;
 }
 
@@ -181,11 +273,10 @@ std::string SerializeDigests(std::span<const InputDigest> digests) {
   w.bytes().append(kMagic);
   w.Unsigned(digests.size());
   for (const InputDigest& d : digests) {
-    w.Unsigned(d.input);
-    w.Unsigned(static_cast<uint64_t>(d.read.code()));
-    w.Text(d.read.message());
-    WriteClock(d.clock, w);
-    WriteStragglers(d.stragglers, w);
+    w(d.input);
+    w(static_cast<uint64_t>(d.read.code()));
+    w(d.read.message());
+    w(d.clock), w(d.stragglers), w(d.rank_paths), w(d.report);
   }
   return std::move(w.bytes());
 }
@@ -195,15 +286,18 @@ StatusOr<std::vector<InputDigest>> ParseDigests(std::string_view bytes, const st
   DigestReader r(bytes.substr(kMagic.size()));
   std::vector<InputDigest> digests(r.Count());
   for (InputDigest& d : digests) {
-    d.input = r.Unsigned();
-    const auto code = static_cast<StatusCode>(r.Unsigned());
-    std::string message = r.Text();
-    if (code != StatusCode::kOk) d.read = Status(code, std::move(message));
-    ReadClock(r, d.clock);
-    ReadStragglers(r, d.stragglers);
+    r(d.input);
+    uint64_t code = 0;
+    std::string message;
+    r(code), r(message);
+    if (static_cast<StatusCode>(code) != StatusCode::kOk) d.read = Status(static_cast<StatusCode>(code), std::move(message));
+    r(d.clock), r(d.stragglers), r(d.rank_paths), r(d.report);
     if (!r.ok()) break;
   }
   if (!r.ok() || !r.done()) return InvalidInput(from + ": digests cut short or malformed");
+  for (const InputDigest& d : digests) {
+    if (!PiecesLinked(d.rank_paths)) return InvalidInput(from + ": a rank's path pieces point outside its step");
+  }
   return digests;
 }
 

@@ -1,12 +1,15 @@
-// What each process of a job spread over MPI (`mpirun -np N stepscope align|stragglers DIR`)
-// sends to process 0: per input it read, the digests the multi-rank analyses combine from
-// (clock_align.h ClockDigest, stragglers.h StragglerDigest), or why it could not read it. A
-// digest is a few hundred bytes per step and collective, whatever the size of the trace, so
+// What each process of a job spread over MPI (`mpirun -np N stepscope COMMAND DIR`) sends to
+// process 0: per input it read, the digests the command combines from (clock_align.h ClockDigest,
+// stragglers.h StragglerDigest, rank_critical_path.h RankPathDigest, the input's own report as the
+// command rendered it), or why it could not read it. A digest is a few hundred bytes per step and
+// collective, whatever the size of the trace (a rendered report: the size of its output), so
 // process 0 holds the whole job's digests while each process holds one trace at a time.
 //
-// The bytes: "stepscope.digests/1\n", then per input: its index among all the inputs (varint),
-// its read status (code, message), and its digests; integers as zigzag varints, strings as a
-// length and the bytes. Parsing checks every length against what is left.
+// The bytes: "stepscope.digests/2\n", then per input: its index among all the inputs (varint),
+// its read status (code, message), and its digests, each written field by field as its kind's
+// description (distributed_digest.cc) lists them; integers as zigzag varints, strings as a length
+// and the bytes, lists and maps as a count and their items. Parsing checks every length against
+// what is left.
 #pragma once
 
 #include <cstddef>
@@ -17,19 +20,50 @@
 
 #include "base/status.h"
 #include "profiler/analysis/clock_align.h"
+#include "profiler/analysis/rank_critical_path.h"
 #include "profiler/analysis/stragglers.h"
 
 namespace stepscope::analysis {
+
+// One step window of an input's own report, as the command rendered it (text or JSON, to the
+// analysis only bytes): process 0 numbers and selects the windows (--step) and joins them.
+struct RenderedWindow {
+  int64_t step = -1;     // as the trace records it
+  std::string marker;    // StepWindow::marker
+  bool whole = false;    // the whole trace (its only window)
+  std::string body;
+  bool operator==(const RenderedWindow& other) const = default;
+};
+struct RenderedReport {
+  std::string head;      // what comes before its windows
+  std::string lead;      // the first of its body, before the windows (text)
+  std::vector<RenderedWindow> windows;  // every window (NumberedStepWindows' kWholeUnlessSeveral)
+  // The number each of the input's steps records (-1: none), kEveryStep: what numbering the
+  // windows takes (step_windows.h).
+  std::vector<int64_t> steps;
+  bool operator==(const RenderedReport& other) const = default;
+};
+
+// The digests a command combines from; DigestInput takes only those asked for.
+struct DigestKinds {
+  bool clock = false;
+  bool stragglers = false;
+  bool rank_paths = false;  // needs clock
+};
 
 struct InputDigest {
   size_t input = 0;       // its place among all the inputs
   Status read;            // reading it failed: why (the digests are empty)
   ClockDigest clock;
   StragglerDigest stragglers;
+  RankPathDigest rank_paths;
+  RenderedReport report;  // filled by the command (profiler/cli)
 };
 
-// The digests of one input of an analysis: what `align` and `stragglers` need of it.
+// The digests of one input of an analysis: what `align` and `stragglers` need of it (clock and
+// stragglers), or the kinds asked for.
 InputDigest DigestInput(const trace::Trace& trace, size_t input);
+InputDigest DigestInput(const trace::Trace& trace, size_t input, const DigestKinds& kinds);
 
 std::string SerializeDigests(std::span<const InputDigest> digests);
 // Fails (InvalidInput naming `from`) on bytes that SerializeDigests did not write.

@@ -1,12 +1,17 @@
 // The critical path of a step across ranks (rank_critical_path.h): each rank's single-rank path,
-// cut at the collectives where it waited for a later rank and continued on that rank.
+// cut at the collectives where it waited for a later rank and continued on that rank. The walk
+// reads the ranks only through their digests (RankPathDigest), so that it runs the same over
+// traces at hand, over traces read one at a time, and over digests gathered from MPI processes.
 #include "profiler/analysis/rank_critical_path.h"
 
 #include <algorithm>
 #include <map>
 #include <memory>
 #include <tuple>
-#include <unordered_set>
+#include <iterator>
+#include <unordered_map>
+
+#include "base/check.h"
 
 namespace stepscope::analysis {
 
@@ -14,62 +19,295 @@ using trace::Trace;
 
 namespace {
 
-// Puts the inputs on the aligned clock and walks one step's ranks.
+// ---- a rank's pieces ----------------------------------------------------------------------
+
+// A piece as FindPieces gives it (elements unnamed): the elements kept are named from `trace`.
+// Names kept once per digest: a rank's pieces name the same few ops thousands of times.
+class NameTable {
+ public:
+  explicit NameTable(std::vector<std::string>& names) : names_(names) {}
+  uint32_t operator()(std::string_view name) {
+    const auto [it, added] = index_.try_emplace(std::string(name), static_cast<uint32_t>(names_.size()));
+    if (added) names_.emplace_back(name);
+    return it->second;
+  }
+
+ private:
+  std::vector<std::string>& names_;
+  std::unordered_map<std::string, uint32_t> index_;
+};
+
+RankPathPiece Summarise(const Trace& trace, const CriticalPathFinder::PathPiece& piece,
+                        std::span<const int64_t> gap_starts, NameTable& names) {
+  const CriticalPath& path = piece.path;
+  RankPathPiece out;
+  RankPathSummary& s = out.path;
+  s.empty = path.elements.empty();
+  s.begin_ns = path.begin_ns;
+  s.end_ns = path.end_ns;
+  s.length_ns = path.length_ns;
+  std::copy(std::begin(path.bound_ns), std::end(path.bound_ns), s.bound_ns);
+  s.slices = static_cast<int64_t>(path.elements.size());
+  const auto name = [&](uint32_t slice, uint32_t& op, uint32_t& op_name) {
+    const trace::Slice& named = trace.slices()[slice];
+    const std::string_view slice_name = trace.str(trace.slice_name(named));
+    const std::string_view op_type = trace.str(trace.slice_op_type(named));
+    op_name = names(slice_name);
+    op = names(op_type.empty() ? slice_name : op_type);
+  };
+  std::map<uint32_t, GapLongestOp> longest;  // by gap
+  for (uint32_t k = 0; k < path.elements.size(); ++k) {
+    const PathElement& e = path.elements[k];
+    const auto gap = static_cast<uint32_t>(std::upper_bound(gap_starts.begin(), gap_starts.end(), e.start_ns) -
+                                           gap_starts.begin());
+    if (std::binary_search(piece.shared.begin(), piece.shared.end(), e.slice)) {
+      SharedElement shared{.slice = e.slice, .gap = gap, .element = k, .held_ns = e.held_ns, .op = 0, .op_name = 0};
+      name(e.slice, shared.op, shared.op_name);
+      out.shared.push_back(std::move(shared));
+      continue;
+    }
+    auto [it, first] = longest.try_emplace(gap);
+    if (first || e.held_ns > it->second.held_ns) it->second = {.gap = gap, .element = k, .held_ns = e.held_ns};
+  }
+  std::sort(out.shared.begin(), out.shared.end(),
+            [](const SharedElement& a, const SharedElement& b) { return a.slice < b.slice; });
+  for (auto& [gap, op] : longest) {
+    name(path.elements[op.element].slice, op.op, op.op_name);
+    s.longest.push_back(std::move(op));
+  }
+  out.open = piece.open;
+  out.closing = piece.closing;
+  out.stopped = piece.stopped;
+  out.passes = piece.passes;
+  std::copy(std::begin(piece.link_bound_ns), std::end(piece.link_bound_ns), out.link_bound_ns);
+  out.link_hold_slice = piece.link_hold_slice;
+  out.link_hold_ns = piece.link_hold_ns;
+  out.next = static_cast<uint32_t>(piece.next);
+  return out;
+}
+
+// A rank's path to an instant, up to where the walk leaves it: pieces in walk order (the latest
+// first), each followed by the next through its stop.
+struct ChainedPath {
+  std::vector<const RankPathPiece*> pieces;
+  bool empty() const { return pieces.empty(); }
+};
+
+// The op that held `path` longest among its elements starting in [from, to) (the trace's time;
+// `from` INT64_MIN or a gap start, `to` a gap start), and its slice's name; empty when none.
+std::pair<std::string, std::string> LongestOp(const ChainedPath& path, std::span<const int64_t> gap_starts,
+                                              std::span<const std::string> names, int64_t from, int64_t to) {
+  // Elements in [gap_starts[a], gap_starts[b]) are those of gaps a + 1 .. b.
+  const auto gap_of = [&](int64_t at) {
+    return static_cast<uint32_t>(std::lower_bound(gap_starts.begin(), gap_starts.end(), at) - gap_starts.begin());
+  };
+  const uint32_t first = from == INT64_MIN ? 0 : gap_of(from) + 1, last = gap_of(to);
+  struct Candidate {
+    int64_t held_ns = 0;
+    size_t piece = 0;      // its place in path order: the earliest piece holding it, its element there
+    uint32_t element = 0;
+    uint32_t op = 0, op_name = 0;
+  };
+  const Candidate* longest = nullptr;
+  // The first of equals in path order (the earlier piece, then its earlier element), as one pass
+  // over the whole path's elements finds it.
+  const auto consider = [&](const Candidate& c) {
+    if (longest == nullptr || c.held_ns > longest->held_ns ||
+        (c.held_ns == longest->held_ns &&
+         (c.piece > longest->piece || (c.piece == longest->piece && c.element < longest->element)))) {
+      longest = &c;
+    }
+  };
+  std::vector<Candidate> candidates;
+  std::map<uint32_t, Candidate> shared;  // by slice: its time summed over the pieces and links
+  std::map<uint32_t, bool> shared_in_range;
+  for (size_t p = 0; p < path.pieces.size(); ++p) {
+    const RankPathPiece& piece = *path.pieces[p];
+    for (const GapLongestOp& op : piece.path.longest) {
+      if (op.gap >= first && op.gap <= last) candidates.push_back({op.held_ns, p, op.element, op.op, op.op_name});
+    }
+    for (const SharedElement& e : piece.shared) {
+      Candidate& c = shared[e.slice];
+      c.held_ns += e.held_ns;
+      c.piece = p, c.element = e.element, c.op = e.op, c.op_name = e.op_name;
+      shared_in_range[e.slice] = e.gap >= first && e.gap <= last;
+    }
+  }
+  for (size_t p = 0; p + 1 < path.pieces.size(); ++p) {
+    const RankPathPiece& piece = *path.pieces[p];
+    if (const auto it = shared.find(piece.link_hold_slice); piece.link_hold_ns > 0 && it != shared.end()) {
+      it->second.held_ns += piece.link_hold_ns;
+    }
+  }
+  for (const auto& [slice, c] : shared) {
+    if (shared_in_range[slice]) candidates.push_back(c);
+  }
+  for (const Candidate& c : candidates) consider(c);
+  if (longest == nullptr) return {};
+  return {names[longest->op], names[longest->op_name]};
+}
+
+// ---- matching from digests ---------------------------------------------------------------------
+
+using Instances = std::map<CollectiveKey, std::vector<CollectiveInstance>>;
+
+// MatchRankCollectives (clock_align.h) from the inputs' clock digests: each rank's instances (its
+// inputs' merged, the one that ends last of the same instance), matched per key where two ranks
+// or more agree on how many there are, in key order then instance order.
+std::vector<MatchedCollective> MatchDigestCollectives(std::span<const ClockDigest> inputs,
+                                                      const AlignmentReport& report) {
+  std::vector<Instances> by_rank(report.ranks.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Instances& rank = by_rank[report.rank_of_input[i]];
+    for (const auto& [key, instances] : inputs[i].collectives) {
+      std::vector<CollectiveInstance>& merged = rank[key];
+      if (merged.size() < instances.size()) merged.resize(instances.size());
+      for (size_t k = 0; k < instances.size(); ++k) {
+        if (instances[k].end_ns > merged[k].end_ns) merged[k] = instances[k];
+      }
+    }
+  }
+  std::map<CollectiveKey, std::vector<size_t>> holders;
+  for (size_t r = 0; r < by_rank.size(); ++r) {
+    for (const auto& [key, ends] : by_rank[r]) holders[key].push_back(r);
+  }
+  std::vector<MatchedCollective> out;
+  for (const auto& [key, ranks] : holders) {
+    if (ranks.size() < 2) continue;
+    std::map<size_t, int> count_votes;
+    for (size_t r : ranks) ++count_votes[by_rank[r].at(key).size()];
+    size_t count = 0;
+    int votes = 0;
+    for (const auto& [c, v] : count_votes) {
+      if (v > votes) count = c, votes = v;
+    }
+    if (votes < 2) continue;
+    for (size_t k = 0; k < count; ++k) {
+      MatchedCollective collective;
+      collective.name = key.name;
+      collective.step = key.step;
+      for (size_t r : ranks) {
+        const std::vector<CollectiveInstance>& instances = by_rank[r].at(key);
+        if (instances.size() != count) continue;
+        const CollectiveInstance& instance = instances[k];
+        collective.members.push_back({r, instance.input, instance.slice, instance.start_ns, instance.end_ns});
+      }
+      out.push_back(std::move(collective));
+    }
+  }
+  return out;
+}
+
+// ---- the walk ----------------------------------------------------------------------------------
+
+// A rank's path to an instant as one segment of the path across ranks: its chained pieces summed.
+struct SegmentPath {
+  bool empty = true;
+  int64_t begin_ns = 0, end_ns = 0, length_ns = 0;  // the input's time
+  int64_t bound_ns[kPathBounds] = {};
+  int64_t slices = 0;
+};
+
+// The pieces of `chain` before `cut` (all of them: cut = size) summed as the one path they are.
+SegmentPath Sum(const ChainedPath& chain, size_t cut) {
+  SegmentPath out;
+  std::vector<uint32_t> reached;  // slices whose start a later piece did not reach: an earlier one may
+  for (size_t p = 0; p < cut; ++p) {
+    const RankPathPiece& piece = *chain.pieces[p];
+    for (int b = 0; b < kPathBounds; ++b) out.bound_ns[b] += piece.path.bound_ns[b];
+    if (p + 1 < cut) {
+      for (int b = 0; b < kPathBounds; ++b) out.bound_ns[b] += piece.link_bound_ns[b];
+    }
+    out.slices += piece.path.slices;
+    // An element on both sides of a stop is one element of the path.
+    std::vector<uint32_t> both;
+    std::set_intersection(reached.begin(), reached.end(), piece.closing.begin(), piece.closing.end(),
+                          std::back_inserter(both));
+    out.slices -= static_cast<int64_t>(both.size());
+    std::vector<uint32_t> still;
+    std::set_difference(reached.begin(), reached.end(), piece.closing.begin(), piece.closing.end(),
+                        std::back_inserter(still));
+    reached.clear();
+    std::set_union(still.begin(), still.end(), piece.open.begin(), piece.open.end(), std::back_inserter(reached));
+  }
+  if (out.slices == 0) return out;
+  out.empty = false;
+  out.end_ns = chain.pieces.front()->path.end_ns;
+  out.begin_ns = chain.pieces[cut - 1]->path.begin_ns;
+  out.length_ns = out.end_ns - out.begin_ns;
+  return out;
+}
+
+// Puts the inputs on the aligned clock and walks one step's ranks, chaining each its pieces.
 class StepWalker {
  public:
-  StepWalker(std::span<const Trace> traces, const AlignmentReport& alignment)
-      : traces_(traces), alignment_(alignment), finders_(traces.size()) {}
+  StepWalker(std::span<const RankPathDigest> paths, const AlignmentReport& alignment)
+      : paths_(paths), alignment_(alignment) {}
 
   // An input's time (ns since its epoch) on the aligned clock (absolute ns).
   int64_t Aligned(size_t input, int64_t local) const {
-    const int64_t absolute = traces_[input].epoch_ns() + local;
+    const int64_t absolute = paths_[input].epoch_ns + local;
     return absolute + alignment_.CorrectionAt(input, absolute);
-  }
-
-  const CriticalPathFinder& Finder(size_t input) {
-    if (!finders_[input]) finders_[input] = std::make_unique<CriticalPathFinder>(traces_[input]);
-    return *finders_[input];
   }
 
   int32_t RankOf(size_t input) const { return alignment_.ranks[alignment_.rank_of_input[input]].rank; }
 
   // The path across ranks of one step: its windows by input, its matched collectives.
-  CrossRankPath Walk(int64_t step, const std::map<size_t, StepWindow>& windows,
-                     const std::vector<const MatchedCollective*>& collectives);
+  CrossRankPath Walk(int64_t step, const std::map<size_t, const RankStepDigest*>& windows,
+                     const std::vector<const MatchedCollective*>& collectives) const;
 
  private:
+  using Windows = std::map<size_t, const RankStepDigest*>;
   struct Join {
     const MatchedCollective* collective = nullptr;
     const CollectiveMember* own = nullptr;
     const CollectiveMember* last = nullptr;  // the last to arrive
+    size_t cut = 0;                          // the chain's pieces before it
   };
-  // The latest collective that `path` (on `input`, up to local `by`) passes through and that
+  int64_t Local(const CollectiveMember& m, int64_t absolute) const { return absolute - paths_[m.input].epoch_ns; }
+  int64_t Arrival(const CollectiveMember& m) const { return Aligned(m.input, Local(m, m.start_ns)); }
+
+  // The latest collective that the path to `by` (on `input`, `chain`) passes through and that
   // another rank reached later; collective null when none.
-  Join LatestJoin(size_t input, const CriticalPath& path, int64_t by,
-                  const std::vector<const MatchedCollective*>& collectives, const std::map<size_t, StepWindow>& windows) const;
+  Join LatestJoin(size_t input, const ChainedPath& chain, int64_t by,
+                  const std::vector<const MatchedCollective*>& collectives, const Windows& windows) const;
 
   // The collectives that `segment`'s rank reached last, arriving by `limit` (aligned), in time order.
-  void AddHolds(const RankSegment& segment, int64_t limit, const std::vector<const MatchedCollective*>& collectives,
-                const std::map<size_t, StepWindow>& windows, std::vector<RankHold>& holds) const;
-  int64_t Arrival(const CollectiveMember& m) const { return Aligned(m.input, m.start_ns - traces_[m.input].epoch_ns()); }
+  void AddHolds(const RankSegment& segment, const RankStepDigest& window, const ChainedPath& path, int64_t limit,
+                const std::vector<const MatchedCollective*>& collectives, const Windows& windows,
+                std::vector<RankHold>& holds) const;
 
-  std::span<const Trace> traces_;
+  std::span<const RankPathDigest> paths_;
   const AlignmentReport& alignment_;
-  std::vector<std::unique_ptr<CriticalPathFinder>> finders_;
 };
 
-StepWalker::Join StepWalker::LatestJoin(size_t input, const CriticalPath& path, int64_t by,
-                                        const std::vector<const MatchedCollective*>& collectives,
-                                        const std::map<size_t, StepWindow>& windows) const {
-  std::unordered_set<uint32_t> on_path;
-  // The path's waits [start - wait, start], by their end: along the path they do not overlap.
-  std::vector<std::pair<int64_t, int64_t>> waits;
-  for (const PathElement& e : path.elements) {
-    on_path.insert(e.slice);
-    if (e.wait_ns > 0) waits.emplace_back(e.start_ns, e.start_ns - e.wait_ns);
+// The path to `by` on `window`: its entry piece, then each stop's next, to a piece not stopped.
+ChainedPath ChainTo(const RankStepDigest& window, int64_t by) {
+  const auto it = std::lower_bound(window.entry_by.begin(), window.entry_by.end(), by);
+  // The digest holds an entry for every instant the walk can start from (DigestRankPaths).
+  STEPSCOPE_CHECK(it != window.entry_by.end() && *it == by);
+  ChainedPath chain;
+  int64_t piece = window.entry_piece[static_cast<size_t>(it - window.entry_by.begin())];
+  if (piece < 0) return chain;
+  // Time on a walk back never grows, and a piece is keyed by its first node and that time: a
+  // chain longer than the pieces would be a cycle.
+  while (chain.pieces.size() <= window.pieces.size()) {
+    const RankPathPiece& p = window.pieces[static_cast<size_t>(piece)];
+    chain.pieces.push_back(&p);
+    if (!p.stopped) break;
+    piece = p.next;
   }
-  std::sort(waits.begin(), waits.end());
-  const Trace& trace = traces_[input];
+  return chain;
+}
+
+StepWalker::Join StepWalker::LatestJoin(size_t input, const ChainedPath& chain, int64_t by,
+                                        const std::vector<const MatchedCollective*>& collectives,
+                                        const Windows& windows) const {
+  // Where the chain passes each collective first: the pieces before the cut.
+  std::unordered_map<uint32_t, size_t> passed;
+  for (size_t p = 0; p < chain.pieces.size(); ++p) {
+    for (uint32_t slice : chain.pieces[p]->passes) passed.try_emplace(slice, p + 1);
+  }
   Join best;
   int64_t best_end = INT64_MIN;
   for (const MatchedCollective* c : collectives) {
@@ -77,47 +315,23 @@ StepWalker::Join StepWalker::LatestJoin(size_t input, const CriticalPath& path, 
     const CollectiveMember* last = nullptr;
     for (const CollectiveMember& m : c->members) {
       if (m.input == input) own = &m;
-      if (windows.contains(m.input) &&
-          (last == nullptr || Aligned(m.input, m.start_ns - traces_[m.input].epoch_ns()) >
-                                  Aligned(last->input, last->start_ns - traces_[last->input].epoch_ns()))) {
-        last = &m;
-      }
+      if (windows.contains(m.input) && (last == nullptr || Arrival(m) > Arrival(*last))) last = &m;
     }
     if (own == nullptr || last == nullptr || last->input == input) continue;
-    const int64_t own_end = own->end_ns - trace.epoch_ns();
+    const int64_t own_end = Local(*own, own->end_ns);
     if (own_end > by || own_end <= best_end) continue;
-    if (Aligned(last->input, last->start_ns - traces_[last->input].epoch_ns()) <=
-        Aligned(input, own->start_ns - trace.epoch_ns())) {
-      continue;
-    }
-    bool passes = on_path.contains(own->slice);
-    if (!passes && trace::IsAnnotationOrSync(trace.slices()[own->slice].kind)) {
-      // Work that is not a node of the graph (gloo's spans): the path waited through its end.
-      const auto wait = std::lower_bound(waits.begin(), waits.end(), std::pair<int64_t, int64_t>{own_end, INT64_MIN});
-      passes = wait != waits.end() && wait->second <= own_end;
-    }
-    if (!passes) continue;
-    best = {c, own, last};
+    if (Arrival(*last) <= Arrival(*own)) continue;
+    const auto at = passed.find(own->slice);
+    if (at == passed.end()) continue;
+    best = {c, own, last, at->second};
     best_end = own_end;
   }
   return best;
 }
 
-// The op type that held a segment's path longest among its slices that start in [from, to) (the
-// trace's time), and its slice's name.
-std::pair<std::string, std::string> LongestOp(const CriticalPath& path, int64_t from, int64_t to) {
-  const PathElement* longest = nullptr;
-  for (const PathElement& e : path.elements) {
-    if (e.start_ns < from || e.start_ns >= to) continue;
-    if (longest == nullptr || e.held_ns > longest->held_ns) longest = &e;
-  }
-  if (longest == nullptr) return {};
-  return {longest->op_type.empty() ? longest->name : longest->op_type, longest->name};
-}
-
-void StepWalker::AddHolds(const RankSegment& segment, int64_t limit,
-                          const std::vector<const MatchedCollective*>& collectives,
-                          const std::map<size_t, StepWindow>& windows, std::vector<RankHold>& holds) const {
+void StepWalker::AddHolds(const RankSegment& segment, const RankStepDigest& window, const ChainedPath& path,
+                          int64_t limit, const std::vector<const MatchedCollective*>& collectives,
+                          const Windows& windows, std::vector<RankHold>& holds) const {
   std::vector<std::pair<const MatchedCollective*, const CollectiveMember*>> late;
   for (const MatchedCollective* c : collectives) {
     const CollectiveMember* own = nullptr;
@@ -134,7 +348,6 @@ void StepWalker::AddHolds(const RankSegment& segment, int64_t limit,
     if (arrival > others && arrival >= segment.begin_ns && arrival <= limit) late.emplace_back(c, own);
   }
   std::sort(late.begin(), late.end(), [](const auto& a, const auto& b) { return a.second->start_ns < b.second->start_ns; });
-  const int64_t epoch = traces_[segment.input].epoch_ns();
   int64_t from = INT64_MIN;  // the previous hold's arrival on the trace's time
   for (const auto& [c, own] : late) {
     RankHold hold;
@@ -146,71 +359,92 @@ void StepWalker::AddHolds(const RankSegment& segment, int64_t limit,
       if (&m != own && windows.contains(m.input)) others = std::max(others, Arrival(m));
     }
     hold.late_ns = hold.arrival_ns - others;
-    std::tie(hold.op, hold.op_name) = LongestOp(segment.path, from, own->start_ns - epoch);
-    from = own->start_ns - epoch;
+    const int64_t own_start = Local(*own, own->start_ns);
+    std::tie(hold.op, hold.op_name) = LongestOp(path, window.gap_starts, paths_[segment.input].names, from, own_start);
+    from = own_start;
     holds.push_back(std::move(hold));
   }
 }
 
-CrossRankPath StepWalker::Walk(int64_t step, const std::map<size_t, StepWindow>& windows,
-                               const std::vector<const MatchedCollective*>& collectives) {
+CrossRankPath StepWalker::Walk(int64_t step, const Windows& windows,
+                               const std::vector<const MatchedCollective*>& collectives) const {
   CrossRankPath out;
   out.step = step;
   // The rank whose work ends last.
   size_t input = windows.begin()->first;
   int64_t end = INT64_MIN, by = 0;  // aligned; `by` on the input's own time
   for (const auto& [i, w] : windows) {
-    const CriticalPath path = Finder(i).Find(w.begin_ns, w.end_ns);
-    if (path.elements.empty()) continue;
-    if (Aligned(i, path.end_ns) > end) end = Aligned(i, path.end_ns), input = i, by = path.end_ns;
+    if (!w->has_work) continue;
+    if (Aligned(i, w->whole_end_ns) > end) end = Aligned(i, w->whole_end_ns), input = i, by = w->whole_end_ns;
   }
   if (end == INT64_MIN) return out;
   std::vector<RankSegment> segments;  // latest first
+  std::vector<ChainedPath> paths;     // each segment's
+  std::vector<SegmentPath> sums;
   std::vector<RankWait> waits;
   for (size_t guard = 0; guard <= collectives.size(); ++guard) {
-    const StepWindow& w = windows.at(input);
-    CriticalPath path = Finder(input).FindBefore(w.begin_ns, w.end_ns, by);
-    const Join join = LatestJoin(input, path, by, collectives, windows);
+    const RankStepDigest& w = *windows.at(input);
+    ChainedPath chain = ChainTo(w, by);
+    const Join join = LatestJoin(input, chain, by, collectives, windows);
     const int64_t arrival = join.collective ? Arrival(*join.last) : 0;
+    int64_t from = w.begin_ns;
+    size_t cut = chain.pieces.size();
     // The walk goes back in time only.
     if (join.collective != nullptr && arrival < Aligned(input, by)) {
-      const int64_t own_end = join.own->end_ns - traces_[input].epoch_ns();
-      path = Finder(input).FindBefore(std::max(w.begin_ns, own_end), w.end_ns, by);
+      const int64_t own_end = Local(*join.own, join.own->end_ns);
+      cut = join.cut;
+      from = std::max(w.begin_ns, own_end);
       RankWait wait;
       wait.rank = RankOf(input);
       wait.waited_for = RankOf(join.last->input);
       wait.collective = join.collective->name;
       wait.arrival_ns = arrival;
-      wait.wait_ns = arrival - Aligned(input, join.own->start_ns - traces_[input].epoch_ns());
+      wait.wait_ns = arrival - Arrival(*join.own);
       wait.transfer_ns = std::max<int64_t>(0, Aligned(input, own_end) - arrival);
       waits.push_back(std::move(wait));
     }
+    const SegmentPath sum = Sum(chain, cut);
+    chain.pieces.resize(cut);
     RankSegment segment;
     segment.rank = RankOf(input);
     segment.input = input;
-    segment.begin_ns = path.elements.empty() ? Aligned(input, by) : Aligned(input, path.begin_ns);
-    segment.end_ns = path.elements.empty() ? Aligned(input, by) : Aligned(input, path.end_ns);
-    segment.path = std::move(path);
+    segment.begin_ns = sum.empty ? Aligned(input, by) : Aligned(input, sum.begin_ns);
+    segment.end_ns = sum.empty ? Aligned(input, by) : Aligned(input, sum.end_ns);
+    segment.length_ns = sum.length_ns;
+    for (int b = 1; b < kPathBounds; ++b) {
+      if (sum.bound_ns[b] > sum.bound_ns[static_cast<int>(segment.bound_by)]) segment.bound_by = static_cast<PathBound>(b);
+    }
+    segment.slices = sum.slices;
+    segment.from_ns = from;
+    segment.until_ns = w.end_ns;
+    segment.by_ns = by;
     segments.push_back(std::move(segment));
+    paths.push_back(std::move(chain));
+    sums.push_back(sum);
     if (join.collective == nullptr || !(arrival < Aligned(input, by))) break;
     input = join.last->input;
-    by = join.last->start_ns - traces_[input].epoch_ns();
+    by = Local(*join.last, join.last->start_ns);
   }
-  if (segments.size() > waits.size() + 1) segments.resize(waits.size() + 1);
+  if (segments.size() > waits.size() + 1) {
+    segments.resize(waits.size() + 1), paths.resize(waits.size() + 1), sums.resize(waits.size() + 1);
+  }
   std::reverse(segments.begin(), segments.end());
+  std::reverse(paths.begin(), paths.end());
+  std::reverse(sums.begin(), sums.end());
   std::reverse(waits.begin(), waits.end());
   out.begin_ns = segments.front().begin_ns;
   out.end_ns = end;
   out.length_ns = end - out.begin_ns;
   int64_t accounted = 0;
-  for (const RankSegment& s : segments) {
-    for (int b = 0; b < kPathBounds; ++b) out.bound_ns[b] += s.path.bound_ns[b];
-    accounted += s.path.length_ns;
+  for (const SegmentPath& s : sums) {
+    for (int b = 0; b < kPathBounds; ++b) out.bound_ns[b] += s.bound_ns[b];
+    accounted += s.length_ns;
   }
   for (const RankWait& w : waits) out.transfer_ns += w.transfer_ns;
   out.gap_ns = out.length_ns - accounted - out.transfer_ns;
   for (size_t k = 0; k < segments.size(); ++k) {
-    AddHolds(segments[k], k < waits.size() ? waits[k].arrival_ns : segments[k].end_ns, collectives, windows, out.holds);
+    AddHolds(segments[k], *windows.at(segments[k].input), paths[k],
+             k < waits.size() ? waits[k].arrival_ns : segments[k].end_ns, collectives, windows, out.holds);
   }
   for (size_t k = 0; k < out.holds.size(); ++k) {
     if (out.held_by < 0 || out.holds[k].late_ns > out.holds[static_cast<size_t>(out.held_by)].late_ns) {
@@ -227,26 +461,114 @@ CrossRankPath StepWalker::Walk(int64_t step, const std::map<size_t, StepWindow>&
 
 }  // namespace
 
-CrossRankPaths ComputeCrossRankPaths(std::span<const Trace> traces, AlignMethod method, const StepRange& range) {
-  CrossRankPaths out;
-  out.alignment = AlignRanks(traces, method);
-  if (out.alignment.ranks.size() < 2) return out;  // one rank: nothing to join
-  const std::vector<MatchedCollective> matched = MatchRankCollectives(traces, out.alignment);
-  // Per recorded step, each input's window (a rank's trace holds a step once).
-  const auto windows = NumberedStepWindows(traces, range, StepWindowing::kEveryStep);
-  std::map<int64_t, std::map<size_t, StepWindow>> steps;
-  for (size_t i = 0; i < traces.size(); ++i) {
-    for (const StepWindow& w : windows[i]) steps[w.step].emplace(i, w);
+std::vector<std::vector<int64_t>> NumberRecordedSteps(std::span<const std::vector<int64_t>> recorded) {
+  std::vector<std::vector<int64_t>> numbers(recorded.size());
+  int64_t order = 0;  // the place of the next step among all the inputs' steps
+  for (size_t i = 0; i < recorded.size(); ++i) {
+    for (int64_t step : recorded[i]) numbers[i].push_back(step >= 0 ? step : order), ++order;
   }
-  StepWalker walker(traces, out.alignment);
+  return numbers;
+}
+
+RankPathDigest DigestRankPaths(const Trace& trace, const ClockDigest& clock) {
+  RankPathDigest digest;
+  digest.epoch_ns = trace.epoch_ns();
+  digest.span_begin_ns = trace.span_begin_ns();
+  const CriticalPathFinder finder(trace);
+  NameTable names(digest.names);
+  const Trace* one = &trace;
+  const auto windows = NumberedStepWindows({one, 1}, std::nullopt, StepWindowing::kEveryStep);
+  for (const StepWindow& w : windows.front()) {
+    RankStepDigest step;
+    step.step = w.step;
+    step.begin_ns = w.begin_ns;
+    step.end_ns = w.end_ns;
+    std::vector<uint32_t> stops;  // the rank's collectives in the step
+    for (const auto& [key, instances] : clock.collectives) {
+      if (key.step != w.step) continue;
+      for (const CollectiveInstance& i : instances) {
+        stops.push_back(i.slice);
+        step.gap_starts.push_back(i.start_ns - trace.epoch_ns());
+      }
+    }
+    std::sort(step.gap_starts.begin(), step.gap_starts.end());
+    step.gap_starts.erase(std::unique(step.gap_starts.begin(), step.gap_starts.end()), step.gap_starts.end());
+    // Where the walk can start on this rank: the end of the step's work (where the window's whole
+    // path ends: the entry of the work that ends last by any time) and its arrivals at its
+    // collectives (coming from a rank that waited for it).
+    std::vector<int64_t> asked = step.gap_starts;
+    asked.push_back(INT64_MAX);
+    const CriticalPathFinder::WindowPieces pieces = finder.FindPieces(w.begin_ns, w.end_ns, asked, stops);
+    const int64_t whole = pieces.entries.back();
+    step.has_work = whole >= 0;
+    step.whole_end_ns = step.has_work ? pieces.pieces[static_cast<size_t>(whole)].path.end_ns : 0;
+    for (size_t k = 0; k < asked.size(); ++k) {
+      const int64_t by = k + 1 < asked.size() ? asked[k] : step.whole_end_ns;
+      if (k + 1 == asked.size() && !step.has_work) break;
+      // The end of the work may be an arrival too: the work that ends last by it is the same.
+      const auto at = std::lower_bound(step.entry_by.begin(), step.entry_by.end(), by);
+      if (at != step.entry_by.end() && *at == by) continue;
+      step.entry_piece.insert(step.entry_piece.begin() + (at - step.entry_by.begin()), pieces.entries[k]);
+      step.entry_by.insert(at, by);
+    }
+    for (const CriticalPathFinder::PathPiece& piece : pieces.pieces) {
+      step.pieces.push_back(Summarise(trace, piece, step.gap_starts, names));
+      if (piece.path.elements.empty()) step.pieces.back().path.begin_ns = step.pieces.back().path.end_ns = piece.path.begin_ns;
+    }
+    digest.steps.push_back(std::move(step));
+  }
+  return digest;
+}
+
+CrossRankPaths CombineCrossRankPaths(std::span<const ClockDigest> clocks, std::span<const RankPathDigest> paths,
+                                     AlignMethod method, const StepRange& range) {
+  CrossRankPaths out;
+  out.alignment = AlignDigests(clocks, method);
+  if (out.alignment.ranks.size() < 2) return out;  // one rank: nothing to join
+  const std::vector<MatchedCollective> matched = MatchDigestCollectives(clocks, out.alignment);
+  // Per recorded step, each input's window (a rank's trace holds a step once), numbered and
+  // selected as NumberedStepWindows does.
+  std::vector<std::vector<int64_t>> recorded(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) {
+    for (const RankStepDigest& s : paths[i].steps) recorded[i].push_back(s.step);
+  }
+  const std::vector<std::vector<int64_t>> numbers = NumberRecordedSteps(recorded);
+  std::map<int64_t, std::map<size_t, const RankStepDigest*>> steps;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    for (size_t k = 0; k < paths[i].steps.size(); ++k) {
+      if (range && (numbers[i][k] < range->first || numbers[i][k] > range->second)) continue;
+      steps[paths[i].steps[k].step].emplace(i, &paths[i].steps[k]);
+    }
+  }
+  const StepWalker walker(paths, out.alignment);
   out.origin_ns = INT64_MAX;
-  for (size_t i = 0; i < traces.size(); ++i) out.origin_ns = std::min(out.origin_ns, walker.Aligned(i, traces[i].span_begin_ns()));
+  for (size_t i = 0; i < paths.size(); ++i) out.origin_ns = std::min(out.origin_ns, walker.Aligned(i, paths[i].span_begin_ns));
   for (const auto& [step, inputs] : steps) {
     std::vector<const MatchedCollective*> collectives;
     for (const MatchedCollective& c : matched) {
       if (c.step == step) collectives.push_back(&c);
     }
     out.steps.push_back(walker.Walk(step, inputs, collectives));
+  }
+  return out;
+}
+
+CrossRankPaths ComputeCrossRankPaths(std::span<const Trace> traces, AlignMethod method, const StepRange& range) {
+  std::vector<ClockDigest> clocks;
+  std::vector<RankPathDigest> digests;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    clocks.push_back(DigestClock(traces[i], i));
+    digests.push_back(DigestRankPaths(traces[i], clocks.back()));
+  }
+  CrossRankPaths out = CombineCrossRankPaths(clocks, digests, method, range);
+  // Each segment's whole path, for the viewer: the question the walk asked its digest, on its trace.
+  std::vector<std::unique_ptr<CriticalPathFinder>> finders(traces.size());
+  for (CrossRankPath& step : out.steps) {
+    for (RankSegment& segment : step.segments) {
+      auto& finder = finders[segment.input];
+      if (!finder) finder = std::make_unique<CriticalPathFinder>(traces[segment.input]);
+      segment.path = finder->FindBefore(segment.from_ns, segment.until_ns, segment.by_ns);
+    }
   }
   return out;
 }

@@ -98,6 +98,35 @@ class CriticalPathFinder {
   // later is left out): the path that leads to a given instant, e.g. a rank's arrival at a
   // collective (rank_critical_path.h).
   CriticalPath FindBefore(int64_t begin_ns, int64_t end_ns, int64_t by_ns) const;
+  // The paths of one window to many instants, as pieces. A walk back keeps no state but the node
+  // it stands on and its time, so two walks that reach the same node go on as one: the walks are
+  // taken into one forest of nodes, cut into pieces where walks start, meet, or first reach one
+  // of `stops` (slices: the rank's collectives of the step, rank_critical_path.h) at a node of one
+  // that is work of the graph, or, for one that is not (an annotation such as gloo's spans), at a
+  // wait over its end. The path to an instant is its entry piece followed by each piece's `next`
+  // to the first piece not stopped, each node in one piece only: the same elements, bounds and
+  // times as FindBefore's once the step between two pieces (`link`) is added and an element with
+  // nodes in two pieces (`open` in the later, `closing` in the earlier) is counted once.
+  struct PathPiece {
+    CriticalPath path;  // the piece's own stretch; elements unnamed, no by_op_type
+    std::vector<uint32_t> open;     // slices of its elements whose start it does not reach, ascending
+    std::vector<uint32_t> closing;  // ... whose end it does not reach (a later piece reached it), ascending
+    // The slices of its elements another piece of a chain may hold time of too (open and closing:
+    // a link's time is inside one of these), ascending.
+    std::vector<uint32_t> shared;
+    bool stopped = false;           // false: the walk ended in this piece
+    std::vector<uint32_t> passes;   // the stops reached going on to `next` (slices, ascending; often none)
+    int64_t link_bound_ns[kPathBounds] = {};  // stopped: the step from next's first node to its first node
+    uint32_t link_hold_slice = 0;   // ... the element that step is time inside (of either piece), if any
+    int64_t link_hold_ns = 0;
+    size_t next = 0;                // stopped: the piece the walk goes on with
+  };
+  struct WindowPieces {
+    std::vector<PathPiece> pieces;
+    std::vector<int64_t> entries;  // per instant asked: the piece of the walk to it, -1 when no work ends by it
+  };
+  WindowPieces FindPieces(int64_t begin_ns, int64_t end_ns, std::span<const int64_t> by_ns,
+                          std::span<const uint32_t> stops) const;
 
  private:
   const trace::Trace& trace_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <numeric>
 #include <system_error>
 
@@ -49,9 +50,61 @@ int FailWith(const std::string& command, const Status& status, std::ostream& err
   return ExitCodeFor(status);
 }
 
+// align and stragglers: the clock and straggler digests. Clocks aligned as recorded or by the
+// barrier need no collective: none is sent.
+analysis::InputDigest RankDigest(const trace::Trace& trace, size_t input, size_t /*inputs*/, const ParsedArgs& args) {
+  analysis::InputDigest digest = analysis::DigestInput(trace, input);
+  const std::string align = args.GetOr("align", "auto");
+  if (align == "clock" || align == "barrier") digest.clock.collectives.clear();
+  return digest;
+}
+
+// A command that runs spread over processes: what it keeps of each input, and how it combines
+// and prints them (the code one process runs too).
+struct DistributedCommand {
+  const char* name;
+  // Of input `input` of `inputs`.
+  analysis::InputDigest (*digest)(const trace::Trace& trace, size_t input, size_t inputs, const ParsedArgs& args);
+  Status (*combine)(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, std::ostream& out,
+                    std::ostream& err);
+};
+
+const DistributedCommand kDistributedCommands[] = {
+    {"align", RankDigest, AlignFromDigests},
+    {"stragglers", RankDigest, StragglersFromDigests},
+    {"critical-path",
+     [](const trace::Trace& trace, size_t input, size_t inputs, const ParsedArgs& args) {
+       return CriticalPathDigest(trace, input, inputs, args, /*brief=*/false);
+     },
+     [](const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, std::ostream& out, std::ostream& err) {
+       return AnalyseAndPrint(
+           [&](const LoadedInputs&, const ParsedArgs&, CommandOutput& output) {
+             return CriticalPathFromDigests(args, inputs, /*scoped=*/false, output);
+           },
+           {}, args, out, err);
+     }},
+};
+
+const DistributedCommand* FindDistributed(const std::string& command) {
+  for (const DistributedCommand& c : kDistributedCommands) {
+    if (command == c.name) return &c;
+  }
+  return nullptr;
+}
+
+// "align, stragglers and critical-path".
+std::string DistributedList() {
+  std::string list;
+  const size_t count = std::size(kDistributedCommands);
+  for (size_t k = 0; k < count; ++k) {
+    list += (k == 0 ? "" : k + 1 == count ? " and " : ", ") + std::string(kDistributedCommands[k].name);
+  }
+  return list;
+}
+
 }  // namespace
 
-bool RunsDistributed(const std::string& command) { return command == "align" || command == "stragglers"; }
+bool RunsDistributed(const std::string& command) { return FindDistributed(command) != nullptr; }
 
 int LauncherWorldSize() { return EnvironmentInt({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1); }
 int LauncherWorldRank() { return EnvironmentInt({"OMPI_COMM_WORLD_RANK", "PMI_RANK"}, 0); }
@@ -84,7 +137,7 @@ std::optional<DistributedPlan> PlanDistributed(const std::vector<std::string>& a
   }
   if (!RunsDistributed(spec->name)) {
     err << "stepscope " << spec->name << ": cannot run spread over " << processes
-        << " MPI processes (align and stragglers can); run it as one process, without mpirun\n";
+        << " MPI processes (" << DistributedList() << " can); run it as one process, without mpirun\n";
     code = kDistributedUsageExit;
     return std::nullopt;
   }
@@ -114,9 +167,7 @@ std::optional<DistributedPlan> PlanDistributed(const std::vector<std::string>& a
 }
 
 std::string DigestShare(const DistributedPlan& plan, int process) {
-  // Clocks aligned as recorded or by the barrier need no collective: none is sent.
-  const std::string align = plan.args.GetOr("align", "auto");
-  const bool collectives = align != "clock" && align != "barrier";
+  const DistributedCommand& command = *FindDistributed(plan.command);
   std::vector<analysis::InputDigest> digests;
   for (size_t input : plan.shares[static_cast<size_t>(process)]) {
     // One trace at a time: memory holds the one being read and the digests so far.
@@ -128,8 +179,7 @@ std::string DigestShare(const DistributedPlan& plan, int process) {
       digests.push_back(std::move(failed));
       continue;
     }
-    digests.push_back(analysis::DigestInput(*trace, input));
-    if (!collectives) digests.back().clock.collectives.clear();
+    digests.push_back(command.digest(*trace, input, plan.inputs.size(), plan.args));
   }
   return analysis::SerializeDigests(digests);
 }
@@ -156,8 +206,7 @@ int CombineShares(const DistributedPlan& plan, std::span<const std::string> shar
     }
     inputs.push_back(std::move(*by_input[i]));
   }
-  const Status status = plan.command == "align" ? AlignFromDigests(plan.args, inputs, out, err)
-                                                : StragglersFromDigests(plan.args, inputs, out, err);
+  const Status status = FindDistributed(plan.command)->combine(plan.args, inputs, out, err);
   return status.ok() ? 0 : FailWith(plan.command, status, err);
 }
 

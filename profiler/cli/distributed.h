@@ -1,11 +1,11 @@
-// `mpirun -np N stepscope align|stragglers DIR`: one analysis of many ranks spread over MPI
-// processes. Every process resolves the inputs and splits them the same way (by size, balanced:
-// the largest first, each to the process with the least bytes so far), reads its share one
-// trace at a time and digests each (analysis/distributed_digest.h); the digests are gathered to
-// process 0, which combines them and prints exactly what one process prints (the same code
-// prints both); the others print nothing, and every process exits with process 0's code. An
-// input one process cannot read fails the run as in one process: process 0 prints the first such
-// error, in input order, naming the file.
+// `mpirun -np N stepscope align|stragglers|critical-path DIR`: one analysis of many ranks spread
+// over MPI processes. Every process resolves the inputs and splits them the same way (by size,
+// balanced: the largest first, each to the process with the least bytes so far), reads its share
+// one trace at a time and digests each as the command asks (analysis/distributed_digest.h); the
+// digests are gathered to process 0, which combines them and prints exactly what one process
+// prints (the same code prints both); the others print nothing, and every process exits with
+// process 0's code. An input one process cannot read fails the run as in one process: process 0
+// prints the first such error, in input order, naming the file.
 //
 // The steps are here, apart from MPI (distributed_mpi.cc: MPI_Gatherv of the digests), so tests
 // run them without it.

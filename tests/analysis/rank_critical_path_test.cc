@@ -7,15 +7,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <set>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/kineto_generator.h"
 #include "base/file_io.h"
 #include "profiler/analysis/rank_critical_path.h"
 #include "profiler/formats/inputs.h"
+#include "profiler/formats/reader.h"
 #include "test_util.h"
 
 namespace stepscope::analysis {
@@ -27,7 +31,7 @@ constexpr double kDelayUs = 1e6;  // 1 s: far beyond every wait of the run itsel
 const char* const kSlowOp = "autograd::engine::evaluate_function: AddmmBackward0";
 
 nlohmann::json ReadRank(int rank) {
-  auto text = ReadFile(testing::DataPath("analysis/gloo_ranks/rank" + std::to_string(rank) + ".json.gz"));
+  auto text = ReadFile(stepscope::testing::DataPath("analysis/gloo_ranks/rank" + std::to_string(rank) + ".json.gz"));
   EXPECT_TRUE(text.ok()) << text.status().message();
   return nlohmann::json::parse(*text);
 }
@@ -75,7 +79,7 @@ struct Job {
 
 // The job's traces, rank kSlowRank's kSlowOp of step 4 made `delay_us` longer.
 Job Traces(const std::string& tag, double delay_us) {
-  const auto dir = testing::ScratchDir("rank_critical_path_" + tag);
+  const auto dir = stepscope::testing::ScratchDir("rank_critical_path_" + tag);
   Job job;
   for (int rank = 0; rank < kRanks; ++rank) {
     nlohmann::json doc = ReadRank(rank);
@@ -170,6 +174,132 @@ TEST(RankCriticalPathTest, TheSlowedRanksOpHoldsTheStep) {
   // Everything after the op came later by the delay on every rank, so the step's path is longer
   // by the delay (to the µs the files keep).
   EXPECT_NEAR(static_cast<double>(path->length_ns - was->length_ns), kDelayUs * 1000, 2000);
+}
+
+// ---- chained pieces against the direct walk --------------------------------------------------
+
+// A window's path to `by` as its pieces chain it (FindPieces), summed as step_analyses.h says:
+// the links between the pieces added, an element with nodes in two pieces counted once.
+struct ChainedSum {
+  int64_t begin_ns = 0, end_ns = 0, length_ns = 0, slices = 0;
+  int64_t bound_ns[kPathBounds] = {};
+  std::set<uint32_t> passes;
+};
+ChainedSum SumChain(const CriticalPathFinder::WindowPieces& pieces, int64_t entry) {
+  ChainedSum sum;
+  std::set<uint32_t> open;
+  bool first = true;
+  for (int64_t at = entry; at >= 0;) {
+    const CriticalPathFinder::PathPiece& piece = pieces.pieces[static_cast<size_t>(at)];
+    for (int b = 0; b < kPathBounds; ++b) sum.bound_ns[b] += piece.path.bound_ns[b];
+    sum.slices += static_cast<int64_t>(piece.path.elements.size());
+    for (uint32_t slice : piece.closing) sum.slices -= open.erase(slice) ? 1 : 0;
+    open.insert(piece.open.begin(), piece.open.end());
+    if (first) sum.end_ns = piece.path.end_ns, first = false;
+    if (!piece.path.elements.empty()) sum.begin_ns = piece.path.begin_ns;
+    if (!piece.stopped) break;
+    for (int b = 0; b < kPathBounds; ++b) sum.bound_ns[b] += piece.link_bound_ns[b];
+    sum.passes.insert(piece.passes.begin(), piece.passes.end());
+    at = static_cast<int64_t>(piece.next);
+  }
+  sum.length_ns = sum.end_ns - sum.begin_ns;
+  return sum;
+}
+
+// For every step window of `trace` and every instant the walk across ranks starts from (each
+// collective's start, the end of the work), the chained pieces give FindBefore's path: a greedy
+// walk back continued from a node is the walk started there. Returns how many paths it compared.
+int ExpectChainsEqualDirectWalks(const trace::Trace& trace) {
+  const ClockDigest clock = DigestClock(trace, 0);
+  const CriticalPathFinder finder(trace);
+  const trace::Trace* one = &trace;
+  const auto windows = NumberedStepWindows({one, 1}, std::nullopt, StepWindowing::kEveryStep);
+  int compared = 0;
+  for (const StepWindow& w : windows.front()) {
+    std::vector<uint32_t> stops;
+    std::vector<int64_t> instants = {INT64_MAX};
+    for (const auto& [key, instances] : clock.collectives) {
+      if (key.step != w.step) continue;
+      for (const CollectiveInstance& i : instances) {
+        stops.push_back(i.slice);
+        instants.push_back(i.start_ns - trace.epoch_ns());
+        instants.push_back(i.end_ns - trace.epoch_ns());
+      }
+    }
+    const CriticalPathFinder::WindowPieces pieces = finder.FindPieces(w.begin_ns, w.end_ns, instants, stops);
+    EXPECT_EQ(pieces.entries.size(), instants.size());
+    for (size_t k = 0; k < instants.size(); ++k) {
+      const CriticalPath direct = finder.FindBefore(w.begin_ns, w.end_ns, instants[k]);
+      if (direct.elements.empty()) {
+        EXPECT_EQ(pieces.entries[k], -1) << "step " << w.step << " by " << instants[k];
+        continue;
+      }
+      if (pieces.entries[k] < 0) {
+        ADD_FAILURE() << "no piece for step " << w.step << " by " << instants[k];
+        continue;
+      }
+      const ChainedSum chained = SumChain(pieces, pieces.entries[k]);
+      EXPECT_EQ(chained.begin_ns, direct.begin_ns) << "step " << w.step << " by " << instants[k];
+      EXPECT_EQ(chained.end_ns, direct.end_ns) << "step " << w.step << " by " << instants[k];
+      EXPECT_EQ(chained.slices, static_cast<int64_t>(direct.elements.size())) << "by " << instants[k];
+      for (int b = 0; b < kPathBounds; ++b) EXPECT_EQ(chained.bound_ns[b], direct.bound_ns[b]) << "bound " << b;
+      // The collectives of the graph on the direct path are those the chain passed.
+      std::set<uint32_t> on_path;
+      for (const PathElement& e : direct.elements) on_path.insert(e.slice);
+      for (uint32_t stop : stops) {
+        if (!trace::IsAnnotationOrSync(trace.slices()[stop].kind)) {
+          EXPECT_EQ(on_path.contains(stop), chained.passes.contains(stop) || chained.end_ns == trace.slices()[stop].end_ns())
+              << "collective slice " << stop << " by " << instants[k];
+        }
+      }
+      ++compared;
+    }
+  }
+  return compared;
+}
+
+TEST(RankCriticalPathTest, ChainedPiecesAreTheDirectWalkOnGlooRanks) {
+  const Job slow = Traces("pieces", kDelayUs);
+  int compared = 0;
+  for (const trace::Trace& trace : slow.traces) compared += ExpectChainsEqualDirectWalks(trace);
+  EXPECT_GT(compared, 50);
+}
+
+TEST(RankCriticalPathTest, ChainedPiecesAreTheDirectWalkOnGeneratedNcclRanks) {
+  int compared = 0;
+  for (int rank : {0, 3}) {
+    const auto generated = analysis::testing::GenerateKinetoJson(
+        256 << 10, {.rank = rank, .world_size = 4, .iterations_per_step = 20, .slow_kernel_ns = rank == 3 ? 2000 : 0});
+    const auto dir = stepscope::testing::ScratchDir("rank_pieces_nccl_" + std::to_string(rank));
+    ASSERT_TRUE(WriteFileAtomically((dir / "rank.json").string(), generated.json).ok());
+    auto trace = trace::ReadTrace((dir / "rank.json").string());
+    ASSERT_TRUE(trace.ok()) << trace.status().message();
+    compared += ExpectChainsEqualDirectWalks(*trace);
+  }
+  EXPECT_GT(compared, 50);
+}
+
+// The path across ranks, chained from the ranks' digests, against each segment's path found
+// directly on its trace (FindBefore over the segment's window, to its instant): the same length,
+// number of slices and bound, on the slowed gloo job whose path is known to change rank.
+TEST(RankCriticalPathTest, ChainedSegmentsAreTheDirectWalk) {
+  const Job slow = Traces("segments", kDelayUs);
+  const CrossRankPaths paths = ComputeCrossRankPaths(slow.traces);
+  size_t waits = 0, segments = 0;
+  for (const CrossRankPath& path : paths.steps) {
+    ExpectConsistent(path);
+    waits += path.waits.size();
+    for (const RankSegment& s : path.segments) {
+      EXPECT_EQ(s.length_ns, s.path.length_ns) << "step " << path.step << " rank " << s.rank;
+      EXPECT_EQ(s.slices, static_cast<int64_t>(s.path.elements.size())) << "step " << path.step << " rank " << s.rank;
+      if (!s.path.elements.empty()) {
+        EXPECT_EQ(s.bound_by, s.path.bound_by) << "step " << path.step;
+      }
+      ++segments;
+    }
+  }
+  EXPECT_GT(waits, 0u);
+  EXPECT_GT(segments, paths.steps.size());
 }
 
 // One rank: nothing to join; the single-rank path is all there is.

@@ -1,5 +1,5 @@
-// `align` and `stragglers` spread over processes (profiler/cli/distributed.h) print exactly what
-// one process prints: 64 generated ranks (tests/analysis/kineto_generator.h, the last rank's
+// `align`, `stragglers` and `critical-path` spread over processes (profiler/cli/distributed.h)
+// print exactly what one process prints: 64 generated ranks (tests/analysis/kineto_generator.h, the last rank's
 // kernels slower) split over 1, 2 and 4 processes, text and --json, byte for byte; an unreadable
 // input fails the same way with the file named. The steps are run here one process after the
 // other (no MPI needed); with MPI built in, the same comparison runs the real `stepscope` under
@@ -102,6 +102,35 @@ TEST(DistributedCliTest, StragglersOverProcessesPrintWhatOneProcessPrints) {
   ExpectSameAsOneProcess({"stragglers", RanksDir(), "--rank", "99"});  // no such rank: the same error
 }
 
+TEST(DistributedCliTest, CriticalPathOverProcessesPrintsWhatOneProcessPrints) {
+  // Each rank's own paths, then each step's path across the 64 ranks: host-bound on rank 0 (the
+  // generated ranks keep one clock and one pace: no rank waits for another).
+  const Outcome one = OneProcess({"critical-path", RanksDir()});
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("== across 64 ranks, clocks aligned by collectives"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("== step 1 across ranks\npath   807.1 us through rank(s) 0\nbound  by cpu\n"),
+            std::string::npos) << one.out;
+  ExpectSameAsOneProcess({"critical-path", RanksDir()});
+  ExpectSameAsOneProcess({"critical-path", RanksDir(), "--json"});
+  ExpectSameAsOneProcess({"critical-path", RanksDir(), "--steps", "1-2", "--top", "3"});
+  ExpectSameAsOneProcess({"critical-path", RanksDir(), "--rank", "3-9", "--json", "--align", "clock"});
+  ExpectSameAsOneProcess({"critical-path", RanksDir(), "--rank", "99"});    // no such rank: the same error
+  ExpectSameAsOneProcess({"critical-path", RanksDir(), "--step", "7"});     // no such step: the same error
+  ExpectSameAsOneProcess({"critical-path", RanksDir(), "--align", "near"});  // a bad flag: the same error
+}
+
+TEST(DistributedCliTest, CriticalPathAcrossRealRanksJoinsThemAsOneProcessDoes) {
+  // Three ranks of a real gloo job (tests/data/analysis/gloo_ranks): each step's path changes rank
+  // at the all-reduces, so the walk leaves a rank's chained pieces at a collective. Over
+  // 4 processes one reads nothing.
+  const std::string dir = testing::DataPath("analysis/gloo_ranks");
+  const Outcome one = OneProcess({"critical-path", dir});
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("Where the path changes rank"), std::string::npos) << one.out;
+  ExpectSameAsOneProcess({"critical-path", dir});
+  ExpectSameAsOneProcess({"critical-path", dir, "--json", "--steps", "3-5"});
+}
+
 TEST(DistributedCliTest, AnUnreadableInputFailsAsInOneProcessNamingIt) {
   const auto dir = testing::ScratchDir("distributed_bad");
   for (int rank = 0; rank < 6; ++rank) {
@@ -115,6 +144,7 @@ TEST(DistributedCliTest, AnUnreadableInputFailsAsInOneProcessNamingIt) {
   EXPECT_NE(one.err.find("rank3.json"), std::string::npos) << one.err;
   ExpectSameAsOneProcess({"stragglers", dir.string()});
   ExpectSameAsOneProcess({"align", dir.string()});
+  ExpectSameAsOneProcess({"critical-path", dir.string(), "--json"});
 }
 
 TEST(DistributedCliTest, OtherCommandsAndUsageErrorsSayWhatToDo) {
@@ -140,23 +170,44 @@ TEST(DistributedCliTest, SplitsInputsByBytesBalanced) {
 TEST(DistributedCliTest, DigestsSurviveTheirBytes) {
   auto traces = trace::ReadTraces({RanksDir() + "/rank1.json", RanksDir() + "/rank63.json"});
   ASSERT_TRUE(traces.ok()) << traces.status().message();
-  std::vector<analysis::InputDigest> digests = {analysis::DigestInput((*traces)[0], 1),
-                                                analysis::DigestInput((*traces)[1], 63)};
-  digests.push_back({.input = 7, .read = InvalidInput("x.json: cut short"), .clock = {}, .stragglers = {}});
+  const analysis::DigestKinds all{.clock = true, .stragglers = true, .rank_paths = true};
+  std::vector<analysis::InputDigest> digests = {analysis::DigestInput((*traces)[0], 1, all),
+                                                analysis::DigestInput((*traces)[1], 63, all)};
+  digests[1].report = {.head = "head", .lead = "lead",
+                       .windows = {{.step = 4, .marker = "ProfilerStep#4", .whole = false, .body = "body"}},
+                       .steps = {4}};
+  digests.push_back({.input = 7, .read = InvalidInput("x.json: cut short")});
   const std::string bytes = analysis::SerializeDigests(digests);
   auto back = analysis::ParseDigests(bytes, "test");
   ASSERT_TRUE(back.ok()) << back.status().message();
   ASSERT_EQ(back->size(), 3u);
   EXPECT_FALSE(digests[0].clock.collectives.empty());
   EXPECT_FALSE(digests[0].stragglers.windows.empty());
+  // Every step's entries: one per arrival at its 4 all-reduces and one at the end of its work,
+  // each to a piece.
+  ASSERT_EQ(digests[0].rank_paths.steps.size(), 3u);
+  const analysis::RankStepDigest& step = digests[0].rank_paths.steps[1];
+  EXPECT_EQ(step.entry_by.size(), 5u);
+  ASSERT_EQ(step.entry_piece.size(), 5u);
+  for (int64_t piece : step.entry_piece) EXPECT_TRUE(piece >= 0 && piece < static_cast<int64_t>(step.pieces.size()));
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ((*back)[i].input, digests[i].input);
     EXPECT_EQ((*back)[i].read.code(), digests[i].read.code());
     EXPECT_EQ((*back)[i].read.message(), digests[i].read.message());
     EXPECT_TRUE((*back)[i].clock == digests[i].clock);
     EXPECT_TRUE((*back)[i].stragglers == digests[i].stragglers);
+    EXPECT_TRUE((*back)[i].rank_paths == digests[i].rank_paths);
+    EXPECT_TRUE((*back)[i].report == digests[i].report);
   }
   EXPECT_FALSE(analysis::ParseDigests(bytes.substr(0, bytes.size() - 3), "test").ok());
+  // A piece that points past its step's pieces is refused, not followed.
+  std::vector<analysis::InputDigest> broken = {digests[0]};
+  analysis::RankPathPiece& piece = broken[0].rank_paths.steps[1].pieces.front();
+  piece.stopped = true;
+  piece.next = 1'000'000;
+  const auto refused = analysis::ParseDigests(analysis::SerializeDigests(broken), "test");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("pieces point outside"), std::string::npos);
   EXPECT_FALSE(analysis::ParseDigests("not digests", "test").ok());
 }
 
@@ -239,7 +290,8 @@ Outcome Command(const std::string& command) {
 
 TEST(DistributedMpiTest, MpirunPrintsWhatOneProcessPrints) {
   for (const std::string& args : {"align " + RanksDir(), "align --json " + RanksDir(), "stragglers " + RanksDir(),
-                                 "stragglers --json " + RanksDir()}) {
+                                 "stragglers --json " + RanksDir(), "critical-path " + RanksDir(),
+                                 "critical-path --json --steps 1-2 " + RanksDir()}) {
     const Outcome one = Command(std::string(STEPSCOPE_BINARY) + " " + args);
     ASSERT_EQ(one.code, 0) << one.err;
     for (int processes : {2, 4}) {

@@ -1,15 +1,18 @@
 // The multi-rank commands that can run spread over MPI processes (`mpirun -np N stepscope
-// align|stragglers DIR`, profiler/cli/distributed.h): each computed from the inputs' digests
-// (analysis/distributed_digest.h) and printed by the same code as in one process, so that both
-// print the same bytes.
+// align|stragglers|critical-path DIR`, profiler/cli/distributed.h): each computed from the
+// inputs' digests (analysis/distributed_digest.h) and printed by the same code as in one process,
+// so that both print the same bytes.
 #pragma once
 
 #include <ostream>
 #include <span>
+#include <string>
 
 #include "base/flags.h"
 #include "base/status.h"
 #include "profiler/analysis/distributed_digest.h"
+#include "profiler/cli/command.h"
+#include "profiler/cli/commands/report.h"
 
 namespace stepscope::cli {
 
@@ -22,5 +25,24 @@ Status AlignFromDigests(const ParsedArgs& args, std::span<const analysis::InputD
 // --rank's selection (as LoadScopedTraces selects), then the report.
 Status StragglersFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs,
                              std::ostream& out, std::ostream& err);
+
+// `critical-path`'s digest of one input of `inputs`: its clock and rank-path digests (the latter
+// only with two inputs or more) and its own report rendered (text or --json as `args` ask;
+// `brief`: CommandOutput::brief). An input outside --rank's ranks is digested only as far as its
+// rank.
+analysis::InputDigest CriticalPathDigest(const trace::Trace& trace, size_t input, size_t inputs, const ParsedArgs& args,
+                                         bool brief);
+
+// `critical-path` from the digests of every input, in input order: the flags checked first, then
+// --rank's selection (unless `scoped`: the inputs are its already), each input's own paths in
+// the steps --step selects, then the path of each step across the ranks.
+Status CriticalPathFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, bool scoped,
+                               CommandOutput& out);
+
+// critical-path's path of each step across ranks (rank_path.cc), after each input's own: added
+// to the JSON document (`doc`, with --json) or the text (`text`); notes on `err`. Nothing for one
+// rank. `sources`: each input's file, as the paths number them.
+void PrintCrossRankPaths(const analysis::CrossRankPaths& paths, std::span<const std::string> sources,
+                         const TableOptions& options, Json* doc, std::string* text, std::ostream& err);
 
 }  // namespace stepscope::cli

@@ -5,6 +5,7 @@
 
 #include "profiler/analysis/rank_critical_path.h"
 #include "profiler/cli/commands/commands.h"
+#include "profiler/cli/commands/rank_digests.h"
 #include "profiler/cli/commands/report.h"
 #include "profiler/cli/report_format.h"
 
@@ -32,7 +33,7 @@ Json HoldJson(const analysis::RankHold& h, int64_t origin) {
           {"arrival_ns", h.arrival_ns - origin}, {"late_ns", h.late_ns}};
 }
 
-Json StepJson(std::span<const trace::Trace> traces, const CrossRankPath& path, int64_t origin) {
+Json StepJson(std::span<const std::string> sources, const CrossRankPath& path, int64_t origin) {
   Json step = {{"step", path.step}, {"begin_ns", path.begin_ns - origin}, {"end_ns", path.end_ns - origin},
                {"length_ns", path.length_ns}, {"bound_by", std::string(PathBoundName(path.bound_by))}};
   Json bounds = Json::object();
@@ -46,10 +47,9 @@ Json StepJson(std::span<const trace::Trace> traces, const CrossRankPath& path, i
       path.held_by < 0 ? Json(nullptr) : HoldJson(path.holds[static_cast<size_t>(path.held_by)], origin);
   auto segments = Json::array();
   for (const analysis::RankSegment& s : path.segments) {
-    segments.push_back({{"rank", s.rank}, {"source", traces[s.input].source_path()}, {"begin_ns", s.begin_ns - origin},
-                        {"end_ns", s.end_ns - origin}, {"length_ns", s.path.length_ns},
-                        {"bound_by", std::string(PathBoundName(s.path.bound_by))},
-                        {"slices", static_cast<int64_t>(s.path.elements.size())}});
+    segments.push_back({{"rank", s.rank}, {"source", sources[s.input]}, {"begin_ns", s.begin_ns - origin},
+                        {"end_ns", s.end_ns - origin}, {"length_ns", s.length_ns},
+                        {"bound_by", std::string(PathBoundName(s.bound_by))}, {"slices", s.slices}});
   }
   step["segments"] = segments;
   auto waits = Json::array();
@@ -114,25 +114,23 @@ std::string StepText(const CrossRankPath& path, const TableOptions& options) {
 
 }  // namespace
 
-Status CriticalPathAcrossRanks(const StepReport::Together& together) {
-  ASSIGN_OR_RETURN(const analysis::AlignMethod method, AlignFlag(together.args));
-  const analysis::CrossRankPaths paths = analysis::ComputeCrossRankPaths(together.traces, method, together.range);
-  if (paths.alignment.ranks.size() < 2) return Status::Ok();  // one rank: its own paths say it all
-  PrintAlignmentNotes("critical-path", paths.alignment, together.err);
-  if (together.doc != nullptr) {
+void PrintCrossRankPaths(const analysis::CrossRankPaths& paths, std::span<const std::string> sources,
+                         const TableOptions& options, Json* doc, std::string* text, std::ostream& err) {
+  if (paths.alignment.ranks.size() < 2) return;  // one rank: its own paths say it all
+  PrintAlignmentNotes("critical-path", paths.alignment, err);
+  if (doc != nullptr) {
     Json across = {{"method", std::string(analysis::AlignMethodName(paths.alignment.method))},
                    {"ranks", static_cast<int64_t>(paths.alignment.ranks.size())}};
     auto steps = Json::array();
-    for (const CrossRankPath& path : paths.steps) steps.push_back(StepJson(together.traces, path, paths.origin_ns));
+    for (const CrossRankPath& path : paths.steps) steps.push_back(StepJson(sources, path, paths.origin_ns));
     across["steps"] = steps;
-    (*together.doc)["across_ranks"] = across;
-    return Status::Ok();
+    (*doc)["across_ranks"] = across;
+    return;
   }
-  std::string& out = *together.text;
+  std::string& out = *text;
   out += "\n== across " + std::to_string(paths.alignment.ranks.size()) + " ranks, " +
          AlignmentLine(paths.alignment) + "\n";
-  for (const CrossRankPath& path : paths.steps) out += "\n" + StepText(path, together.options);
-  return Status::Ok();
+  for (const CrossRankPath& path : paths.steps) out += "\n" + StepText(path, options);
 }
 
 }  // namespace stepscope::cli

@@ -116,17 +116,11 @@ Status AnalyseStepReport(const std::string& name, const StepReport& report, bool
     auto steps = Json::array();
     for (const auto& [trace, windows] : scoped) steps.push_back(report.json(*trace, windows, top, out.brief));
     doc["traces"] = std::move(steps);
-    if (report.together) RETURN_IF_ERROR(report.together({traces, range, args, options, &doc, nullptr, out.err}));
     out.doc = std::move(doc);
   } else {
     for (size_t i = 0; i < scoped.size(); ++i) {
       if (i > 0) out.text << "\n";
       out.text << Header(*scoped[i].first) << report.text(*scoped[i].first, scoped[i].second, options);
-    }
-    if (report.together) {
-      std::string text;
-      RETURN_IF_ERROR(report.together({traces, range, args, options, nullptr, &text, out.err}));
-      out.text << text;
     }
   }
   return Status::Ok();

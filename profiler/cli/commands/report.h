@@ -45,21 +45,7 @@ struct StepReport {
   std::function<std::string(const trace::Trace& trace, StepWindows windows, const TableOptions& options)> text;
   // `brief`: CommandOutput::brief (leave out the lists of every element).
   std::function<Json(const trace::Trace& trace, StepWindows windows, size_t top, bool brief)> json;
-  // Optional: a report on the inputs together, after the one on each (the critical path across
-  // ranks): it adds keys to the JSON document (`doc`, set with --json) or text (`text`).
-  struct Together {
-    std::span<const trace::Trace> traces;
-    analysis::StepRange range;
-    const ParsedArgs& args;
-    TableOptions options;
-    Json* doc = nullptr;
-    std::string* text = nullptr;
-    std::ostream& err;
-  };
-  std::function<Status(const Together& together)> together;
 };
-// critical-path's path across ranks, after each input's own (rank_path.cc).
-Status CriticalPathAcrossRanks(const StepReport::Together& together);
 // `stepscope NAME TRACE|DIR... [--json] [--top N] [--step N | --steps A-B] [--rank R]`: each input
 // on its own (a step, a rank), in its step windows (NumberedStepWindows, kWholeUnlessSeveral);
 // JSON: {"schema": "stepscope.NAME/1", "traces": [one document per input]}.

@@ -4,13 +4,19 @@
 // select steps by the one numbering rule of analysis/step_windows.h, --rank the ranks.
 #include <algorithm>
 #include <numeric>
+#include <set>
 #include <string>
 
 #include "profiler/analysis/gpu_analyses.h"
 #include "profiler/analysis/step_analyses.h"
+#include "profiler/analysis/distributed_digest.h"
+#include "profiler/analysis/rank_critical_path.h"
 #include "profiler/cli/commands/commands.h"
+#include "profiler/cli/commands/rank_digests.h"
 #include "profiler/cli/commands/report.h"
 #include "profiler/cli/report_format.h"
+#include "profiler/cli/scope_flags.h"
+#include "profiler/formats/inputs.h"
 
 namespace stepscope::cli {
 namespace {
@@ -136,36 +142,200 @@ Json PathJson(const Trace& trace, const analysis::CriticalPath& path, bool brief
   return doc;
 }
 
-std::string CriticalPathText(const Trace& trace, StepWindows windows, const TableOptions& options) {
-  std::string out = LaunchLinksText(analysis::CountLaunchLinks({analysis::GpuInput{&trace, {}}}));
+// ---- critical-path: each input rendered where it is read, joined where the digests meet ------
+
+// An input's own report, rendered window by window (the pieces CriticalPathFromDigests joins).
+analysis::RenderedReport RenderCriticalPath(const Trace& trace, bool json, const TableOptions& options, bool brief) {
+  analysis::RenderedReport report;
+  const auto links = analysis::CountLaunchLinks({analysis::GpuInput{&trace, {}}});
+  if (json) {
+    auto doc = Document("critical-path", trace);
+    if (links.work > 0) doc["launch_links"] = LaunchLinksJson(links);
+    report.head = doc.dump();
+  } else {
+    report.head = Header(trace);
+    report.lead = LaunchLinksText(links);
+  }
+  const Trace* one = &trace;
+  const auto steps = analysis::NumberedStepWindows({one, 1}, std::nullopt, analysis::StepWindowing::kEveryStep);
+  for (const StepWindow& w : steps.front()) report.steps.push_back(w.step);
+  const auto windows =
+      analysis::NumberedStepWindows({one, 1}, std::nullopt, analysis::StepWindowing::kWholeUnlessSeveral).front();
   analysis::VisitStepCriticalPaths(trace, windows, [&](const StepWindow& w, const analysis::CriticalPath& path) {
+    analysis::RenderedWindow rendered{.step = w.step, .marker = w.marker, .whole = w.whole, .body = ""};
+    if (!json) {
+      rendered.body = PathText(trace, path, options);
+    } else if (w.whole) {
+      rendered.body = PathJson(trace, path, brief).dump();
+    } else {
+      Json step = {{"step", w.step}, {"marker", w.marker}, {"begin_ns", w.begin_ns - trace.span_begin_ns()},
+                   {"end_ns", w.end_ns - trace.span_begin_ns()}};
+      step.update(PathJson(trace, path, brief));
+      rendered.body = step.dump();
+    }
+    report.windows.push_back(std::move(rendered));
+  });
+  return report;
+}
+
+// One input's report from its rendered windows (those --step selected).
+std::string CriticalPathText(const analysis::RenderedReport& report, std::span<const size_t> windows) {
+  std::string out = report.lead;
+  for (size_t k : windows) {
+    const analysis::RenderedWindow& w = report.windows[k];
     // A step trace's windows (marker "trace") are named by the trace's header.
     if (w.marker != "trace") out += (out.empty() ? "" : "\n") + std::string("== ") + w.marker + "\n";
-    out += PathText(trace, path, options);
-  });
+    out += w.body;
+  }
   return out;
 }
 
-Json CriticalPathJson(const Trace& trace, StepWindows windows, size_t, bool brief) {
-  auto doc = Document("critical-path", trace);
-  if (const auto links = analysis::CountLaunchLinks({analysis::GpuInput{&trace, {}}}); links.work > 0) {
-    doc["launch_links"] = LaunchLinksJson(links);
-  }
-  if (windows.size() == 1 && windows.front().whole) {
-    analysis::VisitStepCriticalPaths(trace, windows, [&](const StepWindow&, const analysis::CriticalPath& path) {
-      doc.update(PathJson(trace, path, brief));
-    });
+Json CriticalPathJson(const analysis::RenderedReport& report, std::span<const size_t> windows) {
+  Json doc = Json::parse(report.head);
+  if (windows.size() == 1 && report.windows[windows.front()].whole) {
+    doc.update(Json::parse(report.windows[windows.front()].body));
     return doc;
   }
-  auto steps = nlohmann::ordered_json::array();
-  analysis::VisitStepCriticalPaths(trace, windows, [&](const StepWindow& w, const analysis::CriticalPath& path) {
-    Json step = {{"step", w.step}, {"marker", w.marker}, {"begin_ns", w.begin_ns - trace.span_begin_ns()},
-                 {"end_ns", w.end_ns - trace.span_begin_ns()}};
-    step.update(PathJson(trace, path, brief));
-    steps.push_back(step);
-  });
+  auto steps = Json::array();
+  for (size_t k : windows) steps.push_back(Json::parse(report.windows[k].body));
   doc["steps"] = steps;
   return doc;
+}
+
+TableOptions TableOptionsOf(const ParsedArgs& args) {
+  const auto top = PositiveFlag(args, "top", kDefaultTop);
+  return {.top = top.ok() ? *top : kDefaultTop, .full_names = args.Has("full-names")};
+}
+
+// The flags critical-path checks before it reads anything.
+Status CheckCriticalPathFlags(const ParsedArgs& args) {
+  RETURN_IF_ERROR(PositiveFlag(args, "top", kDefaultTop).status());
+  RETURN_IF_ERROR(StepRange(args).status());
+  RETURN_IF_ERROR(RankSet(args).status());
+  return AlignFlag(args).status();
+}
+
+}  // namespace
+
+analysis::InputDigest CriticalPathDigest(const Trace& trace, size_t input, size_t inputs, const ParsedArgs& args,
+                                         bool brief) {
+  const auto ranks = RankSet(args);
+  const int32_t rank = trace.step_info().rank >= 0 ? trace.step_info().rank : static_cast<int32_t>(input);
+  if (ranks.ok() && *ranks && (*ranks)->count(rank) == 0) {
+    analysis::InputDigest outside;
+    outside.input = input;
+    outside.clock.rank = trace.step_info().rank;
+    return outside;
+  }
+  // One input is one rank: no path across ranks to walk.
+  analysis::InputDigest digest = analysis::DigestInput(trace, input, {.clock = true, .rank_paths = inputs > 1});
+  digest.report = RenderCriticalPath(trace, args.Has("json"), TableOptionsOf(args), brief);
+  return digest;
+}
+
+Status CriticalPathFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, bool scoped,
+                               CommandOutput& out) {
+  RETURN_IF_ERROR(CheckCriticalPathFlags(args));
+  ASSIGN_OR_RETURN(const auto range, StepRange(args));
+  ASSIGN_OR_RETURN(const analysis::AlignMethod method, AlignFlag(args));
+  ASSIGN_OR_RETURN(const auto ranks, RankSet(args));
+  // As LoadScopedTraces: the first input that could not be read fails the run; --rank keeps the
+  // inputs of its ranks (a rank unknown: the input's place among all of them).
+  std::vector<const analysis::InputDigest*> kept;
+  std::set<int32_t> found;
+  for (const analysis::InputDigest& input : inputs) {
+    RETURN_IF_ERROR(input.read);
+    const int32_t rank = input.clock.rank >= 0 ? input.clock.rank : static_cast<int32_t>(input.input);
+    found.insert(rank);
+    if (!scoped && ranks && ranks->count(rank) == 0) continue;
+    kept.push_back(&input);
+  }
+  if (!scoped && ranks && kept.empty()) {
+    std::string list;
+    for (int32_t r : found) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    return InvalidInput("--rank " + *args.Get("rank") + ": no trace of that rank among the " +
+                        std::to_string(inputs.size()) + " given (ranks: " + list + ")");
+  }
+  // Each input's windows numbered by the one rule over the inputs kept, and selected by --step.
+  std::vector<std::vector<int64_t>> recorded;
+  for (const analysis::InputDigest* input : kept) recorded.push_back(input->report.steps);
+  const std::vector<std::vector<int64_t>> numbers = analysis::NumberRecordedSteps(recorded);
+  std::vector<std::pair<size_t, std::vector<size_t>>> selected;  // kept input, its windows
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const analysis::RenderedReport& report = kept[i]->report;
+    std::vector<size_t> windows;
+    for (size_t k = 0; k < report.windows.size(); ++k) {
+      // A trace of one step or none is one window, numbered as its step or as it records it.
+      const int64_t number = report.windows[k].whole
+                                 ? (numbers[i].empty() ? kept[i]->clock.step : numbers[i].front())
+                                 : numbers[i][k];
+      if (!range || (number >= range->first && number <= range->second)) windows.push_back(k);
+    }
+    if (!windows.empty()) selected.emplace_back(i, std::move(windows));
+  }
+  if (selected.empty()) return InvalidInput(range ? analysis::NoStepInRangeMessage(*range) : "no traces given");
+  // Across ranks: the kept inputs' digests, their collectives numbered by their place among them.
+  std::vector<analysis::ClockDigest> clocks;
+  std::vector<analysis::RankPathDigest> paths;
+  std::vector<std::string> sources;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    clocks.push_back(kept[i]->clock);
+    for (auto& [key, instances] : clocks.back().collectives) {
+      for (analysis::CollectiveInstance& instance : instances) instance.input = i;
+    }
+    paths.push_back(kept[i]->rank_paths);
+    sources.push_back(kept[i]->clock.source);
+  }
+  const analysis::CrossRankPaths across = analysis::CombineCrossRankPaths(clocks, paths, method, range);
+  const TableOptions options = TableOptionsOf(args);
+  if (args.Has("json")) {
+    Json doc;
+    doc["schema"] = "stepscope.critical-path/1";
+    auto traces = Json::array();
+    for (const auto& [i, windows] : selected) traces.push_back(CriticalPathJson(kept[i]->report, windows));
+    doc["traces"] = std::move(traces);
+    PrintCrossRankPaths(across, sources, options, &doc, nullptr, out.err);
+    out.doc = std::move(doc);
+    return Status::Ok();
+  }
+  for (size_t s = 0; s < selected.size(); ++s) {
+    const analysis::RenderedReport& report = kept[selected[s].first]->report;
+    if (s > 0) out.text << "\n";
+    out.text << report.head << CriticalPathText(report, selected[s].second);
+  }
+  std::string text;
+  PrintCrossRankPaths(across, sources, options, nullptr, &text, out.err);
+  out.text << text;
+  return Status::Ok();
+}
+
+namespace {
+
+// critical-path read one trace at a time, each kept only as its digest.
+Status RunCriticalPath(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
+  RETURN_IF_ERROR(CheckCriticalPathFlags(args));
+  ASSIGN_OR_RETURN(const std::vector<std::string> paths, trace::ResolveTracePaths(args.positional));
+  std::vector<analysis::InputDigest> inputs;
+  RETURN_IF_ERROR(trace::ForEachTrace(paths, [&](Trace trace) {
+    inputs.push_back(CriticalPathDigest(trace, inputs.size(), paths.size(), args, /*brief=*/false));
+    return Status::Ok();
+  }));
+  return AnalyseAndPrint(
+      [&](const LoadedInputs&, const ParsedArgs&, CommandOutput& output) {
+        return CriticalPathFromDigests(args, inputs, /*scoped=*/false, output);
+      },
+      {}, args, out, err);
+}
+
+// On traces already read (--rank's): `report` and the Python module.
+Status AnalyseCriticalPath(const LoadedInputs& loaded, const ParsedArgs& args, CommandOutput& out) {
+  RETURN_IF_ERROR(CheckCriticalPathFlags(args));
+  std::vector<analysis::InputDigest> inputs;
+  for (const Trace& trace : loaded.traces) {
+    inputs.push_back(analysis::DigestInput(trace, inputs.size(), {.clock = true, .rank_paths = loaded.traces.size() > 1}));
+    inputs.back().report = RenderCriticalPath(trace, args.Has("json"), TableOptionsOf(args), out.brief);
+  }
+  return CriticalPathFromDigests(args, inputs, /*scoped=*/true, out);
 }
 
 }  // namespace
@@ -192,8 +362,12 @@ CommandSpec CriticalPathCommand() {
       "their matched collectives on aligned clocks (--align; a collective ends on every rank after\n"
       "the last rank arrived), walking back through whichever rank held it, with the waits\n"
       "\"waiting for rank R (its op X)\" that joined the ranks (JSON: \"across_ranks\").",
-      {.text = CriticalPathText, .json = CriticalPathJson, .together = CriticalPathAcrossRanks});
+      // Its flags and synopsis; it reads and reports through the digests (rank_digests.h), as
+      // spread over MPI processes.
+      {});
   spec.flags.push_back(AlignFlagSpec());
+  spec.run = RunCriticalPath;
+  spec.analyse = AnalyseCriticalPath;
   return spec;
 }
 
