@@ -770,9 +770,8 @@ AlignmentReport AlignDigests(std::span<const ClockDigest> inputs, AlignMethod me
   return report;
 }
 
-std::vector<MatchedCollective> MatchRankCollectives(std::span<const Trace> traces, const AlignmentReport& report) {
-  std::vector<ClockDigest> inputs;
-  for (size_t i = 0; i < traces.size(); ++i) inputs.push_back(DigestClock(traces[i], i));
+std::vector<MatchedCollective> MatchDigestCollectives(std::span<const ClockDigest> inputs,
+                                                      const AlignmentReport& report) {
   const std::vector<Instances> by_rank = RankInstances(inputs, report);
   std::vector<MatchedCollective> out;
   for (const Match& match : MatchCollectives(by_rank)) {
@@ -787,6 +786,12 @@ std::vector<MatchedCollective> MatchRankCollectives(std::span<const Trace> trace
     out.push_back(std::move(collective));
   }
   return out;
+}
+
+std::vector<MatchedCollective> MatchRankCollectives(std::span<const Trace> traces, const AlignmentReport& report) {
+  std::vector<ClockDigest> inputs;
+  for (size_t i = 0; i < traces.size(); ++i) inputs.push_back(DigestClock(traces[i], i));
+  return MatchDigestCollectives(inputs, report);
 }
 
 }  // namespace stepscope::analysis

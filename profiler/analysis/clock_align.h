@@ -146,5 +146,9 @@ struct MatchedCollective {
 // no particular order; whatever method aligned the clocks.
 std::vector<MatchedCollective> MatchRankCollectives(std::span<const trace::Trace> traces,
                                                     const AlignmentReport& report);
+// The same from the inputs' clock digests (a rank's inputs merged: of the same instance, the one
+// that ends last), matched per key where two ranks or more agree on how many there are.
+std::vector<MatchedCollective> MatchDigestCollectives(std::span<const ClockDigest> inputs,
+                                                      const AlignmentReport& report);
 
 }  // namespace stepscope::analysis

@@ -22,23 +22,25 @@ namespace {
 // ---- a rank's pieces ----------------------------------------------------------------------
 
 // A piece as FindPieces gives it (elements unnamed): the elements kept are named from `trace`.
-// Names kept once per digest: a rank's pieces name the same few ops thousands of times.
-class NameTable {
+// Names kept once per digest (a rank's pieces name the same few ops thousands of times), keyed
+// by the trace's own string ids: the trace interned them already.
+class DigestNames {
  public:
-  explicit NameTable(std::vector<std::string>& names) : names_(names) {}
-  uint32_t operator()(std::string_view name) {
-    const auto [it, added] = index_.try_emplace(std::string(name), static_cast<uint32_t>(names_.size()));
-    if (added) names_.emplace_back(name);
+  DigestNames(const Trace& trace, std::vector<std::string>& names) : trace_(trace), names_(names) {}
+  uint32_t operator()(trace::StringId id) {
+    const auto [it, added] = index_.try_emplace(id, static_cast<uint32_t>(names_.size()));
+    if (added) names_.emplace_back(trace_.str(id));
     return it->second;
   }
 
  private:
+  const Trace& trace_;
   std::vector<std::string>& names_;
-  std::unordered_map<std::string, uint32_t> index_;
+  std::unordered_map<trace::StringId, uint32_t> index_;
 };
 
 RankPathPiece Summarise(const Trace& trace, const CriticalPathFinder::PathPiece& piece,
-                        std::span<const int64_t> gap_starts, NameTable& names) {
+                        std::span<const int64_t> gap_starts, DigestNames& names) {
   const CriticalPath& path = piece.path;
   RankPathPiece out;
   RankPathSummary& s = out.path;
@@ -50,10 +52,10 @@ RankPathPiece Summarise(const Trace& trace, const CriticalPathFinder::PathPiece&
   s.slices = static_cast<int64_t>(path.elements.size());
   const auto name = [&](uint32_t slice, uint32_t& op, uint32_t& op_name) {
     const trace::Slice& named = trace.slices()[slice];
-    const std::string_view slice_name = trace.str(trace.slice_name(named));
-    const std::string_view op_type = trace.str(trace.slice_op_type(named));
+    const trace::StringId slice_name = trace.slice_name(named);
+    const trace::StringId op_type = trace.slice_op_type(named);
     op_name = names(slice_name);
-    op = names(op_type.empty() ? slice_name : op_type);
+    op = names(trace.str(op_type).empty() ? slice_name : op_type);
   };
   std::map<uint32_t, GapLongestOp> longest;  // by gap
   for (uint32_t k = 0; k < path.elements.size(); ++k) {
@@ -145,57 +147,6 @@ std::pair<std::string, std::string> LongestOp(const ChainedPath& path, std::span
   for (const Candidate& c : candidates) consider(c);
   if (longest == nullptr) return {};
   return {names[longest->op], names[longest->op_name]};
-}
-
-// ---- matching from digests ---------------------------------------------------------------------
-
-using Instances = std::map<CollectiveKey, std::vector<CollectiveInstance>>;
-
-// MatchRankCollectives (clock_align.h) from the inputs' clock digests: each rank's instances (its
-// inputs' merged, the one that ends last of the same instance), matched per key where two ranks
-// or more agree on how many there are, in key order then instance order.
-std::vector<MatchedCollective> MatchDigestCollectives(std::span<const ClockDigest> inputs,
-                                                      const AlignmentReport& report) {
-  std::vector<Instances> by_rank(report.ranks.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    Instances& rank = by_rank[report.rank_of_input[i]];
-    for (const auto& [key, instances] : inputs[i].collectives) {
-      std::vector<CollectiveInstance>& merged = rank[key];
-      if (merged.size() < instances.size()) merged.resize(instances.size());
-      for (size_t k = 0; k < instances.size(); ++k) {
-        if (instances[k].end_ns > merged[k].end_ns) merged[k] = instances[k];
-      }
-    }
-  }
-  std::map<CollectiveKey, std::vector<size_t>> holders;
-  for (size_t r = 0; r < by_rank.size(); ++r) {
-    for (const auto& [key, ends] : by_rank[r]) holders[key].push_back(r);
-  }
-  std::vector<MatchedCollective> out;
-  for (const auto& [key, ranks] : holders) {
-    if (ranks.size() < 2) continue;
-    std::map<size_t, int> count_votes;
-    for (size_t r : ranks) ++count_votes[by_rank[r].at(key).size()];
-    size_t count = 0;
-    int votes = 0;
-    for (const auto& [c, v] : count_votes) {
-      if (v > votes) count = c, votes = v;
-    }
-    if (votes < 2) continue;
-    for (size_t k = 0; k < count; ++k) {
-      MatchedCollective collective;
-      collective.name = key.name;
-      collective.step = key.step;
-      for (size_t r : ranks) {
-        const std::vector<CollectiveInstance>& instances = by_rank[r].at(key);
-        if (instances.size() != count) continue;
-        const CollectiveInstance& instance = instances[k];
-        collective.members.push_back({r, instance.input, instance.slice, instance.start_ns, instance.end_ns});
-      }
-      out.push_back(std::move(collective));
-    }
-  }
-  return out;
 }
 
 // ---- the walk ----------------------------------------------------------------------------------
@@ -475,7 +426,7 @@ RankPathDigest DigestRankPaths(const Trace& trace, const ClockDigest& clock) {
   digest.epoch_ns = trace.epoch_ns();
   digest.span_begin_ns = trace.span_begin_ns();
   const CriticalPathFinder finder(trace);
-  NameTable names(digest.names);
+  DigestNames names(trace, digest.names);
   const Trace* one = &trace;
   const auto windows = NumberedStepWindows({one, 1}, std::nullopt, StepWindowing::kEveryStep);
   for (const StepWindow& w : windows.front()) {
