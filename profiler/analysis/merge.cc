@@ -201,10 +201,12 @@ MergeResult MergeTraces(std::vector<Trace> traces, AlignMethod align) {
   return MergeTraces(std::move(traces), std::move(alignment));
 }
 
-MergeResult MergeTraces(std::vector<Trace> traces, AlignmentReport given_alignment) {
+MergeResult MergeTraces(std::vector<Trace> traces, AlignmentReport given_alignment,
+                        std::optional<int64_t> epoch_at_most_ns) {
   MergeResult result;
   MergeReport& report = result.report;
   TraceBuilder builder;
+  if (epoch_at_most_ns) builder.SetEpochAtMost(*epoch_at_most_ns);
   builder.SetSource(trace::SourceFormat::kSynthetic, "merge of " + std::to_string(traces.size()) + " traces");
   report.alignment = std::move(given_alignment);
   const AlignmentReport& alignment = report.alignment;

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -92,8 +93,10 @@ void FindProcessTracksAfterBuild(const trace::Trace& merged, std::span<MergedInp
 MergeResult MergeTraces(std::vector<trace::Trace> traces, AlignMethod align = AlignMethod::kAuto);
 // The same with the clocks aligned as `alignment` says (one entry per trace in rank_of_input and
 // input_alignment): the viewer's overview aligns a whole job from its digests, then merges a
-// few of its ranks on those clocks.
-MergeResult MergeTraces(std::vector<trace::Trace> traces, AlignmentReport alignment);
+// few of its ranks on those clocks, its epoch at most the overview's (TraceBuilder::SetEpochAtMost)
+// so that both count time from the same instant.
+MergeResult MergeTraces(std::vector<trace::Trace> traces, AlignmentReport alignment,
+                        std::optional<int64_t> epoch_at_most_ns = std::nullopt);
 
 // One trace for analyses: the trace itself when there is one, else the merge of all.
 // The single-trace reports (ops, streams, ...) keep the barrier alignment they always had.

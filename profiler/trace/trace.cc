@@ -627,6 +627,7 @@ Trace TraceBuilder::Build() && {
   for (const CounterSeries& c : trace_.counters_) {
     for (int64_t ts : c.ts_ns) epoch = std::min(epoch, ts);
   }
+  epoch = std::min(epoch, epoch_at_most_ns_);
   if (epoch == std::numeric_limits<int64_t>::max()) epoch = 0;
   trace_.epoch_ns_ = epoch;
   const bool tracks_limited = tracks.size() > Slice::kMaxTrack;

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -398,6 +399,10 @@ class TraceBuilder {
     trace_.slice_args_.reserve(slice_args);
   }
   size_t slice_count() const { return slices_.size(); }
+  // The epoch Build() chooses is at most `absolute_ns`: a trace that shares another's time axis
+  // (ranks of a job opened in full from its overview) then counts its relative times from the
+  // same instant, so both read the same times.
+  void SetEpochAtMost(int64_t absolute_ns) { epoch_at_most_ns_ = absolute_ns; }
   std::vector<Track>& tracks() { return trace_.tracks_; }
   // Adds a slice with absolute times; returns its index (valid for AddFlow until Build).
   uint32_t AddSlice(const SliceRecord& slice, NodeRef ref = {});
@@ -495,6 +500,7 @@ class TraceBuilder {
   // Packed, starts relative to base_ns_ until Build rebases them on the epoch.
   MappedArray<Slice> slices_;
   int64_t base_ns_ = 0;
+  int64_t epoch_at_most_ns_ = std::numeric_limits<int64_t>::max();
   bool has_base_ = false;
   // What Pack clamped.
   int64_t starts_clamped_ = 0, durations_clamped_ = 0, negative_durations_ = 0, depths_clamped_ = 0;

@@ -213,10 +213,14 @@ class OverviewTest : public QObject {
     QCOMPARE(opened.size(), expected.size());
     QVERIFY(opened == expected);
     QCOMPARE((*details)->rank_merge()->inputs.front().offset_ns, merge.inputs[m].offset_ns);
+    // On the overview's epoch, so that the ruler reads the same times in both tabs.
+    QCOMPARE((*details)->trace().epoch_ns(), overview_->trace().epoch_ns());
+    QVERIFY((*details)->trace().span_begin_ns() > 0);  // the rank starts after the job's first instant
     // Two ranks merged on the overview's clocks.
     auto two = OpenOverviewRanks(*overview_, {0, static_cast<size_t>(input)});
     QVERIFY2(two.ok(), two.status().message().c_str());
     QCOMPARE((*two)->rank_merge()->inputs.size(), size_t{2});
+    QCOMPARE((*two)->trace().epoch_ns(), overview_->trace().epoch_ns());
     QCOMPARE((*two)->trace().slices().size(),
              SlicesUnder(merged_->trace(), merge.inputs[m].process_track, all).size() +
                  SlicesUnder(merged_->trace(), merge.inputs[MergedInputOf(merge, overview.ranks[0].source)].process_track, all).size());

@@ -410,7 +410,9 @@ StatusOr<std::shared_ptr<const TraceDocument>> OpenOverviewRanks(const TraceDocu
     traces.push_back(std::move(trace));
     ranks_text += (ranks_text.empty() ? "" : ", ") + rank.process;
   }
-  analysis::MergeResult merged = analysis::MergeTraces(std::move(traces), std::move(alignment));
+  // On the overview's epoch: the ruler reads the same times in both tabs.
+  analysis::MergeResult merged =
+      analysis::MergeTraces(std::move(traces), std::move(alignment), document.trace().epoch_ns());
   auto ranks = std::make_shared<RankMerge>();
   ranks->alignment = merged.report.alignment;
   ranks->inputs = std::move(merged.report.inputs);
