@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "base/check.h"
+#include "base/run_parts.h"
 #include "profiler/analysis/breakdowns.h"
 #include "profiler/analysis/merge.h"
 #include "profiler/analysis/statistics.h"
@@ -38,6 +39,7 @@ constexpr double kMinDriftSpanNs = 50e6;     // 50 ms between the first and last
 constexpr double kPlausibleDriftPpm = 1000;
 constexpr double kStrongDrift = 10;
 constexpr int kMaxRounds = 200;
+constexpr size_t kRanksPerPart = 32;  // a thread of its own for each this many ranks refitted a round
 // The rounds stop when no rank's correction relative to the reference moves by this much. Fitted
 // to medians, the last approach is slow (a median moves in small steps as the ends cross it: at
 // 1,024 generated ranks the moves shrink by about 1% a round from a few ns), and a ns is a
@@ -608,21 +610,31 @@ bool SolveCollectives(std::span<const ClockDigest> inputs, AlignmentReport& repo
   // clock by about 3 residuals) would otherwise come and go as the consensus it is fitted to moves
   // by a little with it, and the rounds would never settle.
   // (The first pass's choices are not kept: they were made against the ranks fitted before.)
-  std::vector<bool> drifting(n, false);
+  // Each round's refits and the residuals are independent per rank (they read the consensus, each
+  // writes its own rank's entries): split over the cores, rank r in part r % parts, with the same
+  // results on any number of them.
+  const uint32_t parts = n >= kRanksPerPart ? std::min<uint32_t>(PartsPerCore(8), static_cast<uint32_t>(n / kRanksPerPart)) : 1;
+  auto for_each_rank = [&](const auto& fit_rank) {
+    RunParts(parts, [&](uint32_t part) {
+      std::vector<double> part_x, part_d;
+      for (size_t r = part; r < n; r += parts) fit_rank(r, part_x, part_d);
+    });
+  };
+  std::vector<char> drifting(n, 0);  // not vector<bool>: parts write neighbouring ranks at once
   std::vector<Fit> refitted(n);
   for (int round = 0; round < kMaxRounds; ++round) {
     report.solve_rounds = round + 1;
     ends.Refresh();
     ends.Consensus();
-    for (size_t r = 0; r < n; ++r) {
-      x.clear(), d.clear();
+    for_each_rank([&](size_t r, std::vector<double>& rx, std::vector<double>& rd) {
+      rx.clear(), rd.clear();
       for (const auto& [m, k] : mine[r]) {
-        x.push_back(static_cast<double>(matches[m].members[k].second - anchor[r]));
-        d.push_back(ends.consensus(m) - ends.Own(m, k));
+        rx.push_back(static_cast<double>(matches[m].members[k].second - anchor[r]));
+        rd.push_back(ends.consensus(m) - ends.Own(m, k));
       }
-      refitted[r] = RobustFit(x, d, true, drifting[r]);
-      drifting[r] = drifting[r] || refitted[r].drift_fitted;
-    }
+      refitted[r] = RobustFit(rx, rd, true, drifting[r] != 0);
+      drifting[r] = drifting[r] != 0 || refitted[r].drift_fitted;
+    });
     HoldReference(anchor, refitted);
     double moved = 0;
     for (size_t r = 1; r < n; ++r) {
@@ -634,17 +646,17 @@ bool SolveCollectives(std::span<const ClockDigest> inputs, AlignmentReport& repo
   }
   ends.Refresh();
   ends.SortMembers();
-  for (size_t r = 0; r < n; ++r) {
+  for_each_rank([&](size_t r, std::vector<double>& rx, std::vector<double>& rd) {
     // Each rank's residual, the reference's too, against the others once corrected.
-    x.clear(), d.clear();
+    rx.clear(), rd.clear();
     for (const auto& [m, k] : mine[r]) {
       double others = 0;
       if (!ends.OthersForResidual(m, k, others)) continue;
       const double at = static_cast<double>(matches[m].members[k].second - anchor[r]);
-      x.push_back(at);
-      d.push_back(others - ends.Own(m, k) - fits[r].offset - fits[r].drift * at);
+      rx.push_back(at);
+      rd.push_back(others - ends.Own(m, k) - fits[r].offset - fits[r].drift * at);
     }
-    const Fit rest = RobustFit(x, d, false);
+    const Fit rest = RobustFit(rx, rd, false);
     RankClock& clock = report.ranks[r];
     clock.offset_ns = std::llround(fits[r].offset);
     clock.drift_ppm = fits[r].drift * 1e6;
@@ -653,7 +665,7 @@ bool SolveCollectives(std::span<const ClockDigest> inputs, AlignmentReport& repo
     clock.outliers = rest.outliers;
     // The distance to the others after correction, the mean left over included.
     clock.residual_ns = std::llround(std::sqrt(rest.rms * rest.rms + rest.offset * rest.offset));
-  }
+  });
   for (size_t i = 0; i < inputs.size(); ++i) {
     report.input_alignment[i] = report.rank_of_input[i] == 0 ? "reference" : "collectives";
   }
