@@ -83,6 +83,32 @@ const DistributedCommand kDistributedCommands[] = {
            },
            {}, args, out, err);
      }},
+    {"steps",
+     [](const trace::Trace& trace, size_t input, size_t, const ParsedArgs&) {
+       analysis::InputDigest digest;
+       digest.input = input;
+       digest.steps = analysis::StepsOfInput(trace);
+       return digest;
+     },
+     [](const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, std::ostream& out, std::ostream& err) {
+       return AnalyseAndPrint(
+           [&](const LoadedInputs&, const ParsedArgs&, CommandOutput& output) {
+             return StepsFromDigests(args, inputs, output);
+           },
+           {}, args, out, err);
+     }},
+    {"gpu",
+     [](const trace::Trace& trace, size_t input, size_t, const ParsedArgs& args) {
+       // Where the input's first step falls among all the inputs' is not known here.
+       return GpuDigestOfInput(trace, input, args, std::nullopt);
+     },
+     [](const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, std::ostream& out, std::ostream& err) {
+       return AnalyseAndPrint(
+           [&](const LoadedInputs&, const ParsedArgs&, CommandOutput& output) {
+             return GpuFromDigests(args, inputs, /*scoped=*/false, output);
+           },
+           {}, args, out, err);
+     }},
 };
 
 const DistributedCommand* FindDistributed(const std::string& command) {
