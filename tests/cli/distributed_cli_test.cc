@@ -386,6 +386,13 @@ TEST(DistributedCliTest, StepAndGpuDigestsSurviveTheirBytes) {
   EXPECT_EQ((*back)[0].gpu.rows[0].streams.size(), digest.gpu.rows[0].streams.size());
   EXPECT_EQ((*back)[0].gpu.rows[0].time.busy_ns, digest.gpu.rows[0].time.busy_ns);
   EXPECT_FALSE(analysis::ParseDigests(bytes.substr(0, bytes.size() - 1), "test").ok());
+  // Small beside the 48 KB trace: per step its totals by op type, node and kernel (2,630 bytes
+  // for its 3 steps), per device and stream a row (155 bytes).
+  std::vector<analysis::InputDigest> steps_only = {digest}, gpu_only = {digest};
+  steps_only[0].gpu = {};
+  gpu_only[0].steps = {};
+  EXPECT_LT(analysis::SerializeDigests(steps_only).size(), 4096u);
+  EXPECT_LT(analysis::SerializeDigests(gpu_only).size(), 512u);
 }
 
 #if defined(STEPSCOPE_MPIEXEC)
