@@ -182,7 +182,8 @@ std::optional<DistributedPlan> PlanDistributed(const std::vector<std::string>& a
   }
   auto inputs = trace::ResolveTracePaths(parsed->positional);
   if (!inputs.ok()) {
-    code = FailWith(spec->name, inputs.status(), err);
+    // As one process: a bad flag it checks first, else this error (it reads nothing either way).
+    code = RunCli(args, out, err);
     return std::nullopt;
   }
   DistributedPlan plan{.command = spec->name, .args = std::move(*parsed), .inputs = std::move(*inputs), .shares = {}};

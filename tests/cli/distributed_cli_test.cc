@@ -362,6 +362,13 @@ TEST(DistributedCliTest, StepsAndGpuFailOnAnUnreadableInputAsInOneProcess) {
   ExpectSameAsOneProcess({"steps", dir.string(), "--json"});
   ExpectSameAsOneProcess({"gpu", dir.string()});
   ExpectSameAsOneProcess({"gpu", dir.string(), "--json", "--step", "1"});
+  // Inputs that cannot be listed (a directory without traces) and a bad flag: the flag's error,
+  // as one process checks it first.
+  const auto empty = testing::ScratchDir("distributed_no_traces");
+  ExpectSameAsOneProcess({"steps", empty.string(), "--top", "0"});
+  ExpectSameAsOneProcess({"gpu", empty.string(), "--steps", "3-1"});
+  ExpectSameAsOneProcess({"critical-path", empty.string(), "--align", "near"});
+  ExpectSameAsOneProcess({"gpu", empty.string()});
 }
 
 TEST(DistributedCliTest, StepAndGpuDigestsSurviveTheirBytes) {
