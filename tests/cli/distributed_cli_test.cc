@@ -6,6 +6,7 @@
 // `mpirun -np 2` and `-np 4`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sys/wait.h>
@@ -19,6 +20,8 @@
 #include "base/file_io.h"
 #include "profiler/analysis/distributed_digest.h"
 #include "profiler/cli/cli.h"
+#include "profiler/cli/command.h"
+#include "profiler/cli/commands/commands.h"
 #include "profiler/cli/distributed.h"
 #include "profiler/cli/distributed_gather.h"
 #include "profiler/formats/inputs.h"
@@ -325,9 +328,11 @@ TEST(DistributedCliTest, GpuOverProcessesPrintsWhatOneProcessPrints) {
   ExpectSameAsOneProcess({"gpu", testing::DataPath("analysis/gloo_ranks"), "--json", "--steps", "3-5"});
   // Real GPU traces: kernels on several streams; a trace without a step number counts as its
   // place among the inputs' steps, which process 0 numbers (--step 1: AlexNet, the second input;
-  // --step 3: the two H100 step traces; --rank 3: the last, its rank unknown, by its place).
+  // --step 2: the PTB step; --step 3: the two H100 step traces); the PTB step records no rank
+  // either, and --rank 2 keeps it by its place.
   const std::vector<std::string> gpu_traces = {testing::SamplePath("h100_resnet50_b32_step3.pb.gz"),
                                                testing::DataPath("pytorch_kineto_alexnet_train.json.gz"),
+                                               testing::DataPath("ptb_lstm_tf1_gpu_step.pbtxt"),
                                                testing::SamplePath("h100_lstm_small_step3.pb.gz"),
                                                testing::DataPath("efficiency/h100_mm_step.json")};
   const Outcome kernels = OneProcess([&] {
@@ -338,8 +343,9 @@ TEST(DistributedCliTest, GpuOverProcessesPrintsWhatOneProcessPrints) {
   ASSERT_EQ(kernels.code, 0) << kernels.err;
   EXPECT_NE(kernels.out.find("stream"), std::string::npos) << kernels.out;
   for (const std::vector<std::string>& flags :
-       {std::vector<std::string>{}, {"--json"}, {"--step", "1"}, {"--step", "3"}, {"--steps", "0-1", "--json"},
-        {"--rank", "0"}, {"--rank", "3", "--step", "7"}, {"--rank", "1"}}) {
+       {std::vector<std::string>{}, {"--json"}, {"--step", "1"}, {"--step", "2"}, {"--step", "3"},
+        {"--steps", "0-2", "--json"}, {"--rank", "0"}, {"--rank", "2"}, {"--rank", "2-3", "--step", "0"},
+        {"--rank", "3", "--step", "7"}, {"--rank", "1"}}) {
     std::vector<std::string> args = {"gpu"};
     args.insert(args.end(), gpu_traces.begin(), gpu_traces.end());
     args.insert(args.end(), flags.begin(), flags.end());
@@ -400,6 +406,31 @@ TEST(DistributedCliTest, StepAndGpuDigestsSurviveTheirBytes) {
   gpu_only[0].steps = {};
   EXPECT_LT(analysis::SerializeDigests(steps_only).size(), 4096u);
   EXPECT_LT(analysis::SerializeDigests(gpu_only).size(), 512u);
+}
+
+TEST(DistributedCliTest, GpuOnTracesAlreadyScopedByRankKeepsEachOfThem) {
+  // `report` runs gpu on the traces --rank kept: the PTB step (TensorFlow) records no rank, so
+  // --rank 2 keeps it by its place among all three inputs, not by its place (0) among those kept.
+  const std::vector<std::string> inputs = {testing::SamplePath("h100_resnet50_b32_step3.pb.gz"),
+                                           testing::DataPath("efficiency/h100_mm_step.json"),
+                                           testing::DataPath("ptb_lstm_tf1_gpu_step.pbtxt")};
+  std::vector<std::string> args = {"gpu"};
+  args.insert(args.end(), inputs.begin(), inputs.end());
+  args.insert(args.end(), {"--rank", "2"});
+  const Outcome one = OneProcess(args);
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("\n  GPU:0 "), std::string::npos) << one.out;
+  auto kept = trace::ReadTraces({inputs[2]});
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  const auto commands = AllCommands();
+  const auto gpu = std::find_if(commands.begin(), commands.end(), [](const CommandSpec& c) { return c.name == "gpu"; });
+  ASSERT_NE(gpu, commands.end());
+  auto parsed = ParseFlags({inputs[2], "--rank", "2"}, gpu->all_flags());
+  ASSERT_TRUE(parsed.ok());
+  std::ostringstream text, err;
+  CommandOutput output{.text = text, .err = err};
+  ASSERT_TRUE(gpu->analyse({.traces = *kept}, *parsed, output).ok()) << err.str();
+  EXPECT_EQ(text.str(), one.out);
 }
 
 #if defined(STEPSCOPE_MPIEXEC)

@@ -155,10 +155,14 @@ Status RunGpuOneByOne(const ParsedArgs& args, std::ostream& out, std::ostream& e
 // On traces already read (--rank's): `report` and the Python module.
 Status AnalyseGpu(const LoadedInputs& loaded, const ParsedArgs& args, CommandOutput& out) {
   RETURN_IF_ERROR(CheckGpuFlags(args));
+  // The traces are --rank's already: each is digested whole (a rank unknown is not numbered by
+  // its place among these).
+  ParsedArgs every_rank = args;
+  every_rank.values.erase("rank");
   std::vector<analysis::InputDigest> inputs;
   int64_t numbered_from = 0;
   for (const Trace& trace : loaded.traces) {
-    inputs.push_back(GpuDigestOfInput(trace, inputs.size(), args, numbered_from));
+    inputs.push_back(GpuDigestOfInput(trace, inputs.size(), every_rank, numbered_from));
     numbered_from += static_cast<int64_t>(inputs.back().gpu.steps.size());
   }
   return GpuFromDigests(args, inputs, /*scoped=*/true, out);
