@@ -22,6 +22,7 @@
 #include "profiler/cli/cli.h"
 #include "profiler/cli/command.h"
 #include "profiler/cli/commands/commands.h"
+#include "profiler/cli/commands/rank_digests.h"
 #include "profiler/cli/distributed.h"
 #include "profiler/cli/distributed_gather.h"
 #include "profiler/formats/inputs.h"
@@ -431,6 +432,26 @@ TEST(DistributedCliTest, GpuOnTracesAlreadyScopedByRankKeepsEachOfThem) {
   CommandOutput output{.text = text, .err = err};
   ASSERT_TRUE(gpu->analyse({.traces = *kept}, *parsed, output).ok()) << err.str();
   EXPECT_EQ(text.str(), one.out);
+}
+
+TEST(DistributedCliTest, GpuRefusesSpreadAStepNumberedOnlyByItsPlaceBesideNumberedOnes) {
+  // A trace whose first step records no number and whose second is step 5: with --step 5, where
+  // it was read apart its first step's number (its place among every input's steps) was not known,
+  // so its digest took both windows; process 0 numbers the first 0 and refuses, naming the file.
+  analysis::InputDigest mixed;
+  mixed.gpu = {.source = "mixed.json", .rank = 0, .steps = {-1, 5}, .numbered_from = -1, .rows = {}};
+  ParsedArgs args;
+  args.positional = {"mixed.json"};
+  args.values["step"] = "5";
+  std::ostringstream text, err;
+  CommandOutput output{.text = text, .err = err};
+  const Status refused = GpuFromDigests(args, {&mixed, 1}, /*scoped=*/false, output);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidInput);
+  EXPECT_NE(refused.message().find("mixed.json: some of its steps record no number"), std::string::npos)
+      << refused.message();
+  // Numbered where it was read (one process): its second window alone, as selected.
+  mixed.gpu.numbered_from = 0;
+  EXPECT_TRUE(GpuFromDigests(args, {&mixed, 1}, /*scoped=*/false, output).ok());
 }
 
 #if defined(STEPSCOPE_MPIEXEC)
