@@ -232,6 +232,43 @@ void Describe(Io& io, D& r) {
   io(r.head), io(r.lead), io(r.windows), io(r.steps);
 }
 
+template <class Io, DigestOf<StepOpTotal> D>
+void Describe(Io& io, D& t) {
+  io(t.name), io(t.op_type), io(t.where), io(t.total_ns), io(t.count);
+}
+
+template <class Io, DigestOf<Step> D>
+void Describe(Io& io, D& s) {
+  io(s.source), io(s.step), io(s.marker), io(s.run), io(s.begin_ns), io(s.end_ns), io(s.duration_ns);
+  io(s.op_types), io(s.nodes), io(s.kernels);
+}
+
+template <class Io, DigestOf<TraceSteps> D>
+void Describe(Io& io, D& t) {
+  io(t.source), io(t.waits_for_ranks), io(t.step), io(t.rank), io(t.steps);
+}
+
+template <class Io, DigestOf<GpuTime> D>
+void Describe(Io& io, D& t) {
+  io(t.span_ns), io(t.busy_ns), io(t.idle_ns), io(t.compute_ns), io(t.communication_ns), io(t.memory_ns);
+  io(t.compute_communication_overlap_ns), io(t.slices);
+}
+
+template <class Io, DigestOf<GpuStreamTime> D>
+void Describe(Io& io, D& s) {
+  io(s.stream), io(s.time);
+}
+
+template <class Io, DigestOf<GpuBreakdown> D>
+void Describe(Io& io, D& row) {
+  io(row.rank), io(row.device), io(row.time), io(row.streams);
+}
+
+template <class Io, DigestOf<GpuDigest> D>
+void Describe(Io& io, D& d) {
+  io(d.source), io(d.rank), io(d.steps), io(d.numbered_from), io(d.rows);
+}
+
 // Every index a step's pieces hold names one of its pieces or names (the walk follows them unchecked).
 bool PiecesLinked(const RankPathDigest& paths) {
   for (const RankStepDigest& step : paths.steps) {
@@ -277,6 +314,7 @@ std::string SerializeDigests(std::span<const InputDigest> digests) {
     w(static_cast<uint64_t>(d.read.code()));
     w(d.read.message());
     w(d.clock), w(d.stragglers), w(d.rank_paths), w(d.report);
+    w(d.steps), w(d.gpu);
   }
   return std::move(w.bytes());
 }
@@ -292,6 +330,7 @@ StatusOr<std::vector<InputDigest>> ParseDigests(std::string_view bytes, const st
     r(code), r(message);
     if (static_cast<StatusCode>(code) != StatusCode::kOk) d.read = Status(static_cast<StatusCode>(code), std::move(message));
     r(d.clock), r(d.stragglers), r(d.rank_paths), r(d.report);
+    r(d.steps), r(d.gpu);
     if (!r.ok()) break;
   }
   if (!r.ok() || !r.done()) return InvalidInput(from + ": digests cut short or malformed");

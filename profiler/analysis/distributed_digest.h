@@ -20,7 +20,9 @@
 
 #include "base/status.h"
 #include "profiler/analysis/clock_align.h"
+#include "profiler/analysis/gpu_analyses.h"
 #include "profiler/analysis/rank_critical_path.h"
+#include "profiler/analysis/steps.h"
 #include "profiler/analysis/stragglers.h"
 
 namespace stepscope::analysis {
@@ -44,6 +46,19 @@ struct RenderedReport {
   bool operator==(const RenderedReport& other) const = default;
 };
 
+// `gpu`'s digest of one input: its rank, the number each of its steps records (-1: none), and
+// its rows (GpuBreakdownOfInput) in the windows it took: with --step, those whose number is in
+// the range, its unnumbered steps numbered from `numbered_from` (its first step's place among
+// all the inputs' steps; -1 where that was not known: every unnumbered step taken). Process 0
+// numbers the steps over every input and checks the windows taken were those it selects.
+struct GpuDigest {
+  std::string source;
+  int32_t rank = -1;
+  std::vector<int64_t> steps;
+  int64_t numbered_from = -1;
+  std::vector<GpuBreakdown> rows;
+};
+
 // The digests a command combines from; DigestInput takes only those asked for.
 struct DigestKinds {
   bool clock = false;
@@ -58,6 +73,8 @@ struct InputDigest {
   StragglerDigest stragglers;
   RankPathDigest rank_paths;
   RenderedReport report;  // filled by the command (profiler/cli)
+  TraceSteps steps;       // `steps`: StepsOfInput
+  GpuDigest gpu;          // `gpu`: filled by the command (profiler/cli)
 };
 
 // The digests of one input of an analysis: what `align` and `stragglers` need of it (clock and

@@ -96,40 +96,55 @@ std::string WorkKind(SliceKind kind) { return std::string(trace::SliceKindName(k
 
 // ---- gpu -------------------------------------------------------------------------------------
 
-std::vector<GpuBreakdown> ComputeGpuBreakdown(const std::vector<GpuInput>& inputs) {
+std::vector<GpuBreakdown> GpuBreakdownOfInput(const GpuInput& input) {
+  const Trace& trace = *input.trace;
+  const int32_t rank = trace.step_info().rank;
+  std::map<uint32_t, std::vector<const std::vector<uint32_t>*>> by_device;  // its streams' slices
+  std::vector<uint32_t> device_order;
+  const std::vector<StreamWork> work = CollectWork(input);
+  for (const StreamWork& w : work) {
+    auto [it, inserted] = by_device.try_emplace(w.device);
+    if (inserted) device_order.push_back(w.device);
+    it->second.push_back(&w.slices);
+  }
+  std::vector<GpuBreakdown> rows;
+  for (uint32_t device : device_order) {
+    GpuBreakdown row{rank, TrackName(trace, device), TimeOf(trace, by_device[device]), {}};
+    for (const StreamWork& w : work) {
+      if (w.device == device) row.streams.push_back({TrackName(trace, w.lane), TimeOf(trace, {&w.slices})});
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::vector<GpuBreakdown> CombineGpuBreakdowns(std::span<const std::vector<GpuBreakdown>> inputs) {
   // (rank, device name) -> row; streams by name within it, in first-seen (track) order.
   std::vector<GpuBreakdown> rows;
   std::map<std::pair<int32_t, std::string>, size_t> index;
-  for (const GpuInput& input : inputs) {
-    const Trace& trace = *input.trace;
-    const int32_t rank = trace.step_info().rank;
-    std::map<uint32_t, std::vector<const std::vector<uint32_t>*>> by_device;  // its streams' slices
-    std::vector<uint32_t> device_order;
-    const std::vector<StreamWork> work = CollectWork(input);
-    for (const StreamWork& w : work) {
-      auto [it, inserted] = by_device.try_emplace(w.device);
-      if (inserted) device_order.push_back(w.device);
-      it->second.push_back(&w.slices);
-    }
-    for (uint32_t device : device_order) {
-      const std::string name = TrackName(trace, device);
-      auto [it, inserted] = index.try_emplace({rank, name}, rows.size());
-      if (inserted) rows.push_back({rank, name, {}, {}});
+  for (const std::vector<GpuBreakdown>& input : inputs) {
+    for (const GpuBreakdown& device : input) {
+      auto [it, inserted] = index.try_emplace({device.rank, device.device}, rows.size());
+      if (inserted) rows.push_back({device.rank, device.device, {}, {}});
       GpuBreakdown& row = rows[it->second];
-      Add(row.time, TimeOf(trace, by_device[device]));
-      for (const StreamWork& w : work) {
-        if (w.device != device) continue;
-        const std::string stream = TrackName(trace, w.lane);
+      Add(row.time, device.time);
+      for (const GpuStreamTime& stream : device.streams) {
         auto s = std::find_if(row.streams.begin(), row.streams.end(),
-                              [&](const GpuStreamTime& x) { return x.stream == stream; });
-        if (s == row.streams.end()) s = row.streams.insert(row.streams.end(), {stream, {}});
-        Add(s->time, TimeOf(trace, {&w.slices}));
+                              [&](const GpuStreamTime& x) { return x.stream == stream.stream; });
+        if (s == row.streams.end()) s = row.streams.insert(row.streams.end(), {stream.stream, {}});
+        Add(s->time, stream.time);
       }
     }
   }
   std::stable_sort(rows.begin(), rows.end(),
                    [](const GpuBreakdown& a, const GpuBreakdown& b) { return a.rank < b.rank; });
   return rows;
+}
+
+std::vector<GpuBreakdown> ComputeGpuBreakdown(const std::vector<GpuInput>& inputs) {
+  std::vector<std::vector<GpuBreakdown>> each;
+  for (const GpuInput& input : inputs) each.push_back(GpuBreakdownOfInput(input));
+  return CombineGpuBreakdowns(each);
 }
 
 std::vector<GpuBreakdown> ComputeGpuBreakdown(const Trace& trace) { return ComputeGpuBreakdown({GpuInput{&trace, {}}}); }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +60,11 @@ struct GpuBreakdown {
 // one run) add up: each figure is the sum over the inputs.
 std::vector<GpuBreakdown> ComputeGpuBreakdown(const std::vector<GpuInput>& inputs);
 std::vector<GpuBreakdown> ComputeGpuBreakdown(const trace::Trace& trace);
+// The same in two halves, where the inputs are read apart (`mpirun -np N stepscope gpu`): one
+// input's rows (its devices in track order), then the rows of every input, in input order, added
+// up per (rank, device) and stream. The figures are integers: the sums are exact in any split.
+std::vector<GpuBreakdown> GpuBreakdownOfInput(const GpuInput& input);
+std::vector<GpuBreakdown> CombineGpuBreakdowns(std::span<const std::vector<GpuBreakdown>> inputs);
 
 // ---- idle: why each stream sat idle ------------------------------------------------------------
 // Each gap (> 0) between consecutive pieces of GPU work on a stream is classified by the launch

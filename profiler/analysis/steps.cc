@@ -240,11 +240,18 @@ bool StepCollector::WaitsForRanks(const Trace& trace) {
   return info.step >= 0 && info.rank >= 0 && info.world_size > 1 && !trace.slices().empty();
 }
 
+TraceSteps StepsOfInput(const Trace& trace) {
+  return {.source = trace.source_path(), .waits_for_ranks = StepCollector::WaitsForRanks(trace),
+          .step = trace.step_info().step, .rank = trace.step_info().rank, .steps = StepsOfTrace(trace)};
+}
+
 Status StepCollector::Add(Trace&& trace) {
   ++traces_;
   if (WaitsForRanks(trace)) {
     const int64_t step = trace.step_info().step;
-    by_step_[step].push_back(std::move(trace));
+    TraceSteps digest{.source = trace.source_path(), .waits_for_ranks = true, .step = step,
+                      .rank = trace.step_info().rank, .steps = {}};
+    by_step_[step].push_back({std::move(trace), std::move(digest)});
     return Status::Ok();
   }
   return AddSteps(StepsOfTrace(trace), trace.source_path());
@@ -256,20 +263,42 @@ Status StepCollector::Add(const Trace& trace) {
   return AddSteps(StepsOfTrace(trace), trace.source_path());
 }
 
+Status StepCollector::Add(TraceSteps digest) {
+  ++traces_;
+  if (digest.waits_for_ranks) {
+    const int64_t step = digest.step;
+    by_step_[step].push_back({std::nullopt, std::move(digest)});
+    return Status::Ok();
+  }
+  const std::string source = digest.source;
+  return AddSteps(std::move(digest.steps), source);
+}
+
 StatusOr<std::vector<Step>> StepCollector::Finish() && {
   if (traces_ == 0) return InvalidInput("no traces given");
-  for (auto& [number, traces] : by_step_) {
+  for (auto& [number, waiting] : by_step_) {
     std::vector<int32_t> ranks;
-    for (const Trace& t : traces) ranks.push_back(t.step_info().rank);
+    for (const Waiting& w : waiting) ranks.push_back(w.digest.rank);
     std::sort(ranks.begin(), ranks.end());
     const bool distinct_ranks = std::adjacent_find(ranks.begin(), ranks.end()) == ranks.end();
-    if (traces.size() == 1 || !distinct_ranks) {
+    if (waiting.size() == 1 || !distinct_ranks) {
       // One rank, or the same step of several runs: each file is a step of its own.
-      for (const Trace& t : traces) RETURN_IF_ERROR(AddSteps(StepsOfTrace(t), t.source_path()));
+      for (Waiting& w : waiting) {
+        RETURN_IF_ERROR(AddSteps(w.trace ? StepsOfTrace(*w.trace) : std::move(w.digest.steps), w.digest.source));
+      }
       continue;
     }
     std::string sources;
-    for (const Trace& t : traces) sources += (sources.empty() ? "" : ", ") + t.source_path();
+    std::vector<Trace> traces;
+    for (Waiting& w : waiting) {
+      sources += (sources.empty() ? "" : ", ") + w.digest.source;
+      if (!w.trace) {
+        return InvalidInput(w.digest.source + ": step " + std::to_string(number) + " of " +
+                            std::to_string(waiting.size()) + " ranks is merged from their traces, which " +
+                            "processes reading apart do not hold; run `steps` as one process");
+      }
+      traces.push_back(std::move(*w.trace));
+    }
     MergeResult merged = MergeTraces(std::move(traces));
     std::vector<Step> found = StepsOfTrace(merged.trace);
     for (Step& s : found) {

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +64,18 @@ struct Step {
 // `with_totals` only the windows and durations are found (no op statistics are computed).
 std::vector<Step> StepsOfTrace(const trace::Trace& trace, bool with_totals = true);
 
+// What the collector keeps of one trace where it was read (a process of `mpirun -np N stepscope
+// steps` sends it to process 0, analysis/distributed_digest.h): its steps with their totals, and
+// what decides whether it waits for its step's other ranks.
+struct TraceSteps {
+  std::string source;
+  bool waits_for_ranks = false;  // StepCollector::WaitsForRanks
+  int64_t step = -1;             // StepInfo.step and .rank
+  int32_t rank = -1;
+  std::vector<Step> steps;       // StepsOfTrace
+};
+TraceSteps StepsOfInput(const trace::Trace& trace);
+
 // Every step of the traces given one at a time (profiler/formats/inputs.h's ForEachTrace: memory
 // holds about one trace at a time), sorted by step number then source. A step's traces from
 // several ranks of one run are merged into that step; a trace without a number gets its place
@@ -76,16 +89,25 @@ class StepCollector {
   static bool WaitsForRanks(const trace::Trace& trace);
   // The same for a trace the caller keeps, one that does not wait (kInternal for one that does).
   Status Add(const trace::Trace& trace);
+  // A trace as its TraceSteps, read elsewhere: it counts as the trace would, in the order added.
+  // One that waits for its step's other ranks and has some (the step is merged) fails Finish:
+  // merging needs the traces themselves.
+  Status Add(TraceSteps digest);
   // kInvalidInput when no trace was added.
   StatusOr<std::vector<Step>> Finish() &&;
 
  private:
   Status AddSteps(std::vector<Step> found, const std::string& source);
 
+  // A trace waiting for its step's other ranks: the trace, or only its digest.
+  struct Waiting {
+    std::optional<trace::Trace> trace;
+    TraceSteps digest;  // source, step and rank (and steps when there is no trace)
+  };
   size_t traces_ = 0;
   size_t order_ = 0;
   std::vector<Step> steps_;
-  std::map<int64_t, std::vector<trace::Trace>> by_step_;  // traces waiting for their step's other ranks
+  std::map<int64_t, std::vector<Waiting>> by_step_;  // traces waiting for their step's other ranks
 };
 
 // Step-to-step variance and outliers.

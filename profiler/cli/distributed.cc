@@ -83,6 +83,32 @@ const DistributedCommand kDistributedCommands[] = {
            },
            {}, args, out, err);
      }},
+    {"steps",
+     [](const trace::Trace& trace, size_t input, size_t, const ParsedArgs&) {
+       analysis::InputDigest digest;
+       digest.input = input;
+       digest.steps = analysis::StepsOfInput(trace);
+       return digest;
+     },
+     [](const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, std::ostream& out, std::ostream& err) {
+       return AnalyseAndPrint(
+           [&](const LoadedInputs&, const ParsedArgs&, CommandOutput& output) {
+             return StepsFromDigests(args, inputs, output);
+           },
+           {}, args, out, err);
+     }},
+    {"gpu",
+     [](const trace::Trace& trace, size_t input, size_t, const ParsedArgs& args) {
+       // Where the input's first step falls among all the inputs' is not known here.
+       return GpuDigestOfInput(trace, input, args, std::nullopt);
+     },
+     [](const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, std::ostream& out, std::ostream& err) {
+       return AnalyseAndPrint(
+           [&](const LoadedInputs&, const ParsedArgs&, CommandOutput& output) {
+             return GpuFromDigests(args, inputs, /*scoped=*/false, output);
+           },
+           {}, args, out, err);
+     }},
 };
 
 const DistributedCommand* FindDistributed(const std::string& command) {
@@ -156,7 +182,8 @@ std::optional<DistributedPlan> PlanDistributed(const std::vector<std::string>& a
   }
   auto inputs = trace::ResolveTracePaths(parsed->positional);
   if (!inputs.ok()) {
-    code = FailWith(spec->name, inputs.status(), err);
+    // As one process: a bad flag it checks first, else this error (it reads nothing either way).
+    code = RunCli(args, out, err);
     return std::nullopt;
   }
   DistributedPlan plan{.command = spec->name, .args = std::move(*parsed), .inputs = std::move(*inputs), .shares = {}};

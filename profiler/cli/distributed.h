@@ -1,4 +1,4 @@
-// `mpirun -np N stepscope align|stragglers|critical-path DIR`: one analysis of many ranks spread
+// `mpirun -np N stepscope align|stragglers|critical-path|steps|gpu DIR`: one analysis of many ranks spread
 // over MPI processes. Every process resolves the inputs and splits them the same way (by size,
 // balanced: the largest first, each to the process with the least bytes so far), reads its share
 // one trace at a time and digests each as the command asks (analysis/distributed_digest.h); the

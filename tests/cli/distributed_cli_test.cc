@@ -1,4 +1,4 @@
-// `align`, `stragglers` and `critical-path` spread over processes (profiler/cli/distributed.h)
+// `align`, `stragglers`, `critical-path`, `steps` and `gpu` spread over processes (profiler/cli/distributed.h)
 // print exactly what one process prints: 64 generated ranks (tests/analysis/kineto_generator.h, the last rank's
 // kernels slower) split over 1, 2 and 4 processes, text and --json, byte for byte; an unreadable
 // input fails the same way with the file named. The steps are run here one process after the
@@ -6,6 +6,7 @@
 // `mpirun -np 2` and `-np 4`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sys/wait.h>
@@ -19,6 +20,9 @@
 #include "base/file_io.h"
 #include "profiler/analysis/distributed_digest.h"
 #include "profiler/cli/cli.h"
+#include "profiler/cli/command.h"
+#include "profiler/cli/commands/commands.h"
+#include "profiler/cli/commands/rank_digests.h"
 #include "profiler/cli/distributed.h"
 #include "profiler/cli/distributed_gather.h"
 #include "profiler/formats/inputs.h"
@@ -275,6 +279,181 @@ TEST(DistributedCliTest, GatherRoundBytesComeFromTheEnvironmentOrTheDefault) {
   }
 }
 
+// ---- steps and gpu spread over processes ------------------------------------------------------
+
+TEST(DistributedCliTest, StepsOverProcessesPrintWhatOneProcessPrints) {
+  // 3 ProfilerStep windows on each of the 64 ranks: 192 steps; rank 63's kernels are slower.
+  const Outcome one = OneProcess({"steps", RanksDir()});
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("steps      192\n"), std::string::npos) << one.out;
+  ExpectSameAsOneProcess({"steps", RanksDir()});
+  ExpectSameAsOneProcess({"steps", RanksDir(), "--json"});
+  ExpectSameAsOneProcess({"steps", RanksDir(), "--top", "2"});
+  ExpectSameAsOneProcess({"steps", RanksDir(), "--top", "0"});  // a bad flag: the same error
+  // Real ranks of a gloo job, and real traces with GPU kernels and steps without a number (the
+  // input's place), given as files.
+  ExpectSameAsOneProcess({"steps", testing::DataPath("analysis/gloo_ranks"), "--json"});
+  ExpectSameAsOneProcess({"steps", testing::DataPath("pytorch_kineto_alexnet_train.json.gz"),
+                          testing::SamplePath("h100_resnet50_b32_step3.pb.gz"),
+                          testing::DataPath("analysis/kineto_small.json"),
+                          testing::SamplePath("h100_lstm_small_step3.pb.gz")});
+}
+
+TEST(DistributedCliTest, StepsOfRanksMergedPerStepAreRefusedSpreadNamingTheFile) {
+  // stepscope-train's per-rank step traces (tests/data/analysis/ranks): one process merges each
+  // step's ranks from their traces, which no process holds together when they are read apart.
+  const std::string dir = testing::DataPath("analysis/ranks");
+  const Outcome one = OneProcess({"steps", dir});
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("ranks merged"), std::string::npos) << one.out;
+  for (int processes : {1, 2}) {
+    const Outcome spread = Spread({"steps", dir}, processes);
+    EXPECT_EQ(spread.code, 2);
+    EXPECT_EQ(spread.out, "");
+    EXPECT_NE(spread.err.find("rank0.pbtxt: step "), std::string::npos) << spread.err;
+    EXPECT_NE(spread.err.find("run `steps` as one process"), std::string::npos) << spread.err;
+  }
+}
+
+TEST(DistributedCliTest, GpuOverProcessesPrintsWhatOneProcessPrints) {
+  const Outcome one = OneProcess({"gpu", RanksDir()});
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("rank 63 "), std::string::npos) << one.out;
+  ExpectSameAsOneProcess({"gpu", RanksDir()});
+  ExpectSameAsOneProcess({"gpu", RanksDir(), "--json"});
+  ExpectSameAsOneProcess({"gpu", RanksDir(), "--step", "2"});
+  ExpectSameAsOneProcess({"gpu", RanksDir(), "--steps", "1-2", "--rank", "3-9,63", "--json"});
+  ExpectSameAsOneProcess({"gpu", RanksDir(), "--rank", "99"});  // no such rank: the same error
+  ExpectSameAsOneProcess({"gpu", RanksDir(), "--step", "7"});   // no such step: the same error
+  ExpectSameAsOneProcess({"gpu", RanksDir(), "--steps", "3-1"});  // a bad flag: the same error
+  ExpectSameAsOneProcess({"gpu", testing::DataPath("analysis/gloo_ranks"), "--json", "--steps", "3-5"});
+  // Real GPU traces: kernels on several streams; a trace without a step number counts as its
+  // place among the inputs' steps, which process 0 numbers (--step 1: AlexNet, the second input;
+  // --step 2: the PTB step; --step 3: the two H100 step traces); the PTB step records no rank
+  // either, and --rank 2 keeps it by its place.
+  const std::vector<std::string> gpu_traces = {testing::SamplePath("h100_resnet50_b32_step3.pb.gz"),
+                                               testing::DataPath("pytorch_kineto_alexnet_train.json.gz"),
+                                               testing::DataPath("ptb_lstm_tf1_gpu_step.pbtxt"),
+                                               testing::SamplePath("h100_lstm_small_step3.pb.gz"),
+                                               testing::DataPath("efficiency/h100_mm_step.json")};
+  const Outcome kernels = OneProcess([&] {
+    std::vector<std::string> args = {"gpu"};
+    args.insert(args.end(), gpu_traces.begin(), gpu_traces.end());
+    return args;
+  }());
+  ASSERT_EQ(kernels.code, 0) << kernels.err;
+  EXPECT_NE(kernels.out.find("stream"), std::string::npos) << kernels.out;
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{}, {"--json"}, {"--step", "1"}, {"--step", "2"}, {"--step", "3"},
+        {"--steps", "0-2", "--json"}, {"--rank", "0"}, {"--rank", "2"}, {"--rank", "2-3", "--step", "0"},
+        {"--rank", "3", "--step", "7"}, {"--rank", "1"}}) {
+    std::vector<std::string> args = {"gpu"};
+    args.insert(args.end(), gpu_traces.begin(), gpu_traces.end());
+    args.insert(args.end(), flags.begin(), flags.end());
+    ExpectSameAsOneProcess(args);
+  }
+}
+
+TEST(DistributedCliTest, StepsAndGpuFailOnAnUnreadableInputAsInOneProcess) {
+  const auto dir = testing::ScratchDir("distributed_bad_steps");
+  for (int rank = 0; rank < 6; ++rank) {
+    std::filesystem::copy_file(std::filesystem::path(RanksDir()) / ("rank" + std::to_string(rank) + ".json"),
+                               dir / ("rank" + std::to_string(rank) + ".json"),
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  std::ofstream(dir / "rank4.json") << "{\"traceEvents\": [ {\"ph\": ";  // cut short
+  const Outcome one = OneProcess({"gpu", dir.string()});
+  EXPECT_EQ(one.code, 2);
+  EXPECT_NE(one.err.find("rank4.json"), std::string::npos) << one.err;
+  ExpectSameAsOneProcess({"steps", dir.string()});
+  ExpectSameAsOneProcess({"steps", dir.string(), "--json"});
+  ExpectSameAsOneProcess({"gpu", dir.string()});
+  ExpectSameAsOneProcess({"gpu", dir.string(), "--json", "--step", "1"});
+  // Inputs that cannot be listed (a directory without traces) and a bad flag: the flag's error,
+  // as one process checks it first.
+  const auto empty = testing::ScratchDir("distributed_no_traces");
+  ExpectSameAsOneProcess({"steps", empty.string(), "--top", "0"});
+  ExpectSameAsOneProcess({"gpu", empty.string(), "--steps", "3-1"});
+  ExpectSameAsOneProcess({"critical-path", empty.string(), "--align", "near"});
+  ExpectSameAsOneProcess({"gpu", empty.string()});
+}
+
+TEST(DistributedCliTest, StepAndGpuDigestsSurviveTheirBytes) {
+  auto traces = trace::ReadTraces({RanksDir() + "/rank5.json"});
+  ASSERT_TRUE(traces.ok()) << traces.status().message();
+  analysis::InputDigest digest;
+  digest.input = 5;
+  digest.steps = analysis::StepsOfInput(traces->front());
+  digest.gpu = {.source = "rank5.json", .rank = 5, .steps = {1, 2, 3}, .numbered_from = -1,
+                .rows = analysis::GpuBreakdownOfInput({&traces->front(), {}})};
+  ASSERT_EQ(digest.steps.steps.size(), 3u);
+  ASSERT_FALSE(digest.steps.steps[0].kernels.empty());
+  ASSERT_FALSE(digest.gpu.rows.empty());
+  const std::vector<analysis::InputDigest> sent = {digest};
+  const std::string bytes = analysis::SerializeDigests(sent);
+  auto back = analysis::ParseDigests(bytes, "test");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->size(), 1u);
+  // Written back as sent: every field crossed.
+  EXPECT_EQ(analysis::SerializeDigests(*back), bytes);
+  EXPECT_EQ((*back)[0].steps.steps[2].kernels.size(), digest.steps.steps[2].kernels.size());
+  EXPECT_EQ((*back)[0].gpu.rows[0].streams.size(), digest.gpu.rows[0].streams.size());
+  EXPECT_EQ((*back)[0].gpu.rows[0].time.busy_ns, digest.gpu.rows[0].time.busy_ns);
+  EXPECT_FALSE(analysis::ParseDigests(bytes.substr(0, bytes.size() - 1), "test").ok());
+  // Small beside the 48 KB trace: per step its totals by op type, node and kernel (2,630 bytes
+  // for its 3 steps), per device and stream a row (155 bytes).
+  std::vector<analysis::InputDigest> steps_only = {digest}, gpu_only = {digest};
+  steps_only[0].gpu = {};
+  gpu_only[0].steps = {};
+  EXPECT_LT(analysis::SerializeDigests(steps_only).size(), 4096u);
+  EXPECT_LT(analysis::SerializeDigests(gpu_only).size(), 512u);
+}
+
+TEST(DistributedCliTest, GpuOnTracesAlreadyScopedByRankKeepsEachOfThem) {
+  // `report` runs gpu on the traces --rank kept: the PTB step (TensorFlow) records no rank, so
+  // --rank 2 keeps it by its place among all three inputs, not by its place (0) among those kept.
+  const std::vector<std::string> inputs = {testing::SamplePath("h100_resnet50_b32_step3.pb.gz"),
+                                           testing::DataPath("efficiency/h100_mm_step.json"),
+                                           testing::DataPath("ptb_lstm_tf1_gpu_step.pbtxt")};
+  std::vector<std::string> args = {"gpu"};
+  args.insert(args.end(), inputs.begin(), inputs.end());
+  args.insert(args.end(), {"--rank", "2"});
+  const Outcome one = OneProcess(args);
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("\n  GPU:0 "), std::string::npos) << one.out;
+  auto kept = trace::ReadTraces({inputs[2]});
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  const auto commands = AllCommands();
+  const auto gpu = std::find_if(commands.begin(), commands.end(), [](const CommandSpec& c) { return c.name == "gpu"; });
+  ASSERT_NE(gpu, commands.end());
+  auto parsed = ParseFlags({inputs[2], "--rank", "2"}, gpu->all_flags());
+  ASSERT_TRUE(parsed.ok());
+  std::ostringstream text, err;
+  CommandOutput output{.text = text, .err = err};
+  ASSERT_TRUE(gpu->analyse({.traces = *kept}, *parsed, output).ok()) << err.str();
+  EXPECT_EQ(text.str(), one.out);
+}
+
+TEST(DistributedCliTest, GpuRefusesSpreadAStepNumberedOnlyByItsPlaceBesideNumberedOnes) {
+  // A trace whose first step records no number and whose second is step 5: with --step 5, where
+  // it was read apart its first step's number (its place among every input's steps) was not known,
+  // so its digest took both windows; process 0 numbers the first 0 and refuses, naming the file.
+  analysis::InputDigest mixed;
+  mixed.gpu = {.source = "mixed.json", .rank = 0, .steps = {-1, 5}, .numbered_from = -1, .rows = {}};
+  ParsedArgs args;
+  args.positional = {"mixed.json"};
+  args.values["step"] = "5";
+  std::ostringstream text, err;
+  CommandOutput output{.text = text, .err = err};
+  const Status refused = GpuFromDigests(args, {&mixed, 1}, /*scoped=*/false, output);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidInput);
+  EXPECT_NE(refused.message().find("mixed.json: some of its steps record no number"), std::string::npos)
+      << refused.message();
+  // Numbered where it was read (one process): its second window alone, as selected.
+  mixed.gpu.numbered_from = 0;
+  EXPECT_TRUE(GpuFromDigests(args, {&mixed, 1}, /*scoped=*/false, output).ok());
+}
+
 #if defined(STEPSCOPE_MPIEXEC)
 // The real thing: `mpirun -np N stepscope ...`, its stdout and exit code against one process's.
 Outcome Command(const std::string& command) {
@@ -329,6 +508,33 @@ TEST(DistributedMpiTest, MpirunGathersInSmallRoundsAsOneProcessPrints) {
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find(std::string(kGatherRoundBytesVariable) + "=0 is not a byte count"), std::string::npos)
       << bad.err;
+}
+
+// steps and gpu under `mpirun -np 2`, on the generated and the real gloo ranks and real GPU
+// traces, with --step and --rank, and an error printed once with one process's exit code.
+TEST(DistributedMpiTest, MpirunStepsAndGpuPrintWhatOneProcessPrints) {
+  const std::string gloo = testing::DataPath("analysis/gloo_ranks");
+  const std::string gpu_traces = testing::SamplePath("h100_resnet50_b32_step3.pb.gz") + " " +
+                                 testing::DataPath("pytorch_kineto_alexnet_train.json.gz") + " " +
+                                 testing::SamplePath("h100_lstm_small_step3.pb.gz");
+  for (const std::string& args :
+       {"steps " + RanksDir(), "steps --json " + RanksDir(), "steps --json " + gloo, "steps " + gpu_traces,
+        "gpu " + RanksDir(), "gpu --json --steps 1-2 --rank 3-9 " + RanksDir(), "gpu --json " + gloo,
+        "gpu " + gpu_traces, "gpu --json --step 1 " + gpu_traces}) {
+    const Outcome one = Command(std::string(STEPSCOPE_BINARY) + " " + args);
+    ASSERT_EQ(one.code, 0) << args << ": " << one.err;
+    const Outcome spread = Command(std::string(STEPSCOPE_MPIEXEC) + " --oversubscribe --allow-run-as-root -np 2 " +
+                                   STEPSCOPE_BINARY + " " + args);
+    EXPECT_EQ(spread.code, 0) << args << ": " << spread.err;
+    EXPECT_EQ(spread.out, one.out) << args;
+  }
+  const Outcome one = Command(std::string(STEPSCOPE_BINARY) + " gpu --step 7 " + RanksDir());
+  const Outcome spread = Command(std::string(STEPSCOPE_MPIEXEC) + " --oversubscribe --allow-run-as-root -np 2 " +
+                                 STEPSCOPE_BINARY + " gpu --step 7 " + RanksDir());
+  EXPECT_EQ(one.code, 2);
+  EXPECT_EQ(spread.code, 2);
+  EXPECT_TRUE(spread.err.starts_with(one.err)) << spread.err;  // then mpirun's own note on the exit code
+  EXPECT_EQ(spread.err.find(one.err, 1), std::string::npos) << spread.err;
 }
 #endif
 

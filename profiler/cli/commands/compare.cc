@@ -16,6 +16,7 @@
 #include "profiler/analysis/statistics.h"
 #include "profiler/analysis/steps.h"
 #include "profiler/cli/commands/commands.h"
+#include "profiler/cli/commands/rank_digests.h"
 #include "profiler/cli/commands/report.h"
 #include "profiler/cli/report_format.h"
 #include "profiler/formats/inputs.h"
@@ -151,14 +152,22 @@ Status AnalyseSteps(const LoadedInputs& inputs, const ParsedArgs& args, CommandO
   return StepsReport(top, std::move(steps), args, output);
 }
 
-// Reads the traces one at a time, each reduced to its steps before the next is read.
+// Reads the traces one at a time, each reduced to its steps (StepsOfInput: what a process of
+// `mpirun -np N stepscope steps` sends, combined by the same collector) before the next is read;
+// a rank's step trace that waits for its step's other ranks is kept whole, to be merged with them.
 Status RunSteps(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
   ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultCauses));
-  ASSIGN_OR_RETURN(std::vector<Step> steps, StepsOf(args.positional));
-  CommandOutput output{.text = out, .err = err};
-  const Status status = StepsReport(top, std::move(steps), args, output);
-  if (output.doc) EmitJson(out, *output.doc);
-  return status;
+  analysis::StepCollector collector;
+  RETURN_IF_ERROR(trace::ForEachTrace(args.positional, [&](Trace trace) {
+    if (analysis::StepCollector::WaitsForRanks(trace)) return collector.Add(std::move(trace));
+    return collector.Add(analysis::StepsOfInput(trace));
+  }));
+  ASSIGN_OR_RETURN(std::vector<Step> steps, std::move(collector).Finish());
+  return AnalyseAndPrint(
+      [&](const LoadedInputs&, const ParsedArgs&, CommandOutput& output) {
+        return StepsReport(top, std::move(steps), args, output);
+      },
+      {}, args, out, err);
 }
 
 // ---- diff over steps ---------------------------------------------------------------------------
@@ -489,6 +498,17 @@ Status AnalyseDiff(const LoadedInputs& inputs, const ParsedArgs& args, CommandOu
 }
 
 }  // namespace
+
+Status StepsFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, CommandOutput& out) {
+  ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultCauses));
+  analysis::StepCollector collector;
+  for (const analysis::InputDigest& input : inputs) {
+    RETURN_IF_ERROR(input.read);  // the first input that could not be read, as ForEachTrace stops
+    RETURN_IF_ERROR(collector.Add(input.steps));
+  }
+  ASSIGN_OR_RETURN(std::vector<Step> steps, std::move(collector).Finish());
+  return StepsReport(top, std::move(steps), args, out);
+}
 
 CommandSpec StepsCommand() {
   return {.name = "steps",

@@ -5,14 +5,19 @@
 // up; --step/--steps keep the GPU work that starts in those steps' windows (analysis/step_windows.h),
 // --rank the traces of those ranks.
 #include <algorithm>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "profiler/analysis/gpu_analyses.h"
 #include "profiler/analysis/step_windows.h"
+#include "profiler/analysis/steps.h"
 #include "profiler/cli/commands/commands.h"
+#include "profiler/cli/commands/rank_digests.h"
 #include "profiler/cli/commands/report.h"
 #include "profiler/cli/report_format.h"
 #include "profiler/cli/scope_flags.h"
+#include "profiler/formats/inputs.h"
 
 namespace stepscope::cli {
 namespace {
@@ -68,10 +73,27 @@ std::vector<FlagSpec> GpuFlags() {
   return flags;
 }
 
-Status RunGpu(const LoadedInputs& traces, const ParsedArgs& args, CommandOutput& output) {
+// The windows of an input's steps (`steps`: the number each records, -1: none) that `range`
+// selects, its unnumbered steps numbered from `numbered_from` (-1: not known: every unnumbered
+// step taken), by the rule of analysis/step_windows.h.
+std::vector<size_t> GpuStepWindowsTaken(const std::vector<int64_t>& steps, int64_t numbered_from,
+                                        const analysis::StepRange& range) {
+  std::vector<size_t> taken;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const int64_t number = steps[k] >= 0 ? steps[k] : numbered_from >= 0 ? numbered_from + static_cast<int64_t>(k) : -1;
+    if (number < 0 || (number >= range->first && number <= range->second)) taken.push_back(k);
+  }
+  return taken;
+}
+
+// The flags gpu checks before it reads anything.
+Status CheckGpuFlags(const ParsedArgs& args) {
+  RETURN_IF_ERROR(StepRange(args).status());
+  return RankSet(args).status();
+}
+
+Status PrintGpu(const std::vector<analysis::GpuBreakdown>& rows, const ParsedArgs& args, CommandOutput& output) {
   std::ostream& out = output.text;
-  ASSIGN_OR_RETURN(Loaded loaded, Load(traces, args));
-  const auto rows = analysis::ComputeGpuBreakdown(loaded.inputs);
   if (args.Has("json")) {
     Json gpus = Json::array();
     for (const auto& g : rows) {
@@ -108,6 +130,42 @@ Status RunGpu(const LoadedInputs& traces, const ParsedArgs& args, CommandOutput&
   }
   out << table.str();
   return Status::Ok();
+}
+
+// gpu read one trace at a time, each kept only as its digest (as spread over MPI processes).
+Status RunGpuOneByOne(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
+  RETURN_IF_ERROR(CheckGpuFlags(args));
+  ASSIGN_OR_RETURN(const auto ranks, RankSet(args));
+  ASSIGN_OR_RETURN(const std::vector<std::string> paths, trace::ResolveTracePaths(args.positional));
+  std::vector<analysis::InputDigest> inputs;
+  int64_t numbered_from = 0;  // the place of the next kept input's first step
+  RETURN_IF_ERROR(trace::ForEachTrace(paths, [&](Trace trace) {
+    inputs.push_back(GpuDigestOfInput(trace, inputs.size(), args, numbered_from));
+    const int32_t rank = trace.step_info().rank >= 0 ? trace.step_info().rank : static_cast<int32_t>(inputs.size() - 1);
+    if (!ranks || ranks->count(rank) > 0) numbered_from += static_cast<int64_t>(inputs.back().gpu.steps.size());
+    return Status::Ok();
+  }));
+  return AnalyseAndPrint(
+      [&](const LoadedInputs&, const ParsedArgs&, CommandOutput& output) {
+        return GpuFromDigests(args, inputs, /*scoped=*/false, output);
+      },
+      {}, args, out, err);
+}
+
+// On traces already read (--rank's): `report` and the Python module.
+Status AnalyseGpu(const LoadedInputs& loaded, const ParsedArgs& args, CommandOutput& out) {
+  RETURN_IF_ERROR(CheckGpuFlags(args));
+  // The traces are --rank's already: each is digested whole (a rank unknown is not numbered by
+  // its place among these).
+  ParsedArgs every_rank = args;
+  every_rank.values.erase("rank");
+  std::vector<analysis::InputDigest> inputs;
+  int64_t numbered_from = 0;
+  for (const Trace& trace : loaded.traces) {
+    inputs.push_back(GpuDigestOfInput(trace, inputs.size(), every_rank, numbered_from));
+    numbered_from += static_cast<int64_t>(inputs.back().gpu.steps.size());
+  }
+  return GpuFromDigests(args, inputs, /*scoped=*/true, out);
 }
 
 // ---- idle ------------------------------------------------------------------------------------
@@ -443,6 +501,78 @@ Json LaunchLinksJson(const analysis::LaunchLinks& links) {
   return {{"work", links.work}, {"linked", links.linked}, {"fraction", links.fraction()}};
 }
 
+analysis::InputDigest GpuDigestOfInput(const Trace& trace, size_t input, const ParsedArgs& args,
+                                       std::optional<int64_t> numbered_from) {
+  analysis::InputDigest digest;
+  digest.input = input;
+  digest.gpu.source = trace.source_path();
+  digest.gpu.rank = trace.step_info().rank;
+  const auto ranks = RankSet(args);
+  const int32_t rank = trace.step_info().rank >= 0 ? trace.step_info().rank : static_cast<int32_t>(input);
+  if (ranks.ok() && *ranks && (*ranks)->count(rank) == 0) return digest;
+  const auto range = StepRange(args);
+  if (!range.ok() || !*range) {
+    digest.gpu.rows = analysis::GpuBreakdownOfInput({&trace, {}});
+    return digest;
+  }
+  // Numbered and selected as NumberedStepWindows does (kEveryStep), where the place of the
+  // input's first step is known; else its unnumbered steps are taken, for process 0 to check.
+  const std::vector<analysis::Step> steps = analysis::StepsOfTrace(trace, /*with_totals=*/false);
+  for (const analysis::Step& step : steps) digest.gpu.steps.push_back(step.step);
+  digest.gpu.numbered_from = numbered_from.value_or(-1);
+  const std::vector<size_t> taken = GpuStepWindowsTaken(digest.gpu.steps, digest.gpu.numbered_from, *range);
+  if (taken.empty()) return digest;
+  analysis::GpuInput windows{&trace, {}};
+  for (size_t k : taken) windows.windows.emplace_back(steps[k].begin_ns, steps[k].end_ns);
+  digest.gpu.rows = analysis::GpuBreakdownOfInput(windows);
+  return digest;
+}
+
+Status GpuFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, bool scoped,
+                      CommandOutput& out) {
+  RETURN_IF_ERROR(CheckGpuFlags(args));
+  ASSIGN_OR_RETURN(const auto range, StepRange(args));
+  ASSIGN_OR_RETURN(const auto ranks, RankSet(args));
+  // As LoadScopedTraces: the first input that could not be read fails the run; --rank keeps the
+  // inputs of its ranks (a rank unknown: the input's place among all of them).
+  std::vector<const analysis::InputDigest*> kept;
+  std::set<int32_t> found;
+  for (const analysis::InputDigest& input : inputs) {
+    RETURN_IF_ERROR(input.read);
+    const int32_t rank = input.gpu.rank >= 0 ? input.gpu.rank : static_cast<int32_t>(input.input);
+    found.insert(rank);
+    if (!scoped && ranks && ranks->count(rank) == 0) continue;
+    kept.push_back(&input);
+  }
+  if (!scoped && ranks && kept.empty()) {
+    std::string list;
+    for (int32_t r : found) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    return InvalidInput("--rank " + *args.Get("rank") + ": no trace of that rank among the " +
+                        std::to_string(inputs.size()) + " given (ranks: " + list + ")");
+  }
+  std::vector<std::vector<analysis::GpuBreakdown>> rows;
+  if (!range) {
+    for (const analysis::InputDigest* input : kept) rows.push_back(input->gpu.rows);
+    return PrintGpu(analysis::CombineGpuBreakdowns(rows), args, out);
+  }
+  // Each kept input's steps numbered over the inputs kept; its rows count when --step selects a
+  // window of it, and hold those windows when it took what is selected.
+  int64_t numbered_from = 0;
+  for (const analysis::InputDigest* input : kept) {
+    const std::vector<size_t> selected = GpuStepWindowsTaken(input->gpu.steps, numbered_from, range);
+    numbered_from += static_cast<int64_t>(input->gpu.steps.size());
+    if (selected.empty()) continue;
+    if (selected != GpuStepWindowsTaken(input->gpu.steps, input->gpu.numbered_from, range)) {
+      return InvalidInput(input->gpu.source + ": some of its steps record no number and others do; numbered by their place among all "
+                          "the inputs' steps, they cannot be selected where the inputs are read apart: run `gpu " +
+                          "--step` as one process");
+    }
+    rows.push_back(input->gpu.rows);
+  }
+  if (rows.empty()) return InvalidInput(analysis::NoStepInRangeMessage(*range));
+  return PrintGpu(analysis::CombineGpuBreakdowns(rows), args, out);
+}
+
 CommandSpec GpuCommand() {
   return {.name = "gpu",
           .synopsis = "TRACE|DIR... [--json] [--step N | --steps A-B] [--rank R]",
@@ -453,8 +583,8 @@ CommandSpec GpuCommand() {
               "collectives, fusion-buffer copies), memory (other copies and memsets), each a union, and\n"
               "compute/communication overlap. Inputs of one rank add up.",
           .flags = GpuFlags(),
-          .run = LoadThen(RunGpu),
-          .analyse = RunGpu};
+          .run = RunGpuOneByOne,
+          .analyse = AnalyseGpu};
 }
 
 CommandSpec IdleCommand() {

@@ -1,9 +1,10 @@
 // The multi-rank commands that can run spread over MPI processes (`mpirun -np N stepscope
-// align|stragglers|critical-path DIR`, profiler/cli/distributed.h): each computed from the
+// align|stragglers|critical-path|steps|gpu DIR`, profiler/cli/distributed.h): each computed from the
 // inputs' digests (analysis/distributed_digest.h) and printed by the same code as in one process,
 // so that both print the same bytes.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -44,5 +45,21 @@ Status CriticalPathFromDigests(const ParsedArgs& args, std::span<const analysis:
 // rank. `sources`: each input's file, as the paths number them.
 void PrintCrossRankPaths(const analysis::CrossRankPaths& paths, std::span<const std::string> sources,
                          const TableOptions& options, Json* doc, std::string* text, std::ostream& err);
+
+// `steps` from the digests of every input (analysis::StepsOfInput), in input order: --top
+// checked first, then the first input that could not be read fails it.
+Status StepsFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, CommandOutput& out);
+
+// `gpu`'s digest of one input of `inputs` (GpuDigest): its rows in the windows --step selects,
+// its unnumbered steps numbered from `numbered_from` where that is known (one process), else
+// none for an input outside --rank's ranks.
+analysis::InputDigest GpuDigestOfInput(const trace::Trace& trace, size_t input, const ParsedArgs& args,
+                                       std::optional<int64_t> numbered_from);
+
+// `gpu` from the digests of every input, in input order: the flags checked first, then --rank's
+// selection (unless `scoped`: the inputs are its already), then the steps numbered over the
+// inputs kept and the rows of the windows --step selects added up.
+Status GpuFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, bool scoped,
+                      CommandOutput& out);
 
 }  // namespace stepscope::cli
