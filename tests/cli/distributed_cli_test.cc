@@ -350,6 +350,11 @@ TEST(DistributedCliTest, DiffOverProcessesPrintsWhatOneProcessPrints) {
   ExpectSameAsOneProcess({"diff", gloo, gloo, "--resamples", "300"});
   ExpectSameAsOneProcess({"diff", gloo, "--vs", gloo + "/rank1.json.gz", gloo + "/rank2.json.gz", "--json"});
   ExpectSameAsOneProcess({"diff", gloo + "/rank0.json.gz", gloo + "/rank1.json.gz", "--json"});
+  // Step traces of two ranks (tests/data/analysis/ranks): they wait for their step's other rank
+  // and are merged per step where the sides meet; one step a side: the aggregate diff.
+  const std::string ranks = testing::DataPath("analysis/ranks");
+  ExpectSameAsOneProcess({"diff", ranks, "--vs", ranks, "--json"});
+  ExpectSameAsOneProcess({"diff", ranks + "/rank0.pbtxt", ranks + "/rank1.pbtxt"});
   ExpectSameAsOneProcess({"diff", gloo, "/nonexistent/ranks"});
   ExpectSameAsOneProcess({"diff", "--vs", gloo});
   ExpectSameAsOneProcess({"diff", gloo});
