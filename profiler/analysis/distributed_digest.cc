@@ -16,7 +16,7 @@
 namespace stepscope::analysis {
 namespace {
 
-constexpr std::string_view kMagic = "stepscope.digests/2\n";
+constexpr std::string_view kMagic = "stepscope.digests/3\n";
 
 template <class T>
 struct IsVector : std::false_type {};

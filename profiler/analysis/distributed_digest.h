@@ -6,10 +6,11 @@
 // collective, whatever the size of the trace (a rendered report: the size of its output), so
 // process 0 holds the whole job's digests while each process holds one trace at a time.
 //
-// The bytes: "stepscope.digests/2\n", then per input: its index among all the inputs (varint),
+// The bytes: "stepscope.digests/3\n", then per input: its index among all the inputs (varint),
 // its read status (code, message), and its digests, each written field by field as its kind's
-// description (distributed_digest.cc) lists them; integers as zigzag varints, strings as a length
-// and the bytes, lists and maps as a count and their items. Parsing checks every length against
+// description (distributed_digest.cc) lists them; integers as zigzag varints, doubles as their 64
+// bits, strings as a length and the bytes, lists and maps as a count and their items, optionals
+// as a flag and the value. Parsing checks every length against
 // what is left.
 #pragma once
 
