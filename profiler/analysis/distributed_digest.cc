@@ -414,6 +414,7 @@ StatusOr<std::vector<InputDigest>> ParseDigests(std::string_view bytes, const st
   if (!r.ok() || !r.done()) return InvalidInput(from + ": digests cut short or malformed");
   for (const InputDigest& d : digests) {
     if (!PiecesLinked(d.rank_paths)) return InvalidInput(from + ": a rank's path pieces point outside its step");
+    if (d.side > 1) return InvalidInput(from + ": an input on neither side (A or B)");
   }
   return digests;
 }

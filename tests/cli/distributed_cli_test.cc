@@ -406,6 +406,10 @@ TEST(DistributedCliTest, EfficiencyAndDiffDigestsSurviveTheirBytes) {
     const size_t per_input = bytes.size() / back->size();
     std::cout << args[0] << ": " << per_input << " bytes of digest per input\n";
     EXPECT_LT(per_input, 16u << 10) << args[0];
+    // An input on neither side is refused, not left out.
+    std::vector<analysis::InputDigest> sideless = {back->front()};
+    sideless.front().side = 2;
+    EXPECT_FALSE(analysis::ParseDigests(analysis::SerializeDigests(sideless), "test").ok());
   }
 }
 
