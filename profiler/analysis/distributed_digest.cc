@@ -4,16 +4,19 @@
 // what is written is what is read.
 #include "profiler/analysis/distributed_digest.h"
 
+#include <array>
+#include <bit>
 #include <concepts>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
 namespace stepscope::analysis {
 namespace {
 
-constexpr std::string_view kMagic = "stepscope.digests/2\n";
+constexpr std::string_view kMagic = "stepscope.digests/3\n";
 
 template <class T>
 struct IsVector : std::false_type {};
@@ -27,6 +30,15 @@ template <class T>
 struct IsPair : std::false_type {};
 template <class A, class B>
 struct IsPair<std::pair<A, B>> : std::true_type {};
+
+template <class T>
+struct IsOptional : std::false_type {};
+template <class T>
+struct IsOptional<std::optional<T>> : std::true_type {};
+template <class T>
+struct IsStdArray : std::false_type {};
+template <class T, size_t N>
+struct IsStdArray<std::array<T, N>> : std::true_type {};
 
 // A description's digest type, const when it is written.
 template <class D, class T>
@@ -232,6 +244,93 @@ void Describe(Io& io, D& r) {
   io(r.head), io(r.lead), io(r.windows), io(r.steps);
 }
 
+// A double as its 64 bits: what is read is the value written, to the last bit.
+template <class Io, DigestOf<double> D>
+void Describe(Io& io, D& value) {
+  if constexpr (std::is_const_v<D>) {
+    io(std::bit_cast<uint64_t>(value));
+  } else {
+    uint64_t bits = 0;
+    io(bits);
+    value = std::bit_cast<double>(bits);
+  }
+}
+
+// An optional: whether it holds a value, then the value.
+template <class Io, class D>
+  requires IsOptional<std::remove_const_t<D>>::value
+void Describe(Io& io, D& optional) {
+  if constexpr (std::is_const_v<D>) {
+    io(optional.has_value());
+    if (optional) io(*optional);
+  } else {
+    bool has = false;
+    io(has);
+    if (has) io(optional.emplace());
+  }
+}
+
+template <class Io, class D>
+  requires IsStdArray<std::remove_const_t<D>>::value
+void Describe(Io& io, D& array) {
+  for (auto& item : array) io(item);
+}
+
+template <class Io, DigestOf<trace::DeviceProperties> D>
+void Describe(Io& io, D& d) {
+  io(d.id), io(d.name), io(d.sm_count), io(d.memory_bytes), io(d.compute_major), io(d.compute_minor);
+  io(d.clock_khz), io(d.measured_flops_per_s), io(d.measured_by);
+}
+
+template <class Io, DigestOf<UnknownOpType> D>
+void Describe(Io& io, D& u) {
+  io(u.op_type), io(u.count), io(u.time_ns), io(u.reason);
+}
+
+// The sums only (EfficiencyBuilder::Finish names the row and derives the rest).
+template <class Io, DigestOf<EfficiencyRowSums> D>
+void Describe(Io& io, D& s) {
+  auto& row = s.row;
+  io(row.count), io(row.time_ns), io(row.device_time_ns), io(row.flops), io(row.model_flops), io(row.bytes);
+  io(row.reported_flops), io(row.costed), io(row.longest_slice), io(row.longest_ns);
+  io(s.sources), io(s.launcher_time_ns), io(s.precision_flops), io(s.class_count);
+}
+
+template <class Io, DigestOf<StepEfficiency> D>
+void Describe(Io& io, D& s) {
+  io(s.rank), io(s.rank_recorded), io(s.number), io(s.step), io(s.marker), io(s.duration_ns), io(s.flops_known);
+  io(s.model_flops), io(s.flops);
+}
+
+template <class Io, DigestOf<CollectiveRow> D>
+void Describe(Io& io, D& r) {
+  io(r.rank), io(r.device), io(r.name), io(r.source), io(r.algorithm), io(r.dtype), io(r.group_size), io(r.bytes);
+  io(r.count), io(r.total_bytes), io(r.time_ns), io(r.exposed_ns), io(r.algbw_bytes_per_s), io(r.busbw_bytes_per_s);
+  io(r.busbw_share_of_peak);
+}
+
+template <class Io, DigestOf<CollectiveTotals> D>
+void Describe(Io& io, D& t) {
+  io(t.calls), io(t.sized_calls), io(t.time_ns), io(t.exposed_ns), io(t.bytes);
+}
+
+template <class Io, DigestOf<LinkPeak> D>
+void Describe(Io& io, D& link) {
+  io(link.bytes_per_s), io(link.source);
+}
+
+// Its rows, totals, link and notes (EfficiencyInput keeps no calls).
+template <class Io, DigestOf<CollectiveBandwidth> D>
+void Describe(Io& io, D& c) {
+  io(c.rows), io(c.totals), io(c.link), io(c.notes);
+}
+
+template <class Io, DigestOf<EfficiencyInput> D>
+void Describe(Io& io, D& e) {
+  io(e.source), io(e.devices), io(e.ops_seen), io(e.ops_costed), io(e.has_shapes), io(e.unknown_ops), io(e.ops);
+  io(e.kernels), io(e.model_flops_by_precision), io(e.steps), io(e.collectives);
+}
+
 template <class Io, DigestOf<StepOpTotal> D>
 void Describe(Io& io, D& t) {
   io(t.name), io(t.op_type), io(t.where), io(t.total_ns), io(t.count);
@@ -267,6 +366,11 @@ void Describe(Io& io, D& row) {
 template <class Io, DigestOf<GpuDigest> D>
 void Describe(Io& io, D& d) {
   io(d.source), io(d.rank), io(d.steps), io(d.numbered_from), io(d.rows);
+}
+
+template <class Io, DigestOf<DiffStepsDigest> D>
+void Describe(Io& io, D& d) {
+  io(d.source), io(d.waits), io(d.steps);
 }
 
 // Every index a step's pieces hold names one of its pieces or names (the walk follows them unchecked).
@@ -315,6 +419,7 @@ std::string SerializeDigests(std::span<const InputDigest> digests) {
     w(d.read.message());
     w(d.clock), w(d.stragglers), w(d.rank_paths), w(d.report);
     w(d.steps), w(d.gpu);
+    w(d.path), w(d.side), w(d.efficiency), w(d.diff_steps);
   }
   return std::move(w.bytes());
 }
@@ -331,11 +436,13 @@ StatusOr<std::vector<InputDigest>> ParseDigests(std::string_view bytes, const st
     if (static_cast<StatusCode>(code) != StatusCode::kOk) d.read = Status(static_cast<StatusCode>(code), std::move(message));
     r(d.clock), r(d.stragglers), r(d.rank_paths), r(d.report);
     r(d.steps), r(d.gpu);
+    r(d.path), r(d.side), r(d.efficiency), r(d.diff_steps);
     if (!r.ok()) break;
   }
   if (!r.ok() || !r.done()) return InvalidInput(from + ": digests cut short or malformed");
   for (const InputDigest& d : digests) {
     if (!PiecesLinked(d.rank_paths)) return InvalidInput(from + ": a rank's path pieces point outside its step");
+    if (d.side > 1) return InvalidInput(from + ": an input on neither side (A or B)");
   }
   return digests;
 }

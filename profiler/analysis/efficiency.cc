@@ -90,7 +90,9 @@ Achieved Roofline(int64_t flops, int64_t bytes, int64_t time_ns, const PeakChoic
   return out;
 }
 
-void EfficiencyBuilder::Count(RowState& state, const OpCost& cost) {
+namespace {
+
+void CountCost(EfficiencyRowSums& state, const OpCost& cost) {
   EfficiencyRow& row = state.row;
   row.flops = AddKnown(row.flops, cost.flops);
   row.bytes = AddKnown(row.bytes, cost.bytes);
@@ -101,20 +103,98 @@ void EfficiencyBuilder::Count(RowState& state, const OpCost& cost) {
   state.class_count[static_cast<size_t>(cost.cost_class) % state.class_count.size()] += 1;
 }
 
-void EfficiencyBuilder::Add(const Trace& trace, std::span<const StepWindow> windows, int32_t input) {
-  report_.sources.push_back(trace.source_path());
-  if (devices_.empty()) devices_ = trace.step_info().devices;
-  const OpCostReport costs = ComputeOpCosts(trace);
-  report_.ops_seen += costs.ops_seen;
-  report_.ops_costed += costs.ops_costed;
-  report_.has_shapes = report_.has_shapes || costs.has_shapes;
-  for (const UnknownOpType& unknown : costs.unknown_ops) {
-    auto [it, inserted] = unknown_.try_emplace(unknown.op_type, unknown);
-    if (!inserted) {
-      it->second.count += unknown.count;
-      it->second.time_ns += unknown.time_ns;
-    }
+// A row's longest op or kernel: the first of the longest, over the inputs in order.
+void KeepLongest(EfficiencyRow& row, int64_t slice, int64_t time_ns) {
+  if (row.longest_slice < 0 || time_ns > row.longest_ns) {
+    row.longest_slice = slice;
+    row.longest_ns = time_ns;
   }
+}
+
+// `part`'s sums added to `into` (every sum is associative, so inputs summed apart add up to
+// inputs summed together).
+void AddRowSums(EfficiencyRowSums& into, const EfficiencyRowSums& part) {
+  EfficiencyRow& row = into.row;
+  row.count += part.row.count;
+  row.time_ns += part.row.time_ns;
+  row.device_time_ns += part.row.device_time_ns;
+  row.flops = AddKnown(row.flops, part.row.flops);
+  row.bytes = AddKnown(row.bytes, part.row.bytes);
+  row.reported_flops = AddKnown(row.reported_flops, part.row.reported_flops);
+  row.model_flops += part.row.model_flops;
+  row.costed += part.row.costed;
+  if (part.row.longest_slice >= 0) KeepLongest(row, part.row.longest_slice, part.row.longest_ns);
+  into.sources |= part.sources;
+  for (const auto& [op_type, ns] : part.launcher_time_ns) into.launcher_time_ns[op_type] += ns;
+  for (size_t i = 0; i < into.precision_flops.size(); ++i) into.precision_flops[i] += part.precision_flops[i];
+  for (size_t i = 0; i < into.class_count.size(); ++i) into.class_count[i] += part.class_count[i];
+}
+
+// The steps of `windows` with the FLOPs of the ops that start in them.
+std::vector<StepEfficiency> CostSteps(const Trace& trace, const OpCostReport& costs, std::span<const StepWindow> windows,
+                                      int32_t rank, bool rank_recorded) {
+  std::vector<StepEfficiency> steps;
+  for (const StepWindow& w : windows) {
+    StepEfficiency step;
+    step.rank = rank;
+    step.rank_recorded = rank_recorded;
+    step.number = w.number;
+    step.step = w.step;
+    step.marker = w.marker;
+    const int64_t begin = w.whole ? trace.span_begin_ns() : w.begin_ns;
+    const int64_t end = w.whole ? trace.span_end_ns() : w.end_ns;
+    step.duration_ns = std::max<int64_t>(0, end - begin);
+    step.flops_known = costs.has_shapes;
+    steps.push_back(step);
+  }
+  // An op counts in the step it starts in. Windows do not overlap: ordered by start, the one an
+  // op may be in is the last that starts at or before it (a trace has thousands of steps).
+  std::vector<size_t> order(windows.size());
+  for (size_t w = 0; w < order.size(); ++w) order[w] = w;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return windows[a].begin_ns < windows[b].begin_ns; });
+  for (const OpCost& cost : costs.costs) {
+    const int64_t start = trace.slices()[cost.slice].start_ns;
+    const auto after = std::upper_bound(order.begin(), order.end(), start,
+                                        [&](int64_t t, size_t w) { return t < windows[w].begin_ns; });
+    if (after == order.begin()) continue;
+    const size_t w = *(after - 1);
+    if (!windows[w].whole && start >= windows[w].end_ns) continue;
+    StepEfficiency& step = steps[w];
+    step.model_flops += cost.model_flops;
+    step.flops += std::max<int64_t>(cost.flops, 0);
+  }
+  return steps;
+}
+
+CollectiveBandwidth CostCollectives(const Trace& trace, int32_t rank, const PeakOptions& peak_options,
+                                    const CollectiveOptions& collective_options) {
+  CollectiveOptions options = collective_options;
+  // The link is the device's: --device, else the trace's first GPU.
+  if (options.device_name.empty() && !peak_options.device.empty()) {
+    const DevicePeaks* row = FindDevicePeaks(peak_options.device);
+    if (row != nullptr) options.device_name = row->names.front();
+  }
+  if (options.device_name.empty() && !trace.step_info().devices.empty()) {
+    options.device_name = trace.step_info().devices.front().name;
+  }
+  CollectiveBandwidth part = ComputeCollectiveBandwidth(trace, options);
+  for (CollectiveRow& row : part.rows) row.rank = rank;  // a trace without one is its place among the inputs
+  part.calls.clear();
+  return part;
+}
+
+}  // namespace
+
+EfficiencyInput CostEfficiencyInput(const Trace& trace, std::span<const StepWindow> windows, int32_t input,
+                                    const PeakOptions& options, const CollectiveOptions& collective_options) {
+  EfficiencyInput part;
+  part.source = trace.source_path();
+  part.devices = trace.step_info().devices;
+  const OpCostReport costs = ComputeOpCosts(trace);
+  part.ops_seen = costs.ops_seen;
+  part.ops_costed = costs.ops_costed;
+  part.has_shapes = costs.has_shapes;
+  part.unknown_ops = costs.unknown_ops;
 
   // Each kernel's time goes to the costed op that launched it; a kernel is costed itself when its
   // op launched no other kernel (the op's FLOPs are then the kernel's, exactly).
@@ -142,57 +222,64 @@ void EfficiencyBuilder::Add(const Trace& trace, std::span<const StepWindow> wind
   for (size_t i = 0; i < costs.costs.size(); ++i) {
     const OpCost& cost = costs.costs[i];
     const Slice& op = slices[cost.slice];
-    RowState& state = ops_[std::string(trace.str(trace.slice_op_type(op)))];
+    EfficiencyRowSums& state = part.ops[std::string(trace.str(trace.slice_op_type(op)))];
     state.row.count += 1;
     state.row.device_time_ns += device_ns[i];
     const int64_t time = device_ns[i] > 0 ? device_ns[i] : op.dur_ns;
     state.row.time_ns += time;
-    if (state.row.longest_slice < 0 || time > state.row.longest_ns) {
-      state.row.longest_slice = cost.slice;
-      state.row.longest_ns = time;
-    }
-    Count(state, cost);
-    if (cost.model_flops > 0) model_flops_by_precision_[static_cast<size_t>(cost.precision) % 8] += cost.model_flops;
+    KeepLongest(state.row, cost.slice, time);
+    CountCost(state, cost);
+    if (cost.model_flops > 0) part.model_flops_by_precision[static_cast<size_t>(cost.precision) % 8] += cost.model_flops;
   }
   for (const auto& [kernel, index] : kernel_cost) {
     const Slice& s = slices[kernel];
-    RowState& state = kernels_[std::string(trace.str(trace.slice_name(s)))];
+    EfficiencyRowSums& state = part.kernels[std::string(trace.str(trace.slice_name(s)))];
     state.row.count += 1;
     state.row.time_ns += s.dur_ns;
     state.row.device_time_ns += s.dur_ns;
-    if (state.row.longest_slice < 0 || s.dur_ns > state.row.longest_ns) {
-      state.row.longest_slice = kernel;
-      state.row.longest_ns = s.dur_ns;
-    }
+    KeepLongest(state.row, kernel, s.dur_ns);
     if (index < 0) continue;
     const OpCost& cost = costs.costs[index];
     state.launcher_time_ns[std::string(trace.str(trace.slice_op_type(slices[cost.slice])))] += s.dur_ns;
     if (kernels_of[index] == 1) {
       state.row.costed += 1;
-      Count(state, cost);
+      CountCost(state, cost);
     }
   }
   const int32_t recorded = trace.step_info().rank;
-  AddSteps(trace, costs, windows, recorded >= 0 ? recorded : input, recorded >= 0);
-  AddCollectives(trace, recorded >= 0 ? recorded : input);
+  const int32_t rank = recorded >= 0 ? recorded : input;
+  part.steps = CostSteps(trace, costs, windows, rank, recorded >= 0);
+  part.collectives = CostCollectives(trace, rank, options, collective_options);
+  return part;
 }
 
-void EfficiencyBuilder::AddCollectives(const Trace& trace, int32_t rank) {
-  CollectiveOptions options = collective_options_;
-  // The link is the device's: --device, else the trace's first GPU.
-  if (options.device_name.empty() && !options_.device.empty()) {
-    const DevicePeaks* row = FindDevicePeaks(options_.device);
-    if (row != nullptr) options.device_name = row->names.front();
+void EfficiencyBuilder::Add(const Trace& trace, std::span<const StepWindow> windows, int32_t input) {
+  Add(CostEfficiencyInput(trace, windows, input, options_, collective_options_));
+}
+
+void EfficiencyBuilder::Add(EfficiencyInput input) {
+  report_.sources.push_back(std::move(input.source));
+  if (devices_.empty()) devices_ = std::move(input.devices);
+  report_.ops_seen += input.ops_seen;
+  report_.ops_costed += input.ops_costed;
+  report_.has_shapes = report_.has_shapes || input.has_shapes;
+  for (const UnknownOpType& unknown : input.unknown_ops) {
+    auto [it, inserted] = unknown_.try_emplace(unknown.op_type, unknown);
+    if (!inserted) {
+      it->second.count += unknown.count;
+      it->second.time_ns += unknown.time_ns;
+    }
   }
-  if (options.device_name.empty() && !trace.step_info().devices.empty()) {
-    options.device_name = trace.step_info().devices.front().name;
+  for (const auto& [name, sums] : input.ops) AddRowSums(ops_[name], sums);
+  for (const auto& [name, sums] : input.kernels) AddRowSums(kernels_[name], sums);
+  for (size_t i = 0; i < model_flops_by_precision_.size(); ++i) {
+    model_flops_by_precision_[i] += input.model_flops_by_precision[i];
   }
-  CollectiveBandwidth part = ComputeCollectiveBandwidth(trace, options);
+  for (StepEfficiency& step : input.steps) report_.steps.push_back(std::move(step));
+
   CollectiveBandwidth& all = report_.collectives;
-  for (CollectiveRow& row : part.rows) {
-    row.rank = rank;  // a trace without one is its place among the inputs
-    all.rows.push_back(std::move(row));
-  }
+  CollectiveBandwidth& part = input.collectives;
+  for (CollectiveRow& row : part.rows) all.rows.push_back(std::move(row));
   all.totals.calls += part.totals.calls;
   all.totals.sized_calls += part.totals.sized_calls;
   all.totals.time_ns += part.totals.time_ns;
@@ -201,40 +288,6 @@ void EfficiencyBuilder::AddCollectives(const Trace& trace, int32_t rank) {
   if (!all.link.bytes_per_s) all.link = part.link;
   for (std::string& note : part.notes) {
     if (std::find(all.notes.begin(), all.notes.end(), note) == all.notes.end()) all.notes.push_back(std::move(note));
-  }
-}
-
-void EfficiencyBuilder::AddSteps(const Trace& trace, const OpCostReport& costs, std::span<const StepWindow> windows,
-                                 int32_t rank, bool rank_recorded) {
-  const size_t first_step = report_.steps.size();
-  for (const StepWindow& w : windows) {
-    StepEfficiency step;
-    step.rank = rank;
-    step.rank_recorded = rank_recorded;
-    step.number = w.number;
-    step.step = w.step;
-    step.marker = w.marker;
-    const int64_t begin = w.whole ? trace.span_begin_ns() : w.begin_ns;
-    const int64_t end = w.whole ? trace.span_end_ns() : w.end_ns;
-    step.duration_ns = std::max<int64_t>(0, end - begin);
-    step.flops_known = costs.has_shapes;
-    report_.steps.push_back(step);
-  }
-  // An op counts in the step it starts in. Windows do not overlap: ordered by start, the one an
-  // op may be in is the last that starts at or before it (a trace has thousands of steps).
-  std::vector<size_t> order(windows.size());
-  for (size_t w = 0; w < order.size(); ++w) order[w] = w;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return windows[a].begin_ns < windows[b].begin_ns; });
-  for (const OpCost& cost : costs.costs) {
-    const int64_t start = trace.slices()[cost.slice].start_ns;
-    const auto after = std::upper_bound(order.begin(), order.end(), start,
-                                        [&](int64_t t, size_t w) { return t < windows[w].begin_ns; });
-    if (after == order.begin()) continue;
-    const size_t w = *(after - 1);
-    if (!windows[w].whole && start >= windows[w].end_ns) continue;
-    StepEfficiency& step = report_.steps[first_step + w];
-    step.model_flops += cost.model_flops;
-    step.flops += std::max<int64_t>(cost.flops, 0);
   }
 }
 
@@ -258,7 +311,7 @@ StatusOr<EfficiencyReport> EfficiencyBuilder::Finish() && {
   }
   ASSIGN_OR_RETURN(report.peak, ChoosePeak(devices_, options_, precision));
 
-  auto finish_rows = [&](std::map<std::string, RowState>& states, bool kernels) {
+  auto finish_rows = [&](std::map<std::string, EfficiencyRowSums>& states, bool kernels) {
     std::vector<EfficiencyRow> rows;
     for (auto& [name, state] : states) {
       EfficiencyRow row = std::move(state.row);

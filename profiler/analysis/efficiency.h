@@ -113,39 +113,59 @@ struct EfficiencyReport {
 // The roofline's verdict for `flops` and `bytes` done in `time_ns` (-1: unknown).
 Achieved Roofline(int64_t flops, int64_t bytes, int64_t time_ns, const PeakChoice& peak);
 
-// Adds traces one at a time (a 1 GB trace is read, costed and dropped before the next), then
-// picks the peak and finishes the figures.
+// A row while traces are added: its sums (EfficiencyRow's count, times, FLOPs, bytes, costed
+// launches and longest) and what decides its source, class, precision and launching op.
+struct EfficiencyRowSums {
+  EfficiencyRow row;
+  uint32_t sources = 0;  // bit per CostSource
+  std::map<std::string, int64_t> launcher_time_ns;   // kernels: time per launching op type
+  std::array<int64_t, 8> precision_flops{};          // by Precision
+  std::array<int64_t, 10> class_count{};             // by CostClass
+};
+
+// One input's part of the report before the peak is chosen: the sums its ops, kernels, steps and
+// collectives add (a few hundred bytes per step, op type, kernel name and collective row, not
+// per op). Inputs costed apart (in other processes: profiler/cli/distributed.h) and added in
+// input order give the report of the inputs added one after the other.
+struct EfficiencyInput {
+  std::string source;
+  std::vector<trace::DeviceProperties> devices;
+  int64_t ops_seen = 0, ops_costed = 0;
+  bool has_shapes = false;
+  std::vector<UnknownOpType> unknown_ops;
+  std::map<std::string, EfficiencyRowSums> ops, kernels;  // by op type, by kernel name
+  std::array<int64_t, 8> model_flops_by_precision{};
+  std::vector<StepEfficiency> steps;  // one per window, FLOPs summed (mfu, hfu: by Finish)
+  CollectiveBandwidth collectives;    // its rows (their rank set), totals, link and notes; no calls
+};
+
+// The part of `trace`: `windows` its step windows (NumberedStepWindows), `input` its place among
+// the inputs (the rank when the trace records none); `options` and `collective_options` as the
+// builder's (the link of its collectives is --device's, else the trace's first GPU's).
+EfficiencyInput CostEfficiencyInput(const trace::Trace& trace, std::span<const StepWindow> windows, int32_t input,
+                                    const PeakOptions& options, const CollectiveOptions& collective_options);
+
+// Adds traces one at a time (a 1 GB trace is read, costed and dropped before the next), or their
+// parts costed apart, then picks the peak and finishes the figures.
 class EfficiencyBuilder {
  public:
   explicit EfficiencyBuilder(PeakOptions options, CollectiveOptions collective_options = {})
       : options_(std::move(options)), collective_options_(std::move(collective_options)) {}
   // `windows`: the trace's step windows (NumberedStepWindows); `input` its place among the inputs
-  // (the rank when the trace records none).
+  // (the rank when the trace records none). Adds CostEfficiencyInput's part.
   void Add(const trace::Trace& trace, std::span<const StepWindow> windows, int32_t input);
+  // One input's part, in input order.
+  void Add(EfficiencyInput input);
   // An unknown --device is InvalidInput.
   StatusOr<EfficiencyReport> Finish() &&;
 
  private:
-  // A row while traces are added: what decides its source, class, precision and launching op.
-  struct RowState {
-    EfficiencyRow row;
-    uint32_t sources = 0;  // bit per CostSource
-    std::map<std::string, int64_t> launcher_time_ns;   // kernels: time per launching op type
-    std::array<int64_t, 8> precision_flops{};          // by Precision
-    std::array<int64_t, 10> class_count{};             // by CostClass
-  };
-  static void Count(RowState& state, const OpCost& cost);
-  void AddSteps(const trace::Trace& trace, const OpCostReport& costs, std::span<const StepWindow> windows, int32_t rank,
-                bool rank_recorded);
-
-  void AddCollectives(const trace::Trace& trace, int32_t rank);
-
   PeakOptions options_;
   CollectiveOptions collective_options_;
   EfficiencyReport report_;
   std::vector<trace::DeviceProperties> devices_;
   std::array<int64_t, 8> model_flops_by_precision_{};
-  std::map<std::string, RowState> ops_, kernels_;
+  std::map<std::string, EfficiencyRowSums> ops_, kernels_;
   std::map<std::string, UnknownOpType> unknown_;
 };
 

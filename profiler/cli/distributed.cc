@@ -67,6 +67,8 @@ struct DistributedCommand {
   analysis::InputDigest (*digest)(const trace::Trace& trace, size_t input, size_t inputs, const ParsedArgs& args);
   Status (*combine)(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, std::ostream& out,
                     std::ostream& err);
+  // A command with two sides: its positionals split into them (nullptr: one side).
+  StatusOr<std::pair<std::vector<std::string>, std::vector<std::string>>> (*sides)(const ParsedArgs& args) = nullptr;
 };
 
 const DistributedCommand kDistributedCommands[] = {
@@ -109,6 +111,8 @@ const DistributedCommand kDistributedCommands[] = {
            },
            {}, args, out, err);
      }},
+    {"efficiency", EfficiencyDigest, EfficiencyFromDigests},
+    {"diff", DiffDigest, DiffFromDigests, DiffSidesOf},
 };
 
 const DistributedCommand* FindDistributed(const std::string& command) {
@@ -118,7 +122,7 @@ const DistributedCommand* FindDistributed(const std::string& command) {
   return nullptr;
 }
 
-// "align, stragglers and critical-path".
+// "align, stragglers, critical-path, efficiency and diff".
 std::string DistributedList() {
   std::string list;
   const size_t count = std::size(kDistributedCommands);
@@ -150,6 +154,34 @@ std::vector<std::vector<size_t>> SplitBySize(std::span<const uint64_t> sizes, in
   return shares;
 }
 
+namespace {
+
+// The plan of a command with two sides: each side's inputs resolved on their own (one process
+// resolves each when it reads it), side A's first. Sides that cannot be split or resolved are
+// left to one process, which says so as it would alone (its flags checked first).
+std::optional<DistributedPlan> PlanTwoSides(const DistributedCommand& command, const std::vector<std::string>& args,
+                                            ParsedArgs parsed, int processes, std::ostream& out, std::ostream& err,
+                                            int& code) {
+  const auto sides = command.sides(parsed);
+  StatusOr<std::vector<std::string>> a = InvalidInput("no sides"), b = InvalidInput("no sides");
+  if (sides.ok()) a = trace::ResolveTracePaths(sides->first);
+  if (a.ok()) b = trace::ResolveTracePaths(sides->second);
+  if (!b.ok()) {
+    code = RunCli(args, out, err);
+    return std::nullopt;
+  }
+  DistributedPlan plan{.command = command.name, .args = std::move(parsed), .inputs = std::move(*a), .shares = {}};
+  plan.sides.assign(plan.inputs.size(), 0);
+  plan.inputs.insert(plan.inputs.end(), b->begin(), b->end());
+  plan.sides.resize(plan.inputs.size(), 1);
+  std::vector<uint64_t> sizes;
+  for (const std::string& input : plan.inputs) sizes.push_back(InputBytes(input));
+  plan.shares = SplitBySize(sizes, processes);
+  return plan;
+}
+
+}  // namespace
+
 std::optional<DistributedPlan> PlanDistributed(const std::vector<std::string>& args, int processes,
                                                std::ostream& out, std::ostream& err, int& code) {
   const std::vector<CommandSpec> commands = AllCommands();
@@ -180,6 +212,8 @@ std::optional<DistributedPlan> PlanDistributed(const std::vector<std::string>& a
     code = kDistributedUsageExit;
     return std::nullopt;
   }
+  const DistributedCommand& command = *FindDistributed(spec->name);
+  if (command.sides != nullptr) return PlanTwoSides(command, args, std::move(*parsed), processes, out, err, code);
   auto inputs = trace::ResolveTracePaths(parsed->positional);
   if (!inputs.ok()) {
     // As one process: a bad flag it checks first, else this error (it reads nothing either way).
@@ -204,9 +238,11 @@ std::string DigestShare(const DistributedPlan& plan, int process) {
       failed.input = input;
       failed.read = trace.status();
       digests.push_back(std::move(failed));
-      continue;
+    } else {
+      digests.push_back(command.digest(*trace, input, plan.inputs.size(), plan.args));
     }
-    digests.push_back(command.digest(*trace, input, plan.inputs.size(), plan.args));
+    digests.back().path = plan.inputs[input];
+    if (!plan.sides.empty()) digests.back().side = plan.sides[input];
   }
   return analysis::SerializeDigests(digests);
 }

@@ -1,4 +1,5 @@
-// `mpirun -np N stepscope align|stragglers|critical-path|steps|gpu DIR`: one analysis of many ranks spread
+// `mpirun -np N stepscope align|stragglers|critical-path|steps|gpu|efficiency DIR` (and `diff A...
+// --vs B...`): one analysis of many ranks spread
 // over MPI processes. Every process resolves the inputs and splits them the same way (by size,
 // balanced: the largest first, each to the process with the least bytes so far), reads its share
 // one trace at a time and digests each as the command asks (analysis/distributed_digest.h); the
@@ -30,6 +31,9 @@ struct DistributedPlan {
   ParsedArgs args;
   std::vector<std::string> inputs;              // trace::ResolveTracePaths, in input order
   std::vector<std::vector<size_t>> shares;      // per process, the inputs it reads (ascending)
+  // A command with two sides (diff A... --vs B...): each input's side, 0 (A) or 1 (B), each
+  // side's inputs resolved on their own; empty for the others.
+  std::vector<uint32_t> sides;
 };
 
 // The plan of `args` over `processes`; nullopt when there is nothing to spread (help, a usage

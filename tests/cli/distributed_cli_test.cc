@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -454,6 +455,142 @@ TEST(DistributedCliTest, GpuRefusesSpreadAStepNumberedOnlyByItsPlaceBesideNumber
   EXPECT_TRUE(GpuFromDigests(args, {&mixed, 1}, /*scoped=*/false, output).ok());
 }
 
+// ---- efficiency and diff spread over processes ------------------------------------------------
+
+// `count` generated ranks in their own directory, written once per name: with the shapes the op
+// cost model costs (efficiency's FLOPs), every kernel `slow_kernel_ns` slower.
+std::string GeneratedRanksDir(const std::string& name, int count, int64_t slow_kernel_ns) {
+  const auto path = testing::ScratchDir(name);
+  for (int rank = 0; rank < count; ++rank) {
+    const auto file = path / ("rank" + std::to_string(rank) + ".json");
+    if (std::filesystem::exists(file)) continue;
+    const analysis::testing::KinetoJsonOptions options{
+        .rank = rank, .world_size = count, .iterations_per_step = 20, .slow_kernel_ns = slow_kernel_ns, .shapes = true};
+    EXPECT_TRUE(WriteFileAtomically(file.string(), analysis::testing::GenerateKinetoJson(48 << 10, options).json).ok());
+  }
+  return path.string();
+}
+
+const std::string& ShapedRanksDir() {
+  static const std::string dir = GeneratedRanksDir("distributed_shaped_ranks", kRanks, 0);
+  return dir;
+}
+
+TEST(DistributedCliTest, EfficiencyOverProcessesPrintsWhatOneProcessPrints) {
+  // Per rank per step, rank rows, the "all" row and the op and kernel tables of 64 ranks.
+  const Outcome one = OneProcess({"efficiency", ShapedRanksDir()});
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("\n    r63      2 "), std::string::npos) << one.out;  // 2 steps a rank
+  EXPECT_NE(one.out.find("\n    all    128 "), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("Op types by time"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("aten::mm"), std::string::npos) << one.out;
+  ExpectSameAsOneProcess({"efficiency", ShapedRanksDir()});
+  ExpectSameAsOneProcess({"efficiency", ShapedRanksDir(), "--json"});
+  ExpectSameAsOneProcess({"efficiency", ShapedRanksDir(), "--top", "3", "--device", "h100-sxm", "--precision", "bf16"});
+  ExpectSameAsOneProcess({"efficiency", ShapedRanksDir(), "--rank", "3-9", "--steps", "1-2", "--json", "--peak", "100"});
+  ExpectSameAsOneProcess({"efficiency", RanksDir()});                             // no shapes: time only
+  ExpectSameAsOneProcess({"efficiency", ShapedRanksDir(), "--step", "7"});        // no such step: the same error
+  ExpectSameAsOneProcess({"efficiency", ShapedRanksDir(), "--peak", "0"});        // a bad flag: the same error
+  ExpectSameAsOneProcess({"efficiency", ShapedRanksDir(), "--device", "abacus"});  // an unknown device
+  ExpectSameAsOneProcess({"efficiency", testing::DataPath("analysis/gloo_ranks")});
+  ExpectSameAsOneProcess({"efficiency", testing::DataPath("analysis/gloo_ranks"), "--json"});
+}
+
+// Side A: the first 32 of the 64 ranks; side B: 32 ranks of the same job whose kernels are 5 us
+// slower.
+std::vector<std::string> DiffArgs(std::vector<std::string> flags) {
+  std::vector<std::string> args = {"diff"};
+  for (int rank = 0; rank < 32; ++rank) args.push_back(ShapedRanksDir() + "/rank" + std::to_string(rank) + ".json");
+  args.push_back("--vs");
+  static const std::string slower = GeneratedRanksDir("distributed_slower_ranks", 32, 5000);
+  args.push_back(slower);
+  for (std::string& flag : flags) args.push_back(std::move(flag));
+  return args;
+}
+
+TEST(DistributedCliTest, DiffOverProcessesPrintsWhatOneProcessPrints) {
+  const Outcome one = OneProcess(DiffArgs({}));
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find(" steps of 32 runs from 32 traces"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("regressed"), std::string::npos) << one.out;
+  ExpectSameAsOneProcess(DiffArgs({}));
+  ExpectSameAsOneProcess(DiffArgs({"--json", "--resamples", "300"}));
+  ExpectSameAsOneProcess(DiffArgs({"--top", "4", "--seed", "9", "--resamples", "300"}));
+  ExpectSameAsOneProcess(DiffArgs({"--resamples", "0"}));  // a bad flag: the same error
+  // The gate: regressed kernels fail it with exit 3, text and --json alike.
+  const Outcome gate = OneProcess(DiffArgs({"--fail-on-regression", "10,0.001", "--resamples", "300"}));
+  EXPECT_EQ(gate.code, 3) << gate.err;
+  EXPECT_NE(gate.out.find("FAILED"), std::string::npos) << gate.out;
+  ExpectSameAsOneProcess(DiffArgs({"--fail-on-regression", "10,0.001", "--resamples", "300"}));
+  ExpectSameAsOneProcess(DiffArgs({"--fail-on-regression", "10,0.001", "--resamples", "300", "--json"}));
+  ExpectSameAsOneProcess(DiffArgs({"--fail-on-regression", "1000", "--resamples", "300"}));  // passes: exit 0
+  // A B, one side against itself, the real gloo ranks, and sides that are not there.
+  const std::string gloo = testing::DataPath("analysis/gloo_ranks");
+  ExpectSameAsOneProcess({"diff", gloo, gloo, "--resamples", "300"});
+  ExpectSameAsOneProcess({"diff", gloo, "--vs", gloo + "/rank1.json.gz", gloo + "/rank2.json.gz", "--json"});
+  ExpectSameAsOneProcess({"diff", gloo + "/rank0.json.gz", gloo + "/rank1.json.gz", "--json"});
+  // Step traces of two ranks (tests/data/analysis/ranks): they wait for their step's other rank
+  // and are merged per step where the sides meet; one step a side: the aggregate diff.
+  const std::string ranks = testing::DataPath("analysis/ranks");
+  ExpectSameAsOneProcess({"diff", ranks, "--vs", ranks, "--json"});
+  ExpectSameAsOneProcess({"diff", ranks + "/rank0.pbtxt", ranks + "/rank1.pbtxt"});
+  ExpectSameAsOneProcess({"diff", gloo, "/nonexistent/ranks"});
+  ExpectSameAsOneProcess({"diff", "--vs", gloo});
+  ExpectSameAsOneProcess({"diff", gloo});
+}
+
+TEST(DistributedCliTest, EfficiencyAndDiffFailOnAnUnreadableInputAsOneProcessNamingIt) {
+  const auto dir = testing::ScratchDir("distributed_bad_shaped");
+  for (int rank = 0; rank < 6; ++rank) {
+    std::filesystem::copy_file(std::filesystem::path(ShapedRanksDir()) / ("rank" + std::to_string(rank) + ".json"),
+                               dir / ("rank" + std::to_string(rank) + ".json"),
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  std::ofstream(dir / "rank3.json") << "{\"traceEvents\": [ {\"ph\": ";  // cut short
+  const Outcome one = OneProcess({"efficiency", dir.string()});
+  EXPECT_EQ(one.code, 2);
+  EXPECT_NE(one.err.find("rank3.json"), std::string::npos) << one.err;
+  ExpectSameAsOneProcess({"efficiency", dir.string()});
+  ExpectSameAsOneProcess({"efficiency", dir.string(), "--json"});
+  ExpectSameAsOneProcess({"diff", ShapedRanksDir(), "--vs", dir.string()});
+  ExpectSameAsOneProcess({"diff", dir.string(), "--vs", ShapedRanksDir(), "--json"});
+}
+
+TEST(DistributedCliTest, EfficiencyAndDiffDigestsSurviveTheirBytes) {
+  // Written, read and written again: the same bytes (every field of the parts travels).
+  std::ostringstream out, err;
+  int code = 0;
+  for (const auto& args : {std::vector<std::string>{"efficiency", ShapedRanksDir()}, DiffArgs({})}) {
+    const auto plan = PlanDistributed(args, 2, out, err, code);
+    ASSERT_TRUE(plan.has_value()) << err.str();
+    const std::string bytes = DigestShare(*plan, 1);
+    auto back = analysis::ParseDigests(bytes, "test");
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    ASSERT_FALSE(back->empty());
+    if (args[0] == "efficiency") {
+      ASSERT_TRUE(back->front().efficiency.has_value());
+      EXPECT_FALSE(back->front().efficiency->ops.empty());
+      EXPECT_FALSE(back->front().efficiency->kernels.empty());
+      EXPECT_EQ(back->front().efficiency->steps.size(), 2u);
+    } else {
+      EXPECT_EQ(plan->sides.size(), plan->inputs.size());
+      EXPECT_EQ(std::count(plan->sides.begin(), plan->sides.end(), 1u), 32);
+      EXPECT_FALSE(back->front().diff_steps.steps.empty());
+      EXPECT_FALSE(back->front().diff_steps.steps.front().kernels.empty());
+    }
+    EXPECT_EQ(analysis::SerializeDigests(*back), bytes);
+    EXPECT_FALSE(analysis::ParseDigests(bytes.substr(0, bytes.size() - 1), "test").ok());
+    // Small whatever the trace: sums per step, op type, kernel and collective row, not per op.
+    const size_t per_input = bytes.size() / back->size();
+    std::cout << args[0] << ": " << per_input << " bytes of digest per input\n";
+    EXPECT_LT(per_input, 16u << 10) << args[0];
+    // An input on neither side is refused, not left out.
+    std::vector<analysis::InputDigest> sideless = {back->front()};
+    sideless.front().side = 2;
+    EXPECT_FALSE(analysis::ParseDigests(analysis::SerializeDigests(sideless), "test").ok());
+  }
+}
+
 #if defined(STEPSCOPE_MPIEXEC)
 // The real thing: `mpirun -np N stepscope ...`, its stdout and exit code against one process's.
 Outcome Command(const std::string& command) {
@@ -535,6 +672,36 @@ TEST(DistributedMpiTest, MpirunStepsAndGpuPrintWhatOneProcessPrints) {
   EXPECT_EQ(spread.code, 2);
   EXPECT_TRUE(spread.err.starts_with(one.err)) << spread.err;  // then mpirun's own note on the exit code
   EXPECT_EQ(spread.err.find(one.err, 1), std::string::npos) << spread.err;
+}
+
+// efficiency and diff under `mpirun -np 2`: stdout, stderr's errors and exit codes (the gate's 3,
+// an unreadable input's 2) as one process's.
+TEST(DistributedMpiTest, MpirunEfficiencyAndDiffPrintWhatOneProcessPrints) {
+  const auto bad = testing::ScratchDir("distributed_mpi_bad");
+  std::filesystem::copy_file(std::filesystem::path(ShapedRanksDir()) / "rank0.json", bad / "rank0.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(bad / "rank1.json") << "{\"traceEvents\": [ {\"ph\": ";  // cut short
+  auto joined = [](const std::vector<std::string>& args) {
+    std::string line;
+    for (size_t i = 1; i < args.size(); ++i) line += " " + args[i];
+    return line;
+  };
+  const std::string gloo = testing::DataPath("analysis/gloo_ranks");
+  for (const std::string& args :
+       {"efficiency " + ShapedRanksDir(), "efficiency --json " + ShapedRanksDir(), "efficiency " + gloo,
+        "efficiency " + bad.string(), "diff" + joined(DiffArgs({"--resamples", "300"})),
+        "diff" + joined(DiffArgs({"--json", "--resamples", "300"})),
+        "diff" + joined(DiffArgs({"--fail-on-regression", "10,0.001", "--resamples", "300"})),
+        "diff " + gloo + " --vs " + bad.string()}) {
+    const Outcome one = Command(std::string(STEPSCOPE_BINARY) + " " + args);
+    const Outcome spread = Command(std::string(STEPSCOPE_MPIEXEC) + " --oversubscribe --allow-run-as-root -np 2 " +
+                                   STEPSCOPE_BINARY + " " + args);
+    EXPECT_EQ(spread.code, one.code) << args << "\n" << spread.err;
+    EXPECT_EQ(spread.out, one.out) << args;
+    if (one.code != 0) {
+      EXPECT_NE(spread.err.find(one.err), std::string::npos) << args << "\n" << spread.err;
+    }
+  }
 }
 #endif
 

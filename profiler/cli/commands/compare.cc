@@ -4,6 +4,7 @@
 // one step per side the aggregate deltas of analysis/diff.h).
 #include <cmath>
 #include <functional>
+#include <map>
 #include <span>
 #include <cstdio>
 #include <string>
@@ -20,6 +21,7 @@
 #include "profiler/cli/commands/report.h"
 #include "profiler/cli/report_format.h"
 #include "profiler/formats/inputs.h"
+#include "profiler/formats/reader.h"
 
 namespace stepscope::cli {
 namespace {
@@ -31,13 +33,6 @@ using analysis::Step;
 
 constexpr size_t kDefaultCauses = 5;
 constexpr double kDefaultGateMinMs = 0.1;
-
-// The steps of the traces `paths` name (files, globs, directories), read one at a time.
-StatusOr<std::vector<Step>> StepsOf(const std::vector<std::string>& paths) {
-  analysis::StepCollector collector;
-  RETURN_IF_ERROR(trace::ForEachTrace(paths, [&](trace::Trace trace) { return collector.Add(std::move(trace)); }));
-  return std::move(collector).Finish();
-}
 
 std::string Signed(double ns) { return (ns > 0 ? "+" : "") + FormatDuration(ns); }
 
@@ -462,24 +457,102 @@ Status TraceDiffReport(const Trace& a, const Trace& b, size_t top, const ParsedA
   return Status::Ok();
 }
 
-// Side A and side B read one trace at a time for their steps, and again, merged, for the
-// aggregate diff of one step each.
-Status RunTraceDiff(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
+// The diff of the sides' steps (`a`, `b`) printed; with one step a side, the aggregate diff of the
+// sides' traces read again, merged. One process and process 0 of several (DiffFromDigests) print
+// through here alike.
+Status PrintDiff(const ParsedArgs& args, const StepsOfSide& a, const StepsOfSide& b, std::ostream& out,
+                 std::ostream& err) {
   ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultTop));
   ASSIGN_OR_RETURN(const auto sides, DiffSides(args));
   bool handled = false;
   CommandOutput output{.text = out, .err = err};
-  const Status steps = RunStepDiff(
-      args, [&] { return StepsOf(sides.first); }, [&] { return StepsOf(sides.second); }, output, handled);
+  const Status steps = RunStepDiff(args, a, b, output, handled);
   if (output.doc) EmitJson(out, *output.doc);
   if (!steps.ok() || handled) return steps;
   ASSIGN_OR_RETURN(std::vector<Trace> traces_a, trace::ReadTraces(sides.first));
   ASSIGN_OR_RETURN(std::vector<Trace> traces_b, trace::ReadTraces(sides.second));
-  const Trace a = analysis::OneTrace(std::move(traces_a));
-  const Trace b = analysis::OneTrace(std::move(traces_b));
+  const Trace a_trace = analysis::OneTrace(std::move(traces_a));
+  const Trace b_trace = analysis::OneTrace(std::move(traces_b));
   return AnalyseAndPrint([&](const LoadedInputs&, const ParsedArgs&, CommandOutput& o) {
-    return TraceDiffReport(a, b, top, args, o);
+    return TraceDiffReport(a_trace, b_trace, top, args, o);
   }, {}, args, out, err);
+}
+
+// One input's steps for diff: what a step collector keeps of a trace it need not hold.
+analysis::DiffStepsDigest DiffStepsOf(const Trace& trace) {
+  analysis::DiffStepsDigest digest;
+  digest.source = trace.source_path();
+  digest.waits = analysis::StepCollector::WaitsForRanks(trace);
+  if (!digest.waits) digest.steps = analysis::StepsOfTrace(trace);
+  return digest;
+}
+
+// StepCollector's refusal of a trace without steps, at the input (before any later input is read).
+Status HasSteps(const analysis::DiffStepsDigest& input) {
+  if (input.waits || !input.steps.empty()) return Status::Ok();
+  return InvalidInput(input.source + ": no steps found (the trace holds no slices)");
+}
+
+// A side's steps from its inputs' digests in input order, numbered and ordered as StepCollector
+// does for the traces (steps.cc: AddSteps and Finish): the steps of a trace without a number take
+// the count of steps before them as theirs; the rank step traces that wait for their step's other
+// ranks (`waiting` gives each, by its place in `side`) are collected, merged, after the others;
+// all sorted by step number then source, stably.
+StatusOr<std::vector<Step>> StepsOfDigests(std::vector<analysis::DiffStepsDigest> side,
+                                           const std::function<StatusOr<Trace>(size_t)>& waiting) {
+  if (side.empty()) return InvalidInput("no traces given");
+  std::vector<Step> steps;
+  size_t order = 0;
+  analysis::StepCollector merged;
+  bool any_waits = false;
+  for (size_t i = 0; i < side.size(); ++i) {
+    analysis::DiffStepsDigest& input = side[i];
+    if (input.waits) {
+      ASSIGN_OR_RETURN(Trace trace, waiting(i));
+      RETURN_IF_ERROR(merged.Add(std::move(trace)));
+      any_waits = true;
+      continue;
+    }
+    RETURN_IF_ERROR(HasSteps(input));
+    for (Step& step : input.steps) {
+      if (step.step < 0) step.step = static_cast<int64_t>(order);
+      ++order;
+      steps.push_back(std::move(step));
+    }
+  }
+  if (any_waits) {
+    // Their steps are numbered (a waiting trace records its step): the count above is not needed.
+    ASSIGN_OR_RETURN(std::vector<Step> joined, std::move(merged).Finish());
+    for (Step& step : joined) steps.push_back(std::move(step));
+  }
+  std::stable_sort(steps.begin(), steps.end(), [](const Step& x, const Step& y) {
+    if (x.step != y.step) return x.step < y.step;
+    return x.source < y.source;
+  });
+  return steps;
+}
+
+// The steps of the traces `paths` name, read one at a time: each reduced to its digest (a rank's
+// step trace that waits for its step's other ranks kept whole), then collected as process 0
+// collects the digests of several processes.
+StatusOr<std::vector<Step>> DiffStepsOfPaths(const std::vector<std::string>& paths) {
+  std::vector<analysis::DiffStepsDigest> digests;
+  std::map<size_t, Trace> kept;
+  RETURN_IF_ERROR(trace::ForEachTrace(paths, [&](Trace trace) {
+    digests.push_back(DiffStepsOf(trace));
+    if (digests.back().waits) kept.emplace(digests.size() - 1, std::move(trace));
+    return HasSteps(digests.back());
+  }));
+  return StepsOfDigests(std::move(digests), [&](size_t i) -> StatusOr<Trace> { return std::move(kept.at(i)); });
+}
+
+// Side A and side B read one trace at a time for their steps, and again, merged, for the
+// aggregate diff of one step each.
+Status RunTraceDiff(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
+  RETURN_IF_ERROR(PositiveFlag(args, "top", kDefaultTop).status());
+  ASSIGN_OR_RETURN(const auto sides, DiffSides(args));
+  return PrintDiff(
+      args, [&] { return DiffStepsOfPaths(sides.first); }, [&] { return DiffStepsOfPaths(sides.second); }, out, err);
 }
 
 // The same on traces already read: side A `traces` (or `one`), side B `vs`, each one trace for
@@ -508,6 +581,35 @@ Status StepsFromDigests(const ParsedArgs& args, std::span<const analysis::InputD
   }
   ASSIGN_OR_RETURN(std::vector<Step> steps, std::move(collector).Finish());
   return StepsReport(top, std::move(steps), args, out);
+}
+
+analysis::InputDigest DiffDigest(const Trace& trace, size_t input, size_t /*inputs*/, const ParsedArgs& /*args*/) {
+  analysis::InputDigest digest;
+  digest.input = input;
+  digest.diff_steps = DiffStepsOf(trace);
+  return digest;
+}
+
+Status DiffFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, std::ostream& out,
+                       std::ostream& err) {
+  // Each side as one process reads it: its first unreadable input fails it, after the flags.
+  auto side = [&](uint32_t which) -> StatusOr<std::vector<Step>> {
+    std::vector<analysis::DiffStepsDigest> digests;
+    std::vector<std::string> paths;
+    for (const analysis::InputDigest& input : inputs) {
+      if (input.side != which) continue;
+      RETURN_IF_ERROR(input.read);
+      RETURN_IF_ERROR(HasSteps(input.diff_steps));
+      digests.push_back(input.diff_steps);
+      paths.push_back(input.path);
+    }
+    return StepsOfDigests(std::move(digests), [&](size_t i) { return trace::ReadTrace(paths[i]); });
+  };
+  return PrintDiff(args, [&] { return side(0); }, [&] { return side(1); }, out, err);
+}
+
+StatusOr<std::pair<std::vector<std::string>, std::vector<std::string>>> DiffSidesOf(const ParsedArgs& args) {
+  return DiffSides(args);
 }
 
 CommandSpec StepsCommand() {

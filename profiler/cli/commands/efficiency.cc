@@ -12,6 +12,7 @@
 #include "profiler/analysis/efficiency.h"
 #include "profiler/cli/commands/collectives.h"
 #include "profiler/cli/commands/commands.h"
+#include "profiler/cli/commands/rank_digests.h"
 #include "profiler/cli/commands/report.h"
 #include "profiler/cli/report_format.h"
 #include "profiler/cli/scope_flags.h"
@@ -258,22 +259,29 @@ StatusOr<EfficiencyFlags> ParseEfficiencyFlags(const ParsedArgs& args) {
   return flags;
 }
 
-// Costs the traces handed to `add` one after the other (`place`: the trace's position among the
-// inputs, its rank when it records none), those of --rank only, and writes the report.
+using EfficiencyPart = std::optional<analysis::EfficiencyInput>;
+
+// The part of one trace, `place` its position among the inputs (its rank when it records none);
+// none when --rank leaves it out.
+EfficiencyPart CostInput(const trace::Trace& trace, int32_t place, const EfficiencyFlags& flags) {
+  const int32_t rank = trace.step_info().rank >= 0 ? trace.step_info().rank : place;
+  if (flags.ranks && !flags.ranks->count(rank)) return std::nullopt;
+  const auto windows =
+      analysis::NumberedStepWindows({&trace, 1}, flags.range, analysis::StepWindowing::kWholeUnlessSeveral);
+  return analysis::CostEfficiencyInput(trace, windows.front(), place, flags.peak, flags.collectives);
+}
+
+// The report of the inputs' parts handed to `add` in input order, costed here or in other
+// processes alike (profiler/cli/distributed.h), and written.
 Status Efficiency(const ParsedArgs& args, const EfficiencyFlags& flags,
-                  const std::function<Status(const std::function<void(const trace::Trace&)>&)>& each,
+                  const std::function<Status(const std::function<void(EfficiencyPart)>&)>& each,
                   CommandOutput& output) {
   analysis::EfficiencyBuilder builder(flags.peak, flags.collectives);
-  int32_t input = 0;
   bool any_window = false;
-  RETURN_IF_ERROR(each([&](const trace::Trace& trace) {
-    const int32_t place = input++;
-    const int32_t rank = trace.step_info().rank >= 0 ? trace.step_info().rank : place;
-    if (flags.ranks && !flags.ranks->count(rank)) return;
-    const auto windows =
-        analysis::NumberedStepWindows({&trace, 1}, flags.range, analysis::StepWindowing::kWholeUnlessSeveral);
-    any_window = any_window || !windows.front().empty();
-    builder.Add(trace, windows.front(), place);
+  RETURN_IF_ERROR(each([&](EfficiencyPart part) {
+    if (!part) return;
+    any_window = any_window || !part->steps.empty();  // a step per window
+    builder.Add(std::move(*part));
   }));
   if (flags.range && !any_window) return InvalidInput(analysis::NoStepInRangeMessage(*flags.range));
   ASSIGN_OR_RETURN(const EfficiencyReport report, std::move(builder).Finish());
@@ -287,28 +295,59 @@ Status Efficiency(const ParsedArgs& args, const EfficiencyFlags& flags,
 
 Status AnalyseEfficiency(const LoadedInputs& inputs, const ParsedArgs& args, CommandOutput& output) {
   ASSIGN_OR_RETURN(const EfficiencyFlags flags, ParseEfficiencyFlags(args));
-  return Efficiency(args, flags, [&](const std::function<void(const trace::Trace&)>& add) {
-    for (const trace::Trace& trace : inputs.traces) add(trace);
+  return Efficiency(args, flags, [&](const std::function<void(EfficiencyPart)>& add) {
+    int32_t place = 0;
+    for (const trace::Trace& trace : inputs.traces) add(CostInput(trace, place++, flags));
     return Status::Ok();
   }, output);
+}
+
+// The report from `each`'s parts, printed (one process and process 0 of several print alike).
+Status PrintEfficiency(const ParsedArgs& args, const EfficiencyFlags& flags,
+                       const std::function<Status(const std::function<void(EfficiencyPart)>&)>& each,
+                       std::ostream& out, std::ostream& err) {
+  CommandOutput output{.text = out, .err = err};
+  RETURN_IF_ERROR(Efficiency(args, flags, each, output));
+  if (output.doc) EmitJson(out, *output.doc);
+  return Status::Ok();
 }
 
 // One trace in memory at a time: each is costed and dropped before the next is read.
 Status RunEfficiency(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
   ASSIGN_OR_RETURN(const EfficiencyFlags flags, ParseEfficiencyFlags(args));
   ASSIGN_OR_RETURN(const std::vector<std::string> inputs, trace::ResolveTracePaths(args.positional));
-  CommandOutput output{.text = out, .err = err};
-  RETURN_IF_ERROR(Efficiency(args, flags, [&](const std::function<void(const trace::Trace&)>& add) {
+  return PrintEfficiency(args, flags, [&](const std::function<void(EfficiencyPart)>& add) {
+    int32_t place = 0;
     return trace::ForEachTrace(inputs, [&](trace::Trace trace) {
-      add(trace);
+      add(CostInput(trace, place++, flags));
       return Status::Ok();
     });
-  }, output));
-  if (output.doc) EmitJson(out, *output.doc);
-  return Status::Ok();
+  }, out, err);
 }
 
 }  // namespace
+
+analysis::InputDigest EfficiencyDigest(const trace::Trace& trace, size_t input, size_t /*inputs*/,
+                                       const ParsedArgs& args) {
+  analysis::InputDigest digest;
+  digest.input = input;
+  // Bad flags fail process 0 before any input's part is looked at: none is taken.
+  const StatusOr<EfficiencyFlags> flags = ParseEfficiencyFlags(args);
+  if (flags.ok()) digest.efficiency = CostInput(trace, static_cast<int32_t>(input), *flags);
+  return digest;
+}
+
+Status EfficiencyFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, std::ostream& out,
+                             std::ostream& err) {
+  ASSIGN_OR_RETURN(const EfficiencyFlags flags, ParseEfficiencyFlags(args));
+  return PrintEfficiency(args, flags, [&](const std::function<void(EfficiencyPart)>& add) {
+    for (const analysis::InputDigest& input : inputs) {
+      RETURN_IF_ERROR(input.read);  // the first input that could not be read, as ForEachTrace fails
+      add(input.efficiency);
+    }
+    return Status::Ok();
+  }, out, err);
+}
 
 CommandSpec EfficiencyCommand() {
   return {.name = "efficiency",

@@ -8,6 +8,8 @@
 #include <ostream>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/flags.h"
 #include "base/status.h"
@@ -61,5 +63,28 @@ analysis::InputDigest GpuDigestOfInput(const trace::Trace& trace, size_t input, 
 // inputs kept and the rows of the windows --step selects added up.
 Status GpuFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, bool scoped,
                       CommandOutput& out);
+
+// `efficiency`'s digest of one input: its part of the report (analysis/efficiency.h
+// EfficiencyInput), none outside --rank's ranks.
+analysis::InputDigest EfficiencyDigest(const trace::Trace& trace, size_t input, size_t inputs, const ParsedArgs& args);
+
+// `efficiency` from the digests of every input, in input order: the flags checked first, then the
+// first input that could not be read, then the report as one process prints it.
+Status EfficiencyFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, std::ostream& out,
+                             std::ostream& err);
+
+// `diff`'s digest of one input: its steps with their totals (or that it waits for its step's
+// other ranks).
+analysis::InputDigest DiffDigest(const trace::Trace& trace, size_t input, size_t inputs, const ParsedArgs& args);
+
+// `diff` from the digests of every input of both sides (InputDigest::side), in input order: each
+// side's steps collected as one process collects them, then the comparison, its gate and exit
+// code as one process prints them. A trace that waits for its step's other ranks, and both sides
+// when each has one step (the aggregate diff), are read here again, as one process reads them.
+Status DiffFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, std::ostream& out,
+                       std::ostream& err);
+
+// diff's two sides: the inputs before --vs and after it, or A B (a usage error otherwise).
+StatusOr<std::pair<std::vector<std::string>, std::vector<std::string>>> DiffSidesOf(const ParsedArgs& args);
 
 }  // namespace stepscope::cli
