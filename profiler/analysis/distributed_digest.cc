@@ -368,11 +368,6 @@ void Describe(Io& io, D& d) {
   io(d.source), io(d.rank), io(d.steps), io(d.numbered_from), io(d.rows);
 }
 
-template <class Io, DigestOf<DiffStepsDigest> D>
-void Describe(Io& io, D& d) {
-  io(d.source), io(d.waits), io(d.steps);
-}
-
 // Every index a step's pieces hold names one of its pieces or names (the walk follows them unchecked).
 bool PiecesLinked(const RankPathDigest& paths) {
   for (const RankStepDigest& step : paths.steps) {
@@ -419,7 +414,7 @@ std::string SerializeDigests(std::span<const InputDigest> digests) {
     w(d.read.message());
     w(d.clock), w(d.stragglers), w(d.rank_paths), w(d.report);
     w(d.steps), w(d.gpu);
-    w(d.path), w(d.side), w(d.efficiency), w(d.diff_steps);
+    w(d.path), w(d.side), w(d.efficiency);
   }
   return std::move(w.bytes());
 }
@@ -436,7 +431,7 @@ StatusOr<std::vector<InputDigest>> ParseDigests(std::string_view bytes, const st
     if (static_cast<StatusCode>(code) != StatusCode::kOk) d.read = Status(static_cast<StatusCode>(code), std::move(message));
     r(d.clock), r(d.stragglers), r(d.rank_paths), r(d.report);
     r(d.steps), r(d.gpu);
-    r(d.path), r(d.side), r(d.efficiency), r(d.diff_steps);
+    r(d.path), r(d.side), r(d.efficiency);
     if (!r.ok()) break;
   }
   if (!r.ok() || !r.done()) return InvalidInput(from + ": digests cut short or malformed");

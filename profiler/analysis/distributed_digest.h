@@ -1,10 +1,10 @@
 // What each process of a job spread over MPI (`mpirun -np N stepscope COMMAND DIR`) sends to
 // process 0: per input it read, the digests the command combines from (clock_align.h ClockDigest,
 // stragglers.h StragglerDigest, rank_critical_path.h RankPathDigest, the input's own report as the
-// command rendered it, steps.h TraceSteps for steps, gpu rows, efficiency.h EfficiencyInput, its
-// steps for diff), or why it could not read it. A digest is a few hundred bytes per step and
-// collective, whatever the size of the trace (a rendered report: the size of its output), so
-// process 0 holds the whole job's digests while each process holds one trace at a time.
+// command rendered it, steps.h TraceSteps (steps, diff), gpu rows, efficiency.h EfficiencyInput),
+// or why it could not read it. A digest is a few hundred bytes per step and collective, whatever
+// the size of the trace (a rendered report: the size of its output), so process 0 holds the
+// whole job's digests while each process holds one trace at a time.
 //
 // The bytes: "stepscope.digests/3\n", then per input: its index among all the inputs (varint),
 // its read status (code, message), and its digests, each written field by field as its kind's
@@ -70,15 +70,6 @@ struct DigestKinds {
   bool rank_paths = false;  // needs clock
 };
 
-// `diff`'s digest of one input: its steps with their per-step totals (StepsOfTrace), as a step
-// collector reduces a trace it need not keep; a rank's step trace that waits for its step's other
-// ranks to be merged with them (StepCollector::WaitsForRanks) is read again where they meet.
-struct DiffStepsDigest {
-  std::string source;        // the trace's source_path
-  bool waits = false;        // for its step's other ranks: no steps here
-  std::vector<Step> steps;
-};
-
 struct InputDigest {
   size_t input = 0;       // its place among all the inputs
   Status read;            // reading it failed: why (the digests are empty)
@@ -86,14 +77,13 @@ struct InputDigest {
   StragglerDigest stragglers;
   RankPathDigest rank_paths;
   RenderedReport report;  // filled by the command (profiler/cli)
-  TraceSteps steps;       // `steps`: StepsOfInput
+  TraceSteps steps;       // `steps` and `diff`: StepsOfInput
   GpuDigest gpu;          // `gpu`: filled by the command (profiler/cli)
   std::string path;       // the input as resolved (trace::ResolveTracePaths), to read it again
   // Of a command with two sides (diff: before and after --vs): 0 side A, 1 side B.
   uint32_t side = 0;
   // efficiency: the input's part; none when --rank leaves the input out.
   std::optional<EfficiencyInput> efficiency;
-  DiffStepsDigest diff_steps;  // diff
 };
 
 // The digests of one input of an analysis: what `align` and `stragglers` need of it (clock and

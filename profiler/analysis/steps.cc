@@ -263,11 +263,11 @@ Status StepCollector::Add(const Trace& trace) {
   return AddSteps(StepsOfTrace(trace), trace.source_path());
 }
 
-Status StepCollector::Add(TraceSteps digest) {
+Status StepCollector::Add(TraceSteps digest, std::function<StatusOr<Trace>()> read_again) {
   ++traces_;
   if (digest.waits_for_ranks) {
     const int64_t step = digest.step;
-    by_step_[step].push_back({std::nullopt, std::move(digest)});
+    by_step_[step].push_back({std::nullopt, std::move(digest), std::move(read_again)});
     return Status::Ok();
   }
   const std::string source = digest.source;
@@ -292,10 +292,14 @@ StatusOr<std::vector<Step>> StepCollector::Finish() && {
     std::vector<Trace> traces;
     for (Waiting& w : waiting) {
       sources += (sources.empty() ? "" : ", ") + w.digest.source;
-      if (!w.trace) {
+      if (!w.trace && !w.read_again) {
         return InvalidInput(w.digest.source + ": step " + std::to_string(number) + " of " +
-                            std::to_string(waiting.size()) + " ranks is merged from their traces, which " +
-                            "processes reading apart do not hold; run `steps` as one process");
+                            std::to_string(waiting.size()) + " ranks is merged from their traces, and " +
+                            "this one was given only as its steps");
+      }
+      if (!w.trace) {
+        ASSIGN_OR_RETURN(Trace again, w.read_again());
+        w.trace = std::move(again);
       }
       traces.push_back(std::move(*w.trace));
     }

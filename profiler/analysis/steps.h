@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -90,9 +91,9 @@ class StepCollector {
   // The same for a trace the caller keeps, one that does not wait (kInternal for one that does).
   Status Add(const trace::Trace& trace);
   // A trace as its TraceSteps, read elsewhere: it counts as the trace would, in the order added.
-  // One that waits for its step's other ranks and has some (the step is merged) fails Finish:
-  // merging needs the traces themselves.
-  Status Add(TraceSteps digest);
+  // One that waits for its step's other ranks and has some (the step is merged from the traces
+  // themselves) is read again by `read_again` in Finish; without it, Finish fails saying so.
+  Status Add(TraceSteps digest, std::function<StatusOr<trace::Trace>()> read_again = nullptr);
   // kInvalidInput when no trace was added.
   StatusOr<std::vector<Step>> Finish() &&;
 
@@ -103,6 +104,7 @@ class StepCollector {
   struct Waiting {
     std::optional<trace::Trace> trace;
     TraceSteps digest;  // source, step and rank (and steps when there is no trace)
+    std::function<StatusOr<trace::Trace>()> read_again;  // when there is no trace
   };
   size_t traces_ = 0;
   size_t order_ = 0;

@@ -11,7 +11,7 @@ std::optional<int> RunCliUnderMpi(int /*argc*/, char** /*argv*/, const std::vect
   if (LauncherWorldRank() == 0) {
     err << "stepscope: started as " << size
         << " MPI processes, but this stepscope was built without MPI (install libopenmpi-dev and rebuild "
-           "to spread align, stragglers and critical-path over processes); run it as one process, without mpirun\n";
+           "to spread an analysis of many ranks over processes); run it as one process, without mpirun\n";
   }
   return 2;
 }

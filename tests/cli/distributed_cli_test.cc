@@ -300,20 +300,25 @@ TEST(DistributedCliTest, StepsOverProcessesPrintWhatOneProcessPrints) {
                           testing::SamplePath("h100_lstm_small_step3.pb.gz")});
 }
 
-TEST(DistributedCliTest, StepsOfRanksMergedPerStepAreRefusedSpreadNamingTheFile) {
+TEST(DistributedCliTest, StepsOfRanksMergedPerStepAreReadAgainWhereMerged) {
   // stepscope-train's per-rank step traces (tests/data/analysis/ranks): one process merges each
-  // step's ranks from their traces, which no process holds together when they are read apart.
+  // step's ranks from their traces, which no process holds together when they are read apart:
+  // process 0 reads them again where the step is merged.
   const std::string dir = testing::DataPath("analysis/ranks");
   const Outcome one = OneProcess({"steps", dir});
   ASSERT_EQ(one.code, 0) << one.err;
   EXPECT_NE(one.out.find("ranks merged"), std::string::npos) << one.out;
-  for (int processes : {1, 2}) {
-    const Outcome spread = Spread({"steps", dir}, processes);
-    EXPECT_EQ(spread.code, 2);
-    EXPECT_EQ(spread.out, "");
-    EXPECT_NE(spread.err.find("rank0.pbtxt: step "), std::string::npos) << spread.err;
-    EXPECT_NE(spread.err.find("run `steps` as one process"), std::string::npos) << spread.err;
-  }
+  ExpectSameAsOneProcess({"steps", dir});
+  ExpectSameAsOneProcess({"steps", dir, "--json"});
+  // Given only as their steps, with nothing to read them again by, the merge says so.
+  analysis::StepCollector collector;
+  ASSERT_TRUE(trace::ForEachTrace({dir}, [&](trace::Trace trace) {
+                return collector.Add(analysis::StepsOfInput(trace));
+              }).ok());
+  const auto steps = std::move(collector).Finish();
+  ASSERT_FALSE(steps.ok());
+  EXPECT_NE(steps.status().message().find("rank0.pbtxt: step "), std::string::npos) << steps.status().message();
+  EXPECT_NE(steps.status().message().find("given only as its steps"), std::string::npos) << steps.status().message();
 }
 
 TEST(DistributedCliTest, GpuOverProcessesPrintsWhatOneProcessPrints) {
@@ -575,8 +580,8 @@ TEST(DistributedCliTest, EfficiencyAndDiffDigestsSurviveTheirBytes) {
     } else {
       EXPECT_EQ(plan->sides.size(), plan->inputs.size());
       EXPECT_EQ(std::count(plan->sides.begin(), plan->sides.end(), 1u), 32);
-      EXPECT_FALSE(back->front().diff_steps.steps.empty());
-      EXPECT_FALSE(back->front().diff_steps.steps.front().kernels.empty());
+      EXPECT_FALSE(back->front().steps.steps.empty());
+      EXPECT_FALSE(back->front().steps.steps.front().kernels.empty());
     }
     EXPECT_EQ(analysis::SerializeDigests(*back), bytes);
     EXPECT_FALSE(analysis::ParseDigests(bytes.substr(0, bytes.size() - 1), "test").ok());

@@ -147,17 +147,38 @@ Status AnalyseSteps(const LoadedInputs& inputs, const ParsedArgs& args, CommandO
   return StepsReport(top, std::move(steps), args, output);
 }
 
+// The steps of the traces `paths` name, read one at a time, each reduced to its digest (StepsOfInput)
+// as a process of a spread run sends it; a rank's step trace that waits for its step's other ranks
+// is kept whole until they are merged.
+StatusOr<std::vector<Step>> StepsOfPaths(const std::vector<std::string>& paths) {
+  analysis::StepCollector collector;
+  RETURN_IF_ERROR(trace::ForEachTrace(paths, [&](Trace trace) {
+    if (analysis::StepCollector::WaitsForRanks(trace)) return collector.Add(std::move(trace));
+    return collector.Add(analysis::StepsOfInput(trace));
+  }));
+  return std::move(collector).Finish();
+}
+
+// The same from the digests of a spread run (those of side `side`, or all), in input order: its
+// first unreadable input fails it, as ForEachTrace stops; a waiting rank's step trace is read
+// again where its step is merged.
+StatusOr<std::vector<Step>> StepsOfDigests(std::span<const analysis::InputDigest> inputs,
+                                           std::optional<uint32_t> side) {
+  analysis::StepCollector collector;
+  for (const analysis::InputDigest& input : inputs) {
+    if (side && input.side != *side) continue;
+    RETURN_IF_ERROR(input.read);
+    RETURN_IF_ERROR(collector.Add(input.steps, [path = input.path] { return trace::ReadTrace(path); }));
+  }
+  return std::move(collector).Finish();
+}
+
 // Reads the traces one at a time, each reduced to its steps (StepsOfInput: what a process of
 // `mpirun -np N stepscope steps` sends, combined by the same collector) before the next is read;
 // a rank's step trace that waits for its step's other ranks is kept whole, to be merged with them.
 Status RunSteps(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
   ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultCauses));
-  analysis::StepCollector collector;
-  RETURN_IF_ERROR(trace::ForEachTrace(args.positional, [&](Trace trace) {
-    if (analysis::StepCollector::WaitsForRanks(trace)) return collector.Add(std::move(trace));
-    return collector.Add(analysis::StepsOfInput(trace));
-  }));
-  ASSIGN_OR_RETURN(std::vector<Step> steps, std::move(collector).Finish());
+  ASSIGN_OR_RETURN(std::vector<Step> steps, StepsOfPaths(args.positional));
   return AnalyseAndPrint(
       [&](const LoadedInputs&, const ParsedArgs&, CommandOutput& output) {
         return StepsReport(top, std::move(steps), args, output);
@@ -478,81 +499,13 @@ Status PrintDiff(const ParsedArgs& args, const StepsOfSide& a, const StepsOfSide
   }, {}, args, out, err);
 }
 
-// One input's steps for diff: what a step collector keeps of a trace it need not hold.
-analysis::DiffStepsDigest DiffStepsOf(const Trace& trace) {
-  analysis::DiffStepsDigest digest;
-  digest.source = trace.source_path();
-  digest.waits = analysis::StepCollector::WaitsForRanks(trace);
-  if (!digest.waits) digest.steps = analysis::StepsOfTrace(trace);
-  return digest;
-}
-
-// StepCollector's refusal of a trace without steps, at the input (before any later input is read).
-Status HasSteps(const analysis::DiffStepsDigest& input) {
-  if (input.waits || !input.steps.empty()) return Status::Ok();
-  return InvalidInput(input.source + ": no steps found (the trace holds no slices)");
-}
-
-// A side's steps from its inputs' digests in input order, numbered and ordered as StepCollector
-// does for the traces (steps.cc: AddSteps and Finish): the steps of a trace without a number take
-// the count of steps before them as theirs; the rank step traces that wait for their step's other
-// ranks (`waiting` gives each, by its place in `side`) are collected, merged, after the others;
-// all sorted by step number then source, stably.
-StatusOr<std::vector<Step>> StepsOfDigests(std::vector<analysis::DiffStepsDigest> side,
-                                           const std::function<StatusOr<Trace>(size_t)>& waiting) {
-  if (side.empty()) return InvalidInput("no traces given");
-  std::vector<Step> steps;
-  size_t order = 0;
-  analysis::StepCollector merged;
-  bool any_waits = false;
-  for (size_t i = 0; i < side.size(); ++i) {
-    analysis::DiffStepsDigest& input = side[i];
-    if (input.waits) {
-      ASSIGN_OR_RETURN(Trace trace, waiting(i));
-      RETURN_IF_ERROR(merged.Add(std::move(trace)));
-      any_waits = true;
-      continue;
-    }
-    RETURN_IF_ERROR(HasSteps(input));
-    for (Step& step : input.steps) {
-      if (step.step < 0) step.step = static_cast<int64_t>(order);
-      ++order;
-      steps.push_back(std::move(step));
-    }
-  }
-  if (any_waits) {
-    // Their steps are numbered (a waiting trace records its step): the count above is not needed.
-    ASSIGN_OR_RETURN(std::vector<Step> joined, std::move(merged).Finish());
-    for (Step& step : joined) steps.push_back(std::move(step));
-  }
-  std::stable_sort(steps.begin(), steps.end(), [](const Step& x, const Step& y) {
-    if (x.step != y.step) return x.step < y.step;
-    return x.source < y.source;
-  });
-  return steps;
-}
-
-// The steps of the traces `paths` name, read one at a time: each reduced to its digest (a rank's
-// step trace that waits for its step's other ranks kept whole), then collected as process 0
-// collects the digests of several processes.
-StatusOr<std::vector<Step>> DiffStepsOfPaths(const std::vector<std::string>& paths) {
-  std::vector<analysis::DiffStepsDigest> digests;
-  std::map<size_t, Trace> kept;
-  RETURN_IF_ERROR(trace::ForEachTrace(paths, [&](Trace trace) {
-    digests.push_back(DiffStepsOf(trace));
-    if (digests.back().waits) kept.emplace(digests.size() - 1, std::move(trace));
-    return HasSteps(digests.back());
-  }));
-  return StepsOfDigests(std::move(digests), [&](size_t i) -> StatusOr<Trace> { return std::move(kept.at(i)); });
-}
-
 // Side A and side B read one trace at a time for their steps, and again, merged, for the
 // aggregate diff of one step each.
 Status RunTraceDiff(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
   RETURN_IF_ERROR(PositiveFlag(args, "top", kDefaultTop).status());
   ASSIGN_OR_RETURN(const auto sides, DiffSides(args));
   return PrintDiff(
-      args, [&] { return DiffStepsOfPaths(sides.first); }, [&] { return DiffStepsOfPaths(sides.second); }, out, err);
+      args, [&] { return StepsOfPaths(sides.first); }, [&] { return StepsOfPaths(sides.second); }, out, err);
 }
 
 // The same on traces already read: side A `traces` (or `one`), side B `vs`, each one trace for
@@ -574,38 +527,20 @@ Status AnalyseDiff(const LoadedInputs& inputs, const ParsedArgs& args, CommandOu
 
 Status StepsFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, CommandOutput& out) {
   ASSIGN_OR_RETURN(const size_t top, PositiveFlag(args, "top", kDefaultCauses));
-  analysis::StepCollector collector;
-  for (const analysis::InputDigest& input : inputs) {
-    RETURN_IF_ERROR(input.read);  // the first input that could not be read, as ForEachTrace stops
-    RETURN_IF_ERROR(collector.Add(input.steps));
-  }
-  ASSIGN_OR_RETURN(std::vector<Step> steps, std::move(collector).Finish());
+  ASSIGN_OR_RETURN(std::vector<Step> steps, StepsOfDigests(inputs, std::nullopt));
   return StepsReport(top, std::move(steps), args, out);
 }
 
 analysis::InputDigest DiffDigest(const Trace& trace, size_t input, size_t /*inputs*/, const ParsedArgs& /*args*/) {
   analysis::InputDigest digest;
   digest.input = input;
-  digest.diff_steps = DiffStepsOf(trace);
+  digest.steps = analysis::StepsOfInput(trace);
   return digest;
 }
 
 Status DiffFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs, std::ostream& out,
                        std::ostream& err) {
-  // Each side as one process reads it: its first unreadable input fails it, after the flags.
-  auto side = [&](uint32_t which) -> StatusOr<std::vector<Step>> {
-    std::vector<analysis::DiffStepsDigest> digests;
-    std::vector<std::string> paths;
-    for (const analysis::InputDigest& input : inputs) {
-      if (input.side != which) continue;
-      RETURN_IF_ERROR(input.read);
-      RETURN_IF_ERROR(HasSteps(input.diff_steps));
-      digests.push_back(input.diff_steps);
-      paths.push_back(input.path);
-    }
-    return StepsOfDigests(std::move(digests), [&](size_t i) { return trace::ReadTrace(paths[i]); });
-  };
-  return PrintDiff(args, [&] { return side(0); }, [&] { return side(1); }, out, err);
+  return PrintDiff(args, [&] { return StepsOfDigests(inputs, 0); }, [&] { return StepsOfDigests(inputs, 1); }, out, err);
 }
 
 StatusOr<std::pair<std::vector<std::string>, std::vector<std::string>>> DiffSidesOf(const ParsedArgs& args) {
