@@ -105,6 +105,61 @@ class CounterTracksTest : public QObject {
     }
   }
 
+  // A frame's columns find their samples through the sampled times (every 256th) and the block
+  // bases: each column equals the brute-force min/max of its samples (and the level entering it),
+  // for an empty counter, one sample, a few, and 10^5 with gaps past 2^32 ns, in views from the
+  // whole counter and past both ends down to a few samples, the first and last column included.
+  void ColumnsMatchBruteForceAtEveryZoomAndEdge() {
+    std::mt19937 random(23);
+    for (const size_t count : {size_t{0}, size_t{1}, size_t{17}, size_t{300}, size_t{100'000}}) {
+      for (const bool step : {true, false}) {
+        for (const bool wide : {false, true}) {
+          std::vector<int64_t> times, values;
+          int64_t clock = 1000;
+          for (size_t i = 0; i < count; ++i) {
+            // Bursts of samples at one instant too, which a column boundary may fall on.
+            clock += (random() % 4 == 0 ? 0 : 1 + static_cast<int64_t>(random() % 500)) +
+                     (wide && i % 7000 == 6999 ? int64_t{5'000'000'000} : 0);
+            times.push_back(clock);
+            values.push_back(static_cast<int64_t>(random() % 10'000) - 500);
+          }
+          const SampledCounter counter(times, values, step);
+          const double span = static_cast<double>(clock) + 1000;
+          for (int view = 0; view < 12; ++view) {
+            const double width = span * 1.4 / std::pow(4.0, view);
+            double begin = std::uniform_real_distribution<double>(-width / 3, span - width / 2)(random);
+            if (view == 0) begin = -span * 0.2;
+            // A view starting on a sample: the first column's boundary on it.
+            if (view % 4 == 3 && count > 0) begin = static_cast<double>(times[random() % count]);
+            const TimeMapping mapping(begin, begin + width, view % 2 == 0 ? 1600 : 997);
+            std::vector<CounterColumn> columns;
+            counter.Columns(mapping, &columns);
+            QCOMPARE(columns.size(), static_cast<size_t>(std::ceil(mapping.width_px())));
+            size_t k = 0;  // the first sample at or after the column's start
+            while (k < count && static_cast<double>(times[k]) < mapping.PxToNs(0)) ++k;
+            for (size_t c = 0; c < columns.size(); ++c) {
+              const double end = mapping.PxToNs(static_cast<double>(c + 1));
+              bool any = step;
+              double low = 0, high = 0;
+              if (step) low = high = k == 0 ? 0.0 : static_cast<double>(values[k - 1]);
+              for (; k < count && static_cast<double>(times[k]) < end; ++k) {
+                const auto v = static_cast<double>(values[k]);
+                low = any ? std::min(low, v) : v;
+                high = any ? std::max(high, v) : v;
+                any = true;
+              }
+              if (columns[c].any != any || (any && (columns[c].low != low || columns[c].high != high))) {
+                QFAIL(qPrintable(QStringLiteral("%1 samples (step %2, wide %3), view %4, column %5 of %6: %7..%8 (%9), not %10..%11 (%12)")
+                                     .arg(count).arg(step).arg(wide).arg(view).arg(c).arg(columns.size())
+                                     .arg(columns[c].low).arg(columns[c].high).arg(columns[c].any).arg(low).arg(high).arg(any)));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+
   void BusyFractionMatchesBruteForce() {
     std::mt19937 random(5);
     std::vector<std::pair<int64_t, int64_t>> intervals;

@@ -63,6 +63,48 @@ std::pair<size_t, size_t> BruteVisible(const TimelineIndex& index, uint32_t trac
   return {first, last};
 }
 
+// The boxes of one level as CollectBoxes defines them, from the slices alone: each run found by
+// a scan, kept exact when it ends within kSampleStride / 8 positions, else ended at the first
+// sampled position starting at or after the bound when the stride before it spans under min_ns / 8.
+std::vector<DrawBox> ReferenceBoxes(const TimelineIndex& index, uint32_t track, int depth, const TimeMapping& mapping,
+                                    double min_px) {
+  constexpr size_t kStride = TimelineIndex::kSampleStride;
+  const auto level = index.level(track, depth);
+  const auto& all = index.trace().slices();
+  auto start = [&](size_t k) { return static_cast<double>(all[level[k]].start_ns); };
+  auto [i, end] = BruteVisible(index, track, depth, mapping.begin_ns(), mapping.end_ns());
+  const double min_ns = min_px * mapping.ns_per_px();
+  std::vector<DrawBox> boxes;
+  while (i < end) {
+    const trace::Slice& s = all[level[i]];
+    const double x0 = mapping.NsToPx(static_cast<double>(s.start_ns));
+    if (static_cast<double>(s.dur_ns) >= min_ns) {
+      boxes.push_back(DrawBox{static_cast<float>(x0), static_cast<float>(mapping.NsToPx(static_cast<double>(s.end_ns()))),
+                              level[i], 1});
+      ++i;
+      continue;
+    }
+    const double bound = start(i) + min_ns;
+    size_t j = i + 1;
+    while (j < end && start(j) < bound) ++j;
+    if (j > i + kStride / 8 && i + kStride / 8 < end) {
+      size_t sample = (i + kStride / 8) / kStride + 1;  // the first sample at or after the bound
+      const size_t sample_end = (end + kStride - 1) / kStride;
+      while (sample < sample_end && start(sample * kStride) < bound) ++sample;
+      if (sample < sample_end && sample * kStride <= end &&
+          start(sample * kStride) - start((sample - 1) * kStride) < min_ns / 8) {
+        j = sample * kStride;
+      }
+    }
+    if (j - 1 > i && static_cast<double>(all[level[j - 1]].dur_ns) >= min_ns) --j;
+    const double run_end_px = mapping.NsToPx(static_cast<double>(all[level[j - 1]].end_ns()));
+    boxes.push_back(DrawBox{static_cast<float>(x0), static_cast<float>(std::max(run_end_px, x0 + min_px)), level[i],
+                            static_cast<uint32_t>(j - i)});
+    i = j;
+  }
+  return boxes;
+}
+
 }  // namespace
 
 class TimelineTest : public QObject {
@@ -338,6 +380,68 @@ class TimelineTest : public QObject {
       }
     }
     QVERIFY(biggest_nested > size_t{1} << 16);
+  }
+
+  // A wide view's folds read their starts and ends from the sampled tables: the boxes are the
+  // ones the slices themselves give (ReferenceBoxes), on nested CPU levels, GPU streams and a dense
+  // track, at zooms from the whole trace (and past both its ends) down to single slices, with
+  // views that start or end on a slice, an empty track and a track of one slice.
+  void FoldsFromTheSampledTablesEqualTheFoldsOfTheSlices() {
+    const trace::Trace synthetic = synthetic::MakeSyntheticTrace(300'000);
+    const trace::Trace dense = MakeDenseTrack(200'000);
+    trace::TraceBuilder builder;
+    trace::Track empty_track, one_track;
+    empty_track.name = builder.Intern("empty");
+    one_track.name = builder.Intern("one");
+    builder.AddTrack(empty_track);
+    trace::SliceRecord one;
+    one.track = builder.AddTrack(one_track);
+    one.name = one.op_type = builder.Intern("op");
+    one.start_ns = 1000;
+    one.dur_ns = 10;
+    builder.AddSlice(one);
+    const trace::Trace tiny = std::move(builder).Build();
+    std::mt19937_64 random(17);
+    size_t compared = 0, folded = 0;
+    for (const trace::Trace* trace : {&synthetic, &dense, &tiny}) {
+      const TimelineIndex index(*trace);
+      const double span_begin = static_cast<double>(trace->span_begin_ns());
+      const double span = std::max(1.0, static_cast<double>(trace->span_end_ns()) - span_begin);
+      const auto& slices = trace->slices();
+      for (int view = 0; view < 40; ++view) {
+        TimeMapping mapping;
+        mapping.SetWidth(view % 2 == 0 ? 1600 : 997);
+        const double width = span * 1.2 / std::pow(2.5, view % 20);
+        double begin = std::uniform_real_distribution<double>(span_begin - width / 5, span_begin + span - width / 2)(random);
+        // Views starting or ending exactly on a slice's start or end.
+        if (view % 5 == 1) begin = static_cast<double>(slices[random() % slices.size()].start_ns);
+        if (view % 5 == 2) begin = static_cast<double>(slices[random() % slices.size()].end_ns()) - width;
+        if (view == 0) begin = span_begin - span * 0.1;  // the whole trace and both edges
+        mapping.SetRange(begin, begin + width);
+        const double min_px = view % 3 == 2 ? 2.0 : 1.0;
+        for (uint32_t t = 0; t < trace->tracks().size(); ++t) {
+          for (int d = 0; d < std::max(1, index.depth_count(t)); ++d) {
+            std::vector<DrawBox> boxes;
+            if (index.depth_count(t) > 0) CollectBoxes(index, t, d, mapping, &boxes, min_px);
+            const std::vector<DrawBox> expected =
+                index.depth_count(t) > 0 ? ReferenceBoxes(index, t, d, mapping, min_px) : std::vector<DrawBox>{};
+            QCOMPARE(boxes.size(), expected.size());
+            for (size_t b = 0; b < boxes.size(); ++b) {
+              const DrawBox &got = boxes[b], &want = expected[b];
+              if (got.slice != want.slice || got.count != want.count || got.x0 != want.x0 || got.x1 != want.x1) {
+                QFAIL(qPrintable(QStringLiteral("view %1 track %2 depth %3 box %4: slice %5 x %6 (%7 px), not slice %8 x %9 (%10 px)")
+                                     .arg(view).arg(t).arg(d).arg(b).arg(got.slice).arg(got.count).arg(got.x1 - got.x0)
+                                     .arg(want.slice).arg(want.count).arg(want.x1 - want.x0)));
+              }
+              folded += got.count > TimelineIndex::kSampleStride;
+            }
+            compared += boxes.size();
+          }
+        }
+      }
+    }
+    QVERIFY(compared > 100'000);
+    QVERIFY(folded > 1000);  // the wide views did fold through the sampled tables
   }
 
   void LayoutRowsFollowTheTrackTree() {

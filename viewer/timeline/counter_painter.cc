@@ -39,10 +39,9 @@ double CounterPainter::MaxOf(const std::vector<CounterColumn>& columns) {
   return max;
 }
 
-void CounterPainter::Paint(QPainter& painter, const TimeMapping& mapping, const CounterTrack& track,
+void CounterPainter::Paint(QPainter& painter, const CounterTrack& track, const std::vector<CounterColumn>& columns,
                            const QRect& area) {
-  track.Columns(mapping, &columns_);
-  const double max = MaxOf(columns_);
+  const double max = MaxOf(columns);
   const QColor color = ColorOf(track);
   const int bottom = area.bottom() + 1;
   const double height = area.height() - 11.0;  // room for the max label above the chart
@@ -61,10 +60,10 @@ void CounterPainter::Paint(QPainter& painter, const TimeMapping& mapping, const 
   const QColor edge = color.darker(120);
   const int left = area.left();
   size_t run = 0;
-  int run_y = columns_.empty() ? bottom : y_of(columns_[0]);
-  for (size_t c = 1; c <= columns_.size(); ++c) {
-    const int y = c < columns_.size() ? y_of(columns_[c]) : -1;
-    if (c < columns_.size() && y == run_y) continue;
+  int run_y = columns.empty() ? bottom : y_of(columns[0]);
+  for (size_t c = 1; c <= columns.size(); ++c) {
+    const int y = c < columns.size() ? y_of(columns[c]) : -1;
+    if (c < columns.size() && y == run_y) continue;
     if (run_y < bottom) {
       const int x = left + static_cast<int>(run), w = static_cast<int>(c - run);
       painter.fillRect(x, run_y, w, 1, edge);

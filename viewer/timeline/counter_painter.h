@@ -18,9 +18,10 @@ class CounterPainter {
   Q_DECLARE_TR_FUNCTIONS(CounterPainter)
 
  public:
-  // The chart of `track` in `area` (the time area's columns, its rows' height), `mapping` the
-  // time area's.
-  void Paint(QPainter& painter, const TimeMapping& mapping, const CounterTrack& track, const QRect& area);
+  // The chart of `track` in `area` (the time area's columns, its rows' height) from its columns
+  // (CounterTrack::Columns for the time area's mapping, found while the frame's boxes are).
+  static void Paint(QPainter& painter, const CounterTrack& track, const std::vector<CounterColumn>& columns,
+                    const QRect& area);
   // The label column of a counter's row: its name on the first row, what it measures on the next.
   static void PaintLabel(QPainter& painter, const CounterTrack& track, int part, const QRect& area);
   // The tooltip (HTML) at `x_px` of the time area: the value at the cursor (a step counter's
@@ -31,9 +32,6 @@ class CounterPainter {
   static QColor ColorOf(const CounterTrack& track);
   // The largest value among `columns` (0 when none has a sample).
   static double MaxOf(const std::vector<CounterColumn>& columns);
-
- private:
-  std::vector<CounterColumn> columns_;  // reused between frames
 };
 
 }  // namespace stepscope::viewer

@@ -490,7 +490,7 @@ void TimelineView::PaintRowRange(QPainter& painter, const TimeMapping& map, int 
     }
     if (row.kind == TimelineRow::Kind::kCounter && (row.depth == 0 || r == first)) {
       // The whole counter from its first row, which may be scrolled just above the view.
-      counter_painter_.Paint(painter, map, counters_->tracks()[row.counter],
+      CounterPainter::Paint(painter, counters_->tracks()[row.counter], row_columns_[static_cast<size_t>(r - first)],
                              QRect(kTimeAreaLeft, RowTop(r - row.depth) + 2, static_cast<int>(std::ceil(map.width_px())),
                                    TrackLayout::kCounterRows * kRowHeight - 3));
     }
@@ -534,13 +534,19 @@ void TimelineView::CollectRowBoxes(const TimeMapping& map, int first, int last) 
   const auto& rows = layout_.rows();
   const TimelineIndex& index = document_->index();
   row_boxes_.resize(static_cast<size_t>(std::max(0, last - first)));
+  row_columns_.resize(row_boxes_.size());
   // Rows alternate between this thread and a helper: on a wide view of a dense trace, finding
-  // each pixel's fold is most of the frame. Both only read the frozen index.
+  // each pixel's fold is most of the frame, and a dense counter's columns the rest. Both only
+  // read the frozen index and counters.
   auto collect = [&](int parity) {
     for (int r = first + parity; r < last; r += 2) {
       std::vector<DrawBox>& boxes = row_boxes_[static_cast<size_t>(r - first)];
       boxes.clear();
       const TimelineRow& row = rows[static_cast<size_t>(r)];
+      if (row.kind == TimelineRow::Kind::kCounter && (row.depth == 0 || r == first)) {
+        counters_->tracks()[row.counter].Columns(map, &row_columns_[static_cast<size_t>(r - first)]);
+        continue;
+      }
       if (row.kind != TimelineRow::Kind::kSlices || row.depth >= index.depth_count(row.track)) continue;
       CollectBoxes(index, row.track, row.depth, map, &boxes);
     }

@@ -193,7 +193,8 @@ class TimelineView : public QWidget {
   // A collapsed header's row: where any lane below it has work (top-level slices), as runs of
   // covered pixels, so a merge of many ranks collapsed to a row per rank still shows activity.
   void PaintActivity(QPainter& painter, const TimeMapping& mapping, uint32_t track, int y);
-  // The boxes of the visible slice rows [first, last) into row_boxes_, on two cores.
+  // The boxes of the visible slice rows [first, last) into row_boxes_, and the columns of the
+  // counters drawn from those rows into row_columns_, on two cores.
   void CollectRowBoxes(const TimeMapping& mapping, int first, int last);
   const std::vector<uint32_t>& LanesBelow(uint32_t track);
 
@@ -237,6 +238,7 @@ class TimelineView : public QWidget {
   std::function<QString(uint32_t)> slice_note_;
   std::vector<DrawBox> boxes_;  // reused between frames
   std::vector<std::vector<DrawBox>> row_boxes_;  // per visible row, reused between frames
+  std::vector<std::vector<CounterColumn>> row_columns_;  // the same, for a counter's rows
   QFont label_font_;
   std::unordered_map<uint64_t, QStaticText> label_cache_;  // (name, chars) -> laid-out label
   bool full_names_ = false;
@@ -246,7 +248,6 @@ class TimelineView : public QWidget {
   };
   std::unordered_map<trace::StringId, ShownName> shown_names_;
   std::shared_ptr<const CounterTracks> counters_;
-  CounterPainter counter_painter_;
 };
 
 }  // namespace stepscope::viewer

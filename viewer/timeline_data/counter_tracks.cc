@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <span>
 
 #include "base/units.h"
 #include "profiler/analysis/gpu_work.h"
@@ -45,6 +46,9 @@ SampledCounter::SampledCounter(std::vector<int64_t> times, std::vector<int64_t> 
     wide_values_ = std::move(values);
     wide_values_.shrink_to_fit();
   }
+  constexpr size_t kTimeStride = kFanout * kFanout;
+  sampled_times_.reserve((size_ + kTimeStride - 1) / kTimeStride);
+  for (size_t i = 0; i < size_; i += kTimeStride) sampled_times_.push_back(time(i));
   // Level 0 from the samples, each further level from the one below.
   std::vector<std::pair<int64_t, int64_t>>* below = nullptr;
   while ((below == nullptr ? size_ : below->size()) > kFanout) {
@@ -76,15 +80,64 @@ size_t SampledCounter::FirstAtOrAfter(double t, size_t low, size_t high) const {
   return low;
 }
 
+size_t SampledCounter::FirstAtOrAfterFrom(double t, size_t* hint) const {
+  constexpr size_t kTimeStride = kFanout * kFanout;
+  auto sampled_before = [&](size_t m) { return static_cast<double>(sampled_times_[m]) < t; };
+  // The first sampled time at or after t, galloping on from the hint.
+  size_t low = std::min(*hint, sampled_times_.size()), high = low;
+  for (size_t step = 1; high < sampled_times_.size() && sampled_before(high); step *= 2) {
+    low = high + 1;
+    high = std::min(sampled_times_.size(), high + step);
+  }
+  while (low < high) {
+    const size_t mid = low + (high - low) / 2;
+    if (sampled_before(mid)) {
+      low = mid + 1;
+    } else {
+      high = mid;
+    }
+  }
+  // Sampled time `low` is at or after t and the one before it is not: the answer lies in
+  // ((low - 1) * kTimeStride, low * kTimeStride].
+  *hint = low == 0 ? 0 : low - 1;
+  if (low == 0) return 0;
+  const size_t from = (low - 1) * kTimeStride + 1, to = std::min(size_, low * kTimeStride);
+  if (!wide_times_.empty()) return FirstAtOrAfter(t, from, to);
+  // The first block base at or after t among the kFanout blocks of that stretch, then the offsets
+  // of the block before it.
+  size_t block = (from - 1) / kFanout + 1;
+  const size_t block_end = (to + kFanout - 1) / kFanout;
+  while (block < block_end && static_cast<double>(block_base_[block]) < t) ++block;
+  return FirstAtOrAfter(t, std::max(from, (block - 1) * kFanout + 1), std::min(to, block * kFanout));
+}
+
 std::pair<int64_t, int64_t> SampledCounter::Extent(size_t first, size_t last) const {
   int64_t low = std::numeric_limits<int64_t>::max(), high = std::numeric_limits<int64_t>::min();
   // Units of `width` samples at level `level` (-1: the samples). At each level only the partial
   // blocks at both ends are read one by one; whole blocks go up a level.
+  // Each kind of unit in a loop of its own: a frame's columns spend their time here.
   auto scan = [&](int level, size_t width, size_t from, size_t to) {
-    for (size_t u = from / width; u < to / width; ++u) {
-      const auto [l, h] = level < 0 ? std::pair{value(u), value(u)} : levels_[static_cast<size_t>(level)][u];
-      low = std::min(low, l);
-      high = std::max(high, h);
+    const size_t first_unit = from / width, end_unit = to / width;
+    if (level >= 0) {
+      for (const auto& [l, h] : std::span(levels_[static_cast<size_t>(level)]).subspan(first_unit, end_unit - first_unit)) {
+        low = std::min(low, l);
+        high = std::max(high, h);
+      }
+    } else if (!narrow_values_.empty()) {
+      int32_t narrow_low = std::numeric_limits<int32_t>::max(), narrow_high = std::numeric_limits<int32_t>::min();
+      for (const int32_t v : std::span(narrow_values_).subspan(first_unit, end_unit - first_unit)) {
+        narrow_low = std::min(narrow_low, v);
+        narrow_high = std::max(narrow_high, v);
+      }
+      if (end_unit > first_unit) {
+        low = std::min<int64_t>(low, narrow_low);
+        high = std::max<int64_t>(high, narrow_high);
+      }
+    } else {
+      for (const int64_t v : std::span(wide_values_).subspan(first_unit, end_unit - first_unit)) {
+        low = std::min(low, v);
+        high = std::max(high, v);
+      }
     }
   };
   int level = -1;
@@ -122,23 +175,24 @@ CounterColumn SampledCounter::Column(size_t first, size_t last) const {
 }
 
 CounterColumn SampledCounter::Window(double begin_ns, double end_ns) const {
-  return Column(FirstAtOrAfter(begin_ns, 0, size_), FirstAtOrAfter(end_ns, 0, size_));
+  size_t hint = 0;
+  const size_t first = FirstAtOrAfterFrom(begin_ns, &hint);
+  return Column(first, std::max(first, FirstAtOrAfterFrom(end_ns, &hint)));
 }
 
 void SampledCounter::Columns(const TimeMapping& mapping, std::vector<CounterColumn>* out) const {
   const size_t columns = static_cast<size_t>(std::ceil(mapping.width_px()));
   out->resize(columns);
-  size_t first = FirstAtOrAfter(mapping.PxToNs(0), 0, size_);
+  size_t hint = 0;
+  size_t first = FirstAtOrAfterFrom(mapping.PxToNs(0), &hint);
   for (size_t c = 0; c < columns; ++c) {
     const double end = mapping.PxToNs(static_cast<double>(c + 1));
-    // Gallop: samples before `low` are inside the column; double the step until one is past it.
-    size_t low = first, high = first, step = 1;
-    while (high < size_ && static_cast<double>(time(high)) < end) {
-      low = high + 1;
-      high = std::min(size_, high + step);
-      step *= 2;
+    // Zoomed in, a column holds a few samples: step over them. Past a few, search.
+    size_t last = first;
+    while (last < size_ && last < first + kFanout / 2 && static_cast<double>(time(last)) < end) ++last;
+    if (last == first + kFanout / 2 && last < size_ && static_cast<double>(time(last)) < end) {
+      last = FirstAtOrAfterFrom(end, &hint);
     }
-    const size_t last = FirstAtOrAfter(end, low, std::max(low, high));
     (*out)[c] = Column(first, last);
     first = last;
   }
@@ -161,7 +215,7 @@ int64_t SampledCounter::LevelAt(double time_ns) const {
 size_t SampledCounter::bytes() const {
   size_t total = block_base_.capacity() * sizeof(int64_t) + offsets_.capacity() * sizeof(uint32_t) +
                  wide_times_.capacity() * sizeof(int64_t) + narrow_values_.capacity() * sizeof(int32_t) +
-                 wide_values_.capacity() * sizeof(int64_t);
+                 wide_values_.capacity() * sizeof(int64_t) + sampled_times_.capacity() * sizeof(int64_t);
   for (const auto& level : levels_) total += level.capacity() * sizeof(level[0]);
   return total;
 }

@@ -51,8 +51,9 @@ class SampledCounter {
   // What the counter takes in [begin_ns, end_ns): the samples in it and, for a step counter, the
   // level entering it.
   CounterColumn Window(double begin_ns, double end_ns) const;
-  // Window for every pixel column of `mapping`: each column's first sample found by a galloping
-  // search from the previous column's, so a column costs O(log of the samples it holds).
+  // Window for every pixel column of `mapping`: each column's first sample found through the
+  // sampled times from the previous column's, so a column costs a few cache lines however many
+  // samples it holds.
   void Columns(const TimeMapping& mapping, std::vector<CounterColumn>* out) const;
   // A step counter's level at `time_ns` (0 before the first sample).
   int64_t LevelAt(double time_ns) const;
@@ -63,6 +64,11 @@ class SampledCounter {
   CounterColumn Column(size_t first, size_t last) const;
   // The first sample in [low, high) at or after t (high when none).
   size_t FirstAtOrAfter(double t, size_t low, size_t high) const;
+  // The first sample at or after t (size() when none): the sampled times (every kFanout^2-th,
+  // side by side) from `*hint` on, galloping, then one block's base times and one block's offsets,
+  // a few cache lines where a search over the samples themselves touched one per probe. `hint`
+  // (start at 0) is where the search for an earlier or equal t ended: a frame's columns ask in order.
+  size_t FirstAtOrAfterFrom(double t, size_t* hint) const;
 
   size_t size_ = 0;
   bool step_ = true;
@@ -71,6 +77,8 @@ class SampledCounter {
   std::vector<int64_t> wide_times_;   // instead, where a block spans more than 2^32 ns
   std::vector<int32_t> narrow_values_;
   std::vector<int64_t> wide_values_;  // instead, where a value does not fit 32 bits
+  // The time of every kFanout^2-th sample (1/32 byte a sample): where a column's search starts.
+  std::vector<int64_t> sampled_times_;
   // levels_[k]: per block of kFanout^(k+1) samples its (min, max).
   std::vector<std::vector<std::pair<int64_t, int64_t>>> levels_;
 };

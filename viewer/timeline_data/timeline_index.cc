@@ -114,12 +114,31 @@ TimelineIndex::TimelineIndex(const trace::Trace& trace, size_t max_narrow_track)
     samples += (level.size + kSampleStride - 1) / kSampleStride;
   }
   sampled_starts_.resize(samples);
+  stride_ends_.resize(samples);
+  stride_starts_.resize(samples);
   OverTracksOnTwoCores(trace, [&](uint32_t first, uint32_t end) {
     for (uint32_t t = first; t < end; ++t) {
       for (int d = 0; d < depth_count(t); ++d) {
         const LevelSlices positions = level(t, d);
-        int64_t* starts = sampled_starts_.data() + levels_[track_level_[t] + static_cast<uint32_t>(d)].samples;
-        for (size_t k = 0; k < positions.size(); k += kSampleStride) *starts++ = slices[positions[k]].start_ns;
+        const uint32_t offset = levels_[track_level_[t] + static_cast<uint32_t>(d)].samples;
+        int64_t* starts = sampled_starts_.data() + offset;
+        StrideEnds* ends = stride_ends_.data() + offset;
+        StrideStarts* inner = stride_starts_.data() + offset;
+        for (size_t k = 0; k < positions.size(); k += kSampleStride) {
+          const trace::Slice& first_of_stride = slices[positions[k]];
+          StrideStarts& every = *inner++;
+          every.offset_ns[0] = 0;
+          for (size_t e = 1; e < std::size(every.offset_ns); ++e) {
+            const size_t position = k + e * StrideStarts::kEvery;
+            const int64_t offset_ns = position < positions.size()
+                                          ? slices[positions[position]].start_ns - first_of_stride.start_ns
+                                          : int64_t{StrideStarts::kUnknown};
+            every.offset_ns[e] = static_cast<uint32_t>(std::min<int64_t>(offset_ns, StrideStarts::kUnknown));
+          }
+          *starts++ = first_of_stride.start_ns;
+          *ends++ = StrideEnds{first_of_stride.end_ns(),
+                               slices[positions[std::min(positions.size(), k + kSampleStride) - 1]].end_ns()};
+        }
       }
     }
   });
@@ -167,6 +186,16 @@ std::span<const int64_t> TimelineIndex::sampled_starts(uint32_t track, int depth
   return {sampled_starts_.data() + l.samples, (l.size + kSampleStride - 1) / kSampleStride};
 }
 
+std::span<const StrideEnds> TimelineIndex::stride_ends(uint32_t track, int depth) const {
+  const Level& l = levels_[track_level_[track] + static_cast<uint32_t>(depth)];
+  return {stride_ends_.data() + l.samples, (l.size + kSampleStride - 1) / kSampleStride};
+}
+
+std::span<const StrideStarts> TimelineIndex::stride_starts(uint32_t track, int depth) const {
+  const Level& l = levels_[track_level_[track] + static_cast<uint32_t>(depth)];
+  return {stride_starts_.data() + l.samples, (l.size + kSampleStride - 1) / kSampleStride};
+}
+
 std::pair<size_t, size_t> TimelineIndex::VisibleRange(uint32_t track, int depth, double begin_ns,
                                                       double end_ns) const {
   const LevelSlices slices = level(track, depth);
@@ -185,6 +214,7 @@ std::pair<size_t, size_t> TimelineIndex::VisibleRange(uint32_t track, int depth,
 size_t TimelineIndex::memory_bytes() const {
   return narrow_bytes_ + wide_size_ * sizeof(uint32_t) + track_level_.capacity() * sizeof(uint32_t) +
          levels_.capacity() * sizeof(Level) + sampled_starts_.capacity() * sizeof(int64_t) +
+         stride_ends_.capacity() * sizeof(StrideEnds) + stride_starts_.capacity() * sizeof(StrideStarts) +
          bucket_first_sample_.capacity() * sizeof(uint32_t);
 }
 
@@ -205,17 +235,26 @@ size_t FirstStartingAtOrAfter(const TimelineIndex& index, uint32_t track, int de
   const auto& all = index.trace().slices();
   auto before = [&](size_t k) { return static_cast<double>(all[slices[k]].start_ns) < bound_ns; };
   constexpr size_t kStride = TimelineIndex::kSampleStride;
+  constexpr size_t kGallop = kStride / 8;
+  const auto samples = index.sampled_starts(track, depth);
   size_t below = from;  // the last position known to start before the bound
-  for (size_t step = 1; step <= kStride / 8; step *= 2) {
-    const size_t probe = from + step;
-    if (probe >= end) return FirstNotBefore(below + 1, end, before);
-    if (!before(probe)) return FirstNotBefore(below + 1, probe, before);
-    below = probe;
+  // When the sample at or after from + kGallop starts before the bound, so do all the positions
+  // the gallop would probe: it ends where it would have, without reading a slice.
+  const size_t next_sample = (from + kGallop + kStride - 1) / kStride;
+  if (from + kGallop < end && next_sample < samples.size() &&
+      static_cast<double>(samples[next_sample]) < bound_ns) {
+    below = from + kGallop;
+  } else {
+    for (size_t step = 1; step <= kGallop; step *= 2) {
+      const size_t probe = from + step;
+      if (probe >= end) return FirstNotBefore(below + 1, end, before);
+      if (!before(probe)) return FirstNotBefore(below + 1, probe, before);
+      below = probe;
+    }
   }
   // Sample m holds the start of position m * kStride: find the first sample at or after the
   // bound beyond `below` (within the bucket table's bracket, else galloping), then the position
   // within the stride before it.
-  const auto samples = index.sampled_starts(track, depth);
   const size_t sample_end = (end + kStride - 1) / kStride;  // samples of positions < end
   auto sample_before = [&](size_t m) { return static_cast<double>(samples[m]) < bound_ns; };
   size_t known = below / kStride;  // a sample at or before `below`: starts before the bound
@@ -241,7 +280,20 @@ size_t FirstStartingAtOrAfter(const TimelineIndex& index, uint32_t track, int de
   if (lo < sample_end && lo * kStride <= end && static_cast<double>(samples[lo] - samples[known]) < snap_ns) {
     return lo * kStride;
   }
-  return FirstNotBefore(std::max(below + 1, known * kStride + 1), std::min(lo * kStride, end), before);
+  // Within the stride: narrowed to 8 positions by its every 8th start, then searched.
+  size_t first = std::max(below + 1, known * kStride + 1), last = std::min(lo * kStride, end);
+  const StrideStarts& every = index.stride_starts(track, depth)[known];
+  for (size_t e = 1; e < std::size(every.offset_ns) && every.offset_ns[e] != StrideStarts::kUnknown; ++e) {
+    const size_t position = known * kStride + e * StrideStarts::kEvery;
+    if (position >= last) break;
+    if (position < first) continue;
+    if (static_cast<double>(samples[known] + every.offset_ns[e]) >= bound_ns) {
+      last = position;
+      break;
+    }
+    first = position + 1;
+  }
+  return FirstNotBefore(first, last, before);
 }
 
 }  // namespace
@@ -250,16 +302,28 @@ size_t CollectBoxes(const TimelineIndex& index, uint32_t track, int depth,
                     const TimeMapping& mapping, std::vector<DrawBox>* out, double min_px) {
   const LevelSlices slices = index.level(track, depth);
   const auto& all = index.trace().slices();
+  constexpr size_t kStride = TimelineIndex::kSampleStride;
+  const auto samples = index.sampled_starts(track, depth);
+  const auto stride_ends = index.stride_ends(track, depth);
   auto [i, end] = index.VisibleRange(track, depth, mapping.begin_ns(), mapping.end_ns());
   const double ns_per_px = mapping.ns_per_px();
   const double min_ns = min_px * ns_per_px;
   size_t covered = 0;
   while (i < end) {
-    const trace::Slice& s = all[slices[i]];
-    const double x0 = mapping.NsToPx(static_cast<double>(s.start_ns));
-    if (static_cast<double>(s.dur_ns) >= min_ns) {
-      out->push_back(DrawBox{static_cast<float>(x0),
-                             static_cast<float>(mapping.NsToPx(static_cast<double>(s.end_ns()))),
+    // Where position i starts and ends: a sampled position (where a wide view's folds start) from
+    // the sampled tables, any other from its slice.
+    int64_t start_ns = 0, end_ns = 0;
+    if (i % kStride == 0) {
+      start_ns = samples[i / kStride];
+      end_ns = stride_ends[i / kStride].first_end_ns;
+    } else {
+      const trace::Slice& s = all[slices[i]];
+      start_ns = s.start_ns;
+      end_ns = s.end_ns();
+    }
+    const double x0 = mapping.NsToPx(static_cast<double>(start_ns));
+    if (static_cast<double>(end_ns - start_ns) >= min_ns) {
+      out->push_back(DrawBox{static_cast<float>(x0), static_cast<float>(mapping.NsToPx(static_cast<double>(end_ns))),
                              slices[i], 1});
       ++i;
       ++covered;
@@ -267,11 +331,22 @@ size_t CollectBoxes(const TimelineIndex& index, uint32_t track, int depth,
     }
     // A narrow slice: fold it with every following slice that starts within min_px of it.
     // Snapped to a sample when its stride spans under an eighth of a pixel: invisible.
-    size_t j = FirstStartingAtOrAfter(index, track, depth, i, end, static_cast<double>(s.start_ns) + min_ns,
+    size_t j = FirstStartingAtOrAfter(index, track, depth, i, end, static_cast<double>(start_ns) + min_ns,
                                       min_ns / 8);
-    // The last of the run may be a wide slice: it gets its own box.
-    if (j - 1 > i && static_cast<double>(all[slices[j - 1]].dur_ns) >= min_ns) --j;
-    const double run_end_px = mapping.NsToPx(static_cast<double>(all[slices[j - 1]].end_ns()));
+    // The last of the run may be a wide slice: it gets its own box. A run ending with a stride
+    // (a snapped fold) knows its last slice's end, and that the slice is no longer than its
+    // stride from the stride's first start: most often too short to be wide, read from no slice.
+    int64_t run_end_ns = end_ns;  // a run of one slice ends with it
+    if (j - 1 > i) {
+      const StrideEnds* last_stride = j % kStride == 0 ? &stride_ends[j / kStride - 1] : nullptr;
+      if (last_stride != nullptr && static_cast<double>(last_stride->last_end_ns - samples[j / kStride - 1]) < min_ns) {
+        run_end_ns = last_stride->last_end_ns;
+      } else {
+        if (static_cast<double>(all[slices[j - 1]].dur_ns) >= min_ns) --j;
+        run_end_ns = all[slices[j - 1]].end_ns();
+      }
+    }
+    const double run_end_px = mapping.NsToPx(static_cast<double>(run_end_ns));
     out->push_back(DrawBox{static_cast<float>(x0), static_cast<float>(std::max(run_end_px, x0 + min_px)),
                            slices[i], static_cast<uint32_t>(j - i)});
     covered += j - i;

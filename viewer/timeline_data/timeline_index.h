@@ -13,7 +13,10 @@
 // that starts past the fold is found through a table of equal time buckets over the sampled
 // starts, finished within one stride of the level, so a frame costs O(boxes * log stride)
 // whatever the number of slices, and touches a few cache lines per box even when the level is
-// gigabytes.
+// gigabytes. A wide view's folds start and end at sampled positions, so each stride also keeps
+// the ends of its first and last slice (StrideEnds): such a fold reads the small sampled tables
+// only, never the slices themselves; a fold that ends inside a stride finds its end among the
+// starts of every 8th position of the stride (StrideStarts), then within 8 positions.
 // No Qt here: it is tested with synthetic 10^6-slice tracks.
 #pragma once
 
@@ -55,6 +58,21 @@ class LevelSlices {
   size_t size_;
 };
 
+// The ends of the first and the last slice of one stride (kSampleStride positions) of a level.
+struct StrideEnds {
+  int64_t first_end_ns = 0;
+  int64_t last_end_ns = 0;
+};
+
+// The starts of positions 8, 16, ..., 56 of one stride, after the stride's sampled start, in
+// entries 1..7 (entry 0 unused, so that a stride's entries share a cache line); kUnknown where
+// the position is past the level's end or the offset does not fit.
+struct StrideStarts {
+  static constexpr uint32_t kUnknown = ~uint32_t{0};
+  static constexpr size_t kEvery = 8;
+  uint32_t offset_ns[8];
+};
+
 class TimelineIndex {
  public:
   // One sampled start per this many positions of a level.
@@ -75,6 +93,9 @@ class TimelineIndex {
   LevelSlices level(uint32_t track, int depth) const;
   // Starts of positions 0, kSampleStride, 2 * kSampleStride, ... of a level.
   std::span<const int64_t> sampled_starts(uint32_t track, int depth) const;
+  // Per stride of a level (as sampled_starts), the ends of its first and last slice.
+  std::span<const StrideEnds> stride_ends(uint32_t track, int depth) const;
+  std::span<const StrideStarts> stride_starts(uint32_t track, int depth) const;
   // Samples [lo, hi] of a level that hold its first sampled start at or after `bound_ns` (the
   // count of samples when none is), from a table of equal time buckets over the level's span:
   // a wide view's folds find their place in one or two samples instead of a search over a
@@ -108,6 +129,8 @@ class TimelineIndex {
   std::unique_ptr<uint32_t[]> wide_;
   size_t wide_size_ = 0;
   std::vector<int64_t> sampled_starts_;
+  std::vector<StrideEnds> stride_ends_;  // side by side with sampled_starts_ (1/4 byte a slice)
+  std::vector<StrideStarts> stride_starts_;  // the same (1/2 byte a slice)
   // Per level with a table, bucket_count + 1 entries: entry b is the first sample starting at or
   // after bucket_origin_ns + b * bucket_ns (at most one entry per sample: 1/16 byte per slice).
   std::vector<uint32_t> bucket_first_sample_;
