@@ -1,7 +1,8 @@
 // The call tree of nested slices, top-down and bottom-up (call_tree.h): one pass over each chosen
 // lane that finds each slice's parent by its depth and looks its node up a few slices later, its
-// slot prefetched by the hash of its path of names; a big selection in parts on the cores, one
-// per share of the top-level names (BuildTopDown).
+// slot prefetched by the hash of its path of names (and adds to a node met before a few slices
+// after that, its lines prefetched); a big selection in parts on the cores, one per share of the
+// top-level names, each naming its nodes (BuildTopDown).
 #include "profiler/analysis/call_tree.h"
 
 #include <algorithm>
