@@ -1,7 +1,8 @@
 // The call tree of nested slices, top-down and bottom-up (call_tree.h): one pass over each chosen
 // lane that finds each slice's parent by its depth and looks its node up a few slices later, its
-// slot prefetched by the hash of its path of names; a big selection in parts on the cores, one
-// per share of the top-level names (BuildTopDown).
+// slot prefetched by the hash of its path of names (and adds to a node met before a few slices
+// after that, its lines prefetched); a big selection in parts on the cores, one per share of the
+// top-level names, each naming its nodes (BuildTopDown).
 #include "profiler/analysis/call_tree.h"
 
 #include <algorithm>
@@ -350,6 +351,7 @@ class TreeBuilder {
                                       std::max<int64_t>(0, clip_end - clip_start)};
     }
     while (settled_ < queued_) Settle(pending_[settled_++ % kAhead]);
+    while (added_to_ < adding_) AddTo(additions_[added_to_++ % kAddAhead]);
   }
 
   // Each node's children in one array, grouped by parent, in the order of CallTree::children
@@ -422,6 +424,13 @@ class TreeBuilder {
     int64_t clipped;
   };
   static constexpr size_t kAhead = 16;  // lookups prefetched ahead; a power of two
+  // A counted slice of a node that existed already, waiting for its figures to be added.
+  struct Addition {
+    uint32_t node;
+    uint32_t slice;
+    int64_t clipped;
+  };
+  static constexpr size_t kAddAhead = 8;  // additions prefetched ahead; a power of two
 
   // The node of a pending slice, and its figures. Its parent was settled before it (the lane's
   // order), and none of the parent's later siblings yet, so node_at_ holds the parent's node.
@@ -445,12 +454,23 @@ class TreeBuilder {
       tree_.nodes.push_back(n);
       return;
     }
-    CallTreeNode& n = tree_.nodes[node];
+    // A node met before lies anywhere in the nodes (waiting for its line was an eighth of a big
+    // build): its figures are added kAddAhead such slices later, its lines prefetched now. The
+    // additions keep the lane's order, so the longest slice is the same one.
+    const auto* line = reinterpret_cast<const char*>(&tree_.nodes[node]);
+    __builtin_prefetch(line, 1);
+    __builtin_prefetch(line + sizeof(CallTreeNode) - 1, 1);
+    if (adding_ - added_to_ == kAddAhead) AddTo(additions_[added_to_++ % kAddAhead]);
+    additions_[adding_++ % kAddAhead] = {node, p.slice, p.clipped};
+  }
+
+  void AddTo(const Addition& a) {
+    CallTreeNode& n = tree_.nodes[a.node];
     ++n.calls;
-    n.total_ns += p.clipped;
-    if (p.clipped + 1 > WalkLongest(n)) {
-      SetWalkLongest(n, p.clipped + 1);
-      n.longest_slice = p.slice;
+    n.total_ns += a.clipped;
+    if (a.clipped + 1 > WalkLongest(n)) {
+      SetWalkLongest(n, a.clipped + 1);
+      n.longest_slice = a.slice;
     }
   }
 
@@ -461,6 +481,8 @@ class TreeBuilder {
   std::vector<uint32_t> node_at_;  // the node of the counted open slice at each depth of open_
   std::array<Pending, kAhead> pending_{};
   size_t queued_ = 0, settled_ = 0;
+  std::array<Addition, kAddAhead> additions_{};
+  size_t adding_ = 0, added_to_ = 0;
 };
 
 // Which tracks to walk: the listed ones and those below them; with none listed, every lane
@@ -536,27 +558,38 @@ std::vector<LaneWalk> TrackWalks(const Trace& trace, const std::vector<uint32_t>
   return walks;
 }
 
-// Names the nodes of a tree whose names are still StringIds (TreeBuilder::Walk): names[] in the
-// order the nodes first use them.
-void NameNodes(const Trace& trace, CallTree& tree) {
-  std::vector<uint32_t> index_of(trace.strings().size(), UINT32_MAX);
-  for (size_t n = 1; n < tree.nodes.size(); ++n) {
-    const trace::StringId id = tree.nodes[n].name;
-    uint32_t& index = index_of[id];
+// Names the nodes of a top-down tree whose names are StringIds (TreeBuilder::Walk): names[] in
+// the order the nodes first use them. The first part names its own nodes on its thread, as
+// soon as its children are linked; the other parts' nodes are named as JoinParts appends them
+// (Rename), so that no pass over all the nodes is left for after the parts.
+class NodeNamer {
+ public:
+  explicit NodeNamer(const Trace& trace) : trace_(trace), index_of_(trace.strings().size(), UINT32_MAX) {}
+
+  // The index in `tree`.names of the name `id`, entered when new.
+  uint32_t Rename(trace::StringId id, CallTree& tree) {
+    uint32_t& index = index_of_[id];
     if (index == UINT32_MAX) {
       index = static_cast<uint32_t>(tree.names.size());
-      tree.names.emplace_back(trace.str(id));
+      tree.names.emplace_back(trace_.str(id));
     }
-    tree.nodes[n].name = index;
+    return index;
   }
-}
+  void NameNodes(CallTree& tree) {
+    for (size_t n = 1; n < tree.nodes.size(); ++n) tree.nodes[n].name = Rename(tree.nodes[n].name, tree);
+  }
+
+ private:
+  const Trace& trace_;
+  std::vector<uint32_t> index_of_;  // by StringId: its index in names[], UINT32_MAX while unseen
+};
 
 // Joins the other parts (see TreeBuilder), each with its children linked, to the first, `tree`:
-// their nodes appended, their children lists moved behind the root's, and the root's children
-// (every part's) sorted together, as LinkChildren sorts a `kind` tree's; `text` names a node's
-// name (the trace's StringIds while a top-down tree is built).
-template <typename NameText>
-void JoinParts(const std::vector<CallTree>& others, TreeKind kind, NameText text, CallTree& tree) {
+// their nodes appended, each named `rename(its name)` in `tree`, their children lists moved
+// behind the root's, and the root's children (every part's) sorted together, as LinkChildren
+// sorts a `kind` tree's; `text` gives the text of a name of `tree`.
+template <typename NameText, typename Rename>
+void JoinParts(const std::vector<CallTree>& others, TreeKind kind, NameText text, Rename rename, CallTree& tree) {
   size_t root_children = tree.nodes[0].child_count;
   for (const CallTree& part : others) root_children += part.nodes[0].child_count;
   std::vector<ChildKey> root_keys;
@@ -582,6 +615,7 @@ void JoinParts(const std::vector<CallTree>& others, TreeKind kind, NameText text
     const uint32_t shift = move_children(part, node_offset);
     for (size_t n = 1; n < part.nodes.size(); ++n) {
       CallTreeNode& node = tree.nodes.emplace_back(part.nodes[n]);
+      node.name = rename(node.name);
       if (node.parent > 0) node.parent += static_cast<int32_t>(node_offset);
       node.first_child += shift;
     }
@@ -647,6 +681,7 @@ void BuildTopDown(const Trace& trace, const std::vector<LaneWalk>& walks, int64_
   for (const LaneWalk& walk : walks) walked += walk.to - walk.from;
   const uint32_t parts = PartsFor(walked, threads);
   const auto text = [&trace](uint32_t id) { return trace.str(id); };
+  NodeNamer namer(trace);
   std::vector<CallTree> others(parts - 1);
   RunParts(parts, [&](uint32_t part) {
     CallTree& out = part == 0 ? tree : others[part - 1];
@@ -656,9 +691,11 @@ void BuildTopDown(const Trace& trace, const std::vector<LaneWalk>& walks, int64_
     builder.Reserve(walked, walked / parts / 2);
     for (const LaneWalk& walk : walks) builder.Walk(trace, walk.from, walk.to, begin, end);
     builder.LinkChildren(TreeKind::kTopDown, text);
+    if (part == 0) namer.NameNodes(tree);
   });
-  JoinParts(others, TreeKind::kTopDown, text, tree);
-  NameNodes(trace, tree);
+  JoinParts(
+      others, TreeKind::kTopDown, [&tree](uint32_t name) -> const std::string& { return tree.names[name]; },
+      [&](trace::StringId id) { return namer.Rename(id, tree); }, tree);
 }
 
 // The length of the longest run where the names from `a` upward equal those from `b` upward.
@@ -766,7 +803,7 @@ CallTree BottomUpTree(const CallTree& top_down, unsigned threads) {
   CallTree tree;
   std::vector<CallTree> others(parts - 1);
   RunParts(parts, [&](uint32_t part) { BuildBottomUpPart(top_down, part, parts, part == 0 ? tree : others[part - 1]); });
-  JoinParts(others, TreeKind::kBottomUp, text, tree);
+  JoinParts(others, TreeKind::kBottomUp, text, [](uint32_t name) { return name; }, tree);
   tree.names = top_down.names;  // the same names, the same indices
   tree.window_begin_ns = top_down.window_begin_ns;
   tree.window_ns = top_down.window_ns;

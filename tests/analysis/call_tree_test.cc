@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -92,6 +93,11 @@ void ExpectSameOnThreads(const Trace& trace, CallTreeOptions options, unsigned t
   EXPECT_EQ(parts.slices, one.slices);
   EXPECT_EQ(parts.max_depth, one.max_depth);
   EXPECT_EQ(parts.names.size(), one.names.size());
+  // The same names, each once, whichever part met it first.
+  std::vector<std::string> part_names = parts.names, one_names = one.names;
+  std::sort(part_names.begin(), part_names.end());
+  std::sort(one_names.begin(), one_names.end());
+  EXPECT_EQ(part_names, one_names);
   if (!bottom_up) return;
   // The bottom-up tree too, in parts on the threads against one.
   const CallTree up_one = BottomUpTree(one, 1);
@@ -203,7 +209,10 @@ TEST(CallTreeTest, BottomUpCountsARecursiveCallsTimeOnce) {
 
 // The recount: each slice's parent is the nearest slice before it on its lane that contains it
 // (starts no later, is still running at its start, ends no earlier), found by scanning back.
-std::map<Path, Figures> RecountCallTree(const Trace& trace, int64_t begin, int64_t end) {
+// `longest`, when given, gets each path's longest clipped slice: of several as long, the first
+// in the lanes' order (tracks in order, each lane by start), the one a tree jumps to.
+std::map<Path, Figures> RecountCallTree(const Trace& trace, int64_t begin, int64_t end,
+                                        std::map<Path, int64_t>* longest = nullptr) {
   const auto& slices = trace.slices();
   std::vector<int64_t> parent(slices.size(), -1);
   std::vector<char> counted(slices.size(), 0);
@@ -235,6 +244,11 @@ std::map<Path, Figures> RecountCallTree(const Trace& trace, int64_t begin, int64
       path.insert(path.begin(), std::string(trace.str(trace.slice_name(slices[static_cast<size_t>(up)]))));
     }
     Figures& f = nodes[path];
+    if (longest != nullptr) {
+      // Slices lie by track in track order (checked by the caller), so the first as long is kept.
+      const auto [it, added] = longest->try_emplace(path, i);
+      if (!added && clipped[i] > clipped[static_cast<size_t>(it->second)]) it->second = i;
+    }
     ++f.calls;
     f.total_ns += clipped[i];
     f.self_ns += clipped[i];
@@ -334,22 +348,68 @@ TEST(CallTreeTest, DeepNestingEqualsARecount) {
   int64_t deepest = 0;
   for (const Slice& s : trace.slices()) deepest = std::max<int64_t>(deepest, s.depth);
   ASSERT_EQ(deepest, Slice::kMaxDepth);  // the chain reaches past what a Slice records
+  for (uint32_t t = 1; t < trace.tracks().size(); ++t) {  // slices by track, in track order (the recount's longest)
+    ASSERT_GE(trace.track_first_slice(t), trace.track_first_slice(t - 1));
+  }
   const int64_t span = trace.span_end_ns() - trace.span_begin_ns();
   const std::pair<int64_t, int64_t> windows[] = {{trace.span_begin_ns(), trace.span_end_ns()},
                                                  {trace.span_begin_ns() + span / 7, trace.span_end_ns() - span / 5},
                                                  {trace.span_begin_ns() + 5'003, trace.span_begin_ns() + 15'011}};
   for (const auto& [begin, end] : windows) {
     SCOPED_TRACE(begin);
-    const std::map<Path, Figures> recount = RecountCallTree(trace, begin, end);
+    std::map<Path, int64_t> longest;
+    const std::map<Path, Figures> recount = RecountCallTree(trace, begin, end, &longest);
     ASSERT_GT(recount.size(), 100u);
     for (const unsigned threads : {1u, 3u}) {
       SCOPED_TRACE(threads);
       const CallTree tree = ComputeCallTree(trace, {.begin_ns = begin, .end_ns = end, .threads = threads});
       EXPECT_EQ(NodesOf(tree), recount);
+      // Short slices of few lengths: many a node's longest ties with a later one.
+      std::map<Path, int64_t> tree_longest;
+      for (uint32_t n = 1; n < tree.nodes.size(); ++n) tree_longest[tree.Path(n)] = tree.nodes[n].longest_slice;
+      EXPECT_EQ(tree_longest, longest);
       int64_t self = 0;
       for (const auto& node : tree.nodes) self += node.self_ns;
       EXPECT_EQ(self, tree.root().total_ns);
     }
+  }
+}
+
+TEST(CallTreeTest, PartsNameEachNameOnceAndSortTheRootByName) {
+  // Twelve top-level names of the same length, each calling a name of its own and one they
+  // share: the parts (one per share of the top-level names) meet most names in one part only,
+  // the shared one in all; the root's children tie on total and self, so their order is their
+  // names', compared across parts.
+  TraceMaker m;
+  const uint32_t host = m.Host("host");
+  const uint32_t lanes[] = {m.Lane("thread 1", host, trace::TrackKind::kOpLane, /*concurrent=*/false),
+                            m.Lane("thread 2", host, trace::TrackKind::kOpLane, /*concurrent=*/false)};
+  std::map<Path, Figures> expected;
+  for (int i = 0; i < 12; ++i) {
+    const std::string top = "top " + std::to_string(100 - i), own = "own " + std::to_string(i);
+    const int64_t start = 1000 * i;
+    m.Slice(lanes[i % 2], start, start + 100, top);
+    m.Slice(lanes[i % 2], start + 10, start + 20, own);
+    m.Slice(lanes[i % 2], start + 30, start + 60, "shared");
+    expected[{top}] = {1, 100, 60};
+    expected[{top, own}] = {1, 10, 10};
+    expected[{top, "shared"}] = {1, 30, 30};
+  }
+  const Trace trace = std::move(m).Build();
+  for (const unsigned threads : {1u, 2u, 3u, 4u}) {
+    SCOPED_TRACE(threads);
+    const CallTree tree = ComputeCallTree(trace, {.threads = threads});
+    EXPECT_EQ(NodesOf(tree), expected);
+    std::vector<std::string> names = tree.names;
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end());  // each name once
+    EXPECT_EQ(names.size(), 1u + 12u + 12u + 1u);                            // "", tops, owns, shared
+    std::vector<std::string> root_order;
+    for (uint32_t child : tree.children_of(0)) root_order.push_back(tree.name(child));
+    std::vector<std::string> by_name = root_order;
+    std::sort(by_name.begin(), by_name.end());
+    EXPECT_EQ(root_order, by_name);
+    ASSERT_EQ(root_order.size(), 12u);
   }
 }
 
