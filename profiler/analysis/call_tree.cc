@@ -8,16 +8,15 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <exception>
 #include <memory>
 #include <new>
 #include <type_traits>
 #include <span>
-#include <thread>
 
 #include "base/check.h"
 #include "base/huge_pages.h"
 #include "base/mapped_array.h"
+#include "base/run_parts.h"
 
 namespace stepscope::analysis {
 namespace {
@@ -640,35 +639,7 @@ uint32_t PartsFor(size_t work, unsigned threads) {
   constexpr size_t kPartsFrom = size_t{1} << 18;
   constexpr uint32_t kMostParts = 4;
   if (threads > 0) return threads;
-  return work < kPartsFrom ? 1 : std::clamp(std::thread::hardware_concurrency(), 1u, kMostParts);
-}
-
-// Runs build(part) for parts 1.. on threads of their own and part 0 on this one. What a helper
-// throws (std::bad_alloc: a tree too big for the memory left) is thrown again here once every
-// part has ended, as a build on one thread throws it to its caller, instead of ending the
-// program (an exception that leaves a std::thread calls std::terminate).
-template <typename Build>
-void RunParts(uint32_t parts, const Build& build) {
-  std::vector<std::exception_ptr> failed(parts);
-  std::vector<std::thread> helpers;
-  for (uint32_t part = 1; part < parts; ++part) {
-    helpers.emplace_back([&build, &failed, part] {
-      try {
-        build(part);
-      } catch (...) {
-        failed[part] = std::current_exception();
-      }
-    });
-  }
-  try {
-    build(0);
-  } catch (...) {
-    failed[0] = std::current_exception();
-  }
-  for (std::thread& helper : helpers) helper.join();
-  for (const std::exception_ptr& failure : failed) {
-    if (failure) std::rethrow_exception(failure);
-  }
+  return work < kPartsFrom ? 1 : PartsPerCore(kMostParts);
 }
 
 // The top-down tree of the walks (clipped to [begin, end]). A big one in parts on as many

@@ -36,6 +36,17 @@ StatusOr<std::optional<std::set<int32_t>>> RankSet(const ParsedArgs& args) {
   return std::optional<std::set<int32_t>>(std::move(ranks));
 }
 
+namespace {
+
+Status NoTraceOfRank(const ParsedArgs& args, size_t inputs, const std::set<int32_t>& found) {
+  std::string list;
+  for (int32_t r : found) list += (list.empty() ? "" : ", ") + std::to_string(r);
+  return InvalidInput("--rank " + *args.Get("rank") + ": no trace of that rank among the " + std::to_string(inputs) +
+                      " given (ranks: " + list + ")");
+}
+
+}  // namespace
+
 StatusOr<std::vector<trace::Trace>> LoadScopedTraces(const ParsedArgs& args) {
   ASSIGN_OR_RETURN(const auto ranks, RankSet(args));
   if (!ranks) return trace::ReadTraces(args.positional);
@@ -48,12 +59,25 @@ StatusOr<std::vector<trace::Trace>> LoadScopedTraces(const ParsedArgs& args) {
     found.insert(rank);
     if (ranks->count(rank) > 0) kept.push_back(std::move(trace));
   }
-  if (kept.empty()) {
-    std::string list;
-    for (int32_t r : found) list += (list.empty() ? "" : ", ") + std::to_string(r);
-    return InvalidInput("--rank " + *args.Get("rank") + ": no trace of that rank among the " +
-                        std::to_string(files.size()) + " given (ranks: " + list + ")");
+  if (kept.empty()) return NoTraceOfRank(args, files.size(), found);
+  return kept;
+}
+
+StatusOr<std::vector<const analysis::InputDigest*>> DigestsOfRanks(
+    const ParsedArgs& args, std::span<const analysis::InputDigest> inputs,
+    const std::function<int32_t(const analysis::InputDigest&)>& rank_of, bool scoped) {
+  ASSIGN_OR_RETURN(const auto ranks, RankSet(args));
+  std::vector<const analysis::InputDigest*> kept;
+  std::set<int32_t> found;
+  for (const analysis::InputDigest& input : inputs) {
+    RETURN_IF_ERROR(input.read);
+    const int32_t recorded = rank_of(input);
+    const int32_t rank = recorded >= 0 ? recorded : static_cast<int32_t>(input.input);
+    found.insert(rank);
+    if (!scoped && ranks && ranks->count(rank) == 0) continue;
+    kept.push_back(&input);
   }
+  if (!scoped && ranks && kept.empty()) return NoTraceOfRank(args, inputs.size(), found);
   return kept;
 }
 

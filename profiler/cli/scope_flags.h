@@ -5,14 +5,17 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/flags.h"
 #include "base/status.h"
+#include "profiler/analysis/distributed_digest.h"
 #include "profiler/trace/trace.h"
 
 namespace stepscope::cli {
@@ -56,5 +59,13 @@ StatusOr<std::optional<std::set<int32_t>>> RankSet(const ParsedArgs& args);
 // file is read in turn and one of another rank dropped at once, so memory holds the kept ones.
 // Fails naming the ranks found when none is kept.
 StatusOr<std::vector<trace::Trace>> LoadScopedTraces(const ParsedArgs& args);
+
+// The same over inputs already digested (analysis/distributed_digest.h), in input order: the first
+// that could not be read fails the run; --rank keeps those of its ranks (`rank_of`: the rank an
+// input records, -1 unknown: its place among all the inputs), every one without it or when
+// `scoped` (the inputs are --rank's already). Fails naming the ranks found when none is kept.
+StatusOr<std::vector<const analysis::InputDigest*>> DigestsOfRanks(
+    const ParsedArgs& args, std::span<const analysis::InputDigest> inputs,
+    const std::function<int32_t(const analysis::InputDigest&)>& rank_of, bool scoped = false);
 
 }  // namespace stepscope::cli

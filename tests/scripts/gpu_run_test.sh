@@ -111,7 +111,12 @@ STEPSCOPE_GPU_BUILD=$tmp/hanging "$repo/scripts/gpu/gpu-run.sh" --rehearse --onl
   --out "$tmp/out4" --deadline 300 > "$tmp/log4" 2>&1 &
 pid=$!
 for _ in $(seq 120); do grep -q '^smoke: ok' "$tmp/out4/summary.txt" 2>/dev/null && break; sleep 1; done
-sleep 2
+# Each stage is packed as it ends: wait for smoke's pack (seconds on a loaded machine), then kill
+# the run while the next stage hangs.
+for _ in $(seq 60); do
+  tar -tzf "$tmp/out4/results.tar.gz" 2>/dev/null | grep -q "smoke/lstm_small.jsonl" && break
+  sleep 1
+done
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 expect_line "$tmp/out4/summary.txt" "^smoke: ok" "run 4"

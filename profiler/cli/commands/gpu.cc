@@ -532,24 +532,8 @@ Status GpuFromDigests(const ParsedArgs& args, std::span<const analysis::InputDig
                       CommandOutput& out) {
   RETURN_IF_ERROR(CheckGpuFlags(args));
   ASSIGN_OR_RETURN(const auto range, StepRange(args));
-  ASSIGN_OR_RETURN(const auto ranks, RankSet(args));
-  // As LoadScopedTraces: the first input that could not be read fails the run; --rank keeps the
-  // inputs of its ranks (a rank unknown: the input's place among all of them).
-  std::vector<const analysis::InputDigest*> kept;
-  std::set<int32_t> found;
-  for (const analysis::InputDigest& input : inputs) {
-    RETURN_IF_ERROR(input.read);
-    const int32_t rank = input.gpu.rank >= 0 ? input.gpu.rank : static_cast<int32_t>(input.input);
-    found.insert(rank);
-    if (!scoped && ranks && ranks->count(rank) == 0) continue;
-    kept.push_back(&input);
-  }
-  if (!scoped && ranks && kept.empty()) {
-    std::string list;
-    for (int32_t r : found) list += (list.empty() ? "" : ", ") + std::to_string(r);
-    return InvalidInput("--rank " + *args.Get("rank") + ": no trace of that rank among the " +
-                        std::to_string(inputs.size()) + " given (ranks: " + list + ")");
-  }
+  ASSIGN_OR_RETURN(const std::vector<const analysis::InputDigest*> kept,
+                   DigestsOfRanks(args, inputs, [](const analysis::InputDigest& d) { return d.gpu.rank; }, scoped));
   std::vector<std::vector<analysis::GpuBreakdown>> rows;
   if (!range) {
     for (const analysis::InputDigest* input : kept) rows.push_back(input->gpu.rows);

@@ -289,25 +289,13 @@ Status RunMerge(const ParsedArgs& args, std::ostream& out, std::ostream& err) {
 Status StragglersFromDigests(const ParsedArgs& args, std::span<const analysis::InputDigest> inputs,
                              std::ostream& out, std::ostream& err) {
   ASSIGN_OR_RETURN(const StragglerFlags flags, ParseStragglerFlags(args));
-  // As LoadScopedTraces: the first input that could not be read fails the run; --rank keeps the
-  // inputs of its ranks (a rank unknown: the input's place among all of them).
-  ASSIGN_OR_RETURN(const auto ranks, RankSet(args));
+  ASSIGN_OR_RETURN(const std::vector<const analysis::InputDigest*> of_ranks,
+                   DigestsOfRanks(args, inputs, [](const analysis::InputDigest& d) { return d.clock.rank; }));
   std::vector<analysis::ClockDigest> clocks;
   std::vector<analysis::StragglerDigest> kept;
-  std::set<int32_t> found;
-  for (const analysis::InputDigest& input : inputs) {
-    RETURN_IF_ERROR(input.read);
-    const int32_t rank = input.clock.rank >= 0 ? input.clock.rank : static_cast<int32_t>(input.input);
-    found.insert(rank);
-    if (ranks && ranks->count(rank) == 0) continue;
-    clocks.push_back(input.clock);
-    kept.push_back(input.stragglers);
-  }
-  if (ranks && kept.empty()) {
-    std::string list;
-    for (int32_t r : found) list += (list.empty() ? "" : ", ") + std::to_string(r);
-    return InvalidInput("--rank " + *args.Get("rank") + ": no trace of that rank among the " +
-                        std::to_string(inputs.size()) + " given (ranks: " + list + ")");
+  for (const analysis::InputDigest* input : of_ranks) {
+    clocks.push_back(input->clock);
+    kept.push_back(input->stragglers);
   }
   ASSIGN_OR_RETURN(const analysis::StragglerReport report,
                    analysis::CombineStragglers(kept, analysis::AlignDigests(clocks, flags.options.align), flags.options));

@@ -238,24 +238,8 @@ Status CriticalPathFromDigests(const ParsedArgs& args, std::span<const analysis:
   RETURN_IF_ERROR(CheckCriticalPathFlags(args));
   ASSIGN_OR_RETURN(const auto range, StepRange(args));
   ASSIGN_OR_RETURN(const analysis::AlignMethod method, AlignFlag(args));
-  ASSIGN_OR_RETURN(const auto ranks, RankSet(args));
-  // As LoadScopedTraces: the first input that could not be read fails the run; --rank keeps the
-  // inputs of its ranks (a rank unknown: the input's place among all of them).
-  std::vector<const analysis::InputDigest*> kept;
-  std::set<int32_t> found;
-  for (const analysis::InputDigest& input : inputs) {
-    RETURN_IF_ERROR(input.read);
-    const int32_t rank = input.clock.rank >= 0 ? input.clock.rank : static_cast<int32_t>(input.input);
-    found.insert(rank);
-    if (!scoped && ranks && ranks->count(rank) == 0) continue;
-    kept.push_back(&input);
-  }
-  if (!scoped && ranks && kept.empty()) {
-    std::string list;
-    for (int32_t r : found) list += (list.empty() ? "" : ", ") + std::to_string(r);
-    return InvalidInput("--rank " + *args.Get("rank") + ": no trace of that rank among the " +
-                        std::to_string(inputs.size()) + " given (ranks: " + list + ")");
-  }
+  ASSIGN_OR_RETURN(const std::vector<const analysis::InputDigest*> kept,
+                   DigestsOfRanks(args, inputs, [](const analysis::InputDigest& d) { return d.clock.rank; }, scoped));
   // Each input's windows numbered by the one rule over the inputs kept, and selected by --step.
   std::vector<std::vector<int64_t>> recorded;
   for (const analysis::InputDigest* input : kept) recorded.push_back(input->report.steps);
