@@ -1,5 +1,6 @@
 // The multi-rank commands that can run spread over MPI processes (`mpirun -np N stepscope
-// align|stragglers|critical-path|steps|gpu DIR`, profiler/cli/distributed.h): each computed from the
+// align|stragglers|critical-path|steps|gpu|efficiency DIR`, `diff A... --vs B...`;
+// profiler/cli/distributed.h): each computed from the
 // inputs' digests (analysis/distributed_digest.h) and printed by the same code as in one process,
 // so that both print the same bytes.
 #pragma once
