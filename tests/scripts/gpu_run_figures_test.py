@@ -26,7 +26,8 @@ API_IDS = ("runtime:cudaLaunchKernelExC_v11060=300,driver:cuLaunchKernel=80,"
 def note(step, api_ids=API_IDS):
     return (f"trace of step {step}: traces/x_step{step}.pb (GPU: 1000 CUPTI records (300 kernels, "
             f"90 copies, 10 memsets, 480 API calls, 120 other), 396 linked to 250 ops, 4 unlinked; "
-            f"level launches (API records: 67 chosen runtime/driver calls, hw trace off); api_ids "
+            f"level launches (API records: 67 chosen runtime/driver calls, hw trace off, "
+            f"CUPTI detached between steps); api_ids "
             f"{api_ids}; 2 dropped (2 by CUPTI, 0 buffers refused, 0 over the record limit))\n")
 
 

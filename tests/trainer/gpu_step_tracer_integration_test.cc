@@ -4,12 +4,16 @@
 // to the op, with launch times, and the host op must carry their correlation id. A second
 // profiled step then holds only its own kernel: work run between the steps, with tracing off, is
 // not recorded. Skips, saying why, where there is no usable GPU or CUPTI cannot trace.
+// CUPTI is detached between profiled steps while another thread is inside CUDA all the time, as
+// NCCL's and the fusion's threads are: every step still traces its own kernel.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/cuda/cuda_context.h"
@@ -183,6 +187,66 @@ TEST(GpuStepTracerIntegrationTest, OurKernelAndCublasGemmAreLinkedToTheirOp) {
       << summary2->stats.dropped_buffers << ", other records " << summary2->stats.other_records
       << ", between steps " << summary2->dropped_between_steps;
   EXPECT_EQ(tracer.correlation_errors(), 0u);
+}
+
+TEST(GpuStepTracerIntegrationTest, DetachesWhileAnotherThreadIsInsideCuda) {
+  auto ctx_or = kernels::CudaContext::Create(0);
+  if (!ctx_or.ok()) GTEST_SKIP() << "no usable CUDA device: " << ctx_or.status().message();
+  const kernels::CudaContext& ctx = **ctx_or;
+  auto tracer_or = GpuStepTracer::Start(cupti::MakeCuptiActivitySource());
+  if (!tracer_or.ok() && tracer_or.status().code() == StatusCode::kUnavailable) {
+    GTEST_SKIP() << "CUPTI cannot trace here: " << tracer_or.status().message();
+  }
+  ASSERT_TRUE(tracer_or.ok()) << tracer_or.status().message();
+  GpuStepTracer& tracer = **tracer_or;
+  EXPECT_EQ(tracer.between_steps(), "detached");
+
+  constexpr int64_t n = 1 << 16;
+  DeviceFloats x(n), y(n), z(n), busy(n);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::atomic<bool> stop{false};
+  std::atomic<int> busy_calls{0}, busy_failures{0};
+  std::thread inside_cuda([&] {
+    if (cudaSetDevice(0) != cudaSuccess) ++busy_failures;
+    cudaStream_t stream = nullptr;
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) ++busy_failures;
+    while (!stop) {
+      if (cudaMemsetAsync(busy.view({n}).data, 0, n * sizeof(float), stream) != cudaSuccess ||
+          cudaStreamSynchronize(stream) != cudaSuccess) {
+        ++busy_failures;
+      }
+      ++busy_calls;
+    }
+    (void)cudaStreamDestroy(stream);
+  });
+
+  for (int step = 1; step <= 20; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    collect::StepCollector collector;
+    collector.BeginStep(step);
+    ASSERT_TRUE(tracer.BeginStep().ok());
+    const TestOp add_op{"op/Add", "AddV2", {}};
+    RunOp(collector, tracer, ctx, add_op, [&] {
+      EXPECT_TRUE(kernels::Add(ctx, x.view({n}), y.view({n}), z.view({n})).ok());
+    });
+    tf::RunMetadata metadata = collector.FinishStep(0);
+    auto summary = tracer.EndStep(0, &metadata);
+    ASSERT_TRUE(summary.ok()) << summary.status().message();
+    EXPECT_EQ(tracer.between_steps(), "detached");
+    int linked = 0;
+    for (const tf::NodeExecStats* kernel : Kernels(metadata)) {
+      if (kernel->node_name() == "op/Add:AddV2") ++linked;
+    }
+    EXPECT_EQ(linked, 1);
+    EXPECT_EQ(summary->stats.dropped_total(), 0u);
+    // The other thread's unprofiled work between steps runs against a detached CUPTI.
+    const int calls_before = busy_calls;
+    while (busy_calls < calls_before + 3) std::this_thread::yield();
+  }
+  stop = true;
+  inside_cuda.join();
+  EXPECT_EQ(busy_failures, 0);
+  EXPECT_GT(busy_calls, 60);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "viewer/timeline/time_axis.h"
 #include "viewer/timeline/timeline_view.h"
 #include "viewer/timeline_data/counter_tracks.h"
+#include "viewer/timeline_data/index_search.h"
 
 using namespace stepscope;
 using namespace stepscope::viewer;
@@ -45,6 +46,29 @@ class CounterTracksTest : public QObject {
   Q_OBJECT
 
  private slots:
+  // The searches every index of the timeline rests on, against std::partition_point: every
+  // bound and range of tables with runs of equal values, empty and one-element tables.
+  void IndexSearchesFindWhatPartitionPointFinds() {
+    std::mt19937 random(5);
+    for (const size_t size : {size_t{0}, size_t{1}, size_t{2}, size_t{7}, size_t{64}, size_t{300}}) {
+      std::vector<int> sorted(size);
+      for (int& v : sorted) v = static_cast<int>(random() % 40);
+      std::sort(sorted.begin(), sorted.end());
+      for (int bound = -1; bound <= 41; ++bound) {
+        auto before = [&](size_t i) { return sorted[i] < bound; };
+        for (size_t lo = 0; lo <= size; ++lo) {
+          for (size_t hi = lo; hi <= size; hi += (size > 64 ? 13 : 1)) {
+            const size_t expected = static_cast<size_t>(
+                std::partition_point(sorted.begin() + lo, sorted.begin() + hi, [&](int v) { return v < bound; }) -
+                sorted.begin());
+            QCOMPARE(FirstNotBefore(lo, hi, before), expected);
+            QCOMPARE(GallopFirstNotBefore(lo, hi, before), expected);
+          }
+        }
+      }
+    }
+  }
+
   void DecimatedMaxOverAWindowEqualsTheRawMax() {
     std::mt19937 random(11);
     // Wide: values past 32 bits and gaps past 2^32 ns, which the counter keeps at full width.

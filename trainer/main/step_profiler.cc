@@ -73,7 +73,7 @@ collect::cupti::TraceLevel ToTraceLevel(ProfileLevel level) {
 }
 
 // What this run's CUPTI records, and the step's API records per call: "level launches (API
-// records: 67 chosen runtime/driver calls, hw trace off); api_ids
+// records: 67 chosen runtime/driver calls, hw trace off, CUPTI detached between steps); api_ids
 // runtime:cudaLaunchKernel_v7000=700,driver:cuLaunchKernelEx=120" (no space or ';' in the
 // histogram: a log reader takes what follows "api_ids " up to the next ';').
 std::string DescribeRecording(const ProfileOptions& options,
@@ -82,7 +82,7 @@ std::string DescribeRecording(const ProfileOptions& options,
   const std::string api = tracer.api_records(), hw = tracer.hw_trace();
   return std::string("level ") + ProfileLevelName(options.level) + " (API records: " +
          (api.empty() ? "none" : api) + ", hw trace " + (hw.empty() ? "off" : hw) +
-         (options.stay_attached ? ", attached between steps" : "") + "); api_ids " +
+         ", CUPTI " + tracer.between_steps() + " between steps); api_ids " +
          collect::cupti::FormatApiHistogram(step.stats.api_ids);
 }
 

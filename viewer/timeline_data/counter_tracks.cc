@@ -12,6 +12,7 @@
 
 #include "base/units.h"
 #include "profiler/analysis/gpu_work.h"
+#include "viewer/timeline_data/index_search.h"
 
 namespace stepscope::viewer {
 
@@ -69,34 +70,15 @@ SampledCounter::SampledCounter(std::vector<int64_t> times, std::vector<int64_t> 
 }
 
 size_t SampledCounter::FirstAtOrAfter(double t, size_t low, size_t high) const {
-  while (low < high) {
-    const size_t mid = low + (high - low) / 2;
-    if (static_cast<double>(time(mid)) < t) {
-      low = mid + 1;
-    } else {
-      high = mid;
-    }
-  }
-  return low;
+  return FirstNotBefore(low, high, [&](size_t i) { return static_cast<double>(time(i)) < t; });
 }
 
 size_t SampledCounter::FirstAtOrAfterFrom(double t, size_t* hint) const {
   constexpr size_t kTimeStride = kFanout * kFanout;
   auto sampled_before = [&](size_t m) { return static_cast<double>(sampled_times_[m]) < t; };
   // The first sampled time at or after t, galloping on from the hint.
-  size_t low = std::min(*hint, sampled_times_.size()), high = low;
-  for (size_t step = 1; high < sampled_times_.size() && sampled_before(high); step *= 2) {
-    low = high + 1;
-    high = std::min(sampled_times_.size(), high + step);
-  }
-  while (low < high) {
-    const size_t mid = low + (high - low) / 2;
-    if (sampled_before(mid)) {
-      low = mid + 1;
-    } else {
-      high = mid;
-    }
-  }
+  const size_t low = GallopFirstNotBefore(std::min(*hint, sampled_times_.size()),
+                                          sampled_times_.size(), sampled_before);
   // Sampled time `low` is at or after t and the one before it is not: the answer lies in
   // ((low - 1) * kTimeStride, low * kTimeStride].
   *hint = low == 0 ? 0 : low - 1;

@@ -8,25 +8,13 @@
 #include <future>
 #include <memory>
 
+#include "viewer/timeline_data/index_search.h"
+
 namespace stepscope::viewer {
 
 static_assert(std::endian::native == std::endian::little, "LevelSlices reads 3-byte places as the low bytes of 4");
 
 namespace {
-
-// The first position in [lo, hi) for which `before` is false (`before` holds for a prefix).
-template <typename Before>
-size_t FirstNotBefore(size_t lo, size_t hi, Before before) {
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (before(mid)) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
-}
 
 // Runs work(first, end) over the tracks [first, end) in two groups of about half the slices
 // each, the second on another core, for a trace big enough to gain from it: building the index
@@ -266,14 +254,7 @@ size_t FirstStartingAtOrAfter(const TimelineIndex& index, uint32_t track, int de
   // by galloping when a rounding put it outside.
   const bool settled = lo >= known + 1 && (lo == known + 1 || sample_before(lo - 1)) &&
                        (lo == sample_end || !sample_before(lo));
-  if (!settled) {
-    size_t m = known + 1;
-    for (size_t step = 1; m < sample_end && sample_before(m); step *= 2) {
-      known = m;
-      m = known + step;
-    }
-    lo = FirstNotBefore(known + 1, std::min(m, sample_end), sample_before);
-  }
+  if (!settled) lo = GallopFirstNotBefore(known + 1, sample_end, sample_before);
   // Sample lo is the first at or after the bound (or past the end): the answer lies in
   // (known * kStride, lo * kStride], where `known` is the last sample before the bound.
   known = lo - 1;

@@ -2,6 +2,7 @@
 #include "profiler/collect/cupti/cupti_activity_source.h"
 
 #include "profiler/collect/cupti/activity_buffer_pool.h"
+#include "profiler/collect/cupti/api_exit_detach.h"
 #include "profiler/collect/cupti/traced_api.h"
 
 #include <cupti.h>
@@ -85,11 +86,51 @@ Status ProbeDriver() {
   return Status::Ok();
 }
 
+// The detach's own CUDA call: cuCtxGetCurrent of the driver the process has loaded (cheap, needs
+// no context; this library links no CUDA library). Null without a driver.
+using CtxGetCurrentCall = CUresult (*)(CUcontext*);
+CtxGetCurrentCall DriverCtxGetCurrent() {
+  static const CtxGetCurrentCall call = [] {
+    void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);  // kept open
+    return driver != nullptr
+               ? reinterpret_cast<CtxGetCurrentCall>(::dlsym(driver, "cuCtxGetCurrent"))
+               : nullptr;
+  }();
+  return call;
+}
+
+// CUPTI's callback while a detach is armed: at the exit of the armed call, on any thread.
+void CUPTIAPI DetachAtApiExit(void* userdata, CUpti_CallbackDomain domain,
+                              CUpti_CallbackId /*id*/, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || data == nullptr) return;
+  if (static_cast<const CUpti_CallbackData*>(data)->callbackSite != CUPTI_API_EXIT) return;
+  try {
+    static_cast<ApiExitDetach*>(userdata)->OnApiExit();
+  } catch (...) {
+    // Out of memory for a Status: never unwind into CUDA.
+  }
+}
+
 class CuptiActivitySourceImpl final : public CuptiActivitySource {
  public:
   explicit CuptiActivitySourceImpl(CuptiSourceOptions options)
       : options_(std::move(options)),
-        pool_(options_.buffer_bytes, options_.buffer_budget_bytes) {}
+        pool_(options_.buffer_bytes, options_.buffer_budget_bytes),
+        detach_(DetachCalls{.arm = [this] { return ArmDetach(); },
+                            .trigger =
+                                [] {
+                                  CUcontext context = nullptr;
+                                  (void)DriverCtxGetCurrent()(&context);
+                                },
+                            .finalize =
+                                [] {
+                                  const CUptiResult result = cuptiFinalize();
+                                  return result == CUPTI_SUCCESS
+                                             ? Status::Ok()
+                                             : CuptiCallStatus(result, "cuptiFinalize()",
+                                                               __FILE__, __LINE__);
+                                },
+                            .disarm = [this] { DisarmDetach(); }}) {}
 
   ~CuptiActivitySourceImpl() override { (void)Stop(); }
 
@@ -142,18 +183,24 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
     // Once more: records CUPTI completed between the flush and the disable reach the sink, and
     // the buffers that held them come back to the pool.
     const Status last = Flush();
-    Status detached = Status::Ok();
-    if (options_.detach_when_paused && flushed.ok() && last.ok()) {
-      // Every buffer is back and no op is running: nothing of CUPTI's is in use.
-      const CUptiResult result = cuptiFinalize();
-      if (result == CUPTI_SUCCESS) {
+    if (options_.detach_when_paused && stays_attached_why_.empty() && flushed.ok() &&
+        last.ok()) {
+      // Every buffer is back: CUPTI holds nothing of ours. Other threads may be inside CUDA,
+      // so the finalize runs at a CUDA call's exit (api_exit_detach.h).
+      const Status detached = detach_.Detach();
+      if (detached.ok()) {
         detached_ = true;
+        subscriber_ = nullptr;  // ended by the finalize
       } else {
-        detached = CuptiCallStatus(result, "cuptiFinalize()", __FILE__, __LINE__);
+        // The step's records are whole; later steps pay for CUPTI's hooks, and the log says so.
+        stays_attached_why_ = detached.message();
+        std::cerr << "stepscope: CUPTI stays attached between profiled steps (unprofiled steps "
+                     "keep its cost): "
+                  << stays_attached_why_ << "\n";
       }
     }
     if (!flushed.ok()) return flushed;
-    return last.ok() ? detached : last;
+    return last;
   }
 
   Status Resume() override {
@@ -207,6 +254,11 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
                      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) != options_.kinds.end();
   }
   std::string hw_trace() const override { return hw_trace_state_; }
+  std::string between_steps() const override {
+    if (!options_.detach_when_paused) return "attached";
+    if (!stays_attached_why_.empty()) return "attached (" + stays_attached_why_ + ")";
+    return "detached";
+  }
 
   // CUPTI callbacks (static, C linkage-compatible); nothing may throw out of them.
   static void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -224,6 +276,29 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
   }
 
  private:
+  // The detach's callback on cuCtxGetCurrent's exit (DetachAtApiExit); ended by the finalize.
+  Status ArmDetach() {
+    if (DriverCtxGetCurrent() == nullptr) {
+      return Unavailable("the NVIDIA driver library has no cuCtxGetCurrent for the detach's call");
+    }
+    const CUptiResult subscribed = cuptiSubscribe(&subscriber_, DetachAtApiExit, &detach_);
+    if (subscribed != CUPTI_SUCCESS) {
+      subscriber_ = nullptr;
+      return CuptiCallStatus(subscribed, "cuptiSubscribe() (another CUPTI client, such as "
+                                         "Nsight Systems, may hold the callbacks)",
+                             __FILE__, __LINE__);
+    }
+    STEPSCOPE_CUPTI_RETURN_IF_ERROR(cuptiEnableCallback(
+        1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent));
+    return Status::Ok();
+  }
+
+  void DisarmDetach() {
+    if (subscriber_ == nullptr) return;
+    (void)cuptiUnsubscribe(subscriber_);
+    subscriber_ = nullptr;
+  }
+
   // Once per Start: CUPTI keeps the callbacks while kinds are disabled and enabled again.
   Status RegisterCallbacks() {
     STEPSCOPE_CUPTI_RETURN_IF_ERROR(cuptiActivityRegisterCallbacks(BufferRequested,
@@ -365,6 +440,9 @@ class CuptiActivitySourceImpl final : public CuptiActivitySource {
   bool started_ = false;
   bool paused_ = false;  // started, kinds disabled
   bool detached_ = false;  // paused with CUPTI detached (cuptiFinalize)
+  ApiExitDetach detach_;
+  CUpti_SubscriberHandle subscriber_ = nullptr;  // while a detach is armed
+  std::string stays_attached_why_;  // a detach failed: CUPTI stays attached from then on
   std::vector<CUpti_ActivityKind> enabled_;
   bool api_ids_enabled_ = false;     // the TracedApis() ids are on (per-id mode)
   bool warned_api_fallback_ = false;  // the whole-kinds fallback was logged

@@ -5,7 +5,8 @@
 //
 // Tracing is on only while it is wanted: Start() registers the buffer callbacks and enables the
 // kinds; Pause() disables the kinds and, by default, detaches CUPTI from the process
-// (cuptiFinalize); Resume() attaches it again (callbacks registered afresh) and enables the kinds.
+// (cuptiFinalize, at a CUDA call's exit: api_exit_detach.h); Resume() attaches it again
+// (callbacks registered afresh) and enables the kinds.
 // Detaching is what leaves the unprofiled steps of a run at full speed: with every kind disabled
 // but CUPTI still attached, each CUDA call keeps paying for CUPTI's hooks.
 // Each Start/Resume reads the CUPTI-to-host clock alignment afresh: CUPTI's clock (which may
@@ -60,8 +61,10 @@ struct CuptiSourceOptions {
   // itself only reports CUPTI_ERROR_UNKNOWN when there is no driver.
   bool probe_driver = true;
   std::function<int64_t()> host_clock = SteadyNowNanos;  // host clock (steady, ns)
-  // Pause() detaches CUPTI (cuptiFinalize) once its buffers are flushed. Safe only when no thread
-  // is inside a CUPTI call at that moment: the step tracer pauses after the step's ops have ended.
+  // Pause() detaches CUPTI (cuptiFinalize) once its buffers are flushed, at the exit of a CUDA
+  // call (api_exit_detach.h), so that threads inside CUDA then (NCCL's, fusion's) are safe.
+  // Where that cannot be done, CUPTI stays attached, one line goes to stderr and
+  // between_steps() says why.
   bool detach_when_paused = true;
   // RUNTIME and DRIVER in `kinds` record only the calls of TracedApis() (traced_api.h), enabled
   // one id at a time. Where this CUPTI cannot, the whole kinds are enabled (every call recorded)
@@ -122,6 +125,9 @@ class CuptiActivitySource {
   virtual bool links_ops() const { return true; }
   // "on", "off", or "unavailable (<why>)" (asked for, refused); empty before the first enable.
   virtual std::string hw_trace() const { return {}; }
+  // CUPTI between profiled steps: "detached", "attached" (asked for), or "attached (<why the
+  // detach could not be done>)".
+  virtual std::string between_steps() const { return "attached"; }
 };
 
 std::unique_ptr<CuptiActivitySource> MakeCuptiActivitySource(CuptiSourceOptions options = {});

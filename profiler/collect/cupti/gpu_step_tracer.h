@@ -93,6 +93,7 @@ class GpuStepTracer final : private ActivityRecordSink {
   // What the source records, for the log (CuptiActivitySource::api_records, hw_trace).
   std::string api_records() const { return source_->api_records(); }
   std::string hw_trace() const { return source_->hw_trace(); }
+  std::string between_steps() const { return source_->between_steps(); }
 
  private:
   GpuStepTracer(std::unique_ptr<CuptiActivitySource> source,
